@@ -126,7 +126,6 @@ CREATE TABLE "outbox" (
     "job_id" TEXT NOT NULL,
     "payload" JSONB NOT NULL,
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    "published_at" TIMESTAMPTZ(3),
 
     CONSTRAINT "outbox_pkey" PRIMARY KEY ("id")
 );
@@ -172,9 +171,6 @@ CREATE UNIQUE INDEX "vault_secrets_vault_id_name_key" ON "vault_secrets"("vault_
 
 -- CreateIndex
 CREATE INDEX "idempotency_records_created_at_idx" ON "idempotency_records"("created_at");
-
--- CreateIndex
-CREATE INDEX "outbox_published_at_id_idx" ON "outbox"("published_at", "id");
 
 -- AddForeignKey
 ALTER TABLE "workspaces" ADD CONSTRAINT "workspaces_account_id_fkey" FOREIGN KEY ("account_id") REFERENCES "accounts"("id") ON DELETE CASCADE ON UPDATE CASCADE;

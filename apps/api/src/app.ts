@@ -1,0 +1,68 @@
+import Fastify, { type FastifyInstance } from 'fastify'
+import swagger from '@fastify/swagger'
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
+import { randomUUID } from 'node:crypto'
+import type { Redis } from 'ioredis'
+import { loggerOptions, type ApiConfig, type Caller, type Db, type VaultService } from '@roster/shared'
+import { registerErrorHandling } from './plugins/errors.js'
+import type { Authenticator } from './plugins/auth.js'
+import { internRoutes } from './routes/interns/index.js'
+import { healthRoutes } from './routes/health.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller?: Caller
+  }
+}
+
+export interface AppDeps {
+  config: ApiConfig
+  db: Db
+  redis: Redis
+  vault: VaultService
+  authenticate: Authenticator
+}
+
+export const BODY_LIMIT = 1_048_576
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
+
+/** Builds the API without listening, so tests can inject requests. */
+export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: opts.logger === false ? false : loggerOptions('api', deps.config.LOG_LEVEL),
+    bodyLimit: BODY_LIMIT,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id']
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
+    },
+    disableRequestLogging: deps.config.LOG_LEVEL !== 'debug' && deps.config.LOG_LEVEL !== 'trace',
+  })
+  app.setValidatorCompiler(validatorCompiler)
+  app.setSerializerCompiler(serializerCompiler)
+  app.addHook('onSend', async (req, reply) => {
+    reply.header('x-request-id', req.id)
+  })
+  registerErrorHandling(app)
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Roster API', version: '1.0.0', description: 'Interns, responses and presets, self-hosted.' },
+      servers: [{ url: '/' }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: jsonSchemaTransform,
+  })
+
+  await app.register(healthRoutes(deps))
+  await app.register(
+    async (v1) => {
+      await v1.register(internRoutes(deps))
+      v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+    },
+    { prefix: '/api/v1' },
+  )
+  return app
+}

@@ -1,0 +1,32 @@
+import { Redis } from 'ioredis'
+import { ApiConfig, createDb, LocalVault, loadConfigOrExit } from '@roster/shared'
+import { buildApp } from './app.js'
+import { createAuthenticator } from './plugins/auth.js'
+
+const config = loadConfigOrExit(ApiConfig, 'api')
+const db = createDb({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE })
+// The API never needs Redis to accept a create (the outbox carries the work), so it must not queue
+// commands while Redis is away: /ready reports it instead.
+const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
+redis.on('error', () => {})
+redis.connect().catch(() => {})
+const vault = new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS })
+const app = await buildApp({ config, db, redis, vault, authenticate: createAuthenticator(db, config.AUTH_CACHE_MS) })
+if (!config.VAULT_MASTER_KEY) app.log.warn('VAULT_MASTER_KEY is not set: intern creation will answer 500 configuration_error')
+
+let closing = false
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, async () => {
+    if (closing) return
+    closing = true
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests')
+    const force = setTimeout(() => process.exit(1), 10_000).unref()
+    await app.close()
+    await Promise.allSettled([db.$disconnect(), redis.quit()])
+    clearTimeout(force)
+    process.exit(0)
+  })
+}
+
+const address = await app.listen({ host: config.HOST, port: config.PORT })
+app.log.info(`api listening on ${address} (base URL ${address}/api/v1)`)

@@ -1,0 +1,27 @@
+import type { FastifyRequest } from 'fastify'
+import { bearerToken, resolveCaller, sha256, type Caller, type Db } from '@roster/shared'
+
+/**
+ * Resolves the bearer key to a Caller. Lookups are cached briefly (AUTH_CACHE_MS) because every
+ * poll of an intern would otherwise cost a query; revoking a key takes effect within that window.
+ * The cache is keyed by a digest of the token, so plaintext keys are never held as map keys.
+ */
+export function createAuthenticator(db: Db, cacheMs: number) {
+  const cache = new Map<string, { caller: Caller | undefined; expires: number }>()
+  const maxEntries = 10_000
+
+  return async function authenticate(req: FastifyRequest): Promise<Caller | undefined> {
+    const token = bearerToken(req.headers.authorization)
+    if (!token || token.length > 512) return undefined
+    if (cacheMs === 0) return resolveCaller(db, token)
+    const id = sha256(token).toString('base64')
+    const now = Date.now()
+    const hit = cache.get(id)
+    if (hit && hit.expires > now) return hit.caller
+    const caller = await resolveCaller(db, token)
+    if (cache.size >= maxEntries) cache.clear()
+    cache.set(id, { caller, expires: now + cacheMs })
+    return caller
+  }
+}
+export type Authenticator = ReturnType<typeof createAuthenticator>

@@ -1,0 +1,130 @@
+import Fastify, { type FastifyInstance } from 'fastify'
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { createHash } from 'node:crypto'
+import { join } from 'node:path'
+import { z } from 'zod'
+import { loggerOptions, type RuntimeConfig } from '@roster/shared'
+
+const Spec = z.object({
+  hostname: z.string().min(1),
+  name: z.string(),
+  instructions: z.string().nullable(),
+  model: z.string().nullable(),
+  token: z.string().min(1),
+})
+type Spec = z.infer<typeof Spec>
+
+interface HostedIntern {
+  id: string
+  spec: Spec
+  digest: string
+  running: boolean
+  startedAt: string | null
+  /** Work counters: how often the configuration was really written and the intern really started. */
+  configWrites: number
+  starts: number
+}
+
+const ID = /^[0-9a-f-]{36}$/
+
+/**
+ * The local runtime host: runs many interns in one process, each answering on its own hostname
+ * (routed by Host / X-Forwarded-Host). Configurations are written to RUNTIME_DATA_DIR, so a
+ * configured intern survives a restart of the host; whether it runs is held in memory, so a killed
+ * host really loses its running interns, as a crashed machine would.
+ */
+export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: boolean } = {}): Promise<FastifyInstance> {
+  const interns = new Map<string, HostedIntern>()
+  const byHostname = new Map<string, string>()
+  await mkdir(config.RUNTIME_DATA_DIR, { recursive: true })
+
+  const app = Fastify({ logger: opts.logger === false ? false : loggerOptions('runtime', config.LOG_LEVEL) })
+  const hostOf = (headers: Record<string, unknown>) =>
+    String(headers['x-forwarded-host'] ?? headers.host ?? '').split(':')[0]!.toLowerCase()
+
+  // Requests addressed to an intern's hostname are answered by that intern.
+  app.addHook('onRequest', async (req, reply) => {
+    const internId = byHostname.get(hostOf(req.headers))
+    if (!internId) return
+    const intern = interns.get(internId)!
+    if (!intern.running) return reply.code(503).send({ status: 'stopped', intern: internId })
+    if (req.url === '/healthz') return reply.send({ status: 'ok', intern: internId, started_at: intern.startedAt })
+    return reply.send({ intern: internId, name: intern.spec.name, model: intern.spec.model, hostname: intern.spec.hostname })
+  })
+
+  app.get('/health', async () => ({ status: 'ok', interns: interns.size }))
+
+  app.put<{ Params: { id: string } }>('/v1/interns/:id', async (req, reply) => {
+    if (!ID.test(req.params.id)) return reply.code(400).send({ error: 'bad intern id' })
+    const spec = Spec.safeParse(req.body)
+    if (!spec.success) return reply.code(400).send({ error: spec.error.message })
+    const digest = createHash('sha256').update(JSON.stringify(spec.data)).digest('hex')
+    const current = interns.get(req.params.id)
+    if (current?.digest === digest) return { written: false }
+    const owner = byHostname.get(spec.data.hostname)
+    if (owner && owner !== req.params.id) return reply.code(409).send({ error: 'hostname belongs to another intern' })
+    await writeFile(join(config.RUNTIME_DATA_DIR, `${req.params.id}.json`), JSON.stringify(spec.data))
+    if (current && current.spec.hostname !== spec.data.hostname) byHostname.delete(current.spec.hostname)
+    byHostname.set(spec.data.hostname, req.params.id)
+    interns.set(req.params.id, {
+      id: req.params.id,
+      spec: spec.data,
+      digest,
+      running: current?.running ?? false,
+      startedAt: current?.startedAt ?? null,
+      configWrites: (current?.configWrites ?? 0) + 1,
+      starts: current?.starts ?? 0,
+    })
+    return { written: true }
+  })
+
+  app.post<{ Params: { id: string } }>('/v1/interns/:id/start', async (req, reply) => {
+    const intern = interns.get(req.params.id)
+    if (!intern) return reply.code(404).send({ error: 'intern is not configured on this host' })
+    if (intern.running) return { started: false }
+    intern.running = true
+    intern.startedAt = new Date().toISOString()
+    intern.starts += 1
+    return { started: true }
+  })
+
+  app.post<{ Params: { id: string } }>('/v1/interns/:id/stop', async (req) => {
+    const intern = interns.get(req.params.id)
+    if (intern) intern.running = false
+    return { stopped: true }
+  })
+
+  app.delete<{ Params: { id: string } }>('/v1/interns/:id', async (req) => {
+    const intern = interns.get(req.params.id)
+    if (intern) byHostname.delete(intern.spec.hostname)
+    interns.delete(req.params.id)
+    if (ID.test(req.params.id)) await rm(join(config.RUNTIME_DATA_DIR, `${req.params.id}.json`), { force: true })
+    return { removed: true }
+  })
+
+  app.get<{ Params: { id: string } }>('/v1/interns/:id', async (req, reply) => {
+    const intern = interns.get(req.params.id)
+    if (!intern) return reply.code(404).send({ error: 'not hosted here' })
+    const { spec, ...rest } = intern
+    return { ...rest, hostname: spec.hostname, config_file: join(config.RUNTIME_DATA_DIR, `${intern.id}.json`) }
+  })
+
+  app.get('/v1/interns', async () => ({
+    data: [...interns.values()].map(({ spec, ...rest }) => ({ ...rest, hostname: spec.hostname })),
+  }))
+
+  // Configurations persist across restarts; running state does not.
+  app.addHook('onReady', async () => {
+    const { readdir } = await import('node:fs/promises')
+    for (const file of await readdir(config.RUNTIME_DATA_DIR)) {
+      const id = file.replace(/\.json$/, '')
+      if (!ID.test(id) || interns.has(id)) continue
+      const parsed = Spec.safeParse(JSON.parse(await readFile(join(config.RUNTIME_DATA_DIR, file), 'utf8')))
+      if (!parsed.success) continue
+      const digest = createHash('sha256').update(JSON.stringify(parsed.data)).digest('hex')
+      interns.set(id, { id, spec: parsed.data, digest, running: false, startedAt: null, configWrites: 0, starts: 0 })
+      byHostname.set(parsed.data.hostname, id)
+    }
+  })
+  return app
+}

@@ -1,0 +1,20 @@
+import type { Queue } from 'bullmq'
+import type { Db, Logger, RuntimeDriver, VaultService, WorkerConfig } from '@roster/shared'
+
+/** What job handlers get: plain dependencies, no framework. */
+export interface WorkerDeps {
+  config: WorkerConfig
+  db: Db
+  vault: VaultService
+  runtime: RuntimeDriver
+  queue: Queue
+  log: Logger
+}
+
+export interface JobContext {
+  /** 1-based attempt number of this run. */
+  attempt: number
+  /** No retry follows a failure of this attempt. */
+  finalAttempt: boolean
+  log: Logger
+}

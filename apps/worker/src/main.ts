@@ -1,0 +1,20 @@
+import { createLogger, loadConfigOrExit, WorkerConfig } from '@roster/shared'
+import { startWorker } from './worker.js'
+
+const config = loadConfigOrExit(WorkerConfig, 'worker')
+const log = createLogger('worker', config.LOG_LEVEL)
+const worker = await startWorker(config, log)
+log.info({ concurrency: config.WORKER_CONCURRENCY, runtime: config.RUNTIME_URL, domain: config.INTERNS_DOMAIN }, 'worker started')
+
+let stopping = false
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, async () => {
+    if (stopping) return
+    stopping = true
+    log.info({ signal }, 'shutting down: finishing active jobs')
+    const force = setTimeout(() => process.exit(1), 30_000).unref()
+    await worker.stop()
+    clearTimeout(force)
+    process.exit(0)
+  })
+}

@@ -1,0 +1,29 @@
+import { Queue, type JobsOptions } from 'bullmq'
+import { Redis } from 'ioredis'
+import { INTERN_QUEUE, type JobKind, type WorkerConfig } from '@roster/shared'
+
+export type JobOptionsFor = (kind: JobKind) => JobsOptions
+
+/** Job options per kind, from the configuration. */
+export function jobOptionsFor(config: WorkerConfig): JobOptionsFor {
+  const provision: JobsOptions = {
+    attempts: config.PROVISION_ATTEMPTS,
+    backoff: { type: 'exponential', delay: config.PROVISION_BACKOFF_MS },
+    // Kept for a while so a re-published job id is recognised as done, then trimmed.
+    removeOnComplete: { age: 3_600, count: 50_000 },
+    removeOnFail: { age: 7 * 86_400 },
+  }
+  return () => provision
+}
+
+/**
+ * The producer side. enableOfflineQueue is off so that, while Redis is away, adds fail at once
+ * (the outbox keeps the work) instead of piling up in memory.
+ */
+export function createQueue(config: WorkerConfig) {
+  const connection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
+  connection.on('error', () => {})
+  const queue = new Queue(INTERN_QUEUE, { connection, prefix: config.QUEUE_PREFIX })
+  queue.on('error', () => {})
+  return { queue, connection }
+}

@@ -1,0 +1,89 @@
+import { Worker } from 'bullmq'
+import { Redis } from 'ioredis'
+import {
+  createDb,
+  createLogger,
+  HttpRuntimeDriver,
+  INTERN_QUEUE,
+  LocalVault,
+  type Logger,
+  type WorkerConfig,
+} from '@roster/shared'
+import type { WorkerDeps } from './context.js'
+import { createQueue, jobOptionsFor } from './queue.js'
+import { OutboxRelay } from './relay.js'
+import { Reconciler } from './reconciler.js'
+import { assertRegistryComplete, handlerFor } from './registry.js'
+
+export interface RunningWorker {
+  deps: WorkerDeps
+  reconciler: Reconciler
+  relay: OutboxRelay
+  stop(): Promise<void>
+}
+
+/** Starts one worker process's parts: the job consumer, the outbox relay and the reconciler. */
+export async function startWorker(config: WorkerConfig, log: Logger = createLogger('worker', config.LOG_LEVEL)): Promise<RunningWorker> {
+  assertRegistryComplete()
+  const db = createDb({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE })
+  const { queue, connection: queueConnection } = createQueue(config)
+  const jobOptions = jobOptionsFor(config)
+  const deps: WorkerDeps = {
+    config,
+    db,
+    queue,
+    log,
+    vault: new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: 10_000 }),
+    runtime: new HttpRuntimeDriver(config.RUNTIME_URL),
+  }
+
+  // Workers block on Redis, so their connection must never give up on a command.
+  const workerConnection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null })
+  workerConnection.on('error', () => {})
+  const worker = new Worker(
+    INTERN_QUEUE,
+    async (job) => {
+      const attempt = job.attemptsMade + 1
+      return handlerFor(job.name)(deps, job.data as never, {
+        attempt,
+        finalAttempt: attempt >= (job.opts.attempts ?? 1),
+        log,
+      })
+    },
+    {
+      connection: workerConnection,
+      prefix: config.QUEUE_PREFIX,
+      concurrency: config.WORKER_CONCURRENCY,
+      lockDuration: config.JOB_LOCK_MS,
+      stalledInterval: Math.max(1_000, Math.floor(config.JOB_LOCK_MS / 2)),
+      // A job whose worker died is retried, not failed: its steps are idempotent.
+      maxStalledCount: 20,
+    },
+  )
+  worker.on('error', (err) => log.warn({ err: err.message }, 'worker connection error'))
+  worker.on('failed', (job, err) => log.warn({ jobId: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'))
+
+  const relay = new OutboxRelay(db, queue, config.DATABASE_URL, config.RELAY_POLL_MS, jobOptions, log)
+  const reconciler = new Reconciler(db, queue, config, jobOptions, log)
+  const safely = (what: string, work: () => Promise<unknown>) =>
+    work().catch((err) => log.warn({ err: (err as Error).message }, `${what} failed; will retry`))
+  queueConnection.on('ready', () => {
+    relay.wake()
+    void safely('redis epoch check', () => reconciler.checkRedisEpoch(queueConnection))
+  })
+  const reconcileTimer = setInterval(() => void safely('reconcile', () => reconciler.run()), config.RECONCILE_INTERVAL_MS)
+  await relay.start()
+
+  return {
+    deps,
+    reconciler,
+    relay,
+    async stop() {
+      clearInterval(reconcileTimer)
+      await relay.stop()
+      await worker.close()
+      await queue.close()
+      await Promise.allSettled([db.$disconnect(), workerConnection.quit(), queueConnection.quit()])
+    },
+  }
+}

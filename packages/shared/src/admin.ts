@@ -1,0 +1,61 @@
+import { AppError } from './errors.js'
+import type { Db } from './db.js'
+import { generateApiKey, type ApiKeyKind } from './api-keys.js'
+
+// Operator actions behind the admin CLI; test factories use them too.
+
+export async function createAccount(db: Db, opts: { inProgramme?: boolean; lifecycleWrites?: boolean } = {}) {
+  const account = await db.account.create({
+    data: { inProgramme: opts.inProgramme ?? true, lifecycleWrites: opts.lifecycleWrites ?? true },
+  })
+  return { account_id: account.id }
+}
+
+export async function createWorkspace(db: Db, opts: { accountId: string; internsEnabled?: boolean }) {
+  const ws = await db.workspace.create({ data: { accountId: opts.accountId, internsEnabled: opts.internsEnabled ?? true } })
+  return { workspace_id: ws.id }
+}
+
+export async function createUser(db: Db, opts: { workspaceId: string }) {
+  const user = await db.user.create({ data: { workspaceId: opts.workspaceId } })
+  return { user_id: user.id }
+}
+
+export interface CreateKeyOptions {
+  kind: ApiKeyKind
+  workspaceId: string
+  userId?: string
+  internId?: string
+}
+
+/** Issues a key. The plaintext is returned here and never stored. */
+export async function createApiKey(db: Db, opts: CreateKeyOptions) {
+  if (opts.kind === 'user' && !opts.userId) throw new AppError('invalid_body', 'a user key needs --user')
+  if (opts.kind === 'intern' && !opts.internId) throw new AppError('invalid_body', 'an intern key needs --intern')
+  if (opts.kind !== 'user' && opts.userId) throw new AppError('invalid_body', `a ${opts.kind} key acts for no user`)
+  if (opts.kind !== 'intern' && opts.internId) throw new AppError('invalid_body', `a ${opts.kind} key belongs to no intern`)
+  if (opts.userId) {
+    const user = await db.user.findUnique({ where: { id: opts.userId } })
+    if (user?.workspaceId !== opts.workspaceId) throw new AppError('not_found', 'no such user in that workspace')
+  }
+  if (opts.internId) {
+    const intern = await db.intern.findUnique({ where: { id: opts.internId } })
+    if (intern?.workspaceId !== opts.workspaceId) throw new AppError('not_found', 'no such intern in that workspace')
+  }
+  const { plaintext, hash, prefix } = generateApiKey()
+  const key = await db.apiKey.create({
+    data: { kind: opts.kind, workspaceId: opts.workspaceId, userId: opts.userId ?? null, internId: opts.internId ?? null, hash: new Uint8Array(hash), prefix },
+  })
+  return { key_id: key.id, key: plaintext }
+}
+
+/** A ready-to-use set: account in the programme, workspace with interns, one member, one key per kind. */
+export async function bootstrap(db: Db) {
+  const { account_id } = await createAccount(db)
+  const { workspace_id } = await createWorkspace(db, { accountId: account_id })
+  const { user_id } = await createUser(db, { workspaceId: workspace_id })
+  const user = await createApiKey(db, { kind: 'user', workspaceId: workspace_id, userId: user_id })
+  const organization = await createApiKey(db, { kind: 'organization', workspaceId: workspace_id })
+  const management = await createApiKey(db, { kind: 'management', workspaceId: workspace_id })
+  return { account_id, workspace_id, user_id, keys: { user: user.key, organization: organization.key, management: management.key } }
+}

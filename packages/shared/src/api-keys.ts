@@ -1,0 +1,32 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+
+export const ApiKeyKinds = ['user', 'organization', 'management', 'intern'] as const
+export type ApiKeyKind = (typeof ApiKeyKinds)[number]
+
+const PREFIX = 'sk-roster-v1-'
+
+/** A new key: 32 random bytes. Only the SHA-256 digest is stored; the plaintext is shown once. */
+export function generateApiKey(): { plaintext: string; hash: Buffer; prefix: string } {
+  const plaintext = PREFIX + randomBytes(32).toString('base64url')
+  return { plaintext, hash: hashApiKey(plaintext), prefix: plaintext.slice(0, PREFIX.length + 6) }
+}
+
+/**
+ * The lookup digest. A fast hash is right here: keys carry 256 bits of entropy, so there is nothing
+ * for a slow password hash to protect against, and every request pays for it.
+ */
+export function hashApiKey(plaintext: string): Buffer {
+  return createHash('sha256').update(plaintext, 'utf8').digest()
+}
+
+/** Constant-time digest comparison (the row was found by its digest; this guards the match itself). */
+export function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+/** The bearer token of an Authorization header, or undefined when absent or malformed. */
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header)
+  return match?.[1]
+}

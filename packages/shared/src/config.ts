@@ -1,0 +1,142 @@
+import { z } from 'zod'
+
+// One schema per process, parsed once at start-up. This is the only module that reads process.env.
+
+const flag = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes')
+const list = z
+  .string()
+  .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
+const port = z.coerce.number().int().min(0).max(65535)
+const ms = z.coerce.number().int().positive()
+const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')
+
+const postgresUrl = z
+  .string()
+  .url()
+  .refine((u) => /^postgres(ql)?:\/\//.test(u), 'must be a postgres:// or postgresql:// URL')
+  .default('postgresql://postgres@127.0.0.1:5432/roster')
+const redisUrl = z
+  .string()
+  .url()
+  .refine((u) => /^rediss?:\/\//.test(u), 'must be a redis:// or rediss:// URL')
+  .default('redis://127.0.0.1:6379')
+
+/**
+ * The vault master key: 32 bytes, as 64 hex characters or base64. It is optional at start-up on
+ * purpose: without it the API still serves reads, and intern creation answers 500
+ * configuration_error, which tells the caller that retrying will not help.
+ */
+const masterKey = z
+  .string()
+  .optional()
+  .transform((v, ctx) => {
+    if (v === undefined || v === '') return undefined
+    const bytes = /^[0-9a-fA-F]{64}$/.test(v) ? Buffer.from(v, 'hex') : Buffer.from(v, 'base64')
+    if (bytes.length !== 32) {
+      ctx.addIssue({ code: 'custom', message: 'must be 32 bytes, as 64 hex characters or base64' })
+      return z.NEVER
+    }
+    return bytes
+  })
+
+const shared = {
+  DATABASE_URL: postgresUrl,
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  REDIS_URL: redisUrl,
+  /** BullMQ key prefix. The braces are a Redis Cluster hash tag: every queue key lands in one slot. */
+  QUEUE_PREFIX: z.string().regex(/^\{[^{}]+\}$/, 'must be a hash tag such as {roster}').default('{roster}'),
+  LOG_LEVEL: logLevel,
+}
+
+export const ApiConfig = z.object({
+  ...shared,
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: port.default(3000),
+  VAULT_MASTER_KEY: masterKey,
+  /** Host names (no port) on which intern operations are refused with 403. */
+  REGIONAL_HOSTS: list.default([]),
+  /** Deadline of POST /interns; past it the caller gets 408 and may retry with the same key. */
+  INTERN_CREATE_DEADLINE_MS: ms.default(10_000),
+  /** Interns one member may own in a workspace; past it creation answers 409 intern_limit_reached. */
+  INTERN_LIMIT_PER_MEMBER: z.coerce.number().int().positive().default(100),
+  /** How long vault creation waits for the keyring before answering 502 upstream_unavailable. */
+  VAULT_LOCK_TIMEOUT_MS: ms.default(2_000),
+  /** How long a resolved API key is trusted before it is looked up again (revocation delay). */
+  AUTH_CACHE_MS: z.coerce.number().int().min(0).default(5_000),
+})
+export type ApiConfig = z.infer<typeof ApiConfig>
+
+export const WorkerConfig = z.object({
+  ...shared,
+  VAULT_MASTER_KEY: masterKey,
+  /** Public DNS zone under which interns get their hostnames. */
+  INTERNS_DOMAIN: z
+    .string()
+    .regex(/^(?!-)[a-z0-9-]+(\.[a-z0-9-]+)*$/, 'must be a lowercase DNS name such as interns.localhost')
+    .default('interns.localhost'),
+  /** Base URL of the runtime host that runs interns. */
+  RUNTIME_URL: z.string().url().default('http://127.0.0.1:3100'),
+  WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
+  PROVISION_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(5),
+  PROVISION_BACKOFF_MS: ms.default(1_000),
+  /** How long the runtime may take to report healthy after a start, per attempt. */
+  HEALTH_TIMEOUT_MS: ms.default(10_000),
+  /** Lock on an active job; a worker that dies loses its jobs to others after this long. */
+  JOB_LOCK_MS: ms.default(30_000),
+  /** Safety net for missed outbox notifications. */
+  RELAY_POLL_MS: ms.default(1_000),
+  /** How often the reconciler looks for interns whose queued job vanished (e.g. Redis lost data). */
+  RECONCILE_INTERVAL_MS: ms.default(5_000),
+  /** An intern in a transitional status with no progress for this long is checked by the reconciler. */
+  STUCK_AFTER_MS: ms.default(15_000),
+})
+export type WorkerConfig = z.infer<typeof WorkerConfig>
+
+export const RuntimeConfig = z.object({
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: port.default(3100),
+  RUNTIME_DATA_DIR: z.string().min(1).default('.roster/runtime'),
+  LOG_LEVEL: logLevel,
+})
+export type RuntimeConfig = z.infer<typeof RuntimeConfig>
+
+export const CliConfig = z.object({ DATABASE_URL: postgresUrl })
+export type CliConfig = z.infer<typeof CliConfig>
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`)
+    this.name = 'ConfigError'
+  }
+}
+
+/** Parses the environment once; every bad variable is named in the error. */
+export function loadConfig<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv = process.env): z.infer<S> {
+  // Empty strings count as unset, as in most shells' `VAR= cmd`.
+  const input = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== ''))
+  const parsed = schema.safeParse(input)
+  if (parsed.success) return parsed.data
+  throw new ConfigError(
+    parsed.error.issues.map((i) => {
+      const name = String(i.path[0] ?? '?')
+      const value = env[name]
+      const shown = value === undefined ? 'unset' : name.includes('KEY') ? 'set (hidden)' : JSON.stringify(value)
+      return `${name}: ${i.message} (${shown})`
+    }),
+  )
+}
+
+/** For main modules: parse or print the problems and exit. */
+export function loadConfigOrExit<S extends z.ZodObject>(schema: S, processName: string): z.infer<S> {
+  try {
+    return loadConfig(schema)
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${processName}: ${err.message}\n`)
+      process.exit(78) // EX_CONFIG
+    }
+    throw err
+  }
+}

@@ -1,0 +1,87 @@
+import { z } from 'zod'
+
+export const InternStatus = z.enum([
+  'awaiting_slack_install',
+  'queued',
+  'provisioning',
+  'running',
+  'failed',
+  'stopped',
+  'destroying',
+  'destroy_failed',
+])
+export type InternStatus = z.infer<typeof InternStatus>
+
+export const InternName = z
+  .string()
+  .min(2)
+  .max(17)
+  .regex(/^[a-z][a-z0-9]*(-[a-z0-9]+)*$/, 'lowercase letters, digits and single hyphens, starting with a letter')
+
+export const CreateInternRequest = z
+  .strictObject({
+    name: InternName,
+    description: z.string().max(2000).nullable().optional(),
+    instructions: z.string().max(100_000).nullable().optional(),
+    provision: z.boolean().default(false),
+    vault_id: z.uuid().optional(),
+    workspace_id: z.uuid().optional(),
+  })
+  .meta({ id: 'CreateInternRequest' })
+export type CreateInternRequest = z.infer<typeof CreateInternRequest>
+
+export const InternProgress = z
+  .object({
+    step_label: z.string(),
+    step_number: z.int().min(1),
+    total_steps: z.int().min(1),
+  })
+  .meta({ id: 'InternProgress' })
+export type InternProgress = z.infer<typeof InternProgress>
+
+const internFields = {
+  id: z.uuid(),
+  name: z.string(),
+  description: z.string().nullable(),
+  instructions: z.string().nullable(),
+  model: z.string().nullable(),
+  status: InternStatus,
+  last_failure_message: z.string().nullable(),
+  progress: InternProgress.nullable(),
+  hostname: z.string().nullable(),
+  workspace_id: z.uuid(),
+  vault_id: z.uuid().nullable(),
+  attached_vault_id: z.uuid().nullable(),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+}
+
+/** The Intern as returned by create: the fourteen keys, nullable ones always present. */
+export const Intern = z.object(internFields).meta({ id: 'Intern' })
+export type Intern = z.infer<typeof Intern>
+
+/** The Intern as returned by retrieve and list: adds created_by_you (not for organization keys) and icon_sha256. */
+export const InternView = z
+  .object({
+    ...internFields,
+    created_by_you: z.boolean().optional(),
+    icon_sha256: z.string().nullable(),
+  })
+  .meta({ id: 'InternView' })
+export type InternView = z.infer<typeof InternView>
+
+export const InternIdParams = z.object({ internId: z.string() })
+
+export const InternLifecycleError = z
+  .object({
+    error: z.strictObject({
+      code: z.union([z.int(), z.string()]),
+      message: z.string(),
+      metadata: z.strictObject({ reason: z.string(), retryable: z.boolean() }).optional(),
+    }),
+  })
+  .strict()
+  .meta({ id: 'InternLifecycleError' })
+export type InternLifecycleError = z.infer<typeof InternLifecycleError>
+
+export const IdempotencyKeyHeader = z.string().min(1).max(255)

@@ -1,0 +1,51 @@
+// The error catalogue, keyed by the spec's metadata.reason. Domain code throws AppError with a
+// reason; the API's one error handler turns it into the InternLifecycleError body.
+
+export const Reasons = {
+  invalid_body: { status: 400, retryable: false },
+  /** 401 carries no metadata (the spec's row: reason none, retryable none). */
+  unauthorized: { status: 401, retryable: false },
+  no_acting_user: { status: 403, retryable: false },
+  workspace_capability_unavailable: { status: 403, retryable: false },
+  not_found: { status: 404, retryable: false },
+  timeout: { status: 408, retryable: true },
+  idempotency_key_reused: { status: 409, retryable: false },
+  name_taken: { status: 409, retryable: false },
+  /** Ours (the spec leaves it unnamed): the member already owns INTERN_LIMIT_PER_MEMBER interns. */
+  intern_limit_reached: { status: 409, retryable: false },
+  /** Ours: vault_id names no vault owned by another intern of this workspace. */
+  vault_not_attachable: { status: 409, retryable: false },
+  payload_too_large: { status: 413, retryable: false },
+  unsupported_media_type: { status: 415, retryable: false },
+  internal_error: { status: 500, retryable: true },
+  configuration_error: { status: 500, retryable: false },
+  upstream_unavailable: { status: 502, retryable: true },
+} as const satisfies Record<string, { status: number; retryable: boolean }>
+
+export type Reason = keyof typeof Reasons
+
+export class AppError extends Error {
+  readonly status: number
+  readonly retryable: boolean
+  constructor(
+    readonly reason: Reason,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options)
+    this.name = 'AppError'
+    this.status = Reasons[reason].status
+    this.retryable = Reasons[reason].retryable
+  }
+}
+
+export function isAppError(err: unknown): err is AppError {
+  return err instanceof AppError
+}
+
+/** The InternLifecycleError body. 401 has no metadata, as the spec's table says. */
+export function errorBody(reason: Reason, message: string) {
+  const { status, retryable } = Reasons[reason]
+  if (reason === 'unauthorized') return { error: { code: status, message } }
+  return { error: { code: status, message, metadata: { reason, retryable } } }
+}

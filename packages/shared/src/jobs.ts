@@ -1,0 +1,28 @@
+import { z } from 'zod'
+
+/** The queue that carries intern lifecycle work. */
+export const INTERN_QUEUE = 'interns'
+
+/**
+ * Job kinds with their payload schema. The producer (the outbox relay) validates before adding;
+ * handlers parse again at the top.
+ */
+export const Jobs = {
+  'intern.provision': {
+    schema: z.object({ internId: z.uuid(), generation: z.int().min(1) }),
+    /** One job per provisioning run: a run published twice is still one job. */
+    jobId: (p: { internId: string; generation: number }) => `intern.provision.${p.internId}.${p.generation}`,
+  },
+} as const
+
+export type JobKind = keyof typeof Jobs
+export type JobPayload<K extends JobKind> = z.infer<(typeof Jobs)[K]['schema']>
+
+export function isJobKind(kind: string): kind is JobKind {
+  return Object.hasOwn(Jobs, kind)
+}
+
+/** Redis connection options shared by queues and workers (BullMQ requires retries off for workers). */
+export function redisOptions(url: string) {
+  return { url, maxRetriesPerRequest: null, enableReadyCheck: true } as const
+}

@@ -1,0 +1,33 @@
+import { pino, type Logger, type LoggerOptions } from 'pino'
+
+/** Paths that must never reach a log line: credentials in headers, keys and secrets in bodies. */
+export const redactPaths = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["x-api-key"]',
+  'headers.authorization',
+  'authorization',
+  'key',
+  'apiKey',
+  'plaintext',
+  'secret',
+  'value',
+  'masterKey',
+  '*.key',
+  '*.apiKey',
+  '*.plaintext',
+  '*.secret',
+  '*.token',
+  '*.masterKey',
+  'config.VAULT_MASTER_KEY',
+]
+
+export function loggerOptions(name: string, level: string): LoggerOptions {
+  return { name, level, redact: { paths: redactPaths, censor: '[redacted]' } }
+}
+
+export function createLogger(name: string, level = 'info'): Logger {
+  return pino(loggerOptions(name, level))
+}
+
+export type { Logger }

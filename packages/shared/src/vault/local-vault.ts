@@ -1,0 +1,123 @@
+import { randomBytes, randomUUID } from 'node:crypto'
+import { AppError } from '../errors.js'
+import { pgErrorCode, type Db, type Prisma } from '../db.js'
+import { masterKeyFingerprint, seal, secretFingerprint, unseal } from './seal.js'
+
+type Tx = Db | Prisma.TransactionClient
+
+/**
+ * Vaults behind a small interface, so a deployment can put a KMS behind it without touching the
+ * flows that create interns. This implementation keeps sealed keys and secrets in Postgres.
+ */
+export interface VaultService {
+  /** Creates a vault inside the caller's transaction and returns its id. */
+  createVault(tx: Tx, workspaceId: string): Promise<string>
+  /** Stores a secret unless one of that name exists; returns whether it wrote. Idempotent. */
+  ensureSecret(db: Tx, vaultId: string, name: string, value: () => string, hosts?: string[]): Promise<boolean>
+  readSecret(db: Tx, vaultId: string, name: string): Promise<string | undefined>
+}
+
+export interface LocalVaultOptions {
+  masterKey: Buffer | undefined
+  /** How long to wait for the keyring (e.g. during a key rotation) before giving up recoverably. */
+  lockTimeoutMs: number
+}
+
+export class LocalVault implements VaultService {
+  private masterKeyId: string | undefined
+  private readonly fingerprint: Buffer | undefined
+
+  constructor(private readonly options: LocalVaultOptions) {
+    this.fingerprint = options.masterKey && masterKeyFingerprint(options.masterKey)
+  }
+
+  async createVault(tx: Tx, workspaceId: string): Promise<string> {
+    const masterKey = this.requireMasterKey()
+    const id = randomUUID()
+    const sealedDataKey = seal(masterKey, randomBytes(32), `vault:${id}`)
+    await this.withKeyringLock(tx, async () => {
+      const masterKeyId = await this.resolveMasterKeyId(tx)
+      // The foreign key to vault_master_keys takes a share lock on the keyring row: a rotation
+      // holding the keyring makes this wait, and lock_timeout turns the wait into a clean failure.
+      await tx.$executeRaw`
+        INSERT INTO vaults (id, workspace_id, master_key_id, sealed_data_key)
+        VALUES (${id}::uuid, ${workspaceId}::uuid, ${masterKeyId}::uuid, ${sealedDataKey})`
+    })
+    return id
+  }
+
+  async ensureSecret(db: Tx, vaultId: string, name: string, value: () => string, hosts: string[] = []): Promise<boolean> {
+    const dataKey = await this.dataKey(db, vaultId)
+    const plaintext = value()
+    const sealedValue = seal(dataKey, Buffer.from(plaintext), `secret:${vaultId}:${name}`)
+    const written = await db.$executeRaw`
+      INSERT INTO vault_secrets (id, vault_id, name, hosts, sealed_value, fingerprint)
+      VALUES (${randomUUID()}::uuid, ${vaultId}::uuid, ${name}, ${hosts}::text[], ${sealedValue}, ${secretFingerprint(dataKey, plaintext)})
+      ON CONFLICT (vault_id, name) DO NOTHING`
+    return written === 1
+  }
+
+  async readSecret(db: Tx, vaultId: string, name: string): Promise<string | undefined> {
+    const rows = await db.$queryRaw<{ sealed_value: Uint8Array }[]>`
+      SELECT sealed_value FROM vault_secrets WHERE vault_id = ${vaultId}::uuid AND name = ${name}`
+    const row = rows[0]
+    if (!row) return undefined
+    const dataKey = await this.dataKey(db, vaultId)
+    return unseal(dataKey, Buffer.from(row.sealed_value), `secret:${vaultId}:${name}`).toString()
+  }
+
+  private async dataKey(db: Tx, vaultId: string): Promise<Buffer> {
+    const masterKey = this.requireMasterKey()
+    const rows = await db.$queryRaw<{ sealed_data_key: Uint8Array }[]>`
+      SELECT sealed_data_key FROM vaults WHERE id = ${vaultId}::uuid`
+    const row = rows[0]
+    if (!row) throw new AppError('not_found', `vault ${vaultId} does not exist`)
+    try {
+      return unseal(masterKey, Buffer.from(row.sealed_data_key), `vault:${vaultId}`)
+    } catch (cause) {
+      throw new AppError('configuration_error', 'the vault master key cannot open this vault', { cause })
+    }
+  }
+
+  private requireMasterKey(): Buffer {
+    if (!this.options.masterKey) {
+      throw new AppError('configuration_error', 'the vault master key (VAULT_MASTER_KEY) is not configured')
+    }
+    return this.options.masterKey
+  }
+
+  /** The keyring row of the configured master key; the first key ever used registers itself. */
+  private async resolveMasterKeyId(tx: Tx): Promise<string> {
+    if (this.masterKeyId) return this.masterKeyId
+    const fingerprint = this.fingerprint!
+    const found = await tx.$queryRaw<{ id: string; matches: boolean }[]>`
+      SELECT id, fingerprint = ${fingerprint} AS matches FROM vault_master_keys`
+    const match = found.find((r) => r.matches)
+    if (match) return (this.masterKeyId = match.id)
+    if (found.length > 0) {
+      throw new AppError(
+        'configuration_error',
+        'the configured vault master key is not the one that sealed the existing vaults',
+      )
+    }
+    const inserted = await tx.$queryRaw<{ id: string }[]>`
+      INSERT INTO vault_master_keys (id, fingerprint) VALUES (${randomUUID()}::uuid, ${fingerprint})
+      ON CONFLICT (fingerprint) DO UPDATE SET fingerprint = EXCLUDED.fingerprint
+      RETURNING id`
+    return (this.masterKeyId = inserted[0]!.id)
+  }
+
+  private async withKeyringLock<T>(tx: Tx, work: () => Promise<T>): Promise<T> {
+    await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(this.options.lockTimeoutMs))}`)
+    try {
+      const result = await work()
+      await tx.$executeRawUnsafe('SET LOCAL lock_timeout = DEFAULT')
+      return result
+    } catch (err) {
+      if (pgErrorCode(err) === '55P03') {
+        throw new AppError('upstream_unavailable', 'the vault keyring is busy; retry the same request', { cause: err })
+      }
+      throw err
+    }
+  }
+}
