@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import swagger from '@fastify/swagger'
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
+import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { loggerOptions, type ApiConfig, type Caller, type Db, type VaultService } from '@roster/shared'
@@ -38,6 +38,9 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     },
     disableRequestLogging: deps.config.LOG_LEVEL !== 'debug' && deps.config.LOG_LEVEL !== 'trace',
   })
+  // JSON only: Fastify's built-in text/plain parser would let a non-JSON body through to
+  // validation (400) where the spec wants 415.
+  app.removeContentTypeParser('text/plain')
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)
   app.addHook('onSend', async (req, reply) => {
@@ -54,6 +57,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       security: [{ bearer: [] }],
     },
     transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
   })
 
   await app.register(healthRoutes(deps))

@@ -102,12 +102,16 @@ async function replay(tx: Prisma.TransactionClient, keyId: string, key: string, 
   return { status: 200 as const, intern: toIntern(row) }
 }
 
-/** Serialises one member's creates on their user row, so concurrent creates cannot overshoot the limit. */
+/**
+ * Serialises one member's creates on their user row, so concurrent creates cannot overshoot the
+ * limit. The count must be a separate statement: under READ COMMITTED a statement's snapshot is
+ * taken before it waits for the lock, so a count in the locking statement would miss the rows
+ * committed by the transaction it waited for.
+ */
 async function enforceInternLimit(tx: Prisma.TransactionClient, userId: string, workspaceId: string, limit: number) {
+  await tx.$executeRaw`SELECT 1 FROM users WHERE id = ${userId}::uuid FOR UPDATE`
   const rows = await tx.$queryRaw<{ owned: number }[]>`
-    WITH me AS (SELECT id FROM users WHERE id = ${userId}::uuid FOR UPDATE)
-    SELECT count(i.id)::int AS owned FROM me LEFT JOIN interns i
-      ON i.creator_user_id = me.id AND i.workspace_id = ${workspaceId}::uuid`
+    SELECT count(*)::int AS owned FROM interns WHERE creator_user_id = ${userId}::uuid AND workspace_id = ${workspaceId}::uuid`
   if ((rows[0]?.owned ?? 0) >= limit) {
     throw new AppError('intern_limit_reached', `this member already has ${limit} interns, the most allowed per member`)
   }

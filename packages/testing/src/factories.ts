@@ -1,0 +1,36 @@
+import { createAccount, createApiKey, createUser, createWorkspace, type ApiKeyKind, type Db } from '@roster/shared'
+
+export interface Tenant {
+  accountId: string
+  workspaceId: string
+  userId: string
+  keys: Record<'user' | 'organization' | 'management', string>
+}
+
+/** An account, a workspace, a member and one key per kind; every flag overridable. */
+export async function makeTenant(
+  db: Db,
+  opts: { inProgramme?: boolean; lifecycleWrites?: boolean; internsEnabled?: boolean } = {},
+): Promise<Tenant> {
+  const { account_id } = await createAccount(db, opts)
+  const { workspace_id } = await createWorkspace(db, { accountId: account_id, internsEnabled: opts.internsEnabled })
+  const { user_id } = await createUser(db, { workspaceId: workspace_id })
+  const key = async (kind: ApiKeyKind, userId?: string) =>
+    (await createApiKey(db, { kind, workspaceId: workspace_id, userId })).key
+  return {
+    accountId: account_id,
+    workspaceId: workspace_id,
+    userId: user_id,
+    keys: { user: await key('user', user_id), organization: await key('organization'), management: await key('management') },
+  }
+}
+
+export async function makeUserKey(db: Db, workspaceId: string): Promise<{ userId: string; key: string }> {
+  const { user_id } = await createUser(db, { workspaceId })
+  const { key } = await createApiKey(db, { kind: 'user', workspaceId, userId: user_id })
+  return { userId: user_id, key }
+}
+
+export async function makeInternKey(db: Db, workspaceId: string, internId: string): Promise<string> {
+  return (await createApiKey(db, { kind: 'intern', workspaceId, internId })).key
+}

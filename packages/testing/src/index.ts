@@ -1,0 +1,5 @@
+export * from './env.js'
+export * from './database.js'
+export * from './factories.js'
+export * from './processes.js'
+export * from './wait.js'

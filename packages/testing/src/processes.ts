@@ -1,0 +1,155 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { createServer } from 'node:net'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { randomUUID } from 'node:crypto'
+import { waitFor } from './wait.js'
+import { redisUrl } from './env.js'
+
+export const repoRoot = join(import.meta.dirname, '..', '..', '..')
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+/** A child process whose output is kept, for tests that start, kill and restart real processes. */
+export class NodeProcess {
+  child: ChildProcess | undefined
+  output = ''
+  constructor(
+    readonly name: string,
+    readonly script: string,
+    readonly env: Record<string, string>,
+  ) {}
+
+  start(): this {
+    this.output = ''
+    const child = spawn(process.execPath, [this.script], {
+      env: { ...process.env, LOG_LEVEL: 'info', ...this.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    child.stdout!.on('data', (d) => (this.output += d))
+    child.stderr!.on('data', (d) => (this.output += d))
+    this.child = child
+    return this
+  }
+
+  get running(): boolean {
+    return !!this.child && this.child.exitCode === null && this.child.signalCode === null
+  }
+
+  async waitForOutput(pattern: RegExp, timeoutMs = 15_000): Promise<void> {
+    await waitFor(() => pattern.test(this.output), { timeoutMs, what: `${this.name} to print ${pattern}` })
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    const child = this.child
+    if (!child || !this.running) return child?.exitCode ?? null
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    child.kill(signal)
+    return exited
+  }
+}
+
+const dist = (app: string) => join(repoRoot, 'apps', app, 'dist', 'main.js')
+
+export interface Stack {
+  apiUrl: string
+  runtimeUrl: string
+  api: NodeProcess
+  runtime: NodeProcess
+  workers: NodeProcess[]
+  env: Record<string, string>
+  addWorker(extraEnv?: Record<string, string>): Promise<NodeProcess>
+  stop(): Promise<void>
+}
+
+/**
+ * The whole system as real processes (built code, real HTTP between them) over the given database,
+ * with a private queue prefix so stacks never share jobs.
+ */
+export async function startStack(opts: {
+  databaseUrl: string
+  redisUrl?: string
+  workers?: number
+  env?: Record<string, string>
+  workerEnv?: Record<string, string>
+}): Promise<Stack> {
+  const [apiPort, runtimePort] = [await freePort(), await freePort()]
+  const runtimeUrl = `http://127.0.0.1:${runtimePort}`
+  const env: Record<string, string> = {
+    DATABASE_URL: opts.databaseUrl,
+    REDIS_URL: opts.redisUrl ?? redisUrl(),
+    QUEUE_PREFIX: `{t-${randomUUID().slice(0, 8)}}`,
+    VAULT_MASTER_KEY: 'a'.repeat(64),
+    RUNTIME_URL: runtimeUrl,
+    RUNTIME_DATA_DIR: mkdtempSync(join(tmpdir(), 'roster-runtime-')),
+    ...opts.env,
+  }
+  const runtime = new NodeProcess('runtime', dist('runtime'), { ...env, PORT: String(runtimePort) }).start()
+  const api = new NodeProcess('api', dist('api'), { ...env, PORT: String(apiPort) }).start()
+  const workers: NodeProcess[] = []
+  const addWorker = async (extraEnv: Record<string, string> = {}) => {
+    const worker = new NodeProcess(`worker-${workers.length + 1}`, dist('worker'), { ...env, ...opts.workerEnv, ...extraEnv }).start()
+    workers.push(worker)
+    await worker.waitForOutput(/worker started/)
+    return worker
+  }
+  await Promise.all([runtime.waitForOutput(/listening/), api.waitForOutput(/listening/)])
+  for (let i = 0; i < (opts.workers ?? 1); i++) await addWorker()
+  return {
+    apiUrl: `http://127.0.0.1:${apiPort}/api/v1`,
+    runtimeUrl,
+    api,
+    runtime,
+    workers,
+    env,
+    addWorker,
+    async stop() {
+      await Promise.all([api.kill(), runtime.kill(), ...workers.map((w) => w.kill())])
+    },
+  }
+}
+
+/** A private redis-server on its own port, which a test may stop and start again. */
+export async function startRedisServer(): Promise<{ url: string; stop(): Promise<void>; start(): Promise<void> }> {
+  const port = await freePort()
+  let child: ChildProcess | undefined
+  const start = async () => {
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: 'ignore',
+    })
+    const { Redis } = await import('ioredis')
+    await waitFor(
+      async () => {
+        const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+        probe.on('error', () => {})
+        try {
+          await probe.connect()
+          return (await probe.ping()) === 'PONG'
+        } catch {
+          return false
+        } finally {
+          probe.disconnect()
+        }
+      },
+      { timeoutMs: 10_000, what: `redis-server on port ${port}` },
+    )
+  }
+  const stop = async () => {
+    if (!child || child.exitCode !== null) return
+    const exited = new Promise((r) => child!.once('exit', r))
+    child.kill('SIGKILL')
+    await exited
+  }
+  await start()
+  return { url: `redis://127.0.0.1:${port}`, stop, start }
+}

@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config'
+
+export default defineConfig({
+  test: {
+    include: ['packages/*/src/**/*.test.ts', 'apps/*/src/**/*.test.ts', 'apps/*/test/**/*.test.ts'],
+    globalSetup: ['packages/testing/src/global-setup.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Two cores: integration files start real processes, so run at most two files at once.
+    maxWorkers: 2,
+    reporters: ['default'],
+  },
+})
