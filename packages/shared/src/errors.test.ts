@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest'
+import { AppError, errorBody, Reasons } from './errors.js'
+import { InternLifecycleError } from './contracts/interns.js'
+
+// The spec's error table for intern creation, plus the two conflict reasons it leaves unnamed.
+const spec: Record<string, [number, boolean]> = {
+  invalid_body: [400, false],
+  unauthorized: [401, false],
+  no_acting_user: [403, false],
+  workspace_capability_unavailable: [403, false],
+  not_found: [404, false],
+  timeout: [408, true],
+  idempotency_key_reused: [409, false],
+  name_taken: [409, false],
+  intern_limit_reached: [409, false],
+  vault_not_attachable: [409, false],
+  payload_too_large: [413, false],
+  unsupported_media_type: [415, false],
+  internal_error: [500, true],
+  configuration_error: [500, false],
+  upstream_unavailable: [502, true],
+}
+
+describe('the error catalogue', () => {
+  it('matches the spec’s table row for row, with nothing extra', () => {
+    expect(Object.keys(Reasons).sort()).toEqual(Object.keys(spec).sort())
+    for (const [reason, [status, retryable]] of Object.entries(spec)) {
+      expect(Reasons[reason as keyof typeof Reasons]).toEqual({ status, retryable })
+    }
+  })
+
+  it('builds bodies that satisfy the InternLifecycleError schema; 401 without metadata', () => {
+    for (const reason of Object.keys(Reasons) as (keyof typeof Reasons)[]) {
+      const body = InternLifecycleError.parse(errorBody(reason, 'm'))
+      if (reason === 'unauthorized') expect(body.error.metadata).toBeUndefined()
+      else expect(body.error.metadata).toEqual({ reason, retryable: Reasons[reason].retryable })
+    }
+  })
+
+  it('carries status and retryable on AppError', () => {
+    const err = new AppError('upstream_unavailable', 'try again')
+    expect([err.status, err.retryable, err.message]).toEqual([502, true, 'try again'])
+  })
+})
