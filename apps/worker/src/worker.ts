@@ -44,11 +44,13 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
     INTERN_QUEUE,
     async (job) => {
       const attempt = job.attemptsMade + 1
-      return handlerFor(job.name)(deps, job.data as never, {
+      const outcome = await handlerFor(job.name)(deps, job.data as never, {
         attempt,
         finalAttempt: attempt >= (job.opts.attempts ?? 1),
         log,
       })
+      log.info({ job: job.name, jobId: job.id, attempt, outcome }, 'job finished')
+      return outcome
     },
     {
       connection: workerConnection,

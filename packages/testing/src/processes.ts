@@ -153,3 +153,18 @@ export async function startRedisServer(): Promise<{ url: string; stop(): Promise
   await start()
   return { url: `redis://127.0.0.1:${port}`, stop, start }
 }
+
+/** A minimal HTTP client for a stack's API, for tests that drive real processes. */
+export function apiClient(baseUrl: string, key: string) {
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
+  return {
+    async createIntern(body: unknown, extra: Record<string, string> = {}) {
+      const res = await fetch(`${baseUrl}/interns`, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify(body) })
+      return { status: res.status, body: (await res.json()) as Record<string, any> }
+    },
+    async getIntern(id: string) {
+      const res = await fetch(`${baseUrl}/interns/${id}`, { headers })
+      return { status: res.status, body: (await res.json()) as Record<string, any> }
+    },
+  }
+}

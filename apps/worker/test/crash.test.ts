@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Queue } from 'bullmq'
+import { Redis } from 'ioredis'
+import { INTERN_QUEUE } from '@roster/shared'
+import {
+  apiClient,
+  createTestDatabase,
+  makeTenant,
+  startRedisServer,
+  startStack,
+  waitFor,
+  type Tenant,
+  type TestDatabase,
+} from '@roster/testing'
+
+let t: TestDatabase
+let tenant: Tenant
+const many = { INTERN_LIMIT_PER_MEMBER: '100000' }
+
+beforeAll(async () => {
+  t = await createTestDatabase()
+  tenant = await makeTenant(t.db)
+})
+afterAll(async () => t?.drop())
+
+const countByStatus = async (ids: string[], status: string) =>
+  t.db.intern.count({ where: { id: { in: ids }, status: status as never } })
+
+async function createMany(baseUrl: string, prefix: string, n: number, parallel = 16): Promise<string[]> {
+  const api = apiClient(baseUrl, tenant.keys.user)
+  const ids: string[] = []
+  for (let i = 0; i < n; i += parallel) {
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(parallel, n - i) }, (_, j) => api.createIntern({ name: `${prefix}-${i + j}`, provision: true })),
+    )
+    for (const res of batch) {
+      expect(res.status).toBe(201)
+      ids.push(res.body.id)
+    }
+  }
+  return ids
+}
+
+/** No hostname or vault is shared, each vault holds one runtime token, and the runtime did each intern's work once. */
+async function expectNoDuplicateWork(ids: string[], runtimeUrl: string) {
+  const rows = await t.db.intern.findMany({ where: { id: { in: ids } } })
+  expect(rows.every((r) => r.status === 'running' && r.hostname && r.progress === null)).toBe(true)
+  expect(new Set(rows.map((r) => r.hostname)).size).toBe(ids.length)
+  expect(new Set(rows.map((r) => r.vaultId)).size).toBe(ids.length)
+  const tokens = await t.db.vaultSecret.groupBy({ by: ['vaultId'], where: { vaultId: { in: rows.map((r) => r.vaultId!) } }, _count: true })
+  expect(tokens).toHaveLength(ids.length)
+  expect(tokens.every((g) => g._count === 1)).toBe(true)
+  const hosted = (await (await fetch(`${runtimeUrl}/v1/interns`)).json()).data as { id: string; starts: number; configWrites: number; running: boolean }[]
+  const mine = hosted.filter((h) => ids.includes(h.id))
+  expect(mine).toHaveLength(ids.length)
+  for (const h of mine) expect({ id: h.id, starts: h.starts, configWrites: h.configWrites, running: h.running }).toEqual({ id: h.id, starts: 1, configWrites: 1, running: true })
+}
+
+describe('Redis stopped during creates', () => {
+  it('answers 201 to every create, and every intern runs once Redis is back, even jobs Redis lost', async () => {
+    const redis = await startRedisServer()
+    const stack = await startStack({ databaseUrl: t.url, redisUrl: redis.url, env: many })
+    const connection = new Redis(redis.url, { maxRetriesPerRequest: null })
+    connection.on('error', () => {})
+    const queue = new Queue(INTERN_QUEUE, { connection, prefix: stack.env.QUEUE_PREFIX })
+    try {
+      // Jobs that reach Redis and then die with it: the queue is paused, so they wait there.
+      await queue.pause()
+      const lostInRedis = await createMany(stack.apiUrl, 'lost', 10)
+      await waitFor(async () => (await t.db.outboxMessage.count()) === 0, { what: 'relay to publish' })
+      expect(await queue.getWaitingCount()).toBe(10)
+      await queue.close()
+      connection.disconnect()
+
+      await redis.stop()
+      const duringOutage = await createMany(stack.apiUrl, 'outage', 30)
+      const ready = await fetch(stack.apiUrl.replace('/api/v1', '/ready'))
+      expect(ready.status).toBe(503)
+      expect(await countByStatus([...lostInRedis, ...duringOutage], 'queued')).toBe(40)
+
+      await redis.start() // empty: nothing survived
+      const all = [...lostInRedis, ...duringOutage]
+      await waitFor(async () => (await countByStatus(all, 'running')) === all.length, { timeoutMs: 45_000, what: 'all interns running' })
+      await expectNoDuplicateWork(all, stack.runtimeUrl)
+    } finally {
+      await queue.close().catch(() => {})
+      connection.disconnect()
+      await stack.stop()
+      await redis.stop()
+    }
+  })
+})
+
+describe('a worker killed with SIGKILL while 200 interns provision', () => {
+  it('leaves nothing behind: after a restart all reach running, with no duplicate hostnames or vaults', async () => {
+    const stack = await startStack({
+      databaseUrl: t.url,
+      env: many,
+      // Slow enough that the kill lands mid-run; short locks so the dead worker's jobs return quickly.
+      workerEnv: { WORKER_CONCURRENCY: '4', JOB_LOCK_MS: '2000' },
+    })
+    try {
+      const ids = await createMany(stack.apiUrl, 'kill', 200)
+      await waitFor(async () => (await countByStatus(ids, 'running')) >= 20, { timeoutMs: 30_000, what: 'some interns running' })
+      await stack.workers[0]!.kill('SIGKILL')
+      const runningAtKill = await countByStatus(ids, 'running')
+      expect(runningAtKill).toBeLessThan(200)
+      await new Promise((r) => setTimeout(r, 300))
+      expect(await countByStatus(ids, 'running')).toBe(runningAtKill) // nobody is working now
+
+      await stack.addWorker({ WORKER_CONCURRENCY: '50' })
+      await waitFor(async () => (await countByStatus(ids, 'running')) === 200, { timeoutMs: 60_000, what: 'all 200 running' })
+      await expectNoDuplicateWork(ids, stack.runtimeUrl)
+    } finally {
+      await stack.stop()
+    }
+  })
+})
+
+describe('three worker processes over 300 interns', () => {
+  it('share the jobs, and each step’s work is done once', async () => {
+    const stack = await startStack({ databaseUrl: t.url, env: many, workers: 3, workerEnv: { WORKER_CONCURRENCY: '10' } })
+    try {
+      const ids = await createMany(stack.apiUrl, 'three', 300)
+      await waitFor(async () => (await countByStatus(ids, 'running')) === 300, { timeoutMs: 60_000, what: 'all 300 running' })
+      await expectNoDuplicateWork(ids, stack.runtimeUrl)
+
+      // Each run that made an intern running was done by exactly one worker, and every worker took part.
+      const runsBy = stack.workers.map((w) => (w.output.match(/"outcome":"running"/g) ?? []).length)
+      expect(runsBy.reduce((a, b) => a + b, 0)).toBe(300)
+      for (const n of runsBy) expect(n).toBeGreaterThan(0)
+    } finally {
+      await stack.stop()
+    }
+  })
+})

@@ -1,0 +1,105 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { apiClient, createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+
+let t: TestDatabase
+let tenant: Tenant
+
+beforeAll(async () => {
+  t = await createTestDatabase()
+  tenant = await makeTenant(t.db)
+  // Test instrumentation in the real database: a trigger records every state an intern passes through.
+  await t.db.$executeRawUnsafe(`
+    CREATE TABLE intern_history (seq bigserial PRIMARY KEY, intern_id uuid, status text, progress jsonb, hostname text)`)
+  await t.db.$executeRawUnsafe(`
+    CREATE FUNCTION record_intern() RETURNS trigger AS $$
+    BEGIN
+      INSERT INTO intern_history (intern_id, status, progress, hostname) VALUES (NEW.id, NEW.status, NEW.progress, NEW.hostname);
+      RETURN NEW;
+    END $$ LANGUAGE plpgsql`)
+  await t.db.$executeRawUnsafe(`
+    CREATE TRIGGER intern_history AFTER INSERT OR UPDATE ON interns FOR EACH ROW EXECUTE FUNCTION record_intern()`)
+})
+afterAll(async () => {
+  await t?.drop()
+})
+
+async function history(internId: string) {
+  return t.db.$queryRaw<{ status: string; progress: any; hostname: string | null }[]>`
+    SELECT status, progress, hostname FROM intern_history WHERE intern_id = ${internId}::uuid ORDER BY seq`
+}
+
+describe('provisioning', () => {
+  let stack: Stack
+  beforeAll(async () => {
+    stack = await startStack({ databaseUrl: t.url, env: { INTERNS_DOMAIN: 'interns.test' } })
+  })
+  afterAll(async () => stack?.stop())
+
+  it('walks queued → each step as provisioning with progress → running with a hostname', async () => {
+    const api = apiClient(stack.apiUrl, tenant.keys.user)
+    const created = await api.createIntern({ name: 'walker', instructions: 'Be brief.', provision: true })
+    expect(created.status).toBe(201)
+    expect(created.body.status).toBe('queued')
+    const id = created.body.id
+    await waitFor(async () => (await api.getIntern(id)).body.status === 'running', { what: 'intern running' })
+
+    const final = (await api.getIntern(id)).body
+    expect(final).toMatchObject({ status: 'running', progress: null, last_failure_message: null })
+    expect(final.hostname).toMatch(/^walker-[0-9a-f]{8}\.interns\.test$/)
+
+    const states = await history(id)
+    expect(states[0]).toMatchObject({ status: 'queued', progress: null })
+    // Collapse consecutive rows of one step (the hostname reservation is a write of its own).
+    const provisioning = states.filter((s) => s.status === 'provisioning')
+    const steps = provisioning.map((s) => s.progress).filter((p, i, all) => i === 0 || p.step_number !== all[i - 1].step_number)
+    expect(steps.map((p) => p.step_number)).toEqual([1, 2, 3, 4, 5])
+    const firstWithHostname = provisioning.find((s) => s.hostname)
+    expect(firstWithHostname?.progress.step_number).toBe(2)
+    for (const p of steps) {
+      expect(p.total_steps).toBe(5)
+      expect(p.step_label).toMatch(/\w/)
+    }
+    expect(states.at(-1)).toMatchObject({ status: 'running', progress: null })
+
+    // Real, observable work: the runtime host serves the intern on its hostname.
+    const health = await fetch(`${stack.runtimeUrl}/healthz`, { headers: { 'x-forwarded-host': final.hostname } })
+    expect(health.status).toBe(200)
+    expect(await health.json()).toMatchObject({ status: 'ok', intern: id })
+    const hosted = await (await fetch(`${stack.runtimeUrl}/v1/interns/${id}`)).json()
+    expect(hosted).toMatchObject({ running: true, starts: 1, configWrites: 1, hostname: final.hostname })
+
+    // The runtime token was sealed into the intern's own vault.
+    expect(await t.db.vaultSecret.count({ where: { vaultId: final.vault_id, name: 'runtime_token' } })).toBe(1)
+  })
+
+  it('leaves a provision:false intern stopped, untouched by the worker', async () => {
+    const api = apiClient(stack.apiUrl, tenant.keys.user)
+    const created = await api.createIntern({ name: 'sleeper' })
+    await new Promise((r) => setTimeout(r, 500))
+    const now = (await api.getIntern(created.body.id)).body
+    expect(now).toMatchObject({ status: 'stopped', progress: null, hostname: null })
+    expect(await t.db.outboxMessage.count()).toBe(0)
+  })
+})
+
+describe('provisioning that cannot succeed', () => {
+  it('ends failed with a readable last_failure_message after its retries', async () => {
+    // The worker is pointed at a runtime host that does not exist.
+    const stack = await startStack({
+      databaseUrl: t.url,
+      workerEnv: { RUNTIME_URL: 'http://127.0.0.1:9', PROVISION_ATTEMPTS: '3', PROVISION_BACKOFF_MS: '50' },
+    })
+    try {
+      const api = apiClient(stack.apiUrl, tenant.keys.user)
+      const created = await api.createIntern({ name: 'doomed', provision: true })
+      await waitFor(async () => (await api.getIntern(created.body.id)).body.status === 'failed', { timeoutMs: 20_000, what: 'intern failed' })
+      const failed = (await api.getIntern(created.body.id)).body
+      expect(failed.progress).toBeNull()
+      expect(failed.last_failure_message).toMatch(/step 3 of 5 \(Writing the runtime configuration\) after 3 attempt\(s\)/)
+      expect(failed.last_failure_message).toMatch(/unreachable/)
+      expect(failed.last_failure_message).not.toMatch(/token|sk-roster/)
+    } finally {
+      await stack.stop()
+    }
+  })
+})
