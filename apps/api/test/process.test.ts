@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { apiClient, createTestDatabase, makeTenant, NodeProcess, repoRoot, startStack, type TestDatabase } from '@roster/testing'
+import { join } from 'node:path'
+
+let t: TestDatabase
+beforeAll(async () => {
+  t = await createTestDatabase()
+})
+afterAll(async () => t?.drop())
+
+describe('the processes', () => {
+  it('log JSON lines with request ids and never a key or the master key; stop cleanly on SIGTERM', async () => {
+    const tenant = await makeTenant(t.db)
+    const stack = await startStack({ databaseUrl: t.url, env: { LOG_LEVEL: 'debug' } })
+    try {
+      const res = await fetch(`${stack.apiUrl}/interns`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json', 'x-request-id': 'trace-me-1' },
+        body: JSON.stringify({ name: 'logged', provision: true }),
+      })
+      expect(res.status).toBe(201)
+      const api = apiClient(stack.apiUrl, tenant.keys.user)
+      const { body } = await api.getIntern((await res.json()).id)
+      expect(body.name).toBe('logged')
+
+      const lines = stack.api.output.trim().split('\n').filter((l) => l.startsWith('{'))
+      expect(lines.length).toBeGreaterThan(2)
+      for (const line of lines) JSON.parse(line)
+      expect(stack.api.output).toContain('"reqId":"trace-me-1"')
+      for (const p of [stack.api, stack.runtime, ...stack.workers]) {
+        expect(p.output).not.toContain(tenant.keys.user)
+        expect(p.output).not.toContain(stack.env.VAULT_MASTER_KEY)
+      }
+    } finally {
+      const codes = await Promise.all([stack.api.kill('SIGTERM'), stack.workers[0]!.kill('SIGTERM'), stack.runtime.kill('SIGTERM')])
+      expect(codes).toEqual([0, 0, 0])
+    }
+  })
+
+  it('refuse to start with a bad setting, naming the variable', async () => {
+    const api = new NodeProcess('api', join(repoRoot, 'apps/api/dist/main.js'), { PORT: 'eighty', DATABASE_URL: 'mysql://nope' }).start()
+    const worker = new NodeProcess('worker', join(repoRoot, 'apps/worker/dist/main.js'), { QUEUE_PREFIX: 'no-braces' }).start()
+    await Promise.all([api.waitForOutput(/invalid configuration/), worker.waitForOutput(/invalid configuration/)])
+    await new Promise((r) => setTimeout(r, 200))
+    expect(api.running).toBe(false)
+    expect(api.child?.exitCode).toBe(78)
+    expect(api.output).toMatch(/PORT/)
+    expect(api.output).toMatch(/DATABASE_URL/)
+    expect(worker.output).toMatch(/QUEUE_PREFIX/)
+  })
+})

@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { spawnSync } from 'node:child_process'
+import { join } from 'node:path'
+import { createTestDatabase, repoRoot, type TestDatabase } from '@roster/testing'
+
+// Runs the operator CLI as a user would (npm run -s admin -- …) and checks its exact --json output.
+let t: TestDatabase
+beforeAll(async () => {
+  t = await createTestDatabase(2)
+})
+afterAll(async () => t?.drop())
+
+function admin(...args: string[]) {
+  const run = spawnSync('npm', ['run', '-s', 'admin', '--', ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, DATABASE_URL: t.url },
+    encoding: 'utf8',
+  })
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr }
+}
+const json = (r: { stdout: string }) => JSON.parse(r.stdout.trim())
+const uuid = /^[0-9a-f-]{36}$/
+
+describe('npm run -s admin', () => {
+  it('bootstrap --json prints exactly the documented keys, and a fresh set each time', async () => {
+    const first = admin('bootstrap', '--json')
+    expect(first.code).toBe(0)
+    expect(first.stdout.trim().split('\n')).toHaveLength(1)
+    const out = json(first)
+    expect(Object.keys(out).sort()).toEqual(['account_id', 'keys', 'user_id', 'workspace_id'])
+    expect(Object.keys(out.keys).sort()).toEqual(['management', 'organization', 'user'])
+    const again = json(admin('bootstrap', '--json'))
+    expect(again.workspace_id).not.toBe(out.workspace_id)
+    const keys = await t.db.apiKey.findMany({ where: { workspaceId: out.workspace_id } })
+    expect(keys.map((k) => k.kind).sort()).toEqual(['management', 'organization', 'user'])
+    // Stored hashed: the plaintext appears nowhere in the row.
+    for (const k of keys) expect(JSON.stringify(k)).not.toContain(out.keys.user.slice(13))
+  })
+
+  it('creates accounts, workspaces, users and keys with their flags', async () => {
+    const account = json(admin('account', 'create', '--no-programme', '--no-lifecycle-writes', '--json'))
+    expect(Object.keys(account)).toEqual(['account_id'])
+    expect(await t.db.account.findUnique({ where: { id: account.account_id } })).toMatchObject({ inProgramme: false, lifecycleWrites: false })
+    const ws = json(admin('workspace', 'create', '--account', account.account_id, '--no-interns', '--json'))
+    expect(ws.workspace_id).toMatch(uuid)
+    expect((await t.db.workspace.findUnique({ where: { id: ws.workspace_id } }))?.internsEnabled).toBe(false)
+    const user = json(admin('user', 'create', '--workspace', ws.workspace_id, '--json'))
+    const key = json(admin('key', 'create', '--kind', 'user', '--workspace', ws.workspace_id, '--user', user.user_id, '--json'))
+    expect(Object.keys(key).sort()).toEqual(['key', 'key_id'])
+    expect(key.key).toMatch(/^sk-roster-v1-/)
+  })
+
+  it('refuses bad input with a non-zero exit and a message', () => {
+    const bad = admin('key', 'create', '--kind', 'wizard', '--workspace', '00000000-0000-4000-8000-000000000000', '--json')
+    expect(bad.code).not.toBe(0)
+    expect(bad.stderr).toMatch(/--kind must be one of/)
+    const missing = admin('key', 'create', '--kind', 'user', '--workspace', '00000000-0000-4000-8000-000000000000', '--json')
+    expect(missing.code).not.toBe(0)
+    expect(missing.stderr).toMatch(/needs --user/)
+  })
+})
