@@ -1,0 +1,205 @@
+#!/usr/bin/env node
+// Roster benchmarks: `npm run bench` (after `npm run build`). Starts its own runtime host, API and
+// one worker over a scratch database (roster_bench on DATABASE_URL's server), runs each scenario
+// and prints a table. Everything, load generator included, runs on this machine.
+//
+//   npm run bench                 all scenarios
+//   npm run bench -- create       one scenario: create | provision | single | pgbench
+import { spawn, spawnSync } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir, cpus, totalmem } from 'node:os'
+import { join, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { randomBytes } from 'node:crypto'
+import autocannon from 'autocannon'
+import pg from 'pg'
+import { deploy } from '../prisma/migrate.mjs'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..')
+const only = process.argv[2]
+const serverUrl = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres'
+const dbUrl = (name) => Object.assign(new URL(serverUrl), { pathname: `/${name}` }).toString()
+const BENCH_DB = 'roster_bench'
+const API_PORT = 3900
+const RUNTIME_PORT = 3901
+const base = `http://127.0.0.1:${API_PORT}/api/v1`
+
+async function admin(sql) {
+  const c = new pg.Client({ connectionString: dbUrl('postgres') })
+  await c.connect()
+  try {
+    return await c.query(sql)
+  } finally {
+    await c.end()
+  }
+}
+
+function start(app, env) {
+  const child = spawn(process.execPath, [join(root, 'apps', app, 'dist', 'main.js')], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+  return child
+}
+
+async function waitHttp(url) {
+  for (let i = 0; i < 200; i++) {
+    try {
+      if ((await fetch(url)).ok) return
+    } catch {}
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  throw new Error(`${url} did not come up`)
+}
+
+async function withStack(work) {
+  await admin(`DROP DATABASE IF EXISTS ${BENCH_DB} WITH (FORCE)`)
+  await deploy(dbUrl(BENCH_DB))
+  const env = {
+    DATABASE_URL: dbUrl(BENCH_DB),
+    VAULT_MASTER_KEY: randomBytes(32).toString('hex'),
+    QUEUE_PREFIX: `{bench-${randomBytes(3).toString('hex')}}`,
+    RUNTIME_URL: `http://127.0.0.1:${RUNTIME_PORT}`,
+    RUNTIME_DATA_DIR: mkdtempSync(join(tmpdir(), 'roster-bench-')),
+    INTERN_LIMIT_PER_MEMBER: '10000000',
+    LOG_LEVEL: 'warn',
+    DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? '20',
+  }
+  const procs = [
+    start('runtime', { ...env, PORT: String(RUNTIME_PORT) }),
+    start('api', { ...env, PORT: String(API_PORT) }),
+    start('worker', env),
+  ]
+  try {
+    await waitHttp(`http://127.0.0.1:${RUNTIME_PORT}/health`)
+    await waitHttp(`http://127.0.0.1:${API_PORT}/ready`)
+    await new Promise((r) => setTimeout(r, 500)) // the worker connects
+    const boot = spawnSync(process.execPath, [join(root, 'apps/cli/dist/main.js'), 'bootstrap', '--json'], {
+      env: { ...process.env, DATABASE_URL: env.DATABASE_URL },
+      encoding: 'utf8',
+    })
+    const key = JSON.parse(boot.stdout).keys.user
+    return await work({ key, db: dbUrl(BENCH_DB) })
+  } finally {
+    for (const p of procs) p.kill('SIGTERM')
+    await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null ? r() : p.once('exit', r)))))
+  }
+}
+
+const headers = (key) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' })
+let seq = 0
+const nextName = (prefix) => `${prefix}${(seq++).toString(36)}`
+
+async function countRunning(client, prefix) {
+  const { rows } = await client.query(`SELECT count(*)::int AS n FROM interns WHERE status = 'running' AND name LIKE $1`, [`${prefix}%`])
+  return rows[0].n
+}
+
+/** POST /interns with provision:true and unique names at 64 connections. */
+async function benchCreate({ key }) {
+  const prefix = 'c' + randomBytes(2).toString('hex')
+  const result = await autocannon({
+    url: `${base}/interns`,
+    connections: 64,
+    duration: Number(process.env.BENCH_SECONDS ?? 10),
+    method: 'POST',
+    headers: headers(key),
+    requests: [{ setupRequest: (req) => ({ ...req, body: JSON.stringify({ name: nextName(prefix), provision: true }) }) }],
+  })
+  const ok = result['2xx']
+  return [
+    { scenario: 'POST /interns (provision:true, unique names), 64 connections', metric: 'creates/s', value: (ok / result.duration).toFixed(0), target: '≥ 1,500' },
+    { scenario: '  latency', metric: 'p50 / p99 ms', value: `${result.latency.p50} / ${result.latency.p99}`, target: 'p99 ≤ 50' },
+    { scenario: '  non-2xx answers', metric: 'count', value: String(result.non2xx + result.errors), target: '0' },
+  ]
+}
+
+/** 2,000 interns from create to running with one worker process. */
+async function benchProvision({ key, db }) {
+  const n = Number(process.env.BENCH_INTERNS ?? 2000)
+  const prefix = 'p' + randomBytes(2).toString('hex')
+  const client = new pg.Client({ connectionString: db })
+  await client.connect()
+  const started = performance.now()
+  let next = 0
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (next < n) {
+        next++
+        const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: nextName(prefix), provision: true }) })
+        if (res.status !== 201) throw new Error(`create answered ${res.status}`)
+        await res.arrayBuffer()
+      }
+    }),
+  )
+  const created = performance.now()
+  while ((await countRunning(client, prefix)) < n) await new Promise((r) => setTimeout(r, 20))
+  const done = performance.now()
+  await client.end()
+  return [
+    { scenario: `${n} interns, create → running, one worker`, metric: 'interns/s', value: (n / ((done - started) / 1000)).toFixed(0), target: '≥ 300' },
+    { scenario: '  of which creating them all', metric: 's', value: ((created - started) / 1000).toFixed(2), target: '' },
+  ]
+}
+
+/** One intern alone, create to running, measured by the client polling GET every 2 ms. */
+async function benchSingle({ key }) {
+  const runs = Number(process.env.BENCH_SINGLE_RUNS ?? 50)
+  const prefix = 's' + randomBytes(2).toString('hex')
+  const times = []
+  for (let i = 0; i < runs; i++) {
+    const t0 = performance.now()
+    const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: nextName(prefix), provision: true }) })
+    const { id } = await res.json()
+    for (;;) {
+      const got = await (await fetch(`${base}/interns/${id}`, { headers: headers(key) })).json()
+      if (got.status === 'running') break
+      if (got.status === 'failed') throw new Error(got.last_failure_message)
+      await new Promise((r) => setTimeout(r, 2))
+    }
+    times.push(performance.now() - t0)
+  }
+  times.sort((a, b) => a - b)
+  const pct = (p) => times[Math.min(times.length - 1, Math.floor(p * times.length))].toFixed(1)
+  return [{ scenario: `one intern alone, create → running (${runs} runs)`, metric: 'p50 / p99 ms', value: `${pct(0.5)} / ${pct(0.99)}`, target: 'p50 ≤ 100' }]
+}
+
+/** The raw single-row insert rate of the same Postgres, to compare machines. */
+async function benchPgbench() {
+  const name = 'roster_bench_pgbench'
+  await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  await admin(`CREATE DATABASE ${name}`)
+  const c = new pg.Client({ connectionString: dbUrl(name) })
+  await c.connect()
+  await c.query('CREATE TABLE t (id bigserial PRIMARY KEY, v int)')
+  await c.end()
+  const script = join(mkdtempSync(join(tmpdir(), 'pgbench-')), 'insert.sql')
+  writeFileSync(script, 'INSERT INTO t (v) VALUES (1);\n')
+  const url = new URL(dbUrl(name))
+  const run = spawnSync('pgbench', ['-n', '-c', '64', '-j', '2', '-T', '10', '-f', script, '-h', url.hostname, '-p', url.port || '5432', '-U', url.username || 'postgres', name], { encoding: 'utf8' })
+  await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+  const tps = /tps = ([\d.]+)/.exec(run.stdout)?.[1]
+  if (!tps) throw new Error(`pgbench failed: ${run.stderr || run.stdout}`)
+  return [{ scenario: 'pgbench: single-row INSERT, 64 clients, autocommit', metric: 'inserts/s', value: Number(tps).toFixed(0), target: '(reference)' }]
+}
+
+const scenarios = { create: benchCreate, provision: benchProvision, single: benchSingle }
+const rows = []
+for (const [name, fn] of Object.entries(scenarios)) {
+  if (only && only !== name) continue
+  process.stderr.write(`bench: ${name}…\n`)
+  rows.push(...(await withStack(fn)))
+}
+if (!only || only === 'pgbench') {
+  process.stderr.write('bench: pgbench…\n')
+  rows.push(...(await benchPgbench()))
+}
+await admin(`DROP DATABASE IF EXISTS ${BENCH_DB} WITH (FORCE)`)
+
+const cols = ['scenario', 'metric', 'value', 'target']
+const width = Object.fromEntries(cols.map((c) => [c, Math.max(c.length, ...rows.map((r) => String(r[c]).length))]))
+const line = (r) => '| ' + cols.map((c) => String(r[c]).padEnd(width[c])).join(' | ') + ' |'
+console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}`)
+console.log(line(Object.fromEntries(cols.map((c) => [c, c]))))
+console.log('|' + cols.map((c) => '-'.repeat(width[c] + 2)).join('|') + '|')
+for (const r of rows) console.log(line(r))
