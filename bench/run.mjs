@@ -68,7 +68,8 @@ async function withStack(work) {
   const procs = [
     start('runtime', { ...env, PORT: String(RUNTIME_PORT) }),
     start('api', { ...env, PORT: String(API_PORT) }),
-    start('worker', env),
+    // BENCH_NO_WORKER=1 measures the API alone (the outbox fills; nothing provisions).
+    ...(process.env.BENCH_NO_WORKER ? [] : [start('worker', env)]),
   ]
   try {
     await waitHttp(`http://127.0.0.1:${RUNTIME_PORT}/health`)

@@ -37,19 +37,42 @@ function poolConfig(databaseUrl) {
   }
 }
 
+// The wasm module may be started once per process; later engines reuse it.
+let wasmModule
+async function schemaEngineModule() {
+  wasmModule ??= (async () => {
+    const bg = await import('@prisma/schema-engine-wasm/schema_engine_bg')
+    const wasmPath = require.resolve('@prisma/schema-engine-wasm/schema_engine_bg').replace(/\.js$/, '.wasm')
+    const { instance } = await WebAssembly.instantiate(await readFile(wasmPath), { './schema_engine_bg.js': bg })
+    bg.__wbg_set_wasm(instance.exports)
+    instance.exports.__wbindgen_start()
+    return bg
+  })()
+  return wasmModule
+}
+
 async function loadEngine(databaseUrl) {
-  const bg = await import('@prisma/schema-engine-wasm/schema_engine_bg')
-  const wasmPath = require.resolve('@prisma/schema-engine-wasm/schema_engine_bg').replace(/\.js$/, '.wasm')
-  const { instance } = await WebAssembly.instantiate(await readFile(wasmPath), { './schema_engine_bg.js': bg })
-  bg.__wbg_set_wasm(instance.exports)
-  instance.exports.__wbindgen_start()
+  const bg = await schemaEngineModule()
   const { PrismaPg } = await import('@prisma/adapter-pg')
   const { bindMigrationAwareSqlAdapterFactory } = await import('@prisma/driver-adapter-utils')
   const schema = await readFile(schemaPath, 'utf8')
   // The engine never releases its connections; track them so a run can end cleanly.
   const base = new PrismaPg(poolConfig(databaseUrl))
   const opened = []
-  const track = (connect) => async () => { const a = await connect(); opened.push(a); return a }
+  const track = (connect) => async () => {
+    const a = await connect()
+    // The pg adapter runs scripts by splitting them on ';', which breaks dollar-quoted function
+    // bodies. Send each script whole, as Prisma's native engine does (simple query protocol).
+    a.executeScript = async (script) => {
+      try {
+        await a.client.query(script)
+      } catch (error) {
+        a.onError(error)
+      }
+    }
+    opened.push(a)
+    return a
+  }
   const factory = {
     adapterName: base.adapterName,
     provider: base.provider,

@@ -21,6 +21,8 @@ export interface AppDeps {
   redis: Redis
   vault: VaultService
   authenticate: Authenticator
+  /** Wakes the outbox relay after a create wrote a job. */
+  ringOutboxBell: () => void
 }
 
 export const BODY_LIMIT = 1_048_576

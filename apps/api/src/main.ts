@@ -2,16 +2,25 @@ import { Redis } from 'ioredis'
 import { ApiConfig, createDb, LocalVault, loadConfigOrExit } from '@roster/shared'
 import { buildApp } from './app.js'
 import { createAuthenticator } from './plugins/auth.js'
+import { createOutboxBell } from './plugins/outbox-bell.js'
 
 const config = loadConfigOrExit(ApiConfig, 'api')
-const db = createDb({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE })
+// Nothing the API runs should outlive the create deadline; past it Postgres cancels the statement.
+const db = createDb({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, statementTimeoutMs: config.INTERN_CREATE_DEADLINE_MS })
 // The API never needs Redis to accept a create (the outbox carries the work), so it must not queue
 // commands while Redis is away: /ready reports it instead.
 const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
 redis.on('error', () => {})
 redis.connect().catch(() => {})
 const vault = new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS })
-const app = await buildApp({ config, db, redis, vault, authenticate: createAuthenticator(db, config.AUTH_CACHE_MS) })
+const app = await buildApp({
+  config,
+  db,
+  redis,
+  vault,
+  authenticate: createAuthenticator(db, config.AUTH_CACHE_MS),
+  ringOutboxBell: createOutboxBell(redis, config.QUEUE_PREFIX),
+})
 if (!config.VAULT_MASTER_KEY) app.log.warn('VAULT_MASTER_KEY is not set: intern creation will answer 500 configuration_error')
 
 let closing = false

@@ -4,6 +4,7 @@ import { ApiConfig, LocalVault, loadConfig, type Db } from '@roster/shared'
 import { redisUrl } from '@roster/testing'
 import { buildApp } from '../src/app.js'
 import { createAuthenticator } from '../src/plugins/auth.js'
+import { createOutboxBell } from '../src/plugins/outbox-bell.js'
 
 export const TEST_MASTER_KEY = 'ab'.repeat(32)
 
@@ -14,7 +15,10 @@ export async function buildTestApp(db: Db, env: Record<string, string> = {}): Pr
   redis.on('error', () => {})
   await redis.connect().catch(() => {})
   const vault = new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS })
-  const app = await buildApp({ config, db, redis, vault, authenticate: createAuthenticator(db, config.AUTH_CACHE_MS) }, { logger: false })
+  const app = await buildApp(
+    { config, db, redis, vault, authenticate: createAuthenticator(db, config.AUTH_CACHE_MS), ringOutboxBell: createOutboxBell(redis, config.QUEUE_PREFIX) },
+    { logger: false },
+  )
   return Object.assign(app, {
     async closeAll() {
       await app.close()

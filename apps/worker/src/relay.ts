@@ -1,18 +1,18 @@
-import pg from 'pg'
 import type { Queue } from 'bullmq'
-import { isJobKind, Jobs, OUTBOX_CHANNEL, type Db, type Logger } from '@roster/shared'
+import { Redis } from 'ioredis'
+import { isJobKind, Jobs, outboxBellChannel, type Db, type Logger } from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 const BATCH = 500
 
 /**
- * Publishes outbox rows to BullMQ. Woken by NOTIFY on commit (low latency) and by a timer (in case
- * a notification was missed). Rows are locked with SKIP LOCKED, so several workers share the work,
+ * Publishes outbox rows to BullMQ. Woken by the bell writers ring on Redis after committing (low
+ * latency) and by a timer (a bell rung while Redis was away, or never rung, is not lost work). Rows are locked with SKIP LOCKED, so several workers share the work,
  * and deleted in the transaction that published them. If Redis is down, the transaction rolls back
  * and the rows wait; a row published twice is harmless, because its job id is deterministic.
  */
 export class OutboxRelay {
-  private listener: pg.Client | undefined
+  private bell: Redis | undefined
   private timer: NodeJS.Timeout | undefined
   private draining: Promise<void> | undefined
   private again = false
@@ -21,7 +21,8 @@ export class OutboxRelay {
   constructor(
     private readonly db: Db,
     private readonly queue: Queue,
-    private readonly databaseUrl: string,
+    private readonly redisUrl: string,
+    private readonly queuePrefix: string,
     private readonly pollMs: number,
     private readonly jobOptions: JobOptionsFor,
     private readonly log: Logger,
@@ -29,7 +30,15 @@ export class OutboxRelay {
 
   async start() {
     this.timer = setInterval(() => this.wake(), this.pollMs)
-    await this.listen()
+    const bell = new Redis(this.redisUrl, { maxRetriesPerRequest: null })
+    bell.on('error', () => {})
+    bell.on('message', () => this.wake())
+    // ioredis subscribes again after every reconnect; drain then too, for bells rung meanwhile.
+    bell.on('ready', () => this.wake())
+    await bell.subscribe(outboxBellChannel(this.queuePrefix)).catch((err) => {
+      this.log.warn({ err: (err as Error).message }, 'outbox bell unavailable; relying on polling')
+    })
+    this.bell = bell
     this.wake()
   }
 
@@ -37,7 +46,7 @@ export class OutboxRelay {
     this.stopped = true
     clearInterval(this.timer)
     await this.draining
-    await this.listener?.end().catch(() => {})
+    this.bell?.disconnect()
   }
 
   /** Drains now, or once more after the drain in progress. */
@@ -84,26 +93,5 @@ export class OutboxRelay {
       },
       { timeout: 30_000, maxWait: 10_000 },
     )
-  }
-
-  private async listen() {
-    if (this.stopped) return
-    const client = new pg.Client({ connectionString: this.databaseUrl })
-    client.on('notification', () => this.wake())
-    client.on('error', (err) => {
-      this.log.warn({ err: err.message }, 'outbox listener lost its connection; reconnecting')
-      client.end().catch(() => {})
-      setTimeout(() => this.listen().catch(() => {}), 1_000).unref()
-    })
-    try {
-      await client.connect()
-      await client.query(`LISTEN ${OUTBOX_CHANNEL}`)
-      this.listener = client
-      this.wake()
-    } catch (err) {
-      this.log.warn({ err: (err as Error).message }, 'outbox listener could not connect; retrying')
-      client.end().catch(() => {})
-      setTimeout(() => this.listen().catch(() => {}), 1_000).unref()
-    }
   }
 }

@@ -65,7 +65,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   worker.on('error', (err) => log.warn({ err: err.message }, 'worker connection error'))
   worker.on('failed', (job, err) => log.warn({ jobId: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'))
 
-  const relay = new OutboxRelay(db, queue, config.DATABASE_URL, config.RELAY_POLL_MS, jobOptions, log)
+  const relay = new OutboxRelay(db, queue, config.REDIS_URL, config.QUEUE_PREFIX, config.RELAY_POLL_MS, jobOptions, log)
   const reconciler = new Reconciler(db, queue, config, jobOptions, log)
   const safely = (what: string, work: () => Promise<unknown>) =>
     work().catch((err) => log.warn({ err: (err as Error).message }, `${what} failed; will retry`))

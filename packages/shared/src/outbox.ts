@@ -1,8 +1,13 @@
 import type { Prisma } from './db.js'
 import { Jobs, type JobKind, type JobPayload } from './jobs.js'
 
-/** The channel the relay LISTENs on; a notification is sent when the transaction commits. */
-export const OUTBOX_CHANNEL = 'roster_outbox'
+/**
+ * The Redis channel on which writers ring the relay's bell after committing outbox rows. A bell,
+ * not the message: the rows are in Postgres, and a lost bell only delays them until the relay's
+ * next poll. (Postgres NOTIFY would do the same, but a notifying transaction holds a global lock
+ * through its commit, which serialises every create.)
+ */
+export const outboxBellChannel = (queuePrefix: string) => `${queuePrefix}:outbox-bell`
 
 /**
  * Writes a job to the outbox inside the caller's transaction: the job exists if and only if the
@@ -16,8 +21,5 @@ export async function enqueueInTx<K extends JobKind>(
 ): Promise<void> {
   const parsed = Jobs[kind].schema.parse(payload)
   await tx.$executeRaw`
-    WITH queued AS (
-      INSERT INTO outbox (kind, job_id, payload) VALUES (${kind}, ${jobId}, ${JSON.stringify(parsed)}::jsonb)
-      RETURNING id)
-    SELECT pg_notify(${OUTBOX_CHANNEL}, id::text) FROM queued`
+    INSERT INTO outbox (kind, job_id, payload) VALUES (${kind}, ${jobId}, ${JSON.stringify(parsed)}::jsonb)`
 }

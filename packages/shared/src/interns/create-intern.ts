@@ -1,20 +1,18 @@
 import { randomUUID } from 'node:crypto'
-import { AppError, isAppError } from '../errors.js'
-import { isUniqueViolation, Prisma, type Db } from '../db.js'
+import { AppError, isAppError, Reasons, type Reason } from '../errors.js'
+import { isUniqueViolation, pgErrorCode, type Db } from '../db.js'
 import type { Caller } from '../caller.js'
-import type { CreateInternRequest, Intern } from '../contracts/interns.js'
+import type { CreateInternRequest, Intern, InternStatus } from '../contracts/interns.js'
 import type { VaultService } from '../vault/local-vault.js'
 import { canonicalJson, sha256 } from '../canonical-json.js'
 import { Jobs } from '../jobs.js'
-import { enqueueInTx } from '../outbox.js'
-import { toIntern, type InternRow } from './view.js'
 
 export interface CreateInternDeps {
   db: Db
   vault: VaultService
   internLimitPerMember: number
-  /** The route's deadline; the transaction never outlives it. */
-  deadlineMs: number
+  /** Called after an outbox row was committed, to wake the relay. */
+  outboxWritten?: () => void
 }
 
 export interface CreateInternResult {
@@ -23,14 +21,40 @@ export interface CreateInternResult {
   intern: Intern
 }
 
+interface InternRecord {
+  id: string
+  name: string
+  description: string | null
+  instructions: string | null
+  model: string | null
+  status: InternStatus
+  last_failure_message: string | null
+  progress: Intern['progress']
+  hostname: string | null
+  workspace_id: string
+  vault_id: string | null
+  attached_vault_id: string | null
+  created_at: Date
+  updated_at: Date
+}
+
 /**
- * Creates an intern, its private vault, the borrowed-vault attachment and (when provisioning) the
- * outbox message, in one transaction that also claims the idempotency key.
+ * Creates an intern with its private vault, the borrowed-vault attachment and (when provisioning)
+ * the outbox message, in ONE SQL statement: a chain of data-modifying CTEs, atomic as a statement,
+ * one round trip. Each step feeds the next, so nothing after a refused step is written:
  *
- * Concurrency: the idempotency row is inserted first. A second request with the same key blocks on
- * that insert until the first commits, then finds the row and replays it; if the first rolled back,
- * the second proceeds as the creator. So one key never makes two interns, and a failed attempt
- * (502, 408, a crash) leaves nothing behind for the retry to trip over.
+ *   claim   the idempotency key (ON CONFLICT DO NOTHING: a concurrent create with the same key
+ *           waits for the first to commit and then finds nothing to claim, so it replays)
+ *   vault → intern
+ *   quota   one guarded UPDATE of the member's counter, exact under concurrency. It comes last on
+ *           purpose: the member's row stays locked from here to commit, so every create of one
+ *           member queues only for that short moment, not for the whole statement
+ *   lender  the intern that owns the vault to borrow, when one is asked for
+ *   outbox  the provisioning job, for the relay to publish (the caller rings its bell)
+ *
+ * A refusal inside the statement (limit, vault) raises via roster_refuse(), which rolls the whole
+ * statement back; a duplicate name fails on the unique index. Either way nothing is left behind,
+ * and a retry with the same key starts afresh.
  */
 export async function createIntern(
   deps: CreateInternDeps,
@@ -47,86 +71,119 @@ export async function createIntern(
   const fingerprint = sha256('POST /interns', canonicalJson(request))
   const key = idempotencyKey ?? `derived:${fingerprint.toString('hex')}`
   const internId = randomUUID()
+  const vault = await deps.vault.newVault(deps.db)
+  const generation = request.provision ? 1 : 0
+  const status: InternStatus = request.provision ? 'queued' : 'stopped'
+  const job = { internId, generation: 1 }
+  const borrow = request.vault_id ?? null
 
+  let rows: { outcome: string; intern: InternRecord | null }[]
   try {
-    return await deps.db.$transaction(
-      async (tx) => {
-        const claimed = await tx.$executeRaw`
-          INSERT INTO idempotency_records (api_key_id, key, fingerprint, intern_id)
-          VALUES (${caller.keyId}::uuid, ${key}, ${fingerprint}, ${internId}::uuid)
-          ON CONFLICT DO NOTHING`
-        if (claimed === 0) return replay(tx, caller.keyId, key, fingerprint)
-
-        await enforceInternLimit(tx, userId, caller.workspaceId, deps.internLimitPerMember)
-        if (request.vault_id) await assertVaultAttachable(tx, request.vault_id, caller.workspaceId)
-        const vaultId = await deps.vault.createVault(tx, caller.workspaceId)
-        const row = await tx.intern.create({
-          data: {
-            id: internId,
-            workspaceId: caller.workspaceId,
-            creatorUserId: userId,
-            name: request.name,
-            description: request.description ?? null,
-            instructions: request.instructions ?? null,
-            status: request.provision ? 'queued' : 'stopped',
-            provisionGeneration: request.provision ? 1 : 0,
-            vaultId,
-            attachedVaultId: request.vault_id ?? null,
-          },
-        })
-        if (request.provision) {
-          const payload = { internId, generation: 1 }
-          await enqueueInTx(tx, 'intern.provision', Jobs['intern.provision'].jobId(payload), payload)
-        }
-        return { status: 201 as const, intern: toIntern(row) }
-      },
-      { timeout: deps.deadlineMs, maxWait: deps.deadlineMs },
-    )
+    rows = await deps.db.$queryRaw`
+      WITH claim AS (
+        INSERT INTO idempotency_records (api_key_id, key, fingerprint, intern_id)
+        VALUES (${caller.keyId}::uuid, ${key}, ${fingerprint}, ${internId}::uuid)
+        ON CONFLICT DO NOTHING
+        RETURNING intern_id
+      ), lender AS (
+        SELECT id FROM interns
+        WHERE vault_id = ${borrow}::uuid AND workspace_id = ${caller.workspaceId}::uuid
+          AND status NOT IN ('destroying', 'destroy_failed')
+      ), vault AS (
+        INSERT INTO vaults (id, workspace_id, master_key_id, sealed_data_key)
+        SELECT ${vault.id}::uuid, ${caller.workspaceId}::uuid, ${vault.masterKeyId}::uuid, ${vault.sealedDataKey} FROM claim
+        RETURNING id
+      ), intern AS (
+        INSERT INTO interns (id, workspace_id, creator_user_id, name, description, instructions, status,
+                             provision_generation, vault_id, attached_vault_id, updated_at)
+        SELECT ${internId}::uuid, ${caller.workspaceId}::uuid, ${userId}::uuid, ${request.name},
+               ${request.description ?? null}, ${request.instructions ?? null}, ${status}::intern_status,
+               ${generation}, vault.id, ${borrow}::uuid, now()
+        FROM vault
+        RETURNING id, name, description, instructions, model, status::text, last_failure_message, progress,
+                  hostname, workspace_id, vault_id, attached_vault_id, created_at, updated_at
+      ), quota AS (
+        UPDATE users SET intern_count = intern_count + 1
+        WHERE id = ${userId}::uuid AND intern_count < ${deps.internLimitPerMember} AND EXISTS (SELECT 1 FROM intern)
+        RETURNING id
+      ), outbox AS (
+        INSERT INTO outbox (kind, job_id, payload)
+        SELECT 'intern.provision', ${Jobs['intern.provision'].jobId(job)}, ${JSON.stringify(job)}::jsonb
+        FROM intern WHERE ${request.provision}
+        RETURNING id
+      )
+      SELECT CASE
+          WHEN NOT EXISTS (SELECT 1 FROM claim) THEN 'replay'
+          WHEN NOT EXISTS (SELECT 1 FROM quota) THEN roster_refuse('intern_limit_reached')
+          WHEN ${borrow}::uuid IS NOT NULL AND NOT EXISTS (SELECT 1 FROM lender) THEN roster_refuse('vault_not_attachable')
+          ELSE 'created'
+        END AS outcome,
+        (SELECT row_to_json(intern) FROM intern) AS intern`
   } catch (err) {
-    if (isAppError(err)) throw err
-    if (isUniqueViolation(err)) {
-      throw new AppError('name_taken', `an intern named "${request.name}" already exists in this workspace`)
-    }
-    throw err
+    throw refusal(err, request.name, deps.internLimitPerMember, borrow) ?? err
   }
+
+  const row = rows[0]
+  if (row?.outcome === 'created' && row.intern) {
+    if (request.provision) deps.outboxWritten?.()
+    return { status: 201, intern: toIntern(row.intern) }
+  }
+  return replay(deps.db, caller.keyId, key, fingerprint)
 }
 
-async function replay(tx: Prisma.TransactionClient, keyId: string, key: string, fingerprint: Buffer) {
-  const record = await tx.idempotencyRecord.findUnique({ where: { apiKeyId_key: { apiKeyId: keyId, key } } })
+function refusal(err: unknown, name: string, limit: number, vaultId: string | null): AppError | undefined {
+  if (isAppError(err)) return err
+  if (isUniqueViolation(err)) return new AppError('name_taken', `you already have an intern named "${name}" in this workspace`)
+  if (pgErrorCode(err) === 'RS409') {
+    const reason = refusedReason(err)
+    if (reason === 'intern_limit_reached') {
+      return new AppError(reason, `this member already has ${limit} interns, the most allowed per member`)
+    }
+    if (reason === 'vault_not_attachable') {
+      return new AppError(reason, `vault ${vaultId} is not owned by a live intern of this workspace, so it cannot be attached`)
+    }
+  }
+  return undefined
+}
+
+function refusedReason(err: unknown): Reason | undefined {
+  const text = String((err as { message?: string })?.message ?? '')
+  return (Object.keys(Reasons) as Reason[]).find((r) => text.includes(r))
+}
+
+async function replay(db: Db, keyId: string, key: string, fingerprint: Buffer): Promise<CreateInternResult> {
+  const rows = await db.$queryRaw<{ matches: boolean; intern: InternRecord | null }[]>`
+    SELECT r.fingerprint = ${fingerprint} AS matches,
+           (SELECT row_to_json(i) FROM (
+              SELECT id, name, description, instructions, model, status::text, last_failure_message, progress,
+                     hostname, workspace_id, vault_id, attached_vault_id, created_at, updated_at
+              FROM interns WHERE id = r.intern_id) i) AS intern
+    FROM idempotency_records r WHERE r.api_key_id = ${keyId}::uuid AND r.key = ${key}`
+  const record = rows[0]
   if (!record) throw new Error('idempotency record vanished while replaying')
-  if (!Buffer.from(record.fingerprint).equals(fingerprint)) {
+  if (!record.matches) {
     throw new AppError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request')
   }
-  const row: InternRow | null = await tx.intern.findUnique({ where: { id: record.internId } })
-  if (!row) throw new AppError('not_found', 'the intern created with this Idempotency-Key has since been deleted')
-  return { status: 200 as const, intern: toIntern(row) }
+  if (!record.intern) throw new AppError('not_found', 'the intern created with this Idempotency-Key has since been deleted')
+  return { status: 200, intern: toIntern(record.intern) }
 }
 
-/**
- * Serialises one member's creates on their user row, so concurrent creates cannot overshoot the
- * limit. The count must be a separate statement: under READ COMMITTED a statement's snapshot is
- * taken before it waits for the lock, so a count in the locking statement would miss the rows
- * committed by the transaction it waited for.
- */
-async function enforceInternLimit(tx: Prisma.TransactionClient, userId: string, workspaceId: string, limit: number) {
-  await tx.$executeRaw`SELECT 1 FROM users WHERE id = ${userId}::uuid FOR UPDATE`
-  const rows = await tx.$queryRaw<{ owned: number }[]>`
-    SELECT count(*)::int AS owned FROM interns WHERE creator_user_id = ${userId}::uuid AND workspace_id = ${workspaceId}::uuid`
-  if ((rows[0]?.owned ?? 0) >= limit) {
-    throw new AppError('intern_limit_reached', `this member already has ${limit} interns, the most allowed per member`)
-  }
-}
-
-async function assertVaultAttachable(tx: Prisma.TransactionClient, vaultId: string, workspaceId: string) {
-  const owners = await tx.$queryRaw<{ id: string }[]>`
-    SELECT id FROM interns
-    WHERE vault_id = ${vaultId}::uuid AND workspace_id = ${workspaceId}::uuid
-      AND status NOT IN ('destroying', 'destroy_failed')
-    FOR SHARE`
-  if (owners.length === 0) {
-    throw new AppError(
-      'vault_not_attachable',
-      `vault ${vaultId} is not owned by a live intern of this workspace, so it cannot be attached`,
-    )
+/** row_to_json renders timestamps as `…+00:00`; the API speaks `…Z`. */
+function toIntern(r: InternRecord): Intern {
+  return {
+    id: r.id,
+    name: r.name,
+    description: r.description,
+    instructions: r.instructions,
+    model: r.model,
+    status: r.status,
+    last_failure_message: r.last_failure_message,
+    progress: r.progress ?? null,
+    hostname: r.hostname,
+    workspace_id: r.workspace_id,
+    vault_id: r.vault_id,
+    attached_vault_id: r.attached_vault_id,
+    created_at: new Date(r.created_at).toISOString(),
+    updated_at: new Date(r.updated_at).toISOString(),
   }
 }

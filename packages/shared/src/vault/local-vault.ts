@@ -9,9 +9,16 @@ type Tx = Db | Prisma.TransactionClient
  * Vaults behind a small interface, so a deployment can put a KMS behind it without touching the
  * flows that create interns. This implementation keeps sealed keys and secrets in Postgres.
  */
+/** Key material for a new vault; the caller writes the row in its own statement. */
+export interface NewVault {
+  id: string
+  masterKeyId: string
+  sealedDataKey: Buffer
+}
+
 export interface VaultService {
-  /** Creates a vault inside the caller's transaction and returns its id. */
-  createVault(tx: Tx, workspaceId: string): Promise<string>
+  /** Makes a new vault's sealed data key (what a KMS call would do elsewhere). */
+  newVault(db: Tx): Promise<NewVault>
   /** Stores a secret unless one of that name exists; returns whether it wrote. Idempotent. */
   ensureSecret(db: Tx, vaultId: string, name: string, value: () => string, hosts?: string[]): Promise<boolean>
   readSecret(db: Tx, vaultId: string, name: string): Promise<string | undefined>
@@ -31,19 +38,11 @@ export class LocalVault implements VaultService {
     this.fingerprint = options.masterKey && masterKeyFingerprint(options.masterKey)
   }
 
-  async createVault(tx: Tx, workspaceId: string): Promise<string> {
+  async newVault(db: Tx): Promise<NewVault> {
     const masterKey = this.requireMasterKey()
     const id = randomUUID()
     const sealedDataKey = seal(masterKey, randomBytes(32), `vault:${id}`)
-    await this.withKeyringLock(tx, async () => {
-      const masterKeyId = await this.resolveMasterKeyId(tx)
-      // The foreign key to vault_master_keys takes a share lock on the keyring row: a rotation
-      // holding the keyring makes this wait, and lock_timeout turns the wait into a clean failure.
-      await tx.$executeRaw`
-        INSERT INTO vaults (id, workspace_id, master_key_id, sealed_data_key)
-        VALUES (${id}::uuid, ${workspaceId}::uuid, ${masterKeyId}::uuid, ${sealedDataKey})`
-    })
-    return id
+    return { id, masterKeyId: await this.resolveMasterKeyId(db), sealedDataKey }
   }
 
   async ensureSecret(db: Tx, vaultId: string, name: string, value: () => string, hosts: string[] = []): Promise<boolean> {
@@ -86,33 +85,32 @@ export class LocalVault implements VaultService {
     return this.options.masterKey
   }
 
-  /** The keyring row of the configured master key; the first key ever used registers itself. */
-  private async resolveMasterKeyId(tx: Tx): Promise<string> {
+  /**
+   * The keyring row of the configured master key; the first key ever used registers itself. Looked
+   * up once per process. The lookup waits at most lockTimeoutMs for the keyring (a rotation holds
+   * it), then fails recoverably: the caller answers 502 and the same request can be sent again.
+   */
+  private async resolveMasterKeyId(db: Tx): Promise<string> {
     if (this.masterKeyId) return this.masterKeyId
     const fingerprint = this.fingerprint!
-    const found = await tx.$queryRaw<{ id: string; matches: boolean }[]>`
-      SELECT id, fingerprint = ${fingerprint} AS matches FROM vault_master_keys`
-    const match = found.find((r) => r.matches)
-    if (match) return (this.masterKeyId = match.id)
-    if (found.length > 0) {
-      throw new AppError(
-        'configuration_error',
-        'the configured vault master key is not the one that sealed the existing vaults',
-      )
+    const run = async (tx: Prisma.TransactionClient) => {
+      await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(this.options.lockTimeoutMs))}`)
+      const found = await tx.$queryRaw<{ id: string; matches: boolean }[]>`
+        SELECT id, fingerprint = ${fingerprint} AS matches FROM vault_master_keys FOR KEY SHARE`
+      const match = found.find((r) => r.matches)
+      if (match) return match.id
+      if (found.length > 0) {
+        throw new AppError('configuration_error', 'the configured vault master key is not the one that sealed the existing vaults')
+      }
+      const inserted = await tx.$queryRaw<{ id: string }[]>`
+        INSERT INTO vault_master_keys (id, fingerprint) VALUES (${randomUUID()}::uuid, ${fingerprint})
+        ON CONFLICT (fingerprint) DO UPDATE SET fingerprint = EXCLUDED.fingerprint
+        RETURNING id`
+      return inserted[0]!.id
     }
-    const inserted = await tx.$queryRaw<{ id: string }[]>`
-      INSERT INTO vault_master_keys (id, fingerprint) VALUES (${randomUUID()}::uuid, ${fingerprint})
-      ON CONFLICT (fingerprint) DO UPDATE SET fingerprint = EXCLUDED.fingerprint
-      RETURNING id`
-    return (this.masterKeyId = inserted[0]!.id)
-  }
-
-  private async withKeyringLock<T>(tx: Tx, work: () => Promise<T>): Promise<T> {
-    await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(this.options.lockTimeoutMs))}`)
     try {
-      const result = await work()
-      await tx.$executeRawUnsafe('SET LOCAL lock_timeout = DEFAULT')
-      return result
+      const id = '$transaction' in db ? await (db as Db).$transaction(run) : await run(db as Prisma.TransactionClient)
+      return (this.masterKeyId = id)
     } catch (err) {
       if (pgErrorCode(err) === '55P03') {
         throw new AppError('upstream_unavailable', 'the vault keyring is busy; retry the same request', { cause: err })

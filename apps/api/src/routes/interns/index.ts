@@ -54,7 +54,12 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
       const deadline = deps.config.INTERN_CREATE_DEADLINE_MS
       const result = await withDeadline(deadline, 'POST /interns', () =>
         createIntern(
-          { db: deps.db, vault: deps.vault, internLimitPerMember: deps.config.INTERN_LIMIT_PER_MEMBER, deadlineMs: deadline },
+          {
+            db: deps.db,
+            vault: deps.vault,
+            internLimitPerMember: deps.config.INTERN_LIMIT_PER_MEMBER,
+            outboxWritten: deps.ringOutboxBell,
+          },
           req.caller!,
           req.body,
           req.headers['idempotency-key'],

@@ -1,0 +1,19 @@
+import type { Redis } from 'ioredis'
+import { outboxBellChannel } from '@roster/shared'
+
+/**
+ * Rings the relay's bell after outbox rows commit, at most once per event-loop turn however many
+ * creates finished in it. Failures are ignored on purpose: the relay also polls.
+ */
+export function createOutboxBell(redis: Redis, queuePrefix: string): () => void {
+  const channel = outboxBellChannel(queuePrefix)
+  let pending = false
+  return () => {
+    if (pending) return
+    pending = true
+    setImmediate(() => {
+      pending = false
+      if (redis.status === 'ready') redis.publish(channel, '1').catch(() => {})
+    })
+  }
+}
