@@ -4,7 +4,7 @@
 // and prints a table. Everything, load generator included, runs on this machine.
 //
 //   npm run bench                 all scenarios
-//   npm run bench -- create       one scenario: create | provision | single | pgbench
+//   npm run bench -- create       one scenario: create-alone | create | provision | worker-alone | single | pgbench
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir, cpus, totalmem } from 'node:os'
@@ -52,7 +52,7 @@ async function waitHttp(url) {
   throw new Error(`${url} did not come up`)
 }
 
-async function withStack(work) {
+async function withStack(work, { worker = true } = {}) {
   await admin(`DROP DATABASE IF EXISTS ${BENCH_DB} WITH (FORCE)`)
   await deploy(dbUrl(BENCH_DB))
   const env = {
@@ -68,8 +68,7 @@ async function withStack(work) {
   const procs = [
     start('runtime', { ...env, PORT: String(RUNTIME_PORT) }),
     start('api', { ...env, PORT: String(API_PORT) }),
-    // BENCH_NO_WORKER=1 measures the API alone (the outbox fills; nothing provisions).
-    ...(process.env.BENCH_NO_WORKER ? [] : [start('worker', env)]),
+    ...(worker ? [start('worker', env)] : []),
   ]
   try {
     await waitHttp(`http://127.0.0.1:${RUNTIME_PORT}/health`)
@@ -80,7 +79,8 @@ async function withStack(work) {
       encoding: 'utf8',
     })
     const key = JSON.parse(boot.stdout).keys.user
-    return await work({ key, db: dbUrl(BENCH_DB) })
+    const startWorker = () => procs.push(start('worker', env))
+    return await work({ key, db: dbUrl(BENCH_DB), startWorker })
   } finally {
     for (const p of procs) p.kill('SIGTERM')
     await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null ? r() : p.once('exit', r)))))
@@ -97,7 +97,7 @@ async function countRunning(client, prefix) {
 }
 
 /** POST /interns with provision:true and unique names at 64 connections. */
-async function benchCreate({ key }) {
+async function benchCreate({ key }, label = 'with one worker provisioning them meanwhile') {
   const prefix = 'c' + randomBytes(2).toString('hex')
   const result = await autocannon({
     url: `${base}/interns`,
@@ -109,7 +109,7 @@ async function benchCreate({ key }) {
   })
   const ok = result['2xx']
   return [
-    { scenario: 'POST /interns (provision:true, unique names), 64 connections', metric: 'creates/s', value: (ok / result.duration).toFixed(0), target: '≥ 1,500' },
+    { scenario: `POST /interns (provision:true, unique names), 64 connections, ${label}`, metric: 'creates/s', value: (ok / result.duration).toFixed(0), target: '≥ 1,500' },
     { scenario: '  latency', metric: 'p50 / p99 ms', value: `${result.latency.p50} / ${result.latency.p99}`, target: 'p99 ≤ 50' },
     { scenario: '  non-2xx answers', metric: 'count', value: String(result.non2xx + result.errors), target: '0' },
   ]
@@ -141,6 +141,31 @@ async function benchProvision({ key, db }) {
     { scenario: `${n} interns, create → running, one worker`, metric: 'interns/s', value: (n / ((done - started) / 1000)).toFixed(0), target: '≥ 300' },
     { scenario: '  of which creating them all', metric: 's', value: ((created - started) / 1000).toFixed(2), target: '' },
   ]
+}
+
+/** The worker alone: 2,000 interns created first, then one worker process started and timed to the last running. */
+async function benchWorkerAlone({ key, db, startWorker }) {
+  const n = Number(process.env.BENCH_INTERNS ?? 2000)
+  const prefix = 'w' + randomBytes(2).toString('hex')
+  let next = 0
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (next < n) {
+        next++
+        const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: nextName(prefix), provision: true }) })
+        if (res.status !== 201) throw new Error(`create answered ${res.status}`)
+        await res.arrayBuffer()
+      }
+    }),
+  )
+  const client = new pg.Client({ connectionString: db })
+  await client.connect()
+  const started = performance.now()
+  startWorker()
+  while ((await countRunning(client, prefix)) < n) await new Promise((r) => setTimeout(r, 20))
+  const done = performance.now()
+  await client.end()
+  return [{ scenario: `${n} interns already queued, one worker started → all running`, metric: 'interns/s', value: (n / ((done - started) / 1000)).toFixed(0), target: '(breakdown)' }]
 }
 
 /** One intern alone, create to running, measured by the client polling GET every 2 ms. */
@@ -184,12 +209,20 @@ async function benchPgbench() {
   return [{ scenario: 'pgbench: single-row INSERT, 64 clients, autocommit', metric: 'inserts/s', value: Number(tps).toFixed(0), target: '(reference)' }]
 }
 
-const scenarios = { create: benchCreate, provision: benchProvision, single: benchSingle }
+// create-alone: the API with no worker (the outbox fills; nothing provisions), to separate the API's
+// own capacity from the worker's share of this machine's two cores.
+const scenarios = {
+  'create-alone': [(ctx) => benchCreate(ctx, 'API alone (no worker running)'), { worker: false }],
+  create: [benchCreate, { worker: true }],
+  provision: [benchProvision, { worker: true }],
+  'worker-alone': [benchWorkerAlone, { worker: false }],
+  single: [benchSingle, { worker: true }],
+}
 const rows = []
-for (const [name, fn] of Object.entries(scenarios)) {
+for (const [name, [fn, opts]] of Object.entries(scenarios)) {
   if (only && only !== name) continue
   process.stderr.write(`bench: ${name}…\n`)
-  rows.push(...(await withStack(fn)))
+  rows.push(...(await withStack(fn, opts)))
 }
 if (!only || only === 'pgbench') {
   process.stderr.write('bench: pgbench…\n')

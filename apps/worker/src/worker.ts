@@ -85,7 +85,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
       await relay.stop()
       await worker.close()
       await queue.close()
-      await Promise.allSettled([db.$disconnect(), workerConnection.quit(), queueConnection.quit()])
+      await Promise.allSettled([db.$disconnect(), workerConnection.quit(), queueConnection.quit(), deps.runtime.close()])
     },
   }
 }

@@ -27,7 +27,19 @@ export function canTransition(from: InternStatus, to: InternStatus): boolean {
 export interface TransitionChange {
   progress?: InternProgress | null
   hostname?: string | null
+  /** Sets the hostname only if the intern has none yet (a retried run keeps its reservation). */
+  reserveHostname?: string
   lastFailureMessage?: string | null
+}
+
+/** What a transition returns about the intern it changed. */
+export interface TransitionedIntern {
+  id: string
+  name: string
+  instructions: string | null
+  model: string | null
+  hostname: string | null
+  vault_id: string | null
 }
 
 export interface TransitionRequest {
@@ -39,8 +51,8 @@ export interface TransitionRequest {
   set?: TransitionChange
 }
 
-/** Applies a guarded status change; returns false when the intern was not in an expected state. */
-export async function transition(db: Db | Prisma.TransactionClient, req: TransitionRequest): Promise<boolean> {
+/** Applies a guarded status change; returns null when the intern was not in an expected state. */
+export async function transition(db: Db | Prisma.TransactionClient, req: TransitionRequest): Promise<TransitionedIntern | null> {
   for (const from of req.from) {
     if (!canTransition(from, req.to)) throw new Error(`intern transition ${from} → ${req.to} is not allowed`)
   }
@@ -50,13 +62,15 @@ export async function transition(db: Db | Prisma.TransactionClient, req: Transit
     sets.push(Prisma.sql`progress = ${set.progress === null ? null : JSON.stringify(set.progress)}::jsonb`)
   }
   if ('hostname' in set) sets.push(Prisma.sql`hostname = ${set.hostname}`)
+  if (set.reserveHostname !== undefined) sets.push(Prisma.sql`hostname = COALESCE(hostname, ${set.reserveHostname})`)
   if ('lastFailureMessage' in set) sets.push(Prisma.sql`last_failure_message = ${set.lastFailureMessage}`)
   const generation =
     req.generation === undefined ? Prisma.empty : Prisma.sql`AND provision_generation = ${req.generation}`
-  const count = await db.$executeRaw`
+  const rows = await db.$queryRaw<TransitionedIntern[]>`
     UPDATE interns SET ${Prisma.join(sets, ', ')}
     WHERE id = ${req.internId}::uuid
       AND status = ANY(${req.from as InternStatus[]}::intern_status[])
-      ${generation}`
-  return count === 1
+      ${generation}
+    RETURNING id, name, instructions, model, hostname, vault_id`
+  return rows[0] ?? null
 }

@@ -1,3 +1,4 @@
+import { Pool, type Dispatcher } from 'undici'
 // The runtime behind provisioning: a small interface, so a container orchestrator can replace the
 // local runtime host (apps/runtime) without touching the provisioning flow.
 
@@ -19,6 +20,8 @@ export interface RuntimeDriver {
   healthy(hostname: string): Promise<boolean>
   stop(internId: string): Promise<void>
   remove(internId: string): Promise<void>
+  /** Releases connections on shutdown. */
+  close(): Promise<void>
 }
 
 /** A failure worth retrying: the runtime could not be reached or answered 5xx. */
@@ -26,9 +29,16 @@ export class RuntimeUnavailableError extends Error {
   override name = 'RuntimeUnavailableError'
 }
 
-/** Talks to apps/runtime over HTTP. */
+/**
+ * Talks to apps/runtime over HTTP, through one keep-alive connection pool: provisioning makes
+ * three calls per intern, and the global fetch costs several times more CPU per call.
+ */
 export class HttpRuntimeDriver implements RuntimeDriver {
-  constructor(private readonly baseUrl: string, private readonly timeoutMs = 5_000) {}
+  private readonly pool: Pool
+
+  constructor(private readonly baseUrl: string, private readonly timeoutMs = 5_000) {
+    this.pool = new Pool(new URL(baseUrl).origin, { connections: 64, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
+  }
 
   async configure(internId: string, spec: RuntimeSpec) {
     return (await this.call('PUT', `/v1/interns/${internId}`, spec)) as { written: boolean }
@@ -40,12 +50,9 @@ export class HttpRuntimeDriver implements RuntimeDriver {
 
   async healthy(hostname: string): Promise<boolean> {
     try {
-      const res = await fetch(new URL('/healthz', this.baseUrl), {
-        headers: { 'x-forwarded-host': hostname },
-        signal: AbortSignal.timeout(this.timeoutMs),
-      })
-      await res.body?.cancel()
-      return res.status === 200
+      const res = await this.pool.request({ method: 'GET', path: '/healthz', headers: { 'x-forwarded-host': hostname } })
+      await res.body.dump()
+      return res.statusCode === 200
     } catch {
       return false
     }
@@ -59,21 +66,25 @@ export class HttpRuntimeDriver implements RuntimeDriver {
     await this.call('DELETE', `/v1/interns/${internId}`)
   }
 
-  private async call(method: string, path: string, body?: unknown): Promise<unknown> {
-    let res: Response
+  async close() {
+    await this.pool.close()
+  }
+
+  private async call(method: 'PUT' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
+    let res: Dispatcher.ResponseData
     try {
-      res = await fetch(new URL(path, this.baseUrl), {
+      res = await this.pool.request({
         method,
+        path,
         headers: body === undefined ? {} : { 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.timeoutMs),
       })
     } catch (cause) {
       throw new RuntimeUnavailableError(`runtime host at ${this.baseUrl} is unreachable`, { cause })
     }
-    const text = await res.text()
-    if (res.status >= 500) throw new RuntimeUnavailableError(`runtime host answered ${res.status} to ${method} ${path}`)
-    if (!res.ok) throw new Error(`runtime host refused ${method} ${path}: ${res.status} ${text.slice(0, 200)}`)
+    const text = await res.body.text()
+    if (res.statusCode >= 500) throw new RuntimeUnavailableError(`runtime host answered ${res.statusCode} to ${method} ${path}`)
+    if (res.statusCode >= 400) throw new Error(`runtime host refused ${method} ${path}: ${res.statusCode} ${text.slice(0, 200)}`)
     return text ? JSON.parse(text) : {}
   }
 }

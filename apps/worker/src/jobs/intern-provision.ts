@@ -1,75 +1,83 @@
 import { randomBytes } from 'node:crypto'
 import { UnrecoverableError } from 'bullmq'
-import { isUniqueViolation, Jobs, RuntimeUnavailableError, transition, type JobPayload } from '@roster/shared'
+import {
+  isUniqueViolation,
+  Jobs,
+  RuntimeUnavailableError,
+  transition,
+  type JobPayload,
+  type TransitionChange,
+  type TransitionedIntern,
+} from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
 
-type Intern = NonNullable<Awaited<ReturnType<WorkerDeps['db']['intern']['findUnique']>>>
+export const RUNTIME_TOKEN_SECRET = 'runtime_token'
+
+/** What one run carries from step to step. */
+interface Run {
+  deps: WorkerDeps
+  intern: TransitionedIntern
+  /** The runtime's credential, read (or first stored) by the vault step. */
+  token?: string
+}
 
 interface Step {
   label: string
+  /** Extra changes written with this step's progress, in the same guarded update. */
+  alongProgress?(run: Run, attempt: number): TransitionChange
   /** Each step is idempotent: it checks what is already done and does only the rest. */
-  run(deps: WorkerDeps, intern: Intern, ctx: JobContext): Promise<Intern>
+  run(run: Run): Promise<void>
 }
 
-export const RUNTIME_TOKEN_SECRET = 'runtime_token'
+/** Deterministic hostname candidates: a retry asks for the same name; a clash moves to a longer one. */
+function hostnameCandidate(run: Run, clash: number): string {
+  const compact = run.intern.id.replaceAll('-', '')
+  const suffix = compact.slice(0, [8, 16, 32][Math.min(clash, 2)])
+  return `${run.intern.name}-${suffix}.${run.deps.config.INTERNS_DOMAIN}`
+}
 
 export const provisionSteps: readonly Step[] = [
   {
     label: 'Preparing the vault',
-    async run(deps, intern) {
-      if (!intern.vaultId) throw new UnrecoverableError('the intern has no private vault')
-      await deps.vault.ensureSecret(deps.db, intern.vaultId, RUNTIME_TOKEN_SECRET, () => randomBytes(32).toString('base64url'))
-      return intern
+    async run(run) {
+      if (!run.intern.vault_id) throw new UnrecoverableError('the intern has no private vault')
+      run.token = await run.deps.vault.ensureSecret(run.deps.db, run.intern.vault_id, RUNTIME_TOKEN_SECRET, () =>
+        randomBytes(32).toString('base64url'),
+      )
     },
   },
   {
     label: 'Reserving a hostname',
-    async run(deps, intern) {
-      if (intern.hostname) return intern
-      // Deterministic candidates: a retry reserves the same name, and the unique index decides clashes.
-      const compact = intern.id.replaceAll('-', '')
-      for (const suffix of [compact.slice(0, 8), compact.slice(0, 16), compact]) {
-        const hostname = `${intern.name}-${suffix}.${deps.config.INTERNS_DOMAIN}`
-        try {
-          await deps.db.$executeRaw`UPDATE interns SET hostname = ${hostname} WHERE id = ${intern.id}::uuid AND hostname IS NULL`
-        } catch (err) {
-          if (isUniqueViolation(err)) continue
-          throw err
-        }
-        const fresh = await deps.db.intern.findUnique({ where: { id: intern.id } })
-        if (fresh?.hostname) return fresh
-      }
-      throw new UnrecoverableError('no free hostname could be reserved')
+    // The reservation is written with the step's progress; the unique index decides clashes.
+    alongProgress: (run, clash) => ({ reserveHostname: hostnameCandidate(run, clash) }),
+    async run(run) {
+      if (!run.intern.hostname) throw new Error('no hostname was reserved')
     },
   },
   {
     label: 'Writing the runtime configuration',
-    async run(deps, intern) {
-      const token = await deps.vault.readSecret(deps.db, intern.vaultId!, RUNTIME_TOKEN_SECRET)
-      if (!token) throw new Error('the runtime token is missing from the vault')
+    async run({ deps, intern, token }) {
       await deps.runtime.configure(intern.id, {
         hostname: intern.hostname!,
         name: intern.name,
         instructions: intern.instructions,
         model: intern.model,
-        token,
+        token: token!,
       })
-      return intern
     },
   },
   {
     label: 'Starting the runtime',
-    async run(deps, intern) {
+    async run({ deps, intern }) {
       await deps.runtime.start(intern.id)
-      return intern
     },
   },
   {
     label: 'Checking the runtime health',
-    async run(deps, intern) {
+    async run({ deps, intern }) {
       const deadline = Date.now() + deps.config.HEALTH_TIMEOUT_MS
-      for (let wait = 10; ; wait = Math.min(wait * 2, 500)) {
-        if (await deps.runtime.healthy(intern.hostname!)) return intern
+      for (let wait = 5; ; wait = Math.min(wait * 2, 500)) {
+        if (await deps.runtime.healthy(intern.hostname!)) return
         if (Date.now() + wait > deadline) {
           throw new RuntimeUnavailableError(`the runtime did not report healthy within ${deps.config.HEALTH_TIMEOUT_MS} ms`)
         }
@@ -84,7 +92,8 @@ export type ProvisionOutcome = 'running' | 'obsolete' | 'failed'
 /**
  * One provisioning run. Progress is recorded before each step through the state machine, guarded
  * by status and generation: if the intern was suspended, deleted or re-provisioned meanwhile, the
- * guard fails and this run stops without touching it.
+ * guard fails and this run stops without touching it. Each progress update also returns the
+ * intern, so the run needs no separate reads.
  */
 export async function handle(
   deps: WorkerDeps,
@@ -92,23 +101,18 @@ export async function handle(
   ctx: JobContext,
 ): Promise<ProvisionOutcome> {
   const { internId, generation } = Jobs['intern.provision'].schema.parse(payload)
-  let intern = await deps.db.intern.findUnique({ where: { id: internId } })
-  if (!intern || intern.provisionGeneration !== generation) return 'obsolete'
-  if (intern.status !== 'queued' && intern.status !== 'provisioning') return 'obsolete'
-
   const total = provisionSteps.length
+  let run: Run | undefined
+
   for (const [index, step] of provisionSteps.entries()) {
     const progress = { step_label: step.label, step_number: index + 1, total_steps: total }
-    const current = await transition(deps.db, {
-      internId,
-      generation,
-      from: ['queued', 'provisioning'],
-      to: 'provisioning',
-      set: { progress },
-    })
+    const current = await recordProgress(deps, { internId, generation }, progress, (clash) =>
+      run ? (step.alongProgress?.(run, clash) ?? {}) : {},
+    )
     if (!current) return 'obsolete'
+    run = { ...run, deps, intern: current }
     try {
-      intern = await step.run(deps, intern, ctx)
+      await step.run(run)
     } catch (err) {
       const final = ctx.finalAttempt || err instanceof UnrecoverableError
       if (final) {
@@ -137,4 +141,26 @@ export async function handle(
     set: { progress: null, lastFailureMessage: null },
   })
   return done ? 'running' : 'obsolete'
+}
+
+/** The guarded progress update, retried with the next hostname candidate if the reservation clashes. */
+async function recordProgress(
+  deps: WorkerDeps,
+  { internId, generation }: { internId: string; generation: number },
+  progress: { step_label: string; step_number: number; total_steps: number },
+  extra: (clash: number) => TransitionChange,
+): Promise<TransitionedIntern | null> {
+  for (let clash = 0; ; clash++) {
+    try {
+      return await transition(deps.db, {
+        internId,
+        generation,
+        from: ['queued', 'provisioning'],
+        to: 'provisioning',
+        set: { progress, ...extra(clash) },
+      })
+    } catch (err) {
+      if (!isUniqueViolation(err) || clash >= 2) throw err
+    }
+  }
 }

@@ -19,8 +19,8 @@ export interface NewVault {
 export interface VaultService {
   /** Makes a new vault's sealed data key (what a KMS call would do elsewhere). */
   newVault(db: Tx): Promise<NewVault>
-  /** Stores a secret unless one of that name exists; returns whether it wrote. Idempotent. */
-  ensureSecret(db: Tx, vaultId: string, name: string, value: () => string, hosts?: string[]): Promise<boolean>
+  /** Returns the named secret, storing a new value first when there is none. Idempotent. */
+  ensureSecret(db: Tx, vaultId: string, name: string, value: () => string, hosts?: string[]): Promise<string>
   readSecret(db: Tx, vaultId: string, name: string): Promise<string | undefined>
 }
 
@@ -45,15 +45,26 @@ export class LocalVault implements VaultService {
     return { id, masterKeyId: await this.resolveMasterKeyId(db), sealedDataKey }
   }
 
-  async ensureSecret(db: Tx, vaultId: string, name: string, value: () => string, hosts: string[] = []): Promise<boolean> {
-    const dataKey = await this.dataKey(db, vaultId)
+  async ensureSecret(db: Tx, vaultId: string, name: string, value: () => string, hosts: string[] = []): Promise<string> {
+    const masterKey = this.requireMasterKey()
+    const aad = `secret:${vaultId}:${name}`
+    const rows = await db.$queryRaw<{ sealed_data_key: Uint8Array; sealed_value: Uint8Array | null }[]>`
+      SELECT v.sealed_data_key, s.sealed_value FROM vaults v
+      LEFT JOIN vault_secrets s ON s.vault_id = v.id AND s.name = ${name}
+      WHERE v.id = ${vaultId}::uuid`
+    const row = rows[0]
+    if (!row) throw new AppError('not_found', `vault ${vaultId} does not exist`)
+    const dataKey = this.openDataKey(masterKey, vaultId, row.sealed_data_key)
+    if (row.sealed_value) return unseal(dataKey, Buffer.from(row.sealed_value), aad).toString()
     const plaintext = value()
-    const sealedValue = seal(dataKey, Buffer.from(plaintext), `secret:${vaultId}:${name}`)
     const written = await db.$executeRaw`
       INSERT INTO vault_secrets (id, vault_id, name, hosts, sealed_value, fingerprint)
-      VALUES (${randomUUID()}::uuid, ${vaultId}::uuid, ${name}, ${hosts}::text[], ${sealedValue}, ${secretFingerprint(dataKey, plaintext)})
+      VALUES (${randomUUID()}::uuid, ${vaultId}::uuid, ${name}, ${hosts}::text[],
+              ${seal(dataKey, Buffer.from(plaintext), aad)}, ${secretFingerprint(dataKey, plaintext)})
       ON CONFLICT (vault_id, name) DO NOTHING`
-    return written === 1
+    if (written === 1) return plaintext
+    // Someone stored it between our read and our write: theirs stands.
+    return (await this.readSecret(db, vaultId, name))!
   }
 
   async readSecret(db: Tx, vaultId: string, name: string): Promise<string | undefined> {
@@ -66,13 +77,16 @@ export class LocalVault implements VaultService {
   }
 
   private async dataKey(db: Tx, vaultId: string): Promise<Buffer> {
-    const masterKey = this.requireMasterKey()
     const rows = await db.$queryRaw<{ sealed_data_key: Uint8Array }[]>`
       SELECT sealed_data_key FROM vaults WHERE id = ${vaultId}::uuid`
     const row = rows[0]
     if (!row) throw new AppError('not_found', `vault ${vaultId} does not exist`)
+    return this.openDataKey(this.requireMasterKey(), vaultId, row.sealed_data_key)
+  }
+
+  private openDataKey(masterKey: Buffer, vaultId: string, sealed: Uint8Array): Buffer {
     try {
-      return unseal(masterKey, Buffer.from(row.sealed_data_key), `vault:${vaultId}`)
+      return unseal(masterKey, Buffer.from(sealed), `vault:${vaultId}`)
     } catch (cause) {
       throw new AppError('configuration_error', 'the vault master key cannot open this vault', { cause })
     }
