@@ -6,7 +6,12 @@ import { createOutboxBell } from './plugins/outbox-bell.js'
 
 const config = loadConfigOrExit(ApiConfig, 'api')
 // Nothing the API runs should outlive the create deadline; past it Postgres cancels the statement.
-const db = createDb({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, statementTimeoutMs: config.INTERN_CREATE_DEADLINE_MS })
+const db = createDb({
+  url: config.DATABASE_URL,
+  poolSize: config.DATABASE_POOL_SIZE,
+  statementTimeoutMs: config.INTERN_CREATE_DEADLINE_MS,
+  preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
+})
 // The API never needs Redis to accept a create (the outbox carries the work), so it must not queue
 // commands while Redis is away: /ready reports it instead.
 const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })

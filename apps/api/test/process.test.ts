@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { apiClient, createTestDatabase, makeTenant, NodeProcess, repoRoot, startStack, type TestDatabase } from '@roster/testing'
+import { apiClient, createTestDatabase, freePort, makeTenant, NodeProcess, repoRoot, startStack, type TestDatabase } from '@roster/testing'
 import { join } from 'node:path'
 
 let t: TestDatabase
@@ -11,8 +11,13 @@ afterAll(async () => t?.drop())
 describe('the processes', () => {
   it('log JSON lines with request ids and never a key or the master key; stop cleanly on SIGTERM', async () => {
     const tenant = await makeTenant(t.db)
-    const stack = await startStack({ databaseUrl: t.url, env: { LOG_LEVEL: 'debug' } })
+    const healthPort = await freePort()
+    const stack = await startStack({ databaseUrl: t.url, env: { LOG_LEVEL: 'debug' }, workerEnv: { HEALTH_PORT: String(healthPort) } })
     try {
+      const workerReady = await fetch(`http://127.0.0.1:${healthPort}/ready`)
+      expect(workerReady.status).toBe(200)
+      expect(await workerReady.json()).toEqual({ status: 'ready', postgres: 'ok', redis: 'ok' })
+
       const res = await fetch(`${stack.apiUrl}/interns`, {
         method: 'POST',
         headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json', 'x-request-id': 'trace-me-1' },

@@ -14,6 +14,7 @@ import { createQueue, jobOptionsFor } from './queue.js'
 import { OutboxRelay } from './relay.js'
 import { Reconciler } from './reconciler.js'
 import { assertRegistryComplete, handlerFor } from './registry.js'
+import { startHealthServer } from './health.js'
 
 export interface RunningWorker {
   deps: WorkerDeps
@@ -25,7 +26,7 @@ export interface RunningWorker {
 /** Starts one worker process's parts: the job consumer, the outbox relay and the reconciler. */
 export async function startWorker(config: WorkerConfig, log: Logger = createLogger('worker', config.LOG_LEVEL)): Promise<RunningWorker> {
   assertRegistryComplete()
-  const db = createDb({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE })
+  const db = createDb({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, preparedStatements: config.DATABASE_PREPARED_STATEMENTS })
   const { queue, connection: queueConnection } = createQueue(config)
   const jobOptions = jobOptionsFor(config)
   const deps: WorkerDeps = {
@@ -75,12 +76,20 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   })
   const reconcileTimer = setInterval(() => void safely('reconcile', () => reconciler.run()), config.RECONCILE_INTERVAL_MS)
   await relay.start()
+  const health =
+    config.HEALTH_PORT > 0
+      ? await startHealthServer(config.HEALTH_PORT, config.HOST, {
+          postgres: () => db.$queryRaw`SELECT 1`,
+          redis: () => workerConnection.ping(),
+        })
+      : undefined
 
   return {
     deps,
     reconciler,
     relay,
     async stop() {
+      health?.close()
       clearInterval(reconcileTimer)
       await relay.stop()
       await worker.close()

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { apiClient, createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { Redis } from 'ioredis'
+import { apiClient, createTestDatabase, makeTenant, redisUrl, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
 
 let t: TestDatabase
 let tenant: Tenant
@@ -72,13 +73,40 @@ describe('provisioning', () => {
     expect(await t.db.vaultSecret.count({ where: { vaultId: final.vault_id, name: 'runtime_token' } })).toBe(1)
   })
 
+  it('moves to a longer hostname when the first candidate is taken', async () => {
+    const api = apiClient(stack.apiUrl, tenant.keys.user)
+    const squatter = (await api.createIntern({ name: 'squatter' })).body
+    const clash = (await api.createIntern({ name: 'clash' })).body
+    const compact = clash.id.replaceAll('-', '')
+    await t.db.intern.update({ where: { id: squatter.id }, data: { hostname: `clash-${compact.slice(0, 8)}.interns.test` } })
+    // What a provision call does (its route comes with the lifecycle operations): queue a run.
+    await t.db.$transaction([
+      t.db.intern.update({ where: { id: clash.id }, data: { status: 'queued', provisionGeneration: 1 } }),
+      t.db.outboxMessage.create({ data: { kind: 'intern.provision', jobId: `intern.provision.${clash.id}.1`, payload: { internId: clash.id, generation: 1 } } }),
+    ])
+    await waitFor(async () => (await api.getIntern(clash.id)).body.status === 'running', { what: 'clashing intern running' })
+    expect((await api.getIntern(clash.id)).body.hostname).toBe(`clash-${compact.slice(0, 16)}.interns.test`)
+  })
+
+  it('keeps every queue key under the hash-tag prefix (one Redis Cluster slot)', async () => {
+    const redis = new Redis(redisUrl())
+    try {
+      const keys = await redis.keys(`${stack.env.QUEUE_PREFIX}:*`)
+      expect(keys.length).toBeGreaterThan(0)
+      expect(keys.some((k) => k.startsWith(`${stack.env.QUEUE_PREFIX}:interns:`))).toBe(true)
+      expect(stack.env.QUEUE_PREFIX).toMatch(/^\{[^{}]+\}$/)
+    } finally {
+      redis.disconnect()
+    }
+  })
+
   it('leaves a provision:false intern stopped, untouched by the worker', async () => {
     const api = apiClient(stack.apiUrl, tenant.keys.user)
     const created = await api.createIntern({ name: 'sleeper' })
     await new Promise((r) => setTimeout(r, 500))
     const now = (await api.getIntern(created.body.id)).body
     expect(now).toMatchObject({ status: 'stopped', progress: null, hostname: null })
-    expect(await t.db.outboxMessage.count()).toBe(0)
+    expect(await t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: created.body.id } } })).toBe(0)
   })
 })
 

@@ -44,6 +44,8 @@ const masterKey = z
 const shared = {
   DATABASE_URL: postgresUrl,
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** Named prepared statements; turn off behind a transaction-mode pooler (e.g. PgBouncer). */
+  DATABASE_PREPARED_STATEMENTS: flag.default(true),
   REDIS_URL: redisUrl,
   /** BullMQ key prefix. The braces are a Redis Cluster hash tag: every queue key lands in one slot. */
   QUEUE_PREFIX: z.string().regex(/^\{[^{}]+\}$/, 'must be a hash tag such as {roster}').default('{roster}'),
@@ -71,6 +73,9 @@ export type ApiConfig = z.infer<typeof ApiConfig>
 export const WorkerConfig = z.object({
   ...shared,
   VAULT_MASTER_KEY: masterKey,
+  HOST: z.string().min(1).default('127.0.0.1'),
+  /** Port of the worker's /health and /ready; 0 (the default) serves none. */
+  HEALTH_PORT: port.default(0),
   /** Public DNS zone under which interns get their hostnames. */
   INTERNS_DOMAIN: z
     .string()
