@@ -96,6 +96,21 @@ async function countRunning(client, prefix) {
   return rows[0].n
 }
 
+/** Creates n interns (provision:true) over 64 concurrent requests. */
+async function createInterns(key, prefix, n) {
+  let next = 0
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (next < n) {
+        next++
+        const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: nextName(prefix), provision: true }) })
+        if (res.status !== 201) throw new Error(`create answered ${res.status}`)
+        await res.arrayBuffer()
+      }
+    }),
+  )
+}
+
 /** POST /interns with provision:true and unique names at 64 connections. */
 async function benchCreate({ key }, label = 'with one worker provisioning them meanwhile') {
   const prefix = 'c' + randomBytes(2).toString('hex')
@@ -122,17 +137,7 @@ async function benchProvision({ key, db }) {
   const client = new pg.Client({ connectionString: db })
   await client.connect()
   const started = performance.now()
-  let next = 0
-  await Promise.all(
-    Array.from({ length: 64 }, async () => {
-      while (next < n) {
-        next++
-        const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: nextName(prefix), provision: true }) })
-        if (res.status !== 201) throw new Error(`create answered ${res.status}`)
-        await res.arrayBuffer()
-      }
-    }),
-  )
+  await createInterns(key, prefix, n)
   const created = performance.now()
   while ((await countRunning(client, prefix)) < n) await new Promise((r) => setTimeout(r, 20))
   const done = performance.now()
@@ -147,17 +152,7 @@ async function benchProvision({ key, db }) {
 async function benchWorkerAlone({ key, db, startWorker }) {
   const n = Number(process.env.BENCH_INTERNS ?? 2000)
   const prefix = 'w' + randomBytes(2).toString('hex')
-  let next = 0
-  await Promise.all(
-    Array.from({ length: 64 }, async () => {
-      while (next < n) {
-        next++
-        const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: nextName(prefix), provision: true }) })
-        if (res.status !== 201) throw new Error(`create answered ${res.status}`)
-        await res.arrayBuffer()
-      }
-    }),
-  )
+  await createInterns(key, prefix, n)
   const client = new pg.Client({ connectionString: db })
   await client.connect()
   const started = performance.now()
