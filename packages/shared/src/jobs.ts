@@ -21,8 +21,3 @@ export type JobPayload<K extends JobKind> = z.infer<(typeof Jobs)[K]['schema']>
 export function isJobKind(kind: string): kind is JobKind {
   return Object.hasOwn(Jobs, kind)
 }
-
-/** Redis connection options shared by queues and workers (BullMQ requires retries off for workers). */
-export function redisOptions(url: string) {
-  return { url, maxRetriesPerRequest: null, enableReadyCheck: true } as const
-}

@@ -1,6 +1,3 @@
-import type { Prisma } from './db.js'
-import { Jobs, type JobKind, type JobPayload } from './jobs.js'
-
 /**
  * The Redis channel on which writers ring the relay's bell after committing outbox rows. A bell,
  * not the message: the rows are in Postgres, and a lost bell only delays them until the relay's
@@ -8,18 +5,3 @@ import { Jobs, type JobKind, type JobPayload } from './jobs.js'
  * through its commit, which serialises every create.)
  */
 export const outboxBellChannel = (queuePrefix: string) => `${queuePrefix}:outbox-bell`
-
-/**
- * Writes a job to the outbox inside the caller's transaction: the job exists if and only if the
- * state change that asked for it commits. The worker's relay publishes it to BullMQ.
- */
-export async function enqueueInTx<K extends JobKind>(
-  tx: Prisma.TransactionClient,
-  kind: K,
-  jobId: string,
-  payload: JobPayload<K>,
-): Promise<void> {
-  const parsed = Jobs[kind].schema.parse(payload)
-  await tx.$executeRaw`
-    INSERT INTO outbox (kind, job_id, payload) VALUES (${kind}, ${jobId}, ${JSON.stringify(parsed)}::jsonb)`
-}

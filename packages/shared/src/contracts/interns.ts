@@ -83,5 +83,3 @@ export const InternLifecycleError = z
   .strict()
   .meta({ id: 'InternLifecycleError' })
 export type InternLifecycleError = z.infer<typeof InternLifecycleError>
-
-export const IdempotencyKeyHeader = z.string().min(1).max(255)

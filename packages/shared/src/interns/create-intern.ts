@@ -3,6 +3,7 @@ import { AppError, isAppError, Reasons, type Reason } from '../errors.js'
 import { isUniqueViolation, pgErrorCode, type Db } from '../db.js'
 import type { Caller } from '../caller.js'
 import type { CreateInternRequest, Intern, InternStatus } from '../contracts/interns.js'
+import { INTERN_COLUMNS, toIntern, type InternRecord } from './view.js'
 import type { VaultService } from '../vault/local-vault.js'
 import { canonicalJson, sha256 } from '../canonical-json.js'
 import { Jobs } from '../jobs.js'
@@ -19,23 +20,6 @@ export interface CreateInternResult {
   /** 201 for a new intern, 200 for the replay of a finished create. */
   status: 201 | 200
   intern: Intern
-}
-
-interface InternRecord {
-  id: string
-  name: string
-  description: string | null
-  instructions: string | null
-  model: string | null
-  status: InternStatus
-  last_failure_message: string | null
-  progress: Intern['progress']
-  hostname: string | null
-  workspace_id: string
-  vault_id: string | null
-  attached_vault_id: string | null
-  created_at: Date
-  updated_at: Date
 }
 
 /**
@@ -100,8 +84,7 @@ export async function createIntern(
                ${request.description ?? null}, ${request.instructions ?? null}, ${status}::intern_status,
                ${generation}, vault.id, ${borrow}::uuid, now()
         FROM vault
-        RETURNING id, name, description, instructions, model, status::text, last_failure_message, progress,
-                  hostname, workspace_id, vault_id, attached_vault_id, created_at, updated_at
+        RETURNING ${INTERN_COLUMNS}
       ), quota AS (
         UPDATE users SET intern_count = intern_count + 1
         WHERE id = ${userId}::uuid AND intern_count < ${deps.internLimitPerMember} AND EXISTS (SELECT 1 FROM intern)
@@ -154,10 +137,7 @@ function refusedReason(err: unknown): Reason | undefined {
 async function replay(db: Db, keyId: string, key: string, fingerprint: Buffer): Promise<CreateInternResult> {
   const rows = await db.$queryRaw<{ matches: boolean; intern: InternRecord | null }[]>`
     SELECT r.fingerprint = ${fingerprint} AS matches,
-           (SELECT row_to_json(i) FROM (
-              SELECT id, name, description, instructions, model, status::text, last_failure_message, progress,
-                     hostname, workspace_id, vault_id, attached_vault_id, created_at, updated_at
-              FROM interns WHERE id = r.intern_id) i) AS intern
+           (SELECT row_to_json(i) FROM (SELECT ${INTERN_COLUMNS} FROM interns WHERE id = r.intern_id) i) AS intern
     FROM idempotency_records r WHERE r.api_key_id = ${keyId}::uuid AND r.key = ${key}`
   const record = rows[0]
   if (!record) throw new Error('idempotency record vanished while replaying')
@@ -166,24 +146,4 @@ async function replay(db: Db, keyId: string, key: string, fingerprint: Buffer): 
   }
   if (!record.intern) throw new AppError('not_found', 'the intern created with this Idempotency-Key has since been deleted')
   return { status: 200, intern: toIntern(record.intern) }
-}
-
-/** row_to_json renders timestamps as `…+00:00`; the API speaks `…Z`. */
-function toIntern(r: InternRecord): Intern {
-  return {
-    id: r.id,
-    name: r.name,
-    description: r.description,
-    instructions: r.instructions,
-    model: r.model,
-    status: r.status,
-    last_failure_message: r.last_failure_message,
-    progress: r.progress ?? null,
-    hostname: r.hostname,
-    workspace_id: r.workspace_id,
-    vault_id: r.vault_id,
-    attached_vault_id: r.attached_vault_id,
-    created_at: new Date(r.created_at).toISOString(),
-    updated_at: new Date(r.updated_at).toISOString(),
-  }
 }

@@ -1,31 +1,57 @@
-import type { Intern as InternRow } from '../generated/prisma/client.js'
-import type { Intern, InternProgress, InternView } from '../contracts/interns.js'
+import { Prisma } from '../db.js'
+import type { Intern, InternProgress, InternStatus, InternView } from '../contracts/interns.js'
 import type { Caller } from '../caller.js'
 
-export type { InternRow }
+/** An intern row as our raw queries select it (INTERN_COLUMNS); timestamps as Date or JSON text. */
+export interface InternRecord {
+  id: string
+  name: string
+  description: string | null
+  instructions: string | null
+  model: string | null
+  status: InternStatus
+  last_failure_message: string | null
+  progress: InternProgress | null
+  hostname: string | null
+  workspace_id: string
+  vault_id: string | null
+  attached_vault_id: string | null
+  created_at: Date | string
+  updated_at: Date | string
+  creator_user_id: string | null
+  icon_sha256: string | null
+}
 
-export function toIntern(row: InternRow): Intern {
+/** The columns every intern read selects, in one place. */
+export const INTERN_COLUMNS = Prisma.raw(`id, name, description, instructions, model, status::text AS status,
+  last_failure_message, progress, hostname, workspace_id, vault_id, attached_vault_id, created_at, updated_at,
+  creator_user_id, icon_sha256`)
+
+const iso = (t: Date | string) => new Date(t).toISOString()
+
+/** The Intern of the spec: the fourteen keys, nullable ones always present. */
+export function toIntern(r: InternRecord): Intern {
   return {
-    id: row.id,
-    name: row.name,
-    description: row.description,
-    instructions: row.instructions,
-    model: row.model,
-    status: row.status,
-    last_failure_message: row.lastFailureMessage,
-    progress: (row.progress as InternProgress | null) ?? null,
-    hostname: row.hostname,
-    workspace_id: row.workspaceId,
-    vault_id: row.vaultId,
-    attached_vault_id: row.attachedVaultId,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
+    id: r.id,
+    name: r.name,
+    description: r.description,
+    instructions: r.instructions,
+    model: r.model,
+    status: r.status,
+    last_failure_message: r.last_failure_message,
+    progress: r.progress ?? null,
+    hostname: r.hostname,
+    workspace_id: r.workspace_id,
+    vault_id: r.vault_id,
+    attached_vault_id: r.attached_vault_id,
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
   }
 }
 
 /** Retrieve/list shape: created_by_you is left out for keys that act for no user. */
-export function toInternView(row: InternRow, caller: Caller): InternView {
-  const view: InternView = { ...toIntern(row), icon_sha256: row.iconSha256 }
-  if (caller.kind !== 'organization') view.created_by_you = caller.userId !== null && caller.userId === row.creatorUserId
+export function toInternView(r: InternRecord, caller: Caller): InternView {
+  const view: InternView = { ...toIntern(r), icon_sha256: r.icon_sha256 }
+  if (caller.kind !== 'organization') view.created_by_you = caller.userId !== null && caller.userId === r.creator_user_id
   return view
 }
