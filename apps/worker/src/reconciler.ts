@@ -43,6 +43,22 @@ export class Reconciler {
   }
 
   /**
+   * Forgets idempotency records older than IDEMPOTENCY_TTL_HOURS, in bounded batches so a large
+   * backlog never holds long locks. The BRIN index on created_at finds them cheaply.
+   */
+  async sweepIdempotencyRecords(): Promise<number> {
+    const cutoff = new Date(Date.now() - this.config.IDEMPOTENCY_TTL_HOURS * 3_600_000)
+    let total = 0
+    for (;;) {
+      const deleted = await this.db.$executeRaw`
+        DELETE FROM idempotency_records WHERE ctid = ANY(ARRAY(
+          SELECT ctid FROM idempotency_records WHERE created_at < ${cutoff} LIMIT 5000))`
+      total += deleted
+      if (deleted < 5000) return total
+    }
+  }
+
+  /**
    * A marker key in Redis: when it is missing after a (re)connect, Redis started empty and every
    * queued job is gone, so reconcile everything at once instead of waiting for the age threshold.
    */

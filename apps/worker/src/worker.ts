@@ -75,6 +75,8 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
     void safely('redis epoch check', () => reconciler.checkRedisEpoch(queueConnection))
   })
   const reconcileTimer = setInterval(() => void safely('reconcile', () => reconciler.run()), config.RECONCILE_INTERVAL_MS)
+  // Several workers may sweep at once; the deletes are idempotent, so no coordination is needed.
+  const sweepTimer = setInterval(() => void safely('idempotency sweep', () => reconciler.sweepIdempotencyRecords()), 60_000)
   await relay.start()
   const health =
     config.HEALTH_PORT > 0
@@ -91,6 +93,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
     async stop() {
       health?.close()
       clearInterval(reconcileTimer)
+      clearInterval(sweepTimer)
       await relay.stop()
       await worker.close()
       await queue.close()

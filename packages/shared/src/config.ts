@@ -96,6 +96,8 @@ export const WorkerConfig = z.object({
   RECONCILE_INTERVAL_MS: ms.default(5_000),
   /** An intern in a transitional status with no progress for this long is checked by the reconciler. */
   STUCK_AFTER_MS: ms.default(15_000),
+  /** How long an Idempotency-Key is remembered; a retry after that creates anew. */
+  IDEMPOTENCY_TTL_HOURS: z.coerce.number().positive().default(24),
 })
 export type WorkerConfig = z.infer<typeof WorkerConfig>
 
