@@ -260,6 +260,26 @@ describe('POST /api/v1/interns: every row of the error table', () => {
     }
   })
 
+  it('keeps the limit exact when many creates of one member race (sharded quota)', async () => {
+    const limited = await buildTestApp(t.db, { INTERN_LIMIT_PER_MEMBER: '20' })
+    try {
+      const member = await makeUserKey(t.db, tenant.workspaceId)
+      const results = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          limited.inject({ method: 'POST', url: '/api/v1/interns', headers: { ...auth(member.key), ...json }, payload: { name: `race-${i}` } }),
+        ),
+      )
+      expect(results.filter((r) => r.statusCode === 201)).toHaveLength(20)
+      expect(await t.db.intern.count({ where: { creatorUserId: member.userId } })).toBe(20)
+      const shards = await t.db.memberQuotaShard.findMany({ where: { userId: member.userId } })
+      expect(shards.reduce((sum, s) => sum + s.used, 0)).toBe(20)
+      // 20 over 16 shards: shards 0 to 3 may hold 2, the rest 1.
+      for (const s of shards) expect(s.used).toBeLessThanOrEqual(s.shard < 4 ? 2 : 1)
+    } finally {
+      await limited.closeAll()
+    }
+  })
+
   it('413 payload_too_large past 1,048,576 bytes, refused before parsing', async () => {
     const body = JSON.stringify({ name: 'okname', description: 'x'.repeat(1_048_576) })
     expectError(await create(body), 413, 'payload_too_large', false)

@@ -1,6 +1,7 @@
 import { AppError } from './errors.js'
 import type { Db } from './db.js'
 import { generateApiKey, type ApiKeyKind } from './api-keys.js'
+import { QUOTA_SHARDS } from './interns/quota.js'
 
 // Operator actions behind the admin CLI; test factories use them too.
 
@@ -17,7 +18,13 @@ export async function createWorkspace(db: Db, opts: { accountId: string; interns
 }
 
 export async function createUser(db: Db, opts: { workspaceId: string }) {
-  const user = await db.user.create({ data: { workspaceId: opts.workspaceId } })
+  const user = await db.user.create({
+    data: {
+      workspaceId: opts.workspaceId,
+      // Every member starts with all quota shards, empty (see MemberQuotaShard).
+      quotaShards: { createMany: { data: Array.from({ length: QUOTA_SHARDS }, (_, shard) => ({ shard })) } },
+    },
+  })
   return { user_id: user.id }
 }
 

@@ -1,9 +1,10 @@
-import { randomUUID } from 'node:crypto'
+import { randomInt, randomUUID } from 'node:crypto'
 import { AppError, isAppError, Reasons, type Reason } from '../errors.js'
-import { isUniqueViolation, pgErrorCode, type Db } from '../db.js'
+import { isUniqueViolation, pgErrorCode, Prisma, type Db } from '../db.js'
 import type { Caller } from '../caller.js'
 import type { CreateInternRequest, Intern, InternStatus } from '../contracts/interns.js'
 import { INTERN_COLUMNS, toIntern, type InternRecord } from './view.js'
+import { QUOTA_SHARDS } from './quota.js'
 import type { VaultService } from '../vault/local-vault.js'
 import { canonicalJson, sha256 } from '../canonical-json.js'
 import { Jobs } from '../jobs.js'
@@ -30,9 +31,10 @@ export interface CreateInternResult {
  *   claim   the idempotency key (ON CONFLICT DO NOTHING: a concurrent create with the same key
  *           waits for the first to commit and then finds nothing to claim, so it replays)
  *   vault → intern
- *   quota   one guarded UPDATE of the member's counter, exact under concurrency. It comes last on
- *           purpose: the member's row stays locked from here to commit, so every create of one
- *           member queues only for that short moment, not for the whole statement
+ *   quota   one guarded UPDATE of one of the member's quota shards, exact under concurrency (no
+ *           shard passes its cap, and the caps add up to the limit). It comes last on purpose:
+ *           the shard stays locked from here to commit, and SKIP LOCKED sends concurrent creates
+ *           of one member to different shards instead of queueing them on one row
  *   lender  the intern that owns the vault to borrow, when one is asked for
  *   outbox  the provisioning job, for the relay to publish (the caller rings its bell)
  *
@@ -61,9 +63,11 @@ export async function createIntern(
   const job = { internId, generation: 1 }
   const borrow = request.vault_id ?? null
 
-  let rows: { outcome: string; intern: InternRecord | null }[]
-  try {
-    rows = await deps.db.$queryRaw`
+  const limit = deps.internLimitPerMember
+  // First pass: one shard picked at random, so one member's concurrent creates rarely meet on a
+  // row. If that shard is full, a second pass takes the first shard that still has room, waiting
+  // for it if need be; only when no shard has room is the create refused.
+  const attempt = (pick: Prisma.Sql) => deps.db.$queryRaw<{ outcome: string; intern: InternRecord | null }[]>`
       WITH claim AS (
         INSERT INTO idempotency_records (api_key_id, key, fingerprint, intern_id)
         VALUES (${caller.keyId}::uuid, ${key}, ${fingerprint}, ${internId}::uuid)
@@ -86,9 +90,10 @@ export async function createIntern(
         FROM vault
         RETURNING ${INTERN_COLUMNS}
       ), quota AS (
-        UPDATE users SET intern_count = intern_count + 1
-        WHERE id = ${userId}::uuid AND intern_count < ${deps.internLimitPerMember} AND EXISTS (SELECT 1 FROM intern)
-        RETURNING id
+        UPDATE member_quota_shards q SET used = q.used + 1
+        WHERE q.user_id = ${userId}::uuid AND q.shard = ${pick} AND EXISTS (SELECT 1 FROM intern)
+          AND q.used < ${limit}::int / ${QUOTA_SHARDS}::int + CASE WHEN q.shard < ${limit}::int % ${QUOTA_SHARDS}::int THEN 1 ELSE 0 END
+        RETURNING q.shard
       ), outbox AS (
         INSERT INTO outbox (kind, job_id, payload)
         SELECT 'intern.provision', ${Jobs['intern.provision'].jobId(job)}, ${JSON.stringify(job)}::jsonb
@@ -102,8 +107,21 @@ export async function createIntern(
           ELSE 'created'
         END AS outcome,
         (SELECT row_to_json(intern) FROM intern) AS intern`
+
+  let rows: { outcome: string; intern: InternRecord | null }[]
+  try {
+    try {
+      rows = await attempt(Prisma.sql`${randomInt(QUOTA_SHARDS)}::smallint`)
+    } catch (err) {
+      if (refusedReason(err) !== 'intern_limit_reached') throw err
+      rows = await attempt(Prisma.sql`(
+          SELECT shard FROM member_quota_shards
+          WHERE user_id = ${userId}::uuid
+            AND used < ${limit}::int / ${QUOTA_SHARDS}::int + CASE WHEN shard < ${limit}::int % ${QUOTA_SHARDS}::int THEN 1 ELSE 0 END
+          ORDER BY shard LIMIT 1 FOR UPDATE)`)
+    }
   } catch (err) {
-    throw refusal(err, request.name, deps.internLimitPerMember, borrow) ?? err
+    throw refusal(err, request.name, limit, borrow) ?? err
   }
 
   const row = rows[0]
@@ -130,6 +148,7 @@ function refusal(err: unknown, name: string, limit: number, vaultId: string | nu
 }
 
 function refusedReason(err: unknown): Reason | undefined {
+  if (pgErrorCode(err) !== 'RS409') return undefined
   const text = String((err as { message?: string })?.message ?? '')
   return (Object.keys(Reasons) as Reason[]).find((r) => text.includes(r))
 }
