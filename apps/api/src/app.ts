@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger'
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import { loggerOptions, type ApiConfig, type Caller, type Db, type VaultService } from '@roster/shared'
+import { loggerOptions, type ApiConfig, type Caller, type CreateBatcher, type Db, type VaultService } from '@roster/shared'
 import { registerErrorHandling } from './plugins/errors.js'
 import type { Authenticator } from './plugins/auth.js'
 import { internRoutes } from './routes/interns/index.js'
@@ -23,6 +23,8 @@ export interface AppDeps {
   authenticate: Authenticator
   /** Wakes the outbox relay after a create wrote a job. */
   ringOutboxBell: () => void
+  /** Group commit of concurrent creates (absent: one statement per create). */
+  createBatcher?: CreateBatcher
 }
 
 export const BODY_LIMIT = 1_048_576

@@ -1,8 +1,7 @@
 import { Redis } from 'ioredis'
-import { ApiConfig, createDb, LocalVault, loadConfigOrExit } from '@roster/shared'
+import { ApiConfig, createDb, loadConfigOrExit } from '@roster/shared'
 import { buildApp } from './app.js'
-import { createAuthenticator } from './plugins/auth.js'
-import { createOutboxBell } from './plugins/outbox-bell.js'
+import { createAppDeps } from './deps.js'
 
 const config = loadConfigOrExit(ApiConfig, 'api')
 // Nothing the API runs should outlive the create deadline; past it Postgres cancels the statement.
@@ -17,15 +16,7 @@ const db = createDb({
 const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
 redis.on('error', () => {})
 redis.connect().catch(() => {})
-const vault = new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS })
-const app = await buildApp({
-  config,
-  db,
-  redis,
-  vault,
-  authenticate: createAuthenticator(db, config.AUTH_CACHE_MS),
-  ringOutboxBell: createOutboxBell(redis, config.QUEUE_PREFIX),
-})
+const app = await buildApp(createAppDeps(config, db, redis))
 if (!config.VAULT_MASTER_KEY) app.log.warn('VAULT_MASTER_KEY is not set: intern creation will answer 500 configuration_error')
 
 let closing = false

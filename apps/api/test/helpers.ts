@@ -1,24 +1,19 @@
 import { Redis } from 'ioredis'
 import type { FastifyInstance } from 'fastify'
-import { ApiConfig, LocalVault, loadConfig, type Db } from '@roster/shared'
+import { ApiConfig, loadConfig, type Db } from '@roster/shared'
 import { redisUrl } from '@roster/testing'
 import { buildApp } from '../src/app.js'
-import { createAuthenticator } from '../src/plugins/auth.js'
-import { createOutboxBell } from '../src/plugins/outbox-bell.js'
+import { createAppDeps } from '../src/deps.js'
 
 export const TEST_MASTER_KEY = 'ab'.repeat(32)
 
-/** The API built in-process over a test database (no port); close it when done. */
+/** The API built in-process over a test database (no port), wired as main.ts wires it; close it when done. */
 export async function buildTestApp(db: Db, env: Record<string, string> = {}): Promise<FastifyInstance & { closeAll(): Promise<void> }> {
   const config = loadConfig(ApiConfig, { VAULT_MASTER_KEY: TEST_MASTER_KEY, REDIS_URL: redisUrl(), AUTH_CACHE_MS: '0', ...env })
   const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
   redis.on('error', () => {})
   await redis.connect().catch(() => {})
-  const vault = new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS })
-  const app = await buildApp(
-    { config, db, redis, vault, authenticate: createAuthenticator(db, config.AUTH_CACHE_MS), ringOutboxBell: createOutboxBell(redis, config.QUEUE_PREFIX) },
-    { logger: false },
-  )
+  const app = await buildApp(createAppDeps(config, db, redis), { logger: false })
   return Object.assign(app, {
     async closeAll() {
       await app.close()

@@ -58,6 +58,7 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
             db: deps.db,
             vault: deps.vault,
             internLimitPerMember: deps.config.INTERN_LIMIT_PER_MEMBER,
+            batcher: deps.createBatcher,
             outboxWritten: deps.ringOutboxBell,
           },
           req.caller!,

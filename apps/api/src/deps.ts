@@ -1,0 +1,18 @@
+import type { Redis } from 'ioredis'
+import { CreateBatcher, LocalVault, type ApiConfig, type Db } from '@roster/shared'
+import type { AppDeps } from './app.js'
+import { createAuthenticator } from './plugins/auth.js'
+import { createOutboxBell } from './plugins/outbox-bell.js'
+
+/** Everything the API needs besides its connections; main.ts and the tests build it the same way. */
+export function createAppDeps(config: ApiConfig, db: Db, redis: Redis): AppDeps {
+  return {
+    config,
+    db,
+    redis,
+    vault: new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS }),
+    authenticate: createAuthenticator(db, config.AUTH_CACHE_MS),
+    ringOutboxBell: createOutboxBell(redis, config.QUEUE_PREFIX),
+    createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
+  }
+}
