@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq'
-import type { Db, Logger, RuntimeDriver, VaultService, WorkerConfig } from '@roster/shared'
+import type { Db, Logger, RuntimeDriver, TransitionBatcher, VaultService, WorkerConfig } from '@roster/shared'
 
 /** What job handlers get: plain dependencies, no framework. */
 export interface WorkerDeps {
@@ -7,6 +7,8 @@ export interface WorkerDeps {
   db: Db
   vault: VaultService
   runtime: RuntimeDriver
+  /** Status changes go through the state machine, batched across concurrent jobs. */
+  transitions: TransitionBatcher
   queue: Queue
   log: Logger
 }

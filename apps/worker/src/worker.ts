@@ -6,6 +6,7 @@ import {
   HttpRuntimeDriver,
   INTERN_QUEUE,
   LocalVault,
+  TransitionBatcher,
   type Logger,
   type WorkerConfig,
 } from '@roster/shared'
@@ -36,6 +37,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
     log,
     vault: new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: 10_000 }),
     runtime: new HttpRuntimeDriver(config.RUNTIME_URL),
+    transitions: new TransitionBatcher(db),
   }
 
   // Workers block on Redis, so their connection must never give up on a command.

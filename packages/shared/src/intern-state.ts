@@ -74,3 +74,117 @@ export async function transition(db: Db | Prisma.TransactionClient, req: Transit
     RETURNING id, name, instructions, model, hostname, vault_id`
   return rows[0] ?? null
 }
+
+interface PendingTransition {
+  req: TransitionRequest
+  resolve(row: TransitionedIntern | null): void
+  reject(err: unknown): void
+}
+
+/**
+ * Group commit for transitions: a worker runs many provisioning jobs at once, and each step writes
+ * one guarded update. Updates that arrive while others are being written go out together in one
+ * statement, with exactly the same guards per intern (status, generation). An intern appears at
+ * most once per batch (a row is updated once per statement), and if the batch fails as a whole
+ * (say, a hostname clash) each transition runs alone and gets its own answer.
+ */
+export class TransitionBatcher {
+  private queue: PendingTransition[] = []
+  private inFlight = 0
+  private scheduled = false
+  readonly stats = { batches: 0, batchedTransitions: 0, splitBatches: 0 }
+
+  constructor(
+    private readonly db: Db,
+    private readonly maxInFlight = 4,
+    private readonly maxBatch = 200,
+  ) {}
+
+  run(req: TransitionRequest): Promise<TransitionedIntern | null> {
+    for (const from of req.from) {
+      if (!canTransition(from, req.to)) return Promise.reject(new Error(`intern transition ${from} → ${req.to} is not allowed`))
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ req, resolve, reject })
+      this.schedule()
+    })
+  }
+
+  private schedule() {
+    if (this.scheduled || this.inFlight >= this.maxInFlight || this.queue.length === 0) return
+    this.scheduled = true
+    setImmediate(() => {
+      this.scheduled = false
+      while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
+        const batch = this.take()
+        this.inFlight++
+        void this.write(batch).finally(() => {
+          this.inFlight--
+          this.schedule()
+        })
+      }
+    })
+  }
+
+  /** The next batch: queue order, each intern once; later transitions of a batched intern wait. */
+  private take(): PendingTransition[] {
+    const batch: PendingTransition[] = []
+    const seen = new Set<string>()
+    const rest: PendingTransition[] = []
+    for (const p of this.queue) {
+      if (batch.length < this.maxBatch && !seen.has(p.req.internId)) {
+        seen.add(p.req.internId)
+        batch.push(p)
+      } else rest.push(p)
+    }
+    this.queue = rest
+    return batch
+  }
+
+  private async write(batch: PendingTransition[]) {
+    if (batch.length > 1) {
+      try {
+        const rows = await transitionMany(this.db, batch.map((p) => p.req))
+        this.stats.batches++
+        this.stats.batchedTransitions += batch.length
+        for (const p of batch) p.resolve(rows.get(p.req.internId) ?? null)
+        return
+      } catch {
+        this.stats.splitBatches++
+      }
+    }
+    await Promise.all(batch.map((p) => transition(this.db, p.req).then(p.resolve, p.reject)))
+  }
+}
+
+/** Many guarded transitions (distinct interns) in one UPDATE over arrays. */
+async function transitionMany(db: Db, reqs: TransitionRequest[]): Promise<Map<string, TransitionedIntern>> {
+  const col = <T>(f: (r: TransitionRequest) => T) => reqs.map(f)
+  const has = (r: TransitionRequest, k: keyof TransitionChange) => r.set !== undefined && k in r.set
+  const rows = await db.$queryRaw<TransitionedIntern[]>`
+    WITH v AS (
+      SELECT * FROM unnest(
+        ${col((r) => r.internId)}::uuid[], ${col((r) => r.from.join(','))}::text[], ${col((r) => r.to)}::intern_status[],
+        ${col((r) => r.generation ?? null)}::int[],
+        ${col((r) => has(r, 'progress'))}::bool[], ${col((r) => (r.set?.progress ? JSON.stringify(r.set.progress) : null))}::jsonb[],
+        ${col((r) => has(r, 'hostname'))}::bool[], ${col((r) => r.set?.hostname ?? null)}::text[],
+        ${col((r) => r.set?.reserveHostname ?? null)}::text[],
+        ${col((r) => has(r, 'lastFailureMessage'))}::bool[], ${col((r) => r.set?.lastFailureMessage ?? null)}::text[]
+      ) AS t(id, from_list, to_status, generation, set_progress, progress, set_hostname, hostname, reserve,
+             set_failure, failure)
+    )
+    UPDATE interns i SET
+      status = v.to_status,
+      updated_at = now(),
+      progress = CASE WHEN v.set_progress THEN v.progress ELSE i.progress END,
+      hostname = CASE WHEN v.set_hostname THEN v.hostname
+                      WHEN v.reserve IS NOT NULL THEN COALESCE(i.hostname, v.reserve)
+                      ELSE i.hostname END,
+      last_failure_message = CASE WHEN v.set_failure THEN v.failure ELSE i.last_failure_message END
+    FROM v
+    WHERE i.id = v.id
+      AND i.status::text = ANY(string_to_array(v.from_list, ','))
+      AND (v.generation IS NULL OR i.provision_generation = v.generation)
+    RETURNING i.id, i.name, i.instructions, i.model, i.hostname, i.vault_id`
+  return new Map(rows.map((r) => [r.id, r]))
+}

@@ -4,7 +4,6 @@ import {
   isUniqueViolation,
   Jobs,
   RuntimeUnavailableError,
-  transition,
   type JobPayload,
   type TransitionChange,
   type TransitionedIntern,
@@ -117,7 +116,7 @@ export async function handle(
       const final = ctx.finalAttempt || err instanceof UnrecoverableError
       if (final) {
         const reason = err instanceof Error ? err.message : String(err)
-        await transition(deps.db, {
+        await deps.transitions.run({
           internId,
           generation,
           from: ['provisioning'],
@@ -133,7 +132,7 @@ export async function handle(
       throw err
     }
   }
-  const done = await transition(deps.db, {
+  const done = await deps.transitions.run({
     internId,
     generation,
     from: ['provisioning'],
@@ -152,7 +151,7 @@ async function recordProgress(
 ): Promise<TransitionedIntern | null> {
   for (let clash = 0; ; clash++) {
     try {
-      return await transition(deps.db, {
+      return await deps.transitions.run({
         internId,
         generation,
         from: ['queued', 'provisioning'],

@@ -1,0 +1,79 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { isUniqueViolation, TransitionBatcher } from '@roster/shared'
+import { createTestDatabase, makeTenant, type Tenant, type TestDatabase } from '@roster/testing'
+
+// Batched transitions must keep every guard of a single transition, per intern.
+let t: TestDatabase
+let tenant: Tenant
+let seq = 0
+
+beforeAll(async () => {
+  t = await createTestDatabase()
+  tenant = await makeTenant(t.db)
+})
+afterAll(async () => t?.drop())
+
+async function queuedInterns(n: number) {
+  return Promise.all(
+    Array.from({ length: n }, () =>
+      t.db.intern.create({
+        data: { workspaceId: tenant.workspaceId, creatorUserId: tenant.userId, name: `tr-${++seq}`, status: 'queued', provisionGeneration: 1 },
+      }),
+    ),
+  )
+}
+const progress = (n: number) => ({ step_label: `step ${n}`, step_number: n, total_steps: 5 })
+
+describe('TransitionBatcher', () => {
+  it('applies concurrent transitions in shared statements, honouring status and generation per intern', async () => {
+    const sut = new TransitionBatcher(t.db)
+    const interns = await queuedInterns(30)
+    const results = await Promise.all(
+      interns.map((i, k) =>
+        sut.run({ internId: i.id, generation: k % 5 === 0 ? 2 : 1, from: ['queued'], to: 'provisioning', set: { progress: progress(1) } }),
+      ),
+    )
+    expect(sut.stats.batches).toBeGreaterThan(0)
+    results.forEach((r, k) => (k % 5 === 0 ? expect(r).toBeNull() : expect(r?.id).toBe(interns[k]!.id)))
+    const rows = await t.db.intern.findMany({ where: { id: { in: interns.map((i) => i.id) } } })
+    for (const row of rows) {
+      const k = interns.findIndex((i) => i.id === row.id)
+      if (k % 5 === 0) expect(row).toMatchObject({ status: 'queued', progress: null })
+      else expect(row).toMatchObject({ status: 'provisioning', progress: progress(1) })
+    }
+  })
+
+  it('runs two transitions of one intern one after the other', async () => {
+    const sut = new TransitionBatcher(t.db)
+    const [intern] = await queuedInterns(1)
+    const [first, second] = await Promise.all([
+      sut.run({ internId: intern!.id, from: ['queued'], to: 'provisioning', set: { progress: progress(1) } }),
+      sut.run({ internId: intern!.id, from: ['provisioning'], to: 'running', set: { progress: null, lastFailureMessage: null } }),
+    ])
+    expect(first).not.toBeNull()
+    expect(second).not.toBeNull()
+    expect(await t.db.intern.findUnique({ where: { id: intern!.id } })).toMatchObject({ status: 'running', progress: null })
+  })
+
+  it('refuses a transition the table does not allow, before touching the database', async () => {
+    const sut = new TransitionBatcher(t.db)
+    const [intern] = await queuedInterns(1)
+    await expect(sut.run({ internId: intern!.id, from: ['stopped'], to: 'running' })).rejects.toThrow(/not allowed/)
+  })
+
+  it('splits a batch that clashes on a hostname, so only the clashing transition fails', async () => {
+    const sut = new TransitionBatcher(t.db)
+    const interns = await queuedInterns(6)
+    const results = await Promise.allSettled(
+      interns.map((i, k) =>
+        sut.run({ internId: i.id, from: ['queued'], to: 'provisioning', set: { progress: progress(2), reserveHostname: k < 2 ? 'same.interns.test' : `h${k}-${seq}.interns.test` } }),
+      ),
+    )
+    const failed = results.filter((r) => r.status === 'rejected')
+    expect(failed).toHaveLength(1)
+    expect(isUniqueViolation((failed[0] as PromiseRejectedResult).reason)).toBe(true)
+    expect(sut.stats.splitBatches).toBeGreaterThan(0)
+    expect(await t.db.intern.count({ where: { hostname: 'same.interns.test' } })).toBe(1)
+    expect(await t.db.intern.count({ where: { id: { in: interns.map((i) => i.id) }, status: 'provisioning' } })).toBe(5)
+  })
+})
