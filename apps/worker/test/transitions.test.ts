@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { isUniqueViolation, TransitionBatcher } from '@roster/shared'
+import { isUniqueViolation, Prisma, TransitionBatcher } from '@roster/shared'
 import { createTestDatabase, makeTenant, type Tenant, type TestDatabase } from '@roster/testing'
 
 // Batched transitions must keep every guard of a single transition, per intern.
@@ -43,16 +43,18 @@ describe('TransitionBatcher', () => {
     }
   })
 
-  it('runs two transitions of one intern one after the other', async () => {
+  it('runs the transitions of one intern in order, never two at once', async () => {
     const sut = new TransitionBatcher(t.db)
-    const [intern] = await queuedInterns(1)
-    const [first, second] = await Promise.all([
-      sut.run({ internId: intern!.id, from: ['queued'], to: 'provisioning', set: { progress: progress(1) } }),
-      sut.run({ internId: intern!.id, from: ['provisioning'], to: 'running', set: { progress: null, lastFailureMessage: null } }),
-    ])
-    expect(first).not.toBeNull()
-    expect(second).not.toBeNull()
-    expect(await t.db.intern.findUnique({ where: { id: intern!.id } })).toMatchObject({ status: 'running', progress: null })
+    const interns = await queuedInterns(20)
+    // Each intern's second transition is only allowed once its first has committed.
+    const results = await Promise.all(
+      interns.flatMap((i) => [
+        sut.run({ internId: i.id, from: ['queued'], to: 'provisioning', set: { progress: progress(1) } }),
+        sut.run({ internId: i.id, from: ['provisioning'], to: 'running', set: { progress: null, lastFailureMessage: null } }),
+      ]),
+    )
+    expect(results.every((r) => r !== null)).toBe(true)
+    expect(await t.db.intern.count({ where: { id: { in: interns.map((i) => i.id) }, status: 'running', progress: { equals: Prisma.DbNull } } })).toBe(20)
   })
 
   it('refuses a transition the table does not allow, before touching the database', async () => {

@@ -92,6 +92,8 @@ export class TransitionBatcher {
   private queue: PendingTransition[] = []
   private inFlight = 0
   private scheduled = false
+  /** Interns with a transition being written: their later transitions wait, keeping per-intern order. */
+  private readonly busy = new Set<string>()
   readonly stats = { batches: 0, batchedTransitions: 0, splitBatches: 0 }
 
   constructor(
@@ -117,8 +119,10 @@ export class TransitionBatcher {
       this.scheduled = false
       while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
         const batch = this.take()
+        if (batch.length === 0) break // everything queued belongs to interns being written
         this.inFlight++
         void this.write(batch).finally(() => {
+          for (const p of batch) this.busy.delete(p.req.internId)
           this.inFlight--
           this.schedule()
         })
@@ -126,14 +130,16 @@ export class TransitionBatcher {
     })
   }
 
-  /** The next batch: queue order, each intern once; later transitions of a batched intern wait. */
+  /**
+   * The next batch, in queue order, each intern at most once and none that is being written: a
+   * later transition of an intern waits until the earlier one has committed.
+   */
   private take(): PendingTransition[] {
     const batch: PendingTransition[] = []
-    const seen = new Set<string>()
     const rest: PendingTransition[] = []
     for (const p of this.queue) {
-      if (batch.length < this.maxBatch && !seen.has(p.req.internId)) {
-        seen.add(p.req.internId)
+      if (batch.length < this.maxBatch && !this.busy.has(p.req.internId)) {
+        this.busy.add(p.req.internId)
         batch.push(p)
       } else rest.push(p)
     }
