@@ -32,7 +32,7 @@ describe('batched creates', () => {
     )
     expect(results.every((r) => r.status === 201)).toBe(true)
     expect(d.batcher.stats.batches).toBeGreaterThan(0)
-    expect(d.batcher.stats.batchedCreates).toBeGreaterThan(1)
+    expect(d.batcher.stats.batchedItems).toBeGreaterThan(1)
     const ids = results.map((r) => r.intern.id)
     expect(await t.db.intern.count({ where: { id: { in: ids } } })).toBe(60)
     expect(await t.db.outboxMessage.count({ where: { jobId: { in: ids.map((id) => `intern.provision.${id}.1`) } } })).toBe(60)

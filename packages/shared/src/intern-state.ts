@@ -1,6 +1,7 @@
 import type { Db } from './db.js'
 import type { InternProgress, InternStatus } from './contracts/interns.js'
 import { Prisma } from './generated/prisma/client.js'
+import { GroupCommit } from './group-commit.js'
 
 /**
  * The one place where an intern's status changes. Every change is a guarded update
@@ -75,91 +76,32 @@ export async function transition(db: Db | Prisma.TransactionClient, req: Transit
   return rows[0] ?? null
 }
 
-interface PendingTransition {
-  req: TransitionRequest
-  resolve(row: TransitionedIntern | null): void
-  reject(err: unknown): void
-}
-
 /**
- * Group commit for transitions: a worker runs many provisioning jobs at once, and each step writes
- * one guarded update. Updates that arrive while others are being written go out together in one
- * statement, with exactly the same guards per intern (status, generation). An intern appears at
- * most once per batch (a row is updated once per statement), and if the batch fails as a whole
- * (say, a hostname clash) each transition runs alone and gets its own answer.
+ * Group commit for transitions (see GroupCommit): a worker runs many provisioning jobs at once,
+ * and each step writes one guarded update. Updates that arrive while others are being written go
+ * out together in one statement, with exactly the same guards per intern (status, generation). An
+ * intern's transitions are written one after another, never in one batch (a row is updated once
+ * per statement) nor in two at once; a batch that fails as a whole (say, a hostname clash) is
+ * split, and each transition gets its own answer.
  */
-export class TransitionBatcher {
-  private queue: PendingTransition[] = []
-  private inFlight = 0
-  private scheduled = false
-  /** Interns with a transition being written: their later transitions wait, keeping per-intern order. */
-  private readonly busy = new Set<string>()
-  readonly stats = { batches: 0, batchedTransitions: 0, splitBatches: 0 }
-
-  constructor(
-    private readonly db: Db,
-    private readonly maxInFlight = 4,
-    private readonly maxBatch = 200,
-  ) {}
+export class TransitionBatcher extends GroupCommit<TransitionRequest, TransitionedIntern | null> {
+  constructor(db: Db) {
+    super({
+      writeMany: async (reqs) => {
+        const rows = await transitionMany(db, reqs)
+        return reqs.map((r) => rows.get(r.internId) ?? null)
+      },
+      writeOne: (req) => transition(db, req),
+      key: (req) => req.internId,
+      maxBatch: 200,
+    })
+  }
 
   run(req: TransitionRequest): Promise<TransitionedIntern | null> {
     for (const from of req.from) {
       if (!canTransition(from, req.to)) return Promise.reject(new Error(`intern transition ${from} → ${req.to} is not allowed`))
     }
-    return new Promise((resolve, reject) => {
-      this.queue.push({ req, resolve, reject })
-      this.schedule()
-    })
-  }
-
-  private schedule() {
-    if (this.scheduled || this.inFlight >= this.maxInFlight || this.queue.length === 0) return
-    this.scheduled = true
-    setImmediate(() => {
-      this.scheduled = false
-      while (this.inFlight < this.maxInFlight && this.queue.length > 0) {
-        const batch = this.take()
-        if (batch.length === 0) break // everything queued belongs to interns being written
-        this.inFlight++
-        void this.write(batch).finally(() => {
-          for (const p of batch) this.busy.delete(p.req.internId)
-          this.inFlight--
-          this.schedule()
-        })
-      }
-    })
-  }
-
-  /**
-   * The next batch, in queue order, each intern at most once and none that is being written: a
-   * later transition of an intern waits until the earlier one has committed.
-   */
-  private take(): PendingTransition[] {
-    const batch: PendingTransition[] = []
-    const rest: PendingTransition[] = []
-    for (const p of this.queue) {
-      if (batch.length < this.maxBatch && !this.busy.has(p.req.internId)) {
-        this.busy.add(p.req.internId)
-        batch.push(p)
-      } else rest.push(p)
-    }
-    this.queue = rest
-    return batch
-  }
-
-  private async write(batch: PendingTransition[]) {
-    if (batch.length > 1) {
-      try {
-        const rows = await transitionMany(this.db, batch.map((p) => p.req))
-        this.stats.batches++
-        this.stats.batchedTransitions += batch.length
-        for (const p of batch) p.resolve(rows.get(p.req.internId) ?? null)
-        return
-      } catch {
-        this.stats.splitBatches++
-      }
-    }
-    await Promise.all(batch.map((p) => transition(this.db, p.req).then(p.resolve, p.reject)))
+    return this.submit(req)
   }
 }
 
