@@ -8,6 +8,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Two cores: integration files start real processes, so run at most two files at once.
     maxWorkers: 2,
-    reporters: ['default'],
+    reporters: ['default', './packages/testing/src/summary-reporter.ts'],
   },
 })
