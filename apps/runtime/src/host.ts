@@ -94,6 +94,17 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     return { stopped: true }
   })
 
+  // The intern's workspace (here: its configuration) is copied to archive/ before a teardown.
+  app.post<{ Params: { id: string } }>('/v1/interns/:id/archive', async (req, reply) => {
+    if (!ID.test(req.params.id)) return reply.code(400).send({ error: 'bad intern id' })
+    const intern = interns.get(req.params.id)
+    if (!intern) return { archived: false }
+    const dir = join(config.RUNTIME_DATA_DIR, 'archive')
+    await mkdir(dir, { recursive: true })
+    await writeFile(join(dir, `${req.params.id}-${Date.now()}.json`), JSON.stringify({ ...intern.spec, token: undefined }))
+    return { archived: true }
+  })
+
   app.delete<{ Params: { id: string } }>('/v1/interns/:id', async (req) => {
     const intern = interns.get(req.params.id)
     if (intern) byHostname.delete(intern.spec.hostname)

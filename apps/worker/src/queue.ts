@@ -13,6 +13,7 @@ export function jobOptionsFor(config: WorkerConfig): JobOptionsFor {
     removeOnComplete: { age: 3_600, count: 50_000 },
     removeOnFail: { age: 7 * 86_400 },
   }
+  // Suspend and teardown retry the same way; their handlers mark the intern when retries run out.
   return () => provision
 }
 

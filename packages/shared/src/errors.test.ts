@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { AppError, errorBody, Reasons } from './errors.js'
 import { InternLifecycleError } from './contracts/interns.js'
 
-// The spec's error table for intern creation, plus the two conflict reasons it leaves unnamed.
+// The spec's error table for intern operations, plus the conflict reasons it leaves unnamed (ours).
 const spec: Record<string, [number, boolean]> = {
   invalid_body: [400, false],
   unauthorized: [401, false],
@@ -14,6 +14,11 @@ const spec: Record<string, [number, boolean]> = {
   name_taken: [409, false],
   intern_limit_reached: [409, false],
   vault_not_attachable: [409, false],
+  already_running: [409, false],
+  already_provisioning: [409, false],
+  already_stopped: [409, false],
+  intern_deleting: [409, false],
+  workspace_loss_unacknowledged: [409, false],
   payload_too_large: [413, false],
   unsupported_media_type: [415, false],
   internal_error: [500, true],

@@ -15,6 +15,13 @@ export const Reasons = {
   intern_limit_reached: { status: 409, retryable: false },
   /** Ours: vault_id names no vault owned by another intern of this workspace. */
   vault_not_attachable: { status: 409, retryable: false },
+  /** Ours: the operation is not allowed in the intern's current status (the message says which). */
+  already_running: { status: 409, retryable: false },
+  already_provisioning: { status: 409, retryable: false },
+  already_stopped: { status: 409, retryable: false },
+  intern_deleting: { status: 409, retryable: false },
+  /** Ours: deleting a destroy_failed intern whose workspace archive failed needs acknowledge_workspace_loss. */
+  workspace_loss_unacknowledged: { status: 409, retryable: false },
   payload_too_large: { status: 413, retryable: false },
   unsupported_media_type: { status: 415, retryable: false },
   internal_error: { status: 500, retryable: true },

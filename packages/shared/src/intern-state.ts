@@ -31,6 +31,8 @@ export interface TransitionChange {
   /** Sets the hostname only if the intern has none yet (a retried run keeps its reservation). */
   reserveHostname?: string
   lastFailureMessage?: string | null
+  /** Starts a new provisioning run: jobs of older runs find their guard failing and stop. */
+  bumpGeneration?: true
 }
 
 /** What a transition returns about the intern it changed. */
@@ -41,6 +43,7 @@ export interface TransitionedIntern {
   model: string | null
   hostname: string | null
   vault_id: string | null
+  provision_generation: number
 }
 
 export interface TransitionRequest {
@@ -65,6 +68,7 @@ export async function transition(db: Db | Prisma.TransactionClient, req: Transit
   if ('hostname' in set) sets.push(Prisma.sql`hostname = ${set.hostname}`)
   if (set.reserveHostname !== undefined) sets.push(Prisma.sql`hostname = COALESCE(hostname, ${set.reserveHostname})`)
   if ('lastFailureMessage' in set) sets.push(Prisma.sql`last_failure_message = ${set.lastFailureMessage}`)
+  if (set.bumpGeneration) sets.push(Prisma.sql`provision_generation = provision_generation + 1`)
   const generation =
     req.generation === undefined ? Prisma.empty : Prisma.sql`AND provision_generation = ${req.generation}`
   const rows = await db.$queryRaw<TransitionedIntern[]>`
@@ -72,7 +76,7 @@ export async function transition(db: Db | Prisma.TransactionClient, req: Transit
     WHERE id = ${req.internId}::uuid
       AND status = ANY(${req.from as InternStatus[]}::intern_status[])
       ${generation}
-    RETURNING id, name, instructions, model, hostname, vault_id`
+    RETURNING id, name, instructions, model, hostname, vault_id, provision_generation`
   return rows[0] ?? null
 }
 
@@ -85,7 +89,7 @@ export async function transition(db: Db | Prisma.TransactionClient, req: Transit
  * split, and each transition gets its own answer.
  */
 export class TransitionBatcher extends GroupCommit<TransitionRequest, TransitionedIntern | null> {
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     super({
       writeMany: async (reqs) => {
         const rows = await transitionMany(db, reqs)
@@ -101,7 +105,8 @@ export class TransitionBatcher extends GroupCommit<TransitionRequest, Transition
     for (const from of req.from) {
       if (!canTransition(from, req.to)) return Promise.reject(new Error(`intern transition ${from} → ${req.to} is not allowed`))
     }
-    return this.submit(req)
+    // Generation bumps stay on the single path: the batched statement does not carry them.
+    return req.set?.bumpGeneration ? transition(this.db, req) : this.submit(req)
   }
 }
 
@@ -133,6 +138,6 @@ async function transitionMany(db: Db, reqs: TransitionRequest[]): Promise<Map<st
     WHERE i.id = v.id
       AND i.status::text = ANY(string_to_array(v.from_list, ','))
       AND (v.generation IS NULL OR i.provision_generation = v.generation)
-    RETURNING i.id, i.name, i.instructions, i.model, i.hostname, i.vault_id`
+    RETURNING i.id, i.name, i.instructions, i.model, i.hostname, i.vault_id, i.provision_generation`
   return new Map(rows.map((r) => [r.id, r]))
 }

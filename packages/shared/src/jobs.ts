@@ -13,6 +13,16 @@ export const Jobs = {
     /** One job per provisioning run: a run published twice is still one job. */
     jobId: (p: { internId: string; generation: number }) => `intern.provision.${p.internId}.${p.generation}`,
   },
+  /** Stops the runtime of a suspended intern (its status is already stopped). */
+  'intern.suspend': {
+    schema: z.object({ internId: z.uuid(), request: z.uuid() }),
+    jobId: (p: { internId: string; request: string }) => `intern.suspend.${p.internId}.${p.request}`,
+  },
+  /** Tears an intern down: workspace archive, runtime, private vault, then the intern itself. */
+  'intern.destroy': {
+    schema: z.object({ internId: z.uuid(), request: z.uuid(), skipArchive: z.boolean() }),
+    jobId: (p: { internId: string; request: string }) => `intern.destroy.${p.internId}.${p.request}`,
+  },
 } as const
 
 export type JobKind = keyof typeof Jobs

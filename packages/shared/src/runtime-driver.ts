@@ -19,6 +19,8 @@ export interface RuntimeDriver {
   /** Whether the intern answers healthy on its own hostname. */
   healthy(hostname: string): Promise<boolean>
   stop(internId: string): Promise<void>
+  /** Keeps a copy of the intern's workspace before a teardown; false when there is nothing to keep. */
+  archive(internId: string): Promise<{ archived: boolean }>
   remove(internId: string): Promise<void>
   /** Releases connections on shutdown. */
   close(): Promise<void>
@@ -60,6 +62,10 @@ export class HttpRuntimeDriver implements RuntimeDriver {
 
   async stop(internId: string) {
     await this.call('POST', `/v1/interns/${internId}/stop`)
+  }
+
+  async archive(internId: string) {
+    return (await this.call('POST', `/v1/interns/${internId}/archive`)) as { archived: boolean }
   }
 
   async remove(internId: string) {

@@ -108,7 +108,7 @@ export async function handle(
     const current = await recordProgress(deps, { internId, generation }, progress, (clash) =>
       run ? (step.alongProgress?.(run, clash) ?? {}) : {},
     )
-    if (!current) return 'obsolete'
+    if (!current) return stale(deps, internId, index)
     run = { ...run, deps, intern: current }
     try {
       await step.run(run)
@@ -139,7 +139,20 @@ export async function handle(
     to: 'running',
     set: { progress: null, lastFailureMessage: null },
   })
-  return done ? 'running' : 'obsolete'
+  return done ? 'running' : stale(deps, internId, provisionSteps.length)
+}
+
+/**
+ * This run lost its intern to a newer request (suspend, delete, another provision). If it had
+ * already started the runtime and the intern is now meant to be stopped, stop it again: the
+ * suspend's own job may have run before this run's start.
+ */
+async function stale(deps: WorkerDeps, internId: string, stepsDone: number): Promise<ProvisionOutcome> {
+  if (stepsDone >= 4) {
+    const now = await deps.db.intern.findUnique({ where: { id: internId }, select: { status: true } })
+    if (now?.status === 'stopped' || now?.status === 'failed') await deps.runtime.stop(internId)
+  }
+  return 'obsolete'
 }
 
 /** The guarded progress update, retried with the next hostname candidate if the reservation clashes. */

@@ -83,3 +83,61 @@ export const InternLifecycleError = z
   .strict()
   .meta({ id: 'InternLifecycleError' })
 export type InternLifecycleError = z.infer<typeof InternLifecycleError>
+
+/** `author/slug` with an optional `:variant`, as model slugs are written everywhere else. */
+export const ModelSlug = z
+  .string()
+  .max(200)
+  .regex(/^[a-z0-9][a-z0-9._-]*\/[a-z0-9][a-z0-9._-]*(:[a-z0-9][a-z0-9._-]*)?$/i, 'must look like author/slug or author/slug:variant')
+
+export const UpdateInternRequest = z
+  .strictObject({
+    name: InternName.optional(),
+    description: z.string().max(2000).nullable().optional(),
+    instructions: z.string().max(100_000).nullable().optional(),
+    model: ModelSlug.nullable().optional(),
+  })
+  .meta({ id: 'UpdateInternRequest' })
+export type UpdateInternRequest = z.infer<typeof UpdateInternRequest>
+
+export const DeleteInternRequest = z
+  .strictObject({ acknowledge_workspace_loss: z.boolean().default(false) })
+  .meta({ id: 'DeleteInternRequest' })
+export type DeleteInternRequest = z.infer<typeof DeleteInternRequest>
+
+/** provision and suspend take no body; one that carries any field is refused. */
+export const EmptyBody = z.strictObject({}).optional()
+
+export const ListInternsQuery = z.strictObject({
+  status: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return undefined
+      const values = [...new Set(v.split(',').map((s) => s.trim()).filter(Boolean))]
+      if (values.length === 0 || values.length > 8) {
+        ctx.addIssue({ code: 'custom', message: 'status takes 1 to 8 comma-separated values' })
+        return z.NEVER
+      }
+      for (const s of values) {
+        if (!InternStatus.safeParse(s).success) {
+          ctx.addIssue({ code: 'custom', message: `unknown status ${s}` })
+          return z.NEVER
+        }
+      }
+      return values as InternStatus[]
+    }),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  starting_after: z.string().max(200).optional(),
+  workspace_id: z.uuid().optional(),
+})
+export type ListInternsQuery = z.infer<typeof ListInternsQuery>
+
+export const InternList = z
+  .object({ data: z.array(InternView), has_more: z.boolean(), next_cursor: z.string().optional() })
+  .meta({ id: 'InternList' })
+export type InternList = z.infer<typeof InternList>
+
+export const ProvisionAccepted = z.object({ provisioning: z.literal(true) })
+export const SuspendDone = z.object({ suspended: z.literal(true) })
+export const DeleteAccepted = z.object({ deleting: z.literal(true) })

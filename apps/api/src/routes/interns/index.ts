@@ -5,11 +5,24 @@ import {
   checkInternAccess,
   createIntern,
   CreateInternRequest,
+  DeleteAccepted,
+  DeleteInternRequest,
+  deleteIntern,
+  EmptyBody,
   getIntern,
   Intern,
   InternIdParams,
   InternLifecycleError,
+  InternList,
   InternView,
+  listInterns,
+  ListInternsQuery,
+  ProvisionAccepted,
+  provisionIntern,
+  SuspendDone,
+  suspendIntern,
+  UpdateInternRequest,
+  updateIntern,
   type InternAccess,
 } from '@roster/shared'
 import type { AppDeps } from '../../app.js'
@@ -67,6 +80,92 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
         ),
       )
       return reply.code(result.status).send(result.intern)
+    },
+  )
+
+  api.get(
+    '/interns',
+    {
+      onRequest: gate({ collection: true, write: false }),
+      schema: {
+        operationId: 'listInterns',
+        summary: 'List interns, newest first, with an opaque cursor',
+        querystring: ListInternsQuery,
+        response: { 200: InternList, ...errors },
+      },
+    },
+    async (req) => listInterns(deps.db, req.caller!, req.query),
+  )
+
+  api.patch(
+    '/interns/:internId',
+    {
+      onRequest: gate({ collection: false, write: true }),
+      schema: {
+        operationId: 'updateIntern',
+        summary: 'Update name, description, instructions or model (applied at the next provision)',
+        params: InternIdParams,
+        body: UpdateInternRequest,
+        response: { 200: InternView, ...errors },
+      },
+    },
+    async (req) => updateIntern(deps.db, req.caller!, req.params.internId, req.body),
+  )
+
+  api.post(
+    '/interns/:internId/provision',
+    {
+      onRequest: gate({ collection: false, write: true }),
+      schema: {
+        operationId: 'provisionIntern',
+        summary: 'Start a provisioning run: first boot, or resume after a suspend or a failure',
+        params: InternIdParams,
+        body: EmptyBody,
+        response: { 202: ProvisionAccepted, ...errors },
+      },
+    },
+    async (req, reply) => {
+      await provisionIntern(deps.db, req.caller!, req.params.internId)
+      deps.ringOutboxBell()
+      return reply.code(202).send({ provisioning: true })
+    },
+  )
+
+  api.post(
+    '/interns/:internId/suspend',
+    {
+      onRequest: gate({ collection: false, write: true }),
+      schema: {
+        operationId: 'suspendIntern',
+        summary: 'Stop the runtime, keeping disk and configuration',
+        params: InternIdParams,
+        body: EmptyBody,
+        response: { 200: SuspendDone, ...errors },
+      },
+    },
+    async (req) => {
+      await suspendIntern(deps.db, req.caller!, req.params.internId)
+      deps.ringOutboxBell()
+      return { suspended: true as const }
+    },
+  )
+
+  api.delete(
+    '/interns/:internId',
+    {
+      onRequest: gate({ collection: false, write: true }),
+      schema: {
+        operationId: 'deleteIntern',
+        summary: 'Delete an intern: its runtime, private vault and data are removed',
+        params: InternIdParams,
+        body: DeleteInternRequest.optional(),
+        response: { 202: DeleteAccepted, ...errors },
+      },
+    },
+    async (req, reply) => {
+      await deleteIntern(deps.db, req.caller!, req.params.internId, req.body ?? { acknowledge_workspace_loss: false })
+      deps.ringOutboxBell()
+      return reply.code(202).send({ deleting: true })
     },
   )
 

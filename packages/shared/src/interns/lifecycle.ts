@@ -1,0 +1,130 @@
+import { randomUUID } from 'node:crypto'
+import { AppError } from '../errors.js'
+import { isUniqueViolation, Prisma, type Db } from '../db.js'
+import type { Caller } from '../caller.js'
+import type {
+  DeleteInternRequest,
+  InternList,
+  InternStatus,
+  InternView,
+  ListInternsQuery,
+  UpdateInternRequest,
+} from '../contracts/interns.js'
+import { transition } from '../intern-state.js'
+import { enqueueInTx } from '../outbox.js'
+import { canSeeIntern } from './access.js'
+import { INTERN_COLUMNS, toInternView, type InternRecord } from './view.js'
+import { decodeCursor, encodeCursor } from './cursor.js'
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** Newest first, keyset-paged on (created_at, id): stable while interns are being created. */
+export async function listInterns(db: Db, caller: Caller, query: ListInternsQuery): Promise<InternList> {
+  if (query.workspace_id !== undefined && query.workspace_id !== caller.workspaceId) {
+    throw new AppError('not_found', `workspace ${query.workspace_id} is not the workspace of this API key`)
+  }
+  const after = query.starting_after === undefined ? undefined : decodeCursor(query.starting_after)
+  const rows = await db.$queryRaw<(InternRecord & { created_at_exact: string })[]>`
+    SELECT ${INTERN_COLUMNS}, created_at::text AS created_at_exact FROM interns
+    WHERE workspace_id = ${caller.workspaceId}::uuid
+      ${query.status ? Prisma.sql`AND status = ANY(${query.status}::intern_status[])` : Prisma.empty}
+      ${after ? Prisma.sql`AND (created_at, id) < (${after.createdAt}::timestamptz, ${after.id}::uuid)` : Prisma.empty}
+    ORDER BY created_at DESC, id DESC
+    LIMIT ${query.limit + 1}`
+  const page = rows.slice(0, query.limit)
+  const last = page.at(-1)
+  const list: InternList = { data: page.map((r) => toInternView(r, caller)), has_more: rows.length > query.limit }
+  if (list.has_more && last) list.next_cursor = encodeCursor({ createdAt: last.created_at_exact, id: last.id })
+  return list
+}
+
+/** Locks the intern for a lifecycle change; anything the caller may not see is not found. */
+async function lockVisible(tx: Prisma.TransactionClient, caller: Caller, internId: string) {
+  if (!UUID.test(internId)) throw new AppError('not_found', `intern ${internId} not found`)
+  const rows = await tx.$queryRaw<(InternRecord & { workspace_archive_failed: boolean; provision_generation: number })[]>`
+    SELECT ${INTERN_COLUMNS}, workspace_archive_failed, provision_generation FROM interns
+    WHERE id = ${internId}::uuid FOR UPDATE`
+  const row = rows[0]
+  if (!row || !canSeeIntern(caller, { id: row.id, workspaceId: row.workspace_id })) {
+    throw new AppError('not_found', `intern ${internId} not found`)
+  }
+  return row
+}
+
+function refuseWhileDeleting(status: InternStatus, id: string) {
+  if (status === 'destroying' || status === 'destroy_failed') {
+    throw new AppError('intern_deleting', `intern ${id} is being deleted (status ${status})`)
+  }
+}
+
+/** Omitted fields stay; null clears (model null: the workspace default). The model applies at the next provision. */
+export async function updateIntern(db: Db, caller: Caller, internId: string, body: UpdateInternRequest): Promise<InternView> {
+  try {
+    return await db.$transaction(async (tx) => {
+      const row = await lockVisible(tx, caller, internId)
+      refuseWhileDeleting(row.status, internId)
+      const sets: Prisma.Sql[] = [Prisma.sql`updated_at = now()`]
+      if (body.name !== undefined) sets.push(Prisma.sql`name = ${body.name}`)
+      if (body.description !== undefined) sets.push(Prisma.sql`description = ${body.description}`)
+      if (body.instructions !== undefined) sets.push(Prisma.sql`instructions = ${body.instructions}`)
+      if (body.model !== undefined) sets.push(Prisma.sql`model = ${body.model}`)
+      const updated = await tx.$queryRaw<InternRecord[]>`
+        UPDATE interns SET ${Prisma.join(sets, ', ')} WHERE id = ${internId}::uuid RETURNING ${INTERN_COLUMNS}`
+      return toInternView(updated[0]!, caller)
+    })
+  } catch (err) {
+    if (isUniqueViolation(err)) throw new AppError('name_taken', `you already have an intern named "${body.name}" in this workspace`)
+    throw err
+  }
+}
+
+/** First boot, or resume after a suspend or a failure: a new provisioning run. */
+export async function provisionIntern(db: Db, caller: Caller, internId: string): Promise<void> {
+  await db.$transaction(async (tx) => {
+    const row = await lockVisible(tx, caller, internId)
+    refuseWhileDeleting(row.status, internId)
+    if (row.status === 'running') throw new AppError('already_running', `intern ${internId} is already running`)
+    if (row.status === 'queued' || row.status === 'provisioning') {
+      throw new AppError('already_provisioning', `intern ${internId} is already being provisioned (status ${row.status})`)
+    }
+    const next = await transition(tx, {
+      internId,
+      from: [row.status],
+      to: 'queued',
+      set: { progress: null, lastFailureMessage: null, bumpGeneration: true },
+    })
+    await enqueueInTx(tx, 'intern.provision', { internId, generation: next!.provision_generation })
+  })
+}
+
+/** Stops the runtime, keeping disk and configuration; the intern is stopped at once. */
+export async function suspendIntern(db: Db, caller: Caller, internId: string): Promise<void> {
+  await db.$transaction(async (tx) => {
+    const row = await lockVisible(tx, caller, internId)
+    refuseWhileDeleting(row.status, internId)
+    if (row.status === 'stopped') throw new AppError('already_stopped', `intern ${internId} is already stopped`)
+    await transition(tx, { internId, from: [row.status], to: 'stopped', set: { progress: null } })
+    await enqueueInTx(tx, 'intern.suspend', { internId, request: randomUUID() })
+  })
+}
+
+/**
+ * Starts a teardown (202): the worker archives the workspace, removes the runtime, the private vault
+ * and the intern. Deleting again while it runs is accepted as the same request. After a failed
+ * archive, a new delete needs acknowledge_workspace_loss, and then skips the archive.
+ */
+export async function deleteIntern(db: Db, caller: Caller, internId: string, body: DeleteInternRequest): Promise<void> {
+  await db.$transaction(async (tx) => {
+    const row = await lockVisible(tx, caller, internId)
+    if (row.status === 'destroying') return
+    if (row.status === 'destroy_failed' && row.workspace_archive_failed && !body.acknowledge_workspace_loss) {
+      throw new AppError(
+        'workspace_loss_unacknowledged',
+        `archiving the workspace of intern ${internId} failed; delete again with acknowledge_workspace_loss: true to delete it without an archive`,
+      )
+    }
+    await transition(tx, { internId, from: [row.status], to: 'destroying', set: { progress: null, lastFailureMessage: null } })
+    const skipArchive = row.status === 'destroy_failed' && row.workspace_archive_failed && body.acknowledge_workspace_loss
+    await enqueueInTx(tx, 'intern.destroy', { internId, request: randomUUID(), skipArchive })
+  })
+}
