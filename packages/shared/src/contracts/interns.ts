@@ -106,7 +106,7 @@ export const DeleteInternRequest = z
 export type DeleteInternRequest = z.infer<typeof DeleteInternRequest>
 
 /** provision and suspend take no body; one that carries any field is refused. */
-export const EmptyBody = z.strictObject({}).optional()
+export const EmptyBody = z.strictObject({}).nullish()
 
 export const ListInternsQuery = z.strictObject({
   status: z

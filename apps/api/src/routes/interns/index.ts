@@ -158,7 +158,7 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
         operationId: 'deleteIntern',
         summary: 'Delete an intern: its runtime, private vault and data are removed',
         params: InternIdParams,
-        body: DeleteInternRequest.optional(),
+        body: DeleteInternRequest.nullish(),
         response: { 202: DeleteAccepted, ...errors },
       },
     },
