@@ -8,6 +8,16 @@ describe('the intern state machine', () => {
     for (const targets of Object.values(Transitions)) for (const t of targets) expect(InternStatus.options).toContain(t)
   })
 
+  it('allows every change the lifecycle operations make from the statuses they accept', () => {
+    const nonDeleting = InternStatus.options.filter((s) => s !== 'destroying' && s !== 'destroy_failed')
+    // suspend: any status but stopped and the deleting ones
+    for (const from of nonDeleting.filter((s) => s !== 'stopped')) expect(canTransition(from, 'stopped')).toBe(true)
+    // provision: stopped, failed, awaiting_slack_install
+    for (const from of ['stopped', 'failed', 'awaiting_slack_install'] as const) expect(canTransition(from, 'queued')).toBe(true)
+    // delete: anything but destroying itself
+    for (const from of InternStatus.options.filter((s) => s !== 'destroying')) expect(canTransition(from, 'destroying')).toBe(true)
+  })
+
   it('allows the provisioning path and refuses shortcuts', () => {
     expect(canTransition('queued', 'provisioning')).toBe(true)
     expect(canTransition('provisioning', 'provisioning')).toBe(true)

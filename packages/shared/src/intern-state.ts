@@ -15,10 +15,10 @@ export const Transitions: Record<InternStatus, readonly InternStatus[]> = {
   // provisioning → provisioning records the next step's progress.
   provisioning: ['provisioning', 'running', 'failed', 'stopped', 'destroying'],
   running: ['queued', 'stopped', 'failed', 'destroying'],
-  failed: ['queued', 'destroying'],
+  failed: ['queued', 'stopped', 'destroying'],
   destroying: ['destroy_failed'],
   destroy_failed: ['destroying'],
-  awaiting_slack_install: ['queued', 'destroying'],
+  awaiting_slack_install: ['queued', 'stopped', 'destroying'],
 }
 
 export function canTransition(from: InternStatus, to: InternStatus): boolean {
