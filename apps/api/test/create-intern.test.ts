@@ -386,6 +386,26 @@ describe('GET /api/v1/interns/{id}', () => {
     expect(view).toMatchObject({ ...created, created_by_you: true, icon_sha256: null })
   })
 
+  it('tags the body with an ETag, and answers 304 to If-None-Match until the intern changes', async () => {
+    const created = (await create({ name: uniqueName() })).json()
+    const get = (headers: Record<string, string> = {}) =>
+      sut.inject({ method: 'GET', url: `/api/v1/interns/${created.id}`, headers: { ...auth(tenant.keys.user), ...headers } })
+    const first = await get()
+    const etag = String(first.headers.etag)
+    expect(etag).toMatch(/^"[\w-]+"$/)
+    const same = await get({ 'if-none-match': etag })
+    expect(same.statusCode).toBe(304)
+    expect(same.body).toBe('')
+    expect((await get({ 'if-none-match': `"other", W/${etag}` })).statusCode).toBe(304)
+    await t.db.intern.update({ where: { id: created.id }, data: { description: 'changed' } })
+    const changed = await get({ 'if-none-match': etag })
+    expect(changed.statusCode).toBe(200)
+    expect(changed.headers.etag).not.toBe(etag)
+    // Another key sees another body (created_by_you), hence another tag.
+    const asOrg = await sut.inject({ method: 'GET', url: `/api/v1/interns/${created.id}`, headers: auth(tenant.keys.organization) })
+    expect(asOrg.headers.etag).not.toBe(changed.headers.etag)
+  })
+
   it('shows created_by_you false to another member and omits it for an organization key', async () => {
     const created = (await create({ name: uniqueName() })).json()
     const other = await makeUserKey(t.db, tenant.workspaceId)

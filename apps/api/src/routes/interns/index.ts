@@ -27,6 +27,7 @@ import {
 } from '@roster/shared'
 import type { AppDeps } from '../../app.js'
 import { withDeadline } from '../../plugins/deadline.js'
+import { sendWithEtag } from '../../plugins/etag.js'
 
 const CreateHeaders = z.object({
   'idempotency-key': z
@@ -180,6 +181,6 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
         response: { 200: InternView, ...errors },
       },
     },
-    async (req) => getIntern(deps.db, req.caller!, req.params.internId),
+    async (req, reply) => sendWithEtag(req, reply, await getIntern(deps.db, req.caller!, req.params.internId)),
   )
 }
