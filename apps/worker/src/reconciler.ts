@@ -1,6 +1,7 @@
 import type { Queue } from 'bullmq'
 import type { Redis } from 'ioredis'
-import { Jobs, type Db, type Logger, type WorkerConfig } from '@roster/shared'
+import { createHash } from 'node:crypto'
+import { enqueueInTx, Jobs, transition, type Db, type Logger, type RuntimeDriver, type WorkerConfig } from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 /**
@@ -15,7 +16,70 @@ export class Reconciler {
     private readonly config: WorkerConfig,
     private readonly jobOptions: JobOptionsFor,
     private readonly log: Logger,
+    private readonly runtime: RuntimeDriver,
+    /** Called after the reconciler wrote outbox rows. */
+    private readonly outboxWritten: () => void = () => {},
   ) {}
+
+  private runtimeUnreachable = 0
+
+  /**
+   * Running interns whose runtime is gone (the host was killed or restarted) are restored: a new
+   * provisioning run starts them again, or, if it cannot, ends failed with its reason. An intern
+   * must have been running for a moment, so one that just started is not mistaken for lost.
+   */
+  async checkRuntimes(): Promise<number> {
+    const running = await this.db.$queryRaw<{ id: string; hostname: string | null }[]>`
+      SELECT id, hostname FROM interns WHERE status = 'running' AND updated_at < now() - interval '2 seconds' LIMIT 5000`
+    if (running.length === 0) return 0
+    let alive: Set<string>
+    try {
+      alive = await this.runtime.running()
+      this.runtimeUnreachable = 0
+    } catch (err) {
+      // Unreachable twice in a row: it runs nothing we can reach, so restore (or fail) every intern.
+      if (++this.runtimeUnreachable < 2) throw err
+      alive = new Set()
+    }
+    // The list is a hint; an intern counts as lost only if its own health check fails too, so a
+    // slow or flaky list never restarts a healthy intern.
+    const suspects = running.filter((r) => !alive.has(r.id))
+    const lost = (
+      await Promise.all(suspects.map(async (r) => (r.hostname && (await this.runtime.healthy(r.hostname)) ? null : r)))
+    ).filter((r) => r !== null)
+    for (const { id } of lost) {
+      await this.db.$transaction(async (tx) => {
+        const next = await transition(tx, {
+          internId: id,
+          from: ['running'],
+          to: 'queued',
+          set: { progress: null, lastFailureMessage: null, bumpGeneration: true },
+        })
+        if (next) await enqueueInTx(tx, 'intern.provision', { internId: id, generation: next.provision_generation })
+      })
+    }
+    if (lost.length) {
+      this.outboxWritten()
+      this.log.warn({ lost: lost.length }, 'runtimes of running interns were lost; provisioning them again')
+    }
+    return lost.length
+  }
+
+  /** Teardowns whose job vanished get a new one (same id while the intern stays stuck). */
+  async resumeTeardowns(): Promise<number> {
+    const stuck = await this.db.$queryRaw<{ id: string; updated_at: Date }[]>`
+      SELECT i.id, i.updated_at FROM interns i
+      WHERE i.status = 'destroying' AND i.updated_at < ${new Date(Date.now() - this.config.STUCK_AFTER_MS)}
+        AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.payload->>'internId' = i.id::text)
+      LIMIT 1000`
+    for (const { id, updated_at } of stuck) {
+      const digest = createHash('sha256').update(`${id}:${updated_at.toISOString()}`).digest('hex')
+      const request = `${digest.slice(0, 8)}-${digest.slice(8, 12)}-4${digest.slice(13, 16)}-8${digest.slice(17, 20)}-${digest.slice(20, 32)}`
+      const data = { internId: id, request, skipArchive: false }
+      await this.queue.add('intern.destroy', data, { ...this.jobOptions('intern.destroy'), jobId: Jobs['intern.destroy'].jobId(data) })
+    }
+    return stuck.length
+  }
 
   /** `everything` skips the age threshold (used when Redis is known to have lost its data). */
   async run({ everything = false } = {}): Promise<number> {

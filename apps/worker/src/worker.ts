@@ -69,14 +69,18 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   worker.on('failed', (job, err) => log.warn({ jobId: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'))
 
   const relay = new OutboxRelay(db, queue, config.REDIS_URL, config.QUEUE_PREFIX, config.RELAY_POLL_MS, jobOptions, log)
-  const reconciler = new Reconciler(db, queue, config, jobOptions, log)
+  const reconciler = new Reconciler(db, queue, config, jobOptions, log, deps.runtime, () => relay.wake())
   const safely = (what: string, work: () => Promise<unknown>) =>
     work().catch((err) => log.warn({ err: (err as Error).message }, `${what} failed; will retry`))
   queueConnection.on('ready', () => {
     relay.wake()
     void safely('redis epoch check', () => reconciler.checkRedisEpoch(queueConnection))
   })
-  const reconcileTimer = setInterval(() => void safely('reconcile', () => reconciler.run()), config.RECONCILE_INTERVAL_MS)
+  const reconcileTimer = setInterval(() => {
+    void safely('reconcile', () => reconciler.run())
+    void safely('runtime check', () => reconciler.checkRuntimes())
+    void safely('teardown check', () => reconciler.resumeTeardowns())
+  }, config.RECONCILE_INTERVAL_MS)
   // Several workers may sweep at once; the deletes are idempotent, so no coordination is needed.
   const sweepTimer = setInterval(() => void safely('idempotency sweep', () => reconciler.sweepIdempotencyRecords()), 60_000)
   await relay.start()

@@ -18,6 +18,8 @@ export interface RuntimeDriver {
   start(internId: string): Promise<{ started: boolean }>
   /** Whether the intern answers healthy on its own hostname. */
   healthy(hostname: string): Promise<boolean>
+  /** The interns this runtime is running now. */
+  running(): Promise<Set<string>>
   stop(internId: string): Promise<void>
   /** Keeps a copy of the intern's workspace before a teardown; false when there is nothing to keep. */
   archive(internId: string): Promise<{ archived: boolean }>
@@ -62,6 +64,18 @@ export class HttpRuntimeDriver implements RuntimeDriver {
 
   async stop(internId: string) {
     await this.call('POST', `/v1/interns/${internId}/stop`)
+  }
+
+  async running() {
+    const res = await this.pool.request({ method: 'GET', path: '/v1/interns' }).catch((cause) => {
+      throw new RuntimeUnavailableError(`runtime host at ${this.baseUrl} is unreachable`, { cause })
+    })
+    if (res.statusCode !== 200) {
+      await res.body.dump()
+      throw new RuntimeUnavailableError(`runtime host answered ${res.statusCode} to GET /v1/interns`)
+    }
+    const { data } = (await res.body.json()) as { data: { id: string; running: boolean }[] }
+    return new Set(data.filter((i) => i.running).map((i) => i.id))
   }
 
   async archive(internId: string) {
