@@ -3,7 +3,8 @@ import swagger from '@fastify/swagger'
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import { loggerOptions, type ApiConfig, type Caller, type CreateBatcher, type Db, type VaultService } from '@roster/shared'
+import { loggerOptions, type ApiConfig, type Caller, type CreateBatcher, type Db, type InternReader, type VaultService } from '@roster/shared'
+import type { InternWatch } from './plugins/intern-watch.js'
 import { registerErrorHandling } from './plugins/errors.js'
 import type { Authenticator } from './plugins/auth.js'
 import { internRoutes } from './routes/interns/index.js'
@@ -25,6 +26,12 @@ export interface AppDeps {
   ringOutboxBell: () => void
   /** Group commit of concurrent creates (absent: one statement per create). */
   createBatcher?: CreateBatcher
+  /** Reads interns for pollers, evicted by change events. */
+  internReader: InternReader
+  /** Change events, for the SSE stream. */
+  watch: InternWatch
+  /** After this process changed interns: evict, tell local listeners, publish the event. */
+  internsChanged: (ids: string[]) => void
 }
 
 export const BODY_LIMIT = 1_048_576
@@ -54,6 +61,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     reply.header('x-request-id', req.id)
   })
   registerErrorHandling(app)
+  app.addHook('onClose', async () => deps.watch.close())
 
   await app.register(swagger, {
     openapi: {

@@ -1,11 +1,16 @@
 import type { Redis } from 'ioredis'
-import { CreateBatcher, LocalVault, type ApiConfig, type Db } from '@roster/shared'
+import { CreateBatcher, createInternEventPublisher, InternReader, LocalVault, type ApiConfig, type Db } from '@roster/shared'
 import type { AppDeps } from './app.js'
 import { createAuthenticator } from './plugins/auth.js'
 import { createOutboxBell } from './plugins/outbox-bell.js'
+import { InternWatch } from './plugins/intern-watch.js'
 
 /** Everything the API needs besides its connections; main.ts and the tests build it the same way. */
 export function createAppDeps(config: ApiConfig, db: Db, redis: Redis): AppDeps {
+  let watch: InternWatch | undefined
+  const reader = new InternReader(db, config.INTERN_CACHE_MS, () => watch?.live ?? false)
+  watch = new InternWatch(config.REDIS_URL, config.QUEUE_PREFIX, (ids) => reader.evict(ids))
+  const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
   return {
     config,
     db,
@@ -14,5 +19,12 @@ export function createAppDeps(config: ApiConfig, db: Db, redis: Redis): AppDeps 
     authenticate: createAuthenticator(db, config.AUTH_CACHE_MS),
     ringOutboxBell: createOutboxBell(redis, config.QUEUE_PREFIX),
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
+    internReader: reader,
+    watch,
+    internsChanged(ids) {
+      reader.evict(ids)
+      watch!.notify(ids)
+      publish(ids)
+    },
   }
 }

@@ -9,6 +9,8 @@ export interface WorkerDeps {
   runtime: RuntimeDriver
   /** Status changes go through the state machine, batched across concurrent jobs. */
   transitions: TransitionBatcher
+  /** Publishes change events for interns changed outside the transition batcher. */
+  internsChanged: (ids: string[]) => void
   queue: Queue
   log: Logger
 }

@@ -17,8 +17,8 @@ export class Reconciler {
     private readonly jobOptions: JobOptionsFor,
     private readonly log: Logger,
     private readonly runtime: RuntimeDriver,
-    /** Called after the reconciler wrote outbox rows. */
-    private readonly outboxWritten: () => void = () => {},
+    /** Called with the interns the reconciler changed (it wrote outbox rows for them). */
+    private readonly changed: (ids: string[]) => void = () => {},
   ) {}
 
   private runtimeUnreachable = 0
@@ -59,7 +59,7 @@ export class Reconciler {
       })
     }
     if (lost.length) {
-      this.outboxWritten()
+      this.changed(lost.map((r) => r.id))
       this.log.warn({ lost: lost.length }, 'runtimes of running interns were lost; provisioning them again')
     }
     return lost.length

@@ -4,6 +4,7 @@ import {
   createDb,
   createLogger,
   HttpRuntimeDriver,
+  createInternEventPublisher,
   INTERN_QUEUE,
   LocalVault,
   TransitionBatcher,
@@ -30,6 +31,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   const db = createDb({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, preparedStatements: config.DATABASE_PREPARED_STATEMENTS })
   const { queue, connection: queueConnection } = createQueue(config)
   const jobOptions = jobOptionsFor(config)
+  const internsChanged = createInternEventPublisher(queueConnection, config.QUEUE_PREFIX)
   const deps: WorkerDeps = {
     config,
     db,
@@ -37,7 +39,8 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
     log,
     vault: new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: 10_000 }),
     runtime: new HttpRuntimeDriver(config.RUNTIME_URL),
-    transitions: new TransitionBatcher(db),
+    transitions: new TransitionBatcher(db, internsChanged),
+    internsChanged,
   }
 
   // Workers block on Redis, so their connection must never give up on a command.
@@ -69,7 +72,10 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   worker.on('failed', (job, err) => log.warn({ jobId: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'))
 
   const relay = new OutboxRelay(db, queue, config.REDIS_URL, config.QUEUE_PREFIX, config.RELAY_POLL_MS, jobOptions, log)
-  const reconciler = new Reconciler(db, queue, config, jobOptions, log, deps.runtime, () => relay.wake())
+  const reconciler = new Reconciler(db, queue, config, jobOptions, log, deps.runtime, (ids) => {
+    relay.wake()
+    internsChanged(ids)
+  })
   const safely = (what: string, work: () => Promise<unknown>) =>
     work().catch((err) => log.warn({ err: (err as Error).message }, `${what} failed; will retry`))
   queueConnection.on('ready', () => {

@@ -89,13 +89,22 @@ export async function transition(db: Db | Prisma.TransactionClient, req: Transit
  * split, and each transition gets its own answer.
  */
 export class TransitionBatcher extends GroupCommit<TransitionRequest, TransitionedIntern | null> {
-  constructor(private readonly db: Db) {
+  /** `changed` hears the ids of interns whose transition committed (to publish change events). */
+  constructor(
+    private readonly db: Db,
+    private readonly changed: (ids: string[]) => void = () => {},
+  ) {
     super({
       writeMany: async (reqs) => {
         const rows = await transitionMany(db, reqs)
+        changed([...rows.keys()])
         return reqs.map((r) => rows.get(r.internId) ?? null)
       },
-      writeOne: (req) => transition(db, req),
+      writeOne: async (req) => {
+        const row = await transition(db, req)
+        if (row) changed([row.id])
+        return row
+      },
       key: (req) => req.internId,
       maxBatch: 200,
     })
@@ -106,7 +115,13 @@ export class TransitionBatcher extends GroupCommit<TransitionRequest, Transition
       if (!canTransition(from, req.to)) return Promise.reject(new Error(`intern transition ${from} → ${req.to} is not allowed`))
     }
     // Generation bumps stay on the single path: the batched statement does not carry them.
-    return req.set?.bumpGeneration ? transition(this.db, req) : this.submit(req)
+    if (req.set?.bumpGeneration) {
+      return transition(this.db, req).then((row) => {
+        if (row) this.changed([row.id])
+        return row
+      })
+    }
+    return this.submit(req)
   }
 }
 

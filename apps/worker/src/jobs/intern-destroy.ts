@@ -33,6 +33,7 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.destr
             ORDER BY shard LIMIT 1 FOR UPDATE)`
       }
     })
+    deps.internsChanged([internId])
     return 'deleted'
   } catch (err) {
     if (ctx.finalAttempt || err instanceof UnrecoverableError) {
@@ -47,6 +48,7 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.destr
         })
         if (failed) await tx.$executeRaw`UPDATE interns SET workspace_archive_failed = ${archiveFailed} WHERE id = ${internId}::uuid`
       })
+      deps.internsChanged([internId])
       if (!(err instanceof UnrecoverableError)) throw new UnrecoverableError(reason)
     }
     throw err

@@ -28,6 +28,7 @@ import {
 import type { AppDeps } from '../../app.js'
 import { withDeadline } from '../../plugins/deadline.js'
 import { sendWithEtag } from '../../plugins/etag.js'
+import { registerInternEvents } from './events.js'
 
 const CreateHeaders = z.object({
   'idempotency-key': z
@@ -84,6 +85,8 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
     },
   )
 
+  registerInternEvents(app, deps, gate({ collection: false, write: false }))
+
   api.get(
     '/interns',
     {
@@ -110,7 +113,11 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
         response: { 200: InternView, ...errors },
       },
     },
-    async (req) => updateIntern(deps.db, req.caller!, req.params.internId, req.body),
+    async (req) => {
+      const view = await updateIntern(deps.db, req.caller!, req.params.internId, req.body)
+      deps.internsChanged([view.id])
+      return view
+    },
   )
 
   api.post(
@@ -128,6 +135,7 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
     async (req, reply) => {
       await provisionIntern(deps.db, req.caller!, req.params.internId)
       deps.ringOutboxBell()
+      deps.internsChanged([req.params.internId])
       return reply.code(202).send({ provisioning: true })
     },
   )
@@ -147,6 +155,7 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
     async (req) => {
       await suspendIntern(deps.db, req.caller!, req.params.internId)
       deps.ringOutboxBell()
+      deps.internsChanged([req.params.internId])
       return { suspended: true as const }
     },
   )
@@ -166,6 +175,7 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
     async (req, reply) => {
       await deleteIntern(deps.db, req.caller!, req.params.internId, req.body ?? { acknowledge_workspace_loss: false })
       deps.ringOutboxBell()
+      deps.internsChanged([req.params.internId])
       return reply.code(202).send({ deleting: true })
     },
   )
@@ -181,6 +191,6 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
         response: { 200: InternView, ...errors },
       },
     },
-    async (req, reply) => sendWithEtag(req, reply, await getIntern(deps.db, req.caller!, req.params.internId)),
+    async (req, reply) => sendWithEtag(req, reply, await getIntern(deps.internReader, req.caller!, req.params.internId)),
   )
 }

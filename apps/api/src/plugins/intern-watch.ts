@@ -1,0 +1,51 @@
+import { Redis } from 'ioredis'
+import { internEventsChannel } from '@roster/shared'
+
+/**
+ * The API's ear for change events: one subscriber connection per process. Each event evicts the
+ * cached rows (`onChange`) and wakes the SSE streams watching those interns.
+ */
+export class InternWatch {
+  private readonly listeners = new Map<string, Set<() => void>>()
+  private readonly subscriber: Redis
+
+  constructor(redisUrl: string, queuePrefix: string, onChange: (ids: string[]) => void) {
+    this.subscriber = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: true })
+    this.subscriber.on('error', () => {})
+    this.subscriber.on('message', (_channel: string, message: string) => {
+      const ids = message.split(',')
+      onChange(ids)
+      for (const id of ids) for (const fn of this.listeners.get(id) ?? []) fn()
+    })
+    // ioredis subscribes again by itself after a reconnect; a close before the first subscribe is fine.
+    this.subscriber
+      .connect()
+      .then(() => this.subscriber.subscribe(internEventsChannel(queuePrefix)))
+      .catch(() => {})
+  }
+
+  /** Whether events can arrive now; while not, readers must not trust cached rows. */
+  get live(): boolean {
+    return this.subscriber.status === 'ready'
+  }
+
+  /** Calls `fn` whenever the intern changes; returns the way to stop. */
+  listen(internId: string, fn: () => void): () => void {
+    const set = this.listeners.get(internId) ?? new Set()
+    set.add(fn)
+    this.listeners.set(internId, set)
+    return () => {
+      set.delete(fn)
+      if (set.size === 0) this.listeners.delete(internId)
+    }
+  }
+
+  /** Local changes: tell our own listeners at once, without waiting for the round trip. */
+  notify(ids: string[]) {
+    for (const id of ids) for (const fn of this.listeners.get(id) ?? []) fn()
+  }
+
+  close() {
+    this.subscriber.disconnect()
+  }
+}

@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { apiClient, createTestDatabase, makeTenant, startStack, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+
+let t: TestDatabase
+let tenant: Tenant
+let stack: Stack
+beforeAll(async () => {
+  t = await createTestDatabase()
+  tenant = await makeTenant(t.db)
+  stack = await startStack({ databaseUrl: t.url })
+})
+afterAll(async () => {
+  await stack?.stop()
+  await t?.drop()
+})
+
+/** Reads server-sent events until `stop` says so (or the stream ends). */
+async function collect(url: string, key: string, stop: (events: { event: string; data: any }[]) => boolean) {
+  const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } })
+  expect(res.status).toBe(200)
+  expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/)
+  const events: { event: string; data: any }[] = []
+  const reader = res.body!.getReader()
+  const decoder = new TextDecoder()
+  let buffer = ''
+  const deadline = Date.now() + 20_000
+  while (Date.now() < deadline) {
+    const { value, done } = await reader.read()
+    if (done) break
+    buffer += decoder.decode(value, { stream: true })
+    let cut
+    while ((cut = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, cut)
+      buffer = buffer.slice(cut + 2)
+      const event = /^event: (.+)$/m.exec(block)?.[1]
+      const data = /^data: (.+)$/m.exec(block)?.[1]
+      if (event && data) events.push({ event, data: JSON.parse(data) })
+    }
+    if (stop(events)) break
+  }
+  await reader.cancel().catch(() => {})
+  return events
+}
+
+describe('GET /interns/{id}/events', () => {
+  it('streams the intern from queued through each provisioning step to running, in order', async () => {
+    const api = apiClient(stack.apiUrl, tenant.keys.user)
+    const id = (await api.createIntern({ name: 'watched', provision: true })).body.id
+    const events = await collect(`${stack.apiUrl}/interns/${id}/events`, tenant.keys.user, (e) => e.at(-1)?.data.status === 'running')
+    expect(events[0]!.event).toBe('intern')
+    expect(events.at(-1)!.data).toMatchObject({ id, status: 'running', progress: null })
+    expect(events.at(-1)!.data.hostname).toMatch(/^watched-/)
+    const steps = events.filter((e) => e.data.status === 'provisioning').map((e) => e.data.progress.step_number)
+    expect(steps).toEqual([...steps].sort((a, b) => a - b)) // never backwards
+    // Every event is the same object GET answers.
+    expect(Object.keys(events.at(-1)!.data).sort()).toEqual(Object.keys((await api.getIntern(id)).body).sort())
+  })
+
+  it('ends with a deleted event when the intern goes away', async () => {
+    const api = apiClient(stack.apiUrl, tenant.keys.user)
+    const id = (await api.createIntern({ name: 'goner' })).body.id
+    const streaming = collect(`${stack.apiUrl}/interns/${id}/events`, tenant.keys.user, (e) => e.some((x) => x.event === 'deleted'))
+    await new Promise((r) => setTimeout(r, 200))
+    await fetch(`${stack.apiUrl}/interns/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${tenant.keys.user}` } })
+    const events = await streaming
+    expect(events.map((e) => e.data.status ?? e.event)).toContain('destroying')
+    expect(events.at(-1)).toEqual({ event: 'deleted', data: { id } })
+  })
+
+  it('refuses before streaming: 404 in the error shape for an intern the key cannot see', async () => {
+    const stranger = await makeTenant(t.db)
+    const id = (await apiClient(stack.apiUrl, tenant.keys.user).createIntern({ name: 'private' })).body.id
+    const res = await fetch(`${stack.apiUrl}/interns/${id}/events`, { headers: { authorization: `Bearer ${stranger.keys.user}` } })
+    expect(res.status).toBe(404)
+    expect((await res.json()).error.metadata.reason).toBe('not_found')
+  })
+})

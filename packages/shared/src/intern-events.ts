@@ -1,0 +1,25 @@
+import type { Redis } from 'ioredis'
+
+/**
+ * Change events: after a change to an intern commits, its id is published on this Redis channel.
+ * They carry no state (readers load it), so a late or duplicate event is harmless; a lost one is
+ * bounded by the readers' own freshness limits.
+ */
+export const internEventsChannel = (queuePrefix: string) => `${queuePrefix}:intern-events`
+
+/** Publishes changed intern ids, coalesced: at most one PUBLISH per event-loop turn. */
+export function createInternEventPublisher(redis: Redis, queuePrefix: string): (ids: Iterable<string>) => void {
+  const channel = internEventsChannel(queuePrefix)
+  let pending: Set<string> | undefined
+  return (ids) => {
+    if (!pending) {
+      pending = new Set()
+      setImmediate(() => {
+        const batch = [...pending!]
+        pending = undefined
+        if (batch.length && redis.status === 'ready') redis.publish(channel, batch.join(',')).catch(() => {})
+      })
+    }
+    for (const id of ids) pending.add(id)
+  }
+}

@@ -1,0 +1,50 @@
+import type { Db } from '../db.js'
+import { INTERN_COLUMNS, type InternRecord } from './view.js'
+
+/**
+ * Reads interns by id for pollers. Rows are kept for at most `ttlMs` and dropped as soon as a
+ * change event names them, so 64 clients polling one intern cost one query per change, not one per
+ * poll. While change events cannot arrive (`trusted()` is false), every read goes to Postgres.
+ * Concurrent misses for one id share one query.
+ */
+export class InternReader {
+  private readonly rows = new Map<string, { row: InternRecord | undefined; until: number }>()
+  private readonly loading = new Map<string, Promise<InternRecord | undefined>>()
+  /** Bumped by every eviction, so a load that raced with a change is not cached. */
+  private epoch = 0
+
+  constructor(
+    private readonly db: Db,
+    private readonly ttlMs: number,
+    private readonly trusted: () => boolean,
+    private readonly maxEntries = 20_000,
+  ) {}
+
+  async get(id: string): Promise<InternRecord | undefined> {
+    const hit = this.rows.get(id)
+    if (hit && hit.until > Date.now() && this.trusted()) return hit.row
+    const inFlight = this.loading.get(id)
+    if (inFlight) return inFlight
+    const epoch = this.epoch
+    const load = this.db.$queryRaw<InternRecord[]>`SELECT ${INTERN_COLUMNS} FROM interns WHERE id = ${id}::uuid`
+      .then((rows) => {
+        const row = rows[0]
+        if (epoch === this.epoch && this.ttlMs > 0) {
+          if (this.rows.size >= this.maxEntries) this.rows.delete(this.rows.keys().next().value!)
+          this.rows.set(id, { row, until: Date.now() + this.ttlMs })
+        }
+        return row
+      })
+      .finally(() => this.loading.delete(id))
+    this.loading.set(id, load)
+    return load
+  }
+
+  evict(ids: Iterable<string>) {
+    this.epoch++
+    for (const id of ids) {
+      this.rows.delete(id)
+      this.loading.delete(id)
+    }
+  }
+}
