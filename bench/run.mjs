@@ -4,7 +4,7 @@
 // and prints a table. Everything, load generator included, runs on this machine.
 //
 //   npm run bench                 all scenarios
-//   npm run bench -- create       one scenario: create-alone | create | provision | worker-alone | single | pgbench
+//   npm run bench -- create       one scenario: create-alone | create | provision | worker-alone | single | poll | list | pgbench
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir, cpus, totalmem } from 'node:os'
@@ -96,14 +96,14 @@ async function countRunning(client, prefix) {
   return rows[0].n
 }
 
-/** Creates n interns (provision:true) over 64 concurrent requests. */
-async function createInterns(key, prefix, n) {
+/** Creates n interns over 64 concurrent requests (provisioned unless said otherwise). */
+async function createInterns(key, prefix, n, provision = true) {
   let next = 0
   await Promise.all(
     Array.from({ length: 64 }, async () => {
       while (next < n) {
         next++
-        const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: nextName(prefix), provision: true }) })
+        const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: nextName(prefix), provision }) })
         if (res.status !== 201) throw new Error(`create answered ${res.status}`)
         await res.arrayBuffer()
       }
@@ -163,6 +163,43 @@ async function benchWorkerAlone({ key, db, startWorker }) {
   return [{ scenario: `${n} interns already queued, one worker started → all running`, metric: 'interns/s', value: (n / ((done - started) / 1000)).toFixed(0), target: '(breakdown)' }]
 }
 
+/** GET /interns/{id} polled by 64 connections, spread over 64 interns. */
+async function benchPoll({ key }) {
+  const prefix = 'g' + randomBytes(2).toString('hex')
+  const ids = []
+  for (let i = 0; i < 64; i++) {
+    const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: nextName(prefix) }) })
+    ids.push((await res.json()).id)
+  }
+  let n = 0
+  const result = await autocannon({
+    url: `${base}/interns/${ids[0]}`,
+    connections: 64,
+    duration: Number(process.env.BENCH_SECONDS ?? 10),
+    headers: { authorization: `Bearer ${key}` },
+    requests: [{ setupRequest: (req) => ({ ...req, path: `/api/v1/interns/${ids[n++ % ids.length]}` }) }],
+  })
+  return [
+    { scenario: 'GET /interns/{id}, 64 connections over 64 interns', metric: 'req/s', value: (result['2xx'] / result.duration).toFixed(0), target: '≥ 8,000' },
+    { scenario: '  latency', metric: 'p50 / p99 ms', value: `${result.latency.p50} / ${result.latency.p99}`, target: 'p99 ≤ 10' },
+  ]
+}
+
+/** GET /interns?limit=100 (pages of 100 out of 1,000 interns), 64 connections. */
+async function benchList({ key }) {
+  await createInterns(key, 'l' + randomBytes(2).toString('hex'), 1000, false)
+  const result = await autocannon({
+    url: `${base}/interns?limit=100`,
+    connections: 64,
+    duration: Number(process.env.BENCH_SECONDS ?? 10),
+    headers: { authorization: `Bearer ${key}` },
+  })
+  return [
+    { scenario: 'GET /interns?limit=100, 64 connections', metric: 'pages/s', value: (result['2xx'] / result.duration).toFixed(0), target: '≥ 2,000' },
+    { scenario: '  latency', metric: 'p50 / p99 ms', value: `${result.latency.p50} / ${result.latency.p99}`, target: '' },
+  ]
+}
+
 /** One intern alone, create to running, measured by the client polling GET every 2 ms. */
 async function benchSingle({ key }) {
   const runs = Number(process.env.BENCH_SINGLE_RUNS ?? 50)
@@ -212,6 +249,8 @@ const scenarios = {
   provision: [benchProvision, { worker: true }],
   'worker-alone': [benchWorkerAlone, { worker: false }],
   single: [benchSingle, { worker: true }],
+  poll: [benchPoll, { worker: true }],
+  list: [benchList, { worker: true }],
 }
 const rows = []
 for (const [name, [fn, opts]] of Object.entries(scenarios)) {

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { loggerOptions, type ApiConfig, type Caller, type CreateBatcher, type Db, type InternReader, type VaultService } from '@roster/shared'
 import type { InternWatch } from './plugins/intern-watch.js'
+import type { ListCache } from './plugins/list-cache.js'
 import { registerErrorHandling } from './plugins/errors.js'
 import type { Authenticator } from './plugins/auth.js'
 import { internRoutes } from './routes/interns/index.js'
@@ -28,6 +29,8 @@ export interface AppDeps {
   createBatcher?: CreateBatcher
   /** Reads interns for pollers, evicted by change events. */
   internReader: InternReader
+  /** Serialized list pages, cleared by change events. */
+  listCache: ListCache
   /** Change events, for the SSE stream. */
   watch: InternWatch
   /** After this process changed interns: evict, tell local listeners, publish the event. */

@@ -4,12 +4,18 @@ import type { AppDeps } from './app.js'
 import { createAuthenticator } from './plugins/auth.js'
 import { createOutboxBell } from './plugins/outbox-bell.js'
 import { InternWatch } from './plugins/intern-watch.js'
+import { ListCache } from './plugins/list-cache.js'
 
 /** Everything the API needs besides its connections; main.ts and the tests build it the same way. */
 export function createAppDeps(config: ApiConfig, db: Db, redis: Redis): AppDeps {
   let watch: InternWatch | undefined
-  const reader = new InternReader(db, config.INTERN_CACHE_MS, () => watch?.live ?? false)
-  watch = new InternWatch(config.REDIS_URL, config.QUEUE_PREFIX, (ids) => reader.evict(ids))
+  const trusted = () => watch?.live ?? false
+  const reader = new InternReader(db, config.INTERN_CACHE_MS, trusted)
+  const lists = new ListCache(config.INTERN_CACHE_MS, trusted)
+  watch = new InternWatch(config.REDIS_URL, config.QUEUE_PREFIX, (ids) => {
+    reader.evict(ids)
+    lists.clear()
+  })
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
   return {
     config,
@@ -20,9 +26,11 @@ export function createAppDeps(config: ApiConfig, db: Db, redis: Redis): AppDeps 
     ringOutboxBell: createOutboxBell(redis, config.QUEUE_PREFIX),
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
     internReader: reader,
+    listCache: lists,
     watch,
     internsChanged(ids) {
       reader.evict(ids)
+      lists.clear()
       watch!.notify(ids)
       publish(ids)
     },

@@ -81,6 +81,7 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
           req.headers['idempotency-key'],
         ),
       )
+      if (result.status === 201) deps.internsChanged([result.intern.id])
       return reply.code(result.status).send(result.intern)
     },
   )
@@ -98,7 +99,17 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
         response: { 200: InternList, ...errors },
       },
     },
-    async (req) => listInterns(deps.db, req.caller!, req.query),
+    async (req, reply) => {
+      const caller = req.caller!
+      // Everything that shapes the page: whose view (created_by_you), which filter, where.
+      const key = [caller.workspaceId, caller.kind, caller.userId, req.query.status?.join(','), req.query.limit, req.query.starting_after].join('|')
+      const body = await deps.listCache.get(key, () => listInterns(deps.db, caller, req.query))
+      // Already serialized (and cached as bytes); the schema stays for validation and OpenAPI.
+      return reply
+        .type('application/json; charset=utf-8')
+        .serializer((payload: string) => payload)
+        .send(body as unknown as InternList)
+    },
   )
 
   api.patch(
