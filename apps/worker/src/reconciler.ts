@@ -24,26 +24,30 @@ export class Reconciler {
   private runtimeUnreachable = 0
 
   /**
-   * Running interns whose runtime is gone (the host was killed or restarted) are restored: a new
-   * provisioning run starts them again, or, if it cannot, ends failed with its reason. An intern
-   * must have been running for a moment, so one that just started is not mistaken for lost.
+   * Keeps the runtime and the database in agreement, both ways:
+   * - running interns whose runtime is gone (the host was killed or restarted) are restored: a new
+   *   provisioning run starts them again, or, if it cannot, ends failed with its reason. The host's
+   *   list is a hint: an intern counts as lost only if its own health check fails too, and one that
+   *   just started gets a moment's grace;
+   * - a runtime that runs an intern which is stopped or failed is stopped (a provisioning run that
+   *   died after starting it may have lost the race with a suspend);
+   * - a runtime hosting an intern that no longer exists is removed (a teardown lost mid-way).
    */
   async checkRuntimes(): Promise<number> {
-    const running = await this.db.$queryRaw<{ id: string; hostname: string | null }[]>`
-      SELECT id, hostname FROM interns WHERE status = 'running' AND updated_at < now() - interval '2 seconds' LIMIT 5000`
-    if (running.length === 0) return 0
-    let alive: Set<string>
+    let hosted: Map<string, { running: boolean }>
     try {
-      alive = await this.runtime.running()
+      hosted = await this.runtime.hosted()
       this.runtimeUnreachable = 0
     } catch (err) {
       // Unreachable twice in a row: it runs nothing we can reach, so restore (or fail) every intern.
       if (++this.runtimeUnreachable < 2) throw err
-      alive = new Set()
+      hosted = new Map()
     }
-    // The list is a hint; an intern counts as lost only if its own health check fails too, so a
-    // slow or flaky list never restarts a healthy intern.
-    const suspects = running.filter((r) => !alive.has(r.id))
+    let repaired = 0
+
+    const running = await this.db.$queryRaw<{ id: string; hostname: string | null }[]>`
+      SELECT id, hostname FROM interns WHERE status = 'running' AND updated_at < now() - interval '2 seconds' LIMIT 5000`
+    const suspects = running.filter((r) => !hosted.get(r.id)?.running)
     const lost = (
       await Promise.all(suspects.map(async (r) => (r.hostname && (await this.runtime.healthy(r.hostname)) ? null : r)))
     ).filter((r) => r !== null)
@@ -62,7 +66,26 @@ export class Reconciler {
       this.changed(lost.map((r) => r.id))
       this.log.warn({ lost: lost.length }, 'runtimes of running interns were lost; provisioning them again')
     }
-    return lost.length
+    repaired += lost.length
+
+    if (hosted.size > 0) {
+      const ids = [...hosted.keys()]
+      const known = await this.db.$queryRaw<{ id: string; status: string; updated_at: Date }[]>`
+        SELECT id, status::text AS status, updated_at FROM interns WHERE id = ANY(${ids}::uuid[])`
+      const byId = new Map(known.map((k) => [k.id, k]))
+      const settledBefore = Date.now() - 2_000
+      for (const [id, { running: isRunning }] of hosted) {
+        const intern = byId.get(id)
+        if (!intern) {
+          await this.runtime.remove(id)
+          repaired++
+        } else if (isRunning && (intern.status === 'stopped' || intern.status === 'failed') && intern.updated_at.getTime() < settledBefore) {
+          await this.runtime.stop(id)
+          repaired++
+        }
+      }
+    }
+    return repaired
   }
 
   /** Teardowns whose job vanished get a new one (same id while the intern stays stuck). */

@@ -18,8 +18,8 @@ export interface RuntimeDriver {
   start(internId: string): Promise<{ started: boolean }>
   /** Whether the intern answers healthy on its own hostname. */
   healthy(hostname: string): Promise<boolean>
-  /** The interns this runtime is running now. */
-  running(): Promise<Set<string>>
+  /** The interns this runtime hosts (configured), and whether each runs now. */
+  hosted(): Promise<Map<string, { running: boolean }>>
   stop(internId: string): Promise<void>
   /** Keeps a copy of the intern's workspace before a teardown; false when there is nothing to keep. */
   archive(internId: string): Promise<{ archived: boolean }>
@@ -66,7 +66,7 @@ export class HttpRuntimeDriver implements RuntimeDriver {
     await this.call('POST', `/v1/interns/${internId}/stop`)
   }
 
-  async running() {
+  async hosted() {
     const res = await this.pool.request({ method: 'GET', path: '/v1/interns' }).catch((cause) => {
       throw new RuntimeUnavailableError(`runtime host at ${this.baseUrl} is unreachable`, { cause })
     })
@@ -75,7 +75,7 @@ export class HttpRuntimeDriver implements RuntimeDriver {
       throw new RuntimeUnavailableError(`runtime host answered ${res.statusCode} to GET /v1/interns`)
     }
     const { data } = (await res.body.json()) as { data: { id: string; running: boolean }[] }
-    return new Set(data.filter((i) => i.running).map((i) => i.id))
+    return new Map(data.map((i) => [i.id, { running: i.running }]))
   }
 
   async archive(internId: string) {

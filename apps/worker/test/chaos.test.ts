@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createTestDatabase, makeTenant, startRedisServer, startStack, waitFor, type Tenant, type TestDatabase } from '@roster/testing'
+
+// Chaos: the worker, the runtime host and Redis are killed at random moments while 300 interns are
+// created, suspended, provisioned again and deleted. Afterwards every intern must be in the status
+// its last accepted operation implies, with no orphan runtime, vault or hostname.
+let t: TestDatabase
+let tenant: Tenant
+beforeAll(async () => {
+  t = await createTestDatabase()
+  tenant = await makeTenant(t.db)
+})
+afterAll(async () => t?.drop())
+
+type Expected = 'running' | 'stopped' | 'gone'
+const pick = <T>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)]!
+
+describe('chaos', () => {
+  it('ends every intern where its last accepted operation says, with nothing orphaned', async () => {
+    const redis = await startRedisServer()
+    const stack = await startStack({
+      databaseUrl: t.url,
+      redisUrl: redis.url,
+      env: { INTERN_LIMIT_PER_MEMBER: '100000' },
+      workerEnv: {
+        JOB_LOCK_MS: '2000',
+        RECONCILE_INTERVAL_MS: '500',
+        STUCK_AFTER_MS: '2000',
+        PROVISION_ATTEMPTS: '30',
+        PROVISION_BACKOFF_MS: '100',
+        HEALTH_TIMEOUT_MS: '2000',
+      },
+    })
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${stack.apiUrl}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${tenant.keys.user}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      })
+      return { status: res.status, body: (await res.json()) as any }
+    }
+    const expected = new Map<string, Expected>()
+    const vaultOf = new Map<string, string>()
+    const chaosLog: string[] = []
+    let chaos = true
+    const victims = ['worker', 'runtime', 'redis'] as const
+    // Until the operations are done, and every victim has died at least once.
+    const chaosLoop = (async () => {
+      while (chaos || victims.some((v) => !chaosLog.includes(v))) {
+        await new Promise((r) => setTimeout(r, 600 + Math.random() * 900))
+        const victim = chaos ? pick([...victims]) : victims.find((v) => !chaosLog.includes(v))!
+        chaosLog.push(victim)
+        if (victim === 'worker') {
+          await stack.workers[0]!.kill('SIGKILL')
+          stack.workers[0]!.start()
+        } else if (victim === 'runtime') {
+          await stack.runtime.kill('SIGKILL')
+          stack.runtime.start()
+        } else {
+          await redis.stop()
+          await new Promise((r) => setTimeout(r, 300))
+          await redis.start() // empty: queues and events are gone
+        }
+      }
+    })()
+
+    try {
+      // 300 creates, 20 at a time.
+      for (let i = 0; i < 300; i += 20) {
+        const made = await Promise.all(Array.from({ length: 20 }, (_, j) => call('POST', '/interns', { name: `chaos-${i + j}`, provision: true })))
+        for (const r of made) {
+          expect(r.status).toBe(201)
+          expected.set(r.body.id, 'running')
+          vaultOf.set(r.body.id, r.body.vault_id)
+        }
+      }
+      const ids = [...expected.keys()]
+      // Random operations; a 409 is a refused operation and changes no expectation.
+      for (let round = 0; round < 400; round++) {
+        const id = pick(ids)
+        if (expected.get(id) === 'gone') continue
+        const op = pick(['suspend', 'provision', 'suspend', 'delete'] as const)
+        const r =
+          op === 'delete'
+            ? await call('DELETE', `/interns/${id}`, { acknowledge_workspace_loss: true })
+            : await call('POST', `/interns/${id}/${op}`)
+        if (r.status === 409) continue
+        expect([200, 202]).toContain(r.status)
+        expected.set(id, op === 'delete' ? 'gone' : op === 'suspend' ? 'stopped' : 'running')
+      }
+    } finally {
+      chaos = false
+      await chaosLoop
+    }
+    expect(chaosLog.length).toBeGreaterThan(3)
+
+    const settled = async () => {
+      const rows = await t.db.intern.findMany({ where: { workspaceId: tenant.workspaceId } })
+      const byId = new Map(rows.map((r) => [r.id, r]))
+      for (const [id, want] of expected) {
+        const row = byId.get(id)
+        if (want === 'gone' ? row : row?.status !== want) return false
+      }
+      return rows.length === [...expected.values()].filter((e) => e !== 'gone').length
+    }
+    await waitFor(settled, { timeoutMs: 120_000, intervalMs: 250, what: `every intern as expected (chaos: ${chaosLog.join(',')})` })
+
+    // No orphans: vaults, hostnames, runtimes.
+    const rows = await t.db.intern.findMany({ where: { workspaceId: tenant.workspaceId } })
+    const vaults = await t.db.vault.findMany({ where: { workspaceId: tenant.workspaceId } })
+    expect(vaults.map((v) => v.id).sort()).toEqual(rows.map((r) => r.vaultId).sort())
+    for (const [id, want] of expected) if (want === 'gone') expect(vaults.find((v) => v.id === vaultOf.get(id))).toBeUndefined()
+    const hostnames = rows.map((r) => r.hostname).filter(Boolean)
+    expect(new Set(hostnames).size).toBe(hostnames.length)
+    await waitFor(
+      async () => {
+        const hosted = ((await (await fetch(`${stack.runtimeUrl}/v1/interns`)).json()) as any).data as { id: string; running: boolean }[]
+        const byId = new Map(hosted.map((h) => [h.id, h]))
+        return (
+          hosted.every((h) => expected.has(h.id) && expected.get(h.id) !== 'gone') &&
+          [...expected].every(([id, want]) => (want === 'running' ? byId.get(id)?.running === true : !byId.get(id)?.running))
+        )
+      },
+      { timeoutMs: 30_000, intervalMs: 250, what: 'runtime host to agree with the database' },
+    )
+    await stack.stop()
+    await redis.stop()
+  })
+})
