@@ -212,3 +212,46 @@ describe('listing', () => {
     expect(list.data.find((i) => i.id === intern.id)).toBeUndefined()
   })
 })
+
+describe('icons', () => {
+  const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from('rest-of-a-png')])
+  const put = (id: string, body: Buffer, type: string, key = tenant.keys.user) =>
+    fetch(`${stack.apiUrl}/interns/${id}/icon`, { method: 'PUT', headers: { authorization: `Bearer ${key}`, 'content-type': type }, body })
+
+  it('sets, serves and removes an icon; icon_sha256 names the bytes', async () => {
+    const intern = await client.interns.createIntern({ createInternRequest: { name: 'pictured' } })
+    const api = apiClient(stack.apiUrl, tenant.keys.user)
+    expect((await api.getIntern(intern.id)).body.icon_sha256).toBeNull()
+    const noIcon = await fetch(`${stack.apiUrl}/interns/${intern.id}/icon`, { headers: { authorization: `Bearer ${tenant.keys.user}` } })
+    expect(noIcon.status).toBe(404)
+
+    const set = await put(intern.id, png, 'image/png')
+    expect(set.status).toBe(200)
+    const { icon_sha256 } = await set.json()
+    expect(icon_sha256).toMatch(/^[0-9a-f]{64}$/)
+    expect((await api.getIntern(intern.id)).body.icon_sha256).toBe(icon_sha256)
+    const listed = await client.interns.listInterns()
+    expect(listed.data.find((i) => i.id === intern.id)).toBeDefined()
+
+    const got = await fetch(`${stack.apiUrl}/interns/${intern.id}/icon`, { headers: { authorization: `Bearer ${tenant.keys.user}` } })
+    expect(got.status).toBe(200)
+    expect(got.headers.get('content-type')).toBe('image/png')
+    expect(Buffer.from(await got.arrayBuffer())).toEqual(png)
+
+    const removed = await fetch(`${stack.apiUrl}/interns/${intern.id}/icon`, { method: 'DELETE', headers: { authorization: `Bearer ${tenant.keys.user}` } })
+    expect(removed.status).toBe(204)
+    expect((await api.getIntern(intern.id)).body.icon_sha256).toBeNull()
+  })
+
+  it('refuses what is not a raster image of the declared type, too large, or not visible', async () => {
+    const intern = await client.interns.createIntern({ createInternRequest: { name: 'fussy' } })
+    expect((await put(intern.id, Buffer.from('<svg/>'), 'image/svg+xml')).status).toBe(415)
+    expect((await put(intern.id, Buffer.from('not a png at all'), 'image/png')).status).toBe(400)
+    expect((await put(intern.id, Buffer.concat([png, Buffer.alloc(262_144)]), 'image/png')).status).toBe(413)
+    const stranger = await makeTenant(t.db)
+    expect((await put(intern.id, png, 'image/png', stranger.keys.user)).status).toBe(404)
+    // Elsewhere an image body is still refused as not JSON.
+    const res = await fetch(`${stack.apiUrl}/interns`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'image/png' }, body: png })
+    expect(res.status).toBe(415)
+  })
+})

@@ -29,6 +29,7 @@ import type { AppDeps } from '../../app.js'
 import { withDeadline } from '../../plugins/deadline.js'
 import { sendWithEtag } from '../../plugins/etag.js'
 import { registerInternEvents } from './events.js'
+import { internIconRoutes } from './icon.js'
 
 const CreateHeaders = z.object({
   'idempotency-key': z
@@ -87,6 +88,7 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
   )
 
   registerInternEvents(app, deps, gate({ collection: false, write: false }))
+  await app.register(internIconRoutes(deps, gate({ collection: false, write: false }), gate({ collection: false, write: true })))
 
   api.get(
     '/interns',

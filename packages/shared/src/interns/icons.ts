@@ -1,0 +1,59 @@
+import { createHash } from 'node:crypto'
+import { AppError } from '../errors.js'
+import type { Db } from '../db.js'
+import type { Caller } from '../caller.js'
+import { canSeeIntern } from './access.js'
+
+export const ICON_MAX_BYTES = 262_144
+
+/** Raster images only, recognised by their first bytes (SVG is refused: it can carry script). */
+const SIGNATURES: Record<string, (b: Buffer) => boolean> = {
+  'image/png': (b) => b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
+  'image/jpeg': (b) => b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff,
+  'image/gif': (b) => /^GIF8[79]a/.test(b.subarray(0, 6).toString('latin1')),
+  'image/webp': (b) => b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP',
+}
+export const ICON_TYPES = Object.keys(SIGNATURES)
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+async function visible(db: Db, caller: Caller, internId: string) {
+  if (!UUID.test(internId)) throw new AppError('not_found', `intern ${internId} not found`)
+  const intern = await db.intern.findUnique({ where: { id: internId }, select: { id: true, workspaceId: true, status: true } })
+  if (!intern || !canSeeIntern(caller, intern)) throw new AppError('not_found', `intern ${internId} not found`)
+  return intern
+}
+
+export async function setInternIcon(db: Db, caller: Caller, internId: string, contentType: string, bytes: Buffer): Promise<string> {
+  const intern = await visible(db, caller, internId)
+  if (intern.status === 'destroying' || intern.status === 'destroy_failed') {
+    throw new AppError('intern_deleting', `intern ${internId} is being deleted (status ${intern.status})`)
+  }
+  const type = contentType.split(';')[0]!.trim().toLowerCase()
+  if (!SIGNATURES[type]?.(bytes)) throw new AppError('invalid_body', `the body is not a ${type} image (accepted: ${ICON_TYPES.join(', ')})`)
+  const sha256 = createHash('sha256').update(bytes).digest('hex')
+  await db.$transaction([
+    db.internIcon.upsert({
+      where: { internId },
+      create: { internId, contentType: type, bytes: new Uint8Array(bytes), sha256 },
+      update: { contentType: type, bytes: new Uint8Array(bytes), sha256, updatedAt: new Date() },
+    }),
+    db.intern.update({ where: { id: internId }, data: { iconSha256: sha256 } }),
+  ])
+  return sha256
+}
+
+export async function clearInternIcon(db: Db, caller: Caller, internId: string): Promise<void> {
+  await visible(db, caller, internId)
+  await db.$transaction([
+    db.internIcon.deleteMany({ where: { internId } }),
+    db.intern.update({ where: { id: internId }, data: { iconSha256: null } }),
+  ])
+}
+
+export async function getInternIcon(db: Db, caller: Caller, internId: string) {
+  await visible(db, caller, internId)
+  const icon = await db.internIcon.findUnique({ where: { internId } })
+  if (!icon) throw new AppError('not_found', `intern ${internId} has no icon`)
+  return { contentType: icon.contentType, bytes: Buffer.from(icon.bytes), sha256: icon.sha256 }
+}
