@@ -99,6 +99,16 @@ describe('the lifecycle through @openrouter/sdk', () => {
     expect([202, 404]).toContain(again.status)
   })
 
+  it('applies a changed model at the next provision', async () => {
+    const intern = await client.interns.createIntern({ createInternRequest: { name: 'modelled' } })
+    await client.interns.updateIntern({ internId: intern.id, updateInternRequest: { model: 'acme/thinker:fast' } })
+    await client.interns.provisionIntern({ internId: intern.id })
+    await until(intern.id, 'running')
+    const { hostname } = await client.interns.getIntern({ internId: intern.id })
+    const served = await (await fetch(`${stack.runtimeUrl}/`, { headers: { 'x-forwarded-host': hostname! } })).json()
+    expect(served).toMatchObject({ intern: intern.id, model: 'acme/thinker:fast' })
+  })
+
   it('refuses a provision or suspend body that carries any field', async () => {
     const intern = await client.interns.createIntern({ createInternRequest: { name: 'nobody' } })
     for (const op of ['provision', 'suspend']) {
@@ -123,6 +133,8 @@ describe('the lifecycle through @openrouter/sdk', () => {
       const failed = await client.interns.getIntern({ internId: intern.id })
       expect(failed.lastFailureMessage).toMatch(/archiving the workspace/)
       await refused(client.interns.deleteIntern({ internId: intern.id, deleteInternRequest: {} }), 409, 'workspace_loss_unacknowledged')
+      await refused(client.interns.provisionIntern({ internId: intern.id }), 409, 'intern_deleting')
+      await refused(client.interns.updateIntern({ internId: intern.id, updateInternRequest: { name: 'revived' } }), 409, 'intern_deleting')
     } finally {
       stack.runtime.start()
       await stack.runtime.waitForOutput(/listening/)
@@ -198,6 +210,17 @@ describe('listing', () => {
     expect(await bad(`status=${Array(9).fill(0).map((_, i) => ['queued', 'running', 'failed', 'stopped', 'destroying', 'destroy_failed', 'provisioning', 'awaiting_slack_install', 'nope'][i]).join('%2C')}`)).toEqual({ status: 400, reason: 'invalid_body' })
     expect(await bad('workspace_id=00000000-0000-4000-8000-000000000000')).toEqual({ status: 404, reason: 'not_found' })
     expect((await bad(`workspace_id=${tenant.workspaceId}&limit=500`)).status).toBe(200)
+  })
+
+  it('shows created_by_you to members and leaves it out for organization keys', async () => {
+    const intern = await client.interns.createIntern({ createInternRequest: { name: 'flagged' } })
+    // The SDK's Intern model has no created_by_you (it drops extra keys), so read the wire.
+    const asMember = await (await fetch(`${stack.apiUrl}/interns`, { headers: { authorization: `Bearer ${tenant.keys.user}` } })).json()
+    expect(asMember.data.find((i: { id: string }) => i.id === intern.id)?.created_by_you).toBe(true)
+    const res = await fetch(`${stack.apiUrl}/interns`, { headers: { authorization: `Bearer ${tenant.keys.organization}` } })
+    const asOrg = (await res.json()).data.find((i: { id: string }) => i.id === intern.id)
+    expect(asOrg).not.toHaveProperty('created_by_you')
+    expect(asOrg).toHaveProperty('icon_sha256', null)
   })
 
   it('hides the collection from an intern key, and other workspaces from everyone', async () => {
