@@ -1,0 +1,74 @@
+import { createHash } from 'node:crypto'
+
+// Deterministic content: the same request always gets the same reply, so tests can assert on it.
+
+const WORDS = (
+  'the a intern simulator replies with words chosen by a seeded generator so every run of the ' +
+  'same request reads alike and tests can depend on it while latency tokens and faults stay under ' +
+  'the control of the settings'
+).split(' ')
+
+/** A small, fast PRNG (mulberry32) seeded from the request text. */
+export function seeded(text: string): () => number {
+  let a = createHash('sha256').update(text).digest().readUInt32LE(0)
+  return () => {
+    a = (a + 0x6d2b79f5) | 0
+    let t = Math.imul(a ^ (a >>> 15), 1 | a)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+/** `count` tokens of reply text, each a word with its leading space (the first without). */
+export function replyTokens(seedText: string, count: number): string[] {
+  const next = seeded(seedText)
+  return Array.from({ length: count }, (_, i) => (i === 0 ? '' : ' ') + WORDS[Math.floor(next() * WORDS.length)])
+}
+
+/** A rough token count, close enough for usage figures: words and punctuation. */
+export function countTokens(text: string): number {
+  return (text.match(/[\p{L}\p{N}]+|[^\s\p{L}\p{N}]/gu) ?? []).length
+}
+
+type Schema = {
+  type?: string | string[]
+  properties?: Record<string, Schema>
+  required?: string[]
+  items?: Schema
+  enum?: unknown[]
+  const?: unknown
+  minimum?: number
+  minLength?: number
+  anyOf?: Schema[]
+  oneOf?: Schema[]
+  default?: unknown
+}
+
+/** A value valid for a (reasonable) JSON schema: what a model's tool call would plausibly pass. */
+export function sampleFor(schema: Schema | undefined, depth = 0): unknown {
+  if (!schema || depth > 6) return {}
+  if (schema.const !== undefined) return schema.const
+  if (schema.enum?.length) return schema.enum[0]
+  if (schema.default !== undefined) return schema.default
+  const alt = schema.anyOf ?? schema.oneOf
+  if (alt?.length) return sampleFor(alt[0], depth + 1)
+  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type
+  switch (type) {
+    case 'string':
+      return 'sample'.padEnd(schema.minLength ?? 0, 'x')
+    case 'integer':
+    case 'number':
+      return Math.max(1, schema.minimum ?? 1)
+    case 'boolean':
+      return true
+    case 'null':
+      return null
+    case 'array':
+      return [sampleFor(schema.items, depth + 1)]
+    default: {
+      const out: Record<string, unknown> = {}
+      for (const [key, prop] of Object.entries(schema.properties ?? {})) out[key] = sampleFor(prop, depth + 1)
+      return out
+    }
+  }
+}

@@ -1,0 +1,3 @@
+export * from './server.js'
+export * from './settings.js'
+export { sampleFor, countTokens } from './content.js'

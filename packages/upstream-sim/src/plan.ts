@@ -1,0 +1,90 @@
+import { countTokens, replyTokens, sampleFor } from './content.js'
+import type { SimSettings } from './settings.js'
+
+/** What a request asks for, whatever its protocol. */
+export interface Ask {
+  model: string
+  /** All input text, for seeding and counting. */
+  inputText: string
+  tools: { name: string; parameters?: unknown }[]
+  /** auto | none | required, or the name of the one tool to call. */
+  toolChoice: string
+  /** The conversation ends with a tool result: answer in text now. */
+  afterToolResult: boolean
+  maxTokens?: number
+  stop?: string[]
+  /** The request marks content for caching (cache_control, prompt_cache_key…). */
+  cache: boolean
+  reasoning: boolean
+}
+
+/** What the simulator answers, whatever its protocol. */
+export interface Plan {
+  id: string
+  model: string
+  text: string[]
+  reasoning: string[]
+  toolCall?: { id: string; name: string; arguments: string }
+  finish: 'stop' | 'length' | 'tool'
+  usage: { input: number; cached: number; cacheWrite: number; output: number; reasoning: number }
+}
+
+let sequence = 0
+
+/** Decides the answer. `seenPrompts` makes caching real: a prompt is a cache hit the second time. */
+export function plan(ask: Ask, settings: SimSettings, seenPrompts: Set<string>): Plan {
+  const id = `sim-${Date.now().toString(36)}-${(sequence++).toString(36)}`
+  const input = countTokens(ask.inputText)
+  const cacheHit = ask.cache && seenPrompts.has(ask.inputText)
+  if (ask.cache && seenPrompts.size < 100_000) seenPrompts.add(ask.inputText)
+  const usage = {
+    input,
+    cached: cacheHit ? input : 0,
+    cacheWrite: ask.cache && !cacheHit ? input : 0,
+    output: 0,
+    reasoning: ask.reasoning ? 8 : 0,
+  }
+  const reasoning = ask.reasoning ? replyTokens(`reasoning:${ask.inputText}`, 8) : []
+  const callable =
+    settings.toolCalls && ask.tools.length > 0 && ask.toolChoice !== 'none' && !ask.afterToolResult
+  if (callable) {
+    const tool = ask.tools.find((t) => t.name === ask.toolChoice) ?? ask.tools[0]!
+    const args = JSON.stringify(sampleFor(tool.parameters as never))
+    usage.output = countTokens(args) + usage.reasoning
+    return { id, model: ask.model, text: [], reasoning, toolCall: { id: `call_${id}`, name: tool.name, arguments: args }, finish: 'tool', usage }
+  }
+  const wanted = settings.replyTokens
+  const limit = ask.maxTokens !== undefined ? Math.max(0, ask.maxTokens - usage.reasoning) : Infinity
+  let text = replyTokens(ask.inputText, Math.min(wanted, limit))
+  let finish: Plan['finish'] = wanted > limit ? 'length' : 'stop'
+  for (const stop of ask.stop ?? []) {
+    const joined = text.join('')
+    const at = stop ? joined.indexOf(stop) : -1
+    if (at >= 0) {
+      text = splitLike(joined.slice(0, at))
+      finish = 'stop'
+    }
+  }
+  usage.output = text.length + usage.reasoning
+  return { id, model: ask.model, text, reasoning, finish, usage }
+}
+
+function splitLike(text: string): string[] {
+  return text.match(/\s*\S+/g) ?? []
+}
+
+/** Text of any message content shape (string, parts with text, tool results). */
+export function textOf(content: unknown): string {
+  if (typeof content === 'string') return content
+  if (Array.isArray(content)) return content.map(textOf).join(' ')
+  if (content && typeof content === 'object') {
+    const c = content as Record<string, unknown>
+    return textOf(c.text ?? c.content ?? c.output ?? c.input_text ?? '')
+  }
+  return ''
+}
+
+/** Whether any part of a request asks for caching. */
+export function wantsCache(body: unknown): boolean {
+  return JSON.stringify(body ?? {}).includes('"cache_control"') || (body as { prompt_cache_key?: string })?.prompt_cache_key !== undefined
+}

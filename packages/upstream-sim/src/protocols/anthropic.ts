@@ -1,0 +1,88 @@
+import type { Ask, Plan } from '../plan.js'
+import { textOf, wantsCache } from '../plan.js'
+import { pieces, type StreamWriter } from '../writer.js'
+
+// Anthropic Messages: POST /v1/messages.
+
+type Body = Record<string, any>
+
+export function askFromMessages(body: Body): Ask {
+  const messages: Body[] = Array.isArray(body.messages) ? body.messages : []
+  const last = messages.at(-1)
+  const choice = body.tool_choice
+  return {
+    model: String(body.model ?? 'sim'),
+    inputText: [textOf(body.system ?? ''), ...messages.map((m) => textOf(m.content))].filter(Boolean).join('\n'),
+    tools: (Array.isArray(body.tools) ? body.tools : []).filter((t: Body) => t?.name).map((t: Body) => ({ name: t.name, parameters: t.input_schema })),
+    toolChoice: choice?.type === 'tool' ? choice.name : choice?.type === 'none' ? 'none' : choice?.type === 'any' ? 'required' : 'auto',
+    afterToolResult: Array.isArray(last?.content) && last.content.some((b: Body) => b?.type === 'tool_result'),
+    maxTokens: body.max_tokens,
+    stop: body.stop_sequences,
+    cache: wantsCache(body),
+    reasoning: body.thinking?.type === 'enabled',
+  }
+}
+
+const stopReason = (p: Plan) => (p.finish === 'tool' ? 'tool_use' : p.finish === 'length' ? 'max_tokens' : 'end_turn')
+
+function usageOf(p: Plan) {
+  return {
+    input_tokens: p.usage.input - p.usage.cached - p.usage.cacheWrite,
+    output_tokens: p.usage.output,
+    cache_read_input_tokens: p.usage.cached,
+    cache_creation_input_tokens: p.usage.cacheWrite,
+  }
+}
+
+function blocks(p: Plan) {
+  const out: Body[] = []
+  if (p.reasoning.length) out.push({ type: 'thinking', thinking: p.reasoning.join(''), signature: `sig_${p.id}` })
+  if (p.toolCall) out.push({ type: 'tool_use', id: p.toolCall.id, name: p.toolCall.name, input: JSON.parse(p.toolCall.arguments) })
+  else out.push({ type: 'text', text: p.text.join('') })
+  return out
+}
+
+export function messagesResponse(p: Plan) {
+  return {
+    id: `msg_${p.id}`,
+    type: 'message',
+    role: 'assistant',
+    model: p.model,
+    content: blocks(p),
+    stop_reason: stopReason(p),
+    stop_sequence: null,
+    usage: usageOf(p),
+  }
+}
+
+export async function messagesStream(p: Plan, out: StreamWriter) {
+  const send = (type: string, fields: Body, paced = false) => out.event({ type, ...fields }, type, paced)
+  const start = { ...messagesResponse(p), content: [], stop_reason: null, usage: { ...usageOf(p), output_tokens: 1 } }
+  if (!(await send('message_start', { message: start }))) return
+  let index = 0
+  if (p.reasoning.length) {
+    if (!(await send('content_block_start', { index, content_block: { type: 'thinking', thinking: '' } }))) return
+    for (const r of p.reasoning) if (!(await send('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: r } }, true))) return
+    if (!(await send('content_block_delta', { index, delta: { type: 'signature_delta', signature: `sig_${p.id}` } }))) return
+    if (!(await send('content_block_stop', { index }))) return
+    index++
+  }
+  if (p.toolCall) {
+    if (!(await send('content_block_start', { index, content_block: { type: 'tool_use', id: p.toolCall.id, name: p.toolCall.name, input: {} } }))) return
+    for (const a of pieces(p.toolCall.arguments)) {
+      if (!(await send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: a } }, true))) return
+    }
+  } else {
+    if (!(await send('content_block_start', { index, content_block: { type: 'text', text: '' } }))) return
+    for (const t of p.text) if (!(await send('content_block_delta', { index, delta: { type: 'text_delta', text: t } }, true))) return
+  }
+  if (!(await send('content_block_stop', { index }))) return
+  if (!(await send('message_delta', { delta: { stop_reason: stopReason(p), stop_sequence: null }, usage: { output_tokens: p.usage.output } }))) return
+  if (await send('message_stop', {})) out.end()
+}
+
+export function messagesError(status: number, message: string) {
+  const type =
+    status === 429 ? 'rate_limit_error' : status === 401 ? 'authentication_error' : status === 529 || status === 503 ? 'overloaded_error' : 'api_error'
+  return { type: 'error', error: { type, message } }
+}

@@ -1,0 +1,91 @@
+import type { Ask, Plan } from '../plan.js'
+import { textOf, wantsCache } from '../plan.js'
+import { pieces, type StreamWriter } from '../writer.js'
+
+// OpenAI Chat Completions: POST /v1/chat/completions (also what vLLM, Ollama, llama.cpp speak).
+
+type Body = Record<string, any>
+
+export function askFromChat(body: Body): Ask {
+  const messages: Body[] = Array.isArray(body.messages) ? body.messages : []
+  const choice = body.tool_choice
+  return {
+    model: String(body.model ?? 'sim'),
+    inputText: messages.map((m) => textOf(m.content)).join('\n'),
+    tools: (Array.isArray(body.tools) ? body.tools : [])
+      .filter((t: Body) => t?.type === 'function' && t.function?.name)
+      .map((t: Body) => ({ name: t.function.name, parameters: t.function.parameters })),
+    toolChoice: typeof choice === 'string' ? choice : (choice?.function?.name ?? 'auto'),
+    afterToolResult: messages.at(-1)?.role === 'tool',
+    maxTokens: body.max_completion_tokens ?? body.max_tokens,
+    stop: typeof body.stop === 'string' ? [body.stop] : body.stop,
+    cache: wantsCache(body),
+    reasoning: Boolean(body.reasoning_effort ?? body.reasoning),
+  }
+}
+
+const finishReason = (p: Plan) => (p.finish === 'tool' ? 'tool_calls' : p.finish)
+
+function usageOf(p: Plan) {
+  return {
+    prompt_tokens: p.usage.input,
+    completion_tokens: p.usage.output,
+    total_tokens: p.usage.input + p.usage.output,
+    prompt_tokens_details: { cached_tokens: p.usage.cached },
+    completion_tokens_details: { reasoning_tokens: p.usage.reasoning },
+  }
+}
+
+export function chatResponse(p: Plan, withUsage: boolean) {
+  return {
+    id: p.id,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: p.model,
+    choices: [
+      {
+        index: 0,
+        message: {
+          role: 'assistant',
+          content: p.toolCall ? null : p.text.join(''),
+          ...(p.reasoning.length ? { reasoning_content: p.reasoning.join('') } : {}),
+          ...(p.toolCall
+            ? { tool_calls: [{ id: p.toolCall.id, type: 'function', function: { name: p.toolCall.name, arguments: p.toolCall.arguments } }] }
+            : {}),
+        },
+        finish_reason: finishReason(p),
+      },
+    ],
+    ...(withUsage ? { usage: usageOf(p) } : {}),
+  }
+}
+
+export async function chatStream(p: Plan, out: StreamWriter, body: Body, withUsage: boolean) {
+  const chunk = (delta: Body, finish: string | null = null) => ({
+    id: p.id,
+    object: 'chat.completion.chunk',
+    created: Math.floor(Date.now() / 1000),
+    model: p.model,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  })
+  if (!(await out.event(chunk({ role: 'assistant', content: '' })))) return
+  for (const r of p.reasoning) if (!(await out.event(chunk({ reasoning_content: r }), undefined, true))) return
+  for (const t of p.text) if (!(await out.event(chunk({ content: t }), undefined, true))) return
+  if (p.toolCall) {
+    const head = { index: 0, id: p.toolCall.id, type: 'function', function: { name: p.toolCall.name, arguments: '' } }
+    if (!(await out.event(chunk({ tool_calls: [head] })))) return
+    for (const a of pieces(p.toolCall.arguments)) {
+      if (!(await out.event(chunk({ tool_calls: [{ index: 0, function: { arguments: a } }] }), undefined, true))) return
+    }
+  }
+  if (!(await out.event(chunk({}, finishReason(p))))) return
+  if (withUsage && body.stream_options?.include_usage) {
+    if (!(await out.event({ ...chunk({}), choices: [], usage: usageOf(p) }))) return
+  }
+  if (await out.event('[DONE]')) out.end()
+}
+
+export function chatError(status: number, message: string) {
+  const type = status === 429 ? 'rate_limit_exceeded' : status === 401 ? 'invalid_api_key' : 'server_error'
+  return { error: { message, type, code: type } }
+}

@@ -1,0 +1,139 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { timingSafeEqual } from 'node:crypto'
+import { defaultSettings, requestSettings, type SimSettings } from './settings.js'
+import { plan, type Ask, type Plan } from './plan.js'
+import { StreamWriter } from './writer.js'
+import { askFromChat, chatError, chatResponse, chatStream } from './protocols/chat-completions.js'
+import { askFromResponses, responsesResponse, responsesStream } from './protocols/responses.js'
+import { askFromMessages, messagesError, messagesResponse, messagesStream } from './protocols/anthropic.js'
+
+type Body = Record<string, any>
+
+interface Protocol {
+  ask(body: Body): Ask
+  reply(p: Plan, settings: SimSettings): unknown
+  stream(p: Plan, out: StreamWriter, body: Body, settings: SimSettings): Promise<void>
+  error(status: number, message: string): unknown
+}
+
+const protocols: Record<string, Protocol> = {
+  '/v1/chat/completions': {
+    ask: askFromChat,
+    reply: (p, s) => chatResponse(p, s.usage),
+    stream: (p, out, body, s) => chatStream(p, out, body, s.usage),
+    error: chatError,
+  },
+  '/v1/responses': {
+    ask: askFromResponses,
+    reply: (p, s) => responsesResponse(p, s.usage),
+    stream: (p, out, _body, s) => responsesStream(p, out, s.usage),
+    error: chatError,
+  },
+  '/v1/messages': {
+    ask: askFromMessages,
+    reply: (p) => messagesResponse(p),
+    stream: (p, out) => messagesStream(p, out),
+    error: messagesError,
+  },
+}
+
+export interface Simulator {
+  url: string
+  server: Server
+  /** Requests seen per path, and the last body per path (for tests of what a gateway sent). */
+  stats: { requests: Record<string, number>; lastBody: Record<string, unknown>; lastHeaders: Record<string, IncomingMessage['headers']> }
+  close(): Promise<void>
+}
+
+/**
+ * The upstream simulator: a real HTTP server speaking OpenAI Chat Completions, OpenAI Responses and
+ * Anthropic Messages, streamed or not. Deterministic replies; latency, pace, reply length, tool
+ * calls, usage and faults come from the settings, or per request from `x-sim-*` headers.
+ */
+export async function startSimulator(options: Partial<SimSettings> & { port?: number; host?: string } = {}): Promise<Simulator> {
+  const base: SimSettings = { ...defaultSettings, ...options }
+  const seenPrompts = new Set<string>()
+  const stats: Simulator['stats'] = { requests: {}, lastBody: {}, lastHeaders: {} }
+
+  const server = createServer((req, res) => {
+    void handle(req, res).catch(() => {
+      if (!res.headersSent) json(res, 500, { error: { message: 'simulator failure', type: 'server_error' } })
+      else res.destroy()
+    })
+  })
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    const path = (req.url ?? '/').split('?')[0]!
+    if (req.method === 'GET' && (path === '/health' || path === '/v1/models')) {
+      return json(res, 200, path === '/health' ? { status: 'ok' } : { object: 'list', data: [{ id: 'sim', object: 'model' }] })
+    }
+    const protocol = protocols[path]
+    if (req.method !== 'POST' || !protocol) return json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'not_found' } })
+    const settings = requestSettings(base, req.headers)
+    stats.requests[path] = (stats.requests[path] ?? 0) + 1
+    stats.lastHeaders[path] = req.headers
+
+    if (settings.apiKey && !authorised(req, settings.apiKey)) return json(res, 401, protocol.error(401, 'invalid api key'))
+    let body: Body
+    try {
+      body = JSON.parse(await readBody(req))
+    } catch {
+      return json(res, 400, protocol.error(400, 'body is not JSON'))
+    }
+    stats.lastBody[path] = body
+    if (settings.latencyMs > 0) await new Promise((r) => setTimeout(r, settings.latencyMs))
+
+    switch (settings.fault) {
+      case 'timeout':
+        return // never answers; the caller's timeout decides
+      case '429':
+        res.setHeader('retry-after', '2')
+        return json(res, 429, protocol.error(429, 'rate limited by the simulator'))
+      case '500':
+      case '503':
+        return json(res, Number(settings.fault), protocol.error(Number(settings.fault), 'simulated upstream failure'))
+    }
+    const answer = plan(protocol.ask(body), settings, seenPrompts)
+    if (body.stream === true) {
+      const out = new StreamWriter(res, settings, Math.max(1, Math.floor(answer.text.length / 2)))
+      req.on('close', () => res.destroy())
+      return protocol.stream(answer, out, body, settings)
+    }
+    return json(res, 200, protocol.reply(answer, settings))
+  }
+
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  return {
+    url: `http://${options.host ?? '127.0.0.1'}:${port}`,
+    server,
+    stats,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+}
+
+function authorised(req: IncomingMessage, key: string): boolean {
+  const given = req.headers['x-api-key'] ?? /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? ''
+  const a = Buffer.from(String(given))
+  const b = Buffer.from(key)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+function json(res: ServerResponse, status: number, body: unknown) {
+  const text = JSON.stringify(body)
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+  res.end(text)
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
+    req.on('error', reject)
+  })
+}

@@ -1,0 +1,53 @@
+/** How the simulator behaves; every field can also be set per request with an `x-sim-<name>` header. */
+export interface SimSettings {
+  /** Milliseconds before the first byte of a reply. */
+  latencyMs: number
+  /** Streaming pace; 0 sends tokens as fast as possible. */
+  tokensPerSecond: number
+  /** Tokens in a text reply (a request's max output tokens caps it). */
+  replyTokens: number
+  /** Report usage (tokens, cached, reasoning). */
+  usage: boolean
+  /** Call an offered function tool when tool_choice allows it. */
+  toolCalls: boolean
+  /** A fault to produce: none, 429 (with Retry-After), 500, 503, timeout (never answers), cut (a stream ends mid-way). */
+  fault: 'none' | '429' | '500' | '503' | 'timeout' | 'cut'
+  /** The credential callers must present (Bearer or x-api-key); empty accepts any. */
+  apiKey: string
+}
+
+export const defaultSettings: SimSettings = {
+  latencyMs: 0,
+  tokensPerSecond: 0,
+  replyTokens: 12,
+  usage: true,
+  toolCalls: true,
+  fault: 'none',
+  apiKey: '',
+}
+
+/** Settings for one request: the server's, overridden by `x-sim-*` headers. */
+export function requestSettings(base: SimSettings, headers: Record<string, string | string[] | undefined>): SimSettings {
+  const header = (name: string) => {
+    const v = headers[`x-sim-${name}`]
+    return Array.isArray(v) ? v[0] : v
+  }
+  const num = (name: string, fallback: number) => {
+    const v = header(name)
+    return v !== undefined && Number.isFinite(Number(v)) ? Number(v) : fallback
+  }
+  const bool = (name: string, fallback: boolean) => {
+    const v = header(name)
+    return v === undefined ? fallback : v === 'true' || v === '1'
+  }
+  const fault = header('fault')
+  return {
+    latencyMs: num('latency-ms', base.latencyMs),
+    tokensPerSecond: num('tokens-per-second', base.tokensPerSecond),
+    replyTokens: num('reply-tokens', base.replyTokens),
+    usage: bool('usage', base.usage),
+    toolCalls: bool('tool-calls', base.toolCalls),
+    fault: (['none', '429', '500', '503', 'timeout', 'cut'] as const).find((f) => f === fault) ?? base.fault,
+    apiKey: base.apiKey,
+  }
+}
