@@ -1,0 +1,158 @@
+import { z } from 'zod'
+
+// The Responses request (POST /responses, and the body a preset is made from). Fields the spec
+// names are validated with their limits; other fields the official clients send are accepted as
+// they are (the object is loose), so a client that adds a field does not break.
+
+const MetadataKey = z
+  .string()
+  .min(1)
+  .max(64)
+  .refine((k) => !/[[\]]/.test(k), 'metadata keys may not contain brackets')
+
+export const Metadata = z
+  .record(MetadataKey, z.string().max(512))
+  .refine((m) => Object.keys(m).length <= 16, 'metadata holds at most 16 pairs')
+
+export const StopCondition = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('step_count_is'), step_count: z.int().min(1) }),
+  z.object({ type: z.literal('max_cost'), max_cost_in_dollars: z.number().positive() }),
+  z.object({ type: z.literal('finish_reason_is'), reason: z.string().min(1) }),
+  z.object({ type: z.literal('has_tool_call'), tool_name: z.string().min(1) }),
+  z.object({ type: z.literal('max_tokens_used'), max_tokens: z.int().min(1) }),
+])
+
+export const ServiceTier = z.enum(['auto', 'default', 'fast', 'flex', 'priority', 'scale', 'ultrafast'])
+
+const FunctionTool = z.looseObject({
+  type: z.literal('function'),
+  name: z.string().min(1).max(64),
+  description: z.string().optional(),
+  parameters: z.record(z.string(), z.unknown()).nullable(),
+  strict: z.boolean().nullable().optional(),
+})
+/** Function tools are checked; other kinds pass here and are accepted or refused by name later. */
+const Tool = z.union([FunctionTool, z.looseObject({ type: z.string().min(1) }).refine((t) => t.type !== 'function', 'a function tool needs name and parameters')])
+
+const ToolChoice = z.union([
+  z.enum(['auto', 'none', 'required']),
+  z.looseObject({ type: z.literal('function'), name: z.string().min(1) }),
+  z.looseObject({ type: z.string().min(1) }),
+])
+
+const Part = z.looseObject({ type: z.string().min(1) })
+const MessageItem = z.looseObject({
+  type: z.literal('message').optional(),
+  role: z.enum(['user', 'system', 'assistant', 'developer']),
+  content: z.union([z.string(), z.array(Part), z.null()]),
+})
+const OtherItem = z.looseObject({ type: z.string().min(1) })
+export const InputItem = z.union([MessageItem, OtherItem])
+
+export const ResponsesRequest = z
+  .looseObject({
+    model: z.string().min(1).max(200).optional(),
+    models: z.array(z.string().min(1).max(200)).max(16).optional(),
+    input: z.union([z.string(), z.array(InputItem)]).optional(),
+    instructions: z.string().nullable().optional(),
+    stream: z.boolean().default(false),
+    store: z.boolean().optional(),
+    max_output_tokens: z.int().min(1).nullable().optional(),
+    max_tool_calls: z.int().min(1).max(30).nullable().optional(),
+    stop_server_tools_when: z.array(StopCondition).min(1, 'give at least one condition').optional(),
+    stop: z.union([z.string(), z.array(z.string()).max(4, 'at most 4 stop sequences')]).nullable().optional(),
+    metadata: Metadata.nullable().optional(),
+    session_id: z.string().max(256).optional(),
+    user: z.string().max(256).optional(),
+    previous_response_id: z
+      .unknown()
+      .refine((v) => v === null || v === undefined, 'responses are not stored, so previous_response_id must be null; send the whole conversation in input')
+      .optional(),
+    service_tier: ServiceTier.nullable().optional(),
+    temperature: z.number().min(0).max(2).nullable().optional(),
+    top_p: z.number().min(0).max(1).nullable().optional(),
+    top_k: z.int().min(0).optional(),
+    frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
+    presence_penalty: z.number().min(-2).max(2).nullable().optional(),
+    top_logprobs: z.int().min(0).max(20).nullable().optional(),
+    parallel_tool_calls: z.boolean().nullable().optional(),
+    tools: z.array(Tool).max(128).optional(),
+    tool_choice: ToolChoice.optional(),
+    text: z
+      .looseObject({
+        format: z.looseObject({ type: z.enum(['text', 'json_object', 'json_schema']) }).optional(),
+        verbosity: z.enum(['low', 'medium', 'high', 'xhigh', 'max']).nullable().optional(),
+      })
+      .optional(),
+    reasoning: z
+      .looseObject({
+        effort: z.enum(['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none']).nullable().optional(),
+        summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional(),
+        enabled: z.boolean().nullable().optional(),
+        max_tokens: z.int().min(0).nullable().optional(),
+      })
+      .nullable()
+      .optional(),
+    include: z
+      .array(
+        z.enum([
+          'file_search_call.results',
+          'message.input_image.image_url',
+          'computer_call_output.output.image_url',
+          'reasoning.encrypted_content',
+          'code_interpreter_call.outputs',
+        ]),
+      )
+      .nullable()
+      .optional(),
+    modalities: z.array(z.enum(['text', 'image'])).optional(),
+    image_config: z.record(z.string(), z.unknown()).optional(),
+    prompt_cache_key: z.string().max(256).nullable().optional(),
+    prompt_cache_options: z.looseObject({ mode: z.literal('explicit'), ttl: z.string().optional() }).nullable().optional(),
+    cache_control: z.looseObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() }).optional(),
+    provider: z.looseObject({}).nullable().optional(),
+    plugins: z.array(z.looseObject({ id: z.string().min(1) })).optional(),
+    /** The deprecated routing alias: fallback → provider.sort.partition "model", sort → "none". */
+    route: z.enum(['fallback', 'sort']).nullable().optional(),
+    trace: z.record(z.string(), z.unknown()).optional(),
+    truncation: z.enum(['auto', 'disabled']).nullable().optional(),
+    debug: z.looseObject({ echo_upstream_body: z.boolean().optional() }).optional(),
+  })
+  .superRefine((req, ctx) => {
+    if (req.model === undefined && !req.models?.length) ctx.addIssue({ code: 'custom', path: ['model'], message: 'give model or models' })
+    if (req.debug?.echo_upstream_body && !req.stream) {
+      ctx.addIssue({ code: 'custom', path: ['debug', 'echo_upstream_body'], message: 'echo_upstream_body works with stream: true only' })
+    }
+  })
+export type ResponsesRequest = z.infer<typeof ResponsesRequest>
+
+/** max_tool_calls: default 30, which is also the most; ignored when stop conditions are given. */
+export function maxToolSteps(req: ResponsesRequest): number | undefined {
+  return req.stop_server_tools_when ? undefined : (req.max_tool_calls ?? 30)
+}
+
+/** `fast` is an alias of `priority`; `ultrafast` prefers ultrafast endpoints, then priority, then default. */
+export function tierPreference(tier: ResponsesRequest['service_tier']): string[] {
+  switch (tier) {
+    case 'fast':
+    case 'priority':
+      return ['priority', 'default']
+    case 'ultrafast':
+      return ['ultrafast', 'priority', 'default']
+    case 'flex':
+    case 'scale':
+      return [tier, 'default']
+    default:
+      return ['default']
+  }
+}
+
+/** The deprecated `route` alias, mapped onto provider.sort.partition. */
+export function partitionFromRoute(route: ResponsesRequest['route']): 'model' | 'none' | undefined {
+  return route === 'fallback' ? 'model' : route === 'sort' ? 'none' : undefined
+}
+
+/** The sticky routing key: the body's session_id beats the x-session-id header. */
+export function sessionKey(req: ResponsesRequest, header: string | undefined): string | undefined {
+  return req.session_id ?? (header && header.length <= 256 ? header : undefined)
+}
