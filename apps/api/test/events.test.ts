@@ -1,18 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { apiClient, createTestDatabase, makeTenant, startStack, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { apiClient, makeTenant, startStack, useTestTenant, type Stack } from '@roster/testing'
 
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let stack: Stack
 beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
-  stack = await startStack({ databaseUrl: t.url })
+  stack = await startStack({ databaseUrl: env.t.url })
 })
-afterAll(async () => {
-  await stack?.stop()
-  await t?.drop()
-})
+afterAll(async () => stack?.stop())
 
 /** Reads server-sent events until `stop` says so (or the stream ends). */
 async function collect(url: string, key: string, stop: (events: { event: string; data: any }[]) => boolean) {
@@ -44,9 +38,9 @@ async function collect(url: string, key: string, stop: (events: { event: string;
 
 describe('GET /interns/{id}/events', () => {
   it('streams the intern from queued through each provisioning step to running, in order', async () => {
-    const api = apiClient(stack.apiUrl, tenant.keys.user)
+    const api = apiClient(stack.apiUrl, env.tenant.keys.user)
     const id = (await api.createIntern({ name: 'watched', provision: true })).body.id
-    const events = await collect(`${stack.apiUrl}/interns/${id}/events`, tenant.keys.user, (e) => e.at(-1)?.data.status === 'running')
+    const events = await collect(`${stack.apiUrl}/interns/${id}/events`, env.tenant.keys.user, (e) => e.at(-1)?.data.status === 'running')
     expect(events[0]!.event).toBe('intern')
     expect(events.at(-1)!.data).toMatchObject({ id, status: 'running', progress: null })
     expect(events.at(-1)!.data.hostname).toMatch(/^watched-/)
@@ -57,19 +51,19 @@ describe('GET /interns/{id}/events', () => {
   })
 
   it('ends with a deleted event when the intern goes away', async () => {
-    const api = apiClient(stack.apiUrl, tenant.keys.user)
+    const api = apiClient(stack.apiUrl, env.tenant.keys.user)
     const id = (await api.createIntern({ name: 'goner' })).body.id
-    const streaming = collect(`${stack.apiUrl}/interns/${id}/events`, tenant.keys.user, (e) => e.some((x) => x.event === 'deleted'))
+    const streaming = collect(`${stack.apiUrl}/interns/${id}/events`, env.tenant.keys.user, (e) => e.some((x) => x.event === 'deleted'))
     await new Promise((r) => setTimeout(r, 200))
-    await fetch(`${stack.apiUrl}/interns/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${tenant.keys.user}` } })
+    await fetch(`${stack.apiUrl}/interns/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${env.tenant.keys.user}` } })
     const events = await streaming
     expect(events.map((e) => e.data.status ?? e.event)).toContain('destroying')
     expect(events.at(-1)).toEqual({ event: 'deleted', data: { id } })
   })
 
   it('refuses before streaming: 404 in the error shape for an intern the key cannot see', async () => {
-    const stranger = await makeTenant(t.db)
-    const id = (await apiClient(stack.apiUrl, tenant.keys.user).createIntern({ name: 'private' })).body.id
+    const stranger = await makeTenant(env.t.db)
+    const id = (await apiClient(stack.apiUrl, env.tenant.keys.user).createIntern({ name: 'private' })).body.id
     const res = await fetch(`${stack.apiUrl}/interns/${id}/events`, { headers: { authorization: `Bearer ${stranger.keys.user}` } })
     expect(res.status).toBe(404)
     expect((await res.json()).error.metadata.reason).toBe('not_found')

@@ -1,25 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
 import { InternLifecycleError } from '@openrouter/sdk/models/errors'
-import { createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { startStack, useTestTenant, waitFor, type Stack } from '@roster/testing'
 
 // The official client, unchanged, against the real processes. Retries off: a 5xx would otherwise be
 // retried for up to an hour.
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let stack: Stack
 let client: OpenRouter
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
-  stack = await startStack({ databaseUrl: t.url })
-  client = new OpenRouter({ apiKey: tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
+  stack = await startStack({ databaseUrl: env.t.url })
+  client = new OpenRouter({ apiKey: env.tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
 })
-afterAll(async () => {
-  await stack?.stop()
-  await t?.drop()
-})
+afterAll(async () => stack?.stop())
 
 describe('@openrouter/sdk against Roster', () => {
   it('creates an intern and polls it until running', async () => {
@@ -62,7 +56,7 @@ describe('@openrouter/sdk against Roster', () => {
     expect((err as InternLifecycleError).statusCode).toBe(409)
     expect((err as InternLifecycleError).error.metadata).toEqual({ reason: 'name_taken', retryable: false })
 
-    const org = new OpenRouter({ apiKey: tenant.keys.organization, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
+    const org = new OpenRouter({ apiKey: env.tenant.keys.organization, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
     const forbidden = await org.interns.createIntern({ createInternRequest: { name: 'sdk-org' } }).catch((e: unknown) => e)
     expect((forbidden as InternLifecycleError).error.metadata?.reason).toBe('no_acting_user')
 

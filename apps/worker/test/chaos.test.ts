@@ -1,16 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createTestDatabase, makeTenant, startRedisServer, startStack, waitFor, type Tenant, type TestDatabase } from '@roster/testing'
+import { describe, expect, it } from 'vitest'
+import { startRedisServer, startStack, useTestTenant, waitFor } from '@roster/testing'
 
 // Chaos: the worker, the runtime host and Redis are killed at random moments while 300 interns are
 // created, suspended, provisioned again and deleted. Afterwards every intern must be in the status
 // its last accepted operation implies, with no orphan runtime, vault or hostname.
-let t: TestDatabase
-let tenant: Tenant
-beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
-})
-afterAll(async () => t?.drop())
+const env = useTestTenant()
 
 type Expected = 'running' | 'stopped' | 'gone'
 const pick = <T>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)]!
@@ -19,7 +13,7 @@ describe('chaos', () => {
   it('ends every intern where its last accepted operation says, with nothing orphaned', async () => {
     const redis = await startRedisServer()
     const stack = await startStack({
-      databaseUrl: t.url,
+      databaseUrl: env.t.url,
       redisUrl: redis.url,
       env: { INTERN_LIMIT_PER_MEMBER: '100000' },
       workerEnv: {
@@ -34,7 +28,7 @@ describe('chaos', () => {
     const call = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${stack.apiUrl}${path}`, {
         method,
-        headers: { authorization: `Bearer ${tenant.keys.user}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        headers: { authorization: `Bearer ${env.tenant.keys.user}`, ...(body ? { 'content-type': 'application/json' } : {}) },
         body: body ? JSON.stringify(body) : undefined,
       })
       return { status: res.status, body: (await res.json()) as any }
@@ -95,7 +89,7 @@ describe('chaos', () => {
     expect(chaosLog.length).toBeGreaterThan(3)
 
     const settled = async () => {
-      const rows = await t.db.intern.findMany({ where: { workspaceId: tenant.workspaceId } })
+      const rows = await env.t.db.intern.findMany({ where: { workspaceId: env.tenant.workspaceId } })
       const byId = new Map(rows.map((r) => [r.id, r]))
       for (const [id, want] of expected) {
         const row = byId.get(id)
@@ -106,8 +100,8 @@ describe('chaos', () => {
     await waitFor(settled, { timeoutMs: 120_000, intervalMs: 250, what: `every intern as expected (chaos: ${chaosLog.join(',')})` })
 
     // No orphans: vaults, hostnames, runtimes.
-    const rows = await t.db.intern.findMany({ where: { workspaceId: tenant.workspaceId } })
-    const vaults = await t.db.vault.findMany({ where: { workspaceId: tenant.workspaceId } })
+    const rows = await env.t.db.intern.findMany({ where: { workspaceId: env.tenant.workspaceId } })
+    const vaults = await env.t.db.vault.findMany({ where: { workspaceId: env.tenant.workspaceId } })
     expect(vaults.map((v) => v.id).sort()).toEqual(rows.map((r) => r.vaultId).sort())
     for (const [id, want] of expected) if (want === 'gone') expect(vaults.find((v) => v.id === vaultOf.get(id))).toBeUndefined()
     const hostnames = rows.map((r) => r.hostname).filter(Boolean)

@@ -1,22 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { apiClient, createTestDatabase, makeTenant, startStack, waitFor, type Tenant, type TestDatabase } from '@roster/testing'
+import { describe, expect, it } from 'vitest'
+import { apiClient, startStack, useTestTenant, waitFor } from '@roster/testing'
 
 // "running" means the runtime runs: when it vanishes, the reconciler notices within a bounded time.
-let t: TestDatabase
-let tenant: Tenant
-beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
-})
-afterAll(async () => t?.drop())
+const env = useTestTenant()
 
-const statuses = async (ids: string[]) => (await t.db.intern.findMany({ where: { id: { in: ids } } })).map((i) => i.status)
+const statuses = async (ids: string[]) => (await env.t.db.intern.findMany({ where: { id: { in: ids } } })).map((i) => i.status)
 
 describe('a runtime host that is killed', () => {
   it('has its running interns restored once it is back', async () => {
-    const stack = await startStack({ databaseUrl: t.url, workerEnv: { RECONCILE_INTERVAL_MS: '500', PROVISION_BACKOFF_MS: '200' } })
+    const stack = await startStack({ databaseUrl: env.t.url, workerEnv: { RECONCILE_INTERVAL_MS: '500', PROVISION_BACKOFF_MS: '200' } })
     try {
-      const api = apiClient(stack.apiUrl, tenant.keys.user)
+      const api = apiClient(stack.apiUrl, env.tenant.keys.user)
       const ids = await Promise.all(['keep-a', 'keep-b', 'keep-c'].map(async (name) => (await api.createIntern({ name, provision: true })).body.id as string))
       await waitFor(async () => (await statuses(ids)).every((s) => s === 'running'), { what: 'all running' })
       await new Promise((r) => setTimeout(r, 2_100)) // past the grace a fresh intern gets
@@ -36,11 +30,11 @@ describe('a runtime host that is killed', () => {
 
   it('ends its interns failed, with a reason, when it stays away', async () => {
     const stack = await startStack({
-      databaseUrl: t.url,
+      databaseUrl: env.t.url,
       workerEnv: { RECONCILE_INTERVAL_MS: '500', PROVISION_ATTEMPTS: '2', PROVISION_BACKOFF_MS: '100', HEALTH_TIMEOUT_MS: '300' },
     })
     try {
-      const api = apiClient(stack.apiUrl, tenant.keys.user)
+      const api = apiClient(stack.apiUrl, env.tenant.keys.user)
       const id = (await api.createIntern({ name: 'orphan', provision: true })).body.id as string
       await waitFor(async () => (await statuses([id]))[0] === 'running', { what: 'running' })
       await new Promise((r) => setTimeout(r, 2_100))

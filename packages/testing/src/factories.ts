@@ -1,3 +1,5 @@
+import { afterAll, beforeAll } from 'vitest'
+import { createTestDatabase, type TestDatabase } from './database.js'
 import { createAccount, createApiKey, createUser, createWorkspace, type ApiKeyKind, type Db } from '@roster/shared'
 
 export interface Tenant {
@@ -33,4 +35,26 @@ export async function makeUserKey(db: Db, workspaceId: string): Promise<{ userId
 
 export async function makeInternKey(db: Db, workspaceId: string, internId: string): Promise<string> {
   return (await createApiKey(db, { kind: 'intern', workspaceId, internId })).key
+}
+
+/**
+ * For a test file: a database cloned from the template and a tenant in it, made before the file's
+ * tests and dropped after them. Read them inside tests (they exist once beforeAll has run).
+ */
+export function useTestTenant(): { readonly t: TestDatabase; readonly tenant: Tenant } {
+  let t: TestDatabase | undefined
+  let tenant: Tenant | undefined
+  beforeAll(async () => {
+    t = await createTestDatabase()
+    tenant = await makeTenant(t.db)
+  })
+  afterAll(async () => t?.drop())
+  return {
+    get t() {
+      return t!
+    },
+    get tenant() {
+      return tenant!
+    },
+  }
 }
