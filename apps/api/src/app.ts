@@ -6,6 +6,8 @@ import type { Redis } from 'ioredis'
 import { loggerOptions, type ApiConfig, type Caller, type CreateBatcher, type Db, type InternReader, type VaultService } from '@roster/shared'
 import type { InternWatch } from './plugins/intern-watch.js'
 import type { ListCache } from './plugins/list-cache.js'
+import type { Catalogue } from '@roster/gateway'
+import { modelRoutes } from './routes/models.js'
 import { registerErrorHandling } from './plugins/errors.js'
 import type { Authenticator } from './plugins/auth.js'
 import { internRoutes } from './routes/interns/index.js'
@@ -35,6 +37,8 @@ export interface AppDeps {
   watch: InternWatch
   /** After this process changed interns: evict, tell local listeners, publish the event. */
   internsChanged: (ids: string[]) => void
+  /** The models served (loaded once at start-up). */
+  catalogue: Catalogue
 }
 
 export const BODY_LIMIT = 1_048_576
@@ -82,6 +86,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
   await app.register(
     async (v1) => {
       await v1.register(internRoutes(deps))
+      await v1.register(modelRoutes(deps))
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
     },
     { prefix: '/api/v1' },

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis'
 import { CreateBatcher, createInternEventPublisher, InternReader, LocalVault, type ApiConfig, type Db } from '@roster/shared'
+import type { Catalogue } from '@roster/gateway'
 import type { AppDeps } from './app.js'
 import { createAuthenticator } from './plugins/auth.js'
 import { createOutboxBell } from './plugins/outbox-bell.js'
@@ -7,7 +8,7 @@ import { InternWatch } from './plugins/intern-watch.js'
 import { ListCache } from './plugins/list-cache.js'
 
 /** Everything the API needs besides its connections; main.ts and the tests build it the same way. */
-export function createAppDeps(config: ApiConfig, db: Db, redis: Redis): AppDeps {
+export function createAppDeps(config: ApiConfig, db: Db, redis: Redis, catalogue: Catalogue = { models: [] }): AppDeps {
   let watch: InternWatch | undefined
   const trusted = () => watch?.live ?? false
   const reader = new InternReader(db, config.INTERN_CACHE_MS, trusted)
@@ -25,6 +26,7 @@ export function createAppDeps(config: ApiConfig, db: Db, redis: Redis): AppDeps 
     authenticate: createAuthenticator(db, config.AUTH_CACHE_MS),
     ringOutboxBell: createOutboxBell(redis, config.QUEUE_PREFIX),
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
+    catalogue,
     internReader: reader,
     listCache: lists,
     watch,

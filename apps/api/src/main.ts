@@ -2,8 +2,19 @@ import { Redis } from 'ioredis'
 import { ApiConfig, createDb, loadConfigOrExit } from '@roster/shared'
 import { buildApp } from './app.js'
 import { createAppDeps } from './deps.js'
+import { CatalogueError, loadCatalogue, type Catalogue } from '@roster/gateway'
 
 const config = loadConfigOrExit(ApiConfig, 'api')
+let catalogue: Catalogue = { models: [] }
+if (config.MODEL_CATALOGUE) {
+  try {
+    catalogue = await loadCatalogue(config.MODEL_CATALOGUE)
+  } catch (err) {
+    if (!(err instanceof CatalogueError)) throw err
+    process.stderr.write(`api: ${err.message}\n`)
+    process.exit(78)
+  }
+}
 // Nothing the API runs should outlive the create deadline; past it Postgres cancels the statement.
 const db = createDb({
   url: config.DATABASE_URL,
@@ -16,7 +27,7 @@ const db = createDb({
 const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
 redis.on('error', () => {})
 redis.connect().catch(() => {})
-const app = await buildApp(createAppDeps(config, db, redis))
+const app = await buildApp(createAppDeps(config, db, redis, catalogue))
 if (!config.VAULT_MASTER_KEY) app.log.warn('VAULT_MASTER_KEY is not set: intern creation will answer 500 configuration_error')
 
 let closing = false

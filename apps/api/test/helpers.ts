@@ -4,16 +4,21 @@ import { ApiConfig, loadConfig, type Db } from '@roster/shared'
 import { redisUrl } from '@roster/testing'
 import { buildApp } from '../src/app.js'
 import { createAppDeps } from '../src/deps.js'
+import type { Catalogue } from '@roster/gateway'
 
 export const TEST_MASTER_KEY = 'ab'.repeat(32)
 
 /** The API built in-process over a test database (no port), wired as main.ts wires it; close it when done. */
-export async function buildTestApp(db: Db, env: Record<string, string> = {}): Promise<FastifyInstance & { closeAll(): Promise<void> }> {
+export async function buildTestApp(
+  db: Db,
+  env: Record<string, string> = {},
+  catalogue?: Catalogue,
+): Promise<FastifyInstance & { closeAll(): Promise<void> }> {
   const config = loadConfig(ApiConfig, { VAULT_MASTER_KEY: TEST_MASTER_KEY, REDIS_URL: redisUrl(), AUTH_CACHE_MS: '0', INTERN_CACHE_MS: '0', ...env })
   const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
   redis.on('error', () => {})
   await redis.connect().catch(() => {})
-  const app = await buildApp(createAppDeps(config, db, redis), { logger: false })
+  const app = await buildApp(createAppDeps(config, db, redis, catalogue), { logger: false })
   return Object.assign(app, {
     async closeAll() {
       await app.close()

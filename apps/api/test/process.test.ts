@@ -52,5 +52,10 @@ describe('the processes', () => {
     expect(api.output).toMatch(/PORT/)
     expect(api.output).toMatch(/DATABASE_URL/)
     expect(worker.output).toMatch(/QUEUE_PREFIX/)
+
+    const catalogue = new NodeProcess('api', join(repoRoot, 'apps/api/dist/main.js'), { MODEL_CATALOGUE: '/nonexistent/models.json', PORT: '0' }).start()
+    await catalogue.waitForOutput(/model catalogue .* cannot be read/)
+    await new Promise((r) => setTimeout(r, 200))
+    expect(catalogue.child?.exitCode).toBe(78)
   })
 })

@@ -67,6 +67,8 @@ export const ApiConfig = z.object({
   VAULT_LOCK_TIMEOUT_MS: ms.default(2_000),
   /** How long a resolved API key is trusted before it is looked up again (revocation delay). */
   AUTH_CACHE_MS: z.coerce.number().int().min(0).default(5_000),
+  /** Path of the model catalogue (JSON); unset serves no models. */
+  MODEL_CATALOGUE: z.string().min(1).optional(),
   /** Longest an intern row read for a poller is reused; change events evict it sooner (0: off). */
   INTERN_CACHE_MS: z.coerce.number().int().min(0).default(1_000),
 })

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { OpenRouter } from '@openrouter/sdk'
+import { createServer } from 'node:http'
+import { loadCatalogue, modelsList, simulatorCatalogue } from './catalogue.js'
+
+const write = (content: unknown) => {
+  const path = join(mkdtempSync(join(tmpdir(), 'catalogue-')), 'models.json')
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content))
+  return path
+}
+const model = {
+  id: 'openai/gpt-4o-mini',
+  name: 'GPT-4o mini',
+  context_length: 128000,
+  pricing: { input: '0.00000015', output: '0.0000006' },
+  endpoints: [{ provider: 'openai', protocol: 'openai-chat', base_url: 'https://api.openai.invalid/v1', upstream_model: 'gpt-4o-mini', api_key_env: 'OPENAI_API_KEY' }],
+}
+
+describe('the model catalogue', () => {
+  it('loads a valid file and fills defaults', async () => {
+    const c = await loadCatalogue(write({ models: [model] }), { OPENAI_API_KEY: 'sk-test' })
+    expect(c.models[0]!.endpoints[0]!.tiers).toEqual(['default'])
+    expect(c.models[0]!.capabilities.tools).toBe(true)
+  })
+
+  it('names every problem with its path, and never a credential', async () => {
+    const bad = { models: [{ ...model, pricing: { input: 'cheap', output: '1' } }, { ...model, endpoints: [] }] }
+    const err = await loadCatalogue(write(bad), { OPENAI_API_KEY: 'sk-secret' }).catch((e: Error) => e)
+    expect(String(err)).toMatch(/models\.0\.pricing\.input/)
+    expect(String(err)).toMatch(/models\.1\.endpoints/)
+    expect(String(err)).toMatch(/listed twice/)
+    expect(String(err)).not.toContain('sk-secret')
+    await expect(loadCatalogue(write('{not json'))).rejects.toThrow(/cannot be read as JSON/)
+    await expect(loadCatalogue(write({ models: [model] }), {})).rejects.toThrow(/needs OPENAI_API_KEY/)
+  })
+
+  it('lists models in the shape the official client accepts', async () => {
+    const body = JSON.stringify(modelsList(simulatorCatalogue('http://127.0.0.1:1')))
+    const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(body))
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    try {
+      const { port } = server.address() as { port: number }
+      const client = new OpenRouter({ apiKey: 'k', serverURL: `http://127.0.0.1:${port}/api/v1`, retryConfig: { strategy: 'none' } })
+      const page = await client.models.list()
+      const models = page.result.data
+      expect(models.map((m) => m.id)).toEqual(['roster-sim/chat', 'roster-sim/responses', 'roster-sim/messages'])
+      expect(models[0]!.name).toMatch(/simulator/)
+      expect(models[0]!.pricing.prompt).toBe('0.000001')
+      expect(models[0]!.contextLength).toBe(128000)
+    } finally {
+      server.close()
+    }
+  })
+})
