@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { createDb, type Db } from '@roster/shared'
-import { adminUrl, serverUrl, templateName } from './env.js'
+import { adminUrl, serverUrl, templateName, TEST_DB_PREFIX } from './env.js'
 
 export interface TestDatabase {
   url: string
@@ -21,7 +21,9 @@ async function admin<T>(work: (c: pg.Client) => Promise<T>): Promise<T> {
 
 /** A fresh, migrated database cloned from the template; one per test file. */
 export async function createTestDatabase(poolSize = 10): Promise<TestDatabase> {
-  const name = `roster_t_${randomBytes(6).toString('hex')}`
+  // The creation time is part of the name, so a later run's cleanup can tell leftovers of killed
+  // runs from databases another run is using right now.
+  const name = `${TEST_DB_PREFIX}${Date.now().toString(36)}_${randomBytes(6).toString('hex')}`
   await admin(async (c) => {
     // Cloning fails while another session is connected to the template; retry briefly.
     for (let attempt = 0; ; attempt++) {

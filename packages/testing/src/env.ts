@@ -1,6 +1,7 @@
 // Where tests find Postgres and Redis: DATABASE_URL / REDIS_URL when set (CI and this machine),
 // the standard local ports otherwise.
 export const TEMPLATE_PREFIX = 'roster_template_'
+export const TEST_DB_PREFIX = 'roster_t_'
 
 const base = () => process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/postgres'
 

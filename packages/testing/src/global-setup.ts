@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
-import { adminUrl, serverUrl, TEMPLATE_PREFIX } from './env.js'
+import { adminUrl, serverUrl, TEMPLATE_PREFIX, TEST_DB_PREFIX } from './env.js'
 
 const root = join(import.meta.dirname, '..', '..', '..')
 
@@ -33,12 +33,26 @@ export default async function setup() {
         if (err.code !== '42P04') throw err
       })
     }
-    // Leftovers of earlier runs that were killed before they could clean up.
-    const stale = await admin.query(
-      `SELECT datname FROM pg_database WHERE datname ~ '^roster_t_[0-9a-f]{12}$' OR (starts_with(datname, $1) AND datname <> $2)`,
-      [TEMPLATE_PREFIX, template],
+    // Leftovers of earlier runs that were killed before they could clean up. Only old ones: another
+    // run may be using its databases (and its template, for another migration set) right now.
+    await admin.query(`COMMENT ON DATABASE "${template}" IS 'roster test template, used ${Date.now()}'`)
+    const { rows } = await admin.query<{ datname: string; note: string | null }>(
+      `SELECT datname, shobj_description(oid, 'pg_database') AS note FROM pg_database
+       WHERE starts_with(datname, $1) OR starts_with(datname, $2)`,
+      [TEST_DB_PREFIX, TEMPLATE_PREFIX],
     )
-    for (const { datname } of stale.rows) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`)
+    const now = Date.now()
+    for (const { datname, note } of rows) {
+      const made = /^roster_t_([0-9a-z]+)_[0-9a-f]{12}$/.exec(datname)?.[1]
+      const used = /used (\d+)/.exec(note ?? '')?.[1]
+      const legacy = /^roster_t_[0-9a-f]{12}$/.test(datname) // named before names carried a time
+      const stale = legacy
+        ? true
+        : made
+        ? now - parseInt(made, 36) > 3_600_000
+        : datname !== template && datname.startsWith(TEMPLATE_PREFIX) && (!used || now - Number(used) > 86_400_000)
+      if (stale) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => {})
+    }
   } finally {
     await admin.end()
   }
