@@ -28,10 +28,10 @@ describe('the processes', () => {
       const { body } = await api.getIntern((await res.json()).id)
       expect(body.name).toBe('logged')
 
+      await stack.api.waitForOutput(/"reqId":"trace-me-1"/, 5_000)
       const lines = stack.api.output.trim().split('\n').filter((l) => l.startsWith('{'))
       expect(lines.length).toBeGreaterThan(2)
       for (const line of lines) JSON.parse(line)
-      expect(stack.api.output).toContain('"reqId":"trace-me-1"')
       for (const p of [stack.api, stack.runtime, ...stack.workers]) {
         expect(p.output).not.toContain(tenant.keys.user)
         expect(p.output).not.toContain(stack.env.VAULT_MASTER_KEY)

@@ -129,15 +129,19 @@ describe('three worker processes over 300 interns', () => {
       // worker took part. (Interns of earlier tests in this database may be restored meanwhile:
       // their runtime hosts are gone, and the reconciler rightly provisions them again here.)
       const mine = new Set(ids)
-      const runsBy = stack.workers.map(
-        (w) =>
-          w.output
-            .split('\n')
-            .filter((line) => line.includes('"outcome":"running"'))
-            .filter((line) => mine.has(/intern\.provision\.([0-9a-f-]{36})\./.exec(line)?.[1] ?? '')).length,
-      )
-      expect(runsBy.reduce((a, b) => a + b, 0)).toBe(300)
-      for (const n of runsBy) expect(n).toBeGreaterThan(0)
+      const runsBy = () =>
+        stack.workers.map(
+          (w) =>
+            w.output
+              .split('\n')
+              .filter((line) => line.includes('"outcome":"running"'))
+              .filter((line) => mine.has(/intern\.provision\.([0-9a-f-]{36})\./.exec(line)?.[1] ?? '')).length,
+        )
+      const total = () => runsBy().reduce((a, b) => a + b, 0)
+      // A worker logs a run after committing it; give the last lines a moment to arrive.
+      await waitFor(() => total() >= 300, { timeoutMs: 5_000, what: 'the workers’ log lines' }).catch(() => {})
+      expect(total()).toBe(300)
+      for (const n of runsBy()) expect(n).toBeGreaterThan(0)
     } finally {
       await stack.stop()
     }
