@@ -6,8 +6,9 @@ import type { Redis } from 'ioredis'
 import { loggerOptions, type ApiConfig, type Caller, type CreateBatcher, type Db, type InternReader, type VaultService } from '@roster/shared'
 import type { InternWatch } from './plugins/intern-watch.js'
 import type { ListCache } from './plugins/list-cache.js'
-import type { Catalogue } from '@roster/gateway'
+import type { Catalogue, ResponsesEngine } from '@roster/gateway'
 import { modelRoutes } from './routes/models.js'
+import { responsesRoutes } from './routes/responses.js'
 import { registerErrorHandling } from './plugins/errors.js'
 import type { Authenticator } from './plugins/auth.js'
 import { internRoutes } from './routes/interns/index.js'
@@ -39,6 +40,8 @@ export interface AppDeps {
   internsChanged: (ids: string[]) => void
   /** The models served (loaded once at start-up). */
   catalogue: Catalogue
+  /** The responses engine over that catalogue. */
+  responses: ResponsesEngine
 }
 
 export const BODY_LIMIT = 1_048_576
@@ -68,7 +71,10 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     reply.header('x-request-id', req.id)
   })
   registerErrorHandling(app)
-  app.addHook('onClose', async () => deps.watch.close())
+  app.addHook('onClose', async () => {
+    deps.watch.close()
+    await deps.responses.close()
+  })
 
   await app.register(swagger, {
     openapi: {
@@ -87,6 +93,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     async (v1) => {
       await v1.register(internRoutes(deps))
       await v1.register(modelRoutes(deps))
+      await v1.register(responsesRoutes(deps))
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
     },
     { prefix: '/api/v1' },

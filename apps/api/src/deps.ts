@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis'
 import { CreateBatcher, createInternEventPublisher, InternReader, LocalVault, type ApiConfig, type Db } from '@roster/shared'
-import type { Catalogue } from '@roster/gateway'
+import { createHmac, randomBytes } from 'node:crypto'
+import { ResponsesEngine, type Catalogue } from '@roster/gateway'
 import type { AppDeps } from './app.js'
 import { createAuthenticator } from './plugins/auth.js'
 import { createOutboxBell } from './plugins/outbox-bell.js'
@@ -8,7 +9,17 @@ import { InternWatch } from './plugins/intern-watch.js'
 import { ListCache } from './plugins/list-cache.js'
 
 /** Everything the API needs besides its connections; main.ts and the tests build it the same way. */
-export function createAppDeps(config: ApiConfig, db: Db, redis: Redis, catalogue: Catalogue = { models: [] }): AppDeps {
+/**
+ * `providerEnv` is where provider credentials are found, by the variable names the catalogue gives
+ * (they are looked up per call, never copied into configuration or logs).
+ */
+export function createAppDeps(
+  config: ApiConfig,
+  db: Db,
+  redis: Redis,
+  catalogue: Catalogue = { models: [] },
+  providerEnv: NodeJS.ProcessEnv = {},
+): AppDeps {
   let watch: InternWatch | undefined
   const trusted = () => watch?.live ?? false
   const reader = new InternReader(db, config.INTERN_CACHE_MS, trusted)
@@ -27,6 +38,14 @@ export function createAppDeps(config: ApiConfig, db: Db, redis: Redis, catalogue
     ringOutboxBell: createOutboxBell(redis, config.QUEUE_PREFIX),
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
     catalogue,
+    responses: new ResponsesEngine({
+      catalogue,
+      env: providerEnv,
+      // Stable across processes when a master key is set, so one end user maps to one upstream id.
+      userHashKey: config.VAULT_MASTER_KEY
+        ? createHmac('sha256', config.VAULT_MASTER_KEY).update('roster upstream user id').digest()
+        : randomBytes(32),
+    }),
     internReader: reader,
     listCache: lists,
     watch,

@@ -27,7 +27,8 @@ const db = createDb({
 const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
 redis.on('error', () => {})
 redis.connect().catch(() => {})
-const app = await buildApp(createAppDeps(config, db, redis, catalogue))
+// Provider credentials stay in the environment, named by the catalogue; the engine reads them per call.
+const app = await buildApp(createAppDeps(config, db, redis, catalogue, process.env))
 if (!config.VAULT_MASTER_KEY) app.log.warn('VAULT_MASTER_KEY is not set: intern creation will answer 500 configuration_error')
 
 let closing = false

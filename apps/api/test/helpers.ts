@@ -13,12 +13,13 @@ export async function buildTestApp(
   db: Db,
   env: Record<string, string> = {},
   catalogue?: Catalogue,
+  providerEnv: NodeJS.ProcessEnv = {},
 ): Promise<FastifyInstance & { closeAll(): Promise<void> }> {
   const config = loadConfig(ApiConfig, { VAULT_MASTER_KEY: TEST_MASTER_KEY, REDIS_URL: redisUrl(), AUTH_CACHE_MS: '0', INTERN_CACHE_MS: '0', ...env })
   const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
   redis.on('error', () => {})
   await redis.connect().catch(() => {})
-  const app = await buildApp(createAppDeps(config, db, redis, catalogue), { logger: false })
+  const app = await buildApp(createAppDeps(config, db, redis, catalogue, providerEnv), { logger: false })
   return Object.assign(app, {
     async closeAll() {
       await app.close()

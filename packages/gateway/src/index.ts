@@ -1,2 +1,3 @@
 export * from './request.js'
 export * from './catalogue.js'
+export * from './engine.js'

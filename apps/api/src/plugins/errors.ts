@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify'
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod'
 import { AppError, errorBody, isAppError, type Reason } from '@roster/shared'
+import { GatewayError } from '@roster/gateway'
 
 // Fastify's own request errors, mapped onto the spec's reasons.
 const fastifyCodes: Record<string, Reason> = {
@@ -15,6 +16,14 @@ const fastifyCodes: Record<string, Reason> = {
 /** The one error handler: every failure leaves as the InternLifecycleError body, as JSON. */
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, req, reply) => {
+    if (err instanceof GatewayError) {
+      // The standard envelope, with the spec's canonical error type; a 429 keeps its Retry-After.
+      if (err.retryAfter) reply.header('retry-after', err.retryAfter)
+      return reply
+        .code(err.status)
+        .type('application/json')
+        .send({ error: { code: err.status, message: err.message, metadata: { error_type: err.errorType } } })
+    }
     const known = toAppError(err)
     if (known) return reply.code(known.status).type('application/json').send(errorBody(known.reason, known.message))
     req.log.error({ err }, 'unhandled error')

@@ -1,0 +1,132 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import OpenAI from 'openai'
+import { OpenRouter } from '@openrouter/sdk'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import type { Catalogue } from '@roster/gateway'
+import { useTestTenant } from '@roster/testing'
+import { buildTestApp } from './helpers.js'
+
+// POST /responses (non-streaming) through both official clients, against the upstream simulator.
+const env = useTestTenant()
+let sim: Simulator
+let limited: Simulator
+let app: Awaited<ReturnType<typeof buildTestApp>>
+let baseURL: string
+
+const endpoint = (url: string, extra: object = {}) => ({
+  provider: 'upstream-sim',
+  protocol: 'openai-chat' as const,
+  base_url: `${url}/v1`,
+  upstream_model: 'sim',
+  tiers: ['default' as const],
+  timeout_ms: 5_000,
+  ...extra,
+})
+const model = (id: string, url: string, extra: object = {}) => ({
+  id,
+  name: `simulator ${id}`,
+  context_length: 8_000,
+  pricing: { input: '0.000001', cached_input: '0.0000001', output: '0.000002' },
+  capabilities: { tools: true, reasoning: true, images: false, caching: true },
+  endpoints: [endpoint(url, extra)],
+  created: 0,
+})
+
+beforeAll(async () => {
+  sim = await startSimulator({ replyTokens: 5, apiKey: 'sk-sim-secret' })
+  limited = await startSimulator({ fault: '429' })
+  const catalogue: Catalogue = {
+    models: [model('roster-sim/chat', sim.url, { api_key_env: 'SIM_KEY' }), model('roster-sim/limited', limited.url)],
+  }
+  app = await buildTestApp(env.t.db, {}, catalogue, { SIM_KEY: 'sk-sim-secret' })
+  const address = await app.listen({ port: 0, host: '127.0.0.1' })
+  baseURL = `${address}/api/v1`
+})
+afterAll(async () => {
+  await app?.closeAll()
+  await sim?.close()
+  await limited?.close()
+})
+
+describe('POST /api/v1/responses with the openai client', () => {
+  it('answers text with usage and cost', async () => {
+    const client = new OpenAI({ apiKey: env.tenant.keys.user, baseURL, maxRetries: 0 })
+    const res = await client.responses.create({ model: 'roster-sim/chat', input: 'hello there', metadata: { run: 'one' } })
+    expect(res.status).toBe('completed')
+    expect(res.output_text.split(' ')).toHaveLength(5)
+    expect(res.metadata).toEqual({ run: 'one' })
+    expect(res.usage).toMatchObject({ input_tokens: 2, output_tokens: 5, total_tokens: 7, input_tokens_details: { cached_tokens: 0 } })
+    expect((res.usage as any).cost).toBeCloseTo(2 * 0.000001 + 5 * 0.000002, 12)
+  })
+
+  it('returns a function call for an offered tool, with arguments valid for its schema', async () => {
+    const client = new OpenAI({ apiKey: env.tenant.keys.user, baseURL, maxRetries: 0 })
+    const res = await client.responses.create({
+      model: 'roster-sim/chat',
+      input: 'weather in Paris?',
+      tools: [{ type: 'function', name: 'get_weather', strict: true, parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false } }],
+    })
+    const call = res.output.find((o) => o.type === 'function_call') as any
+    expect(call.name).toBe('get_weather')
+    expect(JSON.parse(call.arguments)).toEqual({ city: 'sample' })
+  })
+})
+
+describe('POST /api/v1/responses with @openrouter/sdk', () => {
+  const client = () => new OpenRouter({ apiKey: env.tenant.keys.user, serverURL: baseURL, retryConfig: { strategy: 'none' } })
+
+  it('parses as the client’s Response, every required key present', async () => {
+    const res = await client().responses.send({ responsesRequest: { model: 'roster-sim/chat', input: 'Say hi', maxOutputTokens: 32 } })
+    expect(res).toMatchObject({ object: 'response', status: 'completed', model: 'roster-sim/chat', store: false })
+    expect((res as any).outputText.length).toBeGreaterThan(0)
+  })
+
+  it('falls back to the next model on a retryable failure, and answers 429 with Retry-After when none is left', async () => {
+    const res = await client().responses.send({ responsesRequest: { models: ['roster-sim/limited', 'roster-sim/chat'], input: 'x' } })
+    expect(res.model).toBe('roster-sim/chat')
+    const raw = await fetch(`${baseURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'roster-sim/limited', input: 'x' }),
+    })
+    expect(raw.status).toBe(429)
+    expect(raw.headers.get('retry-after')).toBe('2')
+    expect(await raw.json()).toMatchObject({ error: { code: 429, metadata: { error_type: 'rate_limit_exceeded' } } })
+  })
+})
+
+describe('what goes upstream, and what is refused', () => {
+  const post = (body: object) =>
+    fetch(`${baseURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+
+  it('sends the credential named by the catalogue and a keyed hash of user, never user itself', async () => {
+    expect((await post({ model: 'roster-sim/chat', input: 'x', user: 'alice@example.com' })).status).toBe(200)
+    const sent = sim.stats.lastBody['/v1/chat/completions'] as any
+    expect(sent.user).toMatch(/^[0-9a-f]{64}$/)
+    expect(JSON.stringify(sent)).not.toContain('alice')
+    expect(sim.stats.lastHeaders['/v1/chat/completions']!.authorization).toBe('Bearer sk-sim-secret')
+  })
+
+  it('refuses a previous_response_id, unknown models, unimplemented tools and plugins, naming them', async () => {
+    const cases: [object, number, RegExp][] = [
+      [{ model: 'roster-sim/chat', input: 'x', previous_response_id: 'resp_1' }, 400, /not stored/],
+      [{ model: 'nobody/none', input: 'x' }, 400, /nobody\/none/],
+      [{ model: 'roster-sim/chat', input: 'x', tools: [{ type: 'web_search_preview' }] }, 400, /web_search_preview/],
+      [{ model: 'roster-sim/chat', input: 'x', plugins: [{ id: 'moderation' }] }, 400, /moderation/],
+      [{ model: 'roster-sim/chat', input: 'x', metadata: { 'a[b]': 'c' } }, 400, /metadata\/a\[b\]/],
+    ]
+    for (const [body, status, message] of cases) {
+      const res = await post(body)
+      expect(res.status).toBe(status)
+      const json = await res.json()
+      expect(Number.isInteger(json.error.code)).toBe(true)
+      expect(json.error.message).toMatch(message)
+    }
+    const noKey = await fetch(`${baseURL}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"roster-sim/chat","input":"x"}' })
+    expect(noKey.status).toBe(401)
+  })
+})
