@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import { bearerToken, resolveCaller, sha256, type Caller, type Db } from '@roster/shared'
+import { AppError, bearerToken, resolveCaller, sha256, type Caller, type Db } from '@roster/shared'
 
 /**
  * Resolves the bearer key to a Caller. Lookups are cached briefly (AUTH_CACHE_MS) because every
@@ -25,3 +25,12 @@ export function createAuthenticator(db: Db, cacheMs: number) {
   }
 }
 export type Authenticator = ReturnType<typeof createAuthenticator>
+
+/** onRequest hook for routes open to any valid key (models, responses): 401 otherwise. */
+export function requireKey(authenticate: Authenticator) {
+  return async (req: FastifyRequest) => {
+    const caller = await authenticate(req)
+    if (!caller) throw new AppError('unauthorized', 'a valid API key is required')
+    req.caller = caller
+  }
+}

@@ -34,6 +34,54 @@ export function checkInternAccess(caller: Caller | undefined, access: InternAcce
   }
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export function isUuid(value: string): boolean {
+  return UUID.test(value)
+}
+
+/**
+ * The one answer for an intern the caller may not have: malformed id, unknown id, or one the key
+ * may not see all look alike (404), so nothing about other workspaces leaks.
+ */
+export function internNotFound(internId: string): AppError {
+  return new AppError('not_found', `intern ${internId} not found`)
+}
+
+/** Refuses a malformed intern id before any query. */
+export function assertInternId(internId: string): void {
+  if (!isUuid(internId)) throw internNotFound(internId)
+}
+
+/** The intern, if it exists and this caller may see it; otherwise not found. */
+export function visibleOrNotFound<T extends { id: string }>(
+  caller: Caller,
+  intern: T | null | undefined,
+  internId: string,
+  workspaceOf: (intern: T) => string,
+): T {
+  if (!intern || !canSeeIntern(caller, { id: intern.id, workspaceId: workspaceOf(intern) })) throw internNotFound(internId)
+  return intern
+}
+
+/** `workspace_id`, when given, must be the key's own workspace (there is no other). */
+export function assertOwnWorkspace(caller: Caller, workspaceId: string | undefined): void {
+  if (workspaceId !== undefined && workspaceId !== caller.workspaceId) {
+    throw new AppError('not_found', `workspace ${workspaceId} is not the workspace of this API key`)
+  }
+}
+
+/** While an intern is being deleted, nothing but the delete itself may change it. */
+export function refuseWhileDeleting(status: string, internId: string): void {
+  if (status === 'destroying' || status === 'destroy_failed') {
+    throw new AppError('intern_deleting', `intern ${internId} is being deleted (status ${status})`)
+  }
+}
+
+export function nameTaken(name: string | undefined): AppError {
+  return new AppError('name_taken', `you already have an intern named "${name}" in this workspace`)
+}
+
 /** Whether the caller may see the intern at all: an intern key sees only its own intern. */
 export function canSeeIntern(caller: Caller, intern: { id: string; workspaceId: string }): boolean {
   if (intern.workspaceId !== caller.workspaceId) return false

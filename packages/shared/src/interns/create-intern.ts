@@ -7,6 +7,7 @@ import { INTERN_COLUMNS, toIntern, type InternRecord } from './view.js'
 import type { VaultService } from '../vault/local-vault.js'
 import { canonicalJson, sha256 } from '../canonical-json.js'
 import { Jobs } from '../jobs.js'
+import { assertOwnWorkspace, nameTaken } from './access.js'
 import { insertOne, refusedReason, type PreparedCreate } from './create-statements.js'
 import type { CreateBatcher } from './create-batcher.js'
 
@@ -44,9 +45,7 @@ export async function createIntern(
 ): Promise<CreateInternResult> {
   const userId = caller.userId
   if (!userId) throw new AppError('no_acting_user', 'this key acts for no member')
-  if (body.workspace_id !== undefined && body.workspace_id !== caller.workspaceId) {
-    throw new AppError('not_found', `workspace ${body.workspace_id} is not the workspace of this API key`)
-  }
+  assertOwnWorkspace(caller, body.workspace_id)
   const request = { ...body, workspace_id: caller.workspaceId }
   const fingerprint = sha256('POST /interns', canonicalJson(request))
   const internId = randomUUID()
@@ -85,7 +84,7 @@ export async function createIntern(
 
 function refusal(err: unknown, p: PreparedCreate, limit: number): AppError | undefined {
   if (isAppError(err)) return err
-  if (isUniqueViolation(err)) return new AppError('name_taken', `you already have an intern named "${p.name}" in this workspace`)
+  if (isUniqueViolation(err)) return nameTaken(p.name)
   const reason = refusedReason(err)
   if (reason === 'intern_limit_reached') {
     return new AppError(reason, `this member already has ${limit} interns, the most allowed per member`)

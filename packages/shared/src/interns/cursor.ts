@@ -1,4 +1,5 @@
 import { AppError } from '../errors.js'
+import { isUuid } from './access.js'
 
 /**
  * The list cursor: opaque to clients (base64url JSON), exact to us. created_at is kept as Postgres's
@@ -10,7 +11,6 @@ export interface Cursor {
   id: string
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}(:\d{2})?$/
 
 export function encodeCursor(cursor: Cursor): string {
@@ -20,7 +20,7 @@ export function encodeCursor(cursor: Cursor): string {
 export function decodeCursor(text: string): Cursor {
   try {
     const [createdAt, id] = JSON.parse(Buffer.from(text, 'base64url').toString('utf8')) as unknown[]
-    if (typeof createdAt === 'string' && TIMESTAMP.test(createdAt) && typeof id === 'string' && UUID.test(id)) {
+    if (typeof createdAt === 'string' && TIMESTAMP.test(createdAt) && typeof id === 'string' && isUuid(id)) {
       return { createdAt, id }
     }
   } catch {}

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { AppError } from '../errors.js'
 import type { Db } from '../db.js'
 import type { Caller } from '../caller.js'
-import { canSeeIntern } from './access.js'
+import { assertInternId, refuseWhileDeleting, visibleOrNotFound } from './access.js'
 
 export const ICON_MAX_BYTES = 262_144
 
@@ -15,20 +15,15 @@ const SIGNATURES: Record<string, (b: Buffer) => boolean> = {
 }
 export const ICON_TYPES = Object.keys(SIGNATURES)
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
 async function visible(db: Db, caller: Caller, internId: string) {
-  if (!UUID.test(internId)) throw new AppError('not_found', `intern ${internId} not found`)
+  assertInternId(internId)
   const intern = await db.intern.findUnique({ where: { id: internId }, select: { id: true, workspaceId: true, status: true } })
-  if (!intern || !canSeeIntern(caller, intern)) throw new AppError('not_found', `intern ${internId} not found`)
-  return intern
+  return visibleOrNotFound(caller, intern, internId, (i) => i.workspaceId)
 }
 
 export async function setInternIcon(db: Db, caller: Caller, internId: string, contentType: string, bytes: Buffer): Promise<string> {
   const intern = await visible(db, caller, internId)
-  if (intern.status === 'destroying' || intern.status === 'destroy_failed') {
-    throw new AppError('intern_deleting', `intern ${internId} is being deleted (status ${intern.status})`)
-  }
+  refuseWhileDeleting(intern.status, internId)
   const type = contentType.split(';')[0]!.trim().toLowerCase()
   if (!SIGNATURES[type]?.(bytes)) throw new AppError('invalid_body', `the body is not a ${type} image (accepted: ${ICON_TYPES.join(', ')})`)
   const sha256 = createHash('sha256').update(bytes).digest('hex')

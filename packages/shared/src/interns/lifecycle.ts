@@ -5,24 +5,19 @@ import type { Caller } from '../caller.js'
 import type {
   DeleteInternRequest,
   InternList,
-  InternStatus,
   InternView,
   ListInternsQuery,
   UpdateInternRequest,
 } from '../contracts/interns.js'
 import { transition } from '../intern-state.js'
 import { enqueueInTx } from '../outbox.js'
-import { canSeeIntern } from './access.js'
+import { assertInternId, assertOwnWorkspace, nameTaken, refuseWhileDeleting, visibleOrNotFound } from './access.js'
 import { INTERN_COLUMNS, toInternView, type InternRecord } from './view.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
 /** Newest first, keyset-paged on (created_at, id): stable while interns are being created. */
 export async function listInterns(db: Db, caller: Caller, query: ListInternsQuery): Promise<InternList> {
-  if (query.workspace_id !== undefined && query.workspace_id !== caller.workspaceId) {
-    throw new AppError('not_found', `workspace ${query.workspace_id} is not the workspace of this API key`)
-  }
+  assertOwnWorkspace(caller, query.workspace_id)
   const after = query.starting_after === undefined ? undefined : decodeCursor(query.starting_after)
   const rows = await db.$queryRaw<(InternRecord & { created_at_exact: string })[]>`
     SELECT ${INTERN_COLUMNS}, created_at::text AS created_at_exact FROM interns
@@ -40,21 +35,11 @@ export async function listInterns(db: Db, caller: Caller, query: ListInternsQuer
 
 /** Locks the intern for a lifecycle change; anything the caller may not see is not found. */
 async function lockVisible(tx: Prisma.TransactionClient, caller: Caller, internId: string) {
-  if (!UUID.test(internId)) throw new AppError('not_found', `intern ${internId} not found`)
+  assertInternId(internId)
   const rows = await tx.$queryRaw<(InternRecord & { workspace_archive_failed: boolean; provision_generation: number })[]>`
     SELECT ${INTERN_COLUMNS}, workspace_archive_failed, provision_generation FROM interns
     WHERE id = ${internId}::uuid FOR UPDATE`
-  const row = rows[0]
-  if (!row || !canSeeIntern(caller, { id: row.id, workspaceId: row.workspace_id })) {
-    throw new AppError('not_found', `intern ${internId} not found`)
-  }
-  return row
-}
-
-function refuseWhileDeleting(status: InternStatus, id: string) {
-  if (status === 'destroying' || status === 'destroy_failed') {
-    throw new AppError('intern_deleting', `intern ${id} is being deleted (status ${status})`)
-  }
+  return visibleOrNotFound(caller, rows[0], internId, (r) => r.workspace_id)
 }
 
 /** Omitted fields stay; null clears (model null: the workspace default). The model applies at the next provision. */
@@ -73,7 +58,7 @@ export async function updateIntern(db: Db, caller: Caller, internId: string, bod
       return toInternView(updated[0]!, caller)
     })
   } catch (err) {
-    if (isUniqueViolation(err)) throw new AppError('name_taken', `you already have an intern named "${body.name}" in this workspace`)
+    if (isUniqueViolation(err)) throw nameTaken(body.name)
     throw err
   }
 }
