@@ -37,7 +37,9 @@ async function collect(url: string, key: string, stop: (events: { event: string;
 }
 
 describe('GET /interns/{id}/events', () => {
-  it('streams the intern from queued through each provisioning step to running, in order', async () => {
+  // Steps that pass faster than a read may merge into one event, so the test asks for order (never
+  // backwards) and the final state, not for one event per step.
+  it('streams the intern’s changes in order until it is running', async () => {
     const api = apiClient(stack.apiUrl, env.tenant.keys.user)
     const id = (await api.createIntern({ name: 'watched', provision: true })).body.id
     const events = await collect(`${stack.apiUrl}/interns/${id}/events`, env.tenant.keys.user, (e) => e.at(-1)?.data.status === 'running')

@@ -57,6 +57,19 @@ describe('TransitionBatcher', () => {
     expect(await t.db.intern.count({ where: { id: { in: interns.map((i) => i.id) }, status: 'running', progress: { equals: Prisma.DbNull } } })).toBe(20)
   })
 
+  it('carries every change of a single transition, a new provisioning generation included', async () => {
+    const sut = new TransitionBatcher(t.db)
+    const interns = await queuedInterns(4)
+    await Promise.all(interns.map((i) => t.db.intern.update({ where: { id: i.id }, data: { status: 'failed', lastFailureMessage: 'boom' } })))
+    const rows = await Promise.all(
+      interns.map((i) => sut.run({ internId: i.id, from: ['failed'], to: 'queued', set: { lastFailureMessage: null, bumpGeneration: true } })),
+    )
+    expect(sut.stats.batches).toBeGreaterThan(0)
+    expect(rows.map((r) => r?.provision_generation)).toEqual([2, 2, 2, 2])
+    const stored = await t.db.intern.findMany({ where: { id: { in: interns.map((i) => i.id) } } })
+    expect(stored.every((r) => r.status === 'queued' && r.lastFailureMessage === null && r.provisionGeneration === 2)).toBe(true)
+  })
+
   it('refuses a transition the table does not allow, before touching the database', async () => {
     const sut = new TransitionBatcher(t.db)
     const [intern] = await queuedInterns(1)

@@ -90,10 +90,7 @@ export async function transition(db: Db | Prisma.TransactionClient, req: Transit
  */
 export class TransitionBatcher extends GroupCommit<TransitionRequest, TransitionedIntern | null> {
   /** `changed` hears the ids of interns whose transition committed (to publish change events). */
-  constructor(
-    private readonly db: Db,
-    private readonly changed: (ids: string[]) => void = () => {},
-  ) {
+  constructor(db: Db, changed: (ids: string[]) => void = () => {}) {
     super({
       writeMany: async (reqs) => {
         const rows = await transitionMany(db, reqs)
@@ -114,13 +111,6 @@ export class TransitionBatcher extends GroupCommit<TransitionRequest, Transition
     for (const from of req.from) {
       if (!canTransition(from, req.to)) return Promise.reject(new Error(`intern transition ${from} → ${req.to} is not allowed`))
     }
-    // Generation bumps stay on the single path: the batched statement does not carry them.
-    if (req.set?.bumpGeneration) {
-      return transition(this.db, req).then((row) => {
-        if (row) this.changed([row.id])
-        return row
-      })
-    }
     return this.submit(req)
   }
 }
@@ -137,9 +127,10 @@ async function transitionMany(db: Db, reqs: TransitionRequest[]): Promise<Map<st
         ${col((r) => has(r, 'progress'))}::bool[], ${col((r) => (r.set?.progress ? JSON.stringify(r.set.progress) : null))}::jsonb[],
         ${col((r) => has(r, 'hostname'))}::bool[], ${col((r) => r.set?.hostname ?? null)}::text[],
         ${col((r) => r.set?.reserveHostname ?? null)}::text[],
-        ${col((r) => has(r, 'lastFailureMessage'))}::bool[], ${col((r) => r.set?.lastFailureMessage ?? null)}::text[]
+        ${col((r) => has(r, 'lastFailureMessage'))}::bool[], ${col((r) => r.set?.lastFailureMessage ?? null)}::text[],
+        ${col((r) => r.set?.bumpGeneration === true)}::bool[]
       ) AS t(id, from_list, to_status, generation, set_progress, progress, set_hostname, hostname, reserve,
-             set_failure, failure)
+             set_failure, failure, bump)
     )
     UPDATE interns i SET
       status = v.to_status,
@@ -148,7 +139,8 @@ async function transitionMany(db: Db, reqs: TransitionRequest[]): Promise<Map<st
       hostname = CASE WHEN v.set_hostname THEN v.hostname
                       WHEN v.reserve IS NOT NULL THEN COALESCE(i.hostname, v.reserve)
                       ELSE i.hostname END,
-      last_failure_message = CASE WHEN v.set_failure THEN v.failure ELSE i.last_failure_message END
+      last_failure_message = CASE WHEN v.set_failure THEN v.failure ELSE i.last_failure_message END,
+      provision_generation = i.provision_generation + CASE WHEN v.bump THEN 1 ELSE 0 END
     FROM v
     WHERE i.id = v.id
       AND i.status::text = ANY(string_to_array(v.from_list, ','))
