@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance } from 'fastify'
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import { z } from 'zod'
@@ -26,6 +26,16 @@ interface HostedIntern {
 }
 
 const ID = /^[0-9a-f-]{36}$/
+
+/**
+ * Writes a file so that a crash leaves either the old content or the new, never a torn file
+ * (write a temporary file, then rename over the target; rename is atomic on one filesystem).
+ */
+async function writeAtomically(path: string, content: string) {
+  const temporary = `${path}.${process.pid}.${Date.now()}.tmp`
+  await writeFile(temporary, content)
+  await rename(temporary, path)
+}
 
 /**
  * The local runtime host: runs many interns in one process, each answering on its own hostname
@@ -63,7 +73,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     if (current?.digest === digest) return { written: false }
     const owner = byHostname.get(spec.data.hostname)
     if (owner && owner !== req.params.id) return reply.code(409).send({ error: 'hostname belongs to another intern' })
-    await writeFile(join(config.RUNTIME_DATA_DIR, `${req.params.id}.json`), JSON.stringify(spec.data))
+    await writeAtomically(join(config.RUNTIME_DATA_DIR, `${req.params.id}.json`), JSON.stringify(spec.data))
     if (current && current.spec.hostname !== spec.data.hostname) byHostname.delete(current.spec.hostname)
     byHostname.set(spec.data.hostname, req.params.id)
     interns.set(req.params.id, {
@@ -101,7 +111,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     if (!intern) return { archived: false }
     const dir = join(config.RUNTIME_DATA_DIR, 'archive')
     await mkdir(dir, { recursive: true })
-    await writeFile(join(dir, `${req.params.id}-${Date.now()}.json`), JSON.stringify({ ...intern.spec, token: undefined }))
+    await writeAtomically(join(dir, `${req.params.id}-${Date.now()}.json`), JSON.stringify({ ...intern.spec, token: undefined }))
     return { archived: true }
   })
 
@@ -126,11 +136,18 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
 
   // Configurations persist across restarts; running state does not.
   app.addHook('onReady', async () => {
-    const { readdir } = await import('node:fs/promises')
     for (const file of await readdir(config.RUNTIME_DATA_DIR)) {
       const id = file.replace(/\.json$/, '')
       if (!ID.test(id) || interns.has(id)) continue
-      const parsed = Spec.safeParse(JSON.parse(await readFile(join(config.RUNTIME_DATA_DIR, file), 'utf8')))
+      // A file that cannot be read back (written by an older host before writes were atomic, or
+      // damaged) must not stop the host: the provisioning that wrote it will write it again.
+      let parsed
+      try {
+        parsed = Spec.safeParse(JSON.parse(await readFile(join(config.RUNTIME_DATA_DIR, file), 'utf8')))
+      } catch {
+        app.log.warn({ file }, 'skipping an unreadable intern configuration')
+        continue
+      }
       if (!parsed.success) continue
       const digest = createHash('sha256').update(JSON.stringify(parsed.data)).digest('hex')
       interns.set(id, { id, spec: parsed.data, digest, running: false, startedAt: null, configWrites: 0, starts: 0 })

@@ -42,7 +42,8 @@ describe('chaos', () => {
     const chaosLoop = (async () => {
       while (chaos || victims.some((v) => !chaosLog.includes(v))) {
         await new Promise((r) => setTimeout(r, 600 + Math.random() * 900))
-        const victim = chaos ? pick([...victims]) : victims.find((v) => !chaosLog.includes(v))!
+        const victim = chaos ? pick([...victims]) : victims.find((v) => !chaosLog.includes(v))
+        if (!victim) break
         chaosLog.push(victim)
         if (victim === 'worker') {
           await stack.workers[0]!.kill('SIGKILL')
@@ -58,6 +59,7 @@ describe('chaos', () => {
       }
     })()
 
+    const started = performance.now()
     try {
       // 300 creates, 20 at a time.
       for (let i = 0; i < 300; i += 20) {
@@ -86,7 +88,7 @@ describe('chaos', () => {
       chaos = false
       await chaosLoop
     }
-    expect(chaosLog.length).toBeGreaterThan(3)
+    for (const victim of victims) expect(chaosLog).toContain(victim)
 
     const settled = async () => {
       const rows = await env.t.db.intern.findMany({ where: { workspaceId: env.tenant.workspaceId } })
@@ -97,7 +99,24 @@ describe('chaos', () => {
       }
       return rows.length === [...expected.values()].filter((e) => e !== 'gone').length
     }
-    await waitFor(settled, { timeoutMs: 120_000, intervalMs: 250, what: `every intern as expected (chaos: ${chaosLog.join(',')})` })
+    const settling = performance.now()
+    await waitFor(settled, { timeoutMs: 120_000, intervalMs: 250, what: 'every intern as expected' }).catch(async (err) => {
+      // Say which interns are stuck where, and what the workers said about them.
+      const rows = new Map((await env.t.db.intern.findMany({ where: { workspaceId: env.tenant.workspaceId } })).map((r) => [r.id, r]))
+      const wrong = [...expected]
+        .filter(([id, want]) => (want === 'gone' ? rows.has(id) : rows.get(id)?.status !== want))
+        .slice(0, 5)
+        .map(([id, want]) => {
+          const r = rows.get(id)
+          const said = stack.workers.flatMap((w) => w.output.split('\n').filter((l) => l.includes(id))).slice(-4)
+          return `${id} want ${want}, is ${r ? `${r.status} gen ${r.provisionGeneration} progress ${JSON.stringify(r.progress)} failure ${r.lastFailureMessage}` : 'gone'}\n    ${said.join('\n    ')}`
+        })
+      const host = stack.runtime.output.trim().split('\n').slice(-5).join('\n    ')
+      throw new Error(`${(err as Error).message} (chaos: ${chaosLog.join(',')})\n  ${wrong.join('\n  ')}\n  runtime host (${stack.runtime.running ? 'up' : 'down'}):\n    ${host}`)
+    })
+    console.log(
+      `chaos: ${chaosLog.join(',')}; operations and chaos ${Math.round(settling - started)} ms, settled ${Math.round(performance.now() - settling)} ms later`,
+    )
 
     // No orphans: vaults, hostnames, runtimes.
     const rows = await env.t.db.intern.findMany({ where: { workspaceId: env.tenant.workspaceId } })
@@ -119,5 +138,5 @@ describe('chaos', () => {
     )
     await stack.stop()
     await redis.stop()
-  })
+  }, 240_000) // its own waits allow up to 150 s after the chaos
 })
