@@ -71,6 +71,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     reply.header('x-request-id', req.id)
   })
   registerErrorHandling(app)
+  deps.responses.useTraceLogger(app.log.child({ component: 'trace' }))
   app.addHook('onClose', async () => {
     deps.watch.close()
     await deps.responses.close()

@@ -45,6 +45,11 @@ export function createAppDeps(
       userHashKey: config.VAULT_MASTER_KEY
         ? createHmac('sha256', config.VAULT_MASTER_KEY).update('roster upstream user id').digest()
         : randomBytes(32),
+      webFetch: {
+        allowPrivateNetworks: config.WEB_FETCH_PRIVATE_NETWORKS === 'allow',
+        maxBytes: config.WEB_FETCH_MAX_BYTES,
+        timeoutMs: config.WEB_FETCH_TIMEOUT_MS,
+      },
     }),
     internReader: reader,
     listCache: lists,

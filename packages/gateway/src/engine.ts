@@ -1,200 +1,429 @@
-import { createHmac, randomBytes } from 'node:crypto'
-import { Pool, type Dispatcher } from 'undici'
-import type { Catalogue, CatalogueModel, Endpoint } from './catalogue.js'
-import type { ResponsesRequest } from './request.js'
-import { fromChatReply, toChatBody, type Turn } from './adapters/openai-chat.js'
+import { createHmac } from 'node:crypto'
+import { createParser, type EventSourceMessage } from 'eventsource-parser'
+import type { Catalogue } from './catalogue.js'
+import { maxToolSteps, sessionKey, type ResponsesRequest } from './request.js'
+import type { Adapter, CallSpec, ChoiceSpec, FunctionDef } from './adapters/adapter.js'
+import { openaiChat } from './adapters/openai-chat.js'
+import { openaiResponses } from './adapters/openai-responses.js'
+import { anthropic } from './adapters/anthropic-messages.js'
+import { conversation } from './conversation.js'
+import type { Usage } from './deltas.js'
+import { ResponseAssembler, itemId, type TurnCall } from './assembler.js'
+import { GatewayError, invalid, retryable } from './errors.js'
+import { Router, type Candidate, type Route } from './routing.js'
+import { serverTools, type ServerTool, type WebFetchOptions } from './server-tools.js'
+import { connectionError, Upstream } from './upstream.js'
+import { traceOf, type TraceLogger } from './trace.js'
+
+export { GatewayError } from './errors.js'
 
 type Json = Record<string, any>
 
-/** A failure with its HTTP status and the spec's canonical error type. */
-export class GatewayError extends Error {
-  override name = 'GatewayError'
-  constructor(
-    readonly status: number,
-    readonly errorType: string,
-    message: string,
-    readonly retryAfter?: string,
-  ) {
-    super(message)
-  }
-}
+const ADAPTERS: Record<string, Adapter> = { 'openai-chat': openaiChat, 'openai-responses': openaiResponses, 'anthropic-messages': anthropic }
 
 export interface EngineOptions {
   catalogue: Catalogue
   env: NodeJS.ProcessEnv
   /** Key of the HMAC that replaces `user` before it goes upstream. */
   userHashKey: Buffer
+  webFetch?: Partial<WebFetchOptions>
+  /** Where a request's `trace` is recorded (one record per generation). */
+  traceLogger?: TraceLogger
 }
 
-/** Protocols this engine can speak so far; the others are refused by name. */
-const SPOKEN = new Set(['openai-chat'])
+/** Per call: what came in headers, and the client's connection. */
+export interface CallOptions {
+  sessionHeader?: string
+  /** The routing-metadata opt-in: `service` answers `service_metadata`, `openrouter` also `openrouter_metadata`. */
+  metadata?: { service: boolean; openrouter: boolean }
+  /** Aborted when the client goes away: the upstream request is cancelled with it. */
+  signal?: AbortSignal
+}
+
+/** Where a stream goes. `open` is called once, just before the first event. */
+export interface StreamSink {
+  open(): void
+  /** False when the client is not keeping up: wait for `drain` before reading more upstream. */
+  write(chunk: string): boolean
+  drain(): Promise<void>
+  end(): void
+}
+
+/** The state of one request as it runs: route, output so far, cost, and (streaming) the sink. */
+interface Run {
+  req: ResponsesRequest
+  id: string
+  createdAt: number
+  started: number
+  route: Route
+  assembler: ResponseAssembler
+  functions: FunctionDef[]
+  tools: Map<string, ServerTool>
+  toolChoice: ChoiceSpec
+  user?: string
+  cost: { input: number; output: number }
+  chosen: number
+  attempts: number
+  opts: CallOptions
+  live?: Live
+}
+
+interface Live {
+  sink: StreamSink
+  seq: number
+  opened: boolean
+  /** Events written since the current upstream attempt began (0: another endpoint may still be tried). */
+  sinceAttempt: number
+  pendingDebug?: Json
+  backlog: boolean
+}
 
 /**
- * The responses engine: validates what it cannot serve, picks the model and endpoint, calls the
- * provider, and builds the Response object. Nothing is stored.
+ * The responses engine: validates what it cannot serve, routes to an endpoint, speaks the
+ * provider's protocol, runs server tools between turns, and answers a Response object or its
+ * stream of events. Nothing is stored.
  */
 export class ResponsesEngine {
-  private readonly pools = new Map<string, Pool>()
+  private readonly upstream: Upstream
+  private readonly router: Router
+  private readonly serverTools: Map<string, ServerTool>
 
-  constructor(private readonly options: EngineOptions) {}
+  constructor(private readonly options: EngineOptions) {
+    this.upstream = new Upstream(options.env)
+    this.router = new Router(options.catalogue)
+    this.serverTools = serverTools({ allowPrivateNetworks: false, maxBytes: 256 * 1024, timeoutMs: 10_000, ...options.webFetch })
+  }
 
-  async respond(req: ResponsesRequest): Promise<Json> {
-    refuseUnsupported(req)
-    if (req.stream) throw new GatewayError(400, 'invalid_request', 'stream: true is not served yet by this Roster; send stream: false')
-    const candidates = [req.model, ...(req.models ?? [])].filter((m): m is string => !!m)
-    const models = candidates.map((id) => this.options.catalogue.models.find((m) => m.id === id)).filter((m): m is CatalogueModel => !!m)
-    if (models.length === 0) {
-      throw new GatewayError(400, 'invalid_request', `no model named ${candidates.join(', ')} is served here; GET /api/v1/models lists them`)
+  /** A whole Response object. */
+  async respond(req: ResponsesRequest, opts: CallOptions = {}): Promise<Json> {
+    const run = this.prepare(req, opts)
+    await this.loop(run)
+    return this.envelope(run, run.assembler.finish === 'length' || run.assembler.finish === 'content_filter' ? 'incomplete' : 'completed')
+  }
+
+  /**
+   * A streamed Response. Until the first event is written a failure moves on to the next endpoint,
+   * and if none is left it is thrown (so the caller answers an ordinary HTTP error); after that a
+   * failure ends the stream with `error` and `response.failed`.
+   */
+  async stream(req: ResponsesRequest, opts: CallOptions, sink: StreamSink): Promise<void> {
+    const run = this.prepare(req, opts)
+    const live: Live = { sink, seq: 0, opened: false, sinceAttempt: 0, backlog: false }
+    run.live = live
+    try {
+      await this.loop(run)
+    } catch (err) {
+      if (opts.signal?.aborted) return
+      if (!live.opened || !(err instanceof GatewayError)) throw err
+      this.write(run, 'error', { code: err.errorType, message: err.message, param: null })
+      const failed = this.envelope(run, 'failed')
+      failed.error = { code: err.errorType, message: err.message, metadata: { error_type: err.errorType } }
+      this.write(run, 'response.failed', { response: failed })
+      sink.write('data: [DONE]\n\n')
+      return sink.end()
     }
-    const user = req.user ? createHmac('sha256', this.options.userHashKey).update(req.user).digest('hex') : undefined
-    let last: GatewayError | undefined
-    // Fallbacks: each model's endpoints in order, then the next model; only retryable failures move on.
-    for (const model of models) {
-      for (const endpoint of model.endpoints.filter((e) => SPOKEN.has(e.protocol))) {
-        try {
-          const turn = await this.call(endpoint, toChatBody(req, endpoint.upstream_model, user))
-          return responseObject(req, model, endpoint, turn)
-        } catch (err) {
-          if (!(err instanceof GatewayError)) throw err
-          last = err
-          if (!retryable(err)) throw err
-        }
-      }
-    }
-    throw last ?? new GatewayError(400, 'invalid_request', `no endpoint of ${models.map((m) => m.id).join(', ')} speaks a protocol this Roster serves yet`)
+    if (opts.signal?.aborted) return
+    const status = run.assembler.finish === 'length' || run.assembler.finish === 'content_filter' ? 'incomplete' : 'completed'
+    this.write(run, `response.${status}`, { response: this.envelope(run, status) })
+    sink.write('data: [DONE]\n\n')
+    sink.end()
+  }
+
+  /** Where `trace` records go (the API's logger); without one, trace only reaches providers. */
+  useTraceLogger(logger: TraceLogger) {
+    this.options.traceLogger = logger
   }
 
   async close() {
-    await Promise.all([...this.pools.values()].map((p) => p.close()))
+    await this.upstream.close()
   }
 
-  private pool(origin: string) {
-    let pool = this.pools.get(origin)
-    if (!pool) this.pools.set(origin, (pool = new Pool(origin, { connections: 128, pipelining: 1 })))
-    return pool
+  private prepare(req: ResponsesRequest, opts: CallOptions): Run {
+    const tools = new Map<string, ServerTool>()
+    const functions: FunctionDef[] = []
+    const refused = new Set<string>()
+    for (const t of (req.tools ?? []) as Json[]) {
+      if (t.type === 'function') functions.push({ name: t.name, description: t.description, parameters: t.parameters ?? { type: 'object', properties: {} }, strict: t.strict })
+      else if (this.serverTools.has(t.type)) tools.set(t.type, this.serverTools.get(t.type)!)
+      else refused.add(t.type)
+    }
+    if (refused.size) throw invalid(`tool kinds not implemented by this Roster: ${[...refused].join(', ')} (served: function, ${[...this.serverTools.keys()].join(', ')})`)
+    const plugins = (req.plugins ?? []).filter((p) => p.enabled !== false).map((p) => p.id)
+    if (plugins.length) throw invalid(`plugins not implemented by this Roster: ${plugins.join(', ')}`)
+    for (const tool of tools.values()) {
+      if (functions.some((f) => f.name === tool.definition.name)) throw invalid(`a function tool is named ${tool.definition.name}, like the server tool offered with it; rename it`)
+      functions.push(tool.definition)
+    }
+    const route = this.router.route(req, sessionKey(req, opts.sessionHeader))
+    const serverNames = new Set([...tools.values()].map((t) => t.definition.name))
+    return {
+      req,
+      id: itemId('resp'),
+      createdAt: Math.floor(Date.now() / 1000),
+      started: performance.now(),
+      route,
+      assembler: new ResponseAssembler(undefined, serverNames),
+      functions,
+      tools,
+      toolChoice: choiceOf(req, tools),
+      user: req.user ? createHmac('sha256', this.options.userHashKey).update(req.user).digest('hex') : undefined,
+      cost: { input: 0, output: 0 },
+      chosen: 0,
+      attempts: 0,
+      opts,
+    }
   }
 
-  private async call(endpoint: Endpoint, body: Json): Promise<Turn> {
-    const url = new URL(endpoint.base_url.replace(/\/$/, '') + '/chat/completions')
-    const key = endpoint.api_key_env ? this.options.env[endpoint.api_key_env] : undefined
-    let res: Dispatcher.ResponseData
+  /** Turns until the model stops calling server tools, or a stop condition ends the loop. */
+  private async loop(run: Run) {
+    if (run.live) run.assembler.emit = (type, fields) => this.write(run, type, fields)
+    const extra: Json[] = []
+    const limit = maxToolSteps(run.req)
+    let final = false
+    for (let steps = 0; ; ) {
+      const { usage, calls } = await this.turn(run, extra, final)
+      const c = run.route.candidates[run.chosen]!
+      const prices = c.endpoint.pricing ?? c.model.pricing
+      run.cost.input += (usage.input - usage.cached) * Number(prices.input) + usage.cached * Number(prices.cached_input ?? prices.input)
+      run.cost.output += usage.output * Number(prices.output)
+      const server = calls.filter((k) => k.server)
+      if (final || !server.length) return
+      for (const call of server) extra.push(...(await this.runTool(run, call)))
+      // Calls the client must answer end the loop: the response hands them over.
+      if (calls.some((k) => !k.server)) return
+      steps++
+      final = limit !== undefined ? steps >= limit : stopFired(run, steps, calls)
+    }
+  }
+
+  /** One model turn, moving on to the next endpoint while nothing of this turn has been shown. */
+  private async turn(run: Run, extra: Json[], final: boolean) {
+    const entries = conversation(run.req, extra)
+    let last: GatewayError | undefined
+    const allowed = run.route.candidates
+    for (let i = run.chosen; i < allowed.length; i++) {
+      const candidate = allowed[i]!
+      const adapter = ADAPTERS[candidate.endpoint.protocol]!
+      const spec: CallSpec = {
+        req: run.req,
+        entries,
+        tools: run.functions,
+        toolChoice: final ? 'none' : run.toolChoice,
+        upstreamModel: candidate.endpoint.upstream_model,
+        user: run.user,
+        stream: !!run.live,
+        caching: candidate.model.capabilities.caching,
+        defaultMaxTokens: candidate.model.max_output_tokens ?? 4096,
+      }
+      const body = adapter.body(spec)
+      run.attempts++
+      run.chosen = i
+      if (run.live) run.live.sinceAttempt = 0
+      try {
+        return await this.call(run, candidate, adapter, body)
+      } catch (err) {
+        if (!(err instanceof GatewayError) || run.opts.signal?.aborted) throw err
+        if (run.live && run.live.sinceAttempt > 0) throw err
+        run.assembler.abandonTurn()
+        last = err
+        if (!retryable(err)) throw err
+      }
+    }
+    throw last ?? new GatewayError(502, 'provider_unavailable', 'no endpoint was left to try')
+  }
+
+  private async call(run: Run, c: Candidate, adapter: Adapter, body: Json): Promise<{ usage: Usage; calls: TurnCall[] }> {
+    const trace = traceOf(run.req)
+    const sent = performance.now()
+    const res = await this.upstream.send(c.endpoint, adapter, body, run.opts.signal, trace?.headers)
+    this.router.stats.record(c.endpoint, performance.now() - sent)
+    const live = run.live
+    if (!live) {
+      let reply: Json
+      try {
+        reply = (await res.body.json()) as Json
+      } catch (err) {
+        throw run.opts.signal?.aborted ? err : new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} answered something that is not JSON`)
+      }
+      for (const d of adapter.reply(reply)) run.assembler.push(d)
+    } else {
+      if (run.req.debug?.echo_upstream_body) live.pendingDebug = body
+      const translate = adapter.streamer()
+      const events: EventSourceMessage[] = []
+      const parser = createParser({ onEvent: (e) => void events.push(e) })
+      const decoder = new TextDecoder()
+      try {
+        for await (const chunk of res.body) {
+          parser.feed(decoder.decode(chunk as Buffer, { stream: true }))
+          for (const e of events) for (const d of translate(e)) run.assembler.push(d)
+          events.length = 0
+          if (live.backlog) {
+            await live.sink.drain()
+            live.backlog = false
+          }
+        }
+      } catch (err) {
+        if (run.opts.signal?.aborted || err instanceof GatewayError) throw err
+        throw err instanceof SyntaxError ? new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} sent an event that is not JSON`) : connectionError(c.endpoint, err)
+      }
+    }
+    const turn = run.assembler.endTurn()
+    this.options.traceLogger && trace && trace.log(this.options.traceLogger, { model: c.model.id, provider: c.endpoint.provider, usage: turn.usage, ms: performance.now() - sent })
+    return turn
+  }
+
+  private async runTool(run: Run, call: TurnCall): Promise<Json[]> {
+    const name = [...run.tools.keys()].find((k) => run.tools.get(k)!.definition.name === call.name)!
+    let args: Json = {}
     try {
-      res = await this.pool(url.origin).request({
-        method: 'POST',
-        path: url.pathname + url.search,
-        headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) },
-        body: JSON.stringify(body),
-        headersTimeout: endpoint.timeout_ms,
-        bodyTimeout: endpoint.timeout_ms,
-      })
+      args = JSON.parse(call.arguments || '{}')
+    } catch {}
+    let output: unknown
+    try {
+      output = await run.tools.get(name)!.run(args, run.opts.signal ?? new AbortController().signal)
     } catch (err) {
-      const timedOut = /timeout/i.test((err as Error)?.name ?? '') || /timeout/i.test((err as Error)?.message ?? '')
-      throw timedOut
-        ? new GatewayError(504, 'timeout', `${endpoint.provider} did not answer within ${endpoint.timeout_ms} ms`)
-        : new GatewayError(502, 'provider_unavailable', `${endpoint.provider} could not be reached`)
+      output = { error: (err as Error).message }
     }
-    const text = await res.body.text()
-    if (res.statusCode >= 400) throw upstreamError(endpoint, res.statusCode, text, res.headers['retry-after'])
-    try {
-      return fromChatReply(JSON.parse(text))
-    } catch {
-      throw new GatewayError(502, 'provider_unavailable', `${endpoint.provider} answered something that is not a chat completion`)
+    const text = JSON.stringify(output)
+    const item = { type: name, id: itemId('st'), call_id: call.callId, status: 'completed', arguments: call.arguments, output: text }
+    run.assembler.addItem(item, { ...item, status: 'in_progress', output: null })
+    return [
+      { type: 'function_call', call_id: call.callId, name: call.name, arguments: call.arguments },
+      { type: 'function_call_output', call_id: call.callId, output: text },
+    ]
+  }
+
+  /** One SSE event: `event:` equal to `type`, `sequence_number` from 0. Opens the stream on first use. */
+  private write(run: Run, type: string, fields: Json) {
+    const live = run.live!
+    if (!live.opened) {
+      live.opened = true
+      live.sink.open()
+      const response = this.envelope(run, 'in_progress')
+      this.write(run, 'response.created', { response })
+      this.write(run, 'response.in_progress', { response })
     }
-  }
-}
-
-function refuseUnsupported(req: ResponsesRequest) {
-  const kinds = [...new Set((req.tools ?? []).map((t) => t.type).filter((t) => t !== 'function'))]
-  if (kinds.length) throw new GatewayError(400, 'invalid_request', `tool kinds not implemented by this Roster: ${kinds.join(', ')}`)
-  const plugins = (req.plugins ?? []).map((p) => p.id)
-  if (plugins.length) throw new GatewayError(400, 'invalid_request', `plugins not implemented by this Roster: ${plugins.join(', ')}`)
-}
-
-const retryable = (e: GatewayError) => e.status === 429 || e.status >= 500
-
-/** A provider's error as the spec's canonical type; the provider's own message is not passed on raw. */
-function upstreamError(endpoint: Endpoint, status: number, body: string, retryAfter: string | string[] | undefined): GatewayError {
-  const detail = (() => {
-    try {
-      const j = JSON.parse(body)
-      return String(j?.error?.message ?? j?.message ?? '').slice(0, 300)
-    } catch {
-      return ''
+    if (live.pendingDebug) {
+      const body = live.pendingDebug
+      live.pendingDebug = undefined
+      this.write(run, 'response.debug', { debug: { echo_upstream_body: body } })
     }
-  })()
-  const said = detail ? `: ${detail}` : ''
-  const after = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter
-  if (status === 429) return new GatewayError(429, 'rate_limit_exceeded', `${endpoint.provider} is rate limiting${said}`, after)
-  if (status === 400 || status === 422) return new GatewayError(400, 'invalid_request', `${endpoint.provider} refused the request${said}`)
-  if (status === 401 || status === 403) return new GatewayError(502, 'authentication', `${endpoint.provider} refused Roster's credential`)
-  if (status === 413) return new GatewayError(413, 'payload_too_large', `${endpoint.provider} found the request too large${said}`)
-  if (status === 529 || status === 503) return new GatewayError(503, 'provider_overloaded', `${endpoint.provider} is overloaded${said}`)
-  return new GatewayError(502, 'provider_unavailable', `${endpoint.provider} failed (${status})${said}`)
-}
-
-const id = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`
-
-/** The Response object (every key the client requires, nullable ones as null) from one turn. */
-export function responseObject(req: ResponsesRequest, model: CatalogueModel, endpoint: Endpoint, turn: Turn): Json {
-  const output: Json[] = []
-  if (turn.reasoning) output.push({ type: 'reasoning', id: id('rs'), summary: [{ type: 'summary_text', text: turn.reasoning }] })
-  for (const call of turn.toolCalls) {
-    output.push({ type: 'function_call', id: id('fc'), call_id: call.id, name: call.name, arguments: call.arguments, status: 'completed' })
+    live.sinceAttempt++
+    const data = JSON.stringify({ type, sequence_number: live.seq++, ...fields })
+    if (!live.sink.write(`event: ${type}\ndata: ${data}\n\n`)) live.backlog = true
   }
-  if (turn.text !== null || turn.refusal !== null) {
-    output.push({
-      type: 'message',
-      id: id('msg'),
-      role: 'assistant',
-      status: 'completed',
-      content: [
-        ...(turn.text !== null ? [{ type: 'output_text', text: turn.text, annotations: [] }] : []),
-        ...(turn.refusal !== null ? [{ type: 'refusal', refusal: turn.refusal }] : []),
-      ],
-    })
+
+  /** The Response object (every key the clients require; nullable ones as null). */
+  private envelope(run: Run, status: 'in_progress' | 'completed' | 'incomplete' | 'failed'): Json {
+    const { req, assembler } = run
+    const done = status !== 'in_progress'
+    const c = run.route.candidates[run.chosen]!
+    const u = assembler.usage
+    const cost = run.cost.input + run.cost.output
+    const text = assembler.output
+      .filter((o) => o.type === 'message')
+      .flatMap((o) => o.content)
+      .filter((p: Json) => p.type === 'output_text')
+      .map((p: Json) => p.text)
+      .join('')
+    const body: Json = {
+      id: run.id,
+      object: 'response',
+      created_at: run.createdAt,
+      completed_at: done ? Math.floor(Date.now() / 1000) : null,
+      model: c.model.id,
+      status,
+      output: done ? assembler.output : [],
+      output_text: done ? text : '',
+      error: null,
+      incomplete_details: status === 'incomplete' ? { reason: assembler.finish === 'length' ? 'max_output_tokens' : 'content_filter' } : null,
+      instructions: req.instructions ?? null,
+      metadata: req.metadata ?? null,
+      temperature: req.temperature ?? null,
+      top_p: req.top_p ?? null,
+      frequency_penalty: req.frequency_penalty ?? null,
+      presence_penalty: req.presence_penalty ?? null,
+      parallel_tool_calls: req.parallel_tool_calls ?? true,
+      tool_choice: req.tool_choice ?? 'auto',
+      tools: req.tools ?? [],
+      max_output_tokens: req.max_output_tokens ?? null,
+      max_tool_calls: req.max_tool_calls ?? null,
+      previous_response_id: null,
+      reasoning: req.reasoning ?? null,
+      service_tier: req.service_tier === 'fast' ? 'priority' : (req.service_tier ?? null),
+      store: false,
+      text: req.text ?? { format: { type: 'text' } },
+      truncation: req.truncation ?? null,
+      prompt_cache_key: req.prompt_cache_key ?? null,
+      prompt_cache_options: req.prompt_cache_options ?? null,
+      usage: done
+        ? {
+            input_tokens: u.input,
+            input_tokens_details: { cached_tokens: u.cached, ...(u.cacheWrite ? { cache_write_tokens: u.cacheWrite } : {}) },
+            output_tokens: u.output,
+            output_tokens_details: { reasoning_tokens: u.reasoning },
+            total_tokens: u.input + u.output,
+            cost,
+            is_byok: false,
+            cost_details: { upstream_inference_cost: cost, upstream_inference_input_cost: run.cost.input, upstream_inference_output_cost: run.cost.output },
+          }
+        : null,
+    }
+    const m = run.opts.metadata
+    if (m?.service || m?.openrouter) {
+      const meta = this.routingMetadata(run)
+      body.service_metadata = meta
+      if (m.openrouter) body.openrouter_metadata = meta
+    }
+    return body
   }
-  const prices = endpoint.pricing ?? model.pricing
-  const inputCost = (turn.usage.input - turn.usage.cached) * Number(prices.input) + turn.usage.cached * Number(prices.cached_input ?? prices.input)
-  const outputCost = turn.usage.output * Number(prices.output)
-  const now = Math.floor(Date.now() / 1000)
-  const incomplete = turn.finish === 'length' || turn.finish === 'content_filter'
-  return {
-    id: id('resp'),
-    object: 'response',
-    created_at: now,
-    completed_at: now,
-    model: model.id,
-    status: incomplete ? 'incomplete' : 'completed',
-    output,
-    output_text: turn.text ?? '',
-    error: null,
-    incomplete_details: incomplete ? { reason: turn.finish === 'length' ? 'max_output_tokens' : 'content_filter' } : null,
-    instructions: req.instructions ?? null,
-    metadata: req.metadata ?? null,
-    temperature: req.temperature ?? null,
-    top_p: req.top_p ?? null,
-    frequency_penalty: req.frequency_penalty ?? null,
-    presence_penalty: req.presence_penalty ?? null,
-    parallel_tool_calls: req.parallel_tool_calls ?? true,
-    tool_choice: req.tool_choice ?? 'auto',
-    tools: req.tools ?? [],
-    max_output_tokens: req.max_output_tokens ?? null,
-    service_tier: req.service_tier === 'fast' ? 'priority' : (req.service_tier ?? null),
-    store: false,
-    text: req.text ?? { format: { type: 'text' } },
-    truncation: req.truncation ?? null,
-    usage: {
-      input_tokens: turn.usage.input,
-      input_tokens_details: { cached_tokens: turn.usage.cached },
-      output_tokens: turn.usage.output,
-      output_tokens_details: { reasoning_tokens: turn.usage.reasoning },
-      total_tokens: turn.usage.input + turn.usage.output,
-      cost: inputCost + outputCost,
-      cost_details: {
-        upstream_inference_cost: inputCost + outputCost,
-        upstream_inference_input_cost: inputCost,
-        upstream_inference_output_cost: outputCost,
+
+  private routingMetadata(run: Run): Json {
+    const c = run.route.candidates[run.chosen]!
+    return {
+      attempt: run.attempts,
+      endpoints: {
+        available: run.route.candidates.map((k, i) => ({ model: k.model.id, provider: k.endpoint.provider, selected: i === run.chosen })),
+        total: run.route.candidates.length,
       },
-    },
+      generation_time: Math.round(performance.now() - run.started),
+      is_byok: false,
+      region: null,
+      requested: run.route.requested,
+      strategy: run.route.strategy,
+      summary: `${c.endpoint.provider} served ${c.model.id} on attempt ${run.attempts} of ${run.route.candidates.length} endpoint(s) (${run.route.strategy})`,
+    }
   }
 }
+
+/** tool_choice in neutral terms; a server tool may be chosen by its kind. */
+function choiceOf(req: ResponsesRequest, tools: Map<string, ServerTool>): ChoiceSpec {
+  const c = req.tool_choice as Json | string | undefined
+  if (c === undefined) return 'auto'
+  if (typeof c === 'string') return c as ChoiceSpec
+  if (c.type === 'function') return { name: c.name }
+  if (c.type === 'allowed_tools') return c.mode === 'required' ? 'required' : 'auto'
+  const server = tools.get(c.type)
+  if (server) return { name: server.definition.name }
+  throw invalid(`tool_choice of type ${c.type} names a tool this request does not offer`)
+}
+
+/** Whether any stop_server_tools_when condition fired after this step (OR). */
+function stopFired(run: Run, steps: number, calls: TurnCall[]): boolean {
+  const u = run.assembler.usage
+  return (run.req.stop_server_tools_when ?? []).some((c) => {
+    switch (c.type) {
+      case 'step_count_is':
+        return steps >= c.step_count
+      case 'max_cost':
+        return run.cost.input + run.cost.output >= c.max_cost_in_dollars
+      case 'max_tokens_used':
+        return u.input + u.output >= c.max_tokens
+      case 'finish_reason_is':
+        return run.assembler.finish === c.reason
+      case 'has_tool_call':
+        return calls.some((k) => k.name === c.tool_name || `openrouter:${k.name}` === c.tool_name)
+    }
+  })
+}
+

@@ -1,3 +1,5 @@
 export * from './request.js'
 export * from './catalogue.js'
 export * from './engine.js'
+export { ProviderPreferences } from './routing.js'
+export type { TraceLogger } from './trace.js'

@@ -69,6 +69,11 @@ export const ApiConfig = z.object({
   AUTH_CACHE_MS: z.coerce.number().int().min(0).default(5_000),
   /** Path of the model catalogue (JSON); unset serves no models. */
   MODEL_CATALOGUE: z.string().min(1).optional(),
+  /** The web_fetch server tool refuses private, loopback and link-local addresses unless `allow`. */
+  WEB_FETCH_PRIVATE_NETWORKS: z.enum(['refuse', 'allow']).default('refuse'),
+  /** Largest body web_fetch reads (longer ones are truncated), and its time limit. */
+  WEB_FETCH_MAX_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(256 * 1024),
+  WEB_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
   /** Longest an intern row read for a poller is reused; change events evict it sooner (0: off). */
   INTERN_CACHE_MS: z.coerce.number().int().min(0).default(1_000),
 })

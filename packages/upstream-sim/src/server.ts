@@ -41,7 +41,13 @@ export interface Simulator {
   url: string
   server: Server
   /** Requests seen per path, and the last body per path (for tests of what a gateway sent). */
-  stats: { requests: Record<string, number>; lastBody: Record<string, unknown>; lastHeaders: Record<string, IncomingMessage['headers']> }
+  stats: {
+    requests: Record<string, number>
+    lastBody: Record<string, unknown>
+    lastHeaders: Record<string, IncomingMessage['headers']>
+    /** Streams whose caller went away before the stream ended (a gateway should cancel them). */
+    cancelled: number
+  }
   close(): Promise<void>
 }
 
@@ -53,7 +59,7 @@ export interface Simulator {
 export async function startSimulator(options: Partial<SimSettings> & { port?: number; host?: string } = {}): Promise<Simulator> {
   const base: SimSettings = { ...defaultSettings, ...options }
   const seenPrompts = new Set<string>()
-  const stats: Simulator['stats'] = { requests: {}, lastBody: {}, lastHeaders: {} }
+  const stats: Simulator['stats'] = { requests: {}, lastBody: {}, lastHeaders: {}, cancelled: 0 }
 
   const server = createServer((req, res) => {
     void handle(req, res).catch(() => {
@@ -96,7 +102,9 @@ export async function startSimulator(options: Partial<SimSettings> & { port?: nu
     const answer = plan(protocol.ask(body), settings, seenPrompts)
     if (body.stream === true) {
       const out = new StreamWriter(res, settings, Math.max(1, Math.floor(answer.text.length / 2)))
-      req.on('close', () => res.destroy())
+      res.on('close', () => {
+        if (!res.writableFinished && settings.fault !== 'cut') stats.cancelled++
+      })
       return protocol.stream(answer, out, body, settings)
     }
     return json(res, 200, protocol.reply(answer, settings))

@@ -1,8 +1,25 @@
-import type { FastifyPluginAsync } from 'fastify'
+import { once } from 'node:events'
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { ResponsesRequest } from '@roster/gateway'
+import { ResponsesRequest, type CallOptions } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../app.js'
+
+const header = (req: FastifyRequest, name: string) => {
+  const v = req.headers[name]
+  return Array.isArray(v) ? v[0] : v
+}
+const enabled = (v: string | undefined) => v?.trim().toLowerCase() === 'enabled'
+
+/**
+ * The routing-metadata opt-in. The official client's header (and its experimental predecessor)
+ * also get the field under the client's name; the spec's legacy header gets `service_metadata`.
+ */
+function metadataOptIn(req: FastifyRequest): CallOptions['metadata'] {
+  const openrouter = enabled(header(req, 'x-openrouter-metadata')) || enabled(header(req, 'x-openrouter-experimental-metadata'))
+  const service = openrouter || enabled(header(req, 'x-service-experimental-metadata'))
+  return { service, openrouter }
+}
 
 /** POST /responses: wiring only; the engine (packages/gateway) does the work. Any valid key. */
 export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
@@ -12,6 +29,30 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
       onRequest: requireKey(deps.authenticate),
       schema: { operationId: 'createResponse', summary: 'Run a model request (Open Responses format)', body: ResponsesRequest },
     },
-    async (req) => deps.responses.respond(req.body),
+    async (req, reply) => {
+      // A client that goes away cancels the upstream request with it.
+      const abort = new AbortController()
+      reply.raw.once('close', () => reply.raw.writableFinished || abort.abort())
+      const opts: CallOptions = { sessionHeader: header(req, 'x-session-id'), metadata: metadataOptIn(req), signal: abort.signal }
+      if (!req.body.stream) return deps.responses.respond(req.body, opts)
+      const raw = reply.raw
+      try {
+        await deps.responses.stream(req.body, opts, {
+          open() {
+            reply.hijack()
+            raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' })
+          },
+          write: (chunk) => raw.write(chunk),
+          drain: () => Promise.race([once(raw, 'drain'), once(raw, 'close')]).then(() => undefined),
+          end: () => raw.end(),
+        })
+      } catch (err) {
+        if (!reply.sent) throw err
+        // Already streaming: the status line is gone, so the connection is closed instead.
+        req.log.error({ err }, 'responses stream failed')
+        raw.destroy()
+      }
+      return reply
+    },
   )
 }

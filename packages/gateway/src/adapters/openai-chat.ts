@@ -1,106 +1,128 @@
-import type { ResponsesRequest } from '../request.js'
+import type { Entry, Part } from '../conversation.js'
+import type { Delta, Finish } from '../deltas.js'
+import { GatewayError } from '../errors.js'
+import { common, type Adapter, type CallSpec, type StreamTranslator } from './adapter.js'
 
-// Responses request ⇄ OpenAI Chat Completions (also vLLM, Ollama, llama.cpp, LM Studio and most
-// hosted providers). Non-streaming for now; the stream translation comes with the streaming path.
+// Responses ⇄ OpenAI Chat Completions (also vLLM, Ollama, llama.cpp server, LM Studio and most
+// hosted providers).
 
 type Json = Record<string, any>
 
-/** One turn's outcome, whatever the provider protocol: what the Response object is built from. */
-export interface Turn {
-  upstreamId: string
-  text: string | null
-  refusal: string | null
-  reasoning: string | null
-  toolCalls: { id: string; name: string; arguments: string }[]
-  finish: 'stop' | 'length' | 'tool_calls' | 'content_filter'
-  usage: { input: number; cached: number; output: number; reasoning: number }
+function chatPart(p: Part, caching: boolean): Json {
+  const cache = caching && p.cache ? { cache_control: p.cache } : {}
+  return p.kind === 'text'
+    ? { type: 'text', text: p.text, ...cache }
+    : { type: 'image_url', image_url: { url: p.url, ...(p.detail ? { detail: p.detail } : {}) }, ...cache }
 }
 
-const partText = (part: Json): Json | null => {
-  switch (part?.type) {
-    case 'input_text':
-    case 'output_text':
-    case 'text':
-      return { type: 'text', text: String(part.text ?? '') }
-    case 'input_image':
-      return { type: 'image_url', image_url: { url: part.image_url ?? part.url, ...(part.detail ? { detail: part.detail } : {}) } }
-    default:
-      return null
-  }
+function chatContent(parts: Part[], caching: boolean): string | Json[] {
+  const plain = parts.length === 1 && parts[0]!.kind === 'text' && !(caching && parts[0]!.cache)
+  return plain ? (parts[0] as { text: string }).text : parts.map((p) => chatPart(p, caching))
 }
 
-function content(c: unknown): string | Json[] | null {
-  if (typeof c === 'string' || c === null) return c
-  if (!Array.isArray(c)) return null
-  const parts = c.map(partText).filter((p): p is Json => p !== null)
-  return parts.length === 1 && parts[0]!.type === 'text' ? parts[0]!.text : parts
-}
-
-/** Input items → chat messages: messages, function calls (grouped into one assistant turn), results. */
-export function toChatMessages(req: ResponsesRequest): Json[] {
+export function chatMessages(entries: Entry[], caching: boolean): Json[] {
   const messages: Json[] = []
-  if (req.instructions) messages.push({ role: 'system', content: req.instructions })
-  const items = typeof req.input === 'string' ? [{ role: 'user', content: req.input }] : (req.input ?? [])
-  for (const item of items as Json[]) {
-    if (item.type === 'function_call') {
-      const call = { id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments ?? '{}' } }
+  for (const e of entries) {
+    if (e.kind === 'message') messages.push({ role: e.role, content: chatContent(e.parts, caching) })
+    else if (e.kind === 'call') {
+      const call = { id: e.callId, type: 'function', function: { name: e.name, arguments: e.arguments } }
       const last = messages.at(-1)
+      // Calls of one turn belong to one assistant message.
       if (last?.role === 'assistant' && Array.isArray(last.tool_calls)) last.tool_calls.push(call)
       else messages.push({ role: 'assistant', content: null, tool_calls: [call] })
-    } else if (item.type === 'function_call_output') {
-      messages.push({ role: 'tool', tool_call_id: item.call_id, content: typeof item.output === 'string' ? item.output : JSON.stringify(item.output) })
-    } else if (item.role) {
-      messages.push({ role: item.role === 'developer' ? 'system' : item.role, content: content(item.content) })
-    }
+    } else messages.push({ role: 'tool', tool_call_id: e.callId, content: e.output })
   }
   return messages
 }
 
-/** The Chat Completions body for a request (`user` arrives already hashed; credentials never here). */
-export function toChatBody(req: ResponsesRequest, upstreamModel: string, user: string | undefined): Json {
-  const body: Json = { model: upstreamModel, messages: toChatMessages(req), stream: false }
-  if (req.max_output_tokens != null) body.max_tokens = req.max_output_tokens
-  for (const k of ['temperature', 'top_p', 'frequency_penalty', 'presence_penalty', 'parallel_tool_calls'] as const) {
-    if (req[k] != null) body[k] = req[k]
-  }
-  if (req.stop != null) body.stop = req.stop
-  const tools = (req.tools ?? []).filter((t) => t.type === 'function') as Json[]
-  if (tools.length) {
-    body.tools = tools.map((t) => ({
-      type: 'function',
-      function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters ?? { type: 'object', properties: {} }, ...(t.strict != null ? { strict: t.strict } : {}) },
-    }))
-  }
-  const choice = req.tool_choice as Json | string | undefined
-  if (typeof choice === 'string') body.tool_choice = choice
-  else if (choice?.type === 'function') body.tool_choice = { type: 'function', function: { name: choice.name } }
-  const format = req.text?.format as Json | undefined
-  if (format?.type === 'json_object') body.response_format = { type: 'json_object' }
-  if (format?.type === 'json_schema') {
-    body.response_format = { type: 'json_schema', json_schema: { name: format.name, schema: format.schema, ...(format.strict != null ? { strict: format.strict } : {}) } }
-  }
-  if (req.reasoning?.effort && req.reasoning.effort !== 'none') body.reasoning_effort = req.reasoning.effort
-  if (user) body.user = user
-  return body
+const FINISH: Record<string, Finish> = { stop: 'stop', length: 'length', tool_calls: 'tool_calls', function_call: 'tool_calls', content_filter: 'content_filter' }
+
+function usageDelta(u: Json | undefined): Delta[] {
+  if (!u) return []
+  return [
+    {
+      type: 'usage',
+      usage: {
+        input: u.prompt_tokens ?? 0,
+        cached: u.prompt_tokens_details?.cached_tokens ?? 0,
+        cacheWrite: u.prompt_tokens_details?.cache_write_tokens ?? 0,
+        output: u.completion_tokens ?? 0,
+        reasoning: u.completion_tokens_details?.reasoning_tokens ?? 0,
+      },
+    },
+  ]
 }
 
-/** A Chat Completions reply → one turn. */
-export function fromChatReply(reply: Json): Turn {
-  const choice = reply.choices?.[0] ?? {}
-  const message = choice.message ?? {}
-  const usage = reply.usage ?? {}
-  return {
-    upstreamId: String(reply.id ?? ''),
-    text: typeof message.content === 'string' ? message.content : null,
-    refusal: typeof message.refusal === 'string' ? message.refusal : null,
-    reasoning: message.reasoning_content ?? message.reasoning ?? null,
-    toolCalls: (message.tool_calls ?? []).map((c: Json) => ({ id: String(c.id), name: String(c.function?.name), arguments: String(c.function?.arguments ?? '') })),
-    finish: (['stop', 'length', 'tool_calls', 'content_filter'] as const).find((f) => f === choice.finish_reason) ?? 'stop',
-    usage: {
-      input: usage.prompt_tokens ?? 0,
-      cached: usage.prompt_tokens_details?.cached_tokens ?? 0,
-      output: usage.completion_tokens ?? 0,
-      reasoning: usage.completion_tokens_details?.reasoning_tokens ?? 0,
-    },
-  }
+export const openaiChat: Adapter = {
+  path: '/chat/completions',
+  headers: (key) => ({ 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }),
+
+  body(spec: CallSpec): Json {
+    const { req } = spec
+    const body: Json = { model: spec.upstreamModel, messages: chatMessages(spec.entries, spec.caching), stream: spec.stream }
+    if (spec.stream) body.stream_options = { include_usage: true }
+    if (req.max_output_tokens != null) body.max_tokens = req.max_output_tokens
+    common(req, body, ['temperature', 'top_p', 'frequency_penalty', 'presence_penalty', 'parallel_tool_calls', 'stop', 'prompt_cache_key'])
+    if (req.top_logprobs != null) Object.assign(body, { logprobs: true, top_logprobs: req.top_logprobs })
+    if (spec.tools.length) {
+      body.tools = spec.tools.map((t) => ({
+        type: 'function',
+        function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters, ...(t.strict != null ? { strict: t.strict } : {}) },
+      }))
+      body.tool_choice = typeof spec.toolChoice === 'string' ? spec.toolChoice : { type: 'function', function: { name: spec.toolChoice.name } }
+    }
+    const format = req.text?.format as Json | undefined
+    if (format?.type === 'json_object') body.response_format = { type: 'json_object' }
+    if (format?.type === 'json_schema') {
+      body.response_format = {
+        type: 'json_schema',
+        json_schema: { name: format.name, schema: format.schema, ...(format.description ? { description: format.description } : {}), ...(format.strict != null ? { strict: format.strict } : {}) },
+      }
+    }
+    if (req.text?.verbosity) body.verbosity = req.text.verbosity
+    if (req.reasoning?.effort) body.reasoning_effort = req.reasoning.effort
+    const tier = req.service_tier === 'fast' || req.service_tier === 'ultrafast' ? 'priority' : req.service_tier
+    if (tier && tier !== 'auto') body.service_tier = tier
+    if (spec.user) body.user = spec.user
+    return body
+  },
+
+  reply(reply: Json): Delta[] {
+    const choice = reply.choices?.[0] ?? {}
+    const m = choice.message ?? {}
+    const out: Delta[] = []
+    const reasoning = m.reasoning_content ?? m.reasoning
+    if (typeof reasoning === 'string') out.push({ type: 'reasoning', delta: reasoning })
+    if (typeof m.content === 'string') out.push({ type: 'text', delta: m.content })
+    if (typeof m.refusal === 'string') out.push({ type: 'refusal', delta: m.refusal })
+    ;(m.tool_calls ?? []).forEach((c: Json, index: number) =>
+      out.push({ type: 'tool_call', index, id: String(c.id), name: String(c.function?.name), arguments: String(c.function?.arguments ?? '') }),
+    )
+    out.push(...usageDelta(reply.usage))
+    out.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' })
+    return out
+  },
+
+  streamer(): StreamTranslator {
+    return ({ data }) => {
+      if (data === '[DONE]') return []
+      const chunk = JSON.parse(data)
+      if (chunk.error) throw new GatewayError(502, 'provider_unavailable', `the provider failed mid-stream: ${String(chunk.error.message ?? '').slice(0, 300)}`)
+      const out: Delta[] = []
+      const choice = chunk.choices?.[0]
+      const d = choice?.delta
+      if (d) {
+        const reasoning = d.reasoning_content ?? d.reasoning
+        if (typeof reasoning === 'string' && reasoning) out.push({ type: 'reasoning', delta: reasoning })
+        if (typeof d.content === 'string' && d.content) out.push({ type: 'text', delta: d.content })
+        if (typeof d.refusal === 'string' && d.refusal) out.push({ type: 'refusal', delta: d.refusal })
+        for (const c of d.tool_calls ?? []) {
+          out.push({ type: 'tool_call', index: c.index ?? 0, id: c.id, name: c.function?.name, arguments: c.function?.arguments ?? '' })
+        }
+      }
+      if (choice?.finish_reason) out.push({ type: 'finish', reason: FINISH[choice.finish_reason] ?? 'stop' })
+      out.push(...usageDelta(chunk.usage))
+      return out
+    }
+  },
 }

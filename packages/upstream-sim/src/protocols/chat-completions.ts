@@ -20,7 +20,7 @@ export function askFromChat(body: Body): Ask {
     maxTokens: body.max_completion_tokens ?? body.max_tokens,
     stop: typeof body.stop === 'string' ? [body.stop] : body.stop,
     cache: wantsCache(body),
-    reasoning: Boolean(body.reasoning_effort ?? body.reasoning),
+    reasoning: Boolean((body.reasoning_effort && body.reasoning_effort !== 'none') || body.reasoning),
   }
 }
 

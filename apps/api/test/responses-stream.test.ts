@@ -1,0 +1,212 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import OpenAI from 'openai'
+import { OpenRouter } from '@openrouter/sdk'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import type { Catalogue, Protocol } from '@roster/gateway'
+import { useTestTenant, waitFor } from '@roster/testing'
+import { buildTestApp } from './helpers.js'
+
+// Streaming POST /responses over each provider protocol, through both official clients and raw
+// SSE, against the upstream simulator; faults, fallbacks and a client that goes away.
+const env = useTestTenant()
+let sim: Simulator
+let slow: Simulator
+let cut: Simulator
+let limited: Simulator
+let cutEarly: Simulator
+let app: Awaited<ReturnType<typeof buildTestApp>>
+let baseURL: string
+
+const PATHS: Record<Protocol, string> = { 'openai-chat': 'chat', 'openai-responses': 'responses', 'anthropic-messages': 'messages' }
+const model = (id: string, url: string, protocol: Protocol = 'openai-chat') => ({
+  id,
+  name: `simulator ${id}`,
+  context_length: 8_000,
+  pricing: { input: '0.000001', cached_input: '0.0000001', output: '0.000002' },
+  capabilities: { tools: true, reasoning: true, images: true, caching: true },
+  endpoints: [{ provider: 'upstream-sim', protocol, base_url: `${url}/v1`, upstream_model: 'sim', tiers: ['default' as const], timeout_ms: 5_000 }],
+  created: 0,
+})
+
+beforeAll(async () => {
+  sim = await startSimulator({ replyTokens: 6 })
+  slow = await startSimulator({ replyTokens: 200, tokensPerSecond: 20 })
+  cut = await startSimulator({ replyTokens: 20, tokensPerSecond: 200, fault: 'cut' })
+  limited = await startSimulator({ fault: '429' })
+  cutEarly = await startSimulator({ fault: 'cut' })
+  const catalogue: Catalogue = {
+    models: [
+      ...(Object.keys(PATHS) as Protocol[]).map((p) => model(`roster-sim/${PATHS[p]}`, sim.url, p)),
+      model('roster-sim/slow', slow.url),
+      model('roster-sim/cut', cut.url),
+      model('roster-sim/limited', limited.url),
+      model('roster-sim/cut-early', cutEarly.url),
+    ],
+  }
+  app = await buildTestApp(env.t.db, {}, catalogue)
+  baseURL = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
+})
+afterAll(async () => {
+  await app?.closeAll()
+  await Promise.all([sim, slow, cut, limited, cutEarly].map((s) => s?.close()))
+})
+
+/** Raw SSE: each event's `event:` name and parsed `data:`, and whether it ended with [DONE]. */
+async function rawStream(body: object, headers: Record<string, string> = {}) {
+  const res = await fetch(`${baseURL}/responses`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ stream: true, ...body }),
+  })
+  const text = await res.text()
+  if (!res.headers.get('content-type')?.startsWith('text/event-stream')) return { res, events: [], done: false, text }
+  const blocks = text.split('\n\n').filter(Boolean)
+  const done = blocks.at(-1) === 'data: [DONE]'
+  const events = blocks
+    .filter((b) => b !== 'data: [DONE]')
+    .map((b) => {
+      const name = /^event: (.*)$/m.exec(b)?.[1]
+      const data = JSON.parse(/^data: (.*)$/m.exec(b)![1]!)
+      return { name, data }
+    })
+  return { res, events, done, text }
+}
+
+const types = (events: { data: any }[]) => events.map((e) => e.data.type)
+
+describe('streaming, event by event', () => {
+  for (const protocol of Object.keys(PATHS) as Protocol[]) {
+    it(`translates ${protocol} into Open Responses events: lifecycle, sequence, [DONE]`, async () => {
+      const { res, events, done } = await rawStream({ model: `roster-sim/${PATHS[protocol]}`, input: 'tell me something' })
+      expect(res.status).toBe(200)
+      expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/)
+      expect(done).toBe(true)
+      expect(events.map((e) => e.data.sequence_number)).toEqual(events.map((_, i) => i))
+      for (const e of events) expect(e.name).toBe(e.data.type)
+      const t = types(events)
+      expect(t.slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added'])
+      expect(t.slice(-4)).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed'])
+      const deltas = events.filter((e) => e.data.type === 'response.output_text.delta')
+      expect(deltas).toHaveLength(6)
+      for (const d of deltas) expect(d.data.logprobs).toEqual([])
+      const created = events[0]!.data.response
+      expect(created).toMatchObject({ status: 'in_progress', completed_at: null, output: [] })
+      const final = events.at(-1)!.data.response
+      expect(final.status).toBe('completed')
+      expect(final.output_text).toBe(deltas.map((d) => d.data.delta).join(''))
+      expect(final.output[0].content[0].text).toBe(final.output_text)
+      expect(final.usage).toMatchObject({ output_tokens: 6, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } })
+      expect(final.usage.cost).toBeGreaterThan(0)
+    })
+
+    it(`streams ${protocol} function calls with argument deltas, and reasoning`, async () => {
+      const { events } = await rawStream({
+        model: `roster-sim/${PATHS[protocol]}`,
+        input: 'weather?',
+        reasoning: { effort: 'low' },
+        tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }],
+      })
+      const t = types(events)
+      expect(t).toContain('response.reasoning_summary_text.delta')
+      expect(t).toContain('response.function_call_arguments.delta')
+      const done = events.find((e) => e.data.type === 'response.function_call_arguments.done')!.data
+      expect(done.name).toBe('get_weather')
+      expect(JSON.parse(done.arguments)).toEqual({ city: 'sample' })
+      const args = events.filter((e) => e.data.type === 'response.function_call_arguments.delta').map((e) => e.data.delta).join('')
+      expect(args).toBe(done.arguments)
+      const final = events.at(-1)!.data.response
+      expect(final.output.map((o: any) => o.type)).toEqual(['reasoning', 'function_call'])
+      expect(final.output[0].summary[0].text.length).toBeGreaterThan(0)
+      // Anthropic does not report thinking tokens apart from output tokens.
+      expect(final.usage.output_tokens_details.reasoning_tokens).toBe(protocol === 'anthropic-messages' ? 0 : 8)
+    })
+  }
+})
+
+describe('the official clients, streaming', () => {
+  it('openai: responses.stream and create({stream:true}) give the text and the final response', async () => {
+    const client = new OpenAI({ apiKey: env.tenant.keys.user, baseURL, maxRetries: 0 })
+    const stream = client.responses.stream({ model: 'roster-sim/messages', input: 'hello' })
+    let text = ''
+    stream.on('response.output_text.delta', (e) => (text += e.delta))
+    const final = await stream.finalResponse()
+    expect(final.output_text).toBe(text)
+    expect(text.split(' ')).toHaveLength(6)
+
+    const seen: string[] = []
+    for await (const event of await client.responses.create({ model: 'roster-sim/responses', input: 'hello', stream: true })) seen.push(event.type)
+    expect(seen[0]).toBe('response.created')
+    expect(seen.at(-1)).toBe('response.completed')
+  })
+
+  it('@openrouter/sdk: responses.send with stream parses every event', async () => {
+    const client = new OpenRouter({ apiKey: env.tenant.keys.user, serverURL: baseURL, retryConfig: { strategy: 'none' } })
+    const stream = await client.responses.send({ responsesRequest: { model: 'roster-sim/chat', input: 'hello', stream: true } })
+    const seen: any[] = []
+    for await (const event of stream as AsyncIterable<any>) seen.push(event)
+    expect(seen.map((e) => e.type)).toContain('response.output_text.delta')
+    expect(seen.every((e) => typeof e.type === 'string' && typeof e.sequenceNumber === 'number')).toBe(true)
+    expect(seen.at(-1).type).toBe('response.completed')
+    expect(seen.at(-1).response.outputText.length).toBeGreaterThan(0)
+  })
+})
+
+describe('failures while streaming', () => {
+  it('a stream cut upstream ends with an error event, then response.failed, then [DONE]', async () => {
+    const { res, events, done } = await rawStream({ model: 'roster-sim/cut', input: 'x' })
+    expect(res.status).toBe(200)
+    expect(done).toBe(true)
+    const t = types(events)
+    expect(t.slice(-2)).toEqual(['error', 'response.failed'])
+    expect(events.at(-2)!.data).toMatchObject({ code: 'provider_unavailable', param: null })
+    expect(events.at(-1)!.data.response).toMatchObject({ status: 'failed', error: { code: 'provider_unavailable' } })
+  })
+
+  it('moves on to the next model before the first byte, and answers an HTTP error when none is left', async () => {
+    const ok = await rawStream({ models: ['roster-sim/limited', 'roster-sim/chat'], input: 'x' })
+    expect(ok.events.at(-1)!.data.response.model).toBe('roster-sim/chat')
+    // A stream that breaks before its first event has shown nothing either: the next model takes over.
+    const early = await rawStream({ models: ['roster-sim/cut-early', 'roster-sim/chat'], input: 'x' })
+    expect(early.events.at(-1)!.data.response).toMatchObject({ model: 'roster-sim/chat', status: 'completed' })
+    const failed = await rawStream({ model: 'roster-sim/limited', input: 'x' })
+    expect(failed.res.status).toBe(429)
+    expect(failed.res.headers.get('retry-after')).toBe('2')
+    expect(JSON.parse(failed.text)).toMatchObject({ error: { code: 429, metadata: { error_type: 'rate_limit_exceeded' } } })
+  })
+
+  it('a client that goes away cancels the upstream request', async () => {
+    const abort = new AbortController()
+    const res = await fetch(`${baseURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'roster-sim/slow', input: 'a long one', stream: true }),
+      signal: abort.signal,
+    })
+    const reader = res.body!.getReader()
+    let seen = ''
+    while (!seen.includes('response.output_text.delta')) seen += new TextDecoder().decode((await reader.read()).value)
+    const before = slow.stats.cancelled
+    abort.abort()
+    // 200 tokens at 20/s would take 10 s; the upstream stream must end long before.
+    await waitFor(() => slow.stats.cancelled > before, { timeoutMs: 3_000, what: 'the upstream stream to be cancelled' })
+  })
+
+  it('streams each upstream token as it arrives, not buffered', async () => {
+    const res = await fetch(`${baseURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json', 'x-request-id': 'pace-check' },
+      body: JSON.stringify({ model: 'roster-sim/slow', input: 'pace', stream: true, max_output_tokens: 8 }),
+    })
+    const reader = res.body!.getReader()
+    const arrivals: number[] = []
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) break
+      const text = new TextDecoder().decode(value)
+      for (const _ of text.matchAll(/"type":"response.output_text.delta"/g)) arrivals.push(performance.now())
+    }
+    // 20 tokens/s upstream: deltas arrive spread over time, not all at the end.
+    expect(arrivals.length).toBe(8)
+    expect(arrivals.at(-1)! - arrivals[0]!).toBeGreaterThan(200)
+  })
+})

@@ -1,0 +1,139 @@
+import type { Entry, Part } from '../conversation.js'
+import type { Delta, Finish } from '../deltas.js'
+import { upstreamError } from '../errors.js'
+import type { Adapter, CallSpec, StreamTranslator } from './adapter.js'
+
+// Responses ⇄ Anthropic Messages.
+
+type Json = Record<string, any>
+
+/** Thinking budgets for the request's reasoning effort (Anthropic takes tokens, not levels). */
+const BUDGET: Record<string, number> = { minimal: 1024, low: 2048, medium: 8192, high: 16384, xhigh: 32000, max: 64000 }
+
+function block(p: Part): Json {
+  const cache = p.cache ? { cache_control: p.cache } : {}
+  if (p.kind === 'text') return { type: 'text', text: p.text, ...cache }
+  const data = /^data:([^;,]+);base64,(.*)$/s.exec(p.url)
+  const source = data ? { type: 'base64', media_type: data[1], data: data[2] } : { type: 'url', url: p.url }
+  return { type: 'image', source, ...cache }
+}
+
+/** System entries become the system blocks; the rest alternate user/assistant as Anthropic requires. */
+export function anthropicMessages(entries: Entry[]): { system: Json[]; messages: Json[] } {
+  const system: Json[] = []
+  const messages: Json[] = []
+  const append = (role: 'user' | 'assistant', blocks: Json[]) => {
+    const last = messages.at(-1)
+    if (last?.role === role) last.content.push(...blocks)
+    else messages.push({ role, content: blocks })
+  }
+  for (const e of entries) {
+    if (e.kind === 'message') {
+      if (e.role === 'system') system.push(...e.parts.filter((p) => p.kind === 'text').map(block))
+      else append(e.role, e.parts.map(block))
+    } else if (e.kind === 'call') {
+      let input: unknown = {}
+      try {
+        input = JSON.parse(e.arguments || '{}')
+      } catch {}
+      append('assistant', [{ type: 'tool_use', id: e.callId, name: e.name, input }])
+    } else append('user', [{ type: 'tool_result', tool_use_id: e.callId, content: e.output }])
+  }
+  return { system, messages }
+}
+
+const FINISH: Record<string, Finish> = { end_turn: 'stop', stop_sequence: 'stop', pause_turn: 'stop', max_tokens: 'length', tool_use: 'tool_calls', refusal: 'content_filter' }
+
+function usage(u: Json | undefined): Delta[] {
+  if (!u) return []
+  const read = u.cache_read_input_tokens ?? 0
+  const write = u.cache_creation_input_tokens ?? 0
+  return [
+    {
+      type: 'usage',
+      usage: {
+        ...(u.input_tokens !== undefined ? { input: u.input_tokens + read + write, cached: read, cacheWrite: write } : {}),
+        ...(u.output_tokens !== undefined ? { output: u.output_tokens } : {}),
+      },
+    },
+  ]
+}
+
+export const anthropic: Adapter = {
+  path: '/messages',
+  headers: (key) => ({
+    'content-type': 'application/json',
+    'anthropic-version': '2023-06-01',
+    ...(key ? { 'x-api-key': key } : {}),
+  }),
+
+  body(spec: CallSpec): Json {
+    const { req } = spec
+    const { system, messages } = anthropicMessages(spec.entries)
+    const maxTokens = req.max_output_tokens ?? spec.defaultMaxTokens
+    const body: Json = { model: spec.upstreamModel, max_tokens: maxTokens, messages, stream: spec.stream }
+    if (system.length) body.system = system
+    if (req.temperature != null) body.temperature = Math.min(1, req.temperature)
+    if (req.top_p != null) body.top_p = req.top_p
+    if (req.top_k != null) body.top_k = req.top_k
+    if (req.stop != null) body.stop_sequences = typeof req.stop === 'string' ? [req.stop] : req.stop
+    if (spec.tools.length) {
+      body.tools = spec.tools.map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), input_schema: t.parameters }))
+      const c = spec.toolChoice
+      body.tool_choice = c === 'auto' ? { type: 'auto' } : c === 'none' ? { type: 'none' } : c === 'required' ? { type: 'any' } : { type: 'tool', name: c.name }
+      if (req.parallel_tool_calls === false && c !== 'none') body.tool_choice.disable_parallel_tool_use = true
+    }
+    const r = req.reasoning
+    const wanted = r && r.effort !== 'none' && r.enabled !== false ? (r.max_tokens ?? (r.effort ? BUDGET[r.effort] : r.enabled ? BUDGET.medium : undefined)) : undefined
+    // The budget counts within max_tokens and must be at least 1024.
+    if (wanted !== undefined && maxTokens > 1024) body.thinking = { type: 'enabled', budget_tokens: Math.max(1024, Math.min(wanted, maxTokens - 1)) }
+    const format = req.text?.format as Json | undefined
+    if (format?.type === 'json_schema') body.output_format = { type: 'json_schema', schema: format.schema }
+    if (spec.user) body.metadata = { user_id: spec.user }
+    return body
+  },
+
+  reply(r: Json): Delta[] {
+    const out: Delta[] = []
+    let call = 0
+    for (const b of r.content ?? []) {
+      if (b.type === 'thinking') out.push({ type: 'reasoning', delta: String(b.thinking ?? '') })
+      else if (b.type === 'text') out.push({ type: r.stop_reason === 'refusal' ? 'refusal' : 'text', delta: String(b.text ?? '') })
+      else if (b.type === 'tool_use') out.push({ type: 'tool_call', index: call++, id: b.id, name: b.name, arguments: JSON.stringify(b.input ?? {}) })
+    }
+    out.push(...usage(r.usage), { type: 'finish', reason: FINISH[r.stop_reason] ?? 'stop' })
+    return out
+  },
+
+  streamer(): StreamTranslator {
+    return ({ data }) => {
+      const e = JSON.parse(data)
+      switch (e.type) {
+        case 'message_start':
+          return usage(e.message?.usage)
+        case 'content_block_start':
+          return e.content_block?.type === 'tool_use'
+            ? [{ type: 'tool_call', index: e.index, id: e.content_block.id, name: e.content_block.name, arguments: '' }]
+            : e.content_block?.type === 'text' && e.content_block.text
+              ? [{ type: 'text', delta: e.content_block.text }]
+              : []
+        case 'content_block_delta': {
+          const d = e.delta ?? {}
+          if (d.type === 'text_delta') return [{ type: 'text', delta: String(d.text ?? '') }]
+          if (d.type === 'thinking_delta') return [{ type: 'reasoning', delta: String(d.thinking ?? '') }]
+          if (d.type === 'input_json_delta') return [{ type: 'tool_call', index: e.index, arguments: String(d.partial_json ?? '') }]
+          return []
+        }
+        case 'message_delta':
+          return [...usage(e.usage), ...(e.delta?.stop_reason ? [{ type: 'finish' as const, reason: FINISH[e.delta.stop_reason] ?? 'stop' }] : [])]
+        case 'error': {
+          const type = e.error?.type
+          const status = type === 'overloaded_error' ? 529 : type === 'rate_limit_error' ? 429 : type === 'invalid_request_error' ? 400 : 500
+          throw upstreamError('the provider', status, JSON.stringify(e))
+        }
+        default:
+          return []
+      }
+    }
+  },
+}

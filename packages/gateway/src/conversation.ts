@@ -1,0 +1,91 @@
+import type { ResponsesRequest } from './request.js'
+import { invalid } from './errors.js'
+
+// The request's conversation in one neutral form that every adapter writes out in its own
+// protocol: instructions first, developer folded into system, calls and their results paired by
+// call id, cache breakpoints already placed.
+
+type Json = Record<string, any>
+
+export interface CacheMark {
+  type: 'ephemeral'
+  ttl?: '5m' | '1h'
+}
+export type Part =
+  | { kind: 'text'; text: string; cache?: CacheMark }
+  | { kind: 'image'; url: string; detail?: string; cache?: CacheMark }
+export type Entry =
+  | { kind: 'message'; role: 'system' | 'user' | 'assistant'; parts: Part[] }
+  | { kind: 'call'; callId: string; name: string; arguments: string }
+  | { kind: 'result'; callId: string; output: string }
+
+function part(p: Json): Part | null {
+  const cache = p.cache_control ?? (p.prompt_cache_breakpoint ? { type: 'ephemeral' } : undefined)
+  switch (p.type) {
+    case 'input_text':
+    case 'output_text':
+    case 'text':
+      return { kind: 'text', text: String(p.text ?? ''), ...(cache ? { cache } : {}) }
+    case 'refusal':
+      return { kind: 'text', text: String(p.refusal ?? '') }
+    case 'input_image': {
+      const url = p.image_url ?? p.url
+      if (typeof url !== 'string' || !url) throw invalid('input_image needs image_url (an https URL or a data: URL); file ids are not served here')
+      return { kind: 'image', url, ...(p.detail ? { detail: p.detail } : {}), ...(cache ? { cache } : {}) }
+    }
+    default:
+      throw invalid(`content parts of type ${p.type} are not served by this Roster`)
+  }
+}
+
+const parts = (content: unknown): Part[] =>
+  typeof content === 'string' ? [{ kind: 'text', text: content }] : Array.isArray(content) ? content.map(part).filter((p): p is Part => p !== null) : []
+
+const asText = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v ?? null))
+
+/** The request's input (and any turns the tool loop added) as neutral entries. */
+export function conversation(req: ResponsesRequest, extra: Json[] = []): Entry[] {
+  const out: Entry[] = []
+  if (req.instructions) out.push({ kind: 'message', role: 'system', parts: [{ kind: 'text', text: req.instructions }] })
+  const items: Json[] = typeof req.input === 'string' ? [{ role: 'user', content: req.input }] : [...((req.input as Json[]) ?? [])]
+  for (const item of [...items, ...extra]) {
+    if (item.role && (item.type === undefined || item.type === 'message')) {
+      out.push({ kind: 'message', role: item.role === 'developer' ? 'system' : item.role, parts: parts(item.content) })
+    } else if (item.type === 'function_call') {
+      out.push({ kind: 'call', callId: String(item.call_id), name: String(item.name), arguments: asText(item.arguments ?? '{}') })
+    } else if (item.type === 'function_call_output') {
+      out.push({ kind: 'result', callId: String(item.call_id), output: asText(item.output) })
+    } else if (typeof item.type === 'string' && item.type.startsWith('openrouter:') && item.call_id) {
+      // A server tool's item echoed back from an earlier response: the model sees the call and result.
+      out.push({ kind: 'call', callId: item.call_id, name: item.type.slice('openrouter:'.length), arguments: asText(item.arguments ?? '{}') })
+      out.push({ kind: 'result', callId: item.call_id, output: asText(item.output) })
+    } else if (item.type === 'reasoning') {
+      // Earlier reasoning is the provider's own state; it is not replayed to another turn.
+    } else {
+      throw invalid(`input items of type ${item.type} are not served by this Roster`)
+    }
+  }
+  placeAutomaticBreakpoint(req, out)
+  return out
+}
+
+/**
+ * Top-level cache_control puts one breakpoint on the last cacheable block (the last text part of
+ * the prompt), unless prompt_cache_options.mode is explicit: then only marked blocks are cached.
+ */
+function placeAutomaticBreakpoint(req: ResponsesRequest, entries: Entry[]) {
+  if (!req.cache_control || req.prompt_cache_options?.mode === 'explicit') return
+  const mark = { type: 'ephemeral' as const, ...(req.cache_control.ttl ? { ttl: req.cache_control.ttl } : {}) }
+  for (let i = entries.length - 1; i >= 0; i--) {
+    const e = entries[i]!
+    if (e.kind !== 'message') continue
+    const last = [...e.parts].reverse().find((p) => p.kind === 'text')
+    if (last) {
+      last.cache ??= mark
+      return
+    }
+  }
+}
+
+/** Whether the conversation ends with tool results (the model answers them now). */
+export const endsWithResults = (entries: Entry[]) => entries.at(-1)?.kind === 'result'

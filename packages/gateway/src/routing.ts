@@ -1,0 +1,140 @@
+import { createHash } from 'node:crypto'
+import { z } from 'zod'
+import type { Catalogue, CatalogueModel, Endpoint } from './catalogue.js'
+import { GatewayError, invalid } from './errors.js'
+import { partitionFromRoute, tierPreference, type ResponsesRequest } from './request.js'
+
+// Which endpoints a request may use, in the order they are tried. Routing is stateless apart
+// from what endpoints have been measured to do (latency, throughput), so replicas of the API agree
+// on a session's endpoint without talking to each other.
+
+/** USD per million tokens, as the official client's max_price fields are. */
+const PerMillion = z.union([z.number(), z.string().regex(/^\d+(\.\d+)?$/).transform(Number)]).pipe(z.number().min(0))
+
+export const ProviderPreferences = z.looseObject({
+  order: z.array(z.string().min(1)).optional(),
+  only: z.array(z.string().min(1)).optional(),
+  ignore: z.array(z.string().min(1)).optional(),
+  allow_fallbacks: z.boolean().nullable().optional(),
+  sort: z
+    .union([
+      z.enum(['price', 'throughput', 'latency']),
+      z.looseObject({ by: z.enum(['price', 'throughput', 'latency']).optional(), partition: z.enum(['model', 'none']).nullable().optional() }),
+    ])
+    .nullable()
+    .optional(),
+  max_price: z.looseObject({ prompt: PerMillion.optional(), completion: PerMillion.optional() }).nullable().optional(),
+})
+export type ProviderPreferences = z.infer<typeof ProviderPreferences>
+
+export interface Candidate {
+  model: CatalogueModel
+  endpoint: Endpoint
+}
+
+export interface Route {
+  candidates: Candidate[]
+  /** How the order was decided, for routing metadata. */
+  strategy: string
+  requested: string
+}
+
+/** What endpoints have been seen to do: exponentially weighted, per endpoint. */
+export class EndpointStats {
+  private readonly seen = new Map<Endpoint, { ttfbMs: number; tokensPerSecond: number }>()
+
+  record(endpoint: Endpoint, ttfbMs: number, tokensPerSecond?: number) {
+    const s = this.seen.get(endpoint)
+    if (!s) return void this.seen.set(endpoint, { ttfbMs, tokensPerSecond: tokensPerSecond ?? 0 })
+    s.ttfbMs = s.ttfbMs * 0.8 + ttfbMs * 0.2
+    if (tokensPerSecond !== undefined) s.tokensPerSecond = s.tokensPerSecond * 0.8 + tokensPerSecond * 0.2
+  }
+
+  /** Unmeasured endpoints rank first, so they get measured. */
+  latency = (e: Endpoint) => this.seen.get(e)?.ttfbMs ?? -1
+  throughput = (e: Endpoint) => this.seen.get(e)?.tokensPerSecond ?? Infinity
+}
+
+const price = (c: Candidate) => {
+  const p = c.endpoint.pricing ?? c.model.pricing
+  return Number(p.input) + Number(p.output)
+}
+
+/** Rendezvous hashing: each session gets a stable order of equally good endpoints. */
+const weight = (session: string, c: Candidate) =>
+  createHash('sha1').update(session).update('\0').update(c.model.id).update('\0').update(c.endpoint.provider).update(c.endpoint.base_url).digest().readUInt32BE(0)
+
+export class Router {
+  private turn = 0
+
+  constructor(
+    private readonly catalogue: Catalogue,
+    readonly stats = new EndpointStats(),
+  ) {}
+
+  route(req: ResponsesRequest, session: string | undefined): Route {
+    const names = [...new Set([req.model, ...(req.models ?? [])].filter((m): m is string => !!m))]
+    const unknown = names.filter((n) => !this.catalogue.models.some((m) => m.id === n))
+    if (unknown.length) throw invalid(`no model named ${unknown.join(', ')} is served here; GET /api/v1/models lists them`)
+    const models = names.map((n) => this.catalogue.models.find((m) => m.id === n)!)
+
+    const parsed = ProviderPreferences.safeParse(req.provider ?? {})
+    if (!parsed.success) throw invalid(`provider: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(object)'} ${i.message}`).join('; ')}`)
+    const prefs = parsed.data
+    const sortBy = typeof prefs.sort === 'string' ? prefs.sort : prefs.sort?.by
+    const partition = (typeof prefs.sort === 'object' ? prefs.sort?.partition : undefined) ?? partitionFromRoute(req.route) ?? 'model'
+    const tiers = tierPreference(req.service_tier)
+    const allowFallbacks = prefs.allow_fallbacks !== false
+
+    const eligible = (c: Candidate) => {
+      const e = c.endpoint
+      if (prefs.only && !prefs.only.includes(e.provider)) return false
+      if (prefs.ignore?.includes(e.provider)) return false
+      if (!allowFallbacks && prefs.order && !prefs.order.includes(e.provider)) return false
+      if (!e.tiers.some((t) => tiers.includes(t))) return false
+      const p = e.pricing ?? c.model.pricing
+      if (prefs.max_price?.prompt !== undefined && Number(p.input) * 1e6 > prefs.max_price.prompt) return false
+      if (prefs.max_price?.completion !== undefined && Number(p.output) * 1e6 > prefs.max_price.completion) return false
+      return true
+    }
+    const tierRank = (c: Candidate) => Math.min(...c.endpoint.tiers.map((t) => tiers.indexOf(t)).filter((i) => i >= 0))
+    const orderRank = (c: Candidate) => {
+      const i = prefs.order?.indexOf(c.endpoint.provider) ?? -1
+      return i < 0 ? Infinity : i
+    }
+    const measure = sortBy === 'price' ? price : sortBy === 'latency' ? (c: Candidate) => this.stats.latency(c.endpoint) : sortBy === 'throughput' ? (c: Candidate) => -this.stats.throughput(c.endpoint) : undefined
+    // Equal endpoints are spread: by the session (sticky), or in turn when there is none.
+    const spread = session ? (c: Candidate) => -weight(session, c) : undefined
+    const start = this.turn++
+
+    const ordered = (group: Candidate[]) => {
+      const n = group.length
+      const keyed = group.map((c, i) => ({ c, keys: [orderRank(c), tierRank(c), measure ? measure(c) : 0, spread ? spread(c) : (i - (start % n) + n) % n] }))
+      keyed.sort((a, b) => {
+        for (let k = 0; k < a.keys.length; k++) if (a.keys[k] !== b.keys[k]) return a.keys[k]! - b.keys[k]!
+        return 0
+      })
+      return keyed.map((k) => k.c)
+    }
+
+    const perModel = models.map((model) => model.endpoints.map((endpoint) => ({ model, endpoint })).filter(eligible))
+    let candidates = partition === 'none' ? ordered(perModel.flat()) : perModel.flatMap(ordered)
+    if (!allowFallbacks && !prefs.order) {
+      // Without fallbacks each model keeps its best endpoint only.
+      const seen = new Set<string>()
+      candidates = candidates.filter((c) => !seen.has(c.model.id) && !!seen.add(c.model.id))
+    }
+    if (!candidates.length) {
+      const ids = models.map((m) => m.id).join(', ')
+      throw new GatewayError(404, 'not_found', `no endpoint of ${ids} matches the request's provider preferences and service tier`)
+    }
+    const strategy = [
+      prefs.order ? 'order' : undefined,
+      sortBy ? `sort:${sortBy}` : undefined,
+      partition === 'none' ? 'partition:none' : undefined,
+      session && !sortBy && !prefs.order ? 'sticky' : undefined,
+    ].filter(Boolean).join('+') || (candidates.length > 1 ? 'fallback' : 'direct')
+    return { candidates, strategy, requested: names[0]! }
+  }
+}
+

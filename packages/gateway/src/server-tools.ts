@@ -1,0 +1,142 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
+import { BlockList, isIP } from 'node:net'
+import { Agent, request } from 'undici'
+import type { FunctionDef } from './adapters/adapter.js'
+
+// Server tools: tools Roster itself runs between model turns. Offered as `openrouter:<name>`;
+// the model sees them as ordinary functions; the client sees a result item per call.
+
+type Json = Record<string, any>
+
+export interface ServerTool {
+  definition: FunctionDef
+  run(args: Json, signal: AbortSignal): Promise<unknown>
+}
+
+export interface WebFetchOptions {
+  /** Fetch from private, loopback and link-local addresses too (off by default; tests and labs only). */
+  allowPrivateNetworks: boolean
+  maxBytes: number
+  timeoutMs: number
+}
+
+const datetime: ServerTool = {
+  definition: {
+    name: 'datetime',
+    description: 'The current date and time, in an IANA time zone (UTC unless given).',
+    parameters: { type: 'object', properties: { timezone: { type: 'string', description: 'IANA time zone, e.g. Europe/Paris' } }, additionalProperties: false },
+  },
+  async run(args) {
+    const timezone = typeof args.timezone === 'string' && args.timezone ? args.timezone : 'UTC'
+    const now = new Date()
+    let local: string
+    try {
+      local = new Intl.DateTimeFormat('sv-SE', { timeZone: timezone, dateStyle: 'short', timeStyle: 'medium' }).format(now)
+    } catch {
+      return { error: `unknown time zone ${timezone}` }
+    }
+    return { datetime: now.toISOString(), timezone, local, unix: Math.floor(now.getTime() / 1000) }
+  },
+}
+
+/** Addresses a fetch must never reach unless allowed: private, loopback, link-local, and the like. */
+const forbidden = new BlockList()
+for (const [net, bits] of [
+  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
+  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const) forbidden.addSubnet(net, bits, 'ipv4')
+for (const [net, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['::ffff:0:0', 96], ['64:ff9b::', 96]] as const) {
+  forbidden.addSubnet(net, bits, 'ipv6')
+}
+const isForbidden = (address: string) => forbidden.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4')
+
+export class FetchRefused extends Error {}
+
+/**
+ * The address check sits in the connection's own DNS lookup, so the address checked is the one
+ * connected to (no second resolution a rebinding DNS server could answer differently).
+ */
+function guardedAgent(options: WebFetchOptions) {
+  return new Agent({
+    connect: {
+      timeout: options.timeoutMs,
+      lookup(hostname, opts, callback) {
+        dnsLookup(hostname, { ...opts, all: true }, (err, addresses) => {
+          if (err) return callback(err, '', 0)
+          const list = addresses as LookupAddress[]
+          const bad = list.find((a) => isForbidden(a.address))
+          if (bad && !options.allowPrivateNetworks) return callback(new FetchRefused(`${hostname} resolves to ${bad.address}, a private or loopback address`), '', 0)
+          if ((opts as { all?: boolean }).all) return (callback as any)(null, list)
+          callback(null, list[0]!.address, list[0]!.family)
+        })
+      },
+    },
+  })
+}
+
+function webFetch(options: WebFetchOptions): ServerTool {
+  const agent = guardedAgent(options)
+  return {
+    definition: {
+      name: 'web_fetch',
+      description: 'Fetches a public web page or file over HTTP(S) and returns its text (truncated when long).',
+      parameters: { type: 'object', properties: { url: { type: 'string', description: 'http or https URL' } }, required: ['url'], additionalProperties: false },
+    },
+    async run(args, signal) {
+      let url: URL
+      try {
+        url = new URL(String(args.url ?? ''))
+      } catch {
+        return { error: 'url is not a valid URL' }
+      }
+      for (let hop = 0; hop <= 3; hop++) {
+        if (url.protocol !== 'http:' && url.protocol !== 'https:') return { error: `only http and https URLs are fetched, not ${url.protocol}` }
+        const host = url.hostname.replace(/^\[|\]$/g, '')
+        if (isIP(host) && isForbidden(host) && !options.allowPrivateNetworks) return { error: `refused: ${host} is a private or loopback address` }
+        try {
+          const res = await request(url, {
+            method: 'GET',
+            dispatcher: agent,
+            signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]),
+            headers: { 'user-agent': 'Roster-web_fetch/1', accept: 'text/*, application/json, */*;q=0.5' },
+            headersTimeout: options.timeoutMs,
+            bodyTimeout: options.timeoutMs,
+          })
+          const location = res.headers.location
+          if (res.statusCode >= 300 && res.statusCode < 400 && location) {
+            await res.body.dump()
+            url = new URL(String(location), url)
+            continue
+          }
+          const chunks: Buffer[] = []
+          let size = 0
+          let truncated = false
+          for await (const chunk of res.body) {
+            const room = options.maxBytes - size
+            chunks.push(chunk.subarray(0, room))
+            size += Math.min(room, chunk.length)
+            if (chunk.length > room) {
+              truncated = true
+              res.body.destroy()
+              break
+            }
+          }
+          return { url: url.href, status: res.statusCode, content_type: String(res.headers['content-type'] ?? ''), content: Buffer.concat(chunks).toString('utf8'), truncated }
+        } catch (err) {
+          const cause = (err as { cause?: unknown }).cause ?? err
+          if (cause instanceof FetchRefused || err instanceof FetchRefused) return { error: `refused: ${(cause as Error).message}` }
+          return { error: `fetch failed: ${(err as Error).message}` }
+        }
+      }
+      return { error: 'too many redirects' }
+    },
+  }
+}
+
+/** The server tools this Roster serves, by the name the request uses (`openrouter:<name>`). */
+export function serverTools(options: WebFetchOptions): Map<string, ServerTool> {
+  return new Map([
+    ['openrouter:datetime', datetime],
+    ['openrouter:web_fetch', webFetch(options)],
+  ])
+}
