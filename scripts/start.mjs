@@ -38,9 +38,22 @@ try {
   process.exit(1)
 }
 
+// No catalogue configured: serve the demo catalogue of simulator models (one per provider protocol),
+// so a newcomer's first request works. They are named as the simulator everywhere they appear.
+let simulator = false
+if (!env.MODEL_CATALOGUE) {
+  const { simulatorCatalogue } = await import('../packages/gateway/dist/index.js')
+  env.SIM_PORT ||= '3300'
+  const file = join(root, '.roster', 'demo-catalogue.json')
+  mkdirSync(dirname(file), { recursive: true })
+  writeFileSync(file, JSON.stringify(simulatorCatalogue(`http://127.0.0.1:${env.SIM_PORT}`), null, 2) + '\n')
+  env.MODEL_CATALOGUE = file
+  simulator = true
+}
+
 const children = []
-function run(name, app, extra = {}) {
-  const child = spawn(process.execPath, [join(root, 'apps', app, 'dist', 'main.js')], {
+function run(name, script, extra = {}) {
+  const child = spawn(process.execPath, [join(root, script)], {
     env: { ...env, ...extra },
     stdio: ['ignore', 'inherit', 'inherit'],
   })
@@ -63,8 +76,12 @@ function stop(code = 0) {
 process.on('SIGINT', () => stop(0))
 process.on('SIGTERM', () => stop(0))
 
-run('runtime', 'runtime', { PORT: env.RUNTIME_PORT })
-run('api', 'api')
-run('worker', 'worker')
+if (simulator) run('upstream simulator', 'packages/upstream-sim/dist/main.js', { PORT: env.SIM_PORT, SIM_TOKENS_PER_SECOND: env.SIM_TOKENS_PER_SECOND ?? '50' })
+run('runtime', 'apps/runtime/dist/main.js', { PORT: env.RUNTIME_PORT })
+run('api', 'apps/api/dist/main.js')
+run('worker', 'apps/worker/dist/main.js')
 console.log(`roster: API on http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/api/v1 (OpenAPI at /api/v1/openapi.json), runtime host on ${env.RUNTIME_URL}`)
+if (simulator) {
+  console.log(`roster: no MODEL_CATALOGUE set, so /responses serves the demo catalogue ${env.MODEL_CATALOGUE}: models roster-sim/chat, roster-sim/responses and roster-sim/messages, all answered by the upstream simulator (not a real model) on port ${env.SIM_PORT}`)
+}
 console.log('roster: make keys with `npm run -s admin -- bootstrap`; Ctrl-C stops everything')

@@ -27,15 +27,16 @@ const datetime: ServerTool = {
     parameters: { type: 'object', properties: { timezone: { type: 'string', description: 'IANA time zone, e.g. Europe/Paris' } }, additionalProperties: false },
   },
   async run(args) {
-    const timezone = typeof args.timezone === 'string' && args.timezone ? args.timezone : 'UTC'
+    const asked = typeof args.timezone === 'string' && args.timezone ? args.timezone : 'UTC'
     const now = new Date()
-    let local: string
+    const local = (timeZone: string) => new Intl.DateTimeFormat('sv-SE', { timeZone, dateStyle: 'short', timeStyle: 'medium' }).format(now)
+    const base = { datetime: now.toISOString(), unix: Math.floor(now.getTime() / 1000) }
     try {
-      local = new Intl.DateTimeFormat('sv-SE', { timeZone: timezone, dateStyle: 'short', timeStyle: 'medium' }).format(now)
+      return { ...base, timezone: asked, local: local(asked) }
     } catch {
-      return { error: `unknown time zone ${timezone}` }
+      // The model still gets the time, and learns why it is not in the zone it asked for.
+      return { ...base, timezone: 'UTC', local: local('UTC'), note: `unknown time zone ${asked}; UTC shown` }
     }
-    return { datetime: now.toISOString(), timezone, local, unix: Math.floor(now.getTime() / 1000) }
   },
 }
 
@@ -80,7 +81,7 @@ function webFetch(options: WebFetchOptions): ServerTool {
     definition: {
       name: 'web_fetch',
       description: 'Fetches a public web page or file over HTTP(S) and returns its text (truncated when long).',
-      parameters: { type: 'object', properties: { url: { type: 'string', description: 'http or https URL' } }, required: ['url'], additionalProperties: false },
+      parameters: { type: 'object', properties: { url: { type: 'string', format: 'uri', description: 'http or https URL' } }, required: ['url'], additionalProperties: false },
     },
     async run(args, signal) {
       let url: URL

@@ -39,6 +39,7 @@ type Schema = {
   const?: unknown
   minimum?: number
   minLength?: number
+  format?: string
   anyOf?: Schema[]
   oneOf?: Schema[]
   default?: unknown
@@ -55,6 +56,8 @@ export function sampleFor(schema: Schema | undefined, depth = 0): unknown {
   const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type
   switch (type) {
     case 'string':
+      // A URL a simulator can name without reaching anyone: itself, on loopback.
+      if (schema.format === 'uri' || schema.format === 'url') return 'http://127.0.0.1/'
       return 'sample'.padEnd(schema.minLength ?? 0, 'x')
     case 'integer':
     case 'number':

@@ -5,6 +5,8 @@ import { ResponsesRequest, type CallOptions } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../app.js'
 
+export const RESPONSES_BODY_LIMIT = 20 * 1024 * 1024
+
 const header = (req: FastifyRequest, name: string) => {
   const v = req.headers[name]
   return Array.isArray(v) ? v[0] : v
@@ -27,6 +29,8 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
     '/responses',
     {
       onRequest: requireKey(deps.authenticate),
+      // Images travel inline as data: URLs, so this route takes more than the API's default.
+      bodyLimit: RESPONSES_BODY_LIMIT,
       schema: { operationId: 'createResponse', summary: 'Run a model request (Open Responses format)', body: ResponsesRequest },
     },
     async (req, reply) => {
