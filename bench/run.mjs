@@ -5,6 +5,7 @@
 //
 //   npm run bench                 all scenarios
 //   npm run bench -- create       one scenario: create-alone | create | provision | worker-alone | single | poll | list | pgbench
+//                                 | gateway | ttfb | soak (soak, 10 minutes, runs only when named)
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir, cpus, totalmem } from 'node:os'
@@ -14,6 +15,7 @@ import { randomBytes } from 'node:crypto'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { deploy } from '../prisma/migrate.mjs'
+import { benchCatalogue, benchGatewayLatency, benchGatewaySoak, benchGatewayTtfb, startUpstreams } from './gateway.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const only = process.argv[2]
@@ -34,10 +36,10 @@ async function admin(sql) {
   }
 }
 
-function start(app, env) {
-  const child = spawn(process.execPath, [join(root, 'apps', app, 'dist', 'main.js')], {
+function start(app, env, nodeFlags = []) {
+  const child = spawn(process.execPath, [...nodeFlags, join(root, 'apps', app, 'dist', 'main.js')], {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    stdio: ['ignore', process.env.BENCH_API_FLAGS && app === 'api' ? 'inherit' : 'ignore', 'inherit'],
   })
   return child
 }
@@ -52,7 +54,7 @@ async function waitHttp(url) {
   throw new Error(`${url} did not come up`)
 }
 
-async function withStack(work, { worker = true } = {}) {
+async function withStack(work, { worker = true, gateway = false } = {}) {
   await admin(`DROP DATABASE IF EXISTS ${BENCH_DB} WITH (FORCE)`)
   await deploy(dbUrl(BENCH_DB))
   const env = {
@@ -65,9 +67,17 @@ async function withStack(work, { worker = true } = {}) {
     LOG_LEVEL: 'warn',
     DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? '20',
   }
+  let stopUpstreams = async () => {}
+  if (gateway) {
+    const file = join(mkdtempSync(join(tmpdir(), 'roster-bench-')), 'catalogue.json')
+    writeFileSync(file, JSON.stringify(benchCatalogue))
+    env.MODEL_CATALOGUE = file
+    stopUpstreams = await startUpstreams(root, waitHttp)
+  }
   const procs = [
     start('runtime', { ...env, PORT: String(RUNTIME_PORT) }),
-    start('api', { ...env, PORT: String(API_PORT) }),
+    // BENCH_API_FLAGS: node flags for the API process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+    start('api', { ...env, PORT: String(API_PORT) }, (process.env.BENCH_API_FLAGS ?? '').split(' ').filter(Boolean)),
     ...(worker ? [start('worker', env)] : []),
   ]
   try {
@@ -80,10 +90,11 @@ async function withStack(work, { worker = true } = {}) {
     })
     const key = JSON.parse(boot.stdout).keys.user
     const startWorker = () => procs.push(start('worker', env))
-    return await work({ key, db: dbUrl(BENCH_DB), startWorker })
+    return await work({ key, db: dbUrl(BENCH_DB), startWorker, base, apiPid: procs[1].pid })
   } finally {
     for (const p of procs) p.kill('SIGTERM')
     await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null ? r() : p.once('exit', r)))))
+    await stopUpstreams()
   }
 }
 
@@ -251,10 +262,13 @@ const scenarios = {
   single: [benchSingle, { worker: true }],
   poll: [benchPoll, { worker: true }],
   list: [benchList, { worker: true }],
+  gateway: [benchGatewayLatency, { worker: false, gateway: true }],
+  ttfb: [benchGatewayTtfb, { worker: false, gateway: true }],
+  soak: [benchGatewaySoak, { worker: false, gateway: true, named: true }],
 }
 const rows = []
 for (const [name, [fn, opts]] of Object.entries(scenarios)) {
-  if (only && only !== name) continue
+  if ((only && only !== name) || (!only && opts.named)) continue
   process.stderr.write(`bench: ${name}…\n`)
   rows.push(...(await withStack(fn, opts)))
 }

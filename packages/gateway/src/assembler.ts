@@ -6,7 +6,11 @@ type Json = Record<string, any>
 /** Receives each Open Responses event as it is made (streaming); absent for a whole reply. */
 export type Emit = (type: string, fields: Json) => void
 
-export const itemId = (prefix: string) => `${prefix}_${randomBytes(12).toString('hex')}`
+// Ids need to be unique, not secret: a random per-process part and a counter are as unique as
+// 12 random bytes each time, without a call into the system's random source per item.
+const PROCESS_PART = randomBytes(8).toString('hex')
+let counter = 0
+export const itemId = (prefix: string) => `${prefix}_${PROCESS_PART}${(counter++).toString(16).padStart(8, '0')}`
 
 interface OpenText {
   kind: 'text' | 'refusal'

@@ -1,0 +1,219 @@
+// Gateway benchmarks (used by run.mjs): Roster's /responses against the upstream simulator, side by
+// side with a direct call to the simulator and with the Portkey gateway (@portkey-ai/gateway) in
+// front of the same simulator, under the same load in one run.
+import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import autocannon from 'autocannon'
+import { Pool } from 'undici'
+
+export const SIM_PORT = 3902
+export const PORTKEY_PORT = 3903
+const sim = `http://127.0.0.1:${SIM_PORT}`
+
+/** The catalogue Roster serves in these benchmarks: one model per protocol, on the simulator. */
+export const benchCatalogue = {
+  models: ['chat:openai-chat', 'responses:openai-responses'].map((pair) => {
+    const [slug, protocol] = pair.split(':')
+    return {
+      id: `bench/${slug}`,
+      name: `simulator (${protocol})`,
+      context_length: 8000,
+      pricing: { input: '0.000001', output: '0.000002' },
+      endpoints: [{ provider: 'upstream-sim', protocol, base_url: `${sim}/v1`, upstream_model: 'sim', timeout_ms: 30000 }],
+    }
+  }),
+}
+
+/** Starts the simulator and Portkey; answers a stop function. */
+export async function startUpstreams(root, waitHttp) {
+  const procs = [
+    spawn(process.execPath, [join(root, 'packages/upstream-sim/dist/main.js')], {
+      env: { ...process.env, PORT: String(SIM_PORT), SIM_REPLY_TOKENS: '16' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    }),
+    spawn(process.execPath, [join(root, 'node_modules/@portkey-ai/gateway/build/start-server.js'), `--port=${PORTKEY_PORT}`, '--headless'], {
+      env: { ...process.env, NODE_ENV: 'production' },
+      stdio: ['ignore', 'ignore', 'ignore'],
+    }),
+  ]
+  await waitHttp(`${sim}/health`)
+  for (let i = 0; i < 200; i++) {
+    try {
+      await fetch(`http://127.0.0.1:${PORTKEY_PORT}/`)
+      break
+    } catch {
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+  return async () => {
+    for (const p of procs) p.kill('SIGTERM')
+    await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null ? r() : p.once('exit', r)))))
+  }
+}
+
+/** The same Responses request, three ways: straight to the simulator, through Roster, through Portkey. */
+function targets(base, key, model = 'bench/responses') {
+  const body = (m) => JSON.stringify({ model: m, input: 'benchmark prompt: say something short', max_output_tokens: 64 })
+  return {
+    direct: { origin: sim, path: '/v1/responses', headers: { 'content-type': 'application/json' }, body: body('sim') },
+    roster: { origin: new URL(base).origin, path: '/api/v1/responses', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: body(model) },
+    portkey: {
+      origin: `http://127.0.0.1:${PORTKEY_PORT}`,
+      path: '/v1/responses',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sim', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim}/v1` },
+      body: body('sim'),
+    },
+  }
+}
+
+const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]
+
+/**
+ * Open-loop load at a fixed rate with sub-millisecond timing (autocannon reports whole
+ * milliseconds, too coarse for a gateway's added latency). Latency is measured from each
+ * request's send to the end of its body.
+ */
+async function fixedRate(t, rate, seconds) {
+  const pool = new Pool(t.origin, { connections: 128, pipelining: 1 })
+  const latencies = []
+  let errors = 0
+  const total = rate * seconds
+  const started = performance.now()
+  const inflight = new Set()
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / rate
+    const wait = due - performance.now()
+    if (wait > 1) await new Promise((r) => setTimeout(r, wait))
+    const t0 = performance.now()
+    const p = pool
+      .request({ method: 'POST', path: t.path, headers: t.headers, body: t.body })
+      .then(async (res) => {
+        await res.body.text()
+        if (res.statusCode !== 200) errors++
+        else latencies.push(performance.now() - t0)
+      })
+      .catch(() => errors++)
+      .finally(() => inflight.delete(p))
+    inflight.add(p)
+  }
+  await Promise.all(inflight)
+  const achieved = total / ((performance.now() - started) / 1000)
+  await pool.close()
+  latencies.sort((a, b) => a - b)
+  return { p50: pct(latencies, 0.5), p90: pct(latencies, 0.9), p99: pct(latencies, 0.99), errors, achieved }
+}
+
+/** Non-streaming: latency at 1,000 req/s, then throughput with 64 connections, for each target. */
+export async function benchGatewayLatency({ key, base }) {
+  const rate = Number(process.env.BENCH_RATE ?? 1000)
+  const seconds = Number(process.env.BENCH_SECONDS ?? 10)
+  // BENCH_TARGETS (e.g. "roster") measures only some of the three, to profile one alone.
+  const wanted = (process.env.BENCH_TARGETS ?? 'direct,roster,portkey').split(',')
+  const all = Object.fromEntries(Object.entries(targets(base, key)).filter(([name]) => wanted.includes(name)))
+  // Each target is warmed (connections, JIT) just before it is measured, and the next waits until
+  // the last one's leftovers have drained, so no target pays for another's work.
+  const lat = {}
+  for (const [name, t] of Object.entries(all)) {
+    await fixedRate(t, 200, 2)
+    lat[name] = await fixedRate(t, rate, seconds)
+    await new Promise((r) => setTimeout(r, 2000))
+  }
+  const thr = {}
+  for (const [name, t] of Object.entries(all)) {
+    const r = await autocannon({ url: t.origin + t.path, method: 'POST', headers: t.headers, body: t.body, connections: 64, duration: seconds })
+    thr[name] = { rps: r['2xx'] / r.duration, bad: r.non2xx + r.errors, p99: r.latency.p99 }
+  }
+  const f = (x) => x.toFixed(2)
+  const rows = []
+  for (const name of Object.keys(all)) {
+    const l = lat[name]
+    rows.push({ scenario: `POST responses at ${rate}/s (${seconds} s): ${name}`, metric: 'p50 / p90 / p99 ms', value: `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}`, target: l.errors ? `${l.errors} errors!` : `sent ${l.achieved.toFixed(0)}/s` })
+  }
+  for (const name of ['roster', 'portkey'].filter((n) => lat[n] && lat.direct)) {
+    rows.push({
+      scenario: `  added by ${name} over direct`,
+      metric: 'p50 / p99 ms',
+      value: `${f(lat[name].p50 - lat.direct.p50)} / ${f(lat[name].p99 - lat.direct.p99)}`,
+      target: name === 'roster' ? 'p50 ≤ 0.5, p99 ≤ 2' : '',
+    })
+  }
+  for (const name of Object.keys(all)) {
+    rows.push({ scenario: `POST responses, 64 connections: ${name}`, metric: 'req/s (p99 ms)', value: `${thr[name].rps.toFixed(0)} (${thr[name].p99})`, target: thr[name].bad ? `${thr[name].bad} errors!` : '' })
+  }
+  if (thr.roster && thr.portkey) rows.push({ scenario: '  Roster throughput / Portkey', metric: '×', value: (thr.roster.rps / thr.portkey.rps).toFixed(2), target: '≥ 2' })
+  return rows
+}
+
+/** Streaming: time to the first byte and to the first text token, one request at a time. */
+export async function benchGatewayTtfb({ key, base }) {
+  const runs = Number(process.env.BENCH_TTFB_RUNS ?? 300)
+  const all = targets(base, key)
+  const measure = async (t, stream = true) => {
+    const pool = new Pool(t.origin, { connections: 1 })
+    const first = []
+    const token = []
+    const body = JSON.stringify({ ...JSON.parse(t.body), stream })
+    for (let i = 0; i < runs + 20; i++) {
+      const t0 = performance.now()
+      const res = await pool.request({ method: 'POST', path: t.path, headers: t.headers, body })
+      let seenFirst = 0
+      let seenToken = 0
+      let text = ''
+      for await (const chunk of res.body) {
+        const now = performance.now()
+        if (!seenFirst) seenFirst = now
+        text += chunk
+        if (!seenToken && (!stream || text.includes('output_text.delta'))) seenToken = now
+      }
+      if (res.statusCode !== 200 || !seenToken) throw new Error(`streaming failed: ${res.statusCode} ${text.slice(0, 200)}`)
+      // The first 20 warm up.
+      if (i >= 20) {
+        first.push(seenFirst - t0)
+        token.push(seenToken - t0)
+      }
+    }
+    await pool.close()
+    first.sort((a, b) => a - b)
+    token.sort((a, b) => a - b)
+    return { first: pct(first, 0.5), firstP99: pct(first, 0.99), token: pct(token, 0.5), tokenP99: pct(token, 0.99) }
+  }
+  const direct = await measure(all.direct)
+  const roster = await measure(all.roster)
+  const directWhole = await measure(all.direct, false)
+  const rosterWhole = await measure(all.roster, false)
+  const f = (x) => x.toFixed(2)
+  return [
+    { scenario: `not streamed, first byte (${runs} sequential): direct / roster`, metric: 'p50 ms', value: `${f(directWhole.first)} / ${f(rosterWhole.first)}`, target: '' },
+    { scenario: '  added by roster, unloaded', metric: 'p50 ms', value: f(rosterWhole.first - directWhole.first), target: '' },
+    { scenario: `stream, first byte (${runs} sequential): direct`, metric: 'p50 / p99 ms', value: `${f(direct.first)} / ${f(direct.firstP99)}`, target: '' },
+    { scenario: '  roster', metric: 'p50 / p99 ms', value: `${f(roster.first)} / ${f(roster.firstP99)}`, target: '' },
+    { scenario: '  added by roster', metric: 'p50 ms', value: f(roster.first - direct.first), target: '≤ 1' },
+    { scenario: `stream, first text delta: direct / roster`, metric: 'p50 ms', value: `${f(direct.token)} / ${f(roster.token)}`, target: '' },
+    { scenario: '  added by roster', metric: 'p50 ms', value: f(roster.token - direct.token), target: '≤ 1' },
+  ]
+}
+
+const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024
+
+/** Memory soak: steady load on /responses for BENCH_SOAK_SECONDS (600), the API's RSS sampled. */
+export async function benchGatewaySoak({ key, base, apiPid }) {
+  const seconds = Number(process.env.BENCH_SOAK_SECONDS ?? 600)
+  const rate = Number(process.env.BENCH_SOAK_RATE ?? 500)
+  const t = targets(base, key).roster
+  const samples = []
+  const timer = setInterval(() => samples.push({ at: performance.now(), mb: rssOf(apiPid) }), 5000)
+  const started = performance.now()
+  const result = await fixedRate(t, rate, seconds)
+  clearInterval(timer)
+  const minute = 60_000
+  const window = (from, to) => samples.filter((s) => s.at - started >= from && s.at - started < to).map((s) => s.mb)
+  const avg = (xs) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length)
+  // The first minute warms up (JIT, pools); compare the second minute with the last.
+  const early = avg(window(minute, 2 * minute))
+  const late = avg(window(seconds * 1000 - minute, Infinity))
+  return [
+    { scenario: `soak: POST responses at ${rate}/s for ${seconds} s`, metric: 'p50 / p99 ms, errors', value: `${result.p50.toFixed(2)} / ${result.p99.toFixed(2)}, ${result.errors}`, target: '' },
+    { scenario: '  api RSS, minute 2 → last minute', metric: 'MiB', value: `${early.toFixed(1)} → ${late.toFixed(1)} (${(((late - early) / early) * 100).toFixed(1)}%)`, target: '±5%' },
+  ]
+}
