@@ -6,6 +6,7 @@ COPY prisma ./prisma
 COPY scripts ./scripts
 COPY packages ./packages
 COPY apps ./apps
+COPY deploy ./deploy
 RUN npm ci --no-audit --no-fund && npm run build
 ENV NODE_ENV=production HOST=0.0.0.0
 EXPOSE 3000 3100

@@ -9,6 +9,7 @@ import type { ListCache } from './plugins/list-cache.js'
 import type { Catalogue, ResponsesEngine } from '@roster/gateway'
 import { modelRoutes } from './routes/models.js'
 import { responsesRoutes } from './routes/responses.js'
+import { presetRoutes } from './routes/presets.js'
 import { registerErrorHandling } from './plugins/errors.js'
 import type { Authenticator } from './plugins/auth.js'
 import { internRoutes } from './routes/interns/index.js'
@@ -95,6 +96,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(internRoutes(deps))
       await v1.register(modelRoutes(deps))
       await v1.register(responsesRoutes(deps))
+      await v1.register(presetRoutes(deps))
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
     },
     { prefix: '/api/v1' },

@@ -116,6 +116,38 @@ describe('each provider protocol, whole replies', () => {
   })
 })
 
+describe('formats and images', () => {
+  const schema = { type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] }
+  it('sends a JSON schema as each protocol names it', async () => {
+    const text = { format: { type: 'json_schema', name: 'reply', schema, strict: true } }
+    await answer({ model: 'roster-sim/chat', input: 'x', text })
+    expect((sim.stats.lastBody['/v1/chat/completions'] as any).response_format).toEqual({ type: 'json_schema', json_schema: { name: 'reply', schema, strict: true } })
+    await answer({ model: 'roster-sim/messages', input: 'x', text })
+    expect((sim.stats.lastBody['/v1/messages'] as any).output_format).toEqual({ type: 'json_schema', schema })
+    await answer({ model: 'roster-sim/responses', input: 'x', text })
+    expect((sim.stats.lastBody['/v1/responses'] as any).text).toEqual(text)
+  })
+
+  it('sends images: a data URL as Anthropic base64, a URL as each protocol’s image part; refuses image output', async () => {
+    const content = [
+      { type: 'input_text', text: 'what is this?' },
+      { type: 'input_image', image_url: 'data:image/png;base64,iVBORw0KGgo=' },
+      { type: 'input_image', image_url: 'https://example.com/cat.jpg', detail: 'low' },
+    ]
+    await answer({ model: 'roster-sim/messages', input: [{ role: 'user', content }] })
+    expect((sim.stats.lastBody['/v1/messages'] as any).messages[0].content.slice(1)).toEqual([
+      { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+      { type: 'image', source: { type: 'url', url: 'https://example.com/cat.jpg' } },
+    ])
+    await answer({ model: 'roster-sim/chat', input: [{ role: 'user', content }] })
+    expect((sim.stats.lastBody['/v1/chat/completions'] as any).messages[0].content[2]).toEqual({ type: 'image_url', image_url: { url: 'https://example.com/cat.jpg', detail: 'low' } })
+    const refused = await post({ model: 'roster-sim/chat', input: 'draw', modalities: ['text', 'image'] })
+    expect(refused.status).toBe(400)
+    const file = await post({ model: 'roster-sim/chat', input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'f' }] }] })
+    expect((await file.json()).error.message).toMatch(/input_file/)
+  })
+})
+
 describe('routing metadata, only when asked for', () => {
   it('is absent by default, service_metadata for the legacy header, both names for the client’s header', async () => {
     const plain = await answer({ model: 'roster-sim/chat', input: 'x' })

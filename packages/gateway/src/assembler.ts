@@ -86,7 +86,8 @@ export class ResponseAssembler {
   endTurn(): { usage: Usage; calls: TurnCall[] } {
     this.closeReasoning()
     this.closeMessage()
-    for (const call of [...this.calls.values()].sort((a, b) => a.index - b.index)) this.closeCall(call)
+    // In the order the calls began (a Map keeps insertion order).
+    for (const call of this.calls.values()) this.closeCall(call)
     this.calls.clear()
     const usage = this.turnUsage
     for (const k of Object.keys(usage) as (keyof Usage)[]) this.usage[k] += usage[k]

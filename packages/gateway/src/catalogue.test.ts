@@ -55,3 +55,10 @@ describe('the model catalogue', () => {
     }
   })
 })
+
+describe('the demo catalogue docker-compose serves', () => {
+  it('is the simulator catalogue, valid, pointing at the compose simulator service', async () => {
+    const file = join(import.meta.dirname, '../../../deploy/demo-catalogue.json')
+    expect(await loadCatalogue(file, {})).toEqual(simulatorCatalogue('http://upstream-sim:3300'))
+  })
+})

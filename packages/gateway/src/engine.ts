@@ -148,6 +148,7 @@ export class ResponsesEngine {
       else refused.add(t.type)
     }
     if (refused.size) throw invalid(`tool kinds not implemented by this Roster: ${[...refused].join(', ')} (served: function, ${[...this.serverTools.keys()].join(', ')})`)
+    if (req.modalities?.includes('image')) throw invalid('image output (modalities: ["image"]) is not served by this Roster; ask for text')
     const plugins = (req.plugins ?? []).filter((p) => p.enabled !== false).map((p) => p.id)
     if (plugins.length) throw invalid(`plugins not implemented by this Roster: ${plugins.join(', ')}`)
     for (const tool of tools.values()) {

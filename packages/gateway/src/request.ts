@@ -49,8 +49,8 @@ const MessageItem = z.looseObject({
 const OtherItem = z.looseObject({ type: z.string().min(1) })
 export const InputItem = z.union([MessageItem, OtherItem])
 
-export const ResponsesRequest = z
-  .looseObject({
+/** Every field with its limits, before the rules that tie fields together. */
+export const ResponsesFields = z.looseObject({
     model: z.string().min(1).max(200).optional(),
     models: z.array(z.string().min(1).max(200)).max(16).optional(),
     input: z.union([z.string(), z.array(InputItem)]).optional(),
@@ -117,9 +117,12 @@ export const ResponsesRequest = z
     trace: z.record(z.string(), z.unknown()).optional(),
     truncation: z.enum(['auto', 'disabled']).nullable().optional(),
     debug: z.looseObject({ echo_upstream_body: z.boolean().optional() }).optional(),
+    /** A preset by slug (also `model: "@preset/<slug>"` or `"<model>@preset/<slug>"`). */
+    preset: z.string().min(1).max(64).optional(),
   })
-  .superRefine((req, ctx) => {
-    if (req.model === undefined && !req.models?.length) ctx.addIssue({ code: 'custom', path: ['model'], message: 'give model or models' })
+
+export const ResponsesRequest = ResponsesFields.superRefine((req, ctx) => {
+    if (req.model === undefined && !req.models?.length && !req.preset) ctx.addIssue({ code: 'custom', path: ['model'], message: 'give model, models or preset' })
     if (req.debug?.echo_upstream_body && !req.stream) {
       ctx.addIssue({ code: 'custom', path: ['debug', 'echo_upstream_body'], message: 'echo_upstream_body works with stream: true only' })
     }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { AppError, errorBody, Reasons } from './errors.js'
 import { InternLifecycleError } from './contracts/interns.js'
 
-// The spec's error table for intern operations, plus the conflict reasons it leaves unnamed (ours).
+// The spec's error tables (intern operations, preset creation), plus the reasons it leaves unnamed (ours).
 const spec: Record<string, [number, boolean]> = {
   invalid_body: [400, false],
   unauthorized: [401, false],
@@ -19,6 +19,8 @@ const spec: Record<string, [number, boolean]> = {
   already_stopped: [409, false],
   intern_deleting: [409, false],
   workspace_loss_unacknowledged: [409, false],
+  management_key_required: [403, false],
+  preset_conflict: [409, true],
   payload_too_large: [413, false],
   unsupported_media_type: [415, false],
   internal_error: [500, true],

@@ -22,6 +22,10 @@ export const Reasons = {
   intern_deleting: { status: 409, retryable: false },
   /** Ours: deleting a destroy_failed intern whose workspace archive failed needs acknowledge_workspace_loss. */
   workspace_loss_unacknowledged: { status: 409, retryable: false },
+  /** Ours: preset creation needs a management key. */
+  management_key_required: { status: 403, retryable: false },
+  /** Ours: another create of the same preset held it longer than we wait; retry. */
+  preset_conflict: { status: 409, retryable: true },
   payload_too_large: { status: 413, retryable: false },
   unsupported_media_type: { status: 415, retryable: false },
   internal_error: { status: 500, retryable: true },

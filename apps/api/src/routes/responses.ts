@@ -1,7 +1,8 @@
 import { once } from 'node:events'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { ResponsesRequest, type CallOptions } from '@roster/gateway'
+import { designatedPresetVersion } from '@roster/shared'
+import { GatewayError, PresetInputError, ResponsesRequest, applyPreset, presetReference, type CallOptions } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../app.js'
 
@@ -34,14 +35,15 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
       schema: { operationId: 'createResponse', summary: 'Run a model request (Open Responses format)', body: ResponsesRequest },
     },
     async (req, reply) => {
+      const body = await withPreset(deps, req.caller!.workspaceId, req.body)
       // A client that goes away cancels the upstream request with it.
       const abort = new AbortController()
       reply.raw.once('close', () => reply.raw.writableFinished || abort.abort())
       const opts: CallOptions = { sessionHeader: header(req, 'x-session-id'), metadata: metadataOptIn(req), signal: abort.signal }
-      if (!req.body.stream) return deps.responses.respond(req.body, opts)
+      if (!body.stream) return deps.responses.respond(body, opts)
       const raw = reply.raw
       try {
-        await deps.responses.stream(req.body, opts, {
+        await deps.responses.stream(body, opts, {
           open() {
             reply.hijack()
             raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' })
@@ -59,4 +61,18 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
       return reply
     },
   )
+}
+
+/** A request that names a preset, merged with the preset's designated version (the request wins). */
+async function withPreset(deps: AppDeps, workspaceId: string, body: ResponsesRequest): Promise<ResponsesRequest> {
+  const ref = presetReference(body)
+  if (!ref) return body
+  const version = await designatedPresetVersion(deps.db, workspaceId, ref.slug)
+  if (!version) throw new GatewayError(404, 'not_found', `no preset ${ref.slug} in this workspace`)
+  try {
+    return applyPreset(body, version)
+  } catch (err) {
+    if (err instanceof PresetInputError) throw new GatewayError(400, 'invalid_request', err.message)
+    throw err
+  }
 }

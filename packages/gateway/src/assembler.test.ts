@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest'
+import { ResponseAssembler } from './assembler.js'
+
+const run = (deltas: Parameters<ResponseAssembler['push']>[0][], serverTools: string[] = []) => {
+  const events: { type: string; [k: string]: any }[] = []
+  const a = new ResponseAssembler((type, fields) => events.push(JSON.parse(JSON.stringify({ type, ...fields }))), new Set(serverTools))
+  for (const d of deltas) a.push(d)
+  const turn = a.endTurn()
+  return { a, events, turn, types: events.map((e) => e.type) }
+}
+
+describe('ResponseAssembler', () => {
+  it('gives reasoning, then text and a refusal in one message, each with its lifecycle', () => {
+    const { a, types, events } = run([
+      { type: 'reasoning', delta: 'think' },
+      { type: 'text', delta: 'Hel' },
+      { type: 'text', delta: 'lo' },
+      { type: 'refusal', delta: 'no more' },
+      { type: 'usage', usage: { input: 3, output: 4, reasoning: 1 } },
+      { type: 'finish', reason: 'stop' },
+    ])
+    expect(types).toEqual([
+      'response.output_item.added',
+      'response.reasoning_summary_part.added',
+      'response.reasoning_summary_text.delta',
+      'response.reasoning_summary_text.done',
+      'response.reasoning_summary_part.done',
+      'response.output_item.done',
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.content_part.added',
+      'response.refusal.delta',
+      'response.refusal.done',
+      'response.content_part.done',
+      'response.output_item.done',
+    ])
+    expect(events.find((e) => e.type === 'response.output_text.done')).toMatchObject({ text: 'Hello', output_index: 1, content_index: 0, logprobs: [] })
+    expect(events.find((e) => e.type === 'response.refusal.done')).toMatchObject({ refusal: 'no more', content_index: 1 })
+    expect(a.output.map((o) => o.type)).toEqual(['reasoning', 'message'])
+    expect(a.output[1]!.content).toEqual([{ type: 'output_text', text: 'Hello', annotations: [], logprobs: [] }, { type: 'refusal', refusal: 'no more' }])
+    expect(a.usage).toMatchObject({ input: 3, output: 4, reasoning: 1 })
+  })
+
+  it('keeps two interleaved function calls apart, and hides server-tool calls from the client', () => {
+    const { a, events, turn } = run(
+      [
+        { type: 'tool_call', index: 0, id: 'c0', name: 'f', arguments: '' },
+        { type: 'tool_call', index: 1, id: 'c1', name: 'datetime', arguments: '{"timezone"' },
+        { type: 'tool_call', index: 0, arguments: '{"a":' },
+        { type: 'tool_call', index: 1, arguments: ':"UTC"}' },
+        { type: 'tool_call', index: 0, arguments: '1}' },
+        { type: 'finish', reason: 'tool_calls' },
+      ],
+      ['datetime'],
+    )
+    expect(a.output).toHaveLength(1)
+    expect(a.output[0]).toMatchObject({ type: 'function_call', call_id: 'c0', name: 'f', arguments: '{"a":1}', status: 'completed' })
+    expect(events.filter((e) => e.type === 'response.function_call_arguments.delta').map((e) => e.delta)).toEqual(['{"a":', '1}'])
+    expect(turn.calls).toEqual([
+      { callId: 'c0', name: 'f', arguments: '{"a":1}', server: false },
+      { callId: 'c1', name: 'datetime', arguments: '{"timezone":"UTC"}', server: true },
+    ])
+  })
+
+  it('adds usage across turns and forgets an abandoned one', () => {
+    const a = new ResponseAssembler(undefined)
+    a.push({ type: 'usage', usage: { input: 5, output: 2 } })
+    a.abandonTurn()
+    a.push({ type: 'usage', usage: { input: 5, output: 3 } })
+    a.endTurn()
+    a.push({ type: 'usage', usage: { input: 7, cached: 5, output: 1 } })
+    a.endTurn()
+    expect(a.usage).toEqual({ input: 12, cached: 5, cacheWrite: 0, output: 4, reasoning: 0 })
+  })
+})

@@ -1,0 +1,162 @@
+import { z } from 'zod'
+import { ResponsesFields, ResponsesRequest } from './request.js'
+
+// Presets: what of a request a preset keeps, how the other request formats map onto it, and how a
+// request that names a preset is merged with the preset's designated version.
+
+type Json = Record<string, any>
+
+/**
+ * The request fields a preset's configuration holds. Everything else (input, instructions, which
+ * becomes the system prompt, stream, store, prompt, messages, metadata, user, session_id, trace,
+ * debug, previous_response_id, prompt_cache_key, …) belongs to one request and is not kept.
+ */
+export const PRESET_FIELDS = [
+  'model',
+  'models',
+  'provider',
+  'route',
+  'service_tier',
+  'temperature',
+  'top_p',
+  'top_k',
+  'frequency_penalty',
+  'presence_penalty',
+  'top_logprobs',
+  'max_output_tokens',
+  'max_tool_calls',
+  'stop_server_tools_when',
+  'stop',
+  'parallel_tool_calls',
+  'tools',
+  'tool_choice',
+  'reasoning',
+  'text',
+  'include',
+  'modalities',
+  'image_config',
+  'plugins',
+  'truncation',
+  'cache_control',
+  'prompt_cache_options',
+] as const
+
+/** A slug: 1–64 characters of a–z, 0–9, `-`, `_`, `.`, starting and ending with a letter or digit. */
+export const PresetSlug = z
+  .string()
+  .regex(/^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$/, 'a slug is 1–64 characters of a–z, 0–9, "-", "_" and ".", starting and ending with a letter or digit')
+
+/** What a preset version is made of: the kept fields (validated with their request limits) and the system prompt. */
+export interface PresetContent {
+  config: Json
+  systemPrompt: string | null
+}
+
+const keep = (body: Json): Json => Object.fromEntries(PRESET_FIELDS.filter((k) => body[k] !== undefined).map((k) => [k, body[k]]))
+
+/** Validates the kept fields with the request's own rules; the rest is ignored, not checked. */
+function validated(config: Json, where: string): Json {
+  const parsed = ResponsesFields.pick(Object.fromEntries(PRESET_FIELDS.map((k) => [k, true])) as { [K in (typeof PRESET_FIELDS)[number]]: true }).safeParse(config)
+  if (!parsed.success) {
+    const detail = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')
+    throw new PresetInputError(`invalid ${where}: ${detail}`)
+  }
+  return keep(parsed.data as Json)
+}
+
+export class PresetInputError extends Error {
+  override name = 'PresetInputError'
+}
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
+const textOf = (content: unknown): string =>
+  typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => (isObject(p) && typeof p.text === 'string' ? p.text : '')).join('') : ''
+
+/** From a Responses body (POST /presets/{slug}/responses). */
+export function presetFromResponses(body: unknown): PresetContent {
+  if (!isObject(body)) throw new PresetInputError('the body must be a JSON object')
+  const instructions = body.instructions
+  if (instructions !== undefined && instructions !== null && typeof instructions !== 'string') throw new PresetInputError('instructions must be a string')
+  return { config: validated(keep(body), 'preset configuration'), systemPrompt: (instructions as string | null | undefined) ?? null }
+}
+
+/** From a Chat Completions body (POST /presets/{slug}/chat/completions): system messages become the prompt. */
+export function presetFromChat(body: unknown): PresetContent {
+  if (!isObject(body)) throw new PresetInputError('the body must be a JSON object')
+  const config: Json = keep(body)
+  delete config.stop
+  const system = (Array.isArray(body.messages) ? body.messages : []).filter((m: Json) => m?.role === 'system' || m?.role === 'developer').map((m: Json) => textOf(m.content))
+  const max = body.max_completion_tokens ?? body.max_tokens
+  if (max !== undefined) config.max_output_tokens = max
+  if (body.stop !== undefined) config.stop = body.stop
+  if (Array.isArray(body.tools)) {
+    config.tools = body.tools.map((t: Json) =>
+      t?.type === 'function' && isObject(t.function)
+        ? { type: 'function', name: t.function.name, description: t.function.description, parameters: t.function.parameters ?? null, strict: t.function.strict }
+        : t,
+    )
+  }
+  const choice = body.tool_choice
+  if (isObject(choice) && choice.type === 'function') config.tool_choice = { type: 'function', name: choice.function?.name }
+  const format = body.response_format
+  if (isObject(format)) {
+    config.text = format.type === 'json_schema' ? { format: { type: 'json_schema', ...format.json_schema } } : { format: { type: format.type } }
+  }
+  if (typeof body.reasoning_effort === 'string') config.reasoning = { effort: body.reasoning_effort }
+  if (isObject(body.reasoning)) config.reasoning = body.reasoning
+  return { config: validated(config, 'preset configuration'), systemPrompt: system.length ? system.join('\n\n') : null }
+}
+
+/** From an Anthropic Messages body (POST /presets/{slug}/messages): `system` becomes the prompt. */
+export function presetFromMessages(body: unknown): PresetContent {
+  if (!isObject(body)) throw new PresetInputError('the body must be a JSON object')
+  const config: Json = {}
+  for (const k of ['model', 'models', 'provider', 'temperature', 'top_p', 'top_k', 'service_tier', 'plugins'] as const) if (body[k] !== undefined) config[k] = body[k]
+  if (body.max_tokens !== undefined) config.max_output_tokens = body.max_tokens
+  if (body.stop_sequences !== undefined) config.stop = body.stop_sequences
+  if (Array.isArray(body.tools)) {
+    config.tools = body.tools.map((t: Json) => (t?.input_schema ? { type: 'function', name: t.name, description: t.description, parameters: t.input_schema } : t))
+  }
+  const choice = body.tool_choice
+  if (isObject(choice)) {
+    config.tool_choice = choice.type === 'tool' ? { type: 'function', name: choice.name } : choice.type === 'any' ? 'required' : choice.type === 'none' ? 'none' : 'auto'
+  }
+  if (isObject(body.thinking) && body.thinking.type === 'enabled') config.reasoning = { enabled: true, ...(body.thinking.budget_tokens ? { max_tokens: body.thinking.budget_tokens } : {}) }
+  const system = body.system === undefined ? null : textOf(body.system)
+  return { config: validated(config, 'preset configuration'), systemPrompt: system }
+}
+
+/** The preset a request names, if any, and the model named beside it (`<model>@preset/<slug>`). */
+export function presetReference(req: { model?: string; preset?: string }): { slug: string; model?: string } | undefined {
+  const at = req.model?.indexOf('@preset/') ?? -1
+  if (at >= 0) {
+    const slug = req.model!.slice(at + '@preset/'.length)
+    return at > 0 ? { slug, model: req.model!.slice(0, at) } : { slug }
+  }
+  return req.preset ? { slug: req.preset } : undefined
+}
+
+/**
+ * A request merged with a preset version: the preset's fields are defaults, every field the
+ * request gives wins (whole fields, not merged inside), a model written before `@preset/` wins
+ * over both, and the system prompt is used when the request has no `instructions`.
+ */
+export function applyPreset(req: ResponsesRequest, version: { config: Json; systemPrompt: string | null }): ResponsesRequest {
+  const ref = presetReference(req)
+  const given: Json = { ...req }
+  delete given.preset
+  if (ref) delete given.model
+  if (ref?.model) given.model = ref.model
+  for (const k of Object.keys(given)) if (given[k] === undefined) delete given[k]
+  // `auto` is no preference (the official client always sends it), so the preset's tier stands.
+  if (given.service_tier === 'auto' && version.config.service_tier !== undefined) delete given.service_tier
+  const merged: Json = { ...version.config, ...given }
+  // A request that names a model list replaces the preset's model too, and the other way round.
+  if (given.models && !given.model && !ref?.model) delete merged.model
+  if (merged.instructions == null && version.systemPrompt != null) merged.instructions = version.systemPrompt
+  const parsed = ResponsesRequest.safeParse(merged)
+  if (!parsed.success) {
+    throw new PresetInputError(`the request with its preset is invalid: ${parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`)
+  }
+  return parsed.data
+}
