@@ -9,6 +9,7 @@ import { Pool } from 'undici'
 
 export const SIM_PORT = 3902
 export const PORTKEY_PORT = 3903
+export const FLOOR_PORT = 3904
 const sim = `http://127.0.0.1:${SIM_PORT}`
 
 /** The catalogue Roster serves in these benchmarks: one model per protocol, on the simulator. */
@@ -36,6 +37,10 @@ export async function startUpstreams(root, waitHttp) {
       env: { ...process.env, NODE_ENV: 'production' },
       stdio: ['ignore', 'ignore', 'ignore'],
     }),
+    spawn(process.execPath, [join(root, 'bench/floor-proxy.mjs')], {
+      env: { ...process.env, PORT: String(FLOOR_PORT), UPSTREAM: sim },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    }),
   ]
   await waitHttp(`${sim}/health`)
   for (let i = 0; i < 200; i++) {
@@ -57,6 +62,7 @@ function targets(base, key, model = 'bench/responses') {
   const body = (m) => JSON.stringify({ model: m, input: 'benchmark prompt: say something short', max_output_tokens: 64 })
   return {
     direct: { origin: sim, path: '/v1/responses', headers: { 'content-type': 'application/json' }, body: body('sim') },
+    floor: { origin: `http://127.0.0.1:${FLOOR_PORT}`, path: '/v1/responses', headers: { 'content-type': 'application/json' }, body: body('sim') },
     roster: { origin: new URL(base).origin, path: '/api/v1/responses', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: body(model) },
     portkey: {
       origin: `http://127.0.0.1:${PORTKEY_PORT}`,
@@ -109,7 +115,7 @@ export async function benchGatewayLatency({ key, base }) {
   const rate = Number(process.env.BENCH_RATE ?? 1000)
   const seconds = Number(process.env.BENCH_SECONDS ?? 10)
   // BENCH_TARGETS (e.g. "roster") measures only some of the three, to profile one alone.
-  const wanted = (process.env.BENCH_TARGETS ?? 'direct,roster,portkey').split(',')
+  const wanted = (process.env.BENCH_TARGETS ?? 'direct,floor,roster,portkey').split(',')
   const all = Object.fromEntries(Object.entries(targets(base, key)).filter(([name]) => wanted.includes(name)))
   // Each target is warmed (connections, JIT) just before it is measured, and the next waits until
   // the last one's leftovers have drained, so no target pays for another's work.
@@ -130,7 +136,7 @@ export async function benchGatewayLatency({ key, base }) {
     const l = lat[name]
     rows.push({ scenario: `POST responses at ${rate}/s (${seconds} s): ${name}`, metric: 'p50 / p90 / p99 ms', value: `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}`, target: l.errors ? `${l.errors} errors!` : `sent ${l.achieved.toFixed(0)}/s` })
   }
-  for (const name of ['roster', 'portkey'].filter((n) => lat[n] && lat.direct)) {
+  for (const name of ['floor', 'roster', 'portkey'].filter((n) => lat[n] && lat.direct)) {
     rows.push({
       scenario: `  added by ${name} over direct`,
       metric: 'p50 / p99 ms',
