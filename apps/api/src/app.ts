@@ -68,8 +68,10 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
   app.removeContentTypeParser('text/plain')
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)
-  app.addHook('onSend', async (req, reply) => {
+  // A callback hook, not an async one: it runs on every response and needs no promise.
+  app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id)
+    done(null, payload)
   })
   registerErrorHandling(app)
   deps.responses.useTraceLogger(app.log.child({ component: 'trace' }))

@@ -113,6 +113,28 @@ describe('creating presets', () => {
     expect(rows[0]).toEqual({ presets: 1, versions: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10] })
   })
 
+  it('answers 409 "try again later" when another change holds the preset too long, and stores nothing', async () => {
+    let release!: () => void
+    const held = new Promise<void>((r) => (release = r))
+    const locked = new Promise<void>((ready) => {
+      void env.t.db.$transaction(
+        async (tx) => {
+          await tx.$queryRaw`SELECT id FROM presets WHERE slug = 'support-bot' FOR UPDATE`
+          ready()
+          await held
+        },
+        { timeout: 15_000 },
+      )
+    })
+    await locked
+    const res = await call('POST', '/presets/support-bot/responses', env.tenant.keys.management, { model: 'roster-sim/chat' })
+    release()
+    expect(res.status).toBe(409)
+    expect((await res.json()).error).toMatchObject({ code: 409, message: expect.stringMatching(/try again later/), metadata: { reason: 'preset_conflict', retryable: true } })
+    const [{ n }] = await env.t.db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM preset_versions v JOIN presets p ON p.id = v.preset_id WHERE p.slug = 'support-bot'`
+    expect(n).toBe(2)
+  })
+
   it('refuses other key kinds (403), no key (401), bad slugs and invalid configuration (400), storing nothing', async () => {
     for (const key of [env.tenant.keys.user, env.tenant.keys.organization]) {
       const res = await call('POST', '/presets/nope/responses', key, { model: 'roster-sim/chat' })

@@ -27,6 +27,8 @@ export const ProviderPreferences = z.looseObject({
 })
 export type ProviderPreferences = z.infer<typeof ProviderPreferences>
 
+const NO_PREFERENCES = { success: true as const, data: {} as ProviderPreferences }
+
 export interface Candidate {
   model: CatalogueModel
   endpoint: Endpoint
@@ -78,7 +80,7 @@ export class Router {
     if (unknown.length) throw invalid(`no model named ${unknown.join(', ')} is served here; GET /api/v1/models lists them`)
     const models = names.map((n) => this.catalogue.models.find((m) => m.id === n)!)
 
-    const parsed = ProviderPreferences.safeParse(req.provider ?? {})
+    const parsed = req.provider == null ? NO_PREFERENCES : ProviderPreferences.safeParse(req.provider)
     if (!parsed.success) throw invalid(`provider: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(object)'} ${i.message}`).join('; ')}`)
     const prefs = parsed.data
     const sortBy = typeof prefs.sort === 'string' ? prefs.sort : prefs.sort?.by
