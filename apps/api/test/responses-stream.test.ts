@@ -14,6 +14,7 @@ let slow: Simulator
 let cut: Simulator
 let limited: Simulator
 let cutEarly: Simulator
+let late: Simulator
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 
@@ -34,6 +35,7 @@ beforeAll(async () => {
   cut = await startSimulator({ replyTokens: 20, tokensPerSecond: 200, fault: 'cut' })
   limited = await startSimulator({ fault: '429' })
   cutEarly = await startSimulator({ fault: 'cut' })
+  late = await startSimulator({ latencyMs: 3_000 })
   const catalogue: Catalogue = {
     models: [
       ...(Object.keys(PATHS) as Protocol[]).map((p) => model(`roster-sim/${PATHS[p]}`, sim.url, p)),
@@ -41,6 +43,7 @@ beforeAll(async () => {
       model('roster-sim/cut', cut.url),
       model('roster-sim/limited', limited.url),
       model('roster-sim/cut-early', cutEarly.url),
+      model('roster-sim/late', late.url),
     ],
   }
   app = await buildTestApp(env.t.db, {}, catalogue)
@@ -48,7 +51,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await app?.closeAll()
-  await Promise.all([sim, slow, cut, limited, cutEarly].map((s) => s?.close()))
+  await Promise.all([sim, slow, cut, limited, cutEarly, late].map((s) => s?.close()))
 })
 
 /** Raw SSE: each event's `event:` name and parsed `data:`, and whether it ended with [DONE]. */
@@ -189,6 +192,20 @@ describe('failures while streaming', () => {
     abort.abort()
     // 200 tokens at 20/s would take 10 s; the upstream stream must end long before.
     await waitFor(() => slow.stats.cancelled > before, { timeoutMs: 3_000, what: 'the upstream stream to be cancelled' })
+  })
+
+  it('a client that goes away cancels a whole-reply request too', async () => {
+    const abort = new AbortController()
+    const pending = fetch(`${baseURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'roster-sim/late', input: 'slow to start' }),
+      signal: abort.signal,
+    }).catch((err: Error) => err)
+    await waitFor(() => (late.stats.requests['/v1/chat/completions'] ?? 0) > 0, { what: 'the upstream request' })
+    abort.abort()
+    expect(await pending).toBeInstanceOf(Error)
+    await waitFor(() => late.stats.cancelled === 1, { timeoutMs: 2_000, what: 'the upstream request to be cancelled' })
   })
 
   it('streams each upstream token as it arrives, not buffered', async () => {

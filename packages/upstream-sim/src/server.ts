@@ -45,7 +45,7 @@ export interface Simulator {
     requests: Record<string, number>
     lastBody: Record<string, unknown>
     lastHeaders: Record<string, IncomingMessage['headers']>
-    /** Streams whose caller went away before the stream ended (a gateway should cancel them). */
+    /** Requests whose caller went away before the answer ended (a gateway should cancel them). */
     cancelled: number
   }
   close(): Promise<void>
@@ -78,6 +78,9 @@ export async function startSimulator(options: Partial<SimSettings> & { port?: nu
     const settings = requestSettings(base, req.headers)
     stats.requests[path] = (stats.requests[path] ?? 0) + 1
     stats.lastHeaders[path] = req.headers
+    res.on('close', () => {
+      if (!res.writableFinished && settings.fault !== 'cut') stats.cancelled++
+    })
 
     if (settings.apiKey && !authorised(req, settings.apiKey)) return json(res, 401, protocol.error(401, 'invalid api key'))
     let body: Body
@@ -102,9 +105,6 @@ export async function startSimulator(options: Partial<SimSettings> & { port?: nu
     const answer = plan(protocol.ask(body), settings, seenPrompts)
     if (body.stream === true) {
       const out = new StreamWriter(res, settings, Math.max(1, Math.floor(answer.text.length / 2)))
-      res.on('close', () => {
-        if (!res.writableFinished && settings.fault !== 'cut') stats.cancelled++
-      })
       return protocol.stream(answer, out, body, settings)
     }
     return json(res, 200, protocol.reply(answer, settings))

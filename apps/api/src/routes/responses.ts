@@ -40,7 +40,15 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
       const abort = new AbortController()
       reply.raw.once('close', () => reply.raw.writableFinished || abort.abort())
       const opts: CallOptions = { sessionHeader: header(req, 'x-session-id'), metadata: metadataOptIn(req), signal: abort.signal }
-      if (!body.stream) return deps.responses.respond(body, opts)
+      if (!body.stream) {
+        try {
+          return await deps.responses.respond(body, opts)
+        } catch (err) {
+          // The client went away and the upstream call was cancelled with it: no one to answer.
+          if (abort.signal.aborted) throw new GatewayError(499, 'unmapped', 'the client closed the connection')
+          throw err
+        }
+      }
       const raw = reply.raw
       try {
         await deps.responses.stream(body, opts, {
@@ -49,7 +57,8 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
             raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' })
           },
           write: (chunk) => raw.write(chunk),
-          drain: () => Promise.race([once(raw, 'drain'), once(raw, 'close')]).then(() => undefined),
+          // A socket already closed never drains (nor closes again): nothing to wait for.
+          drain: () => (raw.destroyed ? Promise.resolve() : Promise.race([once(raw, 'drain'), once(raw, 'close')]).then(() => undefined)),
           end: () => raw.end(),
         })
       } catch (err) {
