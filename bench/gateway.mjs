@@ -117,11 +117,12 @@ export async function benchGatewayLatency({ key, base }) {
   // BENCH_TARGETS (e.g. "roster") measures only some of the three, to profile one alone.
   const wanted = (process.env.BENCH_TARGETS ?? 'direct,floor,roster,portkey').split(',')
   const all = Object.fromEntries(Object.entries(targets(base, key)).filter(([name]) => wanted.includes(name)))
-  // Each target is warmed (connections, JIT) just before it is measured, and the next waits until
-  // the last one's leftovers have drained, so no target pays for another's work.
+  // Each target is warmed at the measured rate (JIT, connection pools grown to that concurrency)
+  // just before it is measured, so the figures are the steady state's; the next target waits
+  // until the last one's leftovers have drained, so none pays for another's work.
   const lat = {}
   for (const [name, t] of Object.entries(all)) {
-    await fixedRate(t, 200, 2)
+    await fixedRate(t, rate, Number(process.env.BENCH_WARMUP_SECONDS ?? 4))
     lat[name] = await fixedRate(t, rate, seconds)
     await new Promise((r) => setTimeout(r, 2000))
   }

@@ -14,6 +14,7 @@ import { Router, type Candidate, type Route } from './routing.js'
 import { serverTools, type ServerTool, type WebFetchOptions } from './server-tools.js'
 import { connectionError, Upstream } from './upstream.js'
 import { traceOf, type TraceLogger } from './trace.js'
+import { Cancellation } from './cancellation.js'
 
 export { GatewayError } from './errors.js'
 
@@ -36,8 +37,8 @@ export interface CallOptions {
   sessionHeader?: string
   /** The routing-metadata opt-in: `service` answers `service_metadata`, `openrouter` also `openrouter_metadata`. */
   metadata?: { service: boolean; openrouter: boolean }
-  /** Aborted when the client goes away: the upstream request is cancelled with it. */
-  signal?: AbortSignal
+  /** Cancelled when the client goes away: the upstream request is cancelled with it. */
+  cancel?: Cancellation
 }
 
 /** Where a stream goes. `open` is called once, just before the first event. */
@@ -113,7 +114,7 @@ export class ResponsesEngine {
     try {
       await this.loop(run)
     } catch (err) {
-      if (opts.signal?.aborted) return
+      if (opts.cancel?.aborted) return
       if (!live.opened || !(err instanceof GatewayError)) throw err
       this.write(run, 'error', { code: err.errorType, message: err.message, param: null })
       const failed = this.envelope(run, 'failed')
@@ -122,7 +123,7 @@ export class ResponsesEngine {
       sink.write('data: [DONE]\n\n')
       return sink.end()
     }
-    if (opts.signal?.aborted) return
+    if (opts.cancel?.aborted) return
     const status = run.assembler.finish === 'length' || run.assembler.finish === 'content_filter' ? 'incomplete' : 'completed'
     this.write(run, `response.${status}`, { response: this.envelope(run, status) })
     sink.write('data: [DONE]\n\n')
@@ -223,7 +224,7 @@ export class ResponsesEngine {
       try {
         return await this.call(run, candidate, adapter, body)
       } catch (err) {
-        if (!(err instanceof GatewayError) || run.opts.signal?.aborted) throw err
+        if (!(err instanceof GatewayError) || run.opts.cancel?.aborted) throw err
         if (run.live && run.live.sinceAttempt > 0) throw err
         run.assembler.abandonTurn()
         last = err
@@ -236,7 +237,7 @@ export class ResponsesEngine {
   private async call(run: Run, c: Candidate, adapter: Adapter, body: Json): Promise<{ usage: Usage; calls: TurnCall[] }> {
     const trace = traceOf(run.req)
     const sent = performance.now()
-    const res = await this.upstream.send(c.endpoint, adapter, body, run.opts.signal, trace?.headers)
+    const res = await this.upstream.send(c.endpoint, adapter, body, run.opts.cancel, trace?.headers)
     this.router.stats.record(c.endpoint, performance.now() - sent)
     const live = run.live
     if (!live) {
@@ -244,7 +245,7 @@ export class ResponsesEngine {
       try {
         reply = (await res.body.json()) as Json
       } catch (err) {
-        throw run.opts.signal?.aborted ? err : new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} answered something that is not JSON`)
+        throw run.opts.cancel?.aborted ? err : new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} answered something that is not JSON`)
       }
       for (const d of adapter.reply(reply)) run.assembler.push(d)
     } else {
@@ -264,7 +265,7 @@ export class ResponsesEngine {
           }
         }
       } catch (err) {
-        if (run.opts.signal?.aborted || err instanceof GatewayError) throw err
+        if (run.opts.cancel?.aborted || err instanceof GatewayError) throw err
         throw err instanceof SyntaxError ? new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} sent an event that is not JSON`) : connectionError(c.endpoint, err)
       }
     }
@@ -281,7 +282,7 @@ export class ResponsesEngine {
     } catch {}
     let output: unknown
     try {
-      output = await run.tools.get(name)!.run(args, run.opts.signal ?? new AbortController().signal)
+      output = await run.tools.get(name)!.run(args, (run.opts.cancel ?? new Cancellation()).signal)
     } catch (err) {
       output = { error: (err as Error).message }
     }

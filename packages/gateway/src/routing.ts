@@ -68,6 +68,7 @@ const weight = (session: string, c: Candidate) =>
 
 export class Router {
   private turn = 0
+  private readonly single = new Map<string, Route>()
 
   constructor(
     private readonly catalogue: Catalogue,
@@ -79,6 +80,19 @@ export class Router {
     const unknown = names.filter((n) => !this.catalogue.models.some((m) => m.id === n))
     if (unknown.length) throw invalid(`no model named ${unknown.join(', ')} is served here; GET /api/v1/models lists them`)
     const models = names.map((n) => this.catalogue.models.find((m) => m.id === n)!)
+    // The common case, one model with one endpoint and no preferences, has one answer per tier.
+    if (models.length === 1 && models[0]!.endpoints.length === 1 && req.provider == null && req.route == null) {
+      const key = `${models[0]!.id}\n${req.service_tier ?? ''}`
+      let route = this.single.get(key)
+      if (!route) {
+        const endpoint = models[0]!.endpoints[0]!
+        if (!endpoint.tiers.some((t) => tierPreference(req.service_tier).includes(t))) {
+          throw new GatewayError(404, 'not_found', `no endpoint of ${models[0]!.id} matches the request's provider preferences and service tier`)
+        }
+        this.single.set(key, (route = { candidates: [{ model: models[0]!, endpoint }], strategy: 'direct', requested: models[0]!.id }))
+      }
+      return route
+    }
 
     const parsed = req.provider == null ? NO_PREFERENCES : ProviderPreferences.safeParse(req.provider)
     if (!parsed.success) throw invalid(`provider: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(object)'} ${i.message}`).join('; ')}`)

@@ -2,6 +2,7 @@ import { Pool, type Dispatcher } from 'undici'
 import type { Endpoint } from './catalogue.js'
 import type { Adapter } from './adapters/adapter.js'
 import { GatewayError, upstreamError } from './errors.js'
+import type { Cancellation } from './cancellation.js'
 
 type Json = Record<string, any>
 
@@ -15,8 +16,8 @@ export class Upstream {
   constructor(private readonly env: NodeJS.ProcessEnv) {}
 
   /** Sends a call; answers the provider's 2xx response (body unread) or throws a GatewayError. */
-  async send(endpoint: Endpoint, adapter: Adapter, body: Json, signal: AbortSignal | undefined, extraHeaders: Record<string, string> = {}): Promise<Dispatcher.ResponseData> {
-    const url = new URL(endpoint.base_url.replace(/\/$/, '') + adapter.path)
+  async send(endpoint: Endpoint, adapter: Adapter, body: Json, signal: Cancellation | undefined, extraHeaders: Record<string, string> = {}): Promise<Dispatcher.ResponseData> {
+    const url = this.url(endpoint, adapter)
     const key = endpoint.api_key_env ? this.env[endpoint.api_key_env] : undefined
     let res: Dispatcher.ResponseData
     try {
@@ -38,6 +39,14 @@ export class Upstream {
       throw upstreamError(endpoint.provider, res.statusCode, text, res.headers['retry-after'])
     }
     return res
+  }
+
+  /** Parsed once per endpoint and protocol: URL parsing is not free at thousands of calls a second. */
+  private readonly urls = new WeakMap<Endpoint, URL>()
+  private url(endpoint: Endpoint, adapter: Adapter): URL {
+    let url = this.urls.get(endpoint)
+    if (!url) this.urls.set(endpoint, (url = new URL(endpoint.base_url.replace(/\/$/, '') + adapter.path)))
+    return url
   }
 
   async close() {

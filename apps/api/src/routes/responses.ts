@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { designatedPresetVersion } from '@roster/shared'
-import { GatewayError, PresetInputError, ResponsesRequest, applyPreset, presetReference, type CallOptions } from '@roster/gateway'
+import { Cancellation, GatewayError, PresetInputError, ResponsesRequest, applyPreset, presetReference, type CallOptions } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../app.js'
 
@@ -37,15 +37,15 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
     async (req, reply) => {
       const body = await withPreset(deps, req.caller!.workspaceId, req.body)
       // A client that goes away cancels the upstream request with it.
-      const abort = new AbortController()
-      reply.raw.once('close', () => reply.raw.writableFinished || abort.abort())
-      const opts: CallOptions = { sessionHeader: header(req, 'x-session-id'), metadata: metadataOptIn(req), signal: abort.signal }
+      const cancel = new Cancellation()
+      reply.raw.once('close', () => reply.raw.writableFinished || cancel.cancel())
+      const opts: CallOptions = { sessionHeader: header(req, 'x-session-id'), metadata: metadataOptIn(req), cancel }
       if (!body.stream) {
         try {
           return await deps.responses.respond(body, opts)
         } catch (err) {
           // The client went away and the upstream call was cancelled with it: no one to answer.
-          if (abort.signal.aborted) throw new GatewayError(499, 'unmapped', 'the client closed the connection')
+          if (cancel.aborted) throw new GatewayError(499, 'unmapped', 'the client closed the connection')
           throw err
         }
       }
