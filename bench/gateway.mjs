@@ -1,7 +1,7 @@
 // Gateway benchmarks (used by run.mjs): Roster's /responses against the upstream simulator, side by
 // side with a direct call to the simulator and with the Portkey gateway (@portkey-ai/gateway) in
 // front of the same simulator, under the same load in one run.
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
@@ -26,7 +26,17 @@ export const benchCatalogue = {
   }),
 }
 
-/** Starts the simulator and Portkey; answers a stop function. */
+/**
+ * BENCH_PIN=1 (on a machine with 2+ cores) runs each gateway (Roster's API, Portkey, the floor
+ * proxy) on core 1 and the simulator and load generator on core 0, so a gateway's figures are its
+ * own and not its neighbours' time slices. Off by default.
+ */
+export const pinning = process.env.BENCH_PIN === '1'
+export function pin(pid, cpu) {
+  if (pinning) spawnSync('taskset', ['-a', '-pc', String(cpu), String(pid)], { stdio: 'ignore' })
+}
+
+/** Starts the simulator, Portkey and the floor proxy; answers a stop function. */
 export async function startUpstreams(root, waitHttp) {
   const procs = [
     spawn(process.execPath, [join(root, 'packages/upstream-sim/dist/main.js')], {
@@ -42,6 +52,10 @@ export async function startUpstreams(root, waitHttp) {
       stdio: ['ignore', 'ignore', 'inherit'],
     }),
   ]
+  pin(process.pid, 0)
+  pin(procs[0].pid, 0)
+  pin(procs[1].pid, 1)
+  pin(procs[2].pid, 1)
   await waitHttp(`${sim}/health`)
   for (let i = 0; i < 200; i++) {
     try {

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { deploy } from '../prisma/migrate.mjs'
-import { benchCatalogue, benchGatewayLatency, benchGatewaySoak, benchGatewayTtfb, startUpstreams } from './gateway.mjs'
+import { benchCatalogue, benchGatewayLatency, benchGatewaySoak, benchGatewayTtfb, pin, startUpstreams } from './gateway.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const only = process.argv[2]
@@ -80,6 +80,7 @@ async function withStack(work, { worker = true, gateway = false } = {}) {
     start('api', { ...env, PORT: String(API_PORT) }, (process.env.BENCH_API_FLAGS ?? '').split(' ').filter(Boolean)),
     ...(worker ? [start('worker', env)] : []),
   ]
+  if (gateway) pin(procs[1].pid, 1)
   try {
     await waitHttp(`http://127.0.0.1:${RUNTIME_PORT}/health`)
     await waitHttp(`http://127.0.0.1:${API_PORT}/ready`)
