@@ -11,6 +11,7 @@ const env = useTestTenant()
 let sim: Simulator
 let left: Simulator
 let right: Simulator
+let looping: Simulator
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 
@@ -36,12 +37,14 @@ beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 4 })
   left = await startSimulator({ replyTokens: 3 })
   right = await startSimulator({ replyTokens: 3 })
+  looping = await startSimulator({ replyTokens: 3, repeatToolCalls: true })
   const catalogue: Catalogue = {
     models: [
       model('roster-sim/chat', [endpoint(sim.url, 'openai-chat')]),
       model('roster-sim/responses', [endpoint(sim.url, 'openai-responses')]),
       model('roster-sim/messages', [endpoint(sim.url, 'anthropic-messages')]),
       model('roster-sim/pair', [endpoint(left.url, 'openai-chat', 'left'), endpoint(right.url, 'openai-chat', 'right')]),
+      model('roster-sim/looping', [endpoint(looping.url, 'openai-chat')]),
     ],
   }
   app = await buildTestApp(env.t.db, {}, catalogue)
@@ -49,7 +52,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await app?.closeAll()
-  await Promise.all([sim, left, right].map((s) => s?.close()))
+  await Promise.all([sim, left, right, looping].map((s) => s?.close()))
 })
 
 const post = (body: object, headers: Record<string, string> = {}) =>
@@ -224,6 +227,28 @@ describe('server tools and the loop', () => {
     expect(added).toEqual(['openrouter:datetime', 'message'])
     expect(events.some((e) => e.type === 'response.function_call_arguments.delta')).toBe(false)
     expect(events.at(-1).response.output.map((o: any) => o.type)).toEqual(['openrouter:datetime', 'message'])
+  })
+
+  it('a model that never stops calling tools is held to max_tool_calls, then answers with tools off', async () => {
+    const turns = () => looping.stats.requests['/v1/chat/completions'] ?? 0
+    const before = turns()
+    const res = await answer({ model: 'roster-sim/looping', input: 'loop', tools: [{ type: 'openrouter:datetime' }], max_tool_calls: 3 })
+    expect(res.output.map((o: any) => o.type)).toEqual(['openrouter:datetime', 'openrouter:datetime', 'openrouter:datetime', 'message'])
+    expect(turns() - before).toBe(4)
+    expect((looping.stats.lastBody['/v1/chat/completions'] as any).tool_choice).toBe('none')
+    // Usage adds up every turn.
+    expect(res.usage.input_tokens).toBeGreaterThan(3 * 2)
+  })
+
+  it('stop conditions (OR) end the loop: has_tool_call after one step, max_tokens_used, max_cost', async () => {
+    const run = async (stop: object[]) =>
+      (await answer({ model: 'roster-sim/looping', input: 'loop', tools: [{ type: 'openrouter:datetime' }], stop_server_tools_when: stop })).output.filter(
+        (o: any) => o.type === 'openrouter:datetime',
+      ).length
+    expect(await run([{ type: 'has_tool_call', tool_name: 'openrouter:datetime' }])).toBe(1)
+    expect(await run([{ type: 'step_count_is', step_count: 5 }, { type: 'step_count_is', step_count: 2 }])).toBe(2)
+    expect(await run([{ type: 'max_cost', max_cost_in_dollars: 1e-12 }])).toBe(1)
+    expect(await run([{ type: 'max_tokens_used', max_tokens: 1 }])).toBe(1)
   })
 
   it('refuses a server tool it does not run, and a function named like an offered server tool', async () => {

@@ -46,7 +46,7 @@ export function plan(ask: Ask, settings: SimSettings, seenPrompts: Set<string>):
   }
   const reasoning = ask.reasoning ? replyTokens(`reasoning:${ask.inputText}`, 8) : []
   const callable =
-    settings.toolCalls && ask.tools.length > 0 && ask.toolChoice !== 'none' && !ask.afterToolResult
+    settings.toolCalls && ask.tools.length > 0 && ask.toolChoice !== 'none' && (!ask.afterToolResult || settings.repeatToolCalls)
   if (callable) {
     const tool = ask.tools.find((t) => t.name === ask.toolChoice) ?? ask.tools[0]!
     const args = JSON.stringify(sampleFor(tool.parameters as never))

@@ -10,6 +10,8 @@ export interface SimSettings {
   usage: boolean
   /** Call an offered function tool when tool_choice allows it. */
   toolCalls: boolean
+  /** Call a tool again even after a tool result (an agent that never stops calling; for loop limits). */
+  repeatToolCalls: boolean
   /** A fault to produce: none, 429 (with Retry-After), 500, 503, timeout (never answers), cut (a stream ends mid-way). */
   fault: 'none' | '429' | '500' | '503' | 'timeout' | 'cut'
   /** The credential callers must present (Bearer or x-api-key); empty accepts any. */
@@ -22,6 +24,7 @@ export const defaultSettings: SimSettings = {
   replyTokens: 12,
   usage: true,
   toolCalls: true,
+  repeatToolCalls: false,
   fault: 'none',
   apiKey: '',
 }
@@ -47,6 +50,7 @@ export function requestSettings(base: SimSettings, headers: Record<string, strin
     replyTokens: num('reply-tokens', base.replyTokens),
     usage: bool('usage', base.usage),
     toolCalls: bool('tool-calls', base.toolCalls),
+    repeatToolCalls: bool('repeat-tool-calls', base.repeatToolCalls),
     fault: (['none', '429', '500', '503', 'timeout', 'cut'] as const).find((f) => f === fault) ?? base.fault,
     apiKey: base.apiKey,
   }

@@ -89,6 +89,10 @@ export const anthropic: Adapter = {
     if (wanted !== undefined && maxTokens > 1024) body.thinking = { type: 'enabled', budget_tokens: Math.max(1024, Math.min(wanted, maxTokens - 1)) }
     const format = req.text?.format as Json | undefined
     if (format?.type === 'json_schema') body.output_format = { type: 'json_schema', schema: format.schema }
+    // Anthropic's tiers: `auto` may use priority capacity, `standard_only` never does.
+    const tier = req.service_tier
+    if (tier === 'priority' || tier === 'fast' || tier === 'ultrafast') body.service_tier = 'auto'
+    else if (tier === 'default' || tier === 'flex') body.service_tier = 'standard_only'
     if (spec.user) body.metadata = { user_id: spec.user }
     return body
   },
