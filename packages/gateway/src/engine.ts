@@ -20,6 +20,9 @@ export { GatewayError } from './errors.js'
 
 type Json = Record<string, any>
 
+/** How often an open stream that is waiting on a server tool gets a comment line. */
+const KEEPALIVE_MS = 10_000
+
 const ADAPTERS: Record<string, Adapter> = { 'openai-chat': openaiChat, 'openai-responses': openaiResponses, 'anthropic-messages': anthropic }
 
 export interface EngineOptions {
@@ -281,10 +284,16 @@ export class ResponsesEngine {
       args = JSON.parse(call.arguments || '{}')
     } catch {}
     let output: unknown
+    // A tool may take seconds (web_fetch): an open stream gets SSE comments meanwhile, so proxies
+    // and clients with idle timeouts keep it. Clients skip lines that start with ':'.
+    const live = run.live
+    const heartbeat = live?.opened ? setInterval(() => live.sink.write(': running a server tool\n\n'), KEEPALIVE_MS) : undefined
     try {
       output = await run.tools.get(name)!.run(args, (run.opts.cancel ?? new Cancellation()).signal)
     } catch (err) {
       output = { error: (err as Error).message }
+    } finally {
+      clearInterval(heartbeat)
     }
     const text = JSON.stringify(output)
     const item = { type: name, id: itemId('st'), call_id: call.callId, status: 'completed', arguments: call.arguments, output: text }
