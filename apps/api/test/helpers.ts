@@ -4,7 +4,7 @@ import { ApiConfig, loadConfig, type Db } from '@roster/shared'
 import { redisUrl } from '@roster/testing'
 import { buildApp } from '../src/app.js'
 import { createAppDeps } from '../src/deps.js'
-import type { Catalogue } from '@roster/gateway'
+import type { Catalogue, CatalogueModel, Endpoint, Protocol } from '@roster/gateway'
 
 export const TEST_MASTER_KEY = 'ab'.repeat(32)
 
@@ -30,3 +30,25 @@ export async function buildTestApp(
 
 export const auth = (key: string) => ({ authorization: `Bearer ${key}` })
 export const json = { 'content-type': 'application/json' }
+
+/** A catalogue endpoint on an upstream simulator (its `/v1`). */
+export const simEndpoint = (url: string, protocol: Protocol = 'openai-chat', extra: Partial<Endpoint> = {}): Endpoint => ({
+  provider: 'upstream-sim',
+  protocol,
+  base_url: `${url}/v1`,
+  upstream_model: 'sim',
+  tiers: ['default'],
+  timeout_ms: 5_000,
+  ...extra,
+})
+
+/** A catalogue model on the given endpoints, priced 1e-6 input, 1e-7 cached input, 2e-6 output per token. */
+export const simModel = (id: string, endpoints: Endpoint[]): CatalogueModel => ({
+  id,
+  name: `simulator ${id}`,
+  context_length: 8_000,
+  pricing: { input: '0.000001', cached_input: '0.0000001', output: '0.000002' },
+  capabilities: { tools: true, reasoning: true, images: true, caching: true },
+  endpoints,
+  created: 0,
+})

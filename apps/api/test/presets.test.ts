@@ -3,7 +3,7 @@ import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
 import { makeTenant, useTestTenant, type Tenant } from '@roster/testing'
-import { buildTestApp } from './helpers.js'
+import { buildTestApp, simEndpoint, simModel } from './helpers.js'
 
 // Presets through @openrouter/sdk and raw HTTP: create (three body formats), versions, reads,
 // key kinds, what is and is not stored, concurrent creates of one slug, and use in /responses.
@@ -13,15 +13,7 @@ let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 let other: Tenant
 
-const model = (id: string, url: string) => ({
-  id,
-  name: `simulator ${id}`,
-  context_length: 8_000,
-  pricing: { input: '0.000001', output: '0.000002' },
-  capabilities: { tools: true, reasoning: false, images: false, caching: false },
-  endpoints: [{ provider: 'upstream-sim', protocol: 'openai-chat' as const, base_url: `${url}/v1`, upstream_model: id.split('/')[1]!, tiers: ['default' as const], timeout_ms: 5_000 }],
-  created: 0,
-})
+const model = (id: string, url: string) => simModel(id, [simEndpoint(url, 'openai-chat', { upstream_model: id.split('/')[1]! })])
 
 beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 3 })

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
-import type { Catalogue, Protocol } from '@roster/gateway'
+import type { Catalogue } from '@roster/gateway'
 import { useTestTenant } from '@roster/testing'
-import { buildTestApp } from './helpers.js'
+import { buildTestApp, simEndpoint, simModel } from './helpers.js'
 
 // Responses beyond the basic call: each protocol without streaming, prompt caching, routing
 // metadata, sticky sessions, server tools and their loop, debug echo and trace propagation.
@@ -15,24 +15,6 @@ let looping: Simulator
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 
-const endpoint = (url: string, protocol: Protocol, provider = 'upstream-sim') => ({
-  provider,
-  protocol,
-  base_url: `${url}/v1`,
-  upstream_model: 'sim',
-  tiers: ['default' as const],
-  timeout_ms: 5_000,
-})
-const model = (id: string, endpoints: ReturnType<typeof endpoint>[]) => ({
-  id,
-  name: `simulator ${id}`,
-  context_length: 8_000,
-  pricing: { input: '0.000001', cached_input: '0.0000001', output: '0.000002' },
-  capabilities: { tools: true, reasoning: true, images: true, caching: true },
-  endpoints,
-  created: 0,
-})
-
 beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 4 })
   left = await startSimulator({ replyTokens: 3 })
@@ -40,11 +22,11 @@ beforeAll(async () => {
   looping = await startSimulator({ replyTokens: 3, repeatToolCalls: true })
   const catalogue: Catalogue = {
     models: [
-      model('roster-sim/chat', [endpoint(sim.url, 'openai-chat')]),
-      model('roster-sim/responses', [endpoint(sim.url, 'openai-responses')]),
-      model('roster-sim/messages', [endpoint(sim.url, 'anthropic-messages')]),
-      model('roster-sim/pair', [endpoint(left.url, 'openai-chat', 'left'), endpoint(right.url, 'openai-chat', 'right')]),
-      model('roster-sim/looping', [endpoint(looping.url, 'openai-chat')]),
+      simModel('roster-sim/chat', [simEndpoint(sim.url, 'openai-chat')]),
+      simModel('roster-sim/responses', [simEndpoint(sim.url, 'openai-responses')]),
+      simModel('roster-sim/messages', [simEndpoint(sim.url, 'anthropic-messages')]),
+      simModel('roster-sim/pair', [simEndpoint(left.url, 'openai-chat', { provider: 'left' }), simEndpoint(right.url, 'openai-chat', { provider: 'right' })]),
+      simModel('roster-sim/looping', [simEndpoint(looping.url)]),
     ],
   }
   app = await buildTestApp(env.t.db, {}, catalogue)

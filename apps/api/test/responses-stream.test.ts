@@ -4,7 +4,7 @@ import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue, Protocol } from '@roster/gateway'
 import { useTestTenant, waitFor } from '@roster/testing'
-import { buildTestApp } from './helpers.js'
+import { buildTestApp, simEndpoint, simModel } from './helpers.js'
 
 // Streaming POST /responses over each provider protocol, through both official clients and raw
 // SSE, against the upstream simulator; faults, fallbacks and a client that goes away.
@@ -19,15 +19,7 @@ let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 
 const PATHS: Record<Protocol, string> = { 'openai-chat': 'chat', 'openai-responses': 'responses', 'anthropic-messages': 'messages' }
-const model = (id: string, url: string, protocol: Protocol = 'openai-chat') => ({
-  id,
-  name: `simulator ${id}`,
-  context_length: 8_000,
-  pricing: { input: '0.000001', cached_input: '0.0000001', output: '0.000002' },
-  capabilities: { tools: true, reasoning: true, images: true, caching: true },
-  endpoints: [{ provider: 'upstream-sim', protocol, base_url: `${url}/v1`, upstream_model: 'sim', tiers: ['default' as const], timeout_ms: 5_000 }],
-  created: 0,
-})
+const model = (id: string, url: string, protocol: Protocol = 'openai-chat') => simModel(id, [simEndpoint(url, protocol)])
 
 beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 6 })

@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import OpenAI from 'openai'
 import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
-import type { Catalogue } from '@roster/gateway'
+import type { Catalogue, Endpoint } from '@roster/gateway'
 import { useTestTenant } from '@roster/testing'
-import { buildTestApp } from './helpers.js'
+import { buildTestApp, simEndpoint, simModel } from './helpers.js'
 
 // POST /responses (non-streaming) through both official clients, against the upstream simulator.
 const env = useTestTenant()
@@ -13,24 +13,7 @@ let limited: Simulator
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 
-const endpoint = (url: string, extra: object = {}) => ({
-  provider: 'upstream-sim',
-  protocol: 'openai-chat' as const,
-  base_url: `${url}/v1`,
-  upstream_model: 'sim',
-  tiers: ['default' as const],
-  timeout_ms: 5_000,
-  ...extra,
-})
-const model = (id: string, url: string, extra: object = {}) => ({
-  id,
-  name: `simulator ${id}`,
-  context_length: 8_000,
-  pricing: { input: '0.000001', cached_input: '0.0000001', output: '0.000002' },
-  capabilities: { tools: true, reasoning: true, images: false, caching: true },
-  endpoints: [endpoint(url, extra)],
-  created: 0,
-})
+const model = (id: string, url: string, extra: Partial<Endpoint> = {}) => simModel(id, [simEndpoint(url, 'openai-chat', extra)])
 
 beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 5, apiKey: 'sk-sim-secret' })

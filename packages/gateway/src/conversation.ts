@@ -86,6 +86,3 @@ function placeAutomaticBreakpoint(req: ResponsesRequest, entries: Entry[]) {
     }
   }
 }
-
-/** Whether the conversation ends with tool results (the model answers them now). */
-export const endsWithResults = (entries: Entry[]) => entries.at(-1)?.kind === 'result'

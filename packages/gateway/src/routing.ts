@@ -66,6 +66,9 @@ const price = (c: Candidate) => {
 const weight = (session: string, c: Candidate) =>
   createHash('sha1').update(session).update('\0').update(c.model.id).update('\0').update(c.endpoint.provider).update(c.endpoint.base_url).digest().readUInt32BE(0)
 
+const noEndpoint = (models: CatalogueModel[]) =>
+  new GatewayError(404, 'not_found', `no endpoint of ${models.map((m) => m.id).join(', ')} matches the request's provider preferences and service tier`)
+
 export class Router {
   private turn = 0
   private readonly single = new Map<string, Route>()
@@ -87,7 +90,7 @@ export class Router {
       if (!route) {
         const endpoint = models[0]!.endpoints[0]!
         if (!endpoint.tiers.some((t) => tierPreference(req.service_tier).includes(t))) {
-          throw new GatewayError(404, 'not_found', `no endpoint of ${models[0]!.id} matches the request's provider preferences and service tier`)
+          throw noEndpoint(models)
         }
         this.single.set(key, (route = { candidates: [{ model: models[0]!, endpoint }], strategy: 'direct', requested: models[0]!.id }))
       }
@@ -141,8 +144,7 @@ export class Router {
       candidates = candidates.filter((c) => !seen.has(c.model.id) && !!seen.add(c.model.id))
     }
     if (!candidates.length) {
-      const ids = models.map((m) => m.id).join(', ')
-      throw new GatewayError(404, 'not_found', `no endpoint of ${ids} matches the request's provider preferences and service tier`)
+      throw noEndpoint(models)
     }
     const strategy = [
       prefs.order ? 'order' : undefined,

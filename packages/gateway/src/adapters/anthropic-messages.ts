@@ -19,7 +19,7 @@ function block(p: Part): Json {
 }
 
 /** System entries become the system blocks; the rest alternate user/assistant as Anthropic requires. */
-export function anthropicMessages(entries: Entry[]): { system: Json[]; messages: Json[] } {
+function anthropicMessages(entries: Entry[]): { system: Json[]; messages: Json[] } {
   const system: Json[] = []
   const messages: Json[] = []
   const append = (role: 'user' | 'assistant', blocks: Json[]) => {

@@ -20,7 +20,7 @@ function chatContent(parts: Part[], caching: boolean): string | Json[] {
   return plain ? (parts[0] as { text: string }).text : parts.map((p) => chatPart(p, caching))
 }
 
-export function chatMessages(entries: Entry[], caching: boolean): Json[] {
+function chatMessages(entries: Entry[], caching: boolean): Json[] {
   const messages: Json[] = []
   for (const e of entries) {
     if (e.kind === 'message') messages.push({ role: e.role, content: chatContent(e.parts, caching) })
