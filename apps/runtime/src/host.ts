@@ -48,7 +48,11 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   const byHostname = new Map<string, string>()
   await mkdir(config.RUNTIME_DATA_DIR, { recursive: true })
 
-  const app = Fastify({ logger: opts.logger === false ? false : loggerOptions('runtime', config.LOG_LEVEL) })
+  const app = Fastify({
+    logger: opts.logger === false ? false : loggerOptions('runtime', config.LOG_LEVEL),
+    // The worker's reconciler lists runtimes every few seconds: a line per request would bury the rest.
+    disableRequestLogging: config.LOG_LEVEL !== 'debug' && config.LOG_LEVEL !== 'trace',
+  })
   const hostOf = (headers: Record<string, unknown>) =>
     String(headers['x-forwarded-host'] ?? headers.host ?? '').split(':')[0]!.toLowerCase()
 
