@@ -75,6 +75,7 @@ describe('streaming, event by event', () => {
       const { res, events, done } = await rawStream({ model: `roster-sim/${PATHS[protocol]}`, input: 'tell me something' })
       expect(res.status).toBe(200)
       expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/)
+      expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
       expect(done).toBe(true)
       expect(events.map((e) => e.data.sequence_number)).toEqual(events.map((_, i) => i))
       for (const e of events) expect(e.name).toBe(e.data.type)

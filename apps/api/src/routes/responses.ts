@@ -54,7 +54,14 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
         await deps.responses.stream(body, opts, {
           open() {
             reply.hijack()
-            raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' })
+            // Hijacked, so Fastify's onSend hooks do not run: the request id is set here.
+            raw.writeHead(200, {
+              'content-type': 'text/event-stream; charset=utf-8',
+              'cache-control': 'no-cache',
+              connection: 'keep-alive',
+              'x-accel-buffering': 'no',
+              'x-request-id': req.id,
+            })
           },
           write: (chunk) => raw.write(chunk),
           // A socket already closed never drains (nor closes again): nothing to wait for.
