@@ -45,6 +45,7 @@ export function createAppDeps(
       userHashKey: config.VAULT_MASTER_KEY
         ? createHmac('sha256', config.VAULT_MASTER_KEY).update('roster upstream user id').digest()
         : randomBytes(32),
+      keepAliveMs: config.STREAM_KEEPALIVE_MS,
       webFetch: {
         allowPrivateNetworks: config.WEB_FETCH_PRIVATE_NETWORKS === 'allow',
         maxBytes: config.WEB_FETCH_MAX_BYTES,

@@ -1,3 +1,4 @@
+import { createServer, type Server } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
@@ -256,5 +257,44 @@ describe('debug echo and trace', () => {
     const traceId = 'a'.repeat(32)
     await answer({ model: 'roster-sim/chat', input: 'x', trace: { trace_id: traceId, span_name: 'step', team: 'search' } })
     expect(sim.stats.lastHeaders['/v1/chat/completions']!.traceparent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`))
+  })
+})
+
+describe('web_fetch allowed to reach a private network, on a slow page', () => {
+  let page: Server
+  let fetching: Simulator
+  let lab: Awaited<ReturnType<typeof buildTestApp>>
+  let labURL: string
+  beforeAll(async () => {
+    page = createServer((_req, res) => void setTimeout(() => res.writeHead(200, { 'content-type': 'text/plain' }).end('hello from a slow page'), 300))
+    await new Promise<void>((r) => page.listen(0, '127.0.0.1', r))
+    const pageUrl = `http://127.0.0.1:${(page.address() as { port: number }).port}/slow`
+    fetching = await startSimulator({ replyTokens: 3, sampleUrl: pageUrl })
+    lab = await buildTestApp(env.t.db, { WEB_FETCH_PRIVATE_NETWORKS: 'allow', STREAM_KEEPALIVE_MS: '50' }, { models: [simModel('roster-sim/fetching', [simEndpoint(fetching.url)])] })
+    labURL = `${await lab.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
+  })
+  afterAll(async () => {
+    await lab?.closeAll()
+    await fetching?.close()
+    await new Promise<void>((r) => page?.close(() => r()))
+  })
+
+  it('fetches the page; a stream shows the tool item at once and keeps alive with comments while it runs', async () => {
+    const res = await fetch(`${labURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'roster-sim/fetching', input: 'read it', stream: true, tools: [{ type: 'openrouter:web_fetch' }] }),
+    })
+    const text = await res.text()
+    expect(text).toContain(': running a server tool\n\n')
+    const events = text.split('\n\n').filter((b) => b.startsWith('event:')).map((b) => JSON.parse(b.split('\ndata: ')[1]!))
+    const added = events.find((e) => e.type === 'response.output_item.added')
+    expect(added.item).toMatchObject({ type: 'openrouter:web_fetch', status: 'in_progress', output: null })
+    const done = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'openrouter:web_fetch')
+    expect(JSON.parse(done.item.output)).toMatchObject({ status: 200, content: 'hello from a slow page', truncated: false })
+    // The comment came between the item's start and its end.
+    expect(text.indexOf(': running')).toBeGreaterThan(text.indexOf('"response.output_item.added"'))
+    expect(text.indexOf(': running')).toBeLessThan(text.indexOf('"response.output_item.done"'))
+    expect(events.at(-1).type).toBe('response.completed')
   })
 })

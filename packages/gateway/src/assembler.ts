@@ -107,10 +107,16 @@ export class ResponseAssembler {
     this.finish = 'stop'
   }
 
-  /** A finished item made by Roster itself (a server tool's call and result). */
-  addItem(item: Json, pending: Json = { ...item, status: 'in_progress' }) {
-    const index = this.output.push(item) - 1
+  /** An item Roster makes itself (a server tool's call): announced when it starts… */
+  startItem(pending: Json): number {
+    const index = this.output.push(pending) - 1
     this.emit?.('response.output_item.added', { output_index: index, item: pending })
+    return index
+  }
+
+  /** …and replaced by its finished form when it is done. */
+  finishItem(index: number, item: Json) {
+    this.output[index] = item
     this.emit?.('response.output_item.done', { output_index: index, item })
   }
 

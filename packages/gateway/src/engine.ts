@@ -20,9 +20,6 @@ export { GatewayError } from './errors.js'
 
 type Json = Record<string, any>
 
-/** How often an open stream that is waiting on a server tool gets a comment line. */
-const KEEPALIVE_MS = 10_000
-
 const ADAPTERS: Record<string, Adapter> = { 'openai-chat': openaiChat, 'openai-responses': openaiResponses, 'anthropic-messages': anthropic }
 
 export interface EngineOptions {
@@ -33,6 +30,8 @@ export interface EngineOptions {
   webFetch?: Partial<WebFetchOptions>
   /** Where a request's `trace` is recorded (one record per generation). */
   traceLogger?: TraceLogger
+  /** How often an open stream waiting on a server tool gets a comment line (default 10 s). */
+  keepAliveMs?: number
 }
 
 /** Per call: what came in headers, and the client's connection. */
@@ -283,11 +282,14 @@ export class ResponsesEngine {
     try {
       args = JSON.parse(call.arguments || '{}')
     } catch {}
+    const item = { type: name, id: itemId('st'), call_id: call.callId, status: 'in_progress', arguments: call.arguments, output: null as string | null }
+    // Announced first, so a stream is open (and its client knows) while the tool runs.
+    const index = run.assembler.startItem({ ...item })
     let output: unknown
-    // A tool may take seconds (web_fetch): an open stream gets SSE comments meanwhile, so proxies
-    // and clients with idle timeouts keep it. Clients skip lines that start with ':'.
+    // A tool may take seconds (web_fetch): the stream gets SSE comments meanwhile, so proxies and
+    // clients with idle timeouts keep it. Clients skip lines that start with ':'.
     const live = run.live
-    const heartbeat = live?.opened ? setInterval(() => live.sink.write(': running a server tool\n\n'), KEEPALIVE_MS) : undefined
+    const heartbeat = live ? setInterval(() => live.sink.write(': running a server tool\n\n'), this.options.keepAliveMs ?? 10_000) : undefined
     try {
       output = await run.tools.get(name)!.run(args, (run.opts.cancel ?? new Cancellation()).signal)
     } catch (err) {
@@ -296,8 +298,7 @@ export class ResponsesEngine {
       clearInterval(heartbeat)
     }
     const text = JSON.stringify(output)
-    const item = { type: name, id: itemId('st'), call_id: call.callId, status: 'completed', arguments: call.arguments, output: text }
-    run.assembler.addItem(item, { ...item, status: 'in_progress', output: null })
+    run.assembler.finishItem(index, { ...item, status: 'completed', output: text })
     return [
       { type: 'function_call', call_id: call.callId, name: call.name, arguments: call.arguments },
       { type: 'function_call_output', call_id: call.callId, output: text },

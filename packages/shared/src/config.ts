@@ -74,6 +74,8 @@ export const ApiConfig = z.object({
   /** Largest body web_fetch reads (longer ones are truncated), and its time limit. */
   WEB_FETCH_MAX_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(256 * 1024),
   WEB_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  /** An open stream waiting on a server tool gets an SSE comment this often (for idle timeouts on the way). */
+  STREAM_KEEPALIVE_MS: z.coerce.number().int().min(10).max(600_000).default(10_000),
   /** Longest an intern row read for a poller is reused; change events evict it sooner (0: off). */
   INTERN_CACHE_MS: z.coerce.number().int().min(0).default(1_000),
 })

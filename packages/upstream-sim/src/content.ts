@@ -45,19 +45,21 @@ type Schema = {
   default?: unknown
 }
 
-/** A value valid for a (reasonable) JSON schema: what a model's tool call would plausibly pass. */
-export function sampleFor(schema: Schema | undefined, depth = 0): unknown {
+/**
+ * A value valid for a (reasonable) JSON schema: what a model's tool call would plausibly pass.
+ * A string of format uri gets `url`: by default the simulator's own loopback, which reaches no one.
+ */
+export function sampleFor(schema: Schema | undefined, depth = 0, url = 'http://127.0.0.1/'): unknown {
   if (!schema || depth > 6) return {}
   if (schema.const !== undefined) return schema.const
   if (schema.enum?.length) return schema.enum[0]
   if (schema.default !== undefined) return schema.default
   const alt = schema.anyOf ?? schema.oneOf
-  if (alt?.length) return sampleFor(alt[0], depth + 1)
+  if (alt?.length) return sampleFor(alt[0], depth + 1, url)
   const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type
   switch (type) {
     case 'string':
-      // A URL a simulator can name without reaching anyone: itself, on loopback.
-      if (schema.format === 'uri' || schema.format === 'url') return 'http://127.0.0.1/'
+      if (schema.format === 'uri' || schema.format === 'url') return url
       return 'sample'.padEnd(schema.minLength ?? 0, 'x')
     case 'integer':
     case 'number':
@@ -67,10 +69,10 @@ export function sampleFor(schema: Schema | undefined, depth = 0): unknown {
     case 'null':
       return null
     case 'array':
-      return [sampleFor(schema.items, depth + 1)]
+      return [sampleFor(schema.items, depth + 1, url)]
     default: {
       const out: Record<string, unknown> = {}
-      for (const [key, prop] of Object.entries(schema.properties ?? {})) out[key] = sampleFor(prop, depth + 1)
+      for (const [key, prop] of Object.entries(schema.properties ?? {})) out[key] = sampleFor(prop, depth + 1, url)
       return out
     }
   }

@@ -10,6 +10,7 @@ const sim = await startSimulator({
   tokensPerSecond: Number(env.SIM_TOKENS_PER_SECOND ?? defaultSettings.tokensPerSecond),
   replyTokens: Number(env.SIM_REPLY_TOKENS ?? defaultSettings.replyTokens),
   apiKey: env.SIM_API_KEY ?? '',
+  sampleUrl: env.SIM_SAMPLE_URL ?? defaultSettings.sampleUrl,
 })
 process.stdout.write(`upstream simulator (not a real model provider) listening on ${sim.url}\n`)
 for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void sim.close().then(() => process.exit(0)))

@@ -49,7 +49,7 @@ export function plan(ask: Ask, settings: SimSettings, seenPrompts: Set<string>):
     settings.toolCalls && ask.tools.length > 0 && ask.toolChoice !== 'none' && (!ask.afterToolResult || settings.repeatToolCalls)
   if (callable) {
     const tool = ask.tools.find((t) => t.name === ask.toolChoice) ?? ask.tools[0]!
-    const args = JSON.stringify(sampleFor(tool.parameters as never))
+    const args = JSON.stringify(sampleFor(tool.parameters as never, 0, settings.sampleUrl))
     usage.output = countTokens(args) + usage.reasoning
     return { id, model: ask.model, text: [], reasoning, toolCall: { id: `call_${id}`, name: tool.name, arguments: args }, finish: 'tool', usage }
   }

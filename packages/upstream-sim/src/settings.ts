@@ -12,6 +12,8 @@ export interface SimSettings {
   toolCalls: boolean
   /** Call a tool again even after a tool result (an agent that never stops calling; for loop limits). */
   repeatToolCalls: boolean
+  /** What a tool call passes for a URL argument (`format: uri`). */
+  sampleUrl: string
   /** A fault to produce: none, 429 (with Retry-After), 500, 503, timeout (never answers), cut (a stream ends mid-way). */
   fault: 'none' | '429' | '500' | '503' | 'timeout' | 'cut'
   /** The credential callers must present (Bearer or x-api-key); empty accepts any. */
@@ -25,6 +27,7 @@ export const defaultSettings: SimSettings = {
   usage: true,
   toolCalls: true,
   repeatToolCalls: false,
+  sampleUrl: 'http://127.0.0.1/',
   fault: 'none',
   apiKey: '',
 }
@@ -51,6 +54,7 @@ export function requestSettings(base: SimSettings, headers: Record<string, strin
     usage: bool('usage', base.usage),
     toolCalls: bool('tool-calls', base.toolCalls),
     repeatToolCalls: bool('repeat-tool-calls', base.repeatToolCalls),
+    sampleUrl: header('sample-url') ?? base.sampleUrl,
     fault: (['none', '429', '500', '503', 'timeout', 'cut'] as const).find((f) => f === fault) ?? base.fault,
     apiKey: base.apiKey,
   }
