@@ -215,7 +215,9 @@ describe('server tools and the loop', () => {
   it('a model that never stops calling tools is held to max_tool_calls, then answers with tools off', async () => {
     const turns = () => looping.stats.requests['/v1/chat/completions'] ?? 0
     const before = turns()
-    const res = await answer({ model: 'roster-sim/looping', input: 'loop', tools: [{ type: 'openrouter:datetime' }], max_tool_calls: 3 })
+    const res = await answer({ model: 'roster-sim/looping', input: 'loop', tools: [{ type: 'openrouter:datetime' }], max_tool_calls: 3 }, { 'X-Service-Experimental-Metadata': 'enabled' })
+    // Four upstream calls, one choice of endpoint: the first attempt served.
+    expect(res.service_metadata.attempt).toBe(1)
     expect(res.output.map((o: any) => o.type)).toEqual(['openrouter:datetime', 'openrouter:datetime', 'openrouter:datetime', 'message'])
     expect(turns() - before).toBe(4)
     expect((looping.stats.lastBody['/v1/chat/completions'] as any).tool_choice).toBe('none')

@@ -199,6 +199,19 @@ describe('failures while streaming', () => {
     abort.abort()
     expect(await pending).toBeInstanceOf(Error)
     await waitFor(() => late.stats.cancelled === 1, { timeoutMs: 2_000, what: 'the upstream request to be cancelled' })
+
+    // The same before a stream's first event: nothing was sent yet, and the upstream call ends too.
+    const again = new AbortController()
+    const streaming = fetch(`${baseURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'roster-sim/late', input: 'slow to start', stream: true }),
+      signal: again.signal,
+    }).catch((err: Error) => err)
+    await waitFor(() => (late.stats.requests['/v1/chat/completions'] ?? 0) > 1, { what: 'the second upstream request' })
+    again.abort()
+    expect(await streaming).toBeInstanceOf(Error)
+    await waitFor(() => late.stats.cancelled === 2, { timeoutMs: 2_000, what: 'the streamed upstream request to be cancelled' })
   })
 
   it('streams each upstream token as it arrives, not buffered', async () => {

@@ -65,8 +65,13 @@ describe('POST /api/v1/responses with @openrouter/sdk', () => {
   })
 
   it('falls back to the next model on a retryable failure, and answers 429 with Retry-After when none is left', async () => {
-    const res = await client().responses.send({ responsesRequest: { models: ['roster-sim/limited', 'roster-sim/chat'], input: 'x' } })
+    const res = await client().responses.send({ responsesRequest: { models: ['roster-sim/limited', 'roster-sim/chat'], input: 'x' }, xOpenRouterMetadata: 'enabled' })
     expect(res.model).toBe('roster-sim/chat')
+    expect((res as any).openrouterMetadata).toMatchObject({
+      attempt: 2,
+      endpoints: { total: 2, available: [{ model: 'roster-sim/limited', selected: false }, { model: 'roster-sim/chat', selected: true }] },
+      strategy: 'fallback',
+    })
     const raw = await fetch(`${baseURL}/responses`, {
       method: 'POST',
       headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
@@ -51,7 +51,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   const app = Fastify({
     logger: opts.logger === false ? false : loggerOptions('runtime', config.LOG_LEVEL),
     // The worker's reconciler lists runtimes every few seconds: a line per request would bury the rest.
-    disableRequestLogging: config.LOG_LEVEL !== 'debug' && config.LOG_LEVEL !== 'trace',
+    logController: new LogController({ disableRequestLogging: config.LOG_LEVEL !== 'debug' && config.LOG_LEVEL !== 'trace' }),
   })
   const hostOf = (headers: Record<string, unknown>) =>
     String(headers['x-forwarded-host'] ?? headers.host ?? '').split(':')[0]!.toLowerCase()

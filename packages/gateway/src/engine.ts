@@ -66,7 +66,9 @@ interface Run {
   user?: string
   cost: { input: number; output: number }
   chosen: number
+  /** Upstream calls made to choose the endpoint (the first turn's; later turns reuse the choice). */
   attempts: number
+  chosenOnce: boolean
   opts: CallOptions
   live?: Live
 }
@@ -174,6 +176,7 @@ export class ResponsesEngine {
       cost: { input: 0, output: 0 },
       chosen: 0,
       attempts: 0,
+      chosenOnce: false,
       opts,
     }
   }
@@ -220,11 +223,13 @@ export class ResponsesEngine {
         defaultMaxTokens: candidate.model.max_output_tokens ?? 4096,
       }
       const body = adapter.body(spec)
-      run.attempts++
+      if (!run.chosenOnce) run.attempts++
       run.chosen = i
       if (run.live) run.live.sinceAttempt = 0
       try {
-        return await this.call(run, candidate, adapter, body)
+        const turn = await this.call(run, candidate, adapter, body)
+        run.chosenOnce = true
+        return turn
       } catch (err) {
         if (!(err instanceof GatewayError) || run.opts.cancel?.aborted) throw err
         if (run.live && run.live.sinceAttempt > 0) throw err

@@ -74,6 +74,11 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
         req.log.error({ err }, 'responses stream failed')
         raw.destroy()
       }
+      // The client left before the first event: nothing was sent, and no one is left to answer.
+      if (!reply.sent) {
+        reply.hijack()
+        raw.destroy()
+      }
       return reply
     },
   )
