@@ -10,6 +10,7 @@ import { Pool } from 'undici'
 export const SIM_PORT = 3902
 export const PORTKEY_PORT = 3903
 export const FLOOR_PORT = 3904
+export const FASTIFY_FLOOR_PORT = 3905
 const sim = `http://127.0.0.1:${SIM_PORT}`
 
 /** The catalogue Roster serves in these benchmarks: one model per protocol, on the simulator. */
@@ -51,11 +52,16 @@ export async function startUpstreams(root, waitHttp) {
       env: { ...process.env, PORT: String(FLOOR_PORT), UPSTREAM: sim },
       stdio: ['ignore', 'ignore', 'inherit'],
     }),
+    spawn(process.execPath, [join(root, 'bench/floor-fastify.mjs')], {
+      env: { ...process.env, PORT: String(FASTIFY_FLOOR_PORT), UPSTREAM: sim },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    }),
   ]
   pin(process.pid, 0)
   pin(procs[0].pid, 0)
   pin(procs[1].pid, 1)
   pin(procs[2].pid, 1)
+  pin(procs[3].pid, 1)
   await waitHttp(`${sim}/health`)
   for (let i = 0; i < 200; i++) {
     try {
@@ -77,6 +83,7 @@ function targets(base, key, model = 'bench/responses') {
   return {
     direct: { origin: sim, path: '/v1/responses', headers: { 'content-type': 'application/json' }, body: body('sim') },
     floor: { origin: `http://127.0.0.1:${FLOOR_PORT}`, path: '/v1/responses', headers: { 'content-type': 'application/json' }, body: body('sim') },
+    fastify: { origin: `http://127.0.0.1:${FASTIFY_FLOOR_PORT}`, path: '/v1/responses', headers: { 'content-type': 'application/json' }, body: body('sim') },
     roster: { origin: new URL(base).origin, path: '/api/v1/responses', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: body(model) },
     portkey: {
       origin: `http://127.0.0.1:${PORTKEY_PORT}`,
@@ -129,7 +136,7 @@ export async function benchGatewayLatency({ key, base }) {
   const rate = Number(process.env.BENCH_RATE ?? 1000)
   const seconds = Number(process.env.BENCH_SECONDS ?? 10)
   // BENCH_TARGETS (e.g. "roster") measures only some of the three, to profile one alone.
-  const wanted = (process.env.BENCH_TARGETS ?? 'direct,floor,roster,portkey').split(',')
+  const wanted = (process.env.BENCH_TARGETS ?? 'direct,floor,fastify,roster,portkey').split(',')
   const all = Object.fromEntries(Object.entries(targets(base, key)).filter(([name]) => wanted.includes(name)))
   // Each target is warmed at the measured rate (JIT, connection pools grown to that concurrency)
   // just before it is measured, so the figures are the steady state's; the next target waits
@@ -151,7 +158,7 @@ export async function benchGatewayLatency({ key, base }) {
     const l = lat[name]
     rows.push({ scenario: `POST responses at ${rate}/s (${seconds} s): ${name}`, metric: 'p50 / p90 / p99 ms', value: `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}`, target: l.errors ? `${l.errors} errors!` : `sent ${l.achieved.toFixed(0)}/s` })
   }
-  for (const name of ['floor', 'roster', 'portkey'].filter((n) => lat[n] && lat.direct)) {
+  for (const name of ['floor', 'fastify', 'roster', 'portkey'].filter((n) => lat[n] && lat.direct)) {
     rows.push({
       scenario: `  added by ${name} over direct`,
       metric: 'p50 / p99 ms',

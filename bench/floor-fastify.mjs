@@ -1,0 +1,13 @@
+// The floor again, through Fastify: parse the JSON body, send it on with undici, answer the parsed
+// reply. No auth, validation or translation. The gateway benchmark runs it as `fastify`, to tell
+// Fastify's share of Roster's per-request cost from Roster's own.
+import Fastify from 'fastify'
+import { Pool } from 'undici'
+
+const upstream = new Pool(process.env.UPSTREAM, { connections: 256 })
+const app = Fastify({ logger: false })
+app.post('/v1/responses', async (req) => {
+  const up = await upstream.request({ method: 'POST', path: '/v1/responses', headers: { 'content-type': 'application/json' }, body: JSON.stringify(req.body) })
+  return await up.body.json()
+})
+await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' })
