@@ -454,6 +454,10 @@ describe('service endpoints', () => {
     expect(doc.paths['/api/v1/interns'].post.operationId).toBe('createIntern')
     expect(doc.components.schemas.Intern.required).toHaveLength(14)
     expect(doc.components.schemas.CreateInternRequest.additionalProperties).toBe(false)
+    // Every operation the official clients call is in the document, under the client's operation id.
+    expect(doc.paths['/api/v1/responses'].post.operationId).toBe('createResponse')
+    expect(doc.paths['/api/v1/presets/{slug}/responses'].post.operationId).toBe('createPresetsResponses')
+    expect(doc.paths['/api/v1/presets/{slug}/versions/{version}'].get.operationId).toBe('getPresetVersion')
   })
 
   it('answers /health and /ready, and 404 in the error shape for unknown routes', async () => {
