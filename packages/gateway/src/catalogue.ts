@@ -84,6 +84,25 @@ export async function loadCatalogue(path: string, env: NodeJS.ProcessEnv = proce
 }
 
 /** The catalogue as the official client's models list expects it (`GET /models`). */
+const supportedParameters = (m: CatalogueModel) => [
+  'max_tokens',
+  'temperature',
+  'top_p',
+  'stop',
+  'response_format',
+  'structured_outputs',
+  ...(m.capabilities.tools ? ['tools', 'tool_choice'] : []),
+  ...(m.capabilities.reasoning ? ['reasoning', 'include_reasoning'] : []),
+]
+
+const architecture = (m: CatalogueModel) => ({
+  modality: m.capabilities.images ? 'text+image->text' : 'text->text',
+  input_modalities: m.capabilities.images ? ['text', 'image'] : ['text'],
+  output_modalities: ['text'],
+})
+
+const pricingOf = (p: CatalogueModel['pricing']) => ({ prompt: p.input, completion: p.output, ...(p.cached_input ? { input_cache_read: p.cached_input } : {}) })
+
 export function modelsList(catalogue: Catalogue) {
   const data = catalogue.models.map((m) => ({
     id: m.id,
@@ -92,34 +111,56 @@ export function modelsList(catalogue: Catalogue) {
     created: m.created,
     description: m.description ?? '',
     context_length: m.context_length,
-    architecture: {
-      modality: m.capabilities.images ? 'text+image->text' : 'text->text',
-      input_modalities: m.capabilities.images ? ['text', 'image'] : ['text'],
-      output_modalities: ['text'],
-    },
-    pricing: {
-      prompt: m.pricing.input,
-      completion: m.pricing.output,
-      ...(m.pricing.cached_input ? { input_cache_read: m.pricing.cached_input } : {}),
-    },
+    architecture: architecture(m),
+    pricing: pricingOf(m.pricing),
     top_provider: { context_length: m.context_length, max_completion_tokens: m.max_output_tokens ?? null, is_moderated: false },
     per_request_limits: null,
-    supported_parameters: [
-      'max_tokens',
-      'temperature',
-      'top_p',
-      'stop',
-      'response_format',
-      'structured_outputs',
-      ...(m.capabilities.tools ? ['tools', 'tool_choice'] : []),
-      ...(m.capabilities.reasoning ? ['reasoning', 'include_reasoning'] : []),
-    ],
+    supported_parameters: supportedParameters(m),
     supported_voices: null,
     default_parameters: null,
     links: { details: `/api/v1/models/${m.id}/endpoints` },
     endpoints: m.endpoints.map((e) => ({ provider: e.provider, protocol: e.protocol, tiers: e.tiers })),
   }))
   return { data, links: { next: null }, total_count: data.length }
+}
+
+/** One model's endpoints (`GET /models/{author}/{slug}/endpoints`), as the official client's endpoints list expects. */
+export function modelEndpoints(catalogue: Catalogue, id: string) {
+  const m = catalogue.models.find((x) => x.id === id)
+  if (!m) return undefined
+  const tools = m.capabilities.tools
+  return {
+    id: m.id,
+    name: m.name,
+    created: m.created,
+    description: m.description ?? '',
+    architecture: { ...architecture(m), instruct_type: null, tokenizer: null },
+    endpoints: m.endpoints.map((e) => ({
+      name: `${e.provider} | ${m.id}`,
+      model_id: m.id,
+      model_name: m.name,
+      provider_name: e.provider,
+      tag: e.provider,
+      protocol: e.protocol,
+      tiers: e.tiers,
+      context_length: m.context_length,
+      max_completion_tokens: m.max_output_tokens ?? null,
+      max_prompt_tokens: null,
+      pricing: pricingOf(e.pricing ?? m.pricing),
+      quantization: null,
+      supported_parameters: supportedParameters(m),
+      supports_implicit_caching: m.capabilities.caching,
+      supports_tool_choice: { auto: tools, function: tools, none: tools, required: tools },
+      supports_voice_cloning: false,
+      // Roster keeps no uptime or latency history across restarts; unknown is null, as the client allows.
+      status: 0,
+      uptime_last_30m: null,
+      uptime_last_5m: null,
+      uptime_last_1d: null,
+      latency_last_30m: null,
+      throughput_last_30m: null,
+    })),
+  }
 }
 
 /**

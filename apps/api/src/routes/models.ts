@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
-import { modelsList } from '@roster/gateway'
+import { modelEndpoints, modelsList } from '@roster/gateway'
+import { AppError } from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../app.js'
 
@@ -9,4 +10,14 @@ export const modelRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =>
   app.get('/models', { onRequest: requireKey(deps.authenticate), schema: { operationId: 'listModels', summary: 'The models this Roster serves' } }, async (_req, reply) => {
     return reply.type('application/json; charset=utf-8').send(body)
   })
+  app.get<{ Params: { author: string; slug: string } }>(
+    '/models/:author/:slug/endpoints',
+    { onRequest: requireKey(deps.authenticate), schema: { operationId: 'listEndpoints', summary: 'The provider endpoints that serve one model' } },
+    async (req) => {
+      const id = `${req.params.author}/${req.params.slug}`
+      const data = modelEndpoints(deps.catalogue, id)
+      if (!data) throw new AppError('not_found', `no model named ${id} is served here; GET /api/v1/models lists them`)
+      return { data }
+    },
+  )
 }
