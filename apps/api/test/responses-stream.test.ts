@@ -15,6 +15,7 @@ let cut: Simulator
 let limited: Simulator
 let cutEarly: Simulator
 let late: Simulator
+let truncating: Simulator
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 
@@ -28,6 +29,7 @@ beforeAll(async () => {
   limited = await startSimulator({ fault: '429' })
   cutEarly = await startSimulator({ fault: 'cut' })
   late = await startSimulator({ latencyMs: 3_000 })
+  truncating = await startSimulator({ replyTokens: 20, tokensPerSecond: 200, fault: 'truncate' })
   const catalogue: Catalogue = {
     models: [
       ...(Object.keys(PATHS) as Protocol[]).map((p) => model(`roster-sim/${PATHS[p]}`, sim.url, p)),
@@ -36,6 +38,7 @@ beforeAll(async () => {
       model('roster-sim/limited', limited.url),
       model('roster-sim/cut-early', cutEarly.url),
       model('roster-sim/late', late.url),
+      model('roster-sim/truncating', truncating.url),
     ],
   }
   app = await buildTestApp(env.t.db, {}, catalogue)
@@ -43,7 +46,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await app?.closeAll()
-  await Promise.all([sim, slow, cut, limited, cutEarly, late].map((s) => s?.close()))
+  await Promise.all([sim, slow, cut, limited, cutEarly, late, truncating].map((s) => s?.close()))
 })
 
 /** Raw SSE: each event's `event:` name and parsed `data:`, and whether it ended with [DONE]. */
@@ -156,6 +159,13 @@ describe('failures while streaming', () => {
     expect(t.slice(-2)).toEqual(['error', 'response.failed'])
     expect(events.at(-2)!.data).toMatchObject({ code: 'provider_unavailable', param: null })
     expect(events.at(-1)!.data.response).toMatchObject({ status: 'failed', error: { code: 'provider_unavailable' } })
+  })
+
+  it('a stream that ends cleanly but unfinished is a failure too, not a short success', async () => {
+    const { events, done } = await rawStream({ model: 'roster-sim/truncating', input: 'x' })
+    expect(done).toBe(true)
+    expect(types(events).slice(-2)).toEqual(['error', 'response.failed'])
+    expect(events.at(-2)!.data.message).toMatch(/ended the stream before the reply was finished/)
   })
 
   it('moves on to the next model before the first byte, and answers an HTTP error when none is left', async () => {

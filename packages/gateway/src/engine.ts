@@ -261,10 +261,16 @@ export class ResponsesEngine {
       const events: EventSourceMessage[] = []
       const parser = createParser({ onEvent: (e) => void events.push(e) })
       const decoder = new TextDecoder()
+      let finished = false
       try {
         for await (const chunk of res.body) {
           parser.feed(decoder.decode(chunk as Buffer, { stream: true }))
-          for (const e of events) for (const d of translate(e)) run.assembler.push(d)
+          for (const e of events) {
+            for (const d of translate(e)) {
+              if (d.type === 'finish') finished = true
+              run.assembler.push(d)
+            }
+          }
           events.length = 0
           if (live.backlog) {
             await live.sink.drain()
@@ -275,6 +281,8 @@ export class ResponsesEngine {
         if (run.opts.cancel?.aborted || err instanceof GatewayError) throw err
         throw err instanceof SyntaxError ? new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} sent an event that is not JSON`) : connectionError(c.endpoint, err)
       }
+      // A stream that ends without saying how it finished was cut short, however cleanly it closed.
+      if (!finished) throw new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} ended the stream before the reply was finished`)
     }
     const turn = run.assembler.endTurn()
     this.options.traceLogger && trace && trace.log(this.options.traceLogger, { model: c.model.id, provider: c.endpoint.provider, usage: turn.usage, ms: performance.now() - sent })

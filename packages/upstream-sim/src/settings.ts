@@ -14,8 +14,11 @@ export interface SimSettings {
   repeatToolCalls: boolean
   /** What a tool call passes for a URL argument (`format: uri`). */
   sampleUrl: string
-  /** A fault to produce: none, 429 (with Retry-After), 500, 503, timeout (never answers), cut (a stream ends mid-way). */
-  fault: 'none' | '429' | '500' | '503' | 'timeout' | 'cut'
+  /**
+   * A fault to produce: none, 429 (with Retry-After), 500, 503, timeout (never answers), cut (a
+   * stream's connection drops mid-way), truncate (a stream ends cleanly mid-way, unfinished).
+   */
+  fault: 'none' | '429' | '500' | '503' | 'timeout' | 'cut' | 'truncate'
   /** The credential callers must present (Bearer or x-api-key); empty accepts any. */
   apiKey: string
 }
@@ -55,7 +58,7 @@ export function requestSettings(base: SimSettings, headers: Record<string, strin
     toolCalls: bool('tool-calls', base.toolCalls),
     repeatToolCalls: bool('repeat-tool-calls', base.repeatToolCalls),
     sampleUrl: header('sample-url') ?? base.sampleUrl,
-    fault: (['none', '429', '500', '503', 'timeout', 'cut'] as const).find((f) => f === fault) ?? base.fault,
+    fault: (['none', '429', '500', '503', 'timeout', 'cut', 'truncate'] as const).find((f) => f === fault) ?? base.fault,
     apiKey: base.apiKey,
   }
 }

@@ -7,7 +7,7 @@ export class StreamWriter {
   constructor(
     private readonly res: ServerResponse,
     private readonly settings: SimSettings,
-    /** Events after which a `cut` fault drops the connection. */
+    /** Events after which a `cut` fault drops the connection (`truncate` ends the stream). */
     private readonly cutAfter: number,
   ) {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' })
@@ -16,8 +16,9 @@ export class StreamWriter {
   /** One SSE event (`event:` line only when named); false once the stream was cut or closed. */
   async event(data: unknown, name?: string, paced = false): Promise<boolean> {
     if (this.res.destroyed) return false
-    if (this.settings.fault === 'cut' && this.written >= this.cutAfter) {
-      this.res.destroy()
+    if ((this.settings.fault === 'cut' || this.settings.fault === 'truncate') && this.written >= this.cutAfter) {
+      if (this.settings.fault === 'cut') this.res.destroy()
+      else this.res.end()
       return false
     }
     if (paced && this.settings.tokensPerSecond > 0) await new Promise((r) => setTimeout(r, 1000 / this.settings.tokensPerSecond))
