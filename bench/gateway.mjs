@@ -228,7 +228,10 @@ const rssOf = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/s
 export async function benchGatewaySoak({ key, base, apiPid }) {
   const seconds = Number(process.env.BENCH_SOAK_SECONDS ?? 600)
   const rate = Number(process.env.BENCH_SOAK_RATE ?? 500)
-  const t = targets(base, key).roster
+  // BENCH_SOAK_STREAM=1 soaks the streaming path instead (each stream read to its end).
+  const stream = process.env.BENCH_SOAK_STREAM === '1'
+  const plain = targets(base, key).roster
+  const t = stream ? { ...plain, body: JSON.stringify({ ...JSON.parse(plain.body), stream: true }) } : plain
   const samples = []
   const timer = setInterval(() => samples.push({ at: performance.now(), mb: rssOf(apiPid) }), 5000)
   const started = performance.now()
@@ -241,7 +244,7 @@ export async function benchGatewaySoak({ key, base, apiPid }) {
   const early = avg(window(minute, 2 * minute))
   const late = avg(window(seconds * 1000 - minute, Infinity))
   return [
-    { scenario: `soak: POST responses at ${rate}/s for ${seconds} s`, metric: 'p50 / p99 ms, errors', value: `${result.p50.toFixed(2)} / ${result.p99.toFixed(2)}, ${result.errors}`, target: '' },
+    { scenario: `soak: POST responses${stream ? ' (streamed)' : ''} at ${rate}/s for ${seconds} s`, metric: 'p50 / p99 ms, errors', value: `${result.p50.toFixed(2)} / ${result.p99.toFixed(2)}, ${result.errors}`, target: '' },
     { scenario: '  api RSS, minute 2 → last minute', metric: 'MiB', value: `${early.toFixed(1)} → ${late.toFixed(1)} (${(((late - early) / early) * 100).toFixed(1)}%)`, target: '±5%' },
   ]
 }
