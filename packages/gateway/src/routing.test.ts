@@ -19,6 +19,14 @@ const catalogue = Catalogue.parse({
       ],
     },
     { id: 'a/two', name: 'two', context_length: 1000, pricing: { input: '0.0000005', output: '0.000001' }, endpoints: [endpoint('cheap')] },
+    {
+      id: 'a/plain',
+      name: 'text only',
+      context_length: 1000,
+      pricing: { input: '0.0000001', output: '0.0000001' },
+      capabilities: { tools: false, images: false },
+      endpoints: [endpoint('plain')],
+    },
   ],
 })
 const req = (body: object) => ResponsesRequest.parse({ input: 'x', ...body })
@@ -74,5 +82,15 @@ describe('Router', () => {
     expect(ultra.slice(0, 2)).toEqual(['gold', 'blue'])
     expect(ultra).toHaveLength(4)
     expect(providers(router.route(req({ model: 'a/one' }), 's')).sort()).toEqual(['green', 'red'])
+  })
+
+  it('routes only to models that can take what the request carries (tools, image input)', () => {
+    const router = new Router(catalogue)
+    const tools = [{ type: 'function', name: 'f', parameters: {} }]
+    expect(providers(router.route(req({ model: 'a/plain', models: ['a/two'], tools }), undefined))).toEqual(['cheap'])
+    expect(() => router.route(req({ model: 'a/plain', tools }), undefined)).toThrow(/a\/plain cannot take tools/)
+    const image = [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://x.test/a.png' }] }]
+    expect(() => router.route(req({ model: 'a/two', input: image }), undefined)).toThrow(/cannot take image input/)
+    expect(providers(router.route(req({ model: 'a/plain' }), undefined))).toEqual(['plain'])
   })
 })

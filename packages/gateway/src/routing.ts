@@ -66,6 +66,18 @@ const price = (c: Candidate) => {
 const weight = (session: string, c: Candidate) =>
   createHash('sha1').update(session).update('\0').update(c.model.id).update('\0').update(c.endpoint.provider).update(c.endpoint.base_url).digest().readUInt32BE(0)
 
+/** What the request needs of a model beyond text. */
+function needsOf(req: ResponsesRequest): { tools: boolean; images: boolean } {
+  const tools = (req.tools?.length ?? 0) > 0
+  let images = false
+  if (Array.isArray(req.input)) {
+    images = (req.input as { content?: unknown }[]).some(
+      (item) => Array.isArray(item.content) && (item.content as { type?: string }[]).some((p) => p?.type === 'input_image'),
+    )
+  }
+  return { tools, images }
+}
+
 const noEndpoint = (models: CatalogueModel[]) =>
   new GatewayError(404, 'not_found', `no endpoint of ${models.map((m) => m.id).join(', ')} matches the request's provider preferences and service tier`)
 
@@ -82,7 +94,14 @@ export class Router {
     const names = [...new Set([req.model, ...(req.models ?? [])].filter((m): m is string => !!m))]
     const unknown = names.filter((n) => !this.catalogue.models.some((m) => m.id === n))
     if (unknown.length) throw invalid(`no model named ${unknown.join(', ')} is served here; GET /api/v1/models lists them`)
-    const models = names.map((n) => this.catalogue.models.find((m) => m.id === n)!)
+    const named = names.map((n) => this.catalogue.models.find((m) => m.id === n)!)
+    // Only models that can serve what the request carries (tools, images) are candidates.
+    const needs = needsOf(req)
+    const models = named.filter((m) => (!needs.tools || m.capabilities.tools) && (!needs.images || m.capabilities.images))
+    if (!models.length) {
+      const what = [needs.tools && 'tools', needs.images && 'image input'].filter(Boolean).join(' and ')
+      throw invalid(`${named.map((m) => m.id).join(', ')} cannot take ${what} (see capabilities in GET /api/v1/models)`)
+    }
     // The common case, one model with one endpoint and no preferences, has one answer per tier.
     if (models.length === 1 && models[0]!.endpoints.length === 1 && req.provider == null && req.route == null) {
       const key = `${models[0]!.id}\n${req.service_tier ?? ''}`
