@@ -10,8 +10,8 @@ type Json = Record<string, any>
 /** Thinking budgets for the request's reasoning effort (Anthropic takes tokens, not levels). */
 const BUDGET: Record<string, number> = { minimal: 1024, low: 2048, medium: 8192, high: 16384, xhigh: 32000, max: 64000 }
 
-function block(p: Part): Json {
-  const cache = p.cache ? { cache_control: p.cache } : {}
+function block(p: Part, caching: boolean): Json {
+  const cache = caching && p.cache ? { cache_control: p.cache } : {}
   if (p.kind === 'text') return { type: 'text', text: p.text, ...cache }
   const data = /^data:([^;,]+);base64,(.*)$/s.exec(p.url)
   const source = data ? { type: 'base64', media_type: data[1], data: data[2] } : { type: 'url', url: p.url }
@@ -19,7 +19,7 @@ function block(p: Part): Json {
 }
 
 /** System entries become the system blocks; the rest alternate user/assistant as Anthropic requires. */
-function anthropicMessages(entries: Entry[]): { system: Json[]; messages: Json[] } {
+function anthropicMessages(entries: Entry[], caching: boolean): { system: Json[]; messages: Json[] } {
   const system: Json[] = []
   const messages: Json[] = []
   const append = (role: 'user' | 'assistant', blocks: Json[]) => {
@@ -29,8 +29,8 @@ function anthropicMessages(entries: Entry[]): { system: Json[]; messages: Json[]
   }
   for (const e of entries) {
     if (e.kind === 'message') {
-      if (e.role === 'system') system.push(...e.parts.filter((p) => p.kind === 'text').map(block))
-      else append(e.role, e.parts.map(block))
+      if (e.role === 'system') system.push(...e.parts.filter((p) => p.kind === 'text').map((p) => block(p, caching)))
+      else append(e.role, e.parts.map((p) => block(p, caching)))
     } else if (e.kind === 'call') {
       let input: unknown = {}
       try {
@@ -69,7 +69,7 @@ export const anthropic: Adapter = {
 
   body(spec: CallSpec): Json {
     const { req } = spec
-    const { system, messages } = anthropicMessages(spec.entries)
+    const { system, messages } = anthropicMessages(spec.entries, spec.caching)
     const maxTokens = req.max_output_tokens ?? spec.defaultMaxTokens
     const body: Json = { model: spec.upstreamModel, max_tokens: maxTokens, messages, stream: spec.stream }
     if (system.length) body.system = system
