@@ -37,7 +37,17 @@ export function pin(pid, cpu) {
   if (pinning) spawnSync('taskset', ['-a', '-pc', String(cpu), String(pid)], { stdio: 'ignore' })
 }
 
-/** Starts the simulator, Portkey and the floor proxy; answers a stop function. */
+/** Process ids of what startUpstreams started, to measure each one's CPU. */
+const pids = {}
+
+/** CPU seconds (user + system) a process has used so far, from /proc. */
+function cpuSeconds(pid) {
+  if (!pid) return NaN
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100 // utime, stime in clock ticks (USER_HZ 100)
+}
+
+/** Starts the simulator, Portkey and the floor proxies; answers a stop function. */
 export async function startUpstreams(root, waitHttp) {
   const procs = [
     spawn(process.execPath, [join(root, 'packages/upstream-sim/dist/main.js')], {
@@ -57,6 +67,7 @@ export async function startUpstreams(root, waitHttp) {
       stdio: ['ignore', 'ignore', 'inherit'],
     }),
   ]
+  Object.assign(pids, { direct: procs[0].pid, portkey: procs[1].pid, floor: procs[2].pid, fastify: procs[3].pid })
   pin(process.pid, 0)
   pin(procs[0].pid, 0)
   pin(procs[1].pid, 1)
@@ -132,7 +143,7 @@ async function fixedRate(t, rate, seconds) {
 }
 
 /** Non-streaming: latency at 1,000 req/s, then throughput with 64 connections, for each target. */
-export async function benchGatewayLatency({ key, base }) {
+export async function benchGatewayLatency({ key, base, apiPid }) {
   const rate = Number(process.env.BENCH_RATE ?? 1000)
   const seconds = Number(process.env.BENCH_SECONDS ?? 10)
   // BENCH_TARGETS (e.g. "roster") measures only some of the three, to profile one alone.
@@ -142,9 +153,14 @@ export async function benchGatewayLatency({ key, base }) {
   // just before it is measured, so the figures are the steady state's; the next target waits
   // until the last one's leftovers have drained, so none pays for another's work.
   const lat = {}
+  const cpu = {}
   for (const [name, t] of Object.entries(all)) {
     await fixedRate(t, rate, Number(process.env.BENCH_WARMUP_SECONDS ?? 4))
+    // The process behind the target: its CPU per request is the cost least disturbed by neighbours.
+    const pid = name === 'roster' ? apiPid : pids[name]
+    const before = cpuSeconds(pid)
     lat[name] = await fixedRate(t, rate, seconds)
+    cpu[name] = ((cpuSeconds(pid) - before) / (rate * seconds)) * 1e6
     await new Promise((r) => setTimeout(r, 2000))
   }
   const thr = {}
@@ -158,6 +174,12 @@ export async function benchGatewayLatency({ key, base }) {
     const l = lat[name]
     rows.push({ scenario: `POST responses at ${rate}/s (${seconds} s): ${name}`, metric: 'p50 / p90 / p99 ms', value: `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}`, target: l.errors ? `${l.errors} errors!` : `sent ${l.achieved.toFixed(0)}/s` })
   }
+  rows.push({
+    scenario: `  CPU per request of the process behind each (${Object.keys(all).join(' / ')})`,
+    metric: 'µs',
+    value: Object.values(cpu).map((c) => c.toFixed(0)).join(' / '),
+    target: '',
+  })
   for (const name of ['floor', 'fastify', 'roster', 'portkey'].filter((n) => lat[n] && lat.direct)) {
     rows.push({
       scenario: `  added by ${name} over direct`,

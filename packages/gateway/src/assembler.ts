@@ -75,7 +75,10 @@ export class ResponseAssembler {
       case 'tool_call':
         return this.callDelta(d)
       case 'usage':
-        Object.assign(this.turnUsage, Object.fromEntries(Object.entries(d.usage).filter(([, v]) => v !== undefined)))
+        for (const k in d.usage) {
+          const v = d.usage[k as keyof Usage]
+          if (v !== undefined) this.turnUsage[k as keyof Usage] = v
+        }
         return
       case 'finish':
         this.finish = d.reason

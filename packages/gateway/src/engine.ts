@@ -48,6 +48,9 @@ export interface StreamSink {
   open(): void
   /** False when the client is not keeping up: wait for `drain` before reading more upstream. */
   write(chunk: string): boolean
+  /** Writes between these two leave together (one system call for the events of one upstream chunk). */
+  cork(): void
+  uncork(): void
   drain(): Promise<void>
   end(): void
 }
@@ -120,17 +123,24 @@ export class ResponsesEngine {
     } catch (err) {
       if (opts.cancel?.aborted) return
       if (!live.opened || !(err instanceof GatewayError)) throw err
+      sink.cork()
       this.write(run, 'error', { code: err.errorType, message: err.message, param: null })
       const failed = this.envelope(run, 'failed')
       failed.error = { code: err.errorType, message: err.message, metadata: { error_type: err.errorType } }
       this.write(run, 'response.failed', { response: failed })
-      sink.write('data: [DONE]\n\n')
-      return sink.end()
+      return this.finishStream(sink)
     }
     if (opts.cancel?.aborted) return
     const status = run.assembler.finish === 'length' || run.assembler.finish === 'content_filter' ? 'incomplete' : 'completed'
+    sink.cork()
     this.write(run, `response.${status}`, { response: this.envelope(run, status) })
+    this.finishStream(sink)
+  }
+
+  /** `[DONE]` and the end, leaving with whatever was corked before them. */
+  private finishStream(sink: StreamSink) {
     sink.write('data: [DONE]\n\n')
+    sink.uncork()
     sink.end()
   }
 
@@ -265,11 +275,17 @@ export class ResponsesEngine {
       try {
         for await (const chunk of res.body) {
           parser.feed(decoder.decode(chunk as Buffer, { stream: true }))
-          for (const e of events) {
-            for (const d of translate(e)) {
-              if (d.type === 'finish') finished = true
-              run.assembler.push(d)
+          // Everything one upstream chunk produces is written at once, right away.
+          live.sink.cork()
+          try {
+            for (const e of events) {
+              for (const d of translate(e)) {
+                if (d.type === 'finish') finished = true
+                run.assembler.push(d)
+              }
             }
+          } finally {
+            live.sink.uncork()
           }
           events.length = 0
           if (live.backlog) {

@@ -84,17 +84,20 @@ const noEndpoint = (models: CatalogueModel[]) =>
 export class Router {
   private turn = 0
   private readonly single = new Map<string, Route>()
+  private readonly byId: Map<string, CatalogueModel>
 
   constructor(
-    private readonly catalogue: Catalogue,
+    catalogue: Catalogue,
     readonly stats = new EndpointStats(),
-  ) {}
+  ) {
+    this.byId = new Map(catalogue.models.map((m) => [m.id, m]))
+  }
 
   route(req: ResponsesRequest, session: string | undefined): Route {
     const names = [...new Set([req.model, ...(req.models ?? [])].filter((m): m is string => !!m))]
-    const unknown = names.filter((n) => !this.catalogue.models.some((m) => m.id === n))
+    const unknown = names.filter((n) => !this.byId.has(n))
     if (unknown.length) throw invalid(`no model named ${unknown.join(', ')} is served here; GET /api/v1/models lists them`)
-    const named = names.map((n) => this.catalogue.models.find((m) => m.id === n)!)
+    const named = names.map((n) => this.byId.get(n)!)
     // Only models that can serve what the request carries (tools, images) are candidates.
     const needs = needsOf(req)
     const models = named.filter((m) => (!needs.tools || m.capabilities.tools) && (!needs.images || m.capabilities.images))

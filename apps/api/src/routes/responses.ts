@@ -64,6 +64,8 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
             })
           },
           write: (chunk) => raw.write(chunk),
+          cork: () => raw.cork(),
+          uncork: () => raw.uncork(),
           // A socket already closed never drains (nor closes again): nothing to wait for.
           drain: () => (raw.destroyed ? Promise.resolve() : Promise.race([once(raw, 'drain'), once(raw, 'close')]).then(() => undefined)),
           end: () => raw.end(),
