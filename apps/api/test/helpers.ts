@@ -52,3 +52,16 @@ export const simModel = (id: string, endpoints: Endpoint[]): CatalogueModel => (
   endpoints,
   created: 0,
 })
+
+/**
+ * A Server-Sent Events body as the official clients read it: each event's `event:` name and parsed
+ * `data:` (comment lines skipped), and whether it ended with `data: [DONE]`.
+ */
+export function sseEvents(text: string): { events: { name: string | undefined; data: any }[]; done: boolean } {
+  const blocks = text.split('\n\n').filter((b) => b && !b.startsWith(':'))
+  const done = blocks.at(-1) === 'data: [DONE]'
+  const events = blocks
+    .filter((b) => b !== 'data: [DONE]')
+    .map((b) => ({ name: /^event: (.*)$/m.exec(b)?.[1], data: JSON.parse(/^data: (.*)$/m.exec(b)![1]!) }))
+  return { events, done }
+}

@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
-import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import { countTokens, startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
 import { useTestTenant } from '@roster/testing'
-import { buildTestApp, simEndpoint, simModel } from './helpers.js'
+import { buildTestApp, simEndpoint, simModel, sseEvents } from './helpers.js'
 
 // Responses beyond the basic call: each protocol without streaming, prompt caching, routing
 // metadata, sticky sessions, server tools and their loop, debug echo and trace propagation.
@@ -204,7 +204,7 @@ describe('server tools and the loop', () => {
     await answer({ model: 'roster-sim/chat', input: 'time?', tools: [{ type: 'openrouter:datetime' }], stop_server_tools_when: [{ type: 'step_count_is', step_count: 1 }] })
     expect((sim.stats.lastBody['/v1/chat/completions'] as any).tool_choice).toBe('none')
     const res = await post({ model: 'roster-sim/responses', input: 'time?', stream: true, tools: [{ type: 'openrouter:datetime' }] })
-    const events = (await res.text()).split('\n\n').filter((b) => b.startsWith('event:')).map((b) => JSON.parse(b.split('\ndata: ')[1]!))
+    const events = sseEvents(await res.text()).events.map((e) => e.data)
     expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i))
     const added = events.filter((e) => e.type === 'response.output_item.added').map((e) => e.item.type)
     expect(added).toEqual(['openrouter:datetime', 'message'])
@@ -221,8 +221,8 @@ describe('server tools and the loop', () => {
     expect(res.output.map((o: any) => o.type)).toEqual(['openrouter:datetime', 'openrouter:datetime', 'openrouter:datetime', 'message'])
     expect(turns() - before).toBe(4)
     expect((looping.stats.lastBody['/v1/chat/completions'] as any).tool_choice).toBe('none')
-    // Usage adds up every turn.
-    expect(res.usage.input_tokens).toBeGreaterThan(3 * 2)
+    // Usage adds up every turn: three calls of the tool (the simulator's arguments), then a 3-token answer.
+    expect(res.usage.output_tokens).toBe(3 * countTokens(JSON.stringify({ timezone: 'sample' })) + 3)
   })
 
   it('stop conditions (OR) end the loop: has_tool_call after one step, max_tokens_used, max_cost', async () => {
@@ -248,7 +248,7 @@ describe('server tools and the loop', () => {
 describe('debug echo and trace', () => {
   it('streams a response.debug event with the body sent upstream', async () => {
     const res = await post({ model: 'roster-sim/chat', input: 'echo me', stream: true, user: 'carol', debug: { echo_upstream_body: true } })
-    const events = (await res.text()).split('\n\n').filter((b) => b.startsWith('event:')).map((b) => JSON.parse(b.split('\ndata: ')[1]!))
+    const events = sseEvents(await res.text()).events.map((e) => e.data)
     const debug = events.find((e) => e.type === 'response.debug')
     expect(debug.debug.echo_upstream_body).toMatchObject({ model: 'sim', stream: true, messages: [{ role: 'user', content: 'echo me' }] })
     expect(JSON.stringify(debug)).not.toContain('carol')
@@ -289,7 +289,7 @@ describe('web_fetch allowed to reach a private network, on a slow page', () => {
     })
     const text = await res.text()
     expect(text).toContain(': running a server tool\n\n')
-    const events = text.split('\n\n').filter((b) => b.startsWith('event:')).map((b) => JSON.parse(b.split('\ndata: ')[1]!))
+    const events = sseEvents(text).events.map((e) => e.data)
     const added = events.find((e) => e.type === 'response.output_item.added')
     expect(added.item).toMatchObject({ type: 'openrouter:web_fetch', status: 'in_progress', output: null })
     const done = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'openrouter:web_fetch')

@@ -4,7 +4,7 @@ import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue, Protocol } from '@roster/gateway'
 import { useTestTenant, waitFor } from '@roster/testing'
-import { buildTestApp, simEndpoint, simModel } from './helpers.js'
+import { buildTestApp, simEndpoint, simModel, sseEvents } from './helpers.js'
 
 // Streaming POST /responses over each provider protocol, through both official clients and raw
 // SSE, against the upstream simulator; faults, fallbacks and a client that goes away.
@@ -58,16 +58,7 @@ async function rawStream(body: object, headers: Record<string, string> = {}) {
   })
   const text = await res.text()
   if (!res.headers.get('content-type')?.startsWith('text/event-stream')) return { res, events: [], done: false, text }
-  const blocks = text.split('\n\n').filter(Boolean)
-  const done = blocks.at(-1) === 'data: [DONE]'
-  const events = blocks
-    .filter((b) => b !== 'data: [DONE]')
-    .map((b) => {
-      const name = /^event: (.*)$/m.exec(b)?.[1]
-      const data = JSON.parse(/^data: (.*)$/m.exec(b)![1]!)
-      return { name, data }
-    })
-  return { res, events, done, text }
+  return { res, ...sseEvents(text), text }
 }
 
 const types = (events: { data: any }[]) => events.map((e) => e.data.type)
@@ -197,30 +188,25 @@ describe('failures while streaming', () => {
     await waitFor(() => slow.stats.cancelled > before, { timeoutMs: 3_000, what: 'the upstream stream to be cancelled' })
   })
 
-  it('a client that goes away cancels a whole-reply request too', async () => {
-    const abort = new AbortController()
-    const pending = fetch(`${baseURL}/responses`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'roster-sim/late', input: 'slow to start' }),
-      signal: abort.signal,
-    }).catch((err: Error) => err)
-    await waitFor(() => (late.stats.requests['/v1/chat/completions'] ?? 0) > 0, { what: 'the upstream request' })
-    abort.abort()
-    expect(await pending).toBeInstanceOf(Error)
+  it('a client that goes away cancels a whole-reply request too, and a stream before its first event', async () => {
+    /** Sends a request to the slow-to-start model, and goes away once it has reached upstream. */
+    const abandon = async (body: object) => {
+      const seen = late.stats.requests['/v1/chat/completions'] ?? 0
+      const abort = new AbortController()
+      const pending = fetch(`${baseURL}/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'roster-sim/late', input: 'slow to start', ...body }),
+        signal: abort.signal,
+      }).catch((err: Error) => err)
+      await waitFor(() => (late.stats.requests['/v1/chat/completions'] ?? 0) > seen, { what: 'the upstream request' })
+      abort.abort()
+      expect(await pending).toBeInstanceOf(Error)
+    }
+    await abandon({})
     await waitFor(() => late.stats.cancelled === 1, { timeoutMs: 2_000, what: 'the upstream request to be cancelled' })
-
-    // The same before a stream's first event: nothing was sent yet, and the upstream call ends too.
-    const again = new AbortController()
-    const streaming = fetch(`${baseURL}/responses`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'roster-sim/late', input: 'slow to start', stream: true }),
-      signal: again.signal,
-    }).catch((err: Error) => err)
-    await waitFor(() => (late.stats.requests['/v1/chat/completions'] ?? 0) > 1, { what: 'the second upstream request' })
-    again.abort()
-    expect(await streaming).toBeInstanceOf(Error)
+    // Before a stream's first event nothing was sent yet; the upstream call ends all the same.
+    await abandon({ stream: true })
     await waitFor(() => late.stats.cancelled === 2, { timeoutMs: 2_000, what: 'the streamed upstream request to be cancelled' })
   })
 

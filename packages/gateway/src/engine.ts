@@ -106,7 +106,7 @@ export class ResponsesEngine {
   async respond(req: ResponsesRequest, opts: CallOptions = {}): Promise<Json> {
     const run = this.prepare(req, opts)
     await this.loop(run)
-    return this.envelope(run, run.assembler.finish === 'length' || run.assembler.finish === 'content_filter' ? 'incomplete' : 'completed')
+    return this.envelope(run, outcome(run))
   }
 
   /**
@@ -131,7 +131,7 @@ export class ResponsesEngine {
       return this.finishStream(sink)
     }
     if (opts.cancel?.aborted) return
-    const status = run.assembler.finish === 'length' || run.assembler.finish === 'content_filter' ? 'incomplete' : 'completed'
+    const status = outcome(run)
     sink.cork()
     this.write(run, `response.${status}`, { response: this.envelope(run, status) })
     this.finishStream(sink)
@@ -436,6 +436,9 @@ export class ResponsesEngine {
     }
   }
 }
+
+/** How a run that did not fail ended: cut short by the token limit or a content filter, or complete. */
+const outcome = (run: Run) => (run.assembler.finish === 'length' || run.assembler.finish === 'content_filter' ? 'incomplete' : 'completed')
 
 /** tool_choice in neutral terms; a server tool may be chosen by its kind. */
 function choiceOf(req: ResponsesRequest, tools: Map<string, ServerTool>): ChoiceSpec {

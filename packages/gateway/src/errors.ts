@@ -1,3 +1,5 @@
+import type { z } from 'zod'
+
 /** A failure with its HTTP status and the spec's canonical error type. */
 export class GatewayError extends Error {
   override name = 'GatewayError'
@@ -45,3 +47,10 @@ export function upstreamError(provider: string, status: number, body: string, re
   if (status === 408 || status === 504) return new GatewayError(504, 'timeout', `${provider} timed out${said}`)
   return new GatewayError(502, 'provider_unavailable', `${provider} failed (${status})${said}`)
 }
+
+/** A zod error as one line for an error message: the first few issues, each with its path. */
+export const describeIssues = (error: z.ZodError, max = 5) =>
+  error.issues
+    .slice(0, max)
+    .map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`)
+    .join('; ')

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { ResponsesFields, ResponsesRequest } from './request.js'
+import { describeIssues } from './errors.js'
 
 // Presets: what of a request a preset keeps, how the other request formats map onto it, and how a
 // request that names a preset is merged with the preset's designated version.
@@ -58,8 +59,7 @@ const keep = (body: Json): Json => Object.fromEntries(PRESET_FIELDS.filter((k) =
 function validated(config: Json, where: string): Json {
   const parsed = ResponsesFields.pick(Object.fromEntries(PRESET_FIELDS.map((k) => [k, true])) as { [K in (typeof PRESET_FIELDS)[number]]: true }).safeParse(config)
   if (!parsed.success) {
-    const detail = parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')
-    throw new PresetInputError(`invalid ${where}: ${detail}`)
+    throw new PresetInputError(`invalid ${where}: ${describeIssues(parsed.error)}`)
   }
   return keep(parsed.data as Json)
 }
@@ -156,7 +156,7 @@ export function applyPreset(req: ResponsesRequest, version: { config: Json; syst
   if (merged.instructions == null && version.systemPrompt != null) merged.instructions = version.systemPrompt
   const parsed = ResponsesRequest.safeParse(merged)
   if (!parsed.success) {
-    throw new PresetInputError(`the request with its preset is invalid: ${parsed.error.issues.slice(0, 5).map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ')}`)
+    throw new PresetInputError(`the request with its preset is invalid: ${describeIssues(parsed.error)}`)
   }
   return parsed.data
 }

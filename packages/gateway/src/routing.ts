@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { z } from 'zod'
 import type { Catalogue, CatalogueModel, Endpoint } from './catalogue.js'
-import { GatewayError, invalid } from './errors.js'
+import { describeIssues, GatewayError, invalid } from './errors.js'
 import { partitionFromRoute, tierPreference, type ResponsesRequest } from './request.js'
 
 // Which endpoints a request may use, in the order they are tried. Routing is stateless apart
@@ -120,7 +120,7 @@ export class Router {
     }
 
     const parsed = req.provider == null ? NO_PREFERENCES : ProviderPreferences.safeParse(req.provider)
-    if (!parsed.success) throw invalid(`provider: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(object)'} ${i.message}`).join('; ')}`)
+    if (!parsed.success) throw invalid(`provider: ${describeIssues(parsed.error)}`)
     const prefs = parsed.data
     const sortBy = typeof prefs.sort === 'string' ? prefs.sort : prefs.sort?.by
     const partition = (typeof prefs.sort === 'object' ? prefs.sort?.partition : undefined) ?? partitionFromRoute(req.route) ?? 'model'
