@@ -12,7 +12,7 @@ import { ResponseAssembler, itemId, type TurnCall } from './assembler.js'
 import { GatewayError, invalid, retryable } from './errors.js'
 import { Router, type Candidate, type Route } from './routing.js'
 import { serverTools, type ServerTool, type WebFetchOptions } from './server-tools.js'
-import { connectionError, Upstream } from './upstream.js'
+import { Upstream, type CallHooks } from './upstream.js'
 import { traceOf, type TraceLogger } from './trace.js'
 import { Cancellation } from './cancellation.js'
 
@@ -254,15 +254,15 @@ export class ResponsesEngine {
   private async call(run: Run, c: Candidate, adapter: Adapter, body: Json): Promise<{ usage: Usage; calls: TurnCall[] }> {
     const trace = traceOf(run.req)
     const sent = performance.now()
-    const res = await this.upstream.send(c.endpoint, adapter, body, run.opts.cancel, trace?.headers)
-    this.router.stats.record(c.endpoint, performance.now() - sent)
+    const hooks: CallHooks = { cancel: run.opts.cancel, headers: trace?.headers, onStart: () => this.router.stats.record(c.endpoint, performance.now() - sent) }
     const live = run.live
     if (!live) {
+      const whole = await this.upstream.call(c.endpoint, adapter, body, hooks)
       let reply: Json
       try {
-        reply = (await res.body.json()) as Json
-      } catch (err) {
-        throw run.opts.cancel?.aborted ? err : new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} answered something that is not JSON`)
+        reply = JSON.parse(whole!.toString('utf8')) as Json
+      } catch {
+        throw new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} answered something that is not JSON`)
       }
       for (const d of adapter.reply(reply)) run.assembler.push(d)
     } else {
@@ -272,31 +272,34 @@ export class ResponsesEngine {
       const parser = createParser({ onEvent: (e) => void events.push(e) })
       const decoder = new TextDecoder()
       let finished = false
-      try {
-        for await (const chunk of res.body) {
-          parser.feed(decoder.decode(chunk as Buffer, { stream: true }))
-          // Everything one upstream chunk produces is written at once, right away.
-          live.sink.cork()
-          try {
-            for (const e of events) {
-              for (const d of translate(e)) {
-                if (d.type === 'finish') finished = true
-                run.assembler.push(d)
+      hooks.onChunk = (chunk) => {
+        parser.feed(decoder.decode(chunk, { stream: true }))
+        // Everything one upstream chunk produces leaves together, at once; the first event leaves
+        // the moment it is made, so the client's first byte does not wait on the rest of the chunk.
+        live.sink.cork()
+        try {
+          for (const e of events) {
+            for (const d of translate(e)) {
+              if (d.type === 'finish') finished = true
+              const opening = !live.opened
+              run.assembler.push(d)
+              if (opening && live.opened) {
+                live.sink.uncork()
+                live.sink.cork()
               }
             }
-          } finally {
-            live.sink.uncork()
           }
+        } catch (err) {
+          throw err instanceof SyntaxError ? new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} sent an event that is not JSON`) : err
+        } finally {
           events.length = 0
-          if (live.backlog) {
-            await live.sink.drain()
-            live.backlog = false
-          }
+          live.sink.uncork()
         }
-      } catch (err) {
-        if (run.opts.cancel?.aborted || err instanceof GatewayError) throw err
-        throw err instanceof SyntaxError ? new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} sent an event that is not JSON`) : connectionError(c.endpoint, err)
+        if (!live.backlog) return
+        live.backlog = false
+        return live.sink.drain()
       }
+      await this.upstream.call(c.endpoint, adapter, body, hooks)
       // A stream that ends without saying how it finished was cut short, however cleanly it closed.
       if (!finished) throw new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} ended the stream before the reply was finished`)
     }
