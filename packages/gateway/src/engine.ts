@@ -364,12 +364,8 @@ export class ResponsesEngine {
     const c = run.route.candidates[run.chosen]!
     const u = assembler.usage
     const cost = run.cost.input + run.cost.output
-    const text = assembler.output
-      .filter((o) => o.type === 'message')
-      .flatMap((o) => o.content)
-      .filter((p: Json) => p.type === 'output_text')
-      .map((p: Json) => p.text)
-      .join('')
+    let text = ''
+    if (done) for (const o of assembler.output) if (o.type === 'message') for (const p of o.content) if (p.type === 'output_text') text += p.text
     const body: Json = {
       id: run.id,
       object: 'response',
@@ -378,7 +374,7 @@ export class ResponsesEngine {
       model: c.model.id,
       status,
       output: done ? assembler.output : [],
-      output_text: done ? text : '',
+      output_text: text,
       error: null,
       incomplete_details: status === 'incomplete' ? { reason: assembler.finish === 'length' ? 'max_output_tokens' : 'content_filter' } : null,
       instructions: req.instructions ?? null,

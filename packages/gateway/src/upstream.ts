@@ -38,15 +38,14 @@ export class Upstream {
    * streamed body has ended; throws a GatewayError for an error status or a transport failure.
    */
   call(endpoint: Endpoint, adapter: Adapter, body: Json, hooks: CallHooks = {}): Promise<Buffer | undefined> {
-    const url = this.url(endpoint, adapter)
-    const key = endpoint.api_key_env ? this.env[endpoint.api_key_env] : undefined
+    const target = this.target(endpoint, adapter)
     return new Promise((resolve, reject) => {
       const handler = new UpstreamCall(endpoint, hooks, resolve, reject)
-      this.pool(url.origin).dispatch(
+      target.pool.dispatch(
         {
           method: 'POST',
-          path: url.pathname + url.search,
-          headers: { ...adapter.headers(key), ...hooks.headers },
+          path: target.path,
+          headers: hooks.headers ? { ...target.headers, ...hooks.headers } : target.headers,
           body: JSON.stringify(body),
           headersTimeout: endpoint.timeout_ms,
           bodyTimeout: endpoint.timeout_ms,
@@ -56,12 +55,21 @@ export class Upstream {
     })
   }
 
-  /** Parsed once per endpoint and protocol: URL parsing is not free at thousands of calls a second. */
-  private readonly urls = new WeakMap<Endpoint, URL>()
-  private url(endpoint: Endpoint, adapter: Adapter): URL {
-    let url = this.urls.get(endpoint)
-    if (!url) this.urls.set(endpoint, (url = new URL(endpoint.base_url.replace(/\/$/, '') + adapter.path)))
-    return url
+  /**
+   * Where an endpoint's calls go and with which headers, worked out once per endpoint: URL parsing
+   * and environment reads are not free at thousands of calls a second, and a process's environment
+   * does not change under it.
+   */
+  private readonly targets = new WeakMap<Endpoint, { pool: Pool; path: string; headers: Record<string, string> }>()
+  private target(endpoint: Endpoint, adapter: Adapter) {
+    let target = this.targets.get(endpoint)
+    if (!target) {
+      const url = new URL(endpoint.base_url.replace(/\/$/, '') + adapter.path)
+      const key = endpoint.api_key_env ? this.env[endpoint.api_key_env] : undefined
+      target = { pool: this.pool(url.origin), path: url.pathname + url.search, headers: adapter.headers(key) }
+      this.targets.set(endpoint, target)
+    }
+    return target
   }
 
   async close() {
@@ -98,8 +106,9 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     private readonly resolve: (body: Buffer | undefined) => void,
     private readonly reject: (err: unknown) => void,
   ) {
-    hooks.cancel?.once('abort', this.cancelled)
+    this.stopListening = hooks.cancel?.onCancel(this.cancelled)
   }
+  private readonly stopListening?: () => void
 
   // A cancellation before the request reached a connection is acted on in onRequestStart.
   private readonly cancelled = () => this.controller?.abort(new Cancelled())
@@ -138,7 +147,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   onResponseEnd() {
     if (this.status >= 400) {
       this.settle(undefined, upstreamError(this.endpoint.provider, this.status, Buffer.concat(this.chunks).toString('utf8'), this.retryAfter))
-    } else this.settle(this.hooks.onChunk ? undefined : Buffer.concat(this.chunks))
+    } else this.settle(this.hooks.onChunk ? undefined : this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks))
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error) {
@@ -154,7 +163,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   private settle(body: Buffer | undefined, err?: unknown) {
     if (this.settled) return
     this.settled = true
-    this.hooks.cancel?.off('abort', this.cancelled)
+    this.stopListening?.()
     if (err !== undefined) this.reject(err)
     else this.resolve(body)
   }

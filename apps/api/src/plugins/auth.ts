@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify'
+import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { hash } from 'node:crypto'
 import { AppError, bearerToken, resolveCaller, type Caller, type Db } from '@roster/shared'
 
@@ -6,12 +6,14 @@ import { AppError, bearerToken, resolveCaller, type Caller, type Db } from '@ros
  * Resolves the bearer key to a Caller. Lookups are cached briefly (AUTH_CACHE_MS) because every
  * poll of an intern would otherwise cost a query; revoking a key takes effect within that window.
  * The cache is keyed by a digest of the token, so plaintext keys are never held as map keys.
+ * A cache hit answers at once, not as a promise: it is every request's path, and a promise costs
+ * the request a trip through the microtask queue.
  */
 export function createAuthenticator(db: Db, cacheMs: number) {
   const cache = new Map<string, { caller: Caller | undefined; expires: number }>()
   const maxEntries = 10_000
 
-  return async function authenticate(req: FastifyRequest): Promise<Caller | undefined> {
+  return function authenticate(req: FastifyRequest): Caller | undefined | Promise<Caller | undefined> {
     const token = bearerToken(req.headers.authorization)
     if (!token || token.length > 512) return undefined
     if (cacheMs === 0) return resolveCaller(db, token)
@@ -20,19 +22,31 @@ export function createAuthenticator(db: Db, cacheMs: number) {
     const now = Date.now()
     const hit = cache.get(id)
     if (hit && hit.expires > now) return hit.caller
-    const caller = await resolveCaller(db, token)
-    if (cache.size >= maxEntries) cache.clear()
-    cache.set(id, { caller, expires: now + cacheMs })
-    return caller
+    return resolveCaller(db, token).then((caller) => {
+      if (cache.size >= maxEntries) cache.clear()
+      cache.set(id, { caller, expires: now + cacheMs })
+      return caller
+    })
   }
 }
 export type Authenticator = ReturnType<typeof createAuthenticator>
 
 /** onRequest hook for routes open to any valid key (models, responses): 401 otherwise. */
-export function requireKey(authenticate: Authenticator) {
-  return async (req: FastifyRequest) => {
-    const caller = await authenticate(req)
-    if (!caller) throw new AppError('unauthorized', 'a valid API key is required')
+export function requireKey(authenticate: Authenticator): onRequestHookHandler {
+  const admit = (req: FastifyRequest, caller: Caller | undefined, done: (err?: Error) => void) => {
+    if (!caller) return done(new AppError('unauthorized', 'a valid API key is required'))
     req.caller = caller
+    done()
+  }
+  // A callback hook, so a cached key admits the request without a promise.
+  return (req, _reply, done) => {
+    let found: ReturnType<Authenticator>
+    try {
+      found = authenticate(req)
+    } catch (err) {
+      return done(err as Error)
+    }
+    if (found instanceof Promise) found.then((caller) => admit(req, caller, done), done)
+    else admit(req, found, done)
   }
 }

@@ -35,7 +35,9 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
       schema: { operationId: 'createResponse', summary: 'Run a model request (Open Responses format)', body: ResponsesRequest },
     },
     async (req, reply) => {
-      const body = await withPreset(deps, req.caller!.workspaceId, req.body)
+      // Most requests name no preset: they go on without waiting on anything.
+      const preset = presetReference(req.body)
+      const body = preset ? await withPreset(deps, req.caller!.workspaceId, req.body, preset.slug) : req.body
       // A client that goes away cancels the upstream request with it.
       const cancel = new Cancellation()
       reply.raw.once('close', () => reply.raw.writableFinished || cancel.cancel())
@@ -87,11 +89,9 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
 }
 
 /** A request that names a preset, merged with the preset's designated version (the request wins). */
-async function withPreset(deps: AppDeps, workspaceId: string, body: ResponsesRequest): Promise<ResponsesRequest> {
-  const ref = presetReference(body)
-  if (!ref) return body
-  const version = await designatedPresetVersion(deps.db, workspaceId, ref.slug)
-  if (!version) throw new GatewayError(404, 'not_found', `no preset ${ref.slug} in this workspace`)
+async function withPreset(deps: AppDeps, workspaceId: string, body: ResponsesRequest, slug: string): Promise<ResponsesRequest> {
+  const version = await designatedPresetVersion(deps.db, workspaceId, slug)
+  if (!version) throw new GatewayError(404, 'not_found', `no preset ${slug} in this workspace`)
   try {
     return applyPreset(body, version)
   } catch (err) {
