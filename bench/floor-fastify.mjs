@@ -11,3 +11,4 @@ app.post('/v1/responses', async (req) => {
   return await up.body.json()
 })
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' })
+process.on('SIGTERM', () => process.exit(0))

@@ -62,7 +62,8 @@ export async function startUpstreams(root, waitHttp) {
       env: { ...process.env, PORT: String(FLOOR_PORT), UPSTREAM: sim },
       stdio: ['ignore', 'ignore', 'inherit'],
     }),
-    spawn(process.execPath, [join(root, 'bench/floor-fastify.mjs')], {
+    // BENCH_FASTIFY_FLAGS: node flags for the Fastify floor (e.g. a CPU profile to hold against the API's).
+    spawn(process.execPath, [...(process.env.BENCH_FASTIFY_FLAGS ?? '').split(' ').filter(Boolean), join(root, 'bench/floor-fastify.mjs')], {
       env: { ...process.env, PORT: String(FASTIFY_FLOOR_PORT), UPSTREAM: sim },
       stdio: ['ignore', 'ignore', 'inherit'],
     }),
@@ -112,8 +113,9 @@ const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sor
  * milliseconds, too coarse for a gateway's added latency). Latency is measured from each
  * request's send to the end of its body.
  */
-async function fixedRate(t, rate, seconds) {
-  const pool = new Pool(t.origin, { connections: 128, pipelining: 1 })
+async function fixedRate(t, rate, seconds, shared) {
+  // A shared pool carries its warmed connections from a warm-up into the measured run.
+  const pool = shared ?? new Pool(t.origin, { connections: 128, pipelining: 1 })
   const latencies = []
   let errors = 0
   const total = rate * seconds
@@ -137,9 +139,13 @@ async function fixedRate(t, rate, seconds) {
   }
   await Promise.all(inflight)
   const achieved = total / ((performance.now() - started) / 1000)
-  await pool.close()
+  if (!shared) await pool.close()
+  return { ...percentiles(latencies), latencies, errors, achieved }
+}
+
+function percentiles(latencies) {
   latencies.sort((a, b) => a - b)
-  return { p50: pct(latencies, 0.5), p90: pct(latencies, 0.9), p99: pct(latencies, 0.99), errors, achieved }
+  return { p50: pct(latencies, 0.5), p90: pct(latencies, 0.9), p99: pct(latencies, 0.99) }
 }
 
 /** Non-streaming: latency at 1,000 req/s, then throughput with 64 connections, for each target. */
@@ -149,19 +155,33 @@ export async function benchGatewayLatency({ key, base, apiPid }) {
   // BENCH_TARGETS (e.g. "roster") measures only some of the three, to profile one alone.
   const wanted = (process.env.BENCH_TARGETS ?? 'direct,floor,fastify,roster,portkey').split(',')
   const all = Object.fromEntries(Object.entries(targets(base, key)).filter(([name]) => wanted.includes(name)))
-  // Each target is warmed at the measured rate (JIT, connection pools grown to that concurrency)
-  // just before it is measured, so the figures are the steady state's; the next target waits
-  // until the last one's leftovers have drained, so none pays for another's work.
-  const lat = {}
-  const cpu = {}
-  for (const [name, t] of Object.entries(all)) {
-    await fixedRate(t, rate, Number(process.env.BENCH_WARMUP_SECONDS ?? 4))
-    // The process behind the target: its CPU per request is the cost least disturbed by neighbours.
-    const pid = name === 'roster' ? apiPid : pids[name]
-    const before = cpuSeconds(pid)
-    lat[name] = await fixedRate(t, rate, seconds)
-    cpu[name] = ((cpuSeconds(pid) - before) / (rate * seconds)) * 1e6
-    await new Promise((r) => setTimeout(r, 2000))
+  // The measured seconds are split into rounds that take the targets in turn (direct, floor, …,
+  // direct, floor, …): this VM's slow spells then land on every target alike, so the difference
+  // between two targets is not the difference between two moments. Each target is warmed at the
+  // measured rate before its first round (JIT, connection pools grown to that concurrency) and
+  // for a second before each later one; a round starts once the last one's leftovers drained.
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
+  const lat = Object.fromEntries(Object.keys(all).map((n) => [n, { latencies: [], errors: 0, sent: 0, ms: 0 }]))
+  const cpu = Object.fromEntries(Object.keys(all).map((n) => [n, 0]))
+  const pools = Object.fromEntries(Object.entries(all).map(([n, t]) => [n, new Pool(t.origin, { connections: 128, pipelining: 1 })]))
+  for (let r = 0; r < rounds; r++) {
+    for (const [name, t] of Object.entries(all)) {
+      await fixedRate(t, rate, r === 0 ? Number(process.env.BENCH_WARMUP_SECONDS ?? 4) : 1, pools[name])
+      // The process behind the target: its CPU per request is the cost least disturbed by neighbours.
+      const pid = name === 'roster' ? apiPid : pids[name]
+      const before = cpuSeconds(pid)
+      const started = performance.now()
+      const round = await fixedRate(t, rate, seconds / rounds, pools[name])
+      cpu[name] += cpuSeconds(pid) - before
+      Object.assign(lat[name], { errors: lat[name].errors + round.errors, sent: lat[name].sent + (rate * seconds) / rounds, ms: lat[name].ms + performance.now() - started })
+      lat[name].latencies.push(...round.latencies)
+      await new Promise((r) => setTimeout(r, 500))
+    }
+  }
+  await Promise.all(Object.values(pools).map((p) => p.close()))
+  for (const name of Object.keys(all)) {
+    Object.assign(lat[name], percentiles(lat[name].latencies), { achieved: lat[name].sent / (lat[name].ms / 1000) })
+    cpu[name] = (cpu[name] / (rate * seconds)) * 1e6
   }
   const thr = {}
   for (const [name, t] of Object.entries(all)) {
@@ -172,7 +192,7 @@ export async function benchGatewayLatency({ key, base, apiPid }) {
   const rows = []
   for (const name of Object.keys(all)) {
     const l = lat[name]
-    rows.push({ scenario: `POST responses at ${rate}/s (${seconds} s): ${name}`, metric: 'p50 / p90 / p99 ms', value: `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}`, target: l.errors ? `${l.errors} errors!` : `sent ${l.achieved.toFixed(0)}/s` })
+    rows.push({ scenario: `POST responses at ${rate}/s (${seconds} s in ${rounds} rounds): ${name}`, metric: 'p50 / p90 / p99 ms', value: `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}`, target: l.errors ? `${l.errors} errors!` : `sent ${l.achieved.toFixed(0)}/s` })
   }
   rows.push({
     scenario: `  CPU per request of the process behind each (${Object.keys(all).join(' / ')})`,

@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto'
 import autocannon from 'autocannon'
 import pg from 'pg'
 import { deploy } from '../prisma/migrate.mjs'
+import { nodeFlags } from '../scripts/node-flags.mjs'
 import { benchCatalogue, benchGatewayLatency, benchGatewaySoak, benchGatewayTtfb, pin, startUpstreams } from './gateway.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -36,8 +37,9 @@ async function admin(sql) {
   }
 }
 
-function start(app, env, nodeFlags = []) {
-  const child = spawn(process.execPath, [...nodeFlags, join(root, 'apps', app, 'dist', 'main.js')], {
+function start(app, env, extraFlags = []) {
+  // Roster's processes run with the flags `npm start` gives them.
+  const child = spawn(process.execPath, [...nodeFlags(), ...extraFlags, join(root, 'apps', app, 'dist', 'main.js')], {
     env: { ...process.env, ...env },
     stdio: ['ignore', process.env.BENCH_API_FLAGS && app === 'api' ? 'inherit' : 'ignore', 'inherit'],
   })

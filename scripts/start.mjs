@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { deploy, defaultDatabaseUrl } from '../prisma/migrate.mjs'
+import { nodeFlags } from './node-flags.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const env = { ...process.env }
@@ -52,8 +53,9 @@ if (!env.MODEL_CATALOGUE) {
 }
 
 const children = []
+const flags = nodeFlags(env)
 function run(name, script, extra = {}) {
-  const child = spawn(process.execPath, [join(root, script)], {
+  const child = spawn(process.execPath, [...flags, join(root, script)], {
     env: { ...env, ...extra },
     stdio: ['ignore', 'inherit', 'inherit'],
   })
