@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http'
+import { once } from 'node:events'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import OpenAI from 'openai'
 import { OpenRouter } from '@openrouter/sdk'
@@ -16,6 +18,9 @@ let limited: Simulator
 let cutEarly: Simulator
 let late: Simulator
 let truncating: Simulator
+// A provider whose stream is not JSON (the simulator always speaks correctly); counts open streams.
+let garbage: Server
+let garbageOpen = 0
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 
@@ -30,6 +35,15 @@ beforeAll(async () => {
   cutEarly = await startSimulator({ fault: 'cut' })
   late = await startSimulator({ latencyMs: 3_000 })
   truncating = await startSimulator({ replyTokens: 20, tokensPerSecond: 200, fault: 'truncate' })
+  garbage = createServer((_req, res) => {
+    garbageOpen++
+    res.once('close', () => garbageOpen--)
+    res.writeHead(200, { 'content-type': 'text/event-stream' })
+    res.write('data: {this is not json\n\n')
+  })
+  garbage.listen(0, '127.0.0.1')
+  await once(garbage, 'listening')
+  const garbageUrl = `http://127.0.0.1:${(garbage.address() as { port: number }).port}/v1`
   const catalogue: Catalogue = {
     models: [
       ...(Object.keys(PATHS) as Protocol[]).map((p) => model(`roster-sim/${PATHS[p]}`, sim.url, p)),
@@ -39,6 +53,7 @@ beforeAll(async () => {
       model('roster-sim/cut-early', cutEarly.url),
       model('roster-sim/late', late.url),
       model('roster-sim/truncating', truncating.url),
+      model('test/garbage', garbageUrl),
     ],
   }
   app = await buildTestApp(env.t.db, {}, catalogue)
@@ -47,6 +62,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await app?.closeAll()
   await Promise.all([sim, slow, cut, limited, cutEarly, late, truncating].map((s) => s?.close()))
+  garbage?.closeAllConnections()
+  garbage?.close()
 })
 
 /** Raw SSE: each event's `event:` name and parsed `data:`, and whether it ended with [DONE]. */
@@ -169,6 +186,16 @@ describe('failures while streaming', () => {
     expect(failed.res.status).toBe(429)
     expect(failed.res.headers.get('retry-after')).toBe('2')
     expect(JSON.parse(failed.text)).toMatchObject({ error: { code: 429, metadata: { error_type: 'rate_limit_exceeded' } } })
+  })
+
+  it('a provider event that is not JSON fails that endpoint: the next one serves, or a 502 names it', async () => {
+    const next = await rawStream({ models: ['test/garbage', 'roster-sim/chat'], input: 'x' })
+    expect(next.events.at(-1)!.data.response).toMatchObject({ model: 'roster-sim/chat', status: 'completed' })
+    const alone = await rawStream({ model: 'test/garbage', input: 'x' })
+    expect(alone.res.status).toBe(502)
+    expect(JSON.parse(alone.text).error.message).toMatch(/sent an event that is not JSON/)
+    // The provider's stream never ends by itself: Roster dropped it.
+    await waitFor(() => garbageOpen === 0)
   })
 
   it('a client that goes away cancels the upstream request', async () => {

@@ -99,6 +99,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   /** What ended the call from our side (a consumer's error), reported instead of the abort it caused. */
   private failure?: unknown
   private settled = false
+  private readonly stopListening?: () => void
 
   constructor(
     private readonly endpoint: Endpoint,
@@ -108,7 +109,6 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   ) {
     this.stopListening = hooks.cancel?.onCancel(this.cancelled)
   }
-  private readonly stopListening?: () => void
 
   // A cancellation before the request reached a connection is acted on in onRequestStart.
   private readonly cancelled = () => this.controller?.abort(new Cancelled())
