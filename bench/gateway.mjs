@@ -1,6 +1,11 @@
 // Gateway benchmarks (used by run.mjs): Roster's /responses against the upstream simulator, side by
 // side with a direct call to the simulator and with the Portkey gateway (@portkey-ai/gateway) in
 // front of the same simulator, under the same load in one run.
+//
+// Knobs (environment): BENCH_TARGETS (some of direct,floor,fastify,roster,portkey), BENCH_RATE,
+// BENCH_SECONDS, BENCH_ROUNDS (the measured seconds split into rounds taking the targets in turn),
+// BENCH_WARMUP_SECONDS, BENCH_TTFB_RUNS / BENCH_TTFB_ROUNDS, BENCH_PIN=1, BENCH_API_FLAGS and
+// BENCH_FASTIFY_FLAGS (node flags, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_SOAK_*.
 import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
@@ -152,7 +157,7 @@ function percentiles(latencies) {
 export async function benchGatewayLatency({ key, base, apiPid }) {
   const rate = Number(process.env.BENCH_RATE ?? 1000)
   const seconds = Number(process.env.BENCH_SECONDS ?? 10)
-  // BENCH_TARGETS (e.g. "roster") measures only some of the three, to profile one alone.
+  // BENCH_TARGETS (e.g. "roster") measures only some of the five, to profile one alone.
   const wanted = (process.env.BENCH_TARGETS ?? 'direct,floor,fastify,roster,portkey').split(',')
   const all = Object.fromEntries(Object.entries(targets(base, key)).filter(([name]) => wanted.includes(name)))
   // The measured seconds are split into rounds that take the targets in turn (direct, floor, …,
