@@ -70,7 +70,8 @@ describe('Upstream', () => {
   })
 
   it('stops reading the provider while the consumer is not keeping up, and resumes after', async () => {
-    const total = 32 * 1024 * 1024
+    // Far more than the two sockets can buffer between them (~4 MiB here).
+    const total = 64 * 1024 * 1024
     let written = 0
     answer = async (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' })
