@@ -125,6 +125,8 @@ describe('chaos', () => {
     for (const [id, want] of expected) if (want === 'gone') expect(vaults.find((v) => v.id === vaultOf.get(id))).toBeUndefined()
     const hostnames = rows.map((r) => r.hostname).filter(Boolean)
     expect(new Set(hostnames).size).toBe(hostnames.length)
+    // The chaos may have ended with the runtime host restarting: ask it once it listens again.
+    await stack.runtime.waitForOutput(/listening/)
     await waitFor(
       async () => {
         const hosted = ((await (await fetch(`${stack.runtimeUrl}/v1/interns`)).json()) as any).data as { id: string; running: boolean }[]
