@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { startRedisServer, startStack, useTestTenant, waitFor } from '@roster/testing'
 
 // Chaos: the worker, the runtime host and Redis are killed at random moments while 300 interns are
@@ -12,6 +12,8 @@ const pick = <T>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)]!
 describe('chaos', () => {
   it('ends every intern where its last accepted operation says, with nothing orphaned', async () => {
     const redis = await startRedisServer()
+    // Stopped however the test ends: a failure must not leave its processes running.
+    onTestFinished(() => redis.stop())
     const stack = await startStack({
       databaseUrl: env.t.url,
       redisUrl: redis.url,
@@ -25,6 +27,7 @@ describe('chaos', () => {
         HEALTH_TIMEOUT_MS: '2000',
       },
     })
+    onTestFinished(() => stack.stop())
     const call = async (method: string, path: string, body?: unknown) => {
       const res = await fetch(`${stack.apiUrl}${path}`, {
         method,
@@ -138,7 +141,5 @@ describe('chaos', () => {
       },
       { timeoutMs: 30_000, intervalMs: 250, what: 'runtime host to agree with the database' },
     )
-    await stack.stop()
-    await redis.stop()
   }, 240_000) // its own waits allow up to 150 s after the chaos
 })
