@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import { z } from 'zod'
-import { loggerOptions, type RuntimeConfig } from '@roster/shared'
+import { loggerOptions, logsEachRequest, type RuntimeConfig } from '@roster/shared'
 
 const Spec = z.object({
   hostname: z.string().min(1),
@@ -50,8 +50,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
 
   const app = Fastify({
     logger: opts.logger === false ? false : loggerOptions('runtime', config.LOG_LEVEL),
-    // The worker's reconciler lists runtimes every few seconds: a line per request would bury the rest.
-    logController: new LogController({ disableRequestLogging: config.LOG_LEVEL !== 'debug' && config.LOG_LEVEL !== 'trace' }),
+    logController: new LogController({ disableRequestLogging: !logsEachRequest(config.LOG_LEVEL) }),
   })
   const hostOf = (headers: Record<string, unknown>) =>
     String(headers['x-forwarded-host'] ?? headers.host ?? '').split(':')[0]!.toLowerCase()

@@ -26,6 +26,12 @@ export function loggerOptions(name: string, level: string): LoggerOptions {
   return { name, level, redact: { paths: redactPaths, censor: '[redacted]' } }
 }
 
+/**
+ * Whether a server logs a line per request: only at debug and trace. At thousands of requests a
+ * second (polls, the reconciler's listings, the gateway) such lines would bury everything else.
+ */
+export const logsEachRequest = (level: string) => level === 'debug' || level === 'trace'
+
 export function createLogger(name: string, level = 'info'): Logger {
   return pino(loggerOptions(name, level))
 }
