@@ -3,7 +3,7 @@
 // front of the same simulator, under the same load in one run.
 //
 // Knobs (environment): BENCH_TARGETS (some of direct,floor,fastify,roster,portkey), BENCH_RATE,
-// BENCH_SECONDS, BENCH_ROUNDS (the measured seconds split into rounds taking the targets in turn),
+// BENCH_SECONDS, BENCH_THROUGHPUT_SECONDS (0: none), BENCH_ROUNDS (the measured seconds split into rounds taking the targets in turn),
 // BENCH_WARMUP_SECONDS, BENCH_TTFB_RUNS / BENCH_TTFB_ROUNDS, BENCH_PIN=1, BENCH_API_FLAGS and
 // BENCH_FASTIFY_FLAGS (node flags, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_SOAK_*.
 import { spawn, spawnSync } from 'node:child_process'
@@ -189,8 +189,10 @@ export async function benchGatewayLatency({ key, base, apiPid }) {
     cpu[name] = (cpu[name] / (rate * seconds)) * 1e6
   }
   const thr = {}
-  for (const [name, t] of Object.entries(all)) {
-    const r = await autocannon({ url: t.origin + t.path, method: 'POST', headers: t.headers, body: t.body, connections: 64, duration: seconds })
+  // BENCH_THROUGHPUT_SECONDS=0 skips the throughput runs (latency alone, when comparing builds).
+  const thrSeconds = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? seconds)
+  for (const [name, t] of Object.entries(all).filter(() => thrSeconds > 0)) {
+    const r = await autocannon({ url: t.origin + t.path, method: 'POST', headers: t.headers, body: t.body, connections: 64, duration: thrSeconds })
     thr[name] = { rps: r['2xx'] / r.duration, bad: r.non2xx + r.errors, p99: r.latency.p99 }
   }
   const f = (x) => x.toFixed(2)
@@ -213,7 +215,7 @@ export async function benchGatewayLatency({ key, base, apiPid }) {
       target: name === 'roster' ? 'p50 ≤ 0.5, p99 ≤ 2' : '',
     })
   }
-  for (const name of Object.keys(all)) {
+  for (const name of Object.keys(thr)) {
     rows.push({ scenario: `POST responses, 64 connections: ${name}`, metric: 'req/s (p99 ms)', value: `${thr[name].rps.toFixed(0)} (${thr[name].p99})`, target: thr[name].bad ? `${thr[name].bad} errors!` : '' })
   }
   if (thr.roster && thr.portkey) rows.push({ scenario: '  Roster throughput / Portkey', metric: '×', value: (thr.roster.rps / thr.portkey.rps).toFixed(2), target: '≥ 2' })
