@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger'
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import { loggerOptions, logsEachRequest, type ApiConfig, type Caller, type CreateBatcher, type Db, type InternReader, type VaultService } from '@roster/shared'
+import { loggerOptions, logsEachRequest, requestLogger, type ApiConfig, type Caller, type CreateBatcher, type Db, type InternReader, type VaultService } from '@roster/shared'
 import type { InternWatch } from './plugins/intern-watch.js'
 import type { ListCache } from './plugins/list-cache.js'
 import type { Catalogue, ResponsesEngine } from '@roster/gateway'
@@ -58,6 +58,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       const given = req.headers['x-request-id']
       return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID()
     },
+    childLoggerFactory: requestLogger,
     logController: new LogController({ disableRequestLogging: !logsEachRequest(deps.config.LOG_LEVEL) }),
   })
   // JSON only: Fastify's built-in text/plain parser would let a non-JSON body through to

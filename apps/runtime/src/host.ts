@@ -3,7 +3,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { createHash } from 'node:crypto'
 import { join } from 'node:path'
 import { z } from 'zod'
-import { loggerOptions, logsEachRequest, type RuntimeConfig } from '@roster/shared'
+import { loggerOptions, logsEachRequest, requestLogger, type RuntimeConfig } from '@roster/shared'
 
 const Spec = z.object({
   hostname: z.string().min(1),
@@ -50,6 +50,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
 
   const app = Fastify({
     logger: opts.logger === false ? false : loggerOptions('runtime', config.LOG_LEVEL),
+    childLoggerFactory: requestLogger,
     logController: new LogController({ disableRequestLogging: !logsEachRequest(config.LOG_LEVEL) }),
   })
   const hostOf = (headers: Record<string, unknown>) =>
