@@ -20,6 +20,11 @@ export { GatewayError } from './errors.js'
 
 type Json = Record<string, any>
 
+// Shared by the requests that offer no tools; nothing adds to them (prepare makes its own when tools are offered).
+const NO_SERVER_TOOLS: Map<string, ServerTool> = new Map()
+const NO_FUNCTIONS: FunctionDef[] = []
+const NO_NAMES: ReadonlySet<string> = new Set()
+
 const ADAPTERS: Record<string, Adapter> = { 'openai-chat': openaiChat, 'openai-responses': openaiResponses, 'anthropic-messages': anthropic }
 
 export interface EngineOptions {
@@ -154,10 +159,12 @@ export class ResponsesEngine {
   }
 
   private prepare(req: ResponsesRequest, opts: CallOptions): Run {
-    const tools = new Map<string, ServerTool>()
-    const functions: FunctionDef[] = []
+    // Most requests offer no tools: they share empty collections instead of making their own.
+    const offered = req.tools?.length ? (req.tools as Json[]) : undefined
+    const tools = offered ? new Map<string, ServerTool>() : NO_SERVER_TOOLS
+    const functions: FunctionDef[] = offered ? [] : NO_FUNCTIONS
     const refused = new Set<string>()
-    for (const t of (req.tools ?? []) as Json[]) {
+    for (const t of offered ?? []) {
       if (t.type === 'function') functions.push({ name: t.name, description: t.description, parameters: t.parameters ?? { type: 'object', properties: {} }, strict: t.strict })
       else if (this.serverTools.has(t.type)) tools.set(t.type, this.serverTools.get(t.type)!)
       else refused.add(t.type)
@@ -171,7 +178,7 @@ export class ResponsesEngine {
       functions.push(tool.definition)
     }
     const route = this.router.route(req, sessionKey(req, opts.sessionHeader))
-    const serverNames = new Set([...tools.values()].map((t) => t.definition.name))
+    const serverNames = tools.size ? new Set([...tools.values()].map((t) => t.definition.name)) : NO_NAMES
     return {
       req,
       id: itemId('resp'),
@@ -203,9 +210,8 @@ export class ResponsesEngine {
       const prices = c.endpoint.pricing ?? c.model.pricing
       run.cost.input += (usage.input - usage.cached) * Number(prices.input) + usage.cached * Number(prices.cached_input ?? prices.input)
       run.cost.output += usage.output * Number(prices.output)
-      const server = calls.filter((k) => k.server)
-      if (final || !server.length) return
-      for (const call of server) extra.push(...(await this.runTool(run, call)))
+      if (final || !calls.some((k) => k.server)) return
+      for (const call of calls) if (call.server) extra.push(...(await this.runTool(run, call)))
       // Calls the client must answer end the loop: the response hands them over.
       if (calls.some((k) => !k.server)) return
       steps++

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { maxToolSteps, partitionFromRoute, ResponsesRequest, sessionKey, tierPreference } from './request.js'
+import { maxToolSteps, parseResponsesRequest, partitionFromRoute, ResponsesFields, ResponsesRequest, sessionKey, tierPreference } from './request.js'
 
 const ok = (body: unknown) => ResponsesRequest.safeParse(body).success
 const issues = (body: unknown) => ResponsesRequest.safeParse(body).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`) ?? []
@@ -70,6 +70,51 @@ describe('the Responses request', () => {
         },
       ),
     )
+  })
+})
+
+describe('checking only the fields a request carries', () => {
+  const same = (body: unknown) => {
+    const full = ResponsesRequest.safeParse(body)
+    const sparse = parseResponsesRequest(body)
+    expect(sparse.success).toBe(full.success)
+    if (full.success) expect(sparse.data).toEqual(full.data)
+    else expect(sparse.error?.issues).toEqual(full.error.issues)
+  }
+  // Values aimed at each field's limits, valid and not.
+  const aimed = fc.record(
+    {
+      model: fc.oneof(fc.string({ maxLength: 3 }), fc.constant('m'.repeat(201)), fc.integer()),
+      models: fc.array(fc.string({ maxLength: 3 }), { maxLength: 17 }),
+      input: fc.oneof(fc.string(), fc.array(fc.record({ role: fc.constantFrom('user', 'developer', 'robot'), content: fc.oneof(fc.string(), fc.constant(null), fc.integer()) }), { maxLength: 3 })),
+      stream: fc.oneof(fc.boolean(), fc.constant('yes')),
+      max_tool_calls: fc.oneof(fc.integer({ min: -1, max: 40 }), fc.constant(null)),
+      stop: fc.oneof(fc.string(), fc.array(fc.string(), { maxLength: 6 }), fc.constant(null)),
+      metadata: fc.dictionary(fc.string({ maxLength: 66 }), fc.string({ maxLength: 514 }), { maxKeys: 18 }),
+      session_id: fc.string({ maxLength: 260 }),
+      previous_response_id: fc.oneof(fc.constant(null), fc.string()),
+      service_tier: fc.constantFrom('auto', 'fast', 'ultrafast', 'turbo', null),
+      temperature: fc.oneof(fc.double({ min: -1, max: 3, noNaN: true }), fc.constant(null)),
+      stop_server_tools_when: fc.array(fc.record({ type: fc.constantFrom('step_count_is', 'max_cost'), step_count: fc.integer({ min: 0, max: 3 }) }), { maxLength: 2 }),
+      debug: fc.record({ echo_upstream_body: fc.oneof(fc.boolean(), fc.constant(1)) }),
+      preset: fc.string({ maxLength: 3 }),
+      background: fc.jsonValue(),
+    },
+    { requiredKeys: [] },
+  )
+  // Any JSON at all under the schema's field names and a few others.
+  const names = [...Object.keys(ResponsesFields.shape), 'background', 'safety_identifier']
+  const anything = fc.dictionary(fc.constantFrom(...names), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 8 })
+
+  it('answers as the whole schema does: the same data, or the same issues', () => {
+    fc.assert(fc.property(aimed, same), { numRuns: 500 })
+    fc.assert(fc.property(anything, same), { numRuns: 500 })
+    for (const body of [null, 'x', 3, [], [{ model: 'm' }], {}]) same(body)
+  })
+
+  it('fills in defaults for fields that were not sent', () => {
+    const parsed = parseResponsesRequest({ model: 'm', input: 'x' })
+    expect(parsed.success && parsed.data.stream).toBe(false)
   })
 })
 

