@@ -166,7 +166,7 @@ export async function benchGatewayLatency({ key, base, apiPid }) {
   // measured rate before its first round (JIT, connection pools grown to that concurrency) and
   // for a second before each later one; a round starts once the last one's leftovers drained.
   const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
-  const lat = Object.fromEntries(Object.keys(all).map((n) => [n, { latencies: [], errors: 0, sent: 0, ms: 0 }]))
+  const lat = Object.fromEntries(Object.keys(all).map((n) => [n, { latencies: [], errors: 0, sent: 0, ms: 0, rounds: [] }]))
   const cpu = Object.fromEntries(Object.keys(all).map((n) => [n, 0]))
   const pools = Object.fromEntries(Object.entries(all).map(([n, t]) => [n, new Pool(t.origin, { connections: 128, pipelining: 1 })]))
   for (let r = 0; r < rounds; r++) {
@@ -180,6 +180,7 @@ export async function benchGatewayLatency({ key, base, apiPid }) {
       cpu[name] += cpuSeconds(pid) - before
       Object.assign(lat[name], { errors: lat[name].errors + round.errors, sent: lat[name].sent + (rate * seconds) / rounds, ms: lat[name].ms + performance.now() - started })
       lat[name].latencies.push(...round.latencies)
+      lat[name].rounds.push({ p50: round.p50, p99: round.p99 })
       await new Promise((r) => setTimeout(r, 500))
     }
   }
@@ -207,6 +208,11 @@ export async function benchGatewayLatency({ key, base, apiPid }) {
     value: Object.values(cpu).map((c) => c.toFixed(0)).join(' / '),
     target: '',
   })
+  // Round by round (each against direct's round just before it): a tail from one slow spell shows as one round.
+  if (lat.roster && lat.direct) {
+    const added = (k) => lat.roster.rounds.map((r, i) => f(r[k] - lat.direct.rounds[i][k])).join(', ')
+    rows.push({ scenario: '  added by roster, round by round', metric: 'p50 ms; p99 ms', value: `${added('p50')}; ${added('p99')}`, target: '' })
+  }
   for (const name of ['floor', 'fastify', 'roster', 'portkey'].filter((n) => lat[n] && lat.direct)) {
     rows.push({
       scenario: `  added by ${name} over direct`,
