@@ -35,10 +35,13 @@ describe('a request’s logger', () => {
     log.info({ headers: { authorization: 'Bearer sk-secret' } }, 'incoming')
     log.error(new Error('boom'))
     log.child({ part: 'x' }).warn('from a child')
-    expect(lines.map((l) => [l.reqId, l.msg])).toEqual([
-      ['r2', 'incoming'],
-      ['r2', 'boom'],
-      ['r2', 'from a child'],
+    log.trace('below the level')
+    log.fatal('last')
+    expect(lines.map((l) => [l.reqId, l.msg, l.level])).toEqual([
+      ['r2', 'incoming', 30],
+      ['r2', 'boom', 50],
+      ['r2', 'from a child', 40],
+      ['r2', 'last', 60],
     ])
     expect((lines[0]!.headers as Record<string, string>).authorization).toBe('[redacted]')
     expect(lines[2]!.part).toBe('x')

@@ -32,7 +32,8 @@ export function loggerOptions(name: string, level: string): LoggerOptions {
  */
 export const logsEachRequest = (level: string) => level === 'debug' || level === 'trace'
 
-type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const
+type Level = (typeof LEVELS)[number]
 
 /** What a request's logger needs of its parent: a pino logger, or Fastify's view of one. */
 export type ParentLogger = Pick<Logger, 'level' | Level | 'silent'> & { child(bindings: Bindings, opts?: ChildLoggerOptions): ParentLogger }
@@ -59,7 +60,8 @@ class LazyChild {
   private get real(): ParentLogger {
     return (this.made ??= this.parent.child(this.own))
   }
-  private write(level: Level, args: unknown[]) {
+  /** Writes at `level` through the child, if the level is on (the level methods below call this). */
+  write(level: Level, args: unknown[]) {
     // pino's own levels (Roster sets no custom ones); "silent" has no value and passes nothing.
     if (pino.levels.values[level]! < (pino.levels.values[this.level] ?? Infinity)) return
     const real = this.real
@@ -74,25 +76,14 @@ class LazyChild {
   child(bindings: Bindings, opts?: ChildLoggerOptions) {
     return this.real.child(bindings, opts)
   }
-  fatal(...args: unknown[]) {
-    this.write('fatal', args)
-  }
-  error(...args: unknown[]) {
-    this.write('error', args)
-  }
-  warn(...args: unknown[]) {
-    this.write('warn', args)
-  }
-  info(...args: unknown[]) {
-    this.write('info', args)
-  }
-  debug(...args: unknown[]) {
-    this.write('debug', args)
-  }
-  trace(...args: unknown[]) {
-    this.write('trace', args)
-  }
   silent() {}
+}
+// fatal, error, warn, info, debug and trace: one method each on the prototype, all alike.
+interface LazyChild extends Record<Level, (...args: unknown[]) => void> {}
+for (const level of LEVELS) {
+  LazyChild.prototype[level] = function (this: LazyChild, ...args: unknown[]) {
+    this.write(level, args)
+  }
 }
 
 export function createLogger(name: string, level = 'info'): Logger {
