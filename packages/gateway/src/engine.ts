@@ -20,9 +20,10 @@ export { GatewayError } from './errors.js'
 
 type Json = Record<string, any>
 
-// Shared by the requests that offer no tools; nothing adds to them (prepare makes its own when tools are offered).
+// Shared by the requests that offer no tools; nothing adds to them (prepare makes its own when tools
+// are offered). The array is frozen, so a change that pushed onto it would fail loudly, not leak.
 const NO_SERVER_TOOLS: Map<string, ServerTool> = new Map()
-const NO_FUNCTIONS: FunctionDef[] = []
+const NO_FUNCTIONS = Object.freeze([]) as unknown as FunctionDef[]
 const NO_NAMES: ReadonlySet<string> = new Set()
 
 const ADAPTERS: Record<string, Adapter> = { 'openai-chat': openaiChat, 'openai-responses': openaiResponses, 'anthropic-messages': anthropic }

@@ -1,6 +1,5 @@
 import { once } from 'node:events'
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
-import type { FastifyRouteSchemaDef } from 'fastify/types/schema.js'
+import type { FastifyPluginAsync, FastifyRequest, FastifySchemaCompiler } from 'fastify'
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import { designatedPresetVersion } from '@roster/shared'
 import { Cancellation, GatewayError, PresetInputError, ResponsesRequest, applyPreset, parseResponsesRequest, presetReference, type CallOptions } from '@roster/gateway'
@@ -32,8 +31,8 @@ const NO_METADATA = Object.freeze({ service: false, openrouter: false })
  * schema, without running the ~45 fields a request does not carry). A body that fails is checked
  * again by the schema itself, so its error reads exactly as every other route's.
  */
-const responsesValidator = (route: FastifyRouteSchemaDef<unknown>) => {
-  const full = validatorCompiler(route as FastifyRouteSchemaDef<typeof ResponsesRequest>)
+const responsesValidator = (route: Parameters<FastifySchemaCompiler<unknown>>[0]) => {
+  const full = validatorCompiler(route as Parameters<typeof validatorCompiler>[0])
   return (body: unknown) => {
     const parsed = parseResponsesRequest(body)
     return parsed.success ? { value: parsed.data } : full(body)
