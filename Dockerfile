@@ -10,4 +10,4 @@ COPY deploy ./deploy
 RUN npm ci --no-audit --no-fund && npm run build
 ENV NODE_ENV=production HOST=0.0.0.0
 EXPOSE 3000 3100
-CMD ["node", "apps/api/dist/main.js"]
+CMD ["node", "--no-allocation-site-pretenuring", "apps/api/dist/main.js"]

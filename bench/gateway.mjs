@@ -5,9 +5,10 @@
 // Knobs (environment): BENCH_TARGETS (some of direct,floor,fastify,roster,portkey), BENCH_RATE,
 // BENCH_SECONDS, BENCH_THROUGHPUT_SECONDS (0: none), BENCH_ROUNDS (the measured seconds split into rounds taking the targets in turn),
 // BENCH_WARMUP_SECONDS, BENCH_TTFB_RUNS / BENCH_TTFB_ROUNDS, BENCH_PIN=1, BENCH_API_FLAGS and
-// BENCH_FASTIFY_FLAGS (node flags, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_SOAK_*.
+// BENCH_FASTIFY_FLAGS (node flags, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_SOAK_*,
+// BENCH_DUMP (a file: each target's measured requests as [sent at, epoch ms; latency, ms]).
 import { spawn, spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { Pool } from 'undici'
@@ -50,6 +51,16 @@ function cpuSeconds(pid) {
   if (!pid) return NaN
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
   return (Number(fields[11]) + Number(fields[12])) / 100 // utime, stime in clock ticks (USER_HZ 100)
+}
+
+/**
+ * The machine's CPU time so far, all cores, from /proc/stat: total and stolen (the hypervisor gave
+ * this VM's cores to someone else). A run whose rounds lost a good share to steal measured the host's
+ * neighbours, not the gateways; the table says how much each target's rounds lost.
+ */
+function machineTicks() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
+  return { total: f.slice(0, 8).reduce((a, b) => a + b, 0), steal: f[7] ?? 0 }
 }
 
 /** Starts the simulator, Portkey and the floor proxies; answers a stop function. */
@@ -122,6 +133,9 @@ async function fixedRate(t, rate, seconds, shared) {
   // A shared pool carries its warmed connections from a warm-up into the measured run.
   const pool = shared ?? new Pool(t.origin, { connections: 128, pipelining: 1 })
   const latencies = []
+  // BENCH_DUMP: each request's send time (epoch ms) and latency, in order, to line a tail up with
+  // the process's own events (GC, timers) afterwards.
+  const timeline = process.env.BENCH_DUMP ? [] : undefined
   let errors = 0
   const total = rate * seconds
   const started = performance.now()
@@ -136,7 +150,11 @@ async function fixedRate(t, rate, seconds, shared) {
       .then(async (res) => {
         await res.body.text()
         if (res.statusCode !== 200) errors++
-        else latencies.push(performance.now() - t0)
+        else {
+          const ms = performance.now() - t0
+          latencies.push(ms)
+          timeline?.push([performance.timeOrigin + t0, ms])
+        }
       })
       .catch(() => errors++)
       .finally(() => inflight.delete(p))
@@ -145,7 +163,7 @@ async function fixedRate(t, rate, seconds, shared) {
   await Promise.all(inflight)
   const achieved = total / ((performance.now() - started) / 1000)
   if (!shared) await pool.close()
-  return { ...percentiles(latencies), latencies, errors, achieved }
+  return { ...percentiles(latencies), latencies, timeline, errors, achieved }
 }
 
 function percentiles(latencies) {
@@ -165,26 +183,37 @@ export async function benchGatewayLatency({ key, base, apiPid }) {
   // between two targets is not the difference between two moments. Each target is warmed at the
   // measured rate before its first round (JIT, connection pools grown to that concurrency) and
   // for a second before each later one; a round starts once the last one's leftovers drained.
+  // The first warm-up is 10 s: on this 2-core VM the API's optimising compiler was still busy for
+  // ~10 s of load (--trace-opt, optimisations per second of load: 160, 202, 112, 50, 28, 52, 48,
+  // 30, 26, then 2–10), and after a 4 s warm-up the first round's p99 read 4–5 ms against 1–2 in
+  // the later ones.
   const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
   const lat = Object.fromEntries(Object.keys(all).map((n) => [n, { latencies: [], errors: 0, sent: 0, ms: 0, rounds: [] }]))
   const cpu = Object.fromEntries(Object.keys(all).map((n) => [n, 0]))
+  const stolen = Object.fromEntries(Object.keys(all).map((n) => [n, { total: 0, steal: 0 }]))
   const pools = Object.fromEntries(Object.entries(all).map(([n, t]) => [n, new Pool(t.origin, { connections: 128, pipelining: 1 })]))
   for (let r = 0; r < rounds; r++) {
     for (const [name, t] of Object.entries(all)) {
-      await fixedRate(t, rate, r === 0 ? Number(process.env.BENCH_WARMUP_SECONDS ?? 4) : 1, pools[name])
+      await fixedRate(t, rate, r === 0 ? Number(process.env.BENCH_WARMUP_SECONDS ?? 10) : 1, pools[name])
       // The process behind the target: its CPU per request is the cost least disturbed by neighbours.
       const pid = name === 'roster' ? apiPid : pids[name]
       const before = cpuSeconds(pid)
+      const machineBefore = machineTicks()
       const started = performance.now()
       const round = await fixedRate(t, rate, seconds / rounds, pools[name])
       cpu[name] += cpuSeconds(pid) - before
+      const machineAfter = machineTicks()
+      stolen[name].total += machineAfter.total - machineBefore.total
+      stolen[name].steal += machineAfter.steal - machineBefore.steal
       Object.assign(lat[name], { errors: lat[name].errors + round.errors, sent: lat[name].sent + (rate * seconds) / rounds, ms: lat[name].ms + performance.now() - started })
       lat[name].latencies.push(...round.latencies)
       lat[name].rounds.push({ p50: round.p50, p99: round.p99 })
+      if (round.timeline) (lat[name].timeline ??= []).push(...round.timeline)
       await new Promise((r) => setTimeout(r, 500))
     }
   }
   await Promise.all(Object.values(pools).map((p) => p.close()))
+  if (process.env.BENCH_DUMP) writeFileSync(process.env.BENCH_DUMP, JSON.stringify(Object.fromEntries(Object.entries(lat).map(([n, l]) => [n, l.timeline]))))
   for (const name of Object.keys(all)) {
     Object.assign(lat[name], percentiles(lat[name].latencies), { achieved: lat[name].sent / (lat[name].ms / 1000) })
     cpu[name] = (cpu[name] / (rate * seconds)) * 1e6
@@ -207,6 +236,12 @@ export async function benchGatewayLatency({ key, base, apiPid }) {
     metric: 'µs',
     value: Object.values(cpu).map((c) => c.toFixed(0)).join(' / '),
     target: '',
+  })
+  rows.push({
+    scenario: `  CPU time the host stole from this VM during each one's rounds`,
+    metric: '%',
+    value: Object.values(stolen).map((s) => ((100 * s.steal) / (s.total || 1)).toFixed(1)).join(' / '),
+    target: 'figures above are the neighbours\' when this is more than a few %',
   })
   // Round by round (each against direct's round just before it): a tail from one slow spell shows as one round.
   if (lat.roster && lat.direct) {
@@ -265,12 +300,15 @@ export async function benchGatewayTtfb({ key, base }) {
   // lands on every target alike instead of on whichever happened to run then.
   const rounds = Number(process.env.BENCH_TTFB_ROUNDS ?? 3)
   const names = ['direct', 'floor', 'roster']
+  const machineBefore = machineTicks()
   const stream = Object.fromEntries(names.map((n) => [n, []]))
   const whole = Object.fromEntries(names.map((n) => [n, []]))
   for (let r = 0; r < rounds; r++) {
     for (const n of names) stream[n].push(await measure(all[n]))
     for (const n of names) whole[n].push(await measure(all[n], false))
   }
+  const machineAfter = machineTicks()
+  const steal = (100 * (machineAfter.steal - machineBefore.steal)) / (machineAfter.total - machineBefore.total || 1)
   // Each figure is the median over the rounds of each round's median.
   const mid = (xs, k) => xs.map((x) => x[k]).sort((a, b) => a - b)[Math.floor(xs.length / 2)]
   const f = (x) => x.toFixed(2)
@@ -283,6 +321,7 @@ export async function benchGatewayTtfb({ key, base }) {
     { scenario: `stream, first text delta: direct / floor / roster`, metric: 'p50 ms', value: names.map((n) => f(mid(stream[n], 'token'))).join(' / '), target: '' },
     { scenario: '  added by floor / roster', metric: 'p50 ms', value: `${f(mid(stream.floor, 'token') - mid(stream.direct, 'token'))} / ${f(mid(stream.roster, 'token') - mid(stream.direct, 'token'))}`, target: 'roster ≤ 1' },
     { scenario: '  rounds of roster, added first text delta', metric: 'p50 ms', value: stream.roster.map((x, i) => f(x.token - stream.direct[i].token)).join(', '), target: '' },
+    { scenario: 'CPU time the host stole from this VM meanwhile', metric: '%', value: steal.toFixed(1), target: '' },
   ]
 }
 
