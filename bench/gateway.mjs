@@ -62,6 +62,9 @@ function machineTicks() {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
   return { total: f.slice(0, 8).reduce((a, b) => a + b, 0), steal: f[7] ?? 0 }
 }
+/** Adds what was stolen between two readings to a tally; answers the tally. */
+const addStolen = (tally, before, after) => Object.assign(tally, { total: tally.total + after.total - before.total, steal: tally.steal + after.steal - before.steal })
+const percentStolen = (tally) => ((100 * tally.steal) / (tally.total || 1)).toFixed(1)
 
 /** Starts the simulator, Portkey and the floor proxies; answers a stop function. */
 export async function startUpstreams(root, waitHttp) {
@@ -185,8 +188,8 @@ export async function benchGatewayLatency({ key, base, apiPid }) {
   // for a second before each later one; a round starts once the last one's leftovers drained.
   // The first warm-up is 10 s: on this 2-core VM the API's optimising compiler was still busy for
   // ~10 s of load (--trace-opt, optimisations per second of load: 160, 202, 112, 50, 28, 52, 48,
-  // 30, 26, then 2–10), and after a 4 s warm-up the first round's p99 read 4–5 ms against 1–2 in
-  // the later ones.
+  // 30, 26, then 2–10), and after a 4 s warm-up the first round had the run's worst added p99 in
+  // six runs of ten (bench/RESULTS.md).
   const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
   const lat = Object.fromEntries(Object.keys(all).map((n) => [n, { latencies: [], errors: 0, sent: 0, ms: 0, rounds: [] }]))
   const cpu = Object.fromEntries(Object.keys(all).map((n) => [n, 0]))
@@ -202,9 +205,7 @@ export async function benchGatewayLatency({ key, base, apiPid }) {
       const started = performance.now()
       const round = await fixedRate(t, rate, seconds / rounds, pools[name])
       cpu[name] += cpuSeconds(pid) - before
-      const machineAfter = machineTicks()
-      stolen[name].total += machineAfter.total - machineBefore.total
-      stolen[name].steal += machineAfter.steal - machineBefore.steal
+      addStolen(stolen[name], machineBefore, machineTicks())
       Object.assign(lat[name], { errors: lat[name].errors + round.errors, sent: lat[name].sent + (rate * seconds) / rounds, ms: lat[name].ms + performance.now() - started })
       lat[name].latencies.push(...round.latencies)
       lat[name].rounds.push({ p50: round.p50, p99: round.p99 })
@@ -240,7 +241,7 @@ export async function benchGatewayLatency({ key, base, apiPid }) {
   rows.push({
     scenario: `  CPU time the host stole from this VM during each one's rounds`,
     metric: '%',
-    value: Object.values(stolen).map((s) => ((100 * s.steal) / (s.total || 1)).toFixed(1)).join(' / '),
+    value: Object.values(stolen).map(percentStolen).join(' / '),
     target: 'figures above are the neighbours\' when this is more than a few %',
   })
   // Round by round (each against direct's round just before it): a tail from one slow spell shows as one round.
@@ -307,8 +308,7 @@ export async function benchGatewayTtfb({ key, base }) {
     for (const n of names) stream[n].push(await measure(all[n]))
     for (const n of names) whole[n].push(await measure(all[n], false))
   }
-  const machineAfter = machineTicks()
-  const steal = (100 * (machineAfter.steal - machineBefore.steal)) / (machineAfter.total - machineBefore.total || 1)
+  const stolen = addStolen({ total: 0, steal: 0 }, machineBefore, machineTicks())
   // Each figure is the median over the rounds of each round's median.
   const mid = (xs, k) => xs.map((x) => x[k]).sort((a, b) => a - b)[Math.floor(xs.length / 2)]
   const f = (x) => x.toFixed(2)
@@ -321,7 +321,7 @@ export async function benchGatewayTtfb({ key, base }) {
     { scenario: `stream, first text delta: direct / floor / roster`, metric: 'p50 ms', value: names.map((n) => f(mid(stream[n], 'token'))).join(' / '), target: '' },
     { scenario: '  added by floor / roster', metric: 'p50 ms', value: `${f(mid(stream.floor, 'token') - mid(stream.direct, 'token'))} / ${f(mid(stream.roster, 'token') - mid(stream.direct, 'token'))}`, target: 'roster ≤ 1' },
     { scenario: '  rounds of roster, added first text delta', metric: 'p50 ms', value: stream.roster.map((x, i) => f(x.token - stream.direct[i].token)).join(', '), target: '' },
-    { scenario: 'CPU time the host stole from this VM meanwhile', metric: '%', value: steal.toFixed(1), target: '' },
+    { scenario: 'CPU time the host stole from this VM meanwhile', metric: '%', value: percentStolen(stolen), target: '' },
   ]
 }
 
