@@ -1,4 +1,5 @@
-import { createServer, type Server } from 'node:http'
+import { createServer, request as httpRequest, type Server } from 'node:http'
+import type { Socket } from 'node:net'
 import { once } from 'node:events'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import OpenAI from 'openai'
@@ -21,6 +22,9 @@ let truncating: Simulator
 // A provider whose stream is not JSON (the simulator always speaks correctly); counts open streams.
 let garbage: Server
 let garbageOpen = 0
+// A provider whose whole reply arrives at once: each event its own HTTP chunk, all in one write.
+let burst: Server
+const BURST_TOKENS = 12
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 
@@ -43,6 +47,21 @@ beforeAll(async () => {
   })
   garbage.listen(0, '127.0.0.1')
   await once(garbage, 'listening')
+  burst = createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      const event = (chunk: object) => `data: ${JSON.stringify({ id: 'burst', object: 'chat.completion.chunk', ...chunk })}\n\n`
+      res.writeHead(200, { 'content-type': 'text/event-stream' })
+      res.cork()
+      for (let i = 0; i < BURST_TOKENS; i++) res.write(event({ choices: [{ index: 0, delta: { content: `w${i} ` } }] }))
+      res.write(event({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: BURST_TOKENS, total_tokens: 3 + BURST_TOKENS } }))
+      res.write('data: [DONE]\n\n')
+      res.end()
+    })
+  })
+  burst.listen(0, '127.0.0.1')
+  await once(burst, 'listening')
+  const burstUrl = `http://127.0.0.1:${(burst.address() as { port: number }).port}`
   const garbageUrl = `http://127.0.0.1:${(garbage.address() as { port: number }).port}/v1`
   const catalogue: Catalogue = {
     models: [
@@ -54,6 +73,7 @@ beforeAll(async () => {
       model('roster-sim/late', late.url),
       model('roster-sim/truncating', truncating.url),
       model('test/garbage', garbageUrl),
+      model('test/burst', burstUrl),
     ],
   }
   app = await buildTestApp(env.t.db, {}, catalogue)
@@ -64,6 +84,7 @@ afterAll(async () => {
   await Promise.all([sim, slow, cut, limited, cutEarly, late, truncating].map((s) => s?.close()))
   garbage?.closeAllConnections()
   garbage?.close()
+  burst?.close()
 })
 
 /** Raw SSE: each event's `event:` name and parsed `data:`, and whether it ended with [DONE]. */
@@ -128,6 +149,43 @@ describe('streaming, event by event', () => {
       expect(final.usage.output_tokens_details.reasoning_tokens).toBe(protocol === 'anthropic-messages' ? 0 : 8)
     })
   }
+})
+
+describe('writes to the client', () => {
+  it('events that arrive together leave together: a burst costs a few writes, not one per event', async () => {
+    // Counts the writes Roster's side of a new connection makes (each one a system call).
+    const writes: number[] = []
+    app.server.once('connection', (socket: Socket & { _write: Function; _writev: Function }) => {
+      const { _write: write, _writev: writev } = socket
+      socket._write = function (this: Socket, ...args: unknown[]) {
+        writes.push(1)
+        return write.apply(this, args)
+      }
+      socket._writev = function (this: Socket, ...args: unknown[]) {
+        writes.push((args[0] as unknown[]).length)
+        return writev.apply(this, args)
+      }
+    })
+    const body = JSON.stringify({ model: 'test/burst', input: 'all at once', stream: true })
+    const text = await new Promise<string>((resolve, reject) => {
+      const req = httpRequest(`${baseURL}/responses`, { method: 'POST', agent: false, headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' } }, (res) => {
+        let all = ''
+        res.setEncoding('utf8')
+        res.on('data', (c: string) => (all += c))
+        res.on('end', () => resolve(all))
+      })
+      req.on('error', reject)
+      req.end(body)
+    })
+    const { events, done } = sseEvents(text)
+    expect(done).toBe(true)
+    const deltas = events.filter((e) => e.data.type === 'response.output_text.delta').map((e) => e.data.delta)
+    expect(deltas).toEqual(Array.from({ length: BURST_TOKENS }, (_, i) => `w${i} `))
+    expect(events.at(-1)!.data.response.status).toBe('completed')
+    // The first event at once; the rest of the burst; the end. One write per event would be 12+.
+    expect(writes.length).toBeGreaterThan(0)
+    expect(writes.length).toBeLessThanOrEqual(3)
+  })
 })
 
 describe('the official clients, streaming', () => {

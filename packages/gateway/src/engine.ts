@@ -54,7 +54,10 @@ export interface StreamSink {
   open(): void
   /** False when the client is not keeping up: wait for `drain` before reading more upstream. */
   write(chunk: string): boolean
-  /** Writes between these two leave together (one system call for the events of one upstream chunk). */
+  /**
+   * Writes between these two leave together (one system call for what one read from the provider
+   * brought). Nested pairs count; the last `uncork` may come after `end`, and must then do nothing.
+   */
   cork(): void
   uncork(): void
   drain(): Promise<void>
@@ -90,6 +93,19 @@ interface Live {
   sinceAttempt: number
   pendingDebug?: Json
   backlog: boolean
+  /** The sink is corked until the end of this tick (holdForTick). */
+  held: boolean
+}
+
+/** Corks the sink until the current tick's work is done, once per tick. */
+function holdForTick(live: Live) {
+  if (live.held) return
+  live.held = true
+  live.sink.cork()
+  process.nextTick(() => {
+    live.held = false
+    live.sink.uncork()
+  })
 }
 
 /**
@@ -122,7 +138,7 @@ export class ResponsesEngine {
    */
   async stream(req: ResponsesRequest, opts: CallOptions, sink: StreamSink): Promise<void> {
     const run = this.prepare(req, opts)
-    const live: Live = { sink, seq: 0, opened: false, sinceAttempt: 0, backlog: false }
+    const live: Live = { sink, seq: 0, opened: false, sinceAttempt: 0, backlog: false, held: false }
     run.live = live
     try {
       await this.loop(run)
@@ -281,9 +297,11 @@ export class ResponsesEngine {
       let finished = false
       hooks.onChunk = (chunk) => {
         parser.feed(decoder.decode(chunk, { stream: true }))
-        // Everything one upstream chunk produces leaves together, at once; the first event leaves
-        // the moment it is made, so the client's first byte does not wait on the rest of the chunk.
-        live.sink.cork()
+        // What one read from the provider brought leaves in one write, at the end of this tick: undici
+        // hands a chunked reply over chunk by chunk in one go, and a provider that sends each event
+        // as its own chunk would otherwise cost the client a system call (and a wake-up) per event.
+        // The first event leaves the moment it is made, so the first byte waits on nothing else.
+        holdForTick(live)
         try {
           for (const e of events) {
             for (const d of translate(e)) {
@@ -300,7 +318,6 @@ export class ResponsesEngine {
           throw err instanceof SyntaxError ? new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} sent an event that is not JSON`) : err
         } finally {
           events.length = 0
-          live.sink.uncork()
         }
         if (!live.backlog) return
         live.backlog = false
