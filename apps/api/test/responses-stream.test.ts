@@ -53,6 +53,8 @@ beforeAll(async () => {
       const event = (chunk: object) => `data: ${JSON.stringify({ id: 'burst', object: 'chat.completion.chunk', ...chunk })}\n\n`
       res.writeHead(200, { 'content-type': 'text/event-stream' })
       res.cork()
+      // Under /bom the stream starts with a byte-order mark, which is not part of the first event.
+      if (req.url!.startsWith('/bom/')) res.write('\uFEFF')
       for (let i = 0; i < BURST_TOKENS; i++) res.write(event({ choices: [{ index: 0, delta: { content: `w${i} ` } }] }))
       res.write(event({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: BURST_TOKENS, total_tokens: 3 + BURST_TOKENS } }))
       res.write('data: [DONE]\n\n')
@@ -74,6 +76,7 @@ beforeAll(async () => {
       model('roster-sim/truncating', truncating.url),
       model('test/garbage', garbageUrl),
       model('test/burst', burstUrl),
+      model('test/bom', `${burstUrl}/bom`),
     ],
   }
   app = await buildTestApp(env.t.db, {}, catalogue)
@@ -185,6 +188,14 @@ describe('writes to the client', () => {
     // The first event at once; the rest of the burst; the end. One write per event would be 12+.
     expect(writes.length).toBeGreaterThan(0)
     expect(writes.length).toBeLessThanOrEqual(3)
+  })
+
+  it('a byte-order mark before the first upstream event is dropped, not read as part of it', async () => {
+    const { events, done } = await rawStream({ model: 'test/bom', input: 'bom' })
+    expect(done).toBe(true)
+    const deltas = events.filter((e) => e.data.type === 'response.output_text.delta').map((e) => e.data.delta)
+    expect(deltas[0]).toBe('w0 ')
+    expect(deltas).toHaveLength(BURST_TOKENS)
   })
 })
 
