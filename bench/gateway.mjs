@@ -302,8 +302,8 @@ export async function benchGatewayTtfb({ key, base }) {
   const rounds = Number(process.env.BENCH_TTFB_ROUNDS ?? 3)
   const names = ['direct', 'floor', 'roster']
   // Warm-up, unmeasured: each target's streaming and whole-reply paths are still being optimised for
-  // the first thousand or so requests (without it the first round read Roster ~0.2 ms slower than the
-  // rest, in three runs of three), as in the latency benchmark's warm-up.
+  // the first thousand or so requests (without it the first round read Roster 0.18–0.35 ms slower
+  // than the rest, in three runs of three), as in the latency benchmark's warm-up.
   const warmup = Number(process.env.BENCH_TTFB_WARMUP ?? 1000)
   if (warmup > 0) for (const n of names) for (const stream of [true, false]) await measure(all[n], stream, warmup)
   const machineBefore = machineTicks()

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { nodeFlags } from './node-flags.mjs'
 
@@ -19,5 +20,15 @@ describe('nodeFlags', () => {
       const out = execFileSync(process.execPath, [...nodeFlags({}, cores), '-e', 'process.stdout.write("ok")'], { encoding: 'utf8' })
       expect(out).toBe('ok')
     }
+  })
+
+  it('is what the image and the compose file start Roster’s processes with (they cannot call it)', () => {
+    // The flags every machine gets; the single-threaded collector depends on the host's cores.
+    const always = nodeFlags({}, 64)
+    const commands = ['Dockerfile', 'docker-compose.yml']
+      .flatMap((file) => [...readFileSync(new URL(`../${file}`, import.meta.url), 'utf8').matchAll(/\["node",[^\]]*"apps\/[^"]+\/dist\/main\.js"\]/g)])
+      .map((m) => JSON.parse(m[0]) as string[])
+    expect(commands.length).toBe(4) // the image's API, and compose's runtime, API and worker
+    for (const command of commands) expect(command.slice(1, -1)).toEqual(always)
   })
 })
