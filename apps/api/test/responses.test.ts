@@ -105,16 +105,33 @@ describe('what goes upstream, and what is refused', () => {
       [{ model: 'nobody/none', input: 'x' }, 400, /nobody\/none/],
       [{ model: 'roster-sim/chat', input: 'x', tools: [{ type: 'web_search_preview' }] }, 400, /web_search_preview/],
       [{ model: 'roster-sim/chat', input: 'x', plugins: [{ id: 'moderation' }] }, 400, /moderation/],
-      [{ model: 'roster-sim/chat', input: 'x', metadata: { 'a[b]': 'c' } }, 400, /metadata\/a\[b\]/],
+      [{ model: 'roster-sim/chat', input: 'x', metadata: { 'a[b]': 'c' } }, 400, /metadata\/a\[b\] invalid key: metadata keys may not contain brackets/],
+      [{ model: 'roster-sim/chat', input: 'x', stop: ['a', 'b', 'c', 'd', 'e'] }, 400, /\/stop at most 4 stop sequences/],
     ]
     for (const [body, status, message] of cases) {
       const res = await post(body)
       expect(res.status).toBe(status)
       const json = await res.json()
-      expect(Number.isInteger(json.error.code)).toBe(true)
+      expect(json.error.code).toBe(status)
       expect(json.error.message).toMatch(message)
+      expect(json.error.metadata.error_type).toBe('invalid_request')
     }
     const noKey = await fetch(`${baseURL}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"roster-sim/chat","input":"x"}' })
     expect(noKey.status).toBe(401)
+    expect((await noKey.json()).error.metadata).toEqual({ error_type: 'authentication' })
+  })
+
+  it('names the HTTP layer’s refusals by the canonical error type too', async () => {
+    const send = (contentType: string, body: string) =>
+      fetch(`${baseURL}/responses`, { method: 'POST', headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': contentType }, body })
+    const cases: [Response, number, string][] = [
+      [await send('application/json', '{"model":'), 400, 'invalid_request'],
+      [await send('text/plain', 'hello'), 415, 'invalid_request'],
+      [await send('application/json', JSON.stringify({ model: 'roster-sim/chat', input: 'x'.repeat(21 * 1024 * 1024) })), 413, 'payload_too_large'],
+    ]
+    for (const [res, status, errorType] of cases) {
+      expect(res.status).toBe(status)
+      expect((await res.json()).error).toMatchObject({ code: status, metadata: { error_type: errorType } })
+    }
   })
 })

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify'
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod'
 import { AppError, errorBody, isAppError, type Reason } from '@roster/shared'
 import { GatewayError } from '@roster/gateway'
@@ -24,17 +24,54 @@ export function registerErrorHandling(app: FastifyInstance) {
         .type('application/json')
         .send({ error: { code: err.status, message: err.message, metadata: { error_type: err.errorType } } })
     }
-    const known = toAppError(err)
-    if (known) return reply.code(known.status).type('application/json').send(errorBody(known.reason, known.message))
-    req.log.error({ err }, 'unhandled error')
-    return reply
-      .code(500)
-      .type('application/json')
-      .send(errorBody('internal_error', `internal error (request ${req.id}); the same request may be sent again`))
+    const known = toAppError(err) ?? unhandled(err, req)
+    const body: { error: { metadata?: Record<string, unknown> } } = errorBody(known.reason, known.message)
+    // The responses operation names every failure by the spec's canonical error type, its own
+    // refusals and the HTTP layer's alike, so a client reads one field whatever went wrong.
+    if (req.routeOptions.config.canonicalErrorTypes) body.error.metadata = { ...body.error.metadata, error_type: canonicalErrorType[known.reason] }
+    return reply.code(known.status).type('application/json').send(body)
   })
   app.setNotFoundHandler((req, reply) =>
     reply.code(404).type('application/json').send(errorBody('not_found', `no route for ${req.method} ${req.url.split('?')[0]}`)),
   )
+}
+
+function unhandled(err: FastifyError, req: FastifyRequest): AppError {
+  req.log.error({ err }, 'unhandled error')
+  return new AppError('internal_error', `internal error (request ${req.id}); the same request may be sent again`)
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Errors also carry `metadata.error_type`, the spec's canonical error type (responses). */
+    canonicalErrorTypes?: boolean
+  }
+}
+
+/** Our reasons as the spec's canonical error types (the enum of the Response object's error). */
+const canonicalErrorType: Record<Reason, string> = {
+  invalid_body: 'invalid_request',
+  unsupported_media_type: 'invalid_request',
+  payload_too_large: 'payload_too_large',
+  unauthorized: 'authentication',
+  no_acting_user: 'permission_denied',
+  workspace_capability_unavailable: 'permission_denied',
+  management_key_required: 'permission_denied',
+  not_found: 'not_found',
+  timeout: 'timeout',
+  idempotency_key_reused: 'precondition_failed',
+  name_taken: 'precondition_failed',
+  intern_limit_reached: 'precondition_failed',
+  vault_not_attachable: 'precondition_failed',
+  already_running: 'precondition_failed',
+  already_provisioning: 'precondition_failed',
+  already_stopped: 'precondition_failed',
+  intern_deleting: 'precondition_failed',
+  workspace_loss_unacknowledged: 'precondition_failed',
+  preset_conflict: 'precondition_failed',
+  internal_error: 'server',
+  configuration_error: 'server',
+  upstream_unavailable: 'provider_unavailable',
 }
 
 function toAppError(err: FastifyError): AppError | undefined {
@@ -42,7 +79,10 @@ function toAppError(err: FastifyError): AppError | undefined {
   if (hasZodFastifySchemaValidationErrors(err)) {
     const detail = err.validation
       .slice(0, 5)
-      .map((v) => `${v.instancePath || '/'} ${v.message ?? 'is invalid'}`)
+      .map((v) => {
+        const { path, message } = explainIssue({ ...v.params, code: v.keyword, path: [], message: v.message })
+        return `${[v.instancePath === '/' ? '' : v.instancePath, ...path.map(String)].join('/') || '/'} ${message}`
+      })
       .join('; ')
     return new AppError('invalid_body', `invalid request: ${detail}`)
   }
@@ -51,4 +91,42 @@ function toAppError(err: FastifyError): AppError | undefined {
   // JSON.parse failures surface as a SyntaxError with statusCode 400.
   if (err.statusCode === 400) return new AppError('invalid_body', `invalid request: ${err.message}`)
   return undefined
+}
+
+/** The parts of a zod issue the explanation reads (fastify-type-provider-zod keeps them in params). */
+export interface ZodIssueLike {
+  code: string
+  path: PropertyKey[]
+  message?: string
+  expected?: string
+  errors?: ZodIssueLike[][]
+  issues?: ZodIssueLike[]
+}
+
+/**
+ * zod reports a rule broken inside a union member or by a record's key under a generic message
+ * ("Invalid input", "Invalid key in record"). Name the rule instead: the one union member whose
+ * type matched (so `stop: [5 strings]` reads "at most 4 stop sequences"), or the types a value
+ * could have had; the key's own rule. Where more than one member matched, which one the caller
+ * meant is a guess, and the generic message stays.
+ */
+export function explainIssue(issue: ZodIssueLike): { path: PropertyKey[]; message: string } {
+  const generic = { path: issue.path, message: issue.message ?? 'is invalid' }
+  if (issue.code === 'invalid_union' && issue.errors) {
+    const typeMismatch = (branch: ZodIssueLike[]) => branch.every((i) => i.code === 'invalid_type' && i.path.length === 0)
+    const matched = issue.errors.filter((branch) => branch.length > 0 && !typeMismatch(branch))
+    if (matched.length === 1) {
+      const inner = explainIssue(matched[0]![0]!)
+      return { path: [...issue.path, ...inner.path], message: inner.message }
+    }
+    if (matched.length === 0) {
+      const expected = [...new Set(issue.errors.flat().flatMap((i) => (i.expected ? [i.expected] : [])))]
+      if (expected.length > 0) return { path: issue.path, message: `Invalid input: expected ${expected.join(' or ')}` }
+    }
+    return generic
+  }
+  if (issue.code === 'invalid_key' && issue.issues?.length) {
+    return { path: issue.path, message: `invalid key: ${issue.issues.map((i) => explainIssue(i).message).join('; ')}` }
+  }
+  return generic
 }
