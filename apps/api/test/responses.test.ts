@@ -39,7 +39,17 @@ describe('POST /api/v1/responses with the openai client', () => {
     expect(res.output_text.split(' ')).toHaveLength(5)
     expect(res.metadata).toEqual({ run: 'one' })
     expect(res.usage).toMatchObject({ input_tokens: 2, output_tokens: 5, total_tokens: 7, input_tokens_details: { cached_tokens: 0 } })
-    expect((res.usage as any).cost).toBeCloseTo(2 * 0.000001 + 5 * 0.000002, 12)
+    // Exactly: tokens times the catalogue's decimal prices, without binary noise (0.000011999999999999999).
+    expect((res.usage as any).cost).toBe(0.000012)
+    expect((res.usage as any).cost_details).toEqual({ upstream_inference_cost: 0.000012, upstream_inference_input_cost: 0.000002, upstream_inference_output_cost: 0.00001 })
+  })
+
+  it('echoes the settings it ran with: fast as priority, a text format beside a verbosity given alone', async () => {
+    const client = new OpenAI({ apiKey: env.tenant.keys.user, baseURL, maxRetries: 0 })
+    const res = await client.responses.create({ model: 'roster-sim/chat', input: 'hi', text: { verbosity: 'low' }, service_tier: 'fast' as 'priority', temperature: 0.3 })
+    expect(res.text).toEqual({ format: { type: 'text' }, verbosity: 'low' })
+    expect(res.service_tier).toBe('priority')
+    expect(res.temperature).toBe(0.3)
   })
 
   it('returns a function call for an offered tool, with arguments valid for its schema', async () => {

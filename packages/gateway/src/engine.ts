@@ -404,7 +404,7 @@ export class ResponsesEngine {
     const done = status !== 'in_progress'
     const c = run.route.candidates[run.chosen]!
     const u = assembler.usage
-    const cost = run.cost.input + run.cost.output
+    const cost = dollars(run.cost.input + run.cost.output)
     let text = ''
     if (done) for (const o of assembler.output) if (o.type === 'message') for (const p of o.content) if (p.type === 'output_text') text += p.text
     const body: Json = {
@@ -433,7 +433,8 @@ export class ResponsesEngine {
       reasoning: req.reasoning ?? null,
       service_tier: req.service_tier === 'fast' ? 'priority' : (req.service_tier ?? null),
       store: false,
-      text: req.text ?? { format: { type: 'text' } },
+      // Verbosity alone still echoes the format it gets, as the client's Response expects.
+      text: req.text?.format ? req.text : { ...req.text, format: { type: 'text' } },
       truncation: req.truncation ?? null,
       prompt_cache_key: req.prompt_cache_key ?? null,
       prompt_cache_options: req.prompt_cache_options ?? null,
@@ -446,7 +447,7 @@ export class ResponsesEngine {
             total_tokens: u.input + u.output,
             cost,
             is_byok: false,
-            cost_details: { upstream_inference_cost: cost, upstream_inference_input_cost: run.cost.input, upstream_inference_output_cost: run.cost.output },
+            cost_details: { upstream_inference_cost: cost, upstream_inference_input_cost: dollars(run.cost.input), upstream_inference_output_cost: dollars(run.cost.output) },
           }
         : null,
     }
@@ -478,6 +479,13 @@ export class ResponsesEngine {
 }
 
 /** How a run that did not fail ended: cut short by the token limit or a content filter, or complete. */
+/**
+ * A cost in USD as it is reported: tokens times decimal prices leave binary noise
+ * (2 × 0.000001 + 5 × 0.000002 is 0.000011999999999999999); twelve significant digits drop
+ * it and keep every digit a price can carry.
+ */
+const dollars = (usd: number) => Number(usd.toPrecision(12))
+
 const outcome = (run: Run) => (run.assembler.finish === 'length' || run.assembler.finish === 'content_filter' ? 'incomplete' : 'completed')
 
 /** tool_choice in neutral terms; a server tool may be chosen by its kind. */

@@ -30,8 +30,18 @@ describe('explainIssue', () => {
     expect(issuesOf(schema, { tags: ['abc'] }).map(explainIssue)).toEqual([{ path: ['tags', 0], message: 'tags are short' }])
   })
 
-  it('keeps the generic message when more than one member matched, rather than guess', () => {
+  it('names each matching member’s first broken rule rather than guess which was meant', () => {
     const schema = z.union([z.object({ a: z.string() }), z.object({ b: z.number() })])
-    expect(issuesOf(schema, { a: 1, b: 'x' }).map(explainIssue)).toEqual([{ path: [], message: 'Invalid input' }])
+    expect(issuesOf(schema, { a: 1, b: 'x' }).map(explainIssue)).toEqual([
+      { path: [], message: 'matches none of its forms (a: Invalid input: expected string, received number; or b: Invalid input: expected number, received string)' },
+    ])
+    const [item] = explain({ input: [{ role: 'robot', content: 'x' }] })
+    expect(item!.path).toEqual(['input', 0])
+    expect(item!.message).toMatch(/^matches none of its forms \(role: Invalid option: expected one of "user"\|.*; or type: /)
+  })
+
+  it('keeps the generic message when no member says more', () => {
+    const schema = z.union([z.string().refine(() => false), z.number().refine(() => false)])
+    expect(issuesOf(schema, 'x').map(explainIssue)).toEqual([{ path: [], message: 'Invalid input' }])
   })
 })

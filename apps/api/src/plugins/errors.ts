@@ -107,8 +107,8 @@ export interface ZodIssueLike {
  * zod reports a rule broken inside a union member or by a record's key under a generic message
  * ("Invalid input", "Invalid key in record"). Name the rule instead: the one union member whose
  * type matched (so `stop: [5 strings]` reads "at most 4 stop sequences"), or the types a value
- * could have had; the key's own rule. Where more than one member matched, which one the caller
- * meant is a guess, and the generic message stays.
+ * could have had; the key's own rule. Where several members matched, which one the caller meant
+ * is a guess, so each one's first broken rule is named.
  */
 export function explainIssue(issue: ZodIssueLike): { path: PropertyKey[]; message: string } {
   const generic = { path: issue.path, message: issue.message ?? 'is invalid' }
@@ -122,8 +122,13 @@ export function explainIssue(issue: ZodIssueLike): { path: PropertyKey[]; messag
     if (matched.length === 0) {
       const expected = [...new Set(issue.errors.flat().flatMap((i) => (i.expected ? [i.expected] : [])))]
       if (expected.length > 0) return { path: issue.path, message: `Invalid input: expected ${expected.join(' or ')}` }
+      return generic
     }
-    return generic
+    const forms = matched.slice(0, 4).map((branch) => {
+      const inner = explainIssue(branch[0]!)
+      return inner.path.length > 0 ? `${inner.path.map(String).join('/')}: ${inner.message}` : inner.message
+    })
+    return { path: issue.path, message: `matches none of its forms (${forms.join('; or ')})` }
   }
   if (issue.code === 'invalid_key' && issue.issues?.length) {
     return { path: issue.path, message: `invalid key: ${issue.issues.map((i) => explainIssue(i).message).join('; ')}` }
