@@ -478,14 +478,14 @@ export class ResponsesEngine {
   }
 }
 
-/** How a run that did not fail ended: cut short by the token limit or a content filter, or complete. */
 /**
  * A cost in USD as it is reported: tokens times decimal prices leave binary noise
  * (2 × 0.000001 + 5 × 0.000002 is 0.000011999999999999999); twelve significant digits drop
- * it and keep every digit a price can carry.
+ * it and keep far more precision than any bill needs.
  */
 const dollars = (usd: number) => Number(usd.toPrecision(12))
 
+/** How a run that did not fail ended: cut short by the token limit or a content filter, or complete. */
 const outcome = (run: Run) => (run.assembler.finish === 'length' || run.assembler.finish === 'content_filter' ? 'incomplete' : 'completed')
 
 /** tool_choice in neutral terms; a server tool may be chosen by its kind. */
