@@ -48,9 +48,56 @@ export function upstreamError(provider: string, status: number, body: string, re
   return new GatewayError(502, 'provider_unavailable', `${provider} failed (${status})${said}`)
 }
 
-/** A zod error as one line for an error message: the first few issues, each with its path. */
+/** A zod error as one line for an error message: the first few issues, each with its path and broken rule. */
 export const describeIssues = (error: z.ZodError, max = 5) =>
   error.issues
     .slice(0, max)
-    .map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`)
+    .map((i) => {
+      const { path, message } = explainIssue(i as unknown as ZodIssueLike)
+      return `${path.map(String).join('.') || '(body)'}: ${message}`
+    })
     .join('; ')
+
+/** The parts of a zod issue the explanation reads (fastify-type-provider-zod keeps them in a validation error's params). */
+export interface ZodIssueLike {
+  code: string
+  path: PropertyKey[]
+  message?: string
+  expected?: string
+  errors?: ZodIssueLike[][]
+  issues?: ZodIssueLike[]
+}
+
+/**
+ * zod reports a rule broken inside a union member or by a record's key under a generic message
+ * ("Invalid input", "Invalid key in record"). Name the rule instead: the one union member whose
+ * type matched (so `stop: [5 strings]` reads "at most 4 stop sequences"), or the types a value
+ * could have had; the key's own rule. Where several members matched, which one the caller meant
+ * is a guess, so each one's first broken rule is named.
+ */
+export function explainIssue(issue: ZodIssueLike): { path: PropertyKey[]; message: string } {
+  const generic = { path: issue.path, message: issue.message ?? 'is invalid' }
+  if (issue.code === 'invalid_union' && issue.errors) {
+    const typeMismatch = (branch: ZodIssueLike[]) => branch.every((i) => i.code === 'invalid_type' && i.path.length === 0)
+    const matched = issue.errors.filter((branch) => branch.length > 0 && !typeMismatch(branch))
+    if (matched.length === 1) {
+      const inner = explainIssue(matched[0]![0]!)
+      return { path: [...issue.path, ...inner.path], message: inner.message }
+    }
+    if (matched.length === 0) {
+      const expected = [...new Set(issue.errors.flat().flatMap((i) => (i.expected ? [i.expected] : [])))]
+      if (expected.length > 0) return { path: issue.path, message: `Invalid input: expected ${expected.join(' or ')}` }
+      return generic
+    }
+    const forms = matched.slice(0, 4).map((branch) => {
+      const inner = explainIssue(branch[0]!)
+      return inner.path.length > 0 ? `${inner.path.map(String).join('/')}: ${inner.message}` : inner.message
+    })
+    return { path: issue.path, message: `matches none of its forms (${forms.join('; or ')})` }
+  }
+  if (issue.code === 'invalid_key' && issue.issues?.length) {
+    return { path: issue.path, message: `invalid key: ${issue.issues.map((i) => explainIssue(i).message).join('; ')}` }
+  }
+  return generic
+}
+

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify'
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod'
 import { AppError, errorBody, isAppError, type Reason } from '@roster/shared'
-import { GatewayError } from '@roster/gateway'
+import { GatewayError, explainIssue } from '@roster/gateway'
 
 // Fastify's own request errors, mapped onto the spec's reasons.
 const fastifyCodes: Record<string, Reason> = {
@@ -91,47 +91,4 @@ function toAppError(err: FastifyError): AppError | undefined {
   // JSON.parse failures surface as a SyntaxError with statusCode 400.
   if (err.statusCode === 400) return new AppError('invalid_body', `invalid request: ${err.message}`)
   return undefined
-}
-
-/** The parts of a zod issue the explanation reads (fastify-type-provider-zod keeps them in params). */
-export interface ZodIssueLike {
-  code: string
-  path: PropertyKey[]
-  message?: string
-  expected?: string
-  errors?: ZodIssueLike[][]
-  issues?: ZodIssueLike[]
-}
-
-/**
- * zod reports a rule broken inside a union member or by a record's key under a generic message
- * ("Invalid input", "Invalid key in record"). Name the rule instead: the one union member whose
- * type matched (so `stop: [5 strings]` reads "at most 4 stop sequences"), or the types a value
- * could have had; the key's own rule. Where several members matched, which one the caller meant
- * is a guess, so each one's first broken rule is named.
- */
-export function explainIssue(issue: ZodIssueLike): { path: PropertyKey[]; message: string } {
-  const generic = { path: issue.path, message: issue.message ?? 'is invalid' }
-  if (issue.code === 'invalid_union' && issue.errors) {
-    const typeMismatch = (branch: ZodIssueLike[]) => branch.every((i) => i.code === 'invalid_type' && i.path.length === 0)
-    const matched = issue.errors.filter((branch) => branch.length > 0 && !typeMismatch(branch))
-    if (matched.length === 1) {
-      const inner = explainIssue(matched[0]![0]!)
-      return { path: [...issue.path, ...inner.path], message: inner.message }
-    }
-    if (matched.length === 0) {
-      const expected = [...new Set(issue.errors.flat().flatMap((i) => (i.expected ? [i.expected] : [])))]
-      if (expected.length > 0) return { path: issue.path, message: `Invalid input: expected ${expected.join(' or ')}` }
-      return generic
-    }
-    const forms = matched.slice(0, 4).map((branch) => {
-      const inner = explainIssue(branch[0]!)
-      return inner.path.length > 0 ? `${inner.path.map(String).join('/')}: ${inner.message}` : inner.message
-    })
-    return { path: issue.path, message: `matches none of its forms (${forms.join('; or ')})` }
-  }
-  if (issue.code === 'invalid_key' && issue.issues?.length) {
-    return { path: issue.path, message: `invalid key: ${issue.issues.map((i) => explainIssue(i).message).join('; ')}` }
-  }
-  return generic
 }
