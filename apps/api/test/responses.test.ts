@@ -19,7 +19,7 @@ beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 5, apiKey: 'sk-sim-secret' })
   limited = await startSimulator({ fault: '429' })
   const catalogue: Catalogue = {
-    models: [model('roster-sim/chat', sim.url, { api_key_env: 'SIM_KEY' }), model('roster-sim/limited', limited.url)],
+    models: [model('roster-sim/chat', sim.url, { api_key_env: 'SIM_KEY', tiers: ['default', 'priority'] }), model('roster-sim/limited', limited.url)],
   }
   app = await buildTestApp(env.t.db, {}, catalogue, { SIM_KEY: 'sk-sim-secret' })
   const address = await app.listen({ port: 0, host: '127.0.0.1' })
@@ -50,6 +50,9 @@ describe('POST /api/v1/responses with the openai client', () => {
     expect(res.text).toEqual({ format: { type: 'text' }, verbosity: 'low' })
     expect(res.service_tier).toBe('priority')
     expect(res.temperature).toBe(0.3)
+    // Left out, a setting reports the value in force, never null; the tier is the one served.
+    const plain = await client.responses.create({ model: 'roster-sim/chat', input: 'hi' })
+    expect(plain).toMatchObject({ service_tier: 'default', temperature: 1, top_p: 1, presence_penalty: 0, frequency_penalty: 0, top_logprobs: 0, truncation: 'disabled', background: false, safety_identifier: null })
   })
 
   it('returns a function call for an offered tool, with arguments valid for its schema', async () => {

@@ -175,7 +175,7 @@ export function simulatorCatalogue(simulatorUrl: string): Catalogue {
     context_length: 128_000,
     max_output_tokens: 4_096,
     pricing: { input: '0.000001', cached_input: '0.0000001', output: '0.000002' },
-    capabilities: { tools: true, reasoning: true, images: false, caching: true },
+    capabilities: { tools: true, reasoning: true, images: true, caching: true },
     endpoints: [{ provider: 'upstream-sim', protocol, base_url: `${simulatorUrl}${path}`, upstream_model: slug, tiers: ['default', 'priority'], timeout_ms: 30_000 }],
     created: 0,
   })

@@ -19,7 +19,7 @@ export type Entry =
   | { kind: 'call'; callId: string; name: string; arguments: string }
   | { kind: 'result'; callId: string; output: string }
 
-function part(p: Json): Part | null {
+function part(p: Json, where: string): Part | null {
   const cache = p.cache_control ?? (p.prompt_cache_breakpoint ? { type: 'ephemeral' } : undefined)
   switch (p.type) {
     case 'input_text':
@@ -30,16 +30,16 @@ function part(p: Json): Part | null {
       return { kind: 'text', text: String(p.refusal ?? '') }
     case 'input_image': {
       const url = p.image_url ?? p.url
-      if (typeof url !== 'string' || !url) throw invalid('input_image needs image_url (an https URL or a data: URL); file ids are not served here')
+      if (typeof url !== 'string' || !url) throw invalid(`${where} input_image needs image_url (an https URL or a data: URL); file ids are not served here`)
       return { kind: 'image', url, ...(p.detail ? { detail: p.detail } : {}), ...(cache ? { cache } : {}) }
     }
     default:
-      throw invalid(`content parts of type ${p.type} are not served by this Roster`)
+      throw invalid(`${where} content parts of type ${p.type} are not served by this Roster`)
   }
 }
 
-const parts = (content: unknown): Part[] =>
-  typeof content === 'string' ? [{ kind: 'text', text: content }] : Array.isArray(content) ? content.map(part).filter((p): p is Part => p !== null) : []
+const parts = (content: unknown, where: string): Part[] =>
+  typeof content === 'string' ? [{ kind: 'text', text: content }] : Array.isArray(content) ? content.map((p, i) => part(p, `${where}/content/${i}`)).filter((p): p is Part => p !== null) : []
 
 const asText = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v ?? null))
 
@@ -48,9 +48,13 @@ export function conversation(req: ResponsesRequest, extra: Json[] = []): Entry[]
   const out: Entry[] = []
   if (req.instructions) out.push({ kind: 'message', role: 'system', parts: [{ kind: 'text', text: req.instructions }] })
   const items: Json[] = typeof req.input === 'string' ? [{ role: 'user', content: req.input }] : [...((req.input as Json[]) ?? [])]
-  for (const item of [...items, ...extra]) {
+  const all = extra.length ? [...items, ...extra] : items
+  for (let i = 0; i < all.length; i++) {
+    const item = all[i]!
+    // Where an item came from, for an error: the request's input, or a turn the tool loop added.
+    const where = i < items.length ? (typeof req.input === 'string' ? '/input' : `/input/${i}`) : 'a server tool turn'
     if (item.role && (item.type === undefined || item.type === 'message')) {
-      out.push({ kind: 'message', role: item.role === 'developer' ? 'system' : item.role, parts: parts(item.content) })
+      out.push({ kind: 'message', role: item.role === 'developer' ? 'system' : item.role, parts: parts(item.content, where) })
     } else if (item.type === 'function_call') {
       out.push({ kind: 'call', callId: String(item.call_id), name: String(item.name), arguments: asText(item.arguments ?? '{}') })
     } else if (item.type === 'function_call_output') {
@@ -62,7 +66,7 @@ export function conversation(req: ResponsesRequest, extra: Json[] = []): Entry[]
     } else if (item.type === 'reasoning') {
       // Earlier reasoning is the provider's own state; it is not replayed to another turn.
     } else {
-      throw invalid(`input items of type ${item.type} are not served by this Roster`)
+      throw invalid(`${where} input items of type ${item.type} are not served by this Roster`)
     }
   }
   placeAutomaticBreakpoint(req, out)

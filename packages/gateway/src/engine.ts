@@ -10,11 +10,12 @@ import { anthropic } from './adapters/anthropic-messages.js'
 import { conversation } from './conversation.js'
 import type { Usage } from './deltas.js'
 import { ResponseAssembler, itemId, type TurnCall } from './assembler.js'
-import { GatewayError, invalid, retryable } from './errors.js'
+import { GatewayError, invalid, openResponsesErrorType, retryable } from './errors.js'
 import { Router, type Candidate, type Route } from './routing.js'
 import { serverTools, type ServerTool, type WebFetchOptions } from './server-tools.js'
 import { Upstream, type CallHooks } from './upstream.js'
 import { traceOf, type TraceLogger } from './trace.js'
+import { echoSettings, servedTier } from './echo.js'
 import { Cancellation } from './cancellation.js'
 
 export { GatewayError } from './errors.js'
@@ -147,7 +148,10 @@ export class ResponsesEngine {
       if (opts.cancel?.aborted) return
       if (!live.opened || !(err instanceof GatewayError)) throw err
       sink.cork()
-      this.write(run, 'error', { code: err.errorType, message: err.message, param: null })
+      // The official client reads code, message and param at the top; the schema's ErrorStreamingEvent
+      // wants them in `error` with the Open Responses type. Both are sent.
+      const payload = { type: openResponsesErrorType(err.status), code: err.errorType, message: err.message, param: null }
+      this.write(run, 'error', { code: err.errorType, message: err.message, param: null, error: payload })
       const failed = this.envelope(run, 'failed')
       failed.error = { code: err.errorType, message: err.message, metadata: { error_type: err.errorType } }
       this.write(run, 'response.failed', { response: failed })
@@ -187,12 +191,12 @@ export class ResponsesEngine {
       else if (this.serverTools.has(t.type)) tools.set(t.type, this.serverTools.get(t.type)!)
       else refused.add(t.type)
     }
-    if (refused.size) throw invalid(`tool kinds not implemented by this Roster: ${[...refused].join(', ')} (served: function, ${[...this.serverTools.keys()].join(', ')})`)
-    if (req.modalities?.includes('image')) throw invalid('image output (modalities: ["image"]) is not served by this Roster; ask for text')
+    if (refused.size) throw invalid(`/tools kinds not implemented by this Roster: ${[...refused].join(', ')} (served: function, ${[...this.serverTools.keys()].join(', ')})`)
+    if (req.modalities?.includes('image')) throw invalid('/modalities image output is not served by this Roster; ask for text')
     const plugins = (req.plugins ?? []).filter((p) => p.enabled !== false).map((p) => p.id)
-    if (plugins.length) throw invalid(`plugins not implemented by this Roster: ${plugins.join(', ')}`)
+    if (plugins.length) throw invalid(`/plugins not implemented by this Roster: ${plugins.join(', ')}`)
     for (const tool of tools.values()) {
-      if (functions.some((f) => f.name === tool.definition.name)) throw invalid(`a function tool is named ${tool.definition.name}, like the server tool offered with it; rename it`)
+      if (functions.some((f) => f.name === tool.definition.name)) throw invalid(`/tools a function tool is named ${tool.definition.name}, like the server tool offered with it; rename it`)
       functions.push(tool.definition)
     }
     const route = this.router.route(req, sessionKey(req, opts.sessionHeader))
@@ -398,7 +402,7 @@ export class ResponsesEngine {
     if (!live.sink.write(`event: ${type}\ndata: ${data}\n\n`)) live.backlog = true
   }
 
-  /** The Response object (every key the clients require; nullable ones as null). */
+  /** The Response object: every key ResponseResource requires, null only where it allows null. */
   private envelope(run: Run, status: 'in_progress' | 'completed' | 'incomplete' | 'failed'): Json {
     const { req, assembler } = run
     const done = status !== 'in_progress'
@@ -418,26 +422,7 @@ export class ResponsesEngine {
       output_text: text,
       error: null,
       incomplete_details: status === 'incomplete' ? { reason: assembler.finish === 'length' ? 'max_output_tokens' : 'content_filter' } : null,
-      instructions: req.instructions ?? null,
-      metadata: req.metadata ?? null,
-      temperature: req.temperature ?? null,
-      top_p: req.top_p ?? null,
-      frequency_penalty: req.frequency_penalty ?? null,
-      presence_penalty: req.presence_penalty ?? null,
-      parallel_tool_calls: req.parallel_tool_calls ?? true,
-      tool_choice: req.tool_choice ?? 'auto',
-      tools: req.tools ?? [],
-      max_output_tokens: req.max_output_tokens ?? null,
-      max_tool_calls: req.max_tool_calls ?? null,
-      previous_response_id: null,
-      reasoning: req.reasoning ?? null,
-      service_tier: req.service_tier === 'fast' ? 'priority' : (req.service_tier ?? null),
-      store: false,
-      // Verbosity alone still echoes the format it gets, as the client's Response expects.
-      text: req.text?.format ? req.text : { ...req.text, format: { type: 'text' } },
-      truncation: req.truncation ?? null,
-      prompt_cache_key: req.prompt_cache_key ?? null,
-      prompt_cache_options: req.prompt_cache_options ?? null,
+      ...echoSettings(req, servedTier(req.service_tier, c.endpoint.tiers)),
       usage: done
         ? {
             input_tokens: u.input,
@@ -491,13 +476,13 @@ const outcome = (run: Run) => (run.assembler.finish === 'length' || run.assemble
 /** tool_choice in neutral terms; a server tool may be chosen by its kind. */
 function choiceOf(req: ResponsesRequest, tools: Map<string, ServerTool>): ChoiceSpec {
   const c = req.tool_choice as Json | string | undefined
-  if (c === undefined) return 'auto'
+  if (c == null) return 'auto'
   if (typeof c === 'string') return c as ChoiceSpec
   if (c.type === 'function') return { name: c.name }
   if (c.type === 'allowed_tools') return c.mode === 'required' ? 'required' : 'auto'
   const server = tools.get(c.type)
   if (server) return { name: server.definition.name }
-  throw invalid(`tool_choice of type ${c.type} names a tool this request does not offer`)
+  throw invalid(`/tool_choice of type ${c.type} names a tool this request does not offer`)
 }
 
 /** Whether any stop_server_tools_when condition fired after this step (OR). */

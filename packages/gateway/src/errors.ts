@@ -15,6 +15,13 @@ export class GatewayError extends Error {
 
 export const invalid = (message: string) => new GatewayError(400, 'invalid_request', message)
 
+/** The Open Responses error type (its spec's Errors table) for a failure's HTTP status. */
+export function openResponsesErrorType(status: number): string {
+  if (status === 429) return 'too_many_requests'
+  if (status === 404) return 'not_found'
+  return status < 500 ? 'invalid_request' : 'server_error'
+}
+
 /** Whether another endpoint may succeed where this one failed. */
 export const retryable = (e: GatewayError) => e.status === 429 || e.status >= 500
 

@@ -22,17 +22,23 @@ export const StopCondition = z.discriminatedUnion('type', [
   z.object({ type: z.literal('max_tokens_used'), max_tokens: z.int().min(1) }),
 ])
 
+/**
+ * A field the Open Responses schema lets a client send as null: null means "not given", so the rest
+ * of Roster sees one absent value, never two.
+ */
+const nullMeansAbsent = <T extends z.ZodType>(type: T) => type.nullable().transform((v) => v ?? undefined).optional()
+
 export const ServiceTier = z.enum(['auto', 'default', 'fast', 'flex', 'priority', 'scale', 'ultrafast'])
 
 const FunctionTool = z.looseObject({
   type: z.literal('function'),
   name: z.string().min(1).max(64),
-  description: z.string().optional(),
-  parameters: z.record(z.string(), z.unknown()).nullable(),
+  description: z.string().nullable().optional(),
+  parameters: z.record(z.string(), z.unknown()).nullable().optional(),
   strict: z.boolean().nullable().optional(),
 })
 /** Function tools are checked; other kinds pass here and are accepted or refused by name later. */
-const Tool = z.union([FunctionTool, z.looseObject({ type: z.string().min(1) }).refine((t) => t.type !== 'function', 'a function tool needs name and parameters')])
+const Tool = z.union([FunctionTool, z.looseObject({ type: z.string().min(1) }).refine((t) => t.type !== 'function', 'a function tool needs a name')])
 
 const ToolChoice = z.union([
   z.enum(['auto', 'none', 'required']),
@@ -47,13 +53,17 @@ const MessageItem = z.looseObject({
   content: z.union([z.string(), z.array(Part), z.null()]),
 })
 const OtherItem = z.looseObject({ type: z.string().min(1) })
-export const InputItem = z.union([MessageItem, OtherItem])
+/** A reference to a stored item (Open Responses' ItemReferenceParam): nothing is stored here to refer to. */
+const ItemReference = z
+  .looseObject({ type: z.literal('item_reference').nullable().optional(), id: z.string() })
+  .refine(() => false, 'item references are not served: responses are not stored, so send the item itself')
+export const InputItem = z.union([MessageItem, OtherItem, ItemReference])
 
 /** Every field with its limits, before the rules that tie fields together. */
 export const ResponsesFields = z.looseObject({
-    model: z.string().min(1).max(200).optional(),
+    model: nullMeansAbsent(z.string().min(1).max(200)),
     models: z.array(z.string().min(1).max(200)).max(16).optional(),
-    input: z.union([z.string(), z.array(InputItem)]).optional(),
+    input: nullMeansAbsent(z.union([z.string(), z.array(InputItem)])),
     instructions: z.string().nullable().optional(),
     stream: z.boolean().default(false),
     store: z.boolean().optional(),
@@ -64,6 +74,13 @@ export const ResponsesFields = z.looseObject({
     metadata: Metadata.nullable().optional(),
     session_id: z.string().max(256).optional(),
     user: z.string().max(256).optional(),
+    safety_identifier: z.string().max(64).nullable().optional(),
+    background: z
+      .boolean()
+      .nullable()
+      .refine((v) => v !== true, 'responses are not stored, so none runs in the background; stream it instead (stream: true)')
+      .optional(),
+    stream_options: z.looseObject({ include_obfuscation: z.boolean().optional() }).nullable().optional(),
     previous_response_id: z
       .unknown()
       .refine((v) => v === null || v === undefined, 'responses are not stored, so previous_response_id must be null; send the whole conversation in input')
@@ -76,14 +93,14 @@ export const ResponsesFields = z.looseObject({
     presence_penalty: z.number().min(-2).max(2).nullable().optional(),
     top_logprobs: z.int().min(0).max(20).nullable().optional(),
     parallel_tool_calls: z.boolean().nullable().optional(),
-    tools: z.array(Tool).max(128).optional(),
-    tool_choice: ToolChoice.optional(),
-    text: z
-      .looseObject({
-        format: z.looseObject({ type: z.enum(['text', 'json_object', 'json_schema']) }).optional(),
+    tools: nullMeansAbsent(z.array(Tool).max(128)),
+    tool_choice: nullMeansAbsent(ToolChoice),
+    text: nullMeansAbsent(
+      z.looseObject({
+        format: nullMeansAbsent(z.looseObject({ type: z.enum(['text', 'json_object', 'json_schema']) })),
         verbosity: z.enum(['low', 'medium', 'high', 'xhigh', 'max']).nullable().optional(),
-      })
-      .optional(),
+      }),
+    ),
     reasoning: z
       .looseObject({
         effort: z.enum(['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none']).nullable().optional(),
@@ -101,6 +118,7 @@ export const ResponsesFields = z.looseObject({
           'computer_call_output.output.image_url',
           'reasoning.encrypted_content',
           'code_interpreter_call.outputs',
+          'message.output_text.logprobs',
         ]),
       )
       .nullable()

@@ -54,7 +54,7 @@ describe('Router', () => {
     expect(providers(router.route(req({ model: 'a/one', provider: { order: ['green', 'red'] } }), undefined))).toEqual(['green', 'red'])
     expect(providers(router.route(req({ model: 'a/one', provider: { order: ['red'], allow_fallbacks: false } }), undefined))).toEqual(['red'])
     expect(() => router.route(req({ model: 'a/one', provider: { only: ['nobody'] } }), undefined)).toThrow(/no endpoint/)
-    expect(() => router.route(req({ model: 'a/one', provider: { order: 'red' } }), undefined)).toThrow(/provider: order/)
+    expect(() => router.route(req({ model: 'a/one', provider: { order: 'red' } }), undefined)).toThrow(/\/provider order/)
   })
 
   it('sorts by price within a model, or across models with partition none; max_price filters per million tokens', () => {

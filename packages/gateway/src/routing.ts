@@ -96,14 +96,14 @@ export class Router {
   route(req: ResponsesRequest, session: string | undefined): Route {
     const names = [...new Set([req.model, ...(req.models ?? [])].filter((m): m is string => !!m))]
     const unknown = names.filter((n) => !this.byId.has(n))
-    if (unknown.length) throw invalid(`no model named ${unknown.join(', ')} is served here; GET /api/v1/models lists them`)
+    if (unknown.length) throw invalid(`/${unknown.includes(req.model!) ? 'model' : 'models'} no model named ${unknown.join(', ')} is served here; GET /api/v1/models lists them`)
     const named = names.map((n) => this.byId.get(n)!)
     // Only models that can serve what the request carries (tools, images) are candidates.
     const needs = needsOf(req)
     const models = named.filter((m) => (!needs.tools || m.capabilities.tools) && (!needs.images || m.capabilities.images))
     if (!models.length) {
       const what = [needs.tools && 'tools', needs.images && 'image input'].filter(Boolean).join(' and ')
-      throw invalid(`${named.map((m) => m.id).join(', ')} cannot take ${what} (see capabilities in GET /api/v1/models)`)
+      throw invalid(`/model ${named.map((m) => m.id).join(', ')} cannot take ${what} (see capabilities in GET /api/v1/models)`)
     }
     // The common case, one model with one endpoint and no preferences, has one answer per tier.
     if (models.length === 1 && models[0]!.endpoints.length === 1 && req.provider == null && req.route == null) {
@@ -120,7 +120,7 @@ export class Router {
     }
 
     const parsed = req.provider == null ? NO_PREFERENCES : ProviderPreferences.safeParse(req.provider)
-    if (!parsed.success) throw invalid(`provider: ${describeIssues(parsed.error)}`)
+    if (!parsed.success) throw invalid(`/provider ${describeIssues(parsed.error)}`)
     const prefs = parsed.data
     const sortBy = typeof prefs.sort === 'string' ? prefs.sort : prefs.sort?.by
     const partition = (typeof prefs.sort === 'object' ? prefs.sort?.partition : undefined) ?? partitionFromRoute(req.route) ?? 'model'

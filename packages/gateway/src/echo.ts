@@ -1,0 +1,90 @@
+import { tierPreference, type ResponsesRequest } from './request.js'
+
+type Json = Record<string, any>
+
+/**
+ * The settings a Response reports when the request left them out: the values in force, since the
+ * Open Responses schema allows no null for them. Roster sends none of these upstream unless asked,
+ * so they are the providers' own defaults (the same at OpenAI and Anthropic); it never truncates
+ * input, and runs nothing in the background. Listed in the README.
+ */
+export const EFFECTIVE_DEFAULTS = Object.freeze({
+  temperature: 1,
+  top_p: 1,
+  presence_penalty: 0,
+  frequency_penalty: 0,
+  top_logprobs: 0,
+  truncation: 'disabled',
+  background: false,
+})
+
+// The schema's reasoning efforts are none…xhigh and its verbosities low…high; the official client
+// also sends `minimal` and `max`. The Response reports the nearest level the schema has (the
+// request's own value still goes upstream).
+const EFFORT: Record<string, string> = { minimal: 'low', max: 'xhigh' }
+const VERBOSITY: Record<string, string> = { xhigh: 'high', max: 'high' }
+
+/** The tier an endpoint served: the first of the request's preferences that it offers. */
+export function servedTier(requested: ResponsesRequest['service_tier'], offered: readonly string[]): string {
+  for (const tier of tierPreference(requested)) if (offered.includes(tier)) return tier
+  return 'default'
+}
+
+/** A function tool as the schema's FunctionTool has it: every key present, strict as sent upstream. */
+function echoTool(t: Json): Json {
+  if (t.type !== 'function') return t
+  return { ...t, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? false }
+}
+
+/** An allowed_tools choice without its mode runs as `auto`, and a Response says so. */
+function echoToolChoice(c: ResponsesRequest['tool_choice']): Json | string {
+  if (c === undefined) return 'auto'
+  return typeof c === 'object' && c.type === 'allowed_tools' && c.mode == null ? { ...c, mode: 'auto' } : c
+}
+
+const TEXT_FORMAT = Object.freeze({ format: Object.freeze({ type: 'text' }) })
+
+/**
+ * `text` as the schema's TextField has it. A json_schema format is reported with `schema: null`,
+ * as the published schema requires of a Response (the client has the schema it sent).
+ */
+function echoText(text: ResponsesRequest['text']): Json {
+  if (!text) return TEXT_FORMAT
+  const f = text.format as Json | undefined
+  const format = !f ? TEXT_FORMAT.format : f.type === 'json_schema' ? { type: 'json_schema', name: f.name ?? 'response', description: f.description ?? null, schema: null, strict: f.strict ?? false } : { type: f.type }
+  const verbosity = text.verbosity ? (VERBOSITY[text.verbosity] ?? text.verbosity) : undefined
+  return verbosity ? { format, verbosity } : { format }
+}
+
+function echoReasoning(r: ResponsesRequest['reasoning']): Json | null {
+  if (!r) return null
+  return { ...r, effort: r.effort ? (EFFORT[r.effort] ?? r.effort) : null, summary: r.summary ?? null }
+}
+
+/** The request's settings as a Response reports them (ResponseResource's echoed keys). */
+export function echoSettings(req: ResponsesRequest, tier: string): Json {
+  return {
+    instructions: req.instructions ?? null,
+    metadata: req.metadata ?? null,
+    temperature: req.temperature ?? EFFECTIVE_DEFAULTS.temperature,
+    top_p: req.top_p ?? EFFECTIVE_DEFAULTS.top_p,
+    frequency_penalty: req.frequency_penalty ?? EFFECTIVE_DEFAULTS.frequency_penalty,
+    presence_penalty: req.presence_penalty ?? EFFECTIVE_DEFAULTS.presence_penalty,
+    top_logprobs: req.top_logprobs ?? EFFECTIVE_DEFAULTS.top_logprobs,
+    parallel_tool_calls: req.parallel_tool_calls ?? true,
+    tool_choice: echoToolChoice(req.tool_choice),
+    tools: req.tools?.length ? req.tools.map(echoTool) : [],
+    max_output_tokens: req.max_output_tokens ?? null,
+    max_tool_calls: req.max_tool_calls ?? null,
+    previous_response_id: null,
+    reasoning: echoReasoning(req.reasoning),
+    service_tier: tier,
+    store: false,
+    background: EFFECTIVE_DEFAULTS.background,
+    text: echoText(req.text),
+    truncation: req.truncation ?? EFFECTIVE_DEFAULTS.truncation,
+    safety_identifier: req.safety_identifier ?? null,
+    prompt_cache_key: req.prompt_cache_key ?? null,
+    prompt_cache_options: req.prompt_cache_options ?? null,
+  }
+}
