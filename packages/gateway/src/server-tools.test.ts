@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { serverTools } from './server-tools.js'
+import { isForbiddenAddress, serverTools } from './server-tools.js'
 
 let server: Server
 let origin: string
@@ -17,6 +17,26 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())))
 
 const signal = new AbortController().signal
 const tools = (allowPrivateNetworks: boolean) => serverTools({ allowPrivateNetworks, maxBytes: 2048, timeoutMs: 2_000 })
+
+describe('the addresses web_fetch connects to', () => {
+  it('allows public IPv4 and IPv6 addresses', () => {
+    for (const a of ['8.8.8.8', '1.1.1.1', '93.184.216.34', '11.22.33.2', '100.63.255.255', '100.128.0.0', '172.32.0.1', '198.20.0.1', '223.255.255.255', '2606:4700:4700::1111', '2001:4860:4860::8888', '2a00:1450:4001::1']) {
+      expect(isForbiddenAddress(a), a).toBe(false)
+    }
+  })
+
+  it('refuses every private, loopback, link-local, shared, mapped and special-purpose range', () => {
+    const refused = [
+      '0.0.0.0', '0.1.2.3', '10.0.0.1', '10.255.255.255', '100.64.0.1', '100.127.255.255', '127.0.0.1', '127.255.255.254', '169.254.169.254', '172.16.0.1',
+      '172.31.255.255', '192.0.0.8', '192.0.2.1', '192.88.99.1', '192.168.1.1', '198.18.0.1', '198.19.255.255', '198.51.100.7', '203.0.113.9', '224.0.0.1',
+      '239.255.255.250', '240.0.0.1', '255.255.255.255',
+      '::', '::1', '::127.0.0.1', '::ffff:127.0.0.1', '::ffff:8.8.8.8', '::ffff:169.254.169.254', '64:ff9b::a9fe:a9fe', '64:ff9b:1::1', '100::1', '2001::1',
+      '2001:db8::1', '2002:7f00:1::1', 'fc00::1', 'fd12:3456::1', 'fe80::1', 'fec0::1', 'ff02::1',
+      'localhost', 'not an address',
+    ]
+    for (const a of refused) expect(isForbiddenAddress(a), a).toBe(true)
+  })
+})
 
 describe('server tools', () => {
   it('datetime answers now in the asked time zone, and names an unknown zone', async () => {

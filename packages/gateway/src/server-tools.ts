@@ -40,16 +40,34 @@ const datetime: ServerTool = {
   },
 }
 
-/** Addresses a fetch must never reach unless allowed: private, loopback, link-local, and the like. */
-const forbidden = new BlockList()
-for (const [net, bits] of [
+// Addresses a fetch must never reach unless allowed: private, loopback, link-local, shared,
+// documentation, multicast and other special-purpose ranges (IANA's registries). Two lists, one per
+// family: Node's BlockList applies an IPv4-mapped IPv6 rule (::ffff:0:0/96) to every IPv4 address,
+// so one list holding both refused every IPv4 host.
+const FORBIDDEN_V4 = [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) forbidden.addSubnet(net, bits, 'ipv4')
-for (const [net, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['::ffff:0:0', 96], ['64:ff9b::', 96]] as const) {
-  forbidden.addSubnet(net, bits, 'ipv6')
+  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
+  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+] as const
+// ::/96 holds :: and ::1 and the old IPv4-compatible form; ::ffff:0:0/96 is IPv4-mapped (refused
+// whole, whatever it maps to); 64:ff9b::/96 and 64:ff9b:1::/48 translate to IPv4; 2001::/23 holds
+// Teredo and other protocol assignments; 2002::/16 is 6to4, which embeds an IPv4 address.
+const FORBIDDEN_V6 = [
+  ['::', 96], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32],
+  ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+] as const
+const forbiddenV4 = new BlockList()
+for (const [net, bits] of FORBIDDEN_V4) forbiddenV4.addSubnet(net, bits, 'ipv4')
+const forbiddenV6 = new BlockList()
+for (const [net, bits] of FORBIDDEN_V6) forbiddenV6.addSubnet(net, bits, 'ipv6')
+
+/** Whether web_fetch refuses to connect to this IP address (anything that is not an IP address is refused). */
+export function isForbiddenAddress(address: string): boolean {
+  const family = isIP(address)
+  if (family === 4) return forbiddenV4.check(address, 'ipv4')
+  if (family === 6) return forbiddenV6.check(address, 'ipv6')
+  return true
 }
-const isForbidden = (address: string) => forbidden.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4')
 
 export class FetchRefused extends Error {}
 
@@ -65,7 +83,7 @@ function guardedAgent(options: WebFetchOptions) {
         dnsLookup(hostname, { ...opts, all: true }, (err, addresses) => {
           if (err) return callback(err, '', 0)
           const list = addresses as LookupAddress[]
-          const bad = list.find((a) => isForbidden(a.address))
+          const bad = list.find((a) => isForbiddenAddress(a.address))
           if (bad && !options.allowPrivateNetworks) return callback(new FetchRefused(`${hostname} resolves to ${bad.address}, a private or loopback address`), '', 0)
           if ((opts as { all?: boolean }).all) return (callback as any)(null, list)
           callback(null, list[0]!.address, list[0]!.family)
@@ -93,7 +111,7 @@ function webFetch(options: WebFetchOptions): ServerTool {
       for (let hop = 0; hop <= 3; hop++) {
         if (url.protocol !== 'http:' && url.protocol !== 'https:') return { error: `only http and https URLs are fetched, not ${url.protocol}` }
         const host = url.hostname.replace(/^\[|\]$/g, '')
-        if (isIP(host) && isForbidden(host) && !options.allowPrivateNetworks) return { error: `refused: ${host} is a private or loopback address` }
+        if (isIP(host) && isForbiddenAddress(host) && !options.allowPrivateNetworks) return { error: `refused: ${host} is a private or loopback address` }
         try {
           const res = await request(url, {
             method: 'GET',
