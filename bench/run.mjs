@@ -64,6 +64,7 @@ async function withStack(work, { worker = true, gateway = false } = {}) {
     VAULT_MASTER_KEY: randomBytes(32).toString('hex'),
     QUEUE_PREFIX: `{bench-${randomBytes(3).toString('hex')}}`,
     RUNTIME_URL: `http://127.0.0.1:${RUNTIME_PORT}`,
+    RUNTIME_TOKEN: randomBytes(32).toString('hex'),
     RUNTIME_DATA_DIR: mkdtempSync(join(tmpdir(), 'roster-bench-')),
     INTERN_LIMIT_PER_MEMBER: '10000000',
     LOG_LEVEL: 'warn',

@@ -30,6 +30,10 @@ if (!env.VAULT_MASTER_KEY) {
   env.VAULT_MASTER_KEY = readFileSync(file, 'utf8').trim()
 }
 
+// The runtime host obeys only callers holding RUNTIME_TOKEN; started together, the worker and the
+// host share one made for this run (nothing else needs it, so it is not kept).
+env.RUNTIME_TOKEN ||= randomBytes(32).toString('hex')
+
 try {
   const applied = await deploy(env.DATABASE_URL)
   const where = new URL(env.DATABASE_URL)

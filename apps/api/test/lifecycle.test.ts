@@ -33,7 +33,7 @@ async function refused(p: Promise<unknown>, status: number, reason: string) {
   return err as InternLifecycleError
 }
 const hosted = async (id: string) => {
-  const res = await fetch(`${stack.runtimeUrl}/v1/interns/${id}`)
+  const res = await stack.runtimeFetch(`/v1/interns/${id}`)
   return res.status === 404 ? undefined : ((await res.json()) as { running: boolean; starts: number })
 }
 
@@ -105,8 +105,8 @@ describe('the lifecycle through @openrouter/sdk', () => {
     await client.interns.provisionIntern({ internId: intern.id })
     await until(intern.id, 'running')
     const { hostname } = await client.interns.getIntern({ internId: intern.id })
-    const served = await (await fetch(`${stack.runtimeUrl}/`, { headers: { 'x-forwarded-host': hostname! } })).json()
-    expect(served).toMatchObject({ intern: intern.id, model: 'acme/thinker:fast' })
+    const served = await (await stack.runtimeFetch(`/v1/interns/${intern.id}`)).json()
+    expect(served).toMatchObject({ id: intern.id, hostname, model: 'acme/thinker:fast' })
   })
 
   it('refuses a provision or suspend body that carries any field', async () => {

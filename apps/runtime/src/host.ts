@@ -1,6 +1,6 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
-import { createHash } from 'node:crypto'
+import { createHash, timingSafeEqual } from 'node:crypto'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { loggerOptions, logsEachRequest, requestLogger, type RuntimeConfig } from '@roster/shared'
@@ -26,6 +26,17 @@ interface HostedIntern {
 }
 
 const ID = /^[0-9a-f-]{36}$/
+
+const digestOf = (text: string) => createHash('sha256').update(text).digest()
+
+/**
+ * Whether a request carries the control credential. Both sides are hashed first, so the comparison
+ * takes the same time whatever the length or content of what was sent.
+ */
+function credentialCheck(token: string) {
+  const expected = digestOf(`Bearer ${token}`)
+  return (authorization: string | undefined) => authorization !== undefined && timingSafeEqual(digestOf(authorization), expected)
+}
 
 /**
  * Writes a file so that a crash leaves either the old content or the new, never a torn file
@@ -56,17 +67,23 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   const hostOf = (headers: Record<string, unknown>) =>
     String(headers['x-forwarded-host'] ?? headers.host ?? '').split(':')[0]!.toLowerCase()
 
-  // Requests addressed to an intern's hostname are answered by that intern.
+  const authorized = credentialCheck(config.RUNTIME_TOKEN)
   app.addHook('onRequest', async (req, reply) => {
+    // Requests addressed to an intern's hostname are the intern's: its health, and nothing of the host.
     const internId = byHostname.get(hostOf(req.headers))
-    if (!internId) return
-    const intern = interns.get(internId)!
-    if (!intern.running) return reply.code(503).send({ status: 'stopped', intern: internId })
-    if (req.url === '/healthz') return reply.send({ status: 'ok', intern: internId, started_at: intern.startedAt })
-    return reply.send({ intern: internId, name: intern.spec.name, model: intern.spec.model, hostname: intern.spec.hostname })
+    if (internId) {
+      const intern = interns.get(internId)!
+      if (req.url !== '/healthz' || req.method !== 'GET') return reply.code(404).send({ error: 'not found' })
+      if (!intern.running) return reply.code(503).send({ status: 'stopped' })
+      return reply.send({ status: 'ok', intern: internId, started_at: intern.startedAt })
+    }
+    // Everything else obeys only the workers, who hold RUNTIME_TOKEN; the host's own health is open.
+    if (req.url !== '/health' && !authorized(req.headers.authorization)) {
+      return reply.code(401).header('www-authenticate', 'Bearer realm="roster-runtime"').send({ error: 'the runtime control API needs the RUNTIME_TOKEN credential' })
+    }
   })
 
-  app.get('/health', async () => ({ status: 'ok', interns: interns.size }))
+  app.get('/health', async () => ({ status: 'ok' }))
 
   app.put<{ Params: { id: string } }>('/v1/interns/:id', async (req, reply) => {
     if (!ID.test(req.params.id)) return reply.code(400).send({ error: 'bad intern id' })
@@ -131,7 +148,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     const intern = interns.get(req.params.id)
     if (!intern) return reply.code(404).send({ error: 'not hosted here' })
     const { spec, ...rest } = intern
-    return { ...rest, hostname: spec.hostname, config_file: join(config.RUNTIME_DATA_DIR, `${intern.id}.json`) }
+    return { ...rest, hostname: spec.hostname, model: spec.model, config_file: join(config.RUNTIME_DATA_DIR, `${intern.id}.json`) }
   })
 
   app.get('/v1/interns', async () => ({

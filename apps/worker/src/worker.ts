@@ -38,7 +38,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
     queue,
     log,
     vault: new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: 10_000 }),
-    runtime: new HttpRuntimeDriver(config.RUNTIME_URL),
+    runtime: new HttpRuntimeDriver(config.RUNTIME_URL, config.RUNTIME_TOKEN),
     transitions: new TransitionBatcher(db, internsChanged),
     internsChanged,
   }

@@ -132,7 +132,7 @@ describe('chaos', () => {
     await stack.runtime.waitForOutput(/listening/)
     await waitFor(
       async () => {
-        const hosted = ((await (await fetch(`${stack.runtimeUrl}/v1/interns`)).json()) as any).data as { id: string; running: boolean }[]
+        const hosted = ((await (await stack.runtimeFetch('/v1/interns')).json()) as any).data as { id: string; running: boolean }[]
         const byId = new Map(hosted.map((h) => [h.id, h]))
         return (
           hosted.every((h) => expected.has(h.id) && expected.get(h.id) !== 'gone') &&

@@ -9,6 +9,7 @@ import {
   startRedisServer,
   startStack,
   waitFor,
+  type Stack,
   type Tenant,
   type TestDatabase,
 } from '@roster/testing'
@@ -42,7 +43,7 @@ async function createMany(baseUrl: string, prefix: string, n: number, parallel =
 }
 
 /** No hostname or vault is shared, each vault holds one runtime token, and the runtime did each intern's work once. */
-async function expectNoDuplicateWork(ids: string[], runtimeUrl: string) {
+async function expectNoDuplicateWork(ids: string[], stack: Pick<Stack, 'runtimeFetch'>) {
   const rows = await t.db.intern.findMany({ where: { id: { in: ids } } })
   expect(rows.every((r) => r.status === 'running' && r.hostname && r.progress === null)).toBe(true)
   expect(new Set(rows.map((r) => r.hostname)).size).toBe(ids.length)
@@ -50,7 +51,7 @@ async function expectNoDuplicateWork(ids: string[], runtimeUrl: string) {
   const tokens = await t.db.vaultSecret.groupBy({ by: ['vaultId'], where: { vaultId: { in: rows.map((r) => r.vaultId!) } }, _count: true })
   expect(tokens).toHaveLength(ids.length)
   expect(tokens.every((g) => g._count === 1)).toBe(true)
-  const hosted = (await (await fetch(`${runtimeUrl}/v1/interns`)).json()).data as { id: string; starts: number; configWrites: number; running: boolean }[]
+  const hosted = (await (await stack.runtimeFetch('/v1/interns')).json()).data as { id: string; starts: number; configWrites: number; running: boolean }[]
   const mine = hosted.filter((h) => ids.includes(h.id))
   expect(mine).toHaveLength(ids.length)
   for (const h of mine) expect({ id: h.id, starts: h.starts, configWrites: h.configWrites, running: h.running }).toEqual({ id: h.id, starts: 1, configWrites: 1, running: true })
@@ -81,7 +82,7 @@ describe('Redis stopped during creates', () => {
       await redis.start() // empty: nothing survived
       const all = [...lostInRedis, ...duringOutage]
       await waitFor(async () => (await countByStatus(all, 'running')) === all.length, { timeoutMs: 45_000, what: 'all interns running' })
-      await expectNoDuplicateWork(all, stack.runtimeUrl)
+      await expectNoDuplicateWork(all, stack)
     } finally {
       await queue.close().catch(() => {})
       connection.disconnect()
@@ -110,7 +111,7 @@ describe('a worker killed with SIGKILL while 200 interns provision', () => {
 
       await stack.addWorker({ WORKER_CONCURRENCY: '50' })
       await waitFor(async () => (await countByStatus(ids, 'running')) === 200, { timeoutMs: 60_000, what: 'all 200 running' })
-      await expectNoDuplicateWork(ids, stack.runtimeUrl)
+      await expectNoDuplicateWork(ids, stack)
     } finally {
       await stack.stop()
     }
@@ -123,7 +124,7 @@ describe('three worker processes over 300 interns', () => {
     try {
       const ids = await createMany(stack.apiUrl, 'three', 300)
       await waitFor(async () => (await countByStatus(ids, 'running')) === 300, { timeoutMs: 60_000, what: 'all 300 running' })
-      await expectNoDuplicateWork(ids, stack.runtimeUrl)
+      await expectNoDuplicateWork(ids, stack)
 
       // Each run that made one of these interns running was done by exactly one worker, and every
       // worker took part. (Interns of earlier tests in this database may be restored meanwhile:

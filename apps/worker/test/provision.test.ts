@@ -66,7 +66,7 @@ describe('provisioning', () => {
     const health = await fetch(`${stack.runtimeUrl}/healthz`, { headers: { 'x-forwarded-host': final.hostname } })
     expect(health.status).toBe(200)
     expect(await health.json()).toMatchObject({ status: 'ok', intern: id })
-    const hosted = await (await fetch(`${stack.runtimeUrl}/v1/interns/${id}`)).json()
+    const hosted = await (await stack.runtimeFetch(`/v1/interns/${id}`)).json()
     expect(hosted).toMatchObject({ running: true, starts: 1, configWrites: 1, hostname: final.hostname })
 
     // The runtime token was sealed into the intern's own vault.

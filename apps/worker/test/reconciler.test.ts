@@ -15,6 +15,7 @@ beforeAll(async () => {
     QUEUE_PREFIX: `{t-${randomUUID().slice(0, 8)}}`,
     VAULT_MASTER_KEY: 'ab'.repeat(32),
     IDEMPOTENCY_TTL_HOURS: '1',
+    RUNTIME_TOKEN: 'c'.repeat(32),
     LOG_LEVEL: 'silent',
   })
   sut = await startWorker(config, createLogger('worker', 'silent'))

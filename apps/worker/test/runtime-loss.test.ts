@@ -21,7 +21,7 @@ describe('a runtime host that is killed', () => {
       // The restarted host knows the configurations but runs nothing until the reconciler acts.
       await waitFor(async () => (await statuses(ids)).some((s) => s !== 'running'), { timeoutMs: 10_000, what: 'loss noticed' })
       await waitFor(async () => (await statuses(ids)).every((s) => s === 'running'), { timeoutMs: 20_000, what: 'all running again' })
-      const hosted = (await (await fetch(`${stack.runtimeUrl}/v1/interns`)).json()).data as { id: string; running: boolean }[]
+      const hosted = (await (await stack.runtimeFetch('/v1/interns')).json()).data as { id: string; running: boolean }[]
       expect(ids.every((id) => hosted.find((h) => h.id === id)?.running)).toBe(true)
     } finally {
       await stack.stop()

@@ -10,6 +10,8 @@ const list = z
   .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
 const port = z.coerce.number().int().min(0).max(65535)
 const ms = z.coerce.number().int().positive()
+/** The credential the workers present to the runtime host's control API (shared by both). */
+const runtimeToken = z.string().min(32, 'must be at least 32 characters, e.g. from `openssl rand -hex 32`')
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')
 
 const postgresUrl = z
@@ -94,6 +96,7 @@ export const WorkerConfig = z.object({
     .default('interns.localhost'),
   /** Base URL of the runtime host that runs interns. */
   RUNTIME_URL: z.string().url().default('http://127.0.0.1:3100'),
+  RUNTIME_TOKEN: runtimeToken,
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
   PROVISION_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(5),
   PROVISION_BACKOFF_MS: ms.default(1_000),
@@ -116,6 +119,8 @@ export const RuntimeConfig = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: port.default(3100),
   RUNTIME_DATA_DIR: z.string().min(1).default('.roster/runtime'),
+  /** Required of every control call (configure, start, stop, archive, remove, list); health is open. */
+  RUNTIME_TOKEN: runtimeToken,
   LOG_LEVEL: logLevel,
 })
 export type RuntimeConfig = z.infer<typeof RuntimeConfig>
@@ -140,7 +145,7 @@ export function loadConfig<S extends z.ZodObject>(schema: S, env: NodeJS.Process
     parsed.error.issues.map((i) => {
       const name = String(i.path[0] ?? '?')
       const value = env[name]
-      const shown = value === undefined ? 'unset' : name.includes('KEY') ? 'set (hidden)' : JSON.stringify(value)
+      const shown = value === undefined ? 'unset' : /KEY|TOKEN/.test(name) ? 'set (hidden)' : JSON.stringify(value)
       return `${name}: ${i.message} (${shown})`
     }),
   )

@@ -40,8 +40,16 @@ export class RuntimeUnavailableError extends Error {
 export class HttpRuntimeDriver implements RuntimeDriver {
   private readonly pool: Pool
 
-  constructor(private readonly baseUrl: string, private readonly timeoutMs = 5_000) {
+  private readonly authorization: string
+
+  constructor(
+    private readonly baseUrl: string,
+    /** The runtime host's control credential (RUNTIME_TOKEN). */
+    token: string,
+    private readonly timeoutMs = 5_000,
+  ) {
     this.pool = new Pool(new URL(baseUrl).origin, { connections: 64, headersTimeout: timeoutMs, bodyTimeout: timeoutMs })
+    this.authorization = `Bearer ${token}`
   }
 
   async configure(internId: string, spec: RuntimeSpec) {
@@ -67,7 +75,7 @@ export class HttpRuntimeDriver implements RuntimeDriver {
   }
 
   async hosted() {
-    const res = await this.pool.request({ method: 'GET', path: '/v1/interns' }).catch((cause) => {
+    const res = await this.pool.request({ method: 'GET', path: '/v1/interns', headers: { authorization: this.authorization } }).catch((cause) => {
       throw new RuntimeUnavailableError(`runtime host at ${this.baseUrl} is unreachable`, { cause })
     })
     if (res.statusCode !== 200) {
@@ -96,7 +104,7 @@ export class HttpRuntimeDriver implements RuntimeDriver {
       res = await this.pool.request({
         method,
         path,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        headers: body === undefined ? { authorization: this.authorization } : { authorization: this.authorization, 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
       })
     } catch (cause) {

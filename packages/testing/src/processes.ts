@@ -64,6 +64,8 @@ const dist = (app: string) => join(repoRoot, 'apps', app, 'dist', 'main.js')
 export interface Stack {
   apiUrl: string
   runtimeUrl: string
+  /** A call to the runtime host's control API, with the workers' credential. */
+  runtimeFetch(path: string, init?: RequestInit): Promise<Response>
   api: NodeProcess
   runtime: NodeProcess
   workers: NodeProcess[]
@@ -91,6 +93,7 @@ export async function startStack(opts: {
     QUEUE_PREFIX: `{t-${randomUUID().slice(0, 8)}}`,
     VAULT_MASTER_KEY: 'a'.repeat(64),
     RUNTIME_URL: runtimeUrl,
+    RUNTIME_TOKEN: randomUUID() + randomUUID(),
     RUNTIME_DATA_DIR: mkdtempSync(join(tmpdir(), 'roster-runtime-')),
     ...opts.env,
   }
@@ -108,6 +111,7 @@ export async function startStack(opts: {
   return {
     apiUrl: `http://127.0.0.1:${apiPort}/api/v1`,
     runtimeUrl,
+    runtimeFetch: (path, init = {}) => fetch(`${runtimeUrl}${path}`, { ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${env.RUNTIME_TOKEN}` } }),
     api,
     runtime,
     workers,
