@@ -1,15 +1,16 @@
 #!/usr/bin/env node
 // `npm start`: runs the whole system on this machine. Creates the database if missing, applies
 // migrations, then starts the runtime host, the API and one worker, and prints where they listen.
-// Settings come from the environment (see README); a local vault master key is generated once
-// into .roster/ when VAULT_MASTER_KEY is unset, so a first run needs no setup.
+// Settings come from the environment (see README); without VAULT_MASTER_KEY a development key is
+// made for the database on first use (dev-master-key.mjs), so a first run needs no setup.
 import { spawn } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { deploy, defaultDatabaseUrl } from '../prisma/migrate.mjs'
 import { nodeFlags } from './node-flags.mjs'
+import { devMasterKey } from './dev-master-key.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const env = { ...process.env }
@@ -20,20 +21,6 @@ env.RUNTIME_PORT ||= '3100'
 env.RUNTIME_URL ||= `http://127.0.0.1:${env.RUNTIME_PORT}`
 env.RUNTIME_DATA_DIR ||= join(root, '.roster', 'runtime')
 
-if (!env.VAULT_MASTER_KEY) {
-  const file = join(root, '.roster', 'vault-master-key')
-  if (!existsSync(file)) {
-    mkdirSync(dirname(file), { recursive: true })
-    writeFileSync(file, randomBytes(32).toString('hex') + '\n', { mode: 0o600 })
-    console.log(`roster: generated a local vault master key in ${file} (set VAULT_MASTER_KEY to use your own)`)
-  }
-  env.VAULT_MASTER_KEY = readFileSync(file, 'utf8').trim()
-}
-
-// The runtime host obeys only callers holding RUNTIME_TOKEN; started together, the worker and the
-// host share one made for this run (nothing else needs it, so it is not kept).
-env.RUNTIME_TOKEN ||= randomBytes(32).toString('hex')
-
 try {
   const applied = await deploy(env.DATABASE_URL)
   const where = new URL(env.DATABASE_URL)
@@ -42,6 +29,23 @@ try {
   console.error(`roster: cannot prepare the database at ${env.DATABASE_URL}: ${err.message}`)
   process.exit(1)
 }
+
+// Without VAULT_MASTER_KEY, the key of this database from the user's configuration directory (made
+// on first use): it follows the database it sealed, whichever checkout starts Roster on it.
+if (!env.VAULT_MASTER_KEY) {
+  try {
+    const dev = await devMasterKey({ databaseUrl: env.DATABASE_URL, env, legacyFile: join(root, '.roster', 'vault-master-key') })
+    env.VAULT_MASTER_KEY = dev.key
+    if (dev.generated) console.log(`roster: generated a vault master key for ${dev.identity}, kept in ${dev.path} (set VAULT_MASTER_KEY to use your own)`)
+  } catch (err) {
+    console.error(`roster: ${err.message}`)
+    process.exit(1)
+  }
+}
+
+// The runtime host obeys only callers holding RUNTIME_TOKEN; started together, the worker and the
+// host share one made for this run (nothing else needs it, so it is not kept).
+env.RUNTIME_TOKEN ||= randomBytes(32).toString('hex')
 
 // No catalogue configured: serve the demo catalogue of simulator models (one per provider protocol),
 // so a newcomer's first request works. They are named as the simulator everywhere they appear.

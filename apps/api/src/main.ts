@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis'
-import { ApiConfig, createDb, loadConfigOrExit } from '@roster/shared'
+import { ApiConfig, createDb, loadConfigOrExit, masterKeyProblem } from '@roster/shared'
 import { buildApp } from './app.js'
 import { createAppDeps } from './deps.js'
 import { CatalogueError, loadCatalogue, type Catalogue } from '@roster/gateway'
@@ -22,6 +22,13 @@ const db = createDb({
   statementTimeoutMs: config.INTERN_CREATE_DEADLINE_MS,
   preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
 })
+if (config.VAULT_MASTER_KEY) {
+  const problem = await masterKeyProblem(db, config.VAULT_MASTER_KEY, config.DATABASE_URL)
+  if (problem) {
+    process.stderr.write(`api: ${problem}\n`)
+    process.exit(78)
+  }
+}
 // The API never needs Redis to accept a create (the outbox carries the work), so it must not queue
 // commands while Redis is away: /ready reports it instead.
 const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })

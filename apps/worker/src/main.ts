@@ -1,8 +1,16 @@
-import { createLogger, loadConfigOrExit, WorkerConfig } from '@roster/shared'
+import { createDb, createLogger, loadConfigOrExit, masterKeyProblem, WorkerConfig } from '@roster/shared'
 import { startWorker } from './worker.js'
 
 const config = loadConfigOrExit(WorkerConfig, 'worker')
 const log = createLogger('worker', config.LOG_LEVEL)
+if (config.VAULT_MASTER_KEY) {
+  const db = createDb({ url: config.DATABASE_URL, poolSize: 1 })
+  const problem = await masterKeyProblem(db, config.VAULT_MASTER_KEY, config.DATABASE_URL).finally(() => db.$disconnect())
+  if (problem) {
+    process.stderr.write(`worker: ${problem}\n`)
+    process.exit(78)
+  }
+}
 const worker = await startWorker(config, log)
 log.info({ concurrency: config.WORKER_CONCURRENCY, runtime: config.RUNTIME_URL, domain: config.INTERNS_DOMAIN }, 'worker started')
 

@@ -133,3 +133,21 @@ export class LocalVault implements VaultService {
     }
   }
 }
+
+/**
+ * Why `masterKey` cannot serve this database's vaults, or undefined when it can: the keyring is
+ * empty (the key registers on first use) or holds it. Processes check at start-up, so a wrong key
+ * stops them with the fix named instead of answering 500 to every create.
+ */
+export async function masterKeyProblem(db: Db, masterKey: Buffer, databaseUrl: string): Promise<string | undefined> {
+  const fingerprint = masterKeyFingerprint(masterKey)
+  const known = await db.$queryRaw<{ fingerprint: Uint8Array }[]>`SELECT fingerprint FROM vault_master_keys`
+  if (known.length === 0 || known.some((k) => fingerprint.equals(Buffer.from(k.fingerprint)))) return undefined
+  const where = new URL(databaseUrl)
+  where.password = ''
+  return (
+    `VAULT_MASTER_KEY is not the key that sealed the vaults in ${where.href}. Start with the key that sealed them ` +
+    '(npm start keeps the keys it generates in ~/.config/roster/vault-master-keys.json, one per database), ' +
+    'or point DATABASE_URL at another database.'
+  )
+}

@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { cpSync, mkdtempSync, symlinkSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { randomUUID } from 'node:crypto'
+import { createTestDatabase, freePort, redisUrl, repoRoot, waitFor, type TestDatabase } from '@roster/testing'
+
+// `npm start` as newcomers run it: one checkout, then a second fresh checkout (or a deleted
+// .roster/) on the same database, then a teammate with their own configuration directory. Each
+// "checkout" is a directory of its own holding a copy of scripts/ (so start.mjs sees it as its
+// root and keeps its .roster/ there) and links to the built code.
+let t: TestDatabase
+const userConfig = mkdtempSync(join(tmpdir(), 'roster-xdg-'))
+const running: ChildProcess[] = []
+
+beforeAll(async () => {
+  t = await createTestDatabase(2)
+})
+afterAll(async () => {
+  for (const child of running) child.kill('SIGKILL')
+  await t?.drop()
+})
+
+function freshCheckout(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'roster-checkout-'))
+  cpSync(join(repoRoot, 'scripts'), join(dir, 'scripts'), { recursive: true })
+  for (const entry of ['apps', 'packages', 'prisma', 'node_modules', 'deploy', 'package.json']) symlinkSync(join(repoRoot, entry), join(dir, entry))
+  return dir
+}
+
+/** Runs `node scripts/start.mjs` in a checkout until the API is ready (or the script exits). */
+async function start(checkout: string, env: Record<string, string> = {}) {
+  const [port, runtimePort, simPort] = [await freePort(), await freePort(), await freePort()]
+  const { VAULT_MASTER_KEY: _unset, ...inherited } = process.env
+  const child = spawn(process.execPath, [join(checkout, 'scripts', 'start.mjs')], {
+    cwd: checkout,
+    env: {
+      ...inherited,
+      DATABASE_URL: t.url,
+      REDIS_URL: redisUrl(),
+      QUEUE_PREFIX: `{t-${randomUUID().slice(0, 8)}}`,
+      XDG_CONFIG_HOME: userConfig,
+      PORT: String(port),
+      RUNTIME_PORT: String(runtimePort),
+      SIM_PORT: String(simPort),
+      LOG_LEVEL: 'warn',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  running.push(child)
+  let output = ''
+  child.stdout!.on('data', (c) => (output += c))
+  child.stderr!.on('data', (c) => (output += c))
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  const ready = waitFor(
+    async () => {
+      if (child.exitCode !== null) return true
+      return fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.ok, () => false)
+    },
+    { timeoutMs: 30_000, what: 'npm start to be ready' },
+  )
+  await ready
+  return {
+    base: `http://127.0.0.1:${port}/api/v1`,
+    output: () => output,
+    exited,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM')
+      await exited
+    },
+  }
+}
+
+function bootstrapKey(): string {
+  const run = spawnSync(process.execPath, [join(repoRoot, 'apps/cli/dist/main.js'), 'bootstrap', '--json'], { env: { ...process.env, DATABASE_URL: t.url }, encoding: 'utf8' })
+  return JSON.parse(run.stdout).keys.user
+}
+
+async function createIntern(base: string, key: string) {
+  const res = await fetch(`${base}/interns`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: `n-${randomUUID().slice(0, 8)}` }),
+  })
+  return { status: res.status, body: (await res.json()) as Record<string, any> }
+}
+
+describe('npm start on a database Roster has used before', () => {
+  it('a second fresh checkout creates interns too: the generated key follows the database, outside the checkout', async () => {
+    const key = bootstrapKey()
+    const first = await start(freshCheckout())
+    expect(first.output()).toMatch(/generated a vault master key for postgresql:\/\/.+, kept in .+vault-master-keys\.json/)
+    const made = await createIntern(first.base, key)
+    expect(made.status, JSON.stringify(made.body)).toBe(201)
+    await first.stop()
+
+    const second = await start(freshCheckout())
+    expect(second.output()).not.toMatch(/generated a vault master key/)
+    const again = await createIntern(second.base, key)
+    expect(again.status, JSON.stringify(again.body)).toBe(201)
+    const read = await fetch(`${second.base}/interns/${made.body.id}`, { headers: { authorization: `Bearer ${key}` } })
+    expect(read.status).toBe(200)
+    await second.stop()
+  })
+
+  it('stops at start-up, naming the fix, when the key really does not match: never a 500 per create', async () => {
+    // A teammate on the same database, whose configuration directory holds no key for it.
+    const teammate = await start(freshCheckout(), { XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), 'roster-xdg-')) })
+    expect(await teammate.exited).not.toBe(0)
+    expect(teammate.output()).toMatch(/sealed by a vault master key this user does not have.*VAULT_MASTER_KEY.*DATABASE_URL/s)
+
+    // A wrong key given outright: the API and the worker refuse to start, and npm start stops.
+    const wrong = await start(freshCheckout(), { VAULT_MASTER_KEY: 'cd'.repeat(32) })
+    expect(await wrong.exited).not.toBe(0)
+    expect(wrong.output()).toMatch(/VAULT_MASTER_KEY is not the key that sealed the vaults in postgresql:\/\/[^:@]*@/)
+    expect(wrong.output()).not.toContain('cd'.repeat(32))
+  })
+})
