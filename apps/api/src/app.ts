@@ -11,6 +11,7 @@ import { modelRoutes } from './routes/models.js'
 import { responsesRoutes } from './routes/responses.js'
 import { presetRoutes } from './routes/presets.js'
 import { registerErrorHandling } from './plugins/errors.js'
+import { clientErrorHandler, frameworkErrors, registerInputGuards } from './plugins/input-guards.js'
 import type { Authenticator } from './plugins/auth.js'
 import { internRoutes } from './routes/interns/index.js'
 import { healthRoutes } from './routes/health.js'
@@ -60,10 +61,14 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     },
     childLoggerFactory: requestLogger,
     logController: new LogController({ disableRequestLogging: !logsEachRequest(deps.config.LOG_LEVEL) }),
+    // The router's and Node's own refusals leave in the documented error body too.
+    frameworkErrors,
+    clientErrorHandler,
   })
   // JSON only: Fastify's built-in text/plain parser would let a non-JSON body through to
   // validation (400) where the spec wants 415.
-  app.removeContentTypeParser('text/plain')
+  app.removeContentTypeParser(['text/plain', 'application/json'])
+  registerInputGuards(app)
   app.setValidatorCompiler(validatorCompiler)
   app.setSerializerCompiler(serializerCompiler)
   // A callback hook, not an async one: it runs on every response and needs no promise.

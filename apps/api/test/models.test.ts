@@ -35,7 +35,7 @@ describe('GET /api/v1/models/{author}/{slug}/endpoints', () => {
     const address = await sut.listen({ port: 0, host: '127.0.0.1' })
     const client = new OpenRouter({ apiKey: env.tenant.keys.user, serverURL: `${address}/api/v1`, retryConfig: { strategy: 'none' } })
     const res = await client.endpoints.list({ author: 'roster-sim', slug: 'messages' })
-    expect(res.data).toMatchObject({ id: 'roster-sim/messages', architecture: { inputModalities: ['text'] } })
+    expect(res.data).toMatchObject({ id: 'roster-sim/messages', architecture: { inputModalities: ['text', 'image'] } })
     expect(res.data.endpoints).toHaveLength(1)
     expect(res.data.endpoints[0]).toMatchObject({ providerName: 'upstream-sim', contextLength: 128_000, pricing: { prompt: '0.000001', completion: '0.000002' }, supportsImplicitCaching: true })
     const listed = (await sut.inject({ method: 'GET', url: '/api/v1/models', headers: auth(env.tenant.keys.user) })).json()

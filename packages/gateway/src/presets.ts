@@ -42,6 +42,38 @@ export const PRESET_FIELDS = [
   'prompt_cache_options',
 ] as const
 
+// The bodies the three preset creates read, as the API document describes them. The routes check
+// them as presetFrom* below do (the kept fields with the request's own rules; the rest ignored).
+const keptFields = Object.fromEntries([...PRESET_FIELDS, 'instructions'].map((k) => [k, true])) as { [K in (typeof PRESET_FIELDS)[number] | 'instructions']: true }
+export const PresetResponsesBody = ResponsesFields.pick(keptFields).describe('A Responses request body: the kept fields become the configuration, instructions the system prompt; the rest is ignored.')
+const anyJson = z.unknown()
+const sampling = { temperature: z.number().optional(), top_p: z.number().optional(), top_k: z.int().optional(), model: z.string().optional(), models: z.array(z.string()).optional(), provider: anyJson.optional(), plugins: anyJson.optional(), service_tier: z.string().optional() }
+export const PresetChatBody = z
+  .looseObject({
+    ...sampling,
+    messages: z.array(z.looseObject({ role: z.string(), content: anyJson })).optional(),
+    max_tokens: z.int().optional(),
+    max_completion_tokens: z.int().optional(),
+    stop: z.union([z.string(), z.array(z.string())]).optional(),
+    tools: z.array(z.looseObject({ type: z.string(), function: z.looseObject({ name: z.string(), description: z.string().optional(), parameters: anyJson.optional(), strict: z.boolean().optional() }).optional() })).optional(),
+    tool_choice: anyJson.optional(),
+    response_format: z.looseObject({ type: z.string() }).optional(),
+    reasoning_effort: z.string().optional(),
+    reasoning: anyJson.optional(),
+  })
+  .describe('A Chat Completions request body: system and developer messages become the system prompt, the other settings the configuration.')
+export const PresetMessagesBody = z
+  .looseObject({
+    ...sampling,
+    system: z.union([z.string(), z.array(z.looseObject({ type: z.string(), text: z.string().optional() }))]).optional(),
+    max_tokens: z.int().optional(),
+    stop_sequences: z.array(z.string()).optional(),
+    tools: z.array(z.looseObject({ name: z.string(), description: z.string().optional(), input_schema: anyJson.optional() })).optional(),
+    tool_choice: z.looseObject({ type: z.string(), name: z.string().optional() }).optional(),
+    thinking: z.looseObject({ type: z.string(), budget_tokens: z.int().optional() }).optional(),
+  })
+  .describe('An Anthropic Messages request body: system becomes the system prompt, the other settings the configuration.')
+
 /** A slug: 1–64 characters of a–z, 0–9, `-`, `_`, `.`, starting and ending with a letter or digit. */
 export const PresetSlug = z
   .string()

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { AppError, createPresetVersion, getPreset, getPresetVersion, listPresets, listPresetVersions } from '@roster/shared'
-import { PresetInputError, PresetSlug, presetFromChat, presetFromMessages, presetFromResponses, type PresetContent } from '@roster/gateway'
+import { PresetChatBody, PresetInputError, PresetMessagesBody, PresetResponsesBody, PresetSlug, presetFromChat, presetFromMessages, presetFromResponses, type PresetContent } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../app.js'
 import { RESPONSES_BODY_LIMIT } from './responses.js'
@@ -25,18 +25,20 @@ export const presetRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
   const typed = app.withTypeProvider<ZodTypeProvider>()
   const anyKey = requireKey(deps.authenticate)
 
-  const creates: [string, string, (body: unknown) => PresetContent][] = [
-    ['/presets/:slug/responses', 'createPresetsResponses', presetFromResponses],
-    ['/presets/:slug/chat/completions', 'createPresetsChatCompletions', presetFromChat],
-    ['/presets/:slug/messages', 'createPresetsMessages', presetFromMessages],
+  const creates: [string, string, z.ZodType, (body: unknown) => PresetContent][] = [
+    ['/presets/:slug/responses', 'createPresetsResponses', PresetResponsesBody, presetFromResponses],
+    ['/presets/:slug/chat/completions', 'createPresetsChatCompletions', PresetChatBody, presetFromChat],
+    ['/presets/:slug/messages', 'createPresetsMessages', PresetMessagesBody, presetFromMessages],
   ]
-  for (const [path, operationId, from] of creates) {
+  for (const [path, operationId, body, from] of creates) {
     typed.post(
       path,
       {
         onRequest: anyKey,
         bodyLimit: RESPONSES_BODY_LIMIT,
-        schema: { operationId, summary: 'Create a preset, or its next version, from a request body', params: SlugParams },
+        schema: { operationId, summary: 'Create a preset, or its next version, from a request body', params: SlugParams, body },
+        // The body schema describes; presetFrom* checks, so the refusals read the same on every door.
+        validatorCompiler: () => (value) => ({ value }),
       },
       async (req) => {
         if (req.caller!.kind !== 'management') throw new AppError('management_key_required', 'only management keys can create presets')

@@ -35,7 +35,9 @@ export function internIconRoutes(deps: AppDeps, read: Gate, write: Gate) {
           operationId: 'setInternIcon',
           summary: `Set the intern's icon (${ICON_TYPES.join(', ')}; at most ${ICON_MAX_BYTES} bytes)`,
           params: InternIdParams,
-          body: z.instanceof(Buffer).meta({ override: { type: 'string', format: 'binary' } }),
+          // The image's bytes, in one of the image types (not JSON): described as binary for each of them.
+          consumes: [...ICON_TYPES],
+          body: z.instanceof(Buffer).meta({ type: 'string', format: 'binary' }),
           response: { 200: z.object({ icon_sha256: z.string() }) },
         },
       },

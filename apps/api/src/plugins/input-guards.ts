@@ -1,0 +1,113 @@
+import http from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { AppError, errorBody } from '@roster/shared'
+
+// What no route can take, refused before any route runs, in the documented error body.
+
+/** Deepest JSON a body may nest (objects and arrays). Deeper bodies are 400, before anything walks them recursively. */
+export const MAX_JSON_DEPTH = 64
+
+/**
+ * How deep `value` nests, walked without recursion and stopped as soon as it passes `limit`:
+ * a body 20,000 levels deep must not overflow the stack of whatever reads it next.
+ */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  if (typeof value !== 'object' || value === null) return false
+  const stack: [unknown, number][] = [[value, 1]]
+  while (stack.length) {
+    const [node, depth] = stack.pop()!
+    if (depth > limit) return true
+    if (Array.isArray(node)) {
+      for (const v of node) if (typeof v === 'object' && v !== null) stack.push([v, depth + 1])
+    } else {
+      for (const k in node as object) {
+        const v = (node as Record<string, unknown>)[k]
+        if (typeof v === 'object' && v !== null) stack.push([v, depth + 1])
+      }
+    }
+  }
+  return false
+}
+
+/**
+ * Where in `value` a string (or key) holds what Postgres cannot store as text: a NUL character,
+ * or a lone surrogate (not Unicode at all; it would be stored as U+FFFD, silently changed).
+ */
+export function unstorableText(value: unknown, path = ''): string | undefined {
+  const stack: [unknown, string][] = [[value, path]]
+  while (stack.length) {
+    const [node, at] = stack.pop()!
+    if (typeof node === 'string') {
+      if (!storable(node)) return at || '/'
+    } else if (Array.isArray(node)) {
+      node.forEach((v, i) => stack.push([v, `${at}/${i}`]))
+    } else if (typeof node === 'object' && node !== null) {
+      for (const k in node) {
+        if (!storable(k)) return `${at}/${k.replace(/\0/g, '\\u0000')}`
+        stack.push([(node as Record<string, unknown>)[k], `${at}/${k}`])
+      }
+    }
+  }
+  return undefined
+}
+// String.prototype.isWellFormed is in Node 20 (ES2024); the project's lib is ES2023.
+const storable = (s: string) => !s.includes('\0') && (s as string & { isWellFormed(): boolean }).isWellFormed()
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The body is not stored (responses): NUL and lone surrogates in it are the provider's to judge. */
+    bodyNotStored?: boolean
+  }
+}
+
+export function registerInputGuards(app: FastifyInstance) {
+  // Fastify's own JSON parser (with its prototype-poisoning checks), then the depth limit.
+  const parseJson = app.getDefaultJsonParser('error', 'error')
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    parseJson(req, body as string, (err, value) => {
+      if (err) return done(err, undefined)
+      if (nestsDeeperThan(value, MAX_JSON_DEPTH)) return done(new AppError('invalid_body', `invalid request: the body nests deeper than ${MAX_JSON_DEPTH} levels`), undefined)
+      done(null, value)
+    })
+  })
+
+  // Text Postgres would refuse (a NUL: error 22021) or alter (a lone surrogate), wherever it came in.
+  app.addHook('preValidation', (req, _reply, done) => {
+    const where = textProblem(req)
+    done(where ? new AppError('invalid_body', `invalid request: ${where} holds a NUL character or a lone surrogate, which cannot be stored`) : undefined)
+  })
+}
+
+function textProblem(req: FastifyRequest): string | undefined {
+  const inParams = unstorableText(req.params)
+  if (inParams) return `the path parameter ${inParams.slice(1)}`
+  const inQuery = unstorableText(req.query)
+  if (inQuery) return `the query parameter ${inQuery.slice(1)}`
+  if (req.routeOptions.config.bodyNotStored || typeof req.body !== 'object' || req.body === null || Buffer.isBuffer(req.body)) return undefined
+  const inBody = unstorableText(req.body)
+  return inBody && `the body at ${inBody}`
+}
+
+/**
+ * Fastify's router refusals (a path that is not valid percent-encoding; a path parameter over its
+ * length) answered in the documented body instead of Fastify's own. No resource has such a path:
+ * intern ids are UUIDs and preset slugs at most 64 characters.
+ */
+export function frameworkErrors(error: Error & { code?: string }, _req: FastifyRequest, reply: FastifyReply) {
+  const why = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is longer than any id or slug' : 'the path is not valid percent-encoding'
+  return reply.code(404).type('application/json').send(errorBody('not_found', `no resource at this path: ${why}`))
+}
+
+/** A request that is not readable HTTP (Node's parser refused it), answered in the documented body. */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Socket) {
+  if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) return
+  const [status, body] =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? [408, errorBody('timeout', 'the request did not arrive in time')]
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? [431, { error: { code: 431, message: 'the request headers are too large' } }]
+        : [400, errorBody('invalid_body', 'the request is not valid HTTP')]
+  const text = JSON.stringify(body)
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${text}`)
+}
