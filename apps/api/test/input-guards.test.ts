@@ -1,3 +1,5 @@
+import { connect } from 'node:net'
+import { once } from 'node:events'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { InternLifecycleError } from '@roster/shared'
 import { useTestTenant } from '@roster/testing'
@@ -83,6 +85,27 @@ describe("the router's refusals", () => {
       expectRefused(res, 404, /no resource at this path/, true)
       expect(res.body).not.toMatch(/FST_ERR|statusCode/)
     }
+  })
+})
+
+describe('requests that are not HTTP', () => {
+  it("answer 400 (431 for oversized headers) in the documented body, not Node's or Fastify's", async () => {
+    const address = new URL(await app.listen({ port: 0, host: '127.0.0.1' }))
+    const raw = async (bytes: string) => {
+      const socket = connect(Number(address.port), '127.0.0.1')
+      await once(socket, 'connect')
+      let text = ''
+      socket.on('data', (c) => (text += c))
+      socket.end(bytes)
+      await once(socket, 'close')
+      return { status: Number(text.split(' ')[1]), body: JSON.parse(text.slice(text.indexOf('\r\n\r\n') + 4)) }
+    }
+    const garbage = await raw('NOT HTTP AT ALL\r\n\r\n')
+    expect(garbage.status).toBe(400)
+    InternLifecycleError.parse(garbage.body)
+    const huge = await raw(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`)
+    expect(huge.status).toBe(431)
+    expect(huge.body.error.code).toBe(431)
   })
 })
 

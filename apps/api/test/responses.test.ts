@@ -66,6 +66,22 @@ describe('POST /api/v1/responses with the openai client', () => {
     expect(call.name).toBe('get_weather')
     expect(JSON.parse(call.arguments)).toEqual({ city: 'sample' })
   })
+
+  it('holds the model to allowed_tools: a tool not named there is not offered to it', async () => {
+    const client = new OpenAI({ apiKey: env.tenant.keys.user, baseURL, maxRetries: 0 })
+    const tool = (name: string) => ({ type: 'function' as const, name, strict: false, parameters: { type: 'object', properties: {} } })
+    // The simulator calls the first tool it is offered.
+    const res = await client.responses.create({
+      model: 'roster-sim/chat',
+      input: 'do something',
+      tools: [tool('forbidden'), tool('allowed')],
+      tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'allowed' }] },
+    })
+    expect(res.output.filter((o) => o.type === 'function_call').map((o: any) => o.name)).toEqual(['allowed'])
+    // The Response still lists every tool the request gave, and the choice as it was made.
+    expect(res.tools.map((t: any) => t.name)).toEqual(['forbidden', 'allowed'])
+    expect(res.tool_choice).toEqual({ type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'allowed' }] })
+  })
 })
 
 describe('POST /api/v1/responses with @openrouter/sdk', () => {

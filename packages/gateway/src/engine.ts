@@ -199,6 +199,9 @@ export class ResponsesEngine {
       if (functions.some((f) => f.name === tool.definition.name)) throw invalid(`/tools a function tool is named ${tool.definition.name}, like the server tool offered with it; rename it`)
       functions.push(tool.definition)
     }
+    // allowed_tools is a hard limit (the spec's MUST): only the tools it names are offered upstream.
+    const allowed = allowedToolNames(req.tool_choice, this.serverTools)
+    const offeredFunctions = allowed ? functions.filter((f) => allowed.has(f.name)) : functions
     const route = this.router.route(req, sessionKey(req, opts.sessionHeader))
     const serverNames = tools.size ? new Set([...tools.values()].map((t) => t.definition.name)) : NO_NAMES
     return {
@@ -208,7 +211,7 @@ export class ResponsesEngine {
       started: performance.now(),
       route,
       assembler: new ResponseAssembler(undefined, serverNames),
-      functions,
+      functions: offeredFunctions,
       tools,
       toolChoice: choiceOf(req, tools),
       user: req.user ? createHmac('sha256', this.options.userHashKey).update(req.user).digest('hex') : undefined,
@@ -483,6 +486,17 @@ function choiceOf(req: ResponsesRequest, tools: Map<string, ServerTool>): Choice
   const server = tools.get(c.type)
   if (server) return { name: server.definition.name }
   throw invalid(`/tool_choice of type ${c.type} names a tool this request does not offer`)
+}
+
+/** The function names an allowed_tools choice permits (a server tool by its kind), or undefined when it sets no limit. */
+function allowedToolNames(choice: ResponsesRequest['tool_choice'], serverTools: Map<string, ServerTool>): Set<string> | undefined {
+  if (typeof choice !== 'object' || choice === null || choice.type !== 'allowed_tools' || !Array.isArray(choice.tools)) return undefined
+  const names = new Set<string>()
+  for (const t of choice.tools as Json[]) {
+    if (t?.type === 'function' && typeof t.name === 'string') names.add(t.name)
+    else if (typeof t?.type === 'string' && serverTools.has(t.type)) names.add(serverTools.get(t.type)!.definition.name)
+  }
+  return names
 }
 
 /** Whether any stop_server_tools_when condition fired after this step (OR). */
