@@ -61,30 +61,28 @@ function echoReasoning(r: ResponsesRequest['reasoning']): Json | null {
   return { ...r, effort: r.effort ? (EFFORT[r.effort] ?? r.effort) : null, summary: r.summary ?? null }
 }
 
-/** The request's settings as a Response reports them (ResponseResource's echoed keys). */
-export function echoSettings(req: ResponsesRequest, tier: string): Json {
-  return {
-    instructions: req.instructions ?? null,
-    metadata: req.metadata ?? null,
-    temperature: req.temperature ?? EFFECTIVE_DEFAULTS.temperature,
-    top_p: req.top_p ?? EFFECTIVE_DEFAULTS.top_p,
-    frequency_penalty: req.frequency_penalty ?? EFFECTIVE_DEFAULTS.frequency_penalty,
-    presence_penalty: req.presence_penalty ?? EFFECTIVE_DEFAULTS.presence_penalty,
-    top_logprobs: req.top_logprobs ?? EFFECTIVE_DEFAULTS.top_logprobs,
-    parallel_tool_calls: req.parallel_tool_calls ?? true,
-    tool_choice: echoToolChoice(req.tool_choice),
-    tools: req.tools?.length ? req.tools.map(echoTool) : [],
-    max_output_tokens: req.max_output_tokens ?? null,
-    max_tool_calls: req.max_tool_calls ?? null,
-    previous_response_id: null,
-    reasoning: echoReasoning(req.reasoning),
-    service_tier: tier,
-    store: false,
-    background: EFFECTIVE_DEFAULTS.background,
-    text: echoText(req.text),
-    truncation: req.truncation ?? EFFECTIVE_DEFAULTS.truncation,
-    safety_identifier: req.safety_identifier ?? null,
-    prompt_cache_key: req.prompt_cache_key ?? null,
-    prompt_cache_options: req.prompt_cache_options ?? null,
-  }
+/** Writes the request's settings into a Response as it reports them (ResponseResource's echoed keys). */
+export function echoSettings(req: ResponsesRequest, tier: string, body: Json): void {
+  body.instructions = req.instructions ?? null
+  body.metadata = req.metadata ?? null
+  body.temperature = req.temperature ?? EFFECTIVE_DEFAULTS.temperature
+  body.top_p = req.top_p ?? EFFECTIVE_DEFAULTS.top_p
+  body.frequency_penalty = req.frequency_penalty ?? EFFECTIVE_DEFAULTS.frequency_penalty
+  body.presence_penalty = req.presence_penalty ?? EFFECTIVE_DEFAULTS.presence_penalty
+  body.top_logprobs = req.top_logprobs ?? EFFECTIVE_DEFAULTS.top_logprobs
+  body.parallel_tool_calls = req.parallel_tool_calls ?? true
+  body.tool_choice = echoToolChoice(req.tool_choice)
+  body.tools = req.tools?.length ? req.tools.map(echoTool) : []
+  body.max_output_tokens = req.max_output_tokens ?? null
+  body.max_tool_calls = req.max_tool_calls ?? null
+  body.previous_response_id = null
+  body.reasoning = echoReasoning(req.reasoning)
+  body.service_tier = tier
+  body.store = false
+  body.background = EFFECTIVE_DEFAULTS.background
+  body.text = echoText(req.text)
+  body.truncation = req.truncation ?? EFFECTIVE_DEFAULTS.truncation
+  body.safety_identifier = req.safety_identifier ?? null
+  body.prompt_cache_key = req.prompt_cache_key ?? null
+  body.prompt_cache_options = req.prompt_cache_options ?? null
 }

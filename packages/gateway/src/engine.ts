@@ -425,7 +425,6 @@ export class ResponsesEngine {
       output_text: text,
       error: null,
       incomplete_details: status === 'incomplete' ? { reason: assembler.finish === 'length' ? 'max_output_tokens' : 'content_filter' } : null,
-      ...echoSettings(req, servedTier(req.service_tier, c.endpoint.tiers)),
       usage: done
         ? {
             input_tokens: u.input,
@@ -439,6 +438,7 @@ export class ResponsesEngine {
           }
         : null,
     }
+    echoSettings(req, servedTier(req.service_tier, c.endpoint.tiers), body)
     const m = run.opts.metadata
     if (m?.service || m?.openrouter) {
       const meta = this.routingMetadata(run)

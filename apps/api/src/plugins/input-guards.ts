@@ -14,16 +14,19 @@ export const MAX_JSON_DEPTH = 64
  */
 export function nestsDeeperThan(value: unknown, limit: number): boolean {
   if (typeof value !== 'object' || value === null) return false
-  const stack: [unknown, number][] = [[value, 1]]
-  while (stack.length) {
-    const [node, depth] = stack.pop()!
+  // Two parallel stacks rather than one of pairs: every request's body passes through here.
+  const nodes: object[] = [value]
+  const depths: number[] = [1]
+  while (nodes.length) {
+    const node = nodes.pop()!
+    const depth = depths.pop()!
     if (depth > limit) return true
     if (Array.isArray(node)) {
-      for (const v of node) if (typeof v === 'object' && v !== null) stack.push([v, depth + 1])
+      for (const v of node) if (typeof v === 'object' && v !== null) nodes.push(v), depths.push(depth + 1)
     } else {
-      for (const k in node as object) {
+      for (const k in node) {
         const v = (node as Record<string, unknown>)[k]
-        if (typeof v === 'object' && v !== null) stack.push([v, depth + 1])
+        if (typeof v === 'object' && v !== null) nodes.push(v), depths.push(depth + 1)
       }
     }
   }
@@ -54,13 +57,6 @@ export function unstorableText(value: unknown, path = ''): string | undefined {
 // String.prototype.isWellFormed is in Node 20 (ES2024); the project's lib is ES2023.
 const storable = (s: string) => !s.includes('\0') && (s as string & { isWellFormed(): boolean }).isWellFormed()
 
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** The body is not stored (responses): NUL and lone surrogates in it are the provider's to judge. */
-    bodyNotStored?: boolean
-  }
-}
-
 export function registerInputGuards(app: FastifyInstance) {
   // Fastify's own JSON parser (with its prototype-poisoning checks), then the depth limit.
   const parseJson = app.getDefaultJsonParser('error', 'error')
@@ -72,11 +68,16 @@ export function registerInputGuards(app: FastifyInstance) {
     })
   })
 
-  // Text Postgres would refuse (a NUL: error 22021) or alter (a lone surrogate), wherever it came in.
-  app.addHook('preValidation', (req, _reply, done) => {
-    const where = textProblem(req)
-    done(where ? new AppError('invalid_body', `invalid request: ${where} holds a NUL character or a lone surrogate, which cannot be stored`) : undefined)
-  })
+}
+
+/**
+ * A preValidation hook for the routes that reach the database (interns, presets, the vault): text
+ * Postgres would refuse (a NUL: error 22021) or alter (a lone surrogate), wherever it came in, is
+ * 400 naming where. `/responses` stores nothing and passes such text on to the provider.
+ */
+export function refuseUnstorableText(req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) {
+  const where = textProblem(req)
+  done(where ? new AppError('invalid_body', `invalid request: ${where} holds a NUL character or a lone surrogate, which cannot be stored`) : undefined)
 }
 
 function textProblem(req: FastifyRequest): string | undefined {
@@ -84,7 +85,7 @@ function textProblem(req: FastifyRequest): string | undefined {
   if (inParams) return `the path parameter ${inParams.slice(1)}`
   const inQuery = unstorableText(req.query)
   if (inQuery) return `the query parameter ${inQuery.slice(1)}`
-  if (req.routeOptions.config.bodyNotStored || typeof req.body !== 'object' || req.body === null || Buffer.isBuffer(req.body)) return undefined
+  if (typeof req.body !== 'object' || req.body === null || Buffer.isBuffer(req.body)) return undefined
   const inBody = unstorableText(req.body)
   return inBody && `the body at ${inBody}`
 }
@@ -92,10 +93,10 @@ function textProblem(req: FastifyRequest): string | undefined {
 /**
  * Fastify's router refusals (a path that is not valid percent-encoding; a path parameter over its
  * length) answered in the documented body instead of Fastify's own. No resource has such a path:
- * intern ids are UUIDs and preset slugs at most 64 characters.
+ * intern ids are UUIDs, preset slugs at most 64 characters and secret names 255.
  */
 export function frameworkErrors(error: Error & { code?: string }, _req: FastifyRequest, reply: FastifyReply) {
-  const why = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is longer than any id or slug' : 'the path is not valid percent-encoding'
+  const why = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is longer than any id, slug or name' : 'the path is not valid percent-encoding'
   return reply.code(404).type('application/json').send(errorBody('not_found', `no resource at this path: ${why}`))
 }
 

@@ -4,6 +4,7 @@ import { z } from 'zod'
 import { AppError, createPresetVersion, getPreset, getPresetVersion, listPresets, listPresetVersions } from '@roster/shared'
 import { PresetChatBody, PresetInputError, PresetMessagesBody, PresetResponsesBody, PresetSlug, presetFromChat, presetFromMessages, presetFromResponses, type PresetContent } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
+import { refuseUnstorableText } from '../plugins/input-guards.js'
 import type { AppDeps } from '../app.js'
 import { RESPONSES_BODY_LIMIT } from './responses.js'
 
@@ -22,6 +23,7 @@ function slugOf(req: FastifyRequest): string {
 
 /** Presets: create (management keys) from a Responses, Chat Completions or Messages body; read (any key of the workspace). */
 export const presetRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
+  app.addHook('preValidation', refuseUnstorableText)
   const typed = app.withTypeProvider<ZodTypeProvider>()
   const anyKey = requireKey(deps.authenticate)
 

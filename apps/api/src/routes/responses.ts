@@ -47,7 +47,7 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
       onRequest: requireKey(deps.authenticate),
       // Images travel inline as data: URLs, so this route takes more than the API's default.
       bodyLimit: RESPONSES_BODY_LIMIT,
-      config: { canonicalErrorTypes: true, bodyNotStored: true },
+      config: { canonicalErrorTypes: true },
       validatorCompiler: responsesValidator,
       schema: { operationId: 'createResponse', summary: 'Run a model request (Open Responses format)', body: ResponsesRequest },
     },

@@ -27,6 +27,7 @@ import {
 } from '@roster/shared'
 import type { AppDeps } from '../../app.js'
 import { withDeadline } from '../../plugins/deadline.js'
+import { refuseUnstorableText } from '../../plugins/input-guards.js'
 import { sendWithEtag } from '../../plugins/etag.js'
 import { registerInternEvents } from './events.js'
 import { internIconRoutes } from './icon.js'
@@ -45,6 +46,7 @@ const errors = Object.fromEntries(
 )
 
 export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
+  app.addHook('preValidation', refuseUnstorableText)
   const api = app.withTypeProvider<ZodTypeProvider>()
 
   /** Runs before the body is read, so refusals (401/403/404) cost no parsing. */
