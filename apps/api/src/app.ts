@@ -10,6 +10,7 @@ import type { Catalogue, ResponsesEngine } from '@roster/gateway'
 import { modelRoutes } from './routes/models.js'
 import { responsesRoutes } from './routes/responses.js'
 import { presetRoutes } from './routes/presets.js'
+import { vaultRoutes } from './routes/vault.js'
 import { registerErrorHandling } from './plugins/errors.js'
 import { clientErrorHandler, frameworkErrors, registerInputGuards } from './plugins/input-guards.js'
 import type { Authenticator } from './plugins/auth.js'
@@ -61,6 +62,9 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     },
     childLoggerFactory: requestLogger,
     logController: new LogController({ disableRequestLogging: !logsEachRequest(deps.config.LOG_LEVEL) }),
+    // Path parameters up to a vault secret name's 255 characters (and past it, so that a longer
+    // one reaches validation and its 400); Fastify's default is 100.
+    routerOptions: { maxParamLength: 512 },
     // The router's and Node's own refusals leave in the documented error body too.
     frameworkErrors,
     clientErrorHandler,
@@ -102,6 +106,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(modelRoutes(deps))
       await v1.register(responsesRoutes(deps))
       await v1.register(presetRoutes(deps))
+      await v1.register(vaultRoutes(deps))
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
     },
     { prefix: '/api/v1' },

@@ -79,7 +79,7 @@ describe('JSON nested without end', () => {
 
 describe("the router's refusals", () => {
   it('bad percent-encoding and over-long path segments answer in the documented body', async () => {
-    for (const url of [`/api/v1/interns/%ff`, `/api/v1/interns/${'x'.repeat(150)}`, `/api/v1/presets/${'x'.repeat(150)}`, '/api/v1/presets/%ff/versions']) {
+    for (const url of [`/api/v1/interns/%ff`, `/api/v1/interns/${'x'.repeat(600)}`, `/api/v1/presets/${'x'.repeat(600)}`, '/api/v1/presets/%ff/versions']) {
       const res = await app.inject({ method: 'GET', url, headers: headers() })
       expect(res.headers['content-type']).toMatch(/^application\/json/)
       expectRefused(res, 404, /no resource at this path/, true)

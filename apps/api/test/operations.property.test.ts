@@ -57,12 +57,12 @@ const operations = (): Operation[] =>
   )
 
 // Path segments, raw (already encoded as a client might send them): real ids, and odd ones.
-const ODD_SEGMENTS = ['%ff', '%00', '%ed%a0%80', 'x'.repeat(150), '..', '%2F', 'nope', '00000000-0000-0000-0000-000000000000', '%F0%9F%98%80', 'a%20b']
+const ODD_SEGMENTS = ['%ff', '%00', '%ed%a0%80', 'x'.repeat(600), '..', '%2F', 'nope', '00000000-0000-0000-0000-000000000000', '%F0%9F%98%80', 'a%20b']
 function segment(name: string, op: Operation): fc.Arbitrary<string> {
   // The event stream stays open for a visible intern, so it is driven with refusals only.
   const events = op.id === 'streamInternEvents'
   const own = events ? [] : name === 'internId' ? [ids.mine.intern] : name === 'slug' ? [ids.mine.preset, 'fresh-slug'] : []
-  const real = name === 'internId' ? (events ? [crypto.randomUUID()] : [ids.theirs.intern, crypto.randomUUID()]) : name === 'slug' ? [ids.theirs.preset] : name === 'version' ? ['1', '2', '0', '99999999999'] : ['roster-sim', 'chat']
+  const real = name === 'internId' ? (events ? [crypto.randomUUID()] : [ids.theirs.intern, crypto.randomUUID()]) : name === 'slug' ? [ids.theirs.preset] : name === 'version' ? ['1', '2', '0', '99999999999'] : name === 'name' ? ['github_token', 'copy', 'a__b', 'GitHub-Token'] : ['roster-sim', 'chat']
   return fc.oneof(fc.constantFrom(...own, ...real), fc.constantFrom(...ODD_SEGMENTS), fc.string({ maxLength: 12 }).map(encodeURIComponent))
 }
 const queryValue = fc.oneof(fc.constantFrom('1', '0', '-5', '100', '501', 'abc', '%00', '%ff', '%ed%a0%80', 'running', 'x'.repeat(300)), fc.string({ maxLength: 8 }).map(encodeURIComponent))
@@ -132,7 +132,9 @@ describe('every operation of the OpenAPI document, under generated requests', ()
       [
         'createIntern', 'listInterns', 'streamInternEvents', 'getInternIcon', 'setInternIcon', 'deleteInternIcon', 'updateIntern', 'deleteIntern', 'getIntern',
         'provisionIntern', 'suspendIntern', 'listModels', 'listEndpoints', 'createResponse', 'createPresetsResponses', 'createPresetsChatCompletions',
-        'createPresetsMessages', 'listPresets', 'getPreset', 'listPresetVersions', 'getPresetVersion',
+        'createPresetsMessages', 'listPresets', 'getPreset', 'listPresetVersions', 'getPresetVersion', 'storeVaultSecret', 'deleteVaultSecret',
+        'listVaultSecrets', 'storeInternVaultSecret', 'deleteInternVaultSecret', 'listInternVaultSecrets', 'copyVaultSecretsToIntern',
+        'listInternEffectiveSecrets',
       ].sort(),
     )
   })

@@ -10,13 +10,15 @@ import {
   createWorkspace,
   isAppError,
   loadConfigOrExit,
+  setVaultWrites,
   type ApiKeyKind,
   type Db,
 } from '@roster/shared'
 
 const usage = `usage: npm run -s admin -- <command> [--json]
   bootstrap                                         account + workspace + member + one key per kind
-  account create [--no-programme] [--no-lifecycle-writes]
+  account create [--no-programme] [--no-lifecycle-writes] [--no-vault-writes]
+  account vault-writes --account ID on|off          allow or refuse (503) vault stores, deletes and copies
   workspace create --account ID [--no-interns]
   user create --workspace ID
   key create --kind user|organization|management|intern --workspace ID [--user ID] [--intern ID]
@@ -28,6 +30,7 @@ const { values, positionals } = parseArgs({
     json: { type: 'boolean', default: false },
     'no-programme': { type: 'boolean', default: false },
     'no-lifecycle-writes': { type: 'boolean', default: false },
+    'no-vault-writes': { type: 'boolean', default: false },
     'no-interns': { type: 'boolean', default: false },
     account: { type: 'string' },
     workspace: { type: 'string' },
@@ -51,7 +54,10 @@ async function run(db: Db, command: string): Promise<Record<string, unknown>> {
     case 'bootstrap':
       return bootstrap(db)
     case 'account create':
-      return createAccount(db, { inProgramme: !values['no-programme'], lifecycleWrites: !values['no-lifecycle-writes'] })
+      return createAccount(db, { inProgramme: !values['no-programme'], lifecycleWrites: !values['no-lifecycle-writes'], vaultWrites: !values['no-vault-writes'] })
+    case 'account vault-writes on':
+    case 'account vault-writes off':
+      return setVaultWrites(db, { accountId: need('account'), on: command.endsWith(' on') })
     case 'workspace create':
       return createWorkspace(db, { accountId: need('account'), internsEnabled: !values['no-interns'] })
     case 'user create':

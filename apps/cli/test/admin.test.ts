@@ -50,6 +50,19 @@ describe('npm run -s admin', () => {
     expect(key.key).toMatch(/^sk-roster-v1-/)
   })
 
+  it("switches an account's vault writes off and on (on by default)", async () => {
+    const { account_id } = json(admin('account', 'create', '--json'))
+    expect((await t.db.account.findUnique({ where: { id: account_id } }))?.vaultWrites).toBe(true)
+    expect(json(admin('account', 'vault-writes', '--account', account_id, 'off', '--json'))).toEqual({ account_id, vault_writes: false })
+    expect((await t.db.account.findUnique({ where: { id: account_id } }))?.vaultWrites).toBe(false)
+    expect(json(admin('account', 'vault-writes', '--account', account_id, 'on', '--json'))).toEqual({ account_id, vault_writes: true })
+    const unknown = admin('account', 'vault-writes', '--account', '00000000-0000-4000-8000-000000000000', 'off', '--json')
+    expect(unknown.code).not.toBe(0)
+    expect(json(unknown).error).toMatch(/no account/)
+    const created = json(admin('account', 'create', '--no-vault-writes', '--json'))
+    expect((await t.db.account.findUnique({ where: { id: created.account_id } }))?.vaultWrites).toBe(false)
+  })
+
   it('refuses bad input with a non-zero exit and a message', () => {
     const bad = admin('key', 'create', '--kind', 'wizard', '--workspace', '00000000-0000-4000-8000-000000000000', '--json')
     expect(bad.code).not.toBe(0)

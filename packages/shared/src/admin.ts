@@ -5,11 +5,18 @@ import { QUOTA_SHARDS } from './interns/quota.js'
 
 // Operator actions behind the admin CLI; test factories use them too.
 
-export async function createAccount(db: Db, opts: { inProgramme?: boolean; lifecycleWrites?: boolean } = {}) {
+export async function createAccount(db: Db, opts: { inProgramme?: boolean; lifecycleWrites?: boolean; vaultWrites?: boolean } = {}) {
   const account = await db.account.create({
-    data: { inProgramme: opts.inProgramme ?? true, lifecycleWrites: opts.lifecycleWrites ?? true },
+    data: { inProgramme: opts.inProgramme ?? true, lifecycleWrites: opts.lifecycleWrites ?? true, vaultWrites: opts.vaultWrites ?? true },
   })
   return { account_id: account.id }
+}
+
+/** The account's vault writes switch: off, stores, deletes and copies answer 503 while reads go on. */
+export async function setVaultWrites(db: Db, opts: { accountId: string; on: boolean }) {
+  const updated = await db.account.updateMany({ where: { id: opts.accountId }, data: { vaultWrites: opts.on } })
+  if (updated.count === 0) throw new AppError('not_found', `no account ${opts.accountId}`)
+  return { account_id: opts.accountId, vault_writes: opts.on }
 }
 
 export async function createWorkspace(db: Db, opts: { accountId: string; internsEnabled?: boolean }) {

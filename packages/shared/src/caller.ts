@@ -14,6 +14,8 @@ export interface Caller {
   internId: string | null
   inProgramme: boolean
   lifecycleWrites: boolean
+  /** The account's vault writes switch (an operator setting; on by default). */
+  vaultWrites: boolean
   internsEnabled: boolean
 }
 
@@ -28,13 +30,14 @@ interface CallerRow {
   interns_enabled: boolean
   in_programme: boolean
   lifecycle_writes: boolean
+  vault_writes: boolean
 }
 
 export async function resolveCaller(db: Db, token: string): Promise<Caller | undefined> {
   const hash = hashApiKey(token)
   const rows = await db.$queryRaw<CallerRow[]>`
     SELECT k.id, k.kind::text AS kind, k.hash, k.workspace_id, k.user_id, k.intern_id,
-           w.account_id, w.interns_enabled, a.in_programme, a.lifecycle_writes
+           w.account_id, w.interns_enabled, a.in_programme, a.lifecycle_writes, a.vault_writes
     FROM api_keys k
     JOIN workspaces w ON w.id = k.workspace_id
     JOIN accounts a ON a.id = w.account_id
@@ -50,6 +53,7 @@ export async function resolveCaller(db: Db, token: string): Promise<Caller | und
     internId: row.kind === 'intern' ? row.intern_id : null,
     inProgramme: row.in_programme,
     lifecycleWrites: row.lifecycle_writes,
+    vaultWrites: row.vault_writes,
     internsEnabled: row.interns_enabled,
   }
 }

@@ -21,6 +21,8 @@ const spec: Record<string, [number, boolean]> = {
   workspace_loss_unacknowledged: [409, false],
   management_key_required: [403, false],
   preset_conflict: [409, true],
+  vault_conflict: [409, false],
+  vault_writes_disabled: [503, true],
   payload_too_large: [413, false],
   unsupported_media_type: [415, false],
   internal_error: [500, true],

@@ -26,6 +26,10 @@ export const Reasons = {
   management_key_required: { status: 403, retryable: false },
   /** Ours: another create of the same preset held it longer than we wait; retry. */
   preset_conflict: { status: 409, retryable: true },
+  /** Ours (the vault's 409): a copy names a secret bound to no hosts. */
+  vault_conflict: { status: 409, retryable: false },
+  /** Ours (the vault's 503): the operator has switched vault writes off for the account. */
+  vault_writes_disabled: { status: 503, retryable: true },
   payload_too_large: { status: 413, retryable: false },
   unsupported_media_type: { status: 415, retryable: false },
   internal_error: { status: 500, retryable: true },

@@ -12,7 +12,7 @@ export interface Tenant {
 /** An account, a workspace, a member and one key per kind; every flag overridable. */
 export async function makeTenant(
   db: Db,
-  opts: { inProgramme?: boolean; lifecycleWrites?: boolean; internsEnabled?: boolean } = {},
+  opts: { inProgramme?: boolean; lifecycleWrites?: boolean; vaultWrites?: boolean; internsEnabled?: boolean } = {},
 ): Promise<Tenant> {
   const { account_id } = await createAccount(db, opts)
   const { workspace_id } = await createWorkspace(db, { accountId: account_id, internsEnabled: opts.internsEnabled })

@@ -25,6 +25,7 @@ export function registerErrorHandling(app: FastifyInstance) {
         .send({ error: { code: err.status, message: err.message, metadata: { error_type: err.errorType } } })
     }
     const known = toAppError(err) ?? unhandled(err, req)
+    if (req.routeOptions.config.vaultErrors) return reply.code(known.status).type('application/json').send(vaultErrorBody(known))
     const body: { error: { metadata?: Record<string, unknown> } } = errorBody(known.reason, known.message)
     // The responses operation names every failure by the spec's canonical error type, its own
     // refusals and the HTTP layer's alike, so a client reads one field whatever went wrong.
@@ -41,8 +42,27 @@ function unhandled(err: FastifyError, req: FastifyRequest): AppError {
   return new AppError('internal_error', `internal error (request ${req.id}); the same request may be sent again`)
 }
 
+/**
+ * The vault routes' errors: the standard envelope with the contract's messages and no reason
+ * (its §2.6: "the message is the only thing that tells failures apart"); a refusal of the input
+ * also says what was wrong.
+ */
+function vaultErrorBody(err: AppError) {
+  const message =
+    err.reason === 'invalid_body'
+      ? `Invalid vault request: ${err.message.replace(/^invalid request: /, '')}`
+      : err.reason === 'payload_too_large'
+        ? 'Request body too large'
+        : err.reason === 'internal_error'
+          ? 'Internal Server Error'
+          : err.message
+  return { error: { code: err.status, message } }
+}
+
 declare module 'fastify' {
   interface FastifyContextConfig {
+    /** The vault's error bodies (vaultErrorBody). */
+    vaultErrors?: boolean
     /** Errors also carry `metadata.error_type`, the spec's canonical error type (responses). */
     canonicalErrorTypes?: boolean
   }
@@ -69,6 +89,8 @@ const canonicalErrorType: Record<Reason, string> = {
   intern_deleting: 'precondition_failed',
   workspace_loss_unacknowledged: 'precondition_failed',
   preset_conflict: 'precondition_failed',
+  vault_conflict: 'precondition_failed',
+  vault_writes_disabled: 'provider_unavailable',
   internal_error: 'server',
   configuration_error: 'server',
   upstream_unavailable: 'provider_unavailable',

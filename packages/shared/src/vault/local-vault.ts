@@ -22,7 +22,14 @@ export interface VaultService {
   /** Returns the named secret, storing a new value first when there is none. Idempotent. */
   ensureSecret(db: Tx, vaultId: string, name: string, value: () => string, hosts?: string[]): Promise<string>
   readSecret(db: Tx, vaultId: string, name: string): Promise<string | undefined>
+  /** A vault's data key (for the secrets API, which seals and fingerprints values with it). */
+  dataKeyOf(db: Tx, vaultId: string): Promise<Buffer>
+  /** The workspace-scope vault's id; with `create`, made on first use. */
+  workspaceVault(db: Db, workspaceId: string, create: boolean): Promise<string | null>
 }
+
+// Roster's own secrets (an intern's runtime credential) are `system` rows: apart from users'
+// secrets of the same name, and never reached through the vault API.
 
 export interface LocalVaultOptions {
   masterKey: Buffer | undefined
@@ -33,6 +40,8 @@ export interface LocalVaultOptions {
 export class LocalVault implements VaultService {
   private masterKeyId: string | undefined
   private readonly fingerprint: Buffer | undefined
+  private readonly dataKeys = new Map<string, Buffer>()
+  private readonly workspaceVaults = new Map<string, string>()
 
   constructor(private readonly options: LocalVaultOptions) {
     this.fingerprint = options.masterKey && masterKeyFingerprint(options.masterKey)
@@ -50,7 +59,7 @@ export class LocalVault implements VaultService {
     const aad = `secret:${vaultId}:${name}`
     const rows = await db.$queryRaw<{ sealed_data_key: Uint8Array; sealed_value: Uint8Array | null }[]>`
       SELECT v.sealed_data_key, s.sealed_value FROM vaults v
-      LEFT JOIN vault_secrets s ON s.vault_id = v.id AND s.name = ${name}
+      LEFT JOIN vault_secrets s ON s.vault_id = v.id AND s.system AND s.name = ${name}
       WHERE v.id = ${vaultId}::uuid`
     const row = rows[0]
     if (!row) throw new AppError('not_found', `vault ${vaultId} does not exist`)
@@ -58,10 +67,10 @@ export class LocalVault implements VaultService {
     if (row.sealed_value) return unseal(dataKey, Buffer.from(row.sealed_value), aad).toString()
     const plaintext = value()
     const written = await db.$executeRaw`
-      INSERT INTO vault_secrets (id, vault_id, name, hosts, sealed_value, fingerprint)
-      VALUES (${randomUUID()}::uuid, ${vaultId}::uuid, ${name}, ${hosts}::text[],
+      INSERT INTO vault_secrets (id, vault_id, system, name, hosts, sealed_value, fingerprint)
+      VALUES (${randomUUID()}::uuid, ${vaultId}::uuid, true, ${name}, ${hosts}::text[],
               ${seal(dataKey, Buffer.from(plaintext), aad)}, ${secretFingerprint(dataKey, plaintext)})
-      ON CONFLICT (vault_id, name) DO NOTHING`
+      ON CONFLICT (vault_id, system, name) DO NOTHING`
     if (written === 1) return plaintext
     // Someone stored it between our read and our write: theirs stands.
     return (await this.readSecret(db, vaultId, name))!
@@ -69,11 +78,47 @@ export class LocalVault implements VaultService {
 
   async readSecret(db: Tx, vaultId: string, name: string): Promise<string | undefined> {
     const rows = await db.$queryRaw<{ sealed_value: Uint8Array }[]>`
-      SELECT sealed_value FROM vault_secrets WHERE vault_id = ${vaultId}::uuid AND name = ${name}`
+      SELECT sealed_value FROM vault_secrets WHERE vault_id = ${vaultId}::uuid AND system AND name = ${name}`
     const row = rows[0]
     if (!row) return undefined
     const dataKey = await this.dataKey(db, vaultId)
     return unseal(dataKey, Buffer.from(row.sealed_value), `secret:${vaultId}:${name}`).toString()
+  }
+
+  /**
+   * A vault's data key, opened with the master key. Sealed data keys never change, so an opened one
+   * is kept (as a KMS client caches data keys): a secret store is then one statement.
+   */
+  async dataKeyOf(db: Tx, vaultId: string): Promise<Buffer> {
+    const cached = this.dataKeys.get(vaultId)
+    if (cached) return cached
+    const key = await this.dataKey(db, vaultId)
+    if (this.dataKeys.size >= 10_000) this.dataKeys.clear()
+    this.dataKeys.set(vaultId, key)
+    return key
+  }
+
+  /**
+   * The workspace-scope vault's id; with `create`, made on first use (under the workspace row's
+   * lock, so two first writes make one vault). Kept once known: it never changes.
+   */
+  async workspaceVault(db: Db, workspaceId: string, create: boolean): Promise<string | null> {
+    const known = this.workspaceVaults.get(workspaceId)
+    if (known) return known
+    const rows = await db.$queryRaw<{ vault_id: string | null }[]>`SELECT vault_id FROM workspaces WHERE id = ${workspaceId}::uuid`
+    let id = rows[0]?.vault_id ?? null
+    if (!id && create) {
+      const fresh = await this.newVault(db)
+      id = await db.$transaction(async (tx) => {
+        const locked = await tx.$queryRaw<{ vault_id: string | null }[]>`SELECT vault_id FROM workspaces WHERE id = ${workspaceId}::uuid FOR UPDATE`
+        if (locked[0]?.vault_id) return locked[0].vault_id
+        await tx.$executeRaw`INSERT INTO vaults (id, workspace_id, master_key_id, sealed_data_key) VALUES (${fresh.id}::uuid, ${workspaceId}::uuid, ${fresh.masterKeyId}::uuid, ${fresh.sealedDataKey})`
+        await tx.$executeRaw`UPDATE workspaces SET vault_id = ${fresh.id}::uuid WHERE id = ${workspaceId}::uuid`
+        return fresh.id
+      })
+    }
+    if (id) this.workspaceVaults.set(workspaceId, id)
+    return id
   }
 
   private async dataKey(db: Tx, vaultId: string): Promise<Buffer> {
