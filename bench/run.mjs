@@ -215,6 +215,28 @@ async function benchList({ key }) {
   ]
 }
 
+/** PUT /vault/secrets/{name} over 1,000 names (create, then replace), then GET pages of 100, 64 connections each. */
+async function benchVault({ key }) {
+  const seconds = Number(process.env.BENCH_SECONDS ?? 10)
+  let n = 0
+  const store = await autocannon({
+    url: `${base}/vault/secrets/s0`,
+    connections: 64,
+    duration: seconds,
+    method: 'PUT',
+    headers: headers(key),
+    requests: [{ setupRequest: (req) => ({ ...req, path: `/api/v1/vault/secrets/s${n % 1000}`, body: JSON.stringify({ value: `value-${n++}`, hosts: ['api.example.com'] }) }) }],
+  })
+  const list = await autocannon({ url: `${base}/vault/secrets?limit=100`, connections: 64, duration: seconds, headers: { authorization: `Bearer ${key}` } })
+  return [
+    { scenario: 'PUT /vault/secrets/{name} (1,000 names, create then replace), 64 connections', metric: 'stores/s', value: (store['2xx'] / store.duration).toFixed(0), target: '> creates/s' },
+    { scenario: '  latency', metric: 'p50 / p99 ms', value: `${store.latency.p50} / ${store.latency.p99}`, target: '' },
+    { scenario: '  non-2xx answers', metric: 'count', value: String(store.non2xx + store.errors), target: '0' },
+    { scenario: 'GET /vault/secrets?limit=100 (of 1,000), 64 connections', metric: 'pages/s', value: (list['2xx'] / list.duration).toFixed(0), target: '' },
+    { scenario: '  latency', metric: 'p50 / p99 ms', value: `${list.latency.p50} / ${list.latency.p99}`, target: '' },
+  ]
+}
+
 /** One intern alone, create to running, measured by the client polling GET every 2 ms. */
 async function benchSingle({ key }) {
   const runs = Number(process.env.BENCH_SINGLE_RUNS ?? 50)
@@ -266,6 +288,7 @@ const scenarios = {
   single: [benchSingle, { worker: true }],
   poll: [benchPoll, { worker: true }],
   list: [benchList, { worker: true }],
+  vault: [benchVault, { worker: false }],
   gateway: [benchGatewayLatency, { worker: false, gateway: true }],
   ttfb: [benchGatewayTtfb, { worker: false, gateway: true }],
   soak: [benchGatewaySoak, { worker: false, gateway: true, named: true }],

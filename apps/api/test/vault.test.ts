@@ -141,6 +141,15 @@ describe("an intern's own vault", () => {
     await client.vault.storeVaultSecret({ name: 'stripe_key', vaultSecretWriteRequest: write('sk_live_2', ['api.stripe.com']) })
     expect(await plaintext(internId, 'stripe_key')).toBe('sk_live_1')
 
+    // A legacy row (stored before host binding, so bound to no hosts) cannot be copied: 409, nothing copied.
+    const [{ vault_id }] = await env.t.db.$queryRaw<{ vault_id: string }[]>`SELECT vault_id FROM workspaces WHERE id = ${env.tenant.workspaceId}::uuid`
+    await env.t.db.$executeRaw`INSERT INTO vault_secrets (id, vault_id, name, hosts, sealed_value, fingerprint) VALUES (gen_random_uuid(), ${vault_id}::uuid, ${'legacy_key'}, NULL, ${Buffer.from([0])}, ${'legacy'})`
+    const conflict = await refusal(client.vault.copyVaultSecretsToIntern({ internId, vaultSecretCopyRequest: { names: ['stripe_key', 'legacy_key'] } }))
+    expect([conflict.status, conflict.error.message, conflict.err]).toEqual([409, 'Vault request conflicts with existing secrets', expect.any(errors.ConflictResponseError)])
+    expect(await plaintext(internId, 'stripe_key')).toBe('sk_live_1')
+    expect((await client.vault.listVaultSecrets()).data.find((s) => s.name === 'legacy_key')).toMatchObject({ hosts: null })
+    await client.vault.deleteVaultSecret({ name: 'legacy_key' })
+
     for (const names of [[], ['a', 'a'], Array.from({ length: 101 }, (_, i) => `n${i}`), ['Bad-Name']]) {
       expect((await raw('POST', `/vault/interns/${internId}/secrets/copy`, env.tenant.keys.user, { names })).status, JSON.stringify(names).slice(0, 40)).toBe(400)
     }
