@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger'
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import { loggerOptions, logsEachRequest, requestLogger, type ApiConfig, type Caller, type CreateBatcher, type Db, type InternReader, type VaultService } from '@roster/shared'
+import { loggerOptions, logsEachRequest, requestLogger, type ApiConfig, type Caller, type CreateBatcher, type Db, type InternReader, type SecretStoreBatcher, type VaultService } from '@roster/shared'
 import type { InternWatch } from './plugins/intern-watch.js'
 import type { ListCache } from './plugins/list-cache.js'
 import type { Catalogue, ResponsesEngine } from '@roster/gateway'
@@ -31,6 +31,8 @@ export interface AppDeps {
   authenticate: Authenticator
   /** Wakes the outbox relay after a create wrote a job. */
   ringOutboxBell: () => void
+  /** Group commit of concurrent secret stores (absent: one statement per store). */
+  secretStores?: SecretStoreBatcher
   /** Group commit of concurrent creates (absent: one statement per create). */
   createBatcher?: CreateBatcher
   /** Reads interns for pollers, evicted by change events. */

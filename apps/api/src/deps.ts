@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis'
-import { CreateBatcher, createInternEventPublisher, InternReader, LocalVault, type ApiConfig, type Db } from '@roster/shared'
+import { CreateBatcher, createInternEventPublisher, InternReader, LocalVault, SecretStoreBatcher, type ApiConfig, type Db } from '@roster/shared'
 import { createHmac, randomBytes } from 'node:crypto'
 import { ResponsesEngine, type Catalogue } from '@roster/gateway'
 import type { AppDeps } from './app.js'
@@ -37,6 +37,7 @@ export function createAppDeps(
     authenticate: createAuthenticator(db, config.AUTH_CACHE_MS),
     ringOutboxBell: createOutboxBell(redis, config.QUEUE_PREFIX),
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
+    secretStores: new SecretStoreBatcher(db),
     catalogue,
     responses: new ResponsesEngine({
       catalogue,

@@ -62,7 +62,7 @@ export const vaultRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =>
   api.put(
     '/vault/secrets/:name',
     { onRequest: gate({ write: true, internScope: false }), bodyLimit: VAULT_BODY_LIMIT, config, schema: { operationId: 'storeVaultSecret', summary: 'Store (create or replace) a workspace secret', params: NameParams, body: SecretWrite, response: { 200: One } } },
-    async (req) => ({ data: await storeSecret(deps.db, deps.vault, (await workspaceVault(req, true))!, req.params.name, req.body) }),
+    async (req) => ({ data: await storeSecret(deps.db, deps.vault, (await workspaceVault(req, true))!, req.params.name, req.body, deps.secretStores) }),
   )
   api.delete(
     '/vault/secrets/:name',
@@ -84,7 +84,7 @@ export const vaultRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =>
     { onRequest: gate({ write: true, internScope: true }), bodyLimit: VAULT_BODY_LIMIT, config, schema: { operationId: 'storeInternVaultSecret', summary: "Store (create or replace) a secret in an intern's vault", params: InternNameParams, body: SecretWrite, response: { 200: One } } },
     async (req) => {
       const { own } = await internVaults(req.caller!, req.params.internId)
-      return { data: await storeSecret(deps.db, deps.vault, own, req.params.name, req.body) }
+      return { data: await storeSecret(deps.db, deps.vault, own, req.params.name, req.body, deps.secretStores) }
     },
   )
   api.delete(

@@ -1,7 +1,8 @@
-import { createHmac, randomUUID } from 'node:crypto'
+import { createHmac } from 'node:crypto'
 import { z } from 'zod'
 import { AppError } from '../errors.js'
-import type { Db } from '../db.js'
+import type { Db, Prisma } from '../db.js'
+import { GroupCommit } from '../group-commit.js'
 import { seal, unseal } from './seal.js'
 import type { VaultService } from './local-vault.js'
 
@@ -99,17 +100,46 @@ const fingerprintOf = (dataKey: Buffer, value: string) => `sha256:${createHmac('
 
 export const notFound = () => new AppError('not_found', 'Not found')
 
-/** Creates or replaces `name` (value and hosts); the first store's created_at stays. One statement. */
-export async function storeSecret(db: Db, vault: VaultService, vaultId: string, name: string, write: SecretWrite): Promise<VaultSecret> {
-  const dataKey = await vault.dataKeyOf(db, vaultId)
-  const rows = await db.$queryRaw<SecretRow[]>`
+/** A secret sealed and ready to write. */
+interface SealedSecret {
+  vaultId: string
+  name: string
+  hosts: string[]
+  sealed: Buffer
+  fingerprint: string
+}
+
+/** Creates or replaces each secret (value and hosts), the first store's created_at kept: one statement for all. */
+async function upsert(db: Db | Prisma.TransactionClient, items: SealedSecret[]): Promise<VaultSecret[]> {
+  // Hosts travel as JSON: unnest flattens an array of arrays.
+  const rows = await db.$queryRaw<(SecretRow & { vault_id: string })[]>`
     INSERT INTO vault_secrets (id, vault_id, system, name, hosts, sealed_value, fingerprint)
-    VALUES (${randomUUID()}::uuid, ${vaultId}::uuid, false, ${name}, ${write.hosts}::text[],
-            ${seal(dataKey, Buffer.from(write.value), aad(vaultId, name))}, ${fingerprintOf(dataKey, write.value)})
+    SELECT gen_random_uuid(), s.vault_id, false, s.name, ARRAY(SELECT json_array_elements_text(s.hosts)), s.sealed, s.fingerprint
+    FROM unnest(${items.map((i) => i.vaultId)}::uuid[], ${items.map((i) => i.name)}::text[], ${items.map((i) => JSON.stringify(i.hosts))}::json[],
+                ${items.map((i) => i.sealed)}::bytea[], ${items.map((i) => i.fingerprint)}::text[]) AS s(vault_id, name, hosts, sealed, fingerprint)
     ON CONFLICT (vault_id, system, name) DO UPDATE
       SET hosts = EXCLUDED.hosts, sealed_value = EXCLUDED.sealed_value, fingerprint = EXCLUDED.fingerprint, updated_at = now()
-    RETURNING name, hosts, fingerprint, created_at`
-  return view(rows[0]!)
+    RETURNING vault_id, name, hosts, fingerprint, created_at`
+  const byKey = new Map(rows.map((r) => [`${r.vault_id}/${r.name}`, view(r)]))
+  return items.map((i) => byKey.get(`${i.vaultId}/${i.name}`)!)
+}
+
+/**
+ * Group commit for stores (see GroupCommit): concurrent stores share one statement and one commit.
+ * Stores of one name are keyed apart, so they are written one after another in the order they
+ * came: the last write wins, as if each were alone.
+ */
+export class SecretStoreBatcher extends GroupCommit<SealedSecret, VaultSecret> {
+  constructor(db: Db) {
+    super({ writeMany: (items) => upsert(db, items), writeOne: async (item) => (await upsert(db, [item]))[0]!, key: (i) => `${i.vaultId}/${i.name}` })
+  }
+}
+
+/** Creates or replaces `name` (value and hosts); the first store's created_at stays. */
+export async function storeSecret(db: Db, vault: VaultService, vaultId: string, name: string, write: SecretWrite, batcher?: SecretStoreBatcher): Promise<VaultSecret> {
+  const dataKey = await vault.dataKeyOf(db, vaultId)
+  const item = { vaultId, name, hosts: write.hosts, sealed: seal(dataKey, Buffer.from(write.value), aad(vaultId, name)), fingerprint: fingerprintOf(dataKey, write.value) }
+  return batcher ? batcher.submit(item) : (await upsert(db, [item]))[0]!
 }
 
 /** Deletes `name` from this vault alone; absent is 404. */
@@ -143,20 +173,13 @@ export async function copySecrets(db: Db, vault: VaultService, fromVaultId: stri
       WHERE vault_id = ${fromVaultId}::uuid AND NOT system AND name = ANY(${names}::text[]) FOR SHARE`
     if (sources.length !== names.length) throw notFound()
     if (sources.some((s) => s.hosts === null)) throw new AppError('vault_conflict', 'Vault request conflicts with existing secrets')
-    const copies = sources.map((s) => {
-      const value = unseal(fromKey, Buffer.from(s.sealed_value), aad(fromVaultId, s.name)).toString()
-      return { name: s.name, hosts: s.hosts!, sealed: seal(toKey, Buffer.from(value), aad(toVaultId, s.name)), fingerprint: fingerprintOf(toKey, value) }
+    const byName = new Map(sources.map((s) => [s.name, s]))
+    const copies = names.map((name) => {
+      const s = byName.get(name)!
+      const value = unseal(fromKey, Buffer.from(s.sealed_value), aad(fromVaultId, name)).toString()
+      return { vaultId: toVaultId, name, hosts: s.hosts!, sealed: seal(toKey, Buffer.from(value), aad(toVaultId, name)), fingerprint: fingerprintOf(toKey, value) }
     })
-    const rows = await tx.$queryRaw<SecretRow[]>`
-      INSERT INTO vault_secrets (id, vault_id, system, name, hosts, sealed_value, fingerprint)
-      SELECT gen_random_uuid(), ${toVaultId}::uuid, false, c.name, ARRAY(SELECT json_array_elements_text(c.hosts)), c.sealed, c.fingerprint
-      FROM unnest(${copies.map((c) => c.name)}::text[], ${copies.map((c) => JSON.stringify(c.hosts))}::json[],
-                  ${copies.map((c) => c.sealed)}::bytea[], ${copies.map((c) => c.fingerprint)}::text[]) AS c(name, hosts, sealed, fingerprint)
-      ON CONFLICT (vault_id, system, name) DO UPDATE
-        SET hosts = EXCLUDED.hosts, sealed_value = EXCLUDED.sealed_value, fingerprint = EXCLUDED.fingerprint, updated_at = now()
-      RETURNING name, hosts, fingerprint, created_at`
-    const byName = new Map(rows.map((r) => [r.name, view(r)]))
-    return names.map((n) => byName.get(n)!)
+    return upsert(tx, copies)
   })
 }
 
