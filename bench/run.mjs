@@ -259,6 +259,25 @@ async function benchSingle({ key }) {
   return [{ scenario: `one intern alone, create → running (${runs} runs)`, metric: 'p50 / p99 ms', value: `${pct(0.5)} / ${pct(0.99)}`, target: 'p50 ≤ 100' }]
 }
 
+/** An intern's shell command round trip in its bubblewrap sandbox (`true`), sequentially. */
+async function benchSandbox() {
+  const { runSandboxed, sandboxUnavailable } = await import('../apps/runtime/dist/sandbox.js')
+  const why = sandboxUnavailable()
+  if (why) return [{ scenario: 'sandboxed `true` round trip', metric: 'p50 / p99 ms', value: `not measured: ${why}`, target: 'p50 ≤ 50' }]
+  const workspace = mkdtempSync(join(tmpdir(), 'roster-bench-ws-'))
+  const runs = Number(process.env.BENCH_SANDBOX_RUNS ?? 300)
+  const times = []
+  for (let i = 0; i < runs + 20; i++) {
+    const t0 = performance.now()
+    const res = await runSandboxed('true', { workspace, network: false, timeoutMs: 10_000, maxOutputBytes: 1024 })
+    if (res.exitCode !== 0) throw new Error(`sandboxed true exited ${res.exitCode}: ${res.stderr}`)
+    if (i >= 20) times.push(performance.now() - t0)
+  }
+  times.sort((a, b) => a - b)
+  const pct = (p) => times[Math.min(times.length - 1, Math.floor(p * times.length))].toFixed(1)
+  return [{ scenario: `sandboxed \`true\` round trip (${runs} runs after 20 unmeasured)`, metric: 'p50 / p99 ms', value: `${pct(0.5)} / ${pct(0.99)}`, target: 'p50 ≤ 50' }]
+}
+
 /** The raw single-row insert rate of the same Postgres, to compare machines. */
 async function benchPgbench() {
   const name = 'roster_bench_pgbench'
@@ -298,6 +317,10 @@ for (const [name, [fn, opts]] of Object.entries(scenarios)) {
   if ((only && only !== name) || (!only && opts.named)) continue
   process.stderr.write(`bench: ${name}…\n`)
   rows.push(...(await withStack(fn, opts)))
+}
+if (!only || only === 'sandbox') {
+  process.stderr.write('bench: sandbox…\n')
+  rows.push(...(await benchSandbox()))
 }
 if (!only || only === 'pgbench') {
   process.stderr.write('bench: pgbench…\n')

@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
+import { tmpdir, homedir } from 'node:os'
+import { join } from 'node:path'
+import { execFileSync } from 'node:child_process'
+import { runSandboxed, sandboxUnavailable, type CommandOptions } from './sandbox.js'
+
+// Real commands in real bubblewrap sandboxes (the bubblewrap package; .ci/run installs it).
+const why = sandboxUnavailable()
+if (why) throw new Error(`the sandbox tests cannot run here: ${why}`)
+
+const root = mkdtempSync(join(tmpdir(), 'roster-sandbox-'))
+const mine = join(root, 'interns', 'a')
+const theirs = join(root, 'interns', 'b')
+let server: Server
+let port = 0
+
+beforeAll(async () => {
+  mkdirSync(mine, { recursive: true })
+  mkdirSync(theirs, { recursive: true })
+  writeFileSync(join(theirs, 'diary.txt'), 'another intern’s private notes')
+  server = createServer((socket) => socket.end('hello from the host\n'))
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  port = (server.address() as { port: number }).port
+})
+afterAll(() => server?.close())
+
+const opts = (extra: Partial<CommandOptions> = {}): CommandOptions => ({ workspace: mine, network: false, timeoutMs: 10_000, maxOutputBytes: 64 * 1024, ...extra })
+
+describe('a sandboxed shell command', () => {
+  it('works in its workspace: what it writes there stays, its exit code and both streams come back', async () => {
+    const res = await runSandboxed('echo made > note.txt && pwd && cat note.txt && echo oops >&2; exit 3', opts())
+    expect(res).toMatchObject({ exitCode: 3, stdout: '/workspace\nmade\n', stderr: 'oops\n', timedOut: false, truncated: false })
+    expect(readFileSync(join(mine, 'note.txt'), 'utf8')).toBe('made\n')
+  })
+
+  it("sees the system read-only and nothing else of the host: no other intern's files, no home, no host /tmp", async () => {
+    const res = await runSandboxed(
+      `ls /; cat ${join(theirs, 'diary.txt')} 2>&1; ls ${root} 2>&1; ls ${homedir()} 2>&1; ls /tmp; touch /etc/roster-x 2>&1; touch /usr/roster-x 2>&1; echo $HOME; env | sort`,
+      opts(),
+    )
+    const lines = res.stdout.split('\n')
+    expect(lines.slice(0, lines.indexOf('workspace') + 1).sort()).toEqual(expect.arrayContaining(['dev', 'etc', 'proc', 'tmp', 'usr', 'workspace']))
+    expect(res.stdout).not.toContain('another intern')
+    expect(res.stdout).toMatch(new RegExp(`${theirs.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*No such file`))
+    expect(res.stdout).toMatch(/roster-x': Read-only file system[\s\S]*roster-x': Read-only file system/)
+    expect(res.stdout).toContain('HOME=/workspace')
+    // The host's environment (credentials among it) does not reach the command.
+    expect(res.stdout).not.toMatch(/DATABASE_URL|VAULT_MASTER_KEY|RUNTIME_TOKEN|REDIS_URL/)
+    expect(existsSync('/etc/roster-x')).toBe(false)
+    // Of /etc, what programs need; not the password hashes or the host's keys.
+    const etc = await runSandboxed('cat /etc/shadow 2>&1; ls /etc/ssh 2>&1; cat /etc/passwd | head -1; ls /etc/ssl/certs | head -1; awk "BEGIN{print 1+1}"', opts())
+    expect(etc.stdout).toMatch(/\/etc\/shadow: No such file[\s\S]*\/etc\/ssh.*No such file[\s\S]*root:x:0:0[\s\S]*\n2\n$/)
+  })
+
+  it('has no network unless granted, and then reaches the host', async () => {
+    const probe = `exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3`
+    const closed = await runSandboxed(probe, opts())
+    expect(closed.exitCode).not.toBe(0)
+    expect(closed.stdout).not.toContain('hello')
+    const open = await runSandboxed(probe, opts({ network: true }))
+    expect(open).toMatchObject({ exitCode: 0, stdout: 'hello from the host\n' })
+  })
+
+  it('is killed past its time limit, with everything it started', async () => {
+    const marker = `roster-sleeper-${process.pid}-${Date.now()}`
+    const res = await runSandboxed(`(exec -a ${marker} sleep 30) & (exec -a ${marker} sleep 30); echo never`, opts({ timeoutMs: 300 }))
+    expect(res.timedOut).toBe(true)
+    expect(res.exitCode).toBeNull()
+    expect(res.durationMs).toBeLessThan(5_000)
+    expect(res.stdout).not.toContain('never')
+    const left = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.startsWith(marker))
+    expect(left).toEqual([])
+  })
+
+  it('is killed when its output passes the limit, and keeps what fitted', async () => {
+    const res = await runSandboxed('yes roster', opts({ maxOutputBytes: 1000 }))
+    expect(res.truncated).toBe(true)
+    expect(res.stdout.length).toBe(1000)
+    expect(res.stdout.startsWith('roster\nroster\n')).toBe(true)
+  })
+
+  it('stops when its caller gives up (a cancelled run)', async () => {
+    const abort = new AbortController()
+    setTimeout(() => abort.abort(), 200)
+    const res = await runSandboxed('sleep 30', opts(), abort.signal)
+    expect(res.signal).toBe('SIGKILL')
+    expect(res.durationMs).toBeLessThan(5_000)
+  })
+})

@@ -1,0 +1,165 @@
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, readlinkSync, realpathSync } from 'node:fs'
+
+// Shell commands of an intern, confined by bubblewrap: the intern's workspace is the only writable
+// place and the only part of the host's files it sees beyond the system's own read-only
+// directories (/usr and what programs need of /etc) (no other intern's workspace, no home directory, no Roster data, no /tmp of the
+// host); its processes live in namespaces of their own (no network unless granted, no view of the
+// host's processes); every command has a time and an output limit, and a runaway is killed with
+// everything it started.
+
+export interface CommandLimits {
+  /** Wall-clock limit; past it the command and every process it started are killed. */
+  timeoutMs: number
+  /** Most bytes kept of stdout and of stderr each; past it the command is killed and the output marked truncated. */
+  maxOutputBytes: number
+}
+
+export interface CommandOptions extends CommandLimits {
+  /** The intern's workspace directory, mounted read-write at /workspace (the working directory). */
+  workspace: string
+  /** Network for this command (an escalation in manual mode); otherwise it has none at all. */
+  network: boolean
+  /** Environment of the command, on top of PATH, HOME=/workspace and LANG. Nothing of the host's leaks in. */
+  env?: Record<string, string>
+}
+
+export interface CommandResult {
+  exitCode: number | null
+  /** The signal that ended it, when it did not exit on its own. */
+  signal: string | null
+  stdout: string
+  stderr: string
+  /** Output past maxOutputBytes was dropped (and the command killed). */
+  truncated: boolean
+  timedOut: boolean
+  durationMs: number
+}
+
+/** The host's system directories a command may read (never write). Merged-/usr systems link the rest. */
+const SYSTEM_DIRS = ['/usr']
+/**
+ * What of /etc a command may read: what programs need to run, resolve names and trust TLS, and
+ * not the rest (the shadow password files, SSH host keys, sudoers, whatever an operator keeps there).
+ */
+const ETC_ENTRIES = [
+  'alternatives', 'bash.bashrc', 'ca-certificates', 'ca-certificates.conf', 'gai.conf', 'group', 'host.conf', 'hostname', 'hosts',
+  'inputrc', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'mime.types', 'nsswitch.conf', 'os-release', 'passwd',
+  'profile', 'protocols', 'resolv.conf', 'services', 'ssl', 'timezone',
+]
+const USR_LINKS = ['bin', 'sbin', 'lib', 'lib64', 'lib32', 'libx32']
+
+let systemMounts: string[] | undefined
+/** The read-only system part of every sandbox, worked out once: /usr and /etc, and /bin and the like as the host has them. */
+function systemArgs(): string[] {
+  if (systemMounts) return systemMounts
+  const args: string[] = []
+  for (const dir of SYSTEM_DIRS) args.push('--ro-bind', dir, dir)
+  for (const entry of ETC_ENTRIES) if (existsSync(`/etc/${entry}`)) args.push('--ro-bind', `/etc/${entry}`, `/etc/${entry}`)
+  for (const link of USR_LINKS) {
+    const path = `/${link}`
+    const target = linkTarget(path)
+    if (target) args.push('--symlink', target, path)
+    else if (existsSync(path)) args.push('--ro-bind', path, path)
+  }
+  args.push('--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run')
+  return (systemMounts = args)
+}
+
+function bwrapArgs(opts: CommandOptions): string[] {
+  // The sandbox's own root is a tmpfs bwrap makes: read-only once every mount point is in place.
+  const args = [...systemArgs(), '--bind', realpathSync(opts.workspace), '/workspace', '--remount-ro', '/', '--chdir', '/workspace']
+  args.push('--unshare-all', ...(opts.network ? ['--share-net'] : []), '--die-with-parent', '--new-session', '--clearenv')
+  const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/workspace', LANG: 'C.UTF-8', ...opts.env }
+  for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v)
+  return args
+}
+
+function linkTarget(path: string): string | undefined {
+  try {
+    return readlinkSync(path)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Whether commands can be confined here: bubblewrap installed and allowed to make namespaces
+ * (containers without user namespaces, and macOS, cannot). Undefined when they can; else why not.
+ */
+export function sandboxUnavailable(): string | undefined {
+  const probe = spawnSync('bwrap', [...systemArgs(), '--unshare-all', '--die-with-parent', '/usr/bin/true'], { encoding: 'utf8', timeout: 10_000 })
+  if (probe.error) return `bubblewrap (bwrap) is not installed: ${probe.error.message}; install the bubblewrap package`
+  if (probe.status !== 0) return `bubblewrap cannot make namespaces here: ${probe.stderr.trim() || `exit ${probe.status}`}`
+  return undefined
+}
+
+/** Runs `command` with bash inside the sandbox. Rejects only if bubblewrap cannot start at all. */
+export function runSandboxed(command: string, opts: CommandOptions, signal?: AbortSignal): Promise<CommandResult> {
+  return run('bwrap', [...bwrapArgs(opts), '/usr/bin/bash', '-c', command], opts, signal)
+}
+
+/**
+ * Runs `command` with bash in the workspace without any confinement: only where the operator has
+ * allowed it for development (a machine without bubblewrap); never chosen silently.
+ */
+export function runUnconfined(command: string, opts: CommandOptions, signal?: AbortSignal): Promise<CommandResult> {
+  return run('bash', ['-c', command], { ...opts, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: opts.workspace, ...opts.env } }, signal, opts.workspace)
+}
+
+function run(file: string, args: string[], opts: CommandOptions, signal?: AbortSignal, cwd?: string): Promise<CommandResult> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now()
+    // A process group of its own (detached), so a kill reaches everything the command started.
+    // bwrap clears the command's environment itself (--clearenv); it needs only PATH to be found.
+    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, cwd, env: cwd ? opts.env : { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+    const out: Buffer[] = []
+    const err: Buffer[] = []
+    let sizes = [0, 0]
+    let truncated = false
+    let timedOut = false
+    const kill = () => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL')
+      } catch {
+        child.kill('SIGKILL')
+      }
+    }
+    const collect = (into: Buffer[], i: 0 | 1) => (chunk: Buffer) => {
+      const room = opts.maxOutputBytes - sizes[i]!
+      if (room > 0) into.push(chunk.subarray(0, room))
+      sizes[i] = sizes[i]! + chunk.length
+      if (chunk.length > room && !truncated) {
+        truncated = true
+        kill()
+      }
+    }
+    child.stdout!.on('data', collect(out, 0))
+    child.stderr!.on('data', collect(err, 1))
+    const timer = setTimeout(() => {
+      timedOut = true
+      kill()
+    }, opts.timeoutMs)
+    const onAbort = () => kill()
+    signal?.addEventListener('abort', onAbort, { once: true })
+    child.once('error', (e) => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
+      reject(e)
+    })
+    child.once('close', (code, sig) => {
+      clearTimeout(timer)
+      signal?.removeEventListener('abort', onAbort)
+      sizes = [0, 0]
+      resolve({
+        exitCode: code,
+        signal: sig,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+        truncated,
+        timedOut,
+        durationMs: performance.now() - started,
+      })
+    })
+  })
+}
