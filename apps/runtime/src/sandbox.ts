@@ -22,6 +22,10 @@ export interface CommandOptions extends CommandLimits {
   network: boolean
   /** Environment of the command, on top of PATH, HOME=/workspace and LANG. Nothing of the host's leaks in. */
   env?: Record<string, string>
+  /** Arguments the command sees as $1, $2…: passed apart from the command text, never parsed by the shell. */
+  args?: string[]
+  /** What the command reads on its standard input (none: it reads end of file). */
+  input?: Buffer
 }
 
 export interface CommandResult {
@@ -96,7 +100,7 @@ export function sandboxUnavailable(): string | undefined {
 
 /** Runs `command` with bash inside the sandbox. Rejects only if bubblewrap cannot start at all. */
 export function runSandboxed(command: string, opts: CommandOptions, signal?: AbortSignal): Promise<CommandResult> {
-  return run('bwrap', [...bwrapArgs(opts), '/usr/bin/bash', '-c', command], opts, signal)
+  return run('bwrap', [...bwrapArgs(opts), '/usr/bin/bash', '-c', command, 'roster', ...(opts.args ?? [])], opts, signal)
 }
 
 /**
@@ -104,7 +108,7 @@ export function runSandboxed(command: string, opts: CommandOptions, signal?: Abo
  * allowed it for development (a machine without bubblewrap); never chosen silently.
  */
 export function runUnconfined(command: string, opts: CommandOptions, signal?: AbortSignal): Promise<CommandResult> {
-  return run('bash', ['-c', command], { ...opts, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: opts.workspace, ...opts.env } }, signal, opts.workspace)
+  return run('bash', ['-c', command, 'roster', ...(opts.args ?? [])], { ...opts, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: opts.workspace, ...opts.env } }, signal, opts.workspace)
 }
 
 function run(file: string, args: string[], opts: CommandOptions, signal?: AbortSignal, cwd?: string): Promise<CommandResult> {
@@ -112,7 +116,12 @@ function run(file: string, args: string[], opts: CommandOptions, signal?: AbortS
     const started = performance.now()
     // A process group of its own (detached), so a kill reaches everything the command started.
     // bwrap clears the command's environment itself (--clearenv); it needs only PATH to be found.
-    const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, cwd, env: cwd ? opts.env : { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+    const child = spawn(file, args, { stdio: [opts.input ? 'pipe' : 'ignore', 'pipe', 'pipe'], detached: true, cwd, env: cwd ? opts.env : { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+    if (opts.input) {
+      // A command that exits without reading all of it closes the pipe: not an error of ours.
+      child.stdin!.on('error', () => {})
+      child.stdin!.end(opts.input)
+    }
     const out: Buffer[] = []
     const err: Buffer[] = []
     let sizes = [0, 0]
