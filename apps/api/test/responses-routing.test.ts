@@ -192,6 +192,14 @@ describe('server tools and the loop', () => {
     expect(res.usage.input_tokens).toBeGreaterThan(0)
   })
 
+  it("follows a model's script: two tool calls in turn, then the scripted answer", async () => {
+    const input = 'plan:\n[sim] call datetime {"timezone":"Europe/Oslo"}\n[sim] call datetime {"timezone":"Asia/Tokyo"}\n[sim] say Oslo and Tokyo, both known.'
+    const res = await answer({ model: 'roster-sim/responses', input, tools: [{ type: 'openrouter:datetime' }] })
+    expect(res.output.map((o: any) => o.type)).toEqual(['openrouter:datetime', 'openrouter:datetime', 'message'])
+    expect(res.output.slice(0, 2).map((o: any) => JSON.parse(o.output).timezone)).toEqual(['Europe/Oslo', 'Asia/Tokyo'])
+    expect(res.output_text).toBe('Oslo and Tokyo, both known.')
+  })
+
   it('web_fetch refuses loopback addresses by default, and the model is told so', async () => {
     const res = await answer({ model: 'roster-sim/messages', input: 'fetch it', tools: [{ type: 'openrouter:web_fetch' }] })
     const item = res.output.find((o: any) => o.type === 'openrouter:web_fetch')

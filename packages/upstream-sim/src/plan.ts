@@ -11,6 +11,8 @@ export interface Ask {
   toolChoice: string
   /** The conversation ends with a tool result: answer in text now. */
   afterToolResult: boolean
+  /** How many tool results the conversation holds: which step of a script is next. */
+  toolResults: number
   maxTokens?: number
   stop?: string[]
   /** The request marks content for caching (cache_control, prompt_cache_key…). */
@@ -45,6 +47,17 @@ export function plan(ask: Ask, settings: SimSettings, seenPrompts: Set<string>):
     reasoning: ask.reasoning ? 8 : 0,
   }
   const reasoning = ask.reasoning ? replyTokens(`reasoning:${ask.inputText}`, 8) : []
+  // A script in the prompt decides the turn instead of the dice (see scriptOf).
+  const step = scriptOf(ask.inputText)[ask.toolResults]
+  if (step?.kind === 'call' && ask.tools.some((t) => t.name === step.tool) && ask.toolChoice !== 'none') {
+    usage.output = countTokens(step.arguments) + usage.reasoning
+    return { id, model: ask.model, text: [], reasoning, toolCall: { id: `call_${id}`, name: step.tool, arguments: step.arguments }, finish: 'tool', usage }
+  }
+  if (step) {
+    const text = splitLike(step.kind === 'say' ? step.text : `(script: the tool ${step.tool} is not offered)`)
+    usage.output = text.length + usage.reasoning
+    return { id, model: ask.model, text, reasoning, finish: 'stop', usage }
+  }
   const callable =
     settings.toolCalls && ask.tools.length > 0 && ask.toolChoice !== 'none' && (!ask.afterToolResult || settings.repeatToolCalls)
   if (callable) {
@@ -67,6 +80,30 @@ export function plan(ask: Ask, settings: SimSettings, seenPrompts: Set<string>):
   }
   usage.output = text.length + usage.reasoning
   return { id, model: ask.model, text, reasoning, finish, usage }
+}
+
+export type ScriptStep = { kind: 'call'; tool: string; arguments: string } | { kind: 'say'; text: string }
+
+/**
+ * A script in the prompt, for tests that need a run to go a given way: each line
+ * `[sim] call <tool> <JSON arguments>` or `[sim] say <text>` is one turn, in order; the turn after
+ * the n-th tool result plays line n+1 (counting from the first). Past the last line, and without
+ * a script, the simulator answers as usual. A call of a tool the request does not offer is answered
+ * in text saying so. Lines of other text are ignored, so the script can sit in any message.
+ */
+export function scriptOf(text: string): ScriptStep[] {
+  if (!text.includes('[sim]')) return []
+  const steps: ScriptStep[] = []
+  for (const line of text.split('\n')) {
+    const m = /^\s*\[sim\]\s+(call|say)\s+(.*)$/.exec(line)
+    if (!m) continue
+    if (m[1] === 'say') steps.push({ kind: 'say', text: m[2]!.trim() })
+    else {
+      const call = /^([A-Za-z0-9_.:-]+)\s*(.*)$/.exec(m[2]!.trim())
+      if (call) steps.push({ kind: 'call', tool: call[1]!, arguments: call[2]!.trim() || '{}' })
+    }
+  }
+  return steps
 }
 
 function splitLike(text: string): string[] {

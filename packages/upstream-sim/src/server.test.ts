@@ -169,3 +169,43 @@ describe('settings and faults', () => {
     }
   })
 })
+
+describe('a script in the prompt', () => {
+  const script = 'do as scripted\n[sim] call get_weather {"city":"Oslo","days":2,"unit":"c"}\n[sim] call get_weather {"city":"Bergen","days":1,"unit":"f"}\n[sim] say Both looked up.'
+  const tools = { chat: [{ type: 'function', function: weather }], responses: [{ type: 'function', ...weather }], messages: [{ name: weather.name, input_schema: weather.parameters }] }
+
+  it('plays one line a turn, counting tool results, in each protocol', async () => {
+    // Chat Completions
+    const chat = async (messages: object[]) => (await (await post('/v1/chat/completions', { model: 'sim', messages, tools: tools.chat })).json()).choices[0]
+    let turn = await chat([{ role: 'user', content: script }])
+    expect(JSON.parse(turn.message.tool_calls[0].function.arguments)).toEqual({ city: 'Oslo', days: 2, unit: 'c' })
+    const first = turn.message
+    turn = await chat([{ role: 'user', content: script }, first, { role: 'tool', tool_call_id: first.tool_calls[0].id, content: 'rain' }])
+    expect(JSON.parse(turn.message.tool_calls[0].function.arguments).city).toBe('Bergen')
+    turn = await chat([{ role: 'user', content: script }, first, { role: 'tool', tool_call_id: 'a', content: 'rain' }, turn.message, { role: 'tool', tool_call_id: 'b', content: 'sun' }])
+    expect([turn.finish_reason, turn.message.content]).toEqual(['stop', 'Both looked up.'])
+
+    // Responses
+    const responses = async (input: object[]) => (await (await post('/v1/responses', { model: 'sim', input, tools: tools.responses })).json()).output
+    const out = await responses([{ role: 'user', content: script }, { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{}' }, { type: 'function_call_output', call_id: 'c1', output: 'rain' }])
+    expect(JSON.parse(out.find((o: any) => o.type === 'function_call').arguments).city).toBe('Bergen')
+
+    // Anthropic Messages
+    const messages = async (msgs: object[]) => (await (await post('/v1/messages', { model: 'sim', max_tokens: 100, messages: msgs, tools: tools.messages })).json())
+    const done = await messages([
+      { role: 'user', content: script },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'get_weather', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'rain' }] },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't2', name: 'get_weather', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't2', content: 'sun' }] },
+    ])
+    expect([done.stop_reason, done.content[0].text]).toEqual(['end_turn', 'Both looked up.'])
+  })
+
+  it('answers in text when the scripted tool is not offered, and as usual past the script', async () => {
+    const res = await (await post('/v1/chat/completions', { model: 'sim', messages: [{ role: 'user', content: '[sim] call shell {"command":"ls"}' }] })).json()
+    expect(res.choices[0].message.content).toBe('(script: the tool shell is not offered)')
+    const past = await (await post('/v1/chat/completions', { model: 'sim', messages: [{ role: 'user', content: '[sim] say one' }, { role: 'tool', tool_call_id: 'x', content: 'r' }] })).json()
+    expect(past.choices[0].message.content.split(' ')).toHaveLength(6)
+  })
+})

@@ -16,6 +16,7 @@ export function askFromMessages(body: Body): Ask {
     tools: (Array.isArray(body.tools) ? body.tools : []).filter((t: Body) => t?.name).map((t: Body) => ({ name: t.name, parameters: t.input_schema })),
     toolChoice: choice?.type === 'tool' ? choice.name : choice?.type === 'none' ? 'none' : choice?.type === 'any' ? 'required' : 'auto',
     afterToolResult: Array.isArray(last?.content) && last.content.some((b: Body) => b?.type === 'tool_result'),
+    toolResults: messages.reduce((n, m) => n + (Array.isArray(m.content) ? m.content.filter((b: Body) => b?.type === 'tool_result').length : 0), 0),
     maxTokens: body.max_tokens,
     stop: body.stop_sequences,
     cache: wantsCache(body),

@@ -17,6 +17,7 @@ export function askFromChat(body: Body): Ask {
       .map((t: Body) => ({ name: t.function.name, parameters: t.function.parameters })),
     toolChoice: typeof choice === 'string' ? choice : (choice?.function?.name ?? 'auto'),
     afterToolResult: messages.at(-1)?.role === 'tool',
+    toolResults: messages.filter((m) => m.role === 'tool').length,
     maxTokens: body.max_completion_tokens ?? body.max_tokens,
     stop: typeof body.stop === 'string' ? [body.stop] : body.stop,
     cache: wantsCache(body),

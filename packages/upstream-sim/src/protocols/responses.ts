@@ -17,6 +17,7 @@ export function askFromResponses(body: Body): Ask {
       .map((t: Body) => ({ name: t.name, parameters: t.parameters })),
     toolChoice: typeof choice === 'string' ? choice : (choice?.name ?? 'auto'),
     afterToolResult: items.at(-1)?.type === 'function_call_output',
+    toolResults: items.filter((i) => i.type === 'function_call_output').length,
     maxTokens: body.max_output_tokens ?? undefined,
     cache: wantsCache(body),
     reasoning: Boolean(body.reasoning?.effort ?? body.reasoning?.enabled),
