@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Redis } from 'ioredis'
 import { apiClient, createTestDatabase, makeTenant, redisUrl, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
@@ -69,8 +70,20 @@ describe('provisioning', () => {
     const hosted = await (await stack.runtimeFetch(`/v1/interns/${id}`)).json()
     expect(hosted).toMatchObject({ running: true, starts: 1, configWrites: 1, hostname: final.hostname })
 
-    // The runtime token was sealed into the intern's own vault.
-    expect(await t.db.vaultSecret.count({ where: { vaultId: final.vault_id, name: 'runtime_token' } })).toBe(1)
+    // The runtime got the intern's own API key, sealed into its vault as Roster's own secret: the
+    // key works as the intern, for its own intern and nothing else.
+    expect(await t.db.vaultSecret.count({ where: { vaultId: final.vault_id, name: 'intern_api_key', system: true } })).toBe(1)
+    const { token } = JSON.parse(readFileSync(hosted.config_file, 'utf8'))
+    expect(token).toMatch(/^sk-roster-v1-/)
+    const asIntern = apiClient(stack.apiUrl, token)
+    expect((await asIntern.getIntern(id)).status).toBe(200)
+    const other = (await api.createIntern({ name: 'bystander' })).body
+    expect((await asIntern.getIntern(other.id)).status).toBe(404)
+    const key = await t.db.apiKey.findMany({ where: { internId: id } })
+    expect(key.map((k) => k.kind)).toEqual(['intern'])
+    // Its vault listing through the vault API shows none of Roster's own secrets.
+    const listed = await fetch(`${stack.apiUrl}/vault/interns/${id}/secrets`, { headers: { authorization: `Bearer ${token}` } })
+    expect(await listed.json()).toEqual({ data: [], has_more: false })
   })
 
   it('moves to a longer hostname when the first candidate is taken', async () => {

@@ -7,7 +7,11 @@ const PREFIX = 'sk-roster-v1-'
 
 /** A new key: 32 random bytes. Only the SHA-256 digest is stored; the plaintext is shown once. */
 export function generateApiKey(): { plaintext: string; hash: Buffer; prefix: string } {
-  const plaintext = PREFIX + randomBytes(32).toString('base64url')
+  return apiKeyParts(PREFIX + randomBytes(32).toString('base64url'))
+}
+
+/** A key's stored parts: its digest, and the first characters that are safe to show. */
+export function apiKeyParts(plaintext: string): { plaintext: string; hash: Buffer; prefix: string } {
   return { plaintext, hash: hashApiKey(plaintext), prefix: plaintext.slice(0, PREFIX.length + 6) }
 }
 

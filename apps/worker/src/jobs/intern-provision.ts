@@ -1,6 +1,7 @@
-import { randomBytes } from 'node:crypto'
 import { UnrecoverableError } from 'bullmq'
 import {
+  apiKeyParts,
+  generateApiKey,
   isUniqueViolation,
   Jobs,
   RuntimeUnavailableError,
@@ -10,7 +11,12 @@ import {
 } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
 
-export const RUNTIME_TOKEN_SECRET = 'runtime_token'
+/**
+ * The intern's own API key (kind `intern`), kept in its private vault as Roster's own secret: the
+ * credential its runtime calls Roster with (its model turns, its own vault). Earlier builds kept a
+ * random `runtime_token` there instead, which no route accepts; a provisioning now makes the key.
+ */
+export const RUNTIME_TOKEN_SECRET = 'intern_api_key'
 
 /** What one run carries from step to step. */
 interface Run {
@@ -40,9 +46,14 @@ export const provisionSteps: readonly Step[] = [
     label: 'Preparing the vault',
     async run(run) {
       if (!run.intern.vault_id) throw new UnrecoverableError('the intern has no private vault')
-      run.token = await run.deps.vault.ensureSecret(run.deps.db, run.intern.vault_id, RUNTIME_TOKEN_SECRET, () =>
-        randomBytes(32).toString('base64url'),
-      )
+      run.token = await run.deps.vault.ensureSecret(run.deps.db, run.intern.vault_id, RUNTIME_TOKEN_SECRET, () => generateApiKey().plaintext)
+      // The key's row, once, whichever attempt stored the key (its digest is unique); deleting the
+      // intern deletes it.
+      const { hash, prefix } = apiKeyParts(run.token)
+      await run.deps.db.$executeRaw`
+        INSERT INTO api_keys (id, kind, workspace_id, intern_id, hash, prefix)
+        SELECT gen_random_uuid(), 'intern'::api_key_kind, i.workspace_id, i.id, ${hash}, ${prefix} FROM interns i WHERE i.id = ${run.intern.id}::uuid
+        ON CONFLICT (hash) DO NOTHING`
     },
   },
   {
