@@ -1,6 +1,6 @@
 import { loadConfigOrExit, RuntimeConfig } from '@roster/shared'
 import { buildRuntimeHost } from './host.js'
-import { sandboxUnavailable } from './sandbox.js'
+import { commandRunner } from './sandbox.js'
 
 const config = loadConfigOrExit(RuntimeConfig, 'runtime')
 const app = await buildRuntimeHost(config)
@@ -11,7 +11,8 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   })
 }
 // Interns' shell commands run confined or not at all: say so now, not at an intern's first command.
-const noSandbox = sandboxUnavailable()
-if (noSandbox) app.log.warn(`interns' shell commands cannot be sandboxed on this machine: ${noSandbox}`)
+const commands = commandRunner(config.RUNTIME_UNCONFINED_COMMANDS)
+if (commands.mode === 'refused') app.log.warn(`interns' shell commands will be refused: they cannot be sandboxed here (${commands.why}); install bubblewrap`)
+if (commands.mode === 'unconfined') app.log.warn(`interns' shell commands run UNCONFINED (RUNTIME_UNCONFINED_COMMANDS=allow): ${commands.why}`)
 const address = await app.listen({ host: config.HOST, port: config.PORT })
 app.log.info(`runtime host listening on ${address}`)

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:net'
 import { tmpdir, homedir } from 'node:os'
 import { join } from 'node:path'
 import { execFileSync } from 'node:child_process'
-import { runSandboxed, sandboxUnavailable, type CommandOptions } from './sandbox.js'
+import { commandRunner, runSandboxed, SandboxUnavailableError, sandboxUnavailable, type CommandOptions } from './sandbox.js'
 
 // Real commands in real bubblewrap sandboxes (the bubblewrap package; .ci/run installs it).
 const why = sandboxUnavailable()
@@ -87,5 +87,18 @@ describe('a sandboxed shell command', () => {
     const res = await runSandboxed('sleep 30', opts(), abort.signal)
     expect(res.signal).toBe('SIGKILL')
     expect(res.durationMs).toBeLessThan(5_000)
+  })
+
+  it('where bubblewrap cannot work, refuses commands saying why, or runs them unconfined only when allowed', async () => {
+    const noBwrap = { ...process.env, PATH: mkdtempSync(join(tmpdir(), 'roster-empty-path-')) }
+    expect(sandboxUnavailable(noBwrap)).toMatch(/bubblewrap \(bwrap\) is not installed/)
+    const refused = commandRunner('refuse', noBwrap)
+    expect(refused.mode).toBe('refused')
+    await expect(refused.run('touch never-run', opts())).rejects.toThrow(SandboxUnavailableError)
+    expect(existsSync(join(mine, 'never-run'))).toBe(false)
+    const allowed = commandRunner('allow', noBwrap)
+    expect(allowed.mode).toBe('unconfined')
+    expect((await allowed.run('pwd', opts())).stdout.trim()).toBe(mine)
+    expect(commandRunner('refuse').mode).toBe('sandboxed')
   })
 })

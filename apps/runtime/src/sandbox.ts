@@ -91,8 +91,8 @@ function linkTarget(path: string): string | undefined {
  * Whether commands can be confined here: bubblewrap installed and allowed to make namespaces
  * (containers without user namespaces, and macOS, cannot). Undefined when they can; else why not.
  */
-export function sandboxUnavailable(): string | undefined {
-  const probe = spawnSync('bwrap', [...systemArgs(), '--unshare-all', '--die-with-parent', '/usr/bin/true'], { encoding: 'utf8', timeout: 10_000 })
+export function sandboxUnavailable(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const probe = spawnSync('bwrap', [...systemArgs(), '--unshare-all', '--die-with-parent', '/usr/bin/true'], { encoding: 'utf8', timeout: 10_000, env })
   if (probe.error) return `bubblewrap (bwrap) is not installed: ${probe.error.message}; install the bubblewrap package`
   if (probe.status !== 0) return `bubblewrap cannot make namespaces here: ${probe.stderr.trim() || `exit ${probe.status}`}`
   return undefined
@@ -171,4 +171,27 @@ function run(file: string, args: string[], opts: CommandOptions, signal?: AbortS
       })
     })
   })
+}
+
+export type CommandRunner = (command: string, opts: CommandOptions, signal?: AbortSignal) => Promise<CommandResult>
+
+/** Why a shell command was not run: the sandbox cannot work here and unconfined commands are not allowed. */
+export class SandboxUnavailableError extends Error {
+  override name = 'SandboxUnavailableError'
+}
+
+/**
+ * How this host runs interns' shell commands, decided once: in the sandbox; or, where bubblewrap
+ * cannot work, unconfined only if the operator allowed it (`RUNTIME_UNCONFINED_COMMANDS=allow`,
+ * for development); otherwise every command is refused with the reason. Never silently unconfined.
+ */
+export function commandRunner(unconfined: 'refuse' | 'allow', env: NodeJS.ProcessEnv = process.env): { run: CommandRunner; mode: 'sandboxed' | 'unconfined' | 'refused'; why?: string } {
+  const why = sandboxUnavailable(env)
+  if (!why) return { run: runSandboxed, mode: 'sandboxed' }
+  if (unconfined === 'allow') return { run: runUnconfined, mode: 'unconfined', why }
+  return {
+    mode: 'refused',
+    why,
+    run: () => Promise.reject(new SandboxUnavailableError(`shell commands are refused on this host: ${why}; install bubblewrap, or set RUNTIME_UNCONFINED_COMMANDS=allow on a development machine`)),
+  }
 }

@@ -121,6 +121,11 @@ export const RuntimeConfig = z.object({
   RUNTIME_DATA_DIR: z.string().min(1).default('.roster/runtime'),
   /** Required of every control call (configure, start, stop, archive, remove, list); health is open. */
   RUNTIME_TOKEN: runtimeToken,
+  /**
+   * `allow` runs interns' shell commands without any confinement where bubblewrap cannot work (a
+   * development machine without it); `refuse` (the default) refuses them there with a clear error.
+   */
+  RUNTIME_UNCONFINED_COMMANDS: z.enum(['refuse', 'allow']).default('refuse'),
   LOG_LEVEL: logLevel,
 })
 export type RuntimeConfig = z.infer<typeof RuntimeConfig>
