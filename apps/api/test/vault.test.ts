@@ -188,6 +188,7 @@ describe('who may call', () => {
       ['POST', `/vault/interns/${internId}/secrets/copy`, stranger.keys.user, 404],
       ['GET', `/vault/interns/${randomUUID()}/secrets`, env.tenant.keys.user, 404],
       ['GET', '/vault/interns/not-a-uuid/secrets', env.tenant.keys.user, 404],
+      ['GET', '/vault/interns/%ff/secrets', env.tenant.keys.user, 404],
     ]
     for (const [method, path, key, status, headers] of cases) {
       const body = method === 'PUT' ? write('v') : method === 'POST' ? { names: ['x'] } : undefined

@@ -95,7 +95,9 @@ function textProblem(req: FastifyRequest): string | undefined {
  * length) answered in the documented body instead of Fastify's own. No resource has such a path:
  * intern ids are UUIDs, preset slugs at most 64 characters and secret names 255.
  */
-export function frameworkErrors(error: Error & { code?: string }, _req: FastifyRequest, reply: FastifyReply) {
+export function frameworkErrors(error: Error & { code?: string }, req: FastifyRequest, reply: FastifyReply) {
+  // The vault's errors carry the contract's message and no reason (see the error handler).
+  if (req.url.startsWith('/api/v1/vault/')) return reply.code(404).type('application/json').send({ error: { code: 404, message: 'Not found' } })
   const why = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is longer than any id, slug or name' : 'the path is not valid percent-encoding'
   return reply.code(404).type('application/json').send(errorBody('not_found', `no resource at this path: ${why}`))
 }
