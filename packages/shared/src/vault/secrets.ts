@@ -200,3 +200,29 @@ export async function effectiveSecrets(
     LIMIT ${limit + 1} OFFSET ${offset}`
   return { data: rows.slice(0, limit).map((r) => ({ ...view(r), scope: r.scope })), has_more: rows.length > limit }
 }
+
+/**
+ * The secret values an intern's outbound request to `host` may carry, by name. A name means the
+ * secret it resolves to (the intern's own, else its attached vault's, else the workspace's); its
+ * value is released only if that secret is bound to `host` exactly. A secret bound to no hosts (a
+ * legacy row) is released nowhere. For the runtime's egress only: no route returns these.
+ */
+export async function releasableSecrets(db: Db, vault: VaultService, internId: string, host: string): Promise<Map<string, string>> {
+  const rows = await db.$queryRaw<{ vault_id: string; name: string; hosts: string[] | null; sealed_value: Uint8Array }[]>`
+    WITH owner AS (
+      SELECT i.vault_id AS own, i.attached_vault_id AS attached, w.vault_id AS pool
+      FROM interns i JOIN workspaces w ON w.id = i.workspace_id WHERE i.id = ${internId}::uuid)
+    SELECT DISTINCT ON (s.name COLLATE "C") s.vault_id, s.name, s.hosts, s.sealed_value
+    FROM vault_secrets s
+    JOIN (SELECT own AS vault_id, 0 AS rank FROM owner UNION ALL SELECT attached, 1 FROM owner UNION ALL SELECT pool, 2 FROM owner) v
+      ON v.vault_id = s.vault_id
+    WHERE NOT s.system
+    ORDER BY s.name COLLATE "C", v.rank`
+  const released = new Map<string, string>()
+  for (const row of rows) {
+    if (!row.hosts?.includes(host)) continue
+    const key = await vault.dataKeyOf(db, row.vault_id)
+    released.set(row.name, unseal(key, Buffer.from(row.sealed_value), aad(row.vault_id, row.name)).toString())
+  }
+  return released
+}

@@ -1,0 +1,129 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
+import { Agent, request } from 'undici'
+import { isForbiddenAddress } from '@roster/gateway'
+import { releasableSecrets, type Db, type VaultService } from '@roster/shared'
+
+// An intern's outbound HTTP (the http_request tool). The model never holds a secret: it writes a
+// placeholder, `{{secret:NAME}}`, in a header or the body, and the egress puts the value in on the
+// way out, only when the secret NAME resolves to is bound to the request's host exactly (the
+// intern's own, else its attached vault's, else the workspace's). Anything that comes back with a
+// released value in it has the placeholder put back, so the value reaches neither the model nor a
+// transcript. The request is made by the runtime itself, so HTTPS needs no interception.
+
+const PLACEHOLDER = /\{\{secret:([a-z][a-z0-9_]*)\}\}/g
+
+export interface EgressOptions {
+  db: Db
+  vault: VaultService
+  /** Reach private, loopback and link-local addresses too (tests and labs; off by default). */
+  allowPrivateNetworks: boolean
+  /** Names resolved to fixed addresses instead of DNS (tests map their hostnames to the loopback). */
+  hosts?: Record<string, string>
+  timeoutMs: number
+  maxBytes: number
+}
+
+export interface HttpRequestArgs {
+  method?: string
+  url: string
+  headers?: Record<string, string>
+  body?: string
+}
+
+export type HttpRequestResult =
+  | { status: number; headers: Record<string, string>; body: string; truncated: boolean }
+  | { error: string }
+
+export class Egress {
+  private readonly agent: Agent
+
+  constructor(private readonly options: EgressOptions) {
+    this.agent = new Agent({
+      connect: {
+        timeout: options.timeoutMs,
+        // The address check sits in the connection's own lookup: the address checked is the one connected to.
+        lookup: (hostname, opts, callback) => {
+          const fixed = options.hosts?.[hostname]
+          const done = (list: LookupAddress[]) => {
+            const bad = list.find((a) => isForbiddenAddress(a.address))
+            if (bad && !options.allowPrivateNetworks) return callback(new Error(`${hostname} resolves to ${bad.address}, a private or loopback address`), '', 0)
+            if ((opts as { all?: boolean }).all) return (callback as any)(null, list)
+            callback(null, list[0]!.address, list[0]!.family)
+          }
+          if (fixed) return done([{ address: fixed, family: fixed.includes(':') ? 6 : 4 }])
+          dnsLookup(hostname, { ...opts, all: true }, (err, addresses) => (err ? callback(err, '', 0) : done(addresses as LookupAddress[])))
+        },
+      },
+    })
+  }
+
+  /** One request on the intern's behalf, with its secrets released to the hosts they are bound to. */
+  async send(internId: string, args: HttpRequestArgs, signal?: AbortSignal): Promise<HttpRequestResult> {
+    let url: URL
+    try {
+      url = new URL(String(args.url))
+    } catch {
+      return { error: 'url is not a valid URL' }
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return { error: `only http and https URLs are requested, not ${url.protocol}` }
+    if (/\{\{secret:/.test(safeDecode(url.href))) return { error: 'secrets go in headers or the body, never in the URL (URLs end up in logs)' }
+    const headers = { ...(args.headers ?? {}) }
+    const wanted = new Set<string>()
+    for (const text of [...Object.values(headers), args.body ?? '']) for (const m of String(text).matchAll(PLACEHOLDER)) wanted.add(m[1]!)
+    const host = url.hostname.toLowerCase()
+    const released = wanted.size ? await releasableSecrets(this.options.db, this.options.vault, internId, host) : new Map<string, string>()
+    const missing = [...wanted].filter((n) => !released.has(n))
+    if (missing.length) return { error: `not sent: ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not a secret bound to ${host} (bind the host to it, or ask for the secret)` }
+    const fill = (text: string) => text.replace(PLACEHOLDER, (_, name: string) => released.get(name)!)
+    for (const k of Object.keys(headers)) headers[k] = fill(String(headers[k]))
+    try {
+      const res = await request(url, {
+        method: (args.method ?? 'GET').toUpperCase() as 'GET',
+        headers: { 'user-agent': 'Roster-intern/1', ...headers },
+        body: args.body === undefined ? undefined : fill(args.body),
+        dispatcher: this.agent,
+        signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs)]) : AbortSignal.timeout(this.options.timeoutMs),
+        headersTimeout: this.options.timeoutMs,
+        bodyTimeout: this.options.timeoutMs,
+        maxRedirections: 0,
+      } as Parameters<typeof request>[1])
+      const chunks: Buffer[] = []
+      let size = 0
+      let truncated = false
+      for await (const chunk of res.body) {
+        const room = this.options.maxBytes - size
+        chunks.push(chunk.subarray(0, room))
+        size += Math.min(room, chunk.length)
+        if (chunk.length > room) {
+          truncated = true
+          res.body.destroy()
+          break
+        }
+      }
+      const scrub = (text: string) => scrubSecrets(text, released)
+      const outHeaders = Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, scrub(Array.isArray(v) ? v.join(', ') : String(v ?? ''))]))
+      return { status: res.statusCode, headers: outHeaders, body: scrub(Buffer.concat(chunks).toString('utf8')), truncated }
+    } catch (err) {
+      return { error: `request failed: ${scrubSecrets((err as Error).message, released)}` }
+    }
+  }
+
+  async close() {
+    await this.agent.close()
+  }
+}
+
+/** Puts the placeholder back wherever a released value appears (longest values first, so none hides inside another). */
+export function scrubSecrets(text: string, released: Map<string, string>): string {
+  let out = text
+  for (const [name, value] of [...released].sort((a, b) => b[1].length - a[1].length)) if (value) out = out.split(value).join(`{{secret:${name}}}`)
+  return out
+}
+
+const safeDecode = (text: string) => {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return text
+  }
+}
