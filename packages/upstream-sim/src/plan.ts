@@ -11,7 +11,9 @@ export interface Ask {
   toolChoice: string
   /** The conversation ends with a tool result: answer in text now. */
   afterToolResult: boolean
-  /** How many tool results the conversation holds: which step of a script is next. */
+  /** The latest user prompt (a script is read from it). */
+  promptText: string
+  /** Tool results since that prompt: which step of its script is next. */
   toolResults: number
   maxTokens?: number
   stop?: string[]
@@ -48,7 +50,7 @@ export function plan(ask: Ask, settings: SimSettings, seenPrompts: Set<string>):
   }
   const reasoning = ask.reasoning ? replyTokens(`reasoning:${ask.inputText}`, 8) : []
   // A script in the prompt decides the turn instead of the dice (see scriptOf).
-  const step = scriptOf(ask.inputText)[ask.toolResults]
+  const step = scriptOf(ask.promptText)[ask.toolResults]
   if (step?.kind === 'call' && ask.tools.some((t) => t.name === step.tool) && ask.toolChoice !== 'none') {
     usage.output = countTokens(step.arguments) + usage.reasoning
     return { id, model: ask.model, text: [], reasoning, toolCall: { id: `call_${id}`, name: step.tool, arguments: step.arguments }, finish: 'tool', usage }
@@ -85,11 +87,11 @@ export function plan(ask: Ask, settings: SimSettings, seenPrompts: Set<string>):
 export type ScriptStep = { kind: 'call'; tool: string; arguments: string } | { kind: 'say'; text: string }
 
 /**
- * A script in the prompt, for tests that need a run to go a given way: each line
+ * A script in the latest user prompt, for tests that need a run to go a given way: each line
  * `[sim] call <tool> <JSON arguments>` or `[sim] say <text>` is one turn, in order; the turn after
- * the n-th tool result plays line n+1 (counting from the first). Past the last line, and without
- * a script, the simulator answers as usual. A call of a tool the request does not offer is answered
- * in text saying so. Lines of other text are ignored, so the script can sit in any message.
+ * the n-th tool result since that prompt plays line n+1. Past the last line, and without a script,
+ * the simulator answers as usual. A call of a tool the request does not offer is answered in text
+ * saying so. Other lines of the prompt are ignored.
  */
 export function scriptOf(text: string): ScriptStep[] {
   if (!text.includes('[sim]')) return []
@@ -124,4 +126,11 @@ export function textOf(content: unknown): string {
 /** Whether any part of a request asks for caching. */
 export function wantsCache(body: unknown): boolean {
   return JSON.stringify(body ?? {}).includes('"cache_control"') || (body as { prompt_cache_key?: string })?.prompt_cache_key !== undefined
+}
+
+/** The latest prompt of a conversation (its text) and how many tool results came after it. */
+export function sincePrompt<T extends { content?: unknown }>(items: T[], isPrompt: (i: T) => boolean, isResult: (i: T) => boolean): { promptText: string; toolResults: number } {
+  let at = -1
+  for (let i = items.length - 1; i >= 0; i--) if (isPrompt(items[i]!)) { at = i; break }
+  return { promptText: at >= 0 ? textOf(items[at]!.content) : '', toolResults: items.slice(at + 1).filter(isResult).length }
 }

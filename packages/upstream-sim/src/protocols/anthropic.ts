@@ -1,5 +1,5 @@
 import type { Ask, Plan } from '../plan.js'
-import { textOf, wantsCache } from '../plan.js'
+import { sincePrompt, textOf, wantsCache } from '../plan.js'
 import { pieces, type StreamWriter } from '../writer.js'
 
 // Anthropic Messages: POST /v1/messages.
@@ -16,7 +16,11 @@ export function askFromMessages(body: Body): Ask {
     tools: (Array.isArray(body.tools) ? body.tools : []).filter((t: Body) => t?.name).map((t: Body) => ({ name: t.name, parameters: t.input_schema })),
     toolChoice: choice?.type === 'tool' ? choice.name : choice?.type === 'none' ? 'none' : choice?.type === 'any' ? 'required' : 'auto',
     afterToolResult: Array.isArray(last?.content) && last.content.some((b: Body) => b?.type === 'tool_result'),
-    toolResults: messages.reduce((n, m) => n + (Array.isArray(m.content) ? m.content.filter((b: Body) => b?.type === 'tool_result').length : 0), 0),
+    ...sincePrompt(
+      messages,
+      (m) => m.role === 'user' && (typeof m.content === 'string' || (Array.isArray(m.content) && m.content.some((b: Body) => b?.type === 'text'))),
+      (m) => Array.isArray(m.content) && m.content.some((b: Body) => b?.type === 'tool_result'),
+    ),
     maxTokens: body.max_tokens,
     stop: body.stop_sequences,
     cache: wantsCache(body),

@@ -1,5 +1,5 @@
 import type { Ask, Plan } from '../plan.js'
-import { textOf, wantsCache } from '../plan.js'
+import { sincePrompt, textOf, wantsCache } from '../plan.js'
 import { pieces, type StreamWriter } from '../writer.js'
 
 // OpenAI Chat Completions: POST /v1/chat/completions (also what vLLM, Ollama, llama.cpp speak).
@@ -17,7 +17,7 @@ export function askFromChat(body: Body): Ask {
       .map((t: Body) => ({ name: t.function.name, parameters: t.function.parameters })),
     toolChoice: typeof choice === 'string' ? choice : (choice?.function?.name ?? 'auto'),
     afterToolResult: messages.at(-1)?.role === 'tool',
-    toolResults: messages.filter((m) => m.role === 'tool').length,
+    ...sincePrompt(messages, (m) => m.role === 'user', (m) => m.role === 'tool'),
     maxTokens: body.max_completion_tokens ?? body.max_tokens,
     stop: typeof body.stop === 'string' ? [body.stop] : body.stop,
     cache: wantsCache(body),

@@ -1,5 +1,5 @@
 import type { Ask, Plan } from '../plan.js'
-import { textOf, wantsCache } from '../plan.js'
+import { sincePrompt, textOf, wantsCache } from '../plan.js'
 import { pieces, type StreamWriter } from '../writer.js'
 
 // OpenAI Responses: POST /v1/responses.
@@ -17,7 +17,7 @@ export function askFromResponses(body: Body): Ask {
       .map((t: Body) => ({ name: t.name, parameters: t.parameters })),
     toolChoice: typeof choice === 'string' ? choice : (choice?.name ?? 'auto'),
     afterToolResult: items.at(-1)?.type === 'function_call_output',
-    toolResults: items.filter((i) => i.type === 'function_call_output').length,
+    ...sincePrompt(items, (i) => i.role === 'user', (i) => i.type === 'function_call_output'),
     maxTokens: body.max_output_tokens ?? undefined,
     cache: wantsCache(body),
     reasoning: Boolean(body.reasoning?.effort ?? body.reasoning?.enabled),

@@ -1,0 +1,155 @@
+import { StringDecoder } from 'node:string_decoder'
+import { createParser } from 'eventsource-parser'
+import { request } from 'undici'
+import type { CommandRunner } from '../sandbox.js'
+import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from '../workspace-files.js'
+import type { SessionStore } from './session-store.js'
+
+type Json = Record<string, any>
+
+// One turn of an intern's run: its model called through Roster's own /responses as the intern (its
+// own key), with its instructions, the session's history and its own tools; tool calls run in its
+// sandbox and go back to the model until it answers in text. What happens streams out as events;
+// the session keeps every item, so the next turn (or a restarted host) continues from it.
+
+export interface AgentSetup {
+  /** Roster's API base (…/api/v1). */
+  apiBase: string
+  /** The intern's own API key (kind intern). */
+  apiKey: string
+  model: string
+  instructions: string | null
+  /** The intern's workspace directory (mounted at /workspace in its sandbox). */
+  workspace: string
+  runCommand: CommandRunner
+  sessions: SessionStore
+  /** Model turns at most per run (tool calls in between); then one last turn without tools. */
+  maxSteps: number
+  commandTimeoutMs: number
+}
+
+export type AgentEvent =
+  | { type: 'text'; delta: string; model: string }
+  | { type: 'reasoning'; delta: string; model: string }
+  | { type: 'tool'; name: string; arguments: string; output: string }
+
+export interface TurnUsage {
+  prompt_tokens: number
+  completion_tokens: number
+  total_tokens: number
+  cost: number
+}
+
+export class TurnFailed extends Error {
+  override name = 'TurnFailed'
+  constructor(
+    message: string,
+    /** The HTTP status the model call answered (a retryable one: 429 or 5xx). */
+    readonly status: number,
+  ) {
+    super(message)
+  }
+  get retryable() {
+    return this.status === 429 || this.status >= 500
+  }
+}
+
+const TOOLS = [
+  { type: 'function', name: 'shell', description: 'Run a bash command in your workspace (/workspace). Returns exit code, stdout and stderr.', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } },
+  { type: 'function', name: 'read_file', description: 'Read a file of your workspace.', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
+  { type: 'function', name: 'write_file', description: 'Write (create or replace) a file of your workspace.', parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'] } },
+  { type: 'function', name: 'list_files', description: 'List a directory of your workspace.', parameters: { type: 'object', properties: { path: { type: 'string' }, depth: { type: 'integer' } } } },
+]
+
+/** Runs one turn for `userText` in `sessionId`; resolves with the turn's summed usage. */
+export async function runAgentTurn(setup: AgentSetup, sessionId: string, userText: string, emit: (e: AgentEvent) => void, signal?: AbortSignal): Promise<TurnUsage> {
+  const history = await setup.sessions.load(sessionId)
+  const added: Json[] = [{ type: 'message', role: 'user', content: userText }]
+  await setup.sessions.append(sessionId, added)
+  const usage: TurnUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 }
+  for (let step = 0; ; step++) {
+    const last = step >= setup.maxSteps
+    const response = await modelTurn(setup, [...history, ...added], last, emit, signal)
+    usage.prompt_tokens += response.usage?.input_tokens ?? 0
+    usage.completion_tokens += response.usage?.output_tokens ?? 0
+    usage.total_tokens += response.usage?.total_tokens ?? 0
+    usage.cost += response.usage?.cost ?? 0
+    const items: Json[] = []
+    for (const o of response.output ?? []) {
+      if (o.type === 'message') items.push({ type: 'message', role: 'assistant', content: (o.content ?? []).filter((p: Json) => p.type === 'output_text').map((p: Json) => p.text).join('') })
+      if (o.type === 'function_call') items.push({ type: 'function_call', call_id: o.call_id, name: o.name, arguments: o.arguments })
+    }
+    const calls = items.filter((i) => i.type === 'function_call')
+    for (const call of calls) {
+      const output = await runTool(setup, call.name, call.arguments, signal)
+      emit({ type: 'tool', name: call.name, arguments: call.arguments, output })
+      items.push({ type: 'function_call_output', call_id: call.call_id, output })
+    }
+    added.push(...items)
+    await setup.sessions.append(sessionId, items)
+    if (!calls.length || last) return { ...usage, cost: Number(usage.cost.toPrecision(12)) }
+  }
+}
+
+/** One streamed call of /responses as the intern: text and reasoning leave as they come. */
+async function modelTurn(setup: AgentSetup, input: Json[], last: boolean, emit: (e: AgentEvent) => void, signal?: AbortSignal): Promise<Json> {
+  const body = { model: setup.model, instructions: setup.instructions ?? undefined, input, tools: TOOLS, tool_choice: last ? 'none' : 'auto', stream: true }
+  const res = await request(`${setup.apiBase}/responses`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${setup.apiKey}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify(body),
+    signal,
+  })
+  if (res.statusCode !== 200) {
+    const text = await res.body.text()
+    let message = text.slice(0, 300)
+    try {
+      message = JSON.parse(text).error?.message ?? message
+    } catch {}
+    throw new TurnFailed(`the model call answered ${res.statusCode}: ${message}`, res.statusCode)
+  }
+  let final: Json | undefined
+  let failure: string | undefined
+  const parser = createParser({
+    onEvent(e) {
+      if (e.data === '[DONE]') return
+      const event = JSON.parse(e.data)
+      const model = event.response?.model ?? setup.model
+      if (event.type === 'response.output_text.delta') emit({ type: 'text', delta: event.delta, model })
+      else if (event.type === 'response.reasoning_summary_text.delta') emit({ type: 'reasoning', delta: event.delta, model })
+      else if (event.type === 'response.completed' || event.type === 'response.incomplete') final = event.response
+      else if (event.type === 'response.failed') failure = event.response?.error?.message ?? 'the model call failed'
+    },
+  })
+  const decoder = new StringDecoder('utf8')
+  for await (const chunk of res.body) parser.feed(decoder.write(chunk as Buffer))
+  if (failure || !final) throw new TurnFailed(failure ?? 'the model stream ended before the reply was finished', 502)
+  return final
+}
+
+async function runTool(setup: AgentSetup, name: string, argText: string, signal?: AbortSignal): Promise<string> {
+  let args: Json
+  try {
+    args = JSON.parse(argText || '{}')
+  } catch {
+    return JSON.stringify({ error: 'the arguments are not JSON' })
+  }
+  try {
+    switch (name) {
+      case 'shell': {
+        const r = await setup.runCommand(String(args.command ?? ''), { workspace: setup.workspace, network: false, timeoutMs: setup.commandTimeoutMs, maxOutputBytes: 64 * 1024 }, signal)
+        return JSON.stringify({ exit_code: r.exitCode, stdout: r.stdout, stderr: r.stderr, ...(r.timedOut ? { timed_out: true } : {}), ...(r.truncated ? { truncated: true } : {}) })
+      }
+      case 'read_file':
+        return JSON.stringify(await readWorkspaceFile(setup.workspace, String(args.path ?? '')))
+      case 'write_file':
+        return JSON.stringify(await writeWorkspaceFile(setup.workspace, String(args.path ?? ''), String(args.content ?? '')))
+      case 'list_files':
+        return JSON.stringify(await listWorkspaceFiles(setup.workspace, args.path === undefined ? '.' : String(args.path), Number(args.depth ?? 1)))
+      default:
+        return JSON.stringify({ error: `there is no tool named ${name}` })
+    }
+  } catch (err) {
+    return JSON.stringify({ error: (err as Error).message })
+  }
+}

@@ -1,0 +1,43 @@
+import { appendFile, mkdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+
+type Item = Record<string, unknown>
+
+/**
+ * An intern's sessions, each an append-only file of conversation items (Open Responses input
+ * items) beside the intern's workspace, not in it: the intern's commands cannot read or rewrite
+ * their own transcript. A host restarted continues a session from its file.
+ */
+export class SessionStore {
+  constructor(private readonly dir: string) {}
+
+  private file(sessionId: string) {
+    // Session ids come from clients: the file name is derived, never taken as a path.
+    return join(this.dir, `${Buffer.from(sessionId).toString('base64url')}.jsonl`)
+  }
+
+  async load(sessionId: string): Promise<Item[]> {
+    let text: string
+    try {
+      text = await readFile(this.file(sessionId), 'utf8')
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
+      throw err
+    }
+    // A line cut short by a crash mid-write is skipped; every append starts on a line of its own.
+    const items: Item[] = []
+    for (const line of text.split('\n')) {
+      if (!line) continue
+      try {
+        items.push(JSON.parse(line))
+      } catch {}
+    }
+    return items
+  }
+
+  async append(sessionId: string, items: Item[]): Promise<void> {
+    if (!items.length) return
+    await mkdir(this.dir, { recursive: true })
+    await appendFile(this.file(sessionId), '\n' + items.map((i) => JSON.stringify(i)).join('\n'))
+  }
+}
