@@ -20,6 +20,8 @@ env.PORT ||= '3000'
 env.RUNTIME_PORT ||= '3100'
 env.RUNTIME_URL ||= `http://127.0.0.1:${env.RUNTIME_PORT}`
 env.RUNTIME_DATA_DIR ||= join(root, '.roster', 'runtime')
+// Interns call Roster's own API for their model turns.
+env.ROSTER_API_URL ||= `http://127.0.0.1:${env.PORT}/api/v1`
 
 try {
   const applied = await deploy(env.DATABASE_URL)

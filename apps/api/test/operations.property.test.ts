@@ -134,7 +134,7 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'provisionIntern', 'suspendIntern', 'listModels', 'listEndpoints', 'createResponse', 'createPresetsResponses', 'createPresetsChatCompletions',
         'createPresetsMessages', 'listPresets', 'getPreset', 'listPresetVersions', 'getPresetVersion', 'storeVaultSecret', 'deleteVaultSecret',
         'listVaultSecrets', 'storeInternVaultSecret', 'deleteInternVaultSecret', 'listInternVaultSecrets', 'copyVaultSecretsToIntern',
-        'listInternEffectiveSecrets',
+        'listInternEffectiveSecrets', 'createInternChatCompletion',
       ].sort(),
     )
   })

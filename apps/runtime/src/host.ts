@@ -3,7 +3,11 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { join } from 'node:path'
 import { z } from 'zod'
+import { randomUUID } from 'node:crypto'
 import { loggerOptions, logsEachRequest, requestLogger, type RuntimeConfig } from '@roster/shared'
+import { commandRunner } from './sandbox.js'
+import { SessionStore } from './agent/session-store.js'
+import { runAgentTurn, TurnFailed, type AgentEvent } from './agent/agent-turn.js'
 
 const Spec = z.object({
   hostname: z.string().min(1),
@@ -23,7 +27,11 @@ interface HostedIntern {
   /** Work counters: how often the configuration was really written and the intern really started. */
   configWrites: number
   starts: number
+  /** The turn running now (one per intern), to refuse a second and to cancel it. */
+  turn?: AbortController
 }
+
+const ChatBody = z.object({ session_id: z.string().min(1).max(256).optional(), message: z.string().min(1).max(32_000) })
 
 const ID = /^[0-9a-f-]{36}$/
 
@@ -85,6 +93,64 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
 
   app.get('/health', async () => ({ status: 'ok' }))
 
+  // Interns' shell commands: sandboxed, or refused where that cannot be (unless allowed unconfined).
+  const commands = commandRunner(config.RUNTIME_UNCONFINED_COMMANDS)
+  const internDir = (id: string) => join(config.RUNTIME_DATA_DIR, 'interns', id)
+
+  /**
+   * One turn of an intern's run, streamed as Server-Sent Events of the turn's own events (the API
+   * turns them into the chat route's chunks): `session` first, then text, reasoning and tool
+   * events, then `done` with the usage or `error`. A client that goes away cancels the turn, and
+   * with it any command it runs.
+   */
+  app.post<{ Params: { id: string } }>('/v1/interns/:id/chat', async (req, reply) => {
+    const intern = interns.get(req.params.id)
+    if (!intern || !intern.running) return reply.code(409).send({ error: 'intern_not_ready' })
+    if (intern.turn) return reply.code(409).send({ error: 'busy' })
+    const body = ChatBody.safeParse(req.body)
+    if (!body.success) return reply.code(400).send({ error: body.error.message })
+    const turn = new AbortController()
+    intern.turn = turn
+    const sessionId = body.data.session_id ?? `ses_${randomUUID()}`
+    const workspace = join(internDir(intern.id), 'workspace')
+    await mkdir(workspace, { recursive: true })
+    reply.hijack()
+    const raw = reply.raw
+    raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+    raw.on('close', () => raw.writableFinished || turn.abort())
+    const send = (event: Record<string, unknown>) => raw.write(`data: ${JSON.stringify(event)}\n\n`)
+    send({ type: 'session', session_id: sessionId })
+    try {
+      const usage = await runAgentTurn(
+        {
+          apiBase: config.ROSTER_API_URL,
+          apiKey: intern.spec.token,
+          model: intern.spec.model ?? config.INTERN_DEFAULT_MODEL,
+          instructions: intern.spec.instructions,
+          workspace,
+          runCommand: commands.run,
+          sessions: new SessionStore(join(internDir(intern.id), 'sessions')),
+          maxSteps: config.RUN_MAX_STEPS,
+          commandTimeoutMs: config.COMMAND_TIMEOUT_MS,
+        },
+        sessionId,
+        body.data.message,
+        (e: AgentEvent) => send(e),
+        turn.signal,
+      )
+      send({ type: 'done', usage })
+    } catch (err) {
+      if (!turn.signal.aborted) {
+        const failed = err instanceof TurnFailed ? err : undefined
+        req.log.warn({ err, intern: intern.id }, 'an intern turn failed')
+        send({ type: 'error', message: failed?.message ?? 'the turn failed', retryable: failed ? failed.retryable : true })
+      }
+    } finally {
+      if (intern.turn === turn) intern.turn = undefined
+      raw.end()
+    }
+  })
+
   app.put<{ Params: { id: string } }>('/v1/interns/:id', async (req, reply) => {
     if (!ID.test(req.params.id)) return reply.code(400).send({ error: 'bad intern id' })
     const spec = Spec.safeParse(req.body)
@@ -122,6 +188,8 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   app.post<{ Params: { id: string } }>('/v1/interns/:id/stop', async (req) => {
     const intern = interns.get(req.params.id)
     if (intern) intern.running = false
+    // Suspending stops the intern's daemon: a turn it is running is cancelled.
+    intern?.turn?.abort()
     return { stopped: true }
   })
 

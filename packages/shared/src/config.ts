@@ -80,6 +80,11 @@ export const ApiConfig = z.object({
   STREAM_KEEPALIVE_MS: z.coerce.number().int().min(10).max(600_000).default(10_000),
   /** Longest an intern row read for a poller is reused; change events evict it sooner (0: off). */
   INTERN_CACHE_MS: z.coerce.number().int().min(0).default(1_000),
+  /** The runtime host interns run on, and its control credential: the chat route relays to it. */
+  RUNTIME_URL: z.string().url().default('http://127.0.0.1:3100'),
+  RUNTIME_TOKEN: runtimeToken.optional(),
+  /** Longest one chat request streams before it ends with a timeout error. */
+  CHAT_REQUEST_BUDGET_MS: ms.default(300_000),
 })
 export type ApiConfig = z.infer<typeof ApiConfig>
 
@@ -126,6 +131,14 @@ export const RuntimeConfig = z.object({
    * development machine without it); `refuse` (the default) refuses them there with a clear error.
    */
   RUNTIME_UNCONFINED_COMMANDS: z.enum(['refuse', 'allow']).default('refuse'),
+  /** Roster's API, which interns call for their model turns (as themselves). */
+  ROSTER_API_URL: z.string().url().default('http://127.0.0.1:3000/api/v1'),
+  /** The model of an intern whose own `model` is null. */
+  INTERN_DEFAULT_MODEL: z.string().min(1).default('roster-sim/chat'),
+  /** Longest one shell command of an intern may run. */
+  COMMAND_TIMEOUT_MS: ms.default(120_000),
+  /** Model turns at most in one run (tool calls between them). */
+  RUN_MAX_STEPS: z.coerce.number().int().min(1).max(200).default(30),
   LOG_LEVEL: logLevel,
 })
 export type RuntimeConfig = z.infer<typeof RuntimeConfig>

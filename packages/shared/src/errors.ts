@@ -26,6 +26,14 @@ export const Reasons = {
   management_key_required: { status: 403, retryable: false },
   /** Ours: another create of the same preset held it longer than we wait; retry. */
   preset_conflict: { status: 409, retryable: true },
+  /** Chat: the intern is not running (or was provisioned before chat existed). */
+  intern_not_ready: { status: 409, retryable: false },
+  /** Chat: one running turn per intern; try again shortly. */
+  busy: { status: 409, retryable: true },
+  /** Chat: a reply names no interaction of that session. */
+  interaction_unknown: { status: 404, retryable: false },
+  /** Chat: the intern could not be reached. */
+  intern_unreachable: { status: 502, retryable: true },
   /** Ours (the vault's 409): a copy names a secret bound to no hosts. */
   vault_conflict: { status: 409, retryable: false },
   /** Ours (the vault's 503): the operator has switched vault writes off for the account. */

@@ -94,6 +94,7 @@ export async function startStack(opts: {
     VAULT_MASTER_KEY: 'a'.repeat(64),
     RUNTIME_URL: runtimeUrl,
     RUNTIME_TOKEN: randomUUID() + randomUUID(),
+    ROSTER_API_URL: `http://127.0.0.1:${apiPort}/api/v1`,
     RUNTIME_DATA_DIR: mkdtempSync(join(tmpdir(), 'roster-runtime-')),
     ...opts.env,
   }

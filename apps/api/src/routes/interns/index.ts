@@ -30,6 +30,7 @@ import { withDeadline } from '../../plugins/deadline.js'
 import { refuseUnstorableText } from '../../plugins/input-guards.js'
 import { sendWithEtag } from '../../plugins/etag.js'
 import { registerInternEvents } from './events.js'
+import { registerInternChat } from './chat.js'
 import { internIconRoutes } from './icon.js'
 
 const CreateHeaders = z.object({
@@ -90,6 +91,7 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
   )
 
   registerInternEvents(app, deps, gate({ collection: false, write: false }))
+  registerInternChat(app, deps, gate({ collection: false, write: false }))
   await app.register(internIconRoutes(deps, gate({ collection: false, write: false }), gate({ collection: false, write: true })))
 
   api.get(

@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import { createParser } from 'eventsource-parser'
+import { request } from 'undici'
+import { StringDecoder } from 'node:string_decoder'
+import { AppError, assertInternId, canSeeIntern, internNotFound, type Caller } from '@roster/shared'
+import type { AppDeps } from '../../app.js'
+
+// POST /interns/{internId}/chat/completions: a prompt to a running intern, relayed to its runtime
+// host (which runs the turn with the intern's own key, tools and sandbox), its events streamed back
+// as OpenAI chat.completion.chunk events: a role chunk, content and reasoning, one finish chunk,
+// a final chunk with `choices: []`, `session_id` and `usage`, then [DONE] (the contract's §1.4).
+// Built so far: self-driven runs. Not yet: manual approvals and the pauses they make, questions to
+// the user, steering (202).
+
+const Part = z.looseObject({ type: z.string(), text: z.string().optional() })
+const Message = z.looseObject({ role: z.enum(['user', 'tool', 'assistant', 'system', 'developer']), content: z.union([z.string(), z.array(Part), z.null()]).optional() })
+export const InternChatRequest = z.looseObject({
+  stream: z.literal(true, 'the chat route only streams: send stream: true'),
+  messages: z.array(Message).min(1),
+  session_id: z.string().min(1).max(256).optional(),
+  approval_mode: z.enum(['self-drive', 'manual']).optional(),
+  model: z.string().min(1).max(256).optional(),
+})
+const Params = z.object({ internId: z.string() })
+
+const textOf = (content: unknown) =>
+  typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => (p?.type === 'text' && typeof p.text === 'string' ? p.text : '')).join('') : ''
+
+export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (req: FastifyRequest) => Promise<void>) {
+  app.withTypeProvider<ZodTypeProvider>().post(
+    '/interns/:internId/chat/completions',
+    { onRequest: gate, schema: { operationId: 'createInternChatCompletion', summary: 'Chat with a running intern (Server-Sent Events)', params: Params, body: InternChatRequest } },
+    async (req, reply) => {
+      const caller = req.caller as Caller
+      const { internId } = req.params
+      assertInternId(internId)
+      const rows = await deps.db.$queryRaw<{ id: string; workspace_id: string; status: string }[]>`SELECT id, workspace_id, status FROM interns WHERE id = ${internId}::uuid`
+      const intern = rows[0]
+      if (!intern || !canSeeIntern(caller, { id: intern.id, workspaceId: intern.workspace_id })) throw internNotFound(internId)
+      const last = req.body.messages.at(-1)!
+      if (last.role === 'tool') {
+        if (!req.body.session_id) throw new AppError('invalid_body', 'invalid request: a tool reply needs the session_id of the run that asked')
+        // No run of this Roster pauses yet (manual approvals and questions are not served), so no interaction waits for a reply.
+        throw new AppError('interaction_unknown', `no interaction ${String(last.tool_call_id ?? '')} is pending in session ${req.body.session_id}`)
+      }
+      if (last.role !== 'user') throw new AppError('invalid_body', 'invalid request: the last message must be a user prompt or a tool reply')
+      if (req.body.approval_mode === 'manual') throw new AppError('invalid_body', 'invalid request: approval_mode manual is not served by this Roster yet; omit it or send self-drive')
+      const prompt = textOf(last.content)
+      if (!prompt.trim()) throw new AppError('invalid_body', 'invalid request: the prompt is empty')
+      if (prompt.length > 32_000) throw new AppError('invalid_body', 'invalid request: the prompt is longer than 32,000 characters')
+      if (intern.status !== 'running') throw new AppError('intern_not_ready', `intern ${internId} is not running (status ${intern.status})`)
+      if (!deps.config.RUNTIME_TOKEN) throw new AppError('intern_unreachable', 'this API is not configured to reach the runtime host (RUNTIME_TOKEN)')
+
+      const upstream = new AbortController()
+      let res: Awaited<ReturnType<typeof request>>
+      try {
+        res = await request(`${deps.config.RUNTIME_URL}/v1/interns/${internId}/chat`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${deps.config.RUNTIME_TOKEN}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ session_id: req.body.session_id, message: prompt }),
+          signal: upstream.signal,
+        })
+      } catch (err) {
+        throw new AppError('intern_unreachable', 'the intern could not be reached', { cause: err })
+      }
+      if (res.statusCode !== 200) {
+        const said = ((await res.body.json().catch(() => ({}))) as { error?: string }).error
+        if (said === 'busy') {
+          reply.header('retry-after', '1')
+          throw new AppError('busy', `intern ${internId} is running another turn; one runs at a time`)
+        }
+        if (said === 'intern_not_ready') throw new AppError('intern_not_ready', `intern ${internId} is not running on its host`)
+        throw new AppError('intern_unreachable', `the intern's host answered ${res.statusCode}`)
+      }
+      return relay(req, reply, res, upstream, deps.config.CHAT_REQUEST_BUDGET_MS)
+    },
+  )
+}
+
+/** The runtime's turn events as chat chunks, to the client as they come. */
+async function relay(req: FastifyRequest, reply: any, res: Awaited<ReturnType<typeof request>>, upstream: AbortController, budgetMs: number) {
+  reply.hijack()
+  const raw = reply.raw
+  raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': req.id })
+  const id = `chatcmpl-${randomUUID()}`
+  const created = Math.floor(Date.now() / 1000)
+  let model = 'openrouter/intern'
+  let sessionId: string | null = null
+  let ended = false
+  const write = (chunk: Record<string, unknown>) => raw.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, ...chunk })}\n\n`)
+  const delta = (d: Record<string, unknown>) => write({ choices: [{ index: 0, delta: d, finish_reason: null }] })
+  const finish = (reason: 'stop' | 'error', usage: unknown, error?: { code: number; message: string; reason: string; retryable: boolean }) => {
+    if (ended) return
+    ended = true
+    write({ choices: [{ index: 0, delta: {}, finish_reason: reason, ...(error ? { error: { code: error.code, message: error.message, metadata: { reason: error.reason, retryable: error.retryable } } } : {}) }] })
+    write({ choices: [], session_id: sessionId, usage: usage ?? null })
+    raw.write('data: [DONE]\n\n')
+  }
+  // The client went away mid-stream: the run is cancelled (the host stops it when its stream closes).
+  raw.on('close', () => raw.writableFinished || upstream.abort())
+  const keepalive = setInterval(() => raw.write(': keepalive\n\n'), 30_000)
+  const budget = setTimeout(() => {
+    finish('error', null, { code: 504, message: 'the turn outlived this request (5 minutes); continue with a new prompt in the same session', reason: 'timeout', retryable: true })
+    upstream.abort()
+  }, budgetMs)
+  delta({ role: 'assistant', content: '' })
+  const parser = createParser({
+    onEvent(e) {
+      const event = JSON.parse(e.data)
+      if (event.model) model = event.model
+      if (event.type === 'session') sessionId = event.session_id
+      else if (event.type === 'text') delta({ content: event.delta })
+      else if (event.type === 'reasoning') delta({ reasoning: event.delta })
+      else if (event.type === 'done') finish('stop', event.usage)
+      else if (event.type === 'error') finish('error', null, { code: 502, message: event.message, reason: 'turn_failed', retryable: !!event.retryable })
+    },
+  })
+  try {
+    const decoder = new StringDecoder('utf8')
+    for await (const chunk of res.body) parser.feed(decoder.write(chunk as Buffer))
+  } catch {
+    // The link to the host broke; what ended is reported below.
+  } finally {
+    clearInterval(keepalive)
+    clearTimeout(budget)
+    if (!raw.destroyed) {
+      finish('error', null, { code: 502, message: 'the link to the intern broke before the turn ended', reason: 'stream_severed', retryable: true })
+      raw.end()
+    }
+  }
+  return reply
+}

@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { mkdtempSync, writeFileSync, readFileSync, existsSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { OpenRouter } from '@openrouter/sdk'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import { simulatorCatalogue } from '@roster/gateway'
+import { createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { sseEvents } from './helpers.js'
+
+// Chat with a running intern through the whole system: the API relays to the runtime host, which
+// runs the turn as the intern (its own key) against Roster's /responses (the simulator behind it,
+// following a script), with its shell in its sandbox.
+let t: TestDatabase
+let tenant: Tenant
+let sim: Simulator
+let stack: Stack
+let internId: string
+
+beforeAll(async () => {
+  t = await createTestDatabase()
+  tenant = await makeTenant(t.db)
+  sim = await startSimulator({ replyTokens: 4 })
+  const catalogue = join(mkdtempSync(join(tmpdir(), 'roster-catalogue-')), 'models.json')
+  writeFileSync(catalogue, JSON.stringify(simulatorCatalogue(sim.url)))
+  stack = await startStack({ databaseUrl: t.url, env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', RUNTIME_UNCONFINED_COMMANDS: 'refuse' } })
+  const created = await call('POST', '/interns', { name: 'chatty', instructions: 'Be brief.', provision: true })
+  internId = created.id
+  await waitFor(async () => (await call('GET', `/interns/${internId}`)).status === 'running', { timeoutMs: 20_000, what: 'the intern to run' })
+})
+afterAll(async () => {
+  await stack?.stop()
+  await sim?.close()
+  await t?.drop()
+})
+
+async function call(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${stack.apiUrl}${path}`, { method, headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+  return res.json() as Promise<any>
+}
+const chat = (body: object) =>
+  fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, ...body }) })
+
+describe('chatting with an intern', () => {
+  it('streams a run that uses its shell, in the chunk order the contract gives, and continues the session', async () => {
+    const res = await chat({ messages: [{ role: 'user', content: 'Count the files.\n[sim] call shell {"command":"echo one > a.txt; ls | wc -l"}\n[sim] say There is one file.' }] })
+    expect(res.status).toBe(200)
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/)
+    const { events, done } = sseEvents(await res.text())
+    expect(done).toBe(true)
+    const chunks = events.map((e) => e.data)
+    expect(new Set(chunks.map((c) => c.id)).size).toBe(1)
+    expect(chunks[0].choices[0]).toEqual({ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null })
+    expect(chunks.filter((c) => c.choices[0]?.delta?.content).map((c) => c.choices[0].delta.content).join('')).toBe('There is one file.')
+    expect(chunks.at(-2).choices[0]).toEqual({ index: 0, delta: {}, finish_reason: 'stop' })
+    const final = chunks.at(-1)
+    expect(final.choices).toEqual([])
+    expect(final.session_id).toMatch(/^ses_/)
+    expect(final.usage.total_tokens).toBeGreaterThan(0)
+    // The command really ran, in the intern's workspace on its host.
+    const workspace = join(stack.env.RUNTIME_DATA_DIR!, 'interns', internId, 'workspace')
+    expect(readFileSync(join(workspace, 'a.txt'), 'utf8')).toBe('one\n')
+
+    const again = await chat({ session_id: final.session_id, messages: [{ role: 'user', content: 'Still there?\n[sim] say Yes, same session.' }] })
+    const next = sseEvents(await again.text()).events.map((e) => e.data)
+    expect(next.at(-1).session_id).toBe(final.session_id)
+    expect(next.filter((c) => c.choices[0]?.delta?.content).map((c) => c.choices[0].delta.content).join('')).toBe('Yes, same session.')
+  })
+
+  it('works through the official client', async () => {
+    const client = new OpenRouter({ apiKey: tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
+    const res = await client.interns.chat({ internId, internChatCompletionRequest: { stream: true, messages: [{ role: 'user', content: '[sim] say Hello from the intern.' }] } })
+    expect(Symbol.asyncIterator in (res.result as object)).toBe(true)
+    let text = ''
+    let session: string | null | undefined
+    let finish: string | null | undefined
+    for await (const chunk of res.result as AsyncIterable<any>) {
+      text += chunk.choices?.[0]?.delta?.content ?? ''
+      finish ??= chunk.choices?.[0]?.finishReason ?? undefined
+      if (chunk.sessionId !== undefined) session = chunk.sessionId
+    }
+    expect(finish).toBe('stop')
+    expect(text).toBe('Hello from the intern.')
+    expect(session).toMatch(/^ses_/)
+  })
+
+  it('refuses what it cannot serve before streaming', async () => {
+    const notStream = await chat({ stream: false, messages: [{ role: 'user', content: 'hi' }] })
+    expect(notStream.status).toBe(400)
+    const manual = await chat({ approval_mode: 'manual', messages: [{ role: 'user', content: 'hi' }] })
+    expect([manual.status, (await manual.json()).error.message]).toEqual([400, expect.stringMatching(/manual is not served/)])
+    const reply = await chat({ session_id: 'ses_x', messages: [{ role: 'tool', tool_call_id: 'call_1', content: 'allow_once' }] })
+    expect([reply.status, (await reply.json()).error.metadata.reason]).toEqual([404, 'interaction_unknown'])
+    const idle = await call('POST', '/interns', { name: 'idle' })
+    const notReady = await fetch(`${stack.apiUrl}/interns/${idle.id}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hi' }] }) })
+    expect([notReady.status, (await notReady.json()).error.metadata.reason]).toEqual([409, 'intern_not_ready'])
+    const stranger = await makeTenant(t.db)
+    const hidden = await fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${stranger.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hi' }] }) })
+    expect(hidden.status).toBe(404)
+  })
+
+  it('runs one turn per intern at a time (409 busy), and a client that leaves cancels its run and command', async () => {
+    const marker = `chat-sleeper-${Date.now()}`
+    const first = await chat({ messages: [{ role: 'user', content: `[sim] call shell {"command":"(exec -a ${marker} sleep 30)"}` }] })
+    const reader = first.body!.getReader()
+    await reader.read()
+    const second = await chat({ messages: [{ role: 'user', content: 'hi' }] })
+    expect([second.status, second.headers.get('retry-after'), (await second.json()).error.metadata.reason]).toEqual([409, '1', 'busy'])
+    await reader.cancel()
+    // The host cancels the turn: the sleeping command is gone, and the intern takes the next prompt.
+    await waitFor(async () => !(await import('node:child_process')).execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(marker), { timeoutMs: 10_000, what: 'the command to be killed' })
+    await waitFor(async () => (await chat({ messages: [{ role: 'user', content: '[sim] say back' }] })).status === 200, { timeoutMs: 10_000, what: 'the intern to be free' })
+    expect(existsSync(join(stack.env.RUNTIME_DATA_DIR!, 'interns', internId, 'sessions'))).toBe(true)
+  })
+})
