@@ -109,7 +109,34 @@ describe('chatting with an intern', () => {
     await reader.cancel()
     // The host cancels the turn: the sleeping command is gone, and the intern takes the next prompt.
     await waitFor(async () => !(await import('node:child_process')).execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(marker), { timeoutMs: 10_000, what: 'the command to be killed' })
-    await waitFor(async () => (await chat({ messages: [{ role: 'user', content: '[sim] say back' }] })).status === 200, { timeoutMs: 10_000, what: 'the intern to be free' })
+    await waitFor(
+      async () => {
+        const next = await chat({ messages: [{ role: 'user', content: '[sim] say back' }] })
+        await next.text()
+        return next.status === 200
+      },
+      { timeoutMs: 10_000, what: 'the intern to be free' },
+    )
     expect(existsSync(join(stack.env.RUNTIME_DATA_DIR!, 'interns', internId, 'sessions'))).toBe(true)
+  })
+
+  // Last: it kills the runtime host.
+  it('ends the stream with stream_severed when the host dies mid-turn, then the final chunk and [DONE]', async () => {
+    const res = await chat({ messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 30"}' }] })
+    expect(res.status).toBe(200)
+    const reader = res.body!.getReader()
+    await reader.read()
+    await stack.runtime.kill('SIGKILL')
+    let text = ''
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) break
+      text += new TextDecoder().decode(value)
+    }
+    const { events, done } = sseEvents(text)
+    expect(done, text).toBe(true)
+    const chunks = events.map((e) => e.data)
+    expect(chunks.at(-2).choices[0]).toMatchObject({ finish_reason: 'error', error: { code: 502, metadata: { reason: 'stream_severed', retryable: true } } })
+    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: null })
   })
 })
