@@ -7,7 +7,7 @@
 //   npm run bench -- create       one scenario: create-alone | create | provision | worker-alone | single | poll | list | pgbench
 //                                 | gateway | ttfb | soak (soak, 10 minutes, runs only when named)
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir, cpus, totalmem } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -66,6 +66,8 @@ async function withStack(work, { worker = true, gateway = false } = {}) {
     RUNTIME_URL: `http://127.0.0.1:${RUNTIME_PORT}`,
     RUNTIME_TOKEN: randomBytes(32).toString('hex'),
     RUNTIME_DATA_DIR: mkdtempSync(join(tmpdir(), 'roster-bench-')),
+    ROSTER_API_URL: base,
+    INTERN_DEFAULT_MODEL: 'bench/chat',
     INTERN_LIMIT_PER_MEMBER: '10000000',
     LOG_LEVEL: 'warn',
     DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? '20',
@@ -278,6 +280,88 @@ async function benchSandbox() {
   return [{ scenario: `sandboxed \`true\` round trip (${runs} runs after 20 unmeasured)`, metric: 'p50 / p99 ms', value: `${pct(0.5)} / ${pct(0.99)}`, target: 'p50 ≤ 50' }]
 }
 
+/**
+ * A chat turn's first chunk through the API, the runtime host and the intern's own model call,
+ * against the same model call made directly to /responses (streamed, the same tools offered).
+ */
+async function benchChat({ key }) {
+  const runs = Number(process.env.BENCH_CHAT_RUNS ?? 100)
+  const intern = await (await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: 'bench-chat', provision: true }) })).json()
+  for (let i = 0; ; i++) {
+    const got = await (await fetch(`${base}/interns/${intern.id}`, { headers: headers(key) })).json()
+    if (got.status === 'running') break
+    if (i > 500) throw new Error(`the intern did not run: ${got.status} ${got.last_failure_message}`)
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  const prompt = '[sim] say hello there from the bench'
+  const tool = (name) => ({ type: 'function', name, parameters: { type: 'object', properties: {} } })
+  /** Milliseconds from sending to the first chunk that holds text; the rest is read to the end. */
+  async function firstText(url, body, isText) {
+    const t0 = performance.now()
+    const res = await fetch(url, { method: 'POST', headers: headers(key), body: JSON.stringify(body) })
+    const reader = res.body.getReader()
+    const decoder = new TextDecoder()
+    let seen = ''
+    let at
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) break
+      seen += decoder.decode(value, { stream: true })
+      if (at === undefined && isText(seen)) at = performance.now() - t0
+    }
+    if (at === undefined) throw new Error(`no text in ${seen.slice(0, 300)}`)
+    return at
+  }
+  const direct = []
+  const chat = []
+  for (let i = 0; i < runs + 10; i++) {
+    const d = await firstText(`${base}/responses`, { model: 'bench/chat', stream: true, input: [{ type: 'message', role: 'user', content: prompt }], tools: ['shell', 'read_file', 'write_file', 'list_files'].map(tool) }, (t) => t.includes('"response.output_text.delta"'))
+    const c = await firstText(`${base}/interns/${intern.id}/chat/completions`, { stream: true, session_id: `bench-${i}`, messages: [{ role: 'user', content: prompt }] }, (t) => t.includes('"content":"hello'))
+    if (i >= 10) direct.push(d), chat.push(c)
+  }
+  const p50 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+  const p99 = (xs) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))]
+  return [
+    { scenario: `chat turn, first text chunk (${runs} turns, alternating with the direct call)`, metric: 'p50 / p99 ms', value: `${p50(chat).toFixed(2)} / ${p99(chat).toFixed(2)}`, target: '' },
+    { scenario: '  the same model call direct to /responses, first text delta', metric: 'p50 / p99 ms', value: `${p50(direct).toFixed(2)} / ${p99(direct).toFixed(2)}`, target: '' },
+    { scenario: '  added by the chat route and the runtime host', metric: 'p50 ms', value: (p50(chat) - p50(direct)).toFixed(2), target: '≤ 5' },
+  ]
+}
+
+/** Idle running interns on one runtime host: the host's memory per intern (configured and started, no turn running). */
+async function benchDensity() {
+  const n = Number(process.env.BENCH_DENSITY_INTERNS ?? 10_000)
+  const token = randomBytes(32).toString('hex')
+  const host = start('runtime', { PORT: String(RUNTIME_PORT), RUNTIME_TOKEN: token, RUNTIME_DATA_DIR: mkdtempSync(join(tmpdir(), 'roster-density-')), LOG_LEVEL: 'warn' })
+  try {
+    await waitHttp(`http://127.0.0.1:${RUNTIME_PORT}/health`)
+    const rss = () => Number(readFileSync(`/proc/${host.pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]) * 1024
+    const call = (method, path, body) =>
+      fetch(`http://127.0.0.1:${RUNTIME_PORT}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body && JSON.stringify(body) }).then((r) => r.arrayBuffer())
+    await new Promise((r) => setTimeout(r, 1000))
+    const before = rss()
+    let next = 0
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        while (next < n) {
+          const i = next++
+          const id = `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`
+          await call('PUT', `/v1/interns/${id}`, { hostname: `i${i}.interns.bench`, name: `i${i}`, instructions: 'Be brief.', model: null, token: `sk-roster-v1-${randomBytes(32).toString('base64url')}` })
+          await call('POST', `/v1/interns/${id}/start`)
+        }
+      }),
+    )
+    await new Promise((r) => setTimeout(r, 2000))
+    const after = rss()
+    return [
+      { scenario: `${n} idle running interns on one runtime host`, metric: 'host RSS before / after MiB', value: `${(before / 2 ** 20).toFixed(1)} / ${(after / 2 ** 20).toFixed(1)}`, target: '≥ 10,000 interns' },
+      { scenario: '  memory per idle intern', metric: 'KB', value: ((after - before) / n / 1024).toFixed(1), target: '≤ 50' },
+    ]
+  } finally {
+    host.kill('SIGTERM')
+  }
+}
+
 /** The raw single-row insert rate of the same Postgres, to compare machines. */
 async function benchPgbench() {
   const name = 'roster_bench_pgbench'
@@ -308,6 +392,7 @@ const scenarios = {
   poll: [benchPoll, { worker: true }],
   list: [benchList, { worker: true }],
   vault: [benchVault, { worker: false }],
+  chat: [benchChat, { worker: true, gateway: true }],
   gateway: [benchGatewayLatency, { worker: false, gateway: true }],
   ttfb: [benchGatewayTtfb, { worker: false, gateway: true }],
   soak: [benchGatewaySoak, { worker: false, gateway: true, named: true }],
@@ -317,6 +402,10 @@ for (const [name, [fn, opts]] of Object.entries(scenarios)) {
   if ((only && only !== name) || (!only && opts.named)) continue
   process.stderr.write(`bench: ${name}…\n`)
   rows.push(...(await withStack(fn, opts)))
+}
+if (!only || only === 'density') {
+  process.stderr.write('bench: density…\n')
+  rows.push(...(await benchDensity()))
 }
 if (!only || only === 'sandbox') {
   process.stderr.write('bench: sandbox…\n')
