@@ -138,5 +138,9 @@ describe('chatting with an intern', () => {
     const chunks = events.map((e) => e.data)
     expect(chunks.at(-2).choices[0]).toMatchObject({ finish_reason: 'error', error: { code: 502, metadata: { reason: 'stream_severed', retryable: true } } })
     expect(chunks.at(-1)).toMatchObject({ choices: [], usage: null })
+    // With the host gone, a new prompt is refused before any stream: 502 intern_unreachable, retryable.
+    const refused = await chat({ messages: [{ role: 'user', content: 'hello?' }] })
+    expect(refused.status).toBe(502)
+    expect((await refused.json()).error.metadata).toEqual({ reason: 'intern_unreachable', retryable: true })
   })
 })
