@@ -321,10 +321,31 @@ async function benchChat({ key }) {
   }
   const p50 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
   const p99 = (xs) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))]
+
+  // 100 interns, one turn each, all at once on one host.
+  const many = Number(process.env.BENCH_CHAT_INTERNS ?? 100)
+  const ids = []
+  for (let i = 0; i < many; i++) {
+    const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: `bench-many-${i}`, provision: true }) })
+    ids.push((await res.json()).id)
+  }
+  for (let i = 0; ; i++) {
+    const states = await Promise.all(ids.map(async (id) => (await (await fetch(`${base}/interns/${id}`, { headers: headers(key) })).json()).status))
+    if (states.every((st) => st === 'running')) break
+    if (i > 600) throw new Error('the interns did not all run')
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  let errors = 0
+  const firsts = await Promise.all(
+    ids.map((id) => firstText(`${base}/interns/${id}/chat/completions`, { stream: true, messages: [{ role: 'user', content: prompt }] }, (t) => t.includes('"content":"hello')).catch(() => (errors++, NaN))),
+  )
+  const ok = firsts.filter((x) => !Number.isNaN(x))
   return [
     { scenario: `chat turn, first text chunk (${runs} turns, alternating with the direct call)`, metric: 'p50 / p99 ms', value: `${p50(chat).toFixed(2)} / ${p99(chat).toFixed(2)}`, target: '' },
     { scenario: '  the same model call direct to /responses, first text delta', metric: 'p50 / p99 ms', value: `${p50(direct).toFixed(2)} / ${p99(direct).toFixed(2)}`, target: '' },
     { scenario: '  added by the chat route and the runtime host', metric: 'p50 ms', value: (p50(chat) - p50(direct)).toFixed(2), target: '≤ 5' },
+    { scenario: `${many} concurrent chat turns across ${many} interns on one host: first text chunk`, metric: 'p50 / p99 ms', value: ok.length ? `${p50(ok).toFixed(1)} / ${p99(ok).toFixed(1)}` : '-', target: '' },
+    { scenario: '  turns that failed', metric: 'count', value: String(errors), target: '0' },
   ]
 }
 
