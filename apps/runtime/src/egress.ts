@@ -1,6 +1,5 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
 import { Agent, request } from 'undici'
-import { isForbiddenAddress } from '@roster/gateway'
+import { guardedLookup } from '@roster/gateway'
 import { releasableSecrets, type Db, type VaultService } from '@roster/shared'
 
 // An intern's outbound HTTP (the http_request tool). The model never holds a secret: it writes a
@@ -38,23 +37,8 @@ export class Egress {
   private readonly agent: Agent
 
   constructor(private readonly options: EgressOptions) {
-    this.agent = new Agent({
-      connect: {
-        timeout: options.timeoutMs,
-        // The address check sits in the connection's own lookup: the address checked is the one connected to.
-        lookup: (hostname, opts, callback) => {
-          const fixed = options.hosts?.[hostname]
-          const done = (list: LookupAddress[]) => {
-            const bad = list.find((a) => isForbiddenAddress(a.address))
-            if (bad && !options.allowPrivateNetworks) return callback(new Error(`${hostname} resolves to ${bad.address}, a private or loopback address`), '', 0)
-            if ((opts as { all?: boolean }).all) return (callback as any)(null, list)
-            callback(null, list[0]!.address, list[0]!.family)
-          }
-          if (fixed) return done([{ address: fixed, family: fixed.includes(':') ? 6 : 4 }])
-          dnsLookup(hostname, { ...opts, all: true }, (err, addresses) => (err ? callback(err, '', 0) : done(addresses as LookupAddress[])))
-        },
-      },
-    })
+    // The same address guard as web_fetch's, in the connection's own lookup.
+    this.agent = new Agent({ connect: { timeout: options.timeoutMs, lookup: guardedLookup(options) as never } })
   }
 
   /** One request on the intern's behalf, with its secrets released to the hosts they are bound to. */

@@ -71,26 +71,30 @@ export function isForbiddenAddress(address: string): boolean {
 
 export class FetchRefused extends Error {}
 
+type Lookup = (hostname: string, options: object, callback: (...args: any[]) => void) => void
+
 /**
- * The address check sits in the connection's own DNS lookup, so the address checked is the one
- * connected to (no second resolution a rebinding DNS server could answer differently).
+ * A connection's DNS lookup that refuses private, loopback and similar addresses (unless allowed):
+ * the address checked is the one connected to, with no second resolution a rebinding DNS server
+ * could answer differently. `hosts` answers some names with fixed addresses (tests map their
+ * hostnames to the loopback).
  */
+export function guardedLookup(options: { allowPrivateNetworks: boolean; hosts?: Record<string, string> }): Lookup {
+  return (hostname: string, opts: object, callback: (...args: any[]) => void) => {
+    const decide = (list: LookupAddress[]) => {
+      const bad = list.find((a) => isForbiddenAddress(a.address))
+      if (bad && !options.allowPrivateNetworks) return callback(new FetchRefused(`${hostname} resolves to ${bad.address}, a private or loopback address`), '', 0)
+      if ((opts as { all?: boolean }).all) return callback(null, list)
+      callback(null, list[0]!.address, list[0]!.family)
+    }
+    const fixed = options.hosts?.[hostname]
+    if (fixed) return decide([{ address: fixed, family: fixed.includes(':') ? 6 : 4 }])
+    dnsLookup(hostname, { ...opts, all: true }, (err, addresses) => (err ? callback(err, '', 0) : decide(addresses as LookupAddress[])))
+  }
+}
+
 function guardedAgent(options: WebFetchOptions) {
-  return new Agent({
-    connect: {
-      timeout: options.timeoutMs,
-      lookup(hostname, opts, callback) {
-        dnsLookup(hostname, { ...opts, all: true }, (err, addresses) => {
-          if (err) return callback(err, '', 0)
-          const list = addresses as LookupAddress[]
-          const bad = list.find((a) => isForbiddenAddress(a.address))
-          if (bad && !options.allowPrivateNetworks) return callback(new FetchRefused(`${hostname} resolves to ${bad.address}, a private or loopback address`), '', 0)
-          if ((opts as { all?: boolean }).all) return (callback as any)(null, list)
-          callback(null, list[0]!.address, list[0]!.family)
-        })
-      },
-    },
-  })
+  return new Agent({ connect: { timeout: options.timeoutMs, lookup: guardedLookup(options) as never } })
 }
 
 function webFetch(options: WebFetchOptions): ServerTool {
