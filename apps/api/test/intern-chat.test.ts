@@ -120,6 +120,21 @@ describe('chatting with an intern', () => {
     expect(existsSync(join(stack.env.RUNTIME_DATA_DIR!, 'interns', internId, 'sessions'))).toBe(true)
   })
 
+  it("steers a running turn: a prompt for its session goes into it (202), its answer shows on the turn's stream", async () => {
+    const res = await chat({ session_id: 'ses-steer', messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 1"}\n[sim] say Not steered.' }] })
+    expect(res.status).toBe(200)
+    const text = res.text()
+    await new Promise((r) => setTimeout(r, 300))
+    const steer = await chat({ session_id: 'ses-steer', messages: [{ role: 'user', content: '[sim] say Steered.' }] })
+    expect([steer.status, await steer.json()]).toEqual([202, { session_id: 'ses-steer', status: 'steered' }])
+    // A prompt for another session, or for none, waits its turn.
+    const other = await chat({ session_id: 'ses-other', messages: [{ role: 'user', content: 'hi' }] })
+    expect([other.status, (await other.json()).error.metadata.reason]).toEqual([409, 'busy'])
+    const chunks = sseEvents(await text).events.map((e) => e.data)
+    expect(chunks.filter((c) => c.choices[0]?.delta?.content).map((c) => c.choices[0].delta.content).join('')).toBe('Steered.')
+    expect(chunks.at(-1).session_id).toBe('ses-steer')
+  })
+
   // Last: it kills the runtime host.
   it('ends the stream with stream_severed when the host dies mid-turn, then the final chunk and [DONE]', async () => {
     const res = await chat({ messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 30"}' }] })

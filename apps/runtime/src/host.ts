@@ -27,8 +27,10 @@ interface HostedIntern {
   /** Work counters: how often the configuration was really written and the intern really started. */
   configWrites: number
   starts: number
-  /** The turn running now (one per intern), to refuse a second and to cancel it. */
+  /** The turn running now (one per intern), to refuse a second and to cancel it; its session, and prompts steered into it. */
   turn?: AbortController
+  turnSession?: string
+  steer?: string[]
 }
 
 const ChatBody = z.object({ session_id: z.string().min(1).max(256).optional(), message: z.string().min(1).max(32_000) })
@@ -106,12 +108,20 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   app.post<{ Params: { id: string } }>('/v1/interns/:id/chat', async (req, reply) => {
     const intern = interns.get(req.params.id)
     if (!intern || !intern.running) return reply.code(409).send({ error: 'intern_not_ready' })
-    if (intern.turn) return reply.code(409).send({ error: 'busy' })
     const body = ChatBody.safeParse(req.body)
     if (!body.success) return reply.code(400).send({ error: body.error.message })
+    if (intern.turn) {
+      // A prompt for the session whose turn is running goes into that turn (steering); any other waits.
+      if (body.data.session_id && body.data.session_id === intern.turnSession && intern.steer) {
+        intern.steer.push(body.data.message)
+        return reply.code(202).send({ session_id: body.data.session_id, status: 'steered' })
+      }
+      return reply.code(409).send({ error: 'busy' })
+    }
     const turn = new AbortController()
-    intern.turn = turn
     const sessionId = body.data.session_id ?? `ses_${randomUUID()}`
+    const steer: string[] = []
+    Object.assign(intern, { turn, turnSession: sessionId, steer })
     const workspace = join(internDir(intern.id), 'workspace')
     await mkdir(workspace, { recursive: true })
     reply.hijack()
@@ -132,6 +142,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
           sessions: new SessionStore(join(internDir(intern.id), 'sessions')),
           maxSteps: config.RUN_MAX_STEPS,
           commandTimeoutMs: config.COMMAND_TIMEOUT_MS,
+          steered: () => steer.splice(0),
         },
         sessionId,
         body.data.message,
@@ -146,7 +157,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
         send({ type: 'error', message: failed?.message ?? 'the turn failed', retryable: failed ? failed.retryable : true })
       }
     } finally {
-      if (intern.turn === turn) intern.turn = undefined
+      if (intern.turn === turn) Object.assign(intern, { turn: undefined, turnSession: undefined, steer: undefined })
       raw.end()
     }
   })

@@ -26,6 +26,8 @@ export interface AgentSetup {
   /** Model turns at most per run (tool calls in between); then one last turn without tools. */
   maxSteps: number
   commandTimeoutMs: number
+  /** Prompts sent into this running turn (steering): taken between model calls, answered in this turn. */
+  steered?: () => string[]
 }
 
 export type AgentEvent =
@@ -67,7 +69,15 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
   const added: Json[] = [{ type: 'message', role: 'user', content: userText }]
   await setup.sessions.append(sessionId, added)
   const usage: TurnUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 }
+  const asPrompts = (texts: string[]) => texts.map((text) => ({ type: 'message', role: 'user', content: text }))
+  let late: Json[] = []
   for (let step = 0; ; step++) {
+    // Prompts steered in after the last call's items were kept join now, before this call.
+    if (late.length) {
+      added.push(...late)
+      await setup.sessions.append(sessionId, late)
+      late = []
+    }
     const last = step >= setup.maxSteps
     const response = await modelTurn(setup, [...history, ...added], last, emit, signal)
     usage.prompt_tokens += response.usage?.input_tokens ?? 0
@@ -85,9 +95,15 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
       emit({ type: 'tool', name: call.name, arguments: call.arguments, output })
       items.push({ type: 'function_call_output', call_id: call.call_id, output })
     }
+    // Prompts that arrived while the model or a tool ran join the conversation before the next call.
+    const steering = asPrompts(setup.steered?.() ?? [])
+    items.push(...steering)
     added.push(...items)
     await setup.sessions.append(sessionId, items)
-    if (!calls.length || last) return { ...usage, cost: Number(usage.cost.toPrecision(12)) }
+    // Checked again with nothing awaited between this and the decision: a prompt steered in while
+    // the items were being kept is answered in this turn, never dropped.
+    late = asPrompts(setup.steered?.() ?? [])
+    if ((!calls.length && !steering.length && !late.length) || last) return { ...usage, cost: Number(usage.cost.toPrecision(12)) }
   }
 }
 

@@ -12,8 +12,8 @@ import type { AppDeps } from '../../app.js'
 // host (which runs the turn with the intern's own key, tools and sandbox), its events streamed back
 // as OpenAI chat.completion.chunk events: a role chunk, content and reasoning, one finish chunk,
 // a final chunk with `choices: []`, `session_id` and `usage`, then [DONE] (the contract's §1.4).
-// Built so far: self-driven runs. Not yet: manual approvals and the pauses they make, questions to
-// the user, steering (202).
+// Built so far: self-driven runs and steering (a prompt for the session whose turn is running goes
+// into that turn: 202). Not yet: manual approvals and the pauses they make, questions to the user.
 
 const Part = z.looseObject({ type: z.string(), text: z.string().optional() })
 const Message = z.looseObject({ role: z.enum(['user', 'tool', 'assistant', 'system', 'developer']), content: z.union([z.string(), z.array(Part), z.null()]).optional() })
@@ -65,6 +65,10 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
         })
       } catch (err) {
         throw new AppError('intern_unreachable', 'the intern could not be reached', { cause: err })
+      }
+      if (res.statusCode === 202) {
+        // Steered: the prompt went into the session's running turn; its effect shows on that turn's stream.
+        return reply.code(202).send(await res.body.json())
       }
       if (res.statusCode !== 200) {
         const said = ((await res.body.json().catch(() => ({}))) as { error?: string }).error
