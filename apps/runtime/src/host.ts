@@ -4,7 +4,8 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { randomUUID } from 'node:crypto'
-import { loggerOptions, logsEachRequest, requestLogger, type RuntimeConfig } from '@roster/shared'
+import { createDb, LocalVault, loggerOptions, logsEachRequest, requestLogger, type RuntimeConfig } from '@roster/shared'
+import { Egress } from './egress.js'
 import { commandRunner } from './sandbox.js'
 import { SessionStore } from './agent/session-store.js'
 import { runAgentTurn, TurnFailed, type AgentEvent } from './agent/agent-turn.js'
@@ -97,6 +98,22 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
 
   // Interns' shell commands: sandboxed, or refused where that cannot be (unless allowed unconfined).
   const commands = commandRunner(config.RUNTIME_UNCONFINED_COMMANDS)
+  // With the vault configured, interns' HTTP requests go through the egress, which releases secrets by host.
+  const db = config.DATABASE_URL && config.VAULT_MASTER_KEY ? createDb({ url: config.DATABASE_URL, poolSize: 4 }) : undefined
+  const egress = db
+    ? new Egress({
+        db,
+        vault: new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: 2_000 }),
+        allowPrivateNetworks: config.EGRESS_PRIVATE_NETWORKS === 'allow',
+        hosts: config.EGRESS_HOSTS,
+        timeoutMs: 30_000,
+        maxBytes: 256 * 1024,
+      })
+    : undefined
+  app.addHook('onClose', async () => {
+    await egress?.close()
+    await db?.$disconnect()
+  })
   const internDir = (id: string) => join(config.RUNTIME_DATA_DIR, 'interns', id)
 
   /**
@@ -143,6 +160,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
           maxSteps: config.RUN_MAX_STEPS,
           commandTimeoutMs: config.COMMAND_TIMEOUT_MS,
           steered: () => steer.splice(0),
+          http: egress && ((args, signal) => egress.send(intern.id, args, signal)),
         },
         sessionId,
         body.data.message,

@@ -14,11 +14,11 @@ const ms = z.coerce.number().int().positive()
 const runtimeToken = z.string().min(32, 'must be at least 32 characters, e.g. from `openssl rand -hex 32`')
 const logLevel = z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')
 
-const postgresUrl = z
+const postgresUrlValue = z
   .string()
   .url()
   .refine((u) => /^postgres(ql)?:\/\//.test(u), 'must be a postgres:// or postgresql:// URL')
-  .default('postgresql://postgres@127.0.0.1:5432/roster')
+const postgresUrl = postgresUrlValue.default('postgresql://postgres@127.0.0.1:5432/roster')
 const redisUrl = z
   .string()
   .url()
@@ -139,6 +139,27 @@ export const RuntimeConfig = z.object({
   COMMAND_TIMEOUT_MS: ms.default(120_000),
   /** Model turns at most in one run (tool calls between them). */
   RUN_MAX_STEPS: z.coerce.number().int().min(1).max(200).default(30),
+  /**
+   * The vault, for the egress that releases secrets to an intern's HTTP requests: with both set,
+   * interns get the http_request tool; without, they do not.
+   */
+  DATABASE_URL: postgresUrlValue.optional(),
+  VAULT_MASTER_KEY: masterKey,
+  /** The egress refuses private, loopback and link-local addresses unless `allow`. */
+  EGRESS_PRIVATE_NETWORKS: z.enum(['refuse', 'allow']).default('refuse'),
+  /** Fixed answers for names (`name=address,…`), instead of DNS: tests map their hostnames to the loopback. */
+  EGRESS_HOSTS: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      const map: Record<string, string> = {}
+      for (const pair of v.split(',').map((p) => p.trim()).filter(Boolean)) {
+        const [name, address] = pair.split('=')
+        if (!name || !address) ctx.addIssue({ code: 'custom', message: `${pair} is not name=address` })
+        else map[name.toLowerCase()] = address
+      }
+      return map
+    }),
   LOG_LEVEL: logLevel,
 })
 export type RuntimeConfig = z.infer<typeof RuntimeConfig>

@@ -4,6 +4,7 @@ import { request } from 'undici'
 import type { CommandRunner } from '../sandbox.js'
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from '../workspace-files.js'
 import type { SessionStore } from './session-store.js'
+import type { HttpRequestArgs } from '../egress.js'
 
 type Json = Record<string, any>
 
@@ -28,6 +29,8 @@ export interface AgentSetup {
   commandTimeoutMs: number
   /** Prompts sent into this running turn (steering): taken between model calls, answered in this turn. */
   steered?: () => string[]
+  /** The intern's HTTP requests, through the egress that releases its secrets by host (absent: no http_request tool). */
+  http?: (args: HttpRequestArgs, signal?: AbortSignal) => Promise<unknown>
 }
 
 export type AgentEvent =
@@ -62,6 +65,12 @@ const TOOLS = [
   { type: 'function', name: 'write_file', description: 'Write (create or replace) a file of your workspace.', parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'] } },
   { type: 'function', name: 'list_files', description: 'List a directory of your workspace.', parameters: { type: 'object', properties: { path: { type: 'string' }, depth: { type: 'integer' } } } },
 ]
+const HTTP_TOOL = {
+  type: 'function',
+  name: 'http_request',
+  description: 'Make an HTTP(S) request. Write {{secret:NAME}} in a header or the body to use one of your secrets; it is sent only to the hosts it is bound to.',
+  parameters: { type: 'object', properties: { method: { type: 'string' }, url: { type: 'string' }, headers: { type: 'object', additionalProperties: { type: 'string' } }, body: { type: 'string' } }, required: ['url'] },
+}
 
 /** Runs one turn for `userText` in `sessionId`; resolves with the turn's summed usage. */
 export async function runAgentTurn(setup: AgentSetup, sessionId: string, userText: string, emit: (e: AgentEvent) => void, signal?: AbortSignal): Promise<TurnUsage> {
@@ -109,7 +118,7 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
 
 /** One streamed call of /responses as the intern: text and reasoning leave as they come. */
 async function modelTurn(setup: AgentSetup, input: Json[], last: boolean, emit: (e: AgentEvent) => void, signal?: AbortSignal): Promise<Json> {
-  const body = { model: setup.model, instructions: setup.instructions ?? undefined, input, tools: TOOLS, tool_choice: last ? 'none' : 'auto', stream: true }
+  const body = { model: setup.model, instructions: setup.instructions ?? undefined, input, tools: setup.http ? [...TOOLS, HTTP_TOOL] : TOOLS, tool_choice: last ? 'none' : 'auto', stream: true }
   const res = await request(`${setup.apiBase}/responses`, {
     method: 'POST',
     headers: { authorization: `Bearer ${setup.apiKey}`, 'content-type': 'application/json', accept: 'text/event-stream' },
@@ -160,6 +169,9 @@ async function runTool(setup: AgentSetup, name: string, argText: string, signal?
         return JSON.stringify(await readWorkspaceFile(setup.workspace, String(args.path ?? '')))
       case 'write_file':
         return JSON.stringify(await writeWorkspaceFile(setup.workspace, String(args.path ?? ''), String(args.content ?? '')))
+      case 'http_request':
+        if (!setup.http) return JSON.stringify({ error: 'there is no tool named http_request' })
+        return JSON.stringify(await setup.http({ method: args.method, url: String(args.url ?? ''), headers: args.headers, body: args.body === undefined ? undefined : String(args.body) }, signal))
       case 'list_files':
         return JSON.stringify(await listWorkspaceFiles(setup.workspace, args.path === undefined ? '.' : String(args.path), Number(args.depth ?? 1)))
       default:
