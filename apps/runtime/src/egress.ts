@@ -1,5 +1,5 @@
 import { Agent, request } from 'undici'
-import { guardedLookup } from '@roster/gateway'
+import { guardedLookup, readCapped } from '@roster/gateway'
 import { releasableSecrets, type Db, type VaultService } from '@roster/shared'
 
 // An intern's outbound HTTP (the http_request tool). The model never holds a secret: it writes a
@@ -71,22 +71,10 @@ export class Egress {
         bodyTimeout: this.options.timeoutMs,
         maxRedirections: 0,
       } as Parameters<typeof request>[1])
-      const chunks: Buffer[] = []
-      let size = 0
-      let truncated = false
-      for await (const chunk of res.body) {
-        const room = this.options.maxBytes - size
-        chunks.push(chunk.subarray(0, room))
-        size += Math.min(room, chunk.length)
-        if (chunk.length > room) {
-          truncated = true
-          res.body.destroy()
-          break
-        }
-      }
+      const { text, truncated } = await readCapped(res.body, this.options.maxBytes)
       const scrub = (text: string) => scrubSecrets(text, released)
       const outHeaders = Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, scrub(Array.isArray(v) ? v.join(', ') : String(v ?? ''))]))
-      return { status: res.statusCode, headers: outHeaders, body: scrub(Buffer.concat(chunks).toString('utf8')), truncated }
+      return { status: res.statusCode, headers: outHeaders, body: scrub(text), truncated }
     } catch (err) {
       return { error: `request failed: ${scrubSecrets((err as Error).message, released)}` }
     }

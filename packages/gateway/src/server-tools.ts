@@ -93,6 +93,22 @@ export function guardedLookup(options: { allowPrivateNetworks: boolean; hosts?: 
   }
 }
 
+/** A response body as text, at most `maxBytes` of it (the rest is not read: the body is destroyed). */
+export async function readCapped(body: AsyncIterable<Buffer> & { destroy(): unknown }, maxBytes: number): Promise<{ text: string; truncated: boolean }> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body) {
+    const room = maxBytes - size
+    chunks.push(chunk.subarray(0, room))
+    size += Math.min(room, chunk.length)
+    if (chunk.length > room) {
+      body.destroy()
+      return { text: Buffer.concat(chunks).toString('utf8'), truncated: true }
+    }
+  }
+  return { text: Buffer.concat(chunks).toString('utf8'), truncated: false }
+}
+
 function guardedAgent(options: WebFetchOptions) {
   return new Agent({ connect: { timeout: options.timeoutMs, lookup: guardedLookup(options) as never } })
 }
@@ -131,20 +147,8 @@ function webFetch(options: WebFetchOptions): ServerTool {
             url = new URL(String(location), url)
             continue
           }
-          const chunks: Buffer[] = []
-          let size = 0
-          let truncated = false
-          for await (const chunk of res.body) {
-            const room = options.maxBytes - size
-            chunks.push(chunk.subarray(0, room))
-            size += Math.min(room, chunk.length)
-            if (chunk.length > room) {
-              truncated = true
-              res.body.destroy()
-              break
-            }
-          }
-          return { url: url.href, status: res.statusCode, content_type: String(res.headers['content-type'] ?? ''), content: Buffer.concat(chunks).toString('utf8'), truncated }
+          const { text, truncated } = await readCapped(res.body, options.maxBytes)
+          return { url: url.href, status: res.statusCode, content_type: String(res.headers['content-type'] ?? ''), content: text, truncated }
         } catch (err) {
           const cause = (err as { cause?: unknown }).cause ?? err
           if (cause instanceof FetchRefused || err instanceof FetchRefused) return { error: `refused: ${(cause as Error).message}` }
