@@ -31,6 +31,10 @@ export async function buildTestApp(
 export const auth = (key: string) => ({ authorization: `Bearer ${key}` })
 export const json = { 'content-type': 'application/json' }
 
+/** The simulator's model slug for each provider protocol, as the tests name them (`roster-sim/<slug>`). */
+export const SIM_PATHS: Record<Protocol, string> = { 'openai-chat': 'chat', 'openai-responses': 'responses', 'anthropic-messages': 'messages' }
+export const SIM_PROTOCOLS = Object.keys(SIM_PATHS) as Protocol[]
+
 /** A catalogue endpoint on an upstream simulator (its `/v1`). */
 export const simEndpoint = (url: string, protocol: Protocol = 'openai-chat', extra: Partial<Endpoint> = {}): Endpoint => ({
   provider: 'upstream-sim',

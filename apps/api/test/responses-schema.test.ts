@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
-import { simulatorCatalogue, type Catalogue, type Protocol } from '@roster/gateway'
+import { simulatorCatalogue, type Catalogue } from '@roster/gateway'
 import { useTestTenant } from '@roster/testing'
-import { buildTestApp, simEndpoint, simModel, sseEvents } from './helpers.js'
+import { buildTestApp, SIM_PATHS as PATHS, SIM_PROTOCOLS, simEndpoint, simModel, sseEvents } from './helpers.js'
 import { invalidEvents, responseErrors } from './open-responses.js'
 
 // Every Response object and every streamed event Roster produces, validated against the published
@@ -13,8 +13,7 @@ let sim: Simulator
 let cut: Simulator
 let app: Awaited<ReturnType<typeof buildTestApp>>
 
-const PATHS: Record<Protocol, string> = { 'openai-chat': 'chat', 'openai-responses': 'responses', 'anthropic-messages': 'messages' }
-const PROTOCOLS = Object.keys(PATHS) as Protocol[]
+const PROTOCOLS = SIM_PROTOCOLS
 
 beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 6 })

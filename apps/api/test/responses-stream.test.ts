@@ -7,7 +7,7 @@ import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue, Protocol } from '@roster/gateway'
 import { useTestTenant, waitFor } from '@roster/testing'
-import { buildTestApp, simEndpoint, simModel, sseEvents } from './helpers.js'
+import { buildTestApp, SIM_PATHS as PATHS, simEndpoint, simModel, sseEvents } from './helpers.js'
 
 // Streaming POST /responses over each provider protocol, through both official clients and raw
 // SSE, against the upstream simulator; faults, fallbacks and a client that goes away.
@@ -28,7 +28,6 @@ const BURST_TOKENS = 12
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 
-const PATHS: Record<Protocol, string> = { 'openai-chat': 'chat', 'openai-responses': 'responses', 'anthropic-messages': 'messages' }
 const model = (id: string, url: string, protocol: Protocol = 'openai-chat') => simModel(id, [simEndpoint(url, protocol)])
 
 beforeAll(async () => {

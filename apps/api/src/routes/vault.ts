@@ -2,13 +2,12 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
-  canSeeIntern,
   checkVaultAccess,
   copySecrets,
   deleteSecret,
   EffectiveSecret,
   effectiveSecrets,
-  isUuid,
+  isAppError,
   listSecrets,
   notFound,
   SecretCopy,
@@ -17,6 +16,7 @@ import {
   SecretWrite,
   storeSecret,
   VaultSecret,
+  visibleInternScope,
   type Caller,
   type VaultAccess,
 } from '@roster/shared'
@@ -48,14 +48,13 @@ export const vaultRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =>
   }
   const workspaceVault = (req: FastifyRequest, create: boolean) => deps.vault.workspaceVault(deps.db, req.caller!.workspaceId, create)
 
-  /** The intern's vaults, when this caller may see the intern (an intern key: its own alone); else 404. */
+  /** The intern's vaults, when this caller may see the intern (an intern key: its own alone); else the vault's 404. */
   async function internVaults(caller: Caller, internId: string) {
-    if (!isUuid(internId)) throw notFound()
-    const rows = await deps.db.$queryRaw<{ id: string; workspace_id: string; vault_id: string | null; attached_vault_id: string | null }[]>`
-      SELECT id, workspace_id, vault_id, attached_vault_id FROM interns WHERE id = ${internId}::uuid`
-    const row = rows[0]
-    if (!row || !row.vault_id || !canSeeIntern(caller, { id: row.id, workspaceId: row.workspace_id })) throw notFound()
-    return { own: row.vault_id, attached: row.attached_vault_id }
+    const intern = await visibleInternScope(deps.db, caller, internId).catch((err) => {
+      throw isAppError(err) && err.reason === 'not_found' ? notFound() : err
+    })
+    if (!intern.vault_id) throw notFound()
+    return { own: intern.vault_id, attached: intern.attached_vault_id }
   }
 
   // The workspace's pool.

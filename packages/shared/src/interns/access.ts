@@ -1,5 +1,6 @@
 import { AppError } from '../errors.js'
 import type { Caller } from '../caller.js'
+import type { Db } from '../db.js'
 
 export interface InternAccess {
   /** The route names the collection (/interns) rather than one intern. */
@@ -86,4 +87,23 @@ export function nameTaken(name: string | undefined): AppError {
 export function canSeeIntern(caller: Caller, intern: { id: string; workspaceId: string }): boolean {
   if (intern.workspaceId !== caller.workspaceId) return false
   return caller.kind !== 'intern' || caller.internId === intern.id
+}
+
+/** What the routes that act on one intern (its vault, its chat) need of its row. */
+export interface InternScope {
+  id: string
+  status: string
+  vault_id: string | null
+  attached_vault_id: string | null
+}
+
+/**
+ * The intern, read fresh, when this caller may see it (an intern key: its own alone); otherwise the
+ * one not-found answer, malformed ids included.
+ */
+export async function visibleInternScope(db: Db, caller: Caller, internId: string): Promise<InternScope> {
+  assertInternId(internId)
+  const rows = await db.$queryRaw<(InternScope & { workspace_id: string })[]>`
+    SELECT id, workspace_id, status::text AS status, vault_id, attached_vault_id FROM interns WHERE id = ${internId}::uuid`
+  return visibleOrNotFound(caller, rows[0], internId, (r) => r.workspace_id)
 }

@@ -5,7 +5,7 @@ import { z } from 'zod'
 import { createParser } from 'eventsource-parser'
 import { request } from 'undici'
 import { StringDecoder } from 'node:string_decoder'
-import { AppError, assertInternId, canSeeIntern, internNotFound, type Caller } from '@roster/shared'
+import { AppError, visibleInternScope, type Caller } from '@roster/shared'
 import type { AppDeps } from '../../app.js'
 
 // POST /interns/{internId}/chat/completions: a prompt to a running intern, relayed to its runtime
@@ -36,10 +36,7 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
     async (req, reply) => {
       const caller = req.caller as Caller
       const { internId } = req.params
-      assertInternId(internId)
-      const rows = await deps.db.$queryRaw<{ id: string; workspace_id: string; status: string }[]>`SELECT id, workspace_id, status FROM interns WHERE id = ${internId}::uuid`
-      const intern = rows[0]
-      if (!intern || !canSeeIntern(caller, { id: intern.id, workspaceId: intern.workspace_id })) throw internNotFound(internId)
+      const intern = await visibleInternScope(deps.db, caller, internId)
       const last = req.body.messages.at(-1)!
       if (last.role === 'tool') {
         if (!req.body.session_id) throw new AppError('invalid_body', 'invalid request: a tool reply needs the session_id of the run that asked')
