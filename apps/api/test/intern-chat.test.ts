@@ -102,9 +102,11 @@ describe('chatting with an intern', () => {
 
   it('refuses what it cannot serve before streaming', async () => {
     const notStream = await chat({ stream: false, messages: [{ role: 'user', content: 'hi' }] })
-    expect(notStream.status).toBe(400)
-    const manual = await chat({ approval_mode: 'manual', messages: [{ role: 'user', content: 'hi' }] })
-    expect([manual.status, (await manual.json()).error.message]).toEqual([400, expect.stringMatching(/manual is not served/)])
+    expect([notStream.status, (await notStream.json()).error.metadata]).toEqual([400, { reason: 'bad_request', retryable: false }])
+    const mode = await chat({ approval_mode: 'sometimes', messages: [{ role: 'user', content: 'hi' }] })
+    expect(mode.status).toBe(400)
+    const noSession = await chat({ messages: [{ role: 'tool', tool_call_id: 'call_1', content: 'allow_once' }] })
+    expect([noSession.status, (await noSession.json()).error.message]).toEqual([400, expect.stringMatching(/needs the session_id/)])
     const reply = await chat({ session_id: 'ses_x', messages: [{ role: 'tool', tool_call_id: 'call_1', content: 'allow_once' }] })
     expect([reply.status, (await reply.json()).error.metadata.reason]).toEqual([404, 'interaction_unknown'])
     const idle = await call('POST', '/interns', { name: 'idle' })
@@ -149,6 +151,73 @@ describe('chatting with an intern', () => {
     const chunks = sseEvents(await text).events.map((e) => e.data)
     expect(chunks.filter((c) => c.choices[0]?.delta?.content).map((c) => c.choices[0].delta.content).join('')).toBe('Steered.')
     expect(chunks.at(-1).session_id).toBe('ses-steer')
+  })
+
+  it('pauses a manual run for permission, keeps it paused through a wrong answer, and runs the command in the sandbox once allowed', async () => {
+    const prompt = { role: 'user', content: '[sim] call shell {"command":"echo sandboxed > proof.txt; cat proof.txt"}\n[sim] say Ran it.' }
+    const res = await chat({ approval_mode: 'manual', session_id: 'ses-manual', messages: [prompt] })
+    const first = sseEvents(await res.text())
+    expect(first.done).toBe(true)
+    const chunks = first.events.map((e) => e.data)
+    expect(chunks.map((c) => (c.choices.length ? c.choices[0].finish_reason : 'final'))).toEqual([null, null, 'tool_calls', 'final'])
+    const call = chunks[1].choices[0].delta.tool_calls
+    expect(call).toEqual([{ index: 0, id: expect.stringMatching(/^ia_/), type: 'function', function: { name: 'service.provide_input', arguments: expect.any(String) } }])
+    expect(JSON.parse(call[0].function.arguments)).toEqual({ kind: 'permission', operation: 'shell command: echo sandboxed > proof.txt; cat proof.txt', options: ['allow_once', 'allow_always', 'reject_once', 'reject_always'] })
+    expect(chunks.at(-1)).toMatchObject({ choices: [], session_id: 'ses-manual', usage: null })
+    const proof = join(stack.env.RUNTIME_DATA_DIR!, 'interns', internId, 'workspace', 'proof.txt')
+    expect(existsSync(proof)).toBe(false)
+
+    const answer = (content: string, echoedName = 'service.provide_input') =>
+      chat({ session_id: 'ses-manual', messages: [prompt, { role: 'assistant', content: null, tool_calls: [{ id: call[0].id, function: { name: echoedName, arguments: call[0].function.arguments } }] }, { role: 'tool', tool_call_id: call[0].id, content }] })
+    const wrong = await answer('allow_sometimes')
+    const refused = await wrong.json()
+    expect([wrong.status, refused.error.metadata]).toEqual([400, { reason: 'bad_request', retryable: false }])
+    expect(refused.error.message).toMatch(/stays paused.*allow_once, allow_always, reject_once, reject_always, cancel/)
+    expect(existsSync(proof)).toBe(false)
+    // The run is still paused: the right answer continues it (the echo may name the client's tool; either is accepted).
+    const ok = await answer('allow_once', 'openrouter.provide_input')
+    expect(ok.status).toBe(200)
+    const next = sseEvents(await ok.text()).events.map((e) => e.data)
+    expect(next[0].choices[0].delta).toEqual({ role: 'assistant', content: '' })
+    expect(next.filter((c) => c.choices[0]?.delta?.content).map((c) => c.choices[0].delta.content).join('')).toBe('Ran it.')
+    expect(next.at(-2).choices[0].finish_reason).toBe('stop')
+    expect(next.at(-1)).toMatchObject({ session_id: 'ses-manual', usage: { total_tokens: expect.any(Number) } })
+    expect(readFileSync(proof, 'utf8')).toBe('sandboxed\n')
+    // The model got the command's output.
+    expect(JSON.stringify(sim.stats.lastBody['/v1/chat/completions'])).toMatch(/stdout[^,]*sandboxed/)
+    // Answered: a second answer is not pending; an id never asked is unknown.
+    const again = await answer('allow_once')
+    expect([again.status, (await again.json()).error.metadata]).toEqual([409, { reason: 'interaction_not_pending', retryable: false }])
+  })
+
+  it('asks its user a question; an accepted answer reaches the model, a declined one lets it carry on', async () => {
+    const question = '[sim] call ask_user {"message":"Which branch?","fields":[{"name":"branch","type":"string","required":true,"options":["main","dev"]}]}\n[sim] say Noted.'
+    for (const [content, seen] of [
+      ['{"action":"accept","content":{"branch":"dev"}}', '\\"branch\\":\\"dev\\"'],
+      ['{"action":"decline"}', '\\"action\\":\\"decline\\"'],
+    ] as const) {
+      // Self-drive runs pause for questions too.
+      const asked = sseEvents(await (await chat({ session_id: 'ses-ask', messages: [{ role: 'user', content: question }] })).text()).events.map((e) => e.data)
+      const call = asked[1].choices[0].delta.tool_calls[0]
+      expect(JSON.parse(call.function.arguments)).toEqual({ kind: 'elicitation', message: 'Which branch?', fields: [{ name: 'branch', type: 'string', required: true, options: ['main', 'dev'] }] })
+      const bad = await chat({ session_id: 'ses-ask', messages: [{ role: 'tool', tool_call_id: call.id, content: '{"action":"accept","content":{"branch":"feature"}}' }] })
+      expect([bad.status, (await bad.json()).error.message]).toEqual([400, expect.stringMatching(/branch is one of main, dev/)])
+      const answered = sseEvents(await (await chat({ session_id: 'ses-ask', messages: [{ role: 'tool', tool_call_id: call.id, content }] })).text()).events.map((e) => e.data)
+      expect(answered.filter((c) => c.choices[0]?.delta?.content).map((c) => c.choices[0].delta.content).join('')).toBe('Noted.')
+      expect(JSON.stringify(sim.stats.lastBody['/v1/chat/completions'])).toContain(seen)
+    }
+  })
+
+  it('ends a running turn with run_ended when its intern is suspended', async () => {
+    const other = await call('POST', '/interns', { name: 'suspendable', provision: true })
+    await waitFor(async () => (await call('GET', `/interns/${other.id}`)).status === 'running', { timeoutMs: 20_000, what: 'the intern to run' })
+    const res = await fetch(`${stack.apiUrl}/interns/${other.id}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 30"}' }] }) })
+    const text = res.text()
+    await new Promise((r) => setTimeout(r, 500))
+    expect((await fetch(`${stack.apiUrl}/interns/${other.id}/suspend`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}` } })).status).toBeLessThan(300)
+    const chunks = sseEvents(await text).events.map((e) => e.data)
+    expect(chunks.at(-2)).toMatchObject({ model: 'openrouter/intern', choices: [{ finish_reason: 'error', error: { code: 410, metadata: { reason: 'run_ended', retryable: false } } }] })
+    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: null })
   })
 
   it('sends a secret only to the host it is bound to, and it reaches neither the model, the stream nor the transcript', async () => {

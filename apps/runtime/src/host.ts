@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify'
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { join } from 'node:path'
@@ -8,7 +8,8 @@ import { createDb, LocalVault, loggerOptions, logsEachRequest, requestLogger, ty
 import { Egress } from './egress.js'
 import { commandRunner } from './sandbox.js'
 import { SessionStore } from './agent/session-store.js'
-import { runAgentTurn, TurnFailed, type AgentEvent } from './agent/agent-turn.js'
+import { runAgentTurn } from './agent/agent-turn.js'
+import { InternDaemon, type RunEvent, type RunStream } from './agent/daemon.js'
 
 const Spec = z.object({
   hostname: z.string().min(1),
@@ -28,13 +29,15 @@ interface HostedIntern {
   /** Work counters: how often the configuration was really written and the intern really started. */
   configWrites: number
   starts: number
-  /** The turn running now (one per intern), to refuse a second and to cancel it; its session, and prompts steered into it. */
-  turn?: AbortController
-  turnSession?: string
-  steer?: string[]
+  /** Its daemon's runs and sessions: made at its first chat, ended when it stops. */
+  daemon?: InternDaemon
 }
 
-const ChatBody = z.object({ session_id: z.string().min(1).max(256).optional(), message: z.string().min(1).max(32_000) })
+const SessionId = z.string().min(1).max(256)
+const ChatBody = z.union([
+  z.strictObject({ session_id: SessionId.optional(), message: z.string().min(1).max(32_000), approval_mode: z.enum(['self-drive', 'manual']).default('self-drive') }),
+  z.strictObject({ session_id: SessionId, reply: z.strictObject({ interaction_id: z.string().min(1).max(128), content: z.string().max(64_000) }) }),
+])
 
 const ID = /^[0-9a-f-]{36}$/
 
@@ -116,68 +119,67 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   })
   const internDir = (id: string) => join(config.RUNTIME_DATA_DIR, 'interns', id)
 
+  const daemonOf = (intern: HostedIntern) =>
+    (intern.daemon ??= new InternDaemon({
+      sessions: new SessionStore(join(internDir(intern.id), 'sessions')),
+      deadlineMs: config.INTERACTION_DEADLINE_MS,
+      maxPaused: config.RUN_MAX_PAUSED,
+      onError: (err, sessionId) => app.log.warn({ err, intern: intern.id, session: sessionId }, 'an intern turn failed'),
+      execute: async (run) => {
+        // The configuration as it is now (a PATCH may have changed the model or instructions since).
+        const spec = (interns.get(intern.id) ?? intern).spec
+        const workspace = join(internDir(intern.id), 'workspace')
+        await mkdir(workspace, { recursive: true })
+        return runAgentTurn(
+          {
+            apiBase: config.ROSTER_API_URL,
+            apiKey: spec.token,
+            model: spec.model ?? config.INTERN_DEFAULT_MODEL,
+            instructions: spec.instructions,
+            workspace,
+            runCommand: commands.run,
+            sessions: new SessionStore(join(internDir(intern.id), 'sessions')),
+            maxSteps: config.RUN_MAX_STEPS,
+            commandTimeoutMs: config.COMMAND_TIMEOUT_MS,
+            steered: run.steered,
+            http: egress && ((args, signal) => egress.send(intern.id, args, signal)),
+            approval: run.approval,
+            commandNetwork: false,
+            ask: run.ask,
+          },
+          run.sessionId,
+          run.prompt,
+          run.emit,
+          run.signal,
+        )
+      },
+    }))
+
   /**
-   * One turn of an intern's run, streamed as Server-Sent Events of the turn's own events (the API
-   * turns them into the chat route's chunks): `session` first, then text, reasoning and tool
-   * events, then `done` with the usage or `error`. A client that goes away cancels the turn, and
-   * with it any command it runs.
+   * A prompt for an intern, or a reply to what its paused run asked. Answered with a stream of the
+   * run's own events (the API turns them into the chat route's chunks): `session` first, then text,
+   * reasoning and tool events, then `done` with the usage, `pause` with a question (the stream ends,
+   * the run waits for the reply), `error`, or `ended`. Refusals are JSON: 202 steered, 409 busy,
+   * 503 busy (too many paused runs), 404 interaction_unknown, 409 interaction_not_pending, 400
+   * bad_answer. A client that goes away while a run streams cancels it, with any command it runs.
    */
   app.post<{ Params: { id: string } }>('/v1/interns/:id/chat', async (req, reply) => {
     const intern = interns.get(req.params.id)
     if (!intern || !intern.running) return reply.code(409).send({ error: 'intern_not_ready' })
     const body = ChatBody.safeParse(req.body)
-    if (!body.success) return reply.code(400).send({ error: body.error.message })
-    if (intern.turn) {
-      // A prompt for the session whose turn is running goes into that turn (steering); any other waits.
-      if (body.data.session_id && body.data.session_id === intern.turnSession && intern.steer) {
-        intern.steer.push(body.data.message)
-        return reply.code(202).send({ session_id: body.data.session_id, status: 'steered' })
-      }
-      return reply.code(409).send({ error: 'busy' })
-    }
-    const turn = new AbortController()
-    const sessionId = body.data.session_id ?? `ses_${randomUUID()}`
-    const steer: string[] = []
-    Object.assign(intern, { turn, turnSession: sessionId, steer })
-    const workspace = join(internDir(intern.id), 'workspace')
-    await mkdir(workspace, { recursive: true })
-    reply.hijack()
-    const raw = reply.raw
-    raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
-    raw.on('close', () => raw.writableFinished || turn.abort())
-    const send = (event: Record<string, unknown>) => raw.write(`data: ${JSON.stringify(event)}\n\n`)
-    send({ type: 'session', session_id: sessionId })
-    try {
-      const usage = await runAgentTurn(
-        {
-          apiBase: config.ROSTER_API_URL,
-          apiKey: intern.spec.token,
-          model: intern.spec.model ?? config.INTERN_DEFAULT_MODEL,
-          instructions: intern.spec.instructions,
-          workspace,
-          runCommand: commands.run,
-          sessions: new SessionStore(join(internDir(intern.id), 'sessions')),
-          maxSteps: config.RUN_MAX_STEPS,
-          commandTimeoutMs: config.COMMAND_TIMEOUT_MS,
-          steered: () => steer.splice(0),
-          http: egress && ((args, signal) => egress.send(intern.id, args, signal)),
-        },
-        sessionId,
-        body.data.message,
-        (e: AgentEvent) => send(e),
-        turn.signal,
-      )
-      send({ type: 'done', usage })
-    } catch (err) {
-      if (!turn.signal.aborted) {
-        const failed = err instanceof TurnFailed ? err : undefined
-        req.log.warn({ err, intern: intern.id }, 'an intern turn failed')
-        send({ type: 'error', message: failed?.message ?? 'the turn failed', retryable: failed ? failed.retryable : true })
-      }
-    } finally {
-      if (intern.turn === turn) Object.assign(intern, { turn: undefined, turnSession: undefined, steer: undefined })
-      raw.end()
-    }
+    if (!body.success) return reply.code(400).send({ error: 'bad_request', message: body.error.message })
+    const daemon = daemonOf(intern)
+    const stream = eventStream(reply, () => daemon.detach(stream))
+    const outcome =
+      'reply' in body.data
+        ? await daemon.reply(body.data.session_id, body.data.reply.interaction_id, body.data.reply.content, stream)
+        : daemon.prompt(body.data.session_id ?? `ses_${randomUUID()}`, body.data.message, body.data.approval_mode, stream)
+    if ('started' in outcome || 'resumed' in outcome) return reply
+    if ('steered' in outcome) return reply.code(202).send({ session_id: body.data.session_id, status: 'steered' })
+    if ('busy' in outcome) return reply.code(outcome.status).send({ error: 'busy', message: outcome.busy })
+    if ('unknown' in outcome) return reply.code(404).send({ error: 'interaction_unknown', message: outcome.unknown })
+    if ('notPending' in outcome) return reply.code(409).send({ error: 'interaction_not_pending', message: outcome.notPending })
+    return reply.code(400).send({ error: 'bad_answer', message: outcome.badAnswer })
   })
 
   app.put<{ Params: { id: string } }>('/v1/interns/:id', async (req, reply) => {
@@ -200,6 +202,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
       startedAt: current?.startedAt ?? null,
       configWrites: (current?.configWrites ?? 0) + 1,
       starts: current?.starts ?? 0,
+      daemon: current?.daemon,
     })
     return { written: true }
   })
@@ -217,8 +220,9 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   app.post<{ Params: { id: string } }>('/v1/interns/:id/stop', async (req) => {
     const intern = interns.get(req.params.id)
     if (intern) intern.running = false
-    // Suspending stops the intern's daemon: a turn it is running is cancelled.
-    intern?.turn?.abort()
+    // Suspending stops the intern's daemon: its runs are cancelled (a client listening is told), its sessions kept.
+    intern?.daemon?.stop('the intern was suspended; its run was cancelled')
+    if (intern) intern.daemon = undefined
     return { stopped: true }
   })
 
@@ -236,6 +240,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   app.delete<{ Params: { id: string } }>('/v1/interns/:id', async (req) => {
     const intern = interns.get(req.params.id)
     if (intern) byHostname.delete(intern.spec.hostname)
+    intern?.daemon?.stop('the intern was deleted')
     interns.delete(req.params.id)
     if (ID.test(req.params.id)) await rm(join(config.RUNTIME_DATA_DIR, `${req.params.id}.json`), { force: true })
     return { removed: true }
@@ -244,12 +249,12 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   app.get<{ Params: { id: string } }>('/v1/interns/:id', async (req, reply) => {
     const intern = interns.get(req.params.id)
     if (!intern) return reply.code(404).send({ error: 'not hosted here' })
-    const { spec, ...rest } = intern
+    const { spec, daemon, ...rest } = intern
     return { ...rest, hostname: spec.hostname, model: spec.model, config_file: join(config.RUNTIME_DATA_DIR, `${intern.id}.json`) }
   })
 
   app.get('/v1/interns', async () => ({
-    data: [...interns.values()].map(({ spec, ...rest }) => ({ ...rest, hostname: spec.hostname })),
+    data: [...interns.values()].map(({ spec, daemon, ...rest }) => ({ ...rest, hostname: spec.hostname })),
   }))
 
   // Configurations persist across restarts; running state does not.
@@ -273,4 +278,27 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     }
   })
   return app
+}
+
+/**
+ * A run's events as Server-Sent Events on `reply`, the response opened at the first event (so a
+ * refusal can still be plain JSON). A client gone before the stream ended calls `gone`.
+ */
+function eventStream(reply: FastifyReply, gone: () => void): RunStream {
+  const raw = reply.raw
+  let opened = false
+  return {
+    send(event: RunEvent) {
+      if (!opened) {
+        opened = true
+        reply.hijack()
+        raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' })
+        raw.on('close', () => raw.writableFinished || gone())
+      }
+      raw.write(`data: ${JSON.stringify(event)}\n\n`)
+    },
+    end() {
+      if (opened) raw.end()
+    },
+  }
 }

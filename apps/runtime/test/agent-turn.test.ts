@@ -8,6 +8,7 @@ import { makeInternKey, useTestTenant } from '@roster/testing'
 import { buildTestApp } from '../../api/test/helpers.js'
 import { runAgentTurn, TurnFailed, type AgentEvent, type AgentSetup } from '../src/agent/agent-turn.js'
 import { SessionStore } from '../src/agent/session-store.js'
+import type { Answer, Question } from '../src/agent/interactions.js'
 import { runSandboxed } from '../src/sandbox.js'
 
 // A turn of an intern's run for real: Roster's API as the model gateway (the upstream simulator
@@ -35,6 +36,9 @@ beforeAll(async () => {
     sessions: new SessionStore(join(dir, 'sessions')),
     maxSteps: 5,
     commandTimeoutMs: 10_000,
+    approval: 'self-drive',
+    commandNetwork: false,
+    ask: () => Promise.reject(new Error('nothing asks in these tests')),
   }
 })
 afterAll(async () => {
@@ -87,5 +91,55 @@ describe('an agent turn', () => {
     expect(err).toBeInstanceOf(TurnFailed)
     expect([err.status, err.retryable]).toEqual([400, false])
     expect(err.message).toMatch(/no model named no\/such-model/)
+  })
+
+  it('in manual mode asks before each command, runs none it was refused, and stops asking after allow_always', async () => {
+    const asked: Question[] = []
+    const answers: Answer[] = [
+      { kind: 'permission', choice: 'reject_once' },
+      { kind: 'permission', choice: 'allow_always' },
+    ]
+    const manual: AgentSetup = { ...setup, approval: 'manual', ask: async (q) => (asked.push(q), answers.shift()!) }
+    const script = [
+      '[sim] call shell {"command":"touch refused.txt"}',
+      '[sim] call shell {"command":"touch allowed.txt"}',
+      '[sim] call shell {"command":"touch again.txt"}',
+      '[sim] call write_file {"path":"free.txt","content":"files need no permission"}',
+      '[sim] say Done.',
+    ].join('\n')
+    const events: AgentEvent[] = []
+    await runAgentTurn(manual, 'ses-manual', script, (e) => events.push(e))
+    expect(asked).toEqual([
+      { kind: 'permission', operation: 'shell command: touch refused.txt', options: ['allow_once', 'allow_always', 'reject_once', 'reject_always'] },
+      { kind: 'permission', operation: 'shell command: touch allowed.txt', options: ['allow_once', 'allow_always', 'reject_once', 'reject_always'] },
+    ])
+    expect(['refused.txt', 'allowed.txt', 'again.txt', 'free.txt'].map((f) => existsSync(join(setup.workspace, f)))).toEqual([false, true, true, true])
+    const outputs = events.filter((e) => e.type === 'tool').map((e) => JSON.parse((e as { output: string }).output))
+    expect(outputs[0].error).toMatch(/did not allow/)
+    // Network for a command is its own permission, asked even after commands were allowed always.
+    const networked: AgentSetup = { ...manual, commandNetwork: true, ask: async (q) => (asked.push(q), { kind: 'permission', choice: 'cancel' }) }
+    await runAgentTurn(networked, 'ses-manual', '[sim] call shell {"command":"touch net.txt","network":true}\n[sim] say ok', () => {})
+    expect(asked.at(-1)).toMatchObject({ kind: 'permission', operation: 'shell command with network: touch net.txt' })
+    expect(existsSync(join(setup.workspace, 'net.txt'))).toBe(false)
+  })
+
+  it('asks the user a question and gives the model the answer, or carries on without one', async () => {
+    const asked: Question[] = []
+    let answer: Answer = { kind: 'elicitation', action: 'accept', content: { branch: 'dev' } }
+    const asking: AgentSetup = { ...setup, ask: async (q) => (asked.push(q), answer) }
+    const script = '[sim] call ask_user {"message":"Which branch?","fields":[{"name":"branch","type":"string","required":true,"options":["main","dev"]}]}\n[sim] say Thanks.'
+    const events: AgentEvent[] = []
+    await runAgentTurn(asking, 'ses-ask', script, (e) => events.push(e))
+    expect(asked).toEqual([{ kind: 'elicitation', message: 'Which branch?', fields: [{ name: 'branch', type: 'string', required: true, options: ['main', 'dev'] }] }])
+    expect(JSON.parse((events.find((e) => e.type === 'tool') as { output: string }).output)).toEqual({ action: 'accept', content: { branch: 'dev' } })
+    answer = { kind: 'elicitation', action: 'decline' }
+    events.length = 0
+    await runAgentTurn(asking, 'ses-ask', script, (e) => events.push(e))
+    expect(JSON.parse((events.find((e) => e.type === 'tool') as { output: string }).output)).toMatchObject({ action: 'decline' })
+    // A malformed question goes back to the model, not to the user.
+    events.length = 0
+    await runAgentTurn(asking, 'ses-ask', '[sim] call ask_user {"fields":3}\n[sim] say ok', (e) => events.push(e))
+    expect(asked).toHaveLength(2)
+    expect(JSON.parse((events.find((e) => e.type === 'tool') as { output: string }).output).error).toMatch(/ask_user needs/)
   })
 })

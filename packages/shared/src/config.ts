@@ -85,6 +85,12 @@ export const ApiConfig = z.object({
   RUNTIME_TOKEN: runtimeToken.optional(),
   /** Longest one chat request streams before it ends with a timeout error. */
   CHAT_REQUEST_BUDGET_MS: ms.default(300_000),
+  /**
+   * The name of the tool call a paused intern run streams: the API description's
+   * `service.provide_input`, or `openrouter.provide_input`, the only one @openrouter/sdk's
+   * client.interns.chat accepts. Replies may name either.
+   */
+  INTERN_PROVIDE_INPUT_NAME: z.enum(['service.provide_input', 'openrouter.provide_input']).default('service.provide_input'),
 })
 export type ApiConfig = z.infer<typeof ApiConfig>
 
@@ -139,6 +145,10 @@ export const RuntimeConfig = z.object({
   COMMAND_TIMEOUT_MS: ms.default(120_000),
   /** Model turns at most in one run (tool calls between them). */
   RUN_MAX_STEPS: z.coerce.number().int().min(1).max(200).default(30),
+  /** How long a run paused on a question (a permission, an elicitation) waits for the answer; then it is cancelled. */
+  INTERACTION_DEADLINE_MS: ms.default(300_000),
+  /** Runs one intern may hold paused on questions at once; past it a new prompt gets 503 busy. */
+  RUN_MAX_PAUSED: z.coerce.number().int().min(1).max(1000).default(16),
   /**
    * The vault, for the egress that releases secrets to an intern's HTTP requests: with both set,
    * interns get the http_request tool; without, they do not.

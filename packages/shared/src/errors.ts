@@ -27,11 +27,13 @@ export const Reasons = {
   /** Ours: another create of the same preset held it longer than we wait; retry. */
   preset_conflict: { status: 409, retryable: true },
   /** Chat: the intern is not running (or was provisioned before chat existed). */
-  intern_not_ready: { status: 409, retryable: false },
-  /** Chat: one running turn per intern; try again shortly. */
+  intern_not_ready: { status: 409, retryable: true },
+  /** Chat: one running turn per intern; try again shortly (503 when it holds as many paused runs as it can). */
   busy: { status: 409, retryable: true },
   /** Chat: a reply names no interaction of that session. */
   interaction_unknown: { status: 404, retryable: false },
+  /** Chat: the run that asked has ended, or the question was already answered. */
+  interaction_not_pending: { status: 409, retryable: false },
   /** Chat: the intern could not be reached. */
   intern_unreachable: { status: 502, retryable: true },
   /** Ours (the vault's 409): a copy names a secret bound to no hosts. */
@@ -53,11 +55,12 @@ export class AppError extends Error {
   constructor(
     readonly reason: Reason,
     message: string,
-    options?: { cause?: unknown },
+    /** `status`: where a reason has two (busy: 409 for a running turn, 503 for too many paused runs). */
+    options?: { cause?: unknown; status?: number },
   ) {
     super(message, options)
     this.name = 'AppError'
-    this.status = Reasons[reason].status
+    this.status = options?.status ?? Reasons[reason].status
     this.retryable = Reasons[reason].retryable
   }
 }
@@ -67,8 +70,8 @@ export function isAppError(err: unknown): err is AppError {
 }
 
 /** The InternLifecycleError body. 401 has no metadata, as the spec's table says. */
-export function errorBody(reason: Reason, message: string) {
-  const { status, retryable } = Reasons[reason]
+export function errorBody(reason: Reason, message: string, status: number = Reasons[reason].status) {
+  const { retryable } = Reasons[reason]
   if (reason === 'unauthorized') return { error: { code: status, message } }
   return { error: { code: status, message, metadata: { reason, retryable } } }
 }

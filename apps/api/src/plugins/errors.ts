@@ -26,7 +26,9 @@ export function registerErrorHandling(app: FastifyInstance) {
     }
     const known = toAppError(err) ?? unhandled(err, req)
     if (req.routeOptions.config.vaultErrors) return reply.code(known.status).type('application/json').send(vaultErrorBody(known))
-    const body: { error: { metadata?: Record<string, unknown> } } = errorBody(known.reason, known.message)
+    const body: { error: { metadata?: Record<string, unknown> } } = errorBody(known.reason, known.message, known.status)
+    // Intern chat names an invalid request bad_request (its contract's §1.7), where the lifecycle says invalid_body.
+    if (req.routeOptions.config.chatErrors && known.reason === 'invalid_body') body.error.metadata = { ...body.error.metadata, reason: 'bad_request' }
     // The responses operation names every failure by the spec's canonical error type, its own
     // refusals and the HTTP layer's alike, so a client reads one field whatever went wrong.
     if (req.routeOptions.config.canonicalErrorTypes) body.error.metadata = { ...body.error.metadata, error_type: canonicalErrorType[known.reason] }
@@ -63,6 +65,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** The vault's error bodies (vaultErrorBody). */
     vaultErrors?: boolean
+    /** Intern chat's reasons (bad_request for an invalid request). */
+    chatErrors?: boolean
     /** Errors also carry `metadata.error_type`, the spec's canonical error type (responses). */
     canonicalErrorTypes?: boolean
   }
@@ -93,6 +97,7 @@ const canonicalErrorType: Record<Reason, string> = {
   intern_not_ready: 'precondition_failed',
   busy: 'rate_limit_exceeded',
   interaction_unknown: 'not_found',
+  interaction_not_pending: 'precondition_failed',
   intern_unreachable: 'provider_unavailable',
   vault_writes_disabled: 'provider_unavailable',
   internal_error: 'server',

@@ -5,6 +5,7 @@ import type { CommandRunner } from '../sandbox.js'
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from '../workspace-files.js'
 import type { SessionStore } from './session-store.js'
 import type { HttpRequestArgs } from '../egress.js'
+import { ElicitationRequest, PERMISSION_OPTIONS, type Answer, type Question } from './interactions.js'
 
 type Json = Record<string, any>
 
@@ -31,6 +32,15 @@ export interface AgentSetup {
   steered?: () => string[]
   /** The intern's HTTP requests, through the egress that releases its secrets by host (absent: no http_request tool). */
   http?: (args: HttpRequestArgs, signal?: AbortSignal) => Promise<unknown>
+  /**
+   * `manual`: every shell command, network for one, and every HTTP request first asks the user's
+   * permission. `self-drive`: nothing asks, and shell commands get the network (when the host can give it).
+   */
+  approval: 'self-drive' | 'manual'
+  /** Whether this host can give a shell command the network (through the egress). */
+  commandNetwork: boolean
+  /** Puts a question to the user and waits for the answer (the run pauses meanwhile; rejects when the run ends). */
+  ask: (question: Question) => Promise<Answer>
 }
 
 export type AgentEvent =
@@ -60,7 +70,8 @@ export class TurnFailed extends Error {
 }
 
 const TOOLS = [
-  { type: 'function', name: 'shell', description: 'Run a bash command in your workspace (/workspace). Returns exit code, stdout and stderr.', parameters: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] } },
+  { type: 'function', name: 'shell', description: 'Run a bash command in your workspace (/workspace). Returns exit code, stdout and stderr. Set network to true when the command needs the network.', parameters: { type: 'object', properties: { command: { type: 'string' }, network: { type: 'boolean' } }, required: ['command'] } },
+  { type: 'function', name: 'ask_user', description: 'Ask the user a question and wait for the answer. fields: what to fill in, each {name, type: string|number|integer|boolean, required, options?}.', parameters: { type: 'object', properties: { message: { type: 'string' }, fields: { type: 'array', items: { type: 'object' } } }, required: ['message'] } },
   { type: 'function', name: 'read_file', description: 'Read a file of your workspace.', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
   { type: 'function', name: 'write_file', description: 'Write (create or replace) a file of your workspace.', parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'] } },
   { type: 'function', name: 'list_files', description: 'List a directory of your workspace.', parameters: { type: 'object', properties: { path: { type: 'string' }, depth: { type: 'integer' } } } },
@@ -80,6 +91,7 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
   const usage: TurnUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 }
   const asPrompts = (texts: string[]) => texts.map((text) => ({ type: 'message', role: 'user', content: text }))
   let late: Json[] = []
+  const grants = new Map<string, 'allow' | 'reject'>()
   for (let step = 0; ; step++) {
     // Prompts steered in after the last call's items were kept join now, before this call.
     if (late.length) {
@@ -100,7 +112,7 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
     }
     const calls = items.filter((i) => i.type === 'function_call')
     for (const call of calls) {
-      const output = await runTool(setup, call.name, call.arguments, signal)
+      const output = await runTool(setup, grants, call.name, call.arguments, signal)
       emit({ type: 'tool', name: call.name, arguments: call.arguments, output })
       items.push({ type: 'function_call_output', call_id: call.call_id, output })
     }
@@ -152,7 +164,24 @@ async function modelTurn(setup: AgentSetup, input: Json[], last: boolean, emit: 
   return final
 }
 
-async function runTool(setup: AgentSetup, name: string, argText: string, signal?: AbortSignal): Promise<string> {
+/**
+ * In manual mode, whether the user lets an approval-bearing operation happen: asked each time
+ * unless they answered allow_always or reject_always for its kind earlier in this run. Undefined
+ * when it may go ahead; else what the model is told instead.
+ */
+async function permitted(setup: AgentSetup, grants: Map<string, 'allow' | 'reject'>, kind: string, operation: string): Promise<string | undefined> {
+  if (setup.approval !== 'manual') return undefined
+  let grant = grants.get(kind)
+  if (!grant) {
+    const answer = await setup.ask({ kind: 'permission', operation: operation.length > 500 ? `${operation.slice(0, 500)}…` : operation, options: [...PERMISSION_OPTIONS] })
+    const choice = answer.kind === 'permission' ? answer.choice : 'cancel'
+    if (choice === 'allow_always' || choice === 'reject_always') grants.set(kind, choice === 'allow_always' ? 'allow' : 'reject')
+    grant = choice.startsWith('allow') ? 'allow' : 'reject'
+  }
+  return grant === 'allow' ? undefined : JSON.stringify({ error: 'the user did not allow this; carry on without it' })
+}
+
+async function runTool(setup: AgentSetup, grants: Map<string, 'allow' | 'reject'>, name: string, argText: string, signal?: AbortSignal): Promise<string> {
   let args: Json
   try {
     args = JSON.parse(argText || '{}')
@@ -162,22 +191,39 @@ async function runTool(setup: AgentSetup, name: string, argText: string, signal?
   try {
     switch (name) {
       case 'shell': {
-        const r = await setup.runCommand(String(args.command ?? ''), { workspace: setup.workspace, network: false, timeoutMs: setup.commandTimeoutMs, maxOutputBytes: 64 * 1024 }, signal)
+        const command = String(args.command ?? '')
+        // Manual: commands run without network unless the user allows it for this one (its own permission).
+        // Self-drive: every command has the network, when the host can give it.
+        const network = setup.commandNetwork && (setup.approval === 'self-drive' || args.network === true)
+        const refused = await permitted(setup, grants, network ? 'shell_network' : 'shell', `${network ? 'shell command with network' : 'shell command'}: ${command}`)
+        if (refused) return refused
+        const r = await setup.runCommand(command, { workspace: setup.workspace, network, timeoutMs: setup.commandTimeoutMs, maxOutputBytes: 64 * 1024 }, signal)
         return JSON.stringify({ exit_code: r.exitCode, stdout: r.stdout, stderr: r.stderr, ...(r.timedOut ? { timed_out: true } : {}), ...(r.truncated ? { truncated: true } : {}) })
+      }
+      case 'ask_user': {
+        const request = ElicitationRequest.safeParse(args)
+        if (!request.success) return JSON.stringify({ error: `ask_user needs {message, fields: [{name, type, required, options?}]}: ${request.error.issues[0]?.message}` })
+        const answer = await setup.ask({ kind: 'elicitation', message: request.data.message, fields: request.data.fields })
+        return JSON.stringify(answer.kind === 'elicitation' && answer.action === 'accept' ? { action: 'accept', content: answer.content } : { action: answer.kind === 'elicitation' ? answer.action : 'cancel', note: 'the user gave no answer; carry on without it' })
       }
       case 'read_file':
         return JSON.stringify(await readWorkspaceFile(setup.workspace, String(args.path ?? '')))
       case 'write_file':
         return JSON.stringify(await writeWorkspaceFile(setup.workspace, String(args.path ?? ''), String(args.content ?? '')))
-      case 'http_request':
+      case 'http_request': {
         if (!setup.http) return JSON.stringify({ error: 'there is no tool named http_request' })
+        const refused = await permitted(setup, grants, 'http_request', `http_request: ${String(args.method ?? 'GET').toUpperCase()} ${String(args.url ?? '')}`)
+        if (refused) return refused
         return JSON.stringify(await setup.http({ method: args.method, url: String(args.url ?? ''), headers: args.headers, body: args.body === undefined ? undefined : String(args.body) }, signal))
+      }
       case 'list_files':
         return JSON.stringify(await listWorkspaceFiles(setup.workspace, args.path === undefined ? '.' : String(args.path), Number(args.depth ?? 1)))
       default:
         return JSON.stringify({ error: `there is no tool named ${name}` })
     }
   } catch (err) {
+    // A run that ended (cancelled, suspended, past a question's deadline) ends here, not in a tool output.
+    if (signal?.aborted) throw err
     return JSON.stringify({ error: (err as Error).message })
   }
 }

@@ -2,6 +2,8 @@ import { appendFile, mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 
 type Item = Record<string, unknown>
+/** Items of the daemon's own (type `roster.…`) live in the same file and are never sent to the model. */
+const isRecord = (item: Item) => typeof item.type === 'string' && item.type.startsWith('roster.')
 
 /**
  * An intern's sessions, each an append-only file of conversation items (Open Responses input
@@ -16,7 +18,21 @@ export class SessionStore {
     return join(this.dir, `${Buffer.from(sessionId).toString('base64url')}.jsonl`)
   }
 
+  /** The conversation: what the model is sent (Open Responses input items). */
   async load(sessionId: string): Promise<Item[]> {
+    return (await this.all(sessionId)).filter((i) => !isRecord(i))
+  }
+
+  /** The daemon's own records kept with the session (the questions its runs asked). */
+  async records(sessionId: string): Promise<Item[]> {
+    return (await this.all(sessionId)).filter(isRecord)
+  }
+
+  async record(sessionId: string, record: Item & { type: `roster.${string}` }): Promise<void> {
+    await this.append(sessionId, [record])
+  }
+
+  private async all(sessionId: string): Promise<Item[]> {
     let text: string
     try {
       text = await readFile(this.file(sessionId), 'utf8')

@@ -12,11 +12,17 @@ import type { AppDeps } from '../../app.js'
 // host (which runs the turn with the intern's own key, tools and sandbox), its events streamed back
 // as OpenAI chat.completion.chunk events: a role chunk, content and reasoning, one finish chunk,
 // a final chunk with `choices: []`, `session_id` and `usage`, then [DONE] (the contract's §1.4).
-// Built so far: self-driven runs and steering (a prompt for the session whose turn is running goes
-// into that turn: 202). Not yet: manual approvals and the pauses they make, questions to the user.
+// A run that asks its user something (a permission in manual mode, a question) streams one tool
+// call, `<INTERN_PROVIDE_INPUT_NAME>` with the question as its arguments, and ends; the client's
+// `tool` message with the answer continues that run on the reply's own stream. A prompt for the
+// session whose turn is running goes into that turn (steering: 202).
 
 const Part = z.looseObject({ type: z.string(), text: z.string().optional() })
-const Message = z.looseObject({ role: z.enum(['user', 'tool', 'assistant', 'system', 'developer']), content: z.union([z.string(), z.array(Part), z.null()]).optional() })
+const Message = z.looseObject({
+  role: z.enum(['user', 'tool', 'assistant', 'system', 'developer']),
+  content: z.union([z.string(), z.array(Part), z.null()]).optional(),
+  tool_call_id: z.string().min(1).max(128).optional(),
+})
 export const InternChatRequest = z.looseObject({
   stream: z.literal(true, 'the chat route only streams: send stream: true'),
   messages: z.array(Message).min(1),
@@ -32,22 +38,25 @@ const textOf = (content: unknown) =>
 export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (req: FastifyRequest) => Promise<void>) {
   app.withTypeProvider<ZodTypeProvider>().post(
     '/interns/:internId/chat/completions',
-    { onRequest: gate, schema: { operationId: 'createInternChatCompletion', summary: 'Chat with a running intern (Server-Sent Events)', params: Params, body: InternChatRequest } },
+    { onRequest: gate, schema: { operationId: 'createInternChatCompletion', summary: 'Chat with a running intern (Server-Sent Events)', params: Params, body: InternChatRequest }, config: { chatErrors: true } },
     async (req, reply) => {
       const caller = req.caller as Caller
       const { internId } = req.params
       const intern = await visibleInternScope(deps.db, caller, internId)
       const last = req.body.messages.at(-1)!
+      let forward: Record<string, unknown>
       if (last.role === 'tool') {
         if (!req.body.session_id) throw new AppError('invalid_body', 'invalid request: a tool reply needs the session_id of the run that asked')
-        // No run of this Roster pauses yet (manual approvals and questions are not served), so no interaction waits for a reply.
-        throw new AppError('interaction_unknown', `no interaction ${String(last.tool_call_id ?? '')} is pending in session ${req.body.session_id}`)
+        if (!last.tool_call_id) throw new AppError('invalid_body', 'invalid request: a tool reply needs the tool_call_id of the interaction it answers')
+        // approval_mode is ignored on a reply: the run keeps the mode it started with.
+        forward = { session_id: req.body.session_id, reply: { interaction_id: last.tool_call_id, content: textOf(last.content) } }
+      } else {
+        if (last.role !== 'user') throw new AppError('invalid_body', 'invalid request: the last message must be a user prompt or a tool reply')
+        const prompt = textOf(last.content)
+        if (!prompt.trim()) throw new AppError('invalid_body', 'invalid request: the prompt is empty')
+        if (prompt.length > 32_000) throw new AppError('invalid_body', 'invalid request: the prompt is longer than 32,000 characters')
+        forward = { session_id: req.body.session_id, message: prompt, approval_mode: req.body.approval_mode }
       }
-      if (last.role !== 'user') throw new AppError('invalid_body', 'invalid request: the last message must be a user prompt or a tool reply')
-      if (req.body.approval_mode === 'manual') throw new AppError('invalid_body', 'invalid request: approval_mode manual is not served by this Roster yet; omit it or send self-drive')
-      const prompt = textOf(last.content)
-      if (!prompt.trim()) throw new AppError('invalid_body', 'invalid request: the prompt is empty')
-      if (prompt.length > 32_000) throw new AppError('invalid_body', 'invalid request: the prompt is longer than 32,000 characters')
       if (intern.status !== 'running') throw new AppError('intern_not_ready', `intern ${internId} is not running (status ${intern.status})`)
       if (!deps.config.RUNTIME_TOKEN) throw new AppError('intern_unreachable', 'this API is not configured to reach the runtime host (RUNTIME_TOKEN)')
 
@@ -57,7 +66,7 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
         res = await request(`${deps.config.RUNTIME_URL}/v1/interns/${internId}/chat`, {
           method: 'POST',
           headers: { authorization: `Bearer ${deps.config.RUNTIME_TOKEN}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ session_id: req.body.session_id, message: prompt }),
+          body: JSON.stringify(forward),
           signal: upstream.signal,
         })
       } catch (err) {
@@ -68,21 +77,25 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
         return reply.code(202).send(await res.body.json())
       }
       if (res.statusCode !== 200) {
-        const said = ((await res.body.json().catch(() => ({}))) as { error?: string }).error
-        if (said === 'busy') {
-          reply.header('retry-after', '1')
-          throw new AppError('busy', `intern ${internId} is running another turn; one runs at a time`)
+        const said = (await res.body.json().catch(() => ({}))) as { error?: string; message?: string }
+        const message = said.message ?? `the intern's host answered ${res.statusCode}`
+        if (said.error === 'busy') {
+          // A running turn ends soon; a full set of paused runs waits for answers.
+          reply.header('retry-after', res.statusCode === 503 ? '5' : '1')
+          throw new AppError('busy', message, { status: res.statusCode === 503 ? 503 : 409 })
         }
-        if (said === 'intern_not_ready') throw new AppError('intern_not_ready', `intern ${internId} is not running on its host`)
+        if (said.error === 'bad_answer') throw new AppError('invalid_body', `answer not accepted (the run stays paused): ${message}`)
+        if (said.error === 'interaction_unknown' || said.error === 'interaction_not_pending') throw new AppError(said.error, message)
+        if (said.error === 'intern_not_ready') throw new AppError('intern_not_ready', `intern ${internId} is not running on its host`)
         throw new AppError('intern_unreachable', `the intern's host answered ${res.statusCode}`)
       }
-      return relay(req, reply, res, upstream, deps.config.CHAT_REQUEST_BUDGET_MS)
+      return relay(req, reply, res, upstream, deps.config.CHAT_REQUEST_BUDGET_MS, deps.config.INTERN_PROVIDE_INPUT_NAME)
     },
   )
 }
 
 /** The runtime's turn events as chat chunks, to the client as they come. */
-async function relay(req: FastifyRequest, reply: any, res: Awaited<ReturnType<typeof request>>, upstream: AbortController, budgetMs: number) {
+async function relay(req: FastifyRequest, reply: any, res: Awaited<ReturnType<typeof request>>, upstream: AbortController, budgetMs: number, provideInput: string) {
   reply.hijack()
   const raw = reply.raw
   raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': req.id })
@@ -93,9 +106,11 @@ async function relay(req: FastifyRequest, reply: any, res: Awaited<ReturnType<ty
   let ended = false
   const write = (chunk: Record<string, unknown>) => raw.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, ...chunk })}\n\n`)
   const delta = (d: Record<string, unknown>) => write({ choices: [{ index: 0, delta: d, finish_reason: null }] })
-  const finish = (reason: 'stop' | 'error', usage: unknown, error?: { code: number; message: string; reason: string; retryable: boolean }) => {
+  const finish = (reason: 'stop' | 'tool_calls' | 'error', usage: unknown, error?: { code: number; message: string; reason: string; retryable: boolean }) => {
     if (ended) return
     ended = true
+    // Chunks the API makes itself (timeout, run ended, link severed), and the final one after them, name no runtime model.
+    if (error && error.reason !== 'turn_failed') model = 'openrouter/intern'
     write({ choices: [{ index: 0, delta: {}, finish_reason: reason, ...(error ? { error: { code: error.code, message: error.message, metadata: { reason: error.reason, retryable: error.retryable } } } : {}) }] })
     write({ choices: [], session_id: sessionId, usage: usage ?? null })
     raw.write('data: [DONE]\n\n')
@@ -115,7 +130,12 @@ async function relay(req: FastifyRequest, reply: any, res: Awaited<ReturnType<ty
       if (event.type === 'session') sessionId = event.session_id
       else if (event.type === 'text') delta({ content: event.delta })
       else if (event.type === 'reasoning') delta({ reasoning: event.delta })
-      else if (event.type === 'done') finish('stop', event.usage)
+      else if (event.type === 'pause') {
+        // One complete tool call in one chunk; after it the run waits, and usage is always null.
+        delta({ tool_calls: [{ index: 0, id: event.interaction_id, type: 'function', function: { name: provideInput, arguments: event.arguments } }] })
+        finish('tool_calls', null)
+      } else if (event.type === 'done') finish('stop', event.usage)
+      else if (event.type === 'ended') finish('error', null, { code: 410, message: event.message, reason: 'run_ended', retryable: false })
       else if (event.type === 'error') finish('error', null, { code: 502, message: event.message, reason: 'turn_failed', retryable: !!event.retryable })
     },
   })

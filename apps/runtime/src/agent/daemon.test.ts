@@ -1,0 +1,146 @@
+import { describe, expect, it } from 'vitest'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { InternDaemon, type ExecuteRun, type RunEvent, type RunStream } from './daemon.js'
+import { SessionStore } from './session-store.js'
+import { PERMISSION_OPTIONS } from './interactions.js'
+
+// The daemon's bookkeeping of runs, pauses and answers, with runs whose work the test writes: each
+// asks what its prompt says, then says what it was told.
+
+class Listener implements RunStream {
+  events: RunEvent[] = []
+  ended = false
+  send(e: RunEvent) {
+    this.events.push(e)
+  }
+  end() {
+    this.ended = true
+  }
+  get types() {
+    return this.events.map((e) => e.type)
+  }
+  async until(type: RunEvent['type']) {
+    for (let i = 0; i < 200 && !this.events.some((e) => e.type === type); i++) await new Promise((r) => setTimeout(r, 5))
+    return this.events.find((e) => e.type === type)!
+  }
+}
+
+const usage = { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2, cost: 0 }
+/** A run that asks permission for each `?` in its prompt, waits on `wait` when it says so, then echoes the answers. */
+const execute: ExecuteRun = async (run) => {
+  const answers: string[] = []
+  for (const _ of run.prompt.matchAll(/\?/g)) {
+    const answer = await run.ask({ kind: 'permission', operation: 'shell', options: [...PERMISSION_OPTIONS] })
+    answers.push(answer.kind === 'permission' ? answer.choice : answer.action)
+  }
+  if (run.prompt.includes('wait')) {
+    await new Promise((resolve, reject) => {
+      const tick = setInterval(() => {
+        const steered = run.steered()
+        if (steered.length) run.emit({ type: 'text', delta: `steered: ${steered.join()}`, model: 'm' })
+      }, 5)
+      run.signal.addEventListener('abort', () => (clearInterval(tick), reject(run.signal.reason)))
+      setTimeout(() => (clearInterval(tick), resolve(undefined)), 150)
+    })
+  }
+  run.emit({ type: 'text', delta: `answers: ${answers.join()}`, model: 'm' })
+  return usage
+}
+
+function daemon(opts: { deadlineMs?: number; maxPaused?: number; dir?: string } = {}) {
+  return new InternDaemon({ sessions: new SessionStore(opts.dir ?? mkdtempSync(join(tmpdir(), 'roster-daemon-'))), execute, deadlineMs: opts.deadlineMs ?? 60_000, maxPaused: opts.maxPaused ?? 4, onError: () => {} })
+}
+
+describe("an intern's daemon", () => {
+  it('pauses a run on a question, frees the intern meanwhile, and goes on with the answer on the reply stream', async () => {
+    const d = daemon()
+    const first = new Listener()
+    expect(d.prompt('s1', 'do it?', 'manual', first)).toEqual({ started: true })
+    const pause = (await first.until('pause')) as Extract<RunEvent, { type: 'pause' }>
+    expect(first.types).toEqual(['session', 'pause'])
+    expect(first.ended).toBe(true)
+    expect(JSON.parse(pause.arguments)).toEqual({ kind: 'permission', operation: 'shell', options: ['allow_once', 'allow_always', 'reject_once', 'reject_always'] })
+    // The intern is free for another session while the run waits.
+    const other = new Listener()
+    expect(d.prompt('s2', 'hello', 'self-drive', other)).toEqual({ started: true })
+    await other.until('done')
+    // A wrong answer changes nothing; the right one continues the run, on the reply's stream.
+    const wrong = new Listener()
+    expect(await d.reply('s1', pause.interaction_id, 'allow_sometimes', wrong)).toEqual({ badAnswer: expect.stringMatching(/allow_once, allow_always, reject_once, reject_always, cancel/) })
+    expect(wrong.events).toEqual([])
+    const second = new Listener()
+    expect(await d.reply('s1', pause.interaction_id, 'allow_once', second)).toEqual({ resumed: true })
+    await second.until('done')
+    expect(second.events).toEqual([{ type: 'session', session_id: 's1' }, { type: 'text', delta: 'answers: allow_once', model: 'm' }, { type: 'done', usage }])
+    // Answered once: a second answer is not pending; an id never asked is unknown.
+    expect(await d.reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({ notPending: expect.any(String) })
+    expect(await d.reply('s1', 'ia_never', 'allow_once', new Listener())).toEqual({ unknown: expect.any(String) })
+    expect(d.idle).toBe(true)
+  })
+
+  it('cancels a run whose question outlives its deadline; a late answer is not pending, here or on a restarted host', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'roster-daemon-'))
+    const d = daemon({ deadlineMs: 50, dir })
+    const first = new Listener()
+    d.prompt('s1', 'late?', 'manual', first)
+    const pause = (await first.until('pause')) as Extract<RunEvent, { type: 'pause' }>
+    await new Promise((r) => setTimeout(r, 120))
+    expect(d.idle).toBe(true)
+    expect(await d.reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({ notPending: expect.stringMatching(/has ended/) })
+    expect(await daemon({ dir }).reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({ notPending: expect.stringMatching(/has ended/) })
+  })
+
+  it('steers a prompt for the going turn into it, and refuses the rest: busy for a running turn (409) or too many paused runs (503)', async () => {
+    const d = daemon()
+    const going = new Listener()
+    d.prompt('s1', 'wait', 'self-drive', going)
+    expect(d.prompt('s1', 'also this', 'self-drive', new Listener())).toEqual({ steered: true })
+    expect(d.prompt('s2', 'me too', 'self-drive', new Listener())).toMatchObject({ status: 409 })
+    await going.until('done')
+    expect(going.events.filter((e) => e.type === 'text').map((e) => (e as { delta: string }).delta)).toContain('steered: also this')
+
+    const paused = new Listener()
+    d.prompt('s3', 'ask?', 'manual', paused)
+    const pause = (await paused.until('pause')) as Extract<RunEvent, { type: 'pause' }>
+    // The paused session takes no new prompt until answered.
+    expect(d.prompt('s3', 'something else', 'self-drive', new Listener())).toMatchObject({ status: 409, busy: expect.stringMatching(/waits for the answer/) })
+    // A reply while another turn goes is busy too.
+    const blocking = new Listener()
+    d.prompt('s5', 'wait', 'self-drive', blocking)
+    expect(await d.reply('s3', pause.interaction_id, 'cancel', new Listener())).toMatchObject({ status: 409 })
+    await blocking.until('done')
+    const resumed = new Listener()
+    expect(await d.reply('s3', pause.interaction_id, 'cancel', resumed)).toEqual({ resumed: true })
+    expect(((await resumed.until('text')) as { delta: string }).delta).toBe('answers: cancel')
+
+    // Past the paused-run limit, no new run starts.
+    const full = daemon({ maxPaused: 1 })
+    const one = new Listener()
+    full.prompt('s1', 'ask?', 'manual', one)
+    await one.until('pause')
+    expect(full.prompt('s2', 'hello', 'self-drive', new Listener())).toMatchObject({ status: 503 })
+  })
+
+  it('when stopped, tells a listening client the run ended, and cancels paused runs; a client leaving cancels its run', async () => {
+    const d = daemon()
+    const paused = new Listener()
+    d.prompt('s1', 'ask?', 'manual', paused)
+    const pause = (await paused.until('pause')) as Extract<RunEvent, { type: 'pause' }>
+    const going = new Listener()
+    d.prompt('s2', 'wait', 'self-drive', going)
+    d.stop('the intern was suspended')
+    expect(await going.until('ended')).toEqual({ type: 'ended', message: 'the intern was suspended' })
+    expect(going.ended).toBe(true)
+    await new Promise((r) => setTimeout(r, 10))
+    expect(await d.reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({ notPending: expect.any(String) })
+
+    const leaving = new Listener()
+    d.prompt('s3', 'wait', 'self-drive', leaving)
+    d.detach(leaving)
+    await new Promise((r) => setTimeout(r, 20))
+    expect(d.idle).toBe(true)
+    expect(leaving.types).toEqual(['session'])
+  })
+})

@@ -1,0 +1,210 @@
+import { randomUUID } from 'node:crypto'
+import type { AgentEvent, TurnUsage } from './agent-turn.js'
+import { questionArguments, readAnswer, type Answer, type Question } from './interactions.js'
+import type { SessionStore } from './session-store.js'
+
+// An intern's daemon: its runs, one session each. A run's turn holds the intern (one turn at a
+// time, per intern, not per session); a run that asks its user something pauses, lets go of the
+// intern, and waits for the answer up to a deadline, then goes on, on the stream of the request
+// that brought the answer. A paused run outlives the request that started it; a run whose stream
+// is cut while it goes is cancelled with any command it runs. Nothing here touches HTTP: the host
+// gives each run a stream and turns outcomes into statuses.
+
+export type RunEvent =
+  | { type: 'session'; session_id: string }
+  | AgentEvent
+  | { type: 'pause'; interaction_id: string; arguments: string }
+  | { type: 'done'; usage: TurnUsage }
+  | { type: 'error'; message: string; retryable: boolean }
+  /** The daemon ended the run (suspended, a question's deadline passed) while a client listened. */
+  | { type: 'ended'; message: string }
+
+/** Where a run's events go: the response of the request attached to it. */
+export interface RunStream {
+  send(event: RunEvent): void
+  end(): void
+}
+
+export type Approval = 'self-drive' | 'manual'
+
+/** One run's work, as the host does it: the agent loop with the intern's setup. */
+export type ExecuteRun = (run: {
+  sessionId: string
+  prompt: string
+  approval: Approval
+  emit: (event: AgentEvent) => void
+  ask: (question: Question) => Promise<Answer>
+  steered: () => string[]
+  signal: AbortSignal
+}) => Promise<TurnUsage>
+
+export interface DaemonOptions {
+  sessions: SessionStore
+  execute: ExecuteRun
+  /** How long a question waits for its answer; then the run is cancelled. */
+  deadlineMs: number
+  /** Runs one intern may hold paused at once; past it a new prompt is refused (503 busy). */
+  maxPaused: number
+  onError: (err: unknown, sessionId: string) => void
+}
+
+export type PromptOutcome = { started: true } | { steered: true } | { busy: string; status: 409 | 503 }
+export type ReplyOutcome = { resumed: true } | { unknown: string } | { notPending: string } | { badAnswer: string } | { busy: string; status: 409 }
+
+/** Why the daemon itself ended a run: said on its stream, when someone listens (the contract's run_ended). */
+export class RunEnded extends Error {
+  override name = 'RunEnded'
+}
+
+interface Pending {
+  id: string
+  question: Question
+  answer(answer: Answer): void
+}
+
+class Run {
+  readonly controller = new AbortController()
+  stream?: RunStream
+  pending?: Pending
+  /** Prompts steered into this run's going turn. */
+  readonly steer: string[] = []
+  /** Every interaction this run asked, answered or not. */
+  readonly asked = new Set<string>()
+  constructor(
+    readonly sessionId: string,
+    readonly approval: Approval,
+  ) {}
+}
+
+export class InternDaemon {
+  /** The run whose turn is going: one per intern. */
+  private turn?: Run
+  /** Live runs (going or paused) by session. */
+  private readonly runs = new Map<string, Run>()
+
+  constructor(private readonly options: DaemonOptions) {}
+
+  /** A user prompt: steered into the session's going turn, or a new run, or refused. */
+  prompt(sessionId: string, text: string, approval: Approval, stream: RunStream): PromptOutcome {
+    if (this.turn) {
+      if (this.turn.sessionId === sessionId) {
+        this.turn.steer.push(text)
+        return { steered: true }
+      }
+      return { busy: 'the intern is running another turn; one runs at a time', status: 409 }
+    }
+    const waiting = this.runs.get(sessionId)
+    if (waiting?.pending) return { busy: `session ${sessionId} waits for the answer to ${waiting.pending.id}: reply to it (or with cancel) first`, status: 409 }
+    const paused = [...this.runs.values()].filter((r) => r.pending).length
+    if (paused >= this.options.maxPaused) return { busy: `the intern holds ${paused} runs paused on questions, as many as it can; answer one, or retry later`, status: 503 }
+    const run = new Run(sessionId, approval)
+    run.stream = stream
+    this.turn = run
+    this.runs.set(sessionId, run)
+    stream.send({ type: 'session', session_id: sessionId })
+    void this.execute(run, text)
+    return { started: true }
+  }
+
+  /** A tool message: the answer to the question `interactionId` of the session's paused run. */
+  async reply(sessionId: string, interactionId: string, content: string, stream: RunStream): Promise<ReplyOutcome> {
+    const run = this.runs.get(sessionId)
+    const pending = run?.pending
+    if (run && pending?.id === interactionId) {
+      if (this.turn) return { busy: 'the intern is running another turn; reply when it ends', status: 409 }
+      const read = readAnswer(pending.question, content)
+      // A wrong answer changes nothing: the run stays paused, its deadline as it was.
+      if ('problem' in read) return { badAnswer: read.problem }
+      run.pending = undefined
+      run.stream = stream
+      this.turn = run
+      stream.send({ type: 'session', session_id: sessionId })
+      pending.answer(read.answer)
+      return { resumed: true }
+    }
+    if (run?.asked.has(interactionId)) return { notPending: `${interactionId} was already answered` }
+    // Asked by a run that has ended (cancelled, past its deadline, or on a host since restarted)?
+    const record = (await this.options.sessions.records(sessionId)).find((r) => r.type === 'roster.interaction' && r.id === interactionId)
+    if (record) return { notPending: `the run that asked ${interactionId} has ended` }
+    return { unknown: `no interaction ${interactionId} was asked in session ${sessionId}` }
+  }
+
+  /** The stream of a run ended before the run did (its client went away): the run is cancelled. */
+  detach(stream: RunStream) {
+    for (const run of this.runs.values()) {
+      if (run.stream !== stream) continue
+      run.stream = undefined
+      run.controller.abort(new Error('the client went away'))
+    }
+  }
+
+  /** Cancels every run (suspend, removal); a client still listening hears that the run ended. */
+  stop(why: string) {
+    for (const run of this.runs.values()) run.controller.abort(new RunEnded(why))
+  }
+
+  get idle() {
+    return this.runs.size === 0
+  }
+
+  private async execute(run: Run, prompt: string) {
+    const { signal } = run.controller
+    try {
+      const usage = await this.options.execute({
+        sessionId: run.sessionId,
+        prompt,
+        approval: run.approval,
+        emit: (event) => run.stream?.send(event),
+        ask: (question) => this.ask(run, question),
+        steered: () => run.steer.splice(0),
+        signal,
+      })
+      run.stream?.send({ type: 'done', usage })
+    } catch (err) {
+      if (signal.reason instanceof RunEnded) run.stream?.send({ type: 'ended', message: signal.reason.message })
+      else if (!signal.aborted) {
+        this.options.onError(err, run.sessionId)
+        const failed = err as { message?: string; retryable?: boolean }
+        run.stream?.send({ type: 'error', message: failed.message ?? 'the turn failed', retryable: failed.retryable ?? true })
+      }
+    } finally {
+      if (this.turn === run) this.turn = undefined
+      if (this.runs.get(run.sessionId) === run) this.runs.delete(run.sessionId)
+      run.stream?.end()
+      run.stream = undefined
+    }
+  }
+
+  /** Pauses `run` on a question: its stream ends with it, the intern is free, the answer resumes it. */
+  private async ask(run: Run, question: Question): Promise<Answer> {
+    const { signal } = run.controller
+    signal.throwIfAborted()
+    const id = `ia_${randomUUID()}`
+    // Kept with the session, so a reply after the run ended (or the host restarted) is told so, not "unknown".
+    await this.options.sessions.record(run.sessionId, { type: 'roster.interaction', id, question })
+    signal.throwIfAborted()
+    return new Promise<Answer>((resolve, reject) => {
+      const deadline = setTimeout(() => run.controller.abort(new RunEnded(`no answer to ${id} came within ${Math.round(this.options.deadlineMs / 1000)} s`)), this.options.deadlineMs)
+      const ended = () => {
+        clearTimeout(deadline)
+        run.pending = undefined
+        reject(signal.reason)
+      }
+      signal.addEventListener('abort', ended, { once: true })
+      run.asked.add(id)
+      run.pending = {
+        id,
+        question,
+        answer(answer) {
+          clearTimeout(deadline)
+          signal.removeEventListener('abort', ended)
+          resolve(answer)
+        },
+      }
+      if (this.turn === run) this.turn = undefined
+      run.stream?.send({ type: 'pause', interaction_id: id, arguments: questionArguments(question) })
+      run.stream?.end()
+      run.stream = undefined
+    })
+  }
+}
