@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { OpenRouter } from '@openrouter/sdk'
+import { InternChatCompletionChunk$inboundSchema } from '@openrouter/sdk/models'
+import * as errors from '@openrouter/sdk/models/errors'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import { simulatorCatalogue } from '@roster/gateway'
+import { createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { sseEvents } from './helpers.js'
+
+// Pauses as the official client sees them: a stack whose pause tool is named as @openrouter/sdk
+// expects (openrouter.provide_input), with a short question deadline, and a runtime host that is
+// killed and started again under a running session.
+let t: TestDatabase
+let tenant: Tenant
+let sim: Simulator
+let stack: Stack
+let internId: string
+let client: OpenRouter
+const DEADLINE_MS = 1_500
+
+beforeAll(async () => {
+  t = await createTestDatabase()
+  tenant = await makeTenant(t.db)
+  sim = await startSimulator({ replyTokens: 3 })
+  const catalogue = join(mkdtempSync(join(tmpdir(), 'roster-catalogue-')), 'models.json')
+  writeFileSync(catalogue, JSON.stringify(simulatorCatalogue(sim.url)))
+  stack = await startStack({
+    databaseUrl: t.url,
+    env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', INTERN_PROVIDE_INPUT_NAME: 'openrouter.provide_input', INTERACTION_DEADLINE_MS: String(DEADLINE_MS) },
+    workerEnv: { RECONCILE_INTERVAL_MS: '500' },
+  })
+  client = new OpenRouter({ apiKey: tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
+  const created = await (await fetch(`${stack.apiUrl}/interns`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'asker', provision: true }) })).json()
+  internId = created.id
+  await waitUntilRunning()
+})
+afterAll(async () => {
+  await stack?.stop()
+  await sim?.close()
+  await t?.drop()
+})
+
+const waitUntilRunning = () =>
+  waitFor(async () => (await (await fetch(`${stack.apiUrl}/interns/${internId}`, { headers: { authorization: `Bearer ${tenant.keys.user}` } })).json()).status === 'running', { timeoutMs: 30_000, what: 'the intern to run' })
+
+/** One chat request through the official client: every chunk it parsed, in order. */
+async function sdkChat(request: Record<string, unknown>) {
+  const res = await client.interns.chat({ internId, internChatCompletionRequest: { stream: true, ...request } as never })
+  const chunks: any[] = []
+  for await (const chunk of res.result as AsyncIterable<any>) chunks.push(chunk)
+  return chunks
+}
+const raw = (body: object) =>
+  fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, ...body }) })
+
+describe('pauses through the official client', () => {
+  it('pauses a manual run for permission, is answered through the client, and runs the command in the sandbox', async () => {
+    const prompt = { role: 'user', content: 'Check.\n[sim] call shell {"command":"uname -s; ls /workspace"}\n[sim] say Checked.' }
+    const paused = await sdkChat({ approvalMode: 'manual', messages: [prompt] })
+    const toolCall = paused.find((c) => c.choices[0]?.delta?.toolCalls)?.choices[0].delta.toolCalls[0]
+    expect(toolCall).toMatchObject({ index: 0, type: 'function', function: { name: 'openrouter.provide_input' } })
+    expect(JSON.parse(toolCall.function.arguments)).toMatchObject({ kind: 'permission', operation: 'shell command: uname -s; ls /workspace' })
+    expect(paused.at(-2).choices[0].finishReason).toBe('tool_calls')
+    const final = paused.at(-1)
+    expect([final.choices, final.usage]).toEqual([[], null])
+
+    const answered = await sdkChat({
+      sessionId: final.sessionId,
+      approvalMode: 'self-drive', // ignored on a reply: the run keeps its mode
+      messages: [prompt, { role: 'assistant', content: null, toolCalls: [{ id: toolCall.id, function: toolCall.function }] }, { role: 'tool', toolCallId: toolCall.id, content: 'allow_once' }],
+    })
+    expect(answered.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toBe('Checked.')
+    expect(answered.at(-2).choices[0].finishReason).toBe('stop')
+    expect(answered.at(-1)).toMatchObject({ sessionId: final.sessionId, usage: { totalTokens: expect.any(Number) } })
+    expect(JSON.stringify(sim.stats.lastBody['/v1/chat/completions'])).toContain('Linux')
+  })
+
+  it("streams chunks the client's own schema accepts, the pause included", async () => {
+    const res = await raw({ messages: [{ role: 'user', content: '[sim] call ask_user {"message":"Name?","fields":[{"name":"name","type":"string"}]}' }] })
+    const chunks = sseEvents(await res.text()).events.map((e) => e.data)
+    for (const chunk of chunks) expect(InternChatCompletionChunk$inboundSchema.safeParse(chunk).success, JSON.stringify(chunk)).toBe(true)
+    expect(chunks[1].choices[0].delta.tool_calls[0].function.name).toBe('openrouter.provide_input')
+  })
+
+  it('cancels a run whose question is not answered in time: a late reply is not pending', async () => {
+    const paused = await sdkChat({ approvalMode: 'manual', messages: [{ role: 'user', content: '[sim] call shell {"command":"touch late.txt"}' }] })
+    const toolCall = paused.find((c) => c.choices[0]?.delta?.toolCalls)!.choices[0].delta.toolCalls[0]
+    await new Promise((r) => setTimeout(r, DEADLINE_MS + 500))
+    const late = await sdkChat({ sessionId: paused.at(-1).sessionId, messages: [{ role: 'tool', toolCallId: toolCall.id, content: 'allow_once' }] }).catch((e) => e)
+    expect(late).toBeInstanceOf(errors.InternChatErrorResponse)
+    expect([late.statusCode, late.error.metadata]).toEqual([409, { reason: 'interaction_not_pending', retryable: false }])
+    // Nothing ran.
+    const workspace = join(stack.env.RUNTIME_DATA_DIR!, 'interns', internId, 'workspace')
+    expect(() => readFileSync(join(workspace, 'late.txt'))).toThrow()
+  })
+
+  // Last: it kills the runtime host.
+  it('continues a session after its host was killed mid-stream and started again; what the old run asked is not pending', async () => {
+    const session = 'ses-survivor'
+    await sdkChat({ sessionId: session, messages: [{ role: 'user', content: 'Remember the word teal.\n[sim] say Remembered.' }] })
+    const paused = await sdkChat({ sessionId: 'ses-asking', approvalMode: 'manual', messages: [{ role: 'user', content: '[sim] call shell {"command":"true"}' }] })
+    const asked = paused.find((c) => c.choices[0]?.delta?.toolCalls)!.choices[0].delta.toolCalls[0]
+
+    const res = await raw({ session_id: session, messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 30"}' }] })
+    const reader = res.body!.getReader()
+    await reader.read()
+    await stack.runtime.kill('SIGKILL')
+    let text = ''
+    for (;;) {
+      const { value, done } = await reader.read()
+      if (done) break
+      text += new TextDecoder().decode(value)
+    }
+    expect(sseEvents(text).events.at(-2)!.data.choices[0].error.metadata).toEqual({ reason: 'stream_severed', retryable: true })
+
+    stack.runtime.start()
+    await stack.runtime.waitForOutput(/listening/)
+    // The reconciler finds the intern gone from its host and provisions it again.
+    await waitFor(
+      async () => {
+        const r = await stack.runtimeFetch(`/v1/interns/${internId}`)
+        return r.status === 200 && (await r.json()).running === true
+      },
+      { timeoutMs: 30_000, what: 'the intern to run again on the restarted host' },
+    )
+    await waitUntilRunning()
+    const next = await sdkChat({ sessionId: session, messages: [{ role: 'user', content: 'What was the word?\n[sim] say It was teal.' }] })
+    expect(next.at(-1).sessionId).toBe(session)
+    // The model was sent the session's history, kept on disk across the restart.
+    expect(JSON.stringify(sim.stats.lastBody['/v1/chat/completions'])).toContain('Remember the word teal.')
+    const stale = await raw({ session_id: 'ses-asking', messages: [{ role: 'tool', tool_call_id: asked.id, content: 'allow_once' }] })
+    const body = await stale.json()
+    expect([stale.status, body.error.metadata.reason, body.error.message]).toEqual([409, 'interaction_not_pending', expect.stringMatching(/has ended/)])
+  })
+})
