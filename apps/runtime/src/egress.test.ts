@@ -98,6 +98,10 @@ describe('the egress', () => {
     try {
       const res = await strict.send(internId, { url: url('api.github.test') })
       expect(res).toEqual({ error: expect.stringMatching(/private or loopback address/) })
+      // An address written in the URL is refused as well (a connection to a literal asks no lookup).
+      for (const literal of ['127.0.0.1', '[::1]', '10.1.2.3', '169.254.169.254']) {
+        expect(await strict.send(internId, { url: `http://${literal}:${port}/` })).toEqual({ error: expect.stringMatching(/private or loopback address/) })
+      }
     } finally {
       await strict.close()
     }

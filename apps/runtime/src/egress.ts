@@ -1,5 +1,5 @@
 import { Agent, request } from 'undici'
-import { guardedLookup, readCapped } from '@roster/gateway'
+import { guardedLookup, readCapped, refusedLiteral } from '@roster/gateway'
 import { releasableSecrets, type Db, type VaultService } from '@roster/shared'
 
 // An intern's outbound HTTP (the http_request tool). The model never holds a secret: it writes a
@@ -50,6 +50,8 @@ export class Egress {
       return { error: 'url is not a valid URL' }
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return { error: `only http and https URLs are requested, not ${url.protocol}` }
+    const refused = refusedLiteral(url.hostname, this.options)
+    if (refused) return { error: refused }
     if (/\{\{secret:/.test(safeDecode(url.href))) return { error: 'secrets go in headers or the body, never in the URL (URLs end up in logs)' }
     const headers = { ...(args.headers ?? {}) }
     const wanted = new Set<string>()

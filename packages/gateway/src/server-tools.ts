@@ -71,6 +71,16 @@ export function isForbiddenAddress(address: string): boolean {
 
 export class FetchRefused extends Error {}
 
+/**
+ * Why a connection to `hostname` is refused when it is itself an address (an IP literal, bracketed
+ * or not): a connection to a literal never asks the lookup, so guardedLookup cannot see it.
+ */
+export function refusedLiteral(hostname: string, options: { allowPrivateNetworks: boolean }): string | undefined {
+  const host = hostname.replace(/^\[|\]$/g, '')
+  if (isIP(host) && isForbiddenAddress(host) && !options.allowPrivateNetworks) return `refused: ${host} is a private or loopback address`
+  return undefined
+}
+
 type Lookup = (hostname: string, options: object, callback: (...args: any[]) => void) => void
 
 /**
@@ -130,8 +140,8 @@ function webFetch(options: WebFetchOptions): ServerTool {
       }
       for (let hop = 0; hop <= 3; hop++) {
         if (url.protocol !== 'http:' && url.protocol !== 'https:') return { error: `only http and https URLs are fetched, not ${url.protocol}` }
-        const host = url.hostname.replace(/^\[|\]$/g, '')
-        if (isIP(host) && isForbiddenAddress(host) && !options.allowPrivateNetworks) return { error: `refused: ${host} is a private or loopback address` }
+        const refused = refusedLiteral(url.hostname, options)
+        if (refused) return { error: refused }
         try {
           const res = await request(url, {
             method: 'GET',
