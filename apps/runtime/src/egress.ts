@@ -9,7 +9,8 @@ import { releasableSecrets, type Db, type VaultService } from '@roster/shared'
 // released value in it has the placeholder put back, so the value reaches neither the model nor a
 // transcript. The request is made by the runtime itself, so HTTPS needs no interception.
 
-const PLACEHOLDER = /\{\{secret:([a-z][a-z0-9_]*)\}\}/g
+/** How the intern writes a secret it means: `{{secret:NAME}}`. */
+export const SECRET_PLACEHOLDER = /\{\{secret:([a-z][a-z0-9_]*)\}\}/g
 
 export interface EgressOptions {
   db: Db
@@ -55,12 +56,12 @@ export class Egress {
     if (/\{\{secret:/.test(safeDecode(url.href))) return { error: 'secrets go in headers or the body, never in the URL (URLs end up in logs)' }
     const headers = { ...(args.headers ?? {}) }
     const wanted = new Set<string>()
-    for (const text of [...Object.values(headers), args.body ?? '']) for (const m of String(text).matchAll(PLACEHOLDER)) wanted.add(m[1]!)
+    for (const text of [...Object.values(headers), args.body ?? '']) for (const m of String(text).matchAll(SECRET_PLACEHOLDER)) wanted.add(m[1]!)
     const host = url.hostname.toLowerCase()
     const released = wanted.size ? await releasableSecrets(this.options.db, this.options.vault, internId, host) : new Map<string, string>()
     const missing = [...wanted].filter((n) => !released.has(n))
     if (missing.length) return { error: `not sent: ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not a secret bound to ${host} (bind the host to it, or ask for the secret)` }
-    const fill = (text: string) => text.replace(PLACEHOLDER, (_, name: string) => released.get(name)!)
+    const fill = (text: string) => text.replace(SECRET_PLACEHOLDER, (_, name: string) => released.get(name)!)
     for (const k of Object.keys(headers)) headers[k] = fill(String(headers[k]))
     try {
       const res = await request(url, {

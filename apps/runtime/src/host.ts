@@ -1,11 +1,13 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify'
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { randomUUID } from 'node:crypto'
 import { createDb, LocalVault, loggerOptions, logsEachRequest, requestLogger, type RuntimeConfig } from '@roster/shared'
 import { Egress } from './egress.js'
+import { EgressProxies } from './egress-proxy.js'
 import { commandRunner } from './sandbox.js'
 import { SessionStore } from './agent/session-store.js'
 import { runAgentTurn } from './agent/agent-turn.js'
@@ -113,7 +115,17 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
         maxBytes: 256 * 1024,
       })
     : undefined
+  // Shell commands granted the network reach it only through their intern's proxy (egress-proxy.ts).
+  const proxies = new EgressProxies({
+    dir: await mkdtemp(join(tmpdir(), 'roster-egress-')),
+    allowPrivateNetworks: config.EGRESS_PRIVATE_NETWORKS === 'allow',
+    hosts: config.EGRESS_HOSTS,
+    timeoutMs: 30_000,
+    maxRequestBytes: 8 * 1024 * 1024,
+    egress,
+  })
   app.addHook('onClose', async () => {
+    await proxies.closeAll()
     await egress?.close()
     await db?.$disconnect()
   })
@@ -137,14 +149,15 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
             model: spec.model ?? config.INTERN_DEFAULT_MODEL,
             instructions: spec.instructions,
             workspace,
-            runCommand: commands.run,
+            runCommand: async (command, { network, ...limits }, signal) =>
+              commands.run(command, { ...limits, workspace, egressSocket: network ? await proxies.socketFor(intern.id) : undefined }, signal),
             sessions: new SessionStore(join(internDir(intern.id), 'sessions')),
             maxSteps: config.RUN_MAX_STEPS,
             commandTimeoutMs: config.COMMAND_TIMEOUT_MS,
             steered: run.steered,
             http: egress && ((args, signal) => egress.send(intern.id, args, signal)),
             approval: run.approval,
-            commandNetwork: false,
+            commandNetwork: commands.mode !== 'refused',
             ask: run.ask,
           },
           run.sessionId,
@@ -223,6 +236,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     // Suspending stops the intern's daemon: its runs are cancelled (a client listening is told), its sessions kept.
     intern?.daemon?.stop('the intern was suspended; its run was cancelled')
     if (intern) intern.daemon = undefined
+    await proxies.close(req.params.id)
     return { stopped: true }
   })
 
@@ -241,6 +255,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     const intern = interns.get(req.params.id)
     if (intern) byHostname.delete(intern.spec.hostname)
     intern?.daemon?.stop('the intern was deleted')
+    await proxies.close(req.params.id)
     interns.delete(req.params.id)
     if (ID.test(req.params.id)) await rm(join(config.RUNTIME_DATA_DIR, `${req.params.id}.json`), { force: true })
     return { removed: true }

@@ -18,8 +18,11 @@ export interface CommandLimits {
 export interface CommandOptions extends CommandLimits {
   /** The intern's workspace directory, mounted read-write at /workspace (the working directory). */
   workspace: string
-  /** Network for this command (an escalation in manual mode); otherwise it has none at all. */
-  network: boolean
+  /**
+   * The network for this command (an escalation in manual mode): the intern's egress proxy socket
+   * (egress-proxy.ts), its only way out. Without it the command has no network at all.
+   */
+  egressSocket?: string
   /** Environment of the command, on top of PATH, HOME=/workspace and LANG. Nothing of the host's leaks in. */
   env?: Record<string, string>
   /** Arguments the command sees as $1, $2…: passed apart from the command text, never parsed by the shell. */
@@ -70,11 +73,40 @@ function systemArgs(): string[] {
   return (systemMounts = args)
 }
 
+/** Where the egress proxy's socket appears in a sandbox, and the port its forwarder listens on there. */
+const EGRESS_SOCKET = '/run/roster/egress.sock'
+const PROXY = 'http://127.0.0.1:3128'
+
+let forwarder: { start: string; binds: string[] } | undefined
+/**
+ * What starts, inside a sandbox granted the network, the forwarder from 127.0.0.1:3128 (its own
+ * loopback) to the egress socket: socat where installed, else Node (the runtime's own binary).
+ */
+function egressForwarder() {
+  if (forwarder) return forwarder
+  const socat = ['/usr/bin/socat', '/bin/socat', '/usr/local/bin/socat'].find((p) => existsSync(p))
+  if (socat) return (forwarder = { start: `${socat} TCP-LISTEN:3128,bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${EGRESS_SOCKET} &`, binds: [] })
+  const node = realpathSync(process.execPath)
+  const script = `const n=require('net');n.createServer(c=>{const u=n.connect('${EGRESS_SOCKET}');c.pipe(u).pipe(c);u.on('error',()=>c.destroy());c.on('error',()=>u.destroy())}).listen(3128,'127.0.0.1')`
+  return (forwarder = { start: `${node} -e "${script}" &`, binds: node.startsWith('/usr/') ? [] : ['--ro-bind', node, node] })
+}
+
+/** The command as the sandbox runs it: with the network, the forwarder first, up before the command starts. */
+function commandArgs(command: string, opts: CommandOptions): string[] {
+  if (!opts.egressSocket) return ['/usr/bin/bash', '-c', command, 'roster', ...(opts.args ?? [])]
+  const ready = 'for _ in $(seq 1 400); do (: <>/dev/tcp/127.0.0.1/3128) 2>/dev/null && break; sleep 0.005; done'
+  return ['/usr/bin/bash', '-c', `${egressForwarder().start}\n${ready}\nexec /usr/bin/bash -c "$1" roster "\${@:2}"`, 'roster-egress', command, ...(opts.args ?? [])]
+}
+
 function bwrapArgs(opts: CommandOptions): string[] {
   // The sandbox's own root is a tmpfs bwrap makes: read-only once every mount point is in place.
-  const args = [...systemArgs(), '--bind', realpathSync(opts.workspace), '/workspace', '--remount-ro', '/', '--chdir', '/workspace']
-  args.push('--unshare-all', ...(opts.network ? ['--share-net'] : []), '--die-with-parent', '--new-session', '--clearenv')
-  const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/workspace', LANG: 'C.UTF-8', ...opts.env }
+  const args = [...systemArgs(), '--bind', realpathSync(opts.workspace), '/workspace']
+  if (opts.egressSocket) args.push('--bind', opts.egressSocket, EGRESS_SOCKET, ...egressForwarder().binds)
+  args.push('--remount-ro', '/', '--chdir', '/workspace')
+  // No network namespace is ever shared: even a command granted the network has only its own loopback.
+  args.push('--unshare-all', '--die-with-parent', '--new-session', '--clearenv')
+  const proxy = opts.egressSocket ? { HTTP_PROXY: PROXY, HTTPS_PROXY: PROXY, http_proxy: PROXY, https_proxy: PROXY, NO_PROXY: '', no_proxy: '' } : {}
+  const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/workspace', LANG: 'C.UTF-8', ...proxy, ...opts.env }
   for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v)
   return args
 }
@@ -100,7 +132,7 @@ export function sandboxUnavailable(env: NodeJS.ProcessEnv = process.env): string
 
 /** Runs `command` with bash inside the sandbox. Rejects only if bubblewrap cannot start at all. */
 export function runSandboxed(command: string, opts: CommandOptions, signal?: AbortSignal): Promise<CommandResult> {
-  return run('bwrap', [...bwrapArgs(opts), '/usr/bin/bash', '-c', command, 'roster', ...(opts.args ?? [])], opts, signal)
+  return run('bwrap', [...bwrapArgs(opts), ...commandArgs(command, opts)], opts, signal)
 }
 
 /**

@@ -38,7 +38,6 @@ export async function readWorkspaceFile(workspace: string, path: string, limits 
   const target = workspacePath(path)
   const res = await runSandboxed('test -f "$1" || { echo "$1: not a file" >&2; exit 1; }; head -c "$2" -- "$1"', {
     workspace,
-    network: false,
     timeoutMs: limits.timeoutMs,
     maxOutputBytes: limits.maxBytes + 1,
     args: [target, String(limits.maxBytes + 1)],
@@ -54,7 +53,7 @@ export async function writeWorkspaceFile(workspace: string, path: string, conten
   if (target === '/workspace') throw new WorkspacePathError('give a file path, not the workspace itself')
   const bytes = Buffer.from(content, 'utf8')
   if (bytes.length > limits.maxBytes) throw new WorkspacePathError(`${path}: ${bytes.length} bytes is more than the ${limits.maxBytes} a write may hold`)
-  const res = await runSandboxed('mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', { workspace, network: false, timeoutMs: limits.timeoutMs, maxOutputBytes: 4096, args: [target], input: bytes })
+  const res = await runSandboxed('mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', { workspace, timeoutMs: limits.timeoutMs, maxOutputBytes: 4096, args: [target], input: bytes })
   if (res.exitCode !== 0) throw fail(`cannot write ${path}`, res)
   return { path: target, bytes: bytes.length }
 }
@@ -71,7 +70,6 @@ export async function listWorkspaceFiles(workspace: string, path = '.', depth = 
   const levels = Math.max(1, Math.min(10, Math.floor(depth)))
   const res = await runSandboxed('test -d "$1" || { echo "$1: not a directory" >&2; exit 1; }; find "$1" -mindepth 1 -maxdepth "$2" -printf "%y %s %p\\0"', {
     workspace,
-    network: false,
     timeoutMs: limits.timeoutMs,
     maxOutputBytes: limits.maxBytes,
     args: [target, String(levels)],

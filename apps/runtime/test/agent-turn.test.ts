@@ -32,7 +32,7 @@ beforeAll(async () => {
     model: 'roster-sim/chat',
     instructions: 'You are a careful intern.',
     workspace: join(dir, 'workspace'),
-    runCommand: runSandboxed,
+    runCommand: (command, opts, signal) => runSandboxed(command, { ...opts, workspace: join(dir, 'workspace') }, signal),
     sessions: new SessionStore(join(dir, 'sessions')),
     maxSteps: 5,
     commandTimeoutMs: 10_000,

@@ -1,7 +1,7 @@
 import { StringDecoder } from 'node:string_decoder'
 import { createParser } from 'eventsource-parser'
 import { request } from 'undici'
-import type { CommandRunner } from '../sandbox.js'
+import type { CommandLimits, CommandResult } from '../sandbox.js'
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from '../workspace-files.js'
 import type { SessionStore } from './session-store.js'
 import type { HttpRequestArgs } from '../egress.js'
@@ -23,7 +23,8 @@ export interface AgentSetup {
   instructions: string | null
   /** The intern's workspace directory (mounted at /workspace in its sandbox). */
   workspace: string
-  runCommand: CommandRunner
+  /** Runs a shell command in the intern's workspace, in its sandbox; `network`: through its egress. */
+  runCommand: (command: string, opts: CommandLimits & { network: boolean }, signal?: AbortSignal) => Promise<CommandResult>
   sessions: SessionStore
   /** Model turns at most per run (tool calls in between); then one last turn without tools. */
   maxSteps: number
@@ -197,7 +198,7 @@ async function runTool(setup: AgentSetup, grants: Map<string, 'allow' | 'reject'
         const network = setup.commandNetwork && (setup.approval === 'self-drive' || args.network === true)
         const refused = await permitted(setup, grants, network ? 'shell_network' : 'shell', `${network ? 'shell command with network' : 'shell command'}: ${command}`)
         if (refused) return refused
-        const r = await setup.runCommand(command, { workspace: setup.workspace, network, timeoutMs: setup.commandTimeoutMs, maxOutputBytes: 64 * 1024 }, signal)
+        const r = await setup.runCommand(command, { network, timeoutMs: setup.commandTimeoutMs, maxOutputBytes: 64 * 1024 }, signal)
         return JSON.stringify({ exit_code: r.exitCode, stdout: r.stdout, stderr: r.stderr, ...(r.timedOut ? { timed_out: true } : {}), ...(r.truncated ? { truncated: true } : {}) })
       }
       case 'ask_user': {
