@@ -48,8 +48,10 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
       if (last.role === 'tool') {
         if (!req.body.session_id) throw new AppError('invalid_body', 'invalid request: a tool reply needs the session_id of the run that asked')
         if (!last.tool_call_id) throw new AppError('invalid_body', 'invalid request: a tool reply needs the tool_call_id of the interaction it answers')
+        const answer = textOf(last.content)
+        if (answer.length > 64_000) throw new AppError('invalid_body', 'invalid request: an answer is at most 64,000 characters')
         // approval_mode is ignored on a reply: the run keeps the mode it started with.
-        forward = { session_id: req.body.session_id, reply: { interaction_id: last.tool_call_id, content: textOf(last.content) } }
+        forward = { session_id: req.body.session_id, reply: { interaction_id: last.tool_call_id, content: answer } }
       } else {
         if (last.role !== 'user') throw new AppError('invalid_body', 'invalid request: the last message must be a user prompt or a tool reply')
         const prompt = textOf(last.content)
@@ -85,6 +87,7 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
           throw new AppError('busy', message, { status: res.statusCode === 503 ? 503 : 409 })
         }
         if (said.error === 'bad_answer') throw new AppError('invalid_body', `answer not accepted (the run stays paused): ${message}`)
+        if (said.error === 'bad_request') throw new AppError('invalid_body', `invalid request: ${message}`)
         if (said.error === 'interaction_unknown' || said.error === 'interaction_not_pending') throw new AppError(said.error, message)
         if (said.error === 'intern_not_ready') throw new AppError('intern_not_ready', `intern ${internId} is not running on its host`)
         throw new AppError('intern_unreachable', `the intern's host answered ${res.statusCode}`)
