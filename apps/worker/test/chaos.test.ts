@@ -1,9 +1,16 @@
 import { describe, expect, it, onTestFinished } from 'vitest'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { startRedisServer, startStack, useTestTenant, waitFor } from '@roster/testing'
+import { startSimulator } from '@roster/upstream-sim'
+import { simulatorCatalogue } from '@roster/gateway'
 
 // Chaos: the worker, the runtime host and Redis are killed at random moments while 300 interns are
-// created, suspended, provisioned again and deleted. Afterwards every intern must be in the status
-// its last accepted operation implies, with no orphan runtime, vault or hostname.
+// created, suspended, provisioned again and deleted, and chatted with all along. Afterwards every
+// intern must be in the status its last accepted operation implies, with no orphan runtime, vault
+// or hostname; every chat ended in a documented way (a refusal the contract names, or a stream
+// with its finish chunk, its final chunk and [DONE]); and the running interns answer again.
 const env = useTestTenant()
 
 type Expected = 'running' | 'stopped' | 'gone'
@@ -14,10 +21,14 @@ describe('chaos', () => {
     const redis = await startRedisServer()
     // Stopped however the test ends: a failure must not leave its processes running.
     onTestFinished(() => redis.stop())
+    const sim = await startSimulator({ replyTokens: 3 })
+    onTestFinished(() => sim.close())
+    const catalogue = join(mkdtempSync(join(tmpdir(), 'roster-catalogue-')), 'models.json')
+    writeFileSync(catalogue, JSON.stringify(simulatorCatalogue(sim.url)))
     const stack = await startStack({
       databaseUrl: env.t.url,
       redisUrl: redis.url,
-      env: { INTERN_LIMIT_PER_MEMBER: '100000' },
+      env: { INTERN_LIMIT_PER_MEMBER: '100000', MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat' },
       workerEnv: {
         JOB_LOCK_MS: '2000',
         RECONCILE_INTERVAL_MS: '500',
@@ -62,6 +73,43 @@ describe('chaos', () => {
       }
     })()
 
+    // Chat load, all through the chaos: four clients chatting with interns that should be running.
+    const chats = new Map<string, number>()
+    const count = (outcome: string) => chats.set(outcome, (chats.get(outcome) ?? 0) + 1)
+    const chatOnce = async (id: string) => {
+      const res = await fetch(`${stack.apiUrl}/interns/${id}/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: '[sim] call shell {"command":"echo hi"}\n[sim] say ok' }] }),
+        signal: AbortSignal.timeout(60_000),
+      })
+      if (res.status !== 200) {
+        const body = (await res.json()) as any
+        return `${res.status} ${body.error?.metadata?.reason ?? 'none'}`
+      }
+      const text = await res.text()
+      const data = text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6))
+      expect(data.at(-1), text).toBe('[DONE]')
+      const chunks = data.slice(0, -1).map((d) => JSON.parse(d))
+      expect(chunks.at(-1)!.choices, text).toEqual([])
+      const finish = chunks.at(-2)!.choices[0]
+      return `200 ${finish.finish_reason}${finish.error ? ` ${finish.error.metadata.reason}` : ''}`
+    }
+    const chatLoad = Array.from({ length: 4 }, async () => {
+      while (chaos) {
+        // Interns the database says are running now (the API's own view; the host may disagree for a while).
+        const running = (await env.t.db.intern.findMany({ where: { workspaceId: env.tenant.workspaceId, status: 'running' }, select: { id: true }, take: 200 })).map((r) => r.id)
+        if (!running.length) {
+          await new Promise((r) => setTimeout(r, 100))
+          continue
+        }
+        const outcome = await chatOnce(pick(running))
+        count(outcome)
+        // Not running yet (still provisioning, or being repaired): give the interns a moment.
+        if (!outcome.startsWith('200')) await new Promise((r) => setTimeout(r, 100))
+      }
+    })
+
     const started = performance.now()
     try {
       // 300 creates, 20 at a time.
@@ -90,8 +138,15 @@ describe('chaos', () => {
     } finally {
       chaos = false
       await chaosLoop
+      await Promise.all(chatLoad)
     }
     for (const victim of victims) expect(chaosLog).toContain(victim)
+    // Every chat ended as the contract documents it: nothing else (no 500, no torn stream, no hang).
+    const documented = /^(200 stop|200 error (stream_severed|run_ended|turn_failed|timeout)|409 (intern_not_ready|busy)|502 intern_unreachable|404 not_found)$/
+    console.log(`chaos chats: ${[...chats].map(([k, v]) => `${k}: ${v}`).join(", ")}`)
+    for (const outcome of chats.keys()) expect(outcome).toMatch(documented)
+    // A real load, though most of it meets an intern whose host was just killed (it answers again below).
+    expect([...chats.values()].reduce((a, b) => a + b, 0)).toBeGreaterThan(40)
 
     const settled = async () => {
       const rows = await env.t.db.intern.findMany({ where: { workspaceId: env.tenant.workspaceId } })
@@ -141,5 +196,8 @@ describe('chaos', () => {
       },
       { timeoutMs: 30_000, intervalMs: 250, what: 'runtime host to agree with the database' },
     )
+    // After the chaos, interns really work: a few running ones answer a chat that runs a command.
+    const running = [...expected].filter(([, want]) => want === 'running').map(([id]) => id)
+    for (const id of running.slice(0, 5)) expect(await chatOnce(id)).toBe('200 stop')
   }, 240_000) // its own waits allow up to 150 s after the chaos
 })
