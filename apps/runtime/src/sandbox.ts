@@ -94,7 +94,8 @@ function egressForwarder() {
 /** The command as the sandbox runs it: with the network, the forwarder first, up before the command starts. */
 function commandArgs(command: string, opts: CommandOptions): string[] {
   if (!opts.egressSocket) return ['/usr/bin/bash', '-c', command, 'roster', ...(opts.args ?? [])]
-  const ready = 'for _ in $(seq 1 400); do (: <>/dev/tcp/127.0.0.1/3128) 2>/dev/null && break; sleep 0.005; done'
+  // Until the forwarder listens: a probe in this shell itself (no process started per try), for at most ~2 s.
+  const ready = 'for ((i = 0; i < 200000; i++)); do { : <>/dev/tcp/127.0.0.1/3128; } 2>/dev/null && break; done'
   return ['/usr/bin/bash', '-c', `${egressForwarder().start}\n${ready}\nexec /usr/bin/bash -c "$1" roster "\${@:2}"`, 'roster-egress', command, ...(opts.args ?? [])]
 }
 
