@@ -131,17 +131,21 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   })
   const internDir = (id: string) => join(config.RUNTIME_DATA_DIR, 'interns', id)
 
-  const daemonOf = (intern: HostedIntern) =>
-    (intern.daemon ??= new InternDaemon({
-      sessions: new SessionStore(join(internDir(intern.id), 'sessions')),
+  const daemonOf = (intern: HostedIntern) => (intern.daemon ??= makeDaemon(intern))
+  const makeDaemon = (intern: HostedIntern) => {
+    const sessions = new SessionStore(join(internDir(intern.id), 'sessions'))
+    const workspace = join(internDir(intern.id), 'workspace')
+    let workspaceMade = false
+    return new InternDaemon({
+      sessions,
       deadlineMs: config.INTERACTION_DEADLINE_MS,
       maxPaused: config.RUN_MAX_PAUSED,
       onError: (err, sessionId) => app.log.warn({ err, intern: intern.id, session: sessionId }, 'an intern turn failed'),
       execute: async (run) => {
         // The configuration as it is now (a PATCH may have changed the model or instructions since).
         const spec = (interns.get(intern.id) ?? intern).spec
-        const workspace = join(internDir(intern.id), 'workspace')
-        await mkdir(workspace, { recursive: true })
+        if (!workspaceMade) await mkdir(workspace, { recursive: true })
+        workspaceMade = true
         return runAgentTurn(
           {
             apiBase: config.ROSTER_API_URL,
@@ -151,7 +155,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
             workspace,
             runCommand: async (command, { network, ...limits }, signal) =>
               commands.run(command, { ...limits, workspace, egressSocket: network ? await proxies.socketFor(intern.id) : undefined }, signal),
-            sessions: new SessionStore(join(internDir(intern.id), 'sessions')),
+            sessions,
             maxSteps: config.RUN_MAX_STEPS,
             commandTimeoutMs: config.COMMAND_TIMEOUT_MS,
             steered: run.steered,
@@ -166,7 +170,8 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
           run.signal,
         )
       },
-    }))
+    })
+  }
 
   /**
    * A prompt for an intern, or a reply to what its paused run asked. Answered with a stream of the

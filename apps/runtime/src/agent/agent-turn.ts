@@ -88,7 +88,9 @@ const HTTP_TOOL = {
 export async function runAgentTurn(setup: AgentSetup, sessionId: string, userText: string, emit: (e: AgentEvent) => void, signal?: AbortSignal): Promise<TurnUsage> {
   const history = await setup.sessions.load(sessionId)
   const added: Json[] = [{ type: 'message', role: 'user', content: userText }]
-  await setup.sessions.append(sessionId, added)
+  // Kept while the model is called (the store keeps appends in order); a failure to keep it fails the turn below.
+  const keeping = setup.sessions.append(sessionId, [...added])
+  keeping.catch(() => {})
   const usage: TurnUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 }
   const asPrompts = (texts: string[]) => texts.map((text) => ({ type: 'message', role: 'user', content: text }))
   let late: Json[] = []
@@ -102,6 +104,7 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
     }
     const last = step >= setup.maxSteps
     const response = await modelTurn(setup, [...history, ...added], last, emit, signal)
+    if (step === 0) await keeping
     usage.prompt_tokens += response.usage?.input_tokens ?? 0
     usage.completion_tokens += response.usage?.output_tokens ?? 0
     usage.total_tokens += response.usage?.total_tokens ?? 0

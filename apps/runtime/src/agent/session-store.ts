@@ -11,6 +11,10 @@ const isRecord = (item: Item) => typeof item.type === 'string' && item.type.star
  * their own transcript. A host restarted continues a session from its file.
  */
 export class SessionStore {
+  /** Each session's appends, chained: they land in the order made, whoever awaits them. */
+  private readonly writes = new Map<string, Promise<void>>()
+  private dirMade = false
+
   constructor(private readonly dir: string) {}
 
   private file(sessionId: string) {
@@ -33,6 +37,8 @@ export class SessionStore {
   }
 
   private async all(sessionId: string): Promise<Item[]> {
+    // What is being written is read back too.
+    await this.writes.get(sessionId)?.catch(() => {})
     let text: string
     try {
       text = await readFile(this.file(sessionId), 'utf8')
@@ -51,9 +57,19 @@ export class SessionStore {
     return items
   }
 
-  async append(sessionId: string, items: Item[]): Promise<void> {
-    if (!items.length) return
-    await mkdir(this.dir, { recursive: true })
-    await appendFile(this.file(sessionId), '\n' + items.map((i) => JSON.stringify(i)).join('\n'))
+  /** Appends items; appends to one session land in the order they were made, awaited or not. */
+  append(sessionId: string, items: Item[]): Promise<void> {
+    if (!items.length) return this.writes.get(sessionId) ?? Promise.resolve()
+    const text = '\n' + items.map((i) => JSON.stringify(i)).join('\n')
+    const write = (this.writes.get(sessionId) ?? Promise.resolve())
+      .catch(() => {}) // a failed earlier write was reported to its own caller
+      .then(async () => {
+        if (!this.dirMade) await mkdir(this.dir, { recursive: true })
+        this.dirMade = true
+        await appendFile(this.file(sessionId), text)
+      })
+    this.writes.set(sessionId, write)
+    void write.finally(() => this.writes.get(sessionId) === write && this.writes.delete(sessionId)).catch(() => {})
+    return write
   }
 }

@@ -5,7 +5,7 @@ import { z } from 'zod'
 import { createParser } from 'eventsource-parser'
 import { request } from 'undici'
 import { StringDecoder } from 'node:string_decoder'
-import { AppError, visibleInternScope, type Caller } from '@roster/shared'
+import { AppError, assertInternId, visibleOrNotFound, type Caller } from '@roster/shared'
 import type { AppDeps } from '../../app.js'
 
 // POST /interns/{internId}/chat/completions: a prompt to a running intern, relayed to its runtime
@@ -42,7 +42,9 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
     async (req, reply) => {
       const caller = req.caller as Caller
       const { internId } = req.params
-      const intern = await visibleInternScope(deps.db, caller, internId)
+      // Read through the interns cache (change events evict it); the host is the last word on running.
+      assertInternId(internId)
+      const intern = visibleOrNotFound(caller, await deps.internReader.get(internId), internId, (r) => r.workspace_id)
       const last = req.body.messages.at(-1)!
       let forward: Record<string, unknown>
       if (last.role === 'tool') {
