@@ -224,6 +224,24 @@ describe('chatting with an intern', () => {
     expect(chunks.at(-1)).toMatchObject({ choices: [], usage: null })
   })
 
+  it('archives the workspace and the sessions when an intern is deleted, then removes them from the host', async () => {
+    const other = await call('POST', '/interns', { name: 'leaving', provision: true })
+    await waitFor(async () => (await call('GET', `/interns/${other.id}`)).status === 'running', { timeoutMs: 20_000, what: 'the intern to run' })
+    const res = await fetch(`${stack.apiUrl}/interns/${other.id}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, session_id: 'ses-leaving', messages: [{ role: 'user', content: '[sim] call write_file {"path":"notes/todo.md","content":"ship it"}\n[sim] say Noted.' }] }) })
+    await res.text()
+    const home = join(stack.env.RUNTIME_DATA_DIR!, 'interns', other.id)
+    expect(readFileSync(join(home, 'workspace', 'notes', 'todo.md'), 'utf8')).toBe('ship it')
+    expect((await fetch(`${stack.apiUrl}/interns/${other.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${tenant.keys.user}` } })).status).toBe(202)
+    await waitFor(async () => !existsSync(home), { timeoutMs: 20_000, what: "the intern's directory to be removed" })
+    const archive = join(stack.env.RUNTIME_DATA_DIR!, 'archive')
+    const kept = readdirSync(archive).find((f) => f.startsWith(other.id))!
+    expect(kept).not.toMatch(/partial/)
+    expect(readFileSync(join(archive, kept, 'workspace', 'notes', 'todo.md'), 'utf8')).toBe('ship it')
+    expect(readdirSync(join(archive, kept, 'sessions'))).toHaveLength(1)
+    const spec = JSON.parse(readFileSync(join(archive, kept, 'intern.json'), 'utf8'))
+    expect([spec.name, spec.token]).toEqual(['leaving', undefined])
+  })
+
   it('sends a secret only to the host it is bound to, and it reaches neither the model, the stream nor the transcript', async () => {
     const value = `svc-${Date.now()}-value`
     expect((await fetch(`${stack.apiUrl}/vault/secrets/svc_token`, { method: 'PUT', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ value, hosts: ['api.bound.test'] }) })).status).toBe(200)

@@ -1,5 +1,5 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyReply } from 'fastify'
-import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { cp, mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { join } from 'node:path'
@@ -245,15 +245,23 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     return { stopped: true }
   })
 
-  // The intern's workspace (here: its configuration) is copied to archive/ before a teardown.
+  // Before a teardown the intern's workspace, its sessions and its configuration (without its key)
+  // are copied to archive/<id>-<time>/; written under a temporary name and renamed, so an archive
+  // that exists is whole. An intern this host never had has nothing to archive.
   app.post<{ Params: { id: string } }>('/v1/interns/:id/archive', async (req, reply) => {
     if (!ID.test(req.params.id)) return reply.code(400).send({ error: 'bad intern id' })
     const intern = interns.get(req.params.id)
     if (!intern) return { archived: false }
-    const dir = join(config.RUNTIME_DATA_DIR, 'archive')
-    await mkdir(dir, { recursive: true })
-    await writeAtomically(join(dir, `${req.params.id}-${Date.now()}.json`), JSON.stringify({ ...intern.spec, token: undefined }))
-    return { archived: true }
+    const archive = join(config.RUNTIME_DATA_DIR, 'archive')
+    const target = join(archive, `${req.params.id}-${Date.now()}`)
+    const partial = `${target}.partial`
+    await mkdir(partial, { recursive: true })
+    await writeFile(join(partial, 'intern.json'), JSON.stringify({ ...intern.spec, token: undefined }))
+    await cp(internDir(req.params.id), partial, { recursive: true, force: true, verbatimSymlinks: true }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err // an intern that never ran has no directory
+    })
+    await rename(partial, target)
+    return { archived: true, path: target }
   })
 
   app.delete<{ Params: { id: string } }>('/v1/interns/:id', async (req) => {
@@ -262,7 +270,11 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     intern?.daemon?.stop('the intern was deleted')
     await proxies.close(req.params.id)
     interns.delete(req.params.id)
-    if (ID.test(req.params.id)) await rm(join(config.RUNTIME_DATA_DIR, `${req.params.id}.json`), { force: true })
+    if (ID.test(req.params.id)) {
+      await rm(join(config.RUNTIME_DATA_DIR, `${req.params.id}.json`), { force: true })
+      // Its workspace and sessions go with it (archived before, unless the caller gave them up).
+      await rm(internDir(req.params.id), { recursive: true, force: true })
+    }
     return { removed: true }
   })
 
