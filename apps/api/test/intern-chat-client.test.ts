@@ -20,6 +20,7 @@ let stack: Stack
 let internId: string
 let client: OpenRouter
 const DEADLINE_MS = 1_500
+const TURNS_PER_MINUTE = 25
 
 beforeAll(async () => {
   t = await createTestDatabase()
@@ -29,7 +30,7 @@ beforeAll(async () => {
   writeFileSync(catalogue, JSON.stringify(simulatorCatalogue(sim.url)))
   stack = await startStack({
     databaseUrl: t.url,
-    env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', INTERN_PROVIDE_INPUT_NAME: 'openrouter.provide_input', INTERACTION_DEADLINE_MS: String(DEADLINE_MS) },
+    env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', INTERN_PROVIDE_INPUT_NAME: 'openrouter.provide_input', INTERACTION_DEADLINE_MS: String(DEADLINE_MS), CHAT_TURNS_PER_MINUTE: String(TURNS_PER_MINUTE), RUNTIME_ANSWER_TIMEOUT_MS: '1500' },
     workerEnv: { RECONCILE_INTERVAL_MS: '500' },
   })
   client = new OpenRouter({ apiKey: tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
@@ -95,6 +96,52 @@ describe('pauses through the official client', () => {
     // Nothing ran.
     const workspace = join(stack.env.RUNTIME_DATA_DIR!, 'interns', internId, 'workspace')
     expect(() => readFileSync(join(workspace, 'late.txt'))).toThrow()
+  })
+
+  it("refuses a user's turns past CHAT_TURNS_PER_MINUTE with 429 rate_limited and Retry-After, which the client reads", async () => {
+    // A user of their own (the limit is per user), with an intern of their own.
+    const busyUser = await makeTenant(t.db)
+    const headers = { authorization: `Bearer ${busyUser.keys.user}`, 'content-type': 'application/json' }
+    const own = await (await fetch(`${stack.apiUrl}/interns`, { method: 'POST', headers, body: JSON.stringify({ name: 'chatterbox', provision: true }) })).json()
+    await waitFor(async () => (await (await fetch(`${stack.apiUrl}/interns/${own.id}`, { headers })).json()).status === 'running', { timeoutMs: 30_000, what: 'the intern to run' })
+    let served = 0
+    let refused: Response | undefined
+    // The window is a calendar minute: if one ends mid-test, up to twice the limit may pass.
+    for (let i = 0; i < TURNS_PER_MINUTE * 2 + 1 && !refused; i++) {
+      const res = await fetch(`${stack.apiUrl}/interns/${own.id}/chat/completions`, { method: 'POST', headers, body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: '[sim] say hi' }] }) })
+      if (res.status === 200) served++, await res.text()
+      else refused = res
+    }
+    expect(served).toBeGreaterThanOrEqual(TURNS_PER_MINUTE)
+    expect(refused?.status).toBe(429)
+    expect(Number(refused!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
+    expect((await refused!.json()).error.metadata).toEqual({ reason: 'rate_limited', retryable: true })
+    const viaClient = await new OpenRouter({ apiKey: busyUser.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } }).interns
+      .chat({ internId: own.id, internChatCompletionRequest: { stream: true, messages: [{ role: 'user', content: 'hi' }] } })
+      .catch((e) => e)
+    expect(viaClient).toBeInstanceOf(errors.InternChatErrorResponse)
+    expect([viaClient.statusCode, viaClient.error.metadata.reason]).toEqual([429, 'rate_limited'])
+  })
+
+  it('answers 504 timeout before any stream when the host does not answer in time (a frozen host)', async () => {
+    const pid = stack.runtime.child!.pid!
+    process.kill(pid, 'SIGSTOP')
+    try {
+      const started = Date.now()
+      const res = await raw({ messages: [{ role: 'user', content: '[sim] say hi' }] })
+      expect([res.status, (await res.json()).error.metadata, Date.now() - started >= 1_400]).toEqual([504, { reason: 'timeout', retryable: true }, true])
+    } finally {
+      process.kill(pid, 'SIGCONT')
+    }
+    // Thawed, the host takes the next prompt (the abandoned one was cancelled when its caller left).
+    await waitFor(
+      async () => {
+        const res = await raw({ messages: [{ role: 'user', content: '[sim] say back' }] })
+        await res.text()
+        return res.status === 200
+      },
+      { timeoutMs: 10_000, what: 'the thawed host to take a prompt' },
+    )
   })
 
   // Last: it kills the runtime host.

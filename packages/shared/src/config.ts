@@ -90,6 +90,10 @@ export const ApiConfig = z.object({
    * `service.provide_input`, or `openrouter.provide_input`, the only one @openrouter/sdk's
    * client.interns.chat accepts. Replies may name either.
    */
+  /** How long the chat route waits for the runtime host to answer a prompt or a reply (then 504 timeout, before any stream). */
+  RUNTIME_ANSWER_TIMEOUT_MS: ms.default(30_000),
+  /** Chat turns (prompts and answers) one user, or one organization key's account, may start per minute; 0: no limit. */
+  CHAT_TURNS_PER_MINUTE: z.coerce.number().int().min(0).default(600),
   INTERN_PROVIDE_INPUT_NAME: z.enum(['service.provide_input', 'openrouter.provide_input']).default('service.provide_input'),
 })
 export type ApiConfig = z.infer<typeof ApiConfig>

@@ -25,6 +25,7 @@ const spec: Record<string, [number, boolean]> = {
   busy: [409, true],
   interaction_unknown: [404, false],
   interaction_not_pending: [409, false],
+  rate_limited: [429, true],
   intern_unreachable: [502, true],
   vault_conflict: [409, false],
   vault_writes_disabled: [503, true],

@@ -32,6 +32,8 @@ export const Reasons = {
   busy: { status: 409, retryable: true },
   /** Chat: a reply names no interaction of that session. */
   interaction_unknown: { status: 404, retryable: false },
+  /** Chat: too many turns for the user (or, for an organization key, the account) the key acts as; see Retry-After. */
+  rate_limited: { status: 429, retryable: true },
   /** Chat: the run that asked has ended, or the question was already answered. */
   interaction_not_pending: { status: 409, retryable: false },
   /** Chat: the intern could not be reached. */

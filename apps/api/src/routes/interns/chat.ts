@@ -7,6 +7,7 @@ import { request } from 'undici'
 import { StringDecoder } from 'node:string_decoder'
 import { AppError, assertInternId, visibleOrNotFound, type Caller } from '@roster/shared'
 import type { AppDeps } from '../../app.js'
+import { createTurnLimit } from './turn-limit.js'
 
 // POST /interns/{internId}/chat/completions: a prompt to a running intern, relayed to its runtime
 // host (which runs the turn with the intern's own key, tools and sandbox), its events streamed back
@@ -36,6 +37,7 @@ const textOf = (content: unknown) =>
   typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => (p?.type === 'text' && typeof p.text === 'string' ? p.text : '')).join('') : ''
 
 export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (req: FastifyRequest) => Promise<void>) {
+  const overLimit = createTurnLimit(deps.redis, deps.config.QUEUE_PREFIX, deps.config.CHAT_TURNS_PER_MINUTE, app.log)
   app.withTypeProvider<ZodTypeProvider>().post(
     '/interns/:internId/chat/completions',
     { onRequest: gate, schema: { operationId: 'createInternChatCompletion', summary: 'Chat with a running intern (Server-Sent Events)', params: Params, body: InternChatRequest }, config: { chatErrors: true } },
@@ -63,6 +65,11 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
       }
       if (intern.status !== 'running') throw new AppError('intern_not_ready', `intern ${internId} is not running (status ${intern.status})`)
       if (!deps.config.RUNTIME_TOKEN) throw new AppError('intern_unreachable', 'this API is not configured to reach the runtime host (RUNTIME_TOKEN)')
+      const wait = await overLimit(caller)
+      if (wait) {
+        reply.header('retry-after', String(wait))
+        throw new AppError('rate_limited', `too many chat turns this minute (CHAT_TURNS_PER_MINUTE: ${deps.config.CHAT_TURNS_PER_MINUTE}); retry in ${wait} s`)
+      }
 
       const upstream = new AbortController()
       let res: Awaited<ReturnType<typeof request>>
@@ -72,8 +79,12 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
           headers: { authorization: `Bearer ${deps.config.RUNTIME_TOKEN}`, 'content-type': 'application/json' },
           body: JSON.stringify(forward),
           signal: upstream.signal,
+          headersTimeout: deps.config.RUNTIME_ANSWER_TIMEOUT_MS,
         })
       } catch (err) {
+        if ((err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT') {
+          throw new AppError('timeout', `the intern did not answer within ${deps.config.RUNTIME_ANSWER_TIMEOUT_MS} ms`, { cause: err, status: 504 })
+        }
         throw new AppError('intern_unreachable', 'the intern could not be reached', { cause: err })
       }
       if (res.statusCode === 202) {
