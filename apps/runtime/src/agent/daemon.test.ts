@@ -143,4 +143,12 @@ describe("an intern's daemon", () => {
     expect(d.idle).toBe(true)
     expect(leaving.types).toEqual(['session'])
   })
+
+  it('keeps sessions under any id a client may send: long, any script, path-like', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'roster-daemon-'))
+    const store = new SessionStore(dir)
+    const ids = ['ж'.repeat(256), '../../etc/passwd', 'a/b', '.', 'ses_1', 'ses_1 ']
+    for (const id of ids) await store.append(id, [{ type: 'message', role: 'user', content: id }])
+    for (const id of ids) expect(await store.load(id)).toEqual([{ type: 'message', role: 'user', content: id }])
+  })
 })

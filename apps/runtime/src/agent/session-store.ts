@@ -1,5 +1,6 @@
 import { appendFile, mkdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { createHash } from 'node:crypto'
 
 type Item = Record<string, unknown>
 /** Items of the daemon's own (type `roster.…`) live in the same file and are never sent to the model. */
@@ -18,8 +19,10 @@ export class SessionStore {
   constructor(private readonly dir: string) {}
 
   private file(sessionId: string) {
-    // Session ids come from clients: the file name is derived, never taken as a path.
-    return join(this.dir, `${Buffer.from(sessionId).toString('base64url')}.jsonl`)
+    // Session ids come from clients: the file name is derived, never taken as a path. A long id
+    // (up to 256 characters of any script) would pass the 255 bytes a file name may have: hashed.
+    const encoded = Buffer.from(sessionId).toString('base64url')
+    return join(this.dir, `${encoded.length <= 200 ? encoded : `h-${createHash('sha256').update(sessionId).digest('hex')}`}.jsonl`)
   }
 
   /** The conversation: what the model is sent (Open Responses input items). */
