@@ -30,7 +30,7 @@ beforeAll(async () => {
   writeFileSync(catalogue, JSON.stringify(simulatorCatalogue(sim.url)))
   stack = await startStack({
     databaseUrl: t.url,
-    env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', INTERN_PROVIDE_INPUT_NAME: 'openrouter.provide_input', INTERACTION_DEADLINE_MS: String(DEADLINE_MS), CHAT_TURNS_PER_MINUTE: String(TURNS_PER_MINUTE), RUNTIME_ANSWER_TIMEOUT_MS: '1500' },
+    env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', INTERN_PROVIDE_INPUT_NAME: 'openrouter.provide_input', INTERACTION_DEADLINE_MS: String(DEADLINE_MS), CHAT_TURNS_PER_MINUTE: String(TURNS_PER_MINUTE), RUNTIME_ANSWER_TIMEOUT_MS: '1500', CHAT_REQUEST_BUDGET_MS: '4000' },
     workerEnv: { RECONCILE_INTERVAL_MS: '500' },
   })
   client = new OpenRouter({ apiKey: tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
@@ -142,6 +142,25 @@ describe('pauses through the official client', () => {
       },
       { timeoutMs: 10_000, what: 'the thawed host to take a prompt' },
     )
+  })
+
+  it('ends a turn that outlives the request budget with a timeout finish error, and one whose model fails with turn_failed', async () => {
+    const slow = await raw({ messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 20"}' }] })
+    const chunks = sseEvents(await slow.text()).events.map((e) => e.data)
+    expect(chunks.at(-2)).toMatchObject({ model: 'openrouter/intern', choices: [{ delta: {}, finish_reason: 'error', error: { code: 504, metadata: { reason: 'timeout', retryable: true } } }] })
+    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: null })
+    for (const chunk of chunks) expect(InternChatCompletionChunk$inboundSchema.safeParse(chunk).success).toBe(true)
+
+    // An intern whose model the gateway does not serve: the turn fails, as the intern classifies it.
+    const headers = { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }
+    const broken = await (await fetch(`${stack.apiUrl}/interns`, { method: 'POST', headers, body: JSON.stringify({ name: 'misconfigured' }) })).json()
+    expect((await fetch(`${stack.apiUrl}/interns/${broken.id}`, { method: 'PATCH', headers, body: JSON.stringify({ model: 'no/such-model' }) })).status).toBe(200)
+    expect((await fetch(`${stack.apiUrl}/interns/${broken.id}/provision`, { method: 'POST', headers: { authorization: headers.authorization } })).status).toBeLessThan(300)
+    await waitFor(async () => (await (await fetch(`${stack.apiUrl}/interns/${broken.id}`, { headers })).json()).status === 'running', { timeoutMs: 30_000, what: 'the intern to run' })
+    const failed = await fetch(`${stack.apiUrl}/interns/${broken.id}/chat/completions`, { method: 'POST', headers, body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hi' }] }) })
+    const out = sseEvents(await failed.text()).events.map((e) => e.data)
+    expect(out.at(-2).choices[0]).toMatchObject({ finish_reason: 'error', error: { code: 502, message: expect.stringMatching(/no\/such-model/), metadata: { reason: 'turn_failed', retryable: false } } })
+    expect(out.at(-1)).toMatchObject({ choices: [], usage: null })
   })
 
   // Last: it kills the runtime host.
