@@ -34,7 +34,7 @@ export interface EgressProxyOptions {
 const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'proxy-authorization', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host'])
 
 export class EgressProxies {
-  private readonly sockets = new Map<string, Promise<{ path: string; server: Server }>>()
+  private readonly sockets = new Map<string, Promise<{ path: string; server: Server; tunnels: Set<Socket> }>>()
   private readonly agent: Agent
   private readonly lookup: ReturnType<typeof guardedLookup>
 
@@ -60,6 +60,8 @@ export class EgressProxies {
     this.sockets.delete(internId)
     const proxy = await started?.catch(() => undefined)
     if (!proxy) return
+    // Tunnels left the HTTP server's keeping when they were established: ended here, or close would wait on them.
+    for (const socket of proxy.tunnels) socket.destroy()
     proxy.server.closeAllConnections()
     await new Promise((r) => proxy.server.close(r))
     await rm(proxy.path, { force: true })
@@ -74,11 +76,16 @@ export class EgressProxies {
     await mkdir(this.options.dir, { recursive: true, mode: 0o700 })
     const path = join(this.options.dir, `${internId}.sock`)
     await rm(path, { force: true })
+    const tunnels = new Set<Socket>()
     const server = createServer((req, res) => void this.forward(internId, req, res).catch(() => res.destroy()))
-    server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => this.tunnel(req, socket, head))
+    server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+      tunnels.add(socket)
+      socket.once('close', () => tunnels.delete(socket))
+      this.tunnel(req, socket, head)
+    })
     server.on('clientError', (_err, socket) => socket.destroy())
     await new Promise<void>((resolve, reject) => server.once('error', reject).listen(path, () => resolve()))
-    return { path, server }
+    return { path, server, tunnels }
   }
 
   /** Plain HTTP: forwarded byte for byte, or through the egress when it carries a secret placeholder. */

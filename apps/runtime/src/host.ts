@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto'
 import { createDb, LocalVault, loggerOptions, logsEachRequest, requestLogger, type RuntimeConfig } from '@roster/shared'
 import { Egress } from './egress.js'
 import { EgressProxies } from './egress-proxy.js'
-import { commandRunner } from './sandbox.js'
+import { chooseEgressForwarder, commandRunner } from './sandbox.js'
 import { SessionStore } from './agent/session-store.js'
 import { runAgentTurn } from './agent/agent-turn.js'
 import { InternDaemon, type RunEvent, type RunStream } from './agent/daemon.js'
@@ -103,6 +103,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
 
   // Interns' shell commands: sandboxed, or refused where that cannot be (unless allowed unconfined).
   const commands = commandRunner(config.RUNTIME_UNCONFINED_COMMANDS)
+  chooseEgressForwarder(config.RUNTIME_EGRESS_FORWARDER)
   // With the vault configured, interns' HTTP requests go through the egress, which releases secrets by host.
   const db = config.DATABASE_URL && config.VAULT_MASTER_KEY ? createDb({ url: config.DATABASE_URL, poolSize: 4 }) : undefined
   const egress = db

@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:net'
 import { tmpdir, homedir } from 'node:os'
 import { join } from 'node:path'
 import { execFile, execFileSync } from 'node:child_process'
-import { commandRunner, runSandboxed, SandboxUnavailableError, sandboxUnavailable, type CommandOptions } from './sandbox.js'
+import { chooseEgressForwarder, commandRunner, runSandboxed, SandboxUnavailableError, sandboxUnavailable, type CommandOptions } from './sandbox.js'
 
 // Real commands in real bubblewrap sandboxes (the bubblewrap package; .ci/run installs it).
 const why = sandboxUnavailable()
@@ -65,6 +65,23 @@ describe('a sandboxed shell command', () => {
     const links = await runSandboxed('ls /sys/class/net 2>/dev/null || cat /proc/net/dev', opts())
     expect(links.stdout).not.toMatch(/eth|ens|enp|wl|docker|veth/)
   })
+
+  for (const kind of ['socat', 'node'] as const) {
+    it(`granted the network, reaches it only through its egress proxy (forwarder: ${kind})`, async () => {
+      const { EgressProxies } = await import('./egress-proxy.js')
+      const proxies = new EgressProxies({ dir: mkdtempSync(join(tmpdir(), 'roster-egress-')), allowPrivateNetworks: true, timeoutMs: 5_000, maxRequestBytes: 1024 })
+      try {
+        chooseEgressForwarder(kind)
+        const egressSocket = await proxies.socketFor('00000000-0000-4000-8000-000000000000')
+        // Through the proxy (a CONNECT tunnel to this raw TCP server, read as HTTP/0.9): reached; directly: nothing.
+        const res = await runSandboxed(`curl -s -m 10 --http0.9 -p http://127.0.0.1:${port}/; (exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null || echo direct refused`, opts({ egressSocket }))
+        expect(res.stdout).toBe('hello from the host\ndirect refused\n')
+      } finally {
+        chooseEgressForwarder('auto')
+        await proxies.closeAll()
+      }
+    })
+  }
 
   it('is killed past its time limit, with everything it started', async () => {
     const marker = `roster-sleeper-${process.pid}-${Date.now()}`

@@ -149,6 +149,8 @@ export const RuntimeConfig = z.object({
   COMMAND_TIMEOUT_MS: ms.default(120_000),
   /** Model turns at most in one run (tool calls between them). */
   RUN_MAX_STEPS: z.coerce.number().int().min(1).max(200).default(30),
+  /** What forwards a sandboxed command's network to its egress proxy: socat (fast), node (always there), auto (socat if installed). */
+  RUNTIME_EGRESS_FORWARDER: z.enum(['auto', 'socat', 'node']).default('auto'),
   /** How long a run paused on a question (a permission, an elicitation) waits for the answer; then it is cancelled. */
   INTERACTION_DEADLINE_MS: ms.default(300_000),
   /** Runs one intern may hold paused on questions at once; past it a new prompt gets 503 busy. */

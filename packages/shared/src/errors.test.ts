@@ -27,6 +27,7 @@ const spec: Record<string, [number, boolean]> = {
   interaction_not_pending: [409, false],
   rate_limited: [429, true],
   intern_unreachable: [502, true],
+  intern_rejected: [502, false],
   vault_conflict: [409, false],
   vault_writes_disabled: [503, true],
   payload_too_large: [413, false],

@@ -38,6 +38,8 @@ export const Reasons = {
   interaction_not_pending: { status: 409, retryable: false },
   /** Chat: the intern could not be reached. */
   intern_unreachable: { status: 502, retryable: true },
+  /** Chat: the intern's host refused the request for a reason of its own (not one the route names). */
+  intern_rejected: { status: 502, retryable: false },
   /** Ours (the vault's 409): a copy names a secret bound to no hosts. */
   vault_conflict: { status: 409, retryable: false },
   /** Ours (the vault's 503): the operator has switched vault writes off for the account. */

@@ -98,6 +98,7 @@ const canonicalErrorType: Record<Reason, string> = {
   busy: 'rate_limit_exceeded',
   interaction_unknown: 'not_found',
   interaction_not_pending: 'precondition_failed',
+  intern_rejected: 'provider_unavailable',
   rate_limited: 'rate_limit_exceeded',
   intern_unreachable: 'provider_unavailable',
   vault_writes_disabled: 'provider_unavailable',

@@ -103,6 +103,8 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
         if (said.error === 'bad_request') throw new AppError('invalid_body', `invalid request: ${message}`)
         if (said.error === 'interaction_unknown' || said.error === 'interaction_not_pending') throw new AppError(said.error, message)
         if (said.error === 'intern_not_ready') throw new AppError('intern_not_ready', `intern ${internId} is not running on its host`)
+        // Any other refusal: the host's own 4xx is a rejection (retrying will not help); a 5xx, unreachable.
+        if (res.statusCode < 500) throw new AppError('intern_rejected', `the intern's host refused the request (${res.statusCode}): ${message}`)
         throw new AppError('intern_unreachable', `the intern's host answered ${res.statusCode}`)
       }
       return relay(req, reply, res, upstream, deps.config.CHAT_REQUEST_BUDGET_MS, deps.config.INTERN_PROVIDE_INPUT_NAME)
