@@ -59,7 +59,7 @@ const raw = (body: object) =>
 
 describe('pauses through the official client', () => {
   it('pauses a manual run for permission, is answered through the client, and runs the command in the sandbox', async () => {
-    const prompt = { role: 'user', content: 'Check.\n[sim] call shell {"command":"uname -s; ls /workspace"}\n[sim] say Checked.' }
+    const prompt = { role: 'user', content: 'Check.\n[sim] call shell {"command":"uname -s; ls /workspace"}\n[sim] say Checked: {{result}}' }
     const paused = await sdkChat({ approvalMode: 'manual', messages: [prompt] })
     const toolCall = paused.find((c) => c.choices[0]?.delta?.toolCalls)?.choices[0].delta.toolCalls[0]
     expect(toolCall).toMatchObject({ index: 0, type: 'function', function: { name: 'openrouter.provide_input' } })
@@ -73,7 +73,7 @@ describe('pauses through the official client', () => {
       approvalMode: 'self-drive', // ignored on a reply: the run keeps its mode
       messages: [prompt, { role: 'assistant', content: null, toolCalls: [{ id: toolCall.id, function: toolCall.function }] }, { role: 'tool', toolCallId: toolCall.id, content: 'allow_once' }],
     })
-    expect(answered.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toBe('Checked.')
+    expect(answered.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toMatch(/^Checked: \{"exit_code":0,"stdout":"Linux\\n/)
     expect(answered.at(-2).choices[0].finishReason).toBe('stop')
     expect(answered.at(-1)).toMatchObject({ sessionId: final.sessionId, usage: { totalTokens: expect.any(Number) } })
     expect(JSON.stringify(sim.stats.lastBody['/v1/chat/completions'])).toContain('Linux')

@@ -158,7 +158,7 @@ describe('chatting with an intern', () => {
   })
 
   it('pauses a manual run for permission, keeps it paused through a wrong answer, and runs the command in the sandbox once allowed', async () => {
-    const prompt = { role: 'user', content: '[sim] call shell {"command":"echo sandboxed > proof.txt; cat proof.txt"}\n[sim] say Ran it.' }
+    const prompt = { role: 'user', content: '[sim] call shell {"command":"echo sandboxed > proof.txt; cat proof.txt"}\n[sim] say Ran it: {{result}}' }
     const res = await chat({ approval_mode: 'manual', session_id: 'ses-manual', messages: [prompt] })
     const first = sseEvents(await res.text())
     expect(first.done).toBe(true)
@@ -183,7 +183,8 @@ describe('chatting with an intern', () => {
     expect(ok.status).toBe(200)
     const next = sseEvents(await ok.text()).events.map((e) => e.data)
     expect(next[0].choices[0].delta).toEqual({ role: 'assistant', content: '' })
-    expect(next.filter((c) => c.choices[0]?.delta?.content).map((c) => c.choices[0].delta.content).join('')).toBe('Ran it.')
+    // The intern reports what the command gave (the simulator quotes the tool's result).
+    expect(next.filter((c) => c.choices[0]?.delta?.content).map((c) => c.choices[0].delta.content).join('')).toBe('Ran it: {"exit_code":0,"stdout":"sandboxed\\n","stderr":""}')
     expect(next.at(-2).choices[0].finish_reason).toBe('stop')
     expect(next.at(-1)).toMatchObject({ session_id: 'ses-manual', usage: { total_tokens: expect.any(Number) } })
     expect(readFileSync(proof, 'utf8')).toBe('sandboxed\n')

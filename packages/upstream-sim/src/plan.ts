@@ -15,6 +15,8 @@ export interface Ask {
   promptText: string
   /** Tool results since that prompt: which step of its script is next. */
   toolResults: number
+  /** The text of the latest of them (a script's `say` may quote it as {{result}}). */
+  lastResult?: string
   maxTokens?: number
   stop?: string[]
   /** The request marks content for caching (cache_control, prompt_cache_key…). */
@@ -56,7 +58,8 @@ export function plan(ask: Ask, settings: SimSettings, seenPrompts: Set<string>):
     return { id, model: ask.model, text: [], reasoning, toolCall: { id: `call_${id}`, name: step.tool, arguments: step.arguments }, finish: 'tool', usage }
   }
   if (step) {
-    const text = splitLike(step.kind === 'say' ? step.text : `(script: the tool ${step.tool} is not offered)`)
+    const said = step.kind === 'say' ? step.text.replaceAll('{{result}}', () => ask.lastResult ?? '') : `(script: the tool ${step.tool} is not offered)`
+    const text = splitLike(said)
     usage.output = text.length + usage.reasoning
     return { id, model: ask.model, text, reasoning, finish: 'stop', usage }
   }
@@ -89,7 +92,8 @@ export type ScriptStep = { kind: 'call'; tool: string; arguments: string } | { k
 /**
  * A script in the latest user prompt, for tests that need a run to go a given way: each line
  * `[sim] call <tool> <JSON arguments>` or `[sim] say <text>` is one turn, in order; the turn after
- * the n-th tool result since that prompt plays line n+1. Past the last line, and without a script,
+ * the n-th tool result since that prompt plays line n+1. In a `say`, `{{result}}` stands for the
+ * latest tool result's text (so a run can report what its tool gave). Past the last line, and without a script,
  * the simulator answers as usual. A call of a tool the request does not offer is answered in text
  * saying so. Other lines of the prompt are ignored.
  */
@@ -129,8 +133,9 @@ export function wantsCache(body: unknown): boolean {
 }
 
 /** The latest prompt of a conversation (its text) and how many tool results came after it. */
-export function sincePrompt<T extends { content?: unknown }>(items: T[], isPrompt: (i: T) => boolean, isResult: (i: T) => boolean): { promptText: string; toolResults: number } {
+export function sincePrompt<T extends { content?: unknown }>(items: T[], isPrompt: (i: T) => boolean, isResult: (i: T) => boolean): { promptText: string; toolResults: number; lastResult?: string } {
   let at = -1
   for (let i = items.length - 1; i >= 0; i--) if (isPrompt(items[i]!)) { at = i; break }
-  return { promptText: at >= 0 ? textOf(items[at]!.content) : '', toolResults: items.slice(at + 1).filter(isResult).length }
+  const results = items.slice(at + 1).filter(isResult)
+  return { promptText: at >= 0 ? textOf(items[at]!.content) : '', toolResults: results.length, lastResult: results.length ? textOf(results.at(-1)) : undefined }
 }

@@ -202,6 +202,16 @@ describe('a script in the prompt', () => {
     expect([done.stop_reason, done.content[0].text]).toEqual(['end_turn', 'Both looked up.'])
   })
 
+  it('quotes the latest tool result where a say line writes {{result}}, in each protocol', async () => {
+    const quoting = '[sim] call get_weather {"city":"Oslo"}\n[sim] say It said: {{result}}.'
+    const chat = await (await post('/v1/chat/completions', { model: 'sim', tools: tools.chat, messages: [{ role: 'user', content: quoting }, { role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'get_weather', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'a', content: 'rain, 4 °C' }] })).json()
+    expect(chat.choices[0].message.content).toBe('It said: rain, 4 °C.')
+    const responses = await (await post('/v1/responses', { model: 'sim', tools: tools.responses, input: [{ role: 'user', content: quoting }, { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{}' }, { type: 'function_call_output', call_id: 'c1', output: 'sun' }] })).json()
+    expect(responses.output.find((o: any) => o.type === 'message').content[0].text).toBe('It said: sun.')
+    const messages = await (await post('/v1/messages', { model: 'sim', max_tokens: 100, tools: tools.messages, messages: [{ role: 'user', content: quoting }, { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'get_weather', input: {} }] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'fog' }] }] })).json()
+    expect(messages.content[0].text).toBe('It said: fog.')
+  })
+
   it('answers in text when the scripted tool is not offered, and as usual past the script', async () => {
     const res = await (await post('/v1/chat/completions', { model: 'sim', messages: [{ role: 'user', content: '[sim] call shell {"command":"ls"}' }] })).json()
     expect(res.choices[0].message.content).toBe('(script: the tool shell is not offered)')
