@@ -180,7 +180,13 @@ describe('pauses through the official client', () => {
       if (done) break
       text += new TextDecoder().decode(value)
     }
-    expect(sseEvents(text).events.at(-2)!.data.choices[0].error.metadata).toEqual({ reason: 'stream_severed', retryable: true })
+    const severed = sseEvents(text)
+    expect(severed.done, text).toBe(true)
+    expect(severed.events.at(-2)!.data).toMatchObject({ model: 'openrouter/intern', choices: [{ finish_reason: 'error', error: { code: 502, metadata: { reason: 'stream_severed', retryable: true } } }] })
+    expect(severed.events.at(-1)!.data).toMatchObject({ choices: [], session_id: session, usage: null })
+    // With the host gone, a new prompt is refused before any stream: 502 intern_unreachable, retryable.
+    const refused = await raw({ messages: [{ role: 'user', content: 'hello?' }] })
+    expect([refused.status, (await refused.json()).error.metadata]).toEqual([502, { reason: 'intern_unreachable', retryable: true }])
 
     stack.runtime.start()
     await stack.runtime.waitForOutput(/listening/)
