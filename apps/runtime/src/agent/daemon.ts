@@ -108,10 +108,11 @@ export class InternDaemon {
 
   /** A tool message: the answer to the question `interactionId` of the session's paused run. */
   async reply(sessionId: string, interactionId: string, content: string, stream: RunStream): Promise<ReplyOutcome> {
+    // Any reply while a turn goes waits for it (the contract's §1.6): one turn per intern.
+    if (this.turn) return { busy: 'the intern is running a turn; reply when it ends', status: 409 }
     const run = this.runs.get(sessionId)
     const pending = run?.pending
     if (run && pending?.id === interactionId) {
-      if (this.turn) return { busy: 'the intern is running another turn; reply when it ends', status: 409 }
       const read = readAnswer(pending.question, content)
       // A wrong answer changes nothing: the run stays paused, its deadline as it was.
       if ('problem' in read) return { badAnswer: read.problem }
