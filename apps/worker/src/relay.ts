@@ -26,6 +26,8 @@ export class OutboxRelay {
     private readonly pollMs: number,
     private readonly jobOptions: JobOptionsFor,
     private readonly log: Logger,
+    /** Told how many rows were set aside (a metric counts them). */
+    private readonly onDeadLetters?: (count: number) => void,
   ) {}
 
   async start() {
@@ -79,19 +81,41 @@ export class OutboxRelay {
         const rows = await tx.$queryRaw<{ id: string; kind: string; job_id: string; payload: unknown }[]>`
           SELECT id::text, kind, job_id, payload FROM outbox ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`
         if (rows.length === 0) return 0
-        const jobs = rows.flatMap((row) => {
-          if (!isJobKind(row.kind)) {
-            this.log.error({ kind: row.kind, id: row.id }, 'outbox row of unknown kind dropped')
-            return []
-          }
-          const data = Jobs[row.kind].schema.parse(row.payload)
-          return [{ name: row.kind, data, opts: { ...this.jobOptions(row.kind), jobId: row.job_id } }]
-        })
+        const { jobs, dead } = this.readRows(rows)
         if (jobs.length) await this.queue.addBulk(jobs)
+        if (dead.length) {
+          // Set aside whole, in this transaction: a row that can never be published must not hold up the rest.
+          await tx.$executeRaw`
+            INSERT INTO outbox_dead_letters (id, kind, job_id, payload, error, created_at)
+            SELECT o.id, o.kind, o.job_id, o.payload, d.error, o.created_at
+            FROM outbox o JOIN unnest(${dead.map((d) => d.id)}::bigint[], ${dead.map((d) => d.error)}::text[]) AS d(id, error) ON d.id = o.id
+            ON CONFLICT (id) DO NOTHING`
+          for (const d of dead) this.log.error({ outboxId: d.id, kind: d.kind, error: d.error }, 'outbox row cannot be published: set aside in outbox_dead_letters')
+          this.onDeadLetters?.(dead.length)
+        }
         await tx.$executeRaw`DELETE FROM outbox WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`
         return rows.length
       },
       { timeout: 30_000, maxWait: 10_000 },
     )
+  }
+
+  /** The rows as jobs to publish, and those that cannot be (an unknown kind, a payload that does not parse), with why. */
+  private readRows(rows: { id: string; kind: string; job_id: string; payload: unknown }[]) {
+    const jobs: { name: string; data: unknown; opts: ReturnType<JobOptionsFor> & { jobId: string } }[] = []
+    const dead: { id: string; kind: string; error: string }[] = []
+    for (const row of rows) {
+      if (!isJobKind(row.kind)) {
+        dead.push({ id: row.id, kind: row.kind, error: `no job kind ${row.kind}` })
+        continue
+      }
+      const data = Jobs[row.kind].schema.safeParse(row.payload)
+      if (!data.success) {
+        dead.push({ id: row.id, kind: row.kind, error: `the payload does not fit ${row.kind}: ${data.error.issues.map((i) => `${i.path.join('.') || '(root)'} ${i.message}`).join('; ').slice(0, 1_000)}` })
+        continue
+      }
+      jobs.push({ name: row.kind, data: data.data, opts: { ...this.jobOptions(row.kind), jobId: row.job_id } })
+    }
+    return { jobs, dead }
   }
 }
