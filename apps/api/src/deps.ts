@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis'
-import { CreateBatcher, createInternEventPublisher, InternReader, LocalVault, SecretStoreBatcher, type ApiConfig, type Db } from '@roster/shared'
+import { CreateBatcher, createInternEventPublisher, createLogger, InternReader, LocalVault, SecretStoreBatcher, type ApiConfig, type Db, type ParentLogger } from '@roster/shared'
 import { createHmac, randomBytes } from 'node:crypto'
 import { ResponsesEngine, type Catalogue } from '@roster/gateway'
 import type { AppDeps } from './app.js'
@@ -19,15 +19,22 @@ export function createAppDeps(
   redis: Redis,
   catalogue: Catalogue = { models: [] },
   providerEnv: NodeJS.ProcessEnv = {},
+  /** For what happens outside requests (connections to Redis). */
+  log: Pick<ParentLogger, 'warn' | 'info'> = createLogger('api', config.LOG_LEVEL),
 ): AppDeps {
   let watch: InternWatch | undefined
   const trusted = () => watch?.live ?? false
   const reader = new InternReader(db, config.INTERN_CACHE_MS, trusted)
   const lists = new ListCache(config.INTERN_CACHE_MS, trusted)
-  watch = new InternWatch(config.REDIS_URL, config.QUEUE_PREFIX, (ids) => {
-    reader.evict(ids)
-    lists.clear()
-  })
+  watch = new InternWatch(
+    config.REDIS_URL,
+    config.QUEUE_PREFIX,
+    (ids) => {
+      reader.evict(ids)
+      lists.clear()
+    },
+    log,
+  )
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
   return {
     config,

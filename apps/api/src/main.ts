@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis'
-import { ApiConfig, createDb, loadConfigOrExit, masterKeyProblem } from '@roster/shared'
+import { ApiConfig, createDb, createLogger, loadConfigOrExit, masterKeyProblem, reportConnectionErrors } from '@roster/shared'
 import { buildApp } from './app.js'
 import { createAppDeps } from './deps.js'
 import { CatalogueError, loadCatalogue, type Catalogue } from '@roster/gateway'
@@ -32,10 +32,11 @@ if (config.VAULT_MASTER_KEY) {
 // The API never needs Redis to accept a create (the outbox carries the work), so it must not queue
 // commands while Redis is away: /ready reports it instead.
 const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
-redis.on('error', () => {})
+const log = createLogger('api', config.LOG_LEVEL)
+reportConnectionErrors(redis, log, 'api: redis')
 redis.connect().catch(() => {})
 // Provider credentials stay in the environment, named by the catalogue; the engine reads them per call.
-const app = await buildApp(createAppDeps(config, db, redis, catalogue, process.env))
+const app = await buildApp(createAppDeps(config, db, redis, catalogue, process.env, log))
 if (!config.VAULT_MASTER_KEY) app.log.warn('VAULT_MASTER_KEY is not set: intern creation will answer 500 configuration_error')
 
 let closing = false

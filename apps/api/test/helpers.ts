@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis'
 import type { FastifyInstance } from 'fastify'
-import { ApiConfig, loadConfig, type Db } from '@roster/shared'
+import { ApiConfig, createLogger, loadConfig, type Db } from '@roster/shared'
 import { redisUrl } from '@roster/testing'
 import { buildApp } from '../src/app.js'
 import { createAppDeps } from '../src/deps.js'
@@ -19,7 +19,7 @@ export async function buildTestApp(
   const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
   redis.on('error', () => {})
   await redis.connect().catch(() => {})
-  const app = await buildApp(createAppDeps(config, db, redis, catalogue, providerEnv), { logger: false })
+  const app = await buildApp(createAppDeps(config, db, redis, catalogue, providerEnv, createLogger('api', 'silent')), { logger: false })
   return Object.assign(app, {
     async closeAll() {
       await app.close()

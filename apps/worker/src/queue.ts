@@ -1,6 +1,6 @@
 import { Queue, type JobsOptions } from 'bullmq'
 import { Redis } from 'ioredis'
-import { INTERN_QUEUE, type JobKind, type WorkerConfig } from '@roster/shared'
+import { INTERN_QUEUE, reportConnectionErrors, type JobKind, type ParentLogger, type WorkerConfig } from '@roster/shared'
 
 export type JobOptionsFor = (kind: JobKind) => JobsOptions
 
@@ -21,10 +21,10 @@ export function jobOptionsFor(config: WorkerConfig): JobOptionsFor {
  * The producer side. enableOfflineQueue is off so that, while Redis is away, adds fail at once
  * (the outbox keeps the work) instead of piling up in memory.
  */
-export function createQueue(config: WorkerConfig) {
+export function createQueue(config: Pick<WorkerConfig, 'REDIS_URL' | 'QUEUE_PREFIX'>, log: Pick<ParentLogger, 'warn' | 'info'>) {
   const connection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
-  connection.on('error', () => {})
+  reportConnectionErrors(connection, log, 'queue producer: redis')
   const queue = new Queue(INTERN_QUEUE, { connection, prefix: config.QUEUE_PREFIX })
-  queue.on('error', () => {})
+  reportConnectionErrors(queue as never, log, 'queue producer')
   return { queue, connection }
 }

@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
-import { isJobKind, Jobs, outboxBellChannel, type Db, type Logger } from '@roster/shared'
+import { isJobKind, Jobs, outboxBellChannel, reportConnectionErrors, type Db, type Logger } from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 const BATCH = 500
@@ -33,7 +33,7 @@ export class OutboxRelay {
   async start() {
     this.timer = setInterval(() => this.wake(), this.pollMs)
     const bell = new Redis(this.redisUrl, { maxRetriesPerRequest: null })
-    bell.on('error', () => {})
+    reportConnectionErrors(bell, this.log, 'outbox bell: redis')
     bell.on('message', () => this.wake())
     // ioredis subscribes again after every reconnect; drain then too, for bells rung meanwhile.
     bell.on('ready', () => this.wake())

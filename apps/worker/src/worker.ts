@@ -7,6 +7,7 @@ import {
   createInternEventPublisher,
   INTERN_QUEUE,
   LocalVault,
+  reportConnectionErrors,
   TransitionBatcher,
   type Logger,
   type WorkerConfig,
@@ -29,7 +30,7 @@ export interface RunningWorker {
 export async function startWorker(config: WorkerConfig, log: Logger = createLogger('worker', config.LOG_LEVEL)): Promise<RunningWorker> {
   assertRegistryComplete()
   const db = createDb({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, preparedStatements: config.DATABASE_PREPARED_STATEMENTS })
-  const { queue, connection: queueConnection } = createQueue(config)
+  const { queue, connection: queueConnection } = createQueue(config, log)
   const jobOptions = jobOptionsFor(config)
   const internsChanged = createInternEventPublisher(queueConnection, config.QUEUE_PREFIX)
   const deps: WorkerDeps = {
@@ -45,7 +46,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
 
   // Workers block on Redis, so their connection must never give up on a command.
   const workerConnection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null })
-  workerConnection.on('error', () => {})
+  reportConnectionErrors(workerConnection, log, 'worker: redis')
   const worker = new Worker(
     INTERN_QUEUE,
     async (job) => {
@@ -68,7 +69,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
       maxStalledCount: 20,
     },
   )
-  worker.on('error', (err) => log.warn({ err: err.message }, 'worker connection error'))
+  reportConnectionErrors(worker as never, log, 'worker')
   worker.on('failed', (job, err) => log.warn({ jobId: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'))
 
   const relay = new OutboxRelay(db, queue, config.REDIS_URL, config.QUEUE_PREFIX, config.RELAY_POLL_MS, jobOptions, log)

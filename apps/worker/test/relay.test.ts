@@ -10,7 +10,7 @@ import { OutboxRelay } from '../src/relay.js'
 // aside, and the rest are published; one bad row never stalls the outbox.
 const env = useTestTenant()
 const config = { REDIS_URL: redisUrl(), QUEUE_PREFIX: `{relay-${randomUUID().slice(0, 8)}}`, PROVISION_ATTEMPTS: 3, PROVISION_BACKOFF_MS: 100 } as WorkerConfig
-const { queue, connection } = createQueue(config)
+const { queue, connection } = createQueue(config, pino({ level: 'silent' }))
 let relay: OutboxRelay
 let deadCount = 0
 

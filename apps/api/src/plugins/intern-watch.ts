@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis'
-import { internEventsChannel } from '@roster/shared'
+import { internEventsChannel, reportConnectionErrors, type ParentLogger } from '@roster/shared'
 
 /**
  * The API's ear for change events: one subscriber connection per process. Each event evicts the
@@ -9,9 +9,9 @@ export class InternWatch {
   private readonly listeners = new Map<string, Set<() => void>>()
   private readonly subscriber: Redis
 
-  constructor(redisUrl: string, queuePrefix: string, onChange: (ids: string[]) => void) {
+  constructor(redisUrl: string, queuePrefix: string, onChange: (ids: string[]) => void, log: Pick<ParentLogger, 'warn' | 'info'>) {
     this.subscriber = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: true })
-    this.subscriber.on('error', () => {})
+    reportConnectionErrors(this.subscriber, log, 'intern change events: redis')
     this.subscriber.on('message', (_channel: string, message: string) => {
       const ids = message.split(',')
       onChange(ids)
