@@ -2,18 +2,14 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import swagger from '@fastify/swagger'
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import { randomUUID } from 'node:crypto'
-import type { Redis } from 'ioredis'
-import { loggerOptions, logsEachRequest, requestLogger, type ApiConfig, type Caller, type CreateBatcher, type Db, type InternReader, type SecretStoreBatcher, type VaultService } from '@roster/shared'
-import type { InternWatch } from './plugins/intern-watch.js'
-import type { ListCache } from './plugins/list-cache.js'
-import type { Catalogue, ResponsesEngine } from '@roster/gateway'
+import { loggerOptions, logsEachRequest, requestLogger, type Caller } from '@roster/shared'
+import type { AppDeps } from './deps.js'
 import { modelRoutes } from './routes/models.js'
 import { responsesRoutes } from './routes/responses.js'
 import { presetRoutes } from './routes/presets.js'
 import { vaultRoutes } from './routes/vault.js'
 import { registerErrorHandling } from './plugins/errors.js'
 import { clientErrorHandler, frameworkErrors, registerInputGuards } from './plugins/input-guards.js'
-import type { Authenticator } from './plugins/auth.js'
 import { internRoutes } from './routes/interns/index.js'
 import { healthRoutes } from './routes/health.js'
 
@@ -23,31 +19,6 @@ declare module 'fastify' {
   }
 }
 
-export interface AppDeps {
-  config: ApiConfig
-  db: Db
-  redis: Redis
-  vault: VaultService
-  authenticate: Authenticator
-  /** Wakes the outbox relay after a create wrote a job. */
-  ringOutboxBell: () => void
-  /** Group commit of concurrent secret stores (absent: one statement per store). */
-  secretStores?: SecretStoreBatcher
-  /** Group commit of concurrent creates (absent: one statement per create). */
-  createBatcher?: CreateBatcher
-  /** Reads interns for pollers, evicted by change events. */
-  internReader: InternReader
-  /** Serialized list pages, cleared by change events. */
-  listCache: ListCache
-  /** Change events, for the SSE stream. */
-  watch: InternWatch
-  /** After this process changed interns: evict, tell local listeners, publish the event. */
-  internsChanged: (ids: string[]) => void
-  /** The models served (loaded once at start-up). */
-  catalogue: Catalogue
-  /** The responses engine over that catalogue. */
-  responses: ResponsesEngine
-}
 
 export const BODY_LIMIT = 1_048_576
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/

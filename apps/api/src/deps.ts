@@ -1,12 +1,36 @@
 import type { Redis } from 'ioredis'
-import { CreateBatcher, createInternEventPublisher, createLogger, InternReader, LocalVault, SecretStoreBatcher, type ApiConfig, type Db, type ParentLogger } from '@roster/shared'
+import { CreateBatcher, createInternEventPublisher, createLogger, InternReader, LocalVault, SecretStoreBatcher, type AfterCommit, type ApiConfig, type Db, type ParentLogger, type VaultService } from '@roster/shared'
 import { createHmac, randomBytes } from 'node:crypto'
 import { ResponsesEngine, type Catalogue } from '@roster/gateway'
-import type { AppDeps } from './app.js'
-import { createAuthenticator } from './plugins/auth.js'
+import { createAuthenticator, type Authenticator } from './plugins/auth.js'
 import { createOutboxBell } from './plugins/outbox-bell.js'
 import { InternWatch } from './plugins/intern-watch.js'
 import { ListCache } from './plugins/list-cache.js'
+
+/** What the routes are given (built by createAppDeps; the tests build it the same way). */
+export interface AppDeps {
+  config: ApiConfig
+  db: Db
+  redis: Redis
+  vault: VaultService
+  authenticate: Authenticator
+  /** Told by the domain after each committed change to interns: wakes the relay, evicts, publishes. */
+  afterCommit: AfterCommit
+  /** Group commit of concurrent secret stores (absent: one statement per store). */
+  secretStores?: SecretStoreBatcher
+  /** Group commit of concurrent creates (absent: one statement per create). */
+  createBatcher?: CreateBatcher
+  /** Reads interns for pollers, evicted by change events. */
+  internReader: InternReader
+  /** Serialized list pages, cleared by change events. */
+  listCache: ListCache
+  /** Change events, for the SSE stream. */
+  watch: InternWatch
+  /** The models served (loaded once at start-up). */
+  catalogue: Catalogue
+  /** The responses engine over that catalogue. */
+  responses: ResponsesEngine
+}
 
 /** Everything the API needs besides its connections; main.ts and the tests build it the same way. */
 /**
@@ -42,7 +66,6 @@ export function createAppDeps(
     redis,
     vault: new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS }),
     authenticate: createAuthenticator(db, config.AUTH_CACHE_MS),
-    ringOutboxBell: createOutboxBell(redis, config.QUEUE_PREFIX),
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
     secretStores: new SecretStoreBatcher(db),
     catalogue,
@@ -63,11 +86,14 @@ export function createAppDeps(
     internReader: reader,
     listCache: lists,
     watch,
-    internsChanged(ids) {
-      reader.evict(ids)
-      lists.clear()
-      watch!.notify(ids)
-      publish(ids)
+    afterCommit: {
+      outboxWritten: createOutboxBell(redis, config.QUEUE_PREFIX),
+      internsChanged(ids) {
+        reader.evict(ids)
+        lists.clear()
+        watch!.notify(ids)
+        publish(ids)
+      },
     },
   }
 }

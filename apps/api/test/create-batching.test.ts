@@ -19,7 +19,10 @@ afterAll(async () => t?.drop())
 
 function deps(limit = 1_000) {
   const batcher = new CreateBatcher(t.db, limit)
-  return { db: t.db, vault, internLimitPerMember: limit, batcher }
+  // What the domain tells after each committed create (the API wakes the relay and evicts with it).
+  const told = { outboxWritten: 0, changed: [] as string[] }
+  const after = { outboxWritten: () => void told.outboxWritten++, internsChanged: (ids: string[]) => void told.changed.push(...ids) }
+  return { db: t.db, vault, internLimitPerMember: limit, batcher, after, told }
 }
 const settle = <T>(ps: Promise<T>[]) => Promise.allSettled(ps)
 const reasonOf = (r: PromiseSettledResult<unknown>) => (r.status === 'rejected' ? (r.reason as { reason?: string }).reason : 'ok')
@@ -37,6 +40,12 @@ describe('batched creates', () => {
     expect(await t.db.intern.count({ where: { id: { in: ids } } })).toBe(60)
     expect(await t.db.outboxMessage.count({ where: { jobId: { in: ids.map((id) => `intern.provision.${id}.1`) } } })).toBe(60)
     expect(new Set(results.map((r) => r.intern.vault_id)).size).toBe(60)
+    // Each committed create was told once: the relay woken, the intern announced.
+    expect(d.told.outboxWritten).toBe(60)
+    expect(d.told.changed.sort()).toEqual([...ids].sort())
+    // A replay changes nothing, and tells nothing.
+    expect((await createIntern(d, caller, { name: 'b-0', provision: true }, 'batch-0')).status).toBe(200)
+    expect([d.told.outboxWritten, d.told.changed.length]).toEqual([60, 60])
   })
 
   it('answer each create of a refused batch as if it had been alone', async () => {

@@ -1,20 +1,21 @@
 import { Queue, type JobsOptions } from 'bullmq'
 import { Redis } from 'ioredis'
-import { INTERN_QUEUE, reportConnectionErrors, type JobKind, type ParentLogger, type WorkerConfig } from '@roster/shared'
+import { INTERN_QUEUE, Jobs, reportConnectionErrors, type JobKind, type ParentLogger, type WorkerConfig } from '@roster/shared'
 
 export type JobOptionsFor = (kind: JobKind) => JobsOptions
 
-/** Job options per kind, from the configuration. */
-export function jobOptionsFor(config: WorkerConfig): JobOptionsFor {
-  const provision: JobsOptions = {
-    attempts: config.PROVISION_ATTEMPTS,
-    backoff: { type: 'exponential', delay: config.PROVISION_BACKOFF_MS },
-    // Kept for a while so a re-published job id is recognised as done, then trimmed.
-    removeOnComplete: { age: 3_600, count: 50_000 },
-    removeOnFail: { age: 7 * 86_400 },
+/** Job options per kind: its retries from the job catalogue, their numbers from the configuration. */
+export function jobOptionsFor(config: Pick<WorkerConfig, 'PROVISION_ATTEMPTS' | 'PROVISION_BACKOFF_MS'>): JobOptionsFor {
+  return (kind) => {
+    const retry = Jobs[kind].retry
+    return {
+      attempts: config[retry.attempts],
+      backoff: { type: 'exponential', delay: config[retry.backoffMs] },
+      // Kept for a while so a re-published job id is recognised as done, then trimmed.
+      removeOnComplete: { age: 3_600, count: 50_000 },
+      removeOnFail: { age: 7 * 86_400 },
+    }
   }
-  // Suspend and teardown retry the same way; their handlers mark the intern when retries run out.
-  return () => provision
 }
 
 /**

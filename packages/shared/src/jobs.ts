@@ -3,23 +3,34 @@ import { z } from 'zod'
 /** The queue that carries intern lifecycle work. */
 export const INTERN_QUEUE = 'interns'
 
+/** How a kind's failed attempts are retried: its attempts and first backoff, as settings of the worker. */
+export interface JobRetry {
+  attempts: 'PROVISION_ATTEMPTS'
+  backoffMs: 'PROVISION_BACKOFF_MS'
+}
+/** Every lifecycle step talks to the runtime host the same way, so they retry alike (their handlers mark the intern when retries run out). */
+const runtimeWork: JobRetry = { attempts: 'PROVISION_ATTEMPTS', backoffMs: 'PROVISION_BACKOFF_MS' }
+
 /**
- * Job kinds with their payload schema. The producer (the outbox relay) validates before adding;
- * handlers parse again at the top.
+ * Job kinds with their payload schema, job id and retries: the one table the producer (the outbox
+ * relay: it validates before adding) and the worker (handlers parse again at the top) read.
  */
 export const Jobs = {
   'intern.provision': {
+    retry: runtimeWork,
     schema: z.object({ internId: z.uuid(), generation: z.int().min(1) }),
     /** One job per provisioning run: a run published twice is still one job. */
     jobId: (p: { internId: string; generation: number }) => `intern.provision.${p.internId}.${p.generation}`,
   },
   /** Stops the runtime of a suspended intern (its status is already stopped). */
   'intern.suspend': {
+    retry: runtimeWork,
     schema: z.object({ internId: z.uuid(), request: z.uuid() }),
     jobId: (p: { internId: string; request: string }) => `intern.suspend.${p.internId}.${p.request}`,
   },
   /** Tears an intern down: workspace archive, runtime, private vault, then the intern itself. */
   'intern.destroy': {
+    retry: runtimeWork,
     schema: z.object({ internId: z.uuid(), request: z.uuid(), skipArchive: z.boolean() }),
     jobId: (p: { internId: string; request: string }) => `intern.destroy.${p.internId}.${p.request}`,
   },

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
-import type { AppDeps } from '../app.js'
+import type { AppDeps } from '../deps.js'
 
 /** /health: the process is up. /ready: Postgres and Redis answer, so requests can be served. */
 export const healthRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {

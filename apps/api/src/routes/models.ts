@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import { modelEndpoints, modelsList } from '@roster/gateway'
 import { AppError } from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
-import type { AppDeps } from '../app.js'
+import type { AppDeps } from '../deps.js'
 
 /** GET /models: the catalogue, in the shape the official client's models list expects. Any valid key. */
 export const modelRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {

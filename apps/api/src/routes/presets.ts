@@ -5,7 +5,7 @@ import { AppError, createPresetVersion, getPreset, getPresetVersion, listPresets
 import { PresetChatBody, PresetInputError, PresetMessagesBody, PresetResponsesBody, PresetSlug, presetFromChat, presetFromMessages, presetFromResponses, type PresetContent } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
-import type { AppDeps } from '../app.js'
+import type { AppDeps } from '../deps.js'
 import { RESPONSES_BODY_LIMIT } from './responses.js'
 
 const SlugParams = z.object({ slug: z.string() })

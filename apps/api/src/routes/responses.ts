@@ -4,7 +4,7 @@ import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-z
 import { designatedPresetVersion } from '@roster/shared'
 import { Cancellation, GatewayError, PresetInputError, ResponsesRequest, applyPreset, parseResponsesRequest, presetReference, type CallOptions } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
-import type { AppDeps } from '../app.js'
+import type { AppDeps } from '../deps.js'
 
 export const RESPONSES_BODY_LIMIT = 20 * 1024 * 1024
 

@@ -20,7 +20,7 @@ import {
   type Caller,
   type VaultAccess,
 } from '@roster/shared'
-import type { AppDeps } from '../app.js'
+import type { AppDeps } from '../deps.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
 
 /** A write body must stay under 425,000 bytes (the contract's limit); larger is 413. */

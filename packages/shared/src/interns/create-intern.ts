@@ -4,6 +4,7 @@ import { isUniqueViolation, type Db } from '../db.js'
 import type { Caller } from '../caller.js'
 import type { CreateInternRequest, Intern } from '../contracts/interns.js'
 import { INTERN_COLUMNS, toIntern, type InternRecord } from './view.js'
+import type { AfterCommit } from './lifecycle.js'
 import type { VaultService } from '../vault/local-vault.js'
 import { canonicalJson, sha256 } from '../canonical-json.js'
 import { Jobs } from '../jobs.js'
@@ -17,8 +18,8 @@ export interface CreateInternDeps {
   internLimitPerMember: number
   /** Group commit under concurrency; without it every create is its own statement. */
   batcher?: CreateBatcher
-  /** Called after an outbox row was committed, to wake the relay. */
-  outboxWritten?: () => void
+  /** Told after the create committed (the relay woken when it queued provisioning; readers told). */
+  after: AfterCommit
 }
 
 export interface CreateInternResult {
@@ -76,7 +77,8 @@ export async function createIntern(
     throw refusal(err, prepared, deps.internLimitPerMember) ?? err
   }
   if (outcome.outcome === 'created') {
-    if (prepared.provision) deps.outboxWritten?.()
+    if (prepared.provision) deps.after.outboxWritten()
+    deps.after.internsChanged([outcome.intern.id])
     return { status: 201, intern: toIntern(outcome.intern) }
   }
   return replay(deps.db, prepared)

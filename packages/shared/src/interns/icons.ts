@@ -3,6 +3,7 @@ import { AppError } from '../errors.js'
 import type { Db } from '../db.js'
 import type { Caller } from '../caller.js'
 import { assertInternId, refuseWhileDeleting, visibleOrNotFound } from './access.js'
+import type { AfterCommit } from './lifecycle.js'
 
 export const ICON_MAX_BYTES = 262_144
 
@@ -21,7 +22,7 @@ async function visible(db: Db, caller: Caller, internId: string) {
   return visibleOrNotFound(caller, intern, internId, (i) => i.workspaceId)
 }
 
-export async function setInternIcon(db: Db, caller: Caller, internId: string, contentType: string, bytes: Buffer): Promise<string> {
+export async function setInternIcon(db: Db, after: AfterCommit, caller: Caller, internId: string, contentType: string, bytes: Buffer): Promise<string> {
   const intern = await visible(db, caller, internId)
   refuseWhileDeleting(intern.status, internId)
   const type = contentType.split(';')[0]!.trim().toLowerCase()
@@ -35,15 +36,17 @@ export async function setInternIcon(db: Db, caller: Caller, internId: string, co
     }),
     db.intern.update({ where: { id: internId }, data: { iconSha256: sha256 } }),
   ])
+  after.internsChanged([internId])
   return sha256
 }
 
-export async function clearInternIcon(db: Db, caller: Caller, internId: string): Promise<void> {
+export async function clearInternIcon(db: Db, after: AfterCommit, caller: Caller, internId: string): Promise<void> {
   await visible(db, caller, internId)
   await db.$transaction([
     db.internIcon.deleteMany({ where: { internId } }),
     db.intern.update({ where: { id: internId }, data: { iconSha256: null } }),
   ])
+  after.internsChanged([internId])
 }
 
 export async function getInternIcon(db: Db, caller: Caller, internId: string) {

@@ -15,6 +15,18 @@ import { assertInternId, assertOwnWorkspace, nameTaken, refuseWhileDeleting, vis
 import { INTERN_COLUMNS, toInternView, type InternRecord } from './view.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
 
+/**
+ * What follows a committed change to interns, told by the domain function that made it (every
+ * lifecycle write and create alike), never by its callers: the relay woken when work was queued,
+ * and the interns' readers, watchers and other processes told that they changed.
+ */
+export interface AfterCommit {
+  /** An outbox row was committed: wake the relay now rather than at its next poll. */
+  outboxWritten(): void
+  /** These interns changed: evict cached rows, wake their watchers, publish the change event. */
+  internsChanged(ids: string[]): void
+}
+
 /** Newest first, keyset-paged on (created_at, id): stable while interns are being created. */
 export async function listInterns(db: Db, caller: Caller, query: ListInternsQuery): Promise<InternList> {
   assertOwnWorkspace(caller, query.workspace_id)
@@ -43,9 +55,9 @@ async function lockVisible(tx: Prisma.TransactionClient, caller: Caller, internI
 }
 
 /** Omitted fields stay; null clears (model null: the workspace default). The model applies at the next provision. */
-export async function updateIntern(db: Db, caller: Caller, internId: string, body: UpdateInternRequest): Promise<InternView> {
+export async function updateIntern(db: Db, after: AfterCommit, caller: Caller, internId: string, body: UpdateInternRequest): Promise<InternView> {
   try {
-    return await db.$transaction(async (tx) => {
+    const view = await db.$transaction(async (tx) => {
       const row = await lockVisible(tx, caller, internId)
       refuseWhileDeleting(row.status, internId)
       const sets: Prisma.Sql[] = [Prisma.sql`updated_at = now()`]
@@ -57,6 +69,8 @@ export async function updateIntern(db: Db, caller: Caller, internId: string, bod
         UPDATE interns SET ${Prisma.join(sets, ', ')} WHERE id = ${internId}::uuid RETURNING ${INTERN_COLUMNS}`
       return toInternView(updated[0]!, caller)
     })
+    after.internsChanged([view.id])
+    return view
   } catch (err) {
     if (isUniqueViolation(err)) throw nameTaken(body.name)
     throw err
@@ -64,7 +78,7 @@ export async function updateIntern(db: Db, caller: Caller, internId: string, bod
 }
 
 /** First boot, or resume after a suspend or a failure: a new provisioning run. */
-export async function provisionIntern(db: Db, caller: Caller, internId: string): Promise<void> {
+export async function provisionIntern(db: Db, after: AfterCommit, caller: Caller, internId: string): Promise<void> {
   await db.$transaction(async (tx) => {
     const row = await lockVisible(tx, caller, internId)
     refuseWhileDeleting(row.status, internId)
@@ -80,10 +94,12 @@ export async function provisionIntern(db: Db, caller: Caller, internId: string):
     })
     await enqueueInTx(tx, 'intern.provision', { internId, generation: next!.provision_generation })
   })
+  after.outboxWritten()
+  after.internsChanged([internId])
 }
 
 /** Stops the runtime, keeping disk and configuration; the intern is stopped at once. */
-export async function suspendIntern(db: Db, caller: Caller, internId: string): Promise<void> {
+export async function suspendIntern(db: Db, after: AfterCommit, caller: Caller, internId: string): Promise<void> {
   await db.$transaction(async (tx) => {
     const row = await lockVisible(tx, caller, internId)
     refuseWhileDeleting(row.status, internId)
@@ -91,6 +107,8 @@ export async function suspendIntern(db: Db, caller: Caller, internId: string): P
     await transition(tx, { internId, from: [row.status], to: 'stopped', set: { progress: null } })
     await enqueueInTx(tx, 'intern.suspend', { internId, request: randomUUID() })
   })
+  after.outboxWritten()
+  after.internsChanged([internId])
 }
 
 /**
@@ -98,10 +116,11 @@ export async function suspendIntern(db: Db, caller: Caller, internId: string): P
  * and the intern. Deleting again while it runs is accepted as the same request. After a failed
  * archive, a new delete needs acknowledge_workspace_loss, and then skips the archive.
  */
-export async function deleteIntern(db: Db, caller: Caller, internId: string, body: DeleteInternRequest): Promise<void> {
-  await db.$transaction(async (tx) => {
+export async function deleteIntern(db: Db, after: AfterCommit, caller: Caller, internId: string, body: DeleteInternRequest): Promise<void> {
+  const changed = await db.$transaction(async (tx) => {
     const row = await lockVisible(tx, caller, internId)
-    if (row.status === 'destroying') return
+    // Deleting again while the teardown runs is the same request: nothing changes.
+    if (row.status === 'destroying') return false
     if (row.status === 'destroy_failed' && row.workspace_archive_failed && !body.acknowledge_workspace_loss) {
       throw new AppError(
         'workspace_loss_unacknowledged',
@@ -111,5 +130,9 @@ export async function deleteIntern(db: Db, caller: Caller, internId: string, bod
     await transition(tx, { internId, from: [row.status], to: 'destroying', set: { progress: null, lastFailureMessage: null } })
     const skipArchive = row.status === 'destroy_failed' && row.workspace_archive_failed && body.acknowledge_workspace_loss
     await enqueueInTx(tx, 'intern.destroy', { internId, request: randomUUID(), skipArchive })
+    return true
   })
+  if (!changed) return
+  after.outboxWritten()
+  after.internsChanged([internId])
 }

@@ -6,7 +6,7 @@ import { createParser } from 'eventsource-parser'
 import { request } from 'undici'
 import { StringDecoder } from 'node:string_decoder'
 import { AppError, assertInternId, visibleOrNotFound, type Caller } from '@roster/shared'
-import type { AppDeps } from '../../app.js'
+import type { AppDeps } from '../../deps.js'
 import { createTurnLimit } from './turn-limit.js'
 
 // POST /interns/{internId}/chat/completions: a prompt to a running intern, relayed to its runtime

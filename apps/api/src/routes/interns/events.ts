@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { getIntern, InternIdParams, isAppError, type Caller } from '@roster/shared'
-import type { AppDeps } from '../../app.js'
+import type { AppDeps } from '../../deps.js'
 
 const SAFETY_POLL_MS = 5_000
 const KEEPALIVE_MS = 15_000

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { clearInternIcon, getInternIcon, ICON_MAX_BYTES, ICON_TYPES, InternIdParams, setInternIcon, type Caller } from '@roster/shared'
-import type { AppDeps } from '../../app.js'
+import type { AppDeps } from '../../deps.js'
 
 type Gate = (req: FastifyRequest) => Promise<void>
 
@@ -42,9 +42,7 @@ export function internIconRoutes(deps: AppDeps, read: Gate, write: Gate) {
         },
       },
       async (req) => {
-        const sha = await setInternIcon(deps.db, req.caller as Caller, req.params.internId, req.headers['content-type'] ?? '', req.body)
-        deps.internsChanged([req.params.internId])
-        return { icon_sha256: sha }
+        return { icon_sha256: await setInternIcon(deps.db, deps.afterCommit, req.caller as Caller, req.params.internId, req.headers['content-type'] ?? '', req.body) }
       },
     )
 
@@ -52,8 +50,7 @@ export function internIconRoutes(deps: AppDeps, read: Gate, write: Gate) {
       '/interns/:internId/icon',
       { onRequest: write, schema: { operationId: 'deleteInternIcon', summary: "Remove the intern's icon", params: InternIdParams } },
       async (req, reply) => {
-        await clearInternIcon(deps.db, req.caller as Caller, req.params.internId)
-        deps.internsChanged([req.params.internId])
+        await clearInternIcon(deps.db, deps.afterCommit, req.caller as Caller, req.params.internId)
         return reply.code(204).send()
       },
     )

@@ -25,7 +25,7 @@ import {
   updateIntern,
   type InternAccess,
 } from '@roster/shared'
-import type { AppDeps } from '../../app.js'
+import type { AppDeps } from '../../deps.js'
 import { withDeadline } from '../../plugins/deadline.js'
 import { refuseUnstorableText } from '../../plugins/input-guards.js'
 import { sendWithEtag } from '../../plugins/etag.js'
@@ -78,14 +78,13 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
             vault: deps.vault,
             internLimitPerMember: deps.config.INTERN_LIMIT_PER_MEMBER,
             batcher: deps.createBatcher,
-            outboxWritten: deps.ringOutboxBell,
+            after: deps.afterCommit,
           },
           req.caller!,
           req.body,
           req.headers['idempotency-key'],
         ),
       )
-      if (result.status === 201) deps.internsChanged([result.intern.id])
       return reply.code(result.status).send(result.intern)
     },
   )
@@ -131,9 +130,7 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
       },
     },
     async (req) => {
-      const view = await updateIntern(deps.db, req.caller!, req.params.internId, req.body)
-      deps.internsChanged([view.id])
-      return view
+      return updateIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId, req.body)
     },
   )
 
@@ -150,9 +147,7 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
       },
     },
     async (req, reply) => {
-      await provisionIntern(deps.db, req.caller!, req.params.internId)
-      deps.ringOutboxBell()
-      deps.internsChanged([req.params.internId])
+      await provisionIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId)
       return reply.code(202).send({ provisioning: true })
     },
   )
@@ -170,9 +165,7 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
       },
     },
     async (req) => {
-      await suspendIntern(deps.db, req.caller!, req.params.internId)
-      deps.ringOutboxBell()
-      deps.internsChanged([req.params.internId])
+      await suspendIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId)
       return { suspended: true as const }
     },
   )
@@ -190,9 +183,7 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
       },
     },
     async (req, reply) => {
-      await deleteIntern(deps.db, req.caller!, req.params.internId, req.body ?? { acknowledge_workspace_loss: false })
-      deps.ringOutboxBell()
-      deps.internsChanged([req.params.internId])
+      await deleteIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId, req.body ?? { acknowledge_workspace_loss: false })
       return reply.code(202).send({ deleting: true })
     },
   )
