@@ -89,9 +89,11 @@ process.on('SIGINT', () => stop(0))
 process.on('SIGTERM', () => stop(0))
 
 if (simulator) run('upstream simulator', 'packages/upstream-sim/dist/main.js', { PORT: env.SIM_PORT, SIM_TOKENS_PER_SECOND: env.SIM_TOKENS_PER_SECOND ?? '50' })
-run('runtime', 'apps/runtime/dist/main.js', { PORT: env.RUNTIME_PORT })
-run('api', 'apps/api/dist/main.js')
-run('worker', 'apps/worker/dist/main.js')
+// ROSTER_METRICS=1: each process serves Prometheus metrics on the ports deploy/prometheus/prometheus.yml scrapes.
+const metrics = (port) => (env.ROSTER_METRICS === '1' ? { METRICS_PORT: port } : {})
+run('runtime', 'apps/runtime/dist/main.js', { PORT: env.RUNTIME_PORT, ...metrics('9466') })
+run('api', 'apps/api/dist/main.js', metrics('9464'))
+run('worker', 'apps/worker/dist/main.js', metrics('9465'))
 console.log(`roster: API on http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/api/v1 (OpenAPI at /api/v1/openapi.json), runtime host on ${env.RUNTIME_URL}`)
 if (simulator) {
   console.log(`roster: no MODEL_CATALOGUE set, so /responses serves the demo catalogue ${env.MODEL_CATALOGUE}: models roster-sim/chat, roster-sim/responses and roster-sim/messages, all answered by the upstream simulator (not a real model) on port ${env.SIM_PORT}`)

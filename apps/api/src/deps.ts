@@ -1,11 +1,12 @@
 import type { Redis } from 'ioredis'
-import { CreateBatcher, createInternEventPublisher, createLogger, InternReader, LocalVault, SecretStoreBatcher, type AfterCommit, type ApiConfig, type Db, type ParentLogger, type VaultService } from '@roster/shared'
+import { CreateBatcher, createInternEventPublisher, createLogger, InternReader, LocalVault, SecretStoreBatcher, createMetrics, type AfterCommit, type ApiConfig, type Db, type Metrics, type ParentLogger, type VaultService } from '@roster/shared'
 import { createHmac, randomBytes } from 'node:crypto'
 import { ResponsesEngine, type Catalogue } from '@roster/gateway'
 import { createAuthenticator, type Authenticator } from './plugins/auth.js'
 import { createOutboxBell } from './plugins/outbox-bell.js'
 import { InternWatch } from './plugins/intern-watch.js'
 import { ListCache } from './plugins/list-cache.js'
+import { gatewayMetrics } from './plugins/gateway-metrics.js'
 
 /** What the routes are given (built by createAppDeps; the tests build it the same way). */
 export interface AppDeps {
@@ -30,6 +31,8 @@ export interface AppDeps {
   catalogue: Catalogue
   /** The responses engine over that catalogue. */
   responses: ResponsesEngine
+  /** Prometheus metrics, when METRICS_PORT is set (main.ts serves them). */
+  metrics?: Metrics
 }
 
 /** Everything the API needs besides its connections; main.ts and the tests build it the same way. */
@@ -60,7 +63,9 @@ export function createAppDeps(
     log,
   )
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
+  const metrics = config.METRICS_PORT ? createMetrics('api') : undefined
   return {
+    metrics,
     config,
     db,
     redis,
@@ -77,6 +82,7 @@ export function createAppDeps(
         ? createHmac('sha256', config.VAULT_MASTER_KEY).update('roster upstream user id').digest()
         : randomBytes(32),
       keepAliveMs: config.STREAM_KEEPALIVE_MS,
+      observer: metrics && gatewayMetrics(metrics),
       webFetch: {
         allowPrivateNetworks: config.WEB_FETCH_PRIVATE_NETWORKS === 'allow',
         maxBytes: config.WEB_FETCH_MAX_BYTES,

@@ -1,5 +1,5 @@
 import { Redis } from 'ioredis'
-import { ApiConfig, createDb, createLogger, loadConfigOrExit, masterKeyProblem, reportConnectionErrors } from '@roster/shared'
+import { ApiConfig, createDb, createLogger, loadConfigOrExit, masterKeyProblem, reportConnectionErrors, serveMetrics } from '@roster/shared'
 import { buildApp } from './app.js'
 import { createAppDeps } from './deps.js'
 import { CatalogueError, loadCatalogue, type Catalogue } from '@roster/gateway'
@@ -36,7 +36,8 @@ const log = createLogger('api', config.LOG_LEVEL)
 reportConnectionErrors(redis, log, 'api: redis')
 redis.connect().catch(() => {})
 // Provider credentials stay in the environment, named by the catalogue; the engine reads them per call.
-const app = await buildApp(createAppDeps(config, db, redis, catalogue, process.env, log))
+const deps = createAppDeps(config, db, redis, catalogue, process.env, log)
+const app = await buildApp(deps)
 if (!config.VAULT_MASTER_KEY) app.log.warn('VAULT_MASTER_KEY is not set: intern creation will answer 500 configuration_error')
 
 let closing = false
@@ -55,3 +56,8 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
 
 const address = await app.listen({ host: config.HOST, port: config.PORT })
 app.log.info(`api listening on ${address} (base URL ${address}/api/v1)`)
+if (deps.metrics) {
+  // Its own listener; it ends with the process (shutdown exits once the API has drained).
+  await serveMetrics(deps.metrics, config.METRICS_HOST, config.METRICS_PORT)
+  app.log.info(`api metrics on http://${config.METRICS_HOST}:${config.METRICS_PORT}/metrics`)
+}

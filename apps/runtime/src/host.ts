@@ -5,7 +5,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { randomUUID } from 'node:crypto'
-import { createDb, LocalVault, loggerOptions, logsEachRequest, requestLogger, type RuntimeConfig } from '@roster/shared'
+import { createDb, LocalVault, loggerOptions, logsEachRequest, observeHttp, requestLogger, type Metrics, type RuntimeConfig } from '@roster/shared'
 import { Egress } from './egress.js'
 import { EgressProxies } from './egress-proxy.js'
 import { chooseEgressForwarder, commandRunner } from './sandbox.js'
@@ -70,7 +70,7 @@ async function writeAtomically(path: string, content: string) {
  * configured intern survives a restart of the host; whether it runs is held in memory, so a killed
  * host really loses its running interns, as a crashed machine would.
  */
-export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: boolean } = {}): Promise<FastifyInstance> {
+export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: boolean; metrics?: Metrics } = {}): Promise<FastifyInstance> {
   const interns = new Map<string, HostedIntern>()
   const byHostname = new Map<string, string>()
   await mkdir(config.RUNTIME_DATA_DIR, { recursive: true })
@@ -83,6 +83,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   const hostOf = (headers: Record<string, unknown>) =>
     String(headers['x-forwarded-host'] ?? headers.host ?? '').split(':')[0]!.toLowerCase()
 
+  if (opts.metrics) app.addHook('onRequest', observeHttp(opts.metrics))
   const authorized = credentialCheck(config.RUNTIME_TOKEN)
   app.addHook('onRequest', async (req, reply) => {
     // Requests addressed to an intern's hostname are the intern's: its health, and nothing of the host.

@@ -1,9 +1,10 @@
-import { loadConfigOrExit, RuntimeConfig } from '@roster/shared'
+import { createMetrics, loadConfigOrExit, RuntimeConfig, serveMetrics } from '@roster/shared'
 import { buildRuntimeHost } from './host.js'
 import { commandRunner } from './sandbox.js'
 
 const config = loadConfigOrExit(RuntimeConfig, 'runtime')
-const app = await buildRuntimeHost(config)
+const metrics = config.METRICS_PORT ? createMetrics('runtime') : undefined
+const app = await buildRuntimeHost(config, { metrics })
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, async () => {
     await app.close()
@@ -16,3 +17,7 @@ if (commands.mode === 'refused') app.log.warn(`interns' shell commands will be r
 if (commands.mode === 'unconfined') app.log.warn(`interns' shell commands run UNCONFINED (RUNTIME_UNCONFINED_COMMANDS=allow): ${commands.why}`)
 const address = await app.listen({ host: config.HOST, port: config.PORT })
 app.log.info(`runtime host listening on ${address}`)
+if (metrics) {
+  await serveMetrics(metrics, config.METRICS_HOST, config.METRICS_PORT)
+  app.log.info(`runtime metrics on http://${config.METRICS_HOST}:${config.METRICS_PORT}/metrics`)
+}

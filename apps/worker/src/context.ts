@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq'
-import type { Db, Logger, RuntimeDriver, TransitionBatcher, VaultService, WorkerConfig } from '@roster/shared'
+import type { Db, Logger, Metrics, RuntimeDriver, TransitionBatcher, VaultService, WorkerConfig } from '@roster/shared'
 
 /** What job handlers get: plain dependencies, no framework. */
 export interface WorkerDeps {
@@ -13,6 +13,8 @@ export interface WorkerDeps {
   internsChanged: (ids: string[]) => void
   queue: Queue
   log: Logger
+  /** Prometheus metrics, when METRICS_PORT is set. */
+  metrics?: Metrics
 }
 
 export interface JobContext {

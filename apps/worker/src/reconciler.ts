@@ -1,7 +1,7 @@
 import type { Queue } from 'bullmq'
 import type { Redis } from 'ioredis'
 import { createHash } from 'node:crypto'
-import { enqueueInTx, Jobs, transition, type Db, type Logger, type RuntimeDriver, type WorkerConfig } from '@roster/shared'
+import { enqueueInTx, Jobs, transition, type Db, type Logger, type Metrics, type RuntimeDriver, type WorkerConfig } from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 /**
@@ -19,7 +19,13 @@ export class Reconciler {
     private readonly runtime: RuntimeDriver,
     /** Called with the interns the reconciler changed (it wrote outbox rows for them). */
     private readonly changed: (ids: string[]) => void = () => {},
+    private readonly metrics?: Pick<Metrics, 'reconcilerRepairs'>,
   ) {}
+
+  /** Repairs counted by kind (lost_runtime, stray_runtime, stopped_runtime, teardown_resumed, provision_requeued). */
+  private repaired(kind: string, count = 1) {
+    if (count) this.metrics?.reconcilerRepairs.inc({ kind }, count)
+  }
 
   private runtimeUnreachable = 0
 
@@ -67,6 +73,7 @@ export class Reconciler {
       this.log.warn({ lost: lost.length }, 'runtimes of running interns were lost; provisioning them again')
     }
     repaired += lost.length
+    this.repaired('lost_runtime', lost.length)
 
     if (hosted.size > 0) {
       const ids = [...hosted.keys()]
@@ -78,9 +85,11 @@ export class Reconciler {
         const intern = byId.get(id)
         if (!intern) {
           await this.runtime.remove(id)
+          this.repaired('stray_runtime')
           repaired++
         } else if (isRunning && (intern.status === 'stopped' || intern.status === 'failed') && intern.updated_at.getTime() < settledBefore) {
           await this.runtime.stop(id)
+          this.repaired('stopped_runtime')
           repaired++
         }
       }
@@ -101,6 +110,7 @@ export class Reconciler {
       const data = { internId: id, request, skipArchive: false }
       await this.queue.add('intern.destroy', data, { ...this.jobOptions('intern.destroy'), jobId: Jobs['intern.destroy'].jobId(data) })
     }
+    this.repaired('teardown_resumed', stuck.length)
     return stuck.length
   }
 
@@ -125,6 +135,7 @@ export class Reconciler {
         repaired += 1
       }),
     )
+    this.repaired('provision_requeued', repaired)
     if (repaired) this.log.info({ repaired }, 'reconciler re-enqueued provisioning jobs')
     return repaired
   }

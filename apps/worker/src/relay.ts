@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
-import { isJobKind, Jobs, outboxBellChannel, reportConnectionErrors, type Db, type Logger } from '@roster/shared'
+import { isJobKind, Jobs, outboxBellChannel, reportConnectionErrors, type Db, type Logger, type Metrics } from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 const BATCH = 500
@@ -26,8 +26,8 @@ export class OutboxRelay {
     private readonly pollMs: number,
     private readonly jobOptions: JobOptionsFor,
     private readonly log: Logger,
-    /** Told how many rows were set aside (a metric counts them). */
-    private readonly onDeadLetters?: (count: number) => void,
+    /** Rows set aside, and how long published rows waited. */
+    private readonly metrics?: Pick<Metrics, 'outboxDeadLetters' | 'relayPublishLag'>,
   ) {}
 
   async start() {
@@ -78,8 +78,8 @@ export class OutboxRelay {
   private async drainBatch(): Promise<number> {
     return this.db.$transaction(
       async (tx) => {
-        const rows = await tx.$queryRaw<{ id: string; kind: string; job_id: string; payload: unknown }[]>`
-          SELECT id::text, kind, job_id, payload FROM outbox ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`
+        const rows = await tx.$queryRaw<{ id: string; kind: string; job_id: string; payload: unknown; created_at: Date }[]>`
+          SELECT id::text, kind, job_id, payload, created_at FROM outbox ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`
         if (rows.length === 0) return 0
         const { jobs, dead } = this.readRows(rows)
         if (jobs.length) await this.queue.addBulk(jobs)
@@ -91,9 +91,13 @@ export class OutboxRelay {
             FROM outbox o JOIN unnest(${dead.map((d) => d.id)}::bigint[], ${dead.map((d) => d.error)}::text[]) AS d(id, error) ON d.id = o.id
             ON CONFLICT (id) DO NOTHING`
           for (const d of dead) this.log.error({ outboxId: d.id, kind: d.kind, error: d.error }, 'outbox row cannot be published: set aside in outbox_dead_letters')
-          this.onDeadLetters?.(dead.length)
+          this.metrics?.outboxDeadLetters.inc(dead.length)
         }
         await tx.$executeRaw`DELETE FROM outbox WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`
+        if (this.metrics) {
+          const now = Date.now()
+          for (const row of rows) this.metrics.relayPublishLag.observe(Math.max(0, now - row.created_at.getTime()) / 1000)
+        }
         return rows.length
       },
       { timeout: 30_000, maxWait: 10_000 },

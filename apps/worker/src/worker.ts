@@ -1,4 +1,4 @@
-import { Worker } from 'bullmq'
+import { UnrecoverableError, Worker } from 'bullmq'
 import { Redis } from 'ioredis'
 import {
   createDb,
@@ -8,6 +8,8 @@ import {
   INTERN_QUEUE,
   LocalVault,
   reportConnectionErrors,
+  createMetrics,
+  serveMetrics,
   TransitionBatcher,
   type Logger,
   type WorkerConfig,
@@ -33,7 +35,9 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   const { queue, connection: queueConnection } = createQueue(config, log)
   const jobOptions = jobOptionsFor(config)
   const internsChanged = createInternEventPublisher(queueConnection, config.QUEUE_PREFIX)
+  const metrics = config.METRICS_PORT ? createMetrics('worker') : undefined
   const deps: WorkerDeps = {
+    metrics,
     config,
     db,
     queue,
@@ -51,13 +55,17 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
     INTERN_QUEUE,
     async (job) => {
       const attempt = job.attemptsMade + 1
-      const outcome = await handlerFor(job.name)(deps, job.data as never, {
-        attempt,
-        finalAttempt: attempt >= (job.opts.attempts ?? 1),
-        log,
-      })
-      log.info({ job: job.name, jobId: job.id, attempt, outcome }, 'job finished')
-      return outcome
+      const finalAttempt = attempt >= (job.opts.attempts ?? 1)
+      const counted = (outcome: string) => job.name === 'intern.provision' && metrics?.provisioningRuns.inc({ outcome })
+      try {
+        const outcome = await handlerFor(job.name)(deps, job.data as never, { attempt, finalAttempt, log })
+        log.info({ job: job.name, jobId: job.id, attempt, outcome }, 'job finished')
+        counted(String(outcome))
+        return outcome
+      } catch (err) {
+        counted(finalAttempt || err instanceof UnrecoverableError ? 'failed' : 'retry')
+        throw err
+      }
     },
     {
       connection: workerConnection,
@@ -72,11 +80,20 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   reportConnectionErrors(worker as never, log, 'worker')
   worker.on('failed', (job, err) => log.warn({ jobId: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'))
 
-  const relay = new OutboxRelay(db, queue, config.REDIS_URL, config.QUEUE_PREFIX, config.RELAY_POLL_MS, jobOptions, log)
-  const reconciler = new Reconciler(db, queue, config, jobOptions, log, deps.runtime, (ids) => {
-    relay.wake()
-    internsChanged(ids)
-  })
+  const relay = new OutboxRelay(db, queue, config.REDIS_URL, config.QUEUE_PREFIX, config.RELAY_POLL_MS, jobOptions, log, metrics)
+  const reconciler = new Reconciler(
+    db,
+    queue,
+    config,
+    jobOptions,
+    log,
+    deps.runtime,
+    (ids) => {
+      relay.wake()
+      internsChanged(ids)
+    },
+    metrics,
+  )
   const safely = (what: string, work: () => Promise<unknown>) =>
     work().catch((err) => log.warn({ err: (err as Error).message }, `${what} failed; will retry`))
   queueConnection.on('ready', () => {
@@ -99,11 +116,24 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
         })
       : undefined
 
+  // The queue's counts and the outbox's backlog are read when Prometheus asks, not kept up to date.
+  const metricsServer = metrics
+    ? await serveMetrics(metrics, config.METRICS_HOST, config.METRICS_PORT, async () => {
+        const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed')
+        for (const [state, count] of Object.entries(counts)) metrics.queueJobs.set({ state }, count)
+        const [outbox] = await db.$queryRaw<{ rows: bigint; oldest: Date | null }[]>`SELECT count(*) AS rows, min(created_at) AS oldest FROM outbox`
+        metrics.outboxRows.set(Number(outbox!.rows))
+        metrics.outboxOldestAge.set(outbox!.oldest ? Math.max(0, Date.now() - outbox!.oldest.getTime()) / 1000 : 0)
+      })
+    : undefined
+  if (metricsServer) log.info(`worker metrics on http://${config.METRICS_HOST}:${config.METRICS_PORT}/metrics`)
+
   return {
     deps,
     reconciler,
     relay,
     async stop() {
+      metricsServer?.close()
       health?.close()
       clearInterval(reconcileTimer)
       clearInterval(sweepTimer)

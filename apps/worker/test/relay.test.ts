@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
 import pino from 'pino'
-import { Jobs, type WorkerConfig } from '@roster/shared'
+import { createMetrics, Jobs, type WorkerConfig } from '@roster/shared'
 import { redisUrl, useTestTenant, waitFor } from '@roster/testing'
 import { createQueue, jobOptionsFor } from '../src/queue.js'
 import { OutboxRelay } from '../src/relay.js'
@@ -12,10 +12,10 @@ const env = useTestTenant()
 const config = { REDIS_URL: redisUrl(), QUEUE_PREFIX: `{relay-${randomUUID().slice(0, 8)}}`, PROVISION_ATTEMPTS: 3, PROVISION_BACKOFF_MS: 100 } as WorkerConfig
 const { queue, connection } = createQueue(config, pino({ level: 'silent' }))
 let relay: OutboxRelay
-let deadCount = 0
+const metrics = createMetrics('worker')
 
 beforeAll(async () => {
-  relay = new OutboxRelay(env.t.db, queue, config.REDIS_URL, config.QUEUE_PREFIX, 60_000, jobOptionsFor(config), pino({ level: 'silent' }), (n) => (deadCount += n))
+  relay = new OutboxRelay(env.t.db, queue, config.REDIS_URL, config.QUEUE_PREFIX, 60_000, jobOptionsFor(config), pino({ level: 'silent' }), metrics)
 })
 afterAll(async () => {
   await relay.stop()
@@ -44,6 +44,7 @@ describe('the outbox relay', () => {
       { kind: 'intern.provision', job_id: 'bad-payload', payload: { internId: 'not-a-uuid', generation: 0 }, error: expect.stringMatching(/does not fit intern\.provision: internId .*; generation/) },
       { kind: 'intern.teleport', job_id: 'bad-kind', payload: { internId: expect.any(String) }, error: 'no job kind intern.teleport' },
     ])
-    expect(deadCount).toBe(2)
+    expect((await metrics.outboxDeadLetters.get()).values[0]!.value).toBe(2)
+    expect((await metrics.relayPublishLag.get()).values.find((v) => v.metricName === 'roster_outbox_publish_lag_seconds_count')!.value).toBe(2)
   })
 })

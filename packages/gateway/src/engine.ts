@@ -40,6 +40,16 @@ export interface EngineOptions {
   traceLogger?: TraceLogger
   /** How often an open stream waiting on a server tool gets a comment line (default 10 s). */
   keepAliveMs?: number
+  /** Told of each upstream call and each finished request (metrics); absent, nothing is measured. */
+  observer?: GatewayObserver
+}
+
+/** What the engine reports as it works, for metrics. Models and providers are the catalogue's. */
+export interface GatewayObserver {
+  /** One upstream call ended: the provider's first byte (when one came) and the whole call, in ms. */
+  upstream(provider: string, firstByteMs: number | undefined, totalMs: number, ok: boolean): void
+  /** One request ended (`outcome`: ok, cancelled, or the canonical error type). */
+  request(report: { model: string; provider: string; door: string; outcome: string; fallbacks: number; usage: Usage; cost: number }): void
 }
 
 /** Per call: what came in headers, and the client's connection. */
@@ -49,6 +59,8 @@ export interface CallOptions {
   metadata?: { service: boolean; openrouter: boolean }
   /** Cancelled when the client goes away: the upstream request is cancelled with it. */
   cancel?: Cancellation
+  /** Which door the request came by, for metrics (default responses). */
+  door?: string
 }
 
 /** Where a stream goes. `open` is called once, just before the first event. */
@@ -64,6 +76,12 @@ export interface StreamSink {
   uncork(): void
   drain(): Promise<void>
   end(): void
+}
+
+/** When an upstream call was sent, and its first byte came (ms since sent). */
+interface Timing {
+  sent: number
+  firstByte?: number
 }
 
 /** The state of one request as it runs: route, output so far, cost, and (streaming) the sink. */
@@ -129,8 +147,31 @@ export class ResponsesEngine {
   /** A whole Response object. */
   async respond(req: ResponsesRequest, opts: CallOptions = {}): Promise<Json> {
     const run = this.prepare(req, opts)
-    await this.loop(run)
+    try {
+      await this.loop(run)
+    } catch (err) {
+      this.observed(run, err)
+      throw err
+    }
+    this.observed(run)
     return this.envelope(run, outcome(run))
+  }
+
+  /** Reports a finished request to the observer (when there is one). */
+  private observed(run: Run, err?: unknown) {
+    const observer = this.options.observer
+    if (!observer) return
+    const c = run.route.candidates[run.chosen]
+    const outcome = run.opts.cancel?.aborted ? 'cancelled' : err === undefined ? 'ok' : err instanceof GatewayError ? err.errorType : 'server'
+    observer.request({
+      model: c?.model.id ?? '(none)',
+      provider: c?.endpoint.provider ?? '(none)',
+      door: run.opts.door ?? 'responses',
+      outcome,
+      fallbacks: Math.max(0, run.attempts - 1),
+      usage: run.assembler.usage,
+      cost: run.cost.input + run.cost.output,
+    })
   }
 
   /**
@@ -145,6 +186,7 @@ export class ResponsesEngine {
     try {
       await this.loop(run)
     } catch (err) {
+      this.observed(run, err)
       if (opts.cancel?.aborted) return
       if (!live.opened || !(err instanceof GatewayError)) throw err
       sink.cork()
@@ -157,6 +199,7 @@ export class ResponsesEngine {
       this.write(run, 'response.failed', { response: failed })
       return this.finishStream(sink)
     }
+    this.observed(run)
     if (opts.cancel?.aborted) return
     const status = outcome(run)
     sink.cork()
@@ -282,10 +325,33 @@ export class ResponsesEngine {
     throw last ?? new GatewayError(502, 'provider_unavailable', 'no endpoint was left to try')
   }
 
+  /** One upstream call, reported to the observer (when there is one) with its first byte and its length. */
   private async call(run: Run, c: Candidate, adapter: Adapter, body: Json): Promise<{ usage: Usage; calls: TurnCall[] }> {
+    const observer = this.options.observer
+    if (!observer) return this.callOnce(run, c, adapter, body)
+    const timing: Timing = { sent: performance.now() }
+    try {
+      const turn = await this.callOnce(run, c, adapter, body, timing)
+      observer.upstream(c.endpoint.provider, timing.firstByte, performance.now() - timing.sent, true)
+      return turn
+    } catch (err) {
+      observer.upstream(c.endpoint.provider, timing.firstByte, performance.now() - timing.sent, false)
+      throw err
+    }
+  }
+
+  private async callOnce(run: Run, c: Candidate, adapter: Adapter, body: Json, timing?: Timing): Promise<{ usage: Usage; calls: TurnCall[] }> {
     const trace = traceOf(run.req)
     const sent = performance.now()
-    const hooks: CallHooks = { cancel: run.opts.cancel, headers: trace?.headers, onStart: () => this.router.stats.record(c.endpoint, performance.now() - sent) }
+    const hooks: CallHooks = {
+      cancel: run.opts.cancel,
+      headers: trace?.headers,
+      onStart: () => {
+        const firstByte = performance.now() - sent
+        this.router.stats.record(c.endpoint, firstByte)
+        if (timing) timing.firstByte = firstByte
+      },
+    }
     const live = run.live
     if (!live) {
       const whole = await this.upstream.call(c.endpoint, adapter, body, hooks)

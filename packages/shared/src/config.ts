@@ -43,6 +43,12 @@ const masterKey = z
     return bytes
   })
 
+/** Prometheus metrics on a listener of their own (GET /metrics), apart from API traffic; port 0: none. */
+const metricsSettings = {
+  METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+  METRICS_PORT: port.default(0),
+}
+
 const shared = {
   DATABASE_URL: postgresUrl,
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
@@ -52,6 +58,7 @@ const shared = {
   /** BullMQ key prefix. The braces are a Redis Cluster hash tag: every queue key lands in one slot. */
   QUEUE_PREFIX: z.string().regex(/^\{[^{}]+\}$/, 'must be a hash tag such as {roster}').default('{roster}'),
   LOG_LEVEL: logLevel,
+  ...metricsSettings,
 }
 
 export const ApiConfig = z.object({
@@ -177,6 +184,7 @@ export const RuntimeConfig = z.object({
       return map
     }),
   LOG_LEVEL: logLevel,
+  ...metricsSettings,
 })
 export type RuntimeConfig = z.infer<typeof RuntimeConfig>
 

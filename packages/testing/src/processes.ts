@@ -68,6 +68,8 @@ export interface Stack {
   runtimeFetch(path: string, init?: RequestInit): Promise<Response>
   api: NodeProcess
   runtime: NodeProcess
+  /** Where each process serves its metrics (with `metrics: true`). */
+  metricsPorts: { api?: number; runtime?: number; workers: number[] }
   workers: NodeProcess[]
   env: Record<string, string>
   addWorker(extraEnv?: Record<string, string>): Promise<NodeProcess>
@@ -84,8 +86,12 @@ export async function startStack(opts: {
   workers?: number
   env?: Record<string, string>
   workerEnv?: Record<string, string>
+  /** Each process serves Prometheus metrics on a port of its own (stack.metricsPorts). */
+  metrics?: boolean
 }): Promise<Stack> {
   const [apiPort, runtimePort] = [await freePort(), await freePort()]
+  const metricsPort = async () => (opts.metrics ? { METRICS_PORT: String(await freePort()) } : {})
+  const metricsPorts: Stack['metricsPorts'] = { workers: [] }
   const runtimeUrl = `http://127.0.0.1:${runtimePort}`
   const env: Record<string, string> = {
     DATABASE_URL: opts.databaseUrl,
@@ -98,11 +104,17 @@ export async function startStack(opts: {
     RUNTIME_DATA_DIR: mkdtempSync(join(tmpdir(), 'roster-runtime-')),
     ...opts.env,
   }
-  const runtime = new NodeProcess('runtime', dist('runtime'), { ...env, PORT: String(runtimePort) }).start()
-  const api = new NodeProcess('api', dist('api'), { ...env, PORT: String(apiPort) }).start()
+  const runtimeMetrics = await metricsPort()
+  const apiMetrics = await metricsPort()
+  metricsPorts.runtime = runtimeMetrics.METRICS_PORT ? Number(runtimeMetrics.METRICS_PORT) : undefined
+  metricsPorts.api = apiMetrics.METRICS_PORT ? Number(apiMetrics.METRICS_PORT) : undefined
+  const runtime = new NodeProcess('runtime', dist('runtime'), { ...env, ...runtimeMetrics, PORT: String(runtimePort) }).start()
+  const api = new NodeProcess('api', dist('api'), { ...env, ...apiMetrics, PORT: String(apiPort) }).start()
   const workers: NodeProcess[] = []
   const addWorker = async (extraEnv: Record<string, string> = {}) => {
-    const worker = new NodeProcess(`worker-${workers.length + 1}`, dist('worker'), { ...env, ...opts.workerEnv, ...extraEnv }).start()
+    const workerMetrics = await metricsPort()
+    if (workerMetrics.METRICS_PORT) metricsPorts.workers.push(Number(workerMetrics.METRICS_PORT))
+    const worker = new NodeProcess(`worker-${workers.length + 1}`, dist('worker'), { ...env, ...opts.workerEnv, ...workerMetrics, ...extraEnv }).start()
     workers.push(worker)
     await worker.waitForOutput(/worker started/)
     return worker
@@ -117,6 +129,7 @@ export async function startStack(opts: {
     runtime,
     workers,
     env,
+    metricsPorts,
     addWorker,
     async stop() {
       await Promise.all([api.kill(), runtime.kill(), ...workers.map((w) => w.kill())])

@@ -28,6 +28,8 @@ interface Run {
 
 interface Step {
   label: string
+  /** Its name in metrics (a short, fixed word). */
+  metric: string
   /** Extra changes written with this step's progress, in the same guarded update. */
   alongProgress?(run: Run, attempt: number): TransitionChange
   /** Each step is idempotent: it checks what is already done and does only the rest. */
@@ -44,6 +46,7 @@ function hostnameCandidate(run: Run, clash: number): string {
 export const provisionSteps: readonly Step[] = [
   {
     label: 'Preparing the vault',
+    metric: 'vault',
     async run(run) {
       if (!run.intern.vault_id) throw new UnrecoverableError('the intern has no private vault')
       run.token = await run.deps.vault.ensureSecret(run.deps.db, run.intern.vault_id, RUNTIME_TOKEN_SECRET, () => generateApiKey().plaintext)
@@ -58,6 +61,7 @@ export const provisionSteps: readonly Step[] = [
   },
   {
     label: 'Reserving a hostname',
+    metric: 'hostname',
     // The reservation is written with the step's progress; the unique index decides clashes.
     alongProgress: (run, clash) => ({ reserveHostname: hostnameCandidate(run, clash) }),
     async run(run) {
@@ -66,6 +70,7 @@ export const provisionSteps: readonly Step[] = [
   },
   {
     label: 'Writing the runtime configuration',
+    metric: 'configure',
     async run({ deps, intern, token }) {
       await deps.runtime.configure(intern.id, {
         hostname: intern.hostname!,
@@ -78,12 +83,14 @@ export const provisionSteps: readonly Step[] = [
   },
   {
     label: 'Starting the runtime',
+    metric: 'start',
     async run({ deps, intern }) {
       await deps.runtime.start(intern.id)
     },
   },
   {
     label: 'Checking the runtime health',
+    metric: 'health',
     async run({ deps, intern }) {
       const deadline = Date.now() + deps.config.HEALTH_TIMEOUT_MS
       for (let wait = 5; ; wait = Math.min(wait * 2, 500)) {
@@ -121,9 +128,13 @@ export async function handle(
     )
     if (!current) return stale(deps, internId, index)
     run = { ...run, deps, intern: current }
+    const started = performance.now()
+    const timed = (outcome: 'ok' | 'error') => deps.metrics?.provisioningSteps.observe({ step: step.metric, outcome }, (performance.now() - started) / 1000)
     try {
       await step.run(run)
+      timed('ok')
     } catch (err) {
+      timed('error')
       const final = ctx.finalAttempt || err instanceof UnrecoverableError
       if (final) {
         const reason = err instanceof Error ? err.message : String(err)

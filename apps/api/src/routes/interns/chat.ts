@@ -89,6 +89,7 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
       }
       if (res.statusCode === 202) {
         // Steered: the prompt went into the session's running turn; its effect shows on that turn's stream.
+        deps.metrics?.chatTurns.inc({ outcome: 'steered' })
         return reply.code(202).send(await res.body.json())
       }
       if (res.statusCode !== 200) {
@@ -107,13 +108,21 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
         if (res.statusCode < 500) throw new AppError('intern_rejected', `the intern's host refused the request (${res.statusCode}): ${message}`)
         throw new AppError('intern_unreachable', `the intern's host answered ${res.statusCode}`)
       }
-      return relay(req, reply, res, upstream, deps.config.CHAT_REQUEST_BUDGET_MS, deps.config.INTERN_PROVIDE_INPUT_NAME)
+      return relay(req, reply, res, upstream, deps.config.CHAT_REQUEST_BUDGET_MS, deps.config.INTERN_PROVIDE_INPUT_NAME, (outcome) => deps.metrics?.chatTurns.inc({ outcome }))
     },
   )
 }
 
 /** The runtime's turn events as chat chunks, to the client as they come. */
-async function relay(req: FastifyRequest, reply: any, res: Awaited<ReturnType<typeof request>>, upstream: AbortController, budgetMs: number, provideInput: string) {
+async function relay(
+  req: FastifyRequest,
+  reply: any,
+  res: Awaited<ReturnType<typeof request>>,
+  upstream: AbortController,
+  budgetMs: number,
+  provideInput: string,
+  ended: (outcome: string) => void,
+) {
   reply.hijack()
   const raw = reply.raw
   raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': req.id })
@@ -121,12 +130,13 @@ async function relay(req: FastifyRequest, reply: any, res: Awaited<ReturnType<ty
   const created = Math.floor(Date.now() / 1000)
   let model = 'openrouter/intern'
   let sessionId: string | null = null
-  let ended = false
+  let finished = false
   const write = (chunk: Record<string, unknown>) => raw.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, ...chunk })}\n\n`)
   const delta = (d: Record<string, unknown>) => write({ choices: [{ index: 0, delta: d, finish_reason: null }] })
   const finish = (reason: 'stop' | 'tool_calls' | 'error', usage: unknown, error?: { code: number; message: string; reason: string; retryable: boolean }) => {
-    if (ended) return
-    ended = true
+    if (finished) return
+    finished = true
+    ended(error ? error.reason : reason)
     // Chunks the API makes itself (timeout, run ended, link severed), and the final one after them, name no runtime model.
     if (error && error.reason !== 'turn_failed') model = 'openrouter/intern'
     write({ choices: [{ index: 0, delta: {}, finish_reason: reason, ...(error ? { error: { code: error.code, message: error.message, metadata: { reason: error.reason, retryable: error.retryable } } } : {}) }] })
@@ -134,7 +144,12 @@ async function relay(req: FastifyRequest, reply: any, res: Awaited<ReturnType<ty
     raw.write('data: [DONE]\n\n')
   }
   // The client went away mid-stream: the run is cancelled (the host stops it when its stream closes).
-  raw.on('close', () => raw.writableFinished || upstream.abort())
+  raw.on('close', () => {
+    if (raw.writableFinished) return
+    upstream.abort()
+    if (!finished) ended('client_closed_request')
+    finished = true
+  })
   const keepalive = setInterval(() => raw.write(': keepalive\n\n'), 30_000)
   const budget = setTimeout(() => {
     finish('error', null, { code: 504, message: 'the turn outlived this request (5 minutes); continue with a new prompt in the same session', reason: 'timeout', retryable: true })

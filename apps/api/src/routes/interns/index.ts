@@ -23,6 +23,7 @@ import {
   suspendIntern,
   UpdateInternRequest,
   updateIntern,
+  isAppError,
   type InternAccess,
 } from '@roster/shared'
 import type { AppDeps } from '../../deps.js'
@@ -84,7 +85,11 @@ export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =
           req.body,
           req.headers['idempotency-key'],
         ),
-      )
+      ).catch((err: unknown) => {
+        deps.metrics?.internCreates.inc({ outcome: isAppError(err) ? err.reason : 'internal_error' })
+        throw err
+      })
+      deps.metrics?.internCreates.inc({ outcome: result.status === 201 ? 'created' : 'replayed' })
       return reply.code(result.status).send(result.intern)
     },
   )
