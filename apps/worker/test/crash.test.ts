@@ -27,12 +27,13 @@ afterAll(async () => t?.drop())
 const countByStatus = async (ids: string[], status: string) =>
   t.db.intern.count({ where: { id: { in: ids }, status: status as never } })
 
-async function createMany(baseUrl: string, prefix: string, n: number, parallel = 16): Promise<string[]> {
-  const api = apiClient(baseUrl, tenant.keys.user)
+/** Creates `n` interns, `parallel` at a time, spread over the API processes given (round robin). */
+async function createMany(baseUrls: string | string[], prefix: string, n: number, parallel = 16): Promise<string[]> {
+  const apis = [baseUrls].flat().map((url) => apiClient(url, tenant.keys.user))
   const ids: string[] = []
   for (let i = 0; i < n; i += parallel) {
     const batch = await Promise.all(
-      Array.from({ length: Math.min(parallel, n - i) }, (_, j) => api.createIntern({ name: `${prefix}-${i + j}`, provision: true })),
+      Array.from({ length: Math.min(parallel, n - i) }, (_, j) => apis[(i + j) % apis.length]!.createIntern({ name: `${prefix}-${i + j}`, provision: true })),
     )
     for (const res of batch) {
       expect(res.status).toBe(201)
@@ -118,11 +119,12 @@ describe('a worker killed with SIGKILL while 200 interns provision', () => {
   })
 })
 
-describe('three worker processes over 300 interns', () => {
-  it('share the jobs, and each step’s work is done once', async () => {
-    const stack = await startStack({ databaseUrl: t.url, env: many, workers: 3, workerEnv: { WORKER_CONCURRENCY: '10' } })
+describe('three API and three worker processes over 300 interns', () => {
+  it('share the creates and the jobs, and each intern is provisioned once, each step’s work done once', async () => {
+    const stack = await startStack({ databaseUrl: t.url, env: many, apis: 3, workers: 3, workerEnv: { WORKER_CONCURRENCY: '10' } })
     try {
-      const ids = await createMany(stack.apiUrl, 'three', 300)
+      expect(stack.apiUrls).toHaveLength(3)
+      const ids = await createMany(stack.apiUrls, 'three', 300)
       await waitFor(async () => (await countByStatus(ids, 'running')) === 300, { timeoutMs: 60_000, what: 'all 300 running' })
       await expectNoDuplicateWork(ids, stack)
 
@@ -143,6 +145,9 @@ describe('three worker processes over 300 interns', () => {
       await waitFor(() => total() >= 300, { timeoutMs: 5_000, what: 'the workers’ log lines' }).catch(() => {})
       expect(total()).toBe(300)
       for (const n of runsBy()) expect(n).toBeGreaterThan(0)
+      // One provisioning run each: no API or worker made a second.
+      const generations = await t.db.intern.groupBy({ by: ['provisionGeneration'], where: { id: { in: ids } }, _count: true })
+      expect(generations).toEqual([{ provisionGeneration: 1, _count: 300 }])
     } finally {
       await stack.stop()
     }

@@ -63,6 +63,8 @@ const dist = (app: string) => join(repoRoot, 'apps', app, 'dist', 'main.js')
 
 export interface Stack {
   apiUrl: string
+  /** Every API process's base URL (more than one with `apis`). */
+  apiUrls: string[]
   runtimeUrl: string
   /** A call to the runtime host's control API, with the workers' credential. */
   runtimeFetch(path: string, init?: RequestInit): Promise<Response>
@@ -84,6 +86,8 @@ export async function startStack(opts: {
   databaseUrl: string
   redisUrl?: string
   workers?: number
+  /** API processes (default 1): stack.apiUrls has each one's base URL, stack.apiUrl the first's. */
+  apis?: number
   env?: Record<string, string>
   workerEnv?: Record<string, string>
   /** Each process serves Prometheus metrics on a port of its own (stack.metricsPorts). */
@@ -110,6 +114,12 @@ export async function startStack(opts: {
   metricsPorts.api = apiMetrics.METRICS_PORT ? Number(apiMetrics.METRICS_PORT) : undefined
   const runtime = new NodeProcess('runtime', dist('runtime'), { ...env, ...runtimeMetrics, PORT: String(runtimePort) }).start()
   const api = new NodeProcess('api', dist('api'), { ...env, ...apiMetrics, PORT: String(apiPort) }).start()
+  // More API processes over the same database and Redis (without metrics: those belong to the first).
+  const moreApis: { process: NodeProcess; port: number }[] = []
+  for (let i = 1; i < (opts.apis ?? 1); i++) {
+    const port = await freePort()
+    moreApis.push({ process: new NodeProcess(`api-${i + 1}`, dist('api'), { ...env, PORT: String(port) }).start(), port })
+  }
   const workers: NodeProcess[] = []
   const addWorker = async (extraEnv: Record<string, string> = {}) => {
     const workerMetrics = await metricsPort()
@@ -119,10 +129,11 @@ export async function startStack(opts: {
     await worker.waitForOutput(/worker started/)
     return worker
   }
-  await Promise.all([runtime.waitForOutput(/listening/), api.waitForOutput(/listening/)])
+  await Promise.all([runtime.waitForOutput(/listening/), api.waitForOutput(/listening/), ...moreApis.map((a) => a.process.waitForOutput(/listening/))])
   for (let i = 0; i < (opts.workers ?? 1); i++) await addWorker()
   return {
     apiUrl: `http://127.0.0.1:${apiPort}/api/v1`,
+    apiUrls: [apiPort, ...moreApis.map((a) => a.port)].map((port) => `http://127.0.0.1:${port}/api/v1`),
     runtimeUrl,
     runtimeFetch: (path, init = {}) => fetch(`${runtimeUrl}${path}`, { ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${env.RUNTIME_TOKEN}` } }),
     api,
@@ -132,7 +143,7 @@ export async function startStack(opts: {
     metricsPorts,
     addWorker,
     async stop() {
-      await Promise.all([api.kill(), runtime.kill(), ...workers.map((w) => w.kill())])
+      await Promise.all([api.kill(), runtime.kill(), ...moreApis.map((a) => a.process.kill()), ...workers.map((w) => w.kill())])
     },
   }
 }
