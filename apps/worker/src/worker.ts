@@ -17,6 +17,7 @@ import {
 import type { WorkerDeps } from './context.js'
 import { createQueue, jobOptionsFor } from './queue.js'
 import { OutboxRelay } from './relay.js'
+import { startOperatorSurface } from './operator.js'
 import { Reconciler } from './reconciler.js'
 import { assertRegistryComplete, handlerFor } from './registry.js'
 import { startHealthServer } from './health.js'
@@ -127,6 +128,10 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
       })
     : undefined
   if (metricsServer) log.info(`worker metrics on http://${config.METRICS_HOST}:${config.METRICS_PORT}/metrics`)
+  // The queue dashboard, for operators only (off unless OPERATOR_PORT is set).
+  if (config.OPERATOR_PORT && !config.OPERATOR_TOKEN) throw new Error('OPERATOR_PORT is set without OPERATOR_TOKEN: the operator surface needs a credential')
+  const operator = config.OPERATOR_PORT ? await startOperatorSurface(queue, { host: config.HOST, port: config.OPERATOR_PORT, token: config.OPERATOR_TOKEN! }) : undefined
+  if (operator) log.info(`worker operator surface (queue dashboard) on http://${config.HOST}:${config.OPERATOR_PORT}/queues`)
 
   return {
     deps,
@@ -134,6 +139,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
     relay,
     async stop() {
       metricsServer?.close()
+      await operator?.close()
       health?.close()
       clearInterval(reconcileTimer)
       clearInterval(sweepTimer)

@@ -126,6 +126,10 @@ export const WorkerConfig = z.object({
   HEALTH_TIMEOUT_MS: ms.default(10_000),
   /** Lock on an active job; a worker that dies loses its jobs to others after this long. */
   JOB_LOCK_MS: ms.default(30_000),
+  /** The operator surface (the queue dashboard at /queues) on its own port; 0 (the default): none. */
+  OPERATOR_PORT: port.default(0),
+  /** Its credential (HTTP Basic password, or bearer), at least 32 characters; required with OPERATOR_PORT. */
+  OPERATOR_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
   /** Safety net for missed outbox notifications. */
   RELAY_POLL_MS: ms.default(1_000),
   /** How often the reconciler looks for interns whose queued job vanished (e.g. Redis lost data). */
