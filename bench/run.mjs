@@ -180,6 +180,35 @@ async function benchWorkerAlone({ key, db, startWorker }) {
   return [{ scenario: `${n} interns already queued, one worker started → all running`, metric: 'interns/s', value: (n / ((done - started) / 1000)).toFixed(0), target: '(breakdown)' }]
 }
 
+/**
+ * Provisioning rate with 1, 2 and 4 worker processes: the same interns queued first (the API alone),
+ * then that many workers started at once and timed to the last running. Each count on a fresh stack.
+ */
+async function benchWorkersScale() {
+  const rows = []
+  for (const workers of (process.env.BENCH_WORKER_COUNTS ?? '1,2,4').split(',').map(Number)) {
+    rows.push(
+      ...(await withStack(
+        async ({ key, db, startWorker }) => {
+          const n = Number(process.env.BENCH_INTERNS ?? 2000)
+          const prefix = 's' + randomBytes(2).toString('hex')
+          await createInterns(key, prefix, n)
+          const client = new pg.Client({ connectionString: db })
+          await client.connect()
+          const started = performance.now()
+          for (let i = 0; i < workers; i++) startWorker()
+          while ((await countRunning(client, prefix)) < n) await new Promise((r) => setTimeout(r, 20))
+          const done = performance.now()
+          await client.end()
+          return [{ scenario: `${n} interns queued, ${workers} worker process${workers > 1 ? 'es' : ''} started → all running`, metric: 'interns/s', value: (n / ((done - started) / 1000)).toFixed(0), target: '' }]
+        },
+        { worker: false },
+      )),
+    )
+  }
+  return rows
+}
+
 /** GET /interns/{id} polled by 64 connections, spread over 64 interns. */
 async function benchPoll({ key }) {
   const prefix = 'g' + randomBytes(2).toString('hex')
@@ -439,6 +468,10 @@ for (const [name, [fn, opts]] of Object.entries(scenarios)) {
   if ((only && only !== name) || (!only && opts.named)) continue
   process.stderr.write(`bench: ${name}…\n`)
   rows.push(...(await withStack(fn, opts)))
+}
+if (only === 'workers') {
+  process.stderr.write('bench: workers (1, 2, 4 processes)…\n')
+  rows.push(...(await benchWorkersScale()))
 }
 if (!only || only === 'density') {
   process.stderr.write('bench: density…\n')
