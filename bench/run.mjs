@@ -165,19 +165,25 @@ async function benchProvision({ key, db }) {
   ]
 }
 
-/** The worker alone: 2,000 interns created first, then one worker process started and timed to the last running. */
-async function benchWorkerAlone({ key, db, startWorker }) {
+/** Interns created first (their jobs wait: no worker runs), then `workers` worker processes started at once: interns/s until the last runs. */
+async function queuedThenProvisioned({ key, db, startWorker }, workers) {
   const n = Number(process.env.BENCH_INTERNS ?? 2000)
   const prefix = 'w' + randomBytes(2).toString('hex')
   await createInterns(key, prefix, n)
   const client = new pg.Client({ connectionString: db })
   await client.connect()
   const started = performance.now()
-  startWorker()
+  for (let i = 0; i < workers; i++) startWorker()
   while ((await countRunning(client, prefix)) < n) await new Promise((r) => setTimeout(r, 20))
   const done = performance.now()
   await client.end()
-  return [{ scenario: `${n} interns already queued, one worker started → all running`, metric: 'interns/s', value: (n / ((done - started) / 1000)).toFixed(0), target: '(breakdown)' }]
+  return { n, rate: (n / ((done - started) / 1000)).toFixed(0) }
+}
+
+/** The worker alone: 2,000 interns created first, then one worker process started and timed to the last running. */
+async function benchWorkerAlone(ctx) {
+  const { n, rate } = await queuedThenProvisioned(ctx, 1)
+  return [{ scenario: `${n} interns already queued, one worker started → all running`, metric: 'interns/s', value: rate, target: '(breakdown)' }]
 }
 
 /**
@@ -187,24 +193,8 @@ async function benchWorkerAlone({ key, db, startWorker }) {
 async function benchWorkersScale() {
   const rows = []
   for (const workers of (process.env.BENCH_WORKER_COUNTS ?? '1,2,4').split(',').map(Number)) {
-    rows.push(
-      ...(await withStack(
-        async ({ key, db, startWorker }) => {
-          const n = Number(process.env.BENCH_INTERNS ?? 2000)
-          const prefix = 's' + randomBytes(2).toString('hex')
-          await createInterns(key, prefix, n)
-          const client = new pg.Client({ connectionString: db })
-          await client.connect()
-          const started = performance.now()
-          for (let i = 0; i < workers; i++) startWorker()
-          while ((await countRunning(client, prefix)) < n) await new Promise((r) => setTimeout(r, 20))
-          const done = performance.now()
-          await client.end()
-          return [{ scenario: `${n} interns queued, ${workers} worker process${workers > 1 ? 'es' : ''} started → all running`, metric: 'interns/s', value: (n / ((done - started) / 1000)).toFixed(0), target: '' }]
-        },
-        { worker: false },
-      )),
-    )
+    const { n, rate } = await withStack((ctx) => queuedThenProvisioned(ctx, workers), { worker: false })
+    rows.push({ scenario: `${n} interns queued, ${workers} worker process${workers > 1 ? 'es' : ''} started → all running`, metric: 'interns/s', value: rate, target: '' })
   }
   return rows
 }
