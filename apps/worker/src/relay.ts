@@ -95,8 +95,10 @@ export class OutboxRelay {
         }
         await tx.$executeRaw`DELETE FROM outbox WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`
         if (this.metrics) {
+          // Published rows only: the set-aside ones are counted as dead letters.
           const now = Date.now()
-          for (const row of rows) this.metrics.relayPublishLag.observe(Math.max(0, now - row.created_at.getTime()) / 1000)
+          const setAside = new Set(dead.map((d) => d.id))
+          for (const row of rows) if (!setAside.has(row.id)) this.metrics.relayPublishLag.observe(Math.max(0, now - row.created_at.getTime()) / 1000)
         }
         return rows.length
       },
