@@ -39,6 +39,7 @@ export interface LocalVaultOptions {
 
 export class LocalVault implements VaultService {
   private masterKeyId: string | undefined
+  private resolving: Promise<string> | undefined
   private readonly fingerprint: Buffer | undefined
   private readonly dataKeys = new Map<string, Buffer>()
   private readonly workspaceVaults = new Map<string, string>()
@@ -151,6 +152,14 @@ export class LocalVault implements VaultService {
    */
   private async resolveMasterKeyId(db: Tx): Promise<string> {
     if (this.masterKeyId) return this.masterKeyId
+    // Outside a transaction, concurrent first uses share one lookup: a burst of creates at start-up
+    // would otherwise open one keyring transaction each and wait on the pool for them.
+    if (!('$transaction' in db)) return this.lookUpMasterKeyId(db)
+    this.resolving ??= this.lookUpMasterKeyId(db).finally(() => (this.resolving = undefined))
+    return this.resolving
+  }
+
+  private async lookUpMasterKeyId(db: Tx): Promise<string> {
     const fingerprint = this.fingerprint!
     const run = async (tx: Prisma.TransactionClient) => {
       await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(this.options.lockTimeoutMs))}`)
