@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import swagger from '@fastify/swagger'
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import { randomUUID } from 'node:crypto'
-import { loggerOptions, logsEachRequest, observeHttp, requestLogger, type Caller } from '@roster/shared'
+import { loggerOptions, logsEachRequest, observeHttp, requestLogger, traceHttpServer, tracing, type Caller } from '@roster/shared'
 import type { AppDeps } from './deps.js'
 import { modelRoutes } from './routes/models.js'
 import { responsesRoutes } from './routes/responses.js'
@@ -56,6 +56,8 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
   registerErrorHandling(app)
   // Only with metrics on: without, the hot path carries nothing of them.
   if (deps.metrics) app.addHook('onRequest', observeHttp(deps.metrics))
+  // Likewise traces: a span per request only when an OTLP endpoint is configured.
+  if (tracing.on) traceHttpServer(app as never)
   deps.responses.useTraceLogger(app.log.child({ component: 'trace' }))
   app.addHook('onClose', async () => {
     deps.watch.close()

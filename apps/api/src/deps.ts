@@ -1,12 +1,13 @@
 import type { Redis } from 'ioredis'
-import { CreateBatcher, createInternEventPublisher, createLogger, InternReader, LocalVault, SecretStoreBatcher, createMetrics, type AfterCommit, type ApiConfig, type Db, type Metrics, type ParentLogger, type VaultService } from '@roster/shared'
+import { CreateBatcher, createInternEventPublisher, createLogger, InternReader, LocalVault, SecretStoreBatcher, createMetrics, tracing, type AfterCommit, type ApiConfig, type Db, type Metrics, type ParentLogger, type VaultService } from '@roster/shared'
 import { createHmac, randomBytes } from 'node:crypto'
-import { ResponsesEngine, type Catalogue } from '@roster/gateway'
+import { observers, ResponsesEngine, type Catalogue } from '@roster/gateway'
 import { createAuthenticator, type Authenticator } from './plugins/auth.js'
 import { createOutboxBell } from './plugins/outbox-bell.js'
 import { InternWatch } from './plugins/intern-watch.js'
 import { ListCache } from './plugins/list-cache.js'
 import { gatewayMetrics } from './plugins/gateway-metrics.js'
+import { gatewayTracing } from './plugins/gateway-tracing.js'
 
 /** What the routes are given (built by createAppDeps; the tests build it the same way). */
 export interface AppDeps {
@@ -82,7 +83,8 @@ export function createAppDeps(
         ? createHmac('sha256', config.VAULT_MASTER_KEY).update('roster upstream user id').digest()
         : randomBytes(32),
       keepAliveMs: config.STREAM_KEEPALIVE_MS,
-      observer: metrics && gatewayMetrics(metrics),
+      // Absent both, the engine measures nothing.
+      observer: observers(metrics && gatewayMetrics(metrics), tracing.on ? gatewayTracing() : undefined),
       webFetch: {
         allowPrivateNetworks: config.WEB_FETCH_PRIVATE_NETWORKS === 'allow',
         maxBytes: config.WEB_FETCH_MAX_BYTES,

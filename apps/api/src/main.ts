@@ -1,10 +1,12 @@
 import { Redis } from 'ioredis'
-import { ApiConfig, createDb, createLogger, loadConfigOrExit, masterKeyProblem, reportConnectionErrors, serveMetrics } from '@roster/shared'
+import { ApiConfig, createDb, createLogger, loadConfigOrExit, masterKeyProblem, reportConnectionErrors, serveMetrics, startTracing } from '@roster/shared'
 import { buildApp } from './app.js'
 import { createAppDeps } from './deps.js'
 import { CatalogueError, loadCatalogue, type Catalogue } from '@roster/gateway'
 
 const config = loadConfigOrExit(ApiConfig, 'api')
+// Traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set; before anything that makes spans.
+const tracer = await startTracing('api', config.OTEL_EXPORTER_OTLP_ENDPOINT)
 let catalogue: Catalogue = { models: [] }
 if (config.MODEL_CATALOGUE) {
   try {
@@ -48,7 +50,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     app.log.info({ signal }, 'shutting down: finishing in-flight requests')
     const force = setTimeout(() => process.exit(1), 10_000).unref()
     await app.close()
-    await Promise.allSettled([db.$disconnect(), redis.quit()])
+    await Promise.allSettled([db.$disconnect(), redis.quit(), tracer?.shutdown()])
     clearTimeout(force)
     process.exit(0)
   })

@@ -5,7 +5,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { randomUUID } from 'node:crypto'
-import { createDb, LocalVault, loggerOptions, logsEachRequest, observeHttp, requestLogger, type Metrics, type RuntimeConfig } from '@roster/shared'
+import { createDb, LocalVault, loggerOptions, logsEachRequest, observeHttp, requestLogger, traceHttpServer, tracing, type Metrics, type RuntimeConfig } from '@roster/shared'
 import { Egress } from './egress.js'
 import { EgressProxies } from './egress-proxy.js'
 import { chooseEgressForwarder, commandRunner } from './sandbox.js'
@@ -84,6 +84,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     String(headers['x-forwarded-host'] ?? headers.host ?? '').split(':')[0]!.toLowerCase()
 
   if (opts.metrics) app.addHook('onRequest', observeHttp(opts.metrics))
+  if (tracing.on) traceHttpServer(app as never)
   const authorized = credentialCheck(config.RUNTIME_TOKEN)
   app.addHook('onRequest', async (req, reply) => {
     // Requests addressed to an intern's hostname are the intern's: its health, and nothing of the host.

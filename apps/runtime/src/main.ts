@@ -1,13 +1,16 @@
-import { createMetrics, loadConfigOrExit, RuntimeConfig, serveMetrics } from '@roster/shared'
+import { createMetrics, loadConfigOrExit, RuntimeConfig, serveMetrics, startTracing } from '@roster/shared'
 import { buildRuntimeHost } from './host.js'
 import { commandRunner } from './sandbox.js'
 
 const config = loadConfigOrExit(RuntimeConfig, 'runtime')
+// Traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+const tracer = await startTracing('runtime', config.OTEL_EXPORTER_OTLP_ENDPOINT)
 const metrics = config.METRICS_PORT ? createMetrics('runtime') : undefined
 const app = await buildRuntimeHost(config, { metrics })
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, async () => {
     await app.close()
+    await tracer?.shutdown()
     process.exit(0)
   })
 }

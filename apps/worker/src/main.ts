@@ -1,8 +1,10 @@
-import { createDb, createLogger, loadConfigOrExit, masterKeyProblem, WorkerConfig } from '@roster/shared'
+import { createDb, createLogger, loadConfigOrExit, masterKeyProblem, startTracing, WorkerConfig } from '@roster/shared'
 import { startWorker } from './worker.js'
 
 const config = loadConfigOrExit(WorkerConfig, 'worker')
 const log = createLogger('worker', config.LOG_LEVEL)
+// Traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+const tracer = await startTracing('worker', config.OTEL_EXPORTER_OTLP_ENDPOINT)
 if (config.VAULT_MASTER_KEY) {
   const db = createDb({ url: config.DATABASE_URL, poolSize: 1 })
   const problem = await masterKeyProblem(db, config.VAULT_MASTER_KEY, config.DATABASE_URL).finally(() => db.$disconnect())
@@ -22,6 +24,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     log.info({ signal }, 'shutting down: finishing active jobs')
     const force = setTimeout(() => process.exit(1), 30_000).unref()
     await worker.stop()
+    await tracer?.shutdown()
     clearTimeout(force)
     process.exit(0)
   })

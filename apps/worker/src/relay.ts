@@ -1,9 +1,18 @@
 import type { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
-import { isJobKind, Jobs, outboxBellChannel, reportConnectionErrors, type Db, type Logger, type Metrics } from '@roster/shared'
+import { carrierOf, isJobKind, Jobs, outboxBellChannel, reportConnectionErrors, SpanKind, startSpan, tracing, type Db, type Logger, type Metrics, type Span, type TraceCarrier } from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 const BATCH = 500
+
+interface OutboxRow {
+  id: string
+  kind: string
+  job_id: string
+  payload: unknown
+  trace_context: TraceCarrier | null
+  created_at: Date
+}
 
 /**
  * Publishes outbox rows to BullMQ. Woken by the bell writers ring on Redis after committing (low
@@ -78,11 +87,15 @@ export class OutboxRelay {
   private async drainBatch(): Promise<number> {
     return this.db.$transaction(
       async (tx) => {
-        const rows = await tx.$queryRaw<{ id: string; kind: string; job_id: string; payload: unknown; created_at: Date }[]>`
-          SELECT id::text, kind, job_id, payload, created_at FROM outbox ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`
+        const rows = await tx.$queryRaw<OutboxRow[]>`
+          SELECT id::text, kind, job_id, payload, trace_context, created_at FROM outbox ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`
         if (rows.length === 0) return 0
-        const { jobs, dead } = this.readRows(rows)
-        if (jobs.length) await this.queue.addBulk(jobs)
+        const { jobs, dead, spans } = this.readRows(rows)
+        try {
+          if (jobs.length) await this.queue.addBulk(jobs)
+        } finally {
+          for (const span of spans) span.end()
+        }
         if (dead.length) {
           // Set aside whole, in this transaction: a row that can never be published must not hold up the rest.
           await tx.$executeRaw`
@@ -106,10 +119,15 @@ export class OutboxRelay {
     )
   }
 
-  /** The rows as jobs to publish, and those that cannot be (an unknown kind, a payload that does not parse), with why. */
-  private readRows(rows: { id: string; kind: string; job_id: string; payload: unknown }[]) {
+  /**
+   * The rows as jobs to publish, and those that cannot be (an unknown kind, a payload that does not
+   * parse), with why. A row's trace context goes on in the job's data (`trace`); with tracing on,
+   * through a span of its publishing, which the job's spans then follow.
+   */
+  private readRows(rows: OutboxRow[]) {
     const jobs: { name: string; data: unknown; opts: ReturnType<JobOptionsFor> & { jobId: string } }[] = []
     const dead: { id: string; kind: string; error: string }[] = []
+    const spans: Span[] = []
     for (const row of rows) {
       if (!isJobKind(row.kind)) {
         dead.push({ id: row.id, kind: row.kind, error: `no job kind ${row.kind}` })
@@ -120,8 +138,18 @@ export class OutboxRelay {
         dead.push({ id: row.id, kind: row.kind, error: `the payload does not fit ${row.kind}: ${data.error.issues.map((i) => `${i.path.join('.') || '(root)'} ${i.message}`).join('; ').slice(0, 1_000)}` })
         continue
       }
-      jobs.push({ name: row.kind, data: data.data, opts: { ...this.jobOptions(row.kind), jobId: row.job_id } })
+      let carrier = row.trace_context ?? undefined
+      if (carrier && tracing.on) {
+        const span = startSpan(`publish ${row.kind}`, {
+          kind: SpanKind.PRODUCER,
+          parent: carrier,
+          attributes: { 'messaging.system': 'bullmq', 'messaging.operation.type': 'send', 'messaging.destination.name': this.queue.name, 'messaging.message.id': row.job_id, 'roster.outbox.id': row.id },
+        })!
+        spans.push(span)
+        carrier = carrierOf(span)
+      }
+      jobs.push({ name: row.kind, data: carrier ? { ...data.data, trace: carrier } : data.data, opts: { ...this.jobOptions(row.kind), jobId: row.job_id } })
     }
-    return { jobs, dead }
+    return { jobs, dead, spans }
   }
 }

@@ -10,6 +10,8 @@ import {
   reportConnectionErrors,
   createMetrics,
   serveMetrics,
+  inSpan,
+  SpanKind,
   TransitionBatcher,
   type Logger,
   type WorkerConfig,
@@ -59,7 +61,16 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
       const finalAttempt = attempt >= (job.opts.attempts ?? 1)
       const counted = (outcome: string) => job.name === 'intern.provision' && metrics?.provisioningRuns.inc({ outcome })
       try {
-        const outcome = await handlerFor(job.name)(deps, job.data as never, { attempt, finalAttempt, log })
+        // The job continues the trace of the request that asked for it (its context came in the outbox row).
+        const outcome = await inSpan(
+          `process ${job.name}`,
+          {
+            kind: SpanKind.CONSUMER,
+            parent: (job.data as { trace?: unknown }).trace ?? null,
+            attributes: { 'messaging.system': 'bullmq', 'messaging.operation.type': 'process', 'messaging.destination.name': INTERN_QUEUE, 'messaging.message.id': job.id ?? '', 'roster.job.attempt': attempt },
+          },
+          () => handlerFor(job.name)(deps, job.data as never, { attempt, finalAttempt, log }),
+        )
         log.info({ job: job.name, jobId: job.id, attempt, outcome }, 'job finished')
         counted(String(outcome))
         return outcome

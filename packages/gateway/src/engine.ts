@@ -44,12 +44,55 @@ export interface EngineOptions {
   observer?: GatewayObserver
 }
 
-/** What the engine reports as it works, for metrics. Models and providers are the catalogue's. */
+/** What the engine reports as it works, for metrics and traces. Models and providers are the catalogue's. */
 export interface GatewayObserver {
-  /** One upstream call ended: the provider's first byte (when one came) and the whole call, in ms. */
-  upstream(provider: string, firstByteMs: number | undefined, totalMs: number, ok: boolean): void
+  /** One upstream call begins; what it returns is called once when the call ends. */
+  upstream(call: UpstreamCall): (end: UpstreamCallEnd) => void
   /** One request ended (`outcome`: ok, cancelled, or the canonical error type). */
   request(report: { model: string; provider: string; door: string; outcome: string; fallbacks: number; usage: Usage; cost: number }): void
+}
+
+/** An upstream call as it starts: where it goes and what was asked of the model. */
+export interface UpstreamCall {
+  provider: string
+  protocol: string
+  /** The catalogue's model id, and the provider's own name for it. */
+  model: string
+  upstreamModel: string
+  baseUrl: string
+  stream: boolean
+  maxTokens?: number
+  temperature?: number
+  topP?: number
+}
+
+/** How it ended: the provider's first byte (when one came) and the whole call, in ms. */
+export interface UpstreamCallEnd {
+  firstByteMs?: number
+  totalMs: number
+  ok: boolean
+  /** The turn's usage and why the model stopped (a call that succeeded). */
+  usage?: Usage
+  finish?: string
+  /** The canonical error type (a call that failed). */
+  errorType?: string
+}
+
+/** Several observers as one (metrics and traces), or none. */
+export function observers(...list: (GatewayObserver | undefined)[]): GatewayObserver | undefined {
+  const all = list.filter((o): o is GatewayObserver => o !== undefined)
+  if (all.length <= 1) return all[0]
+  return {
+    upstream(call) {
+      const ends = all.map((o) => o.upstream(call))
+      return (end) => {
+        for (const e of ends) e(end)
+      }
+    },
+    request(report) {
+      for (const o of all) o.request(report)
+    },
+  }
 }
 
 /** Per call: what came in headers, and the client's connection. */
@@ -325,17 +368,29 @@ export class ResponsesEngine {
     throw last ?? new GatewayError(502, 'provider_unavailable', 'no endpoint was left to try')
   }
 
-  /** One upstream call, reported to the observer (when there is one) with its first byte and its length. */
+  /** One upstream call, reported to the observer (when there is one) with its first byte, its length and its outcome. */
   private async call(run: Run, c: Candidate, adapter: Adapter, body: Json): Promise<{ usage: Usage; calls: TurnCall[] }> {
     const observer = this.options.observer
     if (!observer) return this.callOnce(run, c, adapter, body)
+    const req = run.req
+    const ended = observer.upstream({
+      provider: c.endpoint.provider,
+      protocol: c.endpoint.protocol,
+      model: c.model.id,
+      upstreamModel: c.endpoint.upstream_model,
+      baseUrl: c.endpoint.base_url,
+      stream: !!run.live,
+      maxTokens: req.max_output_tokens ?? undefined,
+      temperature: req.temperature ?? undefined,
+      topP: req.top_p ?? undefined,
+    })
     const timing: Timing = { sent: performance.now() }
     try {
       const turn = await this.callOnce(run, c, adapter, body, timing)
-      observer.upstream(c.endpoint.provider, timing.firstByte, performance.now() - timing.sent, true)
+      ended({ firstByteMs: timing.firstByte, totalMs: performance.now() - timing.sent, ok: true, usage: turn.usage, finish: run.assembler.finish })
       return turn
     } catch (err) {
-      observer.upstream(c.endpoint.provider, timing.firstByte, performance.now() - timing.sent, false)
+      ended({ firstByteMs: timing.firstByte, totalMs: performance.now() - timing.sent, ok: false, errorType: err instanceof GatewayError ? err.errorType : 'server' })
       throw err
     }
   }

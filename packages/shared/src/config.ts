@@ -43,10 +43,12 @@ const masterKey = z
     return bytes
   })
 
-/** Prometheus metrics on a listener of their own (GET /metrics), apart from API traffic; port 0: none. */
+/** What every process offers operators: Prometheus metrics on a listener of their own (GET /metrics), apart from API traffic (port 0: none), and traces. */
 const metricsSettings = {
   METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   METRICS_PORT: port.default(0),
+  /** OpenTelemetry traces over OTLP/HTTP to this collector (the SDK reads its other OTEL_* settings itself); unset: none. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL').optional(),
 }
 
 const shared = {

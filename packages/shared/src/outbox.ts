@@ -1,5 +1,6 @@
 import type { Prisma } from './db.js'
 import { Jobs, type JobKind, type JobPayload } from './jobs.js'
+import { activeCarrier } from './tracing.js'
 
 /**
  * The Redis channel on which writers ring the relay's bell after committing outbox rows. A bell,
@@ -12,11 +13,13 @@ export const outboxBellChannel = (queuePrefix: string) => `${queuePrefix}:outbox
 /**
  * Writes a job to the outbox inside the caller's transaction: the job exists if and only if the
  * state change that asked for it commits. The worker's relay publishes it to BullMQ; the caller
- * rings the bell after the commit.
+ * rings the bell after the commit. With tracing on, the row carries the writer's trace context, so
+ * the job's spans join the request's trace.
  */
 export async function enqueueInTx<K extends JobKind>(tx: Prisma.TransactionClient, kind: K, payload: JobPayload<K>): Promise<void> {
   const job = Jobs[kind]
   const parsed = job.schema.parse(payload)
   const jobId = (job.jobId as (p: JobPayload<K>) => string)(parsed as JobPayload<K>)
-  await tx.$executeRaw`INSERT INTO outbox (kind, job_id, payload) VALUES (${kind}, ${jobId}, ${JSON.stringify(parsed)}::jsonb)`
+  const trace = activeCarrier()
+  await tx.$executeRaw`INSERT INTO outbox (kind, job_id, payload, trace_context) VALUES (${kind}, ${jobId}, ${JSON.stringify(parsed)}::jsonb, ${trace && JSON.stringify(trace)}::jsonb)`
 }

@@ -1,4 +1,5 @@
 import { Pool, type Dispatcher } from 'undici'
+import { injectTrace, inSpan, SpanKind, tracing } from './tracing.js'
 // The runtime behind provisioning: a small interface, so a container orchestrator can replace the
 // local runtime host (apps/runtime) without touching the provisioning flow.
 
@@ -61,8 +62,13 @@ export class HttpRuntimeDriver implements RuntimeDriver {
   }
 
   async healthy(hostname: string): Promise<boolean> {
+    if (tracing.on) return inSpan('runtime GET /healthz', { kind: SpanKind.CLIENT, attributes: this.attributes('GET', '/healthz') }, () => this.health(hostname))
+    return this.health(hostname)
+  }
+
+  private async health(hostname: string): Promise<boolean> {
     try {
-      const res = await this.pool.request({ method: 'GET', path: '/healthz', headers: { 'x-forwarded-host': hostname } })
+      const res = await this.pool.request({ method: 'GET', path: '/healthz', headers: injectTrace({ 'x-forwarded-host': hostname }) })
       await res.body.dump()
       return res.statusCode === 200
     } catch {
@@ -99,12 +105,24 @@ export class HttpRuntimeDriver implements RuntimeDriver {
   }
 
   private async call(method: 'PUT' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
+    if (!tracing.on) return this.send(method, path, body)
+    // Span names carry the route, not the intern's id (the id is an attribute).
+    const route = path.replace(/\/v1\/interns\/[^/]+/, '/v1/interns/{id}')
+    return inSpan(`runtime ${method} ${route}`, { kind: SpanKind.CLIENT, attributes: this.attributes(method, path) }, () => this.send(method, path, body))
+  }
+
+  private attributes(method: string, path: string) {
+    const url = new URL(path, this.baseUrl)
+    return { 'http.request.method': method, 'url.full': url.toString(), 'server.address': url.hostname, 'server.port': Number(url.port || 80) }
+  }
+
+  private async send(method: 'PUT' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
     let res: Dispatcher.ResponseData
     try {
       res = await this.pool.request({
         method,
         path,
-        headers: body === undefined ? { authorization: this.authorization } : { authorization: this.authorization, 'content-type': 'application/json' },
+        headers: injectTrace(body === undefined ? { authorization: this.authorization } : { authorization: this.authorization, 'content-type': 'application/json' }),
         body: body === undefined ? undefined : JSON.stringify(body),
       })
     } catch (cause) {

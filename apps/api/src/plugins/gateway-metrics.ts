@@ -4,9 +4,11 @@ import type { GatewayObserver } from '@roster/gateway'
 /** The gateway's reports as Prometheus metrics: requests, upstream timings, tokens, cost, fallbacks. */
 export function gatewayMetrics(metrics: Metrics): GatewayObserver {
   return {
-    upstream(provider, firstByteMs, totalMs, ok) {
-      if (firstByteMs !== undefined) metrics.gatewayFirstByte.observe({ provider }, firstByteMs / 1000)
-      metrics.gatewayUpstream.observe({ provider, outcome: ok ? 'ok' : 'error' }, totalMs / 1000)
+    upstream({ provider }) {
+      return ({ firstByteMs, totalMs, ok }) => {
+        if (firstByteMs !== undefined) metrics.gatewayFirstByte.observe({ provider }, firstByteMs / 1000)
+        metrics.gatewayUpstream.observe({ provider, outcome: ok ? 'ok' : 'error' }, totalMs / 1000)
+      }
     },
     request({ model, provider, door, outcome, fallbacks, usage, cost }) {
       metrics.gatewayRequests.inc({ model, provider, door, outcome })

@@ -1,6 +1,7 @@
 import { StringDecoder } from 'node:string_decoder'
 import { createParser } from 'eventsource-parser'
 import { request } from 'undici'
+import { injectTrace } from '@roster/shared'
 import type { CommandLimits, CommandResult } from '../sandbox.js'
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from '../workspace-files.js'
 import type { SessionStore } from './session-store.js'
@@ -137,7 +138,7 @@ async function modelTurn(setup: AgentSetup, input: Json[], last: boolean, emit: 
   const body = { model: setup.model, instructions: setup.instructions ?? undefined, input, tools: setup.http ? [...TOOLS, HTTP_TOOL] : TOOLS, tool_choice: last ? 'none' : 'auto', stream: true }
   const res = await request(`${setup.apiBase}/responses`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${setup.apiKey}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+    headers: injectTrace({ authorization: `Bearer ${setup.apiKey}`, 'content-type': 'application/json', accept: 'text/event-stream' }),
     body: JSON.stringify(body),
     signal,
   })

@@ -3,6 +3,7 @@ import {
   apiKeyParts,
   generateApiKey,
   isUniqueViolation,
+  inSpan,
   Jobs,
   RuntimeUnavailableError,
   type JobPayload,
@@ -131,7 +132,8 @@ export async function handle(
     const started = performance.now()
     const timed = (outcome: 'ok' | 'error') => deps.metrics?.provisioningSteps.observe({ step: step.metric, outcome }, (performance.now() - started) / 1000)
     try {
-      await step.run(run)
+      const current = run
+      await inSpan(`provision step ${step.metric}`, { attributes: { 'roster.intern.step': step.label, 'roster.intern.step_number': index + 1 } }, () => step.run(current))
       timed('ok')
     } catch (err) {
       timed('error')

@@ -8,6 +8,7 @@ import type { AfterCommit } from './lifecycle.js'
 import type { VaultService } from '../vault/local-vault.js'
 import { canonicalJson, sha256 } from '../canonical-json.js'
 import { Jobs } from '../jobs.js'
+import { activeCarrier } from '../tracing.js'
 import { assertOwnWorkspace, nameTaken } from './access.js'
 import { insertOne, refusedReason, type PreparedCreate } from './create-statements.js'
 import type { CreateBatcher } from './create-batcher.js'
@@ -51,6 +52,7 @@ export async function createIntern(
   const fingerprint = sha256('POST /interns', canonicalJson(request))
   const internId = randomUUID()
   const job = { internId, generation: 1 }
+  const trace = activeCarrier()
   const prepared: PreparedCreate = {
     keyId: caller.keyId,
     key: idempotencyKey ?? `derived:${fingerprint.toString('hex')}`,
@@ -68,6 +70,7 @@ export async function createIntern(
     provision: request.provision,
     jobId: Jobs['intern.provision'].jobId(job),
     job,
+    trace: trace && JSON.stringify(trace),
   }
 
   let outcome

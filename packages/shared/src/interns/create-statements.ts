@@ -24,6 +24,8 @@ export interface PreparedCreate {
   provision: boolean
   jobId: string
   job: { internId: string; generation: number }
+  /** The creating request's trace context (tracing on), for the outbox row: JSON, or null. */
+  trace: string | null
 }
 
 /** created: the intern row; replay: the key was claimed already (by an earlier or concurrent create). */
@@ -82,8 +84,8 @@ export async function insertOne(db: Db, p: PreparedCreate, limit: number): Promi
         AND q.used < ${cap(Prisma.sql`q.shard`, limit)}
       RETURNING q.shard
     ), outbox AS (
-      INSERT INTO outbox (kind, job_id, payload)
-      SELECT 'intern.provision', ${p.jobId}, ${JSON.stringify(p.job)}::jsonb
+      INSERT INTO outbox (kind, job_id, payload, trace_context)
+      SELECT 'intern.provision', ${p.jobId}, ${JSON.stringify(p.job)}::jsonb, ${p.trace}::jsonb
       FROM intern WHERE ${p.provision}
       RETURNING id
     )
@@ -128,9 +130,9 @@ export async function insertMany(db: Db, items: PreparedCreate[], limit: number)
         ${col((p) => p.userId)}::uuid[], ${col((p) => p.name)}::text[], ${col((p) => p.description)}::text[],
         ${col((p) => p.instructions)}::text[], ${col((p) => p.status)}::intern_status[], ${col((p) => p.generation)}::int[],
         ${col((p) => p.borrow)}::uuid[], ${col((p) => p.provision)}::bool[], ${col(() => randomInt(QUOTA_SHARDS))}::smallint[],
-        ${col((p) => p.jobId)}::text[], ${col((p) => JSON.stringify(p.job))}::jsonb[]
+        ${col((p) => p.jobId)}::text[], ${col((p) => JSON.stringify(p.job))}::jsonb[], ${col((p) => p.trace)}::jsonb[]
       ) AS t(key_id, key, fingerprint, intern_id, vault_id, workspace_id, master_key_id, sealed_data_key,
-             user_id, name, description, instructions, status, generation, borrow, provision, shard, job_id, payload)
+             user_id, name, description, instructions, status, generation, borrow, provision, shard, job_id, payload, trace_context)
     ), claim AS (
       INSERT INTO idempotency_records (api_key_id, key, fingerprint, intern_id)
       SELECT key_id, key, fingerprint, intern_id FROM items
@@ -162,8 +164,8 @@ export async function insertMany(db: Db, items: PreparedCreate[], limit: number)
       WHERE q.user_id = w.user_id AND q.shard = w.shard AND q.used + w.n <= ${cap(Prisma.sql`q.shard`, limit)}
       RETURNING q.user_id
     ), outbox AS (
-      INSERT INTO outbox (kind, job_id, payload)
-      SELECT 'intern.provision', job_id, payload FROM mine WHERE provision
+      INSERT INTO outbox (kind, job_id, payload, trace_context)
+      SELECT 'intern.provision', job_id, payload, trace_context FROM mine WHERE provision
       RETURNING id
     )
     SELECT CASE

@@ -5,7 +5,7 @@ import { z } from 'zod'
 import { createParser } from 'eventsource-parser'
 import { request } from 'undici'
 import { StringDecoder } from 'node:string_decoder'
-import { AppError, assertInternId, visibleOrNotFound, type Caller } from '@roster/shared'
+import { AppError, assertInternId, injectTrace, visibleOrNotFound, type Caller } from '@roster/shared'
 import type { AppDeps } from '../../deps.js'
 import { createTurnLimit } from './turn-limit.js'
 
@@ -76,7 +76,7 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
       try {
         res = await request(`${deps.config.RUNTIME_URL}/v1/interns/${internId}/chat`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${deps.config.RUNTIME_TOKEN}`, 'content-type': 'application/json' },
+          headers: injectTrace({ authorization: `Bearer ${deps.config.RUNTIME_TOKEN}`, 'content-type': 'application/json' }),
           body: JSON.stringify(forward),
           signal: upstream.signal,
           headersTimeout: deps.config.RUNTIME_ANSWER_TIMEOUT_MS,
