@@ -1,5 +1,4 @@
-import type { Redis } from 'ioredis'
-import { CreateBatcher, createInternEventPublisher, createLogger, InternReader, LocalVault, SecretStoreBatcher, createMetrics, tracing, type AfterCommit, type ApiConfig, type Db, type Metrics, type ParentLogger, type VaultService } from '@roster/shared'
+import { CreateBatcher, createInternEventPublisher, createLogger, InternReader, LocalVault, SecretStoreBatcher, createMetrics, tracing, type AfterCommit, type ApiConfig, type Db, type Metrics, type ParentLogger, type RedisClient, type VaultService } from '@roster/shared'
 import { createHmac, randomBytes } from 'node:crypto'
 import { observers, ResponsesEngine, type Catalogue } from '@roster/gateway'
 import { createAuthenticator, type Authenticator } from './plugins/auth.js'
@@ -13,7 +12,7 @@ import { gatewayTracing } from './plugins/gateway-tracing.js'
 export interface AppDeps {
   config: ApiConfig
   db: Db
-  redis: Redis
+  redis: RedisClient
   vault: VaultService
   authenticate: Authenticator
   /** Told by the domain after each committed change to interns: wakes the relay, evicts, publishes. */
@@ -44,7 +43,7 @@ export interface AppDeps {
 export function createAppDeps(
   config: ApiConfig,
   db: Db,
-  redis: Redis,
+  redis: RedisClient,
   catalogue: Catalogue = { models: [] },
   providerEnv: NodeJS.ProcessEnv = {},
   /** For what happens outside requests (connections to Redis). */
@@ -55,7 +54,7 @@ export function createAppDeps(
   const reader = new InternReader(db, config.INTERN_CACHE_MS, trusted)
   const lists = new ListCache(config.INTERN_CACHE_MS, trusted)
   watch = new InternWatch(
-    config.REDIS_URL,
+    config,
     config.QUEUE_PREFIX,
     (ids) => {
       reader.evict(ids)

@@ -1,5 +1,4 @@
-import { Redis } from 'ioredis'
-import { ApiConfig, createDb, createLogger, loadConfigOrExit, masterKeyProblem, reportConnectionErrors, serveMetrics, startTracing } from '@roster/shared'
+import { ApiConfig, connectRedis, createDb, createLogger, loadConfigOrExit, masterKeyProblem, reportConnectionErrors, serveMetrics, startTracing } from '@roster/shared'
 import { buildApp } from './app.js'
 import { createAppDeps } from './deps.js'
 import { CatalogueError, loadCatalogue, type Catalogue } from '@roster/gateway'
@@ -33,7 +32,7 @@ if (config.VAULT_MASTER_KEY) {
 }
 // The API never needs Redis to accept a create (the outbox carries the work), so it must not queue
 // commands while Redis is away: /ready reports it instead.
-const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
+const redis = connectRedis(config, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
 const log = createLogger('api', config.LOG_LEVEL)
 reportConnectionErrors(redis, log, 'api: redis')
 redis.connect().catch(() => {})

@@ -1,6 +1,5 @@
-import { Redis } from 'ioredis'
 import type { FastifyInstance } from 'fastify'
-import { ApiConfig, createLogger, loadConfig, type Db } from '@roster/shared'
+import { ApiConfig, connectRedis, createLogger, loadConfig, type Db } from '@roster/shared'
 import { redisUrl } from '@roster/testing'
 import { buildApp } from '../src/app.js'
 import { createAppDeps } from '../src/deps.js'
@@ -16,7 +15,7 @@ export async function buildTestApp(
   providerEnv: NodeJS.ProcessEnv = {},
 ): Promise<FastifyInstance & { closeAll(): Promise<void> }> {
   const config = loadConfig(ApiConfig, { VAULT_MASTER_KEY: TEST_MASTER_KEY, REDIS_URL: redisUrl(), AUTH_CACHE_MS: '0', INTERN_CACHE_MS: '0', ...env })
-  const redis = new Redis(config.REDIS_URL, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
+  const redis = connectRedis(config, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
   redis.on('error', () => {})
   await redis.connect().catch(() => {})
   const app = await buildApp(createAppDeps(config, db, redis, catalogue, providerEnv, createLogger('api', 'silent')), { logger: false })

@@ -1,6 +1,5 @@
 import { Queue, type JobsOptions } from 'bullmq'
-import { Redis } from 'ioredis'
-import { INTERN_QUEUE, Jobs, reportConnectionErrors, type JobKind, type ParentLogger, type WorkerConfig } from '@roster/shared'
+import { connectRedis, INTERN_QUEUE, Jobs, reportConnectionErrors, type JobKind, type ParentLogger, type WorkerConfig } from '@roster/shared'
 
 export type JobOptionsFor = (kind: JobKind) => JobsOptions
 
@@ -22,8 +21,8 @@ export function jobOptionsFor(config: Pick<WorkerConfig, 'PROVISION_ATTEMPTS' | 
  * The producer side. enableOfflineQueue is off so that, while Redis is away, adds fail at once
  * (the outbox keeps the work) instead of piling up in memory.
  */
-export function createQueue(config: Pick<WorkerConfig, 'REDIS_URL' | 'QUEUE_PREFIX'>, log: Pick<ParentLogger, 'warn' | 'info'>) {
-  const connection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
+export function createQueue(config: Pick<WorkerConfig, 'REDIS_URL' | 'REDIS_CLUSTER_NODES' | 'QUEUE_PREFIX'>, log: Pick<ParentLogger, 'warn' | 'info'>) {
+  const connection = connectRedis(config, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
   reportConnectionErrors(connection, log, 'queue producer: redis')
   const queue = new Queue(INTERN_QUEUE, { connection, prefix: config.QUEUE_PREFIX })
   reportConnectionErrors(queue as never, log, 'queue producer')

@@ -1,7 +1,6 @@
 import type { Queue } from 'bullmq'
-import type { Redis } from 'ioredis'
 import { createHash } from 'node:crypto'
-import { enqueueInTx, Jobs, transition, type Db, type Logger, type Metrics, type RuntimeDriver, type WorkerConfig } from '@roster/shared'
+import { enqueueInTx, Jobs, transition, type Db, type Logger, type Metrics, type RedisClient, type RuntimeDriver, type WorkerConfig } from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 /**
@@ -160,7 +159,7 @@ export class Reconciler {
    * A marker key in Redis: when it is missing after a (re)connect, Redis started empty and every
    * queued job is gone, so reconcile everything at once instead of waiting for the age threshold.
    */
-  async checkRedisEpoch(redis: Redis): Promise<void> {
+  async checkRedisEpoch(redis: RedisClient): Promise<void> {
     const marker = `${this.config.QUEUE_PREFIX}:epoch`
     const created = await redis.set(marker, new Date().toISOString(), 'NX')
     if (created === 'OK') {

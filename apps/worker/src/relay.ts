@@ -1,6 +1,5 @@
 import type { Queue } from 'bullmq'
-import { Redis } from 'ioredis'
-import { carrierOf, isJobKind, Jobs, outboxBellChannel, reportConnectionErrors, SpanKind, startSpan, tracing, type Db, type Logger, type Metrics, type Span, type TraceCarrier } from '@roster/shared'
+import { carrierOf, connectRedis, isJobKind, Jobs, outboxBellChannel, reportConnectionErrors, SpanKind, startSpan, tracing, type Db, type Logger, type Metrics, type RedisClient, type RedisSettings, type Span, type TraceCarrier } from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 const BATCH = 500
@@ -21,7 +20,7 @@ interface OutboxRow {
  * and the rows wait; a row published twice is harmless, because its job id is deterministic.
  */
 export class OutboxRelay {
-  private bell: Redis | undefined
+  private bell: RedisClient | undefined
   private timer: NodeJS.Timeout | undefined
   private draining: Promise<void> | undefined
   private again = false
@@ -30,7 +29,7 @@ export class OutboxRelay {
   constructor(
     private readonly db: Db,
     private readonly queue: Queue,
-    private readonly redisUrl: string,
+    private readonly redis: RedisSettings,
     private readonly queuePrefix: string,
     private readonly pollMs: number,
     private readonly jobOptions: JobOptionsFor,
@@ -41,7 +40,7 @@ export class OutboxRelay {
 
   async start() {
     this.timer = setInterval(() => this.wake(), this.pollMs)
-    const bell = new Redis(this.redisUrl, { maxRetriesPerRequest: null })
+    const bell = connectRedis(this.redis, { maxRetriesPerRequest: null })
     reportConnectionErrors(bell, this.log, 'outbox bell: redis')
     bell.on('message', () => this.wake())
     // ioredis subscribes again after every reconnect; drain then too, for bells rung meanwhile.

@@ -1,6 +1,6 @@
 import { UnrecoverableError, Worker } from 'bullmq'
-import { Redis } from 'ioredis'
 import {
+  connectRedis,
   createDb,
   createLogger,
   HttpRuntimeDriver,
@@ -52,7 +52,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   }
 
   // Workers block on Redis, so their connection must never give up on a command.
-  const workerConnection = new Redis(config.REDIS_URL, { maxRetriesPerRequest: null })
+  const workerConnection = connectRedis(config, { maxRetriesPerRequest: null })
   reportConnectionErrors(workerConnection, log, 'worker: redis')
   const worker = new Worker(
     INTERN_QUEUE,
@@ -92,7 +92,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   reportConnectionErrors(worker as never, log, 'worker')
   worker.on('failed', (job, err) => log.warn({ jobId: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'))
 
-  const relay = new OutboxRelay(db, queue, config.REDIS_URL, config.QUEUE_PREFIX, config.RELAY_POLL_MS, jobOptions, log, metrics)
+  const relay = new OutboxRelay(db, queue, config, config.QUEUE_PREFIX, config.RELAY_POLL_MS, jobOptions, log, metrics)
   const reconciler = new Reconciler(
     db,
     queue,

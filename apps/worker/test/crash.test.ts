@@ -5,7 +5,9 @@ import { INTERN_QUEUE } from '@roster/shared'
 import {
   apiClient,
   createTestDatabase,
+  hashSlot,
   makeTenant,
+  startRedisCluster,
   startRedisServer,
   startStack,
   waitFor,
@@ -115,6 +117,37 @@ describe('a worker killed with SIGKILL while 200 interns provision', () => {
       await expectNoDuplicateWork(ids, stack)
     } finally {
       await stack.stop()
+    }
+  })
+})
+
+describe('a Redis Cluster master killed while 200 interns provision', () => {
+  it("has its replica promoted, and every intern still runs once: nothing lost, nothing done twice", async () => {
+    const cluster = await startRedisCluster()
+    const prefix = await cluster.prefixAwayFromSeed()
+    const stack = await startStack({
+      databaseUrl: t.url,
+      redisUrl: cluster.url,
+      env: { ...many, REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: prefix },
+      // Slow enough that the failover lands mid-run.
+      workerEnv: { WORKER_CONCURRENCY: '4', JOB_LOCK_MS: '2000', RECONCILE_INTERVAL_MS: '500', STUCK_AFTER_MS: '3000' },
+    })
+    try {
+      const ids = await createMany(stack.apiUrl, 'failover', 200)
+      await waitFor(async () => (await countByStatus(ids, 'running')) >= 20, { timeoutMs: 30_000, what: 'some interns running' })
+      const master = await cluster.masterOf(hashSlot(prefix))
+      const killed = await cluster.failOver(hashSlot(prefix))
+      expect(killed).toBe(master)
+      expect(await cluster.masterOf(hashSlot(prefix))).not.toBe(master)
+      expect(await countByStatus(ids, 'running')).toBeLessThan(200)
+
+      await waitFor(async () => (await countByStatus(ids, 'running')) === 200, { timeoutMs: 60_000, what: 'all 200 running after the failover' })
+      await expectNoDuplicateWork(ids, stack)
+      const generations = await t.db.intern.groupBy({ by: ['provisionGeneration'], where: { id: { in: ids } }, _count: true })
+      expect(generations).toEqual([{ provisionGeneration: 1, _count: 200 }])
+    } finally {
+      await stack.stop()
+      await cluster.stop()
     }
   })
 })

@@ -15,7 +15,7 @@ let relay: OutboxRelay
 const metrics = createMetrics('worker')
 
 beforeAll(async () => {
-  relay = new OutboxRelay(env.t.db, queue, config.REDIS_URL, config.QUEUE_PREFIX, 60_000, jobOptionsFor(config), pino({ level: 'silent' }), metrics)
+  relay = new OutboxRelay(env.t.db, queue, config, config.QUEUE_PREFIX, 60_000, jobOptionsFor(config), pino({ level: 'silent' }), metrics)
 })
 afterAll(async () => {
   await relay.stop()

@@ -57,6 +57,25 @@ const shared = {
   /** Named prepared statements; turn off behind a transaction-mode pooler (e.g. PgBouncer). */
   DATABASE_PREPARED_STATEMENTS: flag.default(true),
   REDIS_URL: redisUrl,
+  /**
+   * Redis Cluster: its nodes (host:port, comma-separated; a few are enough, the rest are
+   * discovered). Set, every connection is a cluster client; REDIS_URL then gives only the
+   * credentials and TLS (rediss://) the nodes share.
+   */
+  REDIS_CLUSTER_NODES: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const nodes = (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+      if (!nodes.length) return undefined
+      const parsed = nodes.map((n) => /^(\[[0-9a-fA-F:]+\]|[^:\s]+):(\d{1,5})$/.exec(n))
+      const bad = nodes.filter((_, i) => !parsed[i] || Number(parsed[i]![2]) > 65535)
+      if (bad.length) {
+        ctx.addIssue({ code: 'custom', message: `must be host:port entries separated by commas (bad: ${bad.join(', ')})` })
+        return z.NEVER
+      }
+      return parsed.map((m) => ({ host: m![1]!.replace(/^\[|\]$/g, ''), port: Number(m![2]) }))
+    }),
   /** BullMQ key prefix. The braces are a Redis Cluster hash tag: every queue key lands in one slot. */
   QUEUE_PREFIX: z.string().regex(/^\{[^{}]+\}$/, 'must be a hash tag such as {roster}').default('{roster}'),
   LOG_LEVEL: logLevel,

@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis'
+import type { RedisClient } from './redis.js'
 
 /**
  * Change events: after a change to an intern commits, its id is published on this Redis channel.
@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis'
 export const internEventsChannel = (queuePrefix: string) => `${queuePrefix}:intern-events`
 
 /** Publishes changed intern ids, coalesced: at most one PUBLISH per event-loop turn. */
-export function createInternEventPublisher(redis: Redis, queuePrefix: string): (ids: Iterable<string>) => void {
+export function createInternEventPublisher(redis: RedisClient, queuePrefix: string): (ids: Iterable<string>) => void {
   const channel = internEventsChannel(queuePrefix)
   let pending: Set<string> | undefined
   return (ids) => {

@@ -1,5 +1,4 @@
-import { Redis } from 'ioredis'
-import { internEventsChannel, reportConnectionErrors, type ParentLogger } from '@roster/shared'
+import { connectRedis, internEventsChannel, reportConnectionErrors, type ParentLogger, type RedisClient, type RedisSettings } from '@roster/shared'
 
 /**
  * The API's ear for change events: one subscriber connection per process. Each event evicts the
@@ -7,10 +6,10 @@ import { internEventsChannel, reportConnectionErrors, type ParentLogger } from '
  */
 export class InternWatch {
   private readonly listeners = new Map<string, Set<() => void>>()
-  private readonly subscriber: Redis
+  private readonly subscriber: RedisClient
 
-  constructor(redisUrl: string, queuePrefix: string, onChange: (ids: string[]) => void, log: Pick<ParentLogger, 'warn' | 'info'>) {
-    this.subscriber = new Redis(redisUrl, { maxRetriesPerRequest: null, lazyConnect: true })
+  constructor(redis: RedisSettings, queuePrefix: string, onChange: (ids: string[]) => void, log: Pick<ParentLogger, 'warn' | 'info'>) {
+    this.subscriber = connectRedis(redis, { maxRetriesPerRequest: null, lazyConnect: true })
     reportConnectionErrors(this.subscriber, log, 'intern change events: redis')
     this.subscriber.on('message', (_channel: string, message: string) => {
       const ids = message.split(',')

@@ -1,11 +1,10 @@
-import type { Redis } from 'ioredis'
-import { outboxBellChannel } from '@roster/shared'
+import { outboxBellChannel, type RedisClient } from '@roster/shared'
 
 /**
  * Rings the relay's bell after outbox rows commit, at most once per event-loop turn however many
  * creates finished in it. Failures are ignored on purpose: the relay also polls.
  */
-export function createOutboxBell(redis: Redis, queuePrefix: string): () => void {
+export function createOutboxBell(redis: RedisClient, queuePrefix: string): () => void {
   const channel = outboxBellChannel(queuePrefix)
   let pending = false
   return () => {

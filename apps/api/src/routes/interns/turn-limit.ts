@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis'
 import type { FastifyBaseLogger } from 'fastify'
-import type { Caller } from '@roster/shared'
+import type { Caller, RedisClient } from '@roster/shared'
 
 /**
  * How many chat turns (prompts and answers) the user a key acts for, or an organization key's
@@ -10,7 +9,7 @@ import type { Caller } from '@roster/shared'
  * one round trip per turn. If Redis cannot be asked, the turn goes ahead (said in the log): a
  * limit must not take chat down with it.
  */
-export function createTurnLimit(redis: Redis, prefix: string, perMinute: number, log: FastifyBaseLogger) {
+export function createTurnLimit(redis: RedisClient, prefix: string, perMinute: number, log: FastifyBaseLogger) {
   return async (caller: Caller): Promise<number | undefined> => {
     if (perMinute === 0) return undefined
     const now = Date.now()

@@ -1,0 +1,6 @@
+import { startRedisCluster } from '@roster/testing'
+import { lifecycleSuite } from './lifecycle.suite.js'
+
+// The same lifecycle with every process on a real Redis Cluster (six local redis-servers, three
+// masters and their replicas), selected by REDIS_CLUSTER_NODES.
+lifecycleSuite({ cluster: startRedisCluster })
