@@ -3,14 +3,32 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import pg from 'pg'
 import { adminUrl, serverUrl, TEMPLATE_PREFIX, TEST_DB_PREFIX } from './env.js'
+import { dockerProblem, startServiceContainers } from './containers.js'
 
 const root = join(import.meta.dirname, '..', '..', '..')
 
 /**
- * Migrates one template database per migration set (named by the migrations' digest, so a changed
- * migration makes a fresh template) which each test file clones with CREATE DATABASE … TEMPLATE.
+ * Where DATABASE_URL / REDIS_URL are unset and a Docker engine answers, Postgres and Redis come from
+ * containers (testcontainers) for this run; otherwise the URLs given, or the standard local ports.
+ * Then migrates one template database per migration set (named by the migrations' digest, so a
+ * changed migration makes a fresh template) which each test file clones with CREATE DATABASE … TEMPLATE.
  */
 export default async function setup() {
+  const want = { postgres: !process.env.DATABASE_URL, redis: !process.env.REDIS_URL }
+  const containers = (want.postgres || want.redis) && !(await dockerProblem()) ? await startServiceContainers(want) : undefined
+  if (containers?.databaseUrl) process.env.DATABASE_URL = containers.databaseUrl
+  if (containers?.redisUrl) process.env.REDIS_URL = containers.redisUrl
+  if (containers) process.stdout.write(`tests: ${[containers.databaseUrl && 'Postgres', containers.redisUrl && 'Redis'].filter(Boolean).join(' and ')} in containers (testcontainers), as DATABASE_URL / REDIS_URL are unset and Docker answers\n`)
+  try {
+    await prepareTemplate()
+  } catch (err) {
+    await containers?.stop()
+    throw err
+  }
+  return async () => containers?.stop()
+}
+
+async function prepareTemplate() {
   const migrations = join(root, 'prisma', 'migrations')
   const digest = createHash('sha256')
   for (const dir of readdirSync(migrations).sort()) {

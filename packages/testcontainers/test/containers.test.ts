@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { spawnSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { OpenRouter } from '@openrouter/sdk'
+import OpenAI from 'openai'
+import { composeCommand, dockerProblem, repoRoot, waitFor } from '@roster/testing'
+import { startRoster, type StartedRoster } from '../src/index.js'
+
+// Roster in containers, for real: the image built from the Dockerfile (its base image a build
+// argument: ROSTER_NODE_IMAGE, the official node:20 image by default), the compose file brought up
+// and down, and the testcontainers package a user's suite would call. Other images are settings
+// too (ROSTER_POSTGRES_IMAGE, ROSTER_REDIS_IMAGE; on machines without a registry, local stand-ins).
+const problem = await dockerProblem()
+if (problem) console.warn(`Roster's container tests cannot run here: ${problem}`)
+
+const image = process.env.ROSTER_IMAGE ?? 'roster:local'
+const run = (cmd: string, args: string[], env: Record<string, string> = {}, timeoutMs = 600_000) => {
+  const r = spawnSync(cmd, args, { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 })
+  return { ok: r.status === 0, out: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? String(r.error) : ''}` }
+}
+const json = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' })
+
+async function untilRunning(baseUrl: string, key: string, id: string) {
+  await waitFor(async () => ((await (await fetch(`${baseUrl}/interns/${id}`, { headers: json(key) })).json()) as { status: string }).status === 'running', {
+    timeoutMs: 60_000,
+    intervalMs: 250,
+    what: `intern ${id} to run`,
+  })
+}
+
+/** One chat turn that runs a shell command; the text the intern answered. */
+async function chatRunningShell(baseUrl: string, key: string, id: string) {
+  const res = await fetch(`${baseUrl}/interns/${id}/chat/completions`, {
+    method: 'POST',
+    headers: json(key),
+    body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: '[sim] call shell {"command":"id -u; ls /"}\n[sim] say {{result}}' }] }),
+  })
+  expect(res.status).toBe(200)
+  const chunks = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)))
+  return chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join('')
+}
+
+describe.skipIf(problem)('Roster in containers', () => {
+  beforeAll(() => {
+    const built = run('docker', ['build', '--build-arg', `BASE_IMAGE=${process.env.ROSTER_NODE_IMAGE ?? 'node:20-bookworm-slim'}`, '-t', image, '.'])
+    if (!built.ok) throw new Error(`docker build failed:\n${built.out.slice(-3000)}`)
+  }, 900_000)
+
+  it('builds one image for every process, from its base image argument, running as a user of its own', () => {
+    const inside = run('docker', ['run', '--rm', image, 'sh', '-c', 'node --version; id -u; ls apps/api/dist/main.js apps/worker/dist/main.js apps/runtime/dist/main.js prisma/migrate.mjs; command -v bwrap'])
+    expect(inside.ok, inside.out).toBe(true)
+    const [node, uid] = inside.out.trim().split('\n')
+    expect(node).toMatch(/^v20\./)
+    expect(uid).toBe('10001')
+  })
+
+  it('comes up with compose, provisions an intern that then runs a sandboxed command, and leaves nothing after down -v', async () => {
+    const compose = composeCommand()
+    if (!compose) throw new Error('neither `docker compose` (v2) nor `docker-compose` (v1) is installed')
+    const project = `rostertest${randomBytes(4).toString('hex')}`
+    const port = 20_000 + Math.floor(Math.random() * 20_000)
+    const env = { VAULT_MASTER_KEY: randomBytes(32).toString('hex'), RUNTIME_TOKEN: randomBytes(32).toString('hex'), ROSTER_PORT: String(port), ROSTER_IMAGE: image }
+    const c = (...args: string[]) => run(compose.cmd, [...compose.args, '-p', project, ...args], env, 300_000)
+    const labelled = (kind: 'ps -a' | 'volume ls' | 'network ls') =>
+      run('docker', [...kind.split(' '), '-q', '--filter', `label=com.docker.compose.project=${project}`]).out.trim()
+    try {
+      const up = compose.v2 ? c('up', '--wait') : c('up', '-d')
+      expect(up.ok, up.out.slice(-3000)).toBe(true)
+      const baseUrl = `http://127.0.0.1:${port}/api/v1`
+      await waitFor(async () => (await fetch(baseUrl.replace('/api/v1', '/ready')).catch(() => undefined))?.status === 200, { timeoutMs: 120_000, intervalMs: 500, what: 'the API in compose to be ready' })
+
+      const boot = c('exec', '-T', 'api', 'node', 'apps/cli/dist/main.js', 'bootstrap', '--json')
+      expect(boot.ok, boot.out).toBe(true)
+      const { keys } = JSON.parse(boot.out.slice(boot.out.indexOf('{'))) as { keys: { user: string } }
+      const client = new OpenRouter({ apiKey: keys.user, serverURL: baseUrl, retryConfig: { strategy: 'none' } })
+      const intern = await client.interns.createIntern({ createInternRequest: { name: 'composed', provision: true } })
+      await untilRunning(baseUrl, keys.user, intern.id)
+      const said = await chatRunningShell(baseUrl, keys.user, intern.id)
+      // The command ran as the image's user, in the sandbox (its root holds a workspace and the system, nothing else).
+      expect(said).toContain('10001')
+      expect(said).toContain('workspace')
+      expect(said).not.toContain('app')
+    } finally {
+      const down = c('down', '-v', '--remove-orphans')
+      expect(down.ok, down.out).toBe(true)
+    }
+    expect(labelled('ps -a')).toBe('')
+    expect(labelled('volume ls')).toBe('')
+    expect(labelled('network ls')).toBe('')
+  }, 600_000)
+
+  describe('the testcontainers package (what a user suite does)', () => {
+    let roster: StartedRoster
+    beforeAll(async () => {
+      roster = await startRoster({ image })
+    }, 300_000)
+    afterAll(async () => {
+      await roster?.stop()
+    })
+
+    it('creates an intern through the official client, which reaches running and answers a chat', async () => {
+      const client = new OpenRouter({ apiKey: roster.keys.user, serverURL: roster.baseUrl })
+      const intern = await client.interns.createIntern({ createInternRequest: { name: 'from-a-user-suite', provision: true } })
+      await untilRunning(roster.baseUrl, roster.keys.user, intern.id)
+      expect(await chatRunningShell(roster.baseUrl, roster.keys.user, intern.id)).toContain('workspace')
+    })
+
+    it('serves the gateway to the openai client', async () => {
+      const openai = new OpenAI({ apiKey: roster.keys.user, baseURL: roster.baseUrl })
+      const response = await openai.responses.create({ model: 'roster-sim/chat', input: 'Say hello.' })
+      expect(response.status).toBe('completed')
+      expect(response.output_text.length).toBeGreaterThan(0)
+    })
+
+    it("gives each bootstrap a tenant of its own: another's intern is not found", async () => {
+      const mine = await new OpenRouter({ apiKey: roster.keys.user, serverURL: roster.baseUrl }).interns.createIntern({ createInternRequest: { name: 'private' } })
+      const other = await roster.bootstrap()
+      const res = await fetch(`${roster.baseUrl}/interns/${mine.id}`, { headers: json(other.keys.user) })
+      expect(res.status).toBe(404)
+    })
+
+    it('stops every container it started', async () => {
+      const ids = Object.values(roster.containers).map((c) => c.getId())
+      await roster.stop()
+      for (const id of ids) expect(run('docker', ['ps', '-q', '--filter', `id=${id}`]).out.trim()).toBe('')
+    })
+  })
+})

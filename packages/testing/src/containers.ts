@@ -1,0 +1,51 @@
+import { spawnSync } from 'node:child_process'
+
+/**
+ * Why Docker cannot be used here, or undefined when an engine answers. Tests that need one say
+ * this and skip; CI starts an engine (`.ci/run`), so there they run.
+ */
+export async function dockerProblem(): Promise<string | undefined> {
+  const { getContainerRuntimeClient } = await import('testcontainers')
+  try {
+    await getContainerRuntimeClient()
+    return undefined
+  } catch (err) {
+    return `no Docker engine is reachable (${(err as Error).message.split('\n')[0]}); start one (apt-get install docker.io; dockerd) to run this test`
+  }
+}
+
+/** How to call Compose here: the v2 plugin (`docker compose`), else v1 (`docker-compose`), else undefined. */
+export function composeCommand(): { cmd: string; args: string[]; v2: boolean } | undefined {
+  if (spawnSync('docker', ['compose', 'version'], { stdio: 'ignore' }).status === 0) return { cmd: 'docker', args: ['compose'], v2: true }
+  if (spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0) return { cmd: 'docker-compose', args: [], v2: false }
+  return undefined
+}
+
+/**
+ * Postgres and Redis in containers for the test run (the global setup's choice when DATABASE_URL /
+ * REDIS_URL are unset and Docker answers). Images are settings whose defaults are the official
+ * ones: ROSTER_POSTGRES_IMAGE (postgres:15: the tests drive Debian bookworm's client tools, such
+ * as pg_dump 15, against it) and ROSTER_REDIS_IMAGE (redis:7).
+ */
+export async function startServiceContainers(want: { postgres: boolean; redis: boolean }): Promise<{ databaseUrl?: string; redisUrl?: string; stop(): Promise<void> }> {
+  const [{ PostgreSqlContainer }, { RedisContainer }] = await Promise.all([import('@testcontainers/postgresql'), import('@testcontainers/redis')])
+  const [postgres, redis] = await Promise.all([
+    want.postgres
+      ? new PostgreSqlContainer(process.env.ROSTER_POSTGRES_IMAGE ?? 'postgres:15')
+          .withDatabase('postgres')
+          .withUsername('postgres')
+          .withPassword('postgres')
+          // The tests make a database per file and many connections: more than the default 100.
+          .withCommand(['postgres', '-c', 'max_connections=500', '-c', 'fsync=off'])
+          .start()
+      : undefined,
+    want.redis ? new RedisContainer(process.env.ROSTER_REDIS_IMAGE ?? 'redis:7').start() : undefined,
+  ])
+  return {
+    databaseUrl: postgres?.getConnectionUri(),
+    redisUrl: redis ? `redis://${redis.getHost()}:${redis.getMappedPort(6379)}` : undefined,
+    async stop() {
+      await Promise.allSettled([postgres?.stop(), redis?.stop()])
+    },
+  }
+}
