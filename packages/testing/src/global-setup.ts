@@ -15,7 +15,10 @@ const root = join(import.meta.dirname, '..', '..', '..')
  */
 export default async function setup() {
   const want = { postgres: !process.env.DATABASE_URL, redis: !process.env.REDIS_URL }
-  const containers = (want.postgres || want.redis) && !(await dockerProblem()) ? await startServiceContainers(want) : undefined
+  const docker = want.postgres || want.redis ? await dockerProblem() : 'DATABASE_URL and REDIS_URL are set'
+  // `npm run test:containers` must not fall back to local servers unnoticed.
+  if (docker && process.env.ROSTER_TEST_CONTAINERS === 'require') throw new Error(`ROSTER_TEST_CONTAINERS=require, but the tests cannot use containers: ${docker}`)
+  const containers = docker ? undefined : await startServiceContainers(want)
   if (containers?.databaseUrl) process.env.DATABASE_URL = containers.databaseUrl
   if (containers?.redisUrl) process.env.REDIS_URL = containers.redisUrl
   if (containers) process.stdout.write(`tests: ${[containers.databaseUrl && 'Postgres', containers.redisUrl && 'Redis'].filter(Boolean).join(' and ')} in containers (testcontainers), as DATABASE_URL / REDIS_URL are unset and Docker answers\n`)
