@@ -5,6 +5,7 @@ import { OpenRouter } from '@openrouter/sdk'
 import OpenAI from 'openai'
 import { composeCommand, dockerProblem, repoRoot, waitFor } from '@roster/testing'
 import { startRoster, type StartedRoster } from '../src/index.js'
+import { buildImage, image } from './image.js'
 
 // Roster in containers, for real: the image built from the Dockerfile (its base image a build
 // argument: ROSTER_NODE_IMAGE, the official node:20 image by default), the compose file brought up
@@ -13,7 +14,6 @@ import { startRoster, type StartedRoster } from '../src/index.js'
 const problem = await dockerProblem()
 if (problem) console.warn(`Roster's container tests cannot run here: ${problem}`)
 
-const image = process.env.ROSTER_IMAGE ?? 'roster:local'
 const run = (cmd: string, args: string[], env: Record<string, string> = {}, timeoutMs = 600_000) => {
   const r = spawnSync(cmd, args, { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 })
   return { ok: r.status === 0, out: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? String(r.error) : ''}` }
@@ -41,10 +41,7 @@ async function chatRunningShell(baseUrl: string, key: string, id: string) {
 }
 
 describe.skipIf(problem)('Roster in containers', () => {
-  beforeAll(() => {
-    const built = run('docker', ['build', '--build-arg', `BASE_IMAGE=${process.env.ROSTER_NODE_IMAGE ?? 'node:20-bookworm-slim'}`, '-t', image, '.'])
-    if (!built.ok) throw new Error(`docker build failed:\n${built.out.slice(-3000)}`)
-  }, 900_000)
+  beforeAll(() => buildImage(), 900_000)
 
   it('builds one image for every process, from its base image argument, running as a user of its own', () => {
     const inside = run('docker', ['run', '--rm', image, 'sh', '-c', 'node --version; id -u; ls apps/api/dist/main.js apps/worker/dist/main.js apps/runtime/dist/main.js prisma/migrate.mjs; command -v bwrap'])

@@ -1,0 +1,29 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { OpenRouter } from '@openrouter/sdk'
+import OpenAI from 'openai'
+import { dockerProblem } from '@roster/testing'
+import { startRoster, type StartedRoster } from '../src/index.js'
+import { buildImage } from './image.js'
+
+// The README's example suite (section "Containers"), run as written: readme-example.test.ts checks
+// that the README shows exactly the lines between the markers.
+const problem = await dockerProblem()
+if (problem) console.warn(`the README's testcontainers example cannot run here: ${problem}`)
+
+describe.skipIf(problem)("the README's testcontainers example", () => {
+  beforeAll(() => buildImage(), 900_000)
+  // README example: begin
+  let roster: StartedRoster
+  beforeAll(async () => { roster = await startRoster() }, 300_000)   // image: ROSTER_IMAGE or roster:local
+  afterAll(() => roster.stop())
+
+  it('creates an intern, and the gateway answers', async () => {
+    const client = new OpenRouter({ apiKey: roster.keys.user, serverURL: roster.baseUrl })
+    const intern = await client.interns.createIntern({ createInternRequest: { name: 'helper', provision: true } })
+    expect(intern.status).toBe('queued')                     // poll getIntern until 'running'
+    const openai = new OpenAI({ apiKey: roster.keys.user, baseURL: roster.baseUrl })
+    const response = await openai.responses.create({ model: 'roster-sim/chat', input: 'Say hello.' })
+    expect(response.status).toBe('completed')
+  })
+  // README example: end
+})

@@ -1,0 +1,37 @@
+import { spawnSync } from 'node:child_process'
+import { mkdirSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { repoRoot } from '@roster/testing'
+
+/** The image the container tests run: ROSTER_IMAGE, else roster:local. */
+export const image = process.env.ROSTER_IMAGE ?? 'roster:local'
+
+/**
+ * Builds Roster's image from this checkout (base image ROSTER_NODE_IMAGE, else the official node:20
+ * image), once at a time across test files: a second file waits for the first build and then meets
+ * Docker's cache.
+ */
+export async function buildImage(): Promise<void> {
+  const lock = join(tmpdir(), `roster-image-build-${image.replace(/[^a-z0-9]/gi, '_')}.lock`)
+  for (;;) {
+    try {
+      mkdirSync(lock)
+      break
+    } catch {
+      // A lock older than 20 minutes was left by a killed run.
+      if (Date.now() - statSync(lock, { throwIfNoEntry: false })!.mtimeMs > 1_200_000) rmSync(lock, { recursive: true, force: true })
+      await new Promise((r) => setTimeout(r, 500))
+    }
+  }
+  try {
+    const r = spawnSync('docker', ['build', '--build-arg', `BASE_IMAGE=${process.env.ROSTER_NODE_IMAGE ?? 'node:20-bookworm-slim'}`, '-t', image, '.'], {
+      cwd: repoRoot,
+      encoding: 'utf8',
+      maxBuffer: 64 * 1024 * 1024,
+    })
+    if (r.status !== 0) throw new Error(`docker build failed:\n${`${r.stdout}${r.stderr}`.slice(-3000)}`)
+  } finally {
+    rmSync(lock, { recursive: true, force: true })
+  }
+}
