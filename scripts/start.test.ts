@@ -91,7 +91,7 @@ describe('npm start on a database Roster has used before', () => {
   it('a second fresh checkout creates interns too: the generated key follows the database, outside the checkout', async () => {
     const key = bootstrapKey()
     const first = await start(freshCheckout())
-    expect(first.output()).toMatch(/generated a vault master key for postgresql:\/\/.+, kept in .+vault-master-keys\.json/)
+    expect(first.output()).toMatch(/generated a vault master key for postgres(ql)?:\/\/.+, kept in .+vault-master-keys\.json/)
     const made = await createIntern(first.base, key)
     expect(made.status, JSON.stringify(made.body)).toBe(201)
     await first.stop()
@@ -114,7 +114,7 @@ describe('npm start on a database Roster has used before', () => {
     // A wrong key given outright: the API and the worker refuse to start, and npm start stops.
     const wrong = await start(freshCheckout(), { VAULT_MASTER_KEY: 'cd'.repeat(32) })
     expect(await wrong.exited).not.toBe(0)
-    expect(wrong.output()).toMatch(/VAULT_MASTER_KEY is not the key that sealed the vaults in postgresql:\/\/[^:@]*@/)
+    expect(wrong.output()).toMatch(/VAULT_MASTER_KEY is not the key that sealed the vaults in postgres(ql)?:\/\/[^:@]*@/)
     expect(wrong.output()).not.toContain('cd'.repeat(32))
   })
 })
