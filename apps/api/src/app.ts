@@ -6,6 +6,8 @@ import { loggerOptions, logsEachRequest, observeHttp, requestLogger, traceHttpSe
 import type { AppDeps } from './deps.js'
 import { modelRoutes } from './routes/models.js'
 import { responsesRoutes } from './routes/responses.js'
+import { chatCompletionsRoutes } from './routes/chat-completions.js'
+import { messagesRoutes } from './routes/messages.js'
 import { presetRoutes } from './routes/presets.js'
 import { vaultRoutes } from './routes/vault.js'
 import { registerErrorHandling } from './plugins/errors.js'
@@ -82,6 +84,8 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(internRoutes(deps))
       await v1.register(modelRoutes(deps))
       await v1.register(responsesRoutes(deps))
+      await v1.register(chatCompletionsRoutes(deps))
+      await v1.register(messagesRoutes(deps))
       await v1.register(presetRoutes(deps))
       await v1.register(vaultRoutes(deps))
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())

@@ -17,6 +17,8 @@ import { Upstream, type CallHooks } from './upstream.js'
 import { traceOf, type TraceLogger } from './trace.js'
 import { echoSettings, servedTier } from './echo.js'
 import { Cancellation } from './cancellation.js'
+import type { DoorStream } from './doors/door.js'
+import type { OutputItem, ResponseObject } from './wire.js'
 
 export { GatewayError } from './errors.js'
 
@@ -104,6 +106,8 @@ export interface CallOptions {
   cancel?: Cancellation
   /** Which door the request came by, for metrics (default responses). */
   door?: string
+  /** A stream in another door's wire format: the engine's events go through it (absent: Open Responses events). */
+  doorStream?: DoorStream
 }
 
 /** Where a stream goes. `open` is called once, just before the first event. */
@@ -188,7 +192,7 @@ export class ResponsesEngine {
   }
 
   /** A whole Response object. */
-  async respond(req: ResponsesRequest, opts: CallOptions = {}): Promise<Json> {
+  async respond(req: ResponsesRequest, opts: CallOptions = {}): Promise<ResponseObject> {
     const run = this.prepare(req, opts)
     try {
       await this.loop(run)
@@ -233,6 +237,13 @@ export class ResponsesEngine {
       if (opts.cancel?.aborted) return
       if (!live.opened || !(err instanceof GatewayError)) throw err
       sink.cork()
+      if (opts.doorStream) {
+        const failed = this.envelope(run, 'failed')
+        failed.error = { code: err.errorType, message: err.message, metadata: { error_type: err.errorType } }
+        sink.write(opts.doorStream.fail(err, failed))
+        sink.uncork()
+        return sink.end()
+      }
       // The official client reads code, message and param at the top; the schema's ErrorStreamingEvent
       // wants them in `error` with the Open Responses type. Both are sent.
       const payload = { type: openResponsesErrorType(err.status), code: err.errorType, message: err.message, param: null }
@@ -246,6 +257,13 @@ export class ResponsesEngine {
     if (opts.cancel?.aborted) return
     const status = outcome(run)
     sink.cork()
+    if (opts.doorStream) {
+      // A reply that made no event at all (an empty answer) still opens before it ends.
+      if (!live.opened) this.write(run, 'response.in_progress', {})
+      sink.write(opts.doorStream.end(this.envelope(run, status)))
+      sink.uncork()
+      return sink.end()
+    }
     this.write(run, `response.${status}`, { response: this.envelope(run, status) })
     this.finishStream(sink)
   }
@@ -483,7 +501,8 @@ export class ResponsesEngine {
     // A tool may take seconds (web_fetch): the stream gets SSE comments meanwhile, so proxies and
     // clients with idle timeouts keep it. Clients skip lines that start with ':'.
     const live = run.live
-    const heartbeat = live ? setInterval(() => live.sink.write(': running a server tool\n\n'), this.options.keepAliveMs ?? 10_000) : undefined
+    const keepalive = run.opts.doorStream?.keepalive() ?? ': running a server tool\n\n'
+    const heartbeat = live ? setInterval(() => live.sink.write(keepalive), this.options.keepAliveMs ?? 10_000) : undefined
     try {
       output = await run.tools.get(name)!.run(args, (run.opts.cancel ?? new Cancellation()).signal)
     } catch (err) {
@@ -502,6 +521,8 @@ export class ResponsesEngine {
   /** One SSE event: `event:` equal to `type`, `sequence_number` from 0. Opens the stream on first use. */
   private write(run: Run, type: string, fields: Json) {
     const live = run.live!
+    const door = run.opts.doorStream
+    if (door) return this.writeThrough(run, door, type, fields)
     if (!live.opened) {
       live.opened = true
       live.sink.open()
@@ -518,6 +539,20 @@ export class ResponsesEngine {
     this.send(live, type, JSON.stringify(fields))
   }
 
+  /** The event in another door's format (nothing, where that door has no counterpart). */
+  private writeThrough(run: Run, door: DoorStream, type: string, fields: Json) {
+    const live = run.live!
+    if (!live.opened) {
+      live.opened = true
+      live.sink.open()
+      if (!live.sink.write(door.open({ id: run.id, model: run.route.candidates[run.chosen]!.model.id, createdAt: run.createdAt }))) live.backlog = true
+    }
+    const text = door.event(type, fields)
+    if (!text) return
+    live.sinceAttempt++
+    if (!live.sink.write(text)) live.backlog = true
+  }
+
   /** Writes an event whose other fields are already a JSON object: `type` and `sequence_number` lead. */
   private send(live: Live, type: string, fields: string) {
     live.sinceAttempt++
@@ -527,7 +562,7 @@ export class ResponsesEngine {
   }
 
   /** The Response object: every key ResponseResource requires, null only where it allows null. */
-  private envelope(run: Run, status: 'in_progress' | 'completed' | 'incomplete' | 'failed'): Json {
+  private envelope(run: Run, status: 'in_progress' | 'completed' | 'incomplete' | 'failed'): ResponseObject {
     const { req, assembler } = run
     const done = status !== 'in_progress'
     const c = run.route.candidates[run.chosen]!
@@ -535,14 +570,14 @@ export class ResponsesEngine {
     const cost = dollars(run.cost.input + run.cost.output)
     let text = ''
     if (done) for (const o of assembler.output) if (o.type === 'message') for (const p of o.content) if (p.type === 'output_text') text += p.text
-    const body: Json = {
+    const body: ResponseObject = {
       id: run.id,
       object: 'response',
       created_at: run.createdAt,
       completed_at: done ? Math.floor(Date.now() / 1000) : null,
       model: c.model.id,
       status,
-      output: done ? assembler.output : [],
+      output: done ? (assembler.output as OutputItem[]) : [],
       output_text: text,
       error: null,
       incomplete_details: status === 'incomplete' ? { reason: assembler.finish === 'length' ? 'max_output_tokens' : 'content_filter' } : null,

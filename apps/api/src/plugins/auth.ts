@@ -13,8 +13,8 @@ export function createAuthenticator(db: Db, cacheMs: number) {
   const cache = new Map<string, { caller: Caller | undefined; expires: number }>()
   const maxEntries = 10_000
 
-  return function authenticate(req: FastifyRequest): Caller | undefined | Promise<Caller | undefined> {
-    const token = bearerToken(req.headers.authorization)
+  /** The key is the bearer token, unless the caller says where else it may be (`token`). */
+  return function authenticate(req: FastifyRequest, token = bearerToken(req.headers.authorization)): Caller | undefined | Promise<Caller | undefined> {
     if (!token || token.length > 512) return undefined
     if (cacheMs === 0) return resolveCaller(db, token)
     // One-shot hashing: no Hash object per request (createHash showed up in the gateway's profile).
@@ -31,8 +31,17 @@ export function createAuthenticator(db: Db, cacheMs: number) {
 }
 export type Authenticator = ReturnType<typeof createAuthenticator>
 
-/** onRequest hook for routes open to any valid key (models, responses): 401 otherwise. */
-export function requireKey(authenticate: Authenticator): onRequestHookHandler {
+/** The Anthropic client's header for the key (`x-api-key`), which its door also accepts. */
+function apiKeyHeader(req: FastifyRequest): string | undefined {
+  const v = req.headers['x-api-key']
+  return typeof v === 'string' && v ? v.trim() : undefined
+}
+
+/**
+ * onRequest hook for routes open to any valid key (models, responses): 401 otherwise. With
+ * `xApiKey`, a key in the `x-api-key` header is taken where no bearer token is given.
+ */
+export function requireKey(authenticate: Authenticator, options: { xApiKey?: boolean } = {}): onRequestHookHandler {
   const admit = (req: FastifyRequest, caller: Caller | undefined, done: (err?: Error) => void) => {
     if (!caller) return done(new AppError('unauthorized', 'a valid API key is required'))
     req.caller = caller
@@ -42,7 +51,7 @@ export function requireKey(authenticate: Authenticator): onRequestHookHandler {
   return (req, _reply, done) => {
     let found: ReturnType<Authenticator>
     try {
-      found = authenticate(req)
+      found = options.xApiKey ? authenticate(req, bearerToken(req.headers.authorization) ?? apiKeyHeader(req)) : authenticate(req)
     } catch (err) {
       return done(err as Error)
     }

@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyRequest } from 'fastify'
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod'
 import { AppError, errorBody, isAppError, type Reason } from '@roster/shared'
-import { GatewayError, explainIssue } from '@roster/gateway'
+import { GatewayError, anthropicErrorBody, explainIssue } from '@roster/gateway'
 
 // Fastify's own request errors, mapped onto the spec's reasons.
 const fastifyCodes: Record<string, Reason> = {
@@ -16,6 +16,12 @@ const fastifyCodes: Record<string, Reason> = {
 /** The one error handler: every failure leaves as the InternLifecycleError body, as JSON. */
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, req, reply) => {
+    // The Anthropic door answers every failure in the shape the Anthropic client parses.
+    if (req.routeOptions.config.anthropicErrors) {
+      const failure = err instanceof GatewayError ? { status: err.status, message: err.message } : (toAppError(err) ?? unhandled(err, req))
+      if (err instanceof GatewayError && err.retryAfter) reply.header('retry-after', err.retryAfter)
+      return reply.code(failure.status).type('application/json').send(anthropicErrorBody(failure.status, failure.message))
+    }
     if (err instanceof GatewayError) {
       // The standard envelope, with the spec's canonical error type; a 429 keeps its Retry-After.
       if (err.retryAfter) reply.header('retry-after', err.retryAfter)
@@ -67,8 +73,10 @@ declare module 'fastify' {
     vaultErrors?: boolean
     /** Intern chat's reasons (bad_request for an invalid request). */
     chatErrors?: boolean
-    /** Errors also carry `metadata.error_type`, the spec's canonical error type (responses). */
+    /** Errors also carry `metadata.error_type`, the spec's canonical error type (responses, chat completions). */
     canonicalErrorTypes?: boolean
+    /** Errors in the Anthropic client's shape (messages). */
+    anthropicErrors?: boolean
   }
 }
 

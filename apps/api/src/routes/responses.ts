@@ -1,30 +1,11 @@
-import { once } from 'node:events'
-import type { FastifyPluginAsync, FastifyRequest, FastifySchemaCompiler } from 'fastify'
+import type { FastifyPluginAsync, FastifySchemaCompiler } from 'fastify'
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
-import { designatedPresetVersion } from '@roster/shared'
-import { Cancellation, GatewayError, PresetInputError, ResponsesRequest, applyPreset, parseResponsesRequest, presetReference, type CallOptions } from '@roster/gateway'
+import { ResponsesRequest, parseResponsesRequest } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
+import { runGateway, type Door } from './gateway-run.js'
 
 export const RESPONSES_BODY_LIMIT = 20 * 1024 * 1024
-
-const header = (req: FastifyRequest, name: string) => {
-  const v = req.headers[name]
-  return Array.isArray(v) ? v[0] : v
-}
-const enabled = (v: string | undefined) => v?.trim().toLowerCase() === 'enabled'
-
-/**
- * The routing-metadata opt-in. The official client's header (and its experimental predecessor)
- * also get the field under the client's name; the spec's legacy header gets `service_metadata`.
- */
-function metadataOptIn(req: FastifyRequest): CallOptions['metadata'] {
-  if (enabled(header(req, 'x-openrouter-metadata')) || enabled(header(req, 'x-openrouter-experimental-metadata'))) return OPENROUTER_METADATA
-  return enabled(header(req, 'x-service-experimental-metadata')) ? SERVICE_METADATA : NO_METADATA
-}
-const OPENROUTER_METADATA = Object.freeze({ service: true, openrouter: true })
-const SERVICE_METADATA = Object.freeze({ service: true, openrouter: false })
-const NO_METADATA = Object.freeze({ service: false, openrouter: false })
 
 /**
  * The body is checked field by field as it came (parseResponsesRequest: the same answer as the
@@ -39,6 +20,9 @@ const responsesValidator = (route: Parameters<FastifySchemaCompiler<unknown>>[0]
   }
 }
 
+/** The engine's own door: its stream is the engine's Open Responses events. */
+const RESPONSES_DOOR: Door = Object.freeze({ name: 'responses' })
+
 /** POST /responses: wiring only; the engine (packages/gateway) does the work. Any valid key. */
 export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
   app.withTypeProvider<ZodTypeProvider>().post(
@@ -51,69 +35,7 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
       validatorCompiler: responsesValidator,
       schema: { operationId: 'createResponse', summary: 'Run a model request (Open Responses format)', body: ResponsesRequest },
     },
-    async (req, reply) => {
-      // Most requests name no preset: they go on without waiting on anything.
-      const preset = presetReference(req.body)
-      const body = preset ? await withPreset(deps, req.caller!.workspaceId, req.body, preset.slug) : req.body
-      // A client that goes away cancels the upstream request with it.
-      const cancel = new Cancellation()
-      // A response closes once: `on` spares the wrapper `once` makes.
-      reply.raw.on('close', () => reply.raw.writableFinished || cancel.cancel())
-      const opts: CallOptions = { sessionHeader: header(req, 'x-session-id'), metadata: metadataOptIn(req), cancel }
-      if (!body.stream) {
-        try {
-          return await deps.responses.respond(body, opts)
-        } catch (err) {
-          // The client went away and the upstream call was cancelled with it: no one to answer.
-          if (cancel.aborted) throw new GatewayError(499, 'unmapped', 'the client closed the connection')
-          throw err
-        }
-      }
-      const raw = reply.raw
-      try {
-        await deps.responses.stream(body, opts, {
-          open() {
-            reply.hijack()
-            // Hijacked, so Fastify's onSend hooks do not run: the request id is set here.
-            raw.writeHead(200, {
-              'content-type': 'text/event-stream; charset=utf-8',
-              'cache-control': 'no-cache',
-              connection: 'keep-alive',
-              'x-accel-buffering': 'no',
-              'x-request-id': req.id,
-            })
-          },
-          write: (chunk) => raw.write(chunk),
-          cork: () => raw.cork(),
-          uncork: () => raw.uncork(),
-          // A socket already closed never drains (nor closes again): nothing to wait for.
-          drain: () => (raw.destroyed ? Promise.resolve() : Promise.race([once(raw, 'drain'), once(raw, 'close')]).then(() => undefined)),
-          end: () => raw.end(),
-        })
-      } catch (err) {
-        if (!reply.sent) throw err
-        // Already streaming: the status line is gone, so the connection is closed instead.
-        req.log.error({ err }, 'responses stream failed')
-        raw.destroy()
-      }
-      // The client left before the first event: nothing was sent, and no one is left to answer.
-      if (!reply.sent) {
-        reply.hijack()
-        raw.destroy()
-      }
-      return reply
-    },
+    async (req, reply) => (await runGateway(deps, req, reply, req.body, RESPONSES_DOOR)) ?? reply,
   )
 }
 
-/** A request that names a preset, merged with the preset's designated version (the request wins). */
-async function withPreset(deps: AppDeps, workspaceId: string, body: ResponsesRequest, slug: string): Promise<ResponsesRequest> {
-  const version = await designatedPresetVersion(deps.db, workspaceId, slug)
-  if (!version) throw new GatewayError(404, 'not_found', `no preset ${slug} in this workspace`)
-  try {
-    return applyPreset(body, version)
-  } catch (err) {
-    if (err instanceof PresetInputError) throw new GatewayError(400, 'invalid_request', err.message)
-    throw err
-  }
-}

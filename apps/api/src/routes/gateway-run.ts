@@ -1,0 +1,111 @@
+import { once } from 'node:events'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { designatedPresetVersion } from '@roster/shared'
+import { Cancellation, GatewayError, PresetInputError, applyPreset, describeIssues, parseResponsesRequest, presetReference, type CallOptions, type DoorStream, type ResponseObject, type ResponsesRequest } from '@roster/gateway'
+import type { AppDeps } from '../deps.js'
+
+export const header = (req: FastifyRequest, name: string) => {
+  const v = req.headers[name]
+  return Array.isArray(v) ? v[0] : v
+}
+const enabled = (v: string | undefined) => v?.trim().toLowerCase() === 'enabled'
+
+/**
+ * The routing-metadata opt-in. The official client's header (and its experimental predecessor)
+ * also get the field under the client's name; the spec's legacy header gets `service_metadata`.
+ */
+function metadataOptIn(req: FastifyRequest): CallOptions['metadata'] {
+  if (enabled(header(req, 'x-openrouter-metadata')) || enabled(header(req, 'x-openrouter-experimental-metadata'))) return OPENROUTER_METADATA
+  return enabled(header(req, 'x-service-experimental-metadata')) ? SERVICE_METADATA : NO_METADATA
+}
+const OPENROUTER_METADATA = Object.freeze({ service: true, openrouter: true })
+const SERVICE_METADATA = Object.freeze({ service: true, openrouter: false })
+const NO_METADATA = Object.freeze({ service: false, openrouter: false })
+
+/**
+ * A door's translated request, held to the engine's own rules too (the door checked its wire
+ * format; this catches what only the neutral request can tell).
+ */
+export function neutralRequest(translated: ResponsesRequest): ResponsesRequest {
+  const parsed = parseResponsesRequest(translated)
+  if (!parsed.success) throw new GatewayError(400, 'invalid_request', `invalid request: ${describeIssues(parsed.error)}`)
+  return parsed.data
+}
+
+/** What a door gives the engine besides the neutral request: its name, and (streaming) its event writer. */
+export interface Door {
+  name: 'responses' | 'chat_completions' | 'messages'
+  /** Absent: the stream is the engine's own Open Responses events. */
+  stream?: DoorStream
+}
+
+/**
+ * One gateway request through the engine, whichever door it came by: the preset resolved, the
+ * upstream call cancelled if the client leaves, and either the finished Response (for the door to
+ * translate) or the stream written to the client as the engine makes it. Streaming, it answers
+ * undefined once the stream is written.
+ */
+export async function runGateway(deps: AppDeps, req: FastifyRequest, reply: FastifyReply, neutral: ResponsesRequest, door: Door): Promise<ResponseObject | undefined> {
+  // Most requests name no preset: they go on without waiting on anything.
+  const preset = presetReference(neutral)
+  const body = preset ? await withPreset(deps, req.caller!.workspaceId, neutral, preset.slug) : neutral
+  // A client that goes away cancels the upstream request with it.
+  const cancel = new Cancellation()
+  // A response closes once: `on` spares the wrapper `once` makes.
+  reply.raw.on('close', () => reply.raw.writableFinished || cancel.cancel())
+  const opts: CallOptions = { sessionHeader: header(req, 'x-session-id'), metadata: metadataOptIn(req), cancel, door: door.name, doorStream: door.stream }
+  if (!body.stream) {
+    try {
+      return await deps.responses.respond(body, opts)
+    } catch (err) {
+      // The client went away and the upstream call was cancelled with it: no one to answer.
+      if (cancel.aborted) throw new GatewayError(499, 'unmapped', 'the client closed the connection')
+      throw err
+    }
+  }
+  const raw = reply.raw
+  try {
+    await deps.responses.stream(body, opts, {
+      open() {
+        reply.hijack()
+        // Hijacked, so Fastify's onSend hooks do not run: the request id is set here.
+        raw.writeHead(200, {
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache',
+          connection: 'keep-alive',
+          'x-accel-buffering': 'no',
+          'x-request-id': req.id,
+        })
+      },
+      write: (chunk) => raw.write(chunk),
+      cork: () => raw.cork(),
+      uncork: () => raw.uncork(),
+      // A socket already closed never drains (nor closes again): nothing to wait for.
+      drain: () => (raw.destroyed ? Promise.resolve() : Promise.race([once(raw, 'drain'), once(raw, 'close')]).then(() => undefined)),
+      end: () => raw.end(),
+    })
+  } catch (err) {
+    if (!reply.sent) throw err
+    // Already streaming: the status line is gone, so the connection is closed instead.
+    req.log.error({ err }, 'gateway stream failed')
+    raw.destroy()
+  }
+  // The client left before the first event: nothing was sent, and no one is left to answer.
+  if (!reply.sent) {
+    reply.hijack()
+    raw.destroy()
+  }
+  return undefined
+}
+
+/** A request that names a preset, merged with the preset's designated version (the request wins). */
+async function withPreset(deps: AppDeps, workspaceId: string, body: ResponsesRequest, slug: string): Promise<ResponsesRequest> {
+  const version = await designatedPresetVersion(deps.db, workspaceId, slug)
+  if (!version) throw new GatewayError(404, 'not_found', `no preset ${slug} in this workspace`)
+  try {
+    return applyPreset(body, version)
+  } catch (err) {
+    if (err instanceof PresetInputError) throw new GatewayError(400, 'invalid_request', err.message)
+    throw err
+  }
+}

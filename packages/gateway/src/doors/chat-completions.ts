@@ -1,0 +1,303 @@
+import { z } from 'zod'
+import { invalid, type GatewayError } from '../errors.js'
+import { Metadata, ServiceTier, StopCondition, type ResponsesRequest } from '../request.js'
+import { stopReasonOf, type ResponseObject, type StopReason } from '../wire.js'
+import type { DoorStream } from './door.js'
+import { SSE_KEEPALIVE } from './door.js'
+
+// POST /chat/completions: the OpenAI Chat Completions request and reply, with the extensions the
+// official client (`client.chat.send`) sends. Translated to the engine's neutral request on the way
+// in, and from the engine's Response and events on the way out.
+
+type Json = Record<string, any>
+
+const CacheControl = z.looseObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() })
+const Part = z.looseObject({ type: z.string().min(1) })
+const Content = z.union([z.string(), z.array(Part)])
+const ToolCall = z.looseObject({
+  id: z.string().min(1).max(256),
+  type: z.literal('function').optional(),
+  function: z.looseObject({ name: z.string().min(1).max(64), arguments: z.string() }),
+})
+const Message = z.discriminatedUnion('role', [
+  z.looseObject({ role: z.literal('system'), content: Content }),
+  z.looseObject({ role: z.literal('developer'), content: Content }),
+  z.looseObject({ role: z.literal('user'), content: Content }),
+  z.looseObject({ role: z.literal('assistant'), content: Content.nullable().optional(), tool_calls: z.array(ToolCall).optional(), refusal: z.string().nullable().optional() }),
+  z.looseObject({ role: z.literal('tool'), tool_call_id: z.string().min(1).max(256), content: Content }),
+])
+const FunctionTool = z.looseObject({
+  type: z.literal('function'),
+  function: z.looseObject({
+    name: z.string().min(1).max(64),
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    strict: z.boolean().nullable().optional(),
+  }),
+})
+/** Function tools are checked; server tools (`openrouter:<name>`) go to the engine, which serves or refuses them by kind. */
+const Tool = z.union([FunctionTool, z.looseObject({ type: z.string().min(1) }).refine((t) => t.type !== 'function', 'a function tool needs function.name')])
+const ToolChoice = z.union([
+  z.enum(['auto', 'none', 'required']),
+  z.looseObject({ type: z.literal('function'), function: z.looseObject({ name: z.string().min(1) }) }),
+])
+const ResponseFormat = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('text') }),
+  z.looseObject({ type: z.literal('json_object') }),
+  z.looseObject({
+    type: z.literal('json_schema'),
+    json_schema: z.looseObject({ name: z.string().min(1).max(64), description: z.string().optional(), schema: z.record(z.string(), z.unknown()).optional(), strict: z.boolean().nullable().optional() }),
+  }),
+  z.looseObject({ type: z.literal('grammar') }).refine(() => false, 'grammar formats are not served by this Roster'),
+  z.looseObject({ type: z.literal('python') }).refine(() => false, 'python formats are not served by this Roster'),
+])
+const Effort = z.enum(['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none'])
+
+export const ChatCompletionRequest = z
+  .looseObject({
+    model: z.string().min(1).max(200).optional(),
+    models: z.array(z.string().min(1).max(200)).max(16).optional(),
+    messages: z.array(Message).min(1, 'give at least one message'),
+    stream: z.boolean().nullable().optional(),
+    stream_options: z.looseObject({ include_usage: z.boolean().nullable().optional() }).nullable().optional(),
+    max_tokens: z.int().min(1).nullable().optional(),
+    max_completion_tokens: z.int().min(1).nullable().optional(),
+    temperature: z.number().min(0).max(2).nullable().optional(),
+    top_p: z.number().min(0).max(1).nullable().optional(),
+    top_k: z.int().min(0).nullable().optional(),
+    frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
+    presence_penalty: z.number().min(-2).max(2).nullable().optional(),
+    seed: z.int().nullable().optional(),
+    stop: z.union([z.string(), z.array(z.string()).max(4, 'at most 4 stop sequences')]).nullable().optional(),
+    n: z
+      .int()
+      .min(1)
+      .nullable()
+      .refine((n) => n == null || n === 1, 'n > 1 is not served by this Roster: send the request n times')
+      .optional(),
+    logprobs: z.boolean().nullable().optional(),
+    top_logprobs: z.int().min(0).max(20).nullable().optional(),
+    tools: z.array(Tool).max(128).optional(),
+    tool_choice: ToolChoice.optional(),
+    parallel_tool_calls: z.boolean().nullable().optional(),
+    response_format: ResponseFormat.optional(),
+    reasoning: z
+      .looseObject({ effort: Effort.nullable().optional(), max_tokens: z.int().min(0).nullable().optional(), enabled: z.boolean().nullable().optional(), exclude: z.boolean().nullable().optional(), summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional() })
+      .optional(),
+    reasoning_effort: Effort.nullable().optional(),
+    user: z.string().max(256).optional(),
+    session_id: z.string().max(256).optional(),
+    metadata: Metadata.optional(),
+    service_tier: ServiceTier.nullable().optional(),
+    provider: z.looseObject({}).nullable().optional(),
+    route: z.enum(['fallback', 'sort']).nullable().optional(),
+    plugins: z.array(z.looseObject({ id: z.string().min(1) })).optional(),
+    usage: z.looseObject({ include: z.boolean().optional() }).optional(),
+    prompt_cache_key: z.string().max(256).nullable().optional(),
+    cache_control: CacheControl.optional(),
+    stop_server_tools_when: z.array(StopCondition).min(1).optional(),
+    modalities: z.array(z.enum(['text', 'image', 'audio'])).optional(),
+    trace: z.record(z.string(), z.unknown()).optional(),
+    debug: z.looseObject({ echo_upstream_body: z.boolean().optional() }).optional(),
+  })
+  .refine((r) => r.model !== undefined || r.models?.length, { path: ['model'], message: 'give model or models' })
+export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>
+
+/** Fields that mean the same in both requests. */
+const SAME = [
+  'model', 'models', 'temperature', 'top_p', 'top_k', 'frequency_penalty', 'presence_penalty', 'stop', 'parallel_tool_calls', 'user', 'session_id', 'metadata',
+  'service_tier', 'provider', 'route', 'plugins', 'prompt_cache_key', 'cache_control', 'stop_server_tools_when', 'trace', 'debug',
+] as const
+
+/** A user or system part in the neutral form. */
+function inputPart(p: Json, where: string): Json {
+  switch (p.type) {
+    case 'text':
+      return { type: 'input_text', text: String(p.text ?? ''), ...(p.cache_control ? { cache_control: p.cache_control } : {}) }
+    case 'image_url': {
+      const url = typeof p.image_url === 'string' ? p.image_url : p.image_url?.url
+      if (typeof url !== 'string' || !url) throw invalid(`${where}/image_url needs a url (https: or data:)`)
+      return { type: 'input_image', image_url: url, ...(p.image_url?.detail ? { detail: p.image_url.detail } : {}) }
+    }
+    default:
+      throw invalid(`${where} content parts of type ${p.type} are not served by this Roster (served: text, image_url)`)
+  }
+}
+const inputContent = (content: string | Json[], where: string) => (typeof content === 'string' ? content : content.map((p, i) => inputPart(p, `${where}/content/${i}`)))
+const textOf = (content: string | Json[] | null | undefined) => (typeof content === 'string' ? content : (content ?? []).map((p) => (p.type === 'text' ? String(p.text ?? '') : '')).join(''))
+
+/** The Chat Completions request as the engine's neutral request. */
+export function chatToNeutral(req: ChatCompletionRequest): ResponsesRequest {
+  const out: Json = { stream: req.stream === true }
+  for (const k of SAME) if (req[k] != null) out[k] = req[k]
+  const maxTokens = req.max_completion_tokens ?? req.max_tokens
+  if (maxTokens != null) out.max_output_tokens = maxTokens
+  if (req.logprobs && req.top_logprobs != null) out.top_logprobs = req.top_logprobs
+  if (req.modalities) out.modalities = req.modalities.filter((m) => m !== 'audio')
+  if (req.modalities?.includes('audio')) throw invalid('/modalities audio output is not served by this Roster')
+
+  const input: Json[] = []
+  req.messages.forEach((m, i) => {
+    const where = `/messages/${i}`
+    switch (m.role) {
+      case 'system':
+      case 'developer':
+      case 'user':
+        input.push({ role: m.role, content: inputContent(m.content as string | Json[], where) })
+        return
+      case 'assistant': {
+        const text = textOf(m.content as string | Json[] | null | undefined)
+        if (text) input.push({ role: 'assistant', content: [{ type: 'output_text', text }] })
+        for (const call of m.tool_calls ?? []) input.push({ type: 'function_call', call_id: call.id, name: call.function.name, arguments: call.function.arguments })
+        return
+      }
+      case 'tool':
+        input.push({ type: 'function_call_output', call_id: m.tool_call_id, output: textOf(m.content as string | Json[]) })
+    }
+  })
+  out.input = input
+
+  if (req.tools?.length) {
+    out.tools = req.tools.map((t: Json) =>
+      t.type === 'function' ? { type: 'function', name: t.function.name, description: t.function.description, parameters: t.function.parameters, strict: t.function.strict } : t,
+    )
+  }
+  if (req.tool_choice !== undefined) out.tool_choice = typeof req.tool_choice === 'string' ? req.tool_choice : { type: 'function', name: req.tool_choice.function.name }
+  const format = req.response_format as Json | undefined
+  if (format && format.type !== 'text') {
+    out.text = {
+      format:
+        format.type === 'json_schema'
+          ? { type: 'json_schema', name: format.json_schema.name, description: format.json_schema.description, schema: format.json_schema.schema ?? {}, strict: format.json_schema.strict ?? false }
+          : { type: 'json_object' },
+    }
+  }
+  const effort = req.reasoning?.effort ?? req.reasoning_effort
+  if (req.reasoning || effort) {
+    const r: Json = {}
+    if (effort) r.effort = effort
+    if (req.reasoning?.max_tokens != null) r.max_tokens = req.reasoning.max_tokens
+    if (req.reasoning?.enabled != null) r.enabled = req.reasoning.enabled
+    if (req.reasoning?.summary) r.summary = req.reasoning.summary
+    out.reasoning = r
+  }
+  return out as ResponsesRequest
+}
+
+/** How a reply reports itself: what the request asked for that changes the reply, not the model call. */
+export interface ChatReplyOptions {
+  /** reasoning.exclude: the model reasons, the client is not shown it. */
+  hideReasoning: boolean
+  /** A final chunk with the usage (stream_options.include_usage, or usage.include). */
+  includeUsage: boolean
+}
+export const chatReplyOptions = (req: ChatCompletionRequest): ChatReplyOptions => ({
+  hideReasoning: req.reasoning?.exclude === true,
+  includeUsage: req.stream_options?.include_usage === true || req.usage?.include === true,
+})
+
+const FINISH: Record<StopReason, string> = { stop: 'stop', tool_calls: 'tool_calls', length: 'length', content_filter: 'content_filter' }
+
+export const chatId = (responseId: string) => `chatcmpl-${responseId.replace(/^resp_/, '')}`
+
+function chatUsage(response: ResponseObject): Json | undefined {
+  const u = response.usage
+  if (!u) return undefined
+  return {
+    prompt_tokens: u.input_tokens,
+    completion_tokens: u.output_tokens,
+    total_tokens: u.total_tokens,
+    cost: u.cost,
+    is_byok: u.is_byok,
+    cost_details: u.cost_details,
+    prompt_tokens_details: { cached_tokens: u.input_tokens_details.cached_tokens, ...(u.input_tokens_details.cache_write_tokens ? { cache_write_tokens: u.input_tokens_details.cache_write_tokens } : {}) },
+    completion_tokens_details: { reasoning_tokens: u.output_tokens_details.reasoning_tokens },
+  }
+}
+
+const metadataOf = (response: ResponseObject) => (response.openrouter_metadata ? { openrouter_metadata: response.openrouter_metadata } : {})
+
+/** The finished Response as a `chat.completion`. */
+export function toChatCompletion(response: ResponseObject, options: ChatReplyOptions): Json {
+  let text = ''
+  let refusal = ''
+  let reasoning = ''
+  const toolCalls: Json[] = []
+  for (const item of response.output) {
+    if (item.type === 'message') for (const p of item.content) p.type === 'output_text' ? (text += p.text) : (refusal += p.refusal)
+    else if (item.type === 'reasoning') reasoning += item.summary.map((s) => s.text).join('')
+    else if (item.type === 'function_call') toolCalls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } })
+  }
+  const message: Json = { role: 'assistant', content: text || (toolCalls.length || refusal ? null : '') }
+  if (refusal) message.refusal = refusal
+  if (reasoning && !options.hideReasoning) message.reasoning = reasoning
+  if (toolCalls.length) message.tool_calls = toolCalls
+  return {
+    id: chatId(response.id),
+    object: 'chat.completion',
+    created: response.created_at,
+    model: response.model,
+    choices: [{ index: 0, message, finish_reason: FINISH[stopReasonOf(response)], logprobs: null }],
+    usage: chatUsage(response),
+    system_fingerprint: null,
+    ...(response.service_tier ? { service_tier: response.service_tier } : {}),
+    ...metadataOf(response),
+  }
+}
+
+/** The engine's events as `chat.completion.chunk`s, ending with `data: [DONE]`. */
+export class ChatCompletionStream implements DoorStream {
+  private head = ''
+  private readonly toolIndex = new Map<string, number>()
+
+  constructor(private readonly options: ChatReplyOptions) {}
+
+  open(started: { id: string; model: string; createdAt: number }): string {
+    this.head = `{"id":${JSON.stringify(chatId(started.id))},"object":"chat.completion.chunk","created":${started.createdAt},"model":${JSON.stringify(started.model)},"choices":`
+    return this.delta('{"role":"assistant","content":""}')
+  }
+
+  event(type: string, fields: Json): string {
+    switch (type) {
+      case 'response.output_text.delta':
+        return this.delta(`{"content":${JSON.stringify(fields.delta)}}`)
+      case 'response.refusal.delta':
+        return this.delta(`{"refusal":${JSON.stringify(fields.delta)}}`)
+      case 'response.reasoning_summary_text.delta':
+        return this.options.hideReasoning ? '' : this.delta(`{"reasoning":${JSON.stringify(fields.delta)}}`)
+      case 'response.output_item.added': {
+        const item = fields.item as Json
+        if (item.type !== 'function_call') return ''
+        const index = this.toolIndex.size
+        this.toolIndex.set(item.id, index)
+        return this.delta(JSON.stringify({ tool_calls: [{ index, id: item.call_id, type: 'function', function: { name: item.name, arguments: '' } }] }))
+      }
+      case 'response.function_call_arguments.delta': {
+        const index = this.toolIndex.get(fields.item_id)
+        return index === undefined ? '' : this.delta(JSON.stringify({ tool_calls: [{ index, function: { arguments: fields.delta } }] }))
+      }
+      default:
+        return ''
+    }
+  }
+
+  end(response: ResponseObject): string {
+    let out = `data: ${this.head}[{"index":0,"delta":{},"finish_reason":${JSON.stringify(FINISH[stopReasonOf(response)])}}]}\n\n`
+    if (this.options.includeUsage) out += `data: ${this.head}[],"usage":${JSON.stringify(chatUsage(response))}}\n\n`
+    return `${out}data: [DONE]\n\n`
+  }
+
+  fail(err: GatewayError): string {
+    // As the official client reads a failure mid-stream: a chunk with `error`, its choice finished with `error`.
+    const error = { code: err.status, message: err.message, metadata: { error_type: err.errorType } }
+    return `data: ${this.head}[{"index":0,"delta":{},"finish_reason":"error"}],"error":${JSON.stringify(error)}}\n\ndata: [DONE]\n\n`
+  }
+
+  keepalive(): string {
+    return SSE_KEEPALIVE
+  }
+
+  private delta(delta: string): string {
+    return `data: ${this.head}[{"index":0,"delta":${delta},"finish_reason":null}]}\n\n`
+  }
+}

@@ -1,0 +1,304 @@
+import { z } from 'zod'
+import { invalid, type GatewayError } from '../errors.js'
+import { ServiceTier, type ResponsesRequest } from '../request.js'
+import { stopReasonOf, type ResponseObject, type StopReason } from '../wire.js'
+import type { DoorStream } from './door.js'
+
+// POST /messages: the Anthropic Messages request and reply (and its event stream), translated to
+// the engine's neutral request on the way in and from the engine's Response and events on the way
+// out, so a Messages request may be served by a model of any protocol.
+
+type Json = Record<string, any>
+
+const CacheControl = z.looseObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() })
+const Block = z.looseObject({ type: z.string().min(1) })
+const Content = z.union([z.string(), z.array(Block)])
+const SystemBlock = z.looseObject({ type: z.literal('text'), text: z.string(), cache_control: CacheControl.nullable().optional() })
+const ClientTool = z.looseObject({
+  type: z.literal('custom').optional(),
+  name: z.string().min(1).max(64),
+  description: z.string().optional(),
+  input_schema: z.record(z.string(), z.unknown()),
+  cache_control: CacheControl.nullable().optional(),
+})
+/** Client tools are checked; a typed tool is a server tool: `openrouter:<name>` ones go to the engine, others are refused. */
+const Tool = z.union([
+  ClientTool,
+  z.looseObject({ type: z.string().min(1) }).refine((t) => t.type.startsWith('openrouter:'), {
+    message: 'server tools are served as openrouter:<name> (openrouter:datetime, openrouter:web_fetch); other typed tools are not served by this Roster',
+  }),
+])
+const ToolChoice = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('auto'), disable_parallel_tool_use: z.boolean().optional() }),
+  z.looseObject({ type: z.literal('any'), disable_parallel_tool_use: z.boolean().optional() }),
+  z.looseObject({ type: z.literal('tool'), name: z.string().min(1), disable_parallel_tool_use: z.boolean().optional() }),
+  z.looseObject({ type: z.literal('none') }),
+])
+const Thinking = z.discriminatedUnion('type', [
+  z.looseObject({ type: z.literal('enabled'), budget_tokens: z.int().min(1) }),
+  z.looseObject({ type: z.literal('disabled') }),
+  z.looseObject({ type: z.literal('adaptive') }),
+])
+
+export const MessagesRequest = z.looseObject({
+  model: z.string().min(1).max(200),
+  models: z.array(z.string().min(1).max(200)).max(16).optional(),
+  max_tokens: z.int().min(1),
+  messages: z.array(z.looseObject({ role: z.enum(['user', 'assistant']), content: Content })).min(1, 'give at least one message'),
+  system: z.union([z.string(), z.array(SystemBlock)]).optional(),
+  stop_sequences: z.array(z.string()).max(4, 'at most 4 stop sequences').optional(),
+  stream: z.boolean().optional(),
+  temperature: z.number().min(0).max(1).optional(),
+  top_p: z.number().min(0).max(1).optional(),
+  top_k: z.int().min(0).optional(),
+  tools: z.array(Tool).max(128).optional(),
+  tool_choice: ToolChoice.optional(),
+  thinking: Thinking.optional(),
+  metadata: z.looseObject({ user_id: z.string().max(256).nullable().optional() }).optional(),
+  service_tier: z.union([z.enum(['auto', 'standard_only']), ServiceTier]).optional(),
+  // The official client's extensions, as on the other doors.
+  provider: z.looseObject({}).nullable().optional(),
+  session_id: z.string().max(256).optional(),
+  plugins: z.array(z.looseObject({ id: z.string().min(1) })).optional(),
+  route: z.enum(['fallback', 'sort']).nullable().optional(),
+  trace: z.record(z.string(), z.unknown()).optional(),
+  cache_control: CacheControl.optional(),
+})
+export type MessagesRequest = z.infer<typeof MessagesRequest>
+
+const SAME = ['model', 'models', 'temperature', 'top_p', 'top_k', 'provider', 'session_id', 'plugins', 'route', 'trace', 'cache_control'] as const
+
+const cache = (b: Json) => (b.cache_control ? { cache_control: b.cache_control } : {})
+
+function imageUrl(b: Json, where: string): string {
+  const s = b.source as Json | undefined
+  if (s?.type === 'base64' && typeof s.media_type === 'string' && typeof s.data === 'string') return `data:${s.media_type};base64,${s.data}`
+  if (s?.type === 'url' && typeof s.url === 'string') return s.url
+  throw invalid(`${where}/source an image needs a base64 source (media_type, data) or a url source`)
+}
+
+/** A tool result's content as the text the model reads. */
+function resultText(content: unknown, where: string): string {
+  if (content === undefined || content === null) return ''
+  if (typeof content === 'string') return content
+  if (!Array.isArray(content)) throw invalid(`${where}/content must be a string or text blocks`)
+  return content
+    .map((b: Json, i) => {
+      if (b.type === 'text') return String(b.text ?? '')
+      throw invalid(`${where}/content/${i} tool results of type ${b.type} are not served by this Roster (served: text)`)
+    })
+    .join('')
+}
+
+/** The Messages request as the engine's neutral request. */
+export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
+  const out: Json = { stream: req.stream === true, max_output_tokens: req.max_tokens }
+  for (const k of SAME) if (req[k] != null) out[k] = req[k]
+  if (req.stop_sequences?.length) out.stop = req.stop_sequences
+  if (req.metadata?.user_id) out.user = req.metadata.user_id
+  if (req.service_tier && req.service_tier !== 'standard_only') out.service_tier = req.service_tier
+  if (req.service_tier === 'standard_only') out.service_tier = 'default'
+
+  const input: Json[] = []
+  if (req.system !== undefined) {
+    input.push({ role: 'system', content: typeof req.system === 'string' ? req.system : req.system.map((b) => ({ type: 'input_text', text: b.text, ...cache(b) })) })
+  }
+  req.messages.forEach((m, i) => {
+    const where = `/messages/${i}`
+    if (typeof m.content === 'string') {
+      input.push(m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: [{ type: 'output_text', text: m.content }] })
+      return
+    }
+    let parts: Json[] = []
+    const flush = () => {
+      if (parts.length) input.push({ role: m.role, content: parts })
+      parts = []
+    }
+    m.content.forEach((b: Json, j) => {
+      const at = `${where}/content/${j}`
+      switch (b.type) {
+        case 'text':
+          parts.push({ type: m.role === 'user' ? 'input_text' : 'output_text', text: String(b.text ?? ''), ...cache(b) })
+          return
+        case 'image':
+          if (m.role !== 'user') throw invalid(`${at} images belong in user messages`)
+          parts.push({ type: 'input_image', image_url: imageUrl(b, at), ...cache(b) })
+          return
+        case 'tool_use':
+          if (m.role !== 'assistant') throw invalid(`${at} tool_use belongs in assistant messages`)
+          flush()
+          input.push({ type: 'function_call', call_id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.input ?? {}) })
+          return
+        case 'tool_result':
+          if (m.role !== 'user') throw invalid(`${at} tool_result belongs in user messages`)
+          if (typeof b.tool_use_id !== 'string' || !b.tool_use_id) throw invalid(`${at}/tool_use_id is required`)
+          flush()
+          input.push({ type: 'function_call_output', call_id: b.tool_use_id, output: (b.is_error ? 'Error: ' : '') + resultText(b.content, at) })
+          return
+        case 'thinking':
+        case 'redacted_thinking':
+          // Earlier reasoning is the provider's own state; it is not replayed (as on the other doors).
+          return
+        default:
+          throw invalid(`${at} content blocks of type ${b.type} are not served by this Roster (served: text, image, tool_use, tool_result, thinking)`)
+      }
+    })
+    flush()
+  })
+  out.input = input
+
+  if (req.tools?.length) {
+    out.tools = req.tools.map((t: Json) =>
+      t.type && t.type !== 'custom' ? t : { type: 'function', name: t.name, description: t.description, parameters: t.input_schema, ...(t.strict != null ? { strict: t.strict } : {}) },
+    )
+  }
+  const choice = req.tool_choice
+  if (choice) {
+    out.tool_choice = choice.type === 'auto' ? 'auto' : choice.type === 'any' ? 'required' : choice.type === 'none' ? 'none' : { type: 'function', name: choice.name }
+    if ('disable_parallel_tool_use' in choice && choice.disable_parallel_tool_use) out.parallel_tool_calls = false
+  }
+  if (req.thinking?.type === 'enabled') out.reasoning = { enabled: true, max_tokens: req.thinking.budget_tokens }
+  else if (req.thinking?.type === 'adaptive') out.reasoning = { enabled: true }
+  else if (req.thinking?.type === 'disabled') out.reasoning = { enabled: false }
+  return out as ResponsesRequest
+}
+
+const STOP: Record<StopReason, string> = { stop: 'end_turn', tool_calls: 'tool_use', length: 'max_tokens', content_filter: 'refusal' }
+
+export const messageId = (responseId: string) => `msg_${responseId.replace(/^resp_/, '')}`
+
+/** Anthropic counts input tokens apart from those read from or written to the cache. */
+function messagesUsage(response: ResponseObject): Json {
+  const u = response.usage
+  if (!u) return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+  const read = u.input_tokens_details.cached_tokens
+  const written = u.input_tokens_details.cache_write_tokens ?? 0
+  return {
+    input_tokens: Math.max(0, u.input_tokens - read - written),
+    output_tokens: u.output_tokens,
+    cache_creation_input_tokens: written,
+    cache_read_input_tokens: read,
+    service_tier: 'standard',
+    cost: u.cost,
+  }
+}
+
+function toolInput(args: string): Json {
+  try {
+    const v = JSON.parse(args || '{}')
+    return v && typeof v === 'object' && !Array.isArray(v) ? v : { value: v }
+  } catch {
+    return {}
+  }
+}
+
+/** The finished Response as a `message`. */
+export function toMessage(response: ResponseObject): Json {
+  const content: Json[] = []
+  for (const item of response.output) {
+    if (item.type === 'reasoning') content.push({ type: 'thinking', thinking: item.summary.map((s) => s.text).join(''), signature: '' })
+    else if (item.type === 'message') for (const p of item.content) content.push({ type: 'text', text: p.type === 'output_text' ? p.text : p.refusal, citations: null })
+    else if (item.type === 'function_call') content.push({ type: 'tool_use', id: item.call_id, name: item.name, input: toolInput(item.arguments) })
+  }
+  return {
+    id: messageId(response.id),
+    type: 'message',
+    role: 'assistant',
+    model: response.model,
+    content,
+    stop_reason: STOP[stopReasonOf(response)],
+    stop_sequence: null,
+    usage: messagesUsage(response),
+    ...(response.openrouter_metadata ? { openrouter_metadata: response.openrouter_metadata } : {}),
+  }
+}
+
+const sse = (type: string, data: Json) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
+
+/** Anthropic's error type for a failure's HTTP status (what its client branches on). */
+export function anthropicErrorType(status: number): string {
+  if (status === 400 || status === 415 || status === 422) return 'invalid_request_error'
+  if (status === 401) return 'authentication_error'
+  if (status === 402) return 'billing_error'
+  if (status === 403) return 'permission_error'
+  if (status === 404) return 'not_found_error'
+  if (status === 413) return 'request_too_large'
+  if (status === 429) return 'rate_limit_error'
+  if (status === 503 || status === 529) return 'overloaded_error'
+  if (status === 504) return 'timeout_error'
+  return status < 500 ? 'invalid_request_error' : 'api_error'
+}
+
+/** An error as the Anthropic client parses it. */
+export const anthropicErrorBody = (status: number, message: string) => ({ type: 'error', error: { type: anthropicErrorType(status), message } })
+
+/** The engine's events as the Messages event stream: message_start, content blocks, message_delta, message_stop. */
+export class MessagesStream implements DoorStream {
+  private blocks = 0
+  /** Open blocks by what opened them (a reasoning item, a message's content part, a call). */
+  private readonly open_ = new Map<string, number>()
+
+  open(started: { id: string; model: string; createdAt: number }): string {
+    const message = { id: messageId(started.id), type: 'message', role: 'assistant', model: started.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }
+    return sse('message_start', { message })
+  }
+
+  event(type: string, fields: Json): string {
+    switch (type) {
+      case 'response.reasoning_summary_part.added':
+        return this.start(`r:${fields.item_id}`, { type: 'thinking', thinking: '', signature: '' })
+      case 'response.reasoning_summary_text.delta':
+        return this.delta(`r:${fields.item_id}`, { type: 'thinking_delta', thinking: fields.delta })
+      case 'response.reasoning_summary_part.done':
+        return this.stop(`r:${fields.item_id}`)
+      case 'response.content_part.added':
+        return this.start(`t:${fields.item_id}:${fields.content_index}`, { type: 'text', text: '' })
+      case 'response.output_text.delta':
+      case 'response.refusal.delta':
+        return this.delta(`t:${fields.item_id}:${fields.content_index}`, { type: 'text_delta', text: fields.delta })
+      case 'response.content_part.done':
+        return this.stop(`t:${fields.item_id}:${fields.content_index}`)
+      case 'response.output_item.added':
+        return fields.item.type === 'function_call' ? this.start(`f:${fields.item.id}`, { type: 'tool_use', id: fields.item.call_id, name: fields.item.name, input: {} }) : ''
+      case 'response.function_call_arguments.delta':
+        return this.delta(`f:${fields.item_id}`, { type: 'input_json_delta', partial_json: fields.delta })
+      case 'response.output_item.done':
+        return fields.item.type === 'function_call' ? this.stop(`f:${fields.item.id}`) : ''
+      default:
+        return ''
+    }
+  }
+
+  end(response: ResponseObject): string {
+    let out = ''
+    for (const key of [...this.open_.keys()]) out += this.stop(key)
+    out += sse('message_delta', { delta: { stop_reason: STOP[stopReasonOf(response)], stop_sequence: null }, usage: messagesUsage(response) })
+    return out + sse('message_stop', {})
+  }
+
+  fail(err: GatewayError): string {
+    return sse('error', { error: { type: anthropicErrorType(err.status), message: err.message } })
+  }
+
+  keepalive(): string {
+    return sse('ping', {})
+  }
+
+  private start(key: string, block: Json): string {
+    const index = this.blocks++
+    this.open_.set(key, index)
+    return sse('content_block_start', { index, content_block: block })
+  }
+
+  private delta(key: string, delta: Json): string {
+    const index = this.open_.get(key)
+    return index === undefined ? '' : sse('content_block_delta', { index, delta })
+  }
+
+  private stop(key: string): string {
+    const index = this.open_.get(key)
+    if (index === undefined) return ''
+    this.open_.delete(key)
+    return sse('content_block_stop', { index })
+  }
+}
