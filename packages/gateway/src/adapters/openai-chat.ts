@@ -2,6 +2,7 @@ import type { Entry, Part } from '../conversation.js'
 import type { Delta, Finish } from '../deltas.js'
 import { GatewayError } from '../errors.js'
 import { common, type Adapter, type CallSpec, type StreamTranslator } from './adapter.js'
+import type { ResponsesRequest } from '../request.js'
 
 // Responses ⇄ OpenAI Chat Completions (also vLLM, Ollama, llama.cpp server, LM Studio and most
 // hosted providers).
@@ -80,7 +81,8 @@ export const openaiChat: Adapter = {
       }
     }
     if (req.text?.verbosity) body.verbosity = req.text.verbosity
-    if (req.reasoning?.effort) body.reasoning_effort = req.reasoning.effort
+    const effort = reasoningEffort(req.reasoning)
+    if (effort) body.reasoning_effort = effort
     const tier = req.service_tier === 'fast' || req.service_tier === 'ultrafast' ? 'priority' : req.service_tier
     if (tier && tier !== 'auto') body.service_tier = tier
     if (spec.user) body.user = spec.user
@@ -125,4 +127,15 @@ export const openaiChat: Adapter = {
       return out
     }
   },
+}
+
+/**
+ * The reasoning effort to ask for: the request's own, or, where it asked for reasoning by budget or
+ * by switching it on (the Messages door's `thinking`), the level nearest that budget.
+ */
+function reasoningEffort(r: ResponsesRequest['reasoning']): string | undefined {
+  if (!r || r.enabled === false) return undefined
+  if (r.effort) return r.effort
+  if (r.max_tokens != null) return r.max_tokens <= 2048 ? 'low' : r.max_tokens <= 8192 ? 'medium' : 'high'
+  return r.enabled ? 'medium' : undefined
 }

@@ -198,6 +198,9 @@ export const chatReplyOptions = (req: ChatCompletionRequest): ChatReplyOptions =
 
 const FINISH: Record<StopReason, string> = { stop: 'stop', tool_calls: 'tool_calls', length: 'length', content_filter: 'content_filter' }
 
+/** Roster's backend, as `system_fingerprint` reports it. */
+const SYSTEM_FINGERPRINT = 'fp_roster'
+
 export const chatId = (responseId: string) => `chatcmpl-${responseId.replace(/^resp_/, '')}`
 
 function chatUsage(response: ResponseObject): Json | undefined {
@@ -209,7 +212,8 @@ function chatUsage(response: ResponseObject): Json | undefined {
     total_tokens: u.total_tokens,
     cost: u.cost,
     is_byok: u.is_byok,
-    cost_details: u.cost_details,
+    // In the Chat Completions names the official client reads.
+    cost_details: { upstream_inference_cost: u.cost_details.upstream_inference_cost, upstream_inference_prompt_cost: u.cost_details.upstream_inference_input_cost, upstream_inference_completions_cost: u.cost_details.upstream_inference_output_cost },
     prompt_tokens_details: { cached_tokens: u.input_tokens_details.cached_tokens, ...(u.input_tokens_details.cache_write_tokens ? { cache_write_tokens: u.input_tokens_details.cache_write_tokens } : {}) },
     completion_tokens_details: { reasoning_tokens: u.output_tokens_details.reasoning_tokens },
   }
@@ -228,8 +232,7 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
     else if (item.type === 'reasoning') reasoning += item.summary.map((s) => s.text).join('')
     else if (item.type === 'function_call') toolCalls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } })
   }
-  const message: Json = { role: 'assistant', content: text || (toolCalls.length || refusal ? null : '') }
-  if (refusal) message.refusal = refusal
+  const message: Json = { role: 'assistant', content: text || (toolCalls.length || refusal ? null : ''), refusal: refusal || null }
   if (reasoning && !options.hideReasoning) message.reasoning = reasoning
   if (toolCalls.length) message.tool_calls = toolCalls
   return {
@@ -239,7 +242,8 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
     model: response.model,
     choices: [{ index: 0, message, finish_reason: FINISH[stopReasonOf(response)], logprobs: null }],
     usage: chatUsage(response),
-    system_fingerprint: null,
+    // A string: the openai client's type has no null here, and the official client's requires the key.
+    system_fingerprint: SYSTEM_FINGERPRINT,
     ...(response.service_tier ? { service_tier: response.service_tier } : {}),
     ...metadataOf(response),
   }

@@ -167,10 +167,10 @@ const STOP: Record<StopReason, string> = { stop: 'end_turn', tool_calls: 'tool_u
 
 export const messageId = (responseId: string) => `msg_${responseId.replace(/^resp_/, '')}`
 
-/** Anthropic counts input tokens apart from those read from or written to the cache. */
-function messagesUsage(response: ResponseObject): Json {
-  const u = response.usage
-  if (!u) return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 }
+/** The usage counters (Anthropic counts input tokens apart from those read from or written to the cache). */
+function counters(response: ResponseObject | undefined) {
+  const u = response?.usage
+  if (!u) return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens_details: null, server_tool_use: null }
   const read = u.input_tokens_details.cached_tokens
   const written = u.input_tokens_details.cache_write_tokens ?? 0
   return {
@@ -178,10 +178,17 @@ function messagesUsage(response: ResponseObject): Json {
     output_tokens: u.output_tokens,
     cache_creation_input_tokens: written,
     cache_read_input_tokens: read,
-    service_tier: 'standard',
-    cost: u.cost,
+    output_tokens_details: null,
+    server_tool_use: null,
+    // Beyond Anthropic's fields, as the official client reads it on every door: the cost in USD.
+    ...(u.cost !== undefined ? { cost: u.cost } : {}),
   }
 }
+/** A Message's `usage`: every field the Anthropic client's Usage has. */
+const messagesUsage = (response?: ResponseObject): Json => ({ ...counters(response), cache_creation: null, inference_geo: null, service_tier: 'standard', speed: null })
+
+/** The fields of a Message beside its content and stop. */
+const MESSAGE_EXTRAS = { container: null, diagnostics: null, stop_details: null }
 
 function toolInput(args: string): Json {
   try {
@@ -198,7 +205,7 @@ export function toMessage(response: ResponseObject): Json {
   for (const item of response.output) {
     if (item.type === 'reasoning') content.push({ type: 'thinking', thinking: item.summary.map((s) => s.text).join(''), signature: '' })
     else if (item.type === 'message') for (const p of item.content) content.push({ type: 'text', text: p.type === 'output_text' ? p.text : p.refusal, citations: null })
-    else if (item.type === 'function_call') content.push({ type: 'tool_use', id: item.call_id, name: item.name, input: toolInput(item.arguments) })
+    else if (item.type === 'function_call') content.push({ type: 'tool_use', id: item.call_id, name: item.name, input: toolInput(item.arguments), caller: DIRECT })
   }
   return {
     id: messageId(response.id),
@@ -208,10 +215,14 @@ export function toMessage(response: ResponseObject): Json {
     content,
     stop_reason: STOP[stopReasonOf(response)],
     stop_sequence: null,
+    ...MESSAGE_EXTRAS,
     usage: messagesUsage(response),
     ...(response.openrouter_metadata ? { openrouter_metadata: response.openrouter_metadata } : {}),
   }
 }
+
+/** Who called a tool: the model itself (Anthropic's `caller`). */
+const DIRECT = Object.freeze({ type: 'direct' })
 
 const sse = (type: string, data: Json) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
 
@@ -239,7 +250,8 @@ export class MessagesStream implements DoorStream {
   private readonly open_ = new Map<string, number>()
 
   open(started: { id: string; model: string; createdAt: number }): string {
-    const message = { id: messageId(started.id), type: 'message', role: 'assistant', model: started.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } }
+    // The usage is known at the end: message_delta carries it whole.
+    const message = { id: messageId(started.id), type: 'message', role: 'assistant', model: started.model, content: [], stop_reason: null, stop_sequence: null, ...MESSAGE_EXTRAS, usage: messagesUsage() }
     return sse('message_start', { message })
   }
 
@@ -252,14 +264,14 @@ export class MessagesStream implements DoorStream {
       case 'response.reasoning_summary_part.done':
         return this.stop(`r:${fields.item_id}`)
       case 'response.content_part.added':
-        return this.start(`t:${fields.item_id}:${fields.content_index}`, { type: 'text', text: '' })
+        return this.start(`t:${fields.item_id}:${fields.content_index}`, { type: 'text', text: '', citations: null })
       case 'response.output_text.delta':
       case 'response.refusal.delta':
         return this.delta(`t:${fields.item_id}:${fields.content_index}`, { type: 'text_delta', text: fields.delta })
       case 'response.content_part.done':
         return this.stop(`t:${fields.item_id}:${fields.content_index}`)
       case 'response.output_item.added':
-        return fields.item.type === 'function_call' ? this.start(`f:${fields.item.id}`, { type: 'tool_use', id: fields.item.call_id, name: fields.item.name, input: {} }) : ''
+        return fields.item.type === 'function_call' ? this.start(`f:${fields.item.id}`, { type: 'tool_use', id: fields.item.call_id, name: fields.item.name, input: {}, caller: DIRECT }) : ''
       case 'response.function_call_arguments.delta':
         return this.delta(`f:${fields.item_id}`, { type: 'input_json_delta', partial_json: fields.delta })
       case 'response.output_item.done':
@@ -272,7 +284,7 @@ export class MessagesStream implements DoorStream {
   end(response: ResponseObject): string {
     let out = ''
     for (const key of [...this.open_.keys()]) out += this.stop(key)
-    out += sse('message_delta', { delta: { stop_reason: STOP[stopReasonOf(response)], stop_sequence: null }, usage: messagesUsage(response) })
+    out += sse('message_delta', { delta: { stop_reason: STOP[stopReasonOf(response)], stop_sequence: null, stop_details: null, container: null }, usage: counters(response) })
     return out + sse('message_stop', {})
   }
 

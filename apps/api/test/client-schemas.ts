@@ -1,0 +1,43 @@
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { Ajv, type ValidateFunction } from 'ajv'
+import { createGenerator } from 'ts-json-schema-generator'
+
+// What the clients' own type declarations say a reply is, as JSON Schemas generated from those
+// declarations (ts-json-schema-generator), so Roster's replies are checked against the clients'
+// types, not against our reading of them. Extra keys are allowed: the types describe what a client
+// reads, and gateways add their own (cost, routing metadata).
+
+const require = createRequire(import.meta.url)
+/** A package's folder, found from its entry point (not every package exports its package.json). */
+function packageDir(name: string): string {
+  let dir = dirname(require.resolve(name))
+  while (!dir.endsWith(`node_modules/${name}`)) dir = dirname(dir)
+  return dir
+}
+
+const SOURCES = {
+  anthropic: () => join(packageDir('@anthropic-ai/sdk'), 'resources/messages/messages.d.ts'),
+  openai: () => join(packageDir('openai'), 'resources/chat/completions/completions.d.ts'),
+} as const
+
+const generators = new Map<string, ReturnType<typeof createGenerator>>()
+const ajv = new Ajv({ allErrors: true, strict: false })
+const compiled = new Map<string, ValidateFunction>()
+
+/** A validator for one exported type of a client's declarations (e.g. openai's ChatCompletionChunk). */
+export function clientType(client: keyof typeof SOURCES, type: string): (value: unknown) => string[] {
+  const key = `${client}:${type}`
+  let validate = compiled.get(key)
+  if (!validate) {
+    let generator = generators.get(client)
+    if (!generator) {
+      generator = createGenerator({ path: SOURCES[client](), type: '*', skipTypeCheck: true, expose: 'all', topRef: false, jsDoc: 'none', additionalProperties: true })
+      generators.set(client, generator)
+    }
+    validate = ajv.compile(generator.createSchema(type))
+    compiled.set(key, validate)
+  }
+  const check = validate
+  return (value) => (check(value) ? [] : (check.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`))
+}

@@ -1,0 +1,348 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import OpenAI from 'openai'
+import Anthropic from '@anthropic-ai/sdk'
+import { OpenRouter } from '@openrouter/sdk'
+import { ChatResult$inboundSchema, ChatStreamChunk$inboundSchema } from '@openrouter/sdk/models'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import type { Catalogue, Protocol } from '@roster/gateway'
+import { useTestTenant, waitFor } from '@roster/testing'
+import { buildTestApp, SIM_PATHS, SIM_PROTOCOLS, simEndpoint, simModel, sseEvents } from './helpers.js'
+import { clientType } from './client-schemas.js'
+
+// The gateway's other two doors, POST /chat/completions and POST /messages, through the clients
+// their users have, unchanged (openai, @openrouter/sdk, @anthropic-ai/sdk) and raw; each door over
+// each simulator protocol, streamed and not, with tools, images and reasoning. Every reply, chunk
+// and event is checked against the clients' own types (schemas generated from their declarations,
+// and the official client's zod schemas).
+const env = useTestTenant()
+let sim: Simulator
+let slow: Simulator
+let limited: Simulator
+let cut: Simulator
+let app: Awaited<ReturnType<typeof buildTestApp>>
+let baseURL: string
+
+const model = (id: string, url: string, protocol: Protocol = 'openai-chat') => simModel(id, [simEndpoint(url, protocol)])
+const modelOf = (p: Protocol) => `roster-sim/${SIM_PATHS[p]}`
+const UPSTREAM_PATH: Record<Protocol, string> = { 'openai-chat': '/v1/chat/completions', 'openai-responses': '/v1/responses', 'anthropic-messages': '/v1/messages' }
+
+beforeAll(async () => {
+  sim = await startSimulator({ replyTokens: 6 })
+  slow = await startSimulator({ replyTokens: 200, tokensPerSecond: 20 })
+  limited = await startSimulator({ fault: '429' })
+  cut = await startSimulator({ replyTokens: 20, tokensPerSecond: 200, fault: 'cut' })
+  const catalogue: Catalogue = {
+    models: [
+      ...SIM_PROTOCOLS.map((p) => model(modelOf(p), sim.url, p)),
+      model('roster-sim/slow', slow.url),
+      model('roster-sim/limited', limited.url),
+      model('roster-sim/cut', cut.url),
+    ],
+  }
+  app = await buildTestApp(env.t.db, {}, catalogue)
+  baseURL = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
+})
+afterAll(async () => {
+  await app?.closeAll()
+  await Promise.all([sim, slow, limited, cut].map((s) => s?.close()))
+})
+
+const key = () => env.tenant.keys.user
+/** The Anthropic client adds /v1/messages to its base URL. */
+const anthropicBase = () => baseURL.replace(/\/v1$/, '')
+const post = (path: string, body: object, headers: Record<string, string> = {}) =>
+  fetch(`${baseURL}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key()}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=='
+const WEATHER = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }
+/** A prompt whose simulator script calls the weather tool first, then answers with its result. */
+const SCRIPT = 'What is the weather?\n[sim] call get_weather {"city":"Paris"}\n[sim] say It is {{result}}.'
+
+const chatCompletion = clientType('openai', 'ChatCompletion')
+const chatChunk = clientType('openai', 'ChatCompletionChunk')
+const anthropicMessage = clientType('anthropic', 'Message')
+const anthropicEvent = clientType('anthropic', 'RawMessageStreamEvent')
+
+/** Each chunk valid for the openai client's ChatCompletionChunk and the official client's ChatStreamChunk. */
+function checkChunks(chunks: any[]) {
+  for (const c of chunks) {
+    expect(chatChunk(c), JSON.stringify(c)).toEqual([])
+    expect(ChatStreamChunk$inboundSchema.safeParse(c).success, JSON.stringify(c)).toBe(true)
+  }
+}
+
+describe('POST /chat/completions', () => {
+  describe.each(SIM_PROTOCOLS)('served by a model speaking %s', (protocol) => {
+    it('answers whole, with a tool call, image input and reasoning, and a tool result round trip', async () => {
+      const messages: any[] = [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: [{ type: 'text', text: SCRIPT }, { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } }] },
+      ]
+      const body = { model: modelOf(protocol), messages, tools: [{ type: 'function', function: { name: 'get_weather', parameters: WEATHER } }], reasoning: { effort: 'low' } }
+      const res = await post('/chat/completions', body)
+      expect(res.status).toBe(200)
+      const first = (await res.json()) as any
+      expect(chatCompletion(first)).toEqual([])
+      expect(ChatResult$inboundSchema.safeParse(first).success).toBe(true)
+      expect(first).toMatchObject({ object: 'chat.completion', model: modelOf(protocol), choices: [{ index: 0, finish_reason: 'tool_calls' }] })
+      const call = first.choices[0].message.tool_calls[0]
+      expect(call).toMatchObject({ type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } })
+      expect(first.choices[0].message.reasoning).toEqual(expect.any(String))
+      expect(first.usage).toMatchObject({ prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), cost: expect.any(Number), completion_tokens_details: { reasoning_tokens: expect.any(Number) }, prompt_tokens_details: { cached_tokens: 0 } })
+      // The image went upstream in the provider's own form.
+      expect(JSON.stringify(sim.stats.lastBody[UPSTREAM_PATH[protocol]])).toContain(PNG)
+
+      messages.push(first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'sunny, 21 °C' })
+      const second = (await (await post('/chat/completions', { ...body, messages })).json()) as any
+      expect(chatCompletion(second)).toEqual([])
+      expect(second.choices[0]).toMatchObject({ finish_reason: 'stop', message: { role: 'assistant', content: 'It is sunny, 21 °C.', refusal: null } })
+    })
+
+    it('streams chunks ending in [DONE]: role first, reasoning, the tool call in pieces, the finish, and usage when asked', async () => {
+      const res = await post('/chat/completions', {
+        model: modelOf(protocol),
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: 'user', content: SCRIPT }],
+        tools: [{ type: 'function', function: { name: 'get_weather', parameters: WEATHER } }],
+        reasoning: { effort: 'low' },
+      })
+      expect(res.status).toBe(200)
+      expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/)
+      const { events, done } = sseEvents(await res.text())
+      expect(done).toBe(true)
+      const chunks = events.map((e) => e.data)
+      checkChunks(chunks)
+      expect(new Set(chunks.map((c) => c.id)).size).toBe(1)
+      expect(chunks[0].choices[0].delta).toEqual({ role: 'assistant', content: '' })
+      expect(chunks.some((c) => c.choices[0]?.delta.reasoning)).toBe(true)
+      const calls = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? [])
+      expect(calls[0]).toMatchObject({ index: 0, id: expect.any(String), type: 'function', function: { name: 'get_weather' } })
+      expect(calls.map((c: any) => c.function.arguments ?? '').join('')).toBe('{"city":"Paris"}')
+      const finish = chunks.find((c) => c.choices[0]?.finish_reason)
+      expect(finish.choices[0]).toEqual({ index: 0, delta: {}, finish_reason: 'tool_calls' })
+      const usage = chunks.at(-1)
+      expect(usage.choices).toEqual([])
+      expect(usage.usage).toMatchObject({ prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), total_tokens: expect.any(Number), cost: expect.any(Number) })
+    })
+  })
+
+  it('works through the openai client, streamed and not, with tools', async () => {
+    const openai = new OpenAI({ apiKey: key(), baseURL, maxRetries: 0 })
+    const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'get_weather', parameters: WEATHER } }]
+    const whole = await openai.chat.completions.create({ model: 'roster-sim/chat', messages: [{ role: 'user', content: SCRIPT }], tools, max_completion_tokens: 100 })
+    expect(whole.choices[0]!.message.tool_calls?.[0]).toMatchObject({ function: { name: 'get_weather' } })
+
+    const stream = openai.chat.completions.stream({ model: 'roster-sim/responses', messages: [{ role: 'user', content: 'Say something.' }], stream_options: { include_usage: true } })
+    let text = ''
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ''
+    const final = await stream.finalChatCompletion()
+    expect(final.choices[0]!.message.content).toBe(text)
+    expect(text.split(' ')).toHaveLength(6)
+    expect(final.usage?.completion_tokens).toBe(6)
+  })
+
+  it('works through the official client (client.chat.send), both modes', async () => {
+    const client = new OpenRouter({ apiKey: key(), serverURL: baseURL, retryConfig: { strategy: 'none' } })
+    const whole = await client.chat.send({ chatRequest: { model: 'roster-sim/messages', messages: [{ role: 'user', content: 'hello' }] } })
+    expect(whole.choices[0]!.message.content).toEqual(expect.any(String))
+    expect(whole.usage?.cost).toBeGreaterThan(0)
+    const streamed = await client.chat.send({ chatRequest: { model: 'roster-sim/chat', messages: [{ role: 'user', content: 'hello' }], stream: true } })
+    let text = ''
+    let finish: string | null | undefined
+    for await (const chunk of streamed) {
+      text += chunk.choices[0]?.delta.content ?? ''
+      finish ??= chunk.choices[0]?.finishReason
+    }
+    expect(text.split(' ')).toHaveLength(6)
+    expect(finish).toBe('stop')
+  })
+
+  it('takes json_schema response formats, stop, sampling and the official extensions, and refuses n > 1 naming it', async () => {
+    const res = await post('/chat/completions', {
+      model: 'roster-sim/chat',
+      messages: [{ role: 'developer', content: 'Answer in JSON.' }, { role: 'user', content: 'hi' }],
+      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object' }, strict: true } },
+      stop: ['\n\n'],
+      temperature: 0.2,
+      top_p: 0.9,
+      seed: 7,
+      max_tokens: 50,
+      user: 'end-user-1',
+      session_id: 'sess-1',
+      metadata: { team: 'a' },
+      provider: { sort: 'latency' },
+      usage: { include: true },
+    })
+    expect(res.status).toBe(200)
+    const upstream = sim.stats.lastBody['/v1/chat/completions'] as any
+    expect(upstream).toMatchObject({ temperature: 0.2, top_p: 0.9, stop: ['\n\n'], response_format: { type: 'json_schema' } })
+    const n = await post('/chat/completions', { model: 'roster-sim/chat', n: 2, messages: [{ role: 'user', content: 'hi' }] })
+    expect(n.status).toBe(400)
+    expect(((await n.json()) as any).error.message).toMatch(/\/n .*n > 1/)
+  })
+
+  it('refuses bad input in the standard envelope, as the openai client reads it', async () => {
+    const openai = new OpenAI({ apiKey: key(), baseURL, maxRetries: 0 })
+    const err = await openai.chat.completions.create({ model: 'roster-sim/chat', messages: [] }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError)
+    expect((err as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(/at least one message/)
+    const unknown = await post('/chat/completions', { model: 'nobody/none', messages: [{ role: 'user', content: 'hi' }] })
+    expect(unknown.status).toBe(400)
+    expect(((await unknown.json()) as any).error).toMatchObject({ message: expect.stringMatching(/no model named nobody\/none/), metadata: { error_type: 'invalid_request' } })
+    const wrongKey = await fetch(`${baseURL}/chat/completions`, { method: 'POST', headers: { authorization: 'Bearer sk-nope', 'content-type': 'application/json' }, body: '{}' })
+    expect(wrongKey.status).toBe(401)
+    const part = await post('/chat/completions', { model: 'roster-sim/chat', messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'wav' } }] }] })
+    expect(part.status).toBe(400)
+    expect(((await part.json()) as any).error.message).toMatch(/\/messages\/0\/content\/0 .*input_audio/)
+  })
+
+  it('fails before the first byte as an HTTP error, and after it as an error chunk the clients read', async () => {
+    const limitedRes = await post('/chat/completions', { model: 'roster-sim/limited', stream: true, messages: [{ role: 'user', content: 'hi' }] })
+    expect(limitedRes.status).toBe(429)
+    expect(((await limitedRes.json()) as any).error.metadata.error_type).toBe('rate_limit_exceeded')
+
+    const res = await post('/chat/completions', { model: 'roster-sim/cut', stream: true, messages: [{ role: 'user', content: 'hi' }] })
+    expect(res.status).toBe(200)
+    const { events, done } = sseEvents(await res.text())
+    expect(done).toBe(true)
+    const last = events.at(-1)!.data
+    expect(last.choices[0].finish_reason).toBe('error')
+    expect(last.error).toMatchObject({ code: 502, metadata: { error_type: 'provider_unavailable' } })
+    expect(ChatStreamChunk$inboundSchema.safeParse(last).success).toBe(true)
+    const openai = new OpenAI({ apiKey: key(), baseURL, maxRetries: 0 })
+    const stream = await openai.chat.completions.create({ model: 'roster-sim/cut', stream: true, messages: [{ role: 'user', content: 'hi' }] })
+    const thrown = await (async () => {
+      for await (const _ of stream);
+    })().catch((e: unknown) => e)
+    expect(thrown).toBeInstanceOf(OpenAI.APIError)
+  })
+
+  it('cancels the upstream request when the client goes away', async () => {
+    const abort = new AbortController()
+    const res = await fetch(`${baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key()}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'roster-sim/slow', stream: true, messages: [{ role: 'user', content: 'a long one' }] }),
+      signal: abort.signal,
+    })
+    const reader = res.body!.getReader()
+    let seen = ''
+    while (!seen.includes('"content":"')) seen += new TextDecoder().decode((await reader.read()).value)
+    const before = slow.stats.cancelled
+    abort.abort()
+    await waitFor(() => slow.stats.cancelled > before, { timeoutMs: 3_000, what: 'the upstream stream to be cancelled' })
+  })
+})
+
+describe('POST /messages', () => {
+  describe.each(SIM_PROTOCOLS)('served by a model speaking %s', (protocol) => {
+    it('answers whole with thinking, tool use, an image and a tool_result round trip', async () => {
+      const anthropic = new Anthropic({ apiKey: key(), baseURL: anthropicBase(), maxRetries: 0 })
+      const messages: Anthropic.MessageParam[] = [
+        { role: 'user', content: [{ type: 'text', text: SCRIPT }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } }] },
+      ]
+      const tools: Anthropic.Tool[] = [{ name: 'get_weather', input_schema: WEATHER as Anthropic.Tool.InputSchema }]
+      const first = await anthropic.messages.create({ model: modelOf(protocol), max_tokens: 4000, system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }], messages, tools, thinking: { type: 'enabled', budget_tokens: 1024 } })
+      expect(anthropicMessage(first)).toEqual([])
+      expect(first.stop_reason).toBe('tool_use')
+      expect(first.content.map((b) => b.type)).toEqual(['thinking', 'tool_use'])
+      const use = first.content.find((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use')!
+      expect(use).toMatchObject({ name: 'get_weather', input: { city: 'Paris' } })
+      expect(JSON.stringify(sim.stats.lastBody[UPSTREAM_PATH[protocol]])).toContain(PNG)
+
+      messages.push({ role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny' }] })
+      const second = await anthropic.messages.create({ model: modelOf(protocol), max_tokens: 200, messages, tools })
+      expect(anthropicMessage(second)).toEqual([])
+      expect(second.stop_reason).toBe('end_turn')
+      expect(second.content).toEqual([{ type: 'text', text: 'It is sunny.', citations: null }])
+      expect(second.usage.output_tokens).toBeGreaterThan(0)
+    })
+
+    it('streams the event sequence the Anthropic client assembles, each event valid for its types', async () => {
+      const res = await post('/messages', {
+        model: modelOf(protocol),
+        max_tokens: 4000,
+        stream: true,
+        messages: [{ role: 'user', content: SCRIPT }],
+        tools: [{ name: 'get_weather', input_schema: WEATHER }],
+        thinking: { type: 'enabled', budget_tokens: 1024 },
+      })
+      expect(res.status).toBe(200)
+      const { events } = sseEvents(await res.text())
+      for (const e of events) {
+        expect(e.name).toBe(e.data.type)
+        expect(anthropicEvent(e.data), JSON.stringify(e.data)).toEqual([])
+      }
+      const types = events.map((e) => e.data.type)
+      expect(types[0]).toBe('message_start')
+      expect(types.slice(-2)).toEqual(['message_delta', 'message_stop'])
+      const starts = events.filter((e) => e.data.type === 'content_block_start').map((e) => e.data.content_block.type)
+      expect(starts).toEqual(['thinking', 'tool_use'])
+      const json = events.filter((e) => e.data.delta?.type === 'input_json_delta').map((e) => e.data.delta.partial_json).join('')
+      expect(JSON.parse(json)).toEqual({ city: 'Paris' })
+      expect(events.at(-2)!.data).toMatchObject({ delta: { stop_reason: 'tool_use' }, usage: { output_tokens: expect.any(Number) } })
+    })
+  })
+
+  it('works through messages.stream, the Anthropic client assembling the message', async () => {
+    const anthropic = new Anthropic({ apiKey: key(), baseURL: anthropicBase(), maxRetries: 0 })
+    const stream = anthropic.messages.stream({ model: 'roster-sim/chat', max_tokens: 100, messages: [{ role: 'user', content: 'Say something.' }] })
+    let text = ''
+    stream.on('text', (t) => (text += t))
+    const final = await stream.finalMessage()
+    expect(anthropicMessage(final)).toEqual([])
+    expect(final.content).toEqual([{ type: 'text', text, citations: null }])
+    expect(text.split(' ')).toHaveLength(6)
+    expect(final.usage.output_tokens).toBe(6)
+    expect(final.stop_reason).toBe('end_turn')
+  })
+
+  it('takes the key as x-api-key or bearer, and refuses in the shape the Anthropic client parses', async () => {
+    const viaHeader = await fetch(`${baseURL}/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': key(), 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'roster-sim/chat', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }),
+    })
+    expect(viaHeader.status).toBe(200)
+    const anthropic = new Anthropic({ apiKey: key(), baseURL: anthropicBase(), maxRetries: 0 })
+    const bad = await anthropic.messages.create({ model: 'roster-sim/chat', max_tokens: 20, messages: [] }).catch((e: unknown) => e)
+    expect(bad).toBeInstanceOf(Anthropic.BadRequestError)
+    expect((bad as InstanceType<typeof Anthropic.BadRequestError>).error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/at least one message/) } })
+    const nobody = await new Anthropic({ apiKey: 'sk-nope', baseURL: anthropicBase(), maxRetries: 0 }).messages.create({ model: 'roster-sim/chat', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)
+    expect(nobody).toBeInstanceOf(Anthropic.AuthenticationError)
+    const limitedErr = await anthropic.messages.create({ model: 'roster-sim/limited', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)
+    expect(limitedErr).toBeInstanceOf(Anthropic.RateLimitError)
+    const tool = await post('/messages', { model: 'roster-sim/chat', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'web_search_20250305', name: 'web_search' }] })
+    expect(tool.status).toBe(400)
+    expect(((await tool.json()) as any).error.message).toMatch(/openrouter:/)
+    const document = await post('/messages', { model: 'roster-sim/chat', max_tokens: 20, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', data: 'x', media_type: 'text/plain' } }] }] })
+    expect(((await document.json()) as any).error.message).toMatch(/\/messages\/0\/content\/0 .*document/)
+  })
+
+  it('fails after the first byte with an error event the client raises', async () => {
+    const res = await post('/messages', { model: 'roster-sim/cut', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'hi' }] })
+    expect(res.status).toBe(200)
+    const { events } = sseEvents(await res.text())
+    expect(events.at(-1)).toMatchObject({ name: 'error', data: { type: 'error', error: { type: 'api_error', message: expect.any(String) } } })
+    const anthropic = new Anthropic({ apiKey: key(), baseURL: anthropicBase(), maxRetries: 0 })
+    const thrown = await anthropic.messages.stream({ model: 'roster-sim/cut', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }).finalMessage().catch((e: unknown) => e)
+    expect(thrown).toBeInstanceOf(Error)
+  })
+
+  it('cancels the upstream request when the client goes away', async () => {
+    const abort = new AbortController()
+    const res = await fetch(`${baseURL}/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': key(), 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'roster-sim/slow', max_tokens: 1000, stream: true, messages: [{ role: 'user', content: 'a long one' }] }),
+      signal: abort.signal,
+    })
+    const reader = res.body!.getReader()
+    let seen = ''
+    while (!seen.includes('text_delta')) seen += new TextDecoder().decode((await reader.read()).value)
+    const before = slow.stats.cancelled
+    abort.abort()
+    await waitFor(() => slow.stats.cancelled > before, { timeoutMs: 3_000, what: 'the upstream stream to be cancelled' })
+  })
+})
