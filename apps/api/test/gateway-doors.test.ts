@@ -218,6 +218,20 @@ describe('POST /chat/completions', () => {
     expect(thrown).toBeInstanceOf(OpenAI.APIError)
   })
 
+  it('runs server tools between turns and sends the routing metadata when asked, as /responses does', async () => {
+    const res = await post(
+      '/chat/completions',
+      { model: 'roster-sim/chat', messages: [{ role: 'user', content: 'What time is it?\n[sim] call datetime {}\n[sim] say The tool said {{result}}' }], tools: [{ type: 'openrouter:datetime' }] },
+      { 'x-openrouter-metadata': 'enabled' },
+    )
+    expect(res.status).toBe(200)
+    const body = (await res.json()) as any
+    expect(chatCompletion(body)).toEqual([])
+    expect(body.choices[0].message.content).toMatch(/^The tool said \{.*"datetime"/)
+    expect(body.choices[0].message.tool_calls).toBeUndefined()
+    expect(body.openrouter_metadata).toMatchObject({ attempt: 1, requested: expect.anything() })
+  })
+
   it('cancels the upstream request when the client goes away', async () => {
     const abort = new AbortController()
     const res = await fetch(`${baseURL}/chat/completions`, {

@@ -194,3 +194,20 @@ describe('using a preset in /responses', () => {
     expect((await call('POST', '/responses', other.keys.user, { model: '@preset/terse', input: 'hi' })).status).toBe(404)
   })
 })
+
+describe('using a preset through the other doors', () => {
+  it('applies it to a Chat Completions request and a Messages request alike', async () => {
+    const sent = () => sim.stats.lastBody['/v1/chat/completions'] as any
+    const chat = await call('POST', '/chat/completions', env.tenant.keys.user, { model: '@preset/terse', messages: [{ role: 'user', content: 'hi' }] })
+    expect(chat.status).toBe(200)
+    expect((await chat.json()).model).toBe('roster-sim/chat')
+    expect(sent()).toMatchObject({ model: 'chat', temperature: 0.2, messages: [{ role: 'system', content: 'be terse' }, { role: 'user', content: 'hi' }] })
+    const messages = await call('POST', '/messages', env.tenant.keys.user, { model: 'roster-sim/other@preset/terse', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
+    expect(messages.status).toBe(200)
+    expect((await messages.json()).model).toBe('roster-sim/other')
+    expect(sent()).toMatchObject({ model: 'other', temperature: 0.2, messages: [{ role: 'system', content: 'be terse' }, { role: 'user', content: 'hi' }] })
+    const unknown = await call('POST', '/messages', env.tenant.keys.user, { model: '@preset/nobody', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] })
+    expect(unknown.status).toBe(404)
+    expect((await unknown.json()).error.type).toBe('not_found_error')
+  })
+})
