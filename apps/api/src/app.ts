@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto'
 import { loggerOptions, logsEachRequest, observeHttp, requestLogger, traceHttpServer, tracing, type Caller } from '@roster/shared'
 import type { AppDeps } from './deps.js'
 import { modelRoutes } from './routes/models.js'
-import { responsesRoutes } from './routes/responses.js'
+import { compactRoutes, responsesRoutes } from './routes/responses.js'
 import { chatCompletionsRoutes } from './routes/chat-completions.js'
 import { messagesRoutes } from './routes/messages.js'
 import { presetRoutes } from './routes/presets.js'
@@ -84,6 +84,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(internRoutes(deps))
       await v1.register(modelRoutes(deps))
       await v1.register(responsesRoutes(deps))
+      await v1.register(compactRoutes(deps))
       await v1.register(chatCompletionsRoutes(deps))
       await v1.register(messagesRoutes(deps))
       await v1.register(presetRoutes(deps))

@@ -18,6 +18,7 @@ import { traceOf, type TraceLogger } from './trace.js'
 import { echoSettings, servedTier } from './echo.js'
 import { Cancellation } from './cancellation.js'
 import type { DoorStream } from './doors/door.js'
+import { CompactionSeal, compactionRequest, compactResource, type CompactRequest } from './compaction.js'
 import type { OutputItem, ResponseObject } from './wire.js'
 
 export { GatewayError } from './errors.js'
@@ -184,8 +185,10 @@ export class ResponsesEngine {
   private readonly upstream: Upstream
   private readonly router: Router
   private readonly serverTools: Map<string, ServerTool>
+  private readonly compaction: CompactionSeal
 
   constructor(private readonly options: EngineOptions) {
+    this.compaction = new CompactionSeal(options.userHashKey)
     this.upstream = new Upstream(options.env)
     this.router = new Router(options.catalogue)
     this.serverTools = serverTools({ allowPrivateNetworks: false, maxBytes: 256 * 1024, timeoutMs: 10_000, ...options.webFetch })
@@ -202,6 +205,15 @@ export class ResponsesEngine {
     }
     this.observed(run)
     return this.envelope(run, outcome(run))
+  }
+
+  /**
+   * POST /responses/compact: the conversation summarised by its model (routing, fallbacks and cost
+   * as for any request), handed back as the user's messages and a sealed compaction item.
+   */
+  async compact(req: CompactRequest, opts: CallOptions = {}): Promise<Json> {
+    const response = await this.respond(compactionRequest(req), opts)
+    return compactResource(req, response, this.compaction, { message: () => itemId('msg'), compaction: () => itemId('cmp') })
   }
 
   /** Reports a finished request to the observer (when there is one). */
@@ -284,7 +296,9 @@ export class ResponsesEngine {
     await this.upstream.close()
   }
 
-  private prepare(req: ResponsesRequest, opts: CallOptions): Run {
+  private prepare(given: ResponsesRequest, opts: CallOptions): Run {
+    // Compaction items sent back are read to the model as the summaries they sealed.
+    const req = this.compaction.expand(given)
     // Most requests offer no tools: they share empty collections instead of making their own.
     const offered = req.tools?.length ? (req.tools as Json[]) : undefined
     const tools = offered ? new Map<string, ServerTool>() : NO_SERVER_TOOLS

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync, FastifySchemaCompiler } from 'fastify'
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
-import { ResponsesRequest, parseResponsesRequest } from '@roster/gateway'
+import { Cancellation, CompactRequest, ResponsesRequest, parseResponsesRequest } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
 import { runGateway, type Door } from './gateway-run.js'
@@ -39,3 +39,25 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
   )
 }
 
+
+/**
+ * POST /responses/compact: a conversation given whole, compacted by its model; nothing is stored.
+ * A request without `model` is a 400, as the schema requires it.
+ */
+export const compactRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
+  app.withTypeProvider<ZodTypeProvider>().post(
+    '/responses/compact',
+    {
+      onRequest: requireKey(deps.authenticate),
+      bodyLimit: RESPONSES_BODY_LIMIT,
+      config: { canonicalErrorTypes: true },
+      schema: { operationId: 'compactResponse', summary: 'Compact a conversation (Open Responses)', body: CompactRequest },
+    },
+    async (req, reply) => {
+      // A client that goes away cancels the model call with it.
+      const cancel = new Cancellation()
+      reply.raw.on('close', () => reply.raw.writableFinished || cancel.cancel())
+      return deps.responses.compact(req.body, { door: 'compact', cancel })
+    },
+  )
+}
