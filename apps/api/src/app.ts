@@ -1,11 +1,13 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import swagger from '@fastify/swagger'
+import websocket from '@fastify/websocket'
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import { randomUUID } from 'node:crypto'
 import { loggerOptions, logsEachRequest, observeHttp, requestLogger, traceHttpServer, tracing, type Caller } from '@roster/shared'
 import type { AppDeps } from './deps.js'
 import { modelRoutes } from './routes/models.js'
-import { compactRoutes, responsesRoutes } from './routes/responses.js'
+import { compactRoutes, RESPONSES_BODY_LIMIT, responsesRoutes } from './routes/responses.js'
+import { responsesWebSocketRoutes } from './routes/responses-ws.js'
 import { chatCompletionsRoutes } from './routes/chat-completions.js'
 import { messagesRoutes } from './routes/messages.js'
 import { presetRoutes } from './routes/presets.js'
@@ -78,6 +80,8 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     transformObject: jsonSchemaTransformObject,
   })
 
+  // The WebSocket transport of /responses; a message may be as large as a /responses body.
+  await app.register(websocket, { options: { maxPayload: RESPONSES_BODY_LIMIT } })
   await app.register(healthRoutes(deps))
   await app.register(
     async (v1) => {
@@ -85,6 +89,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(modelRoutes(deps))
       await v1.register(responsesRoutes(deps))
       await v1.register(compactRoutes(deps))
+      await v1.register(responsesWebSocketRoutes(deps))
       await v1.register(chatCompletionsRoutes(deps))
       await v1.register(messagesRoutes(deps))
       await v1.register(presetRoutes(deps))

@@ -1,0 +1,109 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { WebSocket } from 'ws'
+import sjson from 'secure-json-parse'
+import { Cancellation, GatewayError, describeIssues, openResponsesErrorType, parseResponsesRequest, type StreamSink } from '@roster/gateway'
+import { requireKey } from '../plugins/auth.js'
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/input-guards.js'
+import type { AppDeps } from '../deps.js'
+import { header } from './gateway-run.js'
+import { RESPONSES_BODY_LIMIT } from './responses.js'
+
+/** Bytes queued on a socket past which the engine waits before reading more from the provider. */
+const HIGH_WATER = 1 << 20
+
+/**
+ * The WebSocket transport of /responses (Open Responses' `x-openresponses-websocket`): one
+ * connection, many requests. Each `response.create` message is answered with the same events, in
+ * the same order, as the SSE stream of the same request (each event one text message, no `[DONE]`);
+ * requests on one connection are answered one after the other. Nothing is kept between them: a
+ * non-null `previous_response_id` is answered with the schema's error event and code
+ * `previous_response_not_found` (what clients already recover from by sending the whole history),
+ * and the connection stays usable, as after any refused request. A client that closes the
+ * connection cancels the request in progress.
+ */
+export const responsesWebSocketRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
+  app.get('/responses', { websocket: true, onRequest: requireKey(deps.authenticate), schema: { hide: true } }, (socket, req) => {
+    let queue: Promise<void> = Promise.resolve()
+    const cancel = new Cancellation()
+    socket.on('close', () => cancel.cancel())
+    socket.on('message', (data, isBinary) => {
+      const text = isBinary ? undefined : data.toString()
+      queue = queue.then(() => (cancel.aborted ? undefined : answer(deps, req, socket, text, cancel))).catch((err) => {
+        req.log.error({ err }, 'responses websocket request failed')
+      })
+    })
+  })
+}
+
+/** The schema's WebSocketErrorEvent. */
+function sendError(socket: WebSocket, status: number, code: string, message: string, param: string | null = null) {
+  if (socket.readyState !== socket.OPEN) return
+  socket.send(JSON.stringify({ type: 'error', status, error: { type: openResponsesErrorType(status), code, message, param } }))
+}
+
+async function answer(deps: AppDeps, req: FastifyRequest, socket: WebSocket, text: string | undefined, connection: Cancellation) {
+  if (text === undefined) return sendError(socket, 400, 'invalid_request', 'messages are JSON text frames')
+  let message: Record<string, unknown>
+  try {
+    message = sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }) as Record<string, unknown>
+  } catch (err) {
+    return sendError(socket, 400, 'invalid_request', `the message is not valid JSON: ${(err as Error).message}`)
+  }
+  if (typeof message !== 'object' || message === null || Array.isArray(message)) return sendError(socket, 400, 'invalid_request', 'a message is a JSON object')
+  if (nestsDeeperThan(message, MAX_JSON_DEPTH)) return sendError(socket, 400, 'invalid_request', `the message nests deeper than ${MAX_JSON_DEPTH} levels`)
+  if (message.type !== 'response.create') return sendError(socket, 400, 'invalid_request', `unknown client event type ${JSON.stringify(message.type)}: send response.create`, 'type')
+  for (const field of ['stream', 'stream_options', 'background'] as const) {
+    if (field in message) return sendError(socket, 400, 'invalid_request', `${field} is an HTTP field and must not be sent over WebSocket`, field)
+  }
+  if (message.previous_response_id !== undefined && message.previous_response_id !== null) {
+    return sendError(socket, 404, 'previous_response_not_found', 'responses are not stored, so no previous response can be found; send the whole conversation in input', 'previous_response_id')
+  }
+  const { type: _type, ...body } = message
+  const parsed = parseResponsesRequest({ ...body, stream: true })
+  if (!parsed.success) return sendError(socket, 400, 'invalid_request', `invalid request: ${describeIssues(parsed.error)}`)
+
+  // This request's upstream call ends with it, or with the connection.
+  const cancel = new Cancellation()
+  const stop = () => cancel.cancel()
+  socket.once('close', stop)
+  try {
+    await deps.responses.stream(parsed.data, { sessionHeader: header(req, 'x-session-id'), cancel, door: 'responses_ws' }, webSocketSink(socket))
+  } catch (err) {
+    if (connection.aborted || cancel.aborted) return
+    if (err instanceof GatewayError) return sendError(socket, err.status, err.errorType, err.message)
+    req.log.error({ err }, 'responses websocket request failed')
+    sendError(socket, 500, 'server', 'the request failed; it may be sent again')
+  } finally {
+    socket.off('close', stop)
+  }
+}
+
+/**
+ * The engine's SSE output as WebSocket messages: each event's `data:` JSON one message; the
+ * `[DONE]` marker and comment lines (keepalives) have no WebSocket counterpart.
+ */
+function webSocketSink(socket: WebSocket): StreamSink {
+  return {
+    open() {},
+    write(chunk) {
+      if (socket.readyState !== socket.OPEN) return true
+      let at = 0
+      while (at < chunk.length) {
+        const end = chunk.indexOf('\n\n', at)
+        const frame = chunk.slice(at, end < 0 ? chunk.length : end)
+        at = end < 0 ? chunk.length : end + 2
+        const data = frame.indexOf('data: ')
+        if (frame.startsWith(':') || data < 0) continue
+        const json = frame.slice(data + 6)
+        if (json !== '[DONE]') socket.send(json)
+      }
+      return socket.bufferedAmount < HIGH_WATER
+    },
+    cork() {},
+    uncork() {},
+    async drain() {
+      while (socket.readyState === socket.OPEN && socket.bufferedAmount >= HIGH_WATER) await new Promise((r) => setTimeout(r, 5))
+    },
+    end() {},
+  }
+}

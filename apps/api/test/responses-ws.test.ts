@@ -1,0 +1,122 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import OpenAI from 'openai'
+import { ResponsesWS } from 'openai/resources/responses/ws'
+import { WebSocket } from 'ws'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import { useTestTenant, waitFor } from '@roster/testing'
+import { buildTestApp, simEndpoint, simModel, sseEvents } from './helpers.js'
+import { invalidEvents, schemaErrors } from './open-responses.js'
+
+// The WebSocket transport of /responses: one connection, many requests, each answered with the
+// same events as the SSE stream, in order, every event valid under the published schemas; nothing
+// kept between requests.
+const env = useTestTenant()
+let sim: Simulator
+let slow: Simulator
+let app: Awaited<ReturnType<typeof buildTestApp>>
+let baseURL: string
+
+beforeAll(async () => {
+  sim = await startSimulator({ replyTokens: 6 })
+  slow = await startSimulator({ replyTokens: 200, tokensPerSecond: 20 })
+  app = await buildTestApp(env.t.db, {}, { models: [simModel('roster-sim/chat', [simEndpoint(sim.url)]), simModel('roster-sim/slow', [simEndpoint(slow.url)])] })
+  baseURL = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
+})
+afterAll(async () => {
+  await app?.closeAll()
+  await Promise.all([sim?.close(), slow?.close()])
+})
+
+const wsUrl = () => `${baseURL.replace(/^http/, 'ws')}/responses`
+
+/** A raw connection that keeps every message it receives. */
+async function connect(key = env.tenant.keys.user) {
+  const socket = new WebSocket(wsUrl(), { headers: { authorization: `Bearer ${key}` } })
+  const received: any[] = []
+  socket.on('message', (data) => received.push(JSON.parse(String(data))))
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve())
+    socket.once('error', reject)
+  })
+  return { socket, received, send: (m: object | string) => socket.send(typeof m === 'string' ? m : JSON.stringify(m)) }
+}
+const ended = (events: any[], n: number) => () => events.filter((e) => ['response.completed', 'response.failed', 'response.incomplete', 'error'].includes(e.type)).length >= n
+/** One response's events with what differs between two runs of it (ids, times) taken out. */
+const shape = (events: any[]) => events.map((e) => `${e.type}:${e.delta ?? e.text ?? ''}`)
+
+describe('/responses over WebSocket', () => {
+  it('answers many requests on one connection, each with the SSE stream’s events in order, through the openai client', async () => {
+    const openai = new OpenAI({ apiKey: env.tenant.keys.user, baseURL, maxRetries: 0 })
+    const ws = new ResponsesWS(openai)
+    const events: any[] = []
+    const errors: unknown[] = []
+    ws.on('event', (e) => events.push(e))
+    ws.on('error', (e) => errors.push(e))
+    ws.send({ type: 'response.create', model: 'roster-sim/chat', input: 'hello' })
+    ws.send({ type: 'response.create', model: 'roster-sim/chat', input: 'hello again' })
+    await waitFor(ended(events, 2), { what: 'two responses' })
+    ws.close()
+    expect(errors).toEqual([])
+    expect(invalidEvents(events)).toEqual([])
+    const second = events.findIndex((e, i) => i > 0 && e.type === 'response.created')
+    const [a, b] = [events.slice(0, second), events.slice(second)]
+    for (const one of [a, b]) {
+      expect(one[0].type).toBe('response.created')
+      expect(one.at(-1).type).toBe('response.completed')
+      expect(one.map((e) => e.sequence_number)).toEqual(one.map((_, i) => i))
+    }
+    expect(a[0].response.id).not.toBe(b[0].response.id)
+    // The same request over SSE: the same events, in the same order.
+    const sse = sseEvents(await (await fetch(`${baseURL}/responses`, { method: 'POST', headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'roster-sim/chat', input: 'hello', stream: true }) })).text())
+    expect(shape(a)).toEqual(shape(sse.events.map((e) => e.data)))
+  })
+
+  it('answers a previous_response_id with previous_response_not_found, and stays usable', async () => {
+    const c = await connect()
+    c.send({ type: 'response.create', model: 'roster-sim/chat', input: 'go on', previous_response_id: 'resp_123' })
+    await waitFor(ended(c.received, 1), { what: 'the error event' })
+    expect(c.received[0]).toMatchObject({ type: 'error', status: 404, error: { code: 'previous_response_not_found', param: 'previous_response_id' } })
+    expect(schemaErrors('WebSocketErrorEvent', c.received[0])).toEqual([])
+    c.send({ type: 'response.create', model: 'roster-sim/chat', input: 'the whole history instead', previous_response_id: null })
+    await waitFor(ended(c.received, 2), { what: 'the next response' })
+    expect(c.received.at(-1).type).toBe('response.completed')
+    c.socket.close()
+  })
+
+  it('refuses bad messages with the schema’s error event, each on its own, and goes on', async () => {
+    const c = await connect()
+    const bad: (object | string)[] = [
+      'not json',
+      '[1]',
+      { type: 'session.update' },
+      { type: 'response.create', model: 'roster-sim/chat', input: 'x', stream: true },
+      { type: 'response.create', model: 'roster-sim/chat', input: 'x', background: false },
+      { type: 'response.create', input: 'no model' },
+      { type: 'response.create', model: 'nobody/none', input: 'x' },
+      { type: 'response.create', model: 'roster-sim/chat', input: 'x', deep: JSON.parse('['.repeat(100) + ']'.repeat(100)) },
+      '{"type":"response.create","model":"roster-sim/chat","input":"x","__proto__":{"polluted":true}}',
+    ]
+    for (const m of bad) c.send(m)
+    c.socket.send(Buffer.from([1, 2, 3]), { binary: true })
+    c.send({ type: 'response.create', model: 'roster-sim/chat', input: 'still here' })
+    await waitFor(ended(c.received, bad.length + 2), { what: 'every answer' })
+    const errors = c.received.filter((e) => e.type === 'error')
+    expect(errors).toHaveLength(bad.length + 1)
+    for (const e of errors) expect(schemaErrors('WebSocketErrorEvent', e), JSON.stringify(e)).toEqual([])
+    expect(errors.map((e) => e.status)).toEqual([400, 400, 400, 400, 400, 400, 400, 400, 400, 400])
+    expect(errors[3].error.param).toBe('stream')
+    expect(errors[6].error.message).toMatch(/no model named nobody\/none/)
+    expect(c.received.at(-1).type).toBe('response.completed')
+    c.socket.close()
+  })
+
+  it('refuses a connection without a valid key, and cancels the upstream call when the client goes away', async () => {
+    await expect(connect('sk-nope')).rejects.toThrow(/401/)
+    const c = await connect()
+    c.send({ type: 'response.create', model: 'roster-sim/slow', input: 'a long one' })
+    await waitFor(() => c.received.some((e) => e.type === 'response.output_text.delta'), { what: 'the first delta' })
+    const before = slow.stats.cancelled
+    c.socket.terminate()
+    await waitFor(() => slow.stats.cancelled > before, { timeoutMs: 3_000, what: 'the upstream stream to be cancelled' })
+  })
+})
