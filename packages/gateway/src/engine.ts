@@ -10,7 +10,7 @@ import { anthropic } from './adapters/anthropic-messages.js'
 import { conversation } from './conversation.js'
 import type { Usage } from './deltas.js'
 import { ResponseAssembler, itemId, type TurnCall } from './assembler.js'
-import { GatewayError, invalid, openResponsesErrorType, retryable } from './errors.js'
+import { GatewayError, gatewayError, invalid, openResponsesErrorType, retryable } from './errors.js'
 import { Router, type Candidate, type Route } from './routing.js'
 import { serverTools, type ServerTool, type WebFetchOptions } from './server-tools.js'
 import { Upstream, type CallHooks } from './upstream.js'
@@ -258,7 +258,7 @@ export class ResponsesEngine {
       }
       // The official client reads code, message and param at the top; the schema's ErrorStreamingEvent
       // wants them in `error` with the Open Responses type. Both are sent.
-      const payload = { type: openResponsesErrorType(err.status), code: err.errorType, message: err.message, param: null }
+      const payload = { type: openResponsesErrorType(err.errorType, err.status), code: err.errorType, message: err.message, param: null }
       this.write(run, 'error', { code: err.errorType, message: err.message, param: null, error: payload })
       const failed = this.envelope(run, 'failed')
       failed.error = { code: err.errorType, message: err.message, metadata: { error_type: err.errorType } }
@@ -397,7 +397,7 @@ export class ResponsesEngine {
         if (!retryable(err)) throw err
       }
     }
-    throw last ?? new GatewayError(502, 'provider_unavailable', 'no endpoint was left to try')
+    throw last ?? gatewayError('provider_unavailable', 'no endpoint was left to try')
   }
 
   /** One upstream call, reported to the observer (when there is one) with its first byte, its length and its outcome. */
@@ -446,7 +446,7 @@ export class ResponsesEngine {
       try {
         reply = JSON.parse(whole!.toString('utf8')) as Json
       } catch {
-        throw new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} answered something that is not JSON`)
+        throw gatewayError('provider_unavailable', `${c.endpoint.provider} answered something that is not JSON`)
       }
       for (const d of adapter.reply(reply)) run.assembler.push(d)
     } else {
@@ -485,7 +485,7 @@ export class ResponsesEngine {
             }
           }
         } catch (err) {
-          throw err instanceof SyntaxError ? new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} sent an event that is not JSON`) : err
+          throw err instanceof SyntaxError ? gatewayError('provider_unavailable', `${c.endpoint.provider} sent an event that is not JSON`) : err
         } finally {
           events.length = 0
         }
@@ -495,7 +495,7 @@ export class ResponsesEngine {
       }
       await this.upstream.call(c.endpoint, adapter, body, hooks)
       // A stream that ends without saying how it finished was cut short, however cleanly it closed.
-      if (!finished) throw new GatewayError(502, 'provider_unavailable', `${c.endpoint.provider} ended the stream before the reply was finished`)
+      if (!finished) throw gatewayError('provider_unavailable', `${c.endpoint.provider} ended the stream before the reply was finished`)
     }
     const turn = run.assembler.endTurn()
     this.options.traceLogger && trace && trace.log(this.options.traceLogger, { model: c.model.id, provider: c.endpoint.provider, usage: turn.usage, ms: performance.now() - sent })

@@ -84,3 +84,20 @@ describe('zod issues in error messages', () => {
     expect(explainIssue(issue!)).toEqual({ path: ['type'], message: "Invalid discriminator value. Expected 'a' | 'b'" })
   })
 })
+
+describe('the table of gateway errors', () => {
+  it('holds only canonical types the official client knows, each with a status and its name on every wire', async () => {
+    const { ApiErrorType } = await import('@openrouter/sdk/models')
+    const { GATEWAY_ERRORS, gatewayError, openResponsesErrorType, anthropicErrorType } = await import('./errors.js')
+    const known = new Set(Object.values(ApiErrorType))
+    for (const [type, row] of Object.entries(GATEWAY_ERRORS)) {
+      expect(known.has(type as never), type).toBe(true)
+      expect(gatewayError(type as never, 'x').status).toBe(row.status)
+      expect(['invalid_request', 'not_found', 'too_many_requests', 'server_error']).toContain(openResponsesErrorType(type))
+      expect(anthropicErrorType(type, row.status)).toMatch(/_error$|^request_too_large$/)
+    }
+    // A type the table does not know is named by its status.
+    expect(anthropicErrorType('something_else', 429)).toBe('rate_limit_error')
+    expect(gatewayError('authentication', 'provider refused our key', { status: 502 }).status).toBe(502)
+  })
+})

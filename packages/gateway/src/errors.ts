@@ -1,5 +1,29 @@
 import type { z } from 'zod'
 
+/**
+ * The gateway's errors, one row per canonical type (the spec's error types): the HTTP status it
+ * answers with, and its name on each wire that names errors its own way (Open Responses' error
+ * `type`, the Anthropic client's error `type`). Every failure the gateway makes is one of these.
+ */
+export const GATEWAY_ERRORS = {
+  invalid_request: { status: 400, openResponses: 'invalid_request', anthropic: 'invalid_request_error' },
+  context_length_exceeded: { status: 400, openResponses: 'invalid_request', anthropic: 'invalid_request_error' },
+  authentication: { status: 401, openResponses: 'invalid_request', anthropic: 'authentication_error' },
+  payment_required: { status: 402, openResponses: 'invalid_request', anthropic: 'billing_error' },
+  permission_denied: { status: 403, openResponses: 'invalid_request', anthropic: 'permission_error' },
+  not_found: { status: 404, openResponses: 'not_found', anthropic: 'not_found_error' },
+  precondition_failed: { status: 409, openResponses: 'invalid_request', anthropic: 'invalid_request_error' },
+  payload_too_large: { status: 413, openResponses: 'invalid_request', anthropic: 'request_too_large' },
+  rate_limit_exceeded: { status: 429, openResponses: 'too_many_requests', anthropic: 'rate_limit_error' },
+  /** The client went away; nobody reads the answer. */
+  unmapped: { status: 499, openResponses: 'invalid_request', anthropic: 'invalid_request_error' },
+  server: { status: 500, openResponses: 'server_error', anthropic: 'api_error' },
+  provider_unavailable: { status: 502, openResponses: 'server_error', anthropic: 'api_error' },
+  provider_overloaded: { status: 503, openResponses: 'server_error', anthropic: 'overloaded_error' },
+  timeout: { status: 504, openResponses: 'server_error', anthropic: 'timeout_error' },
+} as const
+export type GatewayErrorType = keyof typeof GATEWAY_ERRORS
+
 /** A failure with its HTTP status and the spec's canonical error type. */
 export class GatewayError extends Error {
   override name = 'GatewayError'
@@ -13,14 +37,33 @@ export class GatewayError extends Error {
   }
 }
 
-export const invalid = (message: string) => new GatewayError(400, 'invalid_request', message)
-
-/** The Open Responses error type (its spec's Errors table) for a failure's HTTP status. */
-export function openResponsesErrorType(status: number): string {
-  if (status === 429) return 'too_many_requests'
-  if (status === 404) return 'not_found'
-  return status < 500 ? 'invalid_request' : 'server_error'
+/**
+ * The error of a canonical type, with the type's status unless `status` says otherwise (a
+ * provider refusing Roster's own credential is `authentication`, but the caller's request was
+ * fine: 502, not 401).
+ */
+export function gatewayError(type: GatewayErrorType, message: string, options: { status?: number; retryAfter?: string } = {}): GatewayError {
+  return new GatewayError(options.status ?? GATEWAY_ERRORS[type].status, type, message, options.retryAfter)
 }
+
+export const invalid = (message: string) => gatewayError('invalid_request', message)
+
+const rowOf = (type: string) => (GATEWAY_ERRORS as Record<string, (typeof GATEWAY_ERRORS)[GatewayErrorType] | undefined>)[type]
+
+/** The canonical type of a failure known only by its HTTP status (the HTTP layer's, or a route's). */
+export function canonicalTypeOfStatus(status: number): GatewayErrorType {
+  if (status === 429) return 'rate_limit_exceeded'
+  if (status === 504 || status === 408) return 'timeout'
+  if (status === 503 || status === 529) return 'provider_overloaded'
+  for (const [type, row] of Object.entries(GATEWAY_ERRORS)) if (row.status === status) return type as GatewayErrorType
+  return status < 500 ? 'invalid_request' : 'server'
+}
+
+/** The Open Responses error type (its spec's Errors table) for a canonical type. */
+export const openResponsesErrorType = (type: string, status = 500): string => (rowOf(type) ?? GATEWAY_ERRORS[canonicalTypeOfStatus(status)]).openResponses
+
+/** The Anthropic client's error type for a canonical type (or, failing that, for the status). */
+export const anthropicErrorType = (type: string | undefined, status: number): string => (rowOf(type ?? '') ?? GATEWAY_ERRORS[canonicalTypeOfStatus(status)]).anthropic
 
 /** Whether another endpoint may succeed where this one failed. */
 export const retryable = (e: GatewayError) => e.status === 429 || e.status >= 500
@@ -40,19 +83,19 @@ export function upstreamError(provider: string, status: number, body: string, re
   } catch {}
   const said = detail ? `: ${detail}` : ''
   const after = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter
-  if (status === 429 || kind === 'rate_limit_error') return new GatewayError(429, 'rate_limit_exceeded', `${provider} is rate limiting${said}`, after)
+  if (status === 429 || kind === 'rate_limit_error') return gatewayError('rate_limit_exceeded', `${provider} is rate limiting${said}`, { retryAfter: after })
   if (/context[ _]length|context window|too many tokens|prompt is too long/i.test(detail) || kind === 'context_length_exceeded') {
-    return new GatewayError(400, 'context_length_exceeded', `${provider}: the input is longer than the model's context${said}`)
+    return gatewayError('context_length_exceeded', `${provider}: the input is longer than the model's context${said}`)
   }
-  if (status === 400 || status === 422) return new GatewayError(400, 'invalid_request', `${provider} refused the request${said}`)
-  if (status === 401) return new GatewayError(502, 'authentication', `${provider} refused Roster's credential`)
-  if (status === 403) return new GatewayError(502, 'permission_denied', `${provider} denied Roster's credential this request`)
-  if (status === 402) return new GatewayError(402, 'payment_required', `${provider} asks for payment${said}`)
-  if (status === 404) return new GatewayError(502, 'not_found', `${provider} does not know the configured model${said}`)
-  if (status === 413) return new GatewayError(413, 'payload_too_large', `${provider} found the request too large${said}`)
-  if (status === 529 || status === 503 || kind === 'overloaded_error') return new GatewayError(503, 'provider_overloaded', `${provider} is overloaded${said}`)
-  if (status === 408 || status === 504) return new GatewayError(504, 'timeout', `${provider} timed out${said}`)
-  return new GatewayError(502, 'provider_unavailable', `${provider} failed (${status})${said}`)
+  if (status === 400 || status === 422) return gatewayError('invalid_request', `${provider} refused the request${said}`)
+  if (status === 401) return gatewayError('authentication', `${provider} refused Roster's credential`, { status: 502 })
+  if (status === 403) return gatewayError('permission_denied', `${provider} denied Roster's credential this request`, { status: 502 })
+  if (status === 402) return gatewayError('payment_required', `${provider} asks for payment${said}`)
+  if (status === 404) return gatewayError('not_found', `${provider} does not know the configured model${said}`, { status: 502 })
+  if (status === 413) return gatewayError('payload_too_large', `${provider} found the request too large${said}`)
+  if (status === 529 || status === 503 || kind === 'overloaded_error') return gatewayError('provider_overloaded', `${provider} is overloaded${said}`)
+  if (status === 408 || status === 504) return gatewayError('timeout', `${provider} timed out${said}`)
+  return gatewayError('provider_unavailable', `${provider} failed (${status})${said}`)
 }
 
 /** A zod error as one line for an error message: the first few issues, each with its path and broken rule. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { z } from 'zod'
 import type { Catalogue, CatalogueModel, Endpoint } from './catalogue.js'
-import { describeIssues, GatewayError, invalid } from './errors.js'
+import { describeIssues, gatewayError, invalid } from './errors.js'
 import { partitionFromRoute, tierPreference, type ResponsesRequest } from './request.js'
 
 // Which endpoints a request may use, in the order they are tried. Routing is stateless apart
@@ -79,7 +79,7 @@ function needsOf(req: ResponsesRequest): { tools: boolean; images: boolean } {
 }
 
 const noEndpoint = (models: CatalogueModel[]) =>
-  new GatewayError(404, 'not_found', `no endpoint of ${models.map((m) => m.id).join(', ')} matches the request's provider preferences and service tier`)
+  gatewayError('not_found', `no endpoint of ${models.map((m) => m.id).join(', ')} matches the request's provider preferences and service tier`)
 
 export class Router {
   private turn = 0

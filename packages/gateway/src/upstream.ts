@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { Pool, type Dispatcher } from 'undici'
 import type { Endpoint } from './catalogue.js'
 import type { Adapter } from './adapters/adapter.js'
-import { GatewayError, upstreamError } from './errors.js'
+import { GatewayError, gatewayError, upstreamError } from './errors.js'
 import type { Cancellation } from './cancellation.js'
 
 type Json = Record<string, any>
@@ -175,6 +175,6 @@ function connectionError(endpoint: Endpoint, err: unknown): GatewayError {
   const e = err as { name?: string; code?: string; message?: string }
   const timedOut = /timeout/i.test(e?.name ?? '') || /TIMEOUT/.test(e?.code ?? '')
   return timedOut
-    ? new GatewayError(504, 'timeout', `${endpoint.provider} did not answer within ${endpoint.timeout_ms} ms`)
-    : new GatewayError(502, 'provider_unavailable', `${endpoint.provider} could not be reached or closed the connection`)
+    ? gatewayError('timeout', `${endpoint.provider} did not answer within ${endpoint.timeout_ms} ms`)
+    : gatewayError('provider_unavailable', `${endpoint.provider} could not be reached or closed the connection`)
 }

@@ -18,9 +18,12 @@ export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, req, reply) => {
     // The Anthropic door answers every failure in the shape the Anthropic client parses.
     if (req.routeOptions.config.anthropicErrors) {
-      const failure = err instanceof GatewayError ? { status: err.status, message: err.message } : (toAppError(err) ?? unhandled(err, req))
-      if (err instanceof GatewayError && err.retryAfter) reply.header('retry-after', err.retryAfter)
-      return reply.code(failure.status).type('application/json').send(anthropicErrorBody(failure.status, failure.message))
+      if (err instanceof GatewayError) {
+        if (err.retryAfter) reply.header('retry-after', err.retryAfter)
+        return reply.code(err.status).type('application/json').send(anthropicErrorBody(err.status, err.message, err.errorType))
+      }
+      const known = toAppError(err) ?? unhandled(err, req)
+      return reply.code(known.status).type('application/json').send(anthropicErrorBody(known.status, known.message, canonicalErrorType[known.reason]))
     }
     if (err instanceof GatewayError) {
       // The standard envelope, with the spec's canonical error type; a 429 keeps its Retry-After.

@@ -1,7 +1,7 @@
 import { once } from 'node:events'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { designatedPresetVersion } from '@roster/shared'
-import { Cancellation, GatewayError, PresetInputError, applyPreset, describeIssues, parseResponsesRequest, presetReference, type CallOptions, type DoorStream, type ResponseObject, type ResponsesRequest } from '@roster/gateway'
+import { Cancellation, PresetInputError, gatewayError, applyPreset, describeIssues, parseResponsesRequest, presetReference, type CallOptions, type DoorStream, type ResponseObject, type ResponsesRequest } from '@roster/gateway'
 import type { AppDeps } from '../deps.js'
 
 export const header = (req: FastifyRequest, name: string) => {
@@ -28,7 +28,7 @@ const NO_METADATA = Object.freeze({ service: false, openrouter: false })
  */
 export function neutralRequest(translated: ResponsesRequest): ResponsesRequest {
   const parsed = parseResponsesRequest(translated)
-  if (!parsed.success) throw new GatewayError(400, 'invalid_request', `invalid request: ${describeIssues(parsed.error)}`)
+  if (!parsed.success) throw gatewayError('invalid_request', `invalid request: ${describeIssues(parsed.error)}`)
   return parsed.data
 }
 
@@ -59,7 +59,7 @@ export async function runGateway(deps: AppDeps, req: FastifyRequest, reply: Fast
       return await deps.responses.respond(body, opts)
     } catch (err) {
       // The client went away and the upstream call was cancelled with it: no one to answer.
-      if (cancel.aborted) throw new GatewayError(499, 'unmapped', 'the client closed the connection')
+      if (cancel.aborted) throw gatewayError('unmapped', 'the client closed the connection')
       throw err
     }
   }
@@ -101,11 +101,11 @@ export async function runGateway(deps: AppDeps, req: FastifyRequest, reply: Fast
 /** A request that names a preset, merged with the preset's designated version (the request wins). */
 async function withPreset(deps: AppDeps, workspaceId: string, body: ResponsesRequest, slug: string): Promise<ResponsesRequest> {
   const version = await designatedPresetVersion(deps.db, workspaceId, slug)
-  if (!version) throw new GatewayError(404, 'not_found', `no preset ${slug} in this workspace`)
+  if (!version) throw gatewayError('not_found', `no preset ${slug} in this workspace`)
   try {
     return applyPreset(body, version)
   } catch (err) {
-    if (err instanceof PresetInputError) throw new GatewayError(400, 'invalid_request', err.message)
+    if (err instanceof PresetInputError) throw gatewayError('invalid_request', err.message)
     throw err
   }
 }

@@ -38,7 +38,7 @@ export const responsesWebSocketRoutes = (deps: AppDeps): FastifyPluginAsync => a
 /** The schema's WebSocketErrorEvent. */
 function sendError(socket: WebSocket, status: number, code: string, message: string, param: string | null = null) {
   if (socket.readyState !== socket.OPEN) return
-  socket.send(JSON.stringify({ type: 'error', status, error: { type: openResponsesErrorType(status), code, message, param } }))
+  socket.send(JSON.stringify({ type: 'error', status, error: { type: openResponsesErrorType(code, status), code, message, param } }))
 }
 
 async function answer(deps: AppDeps, req: FastifyRequest, socket: WebSocket, text: string | undefined, connection: Cancellation) {

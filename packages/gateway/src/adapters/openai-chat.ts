@@ -1,6 +1,6 @@
 import type { Entry, Part } from '../conversation.js'
 import type { Delta, Finish } from '../deltas.js'
-import { GatewayError } from '../errors.js'
+import { gatewayError } from '../errors.js'
 import { common, type Adapter, type CallSpec, type StreamTranslator } from './adapter.js'
 import type { ResponsesRequest } from '../request.js'
 
@@ -109,7 +109,7 @@ export const openaiChat: Adapter = {
     return ({ data }) => {
       if (data === '[DONE]') return []
       const chunk = JSON.parse(data)
-      if (chunk.error) throw new GatewayError(502, 'provider_unavailable', `the provider failed mid-stream: ${String(chunk.error.message ?? '').slice(0, 300)}`)
+      if (chunk.error) throw gatewayError('provider_unavailable', `the provider failed mid-stream: ${String(chunk.error.message ?? '').slice(0, 300)}`)
       const out: Delta[] = []
       const choice = chunk.choices?.[0]
       const d = choice?.delta

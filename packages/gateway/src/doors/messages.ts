@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { invalid, type GatewayError } from '../errors.js'
+import { anthropicErrorType, invalid, type GatewayError } from '../errors.js'
 import { ServiceTier, type ResponsesRequest } from '../request.js'
 import { stopReasonOf, type ResponseObject, type StopReason } from '../wire.js'
 import type { DoorStream } from './door.js'
@@ -226,22 +226,8 @@ const DIRECT = Object.freeze({ type: 'direct' })
 
 const sse = (type: string, data: Json) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
 
-/** Anthropic's error type for a failure's HTTP status (what its client branches on). */
-export function anthropicErrorType(status: number): string {
-  if (status === 400 || status === 415 || status === 422) return 'invalid_request_error'
-  if (status === 401) return 'authentication_error'
-  if (status === 402) return 'billing_error'
-  if (status === 403) return 'permission_error'
-  if (status === 404) return 'not_found_error'
-  if (status === 413) return 'request_too_large'
-  if (status === 429) return 'rate_limit_error'
-  if (status === 503 || status === 529) return 'overloaded_error'
-  if (status === 504) return 'timeout_error'
-  return status < 500 ? 'invalid_request_error' : 'api_error'
-}
-
 /** An error as the Anthropic client parses it. */
-export const anthropicErrorBody = (status: number, message: string) => ({ type: 'error', error: { type: anthropicErrorType(status), message } })
+export const anthropicErrorBody = (status: number, message: string, canonicalType?: string) => ({ type: 'error', error: { type: anthropicErrorType(canonicalType, status), message } })
 
 /** The engine's events as the Messages event stream: message_start, content blocks, message_delta, message_stop. */
 export class MessagesStream implements DoorStream {
@@ -289,7 +275,7 @@ export class MessagesStream implements DoorStream {
   }
 
   fail(err: GatewayError): string {
-    return sse('error', { error: { type: anthropicErrorType(err.status), message: err.message } })
+    return sse('error', { error: { type: anthropicErrorType(err.errorType, err.status), message: err.message } })
   }
 
   keepalive(): string {
