@@ -10,16 +10,22 @@ import { anthropic } from './adapters/anthropic-messages.js'
 import { conversation } from './conversation.js'
 import type { Usage } from './deltas.js'
 import { ResponseAssembler, itemId, type TurnCall } from './assembler.js'
-import { GatewayError, gatewayError, invalid, openResponsesErrorType, retryable } from './errors.js'
-import { Router, type Candidate, type Route } from './routing.js'
+import { GatewayError, gatewayError, invalid, retryable } from './errors.js'
+import { Router, type Candidate } from './routing.js'
 import { serverTools, type ServerTool, type WebFetchOptions } from './server-tools.js'
 import { Upstream, type CallHooks } from './upstream.js'
 import { traceOf, type TraceLogger } from './trace.js'
-import { echoSettings, servedTier } from './echo.js'
 import { Cancellation } from './cancellation.js'
-import type { DoorStream } from './doors/door.js'
 import { CompactionSeal, compactionRequest, compactResource, type CompactRequest } from './compaction.js'
-import type { OutputItem, ResponseObject } from './wire.js'
+import type { ResponseObject } from './wire.js'
+import type { GatewayObserver } from './observer.js'
+import type { CallOptions, Run, Timing } from './run.js'
+import { outcome, responseObject } from './response-object.js'
+import { endStream, failStream, holdForTick, writeEvent, type Live, type StreamSink } from './stream-writer.js'
+
+export type { CallOptions } from './run.js'
+export type { StreamSink } from './stream-writer.js'
+export * from './observer.js'
 
 export { GatewayError } from './errors.js'
 
@@ -45,135 +51,6 @@ export interface EngineOptions {
   keepAliveMs?: number
   /** Told of each upstream call and each finished request (metrics); absent, nothing is measured. */
   observer?: GatewayObserver
-}
-
-/** What the engine reports as it works, for metrics and traces. Models and providers are the catalogue's. */
-export interface GatewayObserver {
-  /** One upstream call begins; what it returns is called once when the call ends. */
-  upstream(call: UpstreamCall): (end: UpstreamCallEnd) => void
-  /** One request ended (`outcome`: ok, cancelled, or the canonical error type). */
-  request(report: { model: string; provider: string; door: string; outcome: string; fallbacks: number; usage: Usage; cost: number }): void
-}
-
-/** An upstream call as it starts: where it goes and what was asked of the model. */
-export interface UpstreamCall {
-  provider: string
-  protocol: string
-  /** The catalogue's model id, and the provider's own name for it. */
-  model: string
-  upstreamModel: string
-  baseUrl: string
-  stream: boolean
-  maxTokens?: number
-  temperature?: number
-  topP?: number
-}
-
-/** How it ended: the provider's first byte (when one came) and the whole call, in ms. */
-export interface UpstreamCallEnd {
-  firstByteMs?: number
-  totalMs: number
-  ok: boolean
-  /** The turn's usage and why the model stopped (a call that succeeded). */
-  usage?: Usage
-  finish?: string
-  /** The canonical error type (a call that failed). */
-  errorType?: string
-}
-
-/** Several observers as one (metrics and traces), or none. */
-export function observers(...list: (GatewayObserver | undefined)[]): GatewayObserver | undefined {
-  const all = list.filter((o): o is GatewayObserver => o !== undefined)
-  if (all.length <= 1) return all[0]
-  return {
-    upstream(call) {
-      const ends = all.map((o) => o.upstream(call))
-      return (end) => {
-        for (const e of ends) e(end)
-      }
-    },
-    request(report) {
-      for (const o of all) o.request(report)
-    },
-  }
-}
-
-/** Per call: what came in headers, and the client's connection. */
-export interface CallOptions {
-  sessionHeader?: string
-  /** The routing-metadata opt-in: `service` answers `service_metadata`, `openrouter` also `openrouter_metadata`. */
-  metadata?: { service: boolean; openrouter: boolean }
-  /** Cancelled when the client goes away: the upstream request is cancelled with it. */
-  cancel?: Cancellation
-  /** Which door the request came by, for metrics (default responses). */
-  door?: string
-  /** A stream in another door's wire format: the engine's events go through it (absent: Open Responses events). */
-  doorStream?: DoorStream
-}
-
-/** Where a stream goes. `open` is called once, just before the first event. */
-export interface StreamSink {
-  open(): void
-  /** False when the client is not keeping up: wait for `drain` before reading more upstream. */
-  write(chunk: string): boolean
-  /**
-   * Writes between these two leave together (one system call for what one read from the provider
-   * brought). Nested pairs count; the last `uncork` may come after `end`, and must then do nothing.
-   */
-  cork(): void
-  uncork(): void
-  drain(): Promise<void>
-  end(): void
-}
-
-/** When an upstream call was sent, and its first byte came (ms since sent). */
-interface Timing {
-  sent: number
-  firstByte?: number
-}
-
-/** The state of one request as it runs: route, output so far, cost, and (streaming) the sink. */
-interface Run {
-  req: ResponsesRequest
-  id: string
-  createdAt: number
-  started: number
-  route: Route
-  assembler: ResponseAssembler
-  functions: FunctionDef[]
-  tools: Map<string, ServerTool>
-  toolChoice: ChoiceSpec
-  user?: string
-  cost: { input: number; output: number }
-  chosen: number
-  /** Upstream calls made to choose the endpoint (the first turn's; later turns reuse the choice). */
-  attempts: number
-  chosenOnce: boolean
-  opts: CallOptions
-  live?: Live
-}
-
-interface Live {
-  sink: StreamSink
-  seq: number
-  opened: boolean
-  /** Events written since the current upstream attempt began (0: another endpoint may still be tried). */
-  sinceAttempt: number
-  pendingDebug?: Json
-  backlog: boolean
-  /** The sink is corked until the end of this tick (holdForTick). */
-  held: boolean
-}
-
-/** Corks the sink until the current tick's work is done, once per tick. */
-function holdForTick(live: Live) {
-  if (live.held) return
-  live.held = true
-  live.sink.cork()
-  process.nextTick(() => {
-    live.held = false
-    live.sink.uncork()
-  })
 }
 
 /**
@@ -204,7 +81,7 @@ export class ResponsesEngine {
       throw err
     }
     this.observed(run)
-    return this.envelope(run, outcome(run))
+    return responseObject(run, outcome(run))
   }
 
   /**
@@ -248,43 +125,11 @@ export class ResponsesEngine {
       this.observed(run, err)
       if (opts.cancel?.aborted) return
       if (!live.opened || !(err instanceof GatewayError)) throw err
-      sink.cork()
-      if (opts.doorStream) {
-        const failed = this.envelope(run, 'failed')
-        failed.error = { code: err.errorType, message: err.message, metadata: { error_type: err.errorType } }
-        sink.write(opts.doorStream.fail(err, failed))
-        sink.uncork()
-        return sink.end()
-      }
-      // The official client reads code, message and param at the top; the schema's ErrorStreamingEvent
-      // wants them in `error` with the Open Responses type. Both are sent.
-      const payload = { type: openResponsesErrorType(err.errorType, err.status), code: err.errorType, message: err.message, param: null }
-      this.write(run, 'error', { code: err.errorType, message: err.message, param: null, error: payload })
-      const failed = this.envelope(run, 'failed')
-      failed.error = { code: err.errorType, message: err.message, metadata: { error_type: err.errorType } }
-      this.write(run, 'response.failed', { response: failed })
-      return this.finishStream(sink)
+      return failStream(run, err)
     }
     this.observed(run)
     if (opts.cancel?.aborted) return
-    const status = outcome(run)
-    sink.cork()
-    if (opts.doorStream) {
-      // A reply that made no event at all (an empty answer) still opens before it ends.
-      if (!live.opened) this.write(run, 'response.in_progress', {})
-      sink.write(opts.doorStream.end(this.envelope(run, status)))
-      sink.uncork()
-      return sink.end()
-    }
-    this.write(run, `response.${status}`, { response: this.envelope(run, status) })
-    this.finishStream(sink)
-  }
-
-  /** `[DONE]` and the end, leaving with whatever was corked before them. */
-  private finishStream(sink: StreamSink) {
-    sink.write('data: [DONE]\n\n')
-    sink.uncork()
-    sink.end()
+    endStream(run, outcome(run))
   }
 
   /** Where `trace` records go (the API's logger); without one, trace only reaches providers. */
@@ -343,7 +188,7 @@ export class ResponsesEngine {
 
   /** Turns until the model stops calling server tools, or a stop condition ends the loop. */
   private async loop(run: Run) {
-    if (run.live) run.assembler.emit = (type, fields) => this.write(run, type, fields)
+    if (run.live) run.assembler.emit = (type, fields) => writeEvent(run, type, fields)
     const extra: Json[] = []
     const limit = maxToolSteps(run.req)
     let final = false
@@ -532,119 +377,8 @@ export class ResponsesEngine {
     ]
   }
 
-  /** One SSE event: `event:` equal to `type`, `sequence_number` from 0. Opens the stream on first use. */
-  private write(run: Run, type: string, fields: Json) {
-    const live = run.live!
-    const door = run.opts.doorStream
-    if (door) return this.writeThrough(run, door, type, fields)
-    if (!live.opened) {
-      live.opened = true
-      live.sink.open()
-      // The first byte waits on this: the starting Response is serialized once for both events.
-      const response = `{"response":${JSON.stringify(this.envelope(run, 'in_progress'))}}`
-      this.send(live, 'response.created', response)
-      this.send(live, 'response.in_progress', response)
-    }
-    if (live.pendingDebug) {
-      const body = live.pendingDebug
-      live.pendingDebug = undefined
-      this.send(live, 'response.debug', JSON.stringify({ debug: { echo_upstream_body: body } }))
-    }
-    this.send(live, type, JSON.stringify(fields))
-  }
 
-  /** The event in another door's format (nothing, where that door has no counterpart). */
-  private writeThrough(run: Run, door: DoorStream, type: string, fields: Json) {
-    const live = run.live!
-    if (!live.opened) {
-      live.opened = true
-      live.sink.open()
-      if (!live.sink.write(door.open({ id: run.id, model: run.route.candidates[run.chosen]!.model.id, createdAt: run.createdAt }))) live.backlog = true
-    }
-    const text = door.event(type, fields)
-    if (!text) return
-    live.sinceAttempt++
-    if (!live.sink.write(text)) live.backlog = true
-  }
-
-  /** Writes an event whose other fields are already a JSON object: `type` and `sequence_number` lead. */
-  private send(live: Live, type: string, fields: string) {
-    live.sinceAttempt++
-    const head = `{"type":${JSON.stringify(type)},"sequence_number":${live.seq++}`
-    const data = fields === '{}' ? `${head}}` : `${head},${fields.slice(1)}`
-    if (!live.sink.write(`event: ${type}\ndata: ${data}\n\n`)) live.backlog = true
-  }
-
-  /** The Response object: every key ResponseResource requires, null only where it allows null. */
-  private envelope(run: Run, status: 'in_progress' | 'completed' | 'incomplete' | 'failed'): ResponseObject {
-    const { req, assembler } = run
-    const done = status !== 'in_progress'
-    const c = run.route.candidates[run.chosen]!
-    const u = assembler.usage
-    const cost = dollars(run.cost.input + run.cost.output)
-    let text = ''
-    if (done) for (const o of assembler.output) if (o.type === 'message') for (const p of o.content) if (p.type === 'output_text') text += p.text
-    const body: ResponseObject = {
-      id: run.id,
-      object: 'response',
-      created_at: run.createdAt,
-      completed_at: done ? Math.floor(Date.now() / 1000) : null,
-      model: c.model.id,
-      status,
-      output: done ? (assembler.output as OutputItem[]) : [],
-      output_text: text,
-      error: null,
-      incomplete_details: status === 'incomplete' ? { reason: assembler.finish === 'length' ? 'max_output_tokens' : 'content_filter' } : null,
-      usage: done
-        ? {
-            input_tokens: u.input,
-            input_tokens_details: { cached_tokens: u.cached, ...(u.cacheWrite ? { cache_write_tokens: u.cacheWrite } : {}) },
-            output_tokens: u.output,
-            output_tokens_details: { reasoning_tokens: u.reasoning },
-            total_tokens: u.input + u.output,
-            cost,
-            is_byok: false,
-            cost_details: { upstream_inference_cost: cost, upstream_inference_input_cost: dollars(run.cost.input), upstream_inference_output_cost: dollars(run.cost.output) },
-          }
-        : null,
-    }
-    echoSettings(req, servedTier(req.service_tier, c.endpoint.tiers), body)
-    const m = run.opts.metadata
-    if (m?.service || m?.openrouter) {
-      const meta = this.routingMetadata(run)
-      body.service_metadata = meta
-      if (m.openrouter) body.openrouter_metadata = meta
-    }
-    return body
-  }
-
-  private routingMetadata(run: Run): Json {
-    const c = run.route.candidates[run.chosen]!
-    return {
-      attempt: run.attempts,
-      endpoints: {
-        available: run.route.candidates.map((k, i) => ({ model: k.model.id, provider: k.endpoint.provider, selected: i === run.chosen })),
-        total: run.route.candidates.length,
-      },
-      generation_time: Math.round(performance.now() - run.started),
-      is_byok: false,
-      region: null,
-      requested: run.route.requested,
-      strategy: run.route.strategy,
-      summary: `${c.endpoint.provider} served ${c.model.id} on attempt ${run.attempts} of ${run.route.candidates.length} endpoint(s) (${run.route.strategy})`,
-    }
-  }
 }
-
-/**
- * A cost in USD as it is reported: tokens times decimal prices leave binary noise
- * (2 × 0.000001 + 5 × 0.000002 is 0.000011999999999999999); twelve significant digits drop
- * it and keep far more precision than any bill needs.
- */
-const dollars = (usd: number) => Number(usd.toPrecision(12))
-
-/** How a run that did not fail ended: cut short by the token limit or a content filter, or complete. */
-const outcome = (run: Run) => (run.assembler.finish === 'length' || run.assembler.finish === 'content_filter' ? 'incomplete' : 'completed')
 
 /** tool_choice in neutral terms; a server tool may be chosen by its kind. */
 function choiceOf(req: ResponsesRequest, tools: Map<string, ServerTool>): ChoiceSpec {

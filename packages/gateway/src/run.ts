@@ -1,0 +1,50 @@
+import type { ResponseAssembler } from './assembler.js'
+import type { ChoiceSpec, FunctionDef } from './adapters/adapter.js'
+import type { Cancellation } from './cancellation.js'
+import type { DoorStream } from './doors/door.js'
+import type { ResponsesRequest } from './request.js'
+import type { Route } from './routing.js'
+import type { ServerTool } from './server-tools.js'
+import type { Live } from './stream-writer.js'
+
+// One request as the engine runs it: what came with it, and its state as it goes.
+
+/** Per call: what came in headers, and the client's connection. */
+export interface CallOptions {
+  sessionHeader?: string
+  /** The routing-metadata opt-in: `service` answers `service_metadata`, `openrouter` also `openrouter_metadata`. */
+  metadata?: { service: boolean; openrouter: boolean }
+  /** Cancelled when the client goes away: the upstream request is cancelled with it. */
+  cancel?: Cancellation
+  /** Which door the request came by, for metrics (default responses). */
+  door?: string
+  /** A stream in another door's wire format: the engine's events go through it (absent: Open Responses events). */
+  doorStream?: DoorStream
+}
+
+/** When an upstream call was sent, and its first byte came (ms since sent). */
+export interface Timing {
+  sent: number
+  firstByte?: number
+}
+
+/** The state of one request as it runs: route, output so far, cost, and (streaming) the sink. */
+export interface Run {
+  req: ResponsesRequest
+  id: string
+  createdAt: number
+  started: number
+  route: Route
+  assembler: ResponseAssembler
+  functions: FunctionDef[]
+  tools: Map<string, ServerTool>
+  toolChoice: ChoiceSpec
+  user?: string
+  cost: { input: number; output: number }
+  chosen: number
+  /** Upstream calls made to choose the endpoint (the first turn's; later turns reuse the choice). */
+  attempts: number
+  chosenOnce: boolean
+  opts: CallOptions
+  live?: Live
+}

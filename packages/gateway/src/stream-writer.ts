@@ -1,0 +1,135 @@
+import type { DoorStream } from './doors/door.js'
+import { openResponsesErrorType, type GatewayError } from './errors.js'
+import { responseObject } from './response-object.js'
+import type { Run } from './run.js'
+
+// A run's stream: its events written to the client's sink as Server-Sent Events (Open Responses
+// events, or another door's through its DoorStream), with the buffering that sends what one read
+// from the provider brought in one write, and the backpressure that stops reading the provider
+// while the client does not keep up.
+
+type Json = Record<string, any>
+
+/** Where a stream goes. `open` is called once, just before the first event. */
+export interface StreamSink {
+  open(): void
+  /** False when the client is not keeping up: wait for `drain` before reading more upstream. */
+  write(chunk: string): boolean
+  /**
+   * Writes between these two leave together (one system call for what one read from the provider
+   * brought). Nested pairs count; the last `uncork` may come after `end`, and must then do nothing.
+   */
+  cork(): void
+  uncork(): void
+  drain(): Promise<void>
+  end(): void
+}
+
+export interface Live {
+  sink: StreamSink
+  seq: number
+  opened: boolean
+  /** Events written since the current upstream attempt began (0: another endpoint may still be tried). */
+  sinceAttempt: number
+  pendingDebug?: Json
+  backlog: boolean
+  /** The sink is corked until the end of this tick (holdForTick). */
+  held: boolean
+}
+
+/** Corks the sink until the current tick's work is done, once per tick. */
+export function holdForTick(live: Live) {
+  if (live.held) return
+  live.held = true
+  live.sink.cork()
+  process.nextTick(() => {
+    live.held = false
+    live.sink.uncork()
+  })
+}
+
+/** One SSE event: `event:` equal to `type`, `sequence_number` from 0. Opens the stream on first use. */
+export function writeEvent(run: Run, type: string, fields: Json) {
+  const live = run.live!
+  const door = run.opts.doorStream
+  if (door) return writeThrough(run, door, type, fields)
+  if (!live.opened) {
+    live.opened = true
+    live.sink.open()
+    // The first byte waits on this: the starting Response is serialized once for both events.
+    const response = `{"response":${JSON.stringify(responseObject(run, 'in_progress'))}}`
+    send(live, 'response.created', response)
+    send(live, 'response.in_progress', response)
+  }
+  if (live.pendingDebug) {
+    const body = live.pendingDebug
+    live.pendingDebug = undefined
+    send(live, 'response.debug', JSON.stringify({ debug: { echo_upstream_body: body } }))
+  }
+  send(live, type, JSON.stringify(fields))
+}
+
+/** The event in another door's format (nothing, where that door has no counterpart). */
+function writeThrough(run: Run, door: DoorStream, type: string, fields: Json) {
+  const live = run.live!
+  if (!live.opened) {
+    live.opened = true
+    live.sink.open()
+    if (!live.sink.write(door.open({ id: run.id, model: run.route.candidates[run.chosen]!.model.id, createdAt: run.createdAt }))) live.backlog = true
+  }
+  const text = door.event(type, fields)
+  if (!text) return
+  live.sinceAttempt++
+  if (!live.sink.write(text)) live.backlog = true
+}
+
+/** Writes an event whose other fields are already a JSON object: `type` and `sequence_number` lead. */
+function send(live: Live, type: string, fields: string) {
+  live.sinceAttempt++
+  const head = `{"type":${JSON.stringify(type)},"sequence_number":${live.seq++}`
+  const data = fields === '{}' ? `${head}}` : `${head},${fields.slice(1)}`
+  if (!live.sink.write(`event: ${type}\ndata: ${data}\n\n`)) live.backlog = true
+}
+
+/** `[DONE]` and the end, leaving with whatever was corked before them. */
+export function finishStream(sink: StreamSink) {
+  sink.write('data: [DONE]\n\n')
+  sink.uncork()
+  sink.end()
+}
+
+/** The end of a stream that did not fail: the finished Response, then `[DONE]` (or the door's ending). */
+export function endStream(run: Run, status: 'completed' | 'incomplete') {
+  const { sink } = run.live!
+  const door = run.opts.doorStream
+  sink.cork()
+  if (door) {
+    // A reply that made no event at all (an empty answer) still opens before it ends.
+    if (!run.live!.opened) writeEvent(run, 'response.in_progress', {})
+    sink.write(door.end(responseObject(run, status)))
+    sink.uncork()
+    return sink.end()
+  }
+  writeEvent(run, `response.${status}`, { response: responseObject(run, status) })
+  finishStream(sink)
+}
+
+/** The end of a stream that failed after it opened: `error` and `response.failed` (or the door's failure). */
+export function failStream(run: Run, err: GatewayError) {
+  const { sink } = run.live!
+  const failed = responseObject(run, 'failed')
+  failed.error = { code: err.errorType, message: err.message, metadata: { error_type: err.errorType } }
+  sink.cork()
+  const door = run.opts.doorStream
+  if (door) {
+    sink.write(door.fail(err, failed))
+    sink.uncork()
+    return sink.end()
+  }
+  // The official client reads code, message and param at the top; the schema's ErrorStreamingEvent
+  // wants them in `error` with the Open Responses type. Both are sent.
+  const payload = { type: openResponsesErrorType(err.errorType, err.status), code: err.errorType, message: err.message, param: null }
+  writeEvent(run, 'error', { code: err.errorType, message: err.message, param: null, error: payload })
+  writeEvent(run, 'response.failed', { response: failed })
+  finishStream(sink)
+}
