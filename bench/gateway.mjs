@@ -125,6 +125,32 @@ function targets(base, key, model = 'bench/responses') {
   }
 }
 
+/**
+ * The doors: one Chat Completions request (and its Messages form) to the same Chat Completions
+ * upstream, straight to the simulator, through each of Roster's three doors, and through Portkey's
+ * own /chat/completions.
+ */
+function doorTargets(base, key) {
+  const chat = (m) => JSON.stringify({ model: m, messages: [{ role: 'user', content: 'benchmark prompt: say something short' }], max_tokens: 64 })
+  const roster = new URL(base).origin
+  const json = { 'content-type': 'application/json' }
+  const auth = { ...json, authorization: `Bearer ${key}` }
+  return {
+    'direct-chat': { origin: sim, path: '/v1/chat/completions', headers: json, body: chat('sim') },
+    'roster-responses': { origin: roster, path: '/api/v1/responses', headers: auth, body: JSON.stringify({ model: 'bench/chat', input: 'benchmark prompt: say something short', max_output_tokens: 64 }) },
+    'roster-chat': { origin: roster, path: '/api/v1/chat/completions', headers: auth, body: chat('bench/chat') },
+    'roster-messages': { origin: roster, path: '/api/v1/messages', headers: auth, body: JSON.stringify({ model: 'bench/chat', max_tokens: 64, messages: [{ role: 'user', content: 'benchmark prompt: say something short' }] }) },
+    'portkey-chat': {
+      origin: `http://127.0.0.1:${PORTKEY_PORT}`,
+      path: '/v1/chat/completions',
+      headers: { ...json, authorization: 'Bearer sim', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim}/v1` },
+      body: chat('sim'),
+    },
+  }
+}
+/** Which targets are Roster's API (their CPU is the API process's). */
+const isRoster = (name) => name === 'roster' || name.startsWith('roster-')
+
 const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]
 
 /**
@@ -175,57 +201,19 @@ function percentiles(latencies) {
 }
 
 /** Non-streaming: latency at 1,000 req/s, then throughput with 64 connections, for each target. */
-export async function benchGatewayLatency({ key, base, apiPid }) {
+export async function benchGatewayLatency(ctx) {
+  // BENCH_DOORS=0 leaves the doors' rows out (the /responses figures alone, when comparing builds).
+  const doors = process.env.BENCH_DOORS === '0' ? [] : await benchGatewayDoors(ctx)
+  return [...(await benchResponsesLatency(ctx)), ...doors]
+}
+
+async function benchResponsesLatency({ key, base, apiPid }) {
   const rate = Number(process.env.BENCH_RATE ?? 1000)
   const seconds = Number(process.env.BENCH_SECONDS ?? 10)
   // BENCH_TARGETS (e.g. "roster") measures only some of the five, to profile one alone.
   const wanted = (process.env.BENCH_TARGETS ?? 'direct,floor,fastify,roster,portkey').split(',')
   const all = Object.fromEntries(Object.entries(targets(base, key)).filter(([name]) => wanted.includes(name)))
-  // The measured seconds are split into rounds that take the targets in turn (direct, floor, …,
-  // direct, floor, …): this VM's slow spells then land on every target alike, so the difference
-  // between two targets is not the difference between two moments. Each target is warmed at the
-  // measured rate before its first round (JIT, connection pools grown to that concurrency) and
-  // for a second before each later one; a round starts once the last one's leftovers drained.
-  // The first warm-up is 10 s: on this 2-core VM the API's optimising compiler was still busy for
-  // ~10 s of load (--trace-opt, optimisations per second of load: 160, 202, 112, 50, 28, 52, 48,
-  // 30, 26, then 2–10), and after a 4 s warm-up the first round had the run's worst added p99 in
-  // six runs of ten (bench/RESULTS.md).
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
-  const lat = Object.fromEntries(Object.keys(all).map((n) => [n, { latencies: [], errors: 0, sent: 0, ms: 0, rounds: [] }]))
-  const cpu = Object.fromEntries(Object.keys(all).map((n) => [n, 0]))
-  const stolen = Object.fromEntries(Object.keys(all).map((n) => [n, { total: 0, steal: 0 }]))
-  const pools = Object.fromEntries(Object.entries(all).map(([n, t]) => [n, new Pool(t.origin, { connections: 128, pipelining: 1 })]))
-  for (let r = 0; r < rounds; r++) {
-    for (const [name, t] of Object.entries(all)) {
-      await fixedRate(t, rate, r === 0 ? Number(process.env.BENCH_WARMUP_SECONDS ?? 10) : 1, pools[name])
-      // The process behind the target: its CPU per request is the cost least disturbed by neighbours.
-      const pid = name === 'roster' ? apiPid : pids[name]
-      const before = cpuSeconds(pid)
-      const machineBefore = machineTicks()
-      const started = performance.now()
-      const round = await fixedRate(t, rate, seconds / rounds, pools[name])
-      cpu[name] += cpuSeconds(pid) - before
-      addStolen(stolen[name], machineBefore, machineTicks())
-      Object.assign(lat[name], { errors: lat[name].errors + round.errors, sent: lat[name].sent + (rate * seconds) / rounds, ms: lat[name].ms + performance.now() - started })
-      lat[name].latencies.push(...round.latencies)
-      lat[name].rounds.push({ p50: round.p50, p99: round.p99 })
-      if (round.timeline) (lat[name].timeline ??= []).push(...round.timeline)
-      await new Promise((r) => setTimeout(r, 500))
-    }
-  }
-  await Promise.all(Object.values(pools).map((p) => p.close()))
-  if (process.env.BENCH_DUMP) writeFileSync(process.env.BENCH_DUMP, JSON.stringify(Object.fromEntries(Object.entries(lat).map(([n, l]) => [n, l.timeline]))))
-  for (const name of Object.keys(all)) {
-    Object.assign(lat[name], percentiles(lat[name].latencies), { achieved: lat[name].sent / (lat[name].ms / 1000) })
-    cpu[name] = (cpu[name] / (rate * seconds)) * 1e6
-  }
-  const thr = {}
-  // BENCH_THROUGHPUT_SECONDS=0 skips the throughput runs (latency alone, when comparing builds).
-  const thrSeconds = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? seconds)
-  for (const [name, t] of Object.entries(all).filter(() => thrSeconds > 0)) {
-    const r = await autocannon({ url: t.origin + t.path, method: 'POST', headers: t.headers, body: t.body, connections: 64, duration: thrSeconds })
-    thr[name] = { rps: r['2xx'] / r.duration, bad: r.non2xx + r.errors, p99: r.latency.p99 }
-  }
+  const { lat, cpu, stolen, thr, rounds } = await measureTargets(all, apiPid, rate, seconds)
   const f = (x) => x.toFixed(2)
   const rows = []
   for (const name of Object.keys(all)) {
@@ -264,11 +252,98 @@ export async function benchGatewayLatency({ key, base, apiPid }) {
   return rows
 }
 
+/**
+ * Latency at a fixed rate, round by round across the targets, and each one's CPU per request; then
+ * throughput with 64 connections (BENCH_THROUGHPUT_SECONDS, 0: none).
+ */
+async function measureTargets(all, apiPid, rate, seconds) {
+  // The measured seconds are split into rounds that take the targets in turn (direct, floor, …,
+  // direct, floor, …): this VM's slow spells then land on every target alike, so the difference
+  // between two targets is not the difference between two moments. Each target is warmed at the
+  // measured rate before its first round (JIT, connection pools grown to that concurrency) and
+  // for a second before each later one; a round starts once the last one's leftovers drained.
+  // The first warm-up is 10 s: on this 2-core VM the API's optimising compiler was still busy for
+  // ~10 s of load (--trace-opt, optimisations per second of load: 160, 202, 112, 50, 28, 52, 48,
+  // 30, 26, then 2–10), and after a 4 s warm-up the first round had the run's worst added p99 in
+  // six runs of ten (bench/RESULTS.md).
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
+  const lat = Object.fromEntries(Object.keys(all).map((n) => [n, { latencies: [], errors: 0, sent: 0, ms: 0, rounds: [] }]))
+  const cpu = Object.fromEntries(Object.keys(all).map((n) => [n, 0]))
+  const stolen = Object.fromEntries(Object.keys(all).map((n) => [n, { total: 0, steal: 0 }]))
+  const pools = Object.fromEntries(Object.entries(all).map(([n, t]) => [n, new Pool(t.origin, { connections: 128, pipelining: 1 })]))
+  for (let r = 0; r < rounds; r++) {
+    for (const [name, t] of Object.entries(all)) {
+      await fixedRate(t, rate, r === 0 ? Number(process.env.BENCH_WARMUP_SECONDS ?? 10) : 1, pools[name])
+      // The process behind the target: its CPU per request is the cost least disturbed by neighbours.
+      const pid = isRoster(name) ? apiPid : pids[name.replace(/-chat$/, '')]
+      const before = cpuSeconds(pid)
+      const machineBefore = machineTicks()
+      const started = performance.now()
+      const round = await fixedRate(t, rate, seconds / rounds, pools[name])
+      cpu[name] += cpuSeconds(pid) - before
+      addStolen(stolen[name], machineBefore, machineTicks())
+      Object.assign(lat[name], { errors: lat[name].errors + round.errors, sent: lat[name].sent + (rate * seconds) / rounds, ms: lat[name].ms + performance.now() - started })
+      lat[name].latencies.push(...round.latencies)
+      lat[name].rounds.push({ p50: round.p50, p99: round.p99 })
+      if (round.timeline) (lat[name].timeline ??= []).push(...round.timeline)
+      await new Promise((r) => setTimeout(r, 500))
+    }
+  }
+  await Promise.all(Object.values(pools).map((p) => p.close()))
+  if (process.env.BENCH_DUMP) writeFileSync(process.env.BENCH_DUMP, JSON.stringify(Object.fromEntries(Object.entries(lat).map(([n, l]) => [n, l.timeline]))))
+  for (const name of Object.keys(all)) {
+    Object.assign(lat[name], percentiles(lat[name].latencies), { achieved: lat[name].sent / (lat[name].ms / 1000) })
+    cpu[name] = (cpu[name] / (rate * seconds)) * 1e6
+  }
+  const thr = {}
+  // BENCH_THROUGHPUT_SECONDS=0 skips the throughput runs (latency alone, when comparing builds).
+  const thrSeconds = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? seconds)
+  for (const [name, t] of Object.entries(all).filter(() => thrSeconds > 0)) {
+    const r = await autocannon({ url: t.origin + t.path, method: 'POST', headers: t.headers, body: t.body, connections: 64, duration: thrSeconds })
+    thr[name] = { rps: r['2xx'] / r.duration, bad: r.non2xx + r.errors, p99: r.latency.p99 }
+  }
+  return { lat, cpu, stolen, thr, rounds }
+}
+
+/**
+ * The other doors against the same Chat Completions upstream: each door's added latency at the
+ * same rate, its CPU per request beside the /responses door's, and /chat/completions' throughput
+ * beside Portkey's own.
+ */
+async function benchGatewayDoors({ key, base, apiPid }) {
+  const rate = Number(process.env.BENCH_RATE ?? 1000)
+  const seconds = Number(process.env.BENCH_SECONDS ?? 10)
+  const all = doorTargets(base, key)
+  const { lat, cpu, stolen, thr, rounds } = await measureTargets(all, apiPid, rate, seconds)
+  const f = (x) => x.toFixed(2)
+  const rows = []
+  for (const name of Object.keys(all)) {
+    const l = lat[name]
+    rows.push({ scenario: `doors, one Chat Completions upstream, at ${rate}/s (${seconds} s in ${rounds} rounds): ${name}`, metric: 'p50 / p90 / p99 ms', value: `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}`, target: l.errors ? `${l.errors} errors!` : `sent ${l.achieved.toFixed(0)}/s` })
+  }
+  rows.push({ scenario: `  CPU per request (${Object.keys(all).join(' / ')})`, metric: 'µs', value: Object.values(cpu).map((c) => c.toFixed(0)).join(' / '), target: '' })
+  rows.push({ scenario: '  CPU time the host stole from this VM during each one\'s rounds', metric: '%', value: Object.values(stolen).map(percentStolen).join(' / '), target: '' })
+  for (const name of ['roster-responses', 'roster-chat', 'roster-messages', 'portkey-chat']) {
+    rows.push({ scenario: `  added by ${name} over direct-chat`, metric: 'p50 / p99 ms', value: `${f(lat[name].p50 - lat['direct-chat'].p50)} / ${f(lat[name].p99 - lat['direct-chat'].p99)}`, target: name.startsWith('roster') ? 'p50 ≤ 0.5, p99 ≤ 2' : '' })
+  }
+  for (const name of ['roster-chat', 'roster-messages']) {
+    rows.push({ scenario: `  ${name} CPU per request / roster-responses`, metric: '×', value: (cpu[name] / cpu['roster-responses']).toFixed(2), target: '≤ 1.10' })
+  }
+  for (const name of Object.keys(thr)) {
+    rows.push({ scenario: `doors, 64 connections: ${name}`, metric: 'req/s (p99 ms)', value: `${thr[name].rps.toFixed(0)} (${thr[name].p99})`, target: thr[name].bad ? `${thr[name].bad} errors!` : '' })
+  }
+  if (thr['roster-chat'] && thr['portkey-chat']) rows.push({ scenario: '  /chat/completions throughput: Roster / Portkey', metric: '×', value: (thr['roster-chat'].rps / thr['portkey-chat'].rps).toFixed(2), target: '' })
+  return rows
+}
+
 /** Streaming: time to the first byte and to the first text token, one request at a time. */
 export async function benchGatewayTtfb({ key, base }) {
   const runs = Number(process.env.BENCH_TTFB_RUNS ?? 300)
-  const all = targets(base, key)
-  const measure = async (t, stream = true, n = runs) => {
+  const all = { ...targets(base, key), ...doorTargets(base, key) }
+  // Where each wire's first text shows: a Responses text delta, a Chat Completions content delta
+  // (the role chunk's content is empty), a Messages text delta.
+  const firstText = (name, text) => (name.endsWith('chat') ? /"content":"[^"]/.test(text) : name === 'roster-messages' ? text.includes('text_delta') : text.includes('output_text.delta'))
+  const measure = async (t, stream = true, n = runs, name = '') => {
     const pool = new Pool(t.origin, { connections: 1 })
     const first = []
     const token = []
@@ -283,7 +358,7 @@ export async function benchGatewayTtfb({ key, base }) {
         const now = performance.now()
         if (!seenFirst) seenFirst = now
         text += chunk
-        if (!seenToken && (!stream || text.includes('output_text.delta'))) seenToken = now
+        if (!seenToken && (!stream || firstText(name, text))) seenToken = now
       }
       if (res.statusCode !== 200 || !seenToken) throw new Error(`streaming failed: ${res.statusCode} ${text.slice(0, 200)}`)
       // The first 20 warm up.
@@ -300,18 +375,18 @@ export async function benchGatewayTtfb({ key, base }) {
   // Interleaved rounds (direct, floor, roster, direct, …), so a slow spell of this shared machine
   // lands on every target alike instead of on whichever happened to run then.
   const rounds = Number(process.env.BENCH_TTFB_ROUNDS ?? 3)
-  const names = ['direct', 'floor', 'roster']
+  const names = ['direct', 'floor', 'roster', ...(process.env.BENCH_DOORS === '0' ? [] : ['direct-chat', 'roster-chat', 'roster-messages'])]
   // Warm-up, unmeasured: each target's streaming and whole-reply paths are still being optimised for
   // the first thousand or so requests (without it the first round read Roster 0.18–0.35 ms slower
   // than the rest, in three runs of three), as in the latency benchmark's warm-up.
   const warmup = Number(process.env.BENCH_TTFB_WARMUP ?? 1000)
-  if (warmup > 0) for (const n of names) for (const stream of [true, false]) await measure(all[n], stream, warmup)
+  if (warmup > 0) for (const n of names) for (const stream of [true, false]) await measure(all[n], stream, warmup, n)
   const machineBefore = machineTicks()
   const stream = Object.fromEntries(names.map((n) => [n, []]))
   const whole = Object.fromEntries(names.map((n) => [n, []]))
   for (let r = 0; r < rounds; r++) {
-    for (const n of names) stream[n].push(await measure(all[n]))
-    for (const n of names) whole[n].push(await measure(all[n], false))
+    for (const n of names) stream[n].push(await measure(all[n], true, runs, n))
+    for (const n of names) whole[n].push(await measure(all[n], false, runs, n))
   }
   const stolen = addStolen({ total: 0, steal: 0 }, machineBefore, machineTicks())
   // Each figure is the median over the rounds of each round's median.
@@ -326,6 +401,12 @@ export async function benchGatewayTtfb({ key, base }) {
     { scenario: `stream, first text delta: direct / floor / roster`, metric: 'p50 ms', value: names.map((n) => f(mid(stream[n], 'token'))).join(' / '), target: '' },
     { scenario: '  added by floor / roster', metric: 'p50 ms', value: `${f(mid(stream.floor, 'token') - mid(stream.direct, 'token'))} / ${f(mid(stream.roster, 'token') - mid(stream.direct, 'token'))}`, target: 'roster ≤ 1' },
     { scenario: '  rounds of roster, added first text delta', metric: 'p50 ms', value: stream.roster.map((x, i) => f(x.token - stream.direct[i].token)).join(', '), target: '' },
+    ...(stream['roster-chat']
+      ? ['roster-chat', 'roster-messages'].flatMap((door) => [
+          { scenario: `${door} stream over direct-chat's: first byte added`, metric: 'p50 ms', value: f(mid(stream[door], 'first') - mid(stream['direct-chat'], 'first')), target: '≤ 1' },
+          { scenario: `  first text delta added`, metric: 'p50 ms', value: f(mid(stream[door], 'token') - mid(stream['direct-chat'], 'token')), target: '≤ 1' },
+        ])
+      : []),
     { scenario: 'CPU time the host stole from this VM meanwhile', metric: '%', value: percentStolen(stolen), target: '' },
   ]
 }

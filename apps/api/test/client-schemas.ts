@@ -25,17 +25,22 @@ const generators = new Map<string, ReturnType<typeof createGenerator>>()
 const ajv = new Ajv({ allErrors: true, strict: false })
 const compiled = new Map<string, ValidateFunction>()
 
+/** The JSON Schema of one exported type of a client's declarations. */
+export function clientSchema(client: keyof typeof SOURCES, type: string): Record<string, unknown> {
+  let generator = generators.get(client)
+  if (!generator) {
+    generator = createGenerator({ path: SOURCES[client](), type: '*', skipTypeCheck: true, expose: 'all', topRef: false, jsDoc: 'none', additionalProperties: true })
+    generators.set(client, generator)
+  }
+  return generator.createSchema(type) as Record<string, unknown>
+}
+
 /** A validator for one exported type of a client's declarations (e.g. openai's ChatCompletionChunk). */
 export function clientType(client: keyof typeof SOURCES, type: string): (value: unknown) => string[] {
   const key = `${client}:${type}`
   let validate = compiled.get(key)
   if (!validate) {
-    let generator = generators.get(client)
-    if (!generator) {
-      generator = createGenerator({ path: SOURCES[client](), type: '*', skipTypeCheck: true, expose: 'all', topRef: false, jsDoc: 'none', additionalProperties: true })
-      generators.set(client, generator)
-    }
-    validate = ajv.compile(generator.createSchema(type))
+    validate = ajv.compile(clientSchema(client, type))
     compiled.set(key, validate)
   }
   const check = validate

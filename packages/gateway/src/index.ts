@@ -9,6 +9,6 @@ export { GATEWAY_ERRORS, anthropicErrorType, describeIssues, explainIssue, gatew
 export { guardedLookup, isForbiddenAddress, readCapped, refusedLiteral } from './server-tools.js'
 export * from './wire.js'
 export type { DoorStream } from './doors/door.js'
-export { ChatCompletionRequest, ChatCompletionStream, chatReplyOptions, chatToNeutral, toChatCompletion } from './doors/chat-completions.js'
-export { MessagesRequest, MessagesStream, anthropicErrorBody, messagesToNeutral, toMessage } from './doors/messages.js'
+export { ChatCompletionRequest, ChatCompletionStream, chatReplyOptions, chatToNeutral, parseChatCompletionRequest, toChatCompletion } from './doors/chat-completions.js'
+export { MessagesRequest, MessagesStream, anthropicErrorBody, messagesToNeutral, parseMessagesRequest, toMessage } from './doors/messages.js'
 export { CompactRequest } from './compaction.js'

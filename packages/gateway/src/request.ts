@@ -150,41 +150,49 @@ function crossFieldRules(req: z.infer<typeof ResponsesFields>, ctx: z.Refinement
 export const ResponsesRequest = ResponsesFields.superRefine(crossFieldRules)
 export type ResponsesRequest = z.infer<typeof ResponsesRequest>
 
-const fieldNames = Object.keys(ResponsesFields.shape) as (keyof typeof ResponsesFields.shape)[]
-const fieldBit = new Map(fieldNames.map((name, i) => [name as string, 2 ** i]))
-// Each field's bit in a number, so a set of fields is one exact integer (53 bits hold them).
-if (fieldNames.length > 53) throw new Error('ResponsesFields outgrew its bit set')
-/** Fields an absent value does not simply pass (a default to fill in, or a required field) are always checked. */
-const alwaysChecked = new Set(
-  fieldNames.filter((name) => {
-    const absent = ResponsesFields.shape[name].safeParse(undefined)
-    return !absent.success || absent.data !== undefined
-  }),
-)
-const sparseSchemas = new Map<number, typeof ResponsesRequest>()
-
 /**
- * `ResponsesRequest.safeParse`, checking only the fields the request carries. The full schema runs
- * all of its fields on every request, an object and an array each even when the field is absent
- * (~3 KB and several µs a request under load, measured); an absent optional field can neither fail
- * nor add anything, so a schema of just the fields sent (and those with defaults) gives the same
- * answer. Those schemas are cached by their set of fields, which is the same few sets for a given
- * client; a client inventing new sets costs a schema each, and the cache is bounded.
+ * A validator of a loose object schema that checks only the fields a request carries (and those
+ * with defaults or that are required), with the same answer as the whole schema. The whole schema
+ * runs all of its fields on every request, an object and an array each even when the field is
+ * absent (~3 KB and several µs a request under load, measured); an absent optional field can
+ * neither fail nor add anything. The schemas are cached by their set of fields, which is the same
+ * few sets for a given client; a client inventing new sets costs a schema each, and the cache is
+ * bounded. Every door's request is parsed this way.
  */
-export function parseResponsesRequest(input: unknown): ReturnType<typeof ResponsesRequest.safeParse> {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) return ResponsesRequest.safeParse(input)
-  let set = 0
-  for (const key in input) set += fieldBit.get(key) ?? 0
-  let schema = sparseSchemas.get(set)
-  if (!schema) {
-    const shape = Object.fromEntries(fieldNames.filter((name, i) => alwaysChecked.has(name) || Math.floor(set / 2 ** i) % 2 === 1).map((name) => [name, ResponsesFields.shape[name]]))
-    // The picked fields keep their own types; the whole request's type is the same as the full schema's.
-    schema = z.looseObject(shape).superRefine(crossFieldRules as never) as unknown as typeof ResponsesRequest
-    if (sparseSchemas.size >= 256) sparseSchemas.clear()
-    sparseSchemas.set(set, schema)
+export function sparseParser<T>(shape: Record<string, z.ZodType>, refine?: (value: any, ctx: z.RefinementCtx) => void): (input: unknown) => z.ZodSafeParseResult<T> {
+  const names = Object.keys(shape)
+  // Each field's bit in a number, so a set of fields is one exact integer (53 bits hold them).
+  if (names.length > 53) throw new Error('a sparse schema holds at most 53 fields')
+  const bit = new Map(names.map((name, i) => [name, 2 ** i]))
+  /** Fields an absent value does not simply pass (a default to fill in, or a required field) are always checked. */
+  const always = new Set(
+    names.filter((name) => {
+      const absent = shape[name]!.safeParse(undefined)
+      return !absent.success || absent.data !== undefined
+    }),
+  )
+  const make = (fields: string[]) => {
+    const object = z.looseObject(Object.fromEntries(fields.map((name) => [name, shape[name]!])))
+    return (refine ? object.superRefine(refine) : object) as unknown as z.ZodType<T>
   }
-  return schema.safeParse(input)
+  const full = make(names)
+  const cache = new Map<number, z.ZodType<T>>()
+  return (input) => {
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) return full.safeParse(input)
+    let set = 0
+    for (const key in input) set += bit.get(key) ?? 0
+    let schema = cache.get(set)
+    if (!schema) {
+      schema = make(names.filter((name, i) => always.has(name) || Math.floor(set / 2 ** i) % 2 === 1))
+      if (cache.size >= 256) cache.clear()
+      cache.set(set, schema)
+    }
+    return schema.safeParse(input)
+  }
 }
+
+/** `ResponsesRequest.safeParse`, checking only the fields the request carries (sparseParser). */
+export const parseResponsesRequest = sparseParser<ResponsesRequest>(ResponsesFields.shape, crossFieldRules)
 
 /** max_tool_calls: default 30, which is also the most; ignored when stop conditions are given. */
 export function maxToolSteps(req: ResponsesRequest): number | undefined {

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { ChatCompletionRequest, ChatCompletionStream, chatReplyOptions, chatToNeutral, toChatCompletion } from '@roster/gateway'
+import { ChatCompletionRequest, ChatCompletionStream, chatReplyOptions, chatToNeutral, parseChatCompletionRequest, toChatCompletion } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
 import { RESPONSES_BODY_LIMIT } from './responses.js'
-import { neutralRequest, runGateway } from './gateway-run.js'
+import { runGateway, sparseValidator } from './gateway-run.js'
 
 /**
  * POST /chat/completions: the OpenAI Chat Completions door of the same engine as /responses. The
@@ -19,11 +19,12 @@ export const chatCompletionsRoutes = (deps: AppDeps): FastifyPluginAsync => asyn
       onRequest: requireKey(deps.authenticate),
       bodyLimit: RESPONSES_BODY_LIMIT,
       config: { canonicalErrorTypes: true },
+      validatorCompiler: sparseValidator(parseChatCompletionRequest),
       schema: { operationId: 'sendChatCompletionRequest', summary: 'Run a model request (OpenAI Chat Completions format)', body: ChatCompletionRequest },
     },
     async (req, reply) => {
       const options = chatReplyOptions(req.body)
-      const neutral = neutralRequest(chatToNeutral(req.body))
+      const neutral = chatToNeutral(req.body)
       const response = await runGateway(deps, req, reply, neutral, { name: 'chat_completions', stream: neutral.stream ? new ChatCompletionStream(options) : undefined })
       return response ? toChatCompletion(response, options) : reply
     },

@@ -1,7 +1,8 @@
 import { once } from 'node:events'
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify'
+import { validatorCompiler } from 'fastify-type-provider-zod'
 import { designatedPresetVersion } from '@roster/shared'
-import { Cancellation, PresetInputError, gatewayError, applyPreset, describeIssues, parseResponsesRequest, presetReference, type CallOptions, type DoorStream, type ResponseObject, type ResponsesRequest } from '@roster/gateway'
+import { Cancellation, PresetInputError, gatewayError, applyPreset, presetReference, type CallOptions, type DoorStream, type ResponseObject, type ResponsesRequest } from '@roster/gateway'
 import type { AppDeps } from '../deps.js'
 
 export const header = (req: FastifyRequest, name: string) => {
@@ -23,14 +24,18 @@ const SERVICE_METADATA = Object.freeze({ service: true, openrouter: false })
 const NO_METADATA = Object.freeze({ service: false, openrouter: false })
 
 /**
- * A door's translated request, held to the engine's own rules too (the door checked its wire
- * format; this catches what only the neutral request can tell).
+ * A door's body validator: checked field by field as it came (a sparse parser: the same answer as
+ * the door's schema, without running the fields a request does not carry). A body that fails is
+ * checked again by the schema itself, so its error reads exactly as every other route's.
  */
-export function neutralRequest(translated: ResponsesRequest): ResponsesRequest {
-  const parsed = parseResponsesRequest(translated)
-  if (!parsed.success) throw gatewayError('invalid_request', `invalid request: ${describeIssues(parsed.error)}`)
-  return parsed.data
-}
+export const sparseValidator =
+  (parse: (body: unknown) => { success: boolean; data?: unknown }) => (route: Parameters<FastifySchemaCompiler<unknown>>[0]) => {
+    const full = validatorCompiler(route as Parameters<typeof validatorCompiler>[0])
+    return (body: unknown) => {
+      const parsed = parse(body)
+      return parsed.success ? { value: parsed.data } : full(body)
+    }
+  }
 
 /** What a door gives the engine besides the neutral request: its name, and (streaming) its event writer. */
 export interface Door {

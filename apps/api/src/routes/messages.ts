@@ -1,10 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { MessagesRequest, MessagesStream, messagesToNeutral, toMessage } from '@roster/gateway'
+import { MessagesRequest, MessagesStream, messagesToNeutral, parseMessagesRequest, toMessage } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
 import { RESPONSES_BODY_LIMIT } from './responses.js'
-import { neutralRequest, runGateway } from './gateway-run.js'
+import { runGateway, sparseValidator } from './gateway-run.js'
 
 /**
  * POST /messages: the Anthropic Messages door of the same engine as /responses. The key may come
@@ -19,10 +19,11 @@ export const messagesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app)
       onRequest: requireKey(deps.authenticate, { xApiKey: true }),
       bodyLimit: RESPONSES_BODY_LIMIT,
       config: { anthropicErrors: true },
+      validatorCompiler: sparseValidator(parseMessagesRequest),
       schema: { operationId: 'createMessage', summary: 'Run a model request (Anthropic Messages format)', body: MessagesRequest },
     },
     async (req, reply) => {
-      const neutral = neutralRequest(messagesToNeutral(req.body))
+      const neutral = messagesToNeutral(req.body)
       const response = await runGateway(deps, req, reply, neutral, { name: 'messages', stream: neutral.stream ? new MessagesStream() : undefined })
       return response ? toMessage(response) : reply
     },

@@ -1,24 +1,11 @@
-import type { FastifyPluginAsync, FastifySchemaCompiler } from 'fastify'
-import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
+import type { FastifyPluginAsync } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { Cancellation, CompactRequest, ResponsesRequest, parseResponsesRequest } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
-import { runGateway, type Door } from './gateway-run.js'
+import { runGateway, sparseValidator, type Door } from './gateway-run.js'
 
 export const RESPONSES_BODY_LIMIT = 20 * 1024 * 1024
-
-/**
- * The body is checked field by field as it came (parseResponsesRequest: the same answer as the
- * schema, without running the ~45 fields a request does not carry). A body that fails is checked
- * again by the schema itself, so its error reads exactly as every other route's.
- */
-const responsesValidator = (route: Parameters<FastifySchemaCompiler<unknown>>[0]) => {
-  const full = validatorCompiler(route as Parameters<typeof validatorCompiler>[0])
-  return (body: unknown) => {
-    const parsed = parseResponsesRequest(body)
-    return parsed.success ? { value: parsed.data } : full(body)
-  }
-}
 
 /** The engine's own door: its stream is the engine's Open Responses events. */
 const RESPONSES_DOOR: Door = Object.freeze({ name: 'responses' })
@@ -32,13 +19,12 @@ export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app
       // Images travel inline as data: URLs, so this route takes more than the API's default.
       bodyLimit: RESPONSES_BODY_LIMIT,
       config: { canonicalErrorTypes: true },
-      validatorCompiler: responsesValidator,
+      validatorCompiler: sparseValidator(parseResponsesRequest),
       schema: { operationId: 'createResponse', summary: 'Run a model request (Open Responses format)', body: ResponsesRequest },
     },
     async (req, reply) => (await runGateway(deps, req, reply, req.body, RESPONSES_DOOR)) ?? reply,
   )
 }
-
 
 /**
  * POST /responses/compact: a conversation given whole, compacted by its model; nothing is stored.

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { invalid, type GatewayError } from '../errors.js'
-import { Metadata, ServiceTier, StopCondition, type ResponsesRequest } from '../request.js'
+import { Metadata, ServiceTier, sparseParser, StopCondition, type ResponsesRequest } from '../request.js'
 import { stopReasonOf, type ResponseObject, type StopReason } from '../wire.js'
 import type { DoorStream } from './door.js'
 import { SSE_KEEPALIVE } from './door.js'
@@ -53,8 +53,7 @@ const ResponseFormat = z.discriminatedUnion('type', [
 ])
 const Effort = z.enum(['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none'])
 
-export const ChatCompletionRequest = z
-  .looseObject({
+export const ChatCompletionFields = z.looseObject({
     model: z.string().min(1).max(200).optional(),
     models: z.array(z.string().min(1).max(200)).max(16).optional(),
     messages: z.array(Message).min(1, 'give at least one message'),
@@ -99,9 +98,14 @@ export const ChatCompletionRequest = z
     modalities: z.array(z.enum(['text', 'image', 'audio'])).optional(),
     trace: z.record(z.string(), z.unknown()).optional(),
     debug: z.looseObject({ echo_upstream_body: z.boolean().optional() }).optional(),
-  })
-  .refine((r) => r.model !== undefined || r.models?.length, { path: ['model'], message: 'give model or models' })
+})
+function needsModel(r: { model?: string; models?: string[] }, ctx: z.RefinementCtx) {
+  if (r.model === undefined && !r.models?.length) ctx.addIssue({ code: 'custom', path: ['model'], message: 'give model or models' })
+}
+export const ChatCompletionRequest = ChatCompletionFields.superRefine(needsModel)
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>
+/** `ChatCompletionRequest.safeParse`, checking only the fields the request carries. */
+export const parseChatCompletionRequest = sparseParser<ChatCompletionRequest>(ChatCompletionFields.shape, needsModel)
 
 /** Fields that mean the same in both requests. */
 const SAME = [

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { anthropicErrorType, invalid, type GatewayError } from '../errors.js'
-import { ServiceTier, type ResponsesRequest } from '../request.js'
+import { ServiceTier, sparseParser, type ResponsesRequest } from '../request.js'
 import { stopReasonOf, type ResponseObject, type StopReason } from '../wire.js'
 import type { DoorStream } from './door.js'
 
@@ -65,6 +65,8 @@ export const MessagesRequest = z.looseObject({
   cache_control: CacheControl.optional(),
 })
 export type MessagesRequest = z.infer<typeof MessagesRequest>
+/** `MessagesRequest.safeParse`, checking only the fields the request carries. */
+export const parseMessagesRequest = sparseParser<MessagesRequest>(MessagesRequest.shape)
 
 const SAME = ['model', 'models', 'temperature', 'top_p', 'top_k', 'provider', 'session_id', 'plugins', 'route', 'trace', 'cache_control'] as const
 
