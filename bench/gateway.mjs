@@ -393,12 +393,12 @@ export async function benchGatewayTtfb({ key, base }) {
   const mid = (xs, k) => xs.map((x) => x[k]).sort((a, b) => a - b)[Math.floor(xs.length / 2)]
   const f = (x) => x.toFixed(2)
   return [
-    { scenario: `not streamed, whole reply (${runs} sequential × ${rounds}): direct / floor / roster`, metric: 'p50 ms', value: names.map((n) => f(mid(whole[n], 'first'))).join(' / '), target: '' },
+    { scenario: `not streamed, whole reply (${runs} sequential × ${rounds}): ${names.join(' / ')}`, metric: 'p50 ms', value: names.map((n) => f(mid(whole[n], 'first'))).join(' / '), target: '' },
     { scenario: '  added by floor / roster, unloaded', metric: 'p50 ms', value: `${f(mid(whole.floor, 'first') - mid(whole.direct, 'first'))} / ${f(mid(whole.roster, 'first') - mid(whole.direct, 'first'))}`, target: '' },
-    { scenario: `stream, first byte: direct / floor / roster`, metric: 'p50 ms', value: names.map((n) => f(mid(stream[n], 'first'))).join(' / '), target: '' },
+    { scenario: `stream, first byte: ${names.join(' / ')}`, metric: 'p50 ms', value: names.map((n) => f(mid(stream[n], 'first'))).join(' / '), target: '' },
     { scenario: '  the same', metric: 'p99 ms', value: names.map((n) => f(mid(stream[n], 'firstP99'))).join(' / '), target: '' },
     { scenario: '  added by floor / roster', metric: 'p50 ms', value: `${f(mid(stream.floor, 'first') - mid(stream.direct, 'first'))} / ${f(mid(stream.roster, 'first') - mid(stream.direct, 'first'))}`, target: 'roster ≤ 1' },
-    { scenario: `stream, first text delta: direct / floor / roster`, metric: 'p50 ms', value: names.map((n) => f(mid(stream[n], 'token'))).join(' / '), target: '' },
+    { scenario: `stream, first text delta: ${names.join(' / ')}`, metric: 'p50 ms', value: names.map((n) => f(mid(stream[n], 'token'))).join(' / '), target: '' },
     { scenario: '  added by floor / roster', metric: 'p50 ms', value: `${f(mid(stream.floor, 'token') - mid(stream.direct, 'token'))} / ${f(mid(stream.roster, 'token') - mid(stream.direct, 'token'))}`, target: 'roster ≤ 1' },
     { scenario: '  rounds of roster, added first text delta', metric: 'p50 ms', value: stream.roster.map((x, i) => f(x.token - stream.direct[i].token)).join(', '), target: '' },
     ...(stream['roster-chat']
