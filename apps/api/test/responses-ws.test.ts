@@ -112,6 +112,9 @@ describe('/responses over WebSocket', () => {
 
   it('refuses a connection without a valid key, and cancels the upstream call when the client goes away', async () => {
     await expect(connect('sk-nope')).rejects.toThrow(/401/)
+    const plain = await fetch(`${baseURL}/responses`, { headers: { authorization: `Bearer ${env.tenant.keys.user}` } })
+    expect(plain.status).toBe(426)
+    expect(((await plain.json()) as any).error.message).toMatch(/WebSocket transport/)
     const c = await connect()
     c.send({ type: 'response.create', model: 'roster-sim/slow', input: 'a long one' })
     await waitFor(() => c.received.some((e) => e.type === 'response.output_text.delta'), { what: 'the first delta' })

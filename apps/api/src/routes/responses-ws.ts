@@ -22,16 +22,28 @@ const HIGH_WATER = 1 << 20
  * connection cancels the request in progress.
  */
 export const responsesWebSocketRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
-  app.get('/responses', { websocket: true, onRequest: requireKey(deps.authenticate), schema: { hide: true } }, (socket, req) => {
-    let queue: Promise<void> = Promise.resolve()
-    const cancel = new Cancellation()
-    socket.on('close', () => cancel.cancel())
-    socket.on('message', (data, isBinary) => {
-      const text = isBinary ? undefined : data.toString()
-      queue = queue.then(() => (cancel.aborted ? undefined : answer(deps, req, socket, text, cancel))).catch((err) => {
-        req.log.error({ err }, 'responses websocket request failed')
+  app.route({
+    method: 'GET',
+    url: '/responses',
+    onRequest: requireKey(deps.authenticate),
+    schema: { hide: true },
+    // A GET that does not ask for the upgrade is told what this path takes.
+    handler: (_req, reply) =>
+      reply
+        .code(426)
+        .header('upgrade', 'websocket')
+        .send({ error: { code: 426, message: 'GET /responses is the WebSocket transport: upgrade the connection, or POST /responses', metadata: { error_type: 'invalid_request' } } }),
+    wsHandler: (socket, req) => {
+      let queue: Promise<void> = Promise.resolve()
+      const cancel = new Cancellation()
+      socket.on('close', () => cancel.cancel())
+      socket.on('message', (data, isBinary) => {
+        const text = isBinary ? undefined : data.toString()
+        queue = queue.then(() => (cancel.aborted ? undefined : answer(deps, req, socket, text, cancel))).catch((err) => {
+          req.log.error({ err }, 'responses websocket request failed')
+        })
       })
-    })
+    },
   })
 }
 
