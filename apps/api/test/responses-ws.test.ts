@@ -110,6 +110,17 @@ describe('/responses over WebSocket', () => {
     c.socket.close()
   })
 
+  it('keeps at most 16 requests waiting on a connection, refusing the rest with 429', async () => {
+    const c = await connect()
+    for (let i = 0; i < 20; i++) c.send({ type: 'response.create', model: 'roster-sim/chat', input: `burst ${i}` })
+    await waitFor(() => c.received.filter((e) => e.type === 'response.completed').length + c.received.filter((e) => e.type === 'error').length >= 20, { timeoutMs: 20_000, what: 'every request answered or refused' })
+    const refused = c.received.filter((e) => e.type === 'error')
+    expect(refused.length).toBeGreaterThan(0)
+    for (const e of refused) expect(e).toMatchObject({ status: 429, error: { code: 'rate_limit_exceeded' } })
+    expect(c.received.filter((e) => e.type === 'response.completed').length).toBe(20 - refused.length)
+    c.socket.close()
+  })
+
   it('refuses a connection without a valid key, and cancels the upstream call when the client goes away', async () => {
     await expect(connect('sk-nope')).rejects.toThrow(/401/)
     const plain = await fetch(`${baseURL}/responses`, { headers: { authorization: `Bearer ${env.tenant.keys.user}` } })

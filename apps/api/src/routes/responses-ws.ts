@@ -8,6 +8,9 @@ import type { AppDeps } from '../deps.js'
 import { header } from './gateway-run.js'
 import { RESPONSES_BODY_LIMIT } from './responses.js'
 
+/** Requests one connection may have waiting behind the one being answered. */
+const MAX_WAITING = 16
+
 /** Bytes queued on a socket past which the engine waits before reading more from the provider. */
 const HIGH_WATER = 1 << 20
 
@@ -37,11 +40,16 @@ export const responsesWebSocketRoutes = (deps: AppDeps): FastifyPluginAsync => a
       let queue: Promise<void> = Promise.resolve()
       const cancel = new Cancellation()
       socket.on('close', () => cancel.cancel())
+      let waiting = 0
       socket.on('message', (data, isBinary) => {
+        // Requests wait their turn, but not without end: each may hold a body of up to 20 MiB.
+        if (waiting >= MAX_WAITING) return sendError(socket, 429, 'rate_limit_exceeded', `${MAX_WAITING} requests are already waiting on this connection; send the next when one is answered`)
+        waiting++
         const text = isBinary ? undefined : data.toString()
-        queue = queue.then(() => (cancel.aborted ? undefined : answer(deps, req, socket, text, cancel))).catch((err) => {
-          req.log.error({ err }, 'responses websocket request failed')
-        })
+        queue = queue
+          .then(() => (cancel.aborted ? undefined : answer(deps, req, socket, text, cancel)))
+          .catch((err) => req.log.error({ err }, 'responses websocket request failed'))
+          .finally(() => waiting--)
       })
     },
   })
