@@ -6,7 +6,7 @@ import { ChatResult$inboundSchema, ChatStreamChunk$inboundSchema } from '@openro
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue, Protocol } from '@roster/gateway'
 import { useTestTenant, waitFor } from '@roster/testing'
-import { buildTestApp, SIM_PATHS, SIM_PROTOCOLS, simEndpoint, simModel, sseEvents } from './helpers.js'
+import { buildTestApp, leaveMidStream, SIM_PATHS, SIM_PROTOCOLS, simEndpoint, simModel, sseEvents } from './helpers.js'
 import { clientType } from './client-schemas.js'
 
 // The gateway's other two doors, POST /chat/completions and POST /messages, through the clients
@@ -233,19 +233,7 @@ describe('POST /chat/completions', () => {
   })
 
   it('cancels the upstream request when the client goes away', async () => {
-    const abort = new AbortController()
-    const res = await fetch(`${baseURL}/chat/completions`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key()}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'roster-sim/slow', stream: true, messages: [{ role: 'user', content: 'a long one' }] }),
-      signal: abort.signal,
-    })
-    const reader = res.body!.getReader()
-    let seen = ''
-    while (!seen.includes('"content":"')) seen += new TextDecoder().decode((await reader.read()).value)
-    const before = slow.stats.cancelled
-    abort.abort()
-    await waitFor(() => slow.stats.cancelled > before, { timeoutMs: 3_000, what: 'the upstream stream to be cancelled' })
+    await leaveMidStream(`${baseURL}/chat/completions`, { headers: { authorization: `Bearer ${key()}` }, body: { model: 'roster-sim/slow', stream: true, messages: [{ role: 'user', content: 'a long one' }] } }, '"content":"', slow)
   })
 })
 
@@ -345,18 +333,6 @@ describe('POST /messages', () => {
   })
 
   it('cancels the upstream request when the client goes away', async () => {
-    const abort = new AbortController()
-    const res = await fetch(`${baseURL}/messages`, {
-      method: 'POST',
-      headers: { 'x-api-key': key(), 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'roster-sim/slow', max_tokens: 1000, stream: true, messages: [{ role: 'user', content: 'a long one' }] }),
-      signal: abort.signal,
-    })
-    const reader = res.body!.getReader()
-    let seen = ''
-    while (!seen.includes('text_delta')) seen += new TextDecoder().decode((await reader.read()).value)
-    const before = slow.stats.cancelled
-    abort.abort()
-    await waitFor(() => slow.stats.cancelled > before, { timeoutMs: 3_000, what: 'the upstream stream to be cancelled' })
+    await leaveMidStream(`${baseURL}/messages`, { headers: { 'x-api-key': key() }, body: { model: 'roster-sim/slow', max_tokens: 1000, stream: true, messages: [{ role: 'user', content: 'a long one' }] } }, 'text_delta', slow)
   })
 })

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { ApiConfig, connectRedis, createLogger, loadConfig, type Db } from '@roster/shared'
-import { redisUrl } from '@roster/testing'
+import { redisUrl, waitFor } from '@roster/testing'
 import { buildApp } from '../src/app.js'
 import { createAppDeps } from '../src/deps.js'
 import type { Catalogue, CatalogueModel, Endpoint, Protocol } from '@roster/gateway'
@@ -67,4 +67,20 @@ export function sseEvents(text: string): { events: { name: string | undefined; d
     .filter((b) => b !== 'data: [DONE]')
     .map((b) => ({ name: /^event: (.*)$/m.exec(b)?.[1], data: JSON.parse(/^data: (.*)$/m.exec(b)![1]!) }))
   return { events, done }
+}
+
+/**
+ * Opens a stream, reads until `marker` shows (the first text), then goes away; resolves once the
+ * upstream simulator saw its request cancelled.
+ */
+export async function leaveMidStream(url: string, init: { headers: Record<string, string>; body: object }, marker: string, upstream: { stats: { cancelled: number } }) {
+  const abort = new AbortController()
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...init.headers }, body: JSON.stringify(init.body), signal: abort.signal })
+  const reader = res.body!.getReader()
+  let seen = ''
+  while (!seen.includes(marker)) seen += new TextDecoder().decode((await reader.read()).value)
+  const before = upstream.stats.cancelled
+  abort.abort()
+  // The simulator's stream would go on for seconds; the upstream call must end long before.
+  await waitFor(() => upstream.stats.cancelled > before, { timeoutMs: 3_000, what: 'the upstream stream to be cancelled' })
 }

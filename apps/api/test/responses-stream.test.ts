@@ -7,7 +7,7 @@ import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue, Protocol } from '@roster/gateway'
 import { useTestTenant, waitFor } from '@roster/testing'
-import { buildTestApp, SIM_PATHS as PATHS, simEndpoint, simModel, sseEvents } from './helpers.js'
+import { buildTestApp, leaveMidStream, SIM_PATHS as PATHS, simEndpoint, simModel, sseEvents } from './helpers.js'
 
 // Streaming POST /responses over each provider protocol, through both official clients and raw
 // SSE, against the upstream simulator; faults, fallbacks and a client that goes away.
@@ -267,20 +267,7 @@ describe('failures while streaming', () => {
   })
 
   it('a client that goes away cancels the upstream request', async () => {
-    const abort = new AbortController()
-    const res = await fetch(`${baseURL}/responses`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'roster-sim/slow', input: 'a long one', stream: true }),
-      signal: abort.signal,
-    })
-    const reader = res.body!.getReader()
-    let seen = ''
-    while (!seen.includes('response.output_text.delta')) seen += new TextDecoder().decode((await reader.read()).value)
-    const before = slow.stats.cancelled
-    abort.abort()
-    // 200 tokens at 20/s would take 10 s; the upstream stream must end long before.
-    await waitFor(() => slow.stats.cancelled > before, { timeoutMs: 3_000, what: 'the upstream stream to be cancelled' })
+    await leaveMidStream(`${baseURL}/responses`, { headers: { authorization: `Bearer ${env.tenant.keys.user}` }, body: { model: 'roster-sim/slow', input: 'a long one', stream: true } }, 'response.output_text.delta', slow)
   })
 
   it('a client that goes away cancels a whole-reply request too, and a stream before its first event', async () => {
