@@ -3,15 +3,15 @@ import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { OpenRouter } from '@openrouter/sdk'
 import OpenAI from 'openai'
-import { composeCommand, dockerProblem, repoRoot, waitFor } from '@roster/testing'
+import { composeCommand, containerTestsProblem, repoRoot, waitFor } from '@roster/testing'
 import { startRoster, type StartedRoster } from '../src/index.js'
-import { buildImage, image } from './image.js'
+import { buildImage, CONTAINER_TEST_IMAGES, image } from './image.js'
 
 // Roster in containers, for real: the image built from the Dockerfile (its base image a build
 // argument: ROSTER_NODE_IMAGE, the official node:20 image by default), the compose file brought up
 // and down, and the testcontainers package a user's suite would call. Other images are settings
 // too (ROSTER_POSTGRES_IMAGE, ROSTER_REDIS_IMAGE; on machines without a registry, local stand-ins).
-const problem = await dockerProblem()
+const problem = await containerTestsProblem(CONTAINER_TEST_IMAGES)
 if (problem) console.warn(`Roster's container tests cannot run here: ${problem}`)
 
 const run = (cmd: string, args: string[], env: Record<string, string> = {}, timeoutMs = 600_000) => {

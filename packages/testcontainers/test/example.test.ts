@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
 import OpenAI from 'openai'
-import { dockerProblem } from '@roster/testing'
+import { containerTestsProblem } from '@roster/testing'
 import { startRoster, type StartedRoster } from '../src/index.js'
-import { buildImage } from './image.js'
+import { buildImage, CONTAINER_TEST_IMAGES } from './image.js'
 
 // The README's example suite (section "Containers"), run as written: readme-example.test.ts checks
 // that the README shows exactly the lines between the markers.
-const problem = await dockerProblem()
+const problem = await containerTestsProblem(CONTAINER_TEST_IMAGES)
 if (problem) console.warn(`the README's testcontainers example cannot run here: ${problem}`)
 
 describe.skipIf(problem)("the README's testcontainers example", () => {

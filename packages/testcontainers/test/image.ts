@@ -4,6 +4,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { repoRoot } from '@roster/testing'
 
+/** The images the container tests build from or start (each a setting, the official image by default). */
+export const CONTAINER_TEST_IMAGES = [
+  process.env.ROSTER_NODE_IMAGE ?? 'node:20-bookworm-slim',
+  process.env.ROSTER_POSTGRES_IMAGE ?? 'postgres:16',
+  process.env.ROSTER_REDIS_IMAGE ?? 'redis:7',
+  ...(process.env.TESTCONTAINERS_RYUK_DISABLED === 'true' ? [] : [process.env.RYUK_CONTAINER_IMAGE ?? 'testcontainers/ryuk:0.14.0']),
+]
+
 /** The image the container tests run: ROSTER_IMAGE, else roster:local. */
 export const image = process.env.ROSTER_IMAGE ?? 'roster:local'
 

@@ -14,6 +14,31 @@ export async function dockerProblem(): Promise<string | undefined> {
   }
 }
 
+/**
+ * Why these images cannot be had here (neither present nor pullable), or undefined. A machine
+ * without a registry builds local stand-ins and names them in the image settings.
+ */
+export function imagesProblem(images: string[]): string | undefined {
+  for (const image of images) {
+    if (spawnSync('docker', ['image', 'inspect', image], { stdio: 'ignore' }).status === 0) continue
+    const pulled = spawnSync('docker', ['pull', image], { encoding: 'utf8', timeout: 120_000 })
+    if (pulled.status !== 0) {
+      return `the image ${image} is not here and cannot be pulled (${(pulled.stderr || String(pulled.error ?? '')).trim().split('\n').pop()}); where no registry is reachable, run scripts/containers/build-local-images.sh and set ROSTER_NODE_IMAGE, ROSTER_POSTGRES_IMAGE, ROSTER_REDIS_IMAGE (and RYUK_CONTAINER_IMAGE) to its images`
+    }
+  }
+  return undefined
+}
+
+/**
+ * Why the container tests cannot run here, or undefined: no engine, or an image they need cannot
+ * be had. With ROSTER_TEST_CONTAINERS=require (CI) that is a failure, not a skip.
+ */
+export async function containerTestsProblem(images: string[]): Promise<string | undefined> {
+  const problem = (await dockerProblem()) ?? imagesProblem(images)
+  if (problem && process.env.ROSTER_TEST_CONTAINERS === 'require') throw new Error(`ROSTER_TEST_CONTAINERS=require, but the container tests cannot run: ${problem}`)
+  return problem
+}
+
 /** How to call Compose here: the v2 plugin (`docker compose`), else v1 (`docker-compose`), else undefined. */
 export function composeCommand(): { cmd: string; args: string[]; v2: boolean } | undefined {
   if (spawnSync('docker', ['compose', 'version'], { stdio: 'ignore' }).status === 0) return { cmd: 'docker', args: ['compose'], v2: true }

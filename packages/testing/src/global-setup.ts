@@ -15,10 +15,20 @@ const root = join(import.meta.dirname, '..', '..', '..')
  */
 export default async function setup() {
   const want = { postgres: !process.env.DATABASE_URL, redis: !process.env.REDIS_URL }
-  const docker = want.postgres || want.redis ? await dockerProblem() : 'DATABASE_URL and REDIS_URL are set'
-  // `npm run test:containers` must not fall back to local servers unnoticed.
-  if (docker && process.env.ROSTER_TEST_CONTAINERS === 'require') throw new Error(`ROSTER_TEST_CONTAINERS=require, but the tests cannot use containers: ${docker}`)
-  const containers = docker ? undefined : await startServiceContainers(want)
+  let containers: Awaited<ReturnType<typeof startServiceContainers>> | undefined
+  if (want.postgres || want.redis) {
+    let problem = await dockerProblem()
+    if (!problem) {
+      try {
+        containers = await startServiceContainers(want)
+      } catch (err) {
+        problem = `the containers could not start (${(err as Error).message.split('\n')[0]}); where no image registry is reachable, build local images (scripts/containers/build-local-images.sh) and set ROSTER_POSTGRES_IMAGE / ROSTER_REDIS_IMAGE`
+      }
+    }
+    // `npm run test:containers` (and CI) must not fall back to local servers unnoticed.
+    if (problem && process.env.ROSTER_TEST_CONTAINERS === 'require') throw new Error(`ROSTER_TEST_CONTAINERS=require, but the tests cannot use containers: ${problem}`)
+    if (problem) process.stdout.write(`tests: the local Postgres and Redis, not containers: ${problem}\n`)
+  }
   if (containers?.databaseUrl) process.env.DATABASE_URL = containers.databaseUrl
   if (containers?.redisUrl) process.env.REDIS_URL = containers.redisUrl
   if (containers) process.stdout.write(`tests: ${[containers.databaseUrl && 'Postgres', containers.redisUrl && 'Redis'].filter(Boolean).join(' and ')} in containers (testcontainers), as DATABASE_URL / REDIS_URL are unset and Docker answers\n`)
