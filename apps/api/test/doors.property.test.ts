@@ -63,40 +63,38 @@ const onModel = (arb: fc.Arbitrary<Record<string, unknown>>, within: (b: Record<
 const send = (url: string, body: object) =>
   app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' }, payload: body })
 
+/**
+ * Sends generated requests to a door: each is served with a reply the client's type accepts, or
+ * refused with a 4xx whose body `refusal` holds; never a 5xx. Enough are served to reach the engine.
+ */
+async function holds(url: string, requests: fc.Arbitrary<Record<string, unknown>>, reply: (value: unknown) => string[], refusal: (status: number) => object) {
+  let served = 0
+  await fc.assert(
+    fc.asyncProperty(requests, async (body) => {
+      const res = await send(url, body)
+      const context = `${res.statusCode} ${res.body.slice(0, 500)}\nfor ${JSON.stringify(body).slice(0, 1200)}`
+      expect(res.statusCode, context).toBeLessThan(500)
+      if (res.statusCode === 200) {
+        served++
+        expect(reply(res.json()), context).toEqual([])
+      } else expect(res.json(), context).toMatchObject(refusal(res.statusCode))
+    }),
+    { numRuns: 150 },
+  )
+  expect(served).toBeGreaterThan(5)
+}
+
 describe('the doors with any request their clients’ types allow', () => {
   it('/chat/completions serves it (a reply the openai client’s type accepts) or refuses it with a 4xx, never a 5xx', async () => {
-    const reply = clientType('openai', 'ChatCompletion')
-    let served = 0
-    await fc.assert(
-      fc.asyncProperty(onModel(bodies('openai', 'ChatCompletionCreateParamsNonStreaming'), chatWithin), async (body) => {
-        const res = await send('/api/v1/chat/completions', body)
-        const context = `${res.statusCode} ${res.body.slice(0, 500)}\nfor ${JSON.stringify(body).slice(0, 1200)}`
-        expect(res.statusCode, context).toBeLessThan(500)
-        if (res.statusCode === 200) {
-          served++
-          expect(reply(res.json()), context).toEqual([])
-        } else expect(res.json().error, context).toMatchObject({ code: res.statusCode, message: expect.any(String), metadata: { error_type: expect.any(String) } })
-      }),
-      { numRuns: 150 },
-    )
-    expect(served).toBeGreaterThan(5)
+    await holds('/api/v1/chat/completions', onModel(bodies('openai', 'ChatCompletionCreateParamsNonStreaming'), chatWithin), clientType('openai', 'ChatCompletion'), (status) => ({
+      error: { code: status, message: expect.any(String), metadata: { error_type: expect.any(String) } },
+    }))
   })
 
   it('/messages serves it (a Message the Anthropic client’s type accepts) or refuses it with a 4xx in its shape, never a 5xx', async () => {
-    const reply = clientType('anthropic', 'Message')
-    let served = 0
-    await fc.assert(
-      fc.asyncProperty(onModel(bodies('anthropic', 'MessageCreateParamsNonStreaming'), messagesWithin), async (body) => {
-        const res = await send('/api/v1/messages', body)
-        const context = `${res.statusCode} ${res.body.slice(0, 500)}\nfor ${JSON.stringify(body).slice(0, 1200)}`
-        expect(res.statusCode, context).toBeLessThan(500)
-        if (res.statusCode === 200) {
-          served++
-          expect(reply(res.json()), context).toEqual([])
-        } else expect(res.json(), context).toMatchObject({ type: 'error', error: { type: expect.stringMatching(/_error$|^request_too_large$/), message: expect.any(String) } })
-      }),
-      { numRuns: 150 },
-    )
-    expect(served).toBeGreaterThan(5)
+    await holds('/api/v1/messages', onModel(bodies('anthropic', 'MessageCreateParamsNonStreaming'), messagesWithin), clientType('anthropic', 'Message'), () => ({
+      type: 'error',
+      error: { type: expect.stringMatching(/_error$|^request_too_large$/), message: expect.any(String) },
+    }))
   })
 })
