@@ -30,8 +30,8 @@ afterAll(async () => {
 const wsUrl = () => `${baseURL.replace(/^http/, 'ws')}/responses`
 
 /** A raw connection that keeps every message it receives. */
-async function connect(key = env.tenant.keys.user) {
-  const socket = new WebSocket(wsUrl(), { headers: { authorization: `Bearer ${key}` } })
+async function connect(key = env.tenant.keys.user, headers: Record<string, string> = {}) {
+  const socket = new WebSocket(wsUrl(), { headers: { authorization: `Bearer ${key}`, ...headers } })
   const received: any[] = []
   socket.on('message', (data) => received.push(JSON.parse(String(data))))
   await new Promise<void>((resolve, reject) => {
@@ -69,6 +69,15 @@ describe('/responses over WebSocket', () => {
     // The same request over SSE: the same events, in the same order.
     const sse = sseEvents(await (await fetch(`${baseURL}/responses`, { method: 'POST', headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'roster-sim/chat', input: 'hello', stream: true }) })).text())
     expect(shape(a)).toEqual(shape(sse.events.map((e) => e.data)))
+  })
+
+  it('takes the routing-metadata opt-in from the upgrade request, as POST /responses takes it from its headers', async () => {
+    const c = await connect(env.tenant.keys.user, { 'x-openrouter-metadata': 'enabled' })
+    c.send({ type: 'response.create', model: 'roster-sim/chat', input: 'where did this run?' })
+    await waitFor(ended(c.received, 1), { what: 'the response' })
+    expect(invalidEvents(c.received)).toEqual([])
+    expect(c.received.at(-1).response.openrouter_metadata).toMatchObject({ attempt: 1, strategy: expect.any(String) })
+    c.socket.close()
   })
 
   it('answers a previous_response_id with previous_response_not_found, and stays usable', async () => {

@@ -75,7 +75,7 @@ export interface SpanOptions {
  */
 export async function inSpan<T>(name: string, options: SpanOptions, work: (span: Span | undefined) => Promise<T>): Promise<T> {
   if (!tracing.on) return work(undefined)
-  const parent = options.parent === undefined ? context.active() : contextFrom(options.parent)
+  const parent = parentOf(options)
   const span = tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, parent)
   try {
     return await context.with(trace.setSpan(parent, span), () => work(span))
@@ -90,9 +90,11 @@ export async function inSpan<T>(name: string, options: SpanOptions, work: (span:
 /** Starts a span the caller ends (for work that ends in a callback); undefined with tracing off. */
 export function startSpan(name: string, options: SpanOptions = {}): Span | undefined {
   if (!tracing.on) return undefined
-  const parent = options.parent === undefined ? context.active() : contextFrom(options.parent)
-  return tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, parent)
+  return tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, parentOf(options))
 }
+
+/** The context a span starts under: the carrier's, or the active one. */
+const parentOf = (options: SpanOptions): Context => (options.parent === undefined ? context.active() : contextFrom(options.parent))
 
 export function failSpan(span: Span, err: unknown) {
   span.recordException(err instanceof Error ? err : String(err))

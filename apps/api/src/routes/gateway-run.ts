@@ -5,7 +5,7 @@ import { designatedPresetVersion } from '@roster/shared'
 import { Cancellation, PresetInputError, gatewayError, applyPreset, presetReference, type CallOptions, type DoorStream, type ResponseObject, type ResponsesRequest } from '@roster/gateway'
 import type { AppDeps } from '../deps.js'
 
-export const header = (req: FastifyRequest, name: string) => {
+const header = (req: FastifyRequest, name: string) => {
   const v = req.headers[name]
   return Array.isArray(v) ? v[0] : v
 }
@@ -37,6 +37,23 @@ export const sparseValidator =
     }
   }
 
+/**
+ * A gateway call's options from the request that asked for it, whatever the route or transport:
+ * the sticky-session header, the routing-metadata opt-in, the cancellation that ends the upstream
+ * call with the client, and the door.
+ */
+export function callOptions(req: FastifyRequest, cancel: Cancellation, door: string, doorStream?: DoorStream): CallOptions {
+  return { sessionHeader: header(req, 'x-session-id'), metadata: metadataOptIn(req), cancel, door, doorStream }
+}
+
+/** Cancelled when the client goes away before the reply is whole. */
+export function cancelledOnClose(reply: FastifyReply): Cancellation {
+  const cancel = new Cancellation()
+  // A response closes once: `on` spares the wrapper `once` makes.
+  reply.raw.on('close', () => reply.raw.writableFinished || cancel.cancel())
+  return cancel
+}
+
 /** What a door gives the engine besides the neutral request: its name, and (streaming) its event writer. */
 export interface Door {
   name: 'responses' | 'chat_completions' | 'messages'
@@ -55,10 +72,8 @@ export async function runGateway(deps: AppDeps, req: FastifyRequest, reply: Fast
   const preset = presetReference(neutral)
   const body = preset ? await withPreset(deps, req.caller!.workspaceId, neutral, preset.slug) : neutral
   // A client that goes away cancels the upstream request with it.
-  const cancel = new Cancellation()
-  // A response closes once: `on` spares the wrapper `once` makes.
-  reply.raw.on('close', () => reply.raw.writableFinished || cancel.cancel())
-  const opts: CallOptions = { sessionHeader: header(req, 'x-session-id'), metadata: metadataOptIn(req), cancel, door: door.name, doorStream: door.stream }
+  const cancel = cancelledOnClose(reply)
+  const opts = callOptions(req, cancel, door.name, door.stream)
   if (!body.stream) {
     try {
       return await deps.responses.respond(body, opts)

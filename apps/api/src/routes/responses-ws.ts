@@ -5,7 +5,7 @@ import { Cancellation, GatewayError, describeIssues, openResponsesErrorType, par
 import { requireKey } from '../plugins/auth.js'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
-import { header } from './gateway-run.js'
+import { callOptions } from './gateway-run.js'
 import { RESPONSES_BODY_LIMIT } from './responses.js'
 
 /** Requests one connection may have waiting behind the one being answered. */
@@ -82,19 +82,15 @@ async function answer(deps: AppDeps, req: FastifyRequest, socket: WebSocket, tex
   const parsed = parseResponsesRequest({ ...body, stream: true })
   if (!parsed.success) return sendError(socket, 400, 'invalid_request', `invalid request: ${describeIssues(parsed.error)}`)
 
-  // This request's upstream call ends with it, or with the connection.
-  const cancel = new Cancellation()
-  const stop = () => cancel.cancel()
-  socket.once('close', stop)
+  // The connection's cancellation ends the upstream call when the client goes away (its listener
+  // is removed when the call ends, so one serves every request on the connection).
   try {
-    await deps.responses.stream(parsed.data, { sessionHeader: header(req, 'x-session-id'), cancel, door: 'responses_ws' }, webSocketSink(socket))
+    await deps.responses.stream(parsed.data, callOptions(req, connection, 'responses_ws'), webSocketSink(socket))
   } catch (err) {
-    if (connection.aborted || cancel.aborted) return
+    if (connection.aborted) return
     if (err instanceof GatewayError) return sendError(socket, err.status, err.errorType, err.message)
     req.log.error({ err }, 'responses websocket request failed')
     sendError(socket, 500, 'server', 'the request failed; it may be sent again')
-  } finally {
-    socket.off('close', stop)
   }
 }
 

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { Cancellation, CompactRequest, ResponsesRequest, parseResponsesRequest } from '@roster/gateway'
+import { CompactRequest, ResponsesRequest, parseResponsesRequest } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
-import { runGateway, sparseValidator, type Door } from './gateway-run.js'
+import { callOptions, cancelledOnClose, runGateway, sparseValidator, type Door } from './gateway-run.js'
 
 export const RESPONSES_BODY_LIMIT = 20 * 1024 * 1024
 
@@ -39,11 +39,7 @@ export const compactRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) 
       config: { canonicalErrorTypes: true },
       schema: { operationId: 'compactResponse', summary: 'Compact a conversation (Open Responses)', body: CompactRequest },
     },
-    async (req, reply) => {
-      // A client that goes away cancels the model call with it.
-      const cancel = new Cancellation()
-      reply.raw.on('close', () => reply.raw.writableFinished || cancel.cancel())
-      return deps.responses.compact(req.body, { door: 'compact', cancel })
-    },
+    // A client that goes away cancels the model call with it.
+    async (req, reply) => deps.responses.compact(req.body, callOptions(req, cancelledOnClose(reply), 'compact')),
   )
 }

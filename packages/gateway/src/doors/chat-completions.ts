@@ -137,8 +137,8 @@ export function chatToNeutral(req: ChatCompletionRequest): ResponsesRequest {
   const maxTokens = req.max_completion_tokens ?? req.max_tokens
   if (maxTokens != null) out.max_output_tokens = maxTokens
   if (req.logprobs && req.top_logprobs != null) out.top_logprobs = req.top_logprobs
-  if (req.modalities) out.modalities = req.modalities.filter((m) => m !== 'audio')
   if (req.modalities?.includes('audio')) throw invalid('/modalities audio output is not served by this Roster')
+  if (req.modalities) out.modalities = req.modalities
 
   const input: Json[] = []
   req.messages.forEach((m, i) => {

@@ -98,8 +98,8 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
   for (const k of SAME) if (req[k] != null) out[k] = req[k]
   if (req.stop_sequences?.length) out.stop = req.stop_sequences
   if (req.metadata?.user_id) out.user = req.metadata.user_id
-  if (req.service_tier && req.service_tier !== 'standard_only') out.service_tier = req.service_tier
-  if (req.service_tier === 'standard_only') out.service_tier = 'default'
+  // Anthropic's `standard_only` is the default tier; its `auto` and the official client's tiers are the engine's own.
+  if (req.service_tier) out.service_tier = req.service_tier === 'standard_only' ? 'default' : req.service_tier
 
   const input: Json[] = []
   if (req.system !== undefined) {
