@@ -31,7 +31,7 @@ export function gatewayTracing(): GatewayObserver {
         if (!span) return
         if (end.firstByteMs !== undefined) span.setAttribute('gen_ai.response.time_to_first_chunk', end.firstByteMs / 1000)
         if (end.ok) {
-          span.setAttribute('gen_ai.response.model', call.upstreamModel)
+          // gen_ai.response.model is left out: the adapters do not read the model a provider reports.
           if (end.finish) span.setAttribute('gen_ai.response.finish_reasons', [end.finish])
           if (end.usage) {
             span.setAttribute('gen_ai.usage.input_tokens', end.usage.input)
