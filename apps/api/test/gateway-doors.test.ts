@@ -127,6 +127,46 @@ describe('POST /chat/completions', () => {
     })
   })
 
+  describe.each(SIM_PROTOCOLS)('log probabilities from a model speaking %s', (protocol) => {
+    // Anthropic's protocol reports none: the door says so (null) rather than inventing them.
+    const gives = protocol !== 'anthropic-messages'
+
+    it('are passed through when asked, whole and streamed, in the shape the clients read', async () => {
+      const body = { model: modelOf(protocol), messages: [{ role: 'user', content: 'hello there' }], logprobs: true, top_logprobs: 2 }
+      const whole = (await (await post('/chat/completions', body)).json()) as any
+      expect(chatCompletion(whole)).toEqual([])
+      expect(ChatResult$inboundSchema.safeParse(whole).success).toBe(true)
+      const logprobs = whole.choices[0].logprobs
+      if (!gives) expect(logprobs).toBeNull()
+      else {
+        expect(logprobs.refusal).toBeNull()
+        expect(logprobs.content.map((l: any) => l.token).join('')).toBe(whole.choices[0].message.content)
+        for (const l of logprobs.content) {
+          expect(l.logprob).toBeLessThanOrEqual(0)
+          expect(l.top_logprobs).toHaveLength(2)
+          expect(Buffer.from(l.bytes).toString()).toBe(l.token)
+        }
+        // Asked upstream in the provider's own terms.
+        const sent = sim.stats.lastBody[UPSTREAM_PATH[protocol]] as any
+        if (protocol === 'openai-chat') expect(sent).toMatchObject({ logprobs: true, top_logprobs: 2 })
+        else expect(sent).toMatchObject({ include: ['message.output_text.logprobs'], top_logprobs: 2 })
+      }
+      const { events } = sseEvents(await (await post('/chat/completions', { ...body, stream: true })).text())
+      const chunks = events.map((e) => e.data)
+      checkChunks(chunks)
+      const streamed = chunks.flatMap((c) => c.choices[0]?.logprobs?.content ?? [])
+      expect(streamed).toEqual(gives ? logprobs.content : [])
+    })
+
+    it('are not asked for, nor given, when the request does not ask', async () => {
+      const whole = (await (await post('/chat/completions', { model: modelOf(protocol), messages: [{ role: 'user', content: 'hello there' }] })).json()) as any
+      expect(whole.choices[0].logprobs).toBeNull()
+      const sent = sim.stats.lastBody[UPSTREAM_PATH[protocol]] as any
+      expect(sent.logprobs).toBeUndefined()
+      expect(sent.top_logprobs).toBeUndefined()
+    })
+  })
+
   it('works through the openai client, streamed and not, with tools', async () => {
     const openai = new OpenAI({ apiKey: key(), baseURL, maxRetries: 0 })
     const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'get_weather', parameters: WEATHER } }]

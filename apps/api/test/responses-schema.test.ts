@@ -57,6 +57,7 @@ const CASES: Record<string, Record<string, unknown>> = {
     text: { verbosity: 'max' },
     reasoning: { effort: 'minimal' },
   },
+  'log probabilities asked for': { input: 'hello there', include: ['message.output_text.logprobs'], top_logprobs: 3 },
   'reasoning and a function call': { input: 'weather?', reasoning: { effort: 'max', summary: 'auto' }, tools: [weather], tool_choice: 'auto' },
   'a function tool without a description or strict': { input: 'weather?', tools: [{ type: 'function', name: 'f', parameters: null }], tool_choice: { type: 'function', name: 'f' } },
   'a function result sent back': {
@@ -107,6 +108,19 @@ describe('every Response is a valid Open Responses ResponseResource', () => {
       })
     }
   }
+
+  it("with the output text's log probabilities from the endpoints that give them", async () => {
+    for (const protocol of ['openai-chat', 'openai-responses'] as const) {
+      const body = (await post({ model: `roster-sim/${PATHS[protocol]}`, input: 'hello there', include: ['message.output_text.logprobs'], top_logprobs: 3 })).json()
+      const part = body.output[0].content[0]
+      expect(part.logprobs.map((l: { token: string }) => l.token).join(''), protocol).toBe(part.text)
+      expect(part.logprobs.every((l: { top_logprobs: unknown[] }) => l.top_logprobs.length === 3), protocol).toBe(true)
+      const { events } = sseEvents((await post({ model: `roster-sim/${PATHS[protocol]}`, input: 'hello there', stream: true, include: ['message.output_text.logprobs'], top_logprobs: 3 })).body)
+      const deltas = events.filter((e) => e.data.type === 'response.output_text.delta').flatMap((e) => e.data.logprobs)
+      expect(deltas, protocol).toEqual(part.logprobs)
+      expect(events.find((e) => e.data.type === 'response.output_text.done')!.data.logprobs, protocol).toEqual(part.logprobs)
+    }
+  })
 
   it('with the routing metadata the opt-in adds (service_metadata and openrouter_metadata)', async () => {
     const res = await post({ model: 'roster-sim/chat', input: 'hi' }, { 'x-openrouter-metadata': 'enabled' })

@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import { emptyUsage, type Delta, type Finish, type Usage } from './deltas.js'
-
-type Json = Record<string, any>
+import type { FunctionCallItem, ItemEvent, LogProb, MessageItem, OutputItem, OutputText, ReasoningItem, Refusal, ServerToolItem } from './wire.js'
 
 /** Receives each Open Responses event as it is made (streaming); absent for a whole reply. */
-export type Emit = (type: string, fields: Json) => void
+export type Emit = (event: ItemEvent) => void
 
 // Ids need to be unique, not secret: a random per-process part and a counter are as unique as
 // 12 random bytes each time, without a call into the system's random source per item.
@@ -16,19 +15,20 @@ interface OpenText {
   kind: 'text' | 'refusal'
   index: number
   text: string
+  logprobs: LogProb[]
 }
 interface OpenMessage {
-  item: Json
+  item: MessageItem
   index: number
   part?: OpenText
 }
 interface OpenReasoning {
-  item: Json
+  item: ReasoningItem
   index: number
   text: string
 }
 interface OpenCall {
-  item: Json
+  item: FunctionCallItem
   index: number
   /** Calls of server tools are run by Roster, so the client sees their result items instead. */
   server: boolean
@@ -48,7 +48,7 @@ export interface TurnCall {
  * are numbered in the order they are added; an item closes when something else starts.
  */
 export class ResponseAssembler {
-  readonly output: Json[] = []
+  readonly output: OutputItem[] = []
   readonly usage: Usage = emptyUsage()
   finish: Finish = 'stop'
   private turnUsage: Usage = emptyUsage()
@@ -67,7 +67,7 @@ export class ResponseAssembler {
     switch (d.type) {
       case 'text':
       case 'refusal':
-        if (d.delta) this.textDelta(d.type, d.delta)
+        if (d.delta) this.textDelta(d.type, d.delta, d.type === 'text' ? d.logprobs : undefined)
         return
       case 'reasoning':
         if (d.delta) this.reasoningDelta(d.delta)
@@ -111,54 +111,56 @@ export class ResponseAssembler {
   }
 
   /** An item Roster makes itself (a server tool's call): announced when it starts… */
-  startItem(pending: Json): number {
+  startItem(pending: ServerToolItem): number {
     const index = this.output.push(pending) - 1
-    this.emit?.('response.output_item.added', { output_index: index, item: pending })
+    this.emit?.({ type: 'response.output_item.added', output_index: index, item: pending })
     return index
   }
 
   /** …and replaced by its finished form when it is done. */
-  finishItem(index: number, item: Json) {
+  finishItem(index: number, item: ServerToolItem) {
     this.output[index] = item
-    this.emit?.('response.output_item.done', { output_index: index, item })
+    this.emit?.({ type: 'response.output_item.done', output_index: index, item })
   }
 
-  private add(item: Json): number {
+  private add(item: OutputItem): number {
     const index = this.output.push(item) - 1
-    this.emit?.('response.output_item.added', { output_index: index, item: { ...item } })
+    this.emit?.({ type: 'response.output_item.added', output_index: index, item: { ...item } })
     return index
   }
 
-  private textDelta(kind: 'text' | 'refusal', delta: string) {
+  private textDelta(kind: 'text' | 'refusal', delta: string, logprobs: LogProb[] | undefined) {
     this.closeReasoning()
     if (!this.message) {
-      const item = { type: 'message', id: itemId('msg'), role: 'assistant', status: 'in_progress', content: [] as Json[] }
+      const item: MessageItem = { type: 'message', id: itemId('msg'), role: 'assistant', status: 'in_progress', content: [] }
       this.message = { item, index: this.add(item) }
     }
     const m = this.message
     if (m.part?.kind !== kind) {
       this.closePart(m)
       const contentIndex = m.item.content.length
-      const part = kind === 'text' ? { type: 'output_text', text: '', annotations: [], logprobs: [] } : { type: 'refusal', refusal: '' }
+      const part: OutputText | Refusal = kind === 'text' ? { type: 'output_text', text: '', annotations: [], logprobs: [] } : { type: 'refusal', refusal: '' }
       m.item.content.push(part)
-      m.part = { kind, index: contentIndex, text: '' }
-      this.emit?.('response.content_part.added', { item_id: m.item.id, output_index: m.index, content_index: contentIndex, part: { ...part } })
+      m.part = { kind, index: contentIndex, text: '', logprobs: [] }
+      this.emit?.({ type: 'response.content_part.added', item_id: m.item.id, output_index: m.index, content_index: contentIndex, part: { ...part } })
     }
-    m.part!.text += delta
-    const at = { item_id: m.item.id, output_index: m.index, content_index: m.part!.index }
-    if (kind === 'text') this.emit?.('response.output_text.delta', { ...at, delta, logprobs: [] })
-    else this.emit?.('response.refusal.delta', { ...at, delta })
+    const p = m.part!
+    p.text += delta
+    if (logprobs) for (const l of logprobs) p.logprobs.push(l)
+    const at = { item_id: m.item.id, output_index: m.index, content_index: p.index }
+    if (kind === 'text') this.emit?.({ type: 'response.output_text.delta', ...at, delta, logprobs: logprobs ?? [] })
+    else this.emit?.({ type: 'response.refusal.delta', ...at, delta })
   }
 
   private closePart(m: OpenMessage) {
     const p = m.part
     if (!p) return
     const at = { item_id: m.item.id, output_index: m.index, content_index: p.index }
-    const part = p.kind === 'text' ? { type: 'output_text', text: p.text, annotations: [], logprobs: [] } : { type: 'refusal', refusal: p.text }
+    const part: OutputText | Refusal = p.kind === 'text' ? { type: 'output_text', text: p.text, annotations: [], logprobs: p.logprobs } : { type: 'refusal', refusal: p.text }
     m.item.content[p.index] = part
-    if (p.kind === 'text') this.emit?.('response.output_text.done', { ...at, text: p.text, logprobs: [] })
-    else this.emit?.('response.refusal.done', { ...at, refusal: p.text })
-    this.emit?.('response.content_part.done', { ...at, part })
+    if (p.kind === 'text') this.emit?.({ type: 'response.output_text.done', ...at, text: p.text, logprobs: p.logprobs })
+    else this.emit?.({ type: 'response.refusal.done', ...at, refusal: p.text })
+    this.emit?.({ type: 'response.content_part.done', ...at, part })
     m.part = undefined
   }
 
@@ -167,32 +169,32 @@ export class ResponseAssembler {
     if (!m) return
     this.closePart(m)
     m.item.status = 'completed'
-    this.emit?.('response.output_item.done', { output_index: m.index, item: m.item })
+    this.emit?.({ type: 'response.output_item.done', output_index: m.index, item: m.item })
     this.message = undefined
   }
 
   private reasoningDelta(delta: string) {
     this.closeMessage()
     if (!this.reasoning) {
-      const item = { type: 'reasoning', id: itemId('rs'), summary: [] as Json[] }
+      const item: ReasoningItem = { type: 'reasoning', id: itemId('rs'), summary: [] }
       const index = this.add(item)
       this.reasoning = { item, index, text: '' }
-      this.emit?.('response.reasoning_summary_part.added', { item_id: item.id, output_index: index, summary_index: 0, part: { type: 'summary_text', text: '' } })
+      this.emit?.({ type: 'response.reasoning_summary_part.added', item_id: item.id, output_index: index, summary_index: 0, part: { type: 'summary_text', text: '' } })
     }
     const r = this.reasoning
     r.text += delta
-    this.emit?.('response.reasoning_summary_text.delta', { item_id: r.item.id, output_index: r.index, summary_index: 0, delta })
+    this.emit?.({ type: 'response.reasoning_summary_text.delta', item_id: r.item.id, output_index: r.index, summary_index: 0, delta })
   }
 
   private closeReasoning() {
     const r = this.reasoning
     if (!r) return
-    const part = { type: 'summary_text', text: r.text }
+    const part = { type: 'summary_text' as const, text: r.text }
     r.item.summary = [part]
     const at = { item_id: r.item.id, output_index: r.index, summary_index: 0 }
-    this.emit?.('response.reasoning_summary_text.done', { ...at, text: r.text })
-    this.emit?.('response.reasoning_summary_part.done', { ...at, part })
-    this.emit?.('response.output_item.done', { output_index: r.index, item: r.item })
+    this.emit?.({ type: 'response.reasoning_summary_text.done', ...at, text: r.text })
+    this.emit?.({ type: 'response.reasoning_summary_part.done', ...at, part })
+    this.emit?.({ type: 'response.output_item.done', output_index: r.index, item: r.item })
     this.reasoning = undefined
   }
 
@@ -202,7 +204,7 @@ export class ResponseAssembler {
       this.closeReasoning()
       this.closeMessage()
       const name = d.name ?? ''
-      const item = { type: 'function_call', id: itemId('fc'), call_id: d.id || itemId('call'), name, arguments: '', status: 'in_progress' }
+      const item: FunctionCallItem = { type: 'function_call', id: itemId('fc'), call_id: d.id || itemId('call'), name, arguments: '', status: 'in_progress' }
       const server = this.serverTools.has(name)
       // A server tool's call is not the client's to see as a function call: it gets a result item.
       call = { item, index: server ? -1 : this.add(item), server }
@@ -210,7 +212,7 @@ export class ResponseAssembler {
     }
     if (!d.arguments) return
     call.item.arguments += d.arguments
-    if (!call.server) this.emit?.('response.function_call_arguments.delta', { item_id: call.item.id, output_index: call.index, delta: d.arguments })
+    if (!call.server) this.emit?.({ type: 'response.function_call_arguments.delta', item_id: call.item.id, output_index: call.index, delta: d.arguments })
   }
 
   private closeCall(call: OpenCall) {
@@ -218,7 +220,7 @@ export class ResponseAssembler {
     this.turnCalls.push({ callId: item.call_id, name: item.name, arguments: item.arguments, server: call.server })
     if (call.server) return
     item.status = 'completed'
-    this.emit?.('response.function_call_arguments.done', { item_id: item.id, output_index: call.index, name: item.name, arguments: item.arguments })
-    this.emit?.('response.output_item.done', { output_index: call.index, item })
+    this.emit?.({ type: 'response.function_call_arguments.done', item_id: item.id, output_index: call.index, name: item.name, arguments: item.arguments })
+    this.emit?.({ type: 'response.output_item.done', output_index: call.index, item })
   }
 }

@@ -14,10 +14,13 @@ export interface Usage {
 
 export const emptyUsage = (): Usage => ({ input: 0, cached: 0, cacheWrite: 0, output: 0, reasoning: 0 })
 
+import type { LogProb, TopLogProb } from './wire.js'
+
 export type Finish = 'stop' | 'length' | 'tool_calls' | 'content_filter'
 
 export type Delta =
-  | { type: 'text'; delta: string }
+  /** A piece of text, with its tokens' log probabilities where the endpoint gives them. */
+  | { type: 'text'; delta: string; logprobs?: LogProb[] }
   | { type: 'refusal'; delta: string }
   | { type: 'reasoning'; delta: string }
   /** A function call's start (id and name) or a piece of its arguments; `index` tells calls apart. */
@@ -25,3 +28,31 @@ export type Delta =
   /** Usage as reported so far; later reports replace the fields they carry. */
   | { type: 'usage'; usage: Partial<Usage> }
   | { type: 'finish'; reason: Finish }
+
+const utf8 = new TextEncoder()
+
+function topLogprob(raw: unknown): TopLogProb | undefined {
+  if (!raw || typeof raw !== 'object') return undefined
+  const r = raw as { token?: unknown; logprob?: unknown; bytes?: unknown }
+  if (typeof r.token !== 'string' || typeof r.logprob !== 'number' || !Number.isFinite(r.logprob)) return undefined
+  // Chat Completions allows null bytes; Open Responses requires them: they are the token's UTF-8.
+  const given = Array.isArray(r.bytes) && r.bytes.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)
+  return { token: r.token, logprob: r.logprob, bytes: given ? (r.bytes as number[]) : [...utf8.encode(r.token)] }
+}
+
+/**
+ * Token log probabilities as a provider reported them (OpenAI Chat Completions' `logprobs.content`,
+ * OpenAI Responses' `logprobs`), in the one shape every door gives: entries that are not a token
+ * with a finite log probability are dropped rather than passed on to break a client's parser.
+ */
+export function logprobsOf(raw: unknown): LogProb[] | undefined {
+  if (!Array.isArray(raw) || raw.length === 0) return undefined
+  const out: LogProb[] = []
+  for (const entry of raw) {
+    const top = topLogprob(entry)
+    if (!top) continue
+    const alternatives = (entry as { top_logprobs?: unknown }).top_logprobs
+    out.push({ ...top, top_logprobs: Array.isArray(alternatives) ? alternatives.map(topLogprob).filter((t): t is TopLogProb => t !== undefined) : [] })
+  }
+  return out.length ? out : undefined
+}

@@ -17,7 +17,7 @@ import { Upstream, type CallHooks } from './upstream.js'
 import { traceOf, type TraceLogger } from './trace.js'
 import { Cancellation } from './cancellation.js'
 import { CompactionSeal, compactionRequest, compactResource, type CompactRequest } from './compaction.js'
-import type { ResponseObject } from './wire.js'
+import type { ResponseObject, ServerToolItem } from './wire.js'
 import type { GatewayObserver } from './observer.js'
 import type { CallOptions, Run, Timing } from './run.js'
 import { outcome, responseObject } from './response-object.js'
@@ -188,7 +188,7 @@ export class ResponsesEngine {
 
   /** Turns until the model stops calling server tools, or a stop condition ends the loop. */
   private async loop(run: Run) {
-    if (run.live) run.assembler.emit = (type, fields) => writeEvent(run, type, fields)
+    if (run.live) run.assembler.emit = (event) => writeEvent(run, event)
     const extra: Json[] = []
     const limit = maxToolSteps(run.req)
     let final = false
@@ -353,7 +353,7 @@ export class ResponsesEngine {
     try {
       args = JSON.parse(call.arguments || '{}')
     } catch {}
-    const item = { type: name, id: itemId('st'), call_id: call.callId, status: 'in_progress', arguments: call.arguments, output: null as string | null }
+    const item: ServerToolItem = { type: name as ServerToolItem['type'], id: itemId('st'), call_id: call.callId, status: 'in_progress', arguments: call.arguments, output: null }
     // Announced first, so a stream is open (and its client knows) while the tool runs.
     const index = run.assembler.startItem({ ...item })
     let output: unknown

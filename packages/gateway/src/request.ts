@@ -195,6 +195,15 @@ export function sparseParser<T>(shape: Record<string, z.ZodType>, refine?: (valu
 export const parseResponsesRequest = sparseParser<ResponsesRequest>(ResponsesFields.shape, crossFieldRules)
 
 /** max_tool_calls: default 30, which is also the most; ignored when stop conditions are given. */
+/**
+ * Whether the output text's log probabilities are asked for (`include` names them, or
+ * `top_logprobs` asks for alternatives), and with how many alternatives per token; undefined if not.
+ */
+export function logprobsWanted(req: ResponsesRequest): number | undefined {
+  if (req.include?.includes('message.output_text.logprobs')) return req.top_logprobs ?? 0
+  return req.top_logprobs ? req.top_logprobs : undefined
+}
+
 export function maxToolSteps(req: ResponsesRequest): number | undefined {
   return req.stop_server_tools_when ? undefined : (req.max_tool_calls ?? 30)
 }

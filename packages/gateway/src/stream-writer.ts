@@ -2,13 +2,12 @@ import type { DoorStream } from './doors/door.js'
 import { openResponsesErrorType, type GatewayError } from './errors.js'
 import { responseObject } from './response-object.js'
 import type { Run } from './run.js'
+import type { ItemEvent, StreamEvent } from './wire.js'
 
 // A run's stream: its events written to the client's sink as Server-Sent Events (Open Responses
 // events, or another door's through its DoorStream), with the buffering that sends what one read
 // from the provider brought in one write, and the backpressure that stops reading the provider
 // while the client does not keep up.
-
-type Json = Record<string, any>
 
 /** Where a stream goes. `open` is called once, just before the first event. */
 export interface StreamSink {
@@ -31,7 +30,8 @@ export interface Live {
   opened: boolean
   /** Events written since the current upstream attempt began (0: another endpoint may still be tried). */
   sinceAttempt: number
-  pendingDebug?: Json
+  /** The upstream body, shown first when the request asked for it (debug.echo_upstream_body). */
+  pendingDebug?: object
   backlog: boolean
   /** The sink is corked until the end of this tick (holdForTick). */
   held: boolean
@@ -48,47 +48,57 @@ export function holdForTick(live: Live) {
   })
 }
 
-/** One SSE event: `event:` equal to `type`, `sequence_number` from 0. Opens the stream on first use. */
-export function writeEvent(run: Run, type: string, fields: Json) {
+/** One SSE event: `event:` equal to its type, `sequence_number` from 0. Opens the stream on first use. */
+export function writeEvent(run: Run, event: StreamEvent) {
   const live = run.live!
   const door = run.opts.doorStream
-  if (door) return writeThrough(run, door, type, fields)
-  if (!live.opened) {
-    live.opened = true
-    live.sink.open()
-    // The first byte waits on this: the starting Response is serialized once for both events.
-    const response = `{"response":${JSON.stringify(responseObject(run, 'in_progress'))}}`
-    send(live, 'response.created', response)
-    send(live, 'response.in_progress', response)
-  }
+  if (door) return writeThrough(run, door, event as ItemEvent)
+  openStream(run)
   if (live.pendingDebug) {
     const body = live.pendingDebug
     live.pendingDebug = undefined
     send(live, 'response.debug', JSON.stringify({ debug: { echo_upstream_body: body } }))
   }
-  send(live, type, JSON.stringify(fields))
+  send(live, event.type, JSON.stringify(event))
 }
 
-/** The event in another door's format (nothing, where that door has no counterpart). */
-function writeThrough(run: Run, door: DoorStream, type: string, fields: Json) {
+/** The stream's first bytes (once): Open Responses' created and in_progress, or the door's opening. */
+function openStream(run: Run) {
   const live = run.live!
-  if (!live.opened) {
-    live.opened = true
-    live.sink.open()
+  if (live.opened) return
+  live.opened = true
+  live.sink.open()
+  const door = run.opts.doorStream
+  if (door) {
     if (!live.sink.write(door.open({ id: run.id, model: run.route.candidates[run.chosen]!.model.id, createdAt: run.createdAt }))) live.backlog = true
+    return
   }
-  const text = door.event(type, fields)
+  // The first byte waits on this: the starting Response is serialized once for both events.
+  const response = `{"response":${JSON.stringify(responseObject(run, 'in_progress'))}}`
+  send(live, 'response.created', response)
+  send(live, 'response.in_progress', response)
+}
+
+/** The event in another door's format (nothing, where that door has no counterpart). Only item events reach a door. */
+function writeThrough(run: Run, door: DoorStream, event: ItemEvent) {
+  const live = run.live!
+  openStream(run)
+  const text = door.event(event)
   if (!text) return
   live.sinceAttempt++
   if (!live.sink.write(text)) live.backlog = true
 }
 
-/** Writes an event whose other fields are already a JSON object: `type` and `sequence_number` lead. */
-function send(live: Live, type: string, fields: string) {
+/**
+ * Writes an event given as a JSON object, with `sequence_number` placed after its `type` (which
+ * leads every event the engine makes; the object is spliced, not parsed and serialized again).
+ */
+function send(live: Live, type: string, json: string) {
   live.sinceAttempt++
-  const head = `{"type":${JSON.stringify(type)},"sequence_number":${live.seq++}`
-  const data = fields === '{}' ? `${head}}` : `${head},${fields.slice(1)}`
-  if (!live.sink.write(`event: ${type}\ndata: ${data}\n\n`)) live.backlog = true
+  const typed = `{"type":${JSON.stringify(type)}`
+  const seq = `"sequence_number":${live.seq++}`
+  const rest = json.startsWith(typed) ? json.slice(typed.length) : json === '{}' ? '}' : `,${json.slice(1)}`
+  if (!live.sink.write(`event: ${type}\ndata: ${typed},${seq}${rest}\n\n`)) live.backlog = true
 }
 
 /** `[DONE]` and the end, leaving with whatever was corked before them. */
@@ -105,12 +115,12 @@ export function endStream(run: Run, status: 'completed' | 'incomplete') {
   sink.cork()
   if (door) {
     // A reply that made no event at all (an empty answer) still opens before it ends.
-    if (!run.live!.opened) writeEvent(run, 'response.in_progress', {})
+    openStream(run)
     sink.write(door.end(responseObject(run, status)))
     sink.uncork()
     return sink.end()
   }
-  writeEvent(run, `response.${status}`, { response: responseObject(run, status) })
+  writeEvent(run, { type: `response.${status}`, response: responseObject(run, status) })
   finishStream(sink)
 }
 
@@ -129,7 +139,7 @@ export function failStream(run: Run, err: GatewayError) {
   // The official client reads code, message and param at the top; the schema's ErrorStreamingEvent
   // wants them in `error` with the Open Responses type. Both are sent.
   const payload = { type: openResponsesErrorType(err.errorType, err.status), code: err.errorType, message: err.message, param: null }
-  writeEvent(run, 'error', { code: err.errorType, message: err.message, param: null, error: payload })
-  writeEvent(run, 'response.failed', { response: failed })
+  writeEvent(run, { type: 'error', code: err.errorType, message: err.message, param: null, error: payload })
+  writeEvent(run, { type: 'response.failed', response: failed })
   finishStream(sink)
 }

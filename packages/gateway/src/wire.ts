@@ -1,11 +1,21 @@
 // The Response object the engine makes (Open Responses' ResponseResource, as far as Roster fills
 // it), typed for the doors that translate it into their own replies.
 
+/** A token's log probability (Open Responses' LogProb; Chat Completions' token logprob is the same). */
+export interface TopLogProb {
+  token: string
+  logprob: number
+  bytes: number[]
+}
+export interface LogProb extends TopLogProb {
+  top_logprobs: TopLogProb[]
+}
+
 export interface OutputText {
   type: 'output_text'
   text: string
   annotations: unknown[]
-  logprobs: unknown[]
+  logprobs: LogProb[]
 }
 export interface Refusal {
   type: 'refusal'
@@ -18,10 +28,14 @@ export interface MessageItem {
   status: string
   content: (OutputText | Refusal)[]
 }
+export interface SummaryText {
+  type: 'summary_text'
+  text: string
+}
 export interface ReasoningItem {
   type: 'reasoning'
   id: string
-  summary: { type: 'summary_text'; text: string }[]
+  summary: SummaryText[]
 }
 export interface FunctionCallItem {
   type: 'function_call'
@@ -70,6 +84,42 @@ export interface ResponseObject {
   openrouter_metadata?: Record<string, unknown>
   [echoed: string]: unknown
 }
+
+/** Where an event about a message's content part points. */
+interface PartAt {
+  item_id: string
+  output_index: number
+  content_index: number
+}
+/** Where an event about a reasoning item's summary points. */
+interface SummaryAt {
+  item_id: string
+  output_index: number
+  summary_index: number
+}
+
+/**
+ * The events of the output's items as the engine makes them (Open Responses streaming events,
+ * without `sequence_number`, which the stream adds). Each door translates these into its own.
+ */
+export type ItemEvent =
+  | { type: 'response.output_item.added' | 'response.output_item.done'; output_index: number; item: OutputItem }
+  | ({ type: 'response.content_part.added' | 'response.content_part.done'; part: OutputText | Refusal } & PartAt)
+  | ({ type: 'response.output_text.delta'; delta: string; logprobs: LogProb[] } & PartAt)
+  | ({ type: 'response.output_text.done'; text: string; logprobs: LogProb[] } & PartAt)
+  | ({ type: 'response.refusal.delta'; delta: string } & PartAt)
+  | ({ type: 'response.refusal.done'; refusal: string } & PartAt)
+  | ({ type: 'response.reasoning_summary_part.added' | 'response.reasoning_summary_part.done'; part: SummaryText } & SummaryAt)
+  | ({ type: 'response.reasoning_summary_text.delta'; delta: string } & SummaryAt)
+  | ({ type: 'response.reasoning_summary_text.done'; text: string } & SummaryAt)
+  | { type: 'response.function_call_arguments.delta'; item_id: string; output_index: number; delta: string }
+  | { type: 'response.function_call_arguments.done'; item_id: string; output_index: number; name: string; arguments: string }
+
+/** The events that begin and end a stream, around the items'. */
+export type StreamEvent =
+  | ItemEvent
+  | { type: 'response.completed' | 'response.incomplete' | 'response.failed'; response: ResponseObject }
+  | { type: 'error'; code: string; message: string; param: null; error: { type: string; code: string; message: string; param: null } }
 
 /** Why the model stopped, in the terms every door maps from. */
 export type StopReason = 'stop' | 'tool_calls' | 'length' | 'content_filter'

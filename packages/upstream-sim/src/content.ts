@@ -25,6 +25,31 @@ export function replyTokens(seedText: string, count: number): string[] {
   return Array.from({ length: count }, (_, i) => (i === 0 ? '' : ' ') + WORDS[Math.floor(next() * WORDS.length)])
 }
 
+/** A token's log probability as OpenAI's protocols report it (Chat Completions and Responses alike). */
+export interface TokenLogprob {
+  token: string
+  logprob: number
+  bytes: number[]
+  top_logprobs: { token: string; logprob: number; bytes: number[] }[]
+}
+
+const bytesOf = (token: string) => [...Buffer.from(token, 'utf8')]
+
+/**
+ * Log probabilities for the reply's tokens, as an endpoint that reports them would give them: the
+ * chosen token most likely, then `top - 1` other words less likely (the chosen one is the first
+ * of `top`). Seeded like the reply, so the same request reads the same figures.
+ */
+export function tokenLogprobs(tokens: string[], top: number, seedText: string): TokenLogprob[] {
+  const next = seeded(`logprobs:${seedText}`)
+  return tokens.map((token) => {
+    const logprob = -Number((next() * 0.5).toFixed(4))
+    const others = WORDS.filter((w) => w !== token.trim()).slice(0, Math.max(0, top - 1))
+    const alternatives = others.map((w, i) => ({ token: w, logprob: Number((logprob - 1 - i - next()).toFixed(4)), bytes: bytesOf(w) }))
+    return { token, logprob, bytes: bytesOf(token), top_logprobs: top > 0 ? [{ token, logprob, bytes: bytesOf(token) }, ...alternatives] : [] }
+  })
+}
+
 /** A rough token count, close enough for usage figures: words and punctuation. */
 export function countTokens(text: string): number {
   return (text.match(/[\p{L}\p{N}]+|[^\s\p{L}\p{N}]/gu) ?? []).length

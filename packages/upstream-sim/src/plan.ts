@@ -1,4 +1,4 @@
-import { countTokens, replyTokens, sampleFor } from './content.js'
+import { countTokens, replyTokens, sampleFor, tokenLogprobs, type TokenLogprob } from './content.js'
 import type { SimSettings } from './settings.js'
 
 /** What a request asks for, whatever its protocol. */
@@ -22,6 +22,8 @@ export interface Ask {
   /** The request marks content for caching (cache_control, prompt_cache_key…). */
   cache: boolean
   reasoning: boolean
+  /** Log probabilities were asked for, with this many alternatives per token (absent: not asked). */
+  logprobs?: number
 }
 
 /** What the simulator answers, whatever its protocol. */
@@ -29,6 +31,8 @@ export interface Plan {
   id: string
   model: string
   text: string[]
+  /** One per text token, when the request asked for them. */
+  logprobs?: TokenLogprob[]
   reasoning: string[]
   toolCall?: { id: string; name: string; arguments: string }
   finish: 'stop' | 'length' | 'tool'
@@ -39,6 +43,12 @@ let sequence = 0
 
 /** Decides the answer. `seenPrompts` makes caching real: a prompt is a cache hit the second time. */
 export function plan(ask: Ask, settings: SimSettings, seenPrompts: Set<string>): Plan {
+  const p = decide(ask, settings, seenPrompts)
+  if (ask.logprobs !== undefined && p.text.length) p.logprobs = tokenLogprobs(p.text, ask.logprobs, ask.inputText)
+  return p
+}
+
+function decide(ask: Ask, settings: SimSettings, seenPrompts: Set<string>): Plan {
   const id = `sim-${Date.now().toString(36)}-${(sequence++).toString(36)}`
   const input = countTokens(ask.inputText)
   const cacheHit = ask.cache && seenPrompts.has(ask.inputText)

@@ -79,6 +79,44 @@ describe('OpenAI Chat Completions', () => {
   })
 })
 
+describe('log probabilities', () => {
+  const ask = { model: 'sim/chat', messages: [{ role: 'user', content: 'hello there' }] }
+
+  it('Chat Completions gives one per token when asked, with the alternatives asked for, in both modes', async () => {
+    const none = await (await post('/v1/chat/completions', ask)).json()
+    expect(none.choices[0].logprobs).toBeNull()
+    const whole = await (await post('/v1/chat/completions', { ...ask, logprobs: true, top_logprobs: 3 })).json()
+    const content = whole.choices[0].logprobs.content
+    expect(content.map((l: { token: string }) => l.token).join('')).toBe(whole.choices[0].message.content)
+    for (const l of content) {
+      expect(l.logprob).toBeLessThanOrEqual(0)
+      expect(Buffer.from(l.bytes).toString()).toBe(l.token)
+      expect(l.top_logprobs).toHaveLength(3)
+      expect(l.top_logprobs[0]).toEqual({ token: l.token, logprob: l.logprob, bytes: l.bytes })
+      expect(l.top_logprobs[1].logprob).toBeLessThan(l.logprob)
+    }
+    const chunks = (await events(await post('/v1/chat/completions', { ...ask, stream: true, logprobs: true, top_logprobs: 3 })))
+      .filter((e) => e.data !== '[DONE]')
+      .map((e) => JSON.parse(e.data))
+    const streamed = chunks.flatMap((c) => c.choices[0]?.logprobs?.content ?? [])
+    expect(streamed).toEqual(content)
+  })
+
+  it('Responses gives them when include asks, on the deltas, the done event and the part', async () => {
+    const body = { model: 'sim/resp', input: 'hello there', include: ['message.output_text.logprobs'], top_logprobs: 2 }
+    const whole = await (await post('/v1/responses', body)).json()
+    const part = whole.output[0].content[0]
+    expect(part.logprobs.map((l: { token: string }) => l.token).join('')).toBe(part.text)
+    expect(part.logprobs[0].top_logprobs).toHaveLength(2)
+    const evs = (await events(await post('/v1/responses', { ...body, stream: true }))).map((e) => JSON.parse(e.data))
+    const deltas = evs.filter((e) => e.type === 'response.output_text.delta').flatMap((e) => e.logprobs)
+    expect(deltas).toEqual(part.logprobs)
+    expect(evs.find((e) => e.type === 'response.output_text.done').logprobs).toEqual(part.logprobs)
+    const without = await (await post('/v1/responses', { ...body, include: [] })).json()
+    expect(without.output[0].content[0].logprobs).toEqual([])
+  })
+})
+
 describe('OpenAI Responses', () => {
   it('streams numbered events in the item and content-part lifecycle', async () => {
     const res = await post('/v1/responses', { model: 'sim/resp', input: 'say something', stream: true })

@@ -1,8 +1,8 @@
 import type { Entry, Part } from '../conversation.js'
-import type { Delta, Finish } from '../deltas.js'
+import { logprobsOf, type Delta, type Finish } from '../deltas.js'
 import { gatewayError } from '../errors.js'
 import { common, type Adapter, type CallSpec, type StreamTranslator } from './adapter.js'
-import type { ResponsesRequest } from '../request.js'
+import { logprobsWanted, type ResponsesRequest } from '../request.js'
 
 // Responses ⇄ OpenAI Chat Completions (also vLLM, Ollama, llama.cpp server, LM Studio and most
 // hosted providers).
@@ -64,7 +64,8 @@ export const openaiChat: Adapter = {
     if (spec.stream) body.stream_options = { include_usage: true }
     if (req.max_output_tokens != null) body.max_tokens = req.max_output_tokens
     common(req, body, ['temperature', 'top_p', 'frequency_penalty', 'presence_penalty', 'parallel_tool_calls', 'stop', 'prompt_cache_key'])
-    if (req.top_logprobs != null) Object.assign(body, { logprobs: true, top_logprobs: req.top_logprobs })
+    const logprobs = logprobsWanted(req)
+    if (logprobs !== undefined) Object.assign(body, { logprobs: true, ...(logprobs ? { top_logprobs: logprobs } : {}) })
     if (spec.tools.length) {
       body.tools = spec.tools.map((t) => ({
         type: 'function',
@@ -95,7 +96,7 @@ export const openaiChat: Adapter = {
     const out: Delta[] = []
     const reasoning = m.reasoning_content ?? m.reasoning
     if (typeof reasoning === 'string') out.push({ type: 'reasoning', delta: reasoning })
-    if (typeof m.content === 'string') out.push({ type: 'text', delta: m.content })
+    if (typeof m.content === 'string') out.push({ type: 'text', delta: m.content, logprobs: logprobsOf(choice.logprobs?.content) })
     if (typeof m.refusal === 'string') out.push({ type: 'refusal', delta: m.refusal })
     ;(m.tool_calls ?? []).forEach((c: Json, index: number) =>
       out.push({ type: 'tool_call', index, id: String(c.id), name: String(c.function?.name), arguments: String(c.function?.arguments ?? '') }),
@@ -116,7 +117,7 @@ export const openaiChat: Adapter = {
       if (d) {
         const reasoning = d.reasoning_content ?? d.reasoning
         if (typeof reasoning === 'string' && reasoning) out.push({ type: 'reasoning', delta: reasoning })
-        if (typeof d.content === 'string' && d.content) out.push({ type: 'text', delta: d.content })
+        if (typeof d.content === 'string' && d.content) out.push({ type: 'text', delta: d.content, logprobs: logprobsOf(choice.logprobs?.content) })
         if (typeof d.refusal === 'string' && d.refusal) out.push({ type: 'refusal', delta: d.refusal })
         for (const c of d.tool_calls ?? []) {
           out.push({ type: 'tool_call', index: c.index ?? 0, id: c.id, name: c.function?.name, arguments: c.function?.arguments ?? '' })

@@ -1,5 +1,6 @@
 import type { Entry, Part } from '../conversation.js'
-import type { Delta, Finish } from '../deltas.js'
+import { logprobsOf, type Delta, type Finish } from '../deltas.js'
+import { logprobsWanted } from '../request.js'
 import { GatewayError, upstreamError } from '../errors.js'
 import { common, type Adapter, type CallSpec, type StreamTranslator } from './adapter.js'
 
@@ -56,7 +57,12 @@ export const openaiResponses: Adapter = {
   body(spec: CallSpec): Json {
     const { req } = spec
     const body: Json = { model: spec.upstreamModel, input: items(spec.entries), stream: spec.stream, store: false }
-    common(req, body, ['max_output_tokens', 'temperature', 'top_p', 'top_logprobs', 'parallel_tool_calls', 'prompt_cache_key', 'truncation', 'include', 'text'])
+    common(req, body, ['max_output_tokens', 'temperature', 'top_p', 'parallel_tool_calls', 'prompt_cache_key', 'truncation', 'include', 'text'])
+    const logprobs = logprobsWanted(req)
+    if (logprobs !== undefined) {
+      body.include = [...new Set([...(req.include ?? []), 'message.output_text.logprobs'])]
+      body.top_logprobs = logprobs
+    }
     if (spec.tools.length) {
       body.tools = spec.tools.map((t) => ({ type: 'function', name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters, strict: t.strict ?? false }))
       body.tool_choice = typeof spec.toolChoice === 'string' ? spec.toolChoice : { type: 'function', name: spec.toolChoice.name }
@@ -81,7 +87,7 @@ export const openaiResponses: Adapter = {
         if (text) out.push({ type: 'reasoning', delta: text })
       } else if (item.type === 'message') {
         for (const c of item.content ?? []) {
-          if (c.type === 'output_text') out.push({ type: 'text', delta: String(c.text ?? '') })
+          if (c.type === 'output_text') out.push({ type: 'text', delta: String(c.text ?? ''), logprobs: logprobsOf(c.logprobs) })
           else if (c.type === 'refusal') out.push({ type: 'refusal', delta: String(c.refusal ?? '') })
         }
       } else if (item.type === 'function_call') {
@@ -99,7 +105,7 @@ export const openaiResponses: Adapter = {
       const e = JSON.parse(data)
       switch (e.type) {
         case 'response.output_text.delta':
-          return [{ type: 'text', delta: String(e.delta ?? '') }]
+          return [{ type: 'text', delta: String(e.delta ?? ''), logprobs: logprobsOf(e.logprobs) }]
         case 'response.refusal.delta':
           return [{ type: 'refusal', delta: String(e.delta ?? '') }]
         case 'response.reasoning_summary_text.delta':

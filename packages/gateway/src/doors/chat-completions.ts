@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { invalid, type GatewayError } from '../errors.js'
 import { Metadata, ServiceTier, sparseParser, StopCondition, type ResponsesRequest } from '../request.js'
-import { stopReasonOf, type ResponseObject, type StopReason } from '../wire.js'
+import { stopReasonOf, type ItemEvent, type LogProb, type ResponseObject, type StopReason } from '../wire.js'
 import type { DoorStream } from './door.js'
 import { SSE_KEEPALIVE } from './door.js'
 
@@ -136,7 +136,11 @@ export function chatToNeutral(req: ChatCompletionRequest): ResponsesRequest {
   for (const k of SAME) if (req[k] != null) out[k] = req[k]
   const maxTokens = req.max_completion_tokens ?? req.max_tokens
   if (maxTokens != null) out.max_output_tokens = maxTokens
-  if (req.logprobs && req.top_logprobs != null) out.top_logprobs = req.top_logprobs
+  // Asked as Open Responses asks: include the output text's log probabilities, with this many alternatives.
+  if (req.logprobs) {
+    out.include = ['message.output_text.logprobs']
+    out.top_logprobs = req.top_logprobs ?? 0
+  }
   if (req.modalities?.includes('audio')) throw invalid('/modalities audio output is not served by this Roster')
   if (req.modalities) out.modalities = req.modalities
 
@@ -223,6 +227,9 @@ function chatUsage(response: ResponseObject): Json | undefined {
   }
 }
 
+/** A choice's `logprobs`: the content's tokens (the same shape in both formats); a refusal's are not reported. */
+const chatLogprobs = (content: LogProb[]) => ({ content, refusal: null })
+
 const metadataOf = (response: ResponseObject) => (response.openrouter_metadata ? { openrouter_metadata: response.openrouter_metadata } : {})
 
 /** The finished Response as a `chat.completion`. */
@@ -231,8 +238,17 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
   let refusal = ''
   let reasoning = ''
   const toolCalls: Json[] = []
+  const logprobs: LogProb[] = []
   for (const item of response.output) {
-    if (item.type === 'message') for (const p of item.content) p.type === 'output_text' ? (text += p.text) : (refusal += p.refusal)
+    if (item.type === 'message') {
+      for (const p of item.content) {
+        if (p.type === 'refusal') refusal += p.refusal
+        else {
+          text += p.text
+          for (const l of p.logprobs) logprobs.push(l)
+        }
+      }
+    }
     else if (item.type === 'reasoning') reasoning += item.summary.map((s) => s.text).join('')
     else if (item.type === 'function_call') toolCalls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } })
   }
@@ -244,7 +260,7 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
     object: 'chat.completion',
     created: response.created_at,
     model: response.model,
-    choices: [{ index: 0, message, finish_reason: FINISH[stopReasonOf(response)], logprobs: null }],
+    choices: [{ index: 0, message, finish_reason: FINISH[stopReasonOf(response)], logprobs: logprobs.length ? chatLogprobs(logprobs) : null }],
     usage: chatUsage(response),
     // A string: the openai client's type has no null here, and the official client's requires the key.
     system_fingerprint: SYSTEM_FINGERPRINT,
@@ -265,24 +281,24 @@ export class ChatCompletionStream implements DoorStream {
     return this.delta('{"role":"assistant","content":""}')
   }
 
-  event(type: string, fields: Json): string {
-    switch (type) {
+  event(e: ItemEvent): string {
+    switch (e.type) {
       case 'response.output_text.delta':
-        return this.delta(`{"content":${JSON.stringify(fields.delta)}}`)
+        return this.delta(`{"content":${JSON.stringify(e.delta)}}`, e.logprobs)
       case 'response.refusal.delta':
-        return this.delta(`{"refusal":${JSON.stringify(fields.delta)}}`)
+        return this.delta(`{"refusal":${JSON.stringify(e.delta)}}`)
       case 'response.reasoning_summary_text.delta':
-        return this.options.hideReasoning ? '' : this.delta(`{"reasoning":${JSON.stringify(fields.delta)}}`)
+        return this.options.hideReasoning ? '' : this.delta(`{"reasoning":${JSON.stringify(e.delta)}}`)
       case 'response.output_item.added': {
-        const item = fields.item as Json
+        const item = e.item
         if (item.type !== 'function_call') return ''
         const index = this.toolIndex.size
         this.toolIndex.set(item.id, index)
         return this.delta(JSON.stringify({ tool_calls: [{ index, id: item.call_id, type: 'function', function: { name: item.name, arguments: '' } }] }))
       }
       case 'response.function_call_arguments.delta': {
-        const index = this.toolIndex.get(fields.item_id)
-        return index === undefined ? '' : this.delta(JSON.stringify({ tool_calls: [{ index, function: { arguments: fields.delta } }] }))
+        const index = this.toolIndex.get(e.item_id)
+        return index === undefined ? '' : this.delta(JSON.stringify({ tool_calls: [{ index, function: { arguments: e.delta } }] }))
       }
       default:
         return ''
@@ -305,7 +321,9 @@ export class ChatCompletionStream implements DoorStream {
     return SSE_KEEPALIVE
   }
 
-  private delta(delta: string): string {
-    return `data: ${this.head}[{"index":0,"delta":${delta},"finish_reason":null}]}\n\n`
+  /** A chunk of one delta, with the log probabilities of its tokens where the endpoint gave them. */
+  private delta(delta: string, logprobs?: LogProb[]): string {
+    const lp = logprobs?.length ? `,"logprobs":${JSON.stringify(chatLogprobs(logprobs))}` : ''
+    return `data: ${this.head}[{"index":0,"delta":${delta}${lp},"finish_reason":null}]}\n\n`
   }
 }

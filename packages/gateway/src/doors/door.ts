@@ -1,7 +1,5 @@
 import type { GatewayError } from '../errors.js'
-import type { ResponseObject } from '../wire.js'
-
-type Json = Record<string, any>
+import type { ItemEvent, ResponseObject } from '../wire.js'
 
 /**
  * A door: one wire format of the gateway (Open Responses, OpenAI Chat Completions, Anthropic
@@ -13,7 +11,7 @@ export interface DoorStream {
   /** The first bytes of the stream, written when the first event is made. */
   open(started: { id: string; model: string; createdAt: number }): string
   /** One of the engine's events (Open Responses event types and fields) as this door's, or ''. */
-  event(type: string, fields: Json): string
+  event(event: ItemEvent): string
   /** The end of a stream that did not fail: the finished Response. */
   end(response: ResponseObject): string
   /** The end of a stream that failed after it opened. */

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { anthropicErrorType, invalid, type GatewayError } from '../errors.js'
 import { ServiceTier, sparseParser, type ResponsesRequest } from '../request.js'
-import { stopReasonOf, type ResponseObject, type StopReason } from '../wire.js'
+import { stopReasonOf, type ItemEvent, type ResponseObject, type StopReason } from '../wire.js'
 import type { DoorStream } from './door.js'
 
 // POST /messages: the Anthropic Messages request and reply (and its event stream), translated to
@@ -243,27 +243,27 @@ export class MessagesStream implements DoorStream {
     return sse('message_start', { message })
   }
 
-  event(type: string, fields: Json): string {
-    switch (type) {
+  event(e: ItemEvent): string {
+    switch (e.type) {
       case 'response.reasoning_summary_part.added':
-        return this.start(`r:${fields.item_id}`, { type: 'thinking', thinking: '', signature: '' })
+        return this.start(`r:${e.item_id}`, { type: 'thinking', thinking: '', signature: '' })
       case 'response.reasoning_summary_text.delta':
-        return this.delta(`r:${fields.item_id}`, { type: 'thinking_delta', thinking: fields.delta })
+        return this.delta(`r:${e.item_id}`, { type: 'thinking_delta', thinking: e.delta })
       case 'response.reasoning_summary_part.done':
-        return this.stop(`r:${fields.item_id}`)
+        return this.stop(`r:${e.item_id}`)
       case 'response.content_part.added':
-        return this.start(`t:${fields.item_id}:${fields.content_index}`, { type: 'text', text: '', citations: null })
+        return this.start(`t:${e.item_id}:${e.content_index}`, { type: 'text', text: '', citations: null })
       case 'response.output_text.delta':
       case 'response.refusal.delta':
-        return this.delta(`t:${fields.item_id}:${fields.content_index}`, { type: 'text_delta', text: fields.delta })
+        return this.delta(`t:${e.item_id}:${e.content_index}`, { type: 'text_delta', text: e.delta })
       case 'response.content_part.done':
-        return this.stop(`t:${fields.item_id}:${fields.content_index}`)
+        return this.stop(`t:${e.item_id}:${e.content_index}`)
       case 'response.output_item.added':
-        return fields.item.type === 'function_call' ? this.start(`f:${fields.item.id}`, { type: 'tool_use', id: fields.item.call_id, name: fields.item.name, input: {}, caller: DIRECT }) : ''
+        return e.item.type === 'function_call' ? this.start(`f:${e.item.id}`, { type: 'tool_use', id: e.item.call_id, name: e.item.name, input: {}, caller: DIRECT }) : ''
       case 'response.function_call_arguments.delta':
-        return this.delta(`f:${fields.item_id}`, { type: 'input_json_delta', partial_json: fields.delta })
+        return this.delta(`f:${e.item_id}`, { type: 'input_json_delta', partial_json: e.delta })
       case 'response.output_item.done':
-        return fields.item.type === 'function_call' ? this.stop(`f:${fields.item.id}`) : ''
+        return e.item.type === 'function_call' ? this.stop(`f:${e.item.id}`) : ''
       default:
         return ''
     }

@@ -22,6 +22,7 @@ export function askFromChat(body: Body): Ask {
     stop: typeof body.stop === 'string' ? [body.stop] : body.stop,
     cache: wantsCache(body),
     reasoning: Boolean((body.reasoning_effort && body.reasoning_effort !== 'none') || body.reasoning),
+    logprobs: body.logprobs === true ? Number(body.top_logprobs ?? 0) : undefined,
   }
 }
 
@@ -55,6 +56,7 @@ export function chatResponse(p: Plan, withUsage: boolean) {
             : {}),
         },
         finish_reason: finishReason(p),
+        logprobs: p.logprobs ? { content: p.logprobs, refusal: null } : null,
       },
     ],
     ...(withUsage ? { usage: usageOf(p) } : {}),
@@ -67,11 +69,15 @@ export async function chatStream(p: Plan, out: StreamWriter, body: Body, withUsa
     object: 'chat.completion.chunk',
     created: Math.floor(Date.now() / 1000),
     model: p.model,
-    choices: [{ index: 0, delta, finish_reason: finish }],
+    choices: [{ index: 0, delta, finish_reason: finish } as Body],
   })
   if (!(await out.event(chunk({ role: 'assistant', content: '' })))) return
   for (const r of p.reasoning) if (!(await out.event(chunk({ reasoning_content: r }), undefined, true))) return
-  for (const t of p.text) if (!(await out.event(chunk({ content: t }), undefined, true))) return
+  for (const [i, t] of p.text.entries()) {
+    const c = chunk({ content: t })
+    if (p.logprobs) c.choices[0]!.logprobs = { content: [p.logprobs[i]!], refusal: null }
+    if (!(await out.event(c, undefined, true))) return
+  }
   if (p.toolCall) {
     const head = { index: 0, id: p.toolCall.id, type: 'function', function: { name: p.toolCall.name, arguments: '' } }
     if (!(await out.event(chunk({ tool_calls: [head] })))) return

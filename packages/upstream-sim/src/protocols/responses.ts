@@ -21,6 +21,8 @@ export function askFromResponses(body: Body): Ask {
     maxTokens: body.max_output_tokens ?? undefined,
     cache: wantsCache(body),
     reasoning: Boolean(body.reasoning?.effort ?? body.reasoning?.enabled),
+    // As OpenAI's Responses: log probabilities come when `include` asks for them.
+    logprobs: Array.isArray(body.include) && body.include.includes('message.output_text.logprobs') ? Number(body.top_logprobs ?? 0) : undefined,
   }
 }
 
@@ -47,7 +49,7 @@ function items(p: Plan) {
       id: `msg_${p.id}`,
       role: 'assistant',
       status: 'completed',
-      content: [{ type: 'output_text', text: p.text.join(''), annotations: [] }],
+      content: [{ type: 'output_text', text: p.text.join(''), annotations: [], logprobs: p.logprobs ?? [] }],
     })
   }
   return out
@@ -94,12 +96,16 @@ export async function responsesStream(p: Plan, out: StreamWriter, withUsage: boo
     const id = `msg_${p.id}`
     const base = { item_id: id, output_index: index, content_index: 0 }
     if (!(await send('response.output_item.added', { output_index: index, item: { type: 'message', id, role: 'assistant', status: 'in_progress', content: [] } }))) return
-    if (!(await send('response.content_part.added', { ...base, part: { type: 'output_text', text: '', annotations: [] } }))) return
-    for (const t of p.text) if (!(await send('response.output_text.delta', { ...base, delta: t, logprobs: [] }, true))) return
+    if (!(await send('response.content_part.added', { ...base, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } }))) return
+    for (const [i, t] of p.text.entries()) {
+      if (!(await send('response.output_text.delta', { ...base, delta: t, logprobs: p.logprobs ? [p.logprobs[i]] : [] }, true))) return
+    }
     const text = p.text.join('')
-    if (!(await send('response.output_text.done', { ...base, text, logprobs: [] }))) return
-    if (!(await send('response.content_part.done', { ...base, part: { type: 'output_text', text, annotations: [] } }))) return
-    const message = { type: 'message', id, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text, annotations: [] }] }
+    const logprobs = p.logprobs ?? []
+    if (!(await send('response.output_text.done', { ...base, text, logprobs }))) return
+    const part = { type: 'output_text', text, annotations: [], logprobs }
+    if (!(await send('response.content_part.done', { ...base, part }))) return
+    const message = { type: 'message', id, role: 'assistant', status: 'completed', content: [part] }
     if (!(await send('response.output_item.done', { output_index: index, item: message }))) return
   }
   const final = responsesResponse(p, withUsage)
