@@ -291,6 +291,8 @@ describe('POST /messages', () => {
       expect(first.content.map((b) => b.type)).toEqual(['thinking', 'tool_use'])
       const use = first.content.find((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use')!
       expect(use).toMatchObject({ name: 'get_weather', input: { city: 'Paris' } })
+      // The thinking tokens, whichever protocol reported them (the simulator reasons for 8).
+      expect(first.usage.output_tokens_details).toEqual({ thinking_tokens: 8 })
       expect(JSON.stringify(sim.stats.lastBody[UPSTREAM_PATH[protocol]])).toContain(PNG)
 
       messages.push({ role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny' }] })
@@ -299,6 +301,7 @@ describe('POST /messages', () => {
       expect(second.stop_reason).toBe('end_turn')
       expect(second.content).toEqual([{ type: 'text', text: 'It is sunny.', citations: null }])
       expect(second.usage.output_tokens).toBeGreaterThan(0)
+      expect(second.usage.output_tokens_details).toBeNull()
     })
 
     it('streams the event sequence the Anthropic client assembles, each event valid for its types', async () => {

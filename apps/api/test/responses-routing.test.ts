@@ -109,7 +109,8 @@ describe('formats and images', () => {
     await answer({ model: 'roster-sim/chat', input: 'x', text })
     expect((sim.stats.lastBody['/v1/chat/completions'] as any).response_format).toEqual({ type: 'json_schema', json_schema: { name: 'reply', schema, strict: true } })
     await answer({ model: 'roster-sim/messages', input: 'x', text })
-    expect((sim.stats.lastBody['/v1/messages'] as any).output_format).toEqual({ type: 'json_schema', schema })
+    // Anthropic's structured outputs, as its client's MessageCreateParams names them.
+    expect((sim.stats.lastBody['/v1/messages'] as any).output_config).toEqual({ format: { type: 'json_schema', schema } })
     await answer({ model: 'roster-sim/responses', input: 'x', text })
     expect((sim.stats.lastBody['/v1/responses'] as any).text).toEqual(text)
   })

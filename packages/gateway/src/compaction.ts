@@ -1,7 +1,7 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto'
 import { z } from 'zod'
 import { invalid } from './errors.js'
-import { InputItem, type ResponsesRequest } from './request.js'
+import { InputItem, inputItems, isMessage, type ResponsesRequest } from './request.js'
 import type { ResponseObject, ResponseUsage } from './wire.js'
 
 // POST /responses/compact (Open Responses' CompactResponseMethodPublicBody → CompactResource): a
@@ -9,8 +9,6 @@ import type { ResponseObject, ResponseUsage } from './wire.js'
 // user's own messages plus one `compaction` item. Nothing is stored: the item carries the summary
 // itself, sealed with a key of this deployment, and a later request that sends the item back has
 // it opened and read to the model in place of the turns it replaced.
-
-type Json = Record<string, any>
 
 export const CompactRequest = z.looseObject({
   model: z.string().min(1).max(200),
@@ -70,8 +68,8 @@ export class CompactionSeal {
    */
   expand<T extends Pick<ResponsesRequest, 'input'>>(req: T): T {
     const input = req.input
-    if (!Array.isArray(input) || !input.some((i) => (i as Json).type === 'compaction')) return req
-    const items = (input as Json[]).map((item, i) => {
+    if (!Array.isArray(input) || !input.some((i) => i.type === 'compaction')) return req
+    const items = input.map((item, i): InputItem => {
       if (item.type !== 'compaction') return item
       const text = typeof item.encrypted_content === 'string' ? this.open(item.encrypted_content) : undefined
       if (text === undefined) throw invalid(`/input/${i} is a compaction item this Roster cannot read (made by another deployment, with another key, or altered); compact the conversation here again`)
@@ -83,7 +81,7 @@ export class CompactionSeal {
 
 /** The model request that makes the summary. */
 export function compactionRequest(req: CompactRequest): ResponsesRequest {
-  const conversation: Json[] = typeof req.input === 'string' ? [{ role: 'user', content: req.input }] : ((req.input as Json[] | undefined) ?? [])
+  const conversation = inputItems(req.input)
   const instructions = req.instructions ? `${INSTRUCTIONS}\n\nThe conversation ran under these instructions:\n${req.instructions}` : INSTRUCTIONS
   return {
     model: req.model,
@@ -94,12 +92,23 @@ export function compactionRequest(req: CompactRequest): ResponsesRequest {
   } as ResponsesRequest
 }
 
+/** Open Responses' CompactResource. */
+export interface CompactResource {
+  id: string
+  object: 'response.compaction'
+  created_at: number
+  output: (
+    | { type: 'message'; id: string; status: 'completed'; role: 'user'; content: { type: string; [field: string]: unknown }[] }
+    | { type: 'compaction'; id: string; encrypted_content: string }
+  )[]
+  usage: ResponseUsage
+}
+
 /** CompactResource: the user's messages as they were, then the compaction item. */
-export function compactResource(req: CompactRequest, response: ResponseObject, seal: CompactionSeal, ids: { message: () => string; compaction: () => string }): Json {
-  const kept: Json[] = []
-  const items: Json[] = typeof req.input === 'string' ? [{ role: 'user', content: req.input }] : ((req.input as Json[] | undefined) ?? [])
-  for (const item of items) {
-    if (item.role !== 'user' || (item.type !== undefined && item.type !== 'message')) continue
+export function compactResource(req: CompactRequest, response: ResponseObject, seal: CompactionSeal, ids: { message: () => string; compaction: () => string }): CompactResource {
+  const kept: CompactResource['output'] = []
+  for (const item of inputItems(req.input)) {
+    if (!isMessage(item) || item.role !== 'user') continue
     const content = typeof item.content === 'string' ? [{ type: 'input_text', text: item.content }] : (item.content ?? [])
     kept.push({ type: 'message', id: typeof item.id === 'string' ? item.id : ids.message(), status: 'completed', role: 'user', content })
   }

@@ -1,11 +1,9 @@
-import type { ResponsesRequest } from './request.js'
+import { inputItems, isMessage, type InputItem, type ResponsesRequest } from './request.js'
 import { invalid } from './errors.js'
 
 // The request's conversation in one neutral form that every adapter writes out in its own
 // protocol: instructions first, developer folded into system, calls and their results paired by
 // call id, cache breakpoints already placed.
-
-type Json = Record<string, any>
 
 export interface CacheMark {
   type: 'ephemeral'
@@ -19,8 +17,17 @@ export type Entry =
   | { kind: 'call'; callId: string; name: string; arguments: string }
   | { kind: 'result'; callId: string; output: string }
 
-function part(p: Json, where: string): Part | null {
-  const cache = p.cache_control ?? (p.prompt_cache_breakpoint ? { type: 'ephemeral' } : undefined)
+/** A content part as sent: its `type`, other fields unchecked until read. */
+type PartInput = { type: string; [field: string]: unknown }
+
+function cacheMark(p: PartInput): CacheMark | undefined {
+  const c = p.cache_control as { type?: unknown; ttl?: unknown } | null | undefined
+  if (c && c.type === 'ephemeral') return { type: 'ephemeral', ...(c.ttl === '5m' || c.ttl === '1h' ? { ttl: c.ttl } : {}) }
+  return p.prompt_cache_breakpoint ? { type: 'ephemeral' } : undefined
+}
+
+function part(p: PartInput, where: string): Part | null {
+  const cache = cacheMark(p)
   switch (p.type) {
     case 'input_text':
     case 'output_text':
@@ -31,7 +38,7 @@ function part(p: Json, where: string): Part | null {
     case 'input_image': {
       const url = p.image_url ?? p.url
       if (typeof url !== 'string' || !url) throw invalid(`${where} input_image needs image_url (an https URL or a data: URL); file ids are not served here`)
-      return { kind: 'image', url, ...(p.detail ? { detail: p.detail } : {}), ...(cache ? { cache } : {}) }
+      return { kind: 'image', url, ...(typeof p.detail === 'string' ? { detail: p.detail } : {}), ...(cache ? { cache } : {}) }
     }
     default:
       throw invalid(`${where} content parts of type ${p.type} are not served by this Roster`)
@@ -39,21 +46,25 @@ function part(p: Json, where: string): Part | null {
 }
 
 const parts = (content: unknown, where: string): Part[] =>
-  typeof content === 'string' ? [{ kind: 'text', text: content }] : Array.isArray(content) ? content.map((p, i) => part(p, `${where}/content/${i}`)).filter((p): p is Part => p !== null) : []
+  typeof content === 'string'
+    ? [{ kind: 'text', text: content }]
+    : Array.isArray(content)
+      ? content.map((p: PartInput, i) => part(p, `${where}/content/${i}`)).filter((p): p is Part => p !== null)
+      : []
 
 const asText = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v ?? null))
 
 /** The request's input (and any turns the tool loop added) as neutral entries. */
-export function conversation(req: ResponsesRequest, extra: Json[] = []): Entry[] {
+export function conversation(req: ResponsesRequest, extra: InputItem[] = []): Entry[] {
   const out: Entry[] = []
   if (req.instructions) out.push({ kind: 'message', role: 'system', parts: [{ kind: 'text', text: req.instructions }] })
-  const items: Json[] = typeof req.input === 'string' ? [{ role: 'user', content: req.input }] : [...((req.input as Json[]) ?? [])]
+  const items = inputItems(req.input)
   const all = extra.length ? [...items, ...extra] : items
   for (let i = 0; i < all.length; i++) {
     const item = all[i]!
     // Where an item came from, for an error: the request's input, or a turn the tool loop added.
     const where = i < items.length ? (typeof req.input === 'string' ? '/input' : `/input/${i}`) : 'a server tool turn'
-    if (item.role && (item.type === undefined || item.type === 'message')) {
+    if (isMessage(item)) {
       out.push({ kind: 'message', role: item.role === 'developer' ? 'system' : item.role, parts: parts(item.content, where) })
     } else if (item.type === 'function_call') {
       out.push({ kind: 'call', callId: String(item.call_id), name: String(item.name), arguments: asText(item.arguments ?? '{}') })
@@ -61,12 +72,13 @@ export function conversation(req: ResponsesRequest, extra: Json[] = []): Entry[]
       out.push({ kind: 'result', callId: String(item.call_id), output: asText(item.output) })
     } else if (typeof item.type === 'string' && item.type.startsWith('openrouter:') && item.call_id) {
       // A server tool's item echoed back from an earlier response: the model sees the call and result.
-      out.push({ kind: 'call', callId: item.call_id, name: item.type.slice('openrouter:'.length), arguments: asText(item.arguments ?? '{}') })
-      out.push({ kind: 'result', callId: item.call_id, output: asText(item.output) })
+      const callId = String(item.call_id)
+      out.push({ kind: 'call', callId, name: item.type.slice('openrouter:'.length), arguments: asText(item.arguments ?? '{}') })
+      out.push({ kind: 'result', callId, output: asText(item.output) })
     } else if (item.type === 'reasoning') {
       // Earlier reasoning is the provider's own state; it is not replayed to another turn.
     } else {
-      throw invalid(`${where} input items of type ${item.type} are not served by this Roster`)
+      throw invalid(`${where} input items of type ${String(item.type)} are not served by this Roster`)
     }
   }
   placeAutomaticBreakpoint(req, out)

@@ -1,6 +1,7 @@
 import { tierPreference, type ResponsesRequest } from './request.js'
+import type { ResponseObject } from './wire.js'
 
-type Json = Record<string, any>
+type Tool = NonNullable<ResponsesRequest['tools']>[number]
 
 /**
  * The settings a Response reports when the request left them out: the values in force, since the
@@ -31,13 +32,13 @@ export function servedTier(requested: ResponsesRequest['service_tier'], offered:
 }
 
 /** A function tool as the schema's FunctionTool has it: every key present, strict as sent upstream. */
-function echoTool(t: Json): Json {
+function echoTool(t: Tool): Tool {
   if (t.type !== 'function') return t
   return { ...t, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? false }
 }
 
 /** An allowed_tools choice without its mode runs as `auto`, and a Response says so. */
-function echoToolChoice(c: ResponsesRequest['tool_choice']): Json | string {
+function echoToolChoice(c: ResponsesRequest['tool_choice']): NonNullable<ResponsesRequest['tool_choice']> {
   if (c === undefined) return 'auto'
   return typeof c === 'object' && c.type === 'allowed_tools' && c.mode == null ? { ...c, mode: 'auto' } : c
 }
@@ -48,21 +49,25 @@ const TEXT_FORMAT = Object.freeze({ format: Object.freeze({ type: 'text' }) })
  * `text` as the schema's TextField has it. A json_schema format is reported with `schema: null`,
  * as the published schema requires of a Response (the client has the schema it sent).
  */
-function echoText(text: ResponsesRequest['text']): Json {
+function echoText(text: ResponsesRequest['text']): object {
   if (!text) return TEXT_FORMAT
-  const f = text.format as Json | undefined
-  const format = !f ? TEXT_FORMAT.format : f.type === 'json_schema' ? { type: 'json_schema', name: f.name ?? 'response', description: f.description ?? null, schema: null, strict: f.strict ?? false } : { type: f.type }
+  const f = text.format
+  const format = !f
+    ? TEXT_FORMAT.format
+    : f.type === 'json_schema'
+      ? { type: 'json_schema', name: f.name ?? 'response', description: f.description ?? null, schema: null, strict: f.strict ?? false }
+      : { type: f.type }
   const verbosity = text.verbosity ? (VERBOSITY[text.verbosity] ?? text.verbosity) : undefined
   return verbosity ? { format, verbosity } : { format }
 }
 
-function echoReasoning(r: ResponsesRequest['reasoning']): Json | null {
+function echoReasoning(r: ResponsesRequest['reasoning']): object | null {
   if (!r) return null
   return { ...r, effort: r.effort ? (EFFORT[r.effort] ?? r.effort) : null, summary: r.summary ?? null }
 }
 
 /** Writes the request's settings into a Response as it reports them (ResponseResource's echoed keys). */
-export function echoSettings(req: ResponsesRequest, tier: string, body: Json): void {
+export function echoSettings(req: ResponsesRequest, tier: string, body: ResponseObject): void {
   body.instructions = req.instructions ?? null
   body.metadata = req.metadata ?? null
   body.temperature = req.temperature ?? EFFECTIVE_DEFAULTS.temperature

@@ -2,8 +2,8 @@ import { createHmac } from 'node:crypto'
 import { StringDecoder } from 'node:string_decoder'
 import { createParser, type EventSourceMessage } from 'eventsource-parser'
 import type { Catalogue } from './catalogue.js'
-import { maxToolSteps, sessionKey, type ResponsesRequest } from './request.js'
-import type { Adapter, CallSpec, ChoiceSpec, FunctionDef } from './adapters/adapter.js'
+import { maxToolSteps, sessionKey, type InputItem, type ResponsesRequest } from './request.js'
+import type { AnyAdapter, CallSpec, ChoiceSpec, FunctionDef } from './adapters/adapter.js'
 import { openaiChat } from './adapters/openai-chat.js'
 import { openaiResponses } from './adapters/openai-responses.js'
 import { anthropic } from './adapters/anthropic-messages.js'
@@ -16,7 +16,7 @@ import { serverTools, type ServerTool, type WebFetchOptions } from './server-too
 import { Upstream, type CallHooks } from './upstream.js'
 import { traceOf, type TraceLogger } from './trace.js'
 import { Cancellation } from './cancellation.js'
-import { CompactionSeal, compactionRequest, compactResource, type CompactRequest } from './compaction.js'
+import { CompactionSeal, compactionRequest, compactResource, type CompactRequest, type CompactResource } from './compaction.js'
 import type { ResponseObject, ServerToolItem } from './wire.js'
 import type { GatewayObserver } from './observer.js'
 import type { CallOptions, Run, Timing } from './run.js'
@@ -29,15 +29,13 @@ export * from './observer.js'
 
 export { GatewayError } from './errors.js'
 
-type Json = Record<string, any>
-
 // Shared by the requests that offer no tools; nothing adds to them (prepare makes its own when tools
 // are offered). The array is frozen, so a change that pushed onto it would fail loudly, not leak.
 const NO_SERVER_TOOLS: Map<string, ServerTool> = new Map()
 const NO_FUNCTIONS = Object.freeze([]) as unknown as FunctionDef[]
 const NO_NAMES: ReadonlySet<string> = new Set()
 
-const ADAPTERS: Record<string, Adapter> = { 'openai-chat': openaiChat, 'openai-responses': openaiResponses, 'anthropic-messages': anthropic }
+const ADAPTERS: Record<string, AnyAdapter> = { 'openai-chat': openaiChat, 'openai-responses': openaiResponses, 'anthropic-messages': anthropic }
 
 export interface EngineOptions {
   catalogue: Catalogue
@@ -88,7 +86,7 @@ export class ResponsesEngine {
    * POST /responses/compact: the conversation summarised by its model (routing, fallbacks and cost
    * as for any request), handed back as the user's messages and a sealed compaction item.
    */
-  async compact(req: CompactRequest, opts: CallOptions = {}): Promise<Json> {
+  async compact(req: CompactRequest, opts: CallOptions = {}): Promise<CompactResource> {
     const response = await this.respond(compactionRequest(req), opts)
     return compactResource(req, response, this.compaction, { message: () => itemId('msg'), compaction: () => itemId('cmp') })
   }
@@ -145,12 +143,12 @@ export class ResponsesEngine {
     // Compaction items sent back are read to the model as the summaries they sealed.
     const req = this.compaction.expand(given)
     // Most requests offer no tools: they share empty collections instead of making their own.
-    const offered = req.tools?.length ? (req.tools as Json[]) : undefined
+    const offered = req.tools?.length ? req.tools : undefined
     const tools = offered ? new Map<string, ServerTool>() : NO_SERVER_TOOLS
     const functions: FunctionDef[] = offered ? [] : NO_FUNCTIONS
     const refused = new Set<string>()
     for (const t of offered ?? []) {
-      if (t.type === 'function') functions.push({ name: t.name, description: t.description, parameters: t.parameters ?? { type: 'object', properties: {} }, strict: t.strict })
+      if (isFunctionTool(t)) functions.push({ name: t.name, description: t.description ?? undefined, parameters: t.parameters ?? { type: 'object', properties: {} }, strict: t.strict })
       else if (this.serverTools.has(t.type)) tools.set(t.type, this.serverTools.get(t.type)!)
       else refused.add(t.type)
     }
@@ -189,7 +187,7 @@ export class ResponsesEngine {
   /** Turns until the model stops calling server tools, or a stop condition ends the loop. */
   private async loop(run: Run) {
     if (run.live) run.assembler.emit = (event) => writeEvent(run, event)
-    const extra: Json[] = []
+    const extra: InputItem[] = []
     const limit = maxToolSteps(run.req)
     let final = false
     for (let steps = 0; ; ) {
@@ -208,7 +206,7 @@ export class ResponsesEngine {
   }
 
   /** One model turn, moving on to the next endpoint while nothing of this turn has been shown. */
-  private async turn(run: Run, extra: Json[], final: boolean) {
+  private async turn(run: Run, extra: InputItem[], final: boolean) {
     const entries = conversation(run.req, extra)
     let last: GatewayError | undefined
     const allowed = run.route.candidates
@@ -246,7 +244,7 @@ export class ResponsesEngine {
   }
 
   /** One upstream call, reported to the observer (when there is one) with its first byte, its length and its outcome. */
-  private async call(run: Run, c: Candidate, adapter: Adapter, body: Json): Promise<{ usage: Usage; calls: TurnCall[] }> {
+  private async call(run: Run, c: Candidate, adapter: AnyAdapter, body: object): Promise<{ usage: Usage; calls: TurnCall[] }> {
     const observer = this.options.observer
     if (!observer) return this.callOnce(run, c, adapter, body)
     const req = run.req
@@ -272,7 +270,7 @@ export class ResponsesEngine {
     }
   }
 
-  private async callOnce(run: Run, c: Candidate, adapter: Adapter, body: Json, timing?: Timing): Promise<{ usage: Usage; calls: TurnCall[] }> {
+  private async callOnce(run: Run, c: Candidate, adapter: AnyAdapter, body: object, timing?: Timing): Promise<{ usage: Usage; calls: TurnCall[] }> {
     const trace = traceOf(run.req)
     const sent = performance.now()
     const hooks: CallHooks = {
@@ -287,12 +285,13 @@ export class ResponsesEngine {
     const live = run.live
     if (!live) {
       const whole = await this.upstream.call(c.endpoint, adapter, body, hooks)
-      let reply: Json
+      let reply: unknown
       try {
-        reply = JSON.parse(whole!.toString('utf8')) as Json
+        reply = JSON.parse(whole!.toString('utf8'))
       } catch {
         throw gatewayError('provider_unavailable', `${c.endpoint.provider} answered something that is not JSON`)
       }
+      if (!reply || typeof reply !== 'object') throw gatewayError('provider_unavailable', `${c.endpoint.provider} answered JSON that is not an object`)
       for (const d of adapter.reply(reply)) run.assembler.push(d)
     } else {
       if (run.req.debug?.echo_upstream_body) live.pendingDebug = body
@@ -347,11 +346,12 @@ export class ResponsesEngine {
     return turn
   }
 
-  private async runTool(run: Run, call: TurnCall): Promise<Json[]> {
+  private async runTool(run: Run, call: TurnCall): Promise<InputItem[]> {
     const name = [...run.tools.keys()].find((k) => run.tools.get(k)!.definition.name === call.name)!
-    let args: Json = {}
+    let args: Record<string, unknown> = {}
     try {
-      args = JSON.parse(call.arguments || '{}')
+      const parsed: unknown = JSON.parse(call.arguments || '{}')
+      if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) args = parsed as Record<string, unknown>
     } catch {}
     const item: ServerToolItem = { type: name as ServerToolItem['type'], id: itemId('st'), call_id: call.callId, status: 'in_progress', arguments: call.arguments, output: null }
     // Announced first, so a stream is open (and its client knows) while the tool runs.
@@ -380,12 +380,15 @@ export class ResponsesEngine {
 
 }
 
+/** A function tool (checked by the request's schema), as opposed to a server tool named by its kind. */
+const isFunctionTool = (t: NonNullable<ResponsesRequest['tools']>[number]): t is Extract<typeof t, { type: 'function'; name: string }> => t.type === 'function'
+
 /** tool_choice in neutral terms; a server tool may be chosen by its kind. */
 function choiceOf(req: ResponsesRequest, tools: Map<string, ServerTool>): ChoiceSpec {
-  const c = req.tool_choice as Json | string | undefined
+  const c = req.tool_choice
   if (c == null) return 'auto'
-  if (typeof c === 'string') return c as ChoiceSpec
-  if (c.type === 'function') return { name: c.name }
+  if (typeof c === 'string') return c
+  if (c.type === 'function') return { name: String(c.name) }
   if (c.type === 'allowed_tools') return c.mode === 'required' ? 'required' : 'auto'
   const server = tools.get(c.type)
   if (server) return { name: server.definition.name }
@@ -396,7 +399,7 @@ function choiceOf(req: ResponsesRequest, tools: Map<string, ServerTool>): Choice
 function allowedToolNames(choice: ResponsesRequest['tool_choice'], serverTools: Map<string, ServerTool>): Set<string> | undefined {
   if (typeof choice !== 'object' || choice === null || choice.type !== 'allowed_tools' || !Array.isArray(choice.tools)) return undefined
   const names = new Set<string>()
-  for (const t of choice.tools as Json[]) {
+  for (const t of choice.tools as { type?: unknown; name?: unknown }[]) {
     if (t?.type === 'function' && typeof t.name === 'string') names.add(t.name)
     else if (typeof t?.type === 'string' && serverTools.has(t.type)) names.add(serverTools.get(t.type)!.definition.name)
   }

@@ -5,7 +5,8 @@ import { describeIssues } from './errors.js'
 // Presets: what of a request a preset keeps, how the other request formats map onto it, and how a
 // request that names a preset is merged with the preset's designated version.
 
-type Json = Record<string, any>
+/** A JSON object as a client sent it (or as a preset stores it): fields unchecked until read. */
+type Fields = Record<string, unknown>
 
 /**
  * The request fields a preset's configuration holds. Everything else (input, instructions, which
@@ -46,20 +47,20 @@ export const PRESET_FIELDS = [
 // them as presetFrom* below do (the kept fields with the request's own rules; the rest ignored).
 const keptFields = Object.fromEntries([...PRESET_FIELDS, 'instructions'].map((k) => [k, true])) as { [K in (typeof PRESET_FIELDS)[number] | 'instructions']: true }
 export const PresetResponsesBody = ResponsesFields.pick(keptFields).describe('A Responses request body: the kept fields become the configuration, instructions the system prompt; the rest is ignored.')
-const anyJson = z.unknown()
-const sampling = { temperature: z.number().optional(), top_p: z.number().optional(), top_k: z.int().optional(), model: z.string().optional(), models: z.array(z.string()).optional(), provider: anyJson.optional(), plugins: anyJson.optional(), service_tier: z.string().optional() }
+const anyFields = z.unknown()
+const sampling = { temperature: z.number().optional(), top_p: z.number().optional(), top_k: z.int().optional(), model: z.string().optional(), models: z.array(z.string()).optional(), provider: anyFields.optional(), plugins: anyFields.optional(), service_tier: z.string().optional() }
 export const PresetChatBody = z
   .looseObject({
     ...sampling,
-    messages: z.array(z.looseObject({ role: z.string(), content: anyJson })).optional(),
+    messages: z.array(z.looseObject({ role: z.string(), content: anyFields })).optional(),
     max_tokens: z.int().optional(),
     max_completion_tokens: z.int().optional(),
     stop: z.union([z.string(), z.array(z.string())]).optional(),
-    tools: z.array(z.looseObject({ type: z.string(), function: z.looseObject({ name: z.string(), description: z.string().optional(), parameters: anyJson.optional(), strict: z.boolean().optional() }).optional() })).optional(),
-    tool_choice: anyJson.optional(),
+    tools: z.array(z.looseObject({ type: z.string(), function: z.looseObject({ name: z.string(), description: z.string().optional(), parameters: anyFields.optional(), strict: z.boolean().optional() }).optional() })).optional(),
+    tool_choice: anyFields.optional(),
     response_format: z.looseObject({ type: z.string() }).optional(),
     reasoning_effort: z.string().optional(),
-    reasoning: anyJson.optional(),
+    reasoning: anyFields.optional(),
   })
   .describe('A Chat Completions request body: system and developer messages become the system prompt, the other settings the configuration.')
 export const PresetMessagesBody = z
@@ -68,7 +69,7 @@ export const PresetMessagesBody = z
     system: z.union([z.string(), z.array(z.looseObject({ type: z.string(), text: z.string().optional() }))]).optional(),
     max_tokens: z.int().optional(),
     stop_sequences: z.array(z.string()).optional(),
-    tools: z.array(z.looseObject({ name: z.string(), description: z.string().optional(), input_schema: anyJson.optional() })).optional(),
+    tools: z.array(z.looseObject({ name: z.string(), description: z.string().optional(), input_schema: anyFields.optional() })).optional(),
     tool_choice: z.looseObject({ type: z.string(), name: z.string().optional() }).optional(),
     thinking: z.looseObject({ type: z.string(), budget_tokens: z.int().optional() }).optional(),
   })
@@ -81,26 +82,26 @@ export const PresetSlug = z
 
 /** What a preset version is made of: the kept fields (validated with their request limits) and the system prompt. */
 export interface PresetContent {
-  config: Json
+  config: Fields
   systemPrompt: string | null
 }
 
-const keep = (body: Json): Json => Object.fromEntries(PRESET_FIELDS.filter((k) => body[k] !== undefined).map((k) => [k, body[k]]))
+const keep = (body: Fields): Fields => Object.fromEntries(PRESET_FIELDS.filter((k) => body[k] !== undefined).map((k) => [k, body[k]]))
 
 /** Validates the kept fields with the request's own rules; the rest is ignored, not checked. */
-function validated(config: Json, where: string): Json {
+function validated(config: Fields, where: string): Fields {
   const parsed = ResponsesFields.pick(Object.fromEntries(PRESET_FIELDS.map((k) => [k, true])) as { [K in (typeof PRESET_FIELDS)[number]]: true }).safeParse(config)
   if (!parsed.success) {
     throw new PresetInputError(`invalid ${where}: ${describeIssues(parsed.error)}`)
   }
-  return keep(parsed.data as Json)
+  return keep(parsed.data as Fields)
 }
 
 export class PresetInputError extends Error {
   override name = 'PresetInputError'
 }
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
+const isObject = (v: unknown): v is Fields => typeof v === 'object' && v !== null && !Array.isArray(v)
 const textOf = (content: unknown): string =>
   typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => (isObject(p) && typeof p.text === 'string' ? p.text : '')).join('') : ''
 
@@ -115,24 +116,24 @@ export function presetFromResponses(body: unknown): PresetContent {
 /** From a Chat Completions body (POST /presets/{slug}/chat/completions): system messages become the prompt. */
 export function presetFromChat(body: unknown): PresetContent {
   if (!isObject(body)) throw new PresetInputError('the body must be a JSON object')
-  const config: Json = keep(body)
+  const config: Fields = keep(body)
   delete config.stop
-  const system = (Array.isArray(body.messages) ? body.messages : []).filter((m: Json) => m?.role === 'system' || m?.role === 'developer').map((m: Json) => textOf(m.content))
+  const system = (Array.isArray(body.messages) ? body.messages : []).filter((m) => isObject(m) && (m.role === 'system' || m.role === 'developer')).map((m: Fields) => textOf(m.content))
   const max = body.max_completion_tokens ?? body.max_tokens
   if (max !== undefined) config.max_output_tokens = max
   if (body.stop !== undefined) config.stop = body.stop
   if (Array.isArray(body.tools)) {
-    config.tools = body.tools.map((t: Json) =>
-      t?.type === 'function' && isObject(t.function)
+    config.tools = body.tools.map((t: unknown) =>
+      isObject(t) && t.type === 'function' && isObject(t.function)
         ? { type: 'function', name: t.function.name, description: t.function.description, parameters: t.function.parameters ?? null, strict: t.function.strict }
         : t,
     )
   }
   const choice = body.tool_choice
-  if (isObject(choice) && choice.type === 'function') config.tool_choice = { type: 'function', name: choice.function?.name }
+  if (isObject(choice) && choice.type === 'function') config.tool_choice = { type: 'function', name: isObject(choice.function) ? choice.function.name : undefined }
   const format = body.response_format
   if (isObject(format)) {
-    config.text = format.type === 'json_schema' ? { format: { type: 'json_schema', ...format.json_schema } } : { format: { type: format.type } }
+    config.text = format.type === 'json_schema' ? { format: { type: 'json_schema', ...(isObject(format.json_schema) ? format.json_schema : {}) } } : { format: { type: format.type } }
   }
   if (typeof body.reasoning_effort === 'string') config.reasoning = { effort: body.reasoning_effort }
   if (isObject(body.reasoning)) config.reasoning = body.reasoning
@@ -142,12 +143,12 @@ export function presetFromChat(body: unknown): PresetContent {
 /** From an Anthropic Messages body (POST /presets/{slug}/messages): `system` becomes the prompt. */
 export function presetFromMessages(body: unknown): PresetContent {
   if (!isObject(body)) throw new PresetInputError('the body must be a JSON object')
-  const config: Json = {}
+  const config: Fields = {}
   for (const k of ['model', 'models', 'provider', 'temperature', 'top_p', 'top_k', 'service_tier', 'plugins'] as const) if (body[k] !== undefined) config[k] = body[k]
   if (body.max_tokens !== undefined) config.max_output_tokens = body.max_tokens
   if (body.stop_sequences !== undefined) config.stop = body.stop_sequences
   if (Array.isArray(body.tools)) {
-    config.tools = body.tools.map((t: Json) => (t?.input_schema ? { type: 'function', name: t.name, description: t.description, parameters: t.input_schema } : t))
+    config.tools = body.tools.map((t: unknown) => (isObject(t) && t.input_schema ? { type: 'function', name: t.name, description: t.description, parameters: t.input_schema } : t))
   }
   const choice = body.tool_choice
   if (isObject(choice)) {
@@ -173,16 +174,16 @@ export function presetReference(req: { model?: string; preset?: string }): { slu
  * request gives wins (whole fields, not merged inside), a model written before `@preset/` wins
  * over both, and the system prompt is used when the request has no `instructions`.
  */
-export function applyPreset(req: ResponsesRequest, version: { config: Json; systemPrompt: string | null }): ResponsesRequest {
+export function applyPreset(req: ResponsesRequest, version: { config: Fields; systemPrompt: string | null }): ResponsesRequest {
   const ref = presetReference(req)
-  const given: Json = { ...req }
+  const given: Fields = { ...req }
   delete given.preset
   if (ref) delete given.model
   if (ref?.model) given.model = ref.model
   for (const k of Object.keys(given)) if (given[k] === undefined) delete given[k]
   // `auto` is no preference (the official client always sends it), so the preset's tier stands.
   if (given.service_tier === 'auto' && version.config.service_tier !== undefined) delete given.service_tier
-  const merged: Json = { ...version.config, ...given }
+  const merged: Fields = { ...version.config, ...given }
   // A request that names a model list replaces the preset's model too, and the other way round.
   if (given.models && !given.model && !ref?.model) delete merged.model
   if (merged.instructions == null && version.systemPrompt != null) merged.instructions = version.systemPrompt

@@ -58,6 +58,16 @@ const ItemReference = z
   .looseObject({ type: z.literal('item_reference').nullable().optional(), id: z.string() })
   .refine(() => false, 'item references are not served: responses are not stored, so send the item itself')
 export const InputItem = z.union([MessageItem, OtherItem, ItemReference])
+/** An item of the request's input: a message, or another item by its `type`, other fields as sent. */
+export type InputItem = z.infer<typeof InputItem>
+export type MessageInput = z.infer<typeof MessageItem>
+
+/** A message item (with or without `type: "message"`), as opposed to a call, a result or another kind. */
+export const isMessage = (item: InputItem): item is MessageInput =>
+  typeof item.role === 'string' && (item.type === undefined || item.type === 'message')
+
+/** The input as items: a string is one user message. */
+export const inputItems = (input: ResponsesRequest['input']): InputItem[] => (typeof input === 'string' ? [{ role: 'user', content: input }] : (input ?? []))
 
 /** Every field with its limits, before the rules that tie fields together. */
 export const ResponsesFields = z.looseObject({

@@ -5,8 +5,6 @@ import type { OutputItem, ResponseObject } from './wire.js'
 // The Response object of a run, as it stands (in progress) or as it ended: every key
 // ResponseResource requires, null only where it allows null.
 
-type Json = Record<string, any>
-
 /** The Response object: every key ResponseResource requires, null only where it allows null. */
 export function responseObject(run: Run, status: 'in_progress' | 'completed' | 'incomplete' | 'failed'): ResponseObject {
   const { req, assembler } = run
@@ -50,7 +48,7 @@ export function responseObject(run: Run, status: 'in_progress' | 'completed' | '
   return body
 }
 
-function routingMetadata(run: Run): Json {
+function routingMetadata(run: Run): Record<string, unknown> {
   const c = run.route.candidates[run.chosen]!
   return {
     attempt: run.attempts,

@@ -6,11 +6,10 @@ import type { FunctionDef } from './adapters/adapter.js'
 // Server tools: tools Roster itself runs between model turns. Offered as `openrouter:<name>`;
 // the model sees them as ordinary functions; the client sees a result item per call.
 
-type Json = Record<string, any>
-
 export interface ServerTool {
   definition: FunctionDef
-  run(args: Json, signal: AbortSignal): Promise<unknown>
+  /** Runs with the model's arguments (an object; what is in it is the model's and is checked). */
+  run(args: Record<string, unknown>, signal: AbortSignal): Promise<unknown>
 }
 
 export interface WebFetchOptions {

@@ -1,11 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { Pool, type Dispatcher } from 'undici'
 import type { Endpoint } from './catalogue.js'
-import type { Adapter } from './adapters/adapter.js'
+import type { AnyAdapter } from './adapters/adapter.js'
 import { GatewayError, gatewayError, upstreamError } from './errors.js'
 import type { Cancellation } from './cancellation.js'
-
-type Json = Record<string, any>
 
 export interface CallHooks {
   cancel?: Cancellation
@@ -37,7 +35,7 @@ export class Upstream {
    * Sends a call. Answers the whole body of a 2xx reply, or (with `onChunk`) nothing once the
    * streamed body has ended; throws a GatewayError for an error status or a transport failure.
    */
-  call(endpoint: Endpoint, adapter: Adapter, body: Json, hooks: CallHooks = {}): Promise<Buffer | undefined> {
+  call(endpoint: Endpoint, adapter: AnyAdapter, body: object, hooks: CallHooks = {}): Promise<Buffer | undefined> {
     const target = this.target(endpoint, adapter)
     return new Promise((resolve, reject) => {
       const handler = new UpstreamCall(endpoint, hooks, resolve, reject)
@@ -61,7 +59,7 @@ export class Upstream {
    * does not change under it.
    */
   private readonly targets = new WeakMap<Endpoint, { pool: Pool; path: string; headers: Record<string, string> }>()
-  private target(endpoint: Endpoint, adapter: Adapter) {
+  private target(endpoint: Endpoint, adapter: AnyAdapter) {
     let target = this.targets.get(endpoint)
     if (!target) {
       const url = new URL(endpoint.base_url.replace(/\/$/, '') + adapter.path)

@@ -2,12 +2,22 @@ import type { Entry } from '../conversation.js'
 import type { Delta } from '../deltas.js'
 import type { ResponsesRequest } from '../request.js'
 
-type Json = Record<string, any>
+/**
+ * A provider's reply read as its protocol's shape (the official clients' types), any part of it
+ * possibly missing or null: providers differ, so each field is checked as it is read.
+ */
+export type AsSent<T> = T extends string | number | boolean | null | undefined
+  ? T
+  : T extends readonly (infer U)[]
+    ? AsSent<U>[]
+    : T extends object
+      ? { [K in keyof T]?: AsSent<T[K]> | null }
+      : T
 
 export interface FunctionDef {
   name: string
   description?: string
-  parameters: Json
+  parameters: Record<string, unknown>
   strict?: boolean | null
 }
 
@@ -38,16 +48,16 @@ export interface StreamEvent {
 /** Translates one streamed reply; stateful, so make one per call. Throws GatewayError on a stream error. */
 export type StreamTranslator = (e: StreamEvent) => Delta[]
 
-export interface Adapter {
+/** One protocol: the body it is sent (`Body`), and its whole reply (`Reply`) as deltas. */
+export interface Adapter<Body extends object = object, Reply = never> {
   /** Appended to the endpoint's base URL. */
   path: string
   headers(apiKey: string | undefined): Record<string, string>
-  body(spec: CallSpec): Json
-  reply(body: Json): Delta[]
+  body(spec: CallSpec): Body
+  reply(reply: AsSent<Reply>): Delta[]
   streamer(): StreamTranslator
 }
 
-/** The request's generation settings that most protocols share under the same names. */
-export function common(req: ResponsesRequest, body: Json, names: readonly (keyof ResponsesRequest)[]) {
-  for (const k of names) if (req[k] != null) body[k] = req[k]
-}
+/** Any protocol's adapter, as the engine holds them. */
+// The engine hands each adapter the parsed JSON of its own protocol's reply.
+export type AnyAdapter = Adapter<object, any>

@@ -1,35 +1,52 @@
+import type {
+  ContentBlockParam,
+  ImageBlockParam,
+  Message,
+  MessageCreateParams,
+  MessageDeltaUsage,
+  MessageParam,
+  RawMessageStreamEvent,
+  TextBlockParam,
+  Usage,
+} from '@anthropic-ai/sdk/resources/messages'
 import type { Entry, Part } from '../conversation.js'
 import type { Delta, Finish } from '../deltas.js'
 import { upstreamError } from '../errors.js'
-import type { Adapter, CallSpec, StreamTranslator } from './adapter.js'
+import type { Adapter, AsSent, CallSpec, StreamTranslator } from './adapter.js'
 
-// Responses ⇄ Anthropic Messages.
-
-type Json = Record<string, any>
+// Responses ⇄ Anthropic Messages. Shapes are the Anthropic client's.
 
 /** Thinking budgets for the request's reasoning effort (Anthropic takes tokens, not levels). */
 const BUDGET: Record<string, number> = { minimal: 1024, low: 2048, medium: 8192, high: 16384, xhigh: 32000, max: 64000 }
 
-function block(p: Part, caching: boolean): Json {
+const MEDIA_TYPES = ['image/jpeg', 'image/png', 'image/gif', 'image/webp'] as const
+
+function textBlock(text: string, p: Part, caching: boolean): TextBlockParam {
+  return { type: 'text', text, ...(caching && p.cache ? { cache_control: p.cache } : {}) }
+}
+
+function block(p: Part, caching: boolean): TextBlockParam | ImageBlockParam {
+  if (p.kind === 'text') return textBlock(p.text, p, caching)
   const cache = caching && p.cache ? { cache_control: p.cache } : {}
-  if (p.kind === 'text') return { type: 'text', text: p.text, ...cache }
   const data = /^data:([^;,]+);base64,(.*)$/s.exec(p.url)
-  const source = data ? { type: 'base64', media_type: data[1], data: data[2] } : { type: 'url', url: p.url }
-  return { type: 'image', source, ...cache }
+  const media = data && MEDIA_TYPES.find((t) => t === data[1])
+  // A data: URL of a type Anthropic does not take goes as it is, for the provider to refuse by name.
+  if (data && !media) return { type: 'image', source: { type: 'url', url: p.url }, ...cache }
+  return { type: 'image', source: data && media ? { type: 'base64', media_type: media, data: data[2]! } : { type: 'url', url: p.url }, ...cache }
 }
 
 /** System entries become the system blocks; the rest alternate user/assistant as Anthropic requires. */
-function anthropicMessages(entries: Entry[], caching: boolean): { system: Json[]; messages: Json[] } {
-  const system: Json[] = []
-  const messages: Json[] = []
-  const append = (role: 'user' | 'assistant', blocks: Json[]) => {
+function anthropicMessages(entries: Entry[], caching: boolean): { system: TextBlockParam[]; messages: MessageParam[] } {
+  const system: TextBlockParam[] = []
+  const messages: (MessageParam & { content: ContentBlockParam[] })[] = []
+  const append = (role: 'user' | 'assistant', blocks: ContentBlockParam[]) => {
     const last = messages.at(-1)
     if (last?.role === role) last.content.push(...blocks)
     else messages.push({ role, content: blocks })
   }
   for (const e of entries) {
     if (e.kind === 'message') {
-      if (e.role === 'system') system.push(...e.parts.filter((p) => p.kind === 'text').map((p) => block(p, caching)))
+      if (e.role === 'system') for (const p of e.parts) p.kind === 'text' && system.push(textBlock(p.text, p, caching))
       else append(e.role, e.parts.map((p) => block(p, caching)))
     } else if (e.kind === 'call') {
       let input: unknown = {}
@@ -44,22 +61,38 @@ function anthropicMessages(entries: Entry[], caching: boolean): { system: Json[]
 
 const FINISH: Record<string, Finish> = { end_turn: 'stop', stop_sequence: 'stop', pause_turn: 'stop', max_tokens: 'length', tool_use: 'tool_calls', refusal: 'content_filter' }
 
-function usage(u: Json | undefined): Delta[] {
+const finish = (reason: string | null | undefined): Finish => FINISH[reason ?? ''] ?? 'stop'
+
+function usage(u: AsSent<Usage | MessageDeltaUsage> | null | undefined): Delta[] {
   if (!u) return []
   const read = u.cache_read_input_tokens ?? 0
   const write = u.cache_creation_input_tokens ?? 0
+  const thinking = u.output_tokens_details?.thinking_tokens
   return [
     {
       type: 'usage',
       usage: {
-        ...(u.input_tokens !== undefined ? { input: u.input_tokens + read + write, cached: read, cacheWrite: write } : {}),
-        ...(u.output_tokens !== undefined ? { output: u.output_tokens } : {}),
+        ...(u.input_tokens != null ? { input: u.input_tokens + read + write, cached: read, cacheWrite: write } : {}),
+        ...(u.output_tokens != null ? { output: u.output_tokens } : {}),
+        ...(thinking != null ? { reasoning: thinking } : {}),
       },
     },
   ]
 }
 
-export const anthropic: Adapter = {
+/** An error event mid-stream (not among the client's stream event types: the client raises it). */
+interface StreamError {
+  type: 'error'
+  error: { type: string; message: string }
+}
+
+/**
+ * Sampling settings the client's types no longer list: older models and Anthropic-compatible
+ * servers take them, and a request that sets them means them.
+ */
+type Body = MessageCreateParams & { temperature?: number; top_p?: number; top_k?: number }
+
+export const anthropic: Adapter<Body, Message> = {
   path: '/messages',
   headers: (key) => ({
     'content-type': 'application/json',
@@ -67,28 +100,29 @@ export const anthropic: Adapter = {
     ...(key ? { 'x-api-key': key } : {}),
   }),
 
-  body(spec: CallSpec): Json {
+  body(spec: CallSpec): Body {
     const { req } = spec
     const { system, messages } = anthropicMessages(spec.entries, spec.caching)
     const maxTokens = req.max_output_tokens ?? spec.defaultMaxTokens
-    const body: Json = { model: spec.upstreamModel, max_tokens: maxTokens, messages, stream: spec.stream }
+    const body: Body = { model: spec.upstreamModel, max_tokens: maxTokens, messages, stream: spec.stream }
     if (system.length) body.system = system
     if (req.temperature != null) body.temperature = Math.min(1, req.temperature)
     if (req.top_p != null) body.top_p = req.top_p
     if (req.top_k != null) body.top_k = req.top_k
     if (req.stop != null) body.stop_sequences = typeof req.stop === 'string' ? [req.stop] : req.stop
     if (spec.tools.length) {
-      body.tools = spec.tools.map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), input_schema: t.parameters }))
+      body.tools = spec.tools.map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), input_schema: { type: 'object' as const, ...t.parameters } }))
       const c = spec.toolChoice
-      body.tool_choice = c === 'auto' ? { type: 'auto' } : c === 'none' ? { type: 'none' } : c === 'required' ? { type: 'any' } : { type: 'tool', name: c.name }
-      if (req.parallel_tool_calls === false && c !== 'none') body.tool_choice.disable_parallel_tool_use = true
+      const alone = req.parallel_tool_calls === false ? { disable_parallel_tool_use: true } : {}
+      body.tool_choice = c === 'auto' ? { type: 'auto', ...alone } : c === 'none' ? { type: 'none' } : c === 'required' ? { type: 'any', ...alone } : { type: 'tool', name: c.name, ...alone }
     }
     const r = req.reasoning
     const wanted = r && r.effort !== 'none' && r.enabled !== false ? (r.max_tokens ?? (r.effort ? BUDGET[r.effort] : r.enabled ? BUDGET.medium : undefined)) : undefined
     // The budget counts within max_tokens and must be at least 1024.
     if (wanted !== undefined && maxTokens > 1024) body.thinking = { type: 'enabled', budget_tokens: Math.max(1024, Math.min(wanted, maxTokens - 1)) }
-    const format = req.text?.format as Json | undefined
-    if (format?.type === 'json_schema') body.output_format = { type: 'json_schema', schema: format.schema }
+    // Structured outputs: Anthropic takes the schema as output_config.format.
+    const format = req.text?.format
+    if (format?.type === 'json_schema') body.output_config = { format: { type: 'json_schema', schema: (format.schema as Record<string, unknown> | undefined) ?? {} } }
     // Anthropic's tiers: `auto` may use priority capacity, `standard_only` never does.
     const tier = req.service_tier
     if (tier === 'priority' || tier === 'fast' || tier === 'ultrafast') body.service_tier = 'auto'
@@ -97,39 +131,39 @@ export const anthropic: Adapter = {
     return body
   },
 
-  reply(r: Json): Delta[] {
+  reply(r): Delta[] {
     const out: Delta[] = []
     let call = 0
     for (const b of r.content ?? []) {
-      if (b.type === 'thinking') out.push({ type: 'reasoning', delta: String(b.thinking ?? '') })
-      else if (b.type === 'text') out.push({ type: r.stop_reason === 'refusal' ? 'refusal' : 'text', delta: String(b.text ?? '') })
-      else if (b.type === 'tool_use') out.push({ type: 'tool_call', index: call++, id: b.id, name: b.name, arguments: JSON.stringify(b.input ?? {}) })
+      if (b?.type === 'thinking') out.push({ type: 'reasoning', delta: String(b.thinking ?? '') })
+      else if (b?.type === 'text') out.push({ type: r.stop_reason === 'refusal' ? 'refusal' : 'text', delta: String(b.text ?? '') })
+      else if (b?.type === 'tool_use') out.push({ type: 'tool_call', index: call++, id: b.id ?? undefined, name: b.name ?? undefined, arguments: JSON.stringify(b.input ?? {}) })
     }
-    out.push(...usage(r.usage), { type: 'finish', reason: FINISH[r.stop_reason] ?? 'stop' })
+    out.push(...usage(r.usage), { type: 'finish', reason: finish(r.stop_reason) })
     return out
   },
 
   streamer(): StreamTranslator {
     return ({ data }) => {
-      const e = JSON.parse(data)
+      const e = JSON.parse(data) as AsSent<RawMessageStreamEvent> | AsSent<StreamError>
       switch (e.type) {
         case 'message_start':
           return usage(e.message?.usage)
         case 'content_block_start':
           return e.content_block?.type === 'tool_use'
-            ? [{ type: 'tool_call', index: e.index, id: e.content_block.id, name: e.content_block.name, arguments: '' }]
+            ? [{ type: 'tool_call', index: e.index ?? 0, id: e.content_block.id ?? undefined, name: e.content_block.name ?? undefined, arguments: '' }]
             : e.content_block?.type === 'text' && e.content_block.text
               ? [{ type: 'text', delta: e.content_block.text }]
               : []
         case 'content_block_delta': {
-          const d = e.delta ?? {}
-          if (d.type === 'text_delta') return [{ type: 'text', delta: String(d.text ?? '') }]
-          if (d.type === 'thinking_delta') return [{ type: 'reasoning', delta: String(d.thinking ?? '') }]
-          if (d.type === 'input_json_delta') return [{ type: 'tool_call', index: e.index, arguments: String(d.partial_json ?? '') }]
+          const d = e.delta
+          if (d?.type === 'text_delta') return [{ type: 'text', delta: String(d.text ?? '') }]
+          if (d?.type === 'thinking_delta') return [{ type: 'reasoning', delta: String(d.thinking ?? '') }]
+          if (d?.type === 'input_json_delta') return [{ type: 'tool_call', index: e.index ?? 0, arguments: String(d.partial_json ?? '') }]
           return []
         }
         case 'message_delta':
-          return [...usage(e.usage), ...(e.delta?.stop_reason ? [{ type: 'finish' as const, reason: FINISH[e.delta.stop_reason] ?? 'stop' }] : [])]
+          return [...usage(e.usage), ...(e.delta?.stop_reason ? [{ type: 'finish' as const, reason: finish(e.delta.stop_reason) }] : [])]
         case 'error': {
           const type = e.error?.type
           const status = type === 'overloaded_error' ? 529 : type === 'rate_limit_error' ? 429 : type === 'invalid_request_error' ? 400 : 500

@@ -1,6 +1,8 @@
+import type { ChatCompletion, ChatCompletionMessage, ChatCompletionMessageFunctionToolCall } from 'openai/resources/chat/completions'
+import type { CompletionUsage } from 'openai/resources/completions'
 import { z } from 'zod'
 import { invalid, type GatewayError } from '../errors.js'
-import { Metadata, ServiceTier, sparseParser, StopCondition, type ResponsesRequest } from '../request.js'
+import { Metadata, ServiceTier, sparseParser, StopCondition, type InputItem, type ResponsesRequest } from '../request.js'
 import { stopReasonOf, type ItemEvent, type LogProb, type ResponseObject, type StopReason } from '../wire.js'
 import type { DoorStream } from './door.js'
 import { SSE_KEEPALIVE } from './door.js'
@@ -9,7 +11,8 @@ import { SSE_KEEPALIVE } from './door.js'
 // official client (`client.chat.send`) sends. Translated to the engine's neutral request on the way
 // in, and from the engine's Response and events on the way out.
 
-type Json = Record<string, any>
+/** A JSON object built up field by field before it is handed on as its type. */
+type Fields = Record<string, unknown>
 
 const CacheControl = z.looseObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() })
 const Part = z.looseObject({ type: z.string().min(1) })
@@ -113,26 +116,34 @@ const SAME = [
   'service_tier', 'provider', 'route', 'plugins', 'prompt_cache_key', 'cache_control', 'stop_server_tools_when', 'trace', 'debug',
 ] as const
 
+type ContentPart = z.infer<typeof Part>
+type ContentPartNeutral = { type: string } & Fields
+
 /** A user or system part in the neutral form. */
-function inputPart(p: Json, where: string): Json {
+function inputPart(p: ContentPart, where: string): ContentPartNeutral {
   switch (p.type) {
     case 'text':
       return { type: 'input_text', text: String(p.text ?? ''), ...(p.cache_control ? { cache_control: p.cache_control } : {}) }
     case 'image_url': {
-      const url = typeof p.image_url === 'string' ? p.image_url : p.image_url?.url
+      const image = p.image_url as string | { url?: unknown; detail?: unknown } | undefined
+      const url = typeof image === 'string' ? image : image?.url
       if (typeof url !== 'string' || !url) throw invalid(`${where}/image_url needs a url (https: or data:)`)
-      return { type: 'input_image', image_url: url, ...(p.image_url?.detail ? { detail: p.image_url.detail } : {}) }
+      const detail = typeof image === 'object' ? image.detail : undefined
+      return { type: 'input_image', image_url: url, ...(detail ? { detail } : {}) }
     }
     default:
       throw invalid(`${where} content parts of type ${p.type} are not served by this Roster (served: text, image_url)`)
   }
 }
-const inputContent = (content: string | Json[], where: string) => (typeof content === 'string' ? content : content.map((p, i) => inputPart(p, `${where}/content/${i}`)))
-const textOf = (content: string | Json[] | null | undefined) => (typeof content === 'string' ? content : (content ?? []).map((p) => (p.type === 'text' ? String(p.text ?? '') : '')).join(''))
+const inputContent = (content: string | ContentPart[], where: string) => (typeof content === 'string' ? content : content.map((p, i) => inputPart(p, `${where}/content/${i}`)))
+const textOf = (content: string | ContentPart[] | null | undefined) => (typeof content === 'string' ? content : (content ?? []).map((p) => (p.type === 'text' ? String(p.text ?? '') : '')).join(''))
+
+type FunctionToolIn = z.infer<typeof FunctionTool>
+const isFunctionTool = (t: NonNullable<ChatCompletionRequest['tools']>[number]): t is FunctionToolIn => t.type === 'function'
 
 /** The Chat Completions request as the engine's neutral request. */
 export function chatToNeutral(req: ChatCompletionRequest): ResponsesRequest {
-  const out: Json = { stream: req.stream === true }
+  const out: Fields = { stream: req.stream === true }
   for (const k of SAME) if (req[k] != null) out[k] = req[k]
   const maxTokens = req.max_completion_tokens ?? req.max_tokens
   if (maxTokens != null) out.max_output_tokens = maxTokens
@@ -144,45 +155,45 @@ export function chatToNeutral(req: ChatCompletionRequest): ResponsesRequest {
   if (req.modalities?.includes('audio')) throw invalid('/modalities audio output is not served by this Roster')
   if (req.modalities) out.modalities = req.modalities
 
-  const input: Json[] = []
+  const input: InputItem[] = []
   req.messages.forEach((m, i) => {
     const where = `/messages/${i}`
     switch (m.role) {
       case 'system':
       case 'developer':
       case 'user':
-        input.push({ role: m.role, content: inputContent(m.content as string | Json[], where) })
+        input.push({ role: m.role, content: inputContent(m.content, where) })
         return
       case 'assistant': {
-        const text = textOf(m.content as string | Json[] | null | undefined)
+        const text = textOf(m.content)
         if (text) input.push({ role: 'assistant', content: [{ type: 'output_text', text }] })
         for (const call of m.tool_calls ?? []) input.push({ type: 'function_call', call_id: call.id, name: call.function.name, arguments: call.function.arguments })
         return
       }
       case 'tool':
-        input.push({ type: 'function_call_output', call_id: m.tool_call_id, output: textOf(m.content as string | Json[]) })
+        input.push({ type: 'function_call_output', call_id: m.tool_call_id, output: textOf(m.content) })
     }
   })
   out.input = input
 
   if (req.tools?.length) {
-    out.tools = req.tools.map((t: Json) =>
-      t.type === 'function' ? { type: 'function', name: t.function.name, description: t.function.description, parameters: t.function.parameters, strict: t.function.strict } : t,
+    out.tools = req.tools.map((t) =>
+      isFunctionTool(t) ? { type: 'function', name: t.function.name, description: t.function.description, parameters: t.function.parameters, strict: t.function.strict } : t,
     )
   }
   if (req.tool_choice !== undefined) out.tool_choice = typeof req.tool_choice === 'string' ? req.tool_choice : { type: 'function', name: req.tool_choice.function.name }
-  const format = req.response_format as Json | undefined
+  const format = req.response_format
   if (format && format.type !== 'text') {
     out.text = {
       format:
-        format.type === 'json_schema'
+        format.type === 'json_schema' && 'json_schema' in format
           ? { type: 'json_schema', name: format.json_schema.name, description: format.json_schema.description, schema: format.json_schema.schema ?? {}, strict: format.json_schema.strict ?? false }
           : { type: 'json_object' },
     }
   }
   const effort = req.reasoning?.effort ?? req.reasoning_effort
   if (req.reasoning || effort) {
-    const r: Json = {}
+    const r: Fields = {}
     if (effort) r.effort = effort
     if (req.reasoning?.max_tokens != null) r.max_tokens = req.reasoning.max_tokens
     if (req.reasoning?.enabled != null) r.enabled = req.reasoning.enabled
@@ -204,14 +215,31 @@ export const chatReplyOptions = (req: ChatCompletionRequest): ChatReplyOptions =
   includeUsage: req.stream_options?.include_usage === true || req.usage?.include === true,
 })
 
-const FINISH: Record<StopReason, string> = { stop: 'stop', tool_calls: 'tool_calls', length: 'length', content_filter: 'content_filter' }
+const FINISH: Record<StopReason, ChatCompletion.Choice['finish_reason']> = { stop: 'stop', tool_calls: 'tool_calls', length: 'length', content_filter: 'content_filter' }
 
 /** Roster's backend, as `system_fingerprint` reports it. */
 const SYSTEM_FINGERPRINT = 'fp_roster'
 
 export const chatId = (responseId: string) => `chatcmpl-${responseId.replace(/^resp_/, '')}`
 
-function chatUsage(response: ResponseObject): Json | undefined {
+/** Usage as the official client reads it: the openai client's, with the cost beside it. */
+type ChatUsage = CompletionUsage & {
+  cost: number
+  is_byok: boolean
+  cost_details: { upstream_inference_cost: number; upstream_inference_prompt_cost: number; upstream_inference_completions_cost: number }
+  prompt_tokens_details: { cached_tokens: number; cache_write_tokens?: number }
+}
+/** A `chat.completion`: the openai client's, with the reasoning and metadata the official client reads. */
+export type ChatCompletionReply = Omit<ChatCompletion, 'choices' | 'usage'> & {
+  choices: (Omit<ChatCompletion.Choice, 'message'> & { message: ChatCompletionMessage & { reasoning?: string } })[]
+  usage?: ChatUsage
+  openrouter_metadata?: Record<string, unknown>
+}
+
+/** Tiers as Chat Completions names them: the official client's fast tiers are priority capacity. */
+const CHAT_TIER: Record<string, ChatCompletion['service_tier']> = { auto: 'auto', default: 'default', flex: 'flex', scale: 'scale', priority: 'priority', fast: 'priority', ultrafast: 'priority' }
+
+function chatUsage(response: ResponseObject): ChatUsage | undefined {
   const u = response.usage
   if (!u) return undefined
   return {
@@ -233,11 +261,11 @@ const chatLogprobs = (content: LogProb[]) => ({ content, refusal: null })
 const metadataOf = (response: ResponseObject) => (response.openrouter_metadata ? { openrouter_metadata: response.openrouter_metadata } : {})
 
 /** The finished Response as a `chat.completion`. */
-export function toChatCompletion(response: ResponseObject, options: ChatReplyOptions): Json {
+export function toChatCompletion(response: ResponseObject, options: ChatReplyOptions): ChatCompletionReply {
   let text = ''
   let refusal = ''
   let reasoning = ''
-  const toolCalls: Json[] = []
+  const toolCalls: ChatCompletionMessageFunctionToolCall[] = []
   const logprobs: LogProb[] = []
   for (const item of response.output) {
     if (item.type === 'message') {
@@ -252,7 +280,7 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
     else if (item.type === 'reasoning') reasoning += item.summary.map((s) => s.text).join('')
     else if (item.type === 'function_call') toolCalls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } })
   }
-  const message: Json = { role: 'assistant', content: text || (toolCalls.length || refusal ? null : ''), refusal: refusal || null }
+  const message: ChatCompletionReply['choices'][number]['message'] = { role: 'assistant', content: text || (toolCalls.length || refusal ? null : ''), refusal: refusal || null }
   if (reasoning && !options.hideReasoning) message.reasoning = reasoning
   if (toolCalls.length) message.tool_calls = toolCalls
   return {
@@ -264,7 +292,7 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
     usage: chatUsage(response),
     // A string: the openai client's type has no null here, and the official client's requires the key.
     system_fingerprint: SYSTEM_FINGERPRINT,
-    ...(response.service_tier ? { service_tier: response.service_tier } : {}),
+    ...(response.service_tier ? { service_tier: CHAT_TIER[response.service_tier] ?? 'default' } : {}),
     ...metadataOf(response),
   }
 }

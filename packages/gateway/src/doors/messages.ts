@@ -1,6 +1,7 @@
+import type { ContentBlock, Message, MessageDeltaUsage, RawContentBlockDeltaEvent, Usage } from '@anthropic-ai/sdk/resources/messages'
 import { z } from 'zod'
 import { anthropicErrorType, invalid, type GatewayError } from '../errors.js'
-import { ServiceTier, sparseParser, type ResponsesRequest } from '../request.js'
+import { ServiceTier, sparseParser, type InputItem, type ResponsesRequest } from '../request.js'
 import { stopReasonOf, type ItemEvent, type ResponseObject, type StopReason } from '../wire.js'
 import type { DoorStream } from './door.js'
 
@@ -8,7 +9,9 @@ import type { DoorStream } from './door.js'
 // the engine's neutral request on the way in and from the engine's Response and events on the way
 // out, so a Messages request may be served by a model of any protocol.
 
-type Json = Record<string, any>
+/** A JSON object as sent (a content block), or built up field by field before it is handed on as its type. */
+type Fields = Record<string, unknown>
+type BlockIn = z.infer<typeof Block>
 
 const CacheControl = z.looseObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() })
 const Block = z.looseObject({ type: z.string().min(1) })
@@ -70,10 +73,10 @@ export const parseMessagesRequest = sparseParser<MessagesRequest>(MessagesReques
 
 const SAME = ['model', 'models', 'temperature', 'top_p', 'top_k', 'provider', 'session_id', 'plugins', 'route', 'trace', 'cache_control'] as const
 
-const cache = (b: Json) => (b.cache_control ? { cache_control: b.cache_control } : {})
+const cache = (b: Fields) => (b.cache_control ? { cache_control: b.cache_control } : {})
 
-function imageUrl(b: Json, where: string): string {
-  const s = b.source as Json | undefined
+function imageUrl(b: BlockIn, where: string): string {
+  const s = b.source as Fields | undefined
   if (s?.type === 'base64' && typeof s.media_type === 'string' && typeof s.data === 'string') return `data:${s.media_type};base64,${s.data}`
   if (s?.type === 'url' && typeof s.url === 'string') return s.url
   throw invalid(`${where}/source an image needs a base64 source (media_type, data) or a url source`)
@@ -85,23 +88,26 @@ function resultText(content: unknown, where: string): string {
   if (typeof content === 'string') return content
   if (!Array.isArray(content)) throw invalid(`${where}/content must be a string or text blocks`)
   return content
-    .map((b: Json, i) => {
+    .map((b: Fields, i) => {
       if (b.type === 'text') return String(b.text ?? '')
-      throw invalid(`${where}/content/${i} tool results of type ${b.type} are not served by this Roster (served: text)`)
+      throw invalid(`${where}/content/${i} tool results of type ${String(b.type)} are not served by this Roster (served: text)`)
     })
     .join('')
 }
 
+type ClientToolIn = z.infer<typeof ClientTool>
+const isClientTool = (t: NonNullable<MessagesRequest['tools']>[number]): t is ClientToolIn => !t.type || t.type === 'custom'
+
 /** The Messages request as the engine's neutral request. */
 export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
-  const out: Json = { stream: req.stream === true, max_output_tokens: req.max_tokens }
+  const out: Fields = { stream: req.stream === true, max_output_tokens: req.max_tokens }
   for (const k of SAME) if (req[k] != null) out[k] = req[k]
   if (req.stop_sequences?.length) out.stop = req.stop_sequences
   if (req.metadata?.user_id) out.user = req.metadata.user_id
   // Anthropic's `standard_only` is the default tier; its `auto` and the official client's tiers are the engine's own.
   if (req.service_tier) out.service_tier = req.service_tier === 'standard_only' ? 'default' : req.service_tier
 
-  const input: Json[] = []
+  const input: InputItem[] = []
   if (req.system !== undefined) {
     input.push({ role: 'system', content: typeof req.system === 'string' ? req.system : req.system.map((b) => ({ type: 'input_text', text: b.text, ...cache(b) })) })
   }
@@ -111,12 +117,12 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
       input.push(m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: [{ type: 'output_text', text: m.content }] })
       return
     }
-    let parts: Json[] = []
+    let parts: ({ type: string } & Fields)[] = []
     const flush = () => {
       if (parts.length) input.push({ role: m.role, content: parts })
       parts = []
     }
-    m.content.forEach((b: Json, j) => {
+    m.content.forEach((b, j) => {
       const at = `${where}/content/${j}`
       switch (b.type) {
         case 'text':
@@ -150,8 +156,8 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
   out.input = input
 
   if (req.tools?.length) {
-    out.tools = req.tools.map((t: Json) =>
-      t.type && t.type !== 'custom' ? t : { type: 'function', name: t.name, description: t.description, parameters: t.input_schema, ...(t.strict != null ? { strict: t.strict } : {}) },
+    out.tools = req.tools.map((t) =>
+      isClientTool(t) ? { type: 'function', name: t.name, description: t.description, parameters: t.input_schema, ...(t.strict != null ? { strict: t.strict } : {}) } : t,
     )
   }
   const choice = req.tool_choice
@@ -165,34 +171,37 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
   return out as ResponsesRequest
 }
 
-const STOP: Record<StopReason, string> = { stop: 'end_turn', tool_calls: 'tool_use', length: 'max_tokens', content_filter: 'refusal' }
+const STOP: Record<StopReason, NonNullable<Message['stop_reason']>> = { stop: 'end_turn', tool_calls: 'tool_use', length: 'max_tokens', content_filter: 'refusal' }
 
 export const messageId = (responseId: string) => `msg_${responseId.replace(/^resp_/, '')}`
 
+/** Beyond Anthropic's fields, as the official client reads it on every door: the cost in USD. */
+type Cost = { cost?: number }
+
 /** The usage counters (Anthropic counts input tokens apart from those read from or written to the cache). */
-function counters(response: ResponseObject | undefined) {
+function counters(response: ResponseObject | undefined): MessageDeltaUsage & { input_tokens: number } & Cost {
   const u = response?.usage
   if (!u) return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens_details: null, server_tool_use: null }
   const read = u.input_tokens_details.cached_tokens
   const written = u.input_tokens_details.cache_write_tokens ?? 0
+  const thinking = u.output_tokens_details.reasoning_tokens
   return {
     input_tokens: Math.max(0, u.input_tokens - read - written),
     output_tokens: u.output_tokens,
     cache_creation_input_tokens: written,
     cache_read_input_tokens: read,
-    output_tokens_details: null,
+    output_tokens_details: thinking ? { thinking_tokens: thinking } : null,
     server_tool_use: null,
-    // Beyond Anthropic's fields, as the official client reads it on every door: the cost in USD.
-    ...(u.cost !== undefined ? { cost: u.cost } : {}),
+    cost: u.cost,
   }
 }
 /** A Message's `usage`: every field the Anthropic client's Usage has. */
-const messagesUsage = (response?: ResponseObject): Json => ({ ...counters(response), cache_creation: null, inference_geo: null, service_tier: 'standard', speed: null })
+const messagesUsage = (response?: ResponseObject): Usage & Cost => ({ ...counters(response), cache_creation: null, inference_geo: null, service_tier: 'standard', speed: null })
 
 /** The fields of a Message beside its content and stop. */
 const MESSAGE_EXTRAS = { container: null, diagnostics: null, stop_details: null }
 
-function toolInput(args: string): Json {
+function toolInput(args: string): Fields {
   try {
     const v = JSON.parse(args || '{}')
     return v && typeof v === 'object' && !Array.isArray(v) ? v : { value: v }
@@ -201,9 +210,12 @@ function toolInput(args: string): Json {
   }
 }
 
+/** A `message`: the Anthropic client's, with the cost and routing metadata the official client reads. */
+export type MessageReply = Omit<Message, 'usage'> & { usage: Usage & Cost; openrouter_metadata?: Record<string, unknown> }
+
 /** The finished Response as a `message`. */
-export function toMessage(response: ResponseObject): Json {
-  const content: Json[] = []
+export function toMessage(response: ResponseObject): MessageReply {
+  const content: ContentBlock[] = []
   for (const item of response.output) {
     if (item.type === 'reasoning') content.push({ type: 'thinking', thinking: item.summary.map((s) => s.text).join(''), signature: '' })
     else if (item.type === 'message') for (const p of item.content) content.push({ type: 'text', text: p.type === 'output_text' ? p.text : p.refusal, citations: null })
@@ -224,9 +236,9 @@ export function toMessage(response: ResponseObject): Json {
 }
 
 /** Who called a tool: the model itself (Anthropic's `caller`). */
-const DIRECT = Object.freeze({ type: 'direct' })
+const DIRECT = Object.freeze({ type: 'direct' as const })
 
-const sse = (type: string, data: Json) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
+const sse = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
 
 /** An error as the Anthropic client parses it. */
 export const anthropicErrorBody = (status: number, message: string, canonicalType?: string) => ({ type: 'error', error: { type: anthropicErrorType(canonicalType, status), message } })
@@ -284,13 +296,13 @@ export class MessagesStream implements DoorStream {
     return sse('ping', {})
   }
 
-  private start(key: string, block: Json): string {
+  private start(key: string, block: ContentBlock): string {
     const index = this.blocks++
     this.open_.set(key, index)
     return sse('content_block_start', { index, content_block: block })
   }
 
-  private delta(key: string, delta: Json): string {
+  private delta(key: string, delta: RawContentBlockDeltaEvent['delta']): string {
     const index = this.open_.get(key)
     return index === undefined ? '' : sse('content_block_delta', { index, delta })
   }

@@ -36,6 +36,8 @@ function usageOf(p: Plan) {
     output_tokens: p.usage.output,
     cache_read_input_tokens: p.usage.cached,
     cache_creation_input_tokens: p.usage.cacheWrite,
+    // As Anthropic reports thinking: the part of the output tokens spent on it.
+    output_tokens_details: p.usage.reasoning ? { thinking_tokens: p.usage.reasoning } : null,
   }
 }
 
