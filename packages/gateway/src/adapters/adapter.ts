@@ -61,3 +61,13 @@ export interface Adapter<Body extends object = object, Reply = never> {
 /** Any protocol's adapter, as the engine holds them. */
 // The engine hands each adapter the parsed JSON of its own protocol's reply.
 export type AnyAdapter = Adapter<object, any>
+
+/** The request's fields that a protocol's body has under the same name, with a type the body takes. */
+export type SameNamed<B> = {
+  [K in keyof B & keyof ResponsesRequest]-?: NonNullable<ResponsesRequest[K]> extends B[K] ? K : never
+}[keyof B & keyof ResponsesRequest]
+
+/** Copies the request's generation settings that a protocol names as the request does (those given). */
+export function copyGiven<B extends object>(req: ResponsesRequest, body: B, names: readonly SameNamed<B>[]) {
+  for (const k of names) if (req[k] != null) (body as Record<string, unknown>)[k as string] = req[k]
+}

@@ -12,7 +12,7 @@ import type { CompletionUsage } from 'openai/resources/completions'
 import type { CacheMark, Entry, Part } from '../conversation.js'
 import { logprobsOf, type Delta, type Finish } from '../deltas.js'
 import { gatewayError } from '../errors.js'
-import type { Adapter, AsSent, CallSpec, StreamTranslator } from './adapter.js'
+import { copyGiven, type Adapter, type AsSent, type CallSpec, type StreamTranslator } from './adapter.js'
 import { logprobsWanted, type ResponsesRequest } from '../request.js'
 
 // Responses ⇄ OpenAI Chat Completions (also vLLM, Ollama, llama.cpp server, LM Studio and most
@@ -101,13 +101,7 @@ export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
     const body: ChatCompletionCreateParams = { model: spec.upstreamModel, messages: chatMessages(spec.entries, spec.caching), stream: spec.stream }
     if (spec.stream) body.stream_options = { include_usage: true }
     if (req.max_output_tokens != null) body.max_tokens = req.max_output_tokens
-    if (req.temperature != null) body.temperature = req.temperature
-    if (req.top_p != null) body.top_p = req.top_p
-    if (req.frequency_penalty != null) body.frequency_penalty = req.frequency_penalty
-    if (req.presence_penalty != null) body.presence_penalty = req.presence_penalty
-    if (req.parallel_tool_calls != null) body.parallel_tool_calls = req.parallel_tool_calls
-    if (req.stop != null) body.stop = req.stop
-    if (req.prompt_cache_key != null) body.prompt_cache_key = req.prompt_cache_key
+    copyGiven(req, body, ['temperature', 'top_p', 'frequency_penalty', 'presence_penalty', 'parallel_tool_calls', 'stop', 'prompt_cache_key'])
     const logprobs = logprobsWanted(req)
     if (logprobs !== undefined) Object.assign(body, { logprobs: true, ...(logprobs ? { top_logprobs: logprobs } : {}) })
     if (spec.tools.length) {

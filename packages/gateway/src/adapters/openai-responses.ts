@@ -13,7 +13,7 @@ import type { Entry, Part } from '../conversation.js'
 import { logprobsOf, type Delta, type Finish } from '../deltas.js'
 import { logprobsWanted, type ResponsesRequest } from '../request.js'
 import { GatewayError, upstreamError } from '../errors.js'
-import type { Adapter, AsSent, CallSpec, StreamTranslator } from './adapter.js'
+import { copyGiven, type Adapter, type AsSent, type CallSpec, type StreamTranslator } from './adapter.js'
 
 // Responses ⇄ OpenAI Responses: the same format upstream, so mostly a rewrite of what Roster adds
 // (routing, server tools, presets) into what the provider knows. Shapes are the openai client's.
@@ -80,13 +80,7 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
   body(spec: CallSpec): ResponseCreateParams {
     const { req } = spec
     const body: ResponseCreateParams = { model: spec.upstreamModel, input: items(spec.entries), stream: spec.stream, store: false }
-    if (req.max_output_tokens != null) body.max_output_tokens = req.max_output_tokens
-    if (req.temperature != null) body.temperature = req.temperature
-    if (req.top_p != null) body.top_p = req.top_p
-    if (req.parallel_tool_calls != null) body.parallel_tool_calls = req.parallel_tool_calls
-    if (req.prompt_cache_key != null) body.prompt_cache_key = req.prompt_cache_key
-    if (req.truncation != null) body.truncation = req.truncation
-    if (req.include != null) body.include = req.include
+    copyGiven(req, body, ['max_output_tokens', 'temperature', 'top_p', 'parallel_tool_calls', 'prompt_cache_key', 'truncation', 'include'])
     const text = textConfig(req.text)
     if (text) body.text = text
     const logprobs = logprobsWanted(req)
