@@ -1,4 +1,3 @@
-import type { DoorStream } from './doors/door.js'
 import { openResponsesErrorType, type GatewayError } from './errors.js'
 import { responseObject } from './response-object.js'
 import type { Run } from './run.js'
@@ -48,16 +47,23 @@ export function holdForTick(live: Live) {
   })
 }
 
-/** One SSE event: `event:` equal to its type, `sequence_number` from 0. Opens the stream on first use. */
-export function writeEvent(run: Run, event: StreamEvent) {
-  const live = run.live!
+/** One of the output's events, as the run's wire format has it: its door's translation, or Open Responses'. */
+export function writeEvent(run: Run, event: ItemEvent) {
   const door = run.opts.doorStream
-  if (door) return writeThrough(run, door, event as ItemEvent)
+  if (!door) return writeOpenResponses(run, event)
+  openStream(run)
+  const text = door.event(event)
+  if (text) write(run.live!, text)
+}
+
+/** An Open Responses event: `event:` equal to its type, `sequence_number` from 0. Opens the stream on first use. */
+function writeOpenResponses(run: Run, event: StreamEvent) {
+  const live = run.live!
   openStream(run)
   if (live.pendingDebug) {
     const body = live.pendingDebug
     live.pendingDebug = undefined
-    send(live, 'response.debug', JSON.stringify({ debug: { echo_upstream_body: body } }))
+    send(live, 'response.debug', JSON.stringify({ type: 'response.debug', debug: { echo_upstream_body: body } }))
   }
   send(live, event.type, JSON.stringify(event))
 }
@@ -69,36 +75,27 @@ function openStream(run: Run) {
   live.opened = true
   live.sink.open()
   const door = run.opts.doorStream
-  if (door) {
-    if (!live.sink.write(door.open({ id: run.id, model: run.route.candidates[run.chosen]!.model.id, createdAt: run.createdAt }))) live.backlog = true
-    return
-  }
+  if (door) return write(live, door.open({ id: run.id, model: run.route.candidates[run.chosen]!.model.id, createdAt: run.createdAt }))
   // The first byte waits on this: the starting Response is serialized once for both events.
-  const response = `{"response":${JSON.stringify(responseObject(run, 'in_progress'))}}`
-  send(live, 'response.created', response)
-  send(live, 'response.in_progress', response)
-}
-
-/** The event in another door's format (nothing, where that door has no counterpart). Only item events reach a door. */
-function writeThrough(run: Run, door: DoorStream, event: ItemEvent) {
-  const live = run.live!
-  openStream(run)
-  const text = door.event(event)
-  if (!text) return
-  live.sinceAttempt++
-  if (!live.sink.write(text)) live.backlog = true
+  const response = JSON.stringify(responseObject(run, 'in_progress'))
+  send(live, 'response.created', `{"type":"response.created","response":${response}}`)
+  send(live, 'response.in_progress', `{"type":"response.in_progress","response":${response}}`)
 }
 
 /**
- * Writes an event given as a JSON object, with `sequence_number` placed after its `type` (which
- * leads every event the engine makes; the object is spliced, not parsed and serialized again).
+ * Writes an event given as JSON that starts with its `type`, `sequence_number` spliced in after it
+ * (spliced, not parsed and serialized again).
  */
 function send(live: Live, type: string, json: string) {
+  const head = `{"type":${JSON.stringify(type)}`
+  if (!json.startsWith(head)) throw new Error(`an event's JSON must begin with its type (${type})`)
+  write(live, `event: ${type}\ndata: ${head},"sequence_number":${live.seq++}${json.slice(head.length)}\n\n`)
+}
+
+/** Writes a piece of the stream, counting it against the attempt and noting when the client falls behind. */
+function write(live: Live, text: string) {
   live.sinceAttempt++
-  const typed = `{"type":${JSON.stringify(type)}`
-  const seq = `"sequence_number":${live.seq++}`
-  const rest = json.startsWith(typed) ? json.slice(typed.length) : json === '{}' ? '}' : `,${json.slice(1)}`
-  if (!live.sink.write(`event: ${type}\ndata: ${typed},${seq}${rest}\n\n`)) live.backlog = true
+  if (!live.sink.write(text)) live.backlog = true
 }
 
 /** `[DONE]` and the end, leaving with whatever was corked before them. */
@@ -120,7 +117,7 @@ export function endStream(run: Run, status: 'completed' | 'incomplete') {
     sink.uncork()
     return sink.end()
   }
-  writeEvent(run, { type: `response.${status}`, response: responseObject(run, status) })
+  writeOpenResponses(run, { type: `response.${status}`, response: responseObject(run, status) })
   finishStream(sink)
 }
 
@@ -139,7 +136,7 @@ export function failStream(run: Run, err: GatewayError) {
   // The official client reads code, message and param at the top; the schema's ErrorStreamingEvent
   // wants them in `error` with the Open Responses type. Both are sent.
   const payload = { type: openResponsesErrorType(err.errorType, err.status), code: err.errorType, message: err.message, param: null }
-  writeEvent(run, { type: 'error', code: err.errorType, message: err.message, param: null, error: payload })
-  writeEvent(run, { type: 'response.failed', response: failed })
+  writeOpenResponses(run, { type: 'error', code: err.errorType, message: err.message, param: null, error: payload })
+  writeOpenResponses(run, { type: 'response.failed', response: failed })
   finishStream(sink)
 }

@@ -1,9 +1,14 @@
 import { once } from 'node:events'
-import type { FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify'
-import { validatorCompiler } from 'fastify-type-provider-zod'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify'
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
+import type { z } from 'zod'
 import { designatedPresetVersion } from '@roster/shared'
 import { Cancellation, PresetInputError, gatewayError, applyPreset, presetReference, type CallOptions, type DoorStream, type ResponseObject, type ResponsesRequest } from '@roster/gateway'
+import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
+
+/** Images travel inline as data: URLs, so the gateway's routes take more than the API's default. */
+export const RESPONSES_BODY_LIMIT = 20 * 1024 * 1024
 
 const header = (req: FastifyRequest, name: string) => {
   const v = req.headers[name]
@@ -60,6 +65,49 @@ export interface Door {
   /** Absent: the stream is the engine's own Open Responses events. */
   stream?: DoorStream
 }
+
+/** A door's route: its wire format, checked field by field on the way in, and translated both ways. */
+export interface DoorRoute<Body> {
+  path: string
+  operationId: string
+  summary: string
+  /** The request's schema (the OpenAPI document, and the error text of a body that fails). */
+  schema: z.ZodType<Body>
+  /** The same answer as `schema`, checking only the fields a body carries. */
+  parse: (body: unknown) => { success: boolean; data?: Body }
+  name: Door['name']
+  /** Anthropic's door: errors in the shape its client parses, and the key also as `x-api-key`. */
+  anthropic?: boolean
+  /** The door's request as the engine's neutral request (absent: it is one already). */
+  toNeutral?: (body: Body) => ResponsesRequest
+  /** The door's stream writer (absent: the engine's own Open Responses events). */
+  stream?: (body: Body) => DoorStream
+  /** The door's reply from the finished Response (absent: the Response itself). */
+  reply?: (response: ResponseObject, body: Body) => unknown
+}
+
+/** POST <path> for one door: wiring only; the engine (packages/gateway) does the work. Any valid key. */
+export const doorRoute =
+  <Body>(deps: AppDeps, door: DoorRoute<Body>): FastifyPluginAsync =>
+  async (app) => {
+    app.withTypeProvider<ZodTypeProvider>().post(
+      door.path,
+      {
+        onRequest: requireKey(deps.authenticate, { xApiKey: door.anthropic }),
+        bodyLimit: RESPONSES_BODY_LIMIT,
+        config: door.anthropic ? { anthropicErrors: true } : { canonicalErrorTypes: true },
+        validatorCompiler: sparseValidator(door.parse),
+        schema: { operationId: door.operationId, summary: door.summary, body: door.schema },
+      },
+      async (req, reply) => {
+        const body = req.body as Body
+        const neutral = door.toNeutral ? door.toNeutral(body) : (body as ResponsesRequest)
+        const response = await runGateway(deps, req, reply, neutral, { name: door.name, stream: neutral.stream ? door.stream?.(body) : undefined })
+        if (!response) return reply
+        return door.reply ? door.reply(response, body) : response
+      },
+    )
+  }
 
 /**
  * One gateway request through the engine, whichever door it came by: the preset resolved, the

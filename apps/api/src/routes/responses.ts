@@ -3,28 +3,20 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { CompactRequest, ResponsesRequest, parseResponsesRequest } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
-import { callOptions, cancelledOnClose, runGateway, sparseValidator, type Door } from './gateway-run.js'
+import { callOptions, cancelledOnClose, doorRoute, RESPONSES_BODY_LIMIT } from './gateway-run.js'
 
-export const RESPONSES_BODY_LIMIT = 20 * 1024 * 1024
+export { RESPONSES_BODY_LIMIT } from './gateway-run.js'
 
-/** The engine's own door: its stream is the engine's Open Responses events. */
-const RESPONSES_DOOR: Door = Object.freeze({ name: 'responses' })
-
-/** POST /responses: wiring only; the engine (packages/gateway) does the work. Any valid key. */
-export const responsesRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
-  app.withTypeProvider<ZodTypeProvider>().post(
-    '/responses',
-    {
-      onRequest: requireKey(deps.authenticate),
-      // Images travel inline as data: URLs, so this route takes more than the API's default.
-      bodyLimit: RESPONSES_BODY_LIMIT,
-      config: { canonicalErrorTypes: true },
-      validatorCompiler: sparseValidator(parseResponsesRequest),
-      schema: { operationId: 'createResponse', summary: 'Run a model request (Open Responses format)', body: ResponsesRequest },
-    },
-    async (req, reply) => (await runGateway(deps, req, reply, req.body, RESPONSES_DOOR)) ?? reply,
-  )
-}
+/** POST /responses: the engine's own door, its request the neutral one and its stream the engine's events. */
+export const responsesRoutes = (deps: AppDeps) =>
+  doorRoute(deps, {
+    path: '/responses',
+    operationId: 'createResponse',
+    summary: 'Run a model request (Open Responses format)',
+    schema: ResponsesRequest,
+    parse: parseResponsesRequest,
+    name: 'responses',
+  })
 
 /**
  * POST /responses/compact: a conversation given whole, compacted by its model; nothing is stored.
