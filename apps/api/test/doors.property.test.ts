@@ -1,34 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { generateSync } from 'json-schema-faker'
-import { startSimulator, type Simulator } from '@roster/upstream-sim'
-import { simulatorCatalogue } from '@roster/gateway'
 import { useTestTenant } from '@roster/testing'
-import { buildTestApp } from './helpers.js'
+import { DEMO_MODELS, useDemoGateway } from './helpers.js'
 import { clientSchema, clientType } from './client-schemas.js'
 
 // Requests the clients' own types allow (generated from the openai and Anthropic clients'
 // declarations), sent to the doors: each is served, with a reply valid under the client's reply
 // type, or refused with a 4xx in the door's error shape; never a 5xx.
 const env = useTestTenant()
-let sim: Simulator
-let app: Awaited<ReturnType<typeof buildTestApp>>
-
-beforeAll(async () => {
-  sim = await startSimulator({ replyTokens: 4 })
-  app = await buildTestApp(env.t.db, {}, simulatorCatalogue(sim.url))
-})
-afterAll(async () => {
-  await app?.closeAll()
-  await sim?.close()
-})
+const gateway = useDemoGateway(() => env.t.db, { replyTokens: 4 })
 
 /** Bodies from a client's request type, strings and lists capped so each stays small. */
 function bodies(client: 'openai' | 'anthropic', type: string) {
   const schema = JSON.parse(JSON.stringify(clientSchema(client, type), (key, value) => (key === 'maxLength' ? Math.min(value, 32) : key === 'maxItems' ? Math.min(value, 3) : value)))
   return fc.integer({ min: 1, max: 2 ** 31 - 1 }).map((seed) => generateSync(schema, { seed, optionalsProbability: 0.4, maxDepth: 5, maxDefaultItems: 2, alwaysFakeOptionals: false }) as Record<string, unknown>)
 }
-const MODELS = ['roster-sim/chat', 'roster-sim/responses', 'roster-sim/messages']
 const int = (v: unknown, min: number) => (typeof v === 'number' ? Math.max(min, Math.round(v)) : v)
 const clamp = (v: unknown, min: number, max: number) => (typeof v === 'number' ? Math.min(max, Math.max(min, v)) : v)
 const drop = (body: Record<string, unknown>) => {
@@ -58,10 +45,10 @@ const messagesWithin = (b: Record<string, unknown>): Record<string, unknown> => 
 }
 /** One run in four as the type gives it; the others within the limits, on a model the catalogue serves, streaming off. */
 const onModel = (arb: fc.Arbitrary<Record<string, unknown>>, within: (b: Record<string, unknown>) => Record<string, unknown>) =>
-  fc.oneof({ arbitrary: arb, weight: 1 }, { arbitrary: fc.tuple(arb, fc.constantFrom(...MODELS)).map(([b, model]) => ({ ...within(b), model, stream: false })), weight: 3 })
+  fc.oneof({ arbitrary: arb, weight: 1 }, { arbitrary: fc.tuple(arb, fc.constantFrom(...DEMO_MODELS)).map(([b, model]) => ({ ...within(b), model, stream: false })), weight: 3 })
 
 const send = (url: string, body: object) =>
-  app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' }, payload: body })
+  gateway.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' }, payload: body })
 
 /**
  * Sends generated requests to a door: each is served with a reply the client's type accepts, or

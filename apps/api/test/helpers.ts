@@ -1,9 +1,11 @@
 import type { FastifyInstance } from 'fastify'
+import { afterAll, beforeAll } from 'vitest'
+import { startSimulator, type Simulator, type SimSettings } from '@roster/upstream-sim'
 import { ApiConfig, connectRedis, createLogger, loadConfig, type Db } from '@roster/shared'
 import { redisUrl, waitFor } from '@roster/testing'
 import { buildApp } from '../src/app.js'
 import { createAppDeps } from '../src/deps.js'
-import type { Catalogue, CatalogueModel, Endpoint, Protocol } from '@roster/gateway'
+import { simulatorCatalogue, type Catalogue, type CatalogueModel, type Endpoint, type Protocol } from '@roster/gateway'
 
 export const TEST_MASTER_KEY = 'ab'.repeat(32)
 
@@ -33,6 +35,25 @@ export const json = { 'content-type': 'application/json' }
 /** The simulator's model slug for each provider protocol, as the tests name them (`roster-sim/<slug>`). */
 export const SIM_PATHS: Record<Protocol, string> = { 'openai-chat': 'chat', 'openai-responses': 'responses', 'anthropic-messages': 'messages' }
 export const SIM_PROTOCOLS = Object.keys(SIM_PATHS) as Protocol[]
+/** The demo catalogue's models (`simulatorCatalogue`, what `npm start` serves): one per protocol. */
+export const DEMO_MODELS = SIM_PROTOCOLS.map((p) => `roster-sim/${SIM_PATHS[p]}`)
+
+/**
+ * For a test file: a test app serving the demo catalogue over its own simulator, both started
+ * before the file's tests and closed after them.
+ */
+export function useDemoGateway(db: () => Db, settings: Partial<SimSettings> = {}) {
+  const ctx = {} as { sim: Simulator; app: Awaited<ReturnType<typeof buildTestApp>> }
+  beforeAll(async () => {
+    ctx.sim = await startSimulator(settings)
+    ctx.app = await buildTestApp(db(), {}, simulatorCatalogue(ctx.sim.url))
+  })
+  afterAll(async () => {
+    await ctx.app?.closeAll()
+    await ctx.sim?.close()
+  })
+  return ctx
+}
 
 /** A catalogue endpoint on an upstream simulator (its `/v1`). */
 export const simEndpoint = (url: string, protocol: Protocol = 'openai-chat', extra: Partial<Endpoint> = {}): Endpoint => ({

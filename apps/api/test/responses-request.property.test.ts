@@ -1,27 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { generateSync } from 'json-schema-faker'
-import { startSimulator, type Simulator } from '@roster/upstream-sim'
-import { simulatorCatalogue } from '@roster/gateway'
 import { useTestTenant } from '@roster/testing'
-import { buildTestApp, sseEvents } from './helpers.js'
+import { DEMO_MODELS, sseEvents, useDemoGateway } from './helpers.js'
 import { eventErrors, openResponsesSchemas, requestErrors, responseErrors } from './open-responses.js'
 
 // Bodies valid under the published schema's request shape (CreateResponseBody), generated from the
 // schema itself: each is served (a valid Response or stream) or refused with a 400 that names a
 // field it carries; never a 5xx.
 const env = useTestTenant()
-let sim: Simulator
-let app: Awaited<ReturnType<typeof buildTestApp>>
-
-beforeAll(async () => {
-  sim = await startSimulator({ replyTokens: 4 })
-  app = await buildTestApp(env.t.db, {}, simulatorCatalogue(sim.url))
-})
-afterAll(async () => {
-  await app?.closeAll()
-  await sim?.close()
-})
+const gateway = useDemoGateway(() => env.t.db, { replyTokens: 4 })
 
 /**
  * The schema the bodies are generated from: CreateResponseBody with its 10 MB strings and 128-item
@@ -49,11 +37,10 @@ function withinLimits(body: Record<string, unknown>): Record<string, unknown> {
   if (out.background === true) out.background = false
   return out
 }
-const MODELS = ['roster-sim/chat', 'roster-sim/responses', 'roster-sim/messages']
 /** Three runs in four: within Roster's limits, on a model the catalogue has (the schema's model is any string). */
 const requestBody = fc.oneof(
   { arbitrary: schemaBody, weight: 1 },
-  { arbitrary: fc.tuple(schemaBody, fc.constantFrom(...MODELS)).map(([body, model]) => ({ ...withinLimits(body), model })), weight: 3 },
+  { arbitrary: fc.tuple(schemaBody, fc.constantFrom(...DEMO_MODELS)).map(([body, model]) => ({ ...withinLimits(body), model })), weight: 3 },
 )
 
 describe('POST /responses with any body the Open Responses schema accepts', () => {
@@ -62,7 +49,7 @@ describe('POST /responses with any body the Open Responses schema accepts', () =
     await fc.assert(
       fc.asyncProperty(requestBody, async (body) => {
         fc.pre(requestErrors(body).length === 0)
-        const res = await app.inject({
+        const res = await gateway.app.inject({
           method: 'POST',
           url: '/api/v1/responses',
           headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
