@@ -7,8 +7,10 @@
 // BENCH_WARMUP_SECONDS, BENCH_TTFB_RUNS / BENCH_TTFB_ROUNDS / BENCH_TTFB_WARMUP (unmeasured requests first), BENCH_PIN=1, BENCH_API_FLAGS and
 // BENCH_FASTIFY_FLAGS (node flags, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_SOAK_*,
 // BENCH_DUMP (a file: each target's measured requests as [sent at, epoch ms; latency, ms]).
+// doors-instructions: BENCH_CG_WARMUP (requests per door before counting), BENCH_CG_REQUESTS (per round), BENCH_CG_ROUNDS.
 import { spawn, spawnSync } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { Pool } from 'undici'
@@ -137,6 +139,9 @@ function doorTargets(base, key) {
   const auth = { ...json, authorization: `Bearer ${key}` }
   return {
     'direct-chat': { origin: sim, path: '/v1/chat/completions', headers: json, body: chat('sim') },
+    // A bare Fastify proxy (no auth, validation or translation) in front of the same endpoint: what
+    // this machine lets any Fastify gateway add, in the same run.
+    'fastify-chat': { origin: `http://127.0.0.1:${FASTIFY_FLOOR_PORT}`, path: '/v1/chat/completions', headers: json, body: chat('sim') },
     'roster-responses': { origin: roster, path: '/api/v1/responses', headers: auth, body: JSON.stringify({ model: 'bench/chat', input: 'benchmark prompt: say something short', max_output_tokens: 64 }) },
     'roster-chat': { origin: roster, path: '/api/v1/chat/completions', headers: auth, body: chat('bench/chat') },
     'roster-messages': { origin: roster, path: '/api/v1/messages', headers: auth, body: JSON.stringify({ model: 'bench/chat', max_tokens: 64, messages: [{ role: 'user', content: 'benchmark prompt: say something short' }] }) },
@@ -332,11 +337,11 @@ async function benchGatewayDoors({ key, base, apiPid }) {
   rows.push({ scenario: '  CPU time the host stole from this VM during each one\'s rounds', metric: '%', value: Object.values(stolen).map(percentStolen).join(' / '), target: '' })
   // Round by round, each against direct-chat's round of the same number: a tail from one slow spell
   // of the VM shows as one round, where the whole run's p99 cannot tell it from a door's cost.
-  for (const name of ['roster-responses', 'roster-chat', 'roster-messages']) {
+  for (const name of ['fastify-chat', 'roster-responses', 'roster-chat', 'roster-messages']) {
     const added = (k) => lat[name].rounds.map((r, i) => f(r[k] - lat['direct-chat'].rounds[i][k])).join(', ')
     rows.push({ scenario: `  added by ${name}, round by round`, metric: 'p50 ms; p99 ms', value: `${added('p50')}; ${added('p99')}`, target: '' })
   }
-  for (const name of ['roster-responses', 'roster-chat', 'roster-messages', 'portkey-chat']) {
+  for (const name of ['fastify-chat', 'roster-responses', 'roster-chat', 'roster-messages', 'portkey-chat']) {
     rows.push({ scenario: `  added by ${name} over direct-chat`, metric: 'p50 / p99 ms', value: `${f(lat[name].p50 - lat['direct-chat'].p50)} / ${f(lat[name].p99 - lat['direct-chat'].p99)}`, target: name.startsWith('roster') ? 'p50 ≤ 0.5, p99 ≤ 2' : '' })
   }
   for (const name of ['roster-chat', 'roster-messages']) {
@@ -449,4 +454,91 @@ export async function benchGatewaySoak({ key, base, apiPid }) {
     { scenario: `soak: POST responses${stream ? ' (streamed)' : ''} at ${rate}/s for ${seconds} s`, metric: 'p50 / p99 ms, errors', value: `${result.p50.toFixed(2)} / ${result.p99.toFixed(2)}, ${result.errors}`, target: '' },
     { scenario: '  api RSS, minute 2 → last minute', metric: 'MiB', value: `${early.toFixed(1)} → ${late.toFixed(1)} (${(((late - early) / early) * 100).toFixed(1)}%)`, target: '±5%' },
   ]
+}
+
+/**
+ * `doors-instructions`: the API runs under valgrind's callgrind, which counts the instructions a
+ * process executes (all its threads), not seconds: the same work counts the same whatever else the
+ * machine is doing, where CPU seconds on these VMs move ±20 % between rounds of one target. Each
+ * door's rounds are counted alone (a dump before and after: callgrind answers the counts since the
+ * last dump); the API is warmed first with instrumentation off (valgrind still runs it, 5–10×
+ * slower, but its JIT gets to the same optimised code). V8's memory reducer is off: it starts full
+ * collections when the allocation rate per second of wall-clock time is low, and valgrind slows the
+ * API so much that it looked idle: rounds with a full collection read 1.2–2× the others, where at
+ * 1,000 req/s natively the API ran one in 30 s (--trace-gc).
+ */
+export const callgrind = {
+  dir: '',
+  nodeFlags: ['--no-memory-reducer'],
+  wrap() {
+    callgrind.dir = mkdtempSync(join(tmpdir(), 'roster-callgrind-'))
+    return ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${callgrind.dir}/api.%p`]
+  },
+}
+
+/** callgrind_control <args> <pid>; the dump it asked for, if any, is the newest file in callgrind.dir. */
+function callgrindControl(pid, ...args) {
+  const r = spawnSync('callgrind_control', [...args, String(pid)], { encoding: 'utf8' })
+  if (r.status !== 0 || !/OK/.test(r.stdout)) throw new Error(`callgrind_control ${args.join(' ')}: ${r.stdout}${r.stderr}`)
+}
+function lastDumpTotal(pid) {
+  const dumps = readdirSync(callgrind.dir).filter((f) => f.startsWith(`api.${pid}.`)).sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
+  const text = readFileSync(join(callgrind.dir, dumps.at(-1)), 'utf8')
+  const total = /^(?:totals|summary): (\d+)/m.exec(text)
+  if (!total) throw new Error(`no total in ${dumps.at(-1)}`)
+  return Number(total[1])
+}
+
+/** n requests to a target over `connections` concurrent loops; any answer but 200 fails the run. */
+async function closedLoop(pool, t, n, connections = 4) {
+  let next = 0
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (next++ < n) {
+        const res = await pool.request({ method: 'POST', path: t.path, headers: t.headers, body: t.body })
+        const text = await res.body.text()
+        if (res.statusCode !== 200) throw new Error(`${t.path} answered ${res.statusCode}: ${text.slice(0, 300)}`)
+      }
+    }),
+  )
+}
+
+export async function benchDoorInstructions({ key, base, apiPid }) {
+  const warmup = Number(process.env.BENCH_CG_WARMUP ?? 10000)
+  const n = Number(process.env.BENCH_CG_REQUESTS ?? 1000)
+  const rounds = Number(process.env.BENCH_CG_ROUNDS ?? 9)
+  const doors = ['roster-responses', 'roster-chat', 'roster-messages']
+  const all = doorTargets(base, key)
+  const pool = new Pool(new URL(base).origin, { connections: 4 })
+  try {
+    // Warmed in turns, so no door's code is tiered up while another's is measured.
+    for (let i = 0; i < 10; i++) for (const d of doors) await closedLoop(pool, all[d], warmup / 10)
+    callgrindControl(apiPid, '-i', 'on')
+    await closedLoop(pool, all[doors[0]], n / 10) // code translated anew with instrumentation: not counted
+    const counts = Object.fromEntries(doors.map((d) => [d, []]))
+    for (let r = 0; r < rounds; r++) {
+      for (const d of [...doors.slice(r % doors.length), ...doors.slice(0, r % doors.length)]) {
+        callgrindControl(apiPid, '-d')
+        await closedLoop(pool, all[d], n)
+        callgrindControl(apiPid, '-d')
+        counts[d].push(lastDumpTotal(apiPid) / n)
+      }
+    }
+    const k = (x) => (x / 1000).toFixed(0)
+    // The median of a door's rounds: a round that caught the JIT still compiling or a full
+    // collection (both seen in the first rounds after warm-up) reads 10–20 % more, on any door.
+    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+    const rows = doors.map((d) => ({
+      scenario: `instructions per request in the API (callgrind; ${rounds} rounds of ${n}, 4 connections): ${d}`,
+      metric: 'thousands: median (rounds)',
+      value: `${k(median(counts[d]))} (${counts[d].map(k).join(', ')})`,
+      target: '',
+    }))
+    for (const d of doors.slice(1)) {
+      rows.push({ scenario: `  ${d} / roster-responses, medians`, metric: '×', value: (median(counts[d]) / median(counts['roster-responses'])).toFixed(3), target: '≤ 1.10' })
+    }
+    return rows
+  } finally {
+    await pool.close()
+  }
 }

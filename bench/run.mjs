@@ -6,6 +6,7 @@
 //   npm run bench                 all scenarios
 //   npm run bench -- create       one scenario: create-alone | create | provision | worker-alone | single | poll | list | pgbench
 //                                 | gateway | ttfb | soak (soak, 10 minutes, runs only when named)
+//                                 | doors-instructions (the doors' instructions per request under valgrind; only when named)
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir, cpus, totalmem } from 'node:os'
@@ -16,7 +17,7 @@ import autocannon from 'autocannon'
 import pg from 'pg'
 import { deploy } from '../prisma/migrate.mjs'
 import { nodeFlags } from '../scripts/node-flags.mjs'
-import { benchCatalogue, benchGatewayLatency, benchGatewaySoak, benchGatewayTtfb, pin, startUpstreams } from './gateway.mjs'
+import { benchCatalogue, benchDoorInstructions, benchGatewayLatency, callgrind, benchGatewaySoak, benchGatewayTtfb, pin, startUpstreams } from './gateway.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const only = process.argv[2]
@@ -37,17 +38,19 @@ async function admin(sql) {
   }
 }
 
-function start(app, env, extraFlags = []) {
-  // Roster's processes run with the flags `npm start` gives them.
-  const child = spawn(process.execPath, [...nodeFlags(), ...extraFlags, join(root, 'apps', app, 'dist', 'main.js')], {
+function start(app, env, extraFlags = [], wrap = []) {
+  // Roster's processes run with the flags `npm start` gives them; `wrap` runs one under a tool
+  // (valgrind: the same process, so the same pid).
+  const command = [...wrap, process.execPath, ...nodeFlags(), ...extraFlags, join(root, 'apps', app, 'dist', 'main.js')]
+  const child = spawn(command[0], command.slice(1), {
     env: { ...process.env, ...env },
     stdio: ['ignore', process.env.BENCH_API_FLAGS && app === 'api' ? 'inherit' : 'ignore', 'inherit'],
   })
   return child
 }
 
-async function waitHttp(url) {
-  for (let i = 0; i < 200; i++) {
+async function waitHttp(url, seconds = 10) {
+  for (let i = 0; i < seconds * 20; i++) {
     try {
       if ((await fetch(url)).ok) return
     } catch {}
@@ -56,7 +59,9 @@ async function waitHttp(url) {
   throw new Error(`${url} did not come up`)
 }
 
-async function withStack(work, { worker = true, gateway = false } = {}) {
+async function withStack(work, { worker = true, gateway = false, apiWrap: wrapper, apiFlags = [] } = {}) {
+  // A tool the API runs under (the command line before node's), asked for when the stack starts.
+  const apiWrap = wrapper?.() ?? []
   await admin(`DROP DATABASE IF EXISTS ${BENCH_DB} WITH (FORCE)`)
   await deploy(dbUrl(BENCH_DB))
   const env = {
@@ -82,13 +87,14 @@ async function withStack(work, { worker = true, gateway = false } = {}) {
   const procs = [
     start('runtime', { ...env, PORT: String(RUNTIME_PORT) }),
     // BENCH_API_FLAGS: node flags for the API process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
-    start('api', { ...env, PORT: String(API_PORT) }, (process.env.BENCH_API_FLAGS ?? '').split(' ').filter(Boolean)),
+    start('api', { ...env, PORT: String(API_PORT) }, [...apiFlags, ...(process.env.BENCH_API_FLAGS ?? '').split(' ').filter(Boolean)], apiWrap),
     ...(worker ? [start('worker', env)] : []),
   ]
   if (gateway) pin(procs[1].pid, 1)
   try {
     await waitHttp(`http://127.0.0.1:${RUNTIME_PORT}/health`)
-    await waitHttp(`http://127.0.0.1:${API_PORT}/ready`)
+    // Under valgrind the API takes a minute or so to come up.
+    await waitHttp(`http://127.0.0.1:${API_PORT}/ready`, apiWrap.length ? 300 : 10)
     await new Promise((r) => setTimeout(r, 500)) // the worker connects
     const boot = spawnSync(process.execPath, [join(root, 'apps/cli/dist/main.js'), 'bootstrap', '--json'], {
       env: { ...process.env, DATABASE_URL: env.DATABASE_URL },
@@ -452,6 +458,7 @@ const scenarios = {
   gateway: [benchGatewayLatency, { worker: false, gateway: true }],
   ttfb: [benchGatewayTtfb, { worker: false, gateway: true }],
   soak: [benchGatewaySoak, { worker: false, gateway: true, named: true }],
+  'doors-instructions': [benchDoorInstructions, { worker: false, gateway: true, named: true, apiWrap: callgrind.wrap, apiFlags: callgrind.nodeFlags }],
 }
 const rows = []
 for (const [name, [fn, opts]] of Object.entries(scenarios)) {
