@@ -471,6 +471,7 @@ export const callgrind = {
   dir: '',
   nodeFlags: ['--no-memory-reducer'],
   wrap() {
+    if (spawnSync('valgrind', ['--version']).error) throw new Error('doors-instructions needs valgrind (Debian: apt-get install valgrind)')
     callgrind.dir = mkdtempSync(join(tmpdir(), 'roster-callgrind-'))
     return ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${callgrind.dir}/api.%p`]
   },
