@@ -342,7 +342,7 @@ async function benchGatewayDoors({ key, base, apiPid }) {
     rows.push({ scenario: `  added by ${name}, round by round`, metric: 'p50 ms; p99 ms', value: `${added('p50')}; ${added('p99')}`, target: '' })
   }
   for (const name of ['fastify-chat', 'roster-responses', 'roster-chat', 'roster-messages', 'portkey-chat']) {
-    rows.push({ scenario: `  added by ${name} over direct-chat`, metric: 'p50 / p99 ms', value: `${f(lat[name].p50 - lat['direct-chat'].p50)} / ${f(lat[name].p99 - lat['direct-chat'].p99)}`, target: name.startsWith('roster') ? 'p50 ≤ 0.5, p99 ≤ 2' : '' })
+    rows.push({ scenario: `  added by ${name} over direct-chat`, metric: 'p50 / p99 ms', value: `${f(lat[name].p50 - lat['direct-chat'].p50)} / ${f(lat[name].p99 - lat['direct-chat'].p99)}`, target: name.startsWith('roster') ? 'p50 ≤ 0.5, p99 ≤ 2' : name === 'fastify-chat' ? "this machine's floor: where it misses, the targets cannot be read here" : '' })
   }
   for (const name of ['roster-chat', 'roster-messages']) {
     rows.push({ scenario: `  ${name} CPU per request / roster-responses`, metric: '×', value: (cpu[name] / cpu['roster-responses']).toFixed(2), target: '≤ 1.10' })
