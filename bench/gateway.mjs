@@ -258,6 +258,12 @@ async function benchResponsesLatency({ key, base, apiPid }) {
 }
 
 /**
+ * Round r's order of the targets: each round starts one later, so no target always opens the rounds.
+ * The order within a round stays: a target mostly follows the same one.
+ */
+const rotated = (list, r) => [...list.slice(r % list.length), ...list.slice(0, r % list.length)]
+
+/**
  * Latency at a fixed rate, round by round across the targets, and each one's CPU per request; then
  * throughput with 64 connections (BENCH_THROUGHPUT_SECONDS, 0: none).
  */
@@ -278,12 +284,12 @@ async function measureTargets(all, apiPid, rate, seconds) {
   const pools = Object.fromEntries(Object.entries(all).map(([n, t]) => [n, new Pool(t.origin, { connections: 128, pipelining: 1 })]))
   // Portkey cannot keep up with 1,000 req/s on two cores: its rounds saturate the machine and leave
   // a backlog for whatever comes next, so its rounds come after everyone else's. The others take
-  // turns, each round starting one target later, so none always follows the same neighbour.
+  // turns (rotated).
   const entries = Object.entries(all)
   const saturating = entries.filter(([name]) => name.startsWith('portkey'))
   const rest = entries.filter(([name]) => !name.startsWith('portkey'))
   const schedule = []
-  for (let r = 0; r < rounds; r++) for (const e of [...rest.slice(r % rest.length), ...rest.slice(0, r % rest.length)]) schedule.push([r, e])
+  for (let r = 0; r < rounds; r++) for (const e of rotated(rest, r)) schedule.push([r, e])
   for (let r = 0; r < rounds; r++) for (const e of saturating) schedule.push([r, e])
   for (const [r, [name, t]] of schedule) {
     await fixedRate(t, rate, r === 0 ? Number(process.env.BENCH_WARMUP_SECONDS ?? 10) : 1, pools[name])
@@ -477,11 +483,12 @@ export const callgrind = {
   },
 }
 
-/** callgrind_control <args> <pid>; the dump it asked for, if any, is the newest file in callgrind.dir. */
+/** callgrind_control <args> <pid> (-d: dump the counts since the last dump, and zero them). */
 function callgrindControl(pid, ...args) {
   const r = spawnSync('callgrind_control', [...args, String(pid)], { encoding: 'utf8' })
   if (r.status !== 0 || !/OK/.test(r.stdout)) throw new Error(`callgrind_control ${args.join(' ')}: ${r.stdout}${r.stderr}`)
 }
+/** The instructions in the newest dump: the one with the highest number in callgrind.dir. */
 function lastDumpTotal(pid) {
   const dumps = readdirSync(callgrind.dir).filter((f) => f.startsWith(`api.${pid}.`)).sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
   const text = readFileSync(join(callgrind.dir, dumps.at(-1)), 'utf8')
@@ -518,7 +525,7 @@ export async function benchDoorInstructions({ key, base, apiPid }) {
     await closedLoop(pool, all[doors[0]], n / 10) // code translated anew with instrumentation: not counted
     const counts = Object.fromEntries(doors.map((d) => [d, []]))
     for (let r = 0; r < rounds; r++) {
-      for (const d of [...doors.slice(r % doors.length), ...doors.slice(0, r % doors.length)]) {
+      for (const d of rotated(doors, r)) {
         callgrindControl(apiPid, '-d')
         await closedLoop(pool, all[d], n)
         callgrindControl(apiPid, '-d')
