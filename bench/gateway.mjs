@@ -3,14 +3,14 @@
 // front of the same simulator, under the same load in one run.
 //
 // Knobs (environment): BENCH_TARGETS (some of direct,floor,fastify,roster,portkey), BENCH_RATE,
-// BENCH_SECONDS, BENCH_THROUGHPUT_SECONDS (0: none), BENCH_ROUNDS (the measured seconds split into rounds taking the targets in turn),
+// BENCH_SECONDS, BENCH_THROUGHPUT_SECONDS (0: none), BENCH_AWAKE=1 (keepCoresAwake), BENCH_ROUNDS (the measured seconds split into rounds taking the targets in turn),
 // BENCH_WARMUP_SECONDS, BENCH_TTFB_RUNS / BENCH_TTFB_ROUNDS / BENCH_TTFB_WARMUP (unmeasured requests first), BENCH_PIN=1, BENCH_API_FLAGS and
 // BENCH_FASTIFY_FLAGS (node flags, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_SOAK_*,
 // BENCH_DUMP (a file: each target's measured requests as [sent at, epoch ms; latency, ms]).
 // doors-instructions: BENCH_CG_WARMUP (requests per door before counting), BENCH_CG_REQUESTS (per round), BENCH_CG_ROUNDS.
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import autocannon from 'autocannon'
 import { Pool } from 'undici'
@@ -43,6 +43,27 @@ export const benchCatalogue = {
 export const pinning = process.env.BENCH_PIN === '1'
 export function pin(pid, cpu) {
   if (pinning) spawnSync('taskset', ['-a', '-pc', String(cpu), String(pid)], { stdio: 'ignore' })
+}
+
+// Counts in the shell, and every ~25 ms looks for its parent: it ends when the benchmark does.
+const LOOP = 'while kill -0 $PPID 2>/dev/null; do i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; done'
+
+/**
+ * BENCH_AWAKE=1 keeps every core of this machine busy with a loop at the idle scheduling class
+ * (SCHED_IDLE), which any other thread preempts at once. On these VMs an idle virtual core halts,
+ * and waking it for the next request costs a trip through the hypervisor: every hop of a request
+ * pays it, so a proxy's added latency was mostly that (the bare Fastify proxy's added p50 0.62 ms
+ * with the cores free to halt, 0.30 with them kept awake, in one session; bench/RESULTS.md). A
+ * server under real load rarely lets its cores halt. The busy loops' CPU is not counted in any
+ * process's CPU per request; they end with the benchmark, killed or not. Off by default. Returns a
+ * function that stops them.
+ */
+export function keepCoresAwake() {
+  if (process.env.BENCH_AWAKE !== '1') return () => {}
+  const loops = cpus().map(() => spawn('chrt', ['--idle', '0', 'sh', '-c', LOOP], { stdio: 'ignore' }))
+  const stop = () => loops.forEach((l) => l.kill('SIGKILL'))
+  process.once('exit', stop)
+  return stop
 }
 
 /** Process ids of what startUpstreams started, to measure each one's CPU. */
