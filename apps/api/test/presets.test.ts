@@ -2,8 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
-import { makeTenant, useTestTenant, type Tenant } from '@roster/testing'
+import { WebSocket } from 'ws'
+import { makeTenant, useTestTenant, waitFor, type Tenant } from '@roster/testing'
 import { buildTestApp, simEndpoint, simModel } from './helpers.js'
+import { schemaErrors } from './open-responses.js'
 
 // Presets through @openrouter/sdk and raw HTTP: create (three body formats), versions, reads,
 // key kinds, what is and is not stored, concurrent creates of one slug, and use in /responses.
@@ -192,6 +194,29 @@ describe('using a preset in /responses', () => {
     expect(res.status).toBe(404)
     expect((await res.json()).error).toMatchObject({ code: 404, metadata: { error_type: 'not_found' } })
     expect((await call('POST', '/responses', other.keys.user, { model: '@preset/terse', input: 'hi' })).status).toBe(404)
+  })
+})
+
+describe('using a preset over the WebSocket transport of /responses', () => {
+  it('applies it as POST /responses does; an unknown preset is the schema’s error event, and the connection goes on', async () => {
+    const socket = new WebSocket(`${baseURL.replace(/^http/, 'ws')}/responses`, { headers: { authorization: `Bearer ${env.tenant.keys.user}` } })
+    const received: any[] = []
+    socket.on('message', (data) => received.push(JSON.parse(String(data))))
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject))
+    const ends = (n: number) => () => received.filter((e) => ['response.completed', 'response.failed', 'error'].includes(e.type)).length >= n
+    socket.send(JSON.stringify({ type: 'response.create', model: '@preset/terse', input: 'hi' }))
+    await waitFor(ends(1), { what: 'the response' })
+    expect(received.at(-1)).toMatchObject({ type: 'response.completed', response: { model: 'roster-sim/chat' } })
+    expect(sim.stats.lastBody['/v1/chat/completions']).toMatchObject({ model: 'chat', temperature: 0.2, messages: [{ role: 'system', content: 'be terse' }, { role: 'user', content: 'hi' }] })
+    socket.send(JSON.stringify({ type: 'response.create', model: '@preset/nobody', input: 'hi' }))
+    socket.send(JSON.stringify({ type: 'response.create', preset: 'terse', input: 'again', temperature: 0.7 }))
+    await waitFor(ends(3), { what: 'both answers' })
+    const refused = received.find((e) => e.type === 'error')
+    expect(refused).toMatchObject({ status: 404, error: { type: 'not_found', message: 'no preset nobody in this workspace' } })
+    expect(schemaErrors('WebSocketErrorEvent', refused)).toEqual([])
+    expect(received.at(-1).type).toBe('response.completed')
+    expect(sim.stats.lastBody['/v1/chat/completions']).toMatchObject({ model: 'chat', temperature: 0.7 })
+    socket.close()
   })
 })
 

@@ -116,9 +116,7 @@ export const doorRoute =
  * undefined once the stream is written.
  */
 export async function runGateway(deps: AppDeps, req: FastifyRequest, reply: FastifyReply, neutral: ResponsesRequest, door: Door): Promise<ResponseObject | undefined> {
-  // Most requests name no preset: they go on without waiting on anything.
-  const preset = presetReference(neutral)
-  const body = preset ? await withPreset(deps, req.caller!.workspaceId, neutral, preset.slug) : neutral
+  const body = await resolvePreset(deps, req.caller!.workspaceId, neutral)
   // A client that goes away cancels the upstream request with it.
   const cancel = cancelledOnClose(reply)
   const opts = callOptions(req, cancel, door.name, door.stream)
@@ -164,6 +162,15 @@ export async function runGateway(deps: AppDeps, req: FastifyRequest, reply: Fast
     raw.destroy()
   }
   return undefined
+}
+
+/**
+ * The request merged with the preset it names (by `@preset/` in its model or by `preset`), on every
+ * transport; as it is when it names none. Most requests name none: they go on without waiting.
+ */
+export async function resolvePreset(deps: AppDeps, workspaceId: string, neutral: ResponsesRequest): Promise<ResponsesRequest> {
+  const preset = presetReference(neutral)
+  return preset ? withPreset(deps, workspaceId, neutral, preset.slug) : neutral
 }
 
 /** A request that names a preset, merged with the preset's designated version (the request wins). */
