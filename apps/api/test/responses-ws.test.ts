@@ -6,6 +6,7 @@ import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { useTestTenant, waitFor } from '@roster/testing'
 import { buildTestApp, simEndpoint, simModel, sseEvents } from './helpers.js'
 import { invalidEvents, schemaErrors } from './open-responses.js'
+import { RESPONSES_BODY_LIMIT } from '../src/routes/responses.js'
 
 // The WebSocket transport of /responses: one connection, many requests, each answered with the
 // same events as the SSE stream, in order, every event valid under the published schemas; nothing
@@ -128,6 +129,19 @@ describe('/responses over WebSocket', () => {
     for (const e of refused) expect(e).toMatchObject({ status: 429, error: { code: 'rate_limit_exceeded' } })
     expect(c.received.filter((e) => e.type === 'response.completed').length).toBe(20 - refused.length)
     c.socket.close()
+  })
+
+  it('closes a connection whose message is over the body limit with 1009, and serves the next connection', async () => {
+    const c = await connect()
+    const closed = new Promise<number>((resolve) => c.socket.once('close', resolve))
+    c.socket.on('error', () => {})
+    c.send({ type: 'response.create', model: 'roster-sim/chat', input: 'x'.repeat(RESPONSES_BODY_LIMIT + (8 << 20)) })
+    expect(await closed).toBe(1009)
+    const next = await connect()
+    next.send({ type: 'response.create', model: 'roster-sim/chat', input: 'after the big one' })
+    await waitFor(ended(next.received, 1), { what: 'the response' })
+    expect(next.received.at(-1).type).toBe('response.completed')
+    next.socket.close()
   })
 
   it('refuses a connection without a valid key, and cancels the upstream call when the client goes away', async () => {
