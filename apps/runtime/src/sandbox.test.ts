@@ -109,6 +109,14 @@ describe('a sandboxed shell command', () => {
     expect(res.durationMs).toBeLessThan(5_000)
   })
 
+  it('does not start when its caller gave up before it was asked (a run cancelled between two steps)', async () => {
+    const abort = new AbortController()
+    abort.abort(new Error('the client left'))
+    await expect(runSandboxed('touch started-anyway', opts(), abort.signal)).rejects.toThrow('the client left')
+    await new Promise((r) => setTimeout(r, 300))
+    expect(existsSync(join(mine, 'started-anyway'))).toBe(false)
+  })
+
   it('where bubblewrap cannot work, refuses commands saying why, or runs them unconfined only when allowed', async () => {
     const noBwrap = { ...process.env, PATH: mkdtempSync(join(tmpdir(), 'roster-empty-path-')) }
     expect(sandboxUnavailable(noBwrap)).toMatch(/bubblewrap \(bwrap\) is not installed/)

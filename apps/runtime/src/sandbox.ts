@@ -148,6 +148,9 @@ export function runUnconfined(command: string, opts: CommandOptions, signal?: Ab
 
 function run(file: string, args: string[], opts: CommandOptions, signal?: AbortSignal, cwd?: string): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
+    // A run cancelled before its command was spawned (the client left while the model was still
+    // answering): an abort listener added now would never fire, and the command would run its course.
+    if (signal?.aborted) return reject(signal.reason)
     const started = performance.now()
     // A process group of its own (detached), so a kill reaches everything the command started.
     // bwrap clears the command's environment itself (--clearenv); it needs only PATH to be found.
