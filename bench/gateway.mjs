@@ -51,15 +51,16 @@ const LOOP = 'while kill -0 $PPID 2>/dev/null; do i=0; while [ $i -lt 20000 ]; d
 /**
  * BENCH_AWAKE=1 keeps every core of this machine busy with a loop at the idle scheduling class
  * (SCHED_IDLE), which any other thread preempts at once. On these VMs an idle virtual core halts,
- * and waking it for the next request costs a trip through the hypervisor: every hop of a request
- * pays it, so a proxy's added latency was mostly that (the bare Fastify proxy's added p50 0.62 ms
- * with the cores free to halt, 0.30 with them kept awake, in one session; bench/RESULTS.md). A
- * server under real load rarely lets its cores halt. The busy loops' CPU is not counted in any
- * process's CPU per request; they end with the benchmark, killed or not. Off by default. Returns a
- * function that stops them.
+ * and waking it for the next request costs a trip through the hypervisor, which every hop of a
+ * request may pay: the bare Fastify proxy's added p50 read 0.52–0.63 ms in eight runs with the cores
+ * free to halt, 0.30–0.35 in four of seven with them kept awake (bench/RESULTS.md). A server under
+ * real load rarely lets its cores halt. The busy loops' CPU is not counted in any process's CPU per
+ * request; they end with the benchmark, killed or not. Off by default. Returns a function that
+ * stops them.
  */
+export const keepingAwake = process.env.BENCH_AWAKE === '1'
 export function keepCoresAwake() {
-  if (process.env.BENCH_AWAKE !== '1') return () => {}
+  if (!keepingAwake) return () => {}
   const loops = cpus().map(() => spawn('chrt', ['--idle', '0', 'sh', '-c', LOOP], { stdio: 'ignore' }))
   const stop = () => loops.forEach((l) => l.kill('SIGKILL'))
   process.once('exit', stop)
@@ -174,6 +175,9 @@ function doorTargets(base, key) {
     },
   }
 }
+/** Roster's three doors, as doorTargets names them. */
+const DOORS = ['roster-responses', 'roster-chat', 'roster-messages']
+
 /** Which targets are Roster's API (their CPU is the API process's). */
 const isRoster = (name) => name === 'roster' || name.startsWith('roster-')
 
@@ -364,11 +368,11 @@ async function benchGatewayDoors({ key, base, apiPid }) {
   rows.push({ scenario: '  CPU time the host stole from this VM during each one\'s rounds', metric: '%', value: Object.values(stolen).map(percentStolen).join(' / '), target: '' })
   // Round by round, each against direct-chat's round of the same number: a tail from one slow spell
   // of the VM shows as one round, where the whole run's p99 cannot tell it from a door's cost.
-  for (const name of ['fastify-chat', 'roster-responses', 'roster-chat', 'roster-messages']) {
+  for (const name of ['fastify-chat', ...DOORS]) {
     const added = (k) => lat[name].rounds.map((r, i) => f(r[k] - lat['direct-chat'].rounds[i][k])).join(', ')
     rows.push({ scenario: `  added by ${name}, round by round`, metric: 'p50 ms; p99 ms', value: `${added('p50')}; ${added('p99')}`, target: '' })
   }
-  for (const name of ['fastify-chat', 'roster-responses', 'roster-chat', 'roster-messages', 'portkey-chat']) {
+  for (const name of ['fastify-chat', ...DOORS, 'portkey-chat']) {
     rows.push({ scenario: `  added by ${name} over direct-chat`, metric: 'p50 / p99 ms', value: `${f(lat[name].p50 - lat['direct-chat'].p50)} / ${f(lat[name].p99 - lat['direct-chat'].p99)}`, target: name.startsWith('roster') ? 'p50 ≤ 0.5, p99 ≤ 2' : name === 'fastify-chat' ? "this machine's floor: where it misses, the targets cannot be read here" : '' })
   }
   for (const name of ['roster-chat', 'roster-messages']) {
@@ -536,17 +540,16 @@ export async function benchDoorInstructions({ key, base, apiPid }) {
   const warmup = Number(process.env.BENCH_CG_WARMUP ?? 10000)
   const n = Number(process.env.BENCH_CG_REQUESTS ?? 1000)
   const rounds = Number(process.env.BENCH_CG_ROUNDS ?? 9)
-  const doors = ['roster-responses', 'roster-chat', 'roster-messages']
   const all = doorTargets(base, key)
   const pool = new Pool(new URL(base).origin, { connections: 4 })
   try {
     // Warmed in turns, so no door's code is tiered up while another's is measured.
-    for (let i = 0; i < 10; i++) for (const d of doors) await closedLoop(pool, all[d], warmup / 10)
+    for (let i = 0; i < 10; i++) for (const d of DOORS) await closedLoop(pool, all[d], warmup / 10)
     callgrindControl(apiPid, '-i', 'on')
-    await closedLoop(pool, all[doors[0]], n / 10) // code translated anew with instrumentation: not counted
-    const counts = Object.fromEntries(doors.map((d) => [d, []]))
+    await closedLoop(pool, all[DOORS[0]], n / 10) // code translated anew with instrumentation: not counted
+    const counts = Object.fromEntries(DOORS.map((d) => [d, []]))
     for (let r = 0; r < rounds; r++) {
-      for (const d of rotated(doors, r)) {
+      for (const d of rotated(DOORS, r)) {
         callgrindControl(apiPid, '-d')
         await closedLoop(pool, all[d], n)
         callgrindControl(apiPid, '-d')
@@ -557,13 +560,13 @@ export async function benchDoorInstructions({ key, base, apiPid }) {
     // The median of a door's rounds: a round that caught the JIT still compiling or a full
     // collection (both seen in the first rounds after warm-up) reads 10–20 % more, on any door.
     const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
-    const rows = doors.map((d) => ({
+    const rows = DOORS.map((d) => ({
       scenario: `instructions per request in the API (callgrind; ${rounds} rounds of ${n}, 4 connections): ${d}`,
       metric: 'thousands: median (rounds)',
       value: `${k(median(counts[d]))} (${counts[d].map(k).join(', ')})`,
       target: '',
     }))
-    for (const d of doors.slice(1)) {
+    for (const d of DOORS.slice(1)) {
       rows.push({ scenario: `  ${d} / roster-responses, medians`, metric: '×', value: (median(counts[d]) / median(counts['roster-responses'])).toFixed(3), target: '≤ 1.10' })
     }
     return rows

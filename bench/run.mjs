@@ -17,7 +17,7 @@ import autocannon from 'autocannon'
 import pg from 'pg'
 import { deploy } from '../prisma/migrate.mjs'
 import { nodeFlags } from '../scripts/node-flags.mjs'
-import { benchCatalogue, benchDoorInstructions, benchGatewayLatency, callgrind, benchGatewaySoak, benchGatewayTtfb, keepCoresAwake, pin, startUpstreams } from './gateway.mjs'
+import { benchCatalogue, benchDoorInstructions, benchGatewayLatency, callgrind, benchGatewaySoak, benchGatewayTtfb, keepCoresAwake, keepingAwake, pin, startUpstreams } from './gateway.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const only = process.argv[2]
@@ -489,7 +489,7 @@ await admin(`DROP DATABASE IF EXISTS ${BENCH_DB} WITH (FORCE)`)
 const cols = ['scenario', 'metric', 'value', 'target']
 const width = Object.fromEntries(cols.map((c) => [c, Math.max(c.length, ...rows.map((r) => String(r[c]).length))]))
 const line = (r) => '| ' + cols.map((c) => String(r[c]).padEnd(width[c])).join(' | ') + ' |'
-console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}${process.env.BENCH_AWAKE === '1' ? ', cores kept awake (BENCH_AWAKE=1)' : ''}`)
+console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}${keepingAwake ? ', cores kept awake (BENCH_AWAKE=1)' : ''}`)
 console.log(line(Object.fromEntries(cols.map((c) => [c, c]))))
 console.log('|' + cols.map((c) => '-'.repeat(width[c] + 2)).join('|') + '|')
 for (const r of rows) console.log(line(r))

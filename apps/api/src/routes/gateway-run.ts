@@ -116,7 +116,8 @@ export const doorRoute =
  * undefined once the stream is written.
  */
 export async function runGateway(deps: AppDeps, req: FastifyRequest, reply: FastifyReply, neutral: ResponsesRequest, door: Door): Promise<ResponseObject | undefined> {
-  const body = await resolvePreset(deps, req.caller!.workspaceId, neutral)
+  const merging = presetMerge(deps, req.caller!.workspaceId, neutral)
+  const body = merging ? await merging : neutral
   // A client that goes away cancels the upstream request with it.
   const cancel = cancelledOnClose(reply)
   const opts = callOptions(req, cancel, door.name, door.stream)
@@ -166,11 +167,11 @@ export async function runGateway(deps: AppDeps, req: FastifyRequest, reply: Fast
 
 /**
  * The request merged with the preset it names (by `@preset/` in its model or by `preset`), on every
- * transport; as it is when it names none. Most requests name none: they go on without waiting.
+ * transport; undefined when it names none, so that most requests go on without waiting a tick.
  */
-export async function resolvePreset(deps: AppDeps, workspaceId: string, neutral: ResponsesRequest): Promise<ResponsesRequest> {
+export function presetMerge(deps: AppDeps, workspaceId: string, neutral: ResponsesRequest): Promise<ResponsesRequest> | undefined {
   const preset = presetReference(neutral)
-  return preset ? withPreset(deps, workspaceId, neutral, preset.slug) : neutral
+  return preset && withPreset(deps, workspaceId, neutral, preset.slug)
 }
 
 /** A request that names a preset, merged with the preset's designated version (the request wins). */

@@ -5,7 +5,7 @@ import { Cancellation, GatewayError, describeIssues, openResponsesErrorType, par
 import { requireKey } from '../plugins/auth.js'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
-import { callOptions, resolvePreset } from './gateway-run.js'
+import { callOptions, presetMerge } from './gateway-run.js'
 import { RESPONSES_BODY_LIMIT } from './responses.js'
 
 /** Requests one connection may have waiting behind the one being answered. */
@@ -85,7 +85,8 @@ async function answer(deps: AppDeps, req: FastifyRequest, socket: WebSocket, tex
   // The connection's cancellation ends the upstream call when the client goes away (its listener
   // is removed when the call ends, so one serves every request on the connection).
   try {
-    const body = await resolvePreset(deps, req.caller!.workspaceId, parsed.data)
+    const merging = presetMerge(deps, req.caller!.workspaceId, parsed.data)
+    const body = merging ? await merging : parsed.data
     await deps.responses.stream(body, callOptions(req, connection, 'responses_ws'), webSocketSink(socket))
   } catch (err) {
     if (connection.aborted) return
