@@ -46,8 +46,24 @@ export class NodeProcess {
     return !!this.child && this.child.exitCode === null && this.child.signalCode === null
   }
 
+  /**
+   * Waits for the process to print `pattern`. A process that exits first fails the wait at once, and
+   * either failure carries the end of what it printed (a port taken, a bad setting), not a bare timeout.
+   */
   async waitForOutput(pattern: RegExp, timeoutMs = 15_000): Promise<void> {
-    await waitFor(() => pattern.test(this.output), { timeoutMs, what: `${this.name} to print ${pattern}` })
+    const tail = () => this.output.slice(-2_000)
+    try {
+      await waitFor(
+        () => {
+          if (pattern.test(this.output)) return true
+          if (this.child && !this.running) throw new Error(`${this.name} exited (${this.child.exitCode ?? this.child.signalCode}) before printing ${pattern}`)
+          return false
+        },
+        { timeoutMs, what: `${this.name} to print ${pattern}` },
+      )
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; it printed:\n${tail()}`)
+    }
   }
 
   async kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
@@ -78,11 +94,7 @@ export interface Stack {
   stop(): Promise<void>
 }
 
-/**
- * The whole system as real processes (built code, real HTTP between them) over the given database,
- * with a private queue prefix so stacks never share jobs.
- */
-export async function startStack(opts: {
+export interface StackOptions {
   databaseUrl: string
   redisUrl?: string
   workers?: number
@@ -92,7 +104,26 @@ export async function startStack(opts: {
   workerEnv?: Record<string, string>
   /** Each process serves Prometheus metrics on a port of its own (stack.metricsPorts). */
   metrics?: boolean
-}): Promise<Stack> {
+}
+
+/**
+ * The whole system as real processes (built code, real HTTP between them) over the given database,
+ * with a private queue prefix so stacks never share jobs. The ports are found free before the
+ * processes bind them, so another process may take one in between (an outgoing connection's
+ * ephemeral port, under a busy suite): a stack whose process could not bind its port is started
+ * again on new ports.
+ */
+export async function startStack(opts: StackOptions): Promise<Stack> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startStackOnce(opts)
+    } catch (err) {
+      if (attempt >= 3 || !/EADDRINUSE/.test((err as Error).message)) throw err
+    }
+  }
+}
+
+async function startStackOnce(opts: StackOptions): Promise<Stack> {
   const [apiPort, runtimePort] = [await freePort(), await freePort()]
   const metricsPort = async () => (opts.metrics ? { METRICS_PORT: String(await freePort()) } : {})
   const metricsPorts: Stack['metricsPorts'] = { workers: [] }
@@ -129,8 +160,16 @@ export async function startStack(opts: {
     await worker.waitForOutput(/worker started/)
     return worker
   }
-  await Promise.all([runtime.waitForOutput(/listening/), api.waitForOutput(/listening/), ...moreApis.map((a) => a.process.waitForOutput(/listening/))])
-  for (let i = 0; i < (opts.workers ?? 1); i++) await addWorker()
+  const stop = async () => {
+    await Promise.all([api.kill(), runtime.kill(), ...moreApis.map((a) => a.process.kill()), ...workers.map((w) => w.kill())])
+  }
+  try {
+    await Promise.all([runtime.waitForOutput(/listening/), api.waitForOutput(/listening/), ...moreApis.map((a) => a.process.waitForOutput(/listening/))])
+    for (let i = 0; i < (opts.workers ?? 1); i++) await addWorker()
+  } catch (err) {
+    await stop()
+    throw err
+  }
   return {
     apiUrl: `http://127.0.0.1:${apiPort}/api/v1`,
     apiUrls: [apiPort, ...moreApis.map((a) => a.port)].map((port) => `http://127.0.0.1:${port}/api/v1`),
@@ -142,9 +181,7 @@ export async function startStack(opts: {
     env,
     metricsPorts,
     addWorker,
-    async stop() {
-      await Promise.all([api.kill(), runtime.kill(), ...moreApis.map((a) => a.process.kill()), ...workers.map((w) => w.kill())])
-    },
+    stop,
   }
 }
 
