@@ -135,7 +135,8 @@ export function sandboxUnavailable(env: NodeJS.ProcessEnv = process.env): string
 
 /** Runs `command` with bash inside the sandbox. Rejects only if bubblewrap cannot start at all. */
 export function runSandboxed(command: string, opts: CommandOptions, signal?: AbortSignal): Promise<CommandResult> {
-  return run('bwrap', [...bwrapArgs(opts), ...commandArgs(command, opts)], opts, signal)
+  // bwrap names on fd 3 the sandbox's first process (the init of its PID namespace): see run().
+  return run('bwrap', ['--info-fd', '3', ...bwrapArgs(opts), ...commandArgs(command, opts)], opts, signal, undefined, true)
 }
 
 /**
@@ -146,7 +147,7 @@ export function runUnconfined(command: string, opts: CommandOptions, signal?: Ab
   return run('bash', ['-c', command, 'roster', ...(opts.args ?? [])], { ...opts, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: opts.workspace, ...opts.env } }, signal, opts.workspace)
 }
 
-function run(file: string, args: string[], opts: CommandOptions, signal?: AbortSignal, cwd?: string): Promise<CommandResult> {
+function run(file: string, args: string[], opts: CommandOptions, signal?: AbortSignal, cwd?: string, sandbox = false): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     // A run cancelled before its command was spawned (the client left while the model was still
     // answering): an abort listener added now would never fire, and the command would run its course.
@@ -154,7 +155,8 @@ function run(file: string, args: string[], opts: CommandOptions, signal?: AbortS
     const started = performance.now()
     // A process group of its own (detached), so a kill reaches everything the command started.
     // bwrap clears the command's environment itself (--clearenv); it needs only PATH to be found.
-    const child = spawn(file, args, { stdio: [opts.input ? 'pipe' : 'ignore', 'pipe', 'pipe'], detached: true, cwd, env: cwd ? opts.env : { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+    const stdio = [opts.input ? 'pipe' : 'ignore', 'pipe', 'pipe', ...(sandbox ? ['pipe'] : [])] as ('pipe' | 'ignore')[]
+    const child = spawn(file, args, { stdio, detached: true, cwd, env: cwd ? opts.env : { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
     if (opts.input) {
       // A command that exits without reading all of it closes the pipe: not an error of ours.
       child.stdin!.on('error', () => {})
@@ -165,12 +167,46 @@ function run(file: string, args: string[], opts: CommandOptions, signal?: AbortS
     let sizes = [0, 0]
     let truncated = false
     let timedOut = false
-    const kill = () => {
+    const killGroup = () => {
       try {
         process.kill(-child.pid!, 'SIGKILL')
       } catch {
         child.kill('SIGKILL')
       }
+    }
+    // A sandbox is ended by killing its first process: the kernel then kills every process in its
+    // PID namespace. bwrap alone is not enough: its first process leaves bwrap's process group
+    // (--new-session), and is bound to bwrap's life only once it has set its parent-death signal,
+    // a few instructions after it was forked; a bwrap killed before that left the sandbox running,
+    // parentless, for good. So a kill asked for before bwrap has said which process that is waits
+    // for it to say (about 3 ms after the start), and bwrap's own group is killed after it.
+    let firstProcess: number | undefined
+    let killWanted = false
+    const kill = () => {
+      killWanted = true
+      if (sandbox && firstProcess === undefined) {
+        // Killed when bwrap says; a bwrap that never does (stuck before it made the sandbox) in a second.
+        setTimeout(killGroup, 1_000).unref()
+        return
+      }
+      if (firstProcess !== undefined && child.exitCode === null && child.signalCode === null) {
+        try {
+          process.kill(firstProcess, 'SIGKILL')
+        } catch {
+          // Already gone.
+        }
+      }
+      killGroup()
+    }
+    if (sandbox) {
+      let info = ''
+      child.stdio[3]!.on('data', (chunk: Buffer) => {
+        info += chunk
+        const pid = /"child-pid":\s*(\d+)/.exec(info)?.[1]
+        if (pid === undefined || firstProcess !== undefined) return
+        firstProcess = Number(pid)
+        if (killWanted) kill()
+      })
     }
     const collect = (into: Buffer[], i: 0 | 1) => (chunk: Buffer) => {
       const room = opts.maxOutputBytes - sizes[i]!
