@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest'
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, writeFileSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
+import { RuntimeConfig } from '@roster/shared'
+import { waitFor } from '@roster/testing'
+import { startSimulator } from '@roster/upstream-sim'
 import { buildRuntimeHost } from './host.js'
 
 const TOKEN = 'runtime-test-credential-0123456789abcdef'
@@ -41,6 +45,35 @@ describe('the runtime host', () => {
       expect(readdirSync(dir)).toEqual([`${id}.json`])
     } finally {
       await sut.close()
+    }
+  })
+
+  it("shutting down, ends its interns' runs (commands killed, each client told) and does not wait on their connections", async () => {
+    // The intern's model is the simulator's own /responses, so a turn runs here without an API.
+    const sim = await startSimulator({ replyTokens: 4 })
+    const dir = mkdtempSync(join(tmpdir(), 'runtime-'))
+    const sut = await buildRuntimeHost(RuntimeConfig.parse({ ...config(dir), ROSTER_API_URL: `${sim.url}/v1`, INTERN_DEFAULT_MODEL: 'sim' }), { logger: false })
+    try {
+      const base = await sut.listen({ host: '127.0.0.1', port: 0 })
+      const id = randomUUID()
+      const json = { ...auth, 'content-type': 'application/json' }
+      await fetch(`${base}/v1/interns/${id}`, { method: 'PUT', headers: json, body: JSON.stringify({ ...spec('s.interns.test'), model: null }) })
+      await fetch(`${base}/v1/interns/${id}/start`, { method: 'POST', headers: auth })
+      const marker = `roster-shutdown-${process.pid}-${Date.now()}`
+      const res = await fetch(`${base}/v1/interns/${id}/chat`, { method: 'POST', headers: json, body: JSON.stringify({ message: `[sim] call shell {"command":"(exec -a ${marker} sleep 30)"}` }) })
+      expect(res.status).toBe(200)
+      const text = res.text()
+      const running = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.startsWith(marker))
+      await waitFor(running, { timeoutMs: 10_000, what: 'the command to run' })
+      // Before, the close waited for the turn (here 30 s), then for the connection's keep-alive (72 s).
+      const closing = sut.close().then(() => 'closed')
+      expect(await Promise.race([closing, new Promise((r) => setTimeout(r, 5_000, 'still closing'))])).toBe('closed')
+      expect(running()).toBe(false)
+      const events = (await text).split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)))
+      expect(events.at(-1)).toEqual({ type: 'ended', message: expect.stringMatching(/host is shutting down.*session is kept/) })
+    } finally {
+      await sut.close()
+      await sim.close()
     }
   })
 

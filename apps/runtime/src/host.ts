@@ -127,6 +127,13 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     maxRequestBytes: 8 * 1024 * 1024,
     egress,
   })
+  // Shutting down, the host ends its interns' runs first (their commands killed, each client told
+  // with run_ended; the sessions stay on disk), so their streams close and the server's close does
+  // not wait on them: a turn may last minutes, and a connection it leaves open its keep-alive time.
+  app.addHook('preClose', async () => {
+    const ending = [...interns.values()].map((intern) => intern.daemon?.stop("the intern's host is shutting down; its run was cancelled (the session is kept: continue it when the intern is back)"))
+    await Promise.race([Promise.all(ending), new Promise((r) => setTimeout(r, 5_000).unref())])
+  })
   app.addHook('onClose', async () => {
     await proxies.closeAll()
     await egress?.close()
@@ -242,7 +249,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     const intern = interns.get(req.params.id)
     if (intern) intern.running = false
     // Suspending stops the intern's daemon: its runs are cancelled (a client listening is told), its sessions kept.
-    intern?.daemon?.stop('the intern was suspended; its run was cancelled')
+    void intern?.daemon?.stop('the intern was suspended; its run was cancelled')
     if (intern) intern.daemon = undefined
     await proxies.close(req.params.id)
     return { stopped: true }
@@ -270,7 +277,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   app.delete<{ Params: { id: string } }>('/v1/interns/:id', async (req) => {
     const intern = interns.get(req.params.id)
     if (intern) byHostname.delete(intern.spec.hostname)
-    intern?.daemon?.stop('the intern was deleted')
+    void intern?.daemon?.stop('the intern was deleted')
     await proxies.close(req.params.id)
     interns.delete(req.params.id)
     if (ID.test(req.params.id)) {

@@ -7,10 +7,16 @@ const config = loadConfigOrExit(RuntimeConfig, 'runtime')
 const tracer = await startTracing('runtime', config.OTEL_EXPORTER_OTLP_ENDPOINT)
 const metrics = config.METRICS_PORT ? createMetrics('runtime') : undefined
 const app = await buildRuntimeHost(config, { metrics })
+let closing = false
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, async () => {
+    if (closing) return
+    closing = true
+    app.log.info({ signal }, "shutting down: ending the interns' runs")
+    const force = setTimeout(() => process.exit(1), 10_000).unref()
     await app.close()
     await tracer?.shutdown()
+    clearTimeout(force)
     process.exit(0)
   })
 }

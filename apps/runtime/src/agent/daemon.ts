@@ -81,6 +81,8 @@ export class InternDaemon {
   private turn?: Run
   /** Live runs (going or paused) by session. */
   private readonly runs = new Map<string, Run>()
+  /** Each live run's work, settled once it has ended and said so on its stream. */
+  private readonly working = new Set<Promise<void>>()
 
   constructor(private readonly options: DaemonOptions) {}
 
@@ -102,7 +104,8 @@ export class InternDaemon {
     this.turn = run
     this.runs.set(sessionId, run)
     stream.send({ type: 'session', session_id: sessionId })
-    void this.execute(run, text)
+    const work = this.execute(run, text).finally(() => this.working.delete(work))
+    this.working.add(work)
     return { started: true }
   }
 
@@ -139,9 +142,13 @@ export class InternDaemon {
     }
   }
 
-  /** Cancels every run (suspend, removal); a client still listening hears that the run ended. */
-  stop(why: string) {
+  /**
+   * Cancels every run (suspend, removal, the host shutting down); a client still listening hears
+   * that the run ended. Settles once every run has ended, its commands killed and its stream closed.
+   */
+  stop(why: string): Promise<void> {
     for (const run of this.runs.values()) run.controller.abort(new RunEnded(why))
+    return Promise.allSettled([...this.working]).then(() => undefined)
   }
 
   get idle() {
