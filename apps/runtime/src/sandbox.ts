@@ -136,7 +136,7 @@ export function sandboxUnavailable(env: NodeJS.ProcessEnv = process.env): string
 /** Runs `command` with bash inside the sandbox. Rejects only if bubblewrap cannot start at all. */
 export function runSandboxed(command: string, opts: CommandOptions, signal?: AbortSignal): Promise<CommandResult> {
   // bwrap names on fd 3 the sandbox's first process (the init of its PID namespace): see run().
-  return run('bwrap', ['--info-fd', '3', ...bwrapArgs(opts), ...commandArgs(command, opts)], opts, signal, undefined, true)
+  return run('bwrap', ['--info-fd', '3', ...bwrapArgs(opts), ...commandArgs(command, opts)], opts, signal, { sandbox: true })
 }
 
 /**
@@ -144,10 +144,11 @@ export function runSandboxed(command: string, opts: CommandOptions, signal?: Abo
  * allowed it for development (a machine without bubblewrap); never chosen silently.
  */
 export function runUnconfined(command: string, opts: CommandOptions, signal?: AbortSignal): Promise<CommandResult> {
-  return run('bash', ['-c', command, 'roster', ...(opts.args ?? [])], { ...opts, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: opts.workspace, ...opts.env } }, signal, opts.workspace)
+  return run('bash', ['-c', command, 'roster', ...(opts.args ?? [])], { ...opts, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: opts.workspace, ...opts.env } }, signal, { cwd: opts.workspace })
 }
 
-function run(file: string, args: string[], opts: CommandOptions, signal?: AbortSignal, cwd?: string, sandbox = false): Promise<CommandResult> {
+/** `cwd`: where an unconfined command runs; `sandbox`: the command is bwrap's (it names its first process on fd 3). */
+function run(file: string, args: string[], opts: CommandOptions, signal: AbortSignal | undefined, { cwd, sandbox = false }: { cwd?: string; sandbox?: boolean }): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     // A run cancelled before its command was spawned (the client left while the model was still
     // answering): an abort listener added now would never fire, and the command would run its course.
