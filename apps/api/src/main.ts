@@ -47,7 +47,9 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     if (closing) return
     closing = true
     app.log.info({ signal }, 'shutting down: finishing in-flight requests')
-    const force = setTimeout(() => process.exit(1), 10_000).unref()
+    // Chat turns may run SHUTDOWN_GRACE_MS before they are ended (routes/interns/chat.ts); what still
+    // holds the close 2 s after that is cut.
+    const force = setTimeout(() => process.exit(1), config.SHUTDOWN_GRACE_MS + 2_000).unref()
     await app.close()
     await Promise.allSettled([db.$disconnect(), redis.quit(), tracer?.shutdown()])
     clearTimeout(force)

@@ -114,6 +114,11 @@ export const ApiConfig = z.object({
   /** Longest one chat request streams before it ends with a timeout error. */
   CHAT_REQUEST_BUDGET_MS: ms.default(300_000),
   /**
+   * Shutting down (SIGTERM), how long the chat turns this process relays may still run before each
+   * is ended with a stream_severed chunk; the process exits at the latest 2 s after.
+   */
+  SHUTDOWN_GRACE_MS: ms.default(8_000),
+  /**
    * The name of the tool call a paused intern run streams: the API description's
    * `service.provide_input`, or `openrouter.provide_input`, the only one @openrouter/sdk's
    * client.interns.chat accepts. Replies may name either.

@@ -38,6 +38,16 @@ const textOf = (content: unknown) =>
 
 export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (req: FastifyRequest) => Promise<void>) {
   const overLimit = createTurnLimit(deps.redis, deps.config.QUEUE_PREFIX, deps.config.CHAT_TURNS_PER_MINUTE, app.log)
+  // Shutting down, the turns this process relays may run on for SHUTDOWN_GRACE_MS; each still going
+  // is then ended with the contract's stream_severed chunk and [DONE] (its run is cancelled with the
+  // link), not cut off with no end by the process's exit. The server's close waits for them.
+  const relays = new Map<Promise<unknown>, () => void>()
+  app.addHook('preClose', async () => {
+    const settled = () => Promise.allSettled([...relays.keys()])
+    await Promise.race([settled(), new Promise((r) => setTimeout(r, deps.config.SHUTDOWN_GRACE_MS).unref())])
+    for (const sever of relays.values()) sever()
+    await settled()
+  })
   app.withTypeProvider<ZodTypeProvider>().post(
     '/interns/:internId/chat/completions',
     { onRequest: gate, schema: { operationId: 'createInternChatCompletion', summary: 'Chat with a running intern (Server-Sent Events)', params: Params, body: InternChatRequest }, config: { chatErrors: true } },
@@ -108,7 +118,13 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
         if (res.statusCode < 500) throw new AppError('intern_rejected', `the intern's host refused the request (${res.statusCode}): ${message}`)
         throw new AppError('intern_unreachable', `the intern's host answered ${res.statusCode}`)
       }
-      return relay(req, reply, res, upstream, deps.config.CHAT_REQUEST_BUDGET_MS, deps.config.INTERN_PROVIDE_INPUT_NAME, (outcome) => deps.metrics?.chatTurns.inc({ outcome }))
+      let shuttingDown = false
+      const relayed = relay(req, reply, res, upstream, deps.config.CHAT_REQUEST_BUDGET_MS, deps.config.INTERN_PROVIDE_INPUT_NAME, (outcome) => deps.metrics?.chatTurns.inc({ outcome }), () => shuttingDown)
+      relays.set(relayed, () => {
+        shuttingDown = true
+        upstream.abort()
+      })
+      return relayed.finally(() => relays.delete(relayed))
     },
   )
 }
@@ -122,6 +138,7 @@ async function relay(
   budgetMs: number,
   provideInput: string,
   ended: (outcome: string) => void,
+  shuttingDown: () => boolean,
 ) {
   reply.hijack()
   const raw = reply.raw
@@ -181,7 +198,10 @@ async function relay(
     clearInterval(keepalive)
     clearTimeout(budget)
     if (!raw.destroyed) {
-      finish('error', null, { code: 502, message: 'the link to the intern broke before the turn ended', reason: 'stream_severed', retryable: true })
+      const message = shuttingDown()
+        ? 'this API server is shutting down: the turn was cancelled; send the prompt again (same session) to carry on'
+        : 'the link to the intern broke before the turn ended'
+      finish('error', null, { code: 502, message, reason: 'stream_severed', retryable: true })
       raw.end()
     }
   }

@@ -14,7 +14,8 @@ const KEEPALIVE_MS = 15_000
  */
 export function registerInternEvents(app: FastifyInstance, deps: AppDeps, gate: (req: FastifyRequest) => Promise<void>) {
   const open = new Set<() => void>()
-  app.addHook('onClose', async () => {
+  // Before the server's close, which waits for every response to end: an open stream never would.
+  app.addHook('preClose', async () => {
     for (const end of open) end()
   })
 

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import { simulatorCatalogue } from '@roster/gateway'
+import { createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { sseEvents } from './helpers.js'
+
+// The API stopped (SIGTERM) while streams are open: an intern's event stream ends at once, a chat
+// turn it relays runs on for SHUTDOWN_GRACE_MS and is then ended with the contract's stream_severed
+// chunk and [DONE], and the process exits 0, not cut off by its forced exit with the streams unended.
+let t: TestDatabase
+let tenant: Tenant
+let sim: Simulator
+let stack: Stack
+let internId: string
+
+beforeAll(async () => {
+  t = await createTestDatabase()
+  tenant = await makeTenant(t.db)
+  sim = await startSimulator({ replyTokens: 4 })
+  const catalogue = join(mkdtempSync(join(tmpdir(), 'roster-catalogue-')), 'models.json')
+  writeFileSync(catalogue, JSON.stringify(simulatorCatalogue(sim.url)))
+  stack = await startStack({ databaseUrl: t.url, env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', SHUTDOWN_GRACE_MS: '1000' } })
+  const created = await call('POST', '/interns', { name: 'stopper', provision: true })
+  internId = created.id
+  await waitFor(async () => (await call('GET', `/interns/${internId}`)).status === 'running', { timeoutMs: 20_000, what: 'the intern to run' })
+})
+afterAll(async () => {
+  await stack?.stop()
+  await sim?.close()
+  await t?.drop()
+})
+
+const headers = () => ({ authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' })
+async function call(method: string, path: string, body?: unknown) {
+  const res = await fetch(`${stack.apiUrl}${path}`, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) })
+  return res.json() as Promise<any>
+}
+
+describe('the API shutting down', () => {
+  it('ends its event streams at once and its relayed chat turns after the grace, each properly, and exits 0', async () => {
+    const watch = await fetch(`${stack.apiUrl}/interns/${internId}/events`, { headers: headers() })
+    expect(watch.status).toBe(200)
+    const watched = watch.text()
+    const marker = `shutdown-sleeper-${Date.now()}`
+    const chat = await fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, {
+      method: 'POST',
+      headers: headers(),
+      body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: `[sim] call shell {"command":"(exec -a ${marker} sleep 30)"}` }] }),
+    })
+    expect(chat.status).toBe(200)
+    const chatted = chat.text()
+    const running = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.startsWith(marker))
+    await waitFor(running, { timeoutMs: 10_000, what: 'the command to run' })
+
+    // Before, the open event stream held the close until the forced exit (status 1), and the turn's
+    // stream was cut with no finish chunk.
+    expect(await stack.api.kill('SIGTERM')).toBe(0)
+    expect(await watched).toMatch(/^event: intern\ndata: /)
+    const { events, done } = sseEvents(await chatted)
+    expect(done).toBe(true)
+    const finish = events.map((e) => e.data).find((c) => c.choices?.[0]?.finish_reason)
+    expect(finish.choices[0]).toMatchObject({ finish_reason: 'error', error: { code: 502, message: expect.stringMatching(/shutting down.*same session/), metadata: { reason: 'stream_severed', retryable: true } } })
+    expect(events.at(-1)!.data).toMatchObject({ choices: [], usage: null })
+    // The run went with the link: its command is killed and the intern is free for the next API.
+    await waitFor(() => !running(), { timeoutMs: 10_000, what: 'the command to be killed' })
+  })
+})
