@@ -1,13 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { OpenRouter } from '@openrouter/sdk'
 import { InternChatCompletionChunk$inboundSchema } from '@openrouter/sdk/models'
 import * as errors from '@openrouter/sdk/models/errors'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { catalogueFile, createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
 import { sseEvents } from './helpers.js'
 
 // Pauses as the official client sees them: a stack whose pause tool is named as @openrouter/sdk
@@ -26,8 +25,7 @@ beforeAll(async () => {
   t = await createTestDatabase()
   tenant = await makeTenant(t.db)
   sim = await startSimulator({ replyTokens: 3 })
-  const catalogue = join(mkdtempSync(join(tmpdir(), 'roster-catalogue-')), 'models.json')
-  writeFileSync(catalogue, JSON.stringify(simulatorCatalogue(sim.url)))
+  const catalogue = catalogueFile(simulatorCatalogue(sim.url))
   stack = await startStack({
     databaseUrl: t.url,
     env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', INTERN_PROVIDE_INPUT_NAME: 'openrouter.provide_input', INTERACTION_DEADLINE_MS: String(DEADLINE_MS), CHAT_TURNS_PER_MINUTE: String(TURNS_PER_MINUTE), RUNTIME_ANSWER_TIMEOUT_MS: '1500', CHAT_REQUEST_BUDGET_MS: '4000' },

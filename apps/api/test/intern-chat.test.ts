@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mkdtempSync, writeFileSync, readFileSync, existsSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { readFileSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { catalogueFile, createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
 import { sseEvents } from './helpers.js'
 import { createServer, type Server } from 'node:http'
 import { readdirSync } from 'node:fs'
@@ -33,8 +32,7 @@ beforeAll(async () => {
   })
   await new Promise<void>((r) => api.listen(0, '127.0.0.1', r))
   apiPort = (api.address() as { port: number }).port
-  const catalogue = join(mkdtempSync(join(tmpdir(), 'roster-catalogue-')), 'models.json')
-  writeFileSync(catalogue, JSON.stringify(simulatorCatalogue(sim.url)))
+  const catalogue = catalogueFile(simulatorCatalogue(sim.url))
   stack = await startStack({
     databaseUrl: t.url,
     env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', RUNTIME_UNCONFINED_COMMANDS: 'refuse', EGRESS_PRIVATE_NETWORKS: 'allow', EGRESS_HOSTS: 'api.bound.test=127.0.0.1,evil.test=127.0.0.1' },

@@ -1,11 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { catalogueFile, createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
 import { sseEvents } from './helpers.js'
 
 // The API stopped (SIGTERM) while streams are open: an intern's event stream ends at once, a chat
@@ -21,8 +18,7 @@ beforeAll(async () => {
   t = await createTestDatabase()
   tenant = await makeTenant(t.db)
   sim = await startSimulator({ replyTokens: 4 })
-  const catalogue = join(mkdtempSync(join(tmpdir(), 'roster-catalogue-')), 'models.json')
-  writeFileSync(catalogue, JSON.stringify(simulatorCatalogue(sim.url)))
+  const catalogue = catalogueFile(simulatorCatalogue(sim.url))
   stack = await startStack({ databaseUrl: t.url, env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', SHUTDOWN_GRACE_MS: '1000' } })
   const created = await call('POST', '/interns', { name: 'stopper', provision: true })
   internId = created.id

@@ -1,8 +1,6 @@
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { hashSlot, startRedisCluster, startRedisServer, startStack, useTestTenant, waitFor } from '@roster/testing'
+import { catalogueFile, hashSlot, startRedisCluster, startRedisServer, startStack, useTestTenant, waitFor } from '@roster/testing'
 import { startSimulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 
@@ -32,8 +30,7 @@ export function chaosSuite(redisKind: 'server' | 'cluster') {
       const prefix = cluster ? await cluster.prefixAwayFromSeed() : `{chaos-${Math.random().toString(36).slice(2, 10)}}`
       const sim = await startSimulator({ replyTokens: 3 })
       onTestFinished(() => sim.close())
-      const catalogue = join(mkdtempSync(join(tmpdir(), 'roster-catalogue-')), 'models.json')
-      writeFileSync(catalogue, JSON.stringify(simulatorCatalogue(sim.url)))
+      const catalogue = catalogueFile(simulatorCatalogue(sim.url))
       const stack = await startStack({
         databaseUrl: env.t.url,
         redisUrl: redis.url,

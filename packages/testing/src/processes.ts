@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
@@ -73,6 +73,13 @@ export class NodeProcess {
     child.kill(signal)
     return exited
   }
+}
+
+/** A model catalogue written to a file of its own, for a stack's MODEL_CATALOGUE. */
+export function catalogueFile(catalogue: unknown): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'roster-catalogue-')), 'models.json')
+  writeFileSync(file, JSON.stringify(catalogue))
+  return file
 }
 
 const dist = (app: string) => join(repoRoot, 'apps', app, 'dist', 'main.js')
