@@ -3,8 +3,9 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 
 import { createServer, type Server } from 'node:net'
 import { tmpdir, homedir } from 'node:os'
 import { join } from 'node:path'
-import { execFile, execFileSync } from 'node:child_process'
-import { chooseEgressForwarder, commandRunner, runSandboxed, SandboxUnavailableError, sandboxUnavailable, type CommandOptions } from './sandbox.js'
+import { execFile, execFileSync, spawn } from 'node:child_process'
+import { chooseEgressForwarder, commandRunner, runSandboxed, sandboxArgs, SandboxUnavailableError, sandboxUnavailable, type CommandOptions } from './sandbox.js'
+import { waitFor } from '@roster/testing'
 
 // Real commands in real bubblewrap sandboxes (the bubblewrap package; .ci/run installs it).
 const why = sandboxUnavailable()
@@ -127,6 +128,28 @@ describe('a sandboxed shell command', () => {
     expect(durations.filter((ms) => ms > 2_000)).toEqual([])
     const left = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(marker))
     expect(left).toEqual([])
+  }, 30_000)
+
+  it('ends on its own when its host is gone: with its command, and at the latest its own time limit', async () => {
+    // A host that dies while bwrap starts a sandbox leaves it without a parent (bwrap cannot tie
+    // the sandbox to the host's life in its first instants). Made here on purpose: the same
+    // sandbox without --die-with-parent, its bwrap killed once the command runs.
+    const marker = `roster-orphan-${process.pid}-${Date.now()}`
+    const orphan = async (command: string, timeoutMs: number) => {
+      const args = sandboxArgs(command, opts({ timeoutMs })).filter((a) => a !== '--die-with-parent')
+      const bwrap = spawn('bwrap', args, { stdio: 'ignore', detached: true })
+      await waitFor(() => left().length > 0, { timeoutMs: 5_000, what: 'the command to run' })
+      process.kill(bwrap.pid!, 'SIGKILL')
+    }
+    const left = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.startsWith(marker))
+    // What the command left running is killed when it ends (before, it kept the sandbox for good).
+    await orphan(`(exec -a ${marker}-left sleep 300) & exec -a ${marker}-main sleep 1`, 60_000)
+    await waitFor(() => left().length === 0, { timeoutMs: 5_000, what: 'the orphaned sandbox to end with its command' })
+    // A command that would run on is killed at its own limit: the host's (here 1 s) plus 3 s.
+    const started = Date.now()
+    await orphan(`exec -a ${marker}-long sleep 300`, 1_000)
+    await waitFor(() => left().length === 0, { timeoutMs: 10_000, what: 'the orphaned command to be killed at its limit' })
+    expect(Date.now() - started).toBeGreaterThan(3_000)
   }, 30_000)
 
   it('does not start when its caller gave up before it was asked (a run cancelled between two steps)', async () => {

@@ -93,12 +93,26 @@ export function chooseEgressForwarder(kind: 'auto' | 'socat' | 'node') {
 }
 const egressForwarder = () => forwarder ?? chooseEgressForwarder('auto')
 
-/** The command as the sandbox runs it: with the network, the forwarder first, up before the command starts. */
+/** Until the egress forwarder listens: a probe in the shell itself (no process started per try), for at most ~2 s. */
+const FORWARDER_READY = 'for ((i = 0; i < 200000; i++)); do { : <>/dev/tcp/127.0.0.1/3128; } 2>/dev/null && break; done'
+/** How much longer than the host's own limit a sandbox's own limit on its command is: the host's comes first, and says so. */
+const OWN_LIMIT_MARGIN_S = 3
+
+/**
+ * The command as the sandbox runs it, under a shell that outlives it (with the network, the
+ * forwarder first, up before the command starts). The sandbox also ends on its own: its command is
+ * killed past its time limit (a margin after the host's), and when the command ends whatever it
+ * left running is killed, so its first process has nothing left to wait for. The host normally
+ * does both; this is for a sandbox whose host died while bwrap was starting it, which bwrap could
+ * not yet tie to the host's life (a forwarder left running kept such a sandbox for good).
+ */
 function commandArgs(command: string, opts: CommandOptions): string[] {
-  if (!opts.egressSocket) return ['/usr/bin/bash', '-c', command, 'roster', ...(opts.args ?? [])]
-  // Until the forwarder listens: a probe in this shell itself (no process started per try), for at most ~2 s.
-  const ready = 'for ((i = 0; i < 200000; i++)); do { : <>/dev/tcp/127.0.0.1/3128; } 2>/dev/null && break; done'
-  return ['/usr/bin/bash', '-c', `${egressForwarder().start}\n${ready}\nexec /usr/bin/bash -c "$1" roster "\${@:2}"`, 'roster-egress', command, ...(opts.args ?? [])]
+  const limit = Math.ceil(opts.timeoutMs / 1000) + OWN_LIMIT_MARGIN_S
+  const network = opts.egressSocket ? `${egressForwarder().start}\n${FORWARDER_READY}\n` : ''
+  // $$ is 2 only in a PID namespace of the sandbox's own (bwrap's init is 1): there, -1 is every
+  // other process of the sandbox, and nothing of the host.
+  const script = `${network}/usr/bin/timeout -s KILL ${limit} /usr/bin/bash -c "$1" roster "\${@:2}"\nstatus=$?\n[ "$$" = 2 ] && kill -KILL -1 2>/dev/null\nexit $status`
+  return ['/usr/bin/bash', '-c', script, 'roster-sandbox', command, ...(opts.args ?? [])]
 }
 
 function bwrapArgs(opts: CommandOptions): string[] {
@@ -133,10 +147,13 @@ export function sandboxUnavailable(env: NodeJS.ProcessEnv = process.env): string
   return undefined
 }
 
+/** bwrap's arguments for `command` in its sandbox. */
+export const sandboxArgs = (command: string, opts: CommandOptions): string[] => [...bwrapArgs(opts), ...commandArgs(command, opts)]
+
 /** Runs `command` with bash inside the sandbox. Rejects only if bubblewrap cannot start at all. */
 export function runSandboxed(command: string, opts: CommandOptions, signal?: AbortSignal): Promise<CommandResult> {
   // bwrap names on fd 3 the sandbox's first process (the init of its PID namespace): see run().
-  return run('bwrap', ['--info-fd', '3', ...bwrapArgs(opts), ...commandArgs(command, opts)], opts, signal, { sandbox: true })
+  return run('bwrap', ['--info-fd', '3', ...sandboxArgs(command, opts)], opts, signal, { sandbox: true })
 }
 
 /**
@@ -180,7 +197,7 @@ function run(file: string, args: string[], opts: CommandOptions, signal: AbortSi
     // (--new-session), and is bound to bwrap's life only once it has set its parent-death signal,
     // a few instructions after it was forked; a bwrap killed before that left the sandbox running,
     // parentless, for good. So a kill asked for before bwrap has said which process that is waits
-    // for it to say (about 3 ms after the start), and bwrap's own group is killed after it.
+    // for it to say (about 3 ms after the start), then kills both.
     let firstProcess: number | undefined
     let killWanted = false
     const kill = () => {
@@ -190,14 +207,17 @@ function run(file: string, args: string[], opts: CommandOptions, signal: AbortSi
         setTimeout(killGroup, 1_000).unref()
         return
       }
-      if (firstProcess !== undefined && child.exitCode === null && child.signalCode === null) {
+      // bwrap first: killed after its sandbox, it could see that and exit on its own first, and the
+      // result would read as an exit code, not the kill it was.
+      const sandboxAlive = firstProcess !== undefined && child.exitCode === null && child.signalCode === null
+      killGroup()
+      if (sandboxAlive) {
         try {
-          process.kill(firstProcess, 'SIGKILL')
+          process.kill(firstProcess!, 'SIGKILL')
         } catch {
           // Already gone.
         }
       }
-      killGroup()
     }
     if (sandbox) {
       let info = ''
