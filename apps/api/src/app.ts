@@ -81,18 +81,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
   })
 
   // The WebSocket transport of /responses; a message may be as large as a /responses body.
-  await app.register(websocket, {
-    options: { maxPayload: RESPONSES_BODY_LIMIT },
-    // A frame over the limit, invalid UTF-8 or a bad opcode is the client's error, not the server's:
-    // ws has already begun closing with the status that says so (1009, 1007, 1002), which
-    // terminating the socket here could cut off. Anything else ends the connection at once.
-    errorHandler(error, socket, request) {
-      const code = (error as { code?: unknown }).code
-      if (typeof code === 'string' && code.startsWith('WS_ERR_')) return request.log.info({ code, reason: error.message }, 'websocket client broke the protocol; closing')
-      request.log.error({ err: error }, 'websocket connection failed')
-      socket.terminate()
-    },
-  })
+  await app.register(websocket, { options: { maxPayload: RESPONSES_BODY_LIMIT }, errorHandler: websocketError })
   await app.register(healthRoutes(deps))
   await app.register(
     async (v1) => {
@@ -110,4 +99,17 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     { prefix: '/api/v1' },
   )
   return app
+}
+
+/**
+ * A WebSocket connection's error. A frame over the limit, invalid UTF-8 or a bad opcode is the
+ * client's error, not the server's: ws has already begun closing with the status that says so
+ * (1009, 1007, 1002), which terminating the socket here could cut off. Anything else ends the
+ * connection at once.
+ */
+export function websocketError(error: Error, socket: { terminate(): void }, request: { log: { info(obj: object, msg: string): void; error(obj: object, msg: string): void } }) {
+  const code = (error as { code?: unknown }).code
+  if (typeof code === 'string' && code.startsWith('WS_ERR_')) return request.log.info({ code, reason: error.message }, 'websocket client broke the protocol; closing')
+  request.log.error({ err: error }, 'websocket connection failed')
+  socket.terminate()
 }

@@ -1,4 +1,4 @@
-import { ApiConfig, connectRedis, createDb, createLogger, loadConfigOrExit, masterKeyProblem, reportConnectionErrors, serveMetrics, startTracing } from '@roster/shared'
+import { ApiConfig, connectRedis, createDb, createLogger, loadConfigOrExit, masterKeyProblem, reportConnectionErrors, serveMetrics, startTracing, stopOnSignals } from '@roster/shared'
 import { buildApp } from './app.js'
 import { createAppDeps } from './deps.js'
 import { CatalogueError, loadCatalogue, type Catalogue } from '@roster/gateway'
@@ -41,21 +41,12 @@ const deps = createAppDeps(config, db, redis, catalogue, process.env, log)
 const app = await buildApp(deps)
 if (!config.VAULT_MASTER_KEY) app.log.warn('VAULT_MASTER_KEY is not set: intern creation will answer 500 configuration_error')
 
-let closing = false
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, async () => {
-    if (closing) return
-    closing = true
-    app.log.info({ signal }, 'shutting down: finishing in-flight requests')
-    // Chat turns may run SHUTDOWN_GRACE_MS before they are ended (routes/interns/chat.ts); what still
-    // holds the close 2 s after that is cut.
-    const force = setTimeout(() => process.exit(1), config.SHUTDOWN_GRACE_MS + 2_000).unref()
-    await app.close()
-    await Promise.allSettled([db.$disconnect(), redis.quit(), tracer?.shutdown()])
-    clearTimeout(force)
-    process.exit(0)
-  })
-}
+// Chat turns may run SHUTDOWN_GRACE_MS before they are ended (routes/interns/chat.ts); what still
+// holds the close 2 s after that is cut.
+stopOnSignals(app.log, 'finishing in-flight requests', config.SHUTDOWN_GRACE_MS + 2_000, async () => {
+  await app.close()
+  await Promise.allSettled([db.$disconnect(), redis.quit(), tracer?.shutdown()])
+})
 
 const address = await app.listen({ host: config.HOST, port: config.PORT })
 app.log.info(`api listening on ${address} (base URL ${address}/api/v1)`)

@@ -5,7 +5,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { randomUUID } from 'node:crypto'
-import { createDb, LocalVault, loggerOptions, logsEachRequest, observeHttp, requestLogger, traceHttpServer, tracing, type Metrics, type RuntimeConfig } from '@roster/shared'
+import { createDb, LocalVault, loggerOptions, logsEachRequest, observeHttp, requestLogger, settledWithin, traceHttpServer, tracing, type Metrics, type RuntimeConfig } from '@roster/shared'
 import { Egress } from './egress.js'
 import { EgressProxies } from './egress-proxy.js'
 import { chooseEgressForwarder, commandRunner } from './sandbox.js'
@@ -132,7 +132,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   // not wait on them: a turn may last minutes, and a connection it leaves open its keep-alive time.
   app.addHook('preClose', async () => {
     const ending = [...interns.values()].map((intern) => intern.daemon?.stop("the intern's host is shutting down; its run was cancelled (the session is kept: continue it when the intern is back)"))
-    await Promise.race([Promise.all(ending), new Promise((r) => setTimeout(r, 5_000).unref())])
+    await settledWithin(Promise.all(ending), 5_000)
   })
   app.addHook('onClose', async () => {
     await proxies.closeAll()

@@ -1,4 +1,4 @@
-import { createMetrics, loadConfigOrExit, RuntimeConfig, serveMetrics, startTracing } from '@roster/shared'
+import { createMetrics, loadConfigOrExit, RuntimeConfig, serveMetrics, startTracing, stopOnSignals } from '@roster/shared'
 import { buildRuntimeHost } from './host.js'
 import { commandRunner } from './sandbox.js'
 
@@ -7,19 +7,10 @@ const config = loadConfigOrExit(RuntimeConfig, 'runtime')
 const tracer = await startTracing('runtime', config.OTEL_EXPORTER_OTLP_ENDPOINT)
 const metrics = config.METRICS_PORT ? createMetrics('runtime') : undefined
 const app = await buildRuntimeHost(config, { metrics })
-let closing = false
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, async () => {
-    if (closing) return
-    closing = true
-    app.log.info({ signal }, "shutting down: ending the interns' runs")
-    const force = setTimeout(() => process.exit(1), 10_000).unref()
-    await app.close()
-    await tracer?.shutdown()
-    clearTimeout(force)
-    process.exit(0)
-  })
-}
+stopOnSignals(app.log, "ending the interns' runs", 10_000, async () => {
+  await app.close()
+  await tracer?.shutdown()
+})
 // Interns' shell commands run confined or not at all: say so now, not at an intern's first command.
 const commands = commandRunner(config.RUNTIME_UNCONFINED_COMMANDS)
 if (commands.mode === 'refused') app.log.warn(`interns' shell commands will be refused: they cannot be sandboxed here (${commands.why}); install bubblewrap`)

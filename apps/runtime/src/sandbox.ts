@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { existsSync, readlinkSync, realpathSync } from 'node:fs'
 
 // Shell commands of an intern, confined by bubblewrap: the intern's workspace is the only writable
@@ -164,6 +164,58 @@ export function runUnconfined(command: string, opts: CommandOptions, signal?: Ab
   return run('bash', ['-c', command, 'roster', ...(opts.args ?? [])], { ...opts, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: opts.workspace, ...opts.env } }, signal, { cwd: opts.workspace })
 }
 
+/**
+ * How a command's processes are killed: its process group (detached), which reaches everything an
+ * unconfined command started. A sandbox is ended by killing its first process too: the kernel then
+ * kills every process in its PID namespace. bwrap's group alone is not enough: that first process
+ * leaves it (--new-session), and is bound to bwrap's life only once it has set its parent-death
+ * signal, a few instructions after it was forked; a bwrap killed before that left the sandbox
+ * running, parentless. So a kill asked for before bwrap has named that process (on fd 3, about
+ * 3 ms after the start) waits for the name, then kills both; a bwrap that never names it (stuck
+ * before it made the sandbox) is killed after a second.
+ */
+function killer(child: ChildProcess, sandbox: boolean): () => void {
+  const killGroup = () => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL')
+    } catch {
+      child.kill('SIGKILL')
+    }
+  }
+  if (!sandbox) return killGroup
+  let firstProcess: number | undefined
+  let wanted = false
+  let stuck: NodeJS.Timeout | undefined
+  const kill = () => {
+    wanted = true
+    if (firstProcess === undefined) {
+      stuck ??= setTimeout(killGroup, 1_000).unref()
+      return
+    }
+    clearTimeout(stuck)
+    // bwrap first: killed after its sandbox, it could see that and exit on its own first, and the
+    // result would read as an exit code, not the kill it was.
+    const sandboxAlive = child.exitCode === null && child.signalCode === null
+    killGroup()
+    if (!sandboxAlive) return
+    try {
+      process.kill(firstProcess, 'SIGKILL')
+    } catch {
+      // Already gone.
+    }
+  }
+  let info = ''
+  child.stdio[3]!.on('data', (chunk: Buffer) => {
+    if (firstProcess !== undefined) return
+    info += chunk
+    const pid = /"child-pid":\s*(\d+)/.exec(info)?.[1]
+    if (pid === undefined) return
+    firstProcess = Number(pid)
+    if (wanted) kill()
+  })
+  return kill
+}
+
 /** `cwd`: where an unconfined command runs; `sandbox`: the command is bwrap's (it names its first process on fd 3). */
 function run(file: string, args: string[], opts: CommandOptions, signal: AbortSignal | undefined, { cwd, sandbox = false }: { cwd?: string; sandbox?: boolean }): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
@@ -171,7 +223,7 @@ function run(file: string, args: string[], opts: CommandOptions, signal: AbortSi
     // answering): an abort listener added now would never fire, and the command would run its course.
     if (signal?.aborted) return reject(signal.reason)
     const started = performance.now()
-    // A process group of its own (detached), so a kill reaches everything the command started.
+    // A process group of its own (detached), so a kill reaches everything the command started (killer).
     // bwrap clears the command's environment itself (--clearenv); it needs only PATH to be found.
     const stdio = [opts.input ? 'pipe' : 'ignore', 'pipe', 'pipe', ...(sandbox ? ['pipe'] : [])] as ('pipe' | 'ignore')[]
     const child = spawn(file, args, { stdio, detached: true, cwd, env: cwd ? opts.env : { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
@@ -185,50 +237,7 @@ function run(file: string, args: string[], opts: CommandOptions, signal: AbortSi
     let sizes = [0, 0]
     let truncated = false
     let timedOut = false
-    const killGroup = () => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL')
-      } catch {
-        child.kill('SIGKILL')
-      }
-    }
-    // A sandbox is ended by killing its first process: the kernel then kills every process in its
-    // PID namespace. bwrap alone is not enough: its first process leaves bwrap's process group
-    // (--new-session), and is bound to bwrap's life only once it has set its parent-death signal,
-    // a few instructions after it was forked; a bwrap killed before that left the sandbox running,
-    // parentless, for good. So a kill asked for before bwrap has said which process that is waits
-    // for it to say (about 3 ms after the start), then kills both.
-    let firstProcess: number | undefined
-    let killWanted = false
-    const kill = () => {
-      killWanted = true
-      if (sandbox && firstProcess === undefined) {
-        // Killed when bwrap says; a bwrap that never does (stuck before it made the sandbox) in a second.
-        setTimeout(killGroup, 1_000).unref()
-        return
-      }
-      // bwrap first: killed after its sandbox, it could see that and exit on its own first, and the
-      // result would read as an exit code, not the kill it was.
-      const sandboxAlive = firstProcess !== undefined && child.exitCode === null && child.signalCode === null
-      killGroup()
-      if (sandboxAlive) {
-        try {
-          process.kill(firstProcess!, 'SIGKILL')
-        } catch {
-          // Already gone.
-        }
-      }
-    }
-    if (sandbox) {
-      let info = ''
-      child.stdio[3]!.on('data', (chunk: Buffer) => {
-        info += chunk
-        const pid = /"child-pid":\s*(\d+)/.exec(info)?.[1]
-        if (pid === undefined || firstProcess !== undefined) return
-        firstProcess = Number(pid)
-        if (killWanted) kill()
-      })
-    }
+    const kill = killer(child, sandbox)
     const collect = (into: Buffer[], i: 0 | 1) => (chunk: Buffer) => {
       const room = opts.maxOutputBytes - sizes[i]!
       if (room > 0) into.push(chunk.subarray(0, room))

@@ -1,4 +1,4 @@
-import { createDb, createLogger, loadConfigOrExit, masterKeyProblem, startTracing, WorkerConfig } from '@roster/shared'
+import { createDb, createLogger, loadConfigOrExit, masterKeyProblem, startTracing, stopOnSignals, WorkerConfig } from '@roster/shared'
 import { startWorker } from './worker.js'
 
 const config = loadConfigOrExit(WorkerConfig, 'worker')
@@ -16,16 +16,7 @@ if (config.VAULT_MASTER_KEY) {
 const worker = await startWorker(config, log)
 log.info({ concurrency: config.WORKER_CONCURRENCY, runtime: config.RUNTIME_URL, domain: config.INTERNS_DOMAIN }, 'worker started')
 
-let stopping = false
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.once(signal, async () => {
-    if (stopping) return
-    stopping = true
-    log.info({ signal }, 'shutting down: finishing active jobs')
-    const force = setTimeout(() => process.exit(1), 30_000).unref()
-    await worker.stop()
-    await tracer?.shutdown()
-    clearTimeout(force)
-    process.exit(0)
-  })
-}
+stopOnSignals(log, 'finishing active jobs', 30_000, async () => {
+  await worker.stop()
+  await tracer?.shutdown()
+})

@@ -1,13 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createServer, type Server } from 'node:http'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
 import * as semconv from '@opentelemetry/semantic-conventions/incubating'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { createTestDatabase, freePort, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { catalogueFile, createTestDatabase, freePort, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
 
 // Every process exports its spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT) to a receiver this
 // test runs, which keeps what the exporters post (OTLP's JSON encoding). One create must give one
@@ -68,11 +65,9 @@ beforeAll(async () => {
   t = await createTestDatabase()
   tenant = await makeTenant(t.db)
   sim = await startSimulator({ replyTokens: 3 })
-  const dir = mkdtempSync(join(tmpdir(), 'roster-tracing-'))
-  writeFileSync(join(dir, 'models.json'), JSON.stringify(simulatorCatalogue(sim.url)))
   stack = await startStack({
     databaseUrl: t.url,
-    env: { MODEL_CATALOGUE: join(dir, 'models.json'), OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '100' },
+    env: { MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)), OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '100' },
   })
 })
 afterAll(async () => {

@@ -5,7 +5,7 @@ import { z } from 'zod'
 import { createParser } from 'eventsource-parser'
 import { request } from 'undici'
 import { StringDecoder } from 'node:string_decoder'
-import { AppError, assertInternId, injectTrace, visibleOrNotFound, type Caller } from '@roster/shared'
+import { AppError, assertInternId, injectTrace, settledWithin, visibleOrNotFound, type Caller } from '@roster/shared'
 import type { AppDeps } from '../../deps.js'
 import { createTurnLimit } from './turn-limit.js'
 
@@ -44,7 +44,7 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
   const relays = new Map<Promise<unknown>, () => void>()
   app.addHook('preClose', async () => {
     const settled = () => Promise.allSettled([...relays.keys()])
-    await Promise.race([settled(), new Promise((r) => setTimeout(r, deps.config.SHUTDOWN_GRACE_MS).unref())])
+    await settledWithin(settled(), deps.config.SHUTDOWN_GRACE_MS)
     for (const sever of relays.values()) sever()
     await settled()
   })
