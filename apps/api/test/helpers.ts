@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify'
+import type { OpenRouter } from '@openrouter/sdk'
+import type { InternChatCompletionChunk, InternChatCompletionRequest } from '@openrouter/sdk/models'
 import { afterAll, beforeAll } from 'vitest'
 import { startSimulator, type Simulator, type SimSettings } from '@roster/upstream-sim'
 import { ApiConfig, connectRedis, createLogger, loadConfig, type Db } from '@roster/shared'
@@ -104,4 +106,30 @@ export async function leaveMidStream(url: string, init: { headers: Record<string
   abort.abort()
   // The simulator's stream would go on for seconds; the upstream call must end long before.
   await waitFor(() => upstream.stats.cancelled > before, { timeoutMs: 3_000, what: 'the upstream stream to be cancelled' })
+}
+
+/**
+ * One intern chat request through the official client (`client.interns.chat`): every chunk as the
+ * client parsed it, in order. `afterFirst` runs once the first chunk has arrived (to break
+ * something mid-stream).
+ */
+export async function chatThroughClient(
+  client: OpenRouter,
+  internId: string,
+  request: Record<string, unknown>,
+  afterFirst?: () => Promise<unknown>,
+): Promise<InternChatCompletionChunk[]> {
+  const res = await client.interns.chat({ internId, internChatCompletionRequest: { stream: true, ...request } as InternChatCompletionRequest })
+  const chunks: InternChatCompletionChunk[] = []
+  for await (const chunk of res.result as AsyncIterable<InternChatCompletionChunk>) {
+    chunks.push(chunk)
+    if (chunks.length === 1) await afterFirst?.()
+  }
+  return chunks
+}
+
+/** The finish chunk of a stream that ended in error, as the official client reads it: the chunk's `error`. */
+export function streamError(chunks: InternChatCompletionChunk[]) {
+  const finish = chunks.at(-2)!
+  return { finishReason: finish.choices[0]?.finishReason, model: finish.model, error: finish.error, final: chunks.at(-1) }
 }

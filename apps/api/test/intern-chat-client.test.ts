@@ -7,7 +7,7 @@ import * as errors from '@openrouter/sdk/models/errors'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import { catalogueFile, createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
-import { sseEvents } from './helpers.js'
+import { chatThroughClient, sseEvents, streamError } from './helpers.js'
 
 // Pauses as the official client sees them: a stack whose pause tool is named as @openrouter/sdk
 // expects (openrouter.provide_input), with a short question deadline, and a runtime host that is
@@ -142,12 +142,15 @@ describe('pauses through the official client', () => {
     )
   })
 
-  it('ends a turn that outlives the request budget with a timeout finish error, and one whose model fails with turn_failed', async () => {
-    const slow = await raw({ messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 20"}' }] })
-    const chunks = sseEvents(await slow.text()).events.map((e) => e.data)
-    expect(chunks.at(-2)).toMatchObject({ model: 'openrouter/intern', choices: [{ delta: {}, finish_reason: 'error', error: { code: 504, metadata: { reason: 'timeout', retryable: true } } }] })
-    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: null })
-    for (const chunk of chunks) expect(InternChatCompletionChunk$inboundSchema.safeParse(chunk).success).toBe(true)
+  it('ends a turn that outlives the request budget with a timeout finish error, and one whose model fails with turn_failed, each read by the client', async () => {
+    const slow = await chatThroughClient(client, internId, { messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 20"}' }] })
+    // The error is the chunk's own (where the client reads it), not its choice's.
+    expect(streamError(slow)).toEqual({
+      finishReason: 'error',
+      model: 'openrouter/intern',
+      error: { code: 504, message: expect.stringMatching(/outlived this request/), metadata: { reason: 'timeout', retryable: true } },
+      final: expect.objectContaining({ choices: [], usage: null }),
+    })
 
     // An intern whose model the gateway does not serve: the turn fails, as the intern classifies it.
     const headers = { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }
@@ -155,10 +158,17 @@ describe('pauses through the official client', () => {
     expect((await fetch(`${stack.apiUrl}/interns/${broken.id}`, { method: 'PATCH', headers, body: JSON.stringify({ model: 'no/such-model' }) })).status).toBe(200)
     expect((await fetch(`${stack.apiUrl}/interns/${broken.id}/provision`, { method: 'POST', headers: { authorization: headers.authorization } })).status).toBeLessThan(300)
     await waitFor(async () => (await (await fetch(`${stack.apiUrl}/interns/${broken.id}`, { headers })).json()).status === 'running', { timeoutMs: 30_000, what: 'the intern to run' })
-    const failed = await fetch(`${stack.apiUrl}/interns/${broken.id}/chat/completions`, { method: 'POST', headers, body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hi' }] }) })
-    const out = sseEvents(await failed.text()).events.map((e) => e.data)
-    expect(out.at(-2).choices[0]).toMatchObject({ finish_reason: 'error', error: { code: 502, message: expect.stringMatching(/no\/such-model/), metadata: { reason: 'turn_failed', retryable: false } } })
-    expect(out.at(-1)).toMatchObject({ choices: [], usage: null })
+    const failed = await chatThroughClient(client, broken.id, { messages: [{ role: 'user', content: 'hi' }] })
+    expect(streamError(failed)).toMatchObject({
+      finishReason: 'error',
+      error: { code: 502, message: expect.stringMatching(/no\/such-model/), metadata: { reason: 'turn_failed', retryable: false } },
+      final: { choices: [], usage: null },
+    })
+    // On the wire: the error beside `choices`, the choice itself only finished.
+    const wire = sseEvents(await (await fetch(`${stack.apiUrl}/interns/${broken.id}/chat/completions`, { method: 'POST', headers, body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hi' }] }) })).text()).events.map((e) => e.data)
+    expect(wire.at(-2).choices).toEqual([{ index: 0, delta: {}, finish_reason: 'error' }])
+    expect(wire.at(-2).error).toMatchObject({ code: 502, metadata: { reason: 'turn_failed', retryable: false } })
+    for (const chunk of wire) expect(InternChatCompletionChunk$inboundSchema.safeParse(chunk).success).toBe(true)
   })
 
   // Last: it kills the runtime host.
@@ -168,20 +178,14 @@ describe('pauses through the official client', () => {
     const paused = await sdkChat({ sessionId: 'ses-asking', approvalMode: 'manual', messages: [{ role: 'user', content: '[sim] call shell {"command":"true"}' }] })
     const asked = paused.find((c) => c.choices[0]?.delta?.toolCalls)!.choices[0].delta.toolCalls[0]
 
-    const res = await raw({ session_id: session, messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 30"}' }] })
-    const reader = res.body!.getReader()
-    await reader.read()
-    await stack.runtime.kill('SIGKILL')
-    let text = ''
-    for (;;) {
-      const { value, done } = await reader.read()
-      if (done) break
-      text += new TextDecoder().decode(value)
-    }
-    const severed = sseEvents(text)
-    expect(severed.done, text).toBe(true)
-    expect(severed.events.at(-2)!.data).toMatchObject({ model: 'openrouter/intern', choices: [{ finish_reason: 'error', error: { code: 502, metadata: { reason: 'stream_severed', retryable: true } } }] })
-    expect(severed.events.at(-1)!.data).toMatchObject({ choices: [], session_id: session, usage: null })
+    // Through the client: the host killed once the stream has begun.
+    const severed = await chatThroughClient(client, internId, { sessionId: session, messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 30"}' }] }, () => stack.runtime.kill('SIGKILL'))
+    expect(streamError(severed)).toEqual({
+      finishReason: 'error',
+      model: 'openrouter/intern',
+      error: { code: 502, message: expect.stringMatching(/link to the intern broke/), metadata: { reason: 'stream_severed', retryable: true } },
+      final: expect.objectContaining({ choices: [], sessionId: session, usage: null }),
+    })
     // With the host gone, a new prompt is refused before any stream: 502 intern_unreachable, retryable.
     const refused = await raw({ messages: [{ role: 'user', content: 'hello?' }] })
     expect([refused.status, (await refused.json()).error.metadata]).toEqual([502, { reason: 'intern_unreachable', retryable: true }])

@@ -5,7 +5,8 @@ import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import { catalogueFile, createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
-import { sseEvents } from './helpers.js'
+import { chatThroughClient, sseEvents, streamError } from './helpers.js'
+import { execFileSync } from 'node:child_process'
 import { createServer, type Server } from 'node:http'
 import { readdirSync } from 'node:fs'
 
@@ -52,6 +53,8 @@ async function call(method: string, path: string, body?: unknown) {
   const res = await fetch(`${stack.apiUrl}${path}`, { method, headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
   return res.json() as Promise<any>
 }
+/** Whether a command started under `exec -a <marker>` runs (in any sandbox on this machine). */
+const commandRunning = (marker: string) => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.startsWith(marker))
 const chat = (body: object) =>
   fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, ...body }) })
 
@@ -211,16 +214,22 @@ describe('chatting with an intern', () => {
     }
   })
 
-  it('ends a running turn with run_ended when its intern is suspended', async () => {
+  it('ends a running turn with run_ended when its intern is suspended, as the official client reads it', async () => {
     const other = await call('POST', '/interns', { name: 'suspendable', provision: true })
     await waitFor(async () => (await call('GET', `/interns/${other.id}`)).status === 'running', { timeoutMs: 20_000, what: 'the intern to run' })
-    const res = await fetch(`${stack.apiUrl}/interns/${other.id}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 30"}' }] }) })
-    const text = res.text()
-    await new Promise((r) => setTimeout(r, 500))
-    expect((await fetch(`${stack.apiUrl}/interns/${other.id}/suspend`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}` } })).status).toBeLessThan(300)
-    const chunks = sseEvents(await text).events.map((e) => e.data)
-    expect(chunks.at(-2)).toMatchObject({ model: 'openrouter/intern', choices: [{ finish_reason: 'error', error: { code: 410, metadata: { reason: 'run_ended', retryable: false } } }] })
-    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: null })
+    const marker = `suspended-sleeper-${Date.now()}`
+    const suspend = async () => {
+      await waitFor(() => commandRunning(marker), { timeoutMs: 10_000, what: 'the command to run' })
+      expect((await fetch(`${stack.apiUrl}/interns/${other.id}/suspend`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}` } })).status).toBeLessThan(300)
+    }
+    const client = new OpenRouter({ apiKey: tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
+    const chunks = await chatThroughClient(client, other.id, { messages: [{ role: 'user', content: `[sim] call shell {"command":"(exec -a ${marker} sleep 30)"}` }] }, suspend)
+    expect(streamError(chunks)).toEqual({
+      finishReason: 'error',
+      model: 'openrouter/intern',
+      error: { code: 410, message: expect.any(String), metadata: { reason: 'run_ended', retryable: false } },
+      final: expect.objectContaining({ choices: [], usage: null }),
+    })
   })
 
   it('archives the workspace and the sessions when an intern is deleted, then removes them from the host', async () => {

@@ -3,7 +3,8 @@ import { execFileSync } from 'node:child_process'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import { catalogueFile, createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
-import { sseEvents } from './helpers.js'
+import { OpenRouter } from '@openrouter/sdk'
+import { chatThroughClient, streamError } from './helpers.js'
 
 // The API stopped (SIGTERM) while streams are open: an intern's event stream ends at once, a chat
 // turn it relays runs on for SHUTDOWN_GRACE_MS and is then ended with the contract's stream_severed
@@ -42,25 +43,24 @@ describe('the API shutting down', () => {
     expect(watch.status).toBe(200)
     const watched = watch.text()
     const marker = `shutdown-sleeper-${Date.now()}`
-    const chat = await fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, {
-      method: 'POST',
-      headers: headers(),
-      body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: `[sim] call shell {"command":"(exec -a ${marker} sleep 30)"}` }] }),
-    })
-    expect(chat.status).toBe(200)
-    const chatted = chat.text()
     const running = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.startsWith(marker))
-    await waitFor(running, { timeoutMs: 10_000, what: 'the command to run' })
-
+    const client = new OpenRouter({ apiKey: tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
+    let exit: Promise<number | null> | undefined
     // Before, the open event stream held the close until the forced exit (status 1), and the turn's
     // stream was cut with no finish chunk.
-    expect(await stack.api.kill('SIGTERM')).toBe(0)
+    const chunks = await chatThroughClient(client, internId, { messages: [{ role: 'user', content: `[sim] call shell {"command":"(exec -a ${marker} sleep 30)"}` }] }, async () => {
+      await waitFor(running, { timeoutMs: 10_000, what: 'the command to run' })
+      exit = stack.api.kill('SIGTERM')
+    })
+    expect(await exit).toBe(0)
     expect(await watched).toMatch(/^event: intern\ndata: /)
-    const { events, done } = sseEvents(await chatted)
-    expect(done).toBe(true)
-    const finish = events.map((e) => e.data).find((c) => c.choices?.[0]?.finish_reason)
-    expect(finish.choices[0]).toMatchObject({ finish_reason: 'error', error: { code: 502, message: expect.stringMatching(/shutting down.*same session/), metadata: { reason: 'stream_severed', retryable: true } } })
-    expect(events.at(-1)!.data).toMatchObject({ choices: [], usage: null })
+    // As the official client reads the end: the chunk's error, then the final chunk.
+    expect(streamError(chunks)).toEqual({
+      finishReason: 'error',
+      model: 'openrouter/intern',
+      error: { code: 502, message: expect.stringMatching(/shutting down.*same session/), metadata: { reason: 'stream_severed', retryable: true } },
+      final: expect.objectContaining({ choices: [], usage: null }),
+    })
     // The run went with the link: its command is killed and the intern is free for the next API.
     await waitFor(() => !running(), { timeoutMs: 10_000, what: 'the command to be killed' })
   })

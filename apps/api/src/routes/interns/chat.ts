@@ -156,7 +156,8 @@ async function relay(
     ended(error ? error.reason : reason)
     // Chunks the API makes itself (timeout, run ended, link severed), and the final one after them, name no runtime model.
     if (error && error.reason !== 'turn_failed') model = 'openrouter/intern'
-    write({ choices: [{ index: 0, delta: {}, finish_reason: reason, ...(error ? { error: { code: error.code, message: error.message, metadata: { reason: error.reason, retryable: error.retryable } } } : {}) }] })
+    // The error sits on the chunk, beside its choice, where the official client reads it (§1.4).
+    write({ choices: [{ index: 0, delta: {}, finish_reason: reason }], ...(error ? { error: { code: error.code, message: error.message, metadata: { reason: error.reason, retryable: error.retryable } } } : {}) })
     write({ choices: [], session_id: sessionId, usage: usage ?? null })
     raw.write('data: [DONE]\n\n')
   }
