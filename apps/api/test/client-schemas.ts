@@ -21,6 +21,25 @@ const SOURCES = {
   openai: () => join(packageDir('openai'), 'resources/chat/completions/completions.d.ts'),
 } as const
 
+/**
+ * Keys a client's declarations require that the provider's API itself leaves out, so a reply the API
+ * would send passes: the Anthropic API sends a text block's `citations` only when there are citations
+ * (its client types it `TextCitation[] | null`, required), and a client that reads the API rather than
+ * those types (@ai-sdk/anthropic 3) refuses the `null`. Each entry says the API's word against the type's.
+ */
+const SENT_ONLY_WHEN_SET: Partial<Record<keyof typeof SOURCES, Record<string, string[]>>> = {
+  anthropic: { TextBlock: ['citations'] },
+}
+
+function relax(client: keyof typeof SOURCES, schema: Record<string, unknown>) {
+  const definitions = (schema.definitions ?? {}) as Record<string, { required?: string[] }>
+  for (const [type, keys] of Object.entries(SENT_ONLY_WHEN_SET[client] ?? {})) {
+    const def = definitions[type]
+    if (def?.required) def.required = def.required.filter((k) => !keys.includes(k))
+  }
+  return schema
+}
+
 const generators = new Map<string, ReturnType<typeof createGenerator>>()
 const ajv = new Ajv({ allErrors: true, strict: false })
 const compiled = new Map<string, ValidateFunction>()
@@ -32,7 +51,7 @@ export function clientSchema(client: keyof typeof SOURCES, type: string): Record
     generator = createGenerator({ path: SOURCES[client](), type: '*', skipTypeCheck: true, expose: 'all', topRef: false, jsDoc: 'none', additionalProperties: true })
     generators.set(client, generator)
   }
-  return generator.createSchema(type) as Record<string, unknown>
+  return relax(client, generator.createSchema(type) as Record<string, unknown>)
 }
 
 /** A validator for one exported type of a client's declarations (e.g. openai's ChatCompletionChunk). */

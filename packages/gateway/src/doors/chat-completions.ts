@@ -207,12 +207,9 @@ export function chatToNeutral(req: ChatCompletionRequest): ResponsesRequest {
 export interface ChatReplyOptions {
   /** reasoning.exclude: the model reasons, the client is not shown it. */
   hideReasoning: boolean
-  /** A final chunk with the usage (stream_options.include_usage, or usage.include). */
-  includeUsage: boolean
 }
 export const chatReplyOptions = (req: ChatCompletionRequest): ChatReplyOptions => ({
   hideReasoning: req.reasoning?.exclude === true,
-  includeUsage: req.stream_options?.include_usage === true || req.usage?.include === true,
 })
 
 const FINISH: Record<StopReason, ChatCompletion.Choice['finish_reason']> = { stop: 'stop', tool_calls: 'tool_calls', length: 'length', content_filter: 'content_filter' }
@@ -335,8 +332,10 @@ export class ChatCompletionStream implements DoorStream {
 
   end(response: ResponseObject): string {
     let out = `data: ${this.head}[{"index":0,"delta":{},"finish_reason":${JSON.stringify(FINISH[stopReasonOf(response)])}}]}\n\n`
-    if (this.options.includeUsage) out += `data: ${this.head}[],"usage":${JSON.stringify(chatUsage(response))}}\n\n`
-    return `${out}data: [DONE]\n\n`
+    // The usage, always, in the last chunk before [DONE] (`choices: []`), as OpenRouter sends it:
+    // `stream_options.include_usage` and `usage.include` are accepted and change nothing, and clients
+    // made for OpenRouter (@openrouter/ai-sdk-provider) send neither and read the usage there.
+    return `${out}data: ${this.head}[],"usage":${JSON.stringify(chatUsage(response))}}\n\ndata: [DONE]\n\n`
   }
 
   fail(err: GatewayError): string {

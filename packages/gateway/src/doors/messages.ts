@@ -1,4 +1,4 @@
-import type { ContentBlock, Message, MessageDeltaUsage, RawContentBlockDeltaEvent, Usage } from '@anthropic-ai/sdk/resources/messages'
+import type { ContentBlock as ClientContentBlock, Message, MessageDeltaUsage, RawContentBlockDeltaEvent, TextBlock, Usage } from '@anthropic-ai/sdk/resources/messages'
 import { z } from 'zod'
 import { anthropicErrorType, invalid, type GatewayError } from '../errors.js'
 import { ServiceTier, sparseParser, type InputItem, type ResponsesRequest } from '../request.js'
@@ -11,6 +11,12 @@ import type { DoorStream } from './door.js'
 
 /** A JSON object as sent (a content block), or built up field by field before it is handed on as its type. */
 type Fields = Record<string, unknown>
+/**
+ * A content block as the Anthropic API sends it: a text block without `citations` unless there are
+ * some. The client's type has `citations: null` where the API sends nothing, and a reply that sends
+ * the null is refused whole by clients that read the API, not that type (@ai-sdk/anthropic 3).
+ */
+type ContentBlock = Exclude<ClientContentBlock, TextBlock> | Omit<TextBlock, 'citations'>
 type BlockIn = z.infer<typeof Block>
 
 const CacheControl = z.looseObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() })
@@ -233,14 +239,14 @@ function toolInput(args: string): Fields {
 }
 
 /** A `message`: the Anthropic client's, with the cost and routing metadata the official client reads. */
-export type MessageReply = Omit<Message, 'usage'> & { usage: Usage & Cost; openrouter_metadata?: Record<string, unknown> }
+export type MessageReply = Omit<Message, 'usage' | 'content'> & { content: ContentBlock[]; usage: Usage & Cost; openrouter_metadata?: Record<string, unknown> }
 
 /** The finished Response as a `message`. */
 export function toMessage(response: ResponseObject): MessageReply {
   const content: ContentBlock[] = []
   for (const item of response.output) {
     if (item.type === 'reasoning') content.push({ type: 'thinking', thinking: item.summary.map((s) => s.text).join(''), signature: '' })
-    else if (item.type === 'message') for (const p of item.content) content.push({ type: 'text', text: p.type === 'output_text' ? p.text : p.refusal, citations: null })
+    else if (item.type === 'message') for (const p of item.content) content.push({ type: 'text', text: p.type === 'output_text' ? p.text : p.refusal })
     else if (item.type === 'function_call') content.push({ type: 'tool_use', id: item.call_id, name: item.name, input: toolInput(item.arguments), caller: DIRECT })
   }
   const reply = message(messageId(response.id), response.model, content, STOP[stopReasonOf(response)], messagesUsage(response))
@@ -280,7 +286,7 @@ export class MessagesStream implements DoorStream {
       case 'response.reasoning_summary_part.done':
         return this.stop(`r:${e.item_id}`)
       case 'response.content_part.added':
-        return this.start(`t:${e.item_id}:${e.content_index}`, { type: 'text', text: '', citations: null })
+        return this.start(`t:${e.item_id}:${e.content_index}`, { type: 'text', text: '' })
       case 'response.output_text.delta':
       case 'response.refusal.delta':
         return this.delta(`t:${e.item_id}:${e.content_index}`, { type: 'text_delta', text: e.delta })
