@@ -101,8 +101,9 @@ export function chaosSuite(redisKind: 'server' | 'cluster') {
         expect(data.at(-1), text).toBe('[DONE]')
         const chunks = data.slice(0, -1).map((d) => JSON.parse(d))
         expect(chunks.at(-1)!.choices, text).toEqual([])
-        const finish = chunks.at(-2)!.choices[0]
-        return `200 ${finish.finish_reason}${finish.error ? ` ${finish.error.metadata.reason}` : ''}`
+        // The finish chunk: its choice's reason, and the chunk's own error (where clients read it).
+        const finish = chunks.at(-2)!
+        return `200 ${finish.choices[0].finish_reason}${finish.error ? ` ${finish.error.metadata.reason}` : ''}`
       }
       // Through the chaos, and past it until 40 chats were made (under a loaded machine few interns
       // may be running while the chaos lasts), for at most a minute more.
