@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger'
 import websocket from '@fastify/websocket'
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import { randomUUID } from 'node:crypto'
-import { loggerOptions, logsEachRequest, observeHttp, requestLogger, traceHttpServer, tracing, type Caller } from '@roster/shared'
+import { cutStalledBody, fastifyListenerOptions, loggerOptions, logsEachRequest, maxConnections, observeHttp, requestLogger, traceHttpServer, tracing, type Caller } from '@roster/shared'
 import type { AppDeps } from './deps.js'
 import { modelRoutes } from './routes/models.js'
 import { compactRoutes, RESPONSES_BODY_LIMIT, responsesRoutes } from './routes/responses.js'
@@ -44,7 +44,17 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     routerOptions: { maxParamLength: 512 },
     // The router's and Node's own refusals leave in the documented error body too.
     frameworkErrors,
-    clientErrorHandler,
+    clientErrorHandler: clientErrorHandler((reason) => deps.metrics?.connectionsCut.inc({ reason })),
+    // Timeouts on headers, bodies and idle keep-alive connections (packages/shared/src/listener-limits.ts).
+    ...fastifyListenerOptions(deps.config),
+    trustProxy: deps.config.TRUST_PROXY,
+  })
+  // Past the ceiling new connections are closed at once: the process keeps its descriptors for its own work.
+  app.server.maxConnections = maxConnections(deps.config)
+  app.server.on('drop', () => deps.metrics?.connectionsCut.inc({ reason: 'max_connections' }))
+  app.addHook('onRequest', (req, _reply, done) => {
+    cutStalledBody(req.raw, deps.config.BODY_IDLE_TIMEOUT_MS, () => deps.metrics?.connectionsCut.inc({ reason: 'body_idle' }))
+    done()
   })
   // JSON only: Fastify's built-in text/plain parser would let a non-JSON body through to
   // validation (400) where the spec wants 415.
@@ -65,6 +75,8 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
   deps.responses.useTraceLogger(app.log.child({ component: 'trace' }))
   app.addHook('onClose', async () => {
     deps.watch.close()
+    deps.requestRate.close()
+    deps.webSockets.close()
     await deps.responses.close()
   })
 

@@ -2,6 +2,9 @@ import { CreateBatcher, createInternEventPublisher, createLogger, InternReader, 
 import { createHmac, randomBytes } from 'node:crypto'
 import { observers, ResponsesEngine, type Catalogue } from '@roster/gateway'
 import { createAuthenticator, type Authenticator } from './plugins/auth.js'
+import { Admission } from './plugins/fair-use.js'
+import { RequestRate } from './plugins/request-rate.js'
+import { WebSocketBudget } from './plugins/websocket-budget.js'
 import { createOutboxBell } from './plugins/outbox-bell.js'
 import { InternWatch } from './plugins/intern-watch.js'
 import { ListCache } from './plugins/list-cache.js'
@@ -33,6 +36,12 @@ export interface AppDeps {
   responses: ResponsesEngine
   /** Prometheus metrics, when METRICS_PORT is set (main.ts serves them). */
   metrics?: Metrics
+  /** Open requests per key and workspace, and body bytes in flight, in this process (fair shares). */
+  admission: Admission
+  /** Requests per minute per key, across processes (KEY_REQUESTS_PER_MINUTE). */
+  requestRate: RequestRate
+  /** WebSocket connections and their waiting requests, in this process. */
+  webSockets: WebSocketBudget
 }
 
 /** Everything the API needs besides its connections; main.ts and the tests build it the same way. */
@@ -64,13 +73,29 @@ export function createAppDeps(
   )
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
   const metrics = config.METRICS_PORT ? createMetrics('api') : undefined
+  const requestRate = new RequestRate(redis, config.QUEUE_PREFIX, config.KEY_REQUESTS_PER_MINUTE, (err) => log.warn({ err }, 'requests per minute could not be counted in Redis; counting on this process alone'))
   return {
+    admission: new Admission({ perKey: config.KEY_CONCURRENCY, perWorkspace: config.WORKSPACE_CONCURRENCY, bodyBytes: config.REQUEST_BODY_BYTES }, (limit) => metrics?.fairUseRefusals.inc({ limit })),
+    requestRate,
+    webSockets: new WebSocketBudget(config, metrics),
     metrics,
     config,
     db,
     redis,
     vault: new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS }),
-    authenticate: createAuthenticator(db, config.AUTH_CACHE_MS),
+    authenticate: createAuthenticator(db, config.AUTH_CACHE_MS, {
+      entries: config.AUTH_CACHE_ENTRIES,
+      unknownLookups: config.AUTH_UNKNOWN_LOOKUPS,
+      unknownPerAddress: config.UNKNOWN_KEYS_PER_MINUTE,
+      rate: requestRate,
+      observe: (outcome) => {
+        if (outcome === 'rate_limited') metrics?.fairUseRefusals.inc({ limit: 'requests_per_minute' })
+        else {
+          if (outcome === 'throttled') metrics?.fairUseRefusals.inc({ limit: 'unknown_keys' })
+          metrics?.authLookups.inc({ outcome })
+        }
+      },
+    }),
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
     secretStores: new SecretStoreBatcher(db),
     catalogue,
@@ -82,6 +107,11 @@ export function createAppDeps(
         ? createHmac('sha256', config.VAULT_MASTER_KEY).update('roster upstream user id').digest()
         : randomBytes(32),
       keepAliveMs: config.STREAM_KEEPALIVE_MS,
+      upstream: {
+        connections: config.UPSTREAM_CONNECTIONS,
+        connectionsPerTenant: config.UPSTREAM_CONNECTIONS_PER_KEY,
+        onWaiting: metrics && ((origin, count) => metrics.upstreamWaiting.set({ origin }, count)),
+      },
       // Absent both, the engine measures nothing.
       observer: observers(metrics && gatewayMetrics(metrics), tracing.on ? gatewayTracing() : undefined),
       webFetch: {

@@ -52,6 +52,6 @@ const address = await app.listen({ host: config.HOST, port: config.PORT })
 app.log.info(`api listening on ${address} (base URL ${address}/api/v1)`)
 if (deps.metrics) {
   // Its own listener; it ends with the process (shutdown exits once the API has drained).
-  await serveMetrics(deps.metrics, config.METRICS_HOST, config.METRICS_PORT)
+  await serveMetrics(deps.metrics, config)
   app.log.info(`api metrics on http://${config.METRICS_HOST}:${config.METRICS_PORT}/metrics`)
 }

@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http'
+import { httpServerOptions, limitHttpServer, type ListenerSettings } from '@roster/shared'
 
 /**
  * The worker's /health (process up) and /ready (Postgres and Redis answer), for orchestrators.
@@ -7,9 +8,10 @@ import { createServer, type Server } from 'node:http'
 export async function startHealthServer(
   port: number,
   host: string,
+  limits: ListenerSettings,
   checks: Record<string, () => Promise<unknown>>,
 ): Promise<Server> {
-  const server = createServer(async (req, res) => {
+  const server = createServer(httpServerOptions(limits), async (req, res) => {
     const send = (status: number, body: unknown) => {
       res.writeHead(status, { 'content-type': 'application/json' })
       res.end(JSON.stringify(body))
@@ -24,6 +26,7 @@ export async function startHealthServer(
     const ready = Object.values(results).every((r) => r === 'ok')
     send(ready ? 200 : 503, { status: ready ? 'ready' : 'unavailable', ...results })
   })
+  limitHttpServer(server, limits)
   await new Promise<void>((resolve) => server.listen(port, host, resolve))
   return server
 }

@@ -122,7 +122,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   await relay.start()
   const health =
     config.HEALTH_PORT > 0
-      ? await startHealthServer(config.HEALTH_PORT, config.HOST, {
+      ? await startHealthServer(config.HEALTH_PORT, config.HOST, config, {
           postgres: () => db.$queryRaw`SELECT 1`,
           redis: () => workerConnection.ping(),
         })
@@ -130,7 +130,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
 
   // The queue's counts and the outbox's backlog are read when Prometheus asks, not kept up to date.
   const metricsServer = metrics
-    ? await serveMetrics(metrics, config.METRICS_HOST, config.METRICS_PORT, async () => {
+    ? await serveMetrics(metrics, config, async () => {
         const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed')
         for (const [state, count] of Object.entries(counts)) metrics.queueJobs.set({ state }, count)
         const [outbox] = await db.$queryRaw<{ rows: bigint; oldest: Date | null }[]>`SELECT count(*) AS rows, min(created_at) AS oldest FROM outbox`
@@ -141,7 +141,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   if (metricsServer) log.info(`worker metrics on http://${config.METRICS_HOST}:${config.METRICS_PORT}/metrics`)
   // The queue dashboard, for operators only (off unless OPERATOR_PORT is set).
   if (config.OPERATOR_PORT && !config.OPERATOR_TOKEN) throw new Error('OPERATOR_PORT is set without OPERATOR_TOKEN: the operator surface needs a credential')
-  const operator = config.OPERATOR_PORT ? await startOperatorSurface(queue, { host: config.HOST, port: config.OPERATOR_PORT, token: config.OPERATOR_TOKEN! }) : undefined
+  const operator = config.OPERATOR_PORT ? await startOperatorSurface(queue, { host: config.HOST, port: config.OPERATOR_PORT, token: config.OPERATOR_TOKEN!, limits: config }) : undefined
   if (operator) log.info(`worker operator surface (queue dashboard) on http://${config.HOST}:${config.OPERATOR_PORT}/queues`)
 
   return {

@@ -13,7 +13,7 @@ import { ResponseAssembler, itemId, type TurnCall } from './assembler.js'
 import { GatewayError, gatewayError, invalid, retryable } from './errors.js'
 import { Router, type Candidate } from './routing.js'
 import { serverTools, type ServerTool, type WebFetchOptions } from './server-tools.js'
-import { Upstream, type CallHooks } from './upstream.js'
+import { Upstream, type CallHooks, type UpstreamOptions } from './upstream.js'
 import { traceOf, type TraceLogger } from './trace.js'
 import { Cancellation } from './cancellation.js'
 import { CompactionSeal, compactionRequest, compactResource, type CompactRequest, type CompactResource } from './compaction.js'
@@ -49,6 +49,8 @@ export interface EngineOptions {
   keepAliveMs?: number
   /** Told of each upstream call and each finished request (metrics); absent, nothing is measured. */
   observer?: GatewayObserver
+  /** Connections per provider origin and each tenant's share of them (fair shares between keys). */
+  upstream?: UpstreamOptions
 }
 
 /**
@@ -64,7 +66,7 @@ export class ResponsesEngine {
 
   constructor(private readonly options: EngineOptions) {
     this.compaction = new CompactionSeal(options.userHashKey)
-    this.upstream = new Upstream(options.env)
+    this.upstream = new Upstream(options.env, options.upstream)
     this.router = new Router(options.catalogue)
     this.serverTools = serverTools({ allowPrivateNetworks: false, maxBytes: 256 * 1024, timeoutMs: 10_000, ...options.webFetch })
   }
@@ -275,6 +277,7 @@ export class ResponsesEngine {
     const sent = performance.now()
     const hooks: CallHooks = {
       cancel: run.opts.cancel,
+      tenant: run.opts.tenant,
       headers: trace?.headers,
       onStart: () => {
         const firstByte = performance.now() - sent

@@ -20,6 +20,8 @@ export interface CallOptions {
   door?: string
   /** A stream in another door's wire format: the engine's events go through it (absent: Open Responses events). */
   doorStream?: DoorStream
+  /** Whose request this is (the API key's id): its upstream calls hold that tenant's share of each provider's connections. */
+  tenant?: string
 }
 
 /** When an upstream call was sent, and its first byte came (ms since sent). */

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { listenerSettings } from './listener-limits.js'
 
 // One schema per process, parsed once at start-up. This is the only module that reads process.env.
 
@@ -82,6 +83,43 @@ const shared = {
   ...metricsSettings,
 }
 
+/** What one key, one workspace and one client may hold of an API process (the README's "Limits and fair use"). */
+const fairUseSettings = {
+  /** Requests and streams one key may have open at once on one API process (the model doors, WebSocket requests, intern chat); 0: no limit. */
+  KEY_CONCURRENCY: z.coerce.number().int().min(0).default(64),
+  /** The same for all the keys of one workspace; 0: no limit. */
+  WORKSPACE_CONCURRENCY: z.coerce.number().int().min(0).default(256),
+  /** Requests one key may make per minute, counted across every API process (Redis); 0 (the default): no limit. */
+  KEY_REQUESTS_PER_MINUTE: z.coerce.number().int().min(0).default(0),
+  /** Request-body bytes all clients of one process may have in flight; past it 503 overloaded. */
+  REQUEST_BODY_BYTES: z.coerce.number().int().min(1024 * 1024).default(256 * 1024 * 1024),
+  /** Connections to one provider origin, and how many of them one key's calls may hold (the rest wait, keys served in turn). */
+  UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(256),
+  UPSTREAM_CONNECTIONS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(64),
+  /** WebSocket connections (the /responses transport) one key may hold on one process, and all keys together. */
+  WS_CONNECTIONS_PER_KEY: z.coerce.number().int().min(1).default(16),
+  WS_CONNECTIONS: z.coerce.number().int().min(1).default(1_024),
+  /** Requests one WebSocket connection may have waiting behind the one being answered, and the bytes all of them may hold in one process. */
+  WS_WAITING_MESSAGES: z.coerce.number().int().min(0).max(64).default(16),
+  WS_WAITING_BYTES: z.coerce.number().int().min(1024 * 1024).default(64 * 1024 * 1024),
+  /** An idle WebSocket (no request running or waiting) is closed after this long; every connection is pinged this often and closed if it does not answer. */
+  WS_IDLE_TIMEOUT_MS: ms.default(300_000),
+  WS_PING_MS: ms.default(30_000),
+  /** Refusals of unknown keys one client address may cause per minute before its never-seen keys get 429; 0: no limit. */
+  UNKNOWN_KEYS_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+  /** Lookups of keys never seen valid that run at once (the rest wait in turn), and the keys whose answers are cached. */
+  AUTH_UNKNOWN_LOOKUPS: z.coerce.number().int().min(1).max(64).default(4),
+  AUTH_CACHE_ENTRIES: z.coerce.number().int().min(100).default(10_000),
+  /**
+   * Fastify's trustProxy: behind a load balancer, whose X-Forwarded-For names the client (`true`: any
+   * hop; or addresses and ranges, comma-separated, e.g. `loopback,10.0.0.0/8`). Unset: the peer's address.
+   */
+  TRUST_PROXY: z
+    .string()
+    .optional()
+    .transform((v): boolean | string => (v === undefined || v === '' || v === 'false' ? false : v === 'true' ? true : v)),
+}
+
 export const ApiConfig = z.object({
   ...shared,
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -128,11 +166,14 @@ export const ApiConfig = z.object({
   /** Chat turns (prompts and answers) one user, or one organization key's account, may start per minute; 0: no limit. */
   CHAT_TURNS_PER_MINUTE: z.coerce.number().int().min(0).default(600),
   INTERN_PROVIDE_INPUT_NAME: z.enum(['service.provide_input', 'openrouter.provide_input']).default('service.provide_input'),
+  ...listenerSettings,
+  ...fairUseSettings,
 })
 export type ApiConfig = z.infer<typeof ApiConfig>
 
 export const WorkerConfig = z.object({
   ...shared,
+  ...listenerSettings,
   VAULT_MASTER_KEY: masterKey,
   HOST: z.string().min(1).default('127.0.0.1'),
   /** Port of the worker's /health and /ready; 0 (the default) serves none. */
@@ -168,6 +209,7 @@ export const WorkerConfig = z.object({
 export type WorkerConfig = z.infer<typeof WorkerConfig>
 
 export const RuntimeConfig = z.object({
+  ...listenerSettings,
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: port.default(3100),
   RUNTIME_DATA_DIR: z.string().min(1).default('.roster/runtime'),
@@ -186,6 +228,20 @@ export const RuntimeConfig = z.object({
   COMMAND_TIMEOUT_MS: ms.default(120_000),
   /** Model turns at most in one run (tool calls between them). */
   RUN_MAX_STEPS: z.coerce.number().int().min(1).max(200).default(30),
+  /** Processes (and threads) one command may have at once. */
+  SANDBOX_PROCESSES: z.coerce.number().int().min(8).max(100_000).default(256),
+  /** Memory of one command's processes together (a control group; per process where none can be made), in MiB. */
+  SANDBOX_MEMORY_MB: z.coerce.number().int().min(16).default(1024),
+  /** CPU seconds each process of a command may use, and the command's share of one core in percent (a control group). */
+  SANDBOX_CPU_SECONDS: z.coerce.number().int().min(1).default(300),
+  SANDBOX_CPU_PERCENT: z.coerce.number().int().min(1).max(100_000).default(100),
+  /** Largest file a command may write, and the size of its own /tmp (memory), in MiB. */
+  SANDBOX_FILE_MB: z.coerce.number().int().min(1).default(1024),
+  SANDBOX_TMP_MB: z.coerce.number().int().min(1).default(256),
+  /** An intern's workspace size past which a command that grows it is killed, in MiB. */
+  SANDBOX_WORKSPACE_MB: z.coerce.number().int().min(1).default(4096),
+  /** The user (and group) id commands run as when the host runs as root: unprivileged, and no one else's. */
+  SANDBOX_UID: z.coerce.number().int().min(1).max(4_294_967_294).default(64_000),
   /** What forwards a sandboxed command's network to its egress proxy: socat (fast), node (always there), auto (socat if installed). */
   RUNTIME_EGRESS_FORWARDER: z.enum(['auto', 'socat', 'node']).default('auto'),
   /** How long a run paused on a question (a permission, an elicitation) waits for the answer; then it is cancelled. */

@@ -35,6 +35,7 @@ const spec: Record<string, [number, boolean]> = {
   internal_error: [500, true],
   configuration_error: [500, false],
   upstream_unavailable: [502, true],
+  overloaded: [503, true],
 }
 
 describe('the error catalogue', () => {

@@ -49,6 +49,8 @@ export const Reasons = {
   internal_error: { status: 500, retryable: true },
   configuration_error: { status: 500, retryable: false },
   upstream_unavailable: { status: 502, retryable: true },
+  /** Ours: this process holds as much of something as it can (request bodies in flight, WebSocket connections); retry shortly (Retry-After). */
+  overloaded: { status: 503, retryable: true },
 } as const satisfies Record<string, { status: number; retryable: boolean }>
 
 export type Reason = keyof typeof Reasons
@@ -56,16 +58,19 @@ export type Reason = keyof typeof Reasons
 export class AppError extends Error {
   readonly status: number
   readonly retryable: boolean
+  /** Seconds the caller should wait before trying again (sent as Retry-After). */
+  readonly retryAfter?: number
   constructor(
     readonly reason: Reason,
     message: string,
     /** `status`: where a reason has two (busy: 409 for a running turn, 503 for too many paused runs). */
-    options?: { cause?: unknown; status?: number },
+    options?: { cause?: unknown; status?: number; retryAfter?: number },
   ) {
     super(message, options)
     this.name = 'AppError'
     this.status = options?.status ?? Reasons[reason].status
     this.retryable = Reasons[reason].retryable
+    this.retryAfter = options?.retryAfter
   }
 }
 

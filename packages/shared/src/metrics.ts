@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { httpServerOptions, limitHttpServer, type ListenerSettings } from './listener-limits.js'
 
 // Every metric Roster exports, in one table: each process makes the set and uses the ones that
 // concern it (an unused labelled metric exports only its HELP line). Labels are bounded: routes are
@@ -98,6 +99,27 @@ export function createMetrics(process: ProcessName) {
       labelNames: ['model'] as const,
       registers,
     }),
+    connectionsCut: new Counter({
+      name: 'roster_http_connections_cut_total',
+      help: 'Connections a listener cut or refused, by reason: request_timeout (the headers or the request did not arrive in time), body_idle (a body stopped arriving), max_connections (refused past MAX_CONNECTIONS), bad_request (not HTTP)',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
+    fairUseRefusals: new Counter({
+      name: 'roster_fair_use_refusals_total',
+      help: 'Requests refused to keep one client from taking what others need, by limit (key_concurrency, workspace_concurrency, body_bytes, requests_per_minute, ws_connections_per_key, ws_connections, ws_waiting, unknown_keys)',
+      labelNames: ['limit'] as const,
+      registers,
+    }),
+    authLookups: new Counter({
+      name: 'roster_auth_lookups_total',
+      help: 'API keys looked up in the database (valid, unknown), and never-seen keys refused without a lookup (throttled)',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    webSockets: new Gauge({ name: 'roster_ws_connections', help: 'Open WebSocket connections of /responses', registers }),
+    webSocketWaitingBytes: new Gauge({ name: 'roster_ws_waiting_bytes', help: 'Bytes of WebSocket requests waiting their turn, in all connections', registers }),
+    upstreamWaiting: new Gauge({ name: 'roster_gateway_upstream_waiting', help: "Upstream calls waiting for their key's share of a provider origin's connections, by origin", labelNames: ['origin'] as const, registers }),
     chatTurns: new Counter({
       name: 'roster_chat_turns_total',
       help: 'Intern chat requests by how they ended: stop, tool_calls (paused), error reason, steered, or the refusal reason',
@@ -134,8 +156,8 @@ export function observeHttp(metrics: Metrics) {
  * Serves GET /metrics on its own listener (METRICS_HOST:METRICS_PORT), apart from the API's
  * traffic: nothing an API key reaches. `refresh` updates gauges that are read when asked for.
  */
-export async function serveMetrics(metrics: Metrics, host: string, port: number, refresh?: () => Promise<void>): Promise<Server> {
-  const server = createServer((req, res) => {
+export async function serveMetrics(metrics: Metrics, limits: ListenerSettings & { METRICS_HOST: string; METRICS_PORT: number }, refresh?: () => Promise<void>): Promise<Server> {
+  const server = createServer(httpServerOptions(limits), (req, res) => {
     if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') return res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n')
     // Gauges read at scrape time are refreshed first (a failure there is the scrape's failure).
     Promise.resolve(refresh?.())
@@ -145,6 +167,7 @@ export async function serveMetrics(metrics: Metrics, host: string, port: number,
       (err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics could not be collected: ${err.message}\n`),
     )
   })
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, host, () => resolve()))
+  limitHttpServer(server, limits)
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(limits.METRICS_PORT, limits.METRICS_HOST, () => resolve()))
   return server
 }

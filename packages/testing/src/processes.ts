@@ -241,3 +241,57 @@ export function apiClient(baseUrl: string, key: string) {
     },
   }
 }
+
+export interface ApiProcess {
+  /** The API's base URL (…/api/v1). */
+  url: string
+  port: number
+  process: NodeProcess
+  /** Where it serves its metrics (with `metrics: true`). */
+  metricsPort?: number
+  stop(): Promise<void>
+}
+
+/**
+ * One API process alone (built code, its own port), over the given database: for tests of what one
+ * process holds and refuses under load, where an in-process app would share the test's own limits.
+ */
+export async function startApi(opts: { databaseUrl: string; env?: Record<string, string>; metrics?: boolean }): Promise<ApiProcess> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort()
+    const metricsPort = opts.metrics ? await freePort() : undefined
+    const api = new NodeProcess('api', dist('api'), {
+      DATABASE_URL: opts.databaseUrl,
+      REDIS_URL: redisUrl(),
+      QUEUE_PREFIX: `{t-${randomUUID().slice(0, 8)}}`,
+      VAULT_MASTER_KEY: 'a'.repeat(64),
+      PORT: String(port),
+      ...(metricsPort ? { METRICS_PORT: String(metricsPort) } : {}),
+      ...opts.env,
+    }).start()
+    try {
+      await api.waitForOutput(/listening/)
+    } catch (err) {
+      await api.kill()
+      if (attempt < 3 && /EADDRINUSE/.test((err as Error).message)) continue
+      throw err
+    }
+    return { url: `http://127.0.0.1:${port}/api/v1`, port, process: api, metricsPort, stop: async () => void (await api.kill()) }
+  }
+}
+
+/** The value of one sample of a Prometheus text exposition (0 when absent), e.g. `metric(text, 'x_total', { reason: 'a' })`. */
+export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+  let total = 0
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue
+    if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue
+    total += Number(line.slice(line.lastIndexOf(' ') + 1))
+  }
+  return total
+}
+
+/** A process's metrics, scraped now. */
+export async function scrape(port: number): Promise<string> {
+  return (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+}

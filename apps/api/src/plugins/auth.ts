@@ -1,6 +1,24 @@
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { hash } from 'node:crypto'
 import { AppError, bearerToken, resolveCaller, type Caller, type Db } from '@roster/shared'
+import { Lru } from './lru.js'
+
+export interface AuthenticatorOptions {
+  /** Keys whose answer is kept (LRU). Unknown keys are kept apart, so they cannot push known ones out. */
+  entries?: number
+  /** Lookups of keys never seen valid that may run at once; the rest wait in turn (AUTH_UNKNOWN_LOOKUPS). */
+  unknownLookups?: number
+  /** Refusals of unknown keys one client address may cause per minute; past it 429 (UNKNOWN_KEYS_PER_MINUTE; 0: no limit). */
+  unknownPerAddress?: number
+  /** Told of each lookup that reached the database, and of each refusal answered without one. */
+  observe?: (outcome: 'valid' | 'unknown' | 'throttled' | 'rate_limited') => void
+  /** Requests per minute per key (KEY_REQUESTS_PER_MINUTE): the seconds to wait when a key is over, else 0. */
+  rate?: { take(keyId: string): number }
+  now?: () => number
+}
+
+/** Lookups of never-seen keys that may wait for their turn; past it they are refused at once. */
+const MAX_WAITING_LOOKUPS = 1_024
 
 /**
  * Resolves the bearer key to a Caller. Lookups are cached briefly (AUTH_CACHE_MS) because every
@@ -8,25 +26,112 @@ import { AppError, bearerToken, resolveCaller, type Caller, type Db } from '@ros
  * The cache is keyed by a digest of the token, so plaintext keys are never held as map keys.
  * A cache hit answers at once, not as a promise: it is every request's path, and a promise costs
  * the request a trip through the microtask queue.
+ *
+ * Unknown keys cost the others nothing: their refusals are cached apart from the known keys (an
+ * LRU each, so a flood of random keys pushes out only other random keys), a key never seen valid
+ * waits for one of a few lookup slots (the database pool stays free for everyone else, and keys
+ * seen valid before skip the queue), and a client address that causes more than
+ * UNKNOWN_KEYS_PER_MINUTE refusals is answered 429 for never-seen keys until its minute ends.
  */
-export function createAuthenticator(db: Db, cacheMs: number) {
-  const cache = new Map<string, { caller: Caller | undefined; expires: number }>()
-  const maxEntries = 10_000
+export function createAuthenticator(db: Db, cacheMs: number, options: AuthenticatorOptions = {}) {
+  const entries = options.entries ?? 10_000
+  const now = options.now ?? Date.now
+  const known = new Lru<string, { caller: Caller; expires: number }>(entries)
+  const unknown = new Lru<string, number>(entries)
+  /** Digests that resolved to a key once (revoked since or not): their lookups never wait behind strangers'. */
+  const seenValid = new Lru<string, true>(entries)
+  const refusals = new Lru<string, { window: number; count: number }>(entries)
+  const slots = new Slots(options.unknownLookups ?? 4, MAX_WAITING_LOOKUPS)
+  const observe = options.observe ?? (() => {})
+
+  const overBudget = (address: string): number => {
+    const limit = options.unknownPerAddress ?? 0
+    if (!limit) return 0
+    const at = now()
+    const entry = refusals.get(address)
+    if (!entry || entry.window !== Math.floor(at / 60_000) || entry.count < limit) return 0
+    return Math.max(1, Math.ceil((60_000 - (at % 60_000)) / 1000))
+  }
+  const refused = (address: string) => {
+    const window = Math.floor(now() / 60_000)
+    const entry = refusals.get(address)
+    if (entry && entry.window === window) entry.count++
+    else refusals.set(address, { window, count: 1 })
+  }
+
+  const lookUp = async (id: string, token: string): Promise<Caller | undefined> => {
+    const caller = await resolveCaller(db, token)
+    observe(caller ? 'valid' : 'unknown')
+    if (caller) {
+      seenValid.set(id, true)
+      known.set(id, { caller, expires: now() + cacheMs })
+      unknown.delete(id)
+    } else {
+      known.delete(id)
+      unknown.set(id, now() + cacheMs)
+    }
+    return caller
+  }
+
+  /** A known key, counted against its requests per minute. */
+  const counted = (caller: Caller | undefined): Caller | undefined => {
+    const wait = caller && options.rate ? options.rate.take(caller.keyId) : 0
+    if (wait) {
+      observe('rate_limited')
+      throw new AppError('rate_limited', `this key has made its requests for this minute (KEY_REQUESTS_PER_MINUTE); retry in ${wait} s`, { retryAfter: wait })
+    }
+    return caller
+  }
 
   /** The key is the bearer token, unless the caller says where else it may be (`token`). */
   return function authenticate(req: FastifyRequest, token = bearerToken(req.headers.authorization)): Caller | undefined | Promise<Caller | undefined> {
     if (!token || token.length > 512) return undefined
-    if (cacheMs === 0) return resolveCaller(db, token)
+    if (cacheMs === 0) return resolveCaller(db, token).then(counted)
     // One-shot hashing: no Hash object per request (createHash showed up in the gateway's profile).
     const id = hash('sha256', token, 'base64')
-    const now = Date.now()
-    const hit = cache.get(id)
-    if (hit && hit.expires > now) return hit.caller
-    return resolveCaller(db, token).then((caller) => {
-      if (cache.size >= maxEntries) cache.clear()
-      cache.set(id, { caller, expires: now + cacheMs })
-      return caller
+    const at = now()
+    const hit = known.get(id)
+    if (hit && hit.expires > at) return counted(hit.caller)
+    const miss = unknown.get(id)
+    if (miss !== undefined && miss > at) {
+      refused(req.ip)
+      return undefined
+    }
+    if (seenValid.has(id)) return lookUp(id, token).then(counted)
+    const wait = overBudget(req.ip)
+    if (wait) {
+      observe('throttled')
+      throw new AppError('rate_limited', `too many requests with unknown API keys from this address; retry in ${wait} s`, { retryAfter: wait })
+    }
+    return slots.run(() => lookUp(id, token)).then((caller) => {
+      if (!caller) refused(req.ip)
+      return counted(caller)
     })
+  }
+}
+
+/** At most `size` tasks at once; the rest wait in turn, up to `waiting` of them (then refused with 429). */
+class Slots {
+  private running = 0
+  private readonly queue: (() => void)[] = []
+
+  constructor(
+    private readonly size: number,
+    private readonly waiting: number,
+  ) {}
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.running >= this.size) {
+      if (this.queue.length >= this.waiting) throw new AppError('rate_limited', 'too many unknown API keys are being checked on this server; retry shortly', { retryAfter: 1 })
+      await new Promise<void>((resolve) => this.queue.push(resolve))
+    } else this.running++
+    try {
+      return await task()
+    } finally {
+      const next = this.queue.shift()
+      if (next) next()
+      else this.running--
+    }
   }
 }
 export type Authenticator = ReturnType<typeof createAuthenticator>

@@ -25,6 +25,7 @@ export function registerErrorHandling(app: FastifyInstance) {
       return reply.code(err.status).type('application/json').send(body)
     }
     const known = toAppError(err) ?? unhandled(err, req)
+    if (known.retryAfter) reply.header('retry-after', String(known.retryAfter))
     // The Anthropic door answers every failure in the shape the Anthropic client parses.
     if (config.anthropicErrors) return reply.code(known.status).type('application/json').send(anthropicErrorBody(known.status, known.message, canonicalErrorType[known.reason]))
     if (config.vaultErrors) return reply.code(known.status).type('application/json').send(vaultErrorBody(known))
@@ -109,6 +110,7 @@ const canonicalErrorType: Record<Reason, string> = {
   internal_error: 'server',
   configuration_error: 'server',
   upstream_unavailable: 'provider_unavailable',
+  overloaded: 'server',
 }
 
 function toAppError(err: FastifyError): AppError | undefined {

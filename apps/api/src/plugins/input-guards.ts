@@ -102,15 +102,25 @@ export function frameworkErrors(error: Error & { code?: string }, req: FastifyRe
   return reply.code(404).type('application/json').send(errorBody('not_found', `no resource at this path: ${why}`))
 }
 
-/** A request that is not readable HTTP (Node's parser refused it), answered in the documented body. */
-export function clientErrorHandler(err: Error & { code?: string }, socket: Socket) {
-  if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) return
-  const [status, body] =
-    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+/**
+ * A request that is not readable HTTP (Node's parser refused it) or did not arrive in time (headers
+ * past HEADERS_TIMEOUT_MS, the request past REQUEST_TIMEOUT_MS), answered in the documented body;
+ * `cut` is told why the connection ends.
+ */
+export const clientErrorHandler =
+  (cut: (reason: 'request_timeout' | 'bad_request') => void = () => {}) =>
+  (err: Error & { code?: string }, socket: Socket) => {
+    if (err.code === 'ECONNRESET') return
+    const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+    cut(timedOut ? 'request_timeout' : 'bad_request')
+    if (socket.destroyed || !socket.writable) return
+    const [status, body] = timedOut
       ? [408, errorBody('timeout', 'the request did not arrive in time')]
       : err.code === 'HPE_HEADER_OVERFLOW'
         ? [431, { error: { code: 431, message: 'the request headers are too large' } }]
         : [400, errorBody('invalid_body', 'the request is not valid HTTP')]
-  const text = JSON.stringify(body)
-  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${text}`)
-}
+    const text = JSON.stringify(body)
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${text}`)
+    // A client that sends nothing more would otherwise hold the half-closed socket.
+    socket.destroySoon()
+  }

@@ -5,6 +5,7 @@ import type { z } from 'zod'
 import { designatedPresetVersion } from '@roster/shared'
 import { Cancellation, PresetInputError, gatewayError, applyPreset, presetReference, type CallOptions, type DoorStream, type ResponseObject, type ResponsesRequest } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
+import { admit } from '../plugins/fair-use.js'
 import type { AppDeps } from '../deps.js'
 
 /** Images travel inline as data: URLs, so the gateway's routes take more than the API's default. */
@@ -48,7 +49,7 @@ export const sparseValidator =
  * call with the client, and the door.
  */
 export function callOptions(req: FastifyRequest, cancel: Cancellation, door: string, doorStream?: DoorStream): CallOptions {
-  return { sessionHeader: header(req, 'x-session-id'), metadata: metadataOptIn(req), cancel, door, doorStream }
+  return { sessionHeader: header(req, 'x-session-id'), metadata: metadataOptIn(req), cancel, door, doorStream, tenant: req.caller?.keyId }
 }
 
 /** Cancelled when the client goes away before the reply is whole. */
@@ -93,7 +94,7 @@ export const doorRoute =
     app.withTypeProvider<ZodTypeProvider>().post(
       door.path,
       {
-        onRequest: requireKey(deps.authenticate, { xApiKey: door.anthropic }),
+        onRequest: [requireKey(deps.authenticate, { xApiKey: door.anthropic }), admit(deps.admission, RESPONSES_BODY_LIMIT)],
         bodyLimit: RESPONSES_BODY_LIMIT,
         config: door.anthropic ? { anthropicErrors: true } : { canonicalErrorTypes: true },
         validatorCompiler: sparseValidator(door.parse),

@@ -6,10 +6,8 @@ import { requireKey } from '../plugins/auth.js'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
 import { callOptions, presetMerge } from './gateway-run.js'
+import { refusalError } from '../plugins/fair-use.js'
 import { RESPONSES_BODY_LIMIT } from './responses.js'
-
-/** Requests one connection may have waiting behind the one being answered. */
-const MAX_WAITING = 16
 
 /** Bytes queued on a socket past which the engine waits before reading more from the provider. */
 const HIGH_WATER = 1 << 20
@@ -25,10 +23,19 @@ const HIGH_WATER = 1 << 20
  * connection cancels the request in progress.
  */
 export const responsesWebSocketRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
+  const budget = deps.webSockets
+  const { WS_WAITING_MESSAGES: maxWaiting, WS_IDLE_TIMEOUT_MS: idleMs } = budget.limits
   app.route({
     method: 'GET',
     url: '/responses',
-    onRequest: requireKey(deps.authenticate),
+    // Refused before the upgrade, as HTTP: no key, or the key (or the process) at its connections.
+    onRequest: [
+      requireKey(deps.authenticate),
+      (req, _reply, done) => {
+        const refusal = budget.refusal(req.caller!.keyId)
+        done(refusal && refusalError(refusal))
+      },
+    ],
     schema: { hide: true },
     // A GET that does not ask for the upgrade is told what this path takes.
     handler: (_req, reply) =>
@@ -37,19 +44,37 @@ export const responsesWebSocketRoutes = (deps: AppDeps): FastifyPluginAsync => a
         .header('upgrade', 'websocket')
         .send({ error: { code: 426, message: 'GET /responses is the WebSocket transport: upgrade the connection, or POST /responses', metadata: { error_type: 'invalid_request' } } }),
     wsHandler: (socket, req) => {
+      budget.opened(socket, req.caller!.keyId)
       let queue: Promise<void> = Promise.resolve()
       const cancel = new Cancellation()
-      socket.on('close', () => cancel.cancel())
       let waiting = 0
-      socket.on('message', (data, isBinary) => {
-        // Requests wait their turn, but not without end: each may hold a body of up to 20 MiB.
-        if (waiting >= MAX_WAITING) return sendError(socket, 429, 'rate_limit_exceeded', `${MAX_WAITING} requests are already waiting on this connection; send the next when one is answered`)
+      // Closed when nothing has run or waited for WS_IDLE_TIMEOUT_MS.
+      let idle: NodeJS.Timeout | undefined
+      const rest = () => {
+        clearTimeout(idle)
+        idle = waiting === 0 ? setTimeout(() => socket.close(1000, 'idle'), idleMs).unref() : undefined
+      }
+      socket.on('close', () => {
+        clearTimeout(idle)
+        cancel.cancel()
+      })
+      rest()
+      socket.on('message', (data: Buffer, isBinary) => {
+        // Requests wait their turn, but not without end: each may hold a body of up to 20 MiB, so
+        // both the requests one connection may queue and the bytes all connections hold are bounded.
+        if (waiting > maxWaiting) return sendError(socket, 429, 'rate_limit_exceeded', `${maxWaiting} requests are already waiting on this connection (WS_WAITING_MESSAGES); send the next when one is answered`)
+        const release = budget.hold(data.length)
+        if (!release) return sendError(socket, 503, 'server', 'this server holds as many waiting WebSocket requests as it can (WS_WAITING_BYTES); send it again when one is answered')
         waiting++
-        const text = isBinary ? undefined : data.toString()
+        clearTimeout(idle)
         queue = queue
-          .then(() => (cancel.aborted ? undefined : answer(deps, req, socket, text, cancel)))
+          .then(() => (cancel.aborted ? undefined : answer(deps, req, socket, isBinary ? undefined : data, cancel)))
           .catch((err) => req.log.error({ err }, 'responses websocket request failed'))
-          .finally(() => waiting--)
+          .finally(() => {
+            release()
+            waiting--
+            rest()
+          })
       })
     },
   })
@@ -61,11 +86,11 @@ function sendError(socket: WebSocket, status: number, code: string, message: str
   socket.send(JSON.stringify({ type: 'error', status, error: { type: openResponsesErrorType(code, status), code, message, param } }))
 }
 
-async function answer(deps: AppDeps, req: FastifyRequest, socket: WebSocket, text: string | undefined, connection: Cancellation) {
-  if (text === undefined) return sendError(socket, 400, 'invalid_request', 'messages are JSON text frames')
+async function answer(deps: AppDeps, req: FastifyRequest, socket: WebSocket, data: Buffer | undefined, connection: Cancellation) {
+  if (data === undefined) return sendError(socket, 400, 'invalid_request', 'messages are JSON text frames')
   let message: Record<string, unknown>
   try {
-    message = sjson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' }) as Record<string, unknown>
+    message = sjson.parse(data.toString(), undefined, { protoAction: 'error', constructorAction: 'error' }) as Record<string, unknown>
   } catch (err) {
     return sendError(socket, 400, 'invalid_request', `the message is not valid JSON: ${(err as Error).message}`)
   }
@@ -82,6 +107,9 @@ async function answer(deps: AppDeps, req: FastifyRequest, socket: WebSocket, tex
   const parsed = parseResponsesRequest({ ...body, stream: true })
   if (!parsed.success) return sendError(socket, 400, 'invalid_request', `invalid request: ${describeIssues(parsed.error)}`)
 
+  // A request on a WebSocket holds its key's share as one over HTTP does.
+  const entered = deps.admission.enter(req.caller!)
+  if (typeof entered !== 'function') return sendError(socket, entered.status, entered.status === 429 ? 'rate_limit_exceeded' : 'server', entered.message)
   // The connection's cancellation ends the upstream call when the client goes away (its listener
   // is removed when the call ends, so one serves every request on the connection).
   try {
@@ -93,6 +121,8 @@ async function answer(deps: AppDeps, req: FastifyRequest, socket: WebSocket, tex
     if (err instanceof GatewayError) return sendError(socket, err.status, err.errorType, err.message)
     req.log.error({ err }, 'responses websocket request failed')
     sendError(socket, 500, 'server', 'the request failed; it may be sent again')
+  } finally {
+    entered()
   }
 }
 

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { CompactRequest, ResponsesRequest, parseResponsesRequest } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
+import { admit } from '../plugins/fair-use.js'
 import type { AppDeps } from '../deps.js'
 import { callOptions, cancelledOnClose, doorRoute, RESPONSES_BODY_LIMIT } from './gateway-run.js'
 
@@ -26,7 +27,7 @@ export const compactRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) 
   app.withTypeProvider<ZodTypeProvider>().post(
     '/responses/compact',
     {
-      onRequest: requireKey(deps.authenticate),
+      onRequest: [requireKey(deps.authenticate), admit(deps.admission, RESPONSES_BODY_LIMIT)],
       bodyLimit: RESPONSES_BODY_LIMIT,
       config: { canonicalErrorTypes: true },
       schema: { operationId: 'compactResponse', summary: 'Compact a conversation (Open Responses)', body: CompactRequest },

@@ -8,6 +8,10 @@ import { StringDecoder } from 'node:string_decoder'
 import { AppError, assertInternId, injectTrace, settledWithin, visibleOrNotFound, type Caller } from '@roster/shared'
 import type { AppDeps } from '../../deps.js'
 import { createTurnLimit } from './turn-limit.js'
+import { admit } from '../../plugins/fair-use.js'
+
+/** The chat route's body limit: the API's default (the contract's 1 MiB). */
+const CHAT_BODY_LIMIT = 1_048_576
 
 // POST /interns/{internId}/chat/completions: a prompt to a running intern, relayed to its runtime
 // host (which runs the turn with the intern's own key, tools and sandbox), its events streamed back
@@ -50,7 +54,7 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
   })
   app.withTypeProvider<ZodTypeProvider>().post(
     '/interns/:internId/chat/completions',
-    { onRequest: gate, schema: { operationId: 'createInternChatCompletion', summary: 'Chat with a running intern (Server-Sent Events)', params: Params, body: InternChatRequest }, config: { chatErrors: true } },
+    { onRequest: [gate, admit(deps.admission, CHAT_BODY_LIMIT)], schema: { operationId: 'createInternChatCompletion', summary: 'Chat with a running intern (Server-Sent Events)', params: Params, body: InternChatRequest }, config: { chatErrors: true } },
     async (req, reply) => {
       const caller = req.caller as Caller
       const { internId } = req.params

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest'
+import { Admission } from './fair-use.js'
+import { Lru } from './lru.js'
+
+const caller = (keyId: string, workspaceId = 'w1') => ({ keyId, workspaceId })
+
+describe('Admission', () => {
+  it('holds a key to its share and a workspace to its own, and frees both when a request ends', () => {
+    const refused: string[] = []
+    const sut = new Admission({ perKey: 2, perWorkspace: 3, bodyBytes: 0 }, (limit) => refused.push(limit))
+    const a1 = sut.enter(caller('a'))
+    const a2 = sut.enter(caller('a'))
+    expect(sut.enter(caller('a'))).toMatchObject({ status: 429, message: expect.stringMatching(/KEY_CONCURRENCY/) })
+    const b1 = sut.enter(caller('b'))
+    expect(sut.enter(caller('c'))).toMatchObject({ status: 429, message: expect.stringMatching(/WORKSPACE_CONCURRENCY/) })
+    expect(typeof sut.enter(caller('c', 'w2'))).toBe('function')
+    ;(a1 as () => void)()
+    ;(a1 as () => void)() // twice: counted once
+    expect(sut.open('a')).toBe(1)
+    expect(typeof sut.enter(caller('a'))).toBe('function')
+    ;(a2 as () => void)()
+    ;(b1 as () => void)()
+    expect(refused).toEqual(['key_concurrency', 'workspace_concurrency'])
+  })
+
+  it('holds the process to its body bytes, answering 503', () => {
+    const sut = new Admission({ perKey: 0, perWorkspace: 0, bodyBytes: 100 })
+    const big = sut.enter(caller('a'), 80)
+    expect(sut.enter(caller('b'), 30)).toMatchObject({ status: 503, message: expect.stringMatching(/REQUEST_BODY_BYTES/) })
+    expect(typeof sut.enter(caller('b'), 20)).toBe('function')
+    ;(big as () => void)()
+    expect(typeof sut.enter(caller('b'), 30)).toBe('function')
+  })
+})
+
+describe('Lru', () => {
+  it('lets go of the entry used least recently, not all of them', () => {
+    const sut = new Lru<string, number>(3)
+    sut.set('a', 1)
+    sut.set('b', 2)
+    sut.set('c', 3)
+    expect(sut.get('a')).toBe(1) // a is now the most recent
+    sut.set('d', 4)
+    expect([sut.has('a'), sut.has('b'), sut.has('c'), sut.has('d'), sut.size]).toEqual([true, false, true, true, 3])
+  })
+})

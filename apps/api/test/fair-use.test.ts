@@ -1,0 +1,189 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { randomBytes } from 'node:crypto'
+import { Agent, request } from 'undici'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import { simulatorCatalogue } from '@roster/gateway'
+import { catalogueFile, makeUserKey, metricValue, scrape, startApi, useTestTenant, waitFor, type ApiProcess } from '@roster/testing'
+
+// One key against everyone else, with real API processes over the loopback: its streams, its floods
+// and its wrong keys. Each attack is bounded (a count and a time), and each asserts what the others
+// see: the API lives, another key's requests succeed. (How fast they stay is a benchmark's figure:
+// bench/fair-use.mjs, recorded in bench/RESULTS.md.)
+const env = useTestTenant()
+let sim: Simulator
+let catalogue: string
+const agent = new Agent({ connections: 1_000, pipelining: 1 })
+const apis: ApiProcess[] = []
+
+beforeAll(async () => {
+  // Slow streams: 100 tokens at 10 a second, 10 s each.
+  sim = await startSimulator({ replyTokens: 100, tokensPerSecond: 10 })
+  catalogue = catalogueFile(simulatorCatalogue(sim.url))
+})
+afterAll(async () => {
+  await Promise.all(apis.map((a) => a.stop()))
+  await sim?.close()
+  await agent.close()
+})
+
+async function api(extra: Record<string, string>) {
+  const started = await startApi({ databaseUrl: env.t.url, metrics: true, env: { MODEL_CATALOGUE: catalogue, ...extra } })
+  apis.push(started)
+  return started
+}
+
+const post = (base: string, path: string, key: string, body: object, signal?: AbortSignal) =>
+  request(`${base}${path}`, { method: 'POST', dispatcher: agent, signal, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+const quick = { model: 'roster-sim/chat', input: 'hi', max_output_tokens: 1 }
+/** Reads a stream until it ends or is aborted. */
+async function drain(res: Awaited<ReturnType<typeof request>>) {
+  try {
+    for await (const _ of res.body);
+  } catch {
+    // Aborted: the test is done with it.
+  }
+}
+
+describe('fair shares', () => {
+  it("holds one key's long streams to its share of the provider's connections: another key's calls go straight through", async () => {
+    const a = await api({ UPSTREAM_CONNECTIONS: '16', UPSTREAM_CONNECTIONS_PER_KEY: '4', KEY_CONCURRENCY: '0', WORKSPACE_CONCURRENCY: '0' })
+    const other = await makeUserKey(env.t.db, env.tenant.workspaceId)
+    const stop = new AbortController()
+    // 80 streams of 10 s from one key: past the 16 connections, were they all its.
+    const streams = Array.from({ length: 80 }, () =>
+      post(a.url, '/responses', env.tenant.keys.user, { model: 'roster-sim/chat', input: 'tell me a long story', stream: true }, stop.signal).then(drain, () => {}),
+    )
+    try {
+      await new Promise((r) => setTimeout(r, 1_000))
+      expect(metricValue(await scrape(a.metricsPort!), 'roster_gateway_upstream_waiting')).toBeGreaterThan(50)
+      for (let i = 0; i < 5; i++) {
+        const started = performance.now()
+        const res = await post(a.url, '/responses', other.key, quick)
+        expect(res.statusCode).toBe(200)
+        await res.body.json()
+        // Not behind the greedy key's streams (each 10 s long).
+        expect(performance.now() - started).toBeLessThan(3_000)
+      }
+    } finally {
+      stop.abort()
+      await Promise.all(streams)
+    }
+  })
+
+  it("answers a key past its open requests with 429 and Retry-After, in each door's shape, while another key is served", async () => {
+    const a = await api({ KEY_CONCURRENCY: '8' })
+    const other = await makeUserKey(env.t.db, env.tenant.workspaceId)
+    const stop = new AbortController()
+    const held = Array.from({ length: 8 }, () =>
+      post(a.url, '/responses', env.tenant.keys.user, { model: 'roster-sim/chat', input: 'long', stream: true }, stop.signal).then(drain, () => {}),
+    )
+    try {
+      await new Promise((r) => setTimeout(r, 500))
+      const responses = await post(a.url, '/responses', env.tenant.keys.user, quick)
+      expect([responses.statusCode, responses.headers['retry-after']]).toEqual([429, '1'])
+      expect(await responses.body.json()).toMatchObject({ error: { code: 429, message: expect.stringMatching(/KEY_CONCURRENCY/), metadata: { error_type: 'rate_limit_exceeded' } } })
+      const chat = await post(a.url, '/chat/completions', env.tenant.keys.user, { model: 'roster-sim/chat', messages: [{ role: 'user', content: 'hi' }] })
+      expect([chat.statusCode, (await chat.body.json() as any).error.metadata.error_type]).toEqual([429, 'rate_limit_exceeded'])
+      const messages = await request(`${a.url}/messages`, { method: 'POST', dispatcher: agent, headers: { 'x-api-key': env.tenant.keys.user, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' }, body: JSON.stringify({ model: 'roster-sim/chat', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }) })
+      expect([messages.statusCode, messages.headers['retry-after'], await messages.body.json()]).toEqual([429, '1', { type: 'error', error: { type: 'rate_limit_error', message: expect.stringMatching(/KEY_CONCURRENCY/) } }])
+      const served = await post(a.url, '/responses', other.key, quick)
+      expect(served.statusCode).toBe(200)
+      await served.body.dump()
+      expect(metricValue(await scrape(a.metricsPort!), 'roster_fair_use_refusals_total', { limit: 'key_concurrency' })).toBe(3)
+    } finally {
+      stop.abort()
+      await Promise.all(held)
+    }
+    // Ended (the server sees its clients go), the share is free again.
+    await waitFor(
+      async () => {
+        const again = await post(a.url, '/responses', env.tenant.keys.user, quick)
+        await again.body.dump()
+        return again.statusCode === 200
+      },
+      { timeoutMs: 5_000, what: "the key's share to be free again" },
+    )
+  })
+
+  it('refuses a flood from one key with 429 while every request of another key succeeds', async () => {
+    const a = await api({ KEY_CONCURRENCY: '16' })
+    const other = await makeUserKey(env.t.db, env.tenant.workspaceId)
+    const statuses: Record<number, number> = {}
+    let next = 0
+    const flood = Array.from({ length: 64 }, async () => {
+      while (next++ < 1_000) {
+        const res = await post(a.url, '/responses', env.tenant.keys.user, { ...quick, max_output_tokens: 3 })
+        statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
+        await res.body.dump()
+      }
+    })
+    const victim: number[] = []
+    const served = (async () => {
+      for (let i = 0; i < 50; i++) {
+        const res = await post(a.url, '/responses', other.key, quick)
+        victim.push(res.statusCode)
+        await res.body.dump()
+      }
+    })()
+    await Promise.all([...flood, served])
+    expect(statuses[429]).toBeGreaterThan(0)
+    expect(Object.keys(statuses).sort()).toEqual(['200', '429'])
+    expect(victim.every((s) => s === 200)).toBe(true)
+  })
+
+  it('counts a key’s requests per minute across API processes', async () => {
+    // One Redis prefix: the processes of one deployment.
+    const limits = { KEY_REQUESTS_PER_MINUTE: '40', QUEUE_PREFIX: `{t-rpm-${Date.now()}}` }
+    const [one, two] = [await api(limits), await api(limits)]
+    const key = (await makeUserKey(env.t.db, env.tenant.workspaceId)).key
+    const codes: number[] = []
+    for (let i = 0; i < 60; i++) {
+      const res = await request(`${(i % 2 ? one : two).url}/models`, { dispatcher: agent, headers: { authorization: `Bearer ${key}` } })
+      codes.push(res.statusCode)
+      if (res.statusCode === 429) expect(Number(res.headers['retry-after'])).toBeGreaterThan(0)
+      await res.body.dump()
+      // Paced, so the processes' counts meet in Redis (they sync every 200 ms).
+      await new Promise((r) => setTimeout(r, 25))
+    }
+    const admitted = codes.filter((c) => c === 200).length
+    // The limit, give or take what the other process admitted between two syncs.
+    expect(admitted).toBeGreaterThanOrEqual(40)
+    expect(admitted).toBeLessThanOrEqual(46)
+    expect(codes.at(-1)).toBe(429)
+  }, 30_000)
+})
+
+describe('unknown keys', () => {
+  it("cost the others nothing: a flood of random keys is throttled per address, looked up a few at a time, and a known key is always served", async () => {
+    const a = await api({ UNKNOWN_KEYS_PER_MINUTE: '100', AUTH_CACHE_MS: '200', AUTH_CACHE_ENTRIES: '100' })
+    const known = (await makeUserKey(env.t.db, env.tenant.workspaceId)).key
+    expect((await request(`${a.url}/models`, { dispatcher: agent, headers: { authorization: `Bearer ${known}` } })).statusCode).toBe(200)
+    const statuses: Record<number, number> = {}
+    let sent = 0
+    const flood = Array.from({ length: 32 }, async () => {
+      while (sent++ < 2_000) {
+        const res = await request(`${a.url}/models`, { dispatcher: agent, headers: { authorization: `Bearer sk-roster-v1-${randomBytes(24).toString('hex')}` } })
+        statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
+        await res.body.dump()
+      }
+    })
+    const victim: number[] = []
+    const served = (async () => {
+      for (let i = 0; i < 40; i++) {
+        // Past AUTH_CACHE_MS: looked up again, ahead of the strangers.
+        await new Promise((r) => setTimeout(r, 50))
+        const res = await request(`${a.url}/models`, { dispatcher: agent, headers: { authorization: `Bearer ${known}` } })
+        victim.push(res.statusCode)
+        await res.body.dump()
+      }
+    })()
+    await Promise.all([...flood, served])
+    expect(victim.every((s) => s === 200)).toBe(true)
+    expect(statuses[401]).toBeGreaterThanOrEqual(100)
+    expect(statuses[429]).toBeGreaterThan(1_500)
+    const metrics = await scrape(a.metricsPort!)
+    // One lookup per refusal up to the address's budget (and those already waiting for a slot), not one per request.
+    expect(metricValue(metrics, 'roster_auth_lookups_total', { outcome: 'unknown' })).toBeLessThan(200)
+    expect(metricValue(metrics, 'roster_fair_use_refusals_total', { limit: 'unknown_keys' })).toBe(statuses[429])
+  })
+})

@@ -1,0 +1,105 @@
+import { readFileSync } from 'node:fs'
+import type { IncomingMessage, Server, ServerOptions } from 'node:http'
+import { z } from 'zod'
+
+// Every listener a client can reach (the API, the runtime host, the metrics and health ports, the
+// egress proxies) holds a client to the same limits: the headers and the whole request must arrive in
+// time, a body that stops arriving is cut, an idle keep-alive connection is closed, and connections
+// past a ceiling are refused at once instead of running the process out of file descriptors.
+
+const ms = z.coerce.number().int().positive()
+
+/** The settings every process with a listener reads (see the README's "Limits and fair use"). */
+export const listenerSettings = {
+  /** The request line and headers must arrive within this long of the connection's first byte (or of its opening). */
+  HEADERS_TIMEOUT_MS: ms.default(10_000),
+  /** The whole request, body included, must arrive within this long; past it 408 and the connection closed. */
+  REQUEST_TIMEOUT_MS: ms.default(60_000),
+  /** A body that stops arriving for this long is cut (408), however long the request may take in all. */
+  BODY_IDLE_TIMEOUT_MS: ms.default(5_000),
+  /** An idle keep-alive connection is closed after this long. */
+  KEEP_ALIVE_TIMEOUT_MS: ms.default(72_000),
+  /** Connections one process holds at most; past it new ones are closed at once. 0: from the file-descriptor limit. */
+  MAX_CONNECTIONS: z.coerce.number().int().min(0).default(0),
+}
+export type ListenerSettings = { [K in keyof typeof listenerSettings]: z.infer<(typeof listenerSettings)[K]> }
+
+/** How often Node checks connections against the header and request timeouts (its default, 30 s, would let a stall live that long past them). */
+const CHECK_EVERY_MS = 1_000
+
+/** The options of Fastify (and of node:http's createServer, under `http`) that enforce the settings. */
+export function fastifyListenerOptions(s: ListenerSettings): { requestTimeout: number; keepAliveTimeout: number; http: ServerOptions } {
+  return {
+    requestTimeout: s.REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: s.KEEP_ALIVE_TIMEOUT_MS,
+    http: { headersTimeout: Math.min(s.HEADERS_TIMEOUT_MS, s.REQUEST_TIMEOUT_MS), connectionsCheckingInterval: CHECK_EVERY_MS },
+  }
+}
+
+/**
+ * The options of node:http's createServer that enforce the settings (how often the timeouts are
+ * checked can be set only there), for a plain server; give it its ceiling with `limitHttpServer`.
+ */
+export function httpServerOptions(s: ListenerSettings): ServerOptions {
+  return { ...fastifyListenerOptions(s).http, requestTimeout: s.REQUEST_TIMEOUT_MS, keepAliveTimeout: s.KEEP_ALIVE_TIMEOUT_MS }
+}
+
+/** A plain node:http server's connection ceiling (its timeouts come with `httpServerOptions`). */
+export function limitHttpServer(server: Server, s: ListenerSettings): Server {
+  server.maxConnections = maxConnections(s)
+  return server
+}
+
+/** Files a process keeps for itself beyond its clients' connections: database and Redis pools, logs, upstream pools, sandboxes. */
+const RESERVED_DESCRIPTORS = 1_024
+
+/**
+ * The connection ceiling: the setting, or three quarters of what the file-descriptor limit leaves
+ * once the process's own files are reserved (the ceiling must bite before EMFILE does: past the
+ * limit the process cannot open its database connections either).
+ */
+export function maxConnections(s: Pick<ListenerSettings, 'MAX_CONNECTIONS'>, descriptors = openFilesLimit()): number {
+  if (s.MAX_CONNECTIONS > 0) return s.MAX_CONNECTIONS
+  return Math.max(64, Math.floor((descriptors - RESERVED_DESCRIPTORS) * 0.75))
+}
+
+/** The soft limit on open files (Linux: /proc/self/limits); where it cannot be read, the common 1,024. */
+export function openFilesLimit(): number {
+  try {
+    const line = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1]
+    return line === 'unlimited' ? 1_048_576 : Number(line ?? 1_024)
+  } catch {
+    return 1_024
+  }
+}
+
+/** What a listener answers a request it cuts for taking too long (it never reached a route). */
+export const REQUEST_TIMEOUT_RESPONSE = (() => {
+  const body = JSON.stringify({ error: { code: 408, message: 'the request did not arrive in time', metadata: { reason: 'timeout', retryable: true } } })
+  return `HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+})()
+
+/**
+ * Cuts a request whose body stops arriving for `idleMs`, whatever REQUEST_TIMEOUT_MS still allows:
+ * a client that sent its headers and part of a body, then nothing, held a connection (and the body
+ * read so far) for good. The socket's idle timer runs only until the body has arrived, so a stream
+ * answered slowly afterwards is not cut. A body already whole costs nothing.
+ */
+export function cutStalledBody(req: IncomingMessage, idleMs: number, onCut: () => void): void {
+  if (req.complete || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined)) return
+  const socket = req.socket
+  // An injected request (light-my-request, in tests) has no real socket to time.
+  if (typeof socket?.setTimeout !== 'function') return
+  // The http server tells the request first when its socket times out: handled here, it does not destroy the socket itself.
+  const stalled = () => {
+    onCut()
+    if (socket.writable) socket.end(REQUEST_TIMEOUT_RESPONSE)
+    socket.destroySoon()
+  }
+  socket.setTimeout(idleMs)
+  req.once('timeout', stalled)
+  req.once('end', () => {
+    socket.setTimeout(0)
+    req.off('timeout', stalled)
+  })
+}
