@@ -1,9 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { connect, type Socket } from 'node:net'
-import { mkdir, rm } from 'node:fs/promises'
+import { chmod, chown, mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Agent, request } from 'undici'
 import { guardedLookup, refusedLiteral } from '@roster/gateway'
+import { httpServerOptions, limitHttpServer, type ListenerSettings } from '@roster/shared'
 import { SECRET_PLACEHOLDER, type Egress } from './egress.js'
 
 // How an intern's shell commands reach the network. A sandbox has no network of its own (no
@@ -29,6 +30,10 @@ export interface EgressProxyOptions {
   maxRequestBytes: number
   /** With the vault: requests with secret placeholders go through it. Without, they are refused. */
   egress?: Egress
+  /** Timeouts and the connection ceiling of each intern's proxy (the host's listener settings). */
+  limits?: ListenerSettings
+  /** The user sandboxed commands run as (a root host): each socket is given to it, the directory opened for passing. */
+  socketOwner?: { uid: number; gid: number }
 }
 
 const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'proxy-authorization', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host'])
@@ -77,14 +82,23 @@ export class EgressProxies {
     const path = join(this.options.dir, `${internId}.sock`)
     await rm(path, { force: true })
     const tunnels = new Set<Socket>()
-    const server = createServer((req, res) => void this.forward(internId, req, res).catch(() => res.destroy()))
+    const limits = this.options.limits
+    const server = createServer(limits ? httpServerOptions(limits) : {}, (req, res) => void this.forward(internId, req, res).catch(() => res.destroy()))
     server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => {
       tunnels.add(socket)
       socket.once('close', () => tunnels.delete(socket))
       this.tunnel(req, socket, head)
     })
     server.on('clientError', (_err, socket) => socket.destroy())
+    if (limits) limitHttpServer(server, limits)
     await new Promise<void>((resolve, reject) => server.once('error', reject).listen(path, () => resolve()))
+    const owner = this.options.socketOwner
+    if (owner) {
+      // bwrap, running as the sandbox user, must reach the socket to mount it; only that user may connect.
+      await chmod(this.options.dir, 0o711)
+      await chown(path, owner.uid, owner.gid)
+      await chmod(path, 0o600)
+    }
     return { path, server, tunnels }
   }
 

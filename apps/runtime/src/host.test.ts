@@ -10,7 +10,7 @@ import { startSimulator } from '@roster/upstream-sim'
 import { buildRuntimeHost } from './host.js'
 
 const TOKEN = 'runtime-test-credential-0123456789abcdef'
-const config = (dir: string) => ({ HOST: '127.0.0.1', PORT: 0, RUNTIME_DATA_DIR: dir, RUNTIME_TOKEN: TOKEN, LOG_LEVEL: 'silent' as const })
+const config = (dir: string, more: Record<string, string> = {}) => RuntimeConfig.parse({ HOST: '127.0.0.1', PORT: '0', RUNTIME_DATA_DIR: dir, RUNTIME_TOKEN: TOKEN, LOG_LEVEL: 'silent', ...more })
 const auth = { authorization: `Bearer ${TOKEN}` }
 const spec = (hostname: string) => ({ hostname, name: 'w', instructions: 'be kind', model: 'acme/secret-model', token: 'intern-key' })
 
@@ -52,7 +52,7 @@ describe('the runtime host', () => {
     // The intern's model is the simulator's own /responses, so a turn runs here without an API.
     const sim = await startSimulator({ replyTokens: 4 })
     const dir = mkdtempSync(join(tmpdir(), 'runtime-'))
-    const sut = await buildRuntimeHost(RuntimeConfig.parse({ ...config(dir), ROSTER_API_URL: `${sim.url}/v1`, INTERN_DEFAULT_MODEL: 'sim' }), { logger: false })
+    const sut = await buildRuntimeHost(config(dir, { ROSTER_API_URL: `${sim.url}/v1`, INTERN_DEFAULT_MODEL: 'sim' }), { logger: false })
     try {
       const base = await sut.listen({ host: '127.0.0.1', port: 0 })
       const id = randomUUID()

@@ -5,13 +5,17 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { randomUUID } from 'node:crypto'
-import { createDb, LocalVault, loggerOptions, logsEachRequest, observeHttp, requestLogger, settledWithin, traceHttpServer, tracing, type Metrics, type RuntimeConfig } from '@roster/shared'
+import { createDb, cutStalledBody, fastifyListenerOptions, LocalVault, loggerOptions, logsEachRequest, maxConnections, observeHttp, requestLogger, settledWithin, traceHttpServer, tracing, type Metrics, type RuntimeConfig } from '@roster/shared'
 import { Egress } from './egress.js'
 import { EgressProxies } from './egress-proxy.js'
-import { chooseEgressForwarder, commandRunner } from './sandbox.js'
+import { chooseEgressForwarder, commandRunner, confineCommands } from './sandbox.js'
+import { ownWorkspace, prepareConfinement, reachableBySandboxUser } from './confinement.js'
 import { SessionStore } from './agent/session-store.js'
 import { runAgentTurn } from './agent/agent-turn.js'
 import { InternDaemon, type RunEvent, type RunStream } from './agent/daemon.js'
+
+/** Connections one intern's egress proxy holds at most (its commands' HTTP requests and tunnels). */
+const EGRESS_CONNECTIONS_PER_INTERN = 256
 
 const Spec = z.object({
   hostname: z.string().min(1),
@@ -60,7 +64,8 @@ function credentialCheck(token: string) {
  */
 async function writeAtomically(path: string, content: string) {
   const temporary = `${path}.${process.pid}.${Date.now()}.tmp`
-  await writeFile(temporary, content)
+  // The host's own: an intern's configuration holds its key.
+  await writeFile(temporary, content, { mode: 0o600 })
   await rename(temporary, path)
 }
 
@@ -79,6 +84,12 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     logger: opts.logger === false ? false : loggerOptions('runtime', config.LOG_LEVEL),
     childLoggerFactory: requestLogger,
     logController: new LogController({ disableRequestLogging: !logsEachRequest(config.LOG_LEVEL) }),
+    ...fastifyListenerOptions(config),
+  })
+  app.server.maxConnections = maxConnections(config)
+  app.addHook('onRequest', (req, _reply, done) => {
+    cutStalledBody(req.raw, config.BODY_IDLE_TIMEOUT_MS, () => opts.metrics?.connectionsCut.inc({ reason: 'body_idle' }))
+    done()
   })
   const hostOf = (headers: Record<string, unknown>) =>
     String(headers['x-forwarded-host'] ?? headers.host ?? '').split(':')[0]!.toLowerCase()
@@ -103,8 +114,21 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
 
   app.get('/health', async () => ({ status: 'ok' }))
 
-  // Interns' shell commands: sandboxed, or refused where that cannot be (unless allowed unconfined).
-  const commands = commandRunner(config.RUNTIME_UNCONFINED_COMMANDS)
+  // Interns' shell commands: sandboxed, with limits on what one command may take (and, as root, as an
+  // unprivileged user), or refused where that cannot be (unless allowed unconfined). Said once, now.
+  const { confinement, notes } = prepareConfinement(config)
+  if (confinement.user) {
+    const unreachable = await reachableBySandboxUser(config.RUNTIME_DATA_DIR, confinement.user)
+    if (unreachable) {
+      notes.push(`commands run as root inside their sandboxes: ${unreachable}`)
+      delete confinement.user
+    }
+  }
+  confineCommands(confinement)
+  const commands = commandRunner(config.RUNTIME_UNCONFINED_COMMANDS, process.env, confinement.user)
+  if (commands.mode === 'refused') notes.push(`interns' shell commands will be refused: they cannot be sandboxed here (${commands.why}); install bubblewrap`)
+  if (commands.mode === 'unconfined') notes.push(`interns' shell commands run UNCONFINED (RUNTIME_UNCONFINED_COMMANDS=allow): ${commands.why}`)
+  for (const note of notes) app.log.warn(note)
   chooseEgressForwarder(config.RUNTIME_EGRESS_FORWARDER)
   // With the vault configured, interns' HTTP requests go through the egress, which releases secrets by host.
   const db = config.DATABASE_URL && config.VAULT_MASTER_KEY ? createDb({ url: config.DATABASE_URL, poolSize: 4 }) : undefined
@@ -126,6 +150,10 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     timeoutMs: 30_000,
     maxRequestBytes: 8 * 1024 * 1024,
     egress,
+    // A sandboxed command is as untrusted a client as any: the listener's limits, and few connections per intern.
+    limits: { ...config, MAX_CONNECTIONS: EGRESS_CONNECTIONS_PER_INTERN },
+    // Sandboxed commands run as this user: their proxy's socket is theirs to connect to.
+    socketOwner: confinement.user,
   })
   // Shutting down, the host ends its interns' runs first (their commands killed, each client told
   // with run_ended; the sessions stay on disk), so their streams close and the server's close does
@@ -154,7 +182,13 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
       execute: async (run) => {
         // The configuration as it is now (a PATCH may have changed the model or instructions since).
         const spec = (interns.get(intern.id) ?? intern).spec
-        if (!workspaceMade) await mkdir(workspace, { recursive: true })
+        if (!workspaceMade) {
+          // Passable, not listable, on the way to the workspace: the sandbox user mounts it from there.
+          await mkdir(join(config.RUNTIME_DATA_DIR, 'interns'), { recursive: true, mode: 0o711 })
+          await mkdir(internDir(intern.id), { recursive: true, mode: 0o711 })
+          await mkdir(workspace, { recursive: true })
+          await ownWorkspace(workspace, confinement.user)
+        }
         workspaceMade = true
         return runAgentTurn(
           {

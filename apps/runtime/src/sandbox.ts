@@ -1,5 +1,9 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
 import { existsSync, readlinkSync, realpathSync } from 'node:fs'
+import { lstat, readdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Cgroups } from './cgroups.js'
 
 // Shell commands of an intern, confined by bubblewrap: the intern's workspace is the only writable
 // place and the only part of the host's files it sees beyond the system's own read-only
@@ -31,6 +35,34 @@ export interface CommandOptions extends CommandLimits {
   input?: Buffer
 }
 
+/**
+ * What confines every command beyond its namespaces: rlimits inside the sandbox, a control group of
+ * its own where the host can make them, the unprivileged user it runs as where the host is root,
+ * and a ceiling on its workspace's size (see confinement.ts, which decides these once per host).
+ */
+export interface Confinement {
+  limits: SandboxLimits
+  /** The user and group commands run as (the host is root: never root inside). */
+  user?: { uid: number; gid: number; setpriv: string }
+  cgroups?: Cgroups
+}
+
+export interface SandboxLimits {
+  /** Processes (and threads) one command may have at once. */
+  processes: number
+  /** Memory of all its processes together (a control group), or of each (RLIMIT_AS) where no group can be made. */
+  memoryBytes: number
+  /** CPU time each of its processes may use (RLIMIT_CPU), and their share of one core in percent (a control group). */
+  cpuSeconds: number
+  cpuPercent: number
+  /** Largest file a command may write (RLIMIT_FSIZE). */
+  fileBytes: number
+  /** Size of the sandbox's own /tmp (a tmpfs: memory). */
+  tmpBytes: number
+  /** The workspace's size past which a command that grows it is killed. */
+  workspaceBytes: number
+}
+
 export interface CommandResult {
   exitCode: number | null
   /** The signal that ended it, when it did not exit on its own. */
@@ -41,6 +73,8 @@ export interface CommandResult {
   truncated: boolean
   timedOut: boolean
   durationMs: number
+  /** The limit the command ran into and was stopped by, when one was (its processes, memory or workspace size). */
+  limit?: 'processes' | 'memory' | 'workspace'
 }
 
 /** The host's system directories a command may read (never write). Merged-/usr systems link the rest. */
@@ -69,7 +103,7 @@ function systemArgs(): string[] {
     if (target) args.push('--symlink', target, path)
     else if (existsSync(path)) args.push('--ro-bind', path, path)
   }
-  args.push('--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run')
+  args.push('--dev', '/dev', '--proc', '/proc')
   return (systemMounts = args)
 }
 
@@ -106,18 +140,33 @@ const OWN_LIMIT_MARGIN_S = 3
  * does both; this is for a sandbox whose host died while bwrap was starting it, which bwrap could
  * not yet tie to the host's life (a forwarder left running kept such a sandbox for good).
  */
-function commandArgs(command: string, opts: CommandOptions): string[] {
+function commandArgs(command: string, opts: CommandOptions, limits?: SandboxLimits, memoryGroup = false): string[] {
   const limit = Math.ceil(opts.timeoutMs / 1000) + OWN_LIMIT_MARGIN_S
-  const network = opts.egressSocket ? `${egressForwarder().start}\n${FORWARDER_READY}\n` : ''
+  const network = `${limits ? rlimits(limits, memoryGroup) : ''}${opts.egressSocket ? `${egressForwarder().start}\n${FORWARDER_READY}\n` : ''}`
   // $$ is 2 only in a PID namespace of the sandbox's own (bwrap's init is 1): there, -1 is every
   // other process of the sandbox, and nothing of the host.
   const script = `${network}/usr/bin/timeout -s KILL ${limit} /usr/bin/bash -c "$1" roster "\${@:2}"\nstatus=$?\n[ "$$" = 2 ] && kill -KILL -1 2>/dev/null\nexit $status`
   return ['/usr/bin/bash', '-c', script, 'roster-sandbox', command, ...(opts.args ?? [])]
 }
 
-function bwrapArgs(opts: CommandOptions): string[] {
+/**
+ * The rlimits every process of the command inherits, set first thing in the sandbox: processes
+ * (counted per sandbox: its user namespace is its own, and its user is never root, for whom the
+ * kernel does not count), CPU seconds, file size, and, where no control group holds the memory,
+ * each process's address space. bash's ulimit counts -f and -v in KiB.
+ */
+function rlimits(limits: SandboxLimits, memoryGroup: boolean): string {
+  const kib = (bytes: number) => Math.max(1, Math.floor(bytes / 1024))
+  return `ulimit -u ${limits.processes} -t ${limits.cpuSeconds} -f ${kib(limits.fileBytes)}${memoryGroup ? '' : ` -v ${kib(limits.memoryBytes)}`} 2>/dev/null\n`
+}
+
+/** Room of the sandbox's own /tmp and /run (tmpfs: memory) when no limits say otherwise. */
+const DEFAULT_TMP_BYTES = 256 * 1024 * 1024
+
+function bwrapArgs(opts: CommandOptions, limits?: SandboxLimits): string[] {
   // The sandbox's own root is a tmpfs bwrap makes: read-only once every mount point is in place.
-  const args = [...systemArgs(), '--bind', realpathSync(opts.workspace), '/workspace']
+  const tmp = String(limits?.tmpBytes ?? DEFAULT_TMP_BYTES)
+  const args = [...systemArgs(), '--size', tmp, '--tmpfs', '/tmp', '--size', String(1024 * 1024), '--tmpfs', '/run', '--bind', realpathSync(opts.workspace), '/workspace']
   if (opts.egressSocket) args.push('--bind', opts.egressSocket, EGRESS_SOCKET, ...egressForwarder().binds)
   args.push('--remount-ro', '/', '--chdir', '/workspace')
   // No network namespace is ever shared: even a command granted the network has only its own loopback.
@@ -140,20 +189,52 @@ function linkTarget(path: string): string | undefined {
  * Whether commands can be confined here: bubblewrap installed and allowed to make namespaces
  * (containers without user namespaces, and macOS, cannot). Undefined when they can; else why not.
  */
-export function sandboxUnavailable(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const probe = spawnSync('bwrap', [...systemArgs(), '--unshare-all', '--die-with-parent', '/usr/bin/true'], { encoding: 'utf8', timeout: 10_000, env })
+export function sandboxUnavailable(env: NodeJS.ProcessEnv = process.env, user?: Confinement['user']): string | undefined {
+  const bwrap = ['bwrap', ...systemArgs(), '--unshare-all', '--die-with-parent', '/usr/bin/true']
+  const argv = user ? [user.setpriv, `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--', ...bwrap] : bwrap
+  const probe = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: 10_000, env })
   if (probe.error) return `bubblewrap (bwrap) is not installed: ${probe.error.message}; install the bubblewrap package`
   if (probe.status !== 0) return `bubblewrap cannot make namespaces here: ${probe.stderr.trim() || `exit ${probe.status}`}`
   return undefined
 }
 
 /** bwrap's arguments for `command` in its sandbox. */
-export const sandboxArgs = (command: string, opts: CommandOptions): string[] => [...bwrapArgs(opts), ...commandArgs(command, opts)]
+export const sandboxArgs = (command: string, opts: CommandOptions, limits?: SandboxLimits, memoryGroup = false): string[] => [
+  ...bwrapArgs(opts, limits),
+  ...commandArgs(command, opts, limits, memoryGroup),
+]
+
+let hostConfinement: Confinement | undefined
+/** The confinement of every command this process runs from now on (the runtime host sets it once, at start). */
+export function confineCommands(confinement: Confinement | undefined) {
+  hostConfinement = confinement
+}
+
+/**
+ * Joins the control groups named before `--` (each a cgroup.procs file), then becomes the command
+ * after it: the group is joined before bwrap runs, so nothing the command starts is ever outside it.
+ */
+const JOIN_GROUPS = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
 
 /** Runs `command` with bash inside the sandbox. Rejects only if bubblewrap cannot start at all. */
-export function runSandboxed(command: string, opts: CommandOptions, signal?: AbortSignal): Promise<CommandResult> {
+export async function runSandboxed(command: string, opts: CommandOptions, signal?: AbortSignal): Promise<CommandResult> {
+  const confinement = hostConfinement
+  const limits = confinement?.limits
+  const group = confinement?.cgroups?.create(`cmd-${randomUUID()}`, limits && { processes: limits.processes, memoryBytes: limits.memoryBytes, cpuPercent: limits.cpuPercent })
   // bwrap names on fd 3 the sandbox's first process (the init of its PID namespace): see run().
-  return run('bwrap', ['--info-fd', '3', ...sandboxArgs(command, opts)], opts, signal, { sandbox: true })
+  let argv = ['bwrap', '--info-fd', '3', ...sandboxArgs(command, opts, limits, !!group)]
+  const user = confinement?.user
+  if (user) argv = [user.setpriv, `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--', ...argv]
+  if (group) argv = ['/bin/sh', '-c', JOIN_GROUPS, 'roster-join', ...group.procs, '--', ...argv]
+  const growth = limits && watchWorkspace(opts.workspace, limits.workspaceBytes)
+  try {
+    const result = await run(argv[0]!, argv.slice(1), opts, signal, { sandbox: true, stop: growth?.stop })
+    const limit = growth?.exceeded() ? 'workspace' : group?.verdict()
+    return limit ? { ...result, limit } : result
+  } finally {
+    growth?.end()
+    group?.remove()
+  }
 }
 
 /**
@@ -216,8 +297,74 @@ function killer(child: ChildProcess, sandbox: boolean): () => void {
   return kill
 }
 
-/** `cwd`: where an unconfined command runs; `sandbox`: the command is bwrap's (it names its first process on fd 3). */
-function run(file: string, args: string[], opts: CommandOptions, signal: AbortSignal | undefined, { cwd, sandbox = false }: { cwd?: string; sandbox?: boolean }): Promise<CommandResult> {
+/**
+ * Watches a workspace while a command runs: a command that grows it past `maxBytes` is killed (a
+ * disk filler must not fill the host's disk for every intern). The size is measured by walking the
+ * workspace (blocks in use, so a sparse file counts as what it takes), at most every second and
+ * less often the longer a walk takes; a workspace already past the ceiling may still be shrunk.
+ * Between two walks a command may write what the disk takes in that time (a file at most
+ * fileBytes, its rlimit), so the ceiling is approached, not exact.
+ */
+function watchWorkspace(dir: string, maxBytes: number) {
+  let kill: (() => void) | undefined
+  let over = false
+  let ended = false
+  let baseline: number | undefined
+  let timer: NodeJS.Timeout | undefined
+  const measure = async () => {
+    const started = performance.now()
+    const size = await diskUsage(dir, Math.max(maxBytes, baseline ?? 0) + 1).catch(() => undefined)
+    if (ended) return
+    if (size !== undefined) {
+      baseline ??= size
+      if (size > maxBytes && size > baseline) {
+        over = true
+        kill?.()
+        return
+      }
+    }
+    timer = setTimeout(measure, Math.max(1_000, 10 * (performance.now() - started))).unref()
+  }
+  void measure()
+  return {
+    stop: (k: () => void) => (kill = k),
+    exceeded: () => over,
+    end: () => {
+      ended = true
+      clearTimeout(timer)
+    },
+  }
+}
+
+/** Bytes of disk a directory tree takes, walked without following links; stops counting past `enough`. */
+export async function diskUsage(dir: string, enough = Number.POSITIVE_INFINITY): Promise<number> {
+  let total = 0
+  const pending = [dir]
+  while (pending.length && total < enough) {
+    const at = pending.pop()!
+    const entries = await readdir(at, { withFileTypes: true }).catch(() => [])
+    for (const entry of entries) {
+      const path = join(at, entry.name)
+      const stat = await lstat(path).catch(() => undefined)
+      if (!stat) continue
+      total += stat.blocks * 512
+      if (entry.isDirectory()) pending.push(path)
+    }
+  }
+  return total
+}
+
+/**
+ * `cwd`: where an unconfined command runs; `sandbox`: the command is bwrap's (it names its first
+ * process on fd 3); `stop`: given the command's kill, for whatever else may end it (its workspace's growth).
+ */
+function run(
+  file: string,
+  args: string[],
+  opts: CommandOptions,
+  signal: AbortSignal | undefined,
+  { cwd, sandbox = false, stop }: { cwd?: string; sandbox?: boolean; stop?: (kill: () => void) => void },
+): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     // A run cancelled before its command was spawned (the client left while the model was still
     // answering): an abort listener added now would never fire, and the command would run its course.
@@ -238,6 +385,7 @@ function run(file: string, args: string[], opts: CommandOptions, signal: AbortSi
     let truncated = false
     let timedOut = false
     const kill = killer(child, sandbox)
+    stop?.(kill)
     const collect = (into: Buffer[], i: 0 | 1) => (chunk: Buffer) => {
       const room = opts.maxOutputBytes - sizes[i]!
       if (room > 0) into.push(chunk.subarray(0, room))
@@ -289,8 +437,12 @@ export class SandboxUnavailableError extends Error {
  * cannot work, unconfined only if the operator allowed it (`RUNTIME_UNCONFINED_COMMANDS=allow`,
  * for development); otherwise every command is refused with the reason. Never silently unconfined.
  */
-export function commandRunner(unconfined: 'refuse' | 'allow', env: NodeJS.ProcessEnv = process.env): { run: CommandRunner; mode: 'sandboxed' | 'unconfined' | 'refused'; why?: string } {
-  const why = sandboxUnavailable(env)
+export function commandRunner(
+  unconfined: 'refuse' | 'allow',
+  env: NodeJS.ProcessEnv = process.env,
+  user?: Confinement['user'],
+): { run: CommandRunner; mode: 'sandboxed' | 'unconfined' | 'refused'; why?: string } {
+  const why = sandboxUnavailable(env, user)
   if (!why) return { run: runSandboxed, mode: 'sandboxed' }
   if (unconfined === 'allow') return { run: runUnconfined, mode: 'unconfined', why }
   return {

@@ -67,7 +67,7 @@ export class SessionStore {
     const write = (this.writes.get(sessionId) ?? Promise.resolve())
       .catch(() => {}) // a failed earlier write was reported to its own caller
       .then(async () => {
-        if (!this.dirMade) await mkdir(this.dir, { recursive: true })
+        if (!this.dirMade) await mkdir(this.dir, { recursive: true, mode: 0o700 })
         this.dirMade = true
         await appendFile(this.file(sessionId), text)
       })
