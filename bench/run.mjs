@@ -7,8 +7,9 @@
 //   npm run bench -- create       one scenario: create-alone | create | provision | worker-alone | single | poll | list | pgbench
 //                                 | gateway | ttfb | soak (soak, 10 minutes, runs only when named)
 //                                 | doors-instructions (the doors' instructions per request under valgrind; only when named)
+//                                 | fair-use (one key's attacks against another key's latency; only when named)
 import { spawn, spawnSync } from 'node:child_process'
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir, cpus, totalmem } from 'node:os'
 import { join, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -17,6 +18,7 @@ import autocannon from 'autocannon'
 import pg from 'pg'
 import { deploy } from '../prisma/migrate.mjs'
 import { nodeFlags } from '../scripts/node-flags.mjs'
+import { benchFairUse, makeKeyWith } from './fair-use.mjs'
 import { benchCatalogue, benchDoorInstructions, benchGatewayLatency, callgrind, benchGatewaySoak, benchGatewayTtfb, keepCoresAwake, keepingAwake, pin, startUpstreams } from './gateway.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -290,17 +292,31 @@ async function benchSingle({ key }) {
  * An intern's shell command round trip in its bubblewrap sandbox (`true`), sequentially: without
  * network, and granted the network (its egress proxy's socket bound in, the forwarder started first).
  */
+/**
+ * A sandboxed `true`: bare (namespaces and rlimits only), then confined as a runtime host on its
+ * defaults confines (a control group per command and, as root, the unprivileged user), without and
+ * with the network.
+ */
 async function benchSandbox() {
-  const { runSandboxed, sandboxUnavailable } = await import('../apps/runtime/dist/sandbox.js')
+  const { runSandboxed, sandboxUnavailable, confineCommands } = await import('../apps/runtime/dist/sandbox.js')
+  const { prepareConfinement, ownWorkspace, reachableBySandboxUser } = await import('../apps/runtime/dist/confinement.js')
   const { EgressProxies } = await import('../apps/runtime/dist/egress-proxy.js')
+  const { RuntimeConfig } = await import('../packages/shared/dist/index.js')
   const why = sandboxUnavailable()
   if (why) return [{ scenario: 'sandboxed `true` round trip', metric: 'p50 / p99 ms', value: `not measured: ${why}`, target: 'p50 ≤ 50' }]
-  const workspace = mkdtempSync(join(tmpdir(), 'roster-bench-ws-'))
+  const home = mkdtempSync(join(tmpdir(), 'roster-bench-ws-'))
+  const workspace = join(home, 'workspace')
+  mkdirSync(workspace)
+  const { confinement } = prepareConfinement(RuntimeConfig.parse({ RUNTIME_TOKEN: 'x'.repeat(32), PORT: String(RUNTIME_PORT + 50) }))
+  if (confinement.user && (await reachableBySandboxUser(home, confinement.user))) delete confinement.user
+  await ownWorkspace(workspace, confinement.user)
   const runs = Number(process.env.BENCH_SANDBOX_RUNS ?? 300)
-  const proxies = new EgressProxies({ dir: mkdtempSync(join(tmpdir(), 'roster-egress-')), allowPrivateNetworks: false, timeoutMs: 5_000, maxRequestBytes: 1024 })
+  const proxies = new EgressProxies({ dir: mkdtempSync(join(tmpdir(), 'roster-egress-')), allowPrivateNetworks: false, timeoutMs: 5_000, maxRequestBytes: 1024, socketOwner: confinement.user })
   const egressSocket = await proxies.socketFor('00000000-0000-4000-8000-000000000000')
   const rows = []
-  for (const [label, extra] of [['', {}], [' granted the network', { egressSocket }]]) {
+  const how = `${confinement.cgroups ? `cgroup ${confinement.cgroups.kind}` : 'no control group'}, ${confinement.user ? `uid ${confinement.user.uid}` : "the host's user"}`
+  for (const [label, extra, confined] of [[', bare', {}, undefined], [`, confined (${how})`, {}, confinement], [`, confined, granted the network`, { egressSocket }, confinement]]) {
+    confineCommands(confined)
     const times = []
     for (let i = 0; i < runs + 20; i++) {
       const t0 = performance.now()
@@ -312,6 +328,7 @@ async function benchSandbox() {
     const pct = (p) => times[Math.min(times.length - 1, Math.floor(p * times.length))].toFixed(1)
     rows.push({ scenario: `sandboxed \`true\` round trip${label} (${runs} runs after 20 unmeasured)`, metric: 'p50 / p99 ms', value: `${pct(0.5)} / ${pct(0.99)}`, target: 'p50 ≤ 50' })
   }
+  confineCommands(undefined)
   await proxies.closeAll()
   return rows
 }
@@ -458,6 +475,7 @@ const scenarios = {
   gateway: [benchGatewayLatency, { worker: false, gateway: true }],
   ttfb: [benchGatewayTtfb, { worker: false, gateway: true }],
   soak: [benchGatewaySoak, { worker: false, gateway: true, named: true }],
+  'fair-use': [(ctx) => benchFairUse({ ...ctx, makeKey: makeKeyWith(root, ctx.db), root, nodeFlags: nodeFlags() }), { worker: false, named: true }],
   'doors-instructions': [benchDoorInstructions, { worker: false, gateway: true, named: true, apiWrap: callgrind.wrap, apiFlags: callgrind.nodeFlags }],
 }
 const rows = []

@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger'
 import websocket from '@fastify/websocket'
 import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
 import { randomUUID } from 'node:crypto'
-import { cutStalledBody, fastifyListenerOptions, loggerOptions, logsEachRequest, maxConnections, observeHttp, requestLogger, traceHttpServer, tracing, type Caller } from '@roster/shared'
+import { cutStalledBody, fastifyListenerOptions, guardConnections, loggerOptions, logsEachRequest, maxConnections, observeHttp, requestLogger, traceHttpServer, tracing, type Caller } from '@roster/shared'
 import type { AppDeps } from './deps.js'
 import { modelRoutes } from './routes/models.js'
 import { compactRoutes, RESPONSES_BODY_LIMIT, responsesRoutes } from './routes/responses.js'
@@ -49,9 +49,8 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     ...fastifyListenerOptions(deps.config),
     trustProxy: deps.config.TRUST_PROXY,
   })
-  // Past the ceiling new connections are closed at once: the process keeps its descriptors for its own work.
-  app.server.maxConnections = maxConnections(deps.config)
-  app.server.on('drop', () => deps.metrics?.connectionsCut.inc({ reason: 'max_connections' }))
+  // A ceiling on connections, below the file-descriptor limit: the process keeps its descriptors for its own work.
+  guardConnections(app.server, maxConnections(deps.config), (reason) => deps.metrics?.connectionsCut.inc({ reason }))
   app.addHook('onRequest', (req, _reply, done) => {
     cutStalledBody(req.raw, deps.config.BODY_IDLE_TIMEOUT_MS, () => deps.metrics?.connectionsCut.inc({ reason: 'body_idle' }))
     done()
@@ -77,6 +76,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     deps.watch.close()
     deps.requestRate.close()
     deps.webSockets.close()
+    deps.admission.close()
     await deps.responses.close()
   })
 

@@ -75,7 +75,16 @@ export function createAppDeps(
   const metrics = config.METRICS_PORT ? createMetrics('api') : undefined
   const requestRate = new RequestRate(redis, config.QUEUE_PREFIX, config.KEY_REQUESTS_PER_MINUTE, (err) => log.warn({ err }, 'requests per minute could not be counted in Redis; counting on this process alone'))
   return {
-    admission: new Admission({ perKey: config.KEY_CONCURRENCY, perWorkspace: config.WORKSPACE_CONCURRENCY, bodyBytes: config.REQUEST_BODY_BYTES }, (limit) => metrics?.fairUseRefusals.inc({ limit })),
+    admission: new Admission(
+      {
+        perKey: config.KEY_CONCURRENCY,
+        perKeyUnderLoad: config.KEY_CONCURRENCY_UNDER_LOAD,
+        perWorkspace: config.WORKSPACE_CONCURRENCY,
+        bodyBytes: config.REQUEST_BODY_BYTES,
+        refusalDelayMs: config.REFUSAL_DELAY_MS,
+      },
+      (limit) => metrics?.fairUseRefusals.inc({ limit }),
+    ),
     requestRate,
     webSockets: new WebSocketBudget(config, metrics),
     metrics,

@@ -46,7 +46,7 @@ async function drain(res: Awaited<ReturnType<typeof request>>) {
 
 describe('fair shares', () => {
   it("holds one key's long streams to its share of the provider's connections: another key's calls go straight through", async () => {
-    const a = await api({ UPSTREAM_CONNECTIONS: '16', UPSTREAM_CONNECTIONS_PER_KEY: '4', KEY_CONCURRENCY: '0', WORKSPACE_CONCURRENCY: '0' })
+    const a = await api({ UPSTREAM_CONNECTIONS: '16', UPSTREAM_CONNECTIONS_PER_KEY: '4', KEY_CONCURRENCY: '0', KEY_CONCURRENCY_UNDER_LOAD: '0', WORKSPACE_CONCURRENCY: '0' })
     const other = await makeUserKey(env.t.db, env.tenant.workspaceId)
     const stop = new AbortController()
     // 80 streams of 10 s from one key: past the 16 connections, were they all its.

@@ -105,7 +105,7 @@ describe('connections past MAX_CONNECTIONS', () => {
   })
   afterAll(async () => api?.stop())
 
-  it('are refused at once, the process keeps its descriptors, and a client already connected is served', async () => {
+  it('are refused at once or take a silent one’s place: the process keeps its descriptors, clients old and new are served', async () => {
     const victim = new Pool(`http://127.0.0.1:${api.port}`, { connections: 1 })
     const ask = async () => {
       const res = await victim.request({ path: '/api/v1/models', method: 'GET', headers: { authorization: `Bearer ${env.tenant.keys.user}` } })
@@ -129,6 +129,14 @@ describe('connections past MAX_CONNECTIONS', () => {
       // Past the 50, closed at once; the victim's connection still carries its requests.
       expect(closed.length).toBeGreaterThan(400)
       for (let i = 0; i < 5; i++) expect(await ask()).toBe(200)
+      // A newcomer takes the place of the connection idle longest (a silent one), and is served.
+      for (let i = 0; i < 5; i++) {
+        const newcomer = new Pool(`http://127.0.0.1:${api.port}`, { connections: 1 })
+        const res = await newcomer.request({ path: '/api/v1/models', method: 'GET', headers: { authorization: `Bearer ${env.tenant.keys.user}` } })
+        expect(res.statusCode).toBe(200)
+        await res.body.dump()
+        await newcomer.close()
+      }
       const descriptors = readdirSync(`/proc/${api.process.child!.pid}/fd`).length
       expect(descriptors).toBeLessThan(50 + 200)
       expect(metricValue(await scrape(api.metricsPort!), 'roster_http_connections_cut_total', { reason: 'max_connections' })).toBeGreaterThan(400)

@@ -5,7 +5,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { join } from 'node:path'
 import { z } from 'zod'
 import { randomUUID } from 'node:crypto'
-import { createDb, cutStalledBody, fastifyListenerOptions, LocalVault, loggerOptions, logsEachRequest, maxConnections, observeHttp, requestLogger, settledWithin, traceHttpServer, tracing, type Metrics, type RuntimeConfig } from '@roster/shared'
+import { createDb, cutStalledBody, fastifyListenerOptions, guardConnections, LocalVault, loggerOptions, logsEachRequest, maxConnections, observeHttp, requestLogger, settledWithin, traceHttpServer, tracing, type Metrics, type RuntimeConfig } from '@roster/shared'
 import { Egress } from './egress.js'
 import { EgressProxies } from './egress-proxy.js'
 import { chooseEgressForwarder, commandRunner, confineCommands } from './sandbox.js'
@@ -86,7 +86,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     logController: new LogController({ disableRequestLogging: !logsEachRequest(config.LOG_LEVEL) }),
     ...fastifyListenerOptions(config),
   })
-  app.server.maxConnections = maxConnections(config)
+  guardConnections(app.server, maxConnections(config), (reason) => opts.metrics?.connectionsCut.inc({ reason }))
   app.addHook('onRequest', (req, _reply, done) => {
     cutStalledBody(req.raw, config.BODY_IDLE_TIMEOUT_MS, () => opts.metrics?.connectionsCut.inc({ reason: 'body_idle' }))
     done()

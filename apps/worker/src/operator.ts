@@ -4,7 +4,7 @@ import type { Queue } from 'bullmq'
 import { createBullBoard } from '@bull-board/api'
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter'
 import { FastifyAdapter } from '@bull-board/fastify'
-import { fastifyListenerOptions, maxConnections, type ListenerSettings } from '@roster/shared'
+import { fastifyListenerOptions, guardConnections, maxConnections, type ListenerSettings } from '@roster/shared'
 
 // The operator surface: the queue dashboard (bull-board) on a listener of its own, off unless
 // OPERATOR_PORT is set, and only for whoever holds OPERATOR_TOKEN: as the password of HTTP Basic
@@ -30,7 +30,7 @@ export function operatorCheck(token: string) {
 
 export async function startOperatorSurface(queue: Queue, opts: { host: string; port: number; token: string; limits: ListenerSettings }): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, ...fastifyListenerOptions(opts.limits) })
-  app.server.maxConnections = maxConnections(opts.limits)
+  guardConnections(app.server, maxConnections(opts.limits))
   const allowed = operatorCheck(opts.token)
   app.addHook('onRequest', async (req, reply) => {
     if (!allowed(req.headers.authorization)) {

@@ -87,8 +87,12 @@ const shared = {
 const fairUseSettings = {
   /** Requests and streams one key may have open at once on one API process (the model doors, WebSocket requests, intern chat); 0: no limit. */
   KEY_CONCURRENCY: z.coerce.number().int().min(0).default(64),
+  /** While the process is loaded, each key's share shrinks, never below this; 0: it never shrinks. */
+  KEY_CONCURRENCY_UNDER_LOAD: z.coerce.number().int().min(0).default(8),
   /** The same for all the keys of one workspace; 0: no limit. */
   WORKSPACE_CONCURRENCY: z.coerce.number().int().min(0).default(256),
+  /** How long a request refused for its key's or workspace's share waits for its 429 (a client retrying at once must not make its refusals a load). */
+  REFUSAL_DELAY_MS: z.coerce.number().int().min(0).max(10_000).default(1_000),
   /** Requests one key may make per minute, counted across every API process (Redis); 0 (the default): no limit. */
   KEY_REQUESTS_PER_MINUTE: z.coerce.number().int().min(0).default(0),
   /** Request-body bytes all clients of one process may have in flight; past it 503 overloaded. */
@@ -97,8 +101,8 @@ const fairUseSettings = {
   UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(256),
   UPSTREAM_CONNECTIONS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(64),
   /** WebSocket connections (the /responses transport) one key may hold on one process, and all keys together. */
-  WS_CONNECTIONS_PER_KEY: z.coerce.number().int().min(1).default(16),
-  WS_CONNECTIONS: z.coerce.number().int().min(1).default(1_024),
+  WS_CONNECTIONS_PER_KEY: z.coerce.number().int().min(1).default(8),
+  WS_CONNECTIONS: z.coerce.number().int().min(1).default(512),
   /** Requests one WebSocket connection may have waiting behind the one being answered, and the bytes all of them may hold in one process. */
   WS_WAITING_MESSAGES: z.coerce.number().int().min(0).max(64).default(16),
   WS_WAITING_BYTES: z.coerce.number().int().min(1024 * 1024).default(64 * 1024 * 1024),

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs'
-import type { IncomingMessage, Server, ServerOptions } from 'node:http'
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import { z } from 'zod'
 
 // Every listener a client can reach (the API, the runtime host, the metrics and health ports, the
@@ -45,9 +46,48 @@ export function httpServerOptions(s: ListenerSettings): ServerOptions {
 }
 
 /** A plain node:http server's connection ceiling (its timeouts come with `httpServerOptions`). */
-export function limitHttpServer(server: Server, s: ListenerSettings): Server {
-  server.maxConnections = maxConnections(s)
+export function limitHttpServer(server: Server, s: ListenerSettings, onCut?: (reason: 'max_connections') => void): Server {
+  guardConnections(server, maxConnections(s), onCut)
   return server
+}
+
+/**
+ * The connection ceiling, kept so that a flood of connections that send nothing cannot lock out the
+ * clients that do: at the ceiling, a new connection takes the place of the connection that has been
+ * idle longest (connected and sent nothing, or kept alive between requests), which is closed; only
+ * when every connection is busy with a request is the newcomer closed instead. The silent ones go at
+ * HEADERS_TIMEOUT_MS anyway; until then they are the first to make room. WebSocket connections
+ * (upgraded) and requests in flight are never taken for idle.
+ */
+export function guardConnections(server: Server, max: number, onCut: (reason: 'max_connections') => void = () => {}): void {
+  /** Idle connections, the longest idle first (a Map keeps insertion order; a use moves one to the end). */
+  const idle = new Map<Socket, true>()
+  let open = 0
+  server.on('connection', (socket: Socket) => {
+    open++
+    socket.once('close', () => {
+      open--
+      idle.delete(socket)
+    })
+    if (open > max) {
+      const oldest = idle.keys().next().value
+      onCut('max_connections')
+      if (oldest === undefined) return void socket.destroy()
+      idle.delete(oldest)
+      oldest.destroy()
+    }
+    idle.set(socket, true)
+  })
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const socket = req.socket
+    idle.delete(socket)
+    res.once('finish', () => {
+      if (!socket.destroyed) idle.set(socket, true)
+    })
+  })
+  server.on('upgrade', (req: IncomingMessage) => idle.delete(req.socket))
+  // A proxy's tunnels (CONNECT) likewise; a server with no 'connect' listener refuses CONNECT, and must go on doing so.
+  if (server.listenerCount('connect') > 0) server.on('connect', (req: IncomingMessage) => idle.delete(req.socket))
 }
 
 /** Files a process keeps for itself beyond its clients' connections: database and Redis pools, logs, upstream pools, sandboxes. */

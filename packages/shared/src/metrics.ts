@@ -167,7 +167,7 @@ export async function serveMetrics(metrics: Metrics, limits: ListenerSettings & 
       (err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics could not be collected: ${err.message}\n`),
     )
   })
-  limitHttpServer(server, limits)
+  limitHttpServer(server, limits, (reason) => metrics.connectionsCut.inc({ reason }))
   await new Promise<void>((resolve, reject) => server.once('error', reject).listen(limits.METRICS_PORT, limits.METRICS_HOST, () => resolve()))
   return server
 }

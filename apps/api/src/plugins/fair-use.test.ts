@@ -23,6 +23,29 @@ describe('Admission', () => {
     expect(refused).toEqual(['key_concurrency', 'workspace_concurrency'])
   })
 
+  it("shrinks every key's share to half the busiest key's while the process is loaded, and grows it back after", () => {
+    const sut = new Admission({ perKey: 64, perKeyUnderLoad: 8, perWorkspace: 0, bodyBytes: 0 })
+    try {
+      const greedy = Array.from({ length: 40 }, () => sut.enter(caller('greedy')))
+      const modest = [sut.enter(caller('modest')), sut.enter(caller('modest'))]
+      sut.adjust(0.97)
+      expect(sut.share).toBe(20)
+      expect(sut.enter(caller('greedy'))).toMatchObject({ status: 429, message: expect.stringMatching(/share is 20 while this server is loaded/) })
+      // A key below the share is not touched by it.
+      expect(typeof sut.enter(caller('modest'))).toBe('function')
+      sut.adjust(0.99)
+      sut.adjust(0.99)
+      expect(sut.share).toBe(8)
+      sut.adjust(0.8) // between: held
+      expect(sut.share).toBe(8)
+      for (let i = 0; i < 10; i++) sut.adjust(0.3)
+      expect(sut.share).toBe(64)
+      for (const leave of [...greedy, ...modest]) (leave as () => void)()
+    } finally {
+      sut.close()
+    }
+  })
+
   it('holds the process to its body bytes, answering 503', () => {
     const sut = new Admission({ perKey: 0, perWorkspace: 0, bodyBytes: 100 })
     const big = sut.enter(caller('a'), 80)

@@ -108,7 +108,7 @@ async function answer(deps: AppDeps, req: FastifyRequest, socket: WebSocket, dat
   if (!parsed.success) return sendError(socket, 400, 'invalid_request', `invalid request: ${describeIssues(parsed.error)}`)
 
   // A request on a WebSocket holds its key's share as one over HTTP does.
-  const entered = deps.admission.enter(req.caller!)
+  const entered = deps.admission.enter(req.caller!, data.length)
   if (typeof entered !== 'function') return sendError(socket, entered.status, entered.status === 429 ? 'rate_limit_exceeded' : 'server', entered.message)
   // The connection's cancellation ends the upstream call when the client goes away (its listener
   // is removed when the call ends, so one serves every request on the connection).
