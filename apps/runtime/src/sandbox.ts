@@ -142,7 +142,8 @@ const OWN_LIMIT_MARGIN_S = 3
  */
 function commandArgs(command: string, opts: CommandOptions, limits?: SandboxLimits, memoryGroup = false): string[] {
   const limit = Math.ceil(opts.timeoutMs / 1000) + OWN_LIMIT_MARGIN_S
-  const network = `${limits ? rlimits(limits, memoryGroup) : ''}${opts.egressSocket ? `${egressForwarder().start}\n${FORWARDER_READY}\n` : ''}`
+  // The forwarder is disowned: its kill at the end must not be reported ("Killed socat…") on the command's stderr.
+  const network = `${limits ? rlimits(limits, memoryGroup) : ''}${opts.egressSocket ? `${egressForwarder().start}\ndisown\n${FORWARDER_READY}\n` : ''}`
   // $$ is 2 only in a PID namespace of the sandbox's own (bwrap's init is 1): there, -1 is every
   // other process of the sandbox, and nothing of the host.
   const script = `${network}/usr/bin/timeout -s KILL ${limit} /usr/bin/bash -c "$1" roster "\${@:2}"\nstatus=$?\n[ "$$" = 2 ] && kill -KILL -1 2>/dev/null\nexit $status`
