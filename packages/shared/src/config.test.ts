@@ -36,4 +36,11 @@ describe('loadConfig', () => {
     for (const name of ['DATABASE_URL', 'VAULT_MASTER_KEY', 'QUEUE_PREFIX', 'INTERNS_DOMAIN']) expect(message).toContain(name)
     expect(message).not.toContain('short-secret')
   })
+
+  it('takes TRUST_PROXY as a switch or a list of addresses, ranges and named ranges, and refuses anything else by name', () => {
+    expect(loadConfig(ApiConfig, {}).TRUST_PROXY).toBe(false)
+    expect(loadConfig(ApiConfig, { TRUST_PROXY: 'true' }).TRUST_PROXY).toBe(true)
+    expect(loadConfig(ApiConfig, { TRUST_PROXY: 'loopback, 10.0.0.0/8,::1' }).TRUST_PROXY).toBe('loopback, 10.0.0.0/8,::1')
+    expect(() => loadConfig(ApiConfig, { TRUST_PROXY: 'loopback,garbage' })).toThrow(/TRUST_PROXY: .*bad: garbage/)
+  })
 })

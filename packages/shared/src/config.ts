@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { z } from 'zod'
 import { listenerSettings } from './listener-limits.js'
 
@@ -121,7 +122,16 @@ const fairUseSettings = {
   TRUST_PROXY: z
     .string()
     .optional()
-    .transform((v): boolean | string => (v === undefined || v === '' || v === 'false' ? false : v === 'true' ? true : v)),
+    .transform((v, ctx): boolean | string => {
+      if (v === undefined || v === '' || v === 'false') return false
+      if (v === 'true') return true
+      const bad = v.split(',').map((s) => s.trim()).filter((s) => !['loopback', 'linklocal', 'uniquelocal'].includes(s) && !isIP(s.replace(/\/\d{1,3}$/, '')))
+      if (bad.length) {
+        ctx.addIssue({ code: 'custom', message: `must be true, false, or addresses and ranges (or loopback, linklocal, uniquelocal) separated by commas (bad: ${bad.join(', ')})` })
+        return z.NEVER
+      }
+      return v
+    }),
 }
 
 export const ApiConfig = z.object({
