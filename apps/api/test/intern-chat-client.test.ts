@@ -6,7 +6,7 @@ import { InternChatCompletionChunk$inboundSchema } from '@openrouter/sdk/models'
 import * as errors from '@openrouter/sdk/models/errors'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { catalogueFile, createTestDatabase, lacking, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
 import { chatThroughClient, sseEvents, streamError } from './helpers.js'
 
 // Pauses as the official client sees them: a stack whose pause tool is named as @openrouter/sdk
@@ -55,8 +55,11 @@ async function sdkChat(request: Record<string, unknown>) {
 const raw = (body: object) =>
   fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, ...body }) })
 
+// Two turns run shell commands: in their sandbox.
+const noSandbox = await lacking(['bubblewrap'], 'the intern chat client tests that run shell commands')
+
 describe('pauses through the official client', () => {
-  it('pauses a manual run for permission, is answered through the client, and runs the command in the sandbox', async () => {
+  it.skipIf(noSandbox)('pauses a manual run for permission, is answered through the client, and runs the command in the sandbox', async () => {
     const prompt = { role: 'user', content: 'Check.\n[sim] call shell {"command":"uname -s; ls /workspace"}\n[sim] say Checked: {{result}}' }
     const paused = await sdkChat({ approvalMode: 'manual', messages: [prompt] })
     const toolCall = paused.find((c) => c.choices[0]?.delta?.toolCalls)?.choices[0].delta.toolCalls[0]
@@ -142,7 +145,7 @@ describe('pauses through the official client', () => {
     )
   })
 
-  it('ends a turn that outlives the request budget with a timeout finish error, and one whose model fails with turn_failed, each read by the client', async () => {
+  it.skipIf(noSandbox)('ends a turn that outlives the request budget with a timeout finish error, and one whose model fails with turn_failed, each read by the client', async () => {
     const slow = await chatThroughClient(client, internId, { messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 20"}' }] })
     // The error is the chunk's own (where the client reads it), not its choice's.
     expect(streamError(slow)).toEqual({

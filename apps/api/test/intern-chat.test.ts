@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { catalogueFile, createTestDatabase, lacking, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
 import { chatThroughClient, sseEvents, streamError } from './helpers.js'
 import { execFileSync } from 'node:child_process'
 import { createServer, type Server } from 'node:http'
@@ -58,8 +58,12 @@ const commandRunning = (marker: string) => execFileSync('ps', ['-eo', 'args'], {
 const chat = (body: object) =>
   fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, ...body }) })
 
+// Turns that run shell commands need their sandbox (and one drives curl in it).
+const noSandbox = await lacking(['bubblewrap'], 'the intern chat tests that run shell commands')
+const noCurl = noSandbox ? undefined : await lacking(['curl'], "the intern chat test of a command's network")
+
 describe('chatting with an intern', () => {
-  it('streams a run that uses its shell, in the chunk order the contract gives, and continues the session', async () => {
+  it.skipIf(noSandbox)('streams a run that uses its shell, in the chunk order the contract gives, and continues the session', async () => {
     const res = await chat({ messages: [{ role: 'user', content: 'Count the files.\n[sim] call shell {"command":"echo one > a.txt; ls | wc -l"}\n[sim] say There is one file.' }] })
     expect(res.status).toBe(200)
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/)
@@ -143,7 +147,7 @@ describe('chatting with an intern', () => {
     expect(existsSync(join(stack.env.RUNTIME_DATA_DIR!, 'interns', internId, 'sessions'))).toBe(true)
   })
 
-  it("steers a running turn: a prompt for its session goes into it (202), its answer shows on the turn's stream", async () => {
+  it.skipIf(noSandbox)("steers a running turn: a prompt for its session goes into it (202), its answer shows on the turn's stream", async () => {
     const res = await chat({ session_id: 'ses-steer', messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 1"}\n[sim] say Not steered.' }] })
     expect(res.status).toBe(200)
     const text = res.text()
@@ -158,7 +162,7 @@ describe('chatting with an intern', () => {
     expect(chunks.at(-1).session_id).toBe('ses-steer')
   })
 
-  it('pauses a manual run for permission, keeps it paused through a wrong answer, and runs the command in the sandbox once allowed', async () => {
+  it.skipIf(noSandbox)('pauses a manual run for permission, keeps it paused through a wrong answer, and runs the command in the sandbox once allowed', async () => {
     const prompt = { role: 'user', content: '[sim] call shell {"command":"echo sandboxed > proof.txt; cat proof.txt"}\n[sim] say Ran it: {{result}}' }
     const res = await chat({ approval_mode: 'manual', session_id: 'ses-manual', messages: [prompt] })
     const first = sseEvents(await res.text())
@@ -214,7 +218,7 @@ describe('chatting with an intern', () => {
     }
   })
 
-  it('ends a running turn with run_ended when its intern is suspended, as the official client reads it', async () => {
+  it.skipIf(noSandbox)('ends a running turn with run_ended when its intern is suspended, as the official client reads it', async () => {
     const other = await call('POST', '/interns', { name: 'suspendable', provision: true })
     await waitFor(async () => (await call('GET', `/interns/${other.id}`)).status === 'running', { timeoutMs: 20_000, what: 'the intern to run' })
     const marker = `suspended-sleeper-${Date.now()}`
@@ -232,7 +236,7 @@ describe('chatting with an intern', () => {
     })
   })
 
-  it('archives the workspace and the sessions when an intern is deleted, then removes them from the host', async () => {
+  it.skipIf(noSandbox)('archives the workspace and the sessions when an intern is deleted, then removes them from the host', async () => {
     const other = await call('POST', '/interns', { name: 'leaving', provision: true })
     await waitFor(async () => (await call('GET', `/interns/${other.id}`)).status === 'running', { timeoutMs: 20_000, what: 'the intern to run' })
     const res = await fetch(`${stack.apiUrl}/interns/${other.id}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, session_id: 'ses-leaving', messages: [{ role: 'user', content: '[sim] call write_file {"path":"notes/todo.md","content":"ship it"}\n[sim] say Noted.' }] }) })
@@ -269,7 +273,7 @@ describe('chatting with an intern', () => {
     for (const where of [sent, stream, transcript, stack.runtime.output, stack.api.output]) expect(where).not.toContain(value)
   })
 
-  it("gives a self-driven run's shell commands the network through the egress (secrets by host included); a manual run asks for it", async () => {
+  it.skipIf(noSandbox || noCurl)("gives a self-driven run's shell commands the network through the egress (secrets by host included); a manual run asks for it", async () => {
     const value = `net-${Date.now()}-value`
     expect((await fetch(`${stack.apiUrl}/vault/secrets/net_token`, { method: 'PUT', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ value, hosts: ['api.bound.test'] }) })).status).toBe(200)
     const curl = (host: string) => `curl -s -H 'authorization: Bearer {{secret:net_token}}' http://${host}:${apiPort}/v1/me`

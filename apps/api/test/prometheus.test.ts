@@ -5,13 +5,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { createTestDatabase, freePort, makeTenant, repoRoot, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { createTestDatabase, describeNeeding, freePort, makeTenant, repoRoot, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
 
 // A real Prometheus (Debian's prometheus package; .ci/run installs it) scrapes a running stack
 // (API, worker, runtime host, each with METRICS_PORT) with deploy/'s alert rules loaded, while
 // interns are created and provisioned and the gateway answers; PromQL sees the counters move.
-const prometheusMissing = spawnSync('prometheus', ['--version']).error
-if (prometheusMissing) throw new Error(`the Prometheus test needs the prometheus binary (apt-get install prometheus): ${prometheusMissing.message}`)
 
 let t: TestDatabase
 let tenant: Tenant
@@ -60,7 +58,7 @@ async function query(expr: string): Promise<number> {
   return res.data.result.length ? Number(res.data.result[0].value[1]) : Number.NaN
 }
 
-describe('Prometheus scraping Roster', () => {
+await describeNeeding(['prometheus'], 'Prometheus scraping Roster', () => {
   it('scrapes every process, and PromQL sees creates, provisioning, the queue, the outbox and the gateway move', async () => {
     await waitFor(async () => (await query('sum(up)')) === 2 + stack.metricsPorts.workers.length, { timeoutMs: 30_000, what: 'every target up' })
     expect(await query('sum(roster_intern_creates_total{outcome="created"})')).toBeNaN()

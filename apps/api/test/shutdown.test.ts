@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { catalogueFile, createTestDatabase, describeNeeding, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
 import { OpenRouter } from '@openrouter/sdk'
 import { chatThroughClient, streamError } from './helpers.js'
 
@@ -37,7 +37,7 @@ async function call(method: string, path: string, body?: unknown) {
   return res.json() as Promise<any>
 }
 
-describe('the API shutting down', () => {
+await describeNeeding(['bubblewrap'], 'the API shutting down (a relayed turn runs a shell command)', () => {
   it('ends its event streams at once and its relayed chat turns after the grace, each properly, and exits 0', async () => {
     const watch = await fetch(`${stack.apiUrl}/interns/${internId}/events`, { headers: headers() })
     expect(watch.status).toBe(200)

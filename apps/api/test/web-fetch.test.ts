@@ -4,7 +4,7 @@ import { randomInt } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
-import { useTestTenant } from '@roster/testing'
+import { describeNeeding, useTestTenant } from '@roster/testing'
 import { buildTestApp, simEndpoint, simModel } from './helpers.js'
 import { responseErrors } from './open-responses.js'
 
@@ -27,18 +27,7 @@ let loopbackHits = 0
 const sims: Simulator[] = []
 let app: Awaited<ReturnType<typeof buildTestApp>>
 
-function canMakeNamespaces(): string | undefined {
-  try {
-    execFileSync('ip', ['netns', 'list'], { stdio: 'pipe' })
-    return process.getuid?.() === 0 ? undefined : 'network namespaces need root'
-  } catch (err) {
-    return `ip netns is not available (${(err as Error).message.split('\n')[0]}); install iproute2`
-  }
-}
-
 beforeAll(async () => {
-  const why = canMakeNamespaces()
-  if (why) throw new Error(`this test builds a network namespace and cannot run here: ${why}`)
   ip('netns', 'add', ns)
   ip('link', 'add', hostIf, 'type', 'veth', 'peer', 'name', nsIf)
   ip('link', 'set', nsIf, 'netns', ns)
@@ -110,7 +99,8 @@ async function fetchThrough(model: string) {
   return JSON.parse(item.output)
 }
 
-describe('web_fetch', () => {
+// A network namespace of its own: iproute2, and root to make it.
+await describeNeeding(['iproute2', 'root'], 'web_fetch against a host at a public address', () => {
   it('fetches a page from a host at a public IPv4 address, following a redirect', async () => {
     expect(await fetchThrough('test/fetch-page')).toMatchObject({ status: 200, content: '<h1>a page from the test host</h1>', url: `http://${nsIp}:8080/page` })
     expect(await fetchThrough('test/fetch-hop')).toMatchObject({ status: 200, url: `http://${nsIp}:8080/page` })

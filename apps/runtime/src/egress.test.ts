@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import { LocalVault, SecretWrite, storeSecret, type Db } from '@roster/shared'
-import { useTestTenant } from '@roster/testing'
+import { lacking, useTestTenant } from '@roster/testing'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -118,7 +118,9 @@ describe('the egress', () => {
   })
 })
 
-describe("a shell command's network: its intern's egress proxy, and nothing else", () => {
+const noSandbox = await lacking(['bubblewrap', 'curl'], "the egress tests of sandboxed shell commands")
+
+describe.skipIf(noSandbox)("a shell command's network: its intern's egress proxy, and nothing else", () => {
   const hosts = { 'api.github.test': '127.0.0.1', 'evil.test': '127.0.0.1' }
   const workspace = mkdtempSync(join(tmpdir(), 'roster-proxy-ws-'))
   const proxies = (allowPrivateNetworks: boolean) => new EgressProxies({ dir: mkdtempSync(join(tmpdir(), 'roster-egress-')), allowPrivateNetworks, hosts, timeoutMs: 5_000, maxRequestBytes: 1024 * 1024, egress })

@@ -2,4 +2,4 @@ import { chaosSuite } from './chaos.suite.js'
 
 // The chaos over a real Redis Cluster (six local redis-servers): Redis's deaths are masters killed
 // mid-run, their replicas promoted.
-chaosSuite('cluster')
+await chaosSuite('cluster')

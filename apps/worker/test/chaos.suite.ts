@@ -1,6 +1,6 @@
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { expect, it, onTestFinished } from 'vitest'
 import { join } from 'node:path'
-import { catalogueFile, hashSlot, startRedisCluster, startRedisServer, startStack, useTestTenant, waitFor } from '@roster/testing'
+import { catalogueFile, describeNeeding, hashSlot, startRedisCluster, startRedisServer, startStack, useTestTenant, waitFor } from '@roster/testing'
 import { startSimulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 
@@ -18,9 +18,10 @@ import { simulatorCatalogue } from '@roster/gateway'
 type Expected = 'running' | 'stopped' | 'gone'
 const pick = <T>(xs: T[]) => xs[Math.floor(Math.random() * xs.length)]!
 
-export function chaosSuite(redisKind: 'server' | 'cluster') {
+export async function chaosSuite(redisKind: 'server' | 'cluster') {
   const env = useTestTenant()
-  describe(`chaos (Redis ${redisKind})`, () => {
+  // Redis is killed and started again: a private server (or cluster) of the test's own.
+  await describeNeeding(['redis-server'], `chaos (Redis ${redisKind})`, () => {
     it('ends every intern where its last accepted operation says, with nothing orphaned', async () => {
       const server = redisKind === 'server' ? await startRedisServer() : undefined
       const cluster = redisKind === 'cluster' ? await startRedisCluster() : undefined

@@ -1,14 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { existsSync } from 'node:fs'
 import { randomBytes } from 'node:crypto'
 import { chromium, type Browser } from 'playwright-core'
-import { apiClient, createTestDatabase, freePort, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { apiClient, chromiumPath, createTestDatabase, describeNeeding, freePort, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
 
 // The queue dashboard (bull-board) on the worker's operator surface, in a real browser (Debian's
 // Chromium driven by playwright-core; .ci/run installs it): refused without the operator's
 // credential; with it, the page shows the interns queue and its jobs.
-const CHROMIUM = '/usr/bin/chromium'
-if (!existsSync(CHROMIUM)) throw new Error(`the dashboard test needs Chromium at ${CHROMIUM} (apt-get install chromium)`)
 
 let t: TestDatabase
 let tenant: Tenant
@@ -23,7 +20,7 @@ beforeAll(async () => {
   const port = await freePort()
   dashboard = `http://127.0.0.1:${port}`
   stack = await startStack({ databaseUrl: t.url, workerEnv: { OPERATOR_PORT: String(port), OPERATOR_TOKEN: token } })
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] })
+  browser = await chromium.launch({ executablePath: chromiumPath(), args: ['--headless', '--no-sandbox', '--disable-gpu'] })
 })
 afterAll(async () => {
   await browser?.close()
@@ -31,7 +28,7 @@ afterAll(async () => {
   await t?.drop()
 })
 
-describe('the queue dashboard', () => {
+await describeNeeding(['chromium'], 'the queue dashboard in a browser', () => {
   it('is refused without the operator credential, and with a wrong one', async () => {
     expect((await fetch(`${dashboard}/queues`)).status).toBe(401)
     expect((await fetch(`${dashboard}/queues/api/queues`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401)
