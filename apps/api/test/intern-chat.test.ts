@@ -4,9 +4,8 @@ import { join } from 'node:path'
 import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, createTestDatabase, lacking, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { catalogueFile, createTestDatabase, lacking, makeTenant, processCommandLines, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
 import { chatThroughClient, sseEvents, streamError } from './helpers.js'
-import { execFileSync } from 'node:child_process'
 import { createServer, type Server } from 'node:http'
 import { readdirSync } from 'node:fs'
 
@@ -54,7 +53,7 @@ async function call(method: string, path: string, body?: unknown) {
   return res.json() as Promise<any>
 }
 /** Whether a command started under `exec -a <marker>` runs (in any sandbox on this machine). */
-const commandRunning = (marker: string) => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.startsWith(marker))
+const commandRunning = (marker: string) => processCommandLines().some((l) => l.startsWith(marker))
 const chat = (body: object) =>
   fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, ...body }) })
 
@@ -135,7 +134,7 @@ describe('chatting with an intern', () => {
     expect([second.status, second.headers.get('retry-after'), (await second.json()).error.metadata.reason]).toEqual([409, '1', 'busy'])
     await reader.cancel()
     // The host cancels the turn: the sleeping command is gone, and the intern takes the next prompt.
-    await waitFor(async () => !(await import('node:child_process')).execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).includes(marker), { timeoutMs: 10_000, what: 'the command to be killed' })
+    await waitFor(async () => !processCommandLines().some((l) => l.includes(marker)), { timeoutMs: 10_000, what: 'the command to be killed' })
     await waitFor(
       async () => {
         const next = await chat({ messages: [{ role: 'user', content: '[sim] say back' }] })

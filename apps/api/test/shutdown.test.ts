@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { execFileSync } from 'node:child_process'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, createTestDatabase, describeNeeding, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { catalogueFile, createTestDatabase, describeNeeding, makeTenant, processCommandLines, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
 import { OpenRouter } from '@openrouter/sdk'
 import { chatThroughClient, streamError } from './helpers.js'
 
@@ -43,7 +42,7 @@ await describeNeeding(['bubblewrap'], 'the API shutting down (a relayed turn run
     expect(watch.status).toBe(200)
     const watched = watch.text()
     const marker = `shutdown-sleeper-${Date.now()}`
-    const running = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.startsWith(marker))
+    const running = () => processCommandLines().some((l) => l.startsWith(marker))
     const client = new OpenRouter({ apiKey: tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
     let exit: Promise<number | null> | undefined
     // Before, the open event stream held the close until the forced exit (status 1), and the turn's

@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { execFileSync } from 'node:child_process'
 import { mkdtempSync, writeFileSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
 import { RuntimeConfig } from '@roster/shared'
-import { lacking, waitFor } from '@roster/testing'
+import { lacking, processCommandLines, waitFor } from '@roster/testing'
 import { startSimulator } from '@roster/upstream-sim'
 import { buildRuntimeHost } from './host.js'
 
@@ -66,7 +65,7 @@ describe('the runtime host', () => {
       const res = await fetch(`${base}/v1/interns/${id}/chat`, { method: 'POST', headers: json, body: JSON.stringify({ message: `[sim] call shell {"command":"(exec -a ${marker} sleep 30)"}` }) })
       expect(res.status).toBe(200)
       const text = res.text()
-      const running = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').some((l) => l.startsWith(marker))
+      const running = () => processCommandLines().some((l) => l.startsWith(marker))
       await waitFor(running, { timeoutMs: 10_000, what: 'the command to run' })
       // Before, the close waited for the turn (here 30 s), then for the connection's keep-alive (72 s).
       const closing = sut.close().then(() => 'closed')

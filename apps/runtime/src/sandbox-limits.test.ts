@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { RuntimeConfig } from '@roster/shared'
-import { lacking } from '@roster/testing'
+import { lacking, processCommandLines } from '@roster/testing'
 import { confineCommands, diskUsage, runSandboxed, type CommandOptions, type Confinement } from './sandbox.js'
 import { ownWorkspace, prepareConfinement, reachableBySandboxUser } from './confinement.js'
 
@@ -72,7 +72,7 @@ describe.skipIf(noSandbox)("an intern's commands are held to their limits", () =
     expect(other).toMatchObject({ exitCode: 0, stdout: expect.stringMatching(/^fine\n/) })
     expect(host).toBe('host fine\n')
     // Nothing of the bomb outlives its command.
-    expect(execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(':|:')).length).toBe(0)
+    expect(processCommandLines().filter((l) => l.includes(':|:')).length).toBe(0)
   })
 
   it('contains a memory hog: it is stopped at the memory limit, the other intern goes on', async () => {

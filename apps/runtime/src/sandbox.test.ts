@@ -3,9 +3,9 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync, existsSync } from 
 import { createServer, type Server } from 'node:net'
 import { tmpdir, homedir } from 'node:os'
 import { join } from 'node:path'
-import { execFile, execFileSync, spawn } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { chooseEgressForwarder, commandRunner, runSandboxed, sandboxArgs, SandboxUnavailableError, sandboxUnavailable, type CommandOptions } from './sandbox.js'
-import { lacking, waitFor } from '@roster/testing'
+import { lacking, processCommandLines, waitFor } from '@roster/testing'
 
 // Real commands in real bubblewrap sandboxes (the bubblewrap package; .ci/run installs it), which
 // the commands drive curl in; one forwarder of a granted network is socat.
@@ -92,7 +92,7 @@ describe.skipIf(noSandbox)('a sandboxed shell command', () => {
     expect(res.exitCode).toBeNull()
     expect(res.durationMs).toBeLessThan(5_000)
     expect(res.stdout).not.toContain('never')
-    const left = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.startsWith(marker))
+    const left = processCommandLines().filter((l) => l.startsWith(marker))
     expect(left).toEqual([])
   })
 
@@ -127,7 +127,7 @@ describe.skipIf(noSandbox)('a sandboxed shell command', () => {
       )
     }
     expect(durations.filter((ms) => ms > 2_000)).toEqual([])
-    const left = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(marker))
+    const left = processCommandLines().filter((l) => l.includes(marker))
     expect(left).toEqual([])
   }, 30_000)
 
@@ -142,7 +142,7 @@ describe.skipIf(noSandbox)('a sandboxed shell command', () => {
       await waitFor(() => left().length > 0, { timeoutMs: 5_000, what: 'the command to run' })
       process.kill(bwrap.pid!, 'SIGKILL')
     }
-    const left = () => execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.startsWith(marker))
+    const left = () => processCommandLines().filter((l) => l.startsWith(marker))
     // What the command left running is killed when it ends (before, it kept the sandbox for good).
     await orphan(`(exec -a ${marker}-left sleep 300) & exec -a ${marker}-main sleep 1`, 60_000)
     await waitFor(() => left().length === 0, { timeoutMs: 5_000, what: 'the orphaned sandbox to end with its command' })

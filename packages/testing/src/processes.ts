@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createServer } from 'node:net'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
@@ -200,8 +200,11 @@ export async function startRedisServer(): Promise<{ url: string; stop(): Promise
     child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
       stdio: 'ignore',
     })
+    // Not installed: said at once (the tests that need it check first: needs.ts), not as a wait that times out.
+    const failed = new Promise<never>((_, reject) => child!.once('error', (err) => reject(new Error(`redis-server could not be started: ${err.message}`))))
+    failed.catch(() => {})
     const { Redis } = await import('ioredis')
-    await waitFor(
+    const up = waitFor(
       async () => {
         const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
         probe.on('error', () => {})
@@ -216,6 +219,7 @@ export async function startRedisServer(): Promise<{ url: string; stop(): Promise
       },
       { timeoutMs: 10_000, what: `redis-server on port ${port}` },
     )
+    await Promise.race([up, failed])
   }
   const stop = async () => {
     if (!child || child.exitCode !== null) return
@@ -294,4 +298,22 @@ export function metricValue(text: string, name: string, labels: Record<string, s
 /** A process's metrics, scraped now. */
 export async function scrape(port: number): Promise<string> {
   return (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+}
+
+/**
+ * The command lines of this machine's processes (as `ps -eo args` prints them), read from /proc:
+ * no procps needed (a minimal Debian has none). Processes that end while being read are skipped.
+ */
+export function processCommandLines(): string[] {
+  const lines: string[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean)
+      if (args.length) lines.push(args.join(' '))
+    } catch {
+      // Gone, or not ours to read.
+    }
+  }
+  return lines
 }
