@@ -84,6 +84,28 @@ const shared = {
   ...metricsSettings,
 }
 
+/** Fixed answers for names (`name=address,…`), instead of DNS: tests map their hostnames to the loopback. */
+const egressHosts = z
+  .string()
+  .default('')
+  .transform((v, ctx) => {
+    const map: Record<string, string> = {}
+    for (const pair of v.split(',').map((p) => p.trim()).filter(Boolean)) {
+      const [name, address] = pair.split('=')
+      if (!name || !address) ctx.addIssue({ code: 'custom', message: `${pair} is not name=address` })
+      else map[name.toLowerCase()] = address
+    }
+    return map
+  })
+
+/** The fleet of runtime hosts, as the API and the workers keep its record. */
+const fleetSettings = {
+  /** A runtime host that has not beaten for this long is dead: its interns are placed on other hosts. */
+  FLEET_DEAD_AFTER_MS: z.coerce.number().int().min(1_000).default(15_000),
+  /** How often a host beats (told to it when it joins). */
+  FLEET_HEARTBEAT_MS: z.coerce.number().int().min(100).default(2_000),
+}
+
 /** What one key, one workspace and one client may hold of an API process (the README's "Limits and fair use"). */
 const fairUseSettings = {
   /** Requests and streams one key may have open at once on one API process (the model doors, WebSocket requests, intern chat); 0: no limit. */
@@ -160,8 +182,7 @@ export const ApiConfig = z.object({
   STREAM_KEEPALIVE_MS: z.coerce.number().int().min(10).max(600_000).default(10_000),
   /** Longest an intern row read for a poller is reused; change events evict it sooner (0: off). */
   INTERN_CACHE_MS: z.coerce.number().int().min(0).default(1_000),
-  /** The runtime host interns run on, and its control credential: the chat route relays to it. */
-  RUNTIME_URL: z.string().url().default('http://127.0.0.1:3100'),
+  /** The fleet's credential: runtime hosts present it to join (the API gives each its own credential then). */
   RUNTIME_TOKEN: runtimeToken.optional(),
   /** Longest one chat request streams before it ends with a timeout error. */
   CHAT_REQUEST_BUDGET_MS: ms.default(300_000),
@@ -177,17 +198,36 @@ export const ApiConfig = z.object({
    */
   /** How long the chat route waits for the runtime host to answer a prompt or a reply (then 504 timeout, before any stream). */
   RUNTIME_ANSWER_TIMEOUT_MS: ms.default(30_000),
+  /**
+   * A chat for an intern the fleet is moving (its host died or drains) waits this long for it to
+   * run on its new host, instead of failing at once; 0: no wait (409 intern_not_ready / 502 at once).
+   */
+  CHAT_MOVE_WAIT_MS: ms.default(45_000),
   /** Chat turns (prompts and answers) one user, or one organization key's account, may start per minute; 0: no limit. */
   CHAT_TURNS_PER_MINUTE: z.coerce.number().int().min(0).default(600),
   INTERN_PROVIDE_INPUT_NAME: z.enum(['service.provide_input', 'openrouter.provide_input']).default('service.provide_input'),
   ...listenerSettings,
   ...fairUseSettings,
-})
+  ...fleetSettings,
+  /** Interns' requests that carry secrets are made from the API tier: private addresses refused unless `allow`. */
+  EGRESS_PRIVATE_NETWORKS: z.enum(['refuse', 'allow']).default('refuse'),
+  EGRESS_HOSTS: egressHosts,
+  /** Where snapshots of interns' workspaces are kept: postgres (default) or s3; and the largest one taken, in MiB. */
+  SNAPSHOT_STORE: z.enum(['postgres', 's3']).default('postgres'),
+  SNAPSHOT_MAX_MB: z.coerce.number().int().min(1).max(4096).default(100),
+  SNAPSHOT_S3_BUCKET: z.string().min(1).optional(),
+  SNAPSHOT_S3_ENDPOINT: z.url().optional(),
+  SNAPSHOT_S3_REGION: z.string().min(1).default('us-east-1'),
+  SNAPSHOT_S3_FORCE_PATH_STYLE: flag.default(false),
+  SNAPSHOT_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+  SNAPSHOT_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+}).refine((c) => c.SNAPSHOT_STORE !== 's3' || c.SNAPSHOT_S3_BUCKET, { message: 'SNAPSHOT_STORE=s3 needs SNAPSHOT_S3_BUCKET', path: ['SNAPSHOT_S3_BUCKET'] })
 export type ApiConfig = z.infer<typeof ApiConfig>
 
 export const WorkerConfig = z.object({
   ...shared,
   ...listenerSettings,
+  ...fleetSettings,
   VAULT_MASTER_KEY: masterKey,
   HOST: z.string().min(1).default('127.0.0.1'),
   /** Port of the worker's /health and /ready; 0 (the default) serves none. */
@@ -197,9 +237,6 @@ export const WorkerConfig = z.object({
     .string()
     .regex(/^(?!-)[a-z0-9-]+(\.[a-z0-9-]+)*$/, 'must be a lowercase DNS name such as interns.localhost')
     .default('interns.localhost'),
-  /** Base URL of the runtime host that runs interns. */
-  RUNTIME_URL: z.string().url().default('http://127.0.0.1:3100'),
-  RUNTIME_TOKEN: runtimeToken,
   WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(1000).default(50),
   PROVISION_ATTEMPTS: z.coerce.number().int().min(1).max(50).default(5),
   PROVISION_BACKOFF_MS: ms.default(1_000),
@@ -227,8 +264,20 @@ export const RuntimeConfig = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: port.default(3100),
   RUNTIME_DATA_DIR: z.string().min(1).default('.roster/runtime'),
-  /** Required of every control call (configure, start, stop, archive, remove, list); health is open. */
+  /** The fleet's credential, to join it; once joined, the host's own (given by the API) is required of every control call. */
   RUNTIME_TOKEN: runtimeToken,
+  /** This host's stable id in the fleet (a StatefulSet pod's name); default runtime-<PORT>. */
+  RUNTIME_HOST_ID: z.string().regex(/^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/, 'must be a lowercase DNS label-like name').optional(),
+  /** The base URL the API and the workers reach this host on; default http://HOST:PORT. */
+  RUNTIME_ADVERTISE_URL: z.url().optional(),
+  /** Interns this host runs at most; default one per 128 MiB of the machine's memory. */
+  RUNTIME_CAPACITY: z.coerce.number().int().min(1).max(100_000).optional(),
+  /** On SIGTERM, drain (its interns move to other hosts, their turns ended and workspaces snapshotted) before exiting. */
+  RUNTIME_DRAIN_ON_SHUTDOWN: flag.default(false),
+  /** How long a draining host lets running turns finish before it ends them. */
+  RUNTIME_DRAIN_TURN_GRACE_MS: ms.default(30_000),
+  /** The largest workspace snapshot this host takes (compressed), in MiB; the API holds its own ceiling (SNAPSHOT_MAX_MB). */
+  RUNTIME_SNAPSHOT_MAX_MB: z.coerce.number().int().min(1).max(4096).default(100),
   /**
    * `allow` runs interns' shell commands without any confinement where bubblewrap cannot work (a
    * development machine without it); `refuse` (the default) refuses them there with a clear error.
@@ -263,32 +312,22 @@ export const RuntimeConfig = z.object({
   /** Runs one intern may hold paused on questions at once; past it a new prompt gets 503 busy. */
   RUN_MAX_PAUSED: z.coerce.number().int().min(1).max(1000).default(16),
   /**
-   * The vault, for the egress that releases secrets to an intern's HTTP requests: with both set,
-   * interns get the http_request tool; without, they do not.
+   * Never on a runtime host: the hosts run the interns' code, so they hold no master key and no
+   * database credential; secrets are released by the API tier (its egress), and what the host keeps
+   * durably goes through the API. Set here, either stops the host at start-up.
    */
-  DATABASE_URL: postgresUrlValue.optional(),
-  VAULT_MASTER_KEY: masterKey,
+  DATABASE_URL: z.undefined({ error: 'a runtime host must not hold a database credential: it reaches the fleet through ROSTER_API_URL; unset it' }).optional(),
+  VAULT_MASTER_KEY: z.undefined({ error: 'a runtime host must not hold the master key: secrets are released by the API tier; unset it' }).optional(),
   /** The egress refuses private, loopback and link-local addresses unless `allow`. */
   EGRESS_PRIVATE_NETWORKS: z.enum(['refuse', 'allow']).default('refuse'),
   /** Fixed answers for names (`name=address,…`), instead of DNS: tests map their hostnames to the loopback. */
-  EGRESS_HOSTS: z
-    .string()
-    .default('')
-    .transform((v, ctx) => {
-      const map: Record<string, string> = {}
-      for (const pair of v.split(',').map((p) => p.trim()).filter(Boolean)) {
-        const [name, address] = pair.split('=')
-        if (!name || !address) ctx.addIssue({ code: 'custom', message: `${pair} is not name=address` })
-        else map[name.toLowerCase()] = address
-      }
-      return map
-    }),
+  EGRESS_HOSTS: egressHosts,
   LOG_LEVEL: logLevel,
   ...metricsSettings,
 })
 export type RuntimeConfig = z.infer<typeof RuntimeConfig>
 
-export const CliConfig = z.object({ DATABASE_URL: postgresUrl })
+export const CliConfig = z.object({ DATABASE_URL: postgresUrl, ...fleetSettings })
 export type CliConfig = z.infer<typeof CliConfig>
 
 export class ConfigError extends Error {

@@ -12,8 +12,9 @@ export const Transitions: Record<InternStatus, readonly InternStatus[]> = {
   // Created with provision:false, or suspended: waits for a provision call.
   stopped: ['queued', 'destroying'],
   queued: ['provisioning', 'failed', 'stopped', 'destroying'],
-  // provisioning → provisioning records the next step's progress.
-  provisioning: ['provisioning', 'running', 'failed', 'stopped', 'destroying'],
+  // provisioning → provisioning records the next step's progress; → queued starts it over elsewhere
+  // (its runtime host died or drained mid-run).
+  provisioning: ['provisioning', 'queued', 'running', 'failed', 'stopped', 'destroying'],
   running: ['queued', 'stopped', 'failed', 'destroying'],
   failed: ['queued', 'stopped', 'destroying'],
   destroying: ['destroy_failed'],

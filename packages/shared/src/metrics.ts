@@ -120,6 +120,15 @@ export function createMetrics(process: ProcessName) {
     webSockets: new Gauge({ name: 'roster_ws_connections', help: 'Open WebSocket connections of /responses', registers }),
     webSocketWaitingBytes: new Gauge({ name: 'roster_ws_waiting_bytes', help: 'Bytes of WebSocket requests waiting their turn, in all connections', registers }),
     upstreamWaiting: new Gauge({ name: 'roster_gateway_upstream_waiting', help: "Upstream calls waiting for their key's share of a provider origin's connections, by origin", labelNames: ['origin'] as const, registers }),
+    snapshotBytes: new Counter({
+      name: 'roster_workspace_snapshot_bytes_total',
+      help: "Bytes of interns' workspace snapshots taken in (from hosts) and given out (to hosts restoring them)",
+      labelNames: ['direction'] as const,
+      registers,
+    }),
+    runtimeHosts: new Gauge({ name: 'roster_runtime_hosts', help: 'Runtime hosts of the fleet by state (live, draining, dead), read at scrape time', labelNames: ['state'] as const, registers }),
+    runtimeHostInterns: new Gauge({ name: 'roster_runtime_host_interns', help: 'Interns placed on each runtime host, read at scrape time', labelNames: ['host'] as const, registers }),
+    runtimeHostFree: new Gauge({ name: 'roster_runtime_host_free', help: 'Free room (interns) of each runtime host, read at scrape time', labelNames: ['host'] as const, registers }),
     chatTurns: new Counter({
       name: 'roster_chat_turns_total',
       help: 'Intern chat requests by how they ended: stop, tool_calls (paused), error reason, steered, or the refusal reason',

@@ -1,0 +1,154 @@
+import { z } from 'zod'
+
+// The protocol between the API, the workers and the runtime hosts, one schema per message: what
+// each side sends is written from these types and what it receives is parsed with them, so neither
+// side reads the other by its text. Paths: the host's control API under /v1/interns, the API's
+// fleet API (for hosts) under /internal/v1.
+
+/** An intern id as every side writes it. */
+export const InternId = z.uuid()
+
+/** What a host runs an intern as (PUT /v1/interns/:id). The key lives in the host's memory only. */
+export const InternSpec = z.object({
+  hostname: z.string().min(1).max(253),
+  name: z.string().min(1).max(128),
+  instructions: z.string().max(100_000).nullable(),
+  model: z.string().max(256).nullable(),
+  /** The intern's own API key (its model calls are made as the intern). */
+  token: z.string().min(1).max(512),
+  /** The placement this configuration belongs to (the intern's provision generation when it was placed). */
+  generation: z.int().min(0),
+})
+export type InternSpec = z.infer<typeof InternSpec>
+
+export const Approval = z.enum(['self-drive', 'manual'])
+
+/** A prompt for an intern, or the answer to what its paused run asked (POST /v1/interns/:id/chat). */
+export const ChatRequest = z.union([
+  z.object({ session_id: z.string().min(1).max(256), reply: z.object({ interaction_id: z.string().min(1).max(128), content: z.string().max(64_000) }) }),
+  z.object({ session_id: z.string().min(1).max(256).optional(), message: z.string().min(1).max(32_000), approval_mode: Approval.optional() }),
+])
+export type ChatRequest = z.infer<typeof ChatRequest>
+
+export const TurnUsage = z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number(), cost: z.number() })
+export type TurnUsage = z.infer<typeof TurnUsage>
+
+/** The events of a run, as the host streams them (one Server-Sent Event each). */
+export const RunEvent = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('session'), session_id: z.string() }),
+  z.object({ type: z.literal('text'), delta: z.string(), model: z.string() }),
+  z.object({ type: z.literal('reasoning'), delta: z.string(), model: z.string() }),
+  z.object({ type: z.literal('tool'), name: z.string(), arguments: z.string(), output: z.string() }),
+  z.object({ type: z.literal('pause'), interaction_id: z.string(), arguments: z.string() }),
+  z.object({ type: z.literal('done'), usage: TurnUsage }),
+  z.object({ type: z.literal('error'), message: z.string(), retryable: z.boolean() }),
+  /** The host ended the run (suspended, moved, a question's deadline passed) while a client listened. */
+  z.object({ type: z.literal('ended'), message: z.string() }),
+])
+export type RunEvent = z.infer<typeof RunEvent>
+
+/**
+ * The host's refusals, by code: each with the status it answers. The API maps them onto its own
+ * reasons by code, never by the message's text.
+ */
+export const HOST_ERRORS = {
+  bad_request: 400,
+  bad_answer: 400,
+  unauthorized: 401,
+  not_found: 404,
+  interaction_unknown: 404,
+  intern_not_ready: 409,
+  busy: 409,
+  interaction_not_pending: 409,
+  /** The call names a placement this host no longer holds (the intern was placed again elsewhere). */
+  placement_stale: 409,
+  /** The host has not heard from the fleet's record lately (it may have been cut off): it answers for no intern until it has. */
+  placement_unverified: 503,
+  /** Too many paused runs (a busy of its own status). */
+  busy_paused: 503,
+  draining: 503,
+} as const
+export type HostErrorCode = keyof typeof HOST_ERRORS
+export const HostErrorBody = z.object({ error: z.enum(Object.keys(HOST_ERRORS) as [HostErrorCode, ...HostErrorCode[]]), message: z.string() })
+export type HostErrorBody = z.infer<typeof HostErrorBody>
+/** A refusal's body and status. */
+export const hostError = (error: HostErrorCode, message: string): { status: number; body: HostErrorBody } => ({ status: HOST_ERRORS[error], body: { error, message } })
+
+/** POST /v1/interns/:id/chat answered 202: the prompt went into the session's running turn. */
+export const Steered = z.object({ session_id: z.string(), status: z.literal('steered') })
+
+/** What a host says of an intern it has (GET /v1/interns, /v1/interns/:id). */
+export const HostedIntern = z.object({ id: InternId, hostname: z.string(), generation: z.int(), running: z.boolean(), starts: z.int(), configWrites: z.int(), startedAt: z.string().nullable() })
+export type HostedIntern = z.infer<typeof HostedIntern>
+
+// The fleet: hosts join the record and keep a heartbeat.
+
+export const HostId = z.string().regex(/^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/, 'a host id is a DNS label-like name (lowercase letters, digits, dots and hyphens)')
+export const JoinRequest = z.object({
+  id: HostId,
+  address: z.url().refine((u) => /^https?:\/\//.test(u), 'an http:// or https:// URL'),
+  capacity: z.int().min(1).max(100_000),
+})
+export type JoinRequest = z.infer<typeof JoinRequest>
+export const JoinResponse = z.object({
+  /** The host's credential for this epoch: it presents it to the API, and requires it of whoever calls it. */
+  token: z.string(),
+  epoch: z.int(),
+  /** How long an acknowledged heartbeat lets the host answer for its interns; past it, nothing until the next. */
+  lease_ms: z.int(),
+  heartbeat_ms: z.int(),
+})
+export type JoinResponse = z.infer<typeof JoinResponse>
+
+export const Placement = z.object({ id: InternId, generation: z.int() })
+export type Placement = z.infer<typeof Placement>
+export const HeartbeatRequest = z.object({
+  /** The interns it runs now, each with the placement it runs under. */
+  running: z.array(Placement).max(100_000),
+  /** Draining: its turns have ended and its workspaces are snapshotted. */
+  drained: z.boolean().optional(),
+})
+export type HeartbeatRequest = z.infer<typeof HeartbeatRequest>
+export const HeartbeatResponse = z.object({
+  state: z.enum(['live', 'draining', 'dead']),
+  /** The interns the record places on this host, each with its placement: the host runs these and no others. */
+  placements: z.array(Placement),
+})
+export type HeartbeatResponse = z.infer<typeof HeartbeatResponse>
+
+/** Appends to an intern's durable session (POST /internal/v1/interns/:id/sessions/:session/entries). */
+export const SessionAppend = z.object({
+  generation: z.int(),
+  /** The sequence number of the first item (the session's length when they were appended): a retry appends nothing twice. */
+  from: z.int().min(0),
+  items: z.array(z.record(z.string(), z.unknown())).min(1).max(1_000),
+})
+export type SessionAppend = z.infer<typeof SessionAppend>
+export const SessionItems = z.object({ items: z.array(z.record(z.string(), z.unknown())) })
+
+/** How an intern writes a secret it means, in a header or a body: `{{secret:NAME}}`. */
+export const SECRET_PLACEHOLDER = /\{\{secret:([a-z][a-z0-9_]*)\}\}/g
+
+/** An intern's HTTP request through the egress (POST /internal/v1/interns/:id/egress): placeholders filled by the API. */
+export const EgressRequest = z.object({
+  method: z.string().min(1).max(16),
+  url: z.string().min(1).max(8_192),
+  headers: z.record(z.string(), z.string()).optional(),
+  body: z.string().max(8 * 1024 * 1024).optional(),
+})
+export type EgressRequest = z.infer<typeof EgressRequest>
+export const EgressResult = z.union([
+  z.object({ status: z.int(), headers: z.record(z.string(), z.string()), body: z.string(), truncated: z.boolean() }),
+  z.object({ error: z.string() }),
+])
+export type EgressResult = z.infer<typeof EgressResult>
+/** What asks for an intern's request with secrets: the API's egress itself, or a host's client of it. */
+export interface SecretEgress {
+  send(internId: string, args: Omit<EgressRequest, 'method'> & { method?: string }, signal?: AbortSignal): Promise<EgressResult>
+}
+
+/** The header a host names itself with, beside its credential. */
+export const HOST_ID_HEADER = 'x-roster-host'
+/** Headers of a workspace snapshot (PUT /internal/v1/interns/:id/snapshot, its body the gzipped tar). */
+export const SNAPSHOT_GENERATION_HEADER = 'x-roster-generation'
+export const SNAPSHOT_SHA256_HEADER = 'x-roster-sha256'
