@@ -16,6 +16,7 @@ import { registerErrorHandling } from './plugins/errors.js'
 import { clientErrorHandler, frameworkErrors, registerInputGuards } from './plugins/input-guards.js'
 import { internRoutes } from './routes/interns/index.js'
 import { healthRoutes } from './routes/health.js'
+import { fleetRoutes } from './routes/fleet.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -77,6 +78,8 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     deps.requestRate.close()
     deps.webSockets.close()
     deps.admission.close()
+    await deps.runtime.close()
+    await deps.egress?.close()
     await deps.responses.close()
   })
 
@@ -95,6 +98,8 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
   // The WebSocket transport of /responses; a message may be as large as a /responses body.
   await app.register(websocket, { options: { maxPayload: RESPONSES_BODY_LIMIT }, errorHandler: websocketError })
   await app.register(healthRoutes(deps))
+  // The runtime hosts' own API (outside /api/v1: it is not the public API).
+  await app.register(fleetRoutes(deps))
   await app.register(
     async (v1) => {
       await v1.register(internRoutes(deps))

@@ -1,7 +1,9 @@
-import { CreateBatcher, createInternEventPublisher, createLogger, InternReader, LocalVault, SecretStoreBatcher, createMetrics, tracing, type AfterCommit, type ApiConfig, type Db, type Metrics, type ParentLogger, type RedisClient, type VaultService } from '@roster/shared'
+import { CreateBatcher, FleetDriver, hostCredentialKey, createInternEventPublisher, createLogger, InternReader, LocalVault, SecretStoreBatcher, createMetrics, tracing, type AfterCommit, type ApiConfig, type Db, type Metrics, type ParentLogger, type RedisClient, type VaultService } from '@roster/shared'
 import { createHmac, randomBytes } from 'node:crypto'
 import { observers, ResponsesEngine, type Catalogue } from '@roster/gateway'
 import { createAuthenticator, type Authenticator } from './plugins/auth.js'
+import { Egress } from './fleet/egress.js'
+import { PostgresSnapshots, S3Snapshots, type SnapshotStore } from './fleet/snapshots.js'
 import { Admission } from './plugins/fair-use.js'
 import { RequestRate } from './plugins/request-rate.js'
 import { WebSocketBudget } from './plugins/websocket-budget.js'
@@ -42,6 +44,17 @@ export interface AppDeps {
   requestRate: RequestRate
   /** WebSocket connections and their waiting requests, in this process. */
   webSockets: WebSocketBudget
+  /**
+   * The fleet of runtime hosts, when this API can hold it (VAULT_MASTER_KEY, from which host
+   * credentials are derived, and RUNTIME_TOKEN, the credential hosts join with).
+   */
+  fleet?: { credentialKey: Buffer; joinToken: string }
+  /** Where interns' workspace snapshots are kept (SNAPSHOT_STORE). */
+  snapshots: SnapshotStore
+  /** Interns' requests that carry secrets, made from here (none without VAULT_MASTER_KEY). */
+  egress?: Egress
+  /** The runtime hosts, each intern's calls to its own (the chat route). */
+  runtime: FleetDriver
 }
 
 /** Everything the API needs besides its connections; main.ts and the tests build it the same way. */
@@ -73,6 +86,8 @@ export function createAppDeps(
   )
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
   const metrics = config.METRICS_PORT ? createMetrics('api') : undefined
+  const vault = new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS })
+  const credentialKey = config.VAULT_MASTER_KEY && hostCredentialKey(config.VAULT_MASTER_KEY)
   const requestRate = new RequestRate(redis, config.QUEUE_PREFIX, config.KEY_REQUESTS_PER_MINUTE, (err) => log.warn({ err }, 'requests per minute could not be counted in Redis; counting on this process alone'))
   return {
     admission: new Admission(
@@ -91,7 +106,23 @@ export function createAppDeps(
     config,
     db,
     redis,
-    vault: new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS }),
+    vault,
+    fleet: credentialKey && config.RUNTIME_TOKEN ? { credentialKey, joinToken: config.RUNTIME_TOKEN } : undefined,
+    snapshots:
+      config.SNAPSHOT_STORE === 's3'
+        ? new S3Snapshots(db, {
+            bucket: config.SNAPSHOT_S3_BUCKET!,
+            endpoint: config.SNAPSHOT_S3_ENDPOINT,
+            region: config.SNAPSHOT_S3_REGION,
+            forcePathStyle: config.SNAPSHOT_S3_FORCE_PATH_STYLE,
+            accessKeyId: config.SNAPSHOT_S3_ACCESS_KEY_ID,
+            secretAccessKey: config.SNAPSHOT_S3_SECRET_ACCESS_KEY,
+          })
+        : new PostgresSnapshots(db),
+    egress: config.VAULT_MASTER_KEY
+      ? new Egress({ db, vault, allowPrivateNetworks: config.EGRESS_PRIVATE_NETWORKS === 'allow', hosts: config.EGRESS_HOSTS, timeoutMs: 30_000, maxBytes: 256 * 1024 })
+      : undefined,
+    runtime: new FleetDriver(db, credentialKey, { timeoutMs: config.RUNTIME_ANSWER_TIMEOUT_MS }),
     authenticate: createAuthenticator(db, config.AUTH_CACHE_MS, {
       entries: config.AUTH_CACHE_ENTRIES,
       unknownLookups: config.AUTH_UNKNOWN_LOOKUPS,

@@ -4,7 +4,7 @@ import { readdirSync } from 'node:fs'
 import { Pool } from 'undici'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, freePort, metricValue, scrape, startApi, startStack, useTestTenant, type ApiProcess, type Stack } from '@roster/testing'
+import { catalogueFile, freePort, metricValue, runtimeCredential, scrape, startApi, startStack, useTestTenant, type ApiProcess, type Stack } from '@roster/testing'
 
 // Clients that hold a connection without finishing a request: silent connections, headers or a
 // body that stop arriving, and a flood of connections. Every listener cuts them in seconds (the
@@ -72,7 +72,7 @@ describe('every listener', () => {
       hold(port, (socket) => socket.write(`POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"model":"`))
     const [api, runtime] = await Promise.all([
       stalled(portOf(stack.apiUrl), '/api/v1/responses', `Bearer ${env.tenant.keys.user}`),
-      stalled(portOf(stack.runtimeUrl), '/v1/interns/00000000-0000-4000-8000-000000000000', `Bearer ${stack.env.RUNTIME_TOKEN}`),
+      stalled(portOf(stack.runtimeUrl), '/v1/interns/00000000-0000-4000-8000-000000000000', `Bearer ${await runtimeCredential(env.t.url, stack.runtimes[0]!.id)}`),
     ])
     for (const cut of [api, runtime]) {
       expect(cut.ms).toBeLessThan(1_000 + 2_000)

@@ -1,11 +1,8 @@
 import { randomUUID } from 'node:crypto'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { createParser } from 'eventsource-parser'
-import { request } from 'undici'
-import { StringDecoder } from 'node:string_decoder'
-import { AppError, assertInternId, injectTrace, settledWithin, visibleOrNotFound, type Caller } from '@roster/shared'
+import { AppError, assertInternId, RuntimeUnavailableError, settledWithin, visibleOrNotFound, type Caller, type ChatOutcome, type ChatRequest, type HostErrorBody, type HostErrorCode, type RunEvent } from '@roster/shared'
 import type { AppDeps } from '../../deps.js'
 import { createTurnLimit } from './turn-limit.js'
 import { admit } from '../../plugins/fair-use.js'
@@ -42,6 +39,17 @@ const textOf = (content: unknown) =>
 
 export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (req: FastifyRequest) => Promise<void>) {
   const overLimit = createTurnLimit(deps.redis, deps.config.QUEUE_PREFIX, deps.config.CHAT_TURNS_PER_MINUTE, app.log)
+  /** The intern's status as the record has it now (not the cache: a move changes it in seconds). */
+  const statusOf = async (internId: string) =>
+    (await deps.db.$queryRaw<{ status: string }[]>`SELECT status::text FROM interns WHERE id = ${internId}::uuid`)[0]?.status
+  /** Whether the fleet is moving the intern: placed again lately, after its host died or drained, and not suspended since. */
+  const moving = async (internId: string) => {
+    if (deps.config.CHAT_MOVE_WAIT_MS === 0) return false
+    const [row] = await deps.db.$queryRaw<{ moving: boolean }[]>`
+      SELECT status IN ('queued', 'provisioning', 'running') AND moved_at > now() - interval '10 minutes' AS moving
+      FROM interns WHERE id = ${internId}::uuid`
+    return row?.moving === true
+  }
   // Shutting down, the turns this process relays may run on for SHUTDOWN_GRACE_MS; each still going
   // is then ended with the contract's stream_severed chunk and [DONE] (its run is cancelled with the
   // link), not cut off with no end by the process's exit. The server's close waits for them.
@@ -62,7 +70,7 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
       assertInternId(internId)
       const intern = visibleOrNotFound(caller, await deps.internReader.get(internId), internId, (r) => r.workspace_id)
       const last = req.body.messages.at(-1)!
-      let forward: Record<string, unknown>
+      let forward: ChatRequest
       if (last.role === 'tool') {
         if (!req.body.session_id) throw new AppError('invalid_body', 'invalid request: a tool reply needs the session_id of the run that asked')
         if (!last.tool_call_id) throw new AppError('invalid_body', 'invalid request: a tool reply needs the tool_call_id of the interaction it answers')
@@ -77,53 +85,66 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
         if (prompt.length > 32_000) throw new AppError('invalid_body', 'invalid request: the prompt is longer than 32,000 characters')
         forward = { session_id: req.body.session_id, message: prompt, approval_mode: req.body.approval_mode }
       }
-      if (intern.status !== 'running') throw new AppError('intern_not_ready', `intern ${internId} is not running (status ${intern.status})`)
-      if (!deps.config.RUNTIME_TOKEN) throw new AppError('intern_unreachable', 'this API is not configured to reach the runtime host (RUNTIME_TOKEN)')
+      if (intern.status !== 'running' && !(await moving(internId))) throw new AppError('intern_not_ready', `intern ${internId} is not running (status ${intern.status})`)
+      if (!deps.config.VAULT_MASTER_KEY) throw new AppError('intern_unreachable', 'this API cannot call runtime hosts: host credentials are derived from VAULT_MASTER_KEY, which it does not have')
       const wait = await overLimit(caller)
       if (wait) {
         reply.header('retry-after', String(wait))
         throw new AppError('rate_limited', `too many chat turns this minute (CHAT_TURNS_PER_MINUTE: ${deps.config.CHAT_TURNS_PER_MINUTE}); retry in ${wait} s`)
       }
 
+      // An intern the fleet is moving (its host died or drains) is waited for, up to
+      // CHAT_MOVE_WAIT_MS, and the prompt goes to its new host: a move is not a failed turn. Only a
+      // call its host refused, or one that never reached it, is sent again (never one a host took).
       const upstream = new AbortController()
-      let res: Awaited<ReturnType<typeof request>>
-      try {
-        res = await request(`${deps.config.RUNTIME_URL}/v1/interns/${internId}/chat`, {
-          method: 'POST',
-          headers: injectTrace({ authorization: `Bearer ${deps.config.RUNTIME_TOKEN}`, 'content-type': 'application/json' }),
-          body: JSON.stringify(forward),
-          signal: upstream.signal,
-          headersTimeout: deps.config.RUNTIME_ANSWER_TIMEOUT_MS,
-        })
-      } catch (err) {
-        if ((err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT') {
-          throw new AppError('timeout', `the intern did not answer within ${deps.config.RUNTIME_ANSWER_TIMEOUT_MS} ms`, { cause: err, status: 504 })
-        }
-        throw new AppError('intern_unreachable', 'the intern could not be reached', { cause: err })
+      const left = () => upstream.abort()
+      req.raw.once('close', left)
+      const deadline = Date.now() + deps.config.CHAT_MOVE_WAIT_MS
+      const waitForMove = async (failure: () => AppError) => {
+        if (Date.now() + MOVE_POLL_MS > deadline || upstream.signal.aborted) throw failure()
+        await new Promise((r) => setTimeout(r, MOVE_POLL_MS))
       }
-      if (res.statusCode === 202) {
+      let outcome: ChatOutcome
+      try {
+        for (;;) {
+          const placed = await deps.runtime.placement(internId)
+          if (!placed || (await statusOf(internId)) !== 'running') {
+            if (!(await moving(internId))) throw new AppError('intern_not_ready', `intern ${internId} is not running`)
+            await waitForMove(() => new AppError('intern_not_ready', `intern ${internId} is moving to another runtime host and did not run there within ${deps.config.CHAT_MOVE_WAIT_MS} ms; retry shortly`, { retryAfter: 5 }))
+            continue
+          }
+          try {
+            outcome = await deps.runtime.chat(placed, internId, forward, upstream.signal, deps.config.RUNTIME_ANSWER_TIMEOUT_MS)
+          } catch (err) {
+            if ((err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT') {
+              throw new AppError('timeout', `the intern did not answer within ${deps.config.RUNTIME_ANSWER_TIMEOUT_MS} ms`, { cause: err, status: 504 })
+            }
+            const unreachable = () => new AppError('intern_unreachable', 'the intern could not be reached', { cause: err })
+            // A host that cannot be connected to may have died: the fleet moves its interns once it is declared dead.
+            if (err instanceof RuntimeUnavailableError && err.undelivered) {
+              await waitForMove(unreachable)
+              continue
+            }
+            throw unreachable()
+          }
+          if (outcome.kind === 'refused' && (WHILE_MOVING.has(outcome.error.error) || (outcome.error.error === 'intern_not_ready' && (await moving(internId))))) {
+            const refusal = outcome
+            await waitForMove(() => hostRefusal(internId, refusal.status, refusal.error))
+            continue
+          }
+          break
+        }
+      } finally {
+        req.raw.off('close', left)
+      }
+      if (outcome.kind === 'steered') {
         // Steered: the prompt went into the session's running turn; its effect shows on that turn's stream.
         deps.metrics?.chatTurns.inc({ outcome: 'steered' })
-        return reply.code(202).send(await res.body.json())
+        return reply.code(202).send({ session_id: outcome.session_id, status: 'steered' })
       }
-      if (res.statusCode !== 200) {
-        const said = (await res.body.json().catch(() => ({}))) as { error?: string; message?: string }
-        const message = said.message ?? `the intern's host answered ${res.statusCode}`
-        if (said.error === 'busy') {
-          // A running turn ends soon; a full set of paused runs waits for answers.
-          reply.header('retry-after', res.statusCode === 503 ? '5' : '1')
-          throw new AppError('busy', message, { status: res.statusCode === 503 ? 503 : 409 })
-        }
-        if (said.error === 'bad_answer') throw new AppError('invalid_body', `answer not accepted (the run stays paused): ${message}`)
-        if (said.error === 'bad_request') throw new AppError('invalid_body', `invalid request: ${message}`)
-        if (said.error === 'interaction_unknown' || said.error === 'interaction_not_pending') throw new AppError(said.error, message)
-        if (said.error === 'intern_not_ready') throw new AppError('intern_not_ready', `intern ${internId} is not running on its host`)
-        // Any other refusal: the host's own 4xx is a rejection (retrying will not help); a 5xx, unreachable.
-        if (res.statusCode < 500) throw new AppError('intern_rejected', `the intern's host refused the request (${res.statusCode}): ${message}`)
-        throw new AppError('intern_unreachable', `the intern's host answered ${res.statusCode}`)
-      }
+      if (outcome.kind === 'refused') throw hostRefusal(internId, outcome.status, outcome.error)
       let shuttingDown = false
-      const relayed = relay(req, reply, res, upstream, deps.config.CHAT_REQUEST_BUDGET_MS, deps.config.INTERN_PROVIDE_INPUT_NAME, (outcome) => deps.metrics?.chatTurns.inc({ outcome }), () => shuttingDown)
+      const relayed = relay(req, reply, outcome.events, upstream, deps.config.CHAT_REQUEST_BUDGET_MS, deps.config.INTERN_PROVIDE_INPUT_NAME, (outcome) => deps.metrics?.chatTurns.inc({ outcome }), () => shuttingDown)
       relays.set(relayed, () => {
         shuttingDown = true
         upstream.abort()
@@ -133,11 +154,43 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
   )
 }
 
+/** How often a chat waiting for a moving intern looks again. */
+const MOVE_POLL_MS = 250
+/** A host's refusals that mean the intern is between hosts (its host drains, was cut off, or no longer holds it). */
+const WHILE_MOVING = new Set<HostErrorCode>(['draining', 'placement_stale', 'placement_unverified'])
+
+/** A host's refusal of a chat call, by its code, as the chat route's error. */
+function hostRefusal(internId: string, status: number, { error, message }: HostErrorBody): AppError {
+  switch (error) {
+    case 'busy':
+    case 'busy_paused':
+      // A running turn ends soon; a full set of paused runs waits for answers.
+      return new AppError('busy', message, { status: error === 'busy_paused' ? 503 : 409, retryAfter: error === 'busy_paused' ? 5 : 1 })
+    case 'bad_answer':
+      return new AppError('invalid_body', `answer not accepted (the run stays paused): ${message}`)
+    case 'bad_request':
+      return new AppError('invalid_body', `invalid request: ${message}`)
+    case 'interaction_unknown':
+    case 'interaction_not_pending':
+      return new AppError(error, message)
+    case 'intern_not_ready':
+    case 'placement_stale':
+      return new AppError('intern_not_ready', `intern ${internId} is not running on its host`)
+    case 'placement_unverified':
+    case 'draining':
+      return new AppError('intern_unreachable', `the intern's host cannot take it now (${message}); retry shortly`, { status: 502 })
+    default:
+      // Any other refusal: the host's own 4xx is a rejection (retrying will not help); a 5xx, unreachable.
+      if (status < 500) return new AppError('intern_rejected', `the intern's host refused the request (${status}): ${message}`)
+      return new AppError('intern_unreachable', `the intern's host answered ${status}`)
+  }
+}
+
 /** The runtime's turn events as chat chunks, to the client as they come. */
 async function relay(
   req: FastifyRequest,
-  reply: any,
-  res: Awaited<ReturnType<typeof request>>,
+  reply: FastifyReply,
+  events: AsyncIterable<RunEvent>,
   upstream: AbortController,
   budgetMs: number,
   provideInput: string,
@@ -178,25 +231,21 @@ async function relay(
     upstream.abort()
   }, budgetMs)
   delta({ role: 'assistant', content: '' })
-  const parser = createParser({
-    onEvent(e) {
-      const event = JSON.parse(e.data)
-      if (event.model) model = event.model
-      if (event.type === 'session') sessionId = event.session_id
-      else if (event.type === 'text') delta({ content: event.delta })
-      else if (event.type === 'reasoning') delta({ reasoning: event.delta })
-      else if (event.type === 'pause') {
-        // One complete tool call in one chunk; after it the run waits, and usage is always null.
-        delta({ tool_calls: [{ index: 0, id: event.interaction_id, type: 'function', function: { name: provideInput, arguments: event.arguments } }] })
-        finish('tool_calls', null)
-      } else if (event.type === 'done') finish('stop', event.usage)
-      else if (event.type === 'ended') finish('error', null, { code: 410, message: event.message, reason: 'run_ended', retryable: false })
-      else if (event.type === 'error') finish('error', null, { code: 502, message: event.message, reason: 'turn_failed', retryable: !!event.retryable })
-    },
-  })
+  const onEvent = (event: RunEvent) => {
+    if ('model' in event && event.model) model = event.model
+    if (event.type === 'session') sessionId = event.session_id
+    else if (event.type === 'text') delta({ content: event.delta })
+    else if (event.type === 'reasoning') delta({ reasoning: event.delta })
+    else if (event.type === 'pause') {
+      // One complete tool call in one chunk; after it the run waits, and usage is always null.
+      delta({ tool_calls: [{ index: 0, id: event.interaction_id, type: 'function', function: { name: provideInput, arguments: event.arguments } }] })
+      finish('tool_calls', null)
+    } else if (event.type === 'done') finish('stop', event.usage)
+    else if (event.type === 'ended') finish('error', null, { code: 410, message: event.message, reason: 'run_ended', retryable: false })
+    else if (event.type === 'error') finish('error', null, { code: 502, message: event.message, reason: 'turn_failed', retryable: event.retryable })
+  }
   try {
-    const decoder = new StringDecoder('utf8')
-    for await (const chunk of res.body) parser.feed(decoder.write(chunk as Buffer))
+    for await (const event of events) onEvent(event)
   } catch {
     // The link to the host broke; what ended is reported below.
   } finally {

@@ -1,0 +1,115 @@
+import { createHash } from 'node:crypto'
+import type { S3Client } from '@aws-sdk/client-s3'
+import type { Db } from '@roster/shared'
+
+// Where the snapshots of interns' workspaces are kept, off the runtime hosts: the latest one per
+// intern, as a gzipped tar. Postgres by default (its row holds the bytes; simple, transactional, and
+// enough for workspaces of tens of megabytes: past SNAPSHOT_MAX_MB a snapshot is refused), or an
+// S3-compatible object store by setting (the row holds the object's key; for large fleets and
+// workspaces). Either way the row in `workspace_snapshots` says which snapshot is the latest.
+
+export interface Snapshot {
+  bytes: Buffer
+  sha256: string
+  generation: number
+  size: number
+}
+
+export interface SnapshotStore {
+  readonly kind: 'postgres' | 's3'
+  /** Keeps `bytes` as the intern's latest snapshot (taken under placement `generation`). */
+  put(internId: string, generation: number, bytes: Buffer): Promise<{ sha256: string; size: number }>
+  /** The intern's latest snapshot, or undefined when it has none. */
+  get(internId: string): Promise<Snapshot | undefined>
+  /** Its digest alone (what a host compares its own copy with). */
+  latest(internId: string): Promise<{ sha256: string; generation: number } | undefined>
+}
+
+const digest = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
+
+export class PostgresSnapshots implements SnapshotStore {
+  readonly kind = 'postgres'
+  constructor(private readonly db: Db) {}
+
+  async put(internId: string, generation: number, bytes: Buffer) {
+    const sha256 = digest(bytes)
+    await this.db.$executeRaw`
+      INSERT INTO workspace_snapshots (intern_id, generation, store, bytes, key, size, sha256, taken_at)
+      VALUES (${internId}::uuid, ${generation}, 'postgres', ${bytes}, NULL, ${bytes.length}, ${sha256}, now())
+      ON CONFLICT (intern_id) DO UPDATE SET generation = EXCLUDED.generation, store = 'postgres', bytes = EXCLUDED.bytes, key = NULL,
+        size = EXCLUDED.size, sha256 = EXCLUDED.sha256, taken_at = now()`
+    return { sha256, size: bytes.length }
+  }
+
+  async get(internId: string) {
+    const [row] = await this.db.$queryRaw<{ bytes: Uint8Array | null; sha256: string; generation: number; size: number }[]>`
+      SELECT bytes, sha256, generation, size FROM workspace_snapshots WHERE intern_id = ${internId}::uuid AND store = 'postgres'`
+    return row?.bytes ? { bytes: Buffer.from(row.bytes), sha256: row.sha256, generation: row.generation, size: row.size } : undefined
+  }
+
+  latest(internId: string) {
+    return latestOf(this.db, internId)
+  }
+}
+
+/** The S3 settings of an object store (AWS's, or any compatible one: MinIO, Ceph, R2). */
+export interface S3Settings {
+  bucket: string
+  endpoint?: string
+  region: string
+  forcePathStyle: boolean
+  accessKeyId?: string
+  secretAccessKey?: string
+}
+
+export class S3Snapshots implements SnapshotStore {
+  readonly kind = 's3'
+  private client?: Promise<S3Client>
+
+  constructor(
+    private readonly db: Db,
+    private readonly settings: S3Settings,
+  ) {}
+
+  /** The client, made at first use (the SDK is loaded only where the s3 store is chosen). */
+  private s3() {
+    this.client ??= import('@aws-sdk/client-s3').then(({ S3Client }) => {
+      const { endpoint, region, forcePathStyle, accessKeyId, secretAccessKey } = this.settings
+      return new S3Client({ endpoint, region, forcePathStyle, credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined })
+    })
+    return this.client
+  }
+
+  async put(internId: string, generation: number, bytes: Buffer) {
+    const sha256 = digest(bytes)
+    // Content-addressed: a snapshot is never overwritten in place, and the row points at it once it is whole.
+    const key = `snapshots/${internId}/${sha256}.tar.gz`
+    const { PutObjectCommand } = await import('@aws-sdk/client-s3')
+    await (await this.s3()).send(new PutObjectCommand({ Bucket: this.settings.bucket, Key: key, Body: bytes, ContentType: 'application/gzip' }))
+    await this.db.$executeRaw`
+      INSERT INTO workspace_snapshots (intern_id, generation, store, bytes, key, size, sha256, taken_at)
+      VALUES (${internId}::uuid, ${generation}, 's3', NULL, ${key}, ${bytes.length}, ${sha256}, now())
+      ON CONFLICT (intern_id) DO UPDATE SET generation = EXCLUDED.generation, store = 's3', bytes = NULL, key = EXCLUDED.key,
+        size = EXCLUDED.size, sha256 = EXCLUDED.sha256, taken_at = now()`
+    return { sha256, size: bytes.length }
+  }
+
+  async get(internId: string) {
+    const [row] = await this.db.$queryRaw<{ key: string | null; sha256: string; generation: number; size: number }[]>`
+      SELECT key, sha256, generation, size FROM workspace_snapshots WHERE intern_id = ${internId}::uuid AND store = 's3'`
+    if (!row?.key) return undefined
+    const { GetObjectCommand } = await import('@aws-sdk/client-s3')
+    const out = await (await this.s3()).send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: row.key }))
+    const bytes = Buffer.from(await out.Body!.transformToByteArray())
+    return { bytes, sha256: row.sha256, generation: row.generation, size: row.size }
+  }
+
+  latest(internId: string) {
+    return latestOf(this.db, internId)
+  }
+}
+
+async function latestOf(db: Db, internId: string) {
+  const [row] = await db.$queryRaw<{ sha256: string; generation: number }[]>`SELECT sha256, generation FROM workspace_snapshots WHERE intern_id = ${internId}::uuid`
+  return row
+}

@@ -1,0 +1,185 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import {
+  EgressRequest,
+  FleetConflict,
+  HeartbeatRequest,
+  HOST_ID_HEADER,
+  InternId,
+  hostCredential,
+  isHostCredential,
+  isPlaced,
+  heartbeat,
+  JoinRequest,
+  joinHost,
+  drainHost,
+  SessionAppend,
+  SNAPSHOT_GENERATION_HEADER,
+  type HostRow,
+} from '@roster/shared'
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { AppDeps } from '../deps.js'
+
+// The fleet's API, for runtime hosts only (not part of the public API, and outside /api/v1): hosts
+// join with the fleet's credential and are given their own for the epoch; with it they beat, and
+// ask, for the interns placed on them and only those, to keep their sessions and workspace
+// snapshots and to send the requests that carry secrets. Every call about an intern names the
+// placement it is made under, and is refused unless the record still places the intern there.
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    runtimeHost?: { id: string; epoch: number }
+  }
+}
+
+const InternParams = z.object({ id: z.uuid() })
+const SessionParams = z.object({ id: z.uuid(), session: z.string().min(1).max(256) })
+const GenerationQuery = z.object({ generation: z.coerce.number().int().min(0) })
+
+const refuse = (reply: FastifyReply, status: number, error: string, message: string) => reply.code(status).send({ error, message })
+const bearer = (req: FastifyRequest) => /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1]
+const sameSecret = (a: string | undefined, b: string) => {
+  if (!a) return false
+  const [x, y] = [createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest()]
+  return timingSafeEqual(x, y)
+}
+
+export const fleetRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
+  const fleet = deps.fleet
+  const api = app.withTypeProvider<ZodTypeProvider>()
+  // Hosts' records, briefly cached: every call a host makes is checked against its epoch.
+  const hosts = new Map<string, { row: HostRow | undefined; at: number }>()
+  const hostRow = async (id: string) => {
+    const cached = hosts.get(id)
+    if (cached && Date.now() - cached.at < 1_000) return cached.row
+    const [row] = await deps.db.$queryRaw<HostRow[]>`SELECT * FROM runtime_hosts WHERE id = ${id}`
+    hosts.set(id, { row, at: Date.now() })
+    if (hosts.size > 10_000) hosts.delete(hosts.keys().next().value!)
+    return row
+  }
+
+  /**
+   * A host's own calls: its id and the credential of its current epoch. A host the record declared
+   * dead may still beat (to be told so, and join again), and do nothing else.
+   */
+  const authenticate = (deadMayCall: boolean) => async (req: FastifyRequest, reply: FastifyReply) => {
+    if (!fleet) return refuse(reply, 503, 'unavailable', 'this API holds no fleet (VAULT_MASTER_KEY and RUNTIME_TOKEN are needed)')
+    const id = req.headers[HOST_ID_HEADER]
+    const row = typeof id === 'string' ? await hostRow(id) : undefined
+    if (!row || (row.state === 'dead' && !deadMayCall) || !isHostCredential(fleet.credentialKey, row.id, row.epoch, bearer(req))) {
+      return refuse(reply, 401, 'unauthorized', 'a runtime host of the fleet, with the credential it was given when it joined, is required')
+    }
+    req.runtimeHost = { id: row.id, epoch: row.epoch }
+  }
+  const asHost = authenticate(false)
+  /** Calls about an intern: only for one the record places on the calling host under the generation named. */
+  const placed = async (req: FastifyRequest, reply: FastifyReply, generation: number) => {
+    const { id } = req.params as { id: string }
+    // May run before the route's own validation (for snapshots): checked here too.
+    if (!InternId.safeParse(id).success) return refuse(reply, 400, 'bad_request', 'an intern id is a UUID')
+    if (!Number.isSafeInteger(generation) || generation < 0) return refuse(reply, 400, 'bad_request', 'the placement generation is a whole number')
+    if (!(await isPlaced(deps.db, id, req.runtimeHost!.id, generation))) {
+      return refuse(reply, 409, 'placement_stale', `intern ${id} is not placed on ${req.runtimeHost!.id} under generation ${generation}`)
+    }
+  }
+
+  // Credentials are checked before bodies are read: a caller without one learns nothing from a 400.
+  const asJoiner = async (req: FastifyRequest, reply: FastifyReply) => {
+    if (!fleet) return refuse(reply, 503, 'unavailable', 'this API holds no fleet (VAULT_MASTER_KEY and RUNTIME_TOKEN are needed)')
+    if (!sameSecret(bearer(req), fleet.joinToken)) return refuse(reply, 401, 'unauthorized', "joining the fleet needs the fleet's credential (RUNTIME_TOKEN)")
+  }
+
+  api.post('/internal/v1/fleet/join', { schema: { hide: true, body: JoinRequest }, onRequest: asJoiner }, async (req, reply) => {
+    if (!fleet) return refuse(reply, 503, 'unavailable', 'this API holds no fleet')
+    try {
+      const row = await joinHost(deps.db, req.body, { deadAfterMs: deps.config.FLEET_DEAD_AFTER_MS })
+      hosts.delete(row.id)
+      req.log.info({ host: row.id, address: row.address, epoch: row.epoch, capacity: row.capacity }, 'a runtime host joined the fleet')
+      return {
+        token: hostCredential(fleet.credentialKey, row.id, row.epoch),
+        epoch: row.epoch,
+        // The lease runs out well before the record would declare the host dead: a host cut off stops answering first.
+        lease_ms: Math.floor((deps.config.FLEET_DEAD_AFTER_MS * 2) / 3),
+        heartbeat_ms: deps.config.FLEET_HEARTBEAT_MS,
+      }
+    } catch (err) {
+      if (err instanceof FleetConflict) return refuse(reply, 409, 'conflict', err.message)
+      throw err
+    }
+  })
+
+  api.post('/internal/v1/fleet/heartbeat', { schema: { hide: true, body: HeartbeatRequest }, onRequest: authenticate(true) }, async (req) => {
+    const host = req.runtimeHost!
+    return heartbeat(deps.db, host.id, host.epoch, req.body)
+  })
+
+  // A host shutting down with its drain setting asks to be drained itself.
+  api.post('/internal/v1/fleet/drain', { schema: { hide: true }, onRequest: asHost }, async (req) => {
+    hosts.delete(req.runtimeHost!.id)
+    return { draining: await drainHost(deps.db, req.runtimeHost!.id) }
+  })
+
+  api.get(
+    '/internal/v1/interns/:id/sessions/:session',
+    { schema: { hide: true, params: SessionParams, querystring: GenerationQuery }, onRequest: asHost, preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation) },
+    async (req) => {
+      const rows = await deps.db.$queryRaw<{ item: Record<string, unknown> }[]>`
+        SELECT item FROM session_entries WHERE intern_id = ${req.params.id}::uuid AND session_id = ${req.params.session} ORDER BY seq`
+      return { items: rows.map((r) => r.item) }
+    },
+  )
+
+  api.post(
+    '/internal/v1/interns/:id/sessions/:session/entries',
+    { schema: { hide: true, params: SessionParams, body: SessionAppend }, bodyLimit: 16 * 1024 * 1024, onRequest: asHost, preHandler: (req, reply) => placed(req, reply, (req.body as SessionAppend).generation) },
+    async (req) => {
+      const { from, items } = req.body
+      // Numbered from `from`: a retried append writes nothing twice.
+      await deps.db.$executeRaw`
+        INSERT INTO session_entries (intern_id, session_id, seq, item)
+        SELECT ${req.params.id}::uuid, ${req.params.session}, ${from} + ord - 1, item
+        FROM jsonb_array_elements(${JSON.stringify(items)}::jsonb) WITH ORDINALITY AS t(item, ord)
+        ON CONFLICT DO NOTHING`
+      return { appended: items.length }
+    },
+  )
+
+  // Snapshots travel as their bytes (a gzipped tar), up to SNAPSHOT_MAX_MB.
+  const snapshotLimit = deps.config.SNAPSHOT_MAX_MB * 1024 * 1024
+  app.addContentTypeParser('application/gzip', { parseAs: 'buffer', bodyLimit: snapshotLimit }, (_req, body, done) => done(null, body))
+  api.put(
+    '/internal/v1/interns/:id/snapshot',
+    {
+      schema: { hide: true, params: InternParams },
+      bodyLimit: snapshotLimit,
+      // Both checked before the body is read: a stale host's upload is refused before its bytes arrive.
+      onRequest: [asHost, (req, reply) => placed(req, reply, Number(req.headers[SNAPSHOT_GENERATION_HEADER]))],
+    },
+    async (req, reply) => {
+      if (!Buffer.isBuffer(req.body)) return refuse(reply, 415, 'bad_request', 'a snapshot is sent as application/gzip')
+      const kept = await deps.snapshots.put(req.params.id, Number(req.headers[SNAPSHOT_GENERATION_HEADER]), req.body)
+      deps.metrics?.snapshotBytes.inc({ direction: 'in' }, kept.size)
+      return kept
+    },
+  )
+  api.get(
+    '/internal/v1/interns/:id/snapshot',
+    { schema: { hide: true, params: InternParams, querystring: GenerationQuery }, onRequest: asHost, preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation) },
+    async (req, reply) => {
+      const snapshot = await deps.snapshots.get(req.params.id)
+      if (!snapshot) return reply.code(204).send()
+      deps.metrics?.snapshotBytes.inc({ direction: 'out' }, snapshot.size)
+      return reply.type('application/gzip').header('x-roster-sha256', snapshot.sha256).send(snapshot.bytes)
+    },
+  )
+
+  api.post(
+    '/internal/v1/interns/:id/egress',
+    { schema: { hide: true, params: InternParams, querystring: GenerationQuery, body: EgressRequest }, bodyLimit: 9 * 1024 * 1024, onRequest: asHost, preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation) },
+    async (req, reply) => {
+      if (!deps.egress) return refuse(reply, 503, 'unavailable', 'this API releases no secrets (it has no VAULT_MASTER_KEY)')
+      return deps.egress.send(req.params.id, req.body)
+    },
+  )
+}
