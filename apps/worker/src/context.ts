@@ -1,12 +1,13 @@
 import type { Queue } from 'bullmq'
-import type { Db, Logger, Metrics, RuntimeDriver, TransitionBatcher, VaultService, WorkerConfig } from '@roster/shared'
+import type { Db, FleetDriver, Logger, Metrics, TransitionBatcher, VaultService, WorkerConfig } from '@roster/shared'
 
 /** What job handlers get: plain dependencies, no framework. */
 export interface WorkerDeps {
   config: WorkerConfig
   db: Db
   vault: VaultService
-  runtime: RuntimeDriver
+  /** The runtime hosts: each call goes to the host the intern is placed on. */
+  runtime: FleetDriver
   /** Status changes go through the state machine, batched across concurrent jobs. */
   transitions: TransitionBatcher
   /** Publishes change events for interns changed outside the transition batcher. */
@@ -23,4 +24,9 @@ export interface JobContext {
   /** No retry follows a failure of this attempt. */
   finalAttempt: boolean
   log: Logger
+  /**
+   * Puts the job back to run again in `ms`, without counting an attempt: for a wait that is no
+   * failure (no runtime host has room yet). Throws; the handler ends there.
+   */
+  retryLater(ms: number): Promise<never>
 }

@@ -14,7 +14,7 @@ if (config.VAULT_MASTER_KEY) {
   }
 }
 const worker = await startWorker(config, log)
-log.info({ concurrency: config.WORKER_CONCURRENCY, runtime: config.RUNTIME_URL, domain: config.INTERNS_DOMAIN }, 'worker started')
+log.info({ concurrency: config.WORKER_CONCURRENCY, domain: config.INTERNS_DOMAIN }, 'worker started')
 
 stopOnSignals(log, 'finishing active jobs', 30_000, async () => {
   await worker.stop()

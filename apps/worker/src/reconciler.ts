@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq'
 import { createHash } from 'node:crypto'
-import { enqueueInTx, Jobs, transition, type Db, type Logger, type Metrics, type RedisClient, type RuntimeDriver, type WorkerConfig } from '@roster/shared'
+import { enqueueInTx, Jobs, transition, vacateHosts, type Db, type FleetDriver, type HostAddress, type Logger, type Metrics, type RedisClient, type WorkerConfig } from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 /**
@@ -15,7 +15,7 @@ export class Reconciler {
     private readonly config: WorkerConfig,
     private readonly jobOptions: JobOptionsFor,
     private readonly log: Logger,
-    private readonly runtime: RuntimeDriver,
+    private readonly runtime: FleetDriver,
     /** Called with the interns the reconciler changed (it wrote outbox rows for them). */
     private readonly changed: (ids: string[]) => void = () => {},
     private readonly metrics?: Pick<Metrics, 'reconcilerRepairs'>,
@@ -26,36 +26,47 @@ export class Reconciler {
     if (count) this.metrics?.reconcilerRepairs.inc({ kind }, count)
   }
 
-  private runtimeUnreachable = 0
-
   /**
-   * Keeps the runtime and the database in agreement, both ways:
-   * - running interns whose runtime is gone (the host was killed or restarted) are restored: a new
-   *   provisioning run starts them again, or, if it cannot, ends failed with its reason. The host's
-   *   list is a hint: an intern counts as lost only if its own health check fails too, and one that
-   *   just started gets a moment's grace;
-   * - a runtime that runs an intern which is stopped or failed is stopped (a provisioning run that
-   *   died after starting it may have lost the race with a suspend);
-   * - a runtime hosting an intern that no longer exists is removed (a teardown lost mid-way).
+   * Keeps the fleet and the record in agreement, both ways:
+   * - hosts that stopped beating are declared dead, and the interns of dead hosts and of hosts that
+   *   finished draining are placed again: each back to `queued` under a new generation, its run
+   *   placing it on another live host with room (fleet/hosts.ts);
+   * - on each live host, running interns it no longer runs (the host restarted) are provisioned
+   *   again; the host's list is a hint: an intern counts as lost only if its own health check fails
+   *   too, and one that just started gets a moment's grace;
+   * - an intern a host runs that the record has stopped or failed is stopped, and one the record no
+   *   longer places there (deleted, or placed elsewhere) is removed from it.
    */
   async checkRuntimes(): Promise<number> {
-    let hosted: Map<string, { running: boolean }>
+    const { dead, moved } = await vacateHosts(this.db, { deadAfterMs: this.config.FLEET_DEAD_AFTER_MS })
+    if (dead.length) this.log.warn({ hosts: dead }, 'runtime hosts stopped beating: declared dead')
+    if (moved.length) {
+      this.changed(moved)
+      this.log.warn({ moved: moved.length }, 'interns of dead or drained runtime hosts are being placed on others')
+    }
+    this.repaired('host_failover', moved.length)
+    let repaired = moved.length
+
+    const hosts = await this.db.$queryRaw<{ id: string; address: string; epoch: number }[]>`
+      SELECT id, address, epoch FROM runtime_hosts WHERE state <> 'dead' AND heartbeat_at > ${new Date(Date.now() - this.config.FLEET_DEAD_AFTER_MS)}`
+    for (const host of hosts) repaired += await this.checkHost({ hostId: host.id, address: host.address, epoch: host.epoch })
+    return repaired
+  }
+
+  private async checkHost(at: HostAddress): Promise<number> {
+    let hosted: Map<string, { running: boolean; generation: number }>
     try {
-      hosted = await this.runtime.hosted()
-      this.runtimeUnreachable = 0
-    } catch (err) {
-      // Unreachable twice in a row: it runs nothing we can reach, so restore (or fail) every intern.
-      if (++this.runtimeUnreachable < 2) throw err
-      hosted = new Map()
+      hosted = await this.runtime.hosted(at)
+    } catch {
+      // Unreachable: if it stays so, it stops beating and is declared dead.
+      return 0
     }
     let repaired = 0
-
-    const running = await this.db.$queryRaw<{ id: string; hostname: string | null }[]>`
-      SELECT id, hostname FROM interns WHERE status = 'running' AND updated_at < now() - interval '2 seconds' LIMIT 5000`
+    const running = await this.db.$queryRaw<{ id: string; hostname: string | null; generation: number }[]>`
+      SELECT id, hostname, placement_generation AS generation FROM interns
+      WHERE status = 'running' AND runtime_host_id = ${at.hostId} AND updated_at < now() - interval '2 seconds' LIMIT 5000`
     const suspects = running.filter((r) => !hosted.get(r.id)?.running)
-    const lost = (
-      await Promise.all(suspects.map(async (r) => (r.hostname && (await this.runtime.healthy(r.hostname)) ? null : r)))
-    ).filter((r) => r !== null)
+    const lost = (await Promise.all(suspects.map(async (r) => (r.hostname && (await this.runtime.healthy(at, r.hostname)) ? null : r)))).filter((r) => r !== null)
     for (const { id } of lost) {
       await this.db.$transaction(async (tx) => {
         const next = await transition(tx, {
@@ -69,25 +80,25 @@ export class Reconciler {
     }
     if (lost.length) {
       this.changed(lost.map((r) => r.id))
-      this.log.warn({ lost: lost.length }, 'runtimes of running interns were lost; provisioning them again')
+      this.log.warn({ host: at.hostId, lost: lost.length }, 'runtimes of running interns were lost; provisioning them again')
     }
     repaired += lost.length
     this.repaired('lost_runtime', lost.length)
 
     if (hosted.size > 0) {
       const ids = [...hosted.keys()]
-      const known = await this.db.$queryRaw<{ id: string; status: string; updated_at: Date }[]>`
-        SELECT id, status::text AS status, updated_at FROM interns WHERE id = ANY(${ids}::uuid[])`
+      const known = await this.db.$queryRaw<{ id: string; status: string; updated_at: Date; runtime_host_id: string | null; generation: number }[]>`
+        SELECT id, status::text AS status, updated_at, runtime_host_id, placement_generation AS generation FROM interns WHERE id = ANY(${ids}::uuid[])`
       const byId = new Map(known.map((k) => [k.id, k]))
       const settledBefore = Date.now() - 2_000
       for (const [id, { running: isRunning }] of hosted) {
         const intern = byId.get(id)
-        if (!intern) {
-          await this.runtime.remove(id)
+        if (!intern || intern.runtime_host_id !== at.hostId) {
+          await this.runtime.remove(at, id)
           this.repaired('stray_runtime')
           repaired++
         } else if (isRunning && (intern.status === 'stopped' || intern.status === 'failed') && intern.updated_at.getTime() < settledBefore) {
-          await this.runtime.stop(id)
+          await this.runtime.stop({ ...at, generation: intern.generation }, id)
           this.repaired('stopped_runtime')
           repaired++
         }

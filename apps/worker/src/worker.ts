@@ -1,9 +1,11 @@
-import { UnrecoverableError, Worker } from 'bullmq'
+import { DelayedError, UnrecoverableError, Worker } from 'bullmq'
 import {
   connectRedis,
   createDb,
   createLogger,
-  HttpRuntimeDriver,
+  FleetDriver,
+  listHosts,
+  hostCredentialKey,
   createInternEventPublisher,
   INTERN_QUEUE,
   LocalVault,
@@ -46,7 +48,8 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
     queue,
     log,
     vault: new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: 10_000 }),
-    runtime: new HttpRuntimeDriver(config.RUNTIME_URL, config.RUNTIME_TOKEN),
+    // Hosts are called with credentials derived from the master key (no host holds it).
+    runtime: new FleetDriver(db, config.VAULT_MASTER_KEY && hostCredentialKey(config.VAULT_MASTER_KEY)),
     transitions: new TransitionBatcher(db, internsChanged),
     internsChanged,
   }
@@ -56,8 +59,12 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   reportConnectionErrors(workerConnection, log, 'worker: redis')
   const worker = new Worker(
     INTERN_QUEUE,
-    async (job) => {
+    async (job, token) => {
       const attempt = job.attemptsMade + 1
+      const retryLater = async (ms: number): Promise<never> => {
+        await job.moveToDelayed(Date.now() + ms, token)
+        throw new DelayedError()
+      }
       const finalAttempt = attempt >= (job.opts.attempts ?? 1)
       const counted = (outcome: string) => job.name === 'intern.provision' && metrics?.provisioningRuns.inc({ outcome })
       try {
@@ -69,13 +76,14 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
             parent: (job.data as { trace?: unknown }).trace ?? null,
             attributes: { 'messaging.system': 'bullmq', 'messaging.operation.type': 'process', 'messaging.destination.name': INTERN_QUEUE, 'messaging.message.id': job.id ?? '', 'roster.job.attempt': attempt },
           },
-          () => handlerFor(job.name)(deps, job.data as never, { attempt, finalAttempt, log }),
+          () => handlerFor(job.name)(deps, job.data as never, { attempt, finalAttempt, log, retryLater }),
         )
         log.info({ job: job.name, jobId: job.id, attempt, outcome }, 'job finished')
         counted(String(outcome))
         return outcome
       } catch (err) {
-        counted(finalAttempt || err instanceof UnrecoverableError ? 'failed' : 'retry')
+        if (err instanceof DelayedError) counted('waiting')
+        else counted(finalAttempt || err instanceof UnrecoverableError ? 'failed' : 'retry')
         throw err
       }
     },
@@ -136,6 +144,16 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
         const [outbox] = await db.$queryRaw<{ rows: bigint; oldest: Date | null }[]>`SELECT count(*) AS rows, min(created_at) AS oldest FROM outbox`
         metrics.outboxRows.set(Number(outbox!.rows))
         metrics.outboxOldestAge.set(outbox!.oldest ? Math.max(0, Date.now() - outbox!.oldest.getTime()) / 1000 : 0)
+        // The fleet, per host: its state, the interns placed on it, its free room.
+        const hosts = await listHosts(db, { deadAfterMs: config.FLEET_DEAD_AFTER_MS })
+        metrics.runtimeHosts.reset()
+        metrics.runtimeHostInterns.reset()
+        metrics.runtimeHostFree.reset()
+        for (const state of ['live', 'draining', 'dead']) metrics.runtimeHosts.set({ state }, hosts.filter((h) => h.state === state).length)
+        for (const h of hosts) {
+          metrics.runtimeHostInterns.set({ host: h.id }, h.interns)
+          metrics.runtimeHostFree.set({ host: h.id }, h.free)
+        }
       })
     : undefined
   if (metricsServer) log.info(`worker metrics on http://${config.METRICS_HOST}:${config.METRICS_PORT}/metrics`)

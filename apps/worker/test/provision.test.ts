@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Redis } from 'ioredis'
-import { apiClient, createTestDatabase, makeTenant, redisUrl, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { apiClient, createTestDatabase, filesUnder, makeTenant, redisUrl, STACK_MASTER_KEY, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { LocalVault } from '@roster/shared'
 
 let t: TestDatabase
 let tenant: Tenant
@@ -54,11 +55,12 @@ describe('provisioning', () => {
     // Collapse consecutive rows of one step (the hostname reservation is a write of its own).
     const provisioning = states.filter((s) => s.status === 'provisioning')
     const steps = provisioning.map((s) => s.progress).filter((p, i, all) => i === 0 || p.step_number !== all[i - 1].step_number)
-    expect(steps.map((p) => p.step_number)).toEqual([1, 2, 3, 4, 5])
+    expect(steps.map((p) => p.step_number)).toEqual([1, 2, 3, 4, 5, 6])
+    expect(steps[2].step_label).toBe('Placing the intern on a runtime host')
     const firstWithHostname = provisioning.find((s) => s.hostname)
     expect(firstWithHostname?.progress.step_number).toBe(2)
     for (const p of steps) {
-      expect(p.total_steps).toBe(5)
+      expect(p.total_steps).toBe(6)
       expect(p.step_label).toMatch(/\w/)
     }
     expect(states.at(-1)).toMatchObject({ status: 'running', progress: null })
@@ -73,8 +75,13 @@ describe('provisioning', () => {
     // The runtime got the intern's own API key, sealed into its vault as Roster's own secret: the
     // key works as the intern, for its own intern and nothing else.
     expect(await t.db.vaultSecret.count({ where: { vaultId: final.vault_id, name: 'intern_api_key', system: true } })).toBe(1)
-    const { token } = JSON.parse(readFileSync(hosted.config_file, 'utf8'))
+    const vault = new LocalVault({ masterKey: Buffer.from(STACK_MASTER_KEY, 'hex'), lockTimeoutMs: 1_000 })
+    const token = await vault.ensureSecret(t.db, final.vault_id, 'intern_api_key', () => {
+      throw new Error('the key should exist')
+    })
     expect(token).toMatch(/^sk-roster-v1-/)
+    // The host holds it in memory only: nothing under its data directory says it.
+    expect(filesUnder(stack.runtimes[0]!.dataDir).some((f) => readFileSync(f).includes(token))).toBe(false)
     const asIntern = apiClient(stack.apiUrl, token)
     expect((await asIntern.getIntern(id)).status).toBe(200)
     const other = (await api.createIntern({ name: 'bystander' })).body
@@ -125,10 +132,11 @@ describe('provisioning', () => {
 
 describe('provisioning that cannot succeed', () => {
   it('ends failed with a readable last_failure_message after its retries', async () => {
-    // The worker is pointed at a runtime host that does not exist.
+    // The only runtime host says it is reached at an address where nothing listens.
     const stack = await startStack({
       databaseUrl: t.url,
-      workerEnv: { RUNTIME_URL: 'http://127.0.0.1:9', PROVISION_ATTEMPTS: '3', PROVISION_BACKOFF_MS: '50' },
+      runtimeEnv: { RUNTIME_ADVERTISE_URL: 'http://127.0.0.1:9' },
+      workerEnv: { PROVISION_ATTEMPTS: '3', PROVISION_BACKOFF_MS: '50' },
     })
     try {
       const api = apiClient(stack.apiUrl, tenant.keys.user)
@@ -136,7 +144,7 @@ describe('provisioning that cannot succeed', () => {
       await waitFor(async () => (await api.getIntern(created.body.id)).body.status === 'failed', { timeoutMs: 20_000, what: 'intern failed' })
       const failed = (await api.getIntern(created.body.id)).body
       expect(failed.progress).toBeNull()
-      expect(failed.last_failure_message).toMatch(/step 3 of 5 \(Writing the runtime configuration\) after 3 attempt\(s\)/)
+      expect(failed.last_failure_message).toMatch(/step 4 of 6 \(Writing the runtime configuration\) after 3 attempt\(s\)/)
       expect(failed.last_failure_message).toMatch(/unreachable/)
       expect(failed.last_failure_message).not.toMatch(/token|sk-roster/)
     } finally {

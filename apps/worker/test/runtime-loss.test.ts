@@ -28,21 +28,28 @@ describe('a runtime host that is killed', () => {
     }
   })
 
-  it('ends its interns failed, with a reason, when it stays away', async () => {
+  it('has its interns wait in provisioning, saying why, while no host is live, and run again when one joins', async () => {
+    const fleet = { FLEET_DEAD_AFTER_MS: '3000', FLEET_HEARTBEAT_MS: '300' }
     const stack = await startStack({
       databaseUrl: env.t.url,
+      env: fleet,
       workerEnv: { RECONCILE_INTERVAL_MS: '500', PROVISION_ATTEMPTS: '2', PROVISION_BACKOFF_MS: '100', HEALTH_TIMEOUT_MS: '300' },
     })
     try {
       const api = apiClient(stack.apiUrl, env.tenant.keys.user)
       const id = (await api.createIntern({ name: 'orphan', provision: true })).body.id as string
       await waitFor(async () => (await statuses([id]))[0] === 'running', { what: 'running' })
-      await new Promise((r) => setTimeout(r, 2_100))
       await stack.runtime.kill('SIGKILL')
-      await waitFor(async () => (await statuses([id]))[0] === 'failed', { timeoutMs: 20_000, what: 'failed' })
-      const failed = (await api.getIntern(id)).body
-      expect(failed.last_failure_message).toMatch(/unreachable|did not report healthy/)
-      expect(failed.progress).toBeNull()
+      // Declared dead past the deadline; the intern is placed again, and with no live host it waits, saying so (never failed for that).
+      await waitFor(async () => /Waiting for a runtime host with room: no live runtime host/.test((await api.getIntern(id)).body.progress?.step_label ?? ''), { timeoutMs: 20_000, what: 'the wait said' })
+      const waiting = (await api.getIntern(id)).body
+      expect(waiting).toMatchObject({ status: 'provisioning', last_failure_message: null })
+      await new Promise((r) => setTimeout(r, 1_000))
+      expect((await statuses([id]))[0]).toBe('provisioning')
+      // A host joins: the intern goes on by itself.
+      stack.runtime.start()
+      await stack.runtime.waitForOutput(/joined the fleet/)
+      await waitFor(async () => (await statuses([id]))[0] === 'running', { timeoutMs: 20_000, what: 'running again' })
     } finally {
       await stack.stop()
     }

@@ -1,6 +1,7 @@
 import { UnrecoverableError } from 'bullmq'
 import { Jobs, transition, type JobPayload } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
+import { hostIsLive } from '../fleet.js'
 
 /**
  * Tears an intern down: archive its workspace (unless the caller acknowledged losing it), remove
@@ -17,9 +18,13 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.destr
 
   let step = 'archiving the workspace'
   try {
-    if (!skipArchive) await deps.runtime.archive(internId)
+    // At its host, while that host is there: a host that died took nothing with it the record needs
+    // (the intern's latest snapshot and its sessions go with the intern's row).
+    const at = await deps.runtime.placement(internId)
+    const live = at && (await hostIsLive(deps, at.hostId))
+    if (live && !skipArchive) await deps.runtime.archive(at, internId)
     step = 'removing the runtime'
-    await deps.runtime.remove(internId)
+    if (live) await deps.runtime.remove(at, internId)
     step = 'deleting the intern and its vault'
     await deps.db.$transaction(async (tx) => {
       const deleted = await tx.$executeRaw`DELETE FROM interns WHERE id = ${internId}::uuid AND status = 'destroying'`

@@ -2,6 +2,8 @@ import { UnrecoverableError } from 'bullmq'
 import {
   apiKeyParts,
   generateApiKey,
+  placeIntern,
+  type PlacedOn,
   isUniqueViolation,
   inSpan,
   Jobs,
@@ -22,10 +24,18 @@ export const RUNTIME_TOKEN_SECRET = 'intern_api_key'
 /** What one run carries from step to step. */
 interface Run {
   deps: WorkerDeps
+  ctx: JobContext
   intern: TransitionedIntern
+  generation: number
   /** The runtime's credential, read (or first stored) by the vault step. */
   token?: string
+  /** Where the intern is placed (the placement step). */
+  placed?: PlacedOn
 }
+
+/** How long a run waits before it looks for room again when every runtime host is full. */
+const NO_ROOM_RETRY_MS = 2_000
+const NO_ROOM_LABEL = 'Waiting for a runtime host with room'
 
 interface Step {
   label: string
@@ -70,32 +80,56 @@ export const provisionSteps: readonly Step[] = [
     },
   },
   {
+    label: 'Placing the intern on a runtime host',
+    metric: 'place',
+    async run(run) {
+      const { deps, intern, generation } = run
+      run.placed = await placeIntern(deps.db, intern.id, generation, { deadAfterMs: deps.config.FLEET_DEAD_AFTER_MS })
+      if (run.placed) return
+      // Every live host is full (or none has joined): the intern waits, saying so, and goes on by
+      // itself when room appears. Not a failure: no attempt is counted.
+      const [counts] = await deps.db.$queryRaw<{ live: number; total: number }[]>`
+        SELECT count(*) FILTER (WHERE state = 'live' AND heartbeat_at > ${new Date(Date.now() - deps.config.FLEET_DEAD_AFTER_MS)})::int AS live, count(*)::int AS total FROM runtime_hosts`
+      const { live, total } = counts!
+      const why = live ? `every live runtime host is full (${live} host(s))` : total ? `no live runtime host (${total} known, none beating)` : 'no runtime host has joined the fleet'
+      await deps.transitions.run({
+        internId: intern.id,
+        generation,
+        from: ['provisioning'],
+        to: 'provisioning',
+        set: { progress: { step_label: `${NO_ROOM_LABEL}: ${why}`, step_number: 3, total_steps: provisionSteps.length } },
+      })
+      return run.ctx.retryLater(NO_ROOM_RETRY_MS)
+    },
+  },
+  {
     label: 'Writing the runtime configuration',
     metric: 'configure',
-    async run({ deps, intern, token }) {
-      await deps.runtime.configure(intern.id, {
+    async run({ deps, intern, token, placed, generation }) {
+      await deps.runtime.configure(placed!, intern.id, {
         hostname: intern.hostname!,
         name: intern.name,
         instructions: intern.instructions,
         model: intern.model,
         token: token!,
+        generation,
       })
     },
   },
   {
     label: 'Starting the runtime',
     metric: 'start',
-    async run({ deps, intern }) {
-      await deps.runtime.start(intern.id)
+    async run({ deps, intern, placed }) {
+      await deps.runtime.start(placed!, intern.id)
     },
   },
   {
     label: 'Checking the runtime health',
     metric: 'health',
-    async run({ deps, intern }) {
+    async run({ deps, intern, placed }) {
       const deadline = Date.now() + deps.config.HEALTH_TIMEOUT_MS
       for (let wait = 5; ; wait = Math.min(wait * 2, 500)) {
-        if (await deps.runtime.healthy(intern.hostname!)) return
+        if (await deps.runtime.healthy(placed!, intern.hostname!)) return
         if (Date.now() + wait > deadline) {
           throw new RuntimeUnavailableError(`the runtime did not report healthy within ${deps.config.HEALTH_TIMEOUT_MS} ms`)
         }
@@ -128,7 +162,7 @@ export async function handle(
       run ? (step.alongProgress?.(run, clash) ?? {}) : {},
     )
     if (!current) return stale(deps, internId, index)
-    run = { ...run, deps, intern: current }
+    run = { ...run, deps, ctx, generation, intern: current }
     const started = performance.now()
     const timed = (outcome: 'ok' | 'error') => deps.metrics?.provisioningSteps.observe({ step: step.metric, outcome }, (performance.now() - started) / 1000)
     try {
@@ -172,9 +206,10 @@ export async function handle(
  * suspend's own job may have run before this run's start.
  */
 async function stale(deps: WorkerDeps, internId: string, stepsDone: number): Promise<ProvisionOutcome> {
-  if (stepsDone >= 4) {
+  if (stepsDone >= 5) {
     const now = await deps.db.intern.findUnique({ where: { id: internId }, select: { status: true } })
-    if (now?.status === 'stopped' || now?.status === 'failed') await deps.runtime.stop(internId)
+    const at = await deps.runtime.placement(internId)
+    if ((now?.status === 'stopped' || now?.status === 'failed') && at) await deps.runtime.stop(at, internId).catch(() => {})
   }
   return 'obsolete'
 }

@@ -1,5 +1,6 @@
 import { Jobs, type JobPayload } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
+import { hostIsLive } from '../fleet.js'
 
 /** Stops the runtime of a suspended intern; the status was set to stopped by the suspend itself. */
 export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.suspend'>, _ctx: JobContext) {
@@ -7,6 +8,8 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.suspe
   const intern = await deps.db.intern.findUnique({ where: { id: internId }, select: { status: true } })
   // Provisioned again (or deleted) since: the runtime belongs to the newer request now.
   if (intern?.status !== 'stopped') return 'obsolete'
-  await deps.runtime.stop(internId)
+  // Stopped where it is placed; a host that is gone has nothing left running.
+  const at = await deps.runtime.placement(internId)
+  if (at && (await hostIsLive(deps, at.hostId))) await deps.runtime.stop(at, internId)
   return 'stopped'
 }
