@@ -4,8 +4,8 @@ import { chmod, chown, mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Agent, request } from 'undici'
 import { guardedLookup, refusedLiteral } from '@roster/gateway'
-import { httpServerOptions, limitHttpServer, type ListenerSettings } from '@roster/shared'
-import { SECRET_PLACEHOLDER, type Egress } from './egress.js'
+import { httpServerOptions, limitHttpServer, SECRET_PLACEHOLDER, type ListenerSettings, type SecretEgress } from '@roster/shared'
+
 
 // How an intern's shell commands reach the network. A sandbox has no network of its own (no
 // interface but its own loopback); a command granted the network gets this intern's HTTP proxy,
@@ -29,7 +29,7 @@ export interface EgressProxyOptions {
   /** Largest request body the proxy takes. */
   maxRequestBytes: number
   /** With the vault: requests with secret placeholders go through it. Without, they are refused. */
-  egress?: Egress
+  egress?: SecretEgress
   /** Timeouts and the connection ceiling of each intern's proxy (the host's listener settings). */
   limits?: ListenerSettings
   /** The user sandboxed commands run as (a root host): each socket is given to it, the directory opened for passing. */
@@ -125,7 +125,7 @@ export class EgressProxies {
       // Asked uncompressed, so what comes back can be scrubbed of any value that was put in.
       const out = await this.options.egress.send(internId, { method, url: url.href, headers: { ...headers, 'accept-encoding': 'identity' }, body: body.length ? text : undefined })
       if ('error' in out) return refuse(res, 502, out.error)
-      const back = Object.fromEntries(Object.entries(out.headers).filter(([k]) => !HOP_BY_HOP.has(k) && k !== 'content-length' && k !== 'content-encoding'))
+      const back: Record<string, string> = Object.fromEntries(Object.entries(out.headers).filter(([k]) => !HOP_BY_HOP.has(k) && k !== 'content-length' && k !== 'content-encoding'))
       res.writeHead(out.status, back).end(out.body)
       return
     }

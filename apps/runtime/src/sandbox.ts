@@ -33,6 +33,8 @@ export interface CommandOptions extends CommandLimits {
   args?: string[]
   /** What the command reads on its standard input (none: it reads end of file). */
   input?: Buffer
+  /** Keep standard output as bytes (`stdoutBytes`), not text: for an archive. */
+  binary?: boolean
 }
 
 /**
@@ -75,6 +77,8 @@ export interface CommandResult {
   durationMs: number
   /** The limit the command ran into and was stopped by, when one was (its processes, memory or workspace size). */
   limit?: 'processes' | 'memory' | 'workspace'
+  /** Standard output as bytes, when asked for (`binary`). */
+  stdoutBytes?: Buffer
 }
 
 /** The host's system directories a command may read (never write). Merged-/usr systems link the rest. */
@@ -413,10 +417,12 @@ function run(
       clearTimeout(timer)
       signal?.removeEventListener('abort', onAbort)
       sizes = [0, 0]
+      const stdout = Buffer.concat(out)
       resolve({
+        ...(opts.binary ? { stdoutBytes: stdout } : {}),
         exitCode: code,
         signal: sig,
-        stdout: Buffer.concat(out).toString('utf8'),
+        stdout: opts.binary ? '' : stdout.toString('utf8'),
         stderr: Buffer.concat(err).toString('utf8'),
         truncated,
         timedOut,

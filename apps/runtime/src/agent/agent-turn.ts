@@ -5,7 +5,9 @@ import { injectTrace } from '@roster/shared'
 import type { CommandLimits, CommandResult } from '../sandbox.js'
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from '../workspace-files.js'
 import type { SessionStore } from './session-store.js'
-import type { HttpRequestArgs } from '../egress.js'
+import type { EgressRequest } from '@roster/shared'
+
+type HttpRequestArgs = Omit<EgressRequest, 'method'> & { method?: string }
 import { ElicitationRequest, PERMISSION_OPTIONS, type Answer, type Question } from './interactions.js'
 
 type Json = Record<string, any>

@@ -155,6 +155,16 @@ export class InternDaemon {
     return this.runs.size === 0
   }
 
+  /** Whether a turn is going now (a paused run is not one). */
+  get turning() {
+    return this.turn !== undefined
+  }
+
+  /** Settles when the turns going now have ended (paused runs do not hold it). */
+  async turnsEnded(): Promise<void> {
+    while (this.turn) await Promise.race([...this.working])
+  }
+
   private async execute(run: Run, prompt: string) {
     const { signal } = run.controller
     try {

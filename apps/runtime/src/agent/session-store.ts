@@ -7,16 +7,33 @@ type Item = Record<string, unknown>
 const isRecord = (item: Item) => typeof item.type === 'string' && item.type.startsWith('roster.')
 
 /**
+ * Where sessions are kept off the host (the fleet's record, through the API): what a session has
+ * on another host, before this one, and what it gains here, each item numbered.
+ */
+export interface SessionMirror {
+  load(sessionId: string): Promise<Item[]>
+  append(sessionId: string, from: number, items: Item[]): Promise<void>
+}
+
+/**
  * An intern's sessions, each an append-only file of conversation items (Open Responses input
  * items) beside the intern's workspace, not in it: the intern's commands cannot read or rewrite
- * their own transcript. A host restarted continues a session from its file.
+ * their own transcript. With a mirror, every append is also kept off the host before it counts as
+ * made, and a session this host has no file of is read from the mirror: a session continues on
+ * whichever host its intern is placed on, with its whole history. The file is then a cache of the
+ * mirror, good for one placement (the host clears it when the intern is placed anew).
  */
 export class SessionStore {
   /** Each session's appends, chained: they land in the order made, whoever awaits them. */
   private readonly writes = new Map<string, Promise<void>>()
+  /** Items each session has (known once it was read or appended to). */
+  private readonly lengths = new Map<string, number>()
   private dirMade = false
 
-  constructor(private readonly dir: string) {}
+  constructor(
+    private readonly dir: string,
+    private readonly mirror?: SessionMirror,
+  ) {}
 
   private file(sessionId: string) {
     // Session ids come from clients: the file name is derived, never taken as a path. A long id
@@ -42,12 +59,20 @@ export class SessionStore {
   private async all(sessionId: string): Promise<Item[]> {
     // What is being written is read back too.
     await this.writes.get(sessionId)?.catch(() => {})
+    return this.readAll(sessionId)
+  }
+
+  private async readAll(sessionId: string): Promise<Item[]> {
     let text: string
     try {
       text = await readFile(this.file(sessionId), 'utf8')
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return []
-      throw err
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+      // Not here: the session's items as the mirror keeps them (kept here from now on).
+      const kept = this.mirror ? await this.mirror.load(sessionId) : []
+      if (kept.length) await this.writeLocal(sessionId, kept)
+      this.lengths.set(sessionId, kept.length)
+      return kept
     }
     // A line cut short by a crash mid-write is skipped; every append starts on a line of its own.
     const items: Item[] = []
@@ -57,19 +82,26 @@ export class SessionStore {
         items.push(JSON.parse(line))
       } catch {}
     }
+    this.lengths.set(sessionId, items.length)
     return items
+  }
+
+  private async writeLocal(sessionId: string, items: Item[]) {
+    if (!this.dirMade) await mkdir(this.dir, { recursive: true, mode: 0o700 })
+    this.dirMade = true
+    await appendFile(this.file(sessionId), '\n' + items.map((i) => JSON.stringify(i)).join('\n'))
   }
 
   /** Appends items; appends to one session land in the order they were made, awaited or not. */
   append(sessionId: string, items: Item[]): Promise<void> {
     if (!items.length) return this.writes.get(sessionId) ?? Promise.resolve()
-    const text = '\n' + items.map((i) => JSON.stringify(i)).join('\n')
     const write = (this.writes.get(sessionId) ?? Promise.resolve())
       .catch(() => {}) // a failed earlier write was reported to its own caller
       .then(async () => {
-        if (!this.dirMade) await mkdir(this.dir, { recursive: true, mode: 0o700 })
-        this.dirMade = true
-        await appendFile(this.file(sessionId), text)
+        const from = this.lengths.get(sessionId) ?? (await this.readAll(sessionId)).length
+        await this.writeLocal(sessionId, items)
+        this.lengths.set(sessionId, from + items.length)
+        if (this.mirror) await this.mirror.append(sessionId, from, items)
       })
     this.writes.set(sessionId, write)
     void write.finally(() => this.writes.get(sessionId) === write && this.writes.delete(sessionId)).catch(() => {})

@@ -1,0 +1,81 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { InternId, InternSpec } from '@roster/shared'
+import { Refused, type Interns } from '../interns.js'
+
+// The host's control API, for the workers (and the reconciler): configure, start, stop, archive and
+// remove an intern, and list them. Every call about an intern names its placement (the generation,
+// in the x-roster-placement header; in the body for configure), and a call for another is refused.
+
+const generationOf = (req: FastifyRequest) => {
+  const v = req.headers['x-roster-placement']
+  return typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : undefined
+}
+const idOf = (req: FastifyRequest) => InternId.safeParse((req.params as { id: string }).id)
+
+/** Answers a refusal in the protocol's body; rethrows anything else. */
+export function answerRefusal(reply: FastifyReply, err: unknown) {
+  if (err instanceof Refused) return reply.code(err.status).send(err.body)
+  throw err
+}
+
+export function controlRoutes(app: FastifyInstance, interns: Interns) {
+  app.put<{ Params: { id: string } }>('/v1/interns/:id', async (req, reply) => {
+    if (!idOf(req).success) return reply.code(400).send({ error: 'bad_request', message: 'an intern id is a UUID' })
+    const spec = InternSpec.safeParse(req.body)
+    if (!spec.success) return reply.code(400).send({ error: 'bad_request', message: spec.error.message })
+    return interns.configure(req.params.id, spec.data).catch((err) => answerRefusal(reply, err))
+  })
+
+  app.post<{ Params: { id: string } }>('/v1/interns/:id/start', async (req, reply) => {
+    try {
+      return interns.start(interns.check(req.params.id, generationOf(req)))
+    } catch (err) {
+      return answerRefusal(reply, err)
+    }
+  })
+
+  app.post<{ Params: { id: string } }>('/v1/interns/:id/stop', async (req, reply) => {
+    const intern = interns.get(req.params.id)
+    if (!intern) return { stopped: true }
+    try {
+      interns.check(req.params.id, generationOf(req))
+    } catch (err) {
+      return answerRefusal(reply, err)
+    }
+    // Suspending stops the intern's daemon: its runs are cancelled (a client listening is told), its sessions kept.
+    await interns.stop(intern, 'the intern was suspended; its run was cancelled')
+    return { stopped: true }
+  })
+
+  // An intern this host never had has nothing to archive.
+  app.post<{ Params: { id: string } }>('/v1/interns/:id/archive', async (req, reply) => {
+    if (!idOf(req).success) return reply.code(400).send({ error: 'bad_request', message: 'an intern id is a UUID' })
+    const intern = interns.get(req.params.id)
+    if (!intern) return { archived: false }
+    return interns.archive(intern)
+  })
+
+  app.delete<{ Params: { id: string } }>('/v1/interns/:id', async (req) => {
+    const intern = interns.get(req.params.id)
+    if (intern) await interns.drop(intern, 'the intern was deleted')
+    return { removed: true }
+  })
+
+  const view = ({ spec, daemon, snapshotting, ...rest }: NonNullable<ReturnType<Interns['get']>>) => ({
+    id: rest.id,
+    hostname: spec.hostname,
+    generation: spec.generation,
+    running: rest.running,
+    starts: rest.starts,
+    configWrites: rest.configWrites,
+    startedAt: rest.startedAt,
+  })
+
+  app.get<{ Params: { id: string } }>('/v1/interns/:id', async (req, reply) => {
+    const intern = interns.get(req.params.id)
+    if (!intern) return reply.code(404).send({ error: 'not_found', message: 'not hosted here' })
+    return { ...view(intern), model: intern.spec.model }
+  })
+
+  app.get('/v1/interns', async () => ({ data: interns.list().map(view) }))
+}
