@@ -8,7 +8,9 @@ import {
   createDb,
   createUser,
   createWorkspace,
+  drainHost,
   isAppError,
+  listHosts,
   loadConfigOrExit,
   setVaultWrites,
   type ApiKeyKind,
@@ -22,6 +24,8 @@ const usage = `usage: npm run -s admin -- <command> [--json]
   workspace create --account ID [--no-interns]
   user create --workspace ID
   key create --kind user|organization|management|intern --workspace ID [--user ID] [--intern ID]
+  runtime list                                      each runtime host: state (live, draining, dead), interns, free room
+  runtime drain HOST                                the host takes no new interns; its interns move to others
 Reads DATABASE_URL. With --json, prints exactly one JSON object.`
 
 const { values, positionals } = parseArgs({
@@ -49,7 +53,32 @@ function need(name: 'account' | 'workspace' | 'kind'): string {
   return v
 }
 
+async function runtimeList(db: Db) {
+  const hosts = await listHosts(db, { deadAfterMs: config.FLEET_DEAD_AFTER_MS })
+  const fleet = hosts.map((h) => ({
+    id: h.id,
+    address: h.address,
+    state: h.state === 'draining' && h.drained ? 'drained' : h.state,
+    interns: h.interns,
+    capacity: h.capacity,
+    free: h.state === 'live' ? h.free : 0,
+    last_heartbeat_at: h.heartbeat_at.toISOString(),
+  }))
+  return { hosts: fleet }
+}
+
+async function runtimeDrain(db: Db, hostId: string | undefined) {
+  if (!hostId) throw new UsageError('runtime drain needs the host id (see runtime list)')
+  if (!(await drainHost(db, hostId))) {
+    const known = (await listHosts(db, { deadAfterMs: config.FLEET_DEAD_AFTER_MS })).find((h) => h.id === hostId)
+    throw new Error(known ? `host ${hostId} is ${known.state}: only a live host can be drained` : `no runtime host ${hostId} (see runtime list)`)
+  }
+  return { host: hostId, state: 'draining' }
+}
+
 async function run(db: Db, command: string): Promise<Record<string, unknown>> {
+  if (command === 'runtime list') return runtimeList(db)
+  if (command.startsWith('runtime drain')) return runtimeDrain(db, positionals[2])
   switch (command) {
     case 'bootstrap':
       return bootstrap(db)
@@ -75,6 +104,15 @@ async function run(db: Db, command: string): Promise<Record<string, unknown>> {
 function print(result: Record<string, unknown>) {
   if (values.json) {
     process.stdout.write(JSON.stringify(result) + '\n')
+    return
+  }
+  if (Array.isArray(result.hosts)) {
+    const rows = result.hosts as Record<string, unknown>[]
+    const cols = ['id', 'state', 'interns', 'free', 'capacity', 'address', 'last_heartbeat_at']
+    const cells = [cols, ...rows.map((r) => cols.map((c) => String(r[c])))]
+    const widths = cols.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)))
+    process.stdout.write(cells.map((row) => row.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n')
+    if (rows.length === 0) process.stdout.write('No runtime host has joined the fleet.\n')
     return
   }
   const flat = (obj: Record<string, unknown>, prefix = ''): string[] =>
