@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm start`: runs the whole system on this machine. Creates the database if missing, applies
-// migrations, then starts the runtime host, the API and one worker, and prints where they listen.
+// migrations, then starts the runtime host (RUNTIME_HOSTS of them: a fleet on one machine), the API
+// and one worker, and prints where they listen.
 // Settings come from the environment (see README); without VAULT_MASTER_KEY a development key is
 // made for the database on first use (dev-master-key.mjs), so a first run needs no setup.
 import { spawn } from 'node:child_process'
@@ -18,7 +19,6 @@ env.DATABASE_URL ||= defaultDatabaseUrl
 env.REDIS_URL ||= 'redis://127.0.0.1:6379'
 env.PORT ||= '3000'
 env.RUNTIME_PORT ||= '3100'
-env.RUNTIME_URL ||= `http://127.0.0.1:${env.RUNTIME_PORT}`
 env.RUNTIME_DATA_DIR ||= join(root, '.roster', 'runtime')
 // Interns call Roster's own API for their model turns.
 env.ROSTER_API_URL ||= `http://127.0.0.1:${env.PORT}/api/v1`
@@ -45,9 +45,14 @@ if (!env.VAULT_MASTER_KEY) {
   }
 }
 
-// The runtime host obeys only callers holding RUNTIME_TOKEN; started together, the worker and the
-// host share one made for this run (nothing else needs it, so it is not kept).
+// The fleet's credential: runtime hosts join the fleet with it (the API gives each its own then);
+// started together, the API and the hosts share one made for this run (it is not kept).
 env.RUNTIME_TOKEN ||= randomBytes(32).toString('hex')
+const hosts = Number(env.RUNTIME_HOSTS || 1)
+if (!Number.isInteger(hosts) || hosts < 1 || hosts > 16) {
+  console.error(`roster: RUNTIME_HOSTS must be a whole number from 1 to 16 (${env.RUNTIME_HOSTS})`)
+  process.exit(1)
+}
 
 // No catalogue configured: serve the demo catalogue of simulator models (one per provider protocol),
 // so a newcomer's first request works. They are named as the simulator everywhere they appear.
@@ -91,10 +96,21 @@ process.on('SIGTERM', () => stop(0))
 if (simulator) run('upstream simulator', 'packages/upstream-sim/dist/main.js', { PORT: env.SIM_PORT, SIM_TOKENS_PER_SECOND: env.SIM_TOKENS_PER_SECOND ?? '50' })
 // ROSTER_METRICS=1: each process serves Prometheus metrics on the ports deploy/prometheus/prometheus.yml scrapes.
 const metrics = (port) => (env.ROSTER_METRICS === '1' ? { METRICS_PORT: port } : {})
-run('runtime', 'apps/runtime/dist/main.js', { PORT: env.RUNTIME_PORT, ...metrics('9466') })
+// Runtime hosts hold no master key and no database credential: they reach the fleet through the API.
+for (let i = 0; i < hosts; i++) {
+  const port = String(Number(env.RUNTIME_PORT) + i)
+  run(`runtime ${i + 1}`, 'apps/runtime/dist/main.js', {
+    PORT: port,
+    RUNTIME_HOST_ID: env.RUNTIME_HOST_ID && hosts === 1 ? env.RUNTIME_HOST_ID : `runtime-${port}`,
+    RUNTIME_DATA_DIR: hosts === 1 ? env.RUNTIME_DATA_DIR : join(env.RUNTIME_DATA_DIR, `host-${i + 1}`),
+    DATABASE_URL: '',
+    VAULT_MASTER_KEY: '',
+    ...(i === 0 ? metrics('9466') : {}),
+  })
+}
 run('api', 'apps/api/dist/main.js', metrics('9464'))
 run('worker', 'apps/worker/dist/main.js', metrics('9465'))
-console.log(`roster: API on http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/api/v1 (OpenAPI at /api/v1/openapi.json), runtime host on ${env.RUNTIME_URL}`)
+console.log(`roster: API on http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/api/v1 (OpenAPI at /api/v1/openapi.json), ${hosts} runtime host(s) from port ${env.RUNTIME_PORT}`)
 if (simulator) {
   console.log(`roster: no MODEL_CATALOGUE set, so /responses serves the demo catalogue ${env.MODEL_CATALOGUE}: models roster-sim/chat, roster-sim/responses and roster-sim/messages, all answered by the upstream simulator (not a real model) on port ${env.SIM_PORT}`)
 }

@@ -27,13 +27,16 @@ export class NodeProcess {
   constructor(
     readonly name: string,
     readonly script: string,
-    readonly env: Record<string, string>,
+    /** Merged over this process's environment; a key set to `undefined` is removed from it. */
+    readonly env: Record<string, string | undefined>,
   ) {}
 
   start(): this {
     this.output = ''
+    const merged: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'info', ...this.env }
+    const env = Object.fromEntries(Object.entries(merged).filter((e): e is [string, string] => e[1] !== undefined))
     const child = spawn(process.execPath, [this.script], {
-      env: { ...process.env, LOG_LEVEL: 'info', ...this.env },
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
     })
     child.stdout!.on('data', (d) => (this.output += d))
@@ -89,10 +92,13 @@ export interface Stack {
   /** Every API process's base URL (more than one with `apis`). */
   apiUrls: string[]
   runtimeUrl: string
-  /** A call to the runtime host's control API, with the workers' credential. */
-  runtimeFetch(path: string, init?: RequestInit): Promise<Response>
+  /** A call to the (first) runtime host's control API, with its fleet credential (as a worker makes it). */
+  runtimeFetch(path: string, init?: RequestInit, host?: number): Promise<Response>
   api: NodeProcess
+  /** The first runtime host. */
   runtime: NodeProcess
+  /** Every runtime host (more than one with `runtimes`), each with its fleet id, URL, port and data directory. */
+  runtimes: { process: NodeProcess; id: string; url: string; port: number; dataDir: string; env: Record<string, string> }[]
   /** Where each process serves its metrics (with `metrics: true`). */
   metricsPorts: { api?: number; runtime?: number; workers: number[] }
   workers: NodeProcess[]
@@ -111,6 +117,28 @@ export interface StackOptions {
   workerEnv?: Record<string, string>
   /** Each process serves Prometheus metrics on a port of its own (stack.metricsPorts). */
   metrics?: boolean
+  /** Runtime hosts (default 1), each joining the fleet under its own id. */
+  runtimes?: number
+  /** Settings of the runtime hosts alone. */
+  runtimeEnv?: Record<string, string>
+}
+
+/** The master key the stacks' API and workers hold (no runtime host does). */
+export const STACK_MASTER_KEY = 'a'.repeat(64)
+
+/** The credential the workers and the API present to a runtime host, for its current epoch (read from the record). */
+export async function runtimeCredential(databaseUrl: string, hostId: string): Promise<string> {
+  const { hostCredential, hostCredentialKey } = await import('@roster/shared')
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString: databaseUrl })
+  await client.connect()
+  try {
+    const { rows } = await client.query<{ epoch: number }>('SELECT epoch FROM runtime_hosts WHERE id = $1', [hostId])
+    if (!rows[0]) throw new Error(`runtime host ${hostId} has not joined the fleet`)
+    return hostCredential(hostCredentialKey(Buffer.from(STACK_MASTER_KEY, 'hex')), hostId, rows[0].epoch)
+  } finally {
+    await client.end()
+  }
 }
 
 /**
@@ -131,26 +159,38 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 }
 
 async function startStackOnce(opts: StackOptions): Promise<Stack> {
-  const [apiPort, runtimePort] = [await freePort(), await freePort()]
+  const apiPort = await freePort()
   const metricsPort = async () => (opts.metrics ? { METRICS_PORT: String(await freePort()) } : {})
   const metricsPorts: Stack['metricsPorts'] = { workers: [] }
-  const runtimeUrl = `http://127.0.0.1:${runtimePort}`
   const env: Record<string, string> = {
     DATABASE_URL: opts.databaseUrl,
     REDIS_URL: opts.redisUrl ?? redisUrl(),
     QUEUE_PREFIX: `{t-${randomUUID().slice(0, 8)}}`,
-    VAULT_MASTER_KEY: 'a'.repeat(64),
-    RUNTIME_URL: runtimeUrl,
+    VAULT_MASTER_KEY: STACK_MASTER_KEY,
     RUNTIME_TOKEN: randomUUID() + randomUUID(),
     ROSTER_API_URL: `http://127.0.0.1:${apiPort}/api/v1`,
-    RUNTIME_DATA_DIR: mkdtempSync(join(tmpdir(), 'roster-runtime-')),
     ...opts.env,
   }
-  const runtimeMetrics = await metricsPort()
+  // Runtime hosts hold neither the master key nor a database credential.
+  const { DATABASE_URL: _db, VAULT_MASTER_KEY: _key, REDIS_URL: _redis, ...hostEnv } = env
+  const runtimes: Stack['runtimes'] = []
+  for (let i = 0; i < (opts.runtimes ?? 1); i++) {
+    const port = await freePort()
+    const id = `rt-${port}`
+    const dataDir = opts.env?.RUNTIME_DATA_DIR && i === 0 ? opts.env.RUNTIME_DATA_DIR : mkdtempSync(join(tmpdir(), 'roster-runtime-'))
+    const extra = i === 0 ? await metricsPort() : {}
+    if (i === 0) metricsPorts.runtime = extra.METRICS_PORT ? Number(extra.METRICS_PORT) : undefined
+    // Room for every intern a test makes, unless the test is about room.
+    const own = { ...hostEnv, RUNTIME_CAPACITY: '10000', ...opts.runtimeEnv, ...extra, PORT: String(port), RUNTIME_HOST_ID: id, RUNTIME_DATA_DIR: dataDir }
+    // Not inherited either (the test runner's own environment may carry both).
+    const unset = { DATABASE_URL: undefined, VAULT_MASTER_KEY: undefined }
+    runtimes.push({ process: new NodeProcess(i === 0 ? 'runtime' : `runtime-${i + 1}`, dist('runtime'), { ...own, ...unset }).start(), id, url: `http://127.0.0.1:${port}`, port, dataDir, env: own })
+  }
+  env.RUNTIME_DATA_DIR = runtimes[0]!.dataDir
+  const runtime = runtimes[0]!.process
+  const runtimeUrl = runtimes[0]!.url
   const apiMetrics = await metricsPort()
-  metricsPorts.runtime = runtimeMetrics.METRICS_PORT ? Number(runtimeMetrics.METRICS_PORT) : undefined
   metricsPorts.api = apiMetrics.METRICS_PORT ? Number(apiMetrics.METRICS_PORT) : undefined
-  const runtime = new NodeProcess('runtime', dist('runtime'), { ...env, ...runtimeMetrics, PORT: String(runtimePort) }).start()
   const api = new NodeProcess('api', dist('api'), { ...env, ...apiMetrics, PORT: String(apiPort) }).start()
   // More API processes over the same database and Redis (without metrics: those belong to the first).
   const moreApis: { process: NodeProcess; port: number }[] = []
@@ -168,10 +208,12 @@ async function startStackOnce(opts: StackOptions): Promise<Stack> {
     return worker
   }
   const stop = async () => {
-    await Promise.all([api.kill(), runtime.kill(), ...moreApis.map((a) => a.process.kill()), ...workers.map((w) => w.kill())])
+    await Promise.all([api.kill(), ...runtimes.map((r) => r.process.kill()), ...moreApis.map((a) => a.process.kill()), ...workers.map((w) => w.kill())])
   }
   try {
-    await Promise.all([runtime.waitForOutput(/listening/), api.waitForOutput(/listening/), ...moreApis.map((a) => a.process.waitForOutput(/listening/))])
+    await Promise.all([...runtimes.map((r) => r.process.waitForOutput(/listening/)), api.waitForOutput(/listening/), ...moreApis.map((a) => a.process.waitForOutput(/listening/))])
+    // Each host joins the fleet once the API is up (it tries again until it can).
+    await Promise.all(runtimes.map((r) => r.process.waitForOutput(/joined the fleet/)))
     for (let i = 0; i < (opts.workers ?? 1); i++) await addWorker()
   } catch (err) {
     await stop()
@@ -181,9 +223,14 @@ async function startStackOnce(opts: StackOptions): Promise<Stack> {
     apiUrl: `http://127.0.0.1:${apiPort}/api/v1`,
     apiUrls: [apiPort, ...moreApis.map((a) => a.port)].map((port) => `http://127.0.0.1:${port}/api/v1`),
     runtimeUrl,
-    runtimeFetch: (path, init = {}) => fetch(`${runtimeUrl}${path}`, { ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${env.RUNTIME_TOKEN}` } }),
+    runtimeFetch: async (path, init = {}, host = 0) => {
+      const at = runtimes[host]!
+      const credential = await runtimeCredential(opts.databaseUrl, at.id)
+      return fetch(`${at.url}${path}`, { ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${credential}` } })
+    },
     api,
     runtime,
+    runtimes,
     workers,
     env,
     metricsPorts,
@@ -316,4 +363,25 @@ export function processCommandLines(): string[] {
     }
   }
   return lines
+}
+
+/** Every file under a directory (links not followed). */
+export function filesUnder(dir: string): string[] {
+  const out: string[] = []
+  const pending = [dir]
+  while (pending.length) {
+    const at = pending.pop()!
+    let entries
+    try {
+      entries = readdirSync(at, { withFileTypes: true })
+    } catch {
+      continue
+    }
+    for (const e of entries) {
+      const path = join(at, e.name)
+      if (e.isDirectory()) pending.push(path)
+      else if (e.isFile()) out.push(path)
+    }
+  }
+  return out
 }
