@@ -17,6 +17,7 @@ import { clientErrorHandler, frameworkErrors, registerInputGuards } from './plug
 import { internRoutes } from './routes/interns/index.js'
 import { healthRoutes } from './routes/health.js'
 import { fleetRoutes } from './routes/fleet.js'
+import { sweepPeriodically } from './fleet/snapshots.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -73,7 +74,11 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
   // Likewise traces: a span per request only when an OTLP endpoint is configured.
   if (tracing.on) traceHttpServer(app as never)
   deps.responses.useTraceLogger(app.log.child({ component: 'trace' }))
+  // The S3 snapshot store's replaced and orphaned objects are deleted in the background.
+  const stopSweeping = deps.snapshots.kind === 's3' ? sweepPeriodically(deps.snapshots, 60_000, app.log) : undefined
   app.addHook('onClose', async () => {
+    stopSweeping?.()
+    deps.snapshots.close()
     deps.watch.close()
     deps.requestRate.close()
     deps.webSockets.close()

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import type { S3Client } from '@aws-sdk/client-s3'
 import type { Db } from '@roster/shared'
 
@@ -23,6 +23,9 @@ export interface SnapshotStore {
   get(internId: string): Promise<Snapshot | undefined>
   /** Its digest alone (what a host compares its own copy with). */
   latest(internId: string): Promise<{ sha256: string; generation: number } | undefined>
+  /** Deletes what no row points at any more (the S3 store's replaced and orphaned objects); how many. */
+  sweep(): Promise<number>
+  close(): void
 }
 
 const digest = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
@@ -50,6 +53,13 @@ export class PostgresSnapshots implements SnapshotStore {
   latest(internId: string) {
     return latestOf(this.db, internId)
   }
+
+  // The bytes live in the row: a replaced or deleted row takes them with it.
+  async sweep() {
+    return 0
+  }
+
+  close() {}
 }
 
 /** The S3 settings of an object store (AWS's, or any compatible one: MinIO, Ceph, R2). */
@@ -82,8 +92,10 @@ export class S3Snapshots implements SnapshotStore {
 
   async put(internId: string, generation: number, bytes: Buffer) {
     const sha256 = digest(bytes)
-    // Content-addressed: a snapshot is never overwritten in place, and the row points at it once it is whole.
-    const key = `snapshots/${internId}/${sha256}.tar.gz`
+    // A key of its own, never written twice: the row points at it once it is whole, and the object it
+    // replaces becomes garbage (a trigger records it) that sweep() deletes; nothing else ever deletes
+    // an object, so no sweep can remove one a row is about to point at.
+    const key = `snapshots/${internId}/${sha256.slice(0, 16)}-${randomBytes(8).toString('hex')}.tar.gz`
     const { PutObjectCommand } = await import('@aws-sdk/client-s3')
     await (await this.s3()).send(new PutObjectCommand({ Bucket: this.settings.bucket, Key: key, Body: bytes, ContentType: 'application/gzip' }))
     await this.db.$executeRaw`
@@ -107,6 +119,53 @@ export class S3Snapshots implements SnapshotStore {
   latest(internId: string) {
     return latestOf(this.db, internId)
   }
+
+  /**
+   * Deletes a batch of garbage objects from the bucket, then their rows, in one transaction: an
+   * object whose deletion failed keeps its row (tried again next time), and two API processes
+   * sweeping at once take different rows.
+   */
+  async sweep(batch = 500) {
+    const { DeleteObjectsCommand } = await import('@aws-sdk/client-s3')
+    const s3 = await this.s3()
+    return this.db.$transaction(
+      async (tx) => {
+        const rows = await tx.$queryRaw<{ key: string }[]>`
+          DELETE FROM snapshot_garbage WHERE key IN (SELECT key FROM snapshot_garbage ORDER BY added_at FOR UPDATE SKIP LOCKED LIMIT ${batch}) RETURNING key`
+        if (rows.length === 0) return 0
+        const out = await s3.send(new DeleteObjectsCommand({ Bucket: this.settings.bucket, Delete: { Objects: rows.map((r) => ({ Key: r.key })), Quiet: true } }))
+        // A key that is already gone counts as deleted; any other error keeps every row of the batch.
+        const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey')
+        if (failed.length) throw new Error(`the snapshot store refused to delete ${failed.length} objects: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`)
+        return rows.length
+      },
+      { timeout: 60_000 },
+    )
+  }
+
+  close() {
+    void this.client?.then((c) => c.destroy())
+  }
+}
+
+/** Sweeps the store's garbage every `everyMs` (and once at start), logging what it could not do. */
+export function sweepPeriodically(store: SnapshotStore, everyMs: number, log: { warn(obj: object, msg: string): void }) {
+  let running = false
+  const sweep = async () => {
+    if (running) return
+    running = true
+    try {
+      while ((await store.sweep()) > 0);
+    } catch (err) {
+      log.warn({ err }, 'old workspace snapshots could not be deleted from the snapshot store; trying again later')
+    } finally {
+      running = false
+    }
+  }
+  void sweep()
+  const timer = setInterval(sweep, everyMs)
+  timer.unref()
+  return () => clearInterval(timer)
 }
 
 async function latestOf(db: Db, internId: string) {

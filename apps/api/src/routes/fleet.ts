@@ -4,6 +4,7 @@ import { z } from 'zod'
 import {
   EgressRequest,
   FleetConflict,
+  fleetTimes,
   HeartbeatRequest,
   HOST_ID_HEADER,
   InternId,
@@ -93,7 +94,7 @@ export const fleetRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =>
   api.post('/internal/v1/fleet/join', { schema: { hide: true, body: JoinRequest }, onRequest: asJoiner }, async (req, reply) => {
     if (!fleet) return refuse(reply, 503, 'unavailable', 'this API holds no fleet')
     try {
-      const row = await joinHost(deps.db, req.body, { deadAfterMs: deps.config.FLEET_DEAD_AFTER_MS })
+      const row = await joinHost(deps.db, req.body, fleetTimes(deps.config))
       hosts.delete(row.id)
       req.log.info({ host: row.id, address: row.address, epoch: row.epoch, capacity: row.capacity }, 'a runtime host joined the fleet')
       return {
@@ -147,6 +148,12 @@ export const fleetRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =>
 
   // Snapshots travel as their bytes (a gzipped tar), up to SNAPSHOT_MAX_MB.
   const snapshotLimit = deps.config.SNAPSHOT_MAX_MB * 1024 * 1024
+  const tooLargeMessage = (size: number) =>
+    `a workspace snapshot is at most ${deps.config.SNAPSHOT_MAX_MB} MiB compressed (SNAPSHOT_MAX_MB); this one is ${(size / 1024 / 1024).toFixed(1)} MiB: the intern's files since its last kept snapshot would not survive its host (remove large files from its workspace, or raise SNAPSHOT_MAX_MB)`
+  const tooLarge = async (req: FastifyRequest, reply: FastifyReply) => {
+    const size = Number(req.headers['content-length'])
+    if (size > snapshotLimit) return refuse(reply, 413, 'snapshot_too_large', tooLargeMessage(size))
+  }
   app.addContentTypeParser('application/gzip', { parseAs: 'buffer', bodyLimit: snapshotLimit }, (_req, body, done) => done(null, body))
   api.put(
     '/internal/v1/interns/:id/snapshot',
@@ -154,7 +161,7 @@ export const fleetRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =>
       schema: { hide: true, params: InternParams },
       bodyLimit: snapshotLimit,
       // Both checked before the body is read: a stale host's upload is refused before its bytes arrive.
-      onRequest: [asHost, (req, reply) => placed(req, reply, Number(req.headers[SNAPSHOT_GENERATION_HEADER]))],
+      onRequest: [asHost, tooLarge, (req, reply) => placed(req, reply, Number(req.headers[SNAPSHOT_GENERATION_HEADER]))],
     },
     async (req, reply) => {
       if (!Buffer.isBuffer(req.body)) return refuse(reply, 415, 'bad_request', 'a snapshot is sent as application/gzip')
