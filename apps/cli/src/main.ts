@@ -9,6 +9,7 @@ import {
   createUser,
   createWorkspace,
   drainHost,
+  fleetTimes,
   isAppError,
   listHosts,
   loadConfigOrExit,
@@ -54,7 +55,7 @@ function need(name: 'account' | 'workspace' | 'kind'): string {
 }
 
 async function runtimeList(db: Db) {
-  const hosts = await listHosts(db, { deadAfterMs: config.FLEET_DEAD_AFTER_MS })
+  const hosts = await listHosts(db, fleetTimes(config))
   const fleet = hosts.map((h) => ({
     id: h.id,
     address: h.address,
@@ -70,7 +71,7 @@ async function runtimeList(db: Db) {
 async function runtimeDrain(db: Db, hostId: string | undefined) {
   if (!hostId) throw new UsageError('runtime drain needs the host id (see runtime list)')
   if (!(await drainHost(db, hostId))) {
-    const known = (await listHosts(db, { deadAfterMs: config.FLEET_DEAD_AFTER_MS })).find((h) => h.id === hostId)
+    const known = (await listHosts(db, fleetTimes(config))).find((h) => h.id === hostId)
     throw new Error(known ? `host ${hostId} is ${known.state}: only a live host can be drained` : `no runtime host ${hostId} (see runtime list)`)
   }
   return { host: hostId, state: 'draining' }

@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq'
 import { createHash } from 'node:crypto'
-import { enqueueInTx, Jobs, transition, vacateHosts, type Db, type FleetDriver, type HostAddress, type Logger, type Metrics, type RedisClient, type WorkerConfig } from '@roster/shared'
+import { enqueueInTx, fleetTimes, Jobs, transition, vacateHosts, type Db, type FleetDriver, type HostAddress, type Logger, type Metrics, type RedisClient, type WorkerConfig } from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 /**
@@ -38,7 +38,7 @@ export class Reconciler {
    *   longer places there (deleted, or placed elsewhere) is removed from it.
    */
   async checkRuntimes(): Promise<number> {
-    const { dead, moved } = await vacateHosts(this.db, { deadAfterMs: this.config.FLEET_DEAD_AFTER_MS })
+    const { dead, moved } = await vacateHosts(this.db, fleetTimes(this.config))
     if (dead.length) this.log.warn({ hosts: dead }, 'runtime hosts stopped beating: declared dead')
     if (moved.length) {
       this.changed(moved)
@@ -47,13 +47,14 @@ export class Reconciler {
     this.repaired('host_failover', moved.length)
     let repaired = moved.length
 
-    const hosts = await this.db.$queryRaw<{ id: string; address: string; epoch: number }[]>`
-      SELECT id, address, epoch FROM runtime_hosts WHERE state <> 'dead' AND heartbeat_at > ${new Date(Date.now() - this.config.FLEET_DEAD_AFTER_MS)}`
-    for (const host of hosts) repaired += await this.checkHost({ hostId: host.id, address: host.address, epoch: host.epoch })
+    const hosts = await this.db.$queryRaw<{ id: string; address: string; epoch: number; state: string }[]>`
+      SELECT id, address, epoch, state FROM runtime_hosts WHERE state <> 'dead' AND heartbeat_at > ${new Date(Date.now() - this.config.FLEET_DEAD_AFTER_MS)}`
+    for (const host of hosts) repaired += await this.checkHost({ hostId: host.id, address: host.address, epoch: host.epoch }, host.state === 'draining')
     return repaired
   }
 
-  private async checkHost(at: HostAddress): Promise<number> {
+  /** `draining`: its interns stop there on purpose, and move once it has drained (vacateHosts); none is lost. */
+  private async checkHost(at: HostAddress, draining: boolean): Promise<number> {
     let hosted: Map<string, { running: boolean; generation: number }>
     try {
       hosted = await this.runtime.hosted(at)
@@ -62,9 +63,11 @@ export class Reconciler {
       return 0
     }
     let repaired = 0
-    const running = await this.db.$queryRaw<{ id: string; hostname: string | null; generation: number }[]>`
-      SELECT id, hostname, placement_generation AS generation FROM interns
-      WHERE status = 'running' AND runtime_host_id = ${at.hostId} AND updated_at < now() - interval '2 seconds' LIMIT 5000`
+    const running = draining
+      ? []
+      : await this.db.$queryRaw<{ id: string; hostname: string | null; generation: number }[]>`
+          SELECT id, hostname, placement_generation AS generation FROM interns
+          WHERE status = 'running' AND runtime_host_id = ${at.hostId} AND updated_at < now() - interval '2 seconds' LIMIT 5000`
     const suspects = running.filter((r) => !hosted.get(r.id)?.running)
     const lost = (await Promise.all(suspects.map(async (r) => (r.hostname && (await this.runtime.healthy(at, r.hostname)) ? null : r)))).filter((r) => r !== null)
     for (const { id } of lost) {
@@ -75,7 +78,10 @@ export class Reconciler {
           to: 'queued',
           set: { progress: null, lastFailureMessage: null, bumpGeneration: true },
         })
-        if (next) await enqueueInTx(tx, 'intern.provision', { internId: id, generation: next.provision_generation })
+        if (!next) return
+        // Placed again like a moved intern: a chat meanwhile waits for it (CHAT_MOVE_WAIT_MS).
+        await tx.$executeRaw`UPDATE interns SET moved_at = now() WHERE id = ${id}::uuid`
+        await enqueueInTx(tx, 'intern.provision', { internId: id, generation: next.provision_generation })
       })
     }
     if (lost.length) {

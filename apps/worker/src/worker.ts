@@ -5,6 +5,7 @@ import {
   createLogger,
   FleetDriver,
   listHosts,
+  fleetTimes,
   hostCredentialKey,
   createInternEventPublisher,
   INTERN_QUEUE,
@@ -145,7 +146,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
         metrics.outboxRows.set(Number(outbox!.rows))
         metrics.outboxOldestAge.set(outbox!.oldest ? Math.max(0, Date.now() - outbox!.oldest.getTime()) / 1000 : 0)
         // The fleet, per host: its state, the interns placed on it, its free room.
-        const hosts = await listHosts(db, { deadAfterMs: config.FLEET_DEAD_AFTER_MS })
+        const hosts = await listHosts(db, fleetTimes(config))
         metrics.runtimeHosts.reset()
         metrics.runtimeHostInterns.reset()
         metrics.runtimeHostFree.reset()

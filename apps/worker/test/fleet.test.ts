@@ -255,7 +255,9 @@ describe.skipIf(noSandbox)('a runtime host paused past its deadline and resumed'
       await waitFor(() => allRunning(ids), { timeoutMs: 30_000, what: 'all running' })
       for (const id of ids) expect((await chat(stack, id, '[sim] say before')).status).toBe(200)
       const before = await rows(ids)
-      const paused = stack.runtimes[0]!
+      // The host with the more interns is paused (the other takes them).
+      const paused = stack.runtimes.map((r) => ({ r, n: before.filter((b) => b.runtime_host_id === r.id).length })).sort((a, b) => b.n - a.n)[0]!.r
+      const other = stack.runtimes.find((r) => r !== paused)!
       const stale = before.filter((r) => r.runtime_host_id === paused.id)
       expect(stale.length).toBeGreaterThan(0)
       const credential = await runtimeCredential(t.url, paused.id)
@@ -263,7 +265,7 @@ describe.skipIf(noSandbox)('a runtime host paused past its deadline and resumed'
 
       paused.process.child!.kill('SIGSTOP')
       try {
-        await waitFor(async () => (await rows(stale.map((s) => s.id))).every((r) => r.status === 'running' && r.runtime_host_id === stack.runtimes[1]!.id), {
+        await waitFor(async () => (await rows(stale.map((s) => s.id))).every((r) => r.status === 'running' && r.runtime_host_id === other.id), {
           timeoutMs: 30_000,
           intervalMs: 100,
           what: 'the paused host’s interns to run on the other host',
@@ -365,10 +367,55 @@ describe.skipIf(noSandbox)('draining a runtime host under chat load', () => {
   }, 180_000)
 })
 
+describe.skipIf(noSandbox)('workspace snapshots in an S3-compatible store', () => {
+  it('carry an intern’s files to its next host when its host drains', async () => {
+    const { default: S3rver } = await import('s3rver')
+    const { createServer } = await import('node:net')
+    const port = await new Promise<number>((resolve) => {
+      const server = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as { port: number }
+        server.close(() => resolve(port))
+      })
+    })
+    const { mkdtempSync } = await import('node:fs')
+    const { tmpdir } = await import('node:os')
+    const s3 = new S3rver({ port, address: '127.0.0.1', silent: true, directory: mkdtempSync(join(tmpdir(), 'roster-s3-')), configureBuckets: [{ name: 'snapshots', configs: [] }] })
+    await s3.run()
+    const stack = await fleetStack(2, {
+      env: {
+        ...quick,
+        SNAPSHOT_STORE: 's3',
+        SNAPSHOT_S3_BUCKET: 'snapshots',
+        SNAPSHOT_S3_ENDPOINT: `http://127.0.0.1:${port}`,
+        SNAPSHOT_S3_FORCE_PATH_STYLE: 'true',
+        SNAPSHOT_S3_ACCESS_KEY_ID: 'S3RVER',
+        SNAPSHOT_S3_SECRET_ACCESS_KEY: 'S3RVER',
+      },
+    })
+    try {
+      const [id] = await createMany(stack, 'in-s3', 1)
+      await waitFor(() => allRunning([id!]), { timeoutMs: 30_000, what: 'running' })
+      const wrote = await chat(stack, id!, '[sim] call shell {"command":"mkdir -p src && echo answer=42 > src/main.txt"}\n[sim] say done')
+      expect(wrote.status).toBe(200)
+      const [row] = await rows([id!])
+      const [snapshot] = await t.db.$queryRaw<{ store: string; key: string | null; bytes: Buffer | null }[]>`SELECT store, key, bytes FROM workspace_snapshots WHERE intern_id = ${id}::uuid`
+      expect(snapshot).toMatchObject({ store: 's3', key: expect.stringContaining(id!), bytes: null })
+      expect(admin('runtime', 'drain', row!.runtime_host_id!).code).toBe(0)
+      await waitFor(async () => (await rows([id!]))[0]!.runtime_host_id !== row!.runtime_host_id && (await allRunning([id!])), { timeoutMs: 60_000, intervalMs: 200, what: 'the intern on the other host' })
+      const read = await chat(stack, id!, '[sim] call shell {"command":"cat src/main.txt"}\n[sim] say {{result}}')
+      expect(read.text).toMatch(/answer=42/)
+    } finally {
+      await stack.stop()
+      await s3.close()
+    }
+  }, 120_000)
+})
+
 describe('the fleet’s door', () => {
   let stack: Stack
   beforeAll(async () => {
-    stack = await fleetStack(1)
+    // Snapshots of at most 1 MiB here, to see the refusal past it.
+    stack = await fleetStack(1, { env: { SNAPSHOT_MAX_MB: '1' } })
   })
   afterAll(async () => stack?.stop())
   const join = (body: unknown, token?: string) =>
@@ -452,6 +499,10 @@ describe('the fleet’s door', () => {
       expect(((await res.json()) as { error: string }).error).toBe('placement_stale')
     }
     expect(await t.db.$queryRaw`SELECT 1 FROM session_entries WHERE intern_id = ${row!.id}::uuid AND item::text LIKE '%injected%'`).toEqual([])
+    // A snapshot past SNAPSHOT_MAX_MB is refused before its bytes are read, saying what to do.
+    const huge = await fetch(`${base}/snapshot`, { method: 'PUT', headers: { ...as, 'content-type': 'application/gzip', 'x-roster-generation': String(row!.placement_generation) }, body: Buffer.alloc(2 * 1024 * 1024) })
+    expect(huge.status).toBe(413)
+    expect(await huge.json()).toEqual({ error: 'snapshot_too_large', message: expect.stringMatching(/at most 1 MiB compressed \(SNAPSHOT_MAX_MB\); this one is 2\.0 MiB/) })
     // Its heartbeat is answered with its own placements only: none.
     const beatRes = await beat(as, '{"running":[]}')
     expect(await beatRes.json()).toEqual({ state: 'live', placements: [] })

@@ -176,7 +176,8 @@ async function startStackOnce(opts: StackOptions): Promise<Stack> {
   const runtimes: Stack['runtimes'] = []
   for (let i = 0; i < (opts.runtimes ?? 1); i++) {
     const port = await freePort()
-    const id = `rt-${port}`
+    // Unique to this stack (a port is reused by later stacks over the same database, an id must not be).
+    const id = `rt-${port}-${randomUUID().slice(0, 6)}`
     const dataDir = opts.env?.RUNTIME_DATA_DIR && i === 0 ? opts.env.RUNTIME_DATA_DIR : mkdtempSync(join(tmpdir(), 'roster-runtime-'))
     const extra = i === 0 ? await metricsPort() : {}
     if (i === 0) metricsPorts.runtime = extra.METRICS_PORT ? Number(extra.METRICS_PORT) : undefined

@@ -2,7 +2,9 @@ import { UnrecoverableError } from 'bullmq'
 import {
   apiKeyParts,
   generateApiKey,
+  fleetTimes,
   placeIntern,
+  unplace,
   type PlacedOn,
   isUniqueViolation,
   inSpan,
@@ -84,7 +86,7 @@ export const provisionSteps: readonly Step[] = [
     metric: 'place',
     async run(run) {
       const { deps, intern, generation } = run
-      run.placed = await placeIntern(deps.db, intern.id, generation, { deadAfterMs: deps.config.FLEET_DEAD_AFTER_MS })
+      run.placed = await placeIntern(deps.db, intern.id, generation, fleetTimes(deps.config))
       if (run.placed) return
       // Every live host is full (or none has joined): the intern waits, saying so, and goes on by
       // itself when room appears. Not a failure: no attempt is counted.
@@ -105,22 +107,25 @@ export const provisionSteps: readonly Step[] = [
   {
     label: 'Writing the runtime configuration',
     metric: 'configure',
-    async run({ deps, intern, token, placed, generation }) {
-      await deps.runtime.configure(placed!, intern.id, {
-        hostname: intern.hostname!,
-        name: intern.name,
-        instructions: intern.instructions,
-        model: intern.model,
-        token: token!,
-        generation,
-      })
+    async run(run) {
+      const { deps, intern, token, placed, generation } = run
+      await elsewhereIfUnreachable(run, () =>
+        deps.runtime.configure(placed!, intern.id, {
+          hostname: intern.hostname!,
+          name: intern.name,
+          instructions: intern.instructions,
+          model: intern.model,
+          token: token!,
+          generation,
+        }),
+      )
     },
   },
   {
     label: 'Starting the runtime',
     metric: 'start',
-    async run({ deps, intern, placed }) {
-      await deps.runtime.start(placed!, intern.id)
+    async run(run) {
+      await elsewhereIfUnreachable(run, () => run.deps.runtime.start(run.placed!, run.intern.id))
     },
   },
   {
@@ -138,6 +143,30 @@ export const provisionSteps: readonly Step[] = [
     },
   },
 ]
+
+/**
+ * A host that cannot even be connected to is no place for the intern: the placement is taken back,
+ * so the next attempt places it anew. One that has also stopped beating has most likely died
+ * without yet being declared dead: the run tries again shortly without counting an attempt (the
+ * next placement skips it). One that still beats (a wrong RUNTIME_ADVERTISE_URL, a partition between
+ * the workers and it) counts the attempt, so a run that can never reach it ends `failed`, saying so.
+ */
+async function elsewhereIfUnreachable(run: Run, call: () => Promise<unknown>) {
+  try {
+    await call()
+  } catch (err) {
+    if (!(err instanceof RuntimeUnavailableError && err.undelivered)) throw err
+    const { deps, intern, placed } = run
+    await unplace(deps.db, intern.id, placed!)
+    const [host] = await deps.db.$queryRaw<{ silent: boolean }[]>`
+      SELECT heartbeat_at < ${new Date(Date.now() - 2 * deps.config.FLEET_HEARTBEAT_MS)} AS silent FROM runtime_hosts WHERE id = ${placed!.hostId}`
+    if (host && !host.silent) throw err
+    run.ctx.log.warn({ internId: intern.id, host: placed!.hostId }, 'the runtime host the intern was placed on cannot be reached and has stopped beating: placing it again')
+    return run.ctx.retryLater(UNREACHABLE_RETRY_MS)
+  }
+}
+/** How long a run waits before placing again an intern whose host could not be reached. */
+const UNREACHABLE_RETRY_MS = 1_000
 
 export type ProvisionOutcome = 'running' | 'obsolete' | 'failed'
 

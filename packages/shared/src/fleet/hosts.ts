@@ -21,7 +21,18 @@ const HOLDING = `('provisioning', 'running', 'queued')`
 export interface FleetTimes {
   /** A host whose last heartbeat is older than this is dead. */
   deadAfterMs: number
+  /**
+   * New interns go only to hosts heard from this recently (default deadAfterMs): a few missed
+   * beats stop placements on a host well before it can be declared dead.
+   */
+  placeWithinMs?: number
 }
+
+/** The fleet's times from its settings: placements need a beat within three intervals (and a second). */
+export const fleetTimes = (config: { FLEET_DEAD_AFTER_MS: number; FLEET_HEARTBEAT_MS: number }): FleetTimes => ({
+  deadAfterMs: config.FLEET_DEAD_AFTER_MS,
+  placeWithinMs: Math.min(config.FLEET_DEAD_AFTER_MS, 3 * config.FLEET_HEARTBEAT_MS + 1_000),
+})
 
 /**
  * The key host credentials are derived from. Only the API and the workers have it (from the
@@ -122,7 +133,7 @@ export interface PlacedOn {
  */
 export async function placeIntern(db: Db, internId: string, generation: number, times: FleetTimes): Promise<PlacedOn | undefined> {
   return db.$transaction(async (tx) => {
-    const fresh = new Date(Date.now() - times.deadAfterMs)
+    const fresh = new Date(Date.now() - (times.placeWithinMs ?? times.deadAfterMs))
     const [current] = await tx.$queryRaw<{ runtime_host_id: string | null; placement_generation: number; provision_generation: number }[]>`
       SELECT runtime_host_id, placement_generation, provision_generation FROM interns WHERE id = ${internId}::uuid FOR UPDATE`
     if (!current || current.provision_generation !== generation) return undefined
@@ -145,6 +156,15 @@ export async function placeIntern(db: Db, internId: string, generation: number, 
     }
     return undefined
   })
+}
+
+/**
+ * Takes back a placement its host could not be reached for (it may have died and not yet been
+ * declared dead): the run's next attempt places the intern anew. Only that placement: a later one
+ * is left alone.
+ */
+export async function unplace(db: Db, internId: string, at: { hostId: string; generation: number }): Promise<void> {
+  await db.$executeRaw`UPDATE interns SET runtime_host_id = NULL WHERE id = ${internId}::uuid AND runtime_host_id = ${at.hostId} AND placement_generation = ${at.generation}`
 }
 
 /** Where an intern is placed now (its host's address and epoch), or undefined. */
