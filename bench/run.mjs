@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Roster benchmarks: `npm run bench` (after `npm run build`). Starts its own runtime host, API and
+// Roster benchmarks: `npm run bench` (after `npm run build`). Starts its own runtime host(s), API and
 // one worker over a scratch database (roster_bench on DATABASE_URL's server), runs each scenario
 // and prints a table. Everything, load generator included, runs on this machine.
 //
@@ -8,6 +8,7 @@
 //                                 | gateway | ttfb | soak (soak, 10 minutes, runs only when named)
 //                                 | doors-instructions (the doors' instructions per request under valgrind; only when named)
 //                                 | fair-use (one key's attacks against another key's latency; only when named)
+//                                 | fleet-provision | failover | snapshots | fleet-chat (the fleet of runtime hosts: bench/fleet.mjs; only when named)
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir, cpus, totalmem } from 'node:os'
@@ -19,6 +20,7 @@ import pg from 'pg'
 import { deploy } from '../prisma/migrate.mjs'
 import { nodeFlags } from '../scripts/node-flags.mjs'
 import { benchFairUse, makeKeyWith } from './fair-use.mjs'
+import { benchFailover, benchFleetChat, benchFleetProvision, benchSnapshots } from './fleet.mjs'
 import { benchCatalogue, benchDoorInstructions, benchGatewayLatency, callgrind, benchGatewaySoak, benchGatewayTtfb, keepCoresAwake, keepingAwake, pin, startUpstreams } from './gateway.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -61,11 +63,112 @@ async function waitHttp(url, seconds = 10) {
   throw new Error(`${url} did not come up`)
 }
 
-async function withStack(work, { worker = true, gateway = false, apiWrap: wrapper, apiFlags = [] } = {}) {
+/** The credential the fleet gave runtime host `hostId` for its current epoch (as the API and workers derive it). */
+async function hostAuth(db, masterKey, hostId) {
+  const { hostCredential, hostCredentialKey } = await import('../packages/shared/dist/index.js')
+  const c = new pg.Client({ connectionString: db })
+  await c.connect()
+  try {
+    const { rows } = await c.query('SELECT epoch FROM runtime_hosts WHERE id = $1', [hostId])
+    return { authorization: `Bearer ${hostCredential(hostCredentialKey(Buffer.from(masterKey, 'hex')), hostId, rows[0].epoch)}`, 'content-type': 'application/json' }
+  } finally {
+    await c.end()
+  }
+}
+
+/**
+ * A stack over a fresh bench database: `runtimes` runtime hosts (ports from RUNTIME_PORT up, each
+ * joining the fleet; room for every intern a bench makes), the API and a worker. The hosts get
+ * neither the database nor the master key, as in production.
+ */
+async function withStack(work, { worker = true, gateway = false, apiWrap: wrapper, apiFlags = [], runtimes = 1, env: extraEnv = {} } = {}) {
   // A tool the API runs under (the command line before node's), asked for when the stack starts.
   const apiWrap = wrapper?.() ?? []
   await admin(`DROP DATABASE IF EXISTS ${BENCH_DB} WITH (FORCE)`)
   await deploy(dbUrl(BENCH_DB))
+  const shared = {
+    QUEUE_PREFIX: `{bench-${randomBytes(3).toString('hex')}}`,
+    RUNTIME_TOKEN: randomBytes(32).toString('hex'),
+    ROSTER_API_URL: base,
+    INTERN_DEFAULT_MODEL: 'bench/chat',
+    LOG_LEVEL: 'warn',
+    ...extraEnv,
+  }
+  const env = {
+    ...shared,
+    DATABASE_URL: dbUrl(BENCH_DB),
+    VAULT_MASTER_KEY: randomBytes(32).toString('hex'),
+    INTERN_LIMIT_PER_MEMBER: '10000000',
+    DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? '20',
+  }
+  let stopUpstreams = async () => {}
+  if (gateway) {
+    const file = join(mkdtempSync(join(tmpdir(), 'roster-bench-')), 'catalogue.json')
+    writeFileSync(file, JSON.stringify(benchCatalogue))
+    env.MODEL_CATALOGUE = file
+    stopUpstreams = await startUpstreams(root, waitHttp)
+  }
+  // Runtime hosts: the fleet's credential and nothing of the database or the vault.
+  const { DATABASE_URL: _d, VAULT_MASTER_KEY: _k, ...inherited } = process.env
+  const hostEnv = (i) => ({ ...shared, PORT: String(RUNTIME_PORT + i * 10), RUNTIME_HOST_ID: `bench-${i + 1}`, RUNTIME_CAPACITY: '100000', RUNTIME_DATA_DIR: mkdtempSync(join(tmpdir(), 'roster-bench-')) })
+  const startHost = (i) => {
+    const child = spawn(process.execPath, [...nodeFlags(), join(root, 'apps/runtime/dist/main.js')], { env: { ...inherited, ...hostEnv(i) }, stdio: ['ignore', 'ignore', 'inherit'] })
+    return { id: `bench-${i + 1}`, port: RUNTIME_PORT + i * 10, url: `http://127.0.0.1:${RUNTIME_PORT + i * 10}`, child }
+  }
+  const hosts = Array.from({ length: runtimes }, (_, i) => startHost(i))
+  const procs = [
+    // BENCH_API_FLAGS: node flags for the API process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+    start('api', { ...env, PORT: String(API_PORT) }, [...apiFlags, ...(process.env.BENCH_API_FLAGS ?? '').split(' ').filter(Boolean)], apiWrap),
+    ...(worker ? [start('worker', env)] : []),
+  ]
+  if (gateway) pin(procs[0].pid, 1)
+  try {
+    // Under valgrind the API takes a minute or so to come up.
+    await waitHttp(`http://127.0.0.1:${API_PORT}/ready`, apiWrap.length ? 300 : 10)
+    for (const h of hosts) await waitHttp(`${h.url}/ready`, 20)
+    await new Promise((r) => setTimeout(r, 500)) // the worker connects
+    const boot = spawnSync(process.execPath, [join(root, 'apps/cli/dist/main.js'), 'bootstrap', '--json'], {
+      env: { ...process.env, DATABASE_URL: env.DATABASE_URL },
+      encoding: 'utf8',
+    })
+    const key = JSON.parse(boot.stdout).keys.user
+    const startWorker = () => procs.push(start('worker', env))
+    /** Another runtime host joins (index `i`, its own port and id). */
+    const addHost = async (i) => {
+      const h = startHost(i)
+      hosts.push(h)
+      await waitHttp(`${h.url}/ready`, 20)
+      return h
+    }
+    return await work({
+      key,
+      db: dbUrl(BENCH_DB),
+      startWorker,
+      base,
+      apiPid: procs[0].pid,
+      hosts,
+      addHost,
+      hostAuth: (hostId) => hostAuth(dbUrl(BENCH_DB), env.VAULT_MASTER_KEY, hostId),
+    })
+  } finally {
+    const all = [...hosts.map((h) => h.child), ...procs]
+    for (const p of all) p.kill('SIGTERM')
+    await Promise.all(all.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once('exit', r)))))
+    await stopUpstreams()
+  }
+}
+
+/**
+ * The build before the fleet (a checkout at `beforeRoot`, built): one runtime host addressed by
+ * RUNTIME_URL and holding the vault, as it was run then, with the gateway's upstreams. For
+ * before/after comparisons in one run.
+ */
+async function withBeforeStack(beforeRoot, work) {
+  await admin(`DROP DATABASE IF EXISTS ${BENCH_DB} WITH (FORCE)`)
+  const { deploy: deployBefore } = await import(join(beforeRoot, 'prisma/migrate.mjs'))
+  await deployBefore(dbUrl(BENCH_DB))
+  const file = join(mkdtempSync(join(tmpdir(), 'roster-bench-')), 'catalogue.json')
+  writeFileSync(file, JSON.stringify(benchCatalogue))
   const env = {
     DATABASE_URL: dbUrl(BENCH_DB),
     VAULT_MASTER_KEY: randomBytes(32).toString('hex'),
@@ -76,38 +179,22 @@ async function withStack(work, { worker = true, gateway = false, apiWrap: wrappe
     ROSTER_API_URL: base,
     INTERN_DEFAULT_MODEL: 'bench/chat',
     INTERN_LIMIT_PER_MEMBER: '10000000',
+    MODEL_CATALOGUE: file,
     LOG_LEVEL: 'warn',
-    DATABASE_POOL_SIZE: process.env.DATABASE_POOL_SIZE ?? '20',
   }
-  let stopUpstreams = async () => {}
-  if (gateway) {
-    const file = join(mkdtempSync(join(tmpdir(), 'roster-bench-')), 'catalogue.json')
-    writeFileSync(file, JSON.stringify(benchCatalogue))
-    env.MODEL_CATALOGUE = file
-    stopUpstreams = await startUpstreams(root, waitHttp)
-  }
-  const procs = [
-    start('runtime', { ...env, PORT: String(RUNTIME_PORT) }),
-    // BENCH_API_FLAGS: node flags for the API process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
-    start('api', { ...env, PORT: String(API_PORT) }, [...apiFlags, ...(process.env.BENCH_API_FLAGS ?? '').split(' ').filter(Boolean)], apiWrap),
-    ...(worker ? [start('worker', env)] : []),
-  ]
-  if (gateway) pin(procs[1].pid, 1)
+  const stopUpstreams = await startUpstreams(root, waitHttp)
+  const run = (app, extra) => spawn(process.execPath, [...nodeFlags(), join(beforeRoot, 'apps', app, 'dist', 'main.js')], { env: { ...process.env, ...env, ...extra }, stdio: ['ignore', 'ignore', 'inherit'] })
+  const procs = [run('runtime', { PORT: String(RUNTIME_PORT) }), run('api', { PORT: String(API_PORT) }), run('worker', {})]
+  pin(procs[1].pid, 1)
   try {
     await waitHttp(`http://127.0.0.1:${RUNTIME_PORT}/health`)
-    // Under valgrind the API takes a minute or so to come up.
-    await waitHttp(`http://127.0.0.1:${API_PORT}/ready`, apiWrap.length ? 300 : 10)
-    await new Promise((r) => setTimeout(r, 500)) // the worker connects
-    const boot = spawnSync(process.execPath, [join(root, 'apps/cli/dist/main.js'), 'bootstrap', '--json'], {
-      env: { ...process.env, DATABASE_URL: env.DATABASE_URL },
-      encoding: 'utf8',
-    })
-    const key = JSON.parse(boot.stdout).keys.user
-    const startWorker = () => procs.push(start('worker', env))
-    return await work({ key, db: dbUrl(BENCH_DB), startWorker, base, apiPid: procs[1].pid, runtimeToken: env.RUNTIME_TOKEN })
+    await waitHttp(`http://127.0.0.1:${API_PORT}/ready`)
+    await new Promise((r) => setTimeout(r, 500))
+    const boot = spawnSync(process.execPath, [join(beforeRoot, 'apps/cli/dist/main.js'), 'bootstrap', '--json'], { env: { ...process.env, DATABASE_URL: env.DATABASE_URL }, encoding: 'utf8' })
+    return await work({ key: JSON.parse(boot.stdout).keys.user, base, db: env.DATABASE_URL })
   } finally {
     for (const p of procs) p.kill('SIGTERM')
-    await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null ? r() : p.once('exit', r)))))
+    await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once('exit', r)))))
     await stopUpstreams()
   }
 }
@@ -337,7 +424,7 @@ async function benchSandbox() {
  * A chat turn's first chunk through the API, the runtime host and the intern's own model call,
  * against the same model call made directly to /responses (streamed, the same tools offered).
  */
-async function benchChat({ key, runtimeToken }) {
+async function benchChat({ key, hosts, hostAuth: authFor }) {
   const runs = Number(process.env.BENCH_CHAT_RUNS ?? 100)
   const intern = await (await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: 'bench-chat', provision: true }) })).json()
   for (let i = 0; ; i++) {
@@ -368,12 +455,12 @@ async function benchChat({ key, runtimeToken }) {
   const direct = []
   const chat = []
   const host = []
-  const hostAuth = { authorization: `Bearer ${runtimeToken}`, 'content-type': 'application/json' }
+  const hostAuth = await authFor(hosts[0].id)
   for (let i = 0; i < runs + 10; i++) {
     const d = await firstText(`${base}/responses`, { model: 'bench/chat', stream: true, input: [{ type: 'message', role: 'user', content: prompt }], tools: ['shell', 'ask_user', 'read_file', 'write_file', 'list_files', 'http_request'].map(tool) }, (t) => t.includes('"response.output_text.delta"'))
     const c = await firstText(`${base}/interns/${intern.id}/chat/completions`, { stream: true, session_id: `bench-${i}`, messages: [{ role: 'user', content: prompt }] }, (t) => t.includes('"content":"hello'))
     // The runtime host alone (the API's chat route skipped): where the added time goes.
-    const h = await firstText(`http://127.0.0.1:${RUNTIME_PORT}/v1/interns/${intern.id}/chat`, { session_id: `bench-host-${i}`, message: prompt }, (t) => t.includes('"type":"text"'), hostAuth)
+    const h = await firstText(`${hosts[0].url}/v1/interns/${intern.id}/chat`, { session_id: `bench-host-${i}`, message: prompt }, (t) => t.includes('"type":"text"'), hostAuth)
     if (i >= 10) direct.push(d), chat.push(c), host.push(h)
   }
   const p50 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
@@ -407,38 +494,25 @@ async function benchChat({ key, runtimeToken }) {
   ]
 }
 
-/** Idle running interns on one runtime host: the host's memory per intern (configured and started, no turn running). */
-async function benchDensity() {
+/** Idle running interns on one runtime host: the host's memory per intern (placed, configured and started through the fleet, no turn running). */
+async function benchDensity(ctx) {
   const n = Number(process.env.BENCH_DENSITY_INTERNS ?? 10_000)
-  const token = randomBytes(32).toString('hex')
-  const host = start('runtime', { PORT: String(RUNTIME_PORT), RUNTIME_TOKEN: token, RUNTIME_DATA_DIR: mkdtempSync(join(tmpdir(), 'roster-density-')), LOG_LEVEL: 'warn' })
-  try {
-    await waitHttp(`http://127.0.0.1:${RUNTIME_PORT}/health`)
-    const rss = () => Number(readFileSync(`/proc/${host.pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]) * 1024
-    const call = (method, path, body) =>
-      fetch(`http://127.0.0.1:${RUNTIME_PORT}${path}`, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body && JSON.stringify(body) }).then((r) => r.arrayBuffer())
-    await new Promise((r) => setTimeout(r, 1000))
-    const before = rss()
-    let next = 0
-    await Promise.all(
-      Array.from({ length: 32 }, async () => {
-        while (next < n) {
-          const i = next++
-          const id = `00000000-0000-4000-8000-${i.toString(16).padStart(12, '0')}`
-          await call('PUT', `/v1/interns/${id}`, { hostname: `i${i}.interns.bench`, name: `i${i}`, instructions: 'Be brief.', model: null, token: `sk-roster-v1-${randomBytes(32).toString('base64url')}` })
-          await call('POST', `/v1/interns/${id}/start`)
-        }
-      }),
-    )
-    await new Promise((r) => setTimeout(r, 2000))
-    const after = rss()
-    return [
-      { scenario: `${n} idle running interns on one runtime host`, metric: 'host RSS before / after MiB', value: `${(before / 2 ** 20).toFixed(1)} / ${(after / 2 ** 20).toFixed(1)}`, target: '≥ 10,000 interns' },
-      { scenario: '  memory per idle intern', metric: 'KB', value: ((after - before) / n / 1024).toFixed(1), target: '≤ 50' },
-    ]
-  } finally {
-    host.kill('SIGTERM')
-  }
+  const host = ctx.hosts[0]
+  const rss = () => Number(readFileSync(`/proc/${host.child.pid}/status`, 'utf8').match(/VmRSS:\s+(\d+)/)[1]) * 1024
+  await new Promise((r) => setTimeout(r, 1000))
+  const before = rss()
+  const prefix = 'd' + randomBytes(2).toString('hex')
+  await createInterns(ctx.key, prefix, n)
+  const client = new pg.Client({ connectionString: ctx.db })
+  await client.connect()
+  while ((await countRunning(client, prefix)) < n) await new Promise((r) => setTimeout(r, 200))
+  await client.end()
+  await new Promise((r) => setTimeout(r, 2000))
+  const after = rss()
+  return [
+    { scenario: `${n} idle running interns on one runtime host`, metric: 'host RSS before / after MiB', value: `${(before / 2 ** 20).toFixed(1)} / ${(after / 2 ** 20).toFixed(1)}`, target: '≥ 10,000 interns' },
+    { scenario: '  memory per idle intern', metric: 'KB', value: ((after - before) / n / 1024).toFixed(1), target: '≤ 50' },
+  ]
 }
 
 /** The raw single-row insert rate of the same Postgres, to compare machines. */
@@ -476,14 +550,20 @@ const scenarios = {
   ttfb: [benchGatewayTtfb, { worker: false, gateway: true }],
   soak: [benchGatewaySoak, { worker: false, gateway: true, named: true }],
   'fair-use': [(ctx) => benchFairUse({ ...ctx, makeKey: makeKeyWith(root, ctx.db), root, nodeFlags: nodeFlags() }), { worker: false, named: true }],
+  'fleet-provision': [(ctx) => benchFleetProvision(fleetTools), { named: true, bare: true }],
+  failover: [(ctx) => benchFailover(fleetTools), { named: true, bare: true }],
+  snapshots: [(ctx) => benchSnapshots(fleetTools), { named: true, bare: true }],
+  'fleet-chat': [(ctx) => benchFleetChat(fleetTools), { named: true, bare: true }],
   'doors-instructions': [benchDoorInstructions, { worker: false, gateway: true, named: true, apiWrap: callgrind.wrap, apiFlags: callgrind.nodeFlags }],
 }
+// What the fleet's scenarios start their own stacks with (several each).
+const fleetTools = { withStack, createInterns, countRunning, root, startBeforeStack: withBeforeStack }
 const rows = []
 const stopKeepingAwake = keepCoresAwake()
 for (const [name, [fn, opts]] of Object.entries(scenarios)) {
   if ((only && only !== name) || (!only && opts.named)) continue
   process.stderr.write(`bench: ${name}…\n`)
-  rows.push(...(await withStack(fn, opts)))
+  rows.push(...(opts.bare ? await fn() : await withStack(fn, opts)))
 }
 if (only === 'workers') {
   process.stderr.write('bench: workers (1, 2, 4 processes)…\n')
@@ -491,7 +571,7 @@ if (only === 'workers') {
 }
 if (!only || only === 'density') {
   process.stderr.write('bench: density…\n')
-  rows.push(...(await benchDensity()))
+  rows.push(...(await withStack(benchDensity, { worker: true })))
 }
 if (!only || only === 'sandbox') {
   process.stderr.write('bench: sandbox…\n')

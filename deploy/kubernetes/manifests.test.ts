@@ -119,14 +119,29 @@ describe('the Kubernetes manifests', () => {
       for (const p of svc.spec.ports) expect(ports).toContain(p.targetPort)
     }
     // The URLs the processes are given name Services that exist, on their ports.
-    for (const url of [config.data.RUNTIME_URL, config.data.ROSTER_API_URL]) {
+    for (const url of [config.data.ROSTER_API_URL]) {
       const { hostname, port } = new URL(url)
       expect(named('Service', hostname)?.spec.ports.map((p: any) => String(p.port)), url).toContain(port)
     }
+    // Each runtime host joins under its pod's name, at its address behind the headless Service of its StatefulSet.
+    const runtime = named('StatefulSet', 'roster-runtime')!
+    const env = Object.fromEntries(containersOf(runtime)[0].env.map((e: any) => [e.name, e.value ?? e.valueFrom]))
+    expect(env.POD_NAME).toEqual({ fieldRef: { fieldPath: 'metadata.name' } })
+    expect(env.RUNTIME_HOST_ID).toBe('$(POD_NAME)')
+    const advertised = new URL(env.RUNTIME_ADVERTISE_URL.replace('$(POD_NAME)', 'roster-runtime-0'))
+    expect(advertised.hostname).toBe(`roster-runtime-0.${runtime.spec.serviceName}.roster.svc.cluster.local`)
+    const service = named('Service', runtime.spec.serviceName)!
+    expect([service.spec.clusterIP, service.spec.ports.map((p: any) => String(p.port))]).toEqual(['None', [advertised.port]])
+    expect(runtime.spec.replicas).toBeGreaterThan(1)
+    // A host holds no master key and no database credential: nothing of the shared Secret but the fleet's credential.
+    expect(containersOf(runtime)[0].envFrom.some((f: any) => f.secretRef)).toBe(false)
+    expect(Object.keys(env)).not.toContain('VAULT_MASTER_KEY')
+    expect(Object.keys(env)).not.toContain('DATABASE_URL')
   })
 
   it('set only settings Roster reads', () => {
-    const known = new Set([...Object.keys(ApiConfig.shape), ...Object.keys(WorkerConfig.shape), ...Object.keys(RuntimeConfig.shape), 'REDIS_ADDRESS'])
+    // REDIS_ADDRESS is KEDA's; POD_NAME only feeds RUNTIME_HOST_ID and RUNTIME_ADVERTISE_URL.
+    const known = new Set([...Object.keys(ApiConfig.shape), ...Object.keys(WorkerConfig.shape), ...Object.keys(RuntimeConfig.shape), 'REDIS_ADDRESS', 'POD_NAME'])
     const names = [
       ...Object.keys(named('ConfigMap', 'roster-config')!.data),
       ...Object.keys(named('Secret', 'roster-secrets')!.stringData),

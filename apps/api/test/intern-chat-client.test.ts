@@ -28,7 +28,7 @@ beforeAll(async () => {
   const catalogue = catalogueFile(simulatorCatalogue(sim.url))
   stack = await startStack({
     databaseUrl: t.url,
-    env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', INTERN_PROVIDE_INPUT_NAME: 'openrouter.provide_input', INTERACTION_DEADLINE_MS: String(DEADLINE_MS), CHAT_TURNS_PER_MINUTE: String(TURNS_PER_MINUTE), RUNTIME_ANSWER_TIMEOUT_MS: '1500', CHAT_REQUEST_BUDGET_MS: '4000' },
+    env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', INTERN_PROVIDE_INPUT_NAME: 'openrouter.provide_input', INTERACTION_DEADLINE_MS: String(DEADLINE_MS), CHAT_TURNS_PER_MINUTE: String(TURNS_PER_MINUTE), RUNTIME_ANSWER_TIMEOUT_MS: '1500', CHAT_REQUEST_BUDGET_MS: '4000', CHAT_MOVE_WAIT_MS: '1000' },
     workerEnv: { RECONCILE_INTERVAL_MS: '500' },
   })
   client = new OpenRouter({ apiKey: tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
@@ -189,9 +189,12 @@ describe('pauses through the official client', () => {
       error: { code: 502, message: expect.stringMatching(/link to the intern broke/), metadata: { reason: 'stream_severed', retryable: true } },
       final: expect.objectContaining({ choices: [], sessionId: session, usage: null }),
     })
-    // With the host gone, a new prompt is refused before any stream: 502 intern_unreachable, retryable.
+    // With the host gone, a new prompt waits for the intern (CHAT_MOVE_WAIT_MS, 1 s here), then is
+    // refused before any stream: 502 intern_unreachable, retryable.
+    const waited = performance.now()
     const refused = await raw({ messages: [{ role: 'user', content: 'hello?' }] })
     expect([refused.status, (await refused.json()).error.metadata]).toEqual([502, { reason: 'intern_unreachable', retryable: true }])
+    expect(performance.now() - waited).toBeGreaterThan(900)
 
     stack.runtime.start()
     await stack.runtime.waitForOutput(/listening/)
@@ -206,7 +209,7 @@ describe('pauses through the official client', () => {
     await waitUntilRunning()
     const next = await sdkChat({ sessionId: session, messages: [{ role: 'user', content: 'What was the word?\n[sim] say It was teal.' }] })
     expect(next.at(-1).sessionId).toBe(session)
-    // The model was sent the session's history, kept on disk across the restart.
+    // The model was sent the session's history, kept off the host (in Postgres) across the restart.
     expect(JSON.stringify(sim.stats.lastBody['/v1/chat/completions'])).toContain('Remember the word teal.')
     const stale = await raw({ session_id: 'ses-asking', messages: [{ role: 'tool', tool_call_id: asked.id, content: 'allow_once' }] })
     const body = await stale.json()

@@ -106,7 +106,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
       if (!intern.running || !fleet.verified) return reply.code(503).send({ status: 'stopped' })
       return reply.send({ status: 'ok', intern: intern.id, started_at: intern.startedAt })
     }
-    if (req.url === '/health') return
+    if (req.url === '/health' || req.url === '/ready') return
     // Everything else obeys only the fleet, which holds this host's credential.
     const token = fleet.token
     if (!token) return reply.code(503).send(hostError('placement_unverified', 'this host has not joined the fleet yet').body)
@@ -119,6 +119,11 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   })
 
   app.get('/health', async () => ({ status: 'ok', joined: !!fleet.token }))
+  // Ready: a member of the fleet, in touch with it, and taking interns (not draining): a rollout waits for it.
+  app.get('/ready', async (_req, reply) => {
+    const ready = !!fleet.token && fleet.verified && !interns.draining
+    return reply.code(ready ? 200 : 503).send({ ready, joined: !!fleet.token, in_touch: fleet.verified, draining: interns.draining })
+  })
   controlRoutes(app, interns)
   chatRoutes(app, interns)
 

@@ -61,11 +61,16 @@ export interface InternsDeps {
   user?: { uid: number; gid: number; setpriv: string }
 }
 
+/** What an empty workspace's fingerprint is (a new intern's, or one with no snapshot): nothing to snapshot. */
+const EMPTY_WORKSPACE = createHash('sha256').digest('hex')
+
 export class Interns {
   private readonly all = new Map<string, HostedIntern>()
   private readonly byHostname = new Map<string, string>()
   /** Draining: no new turns; set once, until the process ends. */
   draining = false
+  /** The directory of every intern's, made once. */
+  private internsDir?: Promise<void>
 
   constructor(private readonly deps: InternsDeps) {}
 
@@ -100,10 +105,11 @@ export class Interns {
     const digest = createHash('sha256').update(JSON.stringify(spec)).digest('hex')
     if (current?.digest === digest) return { written: false }
     const placedAnew = !current || current.spec.generation !== spec.generation
+    let restored: string | undefined
     if (placedAnew) {
       if (current) await this.drop(current, 'the intern was placed again; its run was cancelled')
       this.deps.fleet.generations.set(id, spec.generation)
-      await this.restore(id)
+      restored = await this.restore(id, spec.snapshot !== null)
     } else if (current.spec.hostname !== spec.hostname) this.byHostname.delete(current.spec.hostname)
     this.byHostname.set(spec.hostname, id)
     this.all.set(id, {
@@ -117,28 +123,31 @@ export class Interns {
       configuredAt: Date.now(),
       heldByLease: false,
       daemon: placedAnew ? undefined : current!.daemon,
-      snapshotOf: placedAnew ? await workspaceFingerprint(join(this.dir(id), 'workspace')) : current!.snapshotOf,
+      snapshotOf: placedAnew ? restored : current!.snapshotOf,
     })
     return { written: true }
   }
 
   /** Its local state made anew: sessions to be read from the record, the workspace from its latest snapshot. */
-  private async restore(id: string) {
+  private async restore(id: string, hasSnapshot: boolean): Promise<string> {
     const dir = this.dir(id)
     await rm(dir, { recursive: true, force: true })
     // Passable, not listable, on the way to the workspace: the sandbox user mounts it from there.
-    await mkdir(join(this.deps.config.RUNTIME_DATA_DIR, 'interns'), { recursive: true, mode: 0o711 })
-    await mkdir(dir, { recursive: true, mode: 0o711 })
+    this.internsDir ??= mkdir(join(this.deps.config.RUNTIME_DATA_DIR, 'interns'), { recursive: true, mode: 0o711 }).then(() => {})
+    await this.internsDir
+    await mkdir(dir, { mode: 0o711 })
     const workspace = join(dir, 'workspace')
     await mkdir(workspace, { recursive: true })
     await ownWorkspace(workspace, this.deps.user)
-    const snapshot = await this.deps.fleet.getSnapshot(id)
-    if (!snapshot) return
+    // A new intern has none: no call for it.
+    const snapshot = hasSnapshot ? await this.deps.fleet.getSnapshot(id) : undefined
+    if (!snapshot) return EMPTY_WORKSPACE
     if (this.deps.commands.mode === 'refused') {
       this.deps.log.warn({ intern: id }, 'a workspace snapshot cannot be restored on this host: it cannot run commands (no bubblewrap)')
-      return
+      return EMPTY_WORKSPACE
     }
     await restoreSnapshot(this.deps.commands.run, workspace, snapshot)
+    return workspaceFingerprint(workspace)
   }
 
   /** Checks that a call names the placement the intern runs under here. */

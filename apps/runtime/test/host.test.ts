@@ -74,6 +74,9 @@ describe('a runtime host', () => {
     expect(hosted).toMatchObject({ running: true, configWrites: 1 })
     // The host's own health needs no credential.
     expect(await (await fetch(`${at.url}/health`)).json()).toEqual({ status: 'ok', joined: true })
+    // Ready (for a rollout): joined, in touch with the fleet, not draining.
+    const ready = await fetch(`${at.url}/ready`)
+    expect([ready.status, await ready.json()]).toEqual([200, { ready: true, joined: true, in_touch: true, draining: false }])
   })
 
   it("answers on an intern's hostname only its health: not the control API, not its configuration", async () => {

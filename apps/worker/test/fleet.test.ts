@@ -333,6 +333,8 @@ describe.skipIf(noSandbox)('draining a runtime host under chat load', () => {
       const drain = admin('runtime', 'drain', drained.id, '--json')
       expect(drain.code, drain.stderr).toBe(0)
       expect(JSON.parse(drain.stdout)).toEqual({ host: drained.id, state: 'draining' })
+      // It says it is not ready (a rollout waits on that) once it has heard it drains.
+      await waitFor(async () => (await fetch(`${drained.url}/ready`)).status === 503, { timeoutMs: 5_000, what: 'the draining host to say it is not ready' })
       await waitFor(async () => (await rows(onIt)).every((r) => r.status === 'running' && r.runtime_host_id === stack.runtimes[1]!.id), {
         timeoutMs: 60_000,
         intervalMs: 200,

@@ -55,12 +55,12 @@ describe('provisioning', () => {
     // Collapse consecutive rows of one step (the hostname reservation is a write of its own).
     const provisioning = states.filter((s) => s.status === 'provisioning')
     const steps = provisioning.map((s) => s.progress).filter((p, i, all) => i === 0 || p.step_number !== all[i - 1].step_number)
-    expect(steps.map((p) => p.step_number)).toEqual([1, 2, 3, 4, 5, 6])
-    expect(steps[2].step_label).toBe('Placing the intern on a runtime host')
+    expect(steps.map((p) => p.step_number)).toEqual([1, 2, 3, 4, 5])
+    expect(steps[2].step_label).toBe('Placing the intern on a runtime host and writing its configuration')
     const firstWithHostname = provisioning.find((s) => s.hostname)
     expect(firstWithHostname?.progress.step_number).toBe(2)
     for (const p of steps) {
-      expect(p.total_steps).toBe(6)
+      expect(p.total_steps).toBe(5)
       expect(p.step_label).toMatch(/\w/)
     }
     expect(states.at(-1)).toMatchObject({ status: 'running', progress: null })
@@ -144,7 +144,7 @@ describe('provisioning that cannot succeed', () => {
       await waitFor(async () => (await api.getIntern(created.body.id)).body.status === 'failed', { timeoutMs: 20_000, what: 'intern failed' })
       const failed = (await api.getIntern(created.body.id)).body
       expect(failed.progress).toBeNull()
-      expect(failed.last_failure_message).toMatch(/step 4 of 6 \(Writing the runtime configuration\) after 3 attempt\(s\)/)
+      expect(failed.last_failure_message).toMatch(/step 3 of 5 \(Placing the intern on a runtime host and writing its configuration\) after 3 attempt\(s\)/)
       expect(failed.last_failure_message).toMatch(/unreachable/)
       expect(failed.last_failure_message).not.toMatch(/token|sk-roster/)
     } finally {

@@ -18,6 +18,11 @@ export const InternSpec = z.object({
   token: z.string().min(1).max(512),
   /** The placement this configuration belongs to (the intern's provision generation when it was placed). */
   generation: z.int().min(0),
+  /**
+   * The digest of the intern's latest workspace snapshot, which the host restores before it runs
+   * the intern; null: it has none (a new intern), so the host asks for none. Absent: ask.
+   */
+  snapshot: z.string().regex(/^[0-9a-f]{64}$/).nullable().optional(),
 })
 export type InternSpec = z.infer<typeof InternSpec>
 

@@ -34,6 +34,8 @@ export interface RosterContainersOptions {
    * defaults, and the runtime host then refuses shell commands (saying why).
    */
   sandboxedShell?: boolean
+  /** Runtime hosts in the fleet (default 1), each joining it as runtime-1, runtime-2, …: interns are placed on the least loaded. */
+  runtimeHosts?: number
   /** How long each container may take to be ready (default 60 s). */
   startupTimeoutMs?: number
 }
@@ -54,7 +56,7 @@ export interface StartedRoster {
   userId: string
   /** Another account with its own workspace and keys (a second tenant). */
   bootstrap(): Promise<Bootstrap>
-  /** The containers, for logs or exec: postgres, redis, runtime, api, worker, and upstreamSim when started. */
+  /** The containers, for logs or exec: postgres, redis, api, worker, runtime (the first host; runtime-2 … for more) and upstreamSim when started. */
   containers: Record<string, StartedTestContainer>
   network: StartedNetwork
   /** Stops every container and removes the network. */
@@ -107,14 +109,16 @@ export async function startRoster(options: RosterContainersOptions = {}): Promis
     started.push(postgres, redis)
 
     const shared = {
+      ROSTER_API_URL: 'http://api:3000/api/v1',
+      RUNTIME_TOKEN: secret(),
+      HOST: '0.0.0.0',
+      ...options.env,
+    }
+    // The API and the worker hold the master key and the database; runtime hosts hold neither.
+    const trusted = {
       DATABASE_URL: 'postgresql://postgres:postgres@postgres:5432/roster',
       REDIS_URL: 'redis://redis:6379',
       VAULT_MASTER_KEY: secret(),
-      RUNTIME_TOKEN: secret(),
-      RUNTIME_URL: 'http://runtime:3100',
-      ROSTER_API_URL: 'http://api:3000/api/v1',
-      HOST: '0.0.0.0',
-      ...options.env,
     }
     const roster = (alias: string, command: string[], env: Record<string, string> = {}) =>
       new UnmaskedContainer(image)
@@ -125,26 +129,33 @@ export async function startRoster(options: RosterContainersOptions = {}): Promis
         .withStartupTimeout(timeout)
 
     const demo = !options.modelCatalogue
-    let runtime = roster('runtime', ['node', 'apps/runtime/dist/main.js'], { PORT: '3100', RUNTIME_DATA_DIR: '/data' })
-      .withExposedPorts(3100)
-      .withWaitStrategy(Wait.forHttp('/health', 3100))
-    if (options.sandboxedShell !== false) runtime = runtime.withSecurityOpt('seccomp=unconfined', 'apparmor=unconfined').unmaskSystemPaths()
-    const [runtimeStarted, sim] = await Promise.all([
-      runtime.start(),
+    // The API applies the migrations before it listens, so the worker never meets an empty database.
+    const [api, sim] = await Promise.all([
+      roster('api', ['sh', '-c', 'node prisma/migrate.mjs deploy && exec node apps/api/dist/main.js'], {
+        ...trusted,
+        PORT: '3000',
+        MODEL_CATALOGUE: options.modelCatalogue ?? '/app/deploy/demo-catalogue.json',
+      })
+        .withExposedPorts(3000)
+        .withWaitStrategy(Wait.forHttp('/ready', 3000))
+        .start(),
       demo ? roster('upstream-sim', ['node', 'packages/upstream-sim/dist/main.js'], { PORT: '3300' }).withExposedPorts(3300).withWaitStrategy(Wait.forHttp('/health', 3300)).start() : undefined,
     ])
-    started.push(runtimeStarted, ...(sim ? [sim] : []))
+    started.push(api, ...(sim ? [sim] : []))
 
-    // The API applies the migrations before it listens, so the worker never meets an empty database.
-    const api = await roster('api', ['sh', '-c', 'node prisma/migrate.mjs deploy && exec node apps/api/dist/main.js'], {
-      PORT: '3000',
-      MODEL_CATALOGUE: options.modelCatalogue ?? '/app/deploy/demo-catalogue.json',
-    })
-      .withExposedPorts(3000)
-      .withWaitStrategy(Wait.forHttp('/ready', 3000))
-      .start()
-    started.push(api)
-    const worker = await roster('worker', ['node', 'apps/worker/dist/main.js'], { HEALTH_PORT: '3200' })
+    // Each host joins the fleet through the API, under the id and address it is reached on.
+    const hosts = await Promise.all(
+      Array.from({ length: options.runtimeHosts ?? 1 }, (_, i) => {
+        const id = `runtime-${i + 1}`
+        let host = roster(id, ['node', 'apps/runtime/dist/main.js'], { PORT: '3100', RUNTIME_DATA_DIR: '/data', RUNTIME_HOST_ID: id, RUNTIME_ADVERTISE_URL: `http://${id}:3100` })
+          .withExposedPorts(3100)
+          .withWaitStrategy(Wait.forLogMessage(/joined the fleet/))
+        if (options.sandboxedShell !== false) host = host.withSecurityOpt('seccomp=unconfined', 'apparmor=unconfined').unmaskSystemPaths()
+        return host.start()
+      }),
+    )
+    started.push(...hosts)
+    const worker = await roster('worker', ['node', 'apps/worker/dist/main.js'], { ...trusted, HEALTH_PORT: '3200' })
       .withExposedPorts(3200)
       .withWaitStrategy(Wait.forHttp('/ready', 3200))
       .start()
@@ -163,7 +174,7 @@ export async function startRoster(options: RosterContainersOptions = {}): Promis
       workspaceId: first.workspace_id,
       userId: first.user_id,
       bootstrap,
-      containers: { postgres, redis, runtime: runtimeStarted, api, worker, ...(sim ? { upstreamSim: sim } : {}) },
+      containers: { postgres, redis, api, worker, ...Object.fromEntries(hosts.map((h, i) => [i === 0 ? 'runtime' : `runtime-${i + 1}`, h])), ...(sim ? { upstreamSim: sim } : {}) },
       network,
       stop,
     }

@@ -28,12 +28,12 @@ async function untilRunning(baseUrl: string, key: string, id: string) {
   })
 }
 
-/** One chat turn that runs a shell command; the text the intern answered. */
-async function chatRunningShell(baseUrl: string, key: string, id: string) {
+/** One chat turn that runs a shell command (by default `id -u; ls /`); the text the intern answered. */
+async function chatRunningShell(baseUrl: string, key: string, id: string, command = 'id -u; ls /') {
   const res = await fetch(`${baseUrl}/interns/${id}/chat/completions`, {
     method: 'POST',
     headers: json(key),
-    body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: '[sim] call shell {"command":"id -u; ls /"}\n[sim] say {{result}}' }] }),
+    body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: `[sim] call shell ${JSON.stringify({ command })}\n[sim] say {{result}}` }] }),
   })
   expect(res.status).toBe(200)
   const chunks = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)))
@@ -43,15 +43,17 @@ async function chatRunningShell(baseUrl: string, key: string, id: string) {
 describe.skipIf(problem)('Roster in containers', () => {
   beforeAll(() => buildImage(), 900_000)
 
-  it('builds one image for every process, from its base image argument, running as a user of its own', () => {
-    const inside = run('docker', ['run', '--rm', image, 'sh', '-c', 'node --version; id -u; ls apps/api/dist/main.js apps/worker/dist/main.js apps/runtime/dist/main.js prisma/migrate.mjs; command -v bwrap'])
+  it('builds one image for every process, from its base image argument, running as a user of its own, with the tools an agent reaches for', () => {
+    const inside = run('docker', ['run', '--rm', image, 'sh', '-c', 'node --version; id -u; ls apps/api/dist/main.js apps/worker/dist/main.js apps/runtime/dist/main.js prisma/migrate.mjs; for t in bwrap git curl python3 jq rg cc make; do command -v $t >/dev/null || echo missing $t; done'])
     expect(inside.ok, inside.out).toBe(true)
     const [node, uid] = inside.out.trim().split('\n')
     expect(node).toMatch(/^v20\./)
     expect(uid).toBe('10001')
+    // The runtime host's tools (the README lists them), every one there.
+    expect(inside.out).not.toContain('missing')
   })
 
-  it('comes up with compose, provisions an intern that then runs a sandboxed command, and leaves nothing after down -v', async () => {
+  it('comes up with compose (two runtime hosts), provisions interns on both that run sandboxed commands with the tools an agent needs, and leaves nothing after down -v', async () => {
     const compose = composeCommand()
     if (!compose) throw new Error('neither `docker compose` (v2) nor `docker-compose` (v1) is installed')
     const project = `rostertest${randomBytes(4).toString('hex')}`
@@ -70,13 +72,45 @@ describe.skipIf(problem)('Roster in containers', () => {
       expect(boot.ok, boot.out).toBe(true)
       const { keys } = JSON.parse(boot.out.slice(boot.out.indexOf('{'))) as { keys: { user: string } }
       const client = new OpenRouter({ apiKey: keys.user, serverURL: baseUrl, retryConfig: { strategy: 'none' } })
-      const intern = await client.interns.createIntern({ createInternRequest: { name: 'composed', provision: true } })
-      await untilRunning(baseUrl, keys.user, intern.id)
-      const said = await chatRunningShell(baseUrl, keys.user, intern.id)
+      // Two interns on two empty hosts: the least loaded takes each, so one is on each host.
+      const interns = [await client.interns.createIntern({ createInternRequest: { name: 'composed-1', provision: true } })]
+      await untilRunning(baseUrl, keys.user, interns[0]!.id)
+      interns.push(await client.interns.createIntern({ createInternRequest: { name: 'composed-2', provision: true } }))
+      await untilRunning(baseUrl, keys.user, interns[1]!.id)
+      const fleet = c('exec', '-T', 'api', 'node', 'apps/cli/dist/main.js', 'runtime', 'list', '--json')
+      expect(fleet.ok, fleet.out).toBe(true)
+      const { hosts } = JSON.parse(fleet.out.slice(fleet.out.indexOf('{'))) as { hosts: { id: string; state: string; interns: number }[] }
+      expect(hosts.map((h) => [h.id, h.state, h.interns])).toEqual([
+        ['runtime-1', 'live', 1],
+        ['runtime-2', 'live', 1],
+      ])
+      const placed = c('exec', '-T', 'postgres', 'psql', '-U', 'postgres', '-d', 'roster', '-tAc', `SELECT id FROM interns WHERE runtime_host_id = 'runtime-2'`)
+      expect(placed.ok, placed.out).toBe(true)
+      const second = placed.out.trim()
+      expect(interns.map((i) => i.id)).toContain(second)
+
+      const said = await chatRunningShell(baseUrl, keys.user, second)
       // The command ran as the image's user, in the sandbox (its root holds a workspace and the system, nothing else).
       expect(said).toContain('10001')
       expect(said).toContain('workspace')
       expect(said).not.toContain('app')
+      // The tools an agent reaches for, in its sandbox: a repository, a Python script written, run and committed.
+      const script = [
+        'cd /workspace && git init -q -b main demo && cd demo',
+        `printf 'import json\\nprint(json.dumps({"sum": sum(range(10))}))\\n' > sum.py`,
+        'python3 sum.py | jq -r .sum',
+        'git add sum.py && git -c user.name=Intern -c user.email=intern@example.invalid commit -qm "Add sum.py" && git log --oneline | wc -l',
+        'rg -c json sum.py; printf "int main(void){return 7;}" > t.c && cc t.c -o t && (./t; echo "c:$?"); make --version | head -1; curl --version | head -1',
+      ].join(' && ')
+      const said2 = await chatRunningShell(baseUrl, keys.user, second, script)
+      const { exit_code, stdout: tools } = JSON.parse(said2) as { exit_code: number; stdout: string }
+      expect(exit_code, said2).toBe(0)
+      expect(tools).toMatch(/^45$/m)
+      expect(tools).toMatch(/^1$/m) // one commit
+      expect(tools).toMatch(/^2$/m) // rg: two lines with json
+      expect(tools).toContain('c:7')
+      expect(tools).toMatch(/GNU Make/)
+      expect(tools).toMatch(/^curl /m)
     } finally {
       const down = c('down', '-v', '--remove-orphans')
       expect(down.ok, down.out).toBe(true)

@@ -82,41 +82,23 @@ export const provisionSteps: readonly Step[] = [
     },
   },
   {
-    label: 'Placing the intern on a runtime host',
-    metric: 'place',
-    async run(run) {
-      const { deps, intern, generation } = run
-      run.placed = await placeIntern(deps.db, intern.id, generation, fleetTimes(deps.config))
-      if (run.placed) return
-      // Every live host is full (or none has joined): the intern waits, saying so, and goes on by
-      // itself when room appears. Not a failure: no attempt is counted.
-      const [counts] = await deps.db.$queryRaw<{ live: number; total: number }[]>`
-        SELECT count(*) FILTER (WHERE state = 'live' AND heartbeat_at > ${new Date(Date.now() - deps.config.FLEET_DEAD_AFTER_MS)})::int AS live, count(*)::int AS total FROM runtime_hosts`
-      const { live, total } = counts!
-      const why = live ? `every live runtime host is full (${live} host(s))` : total ? `no live runtime host (${total} known, none beating)` : 'no runtime host has joined the fleet'
-      await deps.transitions.run({
-        internId: intern.id,
-        generation,
-        from: ['provisioning'],
-        to: 'provisioning',
-        set: { progress: { step_label: `${NO_ROOM_LABEL}: ${why}`, step_number: 3, total_steps: provisionSteps.length } },
-      })
-      return run.ctx.retryLater(NO_ROOM_RETRY_MS)
-    },
-  },
-  {
-    label: 'Writing the runtime configuration',
+    // One step (one progress write per intern): the placement, then the configuration on that host.
+    label: 'Placing the intern on a runtime host and writing its configuration',
     metric: 'configure',
     async run(run) {
-      const { deps, intern, token, placed, generation } = run
+      const { deps, intern, token, generation } = run
+      const placed = (run.placed = await placeIntern(deps.db, intern.id, generation, fleetTimes(deps.config)))
+      if (!placed) return waitForRoom(run)
       await elsewhereIfUnreachable(run, () =>
-        deps.runtime.configure(placed!, intern.id, {
+        deps.runtime.configure(placed, intern.id, {
           hostname: intern.hostname!,
           name: intern.name,
           instructions: intern.instructions,
           model: intern.model,
           token: token!,
           generation,
+          // The host restores this snapshot first (none: a new intern, nothing to ask for).
+          snapshot: placed.snapshot ?? null,
         }),
       )
     },
@@ -143,6 +125,27 @@ export const provisionSteps: readonly Step[] = [
     },
   },
 ]
+
+/**
+ * Every live host is full (or none has joined): the intern waits, saying so, and goes on by itself
+ * when room appears. Not a failure: no attempt is counted.
+ */
+async function waitForRoom(run: Run): Promise<never> {
+  const { deps, intern, generation } = run
+  const [counts] = await deps.db.$queryRaw<{ live: number; total: number }[]>`
+    SELECT count(*) FILTER (WHERE state = 'live' AND heartbeat_at > ${new Date(Date.now() - deps.config.FLEET_DEAD_AFTER_MS)})::int AS live, count(*)::int AS total FROM runtime_hosts`
+  const { live, total } = counts!
+  const why = live ? `every live runtime host is full (${live} host(s))` : total ? `no live runtime host (${total} known, none beating)` : 'no runtime host has joined the fleet'
+  const step = provisionSteps.findIndex((s) => s.metric === 'configure') + 1
+  await deps.transitions.run({
+    internId: intern.id,
+    generation,
+    from: ['provisioning'],
+    to: 'provisioning',
+    set: { progress: { step_label: `${NO_ROOM_LABEL}: ${why}`, step_number: step, total_steps: provisionSteps.length } },
+  })
+  return run.ctx.retryLater(NO_ROOM_RETRY_MS)
+}
 
 /**
  * A host that cannot even be connected to is no place for the intern: the placement is taken back,

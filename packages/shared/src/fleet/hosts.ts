@@ -2,7 +2,6 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { Db } from '../db.js'
 import { enqueueInTx } from '../outbox.js'
 import { transition } from '../intern-state.js'
-import { Prisma } from '../generated/prisma/client.js'
 import type { HeartbeatRequest, HeartbeatResponse, JoinRequest } from '../runtime-protocol.js'
 
 // The fleet of runtime hosts, as Postgres records it: hosts join and beat, interns are placed on
@@ -15,8 +14,6 @@ export class FleetConflict extends Error {
   override name = 'FleetConflict'
 }
 
-/** The interns a host holds room for: those placed on it and not stopped. */
-const HOLDING = `('provisioning', 'running', 'queued')`
 
 export interface FleetTimes {
   /** A host whose last heartbeat is older than this is dead. */
@@ -123,39 +120,23 @@ export interface PlacedOn {
   address: string
   epoch: number
   generation: number
+  /** From a placement: the digest of the intern's latest workspace snapshot (null: none). */
+  snapshot?: string | null
 }
 
 /**
  * Places an intern for its provisioning run `generation`: on the host it is on, if that host is live
- * and still has its room, else on the live host with the most free room (ties at random). The chosen
- * host's row is locked while its room is counted, so concurrent placements never overfill it.
- * Undefined when no live host has room (the run waits for one).
+ * and still has its room, else on the live host with the most free room (ties at random). One
+ * statement (the `place_intern` function of the migrations): the chosen host's row is locked and its
+ * count of placed interns (kept by a trigger) read again under the lock, so concurrent placements
+ * never overfill it, and the lock is held for that statement alone. Undefined when no live host has
+ * room (the run waits for one), or the run is no longer the intern's latest.
  */
 export async function placeIntern(db: Db, internId: string, generation: number, times: FleetTimes): Promise<PlacedOn | undefined> {
-  return db.$transaction(async (tx) => {
-    const fresh = new Date(Date.now() - (times.placeWithinMs ?? times.deadAfterMs))
-    const [current] = await tx.$queryRaw<{ runtime_host_id: string | null; placement_generation: number; provision_generation: number }[]>`
-      SELECT runtime_host_id, placement_generation, provision_generation FROM interns WHERE id = ${internId}::uuid FOR UPDATE`
-    if (!current || current.provision_generation !== generation) return undefined
-    const candidates = await tx.$queryRaw<{ id: string; address: string; epoch: number; free: number }[]>`
-      SELECT h.id, h.address, h.epoch,
-             h.capacity - (SELECT count(*)::int FROM interns i WHERE i.runtime_host_id = h.id AND i.status IN ${Prisma.raw(HOLDING)} AND i.id <> ${internId}::uuid) AS free
-      FROM runtime_hosts h
-      WHERE h.state = 'live' AND h.heartbeat_at > ${fresh}
-      ORDER BY (h.id = ${current.runtime_host_id ?? ''}) DESC, free DESC, random()`
-    for (const candidate of candidates) {
-      if (candidate.free <= 0) continue
-      // Locked, and its room counted again under the lock: two placements racing for its last place cannot both win.
-      const [locked] = await tx.$queryRaw<{ id: string; address: string; epoch: number; free: number }[]>`
-        SELECT h.id, h.address, h.epoch,
-               h.capacity - (SELECT count(*)::int FROM interns i WHERE i.runtime_host_id = h.id AND i.status IN ${Prisma.raw(HOLDING)} AND i.id <> ${internId}::uuid) AS free
-        FROM runtime_hosts h WHERE h.id = ${candidate.id} AND h.state = 'live' FOR UPDATE`
-      if (!locked || locked.free <= 0) continue
-      await tx.$executeRaw`UPDATE interns SET runtime_host_id = ${locked.id}, placement_generation = ${generation} WHERE id = ${internId}::uuid`
-      return { hostId: locked.id, address: locked.address, epoch: locked.epoch, generation }
-    }
-    return undefined
-  })
+  const fresh = new Date(Date.now() - (times.placeWithinMs ?? times.deadAfterMs))
+  const [row] = await db.$queryRaw<{ host_id: string; address: string; epoch: number; snapshot: string | null }[]>`
+    SELECT host_id, address, epoch, snapshot FROM place_intern(${internId}::uuid, ${generation}::int, ${fresh})`
+  return row && { hostId: row.host_id, address: row.address, epoch: row.epoch, generation, snapshot: row.snapshot }
 }
 
 /**
@@ -223,9 +204,7 @@ export interface HostListing extends HostRow {
 
 /** Every host, its state, the interns placed on it and its free room (the admin CLI's listing). */
 export async function listHosts(db: Db, times: FleetTimes): Promise<HostListing[]> {
-  const rows = await db.$queryRaw<(HostRow & { interns: number })[]>`
-    SELECT h.*, (SELECT count(*)::int FROM interns i WHERE i.runtime_host_id = h.id AND i.status IN ${Prisma.raw(HOLDING)}) AS interns
-    FROM runtime_hosts h ORDER BY h.id`
+  const rows = await db.$queryRaw<(HostRow & { interns: number })[]>`SELECT h.*, h.placed AS interns FROM runtime_hosts h ORDER BY h.id`
   const fresh = Date.now() - times.deadAfterMs
   return rows.map((r) => ({ ...r, state: r.state !== 'dead' && r.heartbeat_at.getTime() < fresh ? 'dead' : r.state, free: Math.max(0, r.capacity - r.interns) }))
 }

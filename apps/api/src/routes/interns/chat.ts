@@ -101,8 +101,9 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
       req.raw.once('close', left)
       const deadline = Date.now() + deps.config.CHAT_MOVE_WAIT_MS
       const waitForMove = async (failure: () => AppError) => {
-        if (Date.now() + MOVE_POLL_MS > deadline || upstream.signal.aborted) throw failure()
-        await new Promise((r) => setTimeout(r, MOVE_POLL_MS))
+        const remaining = deadline - Date.now()
+        if (remaining <= 0 || upstream.signal.aborted) throw failure()
+        await new Promise((r) => setTimeout(r, Math.min(MOVE_POLL_MS, remaining)))
       }
       let outcome: ChatOutcome
       try {
