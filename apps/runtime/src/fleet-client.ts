@@ -4,6 +4,7 @@ import {
   HeartbeatResponse,
   HOST_ID_HEADER,
   JoinResponse,
+  SessionIds,
   SessionItems,
   SNAPSHOT_GENERATION_HEADER,
   type EgressRequest,
@@ -84,6 +85,12 @@ export class FleetClient implements SecretEgress {
   forget() {
     this.leaseUntil = 0
     this.membership = undefined
+  }
+
+  /** The sessions the intern has in the record. */
+  async sessionIds(internId: string): Promise<Set<string>> {
+    const res = await this.request('GET', `/internal/v1/interns/${internId}/sessions?generation=${this.generation(internId)}`)
+    return new Set(SessionIds.parse(await json(res)).sessions)
   }
 
   /** A session's items, as the record keeps them. */

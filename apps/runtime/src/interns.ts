@@ -279,6 +279,7 @@ export class Interns {
     if (intern.daemon) return intern.daemon
     const { config, fleet, commands, proxies } = this.deps
     const sessions = new SessionStore(join(this.dir(intern.id), 'sessions'), {
+      ids: () => fleet.sessionIds(intern.id),
       load: (sessionId) => fleet.loadSession(intern.id, sessionId),
       append: (sessionId, from, items) => fleet.appendSession(intern.id, sessionId, from, items),
     })

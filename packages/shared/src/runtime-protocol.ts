@@ -130,6 +130,8 @@ export const SessionAppend = z.object({
 })
 export type SessionAppend = z.infer<typeof SessionAppend>
 export const SessionItems = z.object({ items: z.array(z.record(z.string(), z.unknown())) })
+/** The sessions an intern has in the record (GET /internal/v1/interns/:id/sessions): a host asks once per placement. */
+export const SessionIds = z.object({ sessions: z.array(z.string()) })
 
 /** How an intern writes a secret it means, in a header or a body: `{{secret:NAME}}`. */
 export const SECRET_PLACEHOLDER = /\{\{secret:([a-z][a-z0-9_]*)\}\}/g

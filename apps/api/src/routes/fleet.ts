@@ -121,6 +121,16 @@ export const fleetRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =>
     return { draining: await drainHost(deps.db, req.runtimeHost!.id) }
   })
 
+  // Which sessions exist: a host asks once per placement, and reads only those from the record (a new one has nothing to read).
+  api.get(
+    '/internal/v1/interns/:id/sessions',
+    { schema: { hide: true, params: InternParams, querystring: GenerationQuery }, onRequest: asHost, preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation) },
+    async (req) => {
+      const rows = await deps.db.$queryRaw<{ session_id: string }[]>`SELECT DISTINCT session_id FROM session_entries WHERE intern_id = ${req.params.id}::uuid`
+      return { sessions: rows.map((r) => r.session_id) }
+    },
+  )
+
   api.get(
     '/internal/v1/interns/:id/sessions/:session',
     { schema: { hide: true, params: SessionParams, querystring: GenerationQuery }, onRequest: asHost, preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation) },
@@ -133,15 +143,26 @@ export const fleetRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =>
 
   api.post(
     '/internal/v1/interns/:id/sessions/:session/entries',
-    { schema: { hide: true, params: SessionParams, body: SessionAppend }, bodyLimit: 16 * 1024 * 1024, onRequest: asHost, preHandler: (req, reply) => placed(req, reply, (req.body as SessionAppend).generation) },
-    async (req) => {
-      const { from, items } = req.body
+    { schema: { hide: true, params: SessionParams, body: SessionAppend }, bodyLimit: 16 * 1024 * 1024, onRequest: asHost },
+    async (req, reply) => {
+      const { from, items, generation } = req.body
+      const host = req.runtimeHost!.id
+      // The hot path of every turn: the placement checked and the items written in one statement.
       // Numbered from `from`: a retried append writes nothing twice.
-      await deps.db.$executeRaw`
-        INSERT INTO session_entries (intern_id, session_id, seq, item)
-        SELECT ${req.params.id}::uuid, ${req.params.session}, ${from} + ord - 1, item
-        FROM jsonb_array_elements(${JSON.stringify(items)}::jsonb) WITH ORDINALITY AS t(item, ord)
-        ON CONFLICT DO NOTHING`
+      const [result] = await deps.db.$queryRaw<{ placed: boolean }[]>`
+        WITH here AS (
+          SELECT 1 FROM interns WHERE id = ${req.params.id}::uuid AND runtime_host_id = ${host} AND placement_generation = ${generation}
+            AND status IN ('provisioning', 'running')
+        ), written AS (
+          INSERT INTO session_entries (intern_id, session_id, seq, item)
+          SELECT ${req.params.id}::uuid, ${req.params.session}, ${from} + ord - 1, item
+          FROM jsonb_array_elements(${JSON.stringify(items)}::jsonb) WITH ORDINALITY AS t(item, ord)
+          WHERE EXISTS (SELECT 1 FROM here)
+          ON CONFLICT DO NOTHING
+          RETURNING 1
+        )
+        SELECT EXISTS (SELECT 1 FROM here) AS placed, (SELECT count(*) FROM written) AS written`
+      if (!result?.placed) return refuse(reply, 409, 'placement_stale', `intern ${req.params.id} is not placed on ${host} under generation ${generation}`)
       return { appended: items.length }
     },
   )

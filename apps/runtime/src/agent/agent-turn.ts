@@ -91,9 +91,20 @@ const HTTP_TOOL = {
 export async function runAgentTurn(setup: AgentSetup, sessionId: string, userText: string, emit: (e: AgentEvent) => void, signal?: AbortSignal): Promise<TurnUsage> {
   const history = await setup.sessions.load(sessionId)
   const added: Json[] = [{ type: 'message', role: 'user', content: userText }]
-  // Kept while the model is called (the store keeps appends in order); a failure to keep it fails the turn below.
-  const keeping = setup.sessions.append(sessionId, [...added])
-  keeping.catch(() => {})
+  // Kept while the model answers: started once its first event arrives (or it ends), so the write
+  // (through the API, when sessions are kept off the host) never delays the first chunk; awaited
+  // before the turn goes on, so a failure to keep it fails the turn below. The store keeps appends
+  // in order.
+  let keeping: Promise<void> | undefined
+  const keep = () => {
+    keeping ??= setup.sessions.append(sessionId, [...added.slice(0, 1)])
+    keeping.catch(() => {})
+    return keeping
+  }
+  const firstEmit = (e: AgentEvent) => {
+    keep()
+    emit(e)
+  }
   const usage: TurnUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 }
   const asPrompts = (texts: string[]) => texts.map((text) => ({ type: 'message', role: 'user', content: text }))
   let late: Json[] = []
@@ -106,8 +117,8 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
       late = []
     }
     const last = step >= setup.maxSteps
-    const response = await modelTurn(setup, [...history, ...added], last, emit, signal)
-    if (step === 0) await keeping
+    const response = await modelTurn(setup, [...history, ...added], last, step === 0 ? firstEmit : emit, signal).finally(() => void keep())
+    if (step === 0) await keep()
     usage.prompt_tokens += response.usage?.input_tokens ?? 0
     usage.completion_tokens += response.usage?.output_tokens ?? 0
     usage.total_tokens += response.usage?.total_tokens ?? 0

@@ -11,6 +11,8 @@ const isRecord = (item: Item) => typeof item.type === 'string' && item.type.star
  * on another host, before this one, and what it gains here, each item numbered.
  */
 export interface SessionMirror {
+  /** The sessions it has (asked once: what this store appends from then on is its own). */
+  ids(): Promise<Set<string>>
   load(sessionId: string): Promise<Item[]>
   append(sessionId: string, from: number, items: Item[]): Promise<void>
 }
@@ -29,6 +31,8 @@ export class SessionStore {
   /** Items each session has (known once it was read or appended to). */
   private readonly lengths = new Map<string, number>()
   private dirMade = false
+  /** The sessions the mirror had when first asked. */
+  private mirrored?: Promise<Set<string>>
 
   constructor(
     private readonly dir: string,
@@ -68,8 +72,11 @@ export class SessionStore {
       text = await readFile(this.file(sessionId), 'utf8')
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-      // Not here: the session's items as the mirror keeps them (kept here from now on).
-      const kept = this.mirror ? await this.mirror.load(sessionId) : []
+      // Not here: the session's items as the mirror keeps them (kept here from now on), if it has
+      // the session at all (a new session costs no call).
+      this.mirrored ??= this.mirror?.ids()
+      const known = this.mirror ? await this.mirrored!.catch((err) => ((this.mirrored = undefined), Promise.reject(err))) : undefined
+      const kept = this.mirror && known!.has(sessionId) ? await this.mirror.load(sessionId) : []
       if (kept.length) await this.writeLocal(sessionId, kept)
       this.lengths.set(sessionId, kept.length)
       return kept

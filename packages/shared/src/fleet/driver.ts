@@ -57,7 +57,7 @@ export class FleetDriver {
   ) {}
 
   /** Where the record places an intern now. */
-  placement(internId: string): Promise<PlacedOn | undefined> {
+  placement(internId: string): Promise<(PlacedOn & { status: string }) | undefined> {
     if (!this.db) return Promise.resolve(undefined)
     return placementOf(this.db, internId)
   }

@@ -148,10 +148,10 @@ export async function unplace(db: Db, internId: string, at: { hostId: string; ge
   await db.$executeRaw`UPDATE interns SET runtime_host_id = NULL WHERE id = ${internId}::uuid AND runtime_host_id = ${at.hostId} AND placement_generation = ${at.generation}`
 }
 
-/** Where an intern is placed now (its host's address and epoch), or undefined. */
-export async function placementOf(db: Db, internId: string): Promise<PlacedOn | undefined> {
-  const [row] = await db.$queryRaw<PlacedOn[]>`
-    SELECT h.id AS "hostId", h.address, h.epoch, i.placement_generation AS generation
+/** Where an intern is placed now (its host's address and epoch) and its status, or undefined when it is not placed. */
+export async function placementOf(db: Db, internId: string): Promise<(PlacedOn & { status: string }) | undefined> {
+  const [row] = await db.$queryRaw<(PlacedOn & { status: string })[]>`
+    SELECT h.id AS "hostId", h.address, h.epoch, i.placement_generation AS generation, i.status::text AS status
     FROM interns i JOIN runtime_hosts h ON h.id = i.runtime_host_id WHERE i.id = ${internId}::uuid`
   return row
 }

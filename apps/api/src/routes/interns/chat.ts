@@ -39,9 +39,7 @@ const textOf = (content: unknown) =>
 
 export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (req: FastifyRequest) => Promise<void>) {
   const overLimit = createTurnLimit(deps.redis, deps.config.QUEUE_PREFIX, deps.config.CHAT_TURNS_PER_MINUTE, app.log)
-  /** The intern's status as the record has it now (not the cache: a move changes it in seconds). */
-  const statusOf = async (internId: string) =>
-    (await deps.db.$queryRaw<{ status: string }[]>`SELECT status::text FROM interns WHERE id = ${internId}::uuid`)[0]?.status
+  const placements = new PlacementCache((id) => deps.runtime.placement(id), 1_000)
   /** Whether the fleet is moving the intern: placed again lately, after its host died or drained, and not suspended since. */
   const moving = async (internId: string) => {
     if (deps.config.CHAT_MOVE_WAIT_MS === 0) return false
@@ -106,10 +104,13 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
         await new Promise((r) => setTimeout(r, Math.min(MOVE_POLL_MS, remaining)))
       }
       let outcome: ChatOutcome
+      let attempt = 0
       try {
         for (;;) {
-          const placed = await deps.runtime.placement(internId)
-          if (!placed || (await statusOf(internId)) !== 'running') {
+          // Where it is placed and whether it runs: from the last second's answer on a first try (a
+          // host refuses a placement it no longer holds, and the next try reads the record afresh).
+          const placed = attempt++ === 0 ? await placements.get(internId) : await placements.fresh(internId)
+          if (!placed || placed.status !== 'running') {
             if (!(await moving(internId))) throw new AppError('intern_not_ready', `intern ${internId} is not running`)
             await waitForMove(() => new AppError('intern_not_ready', `intern ${internId} is moving to another runtime host and did not run there within ${deps.config.CHAT_MOVE_WAIT_MS} ms; retry shortly`, { retryAfter: 5 }))
             continue
@@ -128,6 +129,8 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
             }
             throw unreachable()
           }
+          // A host that joined again since the placement was read wants its new epoch's credential: read it afresh, once.
+          if (outcome.kind === 'refused' && outcome.error.error === 'unauthorized' && attempt === 1) continue
           if (outcome.kind === 'refused' && (WHILE_MOVING.has(outcome.error.error) || (outcome.error.error === 'intern_not_ready' && (await moving(internId))))) {
             const refusal = outcome
             await waitForMove(() => hostRefusal(internId, refusal.status, refusal.error))
@@ -155,6 +158,28 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
   )
 }
 
+/** Placements read in the last `ttlMs`, shared by concurrent readers; `fresh` reads the record and keeps that. */
+class PlacementCache<T> {
+  private readonly entries = new Map<string, { value: Promise<T>; at: number }>()
+  constructor(
+    private readonly read: (id: string) => Promise<T>,
+    private readonly ttlMs: number,
+  ) {}
+
+  get(id: string): Promise<T> {
+    const hit = this.entries.get(id)
+    return hit && Date.now() - hit.at < this.ttlMs ? hit.value : this.fresh(id)
+  }
+
+  fresh(id: string): Promise<T> {
+    const value = this.read(id)
+    if (this.entries.size >= 10_000) this.entries.delete(this.entries.keys().next().value!)
+    this.entries.set(id, { value, at: Date.now() })
+    value.catch(() => this.entries.delete(id))
+    return value
+  }
+}
+
 /** How often a chat waiting for a moving intern looks again. */
 const MOVE_POLL_MS = 250
 /** A host's refusals that mean the intern is between hosts (its host drains, was cut off, or no longer holds it). */
@@ -176,7 +201,11 @@ function hostRefusal(internId: string, status: number, { error, message }: HostE
       return new AppError(error, message)
     case 'intern_not_ready':
     case 'placement_stale':
+    case 'not_found':
+      // The record places it there, but the host does not hold it (yet, or any more).
       return new AppError('intern_not_ready', `intern ${internId} is not running on its host`)
+    case 'unauthorized':
+      // The host joined again under a new credential twice while this chat looked it up: ours, not the caller's, to fix.
     case 'placement_unverified':
     case 'draining':
       return new AppError('intern_unreachable', `the intern's host cannot take it now (${message}); retry shortly`, { status: 502 })
