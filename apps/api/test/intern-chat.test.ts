@@ -4,10 +4,12 @@ import { join } from 'node:path'
 import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, createTestDatabase, lacking, makeTenant, processCommandLines, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import { catalogueFile, createTestDatabase, lacking, makeTenant, processCommandLines, repoRoot, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
 import { chatThroughClient, sseEvents, streamError } from './helpers.js'
 import { createServer, type Server } from 'node:http'
-import { readdirSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { execFileSync, spawnSync } from 'node:child_process'
 
 // Chat with a running intern through the whole system: the API relays to the runtime host, which
 // runs the turn as the intern (its own key) against Roster's /responses (the simulator behind it,
@@ -52,6 +54,8 @@ async function call(method: string, path: string, body?: unknown) {
   const res = await fetch(`${stack.apiUrl}${path}`, { method, headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
   return res.json() as Promise<any>
 }
+/** The admin CLI on this test's database. */
+const admin = (...args: string[]) => spawnSync('npm', ['run', '-s', 'admin', '--', ...args], { cwd: repoRoot, env: { ...process.env, DATABASE_URL: t.url }, encoding: 'utf8' })
 /** Whether a command started under `exec -a <marker>` runs (in any sandbox on this machine). */
 const commandRunning = (marker: string) => processCommandLines().some((l) => l.startsWith(marker))
 const chat = (body: object) =>
@@ -235,22 +239,42 @@ describe('chatting with an intern', () => {
     })
   })
 
-  it.skipIf(noSandbox)('archives the workspace and the sessions when an intern is deleted, then removes them from the host', async () => {
-    const other = await call('POST', '/interns', { name: 'leaving', provision: true })
-    await waitFor(async () => (await call('GET', `/interns/${other.id}`)).status === 'running', { timeoutMs: 20_000, what: 'the intern to run' })
-    const res = await fetch(`${stack.apiUrl}/interns/${other.id}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, session_id: 'ses-leaving', messages: [{ role: 'user', content: '[sim] call write_file {"path":"notes/todo.md","content":"ship it"}\n[sim] say Noted.' }] }) })
-    await res.text()
-    const home = join(stack.env.RUNTIME_DATA_DIR!, 'interns', other.id)
-    expect(readFileSync(join(home, 'workspace', 'notes', 'todo.md'), 'utf8')).toBe('ship it')
-    expect((await fetch(`${stack.apiUrl}/interns/${other.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${tenant.keys.user}` } })).status).toBe(202)
-    await waitFor(async () => !existsSync(home), { timeoutMs: 20_000, what: "the intern's directory to be removed" })
-    const archive = join(stack.env.RUNTIME_DATA_DIR!, 'archive')
-    const kept = readdirSync(archive).find((f) => f.startsWith(other.id))!
-    expect(kept).not.toMatch(/partial/)
-    expect(readFileSync(join(archive, kept, 'workspace', 'notes', 'todo.md'), 'utf8')).toBe('ship it')
-    expect(readdirSync(join(archive, kept, 'sessions'))).toHaveLength(1)
-    const spec = JSON.parse(readFileSync(join(archive, kept, 'intern.json'), 'utf8'))
-    expect([spec.name, spec.token]).toEqual(['leaving', undefined])
+  it.skipIf(noSandbox)('archives the workspace, the sessions and the configuration off the host when an intern is deleted, running or suspended', async () => {
+    /** An intern that wrote a file in a session; `suspend`: suspended, and dropped by its host, before it is deleted. */
+    const archived = async (name: string, suspend: boolean) => {
+      const intern = await call('POST', '/interns', { name, provision: true })
+      await waitFor(async () => (await call('GET', `/interns/${intern.id}`)).status === 'running', { timeoutMs: 20_000, what: 'the intern to run' })
+      const res = await fetch(`${stack.apiUrl}/interns/${intern.id}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, session_id: `ses-${name}`, messages: [{ role: 'user', content: `[sim] call write_file {"path":"notes/todo.md","content":"ship ${name}"}\n[sim] say Noted.` }] }) })
+      await res.text()
+      const home = join(stack.env.RUNTIME_DATA_DIR!, 'interns', intern.id)
+      expect(readFileSync(join(home, 'workspace', 'notes', 'todo.md'), 'utf8')).toBe(`ship ${name}`)
+      if (suspend) {
+        expect((await fetch(`${stack.apiUrl}/interns/${intern.id}/suspend`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}` } })).status).toBe(200)
+        // A stopped intern's workspace is its snapshot: its host lets it go.
+        await waitFor(async () => !existsSync(home), { timeoutMs: 20_000, what: 'the host to drop the suspended intern' })
+      }
+      expect((await fetch(`${stack.apiUrl}/interns/${intern.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${tenant.keys.user}` } })).status).toBe(202)
+      await waitFor(async () => (await fetch(`${stack.apiUrl}/interns/${intern.id}`, { headers: { authorization: `Bearer ${tenant.keys.user}` } })).status === 404, { timeoutMs: 20_000, what: 'the intern to be gone' })
+      expect(existsSync(home)).toBe(false)
+      // The operator finds it with the admin CLI and exports it.
+      const listed = admin('archive', 'list', '--workspace', tenant.workspaceId, '--json')
+      const entry = (JSON.parse(listed.stdout).archives as { id: string; intern_id: string; name: string; sessions: number }[]).find((a) => a.intern_id === intern.id)
+      expect(entry).toMatchObject({ name, sessions: 1 })
+      const dir = mkdtempSync(join(tmpdir(), 'roster-archive-'))
+      const exported = admin('archive', 'export', entry!.id, '--out', join(dir, 'workspace.tar.gz'))
+      expect(exported.status, exported.stderr).toBe(0)
+      mkdirSync(join(dir, 'files'))
+      execFileSync('tar', ['-xzf', join(dir, 'workspace.tar.gz'), '-C', join(dir, 'files')])
+      expect(readFileSync(join(dir, 'files', 'notes', 'todo.md'), 'utf8')).toBe(`ship ${name}`)
+      const kept = JSON.parse(readFileSync(join(dir, 'workspace.tar.gz.json'), 'utf8'))
+      expect(kept.configuration.name).toBe(name)
+      expect(Object.keys(kept.sessions)).toEqual([`ses-${name}`])
+      expect(JSON.stringify(kept.sessions)).toContain('Noted.')
+      // No key of the intern's in what was kept.
+      expect(JSON.stringify(kept)).not.toMatch(/sk-[a-z0-9]|"token"/i)
+    }
+    await archived('leaving', false)
+    await archived('resting', true)
   })
 
   it('sends a secret only to the host it is bound to, and it reaches neither the model, the stream nor the transcript', async () => {

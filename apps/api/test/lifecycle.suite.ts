@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { existsSync, readdirSync } from 'node:fs'
-import { join } from 'node:path'
 import { OpenRouter } from '@openrouter/sdk'
 import { InternLifecycleError } from '@openrouter/sdk/models/errors'
 import { apiClient, createTestDatabase, makeInternKey, makeTenant, startStack, waitFor, type RedisCluster, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
@@ -75,8 +73,9 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
       await refused(client.interns.getIntern({ internId: intern.id }), 404, 'not_found')
       expect(await hosted(intern.id)).toBeUndefined()
       expect(await t.db.vault.findUnique({ where: { id: intern.vaultId! } })).toBeNull()
-      const archive = join(stack.env.RUNTIME_DATA_DIR!, 'archive')
-      expect(existsSync(archive) && readdirSync(archive).some((f) => f.startsWith(intern.id))).toBe(true)
+      // Kept off the host, with the deletion: its configuration (and its sessions and workspace snapshot, had it any).
+      const archives = await t.db.$queryRaw<{ name: string }[]>`SELECT name FROM workspace_archives WHERE intern_id = ${intern.id}::uuid`
+      expect(archives).toEqual([{ name: 'cycle' }])
     })
 
     it('updates fields: omitted stay, null clears, the name stays unique, the model is validated', async () => {

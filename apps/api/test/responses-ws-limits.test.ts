@@ -76,7 +76,10 @@ describe('WebSocket limits', () => {
       for (let i = 0; i < 8; i++) g.socket.send(big)
     }
     // 4 × 8 requests of 3 MiB wait (96 MiB); 8 MiB may: two, then the rest are refused at once.
-    await waitFor(() => greedy.reduce((n, g) => n + g.received.filter((e) => e.type === 'error').length, 0) >= 30, { timeoutMs: 10_000, what: 'the refusals' })
+    const refused = () => greedy.reduce((n, g) => n + g.received.filter((e) => e.type === 'error').length, 0)
+    await waitFor(() => refused() >= 30, { timeoutMs: 30_000, what: 'the refusals' }).catch((err) => {
+      throw new Error(`${err.message}: ${refused()} refused; per connection ${greedy.map((g) => `${g.received.map((e) => e.type).join(',') || 'nothing'} (closed ${g.state.closed})`).join(' | ')}`)
+    })
     const refusals = greedy.flatMap((g) => g.received.filter((e) => e.type === 'error'))
     expect(refusals[0]).toMatchObject({ type: 'error', status: 503, error: { code: 'server', message: expect.stringMatching(/WS_WAITING_BYTES/) } })
     const metrics = await scrape(api.metricsPort!)

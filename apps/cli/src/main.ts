@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util'
+import { writeFileSync } from 'node:fs'
 import {
   ApiKeyKinds,
   bootstrap,
@@ -9,6 +10,8 @@ import {
   createUser,
   createWorkspace,
   drainHost,
+  getArchive,
+  listArchives,
   fleetTimes,
   isAppError,
   listHosts,
@@ -27,6 +30,8 @@ const usage = `usage: npm run -s admin -- <command> [--json]
   key create --kind user|organization|management|intern --workspace ID [--user ID] [--intern ID]
   runtime list                                      each runtime host: state (live, draining, dead), interns, free room
   runtime drain HOST                                the host takes no new interns; its interns move to others
+  archive list [--workspace ID]                     what was kept of deleted interns, newest first
+  archive export ID --out FILE                      an archive's workspace (a gzipped tar) to FILE, with its configuration and sessions beside it (FILE.json)
 Reads DATABASE_URL. With --json, prints exactly one JSON object.`
 
 const { values, positionals } = parseArgs({
@@ -42,6 +47,7 @@ const { values, positionals } = parseArgs({
     user: { type: 'string' },
     intern: { type: 'string' },
     kind: { type: 'string' },
+    out: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 })
@@ -77,7 +83,33 @@ async function runtimeDrain(db: Db, hostId: string | undefined) {
   return { host: hostId, state: 'draining' }
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+async function archiveList(db: Db) {
+  if (values.workspace !== undefined && !UUID.test(values.workspace)) throw new UsageError('--workspace is a workspace id (a UUID)')
+  const archives = await listArchives(db, values.workspace)
+  return { archives: archives.map((a) => ({ ...a, archived_at: a.archived_at.toISOString() })) }
+}
+
+async function archiveExport(db: Db, id: string | undefined) {
+  if (!id || !UUID.test(id)) throw new UsageError('archive export needs the archive id (see archive list)')
+  const out = values.out
+  if (!out) throw new UsageError('archive export needs --out FILE')
+  const archive = await getArchive(db, id)
+  if (!archive) throw new Error(`no archive ${id} (see archive list)`)
+  writeFileSync(`${out}.json`, JSON.stringify({ id: archive.id, intern_id: archive.intern_id, configuration: archive.configuration, sessions: archive.sessions }, null, 2) + '\n', { mode: 0o600 })
+  if (archive.bytes) writeFileSync(out, archive.bytes, { mode: 0o600 })
+  const workspace = archive.bytes
+    ? `${out} (${archive.bytes.length} bytes, sha256 ${archive.sha256})`
+    : archive.key
+      ? `not written: it is the object ${archive.key} in the snapshot bucket (SNAPSHOT_S3_BUCKET)`
+      : 'none: no snapshot of its workspace was ever taken'
+  return { archive: archive.id, workspace, configuration_and_sessions: `${out}.json` }
+}
+
 async function run(db: Db, command: string): Promise<Record<string, unknown>> {
+  if (command === 'archive list') return archiveList(db)
+  if (command.startsWith('archive export')) return archiveExport(db, positionals[2])
   if (command === 'runtime list') return runtimeList(db)
   if (command.startsWith('runtime drain')) return runtimeDrain(db, positionals[2])
   switch (command) {
@@ -107,15 +139,14 @@ function print(result: Record<string, unknown>) {
     process.stdout.write(JSON.stringify(result) + '\n')
     return
   }
-  if (Array.isArray(result.hosts)) {
-    const rows = result.hosts as Record<string, unknown>[]
-    const cols = ['id', 'state', 'interns', 'free', 'capacity', 'address', 'last_heartbeat_at']
+  const table = (rows: Record<string, unknown>[], cols: string[], none: string) => {
     const cells = [cols, ...rows.map((r) => cols.map((c) => String(r[c])))]
     const widths = cols.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)))
     process.stdout.write(cells.map((row) => row.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n')
-    if (rows.length === 0) process.stdout.write('No runtime host has joined the fleet.\n')
-    return
+    if (rows.length === 0) process.stdout.write(none + '\n')
   }
+  if (Array.isArray(result.hosts)) return table(result.hosts, ['id', 'state', 'interns', 'free', 'capacity', 'address', 'last_heartbeat_at'], 'No runtime host has joined the fleet.')
+  if (Array.isArray(result.archives)) return table(result.archives, ['id', 'name', 'intern_id', 'workspace_id', 'sessions', 'workspace_bytes', 'archived_at'], 'No archive.')
   const flat = (obj: Record<string, unknown>, prefix = ''): string[] =>
     Object.entries(obj).flatMap(([k, v]) =>
       v && typeof v === 'object' ? flat(v as Record<string, unknown>, `${prefix}${k}.`) : [`${prefix}${k}: ${String(v)}`],

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { mkdir, cp, rename, rm, writeFile } from 'node:fs/promises'
+import { mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { hostError, type HostErrorBody, type InternSpec, type Placement, type RuntimeConfig } from '@roster/shared'
 import type { FastifyBaseLogger } from 'fastify'
@@ -168,31 +168,23 @@ export class Interns {
   }
 
   /** Suspended: its runs cancelled (a client listening is told), its proxy closed, its workspace snapshotted. */
-  async stop(intern: HostedIntern, why: string) {
+  async stop(intern: HostedIntern, why: string, options: { strict?: boolean } = {}) {
     intern.running = false
     const daemon = intern.daemon
     intern.daemon = undefined
     await daemon?.stop(why)
     await this.deps.proxies.close(intern.id)
-    await this.snapshot(intern)
+    await this.snapshot(intern, options)
   }
 
   /**
-   * Before a teardown the intern's workspace, its sessions and its configuration (without its key)
-   * are copied to archive/<id>-<time>/; written under a temporary name and renamed, so an archive
-   * that exists is whole.
+   * Before a teardown: the intern stops and its workspace is snapshotted one last time, and that
+   * snapshot must be kept (a failure fails the teardown, which says the workspace could not be
+   * archived). The archive itself is written with the record, off this host.
    */
   async archive(intern: HostedIntern) {
-    const archive = join(this.deps.config.RUNTIME_DATA_DIR, 'archive')
-    const target = join(archive, `${intern.id}-${Date.now()}`)
-    const partial = `${target}.partial`
-    await mkdir(partial, { recursive: true })
-    await writeFile(join(partial, 'intern.json'), JSON.stringify({ ...intern.spec, token: undefined }), { mode: 0o600 })
-    await cp(this.dir(intern.id), partial, { recursive: true, force: true, verbatimSymlinks: true }).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err // an intern that never ran has no directory
-    })
-    await rename(partial, target)
-    return { archived: true, path: target }
+    await this.stop(intern, 'the intern is being deleted', { strict: true })
+    return { archived: true }
   }
 
   /** Gone from this host: its runs ended, its local state removed (it lives on in the record). */
@@ -254,7 +246,7 @@ export class Interns {
   }
 
   /** The workspace kept off the host, if it changed since it last was (one snapshot at a time per intern). */
-  snapshot(intern: HostedIntern): Promise<void> {
+  snapshot(intern: HostedIntern, { strict = false }: { strict?: boolean } = {}): Promise<void> {
     const take = async () => {
       if (this.deps.commands.mode === 'refused') return
       const workspace = join(this.dir(intern.id), 'workspace')
@@ -267,6 +259,7 @@ export class Interns {
       } catch (err) {
         const level = err instanceof SnapshotTooLarge ? 'warn' : 'error'
         this.deps.log[level]({ err, intern: intern.id }, 'the workspace snapshot was not kept')
+        if (strict) throw err
       }
     }
     const next = (intern.snapshotting ?? Promise.resolve()).then(take, take)

@@ -406,6 +406,13 @@ describe.skipIf(noSandbox)('workspace snapshots in an S3-compatible store', () =
       await waitFor(async () => (await rows([id!]))[0]!.runtime_host_id !== row!.runtime_host_id && (await allRunning([id!])), { timeoutMs: 60_000, intervalMs: 200, what: 'the intern on the other host' })
       const read = await chat(stack, id!, '[sim] call shell {"command":"cat src/main.txt"}\n[sim] say {{result}}')
       expect(read.text).toMatch(/answer=42/)
+      // Deleted: its archive names its latest snapshot's object, which is kept (not swept as garbage).
+      const [latest] = await t.db.$queryRaw<{ key: string }[]>`SELECT key FROM workspace_snapshots WHERE intern_id = ${id}::uuid`
+      expect((await fetch(`${stack.apiUrl}/interns/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${tenant.keys.user}` } })).status).toBe(202)
+      await waitFor(async () => (await rows([id!])).length === 0, { timeoutMs: 30_000, what: 'the intern to be gone' })
+      const archives = await t.db.$queryRaw<{ store: string; key: string; bytes: Buffer | null }[]>`SELECT store, key, bytes FROM workspace_archives WHERE intern_id = ${id}::uuid`
+      expect(archives).toEqual([{ store: 's3', key: latest!.key, bytes: null }])
+      expect(await t.db.$queryRaw`SELECT key FROM snapshot_garbage WHERE key = ${latest!.key}`).toEqual([])
     } finally {
       await stack.stop()
       await s3.close()

@@ -8,8 +8,8 @@ type Limits = Pick<ApiConfig, 'WS_CONNECTIONS_PER_KEY' | 'WS_CONNECTIONS' | 'WS_
  * What the WebSocket transport of /responses may hold in one API process: connections per key and
  * in all, and the bytes of requests waiting their turn in all connections (each may be 20 MiB, so
  * without a ceiling a few connections with queues of large messages ran the heap out). Every
- * connection is pinged every WS_PING_MS and ended when it has answered none of the last two pings (one
- * could be unread only because this process was busy), and one with nothing running or waiting is
+ * connection is pinged every WS_PING_MS and ended when it has answered none of the last two pings and
+ * sent nothing since (one could be unread only because this process was busy), and one with nothing running or waiting is
  * closed after WS_IDLE_TIMEOUT_MS.
  */
 export class WebSocketBudget {
@@ -44,7 +44,10 @@ export class WebSocketBudget {
     this.perKey.set(keyId, (this.perKey.get(keyId) ?? 0) + 1)
     this.alive.set(socket, 0)
     this.metrics?.webSockets.set(this.alive.size)
-    socket.on('pong', () => this.alive.has(socket) && this.alive.set(socket, 0))
+    // A message is as good an answer as a pong: a pong sent behind megabytes of requests arrives late.
+    const answered = () => this.alive.has(socket) && this.alive.set(socket, 0)
+    socket.on('pong', answered)
+    socket.on('message', answered)
     socket.once('close', () => {
       this.alive.delete(socket)
       const n = (this.perKey.get(keyId) ?? 1) - 1

@@ -2,6 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
+  HELD_BY_HOST,
   EgressRequest,
   FleetConflict,
   fleetTimes,
@@ -152,7 +153,7 @@ export const fleetRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =>
       const [result] = await deps.db.$queryRaw<{ placed: boolean }[]>`
         WITH here AS (
           SELECT 1 FROM interns WHERE id = ${req.params.id}::uuid AND runtime_host_id = ${host} AND placement_generation = ${generation}
-            AND status IN ('provisioning', 'running')
+            AND status IN ${HELD_BY_HOST}
         ), written AS (
           INSERT INTO session_entries (intern_id, session_id, seq, item)
           SELECT ${req.params.id}::uuid, ${req.params.session}, ${from} + ord - 1, item

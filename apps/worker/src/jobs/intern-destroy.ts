@@ -1,12 +1,13 @@
 import { UnrecoverableError } from 'bullmq'
-import { Jobs, transition, type JobPayload } from '@roster/shared'
+import { archiveIntern, Jobs, transition, type JobPayload } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { hostIsLive } from '../fleet.js'
 
 /**
- * Tears an intern down: archive its workspace (unless the caller acknowledged losing it), remove
- * its runtime, then delete the intern, its private vault (secrets included) and its keys, and give
- * the member's quota back, in one transaction. Interns that borrowed the vault lose the attachment
+ * Tears an intern down: its host takes a last snapshot of its workspace (unless the caller
+ * acknowledged losing it), its runtime is removed, then in one transaction its archive is written
+ * (configuration, sessions, workspace) and the intern, its private vault (secrets included) and its
+ * keys are deleted, and the member's quota given back. Interns that borrowed the vault lose the attachment
  * (attached_vault_id becomes null). Each step is idempotent; after the last retry the intern ends
  * destroy_failed with the reason.
  */
@@ -18,17 +19,21 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.destr
 
   let step = 'archiving the workspace'
   try {
-    // At its host, while that host is there: a host that died took nothing with it the record needs
-    // (the intern's latest snapshot and its sessions go with the intern's row).
+    // Its host, while that host is there, stops it and takes a last snapshot of its workspace; the
+    // archive itself is written off the host, with the deletion, from the record (so a host that died
+    // or already dropped the intern takes nothing with it: the latest snapshot is the workspace).
     const at = await deps.runtime.placement(internId)
     const live = at && (await hostIsLive(deps, at.hostId))
     if (live && !skipArchive) await deps.runtime.archive(at, internId)
+    else if (at && !skipArchive) ctx.log.warn({ internId, host: at.hostId }, 'the intern’s runtime host is not live: archiving its workspace as of its latest snapshot')
     step = 'removing the runtime'
     if (live) await deps.runtime.remove(at, internId)
     step = 'deleting the intern and its vault'
     await deps.db.$transaction(async (tx) => {
-      const deleted = await tx.$executeRaw`DELETE FROM interns WHERE id = ${internId}::uuid AND status = 'destroying'`
-      if (deleted === 0) return
+      const [held] = await tx.$queryRaw<{ ok: number }[]>`SELECT 1 AS ok FROM interns WHERE id = ${internId}::uuid AND status = 'destroying' FOR UPDATE`
+      if (!held) return
+      if (!skipArchive) await archiveIntern(tx, internId)
+      await tx.$executeRaw`DELETE FROM interns WHERE id = ${internId}::uuid`
       if (intern.vaultId) await tx.$executeRaw`DELETE FROM vaults WHERE id = ${intern.vaultId}::uuid`
       if (intern.creatorUserId) {
         await tx.$executeRaw`

@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { Db } from '../db.js'
 import { enqueueInTx } from '../outbox.js'
 import { transition } from '../intern-state.js'
+import { Prisma } from '../generated/prisma/client.js'
 import type { HeartbeatRequest, HeartbeatResponse, JoinRequest } from '../runtime-protocol.js'
 
 // The fleet of runtime hosts, as Postgres records it: hosts join and beat, interns are placed on
@@ -100,18 +101,25 @@ export async function heartbeat(db: Db, hostId: string, epoch: number, req: Hear
   return { state: row.state, placements: await placementsOf(db, hostId) }
 }
 
-/** The interns the record places on a host (not stopped), with their generations. */
+/**
+ * The statuses in which an intern is held by the host it is placed on: provisioning and running, and
+ * destroying (its host takes the last snapshot of its workspace for the archive, then removes it).
+ * A stopped intern's workspace is its latest snapshot: its host drops it.
+ */
+export const HELD_BY_HOST = Prisma.raw(`('provisioning', 'running', 'destroying')`)
+
+/** The interns the record has a host hold, with their generations. */
 export async function placementsOf(db: Db, hostId: string): Promise<{ id: string; generation: number }[]> {
   return db.$queryRaw<{ id: string; generation: number }[]>`
     SELECT id, placement_generation AS generation FROM interns
-    WHERE runtime_host_id = ${hostId} AND status IN ('provisioning', 'running')`
+    WHERE runtime_host_id = ${hostId} AND status IN ${HELD_BY_HOST}`
 }
 
 /** Whether the record places `internId` on `hostId` under `generation`. */
 export async function isPlaced(db: Db, internId: string, hostId: string, generation: number): Promise<boolean> {
   const rows = await db.$queryRaw<{ ok: number }[]>`
     SELECT 1 AS ok FROM interns WHERE id = ${internId}::uuid AND runtime_host_id = ${hostId} AND placement_generation = ${generation}
-      AND status IN ('provisioning', 'running')`
+      AND status IN ${HELD_BY_HOST}`
   return rows.length > 0
 }
 
