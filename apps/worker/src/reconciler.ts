@@ -36,8 +36,11 @@ export class Reconciler {
    *   too, and one that just started gets a moment's grace;
    * - an intern a host runs that the record has stopped or failed is stopped, and one the record no
    *   longer places there (deleted, or placed elsewhere) is removed from it.
+   *
+   * Two passes: this one (hosts past their deadline declared dead, their interns placed again; the
+   * record alone, quick) and checkHosts (the hosts asked).
    */
-  async checkRuntimes(): Promise<number> {
+  async vacateHosts(): Promise<number> {
     const { dead, moved } = await vacateHosts(this.db, fleetTimes(this.config))
     if (dead.length) this.log.warn({ hosts: dead }, 'runtime hosts stopped beating: declared dead')
     if (moved.length) {
@@ -45,12 +48,15 @@ export class Reconciler {
       this.log.warn({ moved: moved.length }, 'interns of dead or drained runtime hosts are being placed on others')
     }
     this.repaired('host_failover', moved.length)
-    let repaired = moved.length
+    return moved.length
+  }
 
+  /** Each live host asked what it runs, all at once: one that hangs (paused, cut off) delays no other. */
+  async checkHosts(): Promise<number> {
     const hosts = await this.db.$queryRaw<{ id: string; address: string; epoch: number; state: string }[]>`
       SELECT id, address, epoch, state FROM runtime_hosts WHERE state <> 'dead' AND heartbeat_at > ${new Date(Date.now() - this.config.FLEET_DEAD_AFTER_MS)}`
-    for (const host of hosts) repaired += await this.checkHost({ hostId: host.id, address: host.address, epoch: host.epoch }, host.state === 'draining')
-    return repaired
+    const repaired = await Promise.all(hosts.map((host) => this.checkHost({ hostId: host.id, address: host.address, epoch: host.epoch }, host.state === 'draining')))
+    return repaired.reduce((a, b) => a + b, 0)
   }
 
   /** `draining`: its interns stop there on purpose, and move once it has drained (vacateHosts); none is lost. */

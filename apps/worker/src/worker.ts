@@ -117,15 +117,27 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   )
   const safely = (what: string, work: () => Promise<unknown>) =>
     work().catch((err) => log.warn({ err: (err as Error).message }, `${what} failed; will retry`))
+  /** A periodic pass that is skipped while its previous one runs (a slow host or database must not pile passes up). */
+  const oneAtATime = (what: string, work: () => Promise<unknown>) => {
+    let running = false
+    return () => {
+      if (running) return
+      running = true
+      void safely(what, work).finally(() => (running = false))
+    }
+  }
+  const passes = [
+    oneAtATime('reconcile', () => reconciler.run()),
+    // Failover reads only the record: never held up by a host check waiting on a host that hangs.
+    oneAtATime('failover', () => reconciler.vacateHosts()),
+    oneAtATime('runtime check', () => reconciler.checkHosts()),
+    oneAtATime('teardown check', () => reconciler.resumeTeardowns()),
+  ]
   queueConnection.on('ready', () => {
     relay.wake()
     void safely('redis epoch check', () => reconciler.checkRedisEpoch(queueConnection))
   })
-  const reconcileTimer = setInterval(() => {
-    void safely('reconcile', () => reconciler.run())
-    void safely('runtime check', () => reconciler.checkRuntimes())
-    void safely('teardown check', () => reconciler.resumeTeardowns())
-  }, config.RECONCILE_INTERVAL_MS)
+  const reconcileTimer = setInterval(() => passes.forEach((pass) => pass()), config.RECONCILE_INTERVAL_MS)
   // Several workers may sweep at once; the deletes are idempotent, so no coordination is needed.
   const sweepTimer = setInterval(() => void safely('idempotency sweep', () => reconciler.sweepIdempotencyRecords()), 60_000)
   await relay.start()

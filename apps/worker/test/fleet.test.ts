@@ -46,8 +46,12 @@ afterAll(async () => {
   await t?.drop()
 })
 
-const fleetStack = (runtimes: number, extra: { env?: Record<string, string>; workerEnv?: Record<string, string>; runtimeEnv?: Record<string, string>; workers?: number } = {}) =>
-  startStack({
+/**
+ * A fleet on the file's database. Stopping it forgets its interns and hosts: the next test's workers
+ * would otherwise find every earlier intern on a dead host and move them all onto the new fleet.
+ */
+async function fleetStack(runtimes: number, extra: { env?: Record<string, string>; workerEnv?: Record<string, string>; runtimeEnv?: Record<string, string>; workers?: number } = {}): Promise<Stack> {
+  const stack = await startStack({
     databaseUrl: t.url,
     runtimes,
     workers: extra.workers ?? 1,
@@ -55,6 +59,14 @@ const fleetStack = (runtimes: number, extra: { env?: Record<string, string>; wor
     workerEnv: { ...quickWorkers, ...extra.workerEnv },
     runtimeEnv: extra.runtimeEnv,
   })
+  const stop = stack.stop.bind(stack)
+  stack.stop = async () => {
+    await stop()
+    await t.db.$executeRaw`DELETE FROM interns`
+    await t.db.$executeRaw`DELETE FROM runtime_hosts`
+  }
+  return stack
+}
 
 function admin(...args: string[]) {
   const run = spawnSync('npm', ['run', '-s', 'admin', '--', ...args], { cwd: repoRoot, env: { ...process.env, DATABASE_URL: t.url }, encoding: 'utf8' })
@@ -269,6 +281,9 @@ describe.skipIf(noSandbox)('a runtime host paused past its deadline and resumed'
           timeoutMs: 30_000,
           intervalMs: 100,
           what: 'the paused host’s interns to run on the other host',
+        }).catch(async (err) => {
+          const now = await t.db.$queryRaw`SELECT i.id::text, i.status::text, i.runtime_host_id, i.placement_generation, i.progress, i.last_failure_message, h.state, h.heartbeat_at FROM interns i LEFT JOIN runtime_hosts h ON h.id = i.runtime_host_id WHERE i.id = ANY(${stale.map((s) => s.id)}::uuid[])`
+          throw new Error(`${err.message}: ${JSON.stringify(now)}\nworker: ${stack.workers[0]!.output.slice(-3000)}`)
         })
         // Calls sent while it is paused wait in its socket's backlog: they are answered first on waking.
         const probes = stale.flatMap((s) => [
@@ -329,7 +344,8 @@ describe.skipIf(noSandbox)('draining a runtime host under chat load', () => {
           else written.get(id)!.push(file)
         }
       })
-      await new Promise((r) => setTimeout(r, 1_500))
+      // Turns done before the drain, during it (those the drain waits for or that wait for the move), and after it.
+      await waitFor(() => ids.every((id) => written.get(id)!.length >= 1), { timeoutMs: 30_000, what: 'a turn of each intern before the drain' })
       const drain = admin('runtime', 'drain', drained.id, '--json')
       expect(drain.code, drain.stderr).toBe(0)
       expect(JSON.parse(drain.stdout)).toEqual({ host: drained.id, state: 'draining' })
@@ -340,11 +356,11 @@ describe.skipIf(noSandbox)('draining a runtime host under chat load', () => {
         intervalMs: 200,
         what: "the drained host's interns to run on the other host",
       })
-      await new Promise((r) => setTimeout(r, 1_500))
+      const atMove = new Map(onIt.map((id) => [id, written.get(id)!.length]))
+      await waitFor(() => onIt.every((id) => written.get(id)!.length > atMove.get(id)! + 1), { timeoutMs: 30_000, what: 'turns of each moved intern on its new host' })
       loading = false
       await Promise.all(load)
       expect(failures).toEqual([])
-      for (const id of onIt) expect(written.get(id)!.length).toBeGreaterThan(2)
 
       // Every file every turn wrote is there (the ones written on the drained host came with the snapshot).
       for (const id of ids) {
