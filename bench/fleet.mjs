@@ -14,6 +14,7 @@ import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { createServer } from 'node:net'
 import pg from 'pg'
+import { firstText } from './first-text.mjs'
 
 const pct = (xs, p) => {
   const sorted = [...xs].sort((a, b) => a - b)
@@ -216,19 +217,7 @@ export async function benchFleetChat({ withStack, root, startBeforeStack }) {
     }
     const firsts = []
     for (let i = 0; i < runs + 20; i++) {
-      const t0 = performance.now()
-      const res = await fetch(`${base}/interns/${intern.id}/chat/completions`, { method: 'POST', headers: h, body: JSON.stringify({ stream: true, session_id: `s-${i}`, messages: [{ role: 'user', content: prompt }] }) })
-      const reader = res.body.getReader()
-      const decoder = new TextDecoder()
-      let seen = ''
-      let at
-      for (;;) {
-        const { value, done } = await reader.read()
-        if (done) break
-        seen += decoder.decode(value, { stream: true })
-        if (at === undefined && seen.includes('"content":"hello')) at = performance.now() - t0
-      }
-      if (at === undefined) throw new Error(`no text in ${seen.slice(0, 300)}`)
+      const at = await firstText(`${base}/interns/${intern.id}/chat/completions`, { headers: h, body: JSON.stringify({ stream: true, session_id: `s-${i}`, messages: [{ role: 'user', content: prompt }] }) }, (seen) => seen.includes('"content":"hello'))
       if (i >= 20) firsts.push(at)
     }
     return firsts

@@ -21,6 +21,7 @@ import { deploy } from '../prisma/migrate.mjs'
 import { nodeFlags } from '../scripts/node-flags.mjs'
 import { benchFairUse, makeKeyWith } from './fair-use.mjs'
 import { benchFailover, benchFleetChat, benchFleetProvision, benchSnapshots } from './fleet.mjs'
+import { firstText as firstTextOf } from './first-text.mjs'
 import { benchCatalogue, benchDoorInstructions, benchGatewayLatency, callgrind, benchGatewaySoak, benchGatewayTtfb, keepCoresAwake, keepingAwake, pin, startUpstreams } from './gateway.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -436,22 +437,7 @@ async function benchChat({ key, hosts, hostAuth: authFor }) {
   const prompt = '[sim] say hello there from the bench'
   const tool = (name) => ({ type: 'function', name, parameters: { type: 'object', properties: {} } })
   /** Milliseconds from sending to the first chunk that holds text; the rest is read to the end. */
-  async function firstText(url, body, isText, auth = headers(key)) {
-    const t0 = performance.now()
-    const res = await fetch(url, { method: 'POST', headers: auth, body: JSON.stringify(body) })
-    const reader = res.body.getReader()
-    const decoder = new TextDecoder()
-    let seen = ''
-    let at
-    for (;;) {
-      const { value, done } = await reader.read()
-      if (done) break
-      seen += decoder.decode(value, { stream: true })
-      if (at === undefined && isText(seen)) at = performance.now() - t0
-    }
-    if (at === undefined) throw new Error(`no text in ${seen.slice(0, 300)}`)
-    return at
-  }
+  const firstText = (url, body, isText, auth = headers(key)) => firstTextOf(url, { headers: auth, body: JSON.stringify(body) }, isText)
   const direct = []
   const chat = []
   const host = []

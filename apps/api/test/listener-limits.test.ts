@@ -4,7 +4,7 @@ import { readdirSync } from 'node:fs'
 import { Pool } from 'undici'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, freePort, metricValue, runtimeCredential, scrape, startApi, startStack, useTestTenant, type ApiProcess, type Stack } from '@roster/testing'
+import { catalogueFile, freePort, metricValue, runtimeCredential, scrape, startApi, startStack, useTestTenant, waitFor, type ApiProcess, type Stack } from '@roster/testing'
 
 // Clients that hold a connection without finishing a request: silent connections, headers or a
 // body that stop arriving, and a flood of connections. Every listener cuts them in seconds (the
@@ -125,9 +125,8 @@ describe('connections past MAX_CONNECTIONS', () => {
       sockets.push(s)
     }
     try {
-      await new Promise((r) => setTimeout(r, 500))
-      // Past the 50, closed at once; the victim's connection still carries its requests.
-      expect(closed.length).toBeGreaterThan(400)
+      // Past the 50, closed at once (as fast as this process opens them); the victim's connection still carries its requests.
+      await waitFor(() => closed.length > 400, { timeoutMs: 10_000, what: 'the connections past the ceiling to be closed' })
       for (let i = 0; i < 5; i++) expect(await ask()).toBe(200)
       // A newcomer takes the place of the connection idle longest (a silent one), and is served.
       for (let i = 0; i < 5; i++) {
@@ -141,8 +140,7 @@ describe('connections past MAX_CONNECTIONS', () => {
       expect(descriptors).toBeLessThan(50 + 200)
       expect(metricValue(await scrape(api.metricsPort!), 'roster_http_connections_cut_total', { reason: 'max_connections' })).toBeGreaterThan(400)
       // The silent ones that got in are cut at the headers timeout; then newcomers are served again.
-      await new Promise((r) => setTimeout(r, 3_500))
-      expect(closed.length).toBe(500)
+      await waitFor(() => closed.length === 500, { timeoutMs: 15_000, what: 'the silent connections to be cut' })
       const fresh = await fetch(`http://127.0.0.1:${api.port}/api/v1/models`, { headers: { authorization: `Bearer ${env.tenant.keys.user}` } })
       expect(fresh.status).toBe(200)
     } finally {

@@ -53,7 +53,7 @@ export class NodeProcess {
    * Waits for the process to print `pattern`. A process that exits first fails the wait at once, and
    * either failure carries the end of what it printed (a port taken, a bad setting), not a bare timeout.
    */
-  async waitForOutput(pattern: RegExp, timeoutMs = 15_000): Promise<void> {
+  async waitForOutput(pattern: RegExp, timeoutMs = 30_000): Promise<void> {
     const tail = () => this.output.slice(-2_000)
     try {
       await waitFor(
