@@ -1,8 +1,7 @@
+import { beatingHosts } from '@roster/shared'
 import type { WorkerDeps } from './context.js'
 
 /** Whether a host beats (not dead, heard from within FLEET_DEAD_AFTER_MS): a call to it can be answered. */
 export async function hostIsLive(deps: Pick<WorkerDeps, 'db' | 'config'>, hostId: string): Promise<boolean> {
-  const rows = await deps.db.$queryRaw<{ ok: number }[]>`
-    SELECT 1 AS ok FROM runtime_hosts WHERE id = ${hostId} AND state <> 'dead' AND heartbeat_at > ${new Date(Date.now() - deps.config.FLEET_DEAD_AFTER_MS)}`
-  return rows.length > 0
+  return (await beatingHosts(deps.db, deps.config.FLEET_DEAD_AFTER_MS, hostId)).length > 0
 }

@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq'
 import { createHash } from 'node:crypto'
-import { enqueueInTx, fleetTimes, Jobs, transition, vacateHosts, type Db, type FleetDriver, type HostAddress, type Logger, type Metrics, type RedisClient, type WorkerConfig } from '@roster/shared'
+import { beatingHosts, enqueueInTx, fleetTimes, Jobs, transition, vacateHosts, type Db, type FleetDriver, type HostAddress, type Logger, type Metrics, type RedisClient, type WorkerConfig } from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 /**
@@ -53,8 +53,7 @@ export class Reconciler {
 
   /** Each live host asked what it runs, all at once: one that hangs (paused, cut off) delays no other. */
   async checkHosts(): Promise<number> {
-    const hosts = await this.db.$queryRaw<{ id: string; address: string; epoch: number; state: string }[]>`
-      SELECT id, address, epoch, state FROM runtime_hosts WHERE state <> 'dead' AND heartbeat_at > ${new Date(Date.now() - this.config.FLEET_DEAD_AFTER_MS)}`
+    const hosts = await beatingHosts(this.db, this.config.FLEET_DEAD_AFTER_MS)
     const repaired = await Promise.all(hosts.map((host) => this.checkHost({ hostId: host.id, address: host.address, epoch: host.epoch }, host.state === 'draining')))
     return repaired.reduce((a, b) => a + b, 0)
   }

@@ -108,6 +108,16 @@ export async function heartbeat(db: Db, hostId: string, epoch: number, req: Hear
  */
 export const HELD_BY_HOST = Prisma.raw(`('provisioning', 'running', 'destroying')`)
 
+/**
+ * The hosts that beat (not dead, heard from within `deadAfterMs`): a call to one can be answered.
+ * One host's row when `hostId` is given.
+ */
+export async function beatingHosts(db: Db, deadAfterMs: number, hostId?: string): Promise<{ id: string; address: string; epoch: number; state: string }[]> {
+  return db.$queryRaw`
+    SELECT id, address, epoch, state FROM runtime_hosts
+    WHERE state <> 'dead' AND heartbeat_at > ${new Date(Date.now() - deadAfterMs)} AND (${hostId ?? null}::text IS NULL OR id = ${hostId ?? null})`
+}
+
 /** The interns the record has a host hold, with their generations. */
 export async function placementsOf(db: Db, hostId: string): Promise<{ id: string; generation: number }[]> {
   return db.$queryRaw<{ id: string; generation: number }[]>`

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { AppError, assertInternId, RuntimeUnavailableError, settledWithin, visibleOrNotFound, type Caller, type ChatOutcome, type ChatRequest, type HostErrorBody, type HostErrorCode, type RunEvent } from '@roster/shared'
+import { Lru } from '../../plugins/lru.js'
 import type { AppDeps } from '../../deps.js'
 import { createTurnLimit } from './turn-limit.js'
 import { admit } from '../../plugins/fair-use.js'
@@ -160,7 +161,7 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
 
 /** Placements read in the last `ttlMs`, shared by concurrent readers; `fresh` reads the record and keeps that. */
 class PlacementCache<T> {
-  private readonly entries = new Map<string, { value: Promise<T>; at: number }>()
+  private readonly entries = new Lru<string, { value: Promise<T>; at: number }>(10_000)
   constructor(
     private readonly read: (id: string) => Promise<T>,
     private readonly ttlMs: number,
@@ -173,7 +174,6 @@ class PlacementCache<T> {
 
   fresh(id: string): Promise<T> {
     const value = this.read(id)
-    if (this.entries.size >= 10_000) this.entries.delete(this.entries.keys().next().value!)
     this.entries.set(id, { value, at: Date.now() })
     value.catch(() => this.entries.delete(id))
     return value
