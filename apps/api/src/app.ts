@@ -72,7 +72,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
   // Only with metrics on: without, the hot path carries nothing of them.
   if (deps.metrics) app.addHook('onRequest', observeHttp(deps.metrics))
   // Likewise traces: a span per request only when an OTLP endpoint is configured.
-  if (tracing.on) traceHttpServer(app as never)
+  if (tracing.on) traceHttpServer(app)
   deps.responses.useTraceLogger(app.log.child({ component: 'trace' }))
   // The S3 snapshot store's replaced and orphaned objects are deleted in the background.
   const stopSweeping = deps.snapshots.kind === 's3' ? sweepPeriodically(deps.snapshots, 60_000, app.log) : undefined

@@ -71,11 +71,11 @@ export function createAppDeps(
   /** For what happens outside requests (connections to Redis). */
   log: Pick<ParentLogger, 'warn' | 'info'> = createLogger('api', config.LOG_LEVEL),
 ): AppDeps {
-  let watch: InternWatch | undefined
-  const trusted = () => watch?.live ?? false
+  // Read only once requests arrive, after the watch below exists.
+  const trusted = () => watch.live
   const reader = new InternReader(db, config.INTERN_CACHE_MS, trusted)
   const lists = new ListCache(config.INTERN_CACHE_MS, trusted)
-  watch = new InternWatch(
+  const watch = new InternWatch(
     config,
     config.QUEUE_PREFIX,
     (ids) => {

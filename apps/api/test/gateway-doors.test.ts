@@ -5,7 +5,7 @@ import { OpenRouter } from '@openrouter/sdk'
 import { ChatResult$inboundSchema, ChatStreamChunk$inboundSchema } from '@openrouter/sdk/models'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue, Protocol } from '@roster/gateway'
-import { useTestTenant, waitFor } from '@roster/testing'
+import { useTestTenant } from '@roster/testing'
 import { buildTestApp, leaveMidStream, SIM_PATHS, SIM_PROTOCOLS, simEndpoint, simModel, sseEvents } from './helpers.js'
 import { clientType } from './client-schemas.js'
 

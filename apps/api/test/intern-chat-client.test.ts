@@ -110,7 +110,10 @@ describe('pauses through the official client', () => {
     // The window is a calendar minute: if one ends mid-test, up to twice the limit may pass.
     for (let i = 0; i < TURNS_PER_MINUTE * 2 + 1 && !refused; i++) {
       const res = await fetch(`${stack.apiUrl}/interns/${own.id}/chat/completions`, { method: 'POST', headers, body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: '[sim] say hi' }] }) })
-      if (res.status === 200) served++, await res.text()
+      if (res.status === 200) {
+        served++
+        await res.text()
+      }
       else refused = res
     }
     expect(served).toBeGreaterThanOrEqual(TURNS_PER_MINUTE)

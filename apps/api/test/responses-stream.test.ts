@@ -157,7 +157,7 @@ describe('writes to the client', () => {
   it('events that arrive together leave together: a burst costs a few writes, not one per event', async () => {
     // Counts the writes Roster's side of a new connection makes (each one a system call).
     let writes = 0
-    app.server.once('connection', (socket: Socket & { _write: Function; _writev: Function }) => {
+    app.server.once('connection', (socket: Socket & { _write: (...args: unknown[]) => unknown; _writev: (...args: unknown[]) => unknown }) => {
       const { _write: write, _writev: writev } = socket
       socket._write = function (this: Socket, ...args: unknown[]) {
         writes++

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import { catalogueFile, createTestDatabase, describeNeeding, makeTenant, processCommandLines, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'

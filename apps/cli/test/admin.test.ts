@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { spawnSync } from 'node:child_process'
-import { join } from 'node:path'
 import { createTestDatabase, repoRoot, type TestDatabase } from '@roster/testing'
 
 // Runs the operator CLI as a user would (npm run -s admin -- …) and checks its exact --json output.

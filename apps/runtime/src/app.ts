@@ -60,7 +60,7 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     done()
   })
   if (opts.metrics) app.addHook('onRequest', observeHttp(opts.metrics))
-  if (tracing.on) traceHttpServer(app as never)
+  if (tracing.on) traceHttpServer(app)
 
   // Interns' shell commands: sandboxed, with limits on what one command may take (and, as root, as an
   // unprivileged user), or refused where that cannot be (unless allowed unconfined). Said once, now.

@@ -45,7 +45,7 @@ export class EgressProxies {
 
   constructor(private readonly options: EgressProxyOptions) {
     this.lookup = guardedLookup(options)
-    this.agent = new Agent({ connect: { timeout: options.timeoutMs, lookup: this.lookup as never } })
+    this.agent = new Agent({ connect: { timeout: options.timeoutMs, lookup: this.lookup } })
   }
 
   /** The socket of `internId`'s proxy, started at its first network command. */
@@ -158,7 +158,7 @@ export class EgressProxies {
     const host = match[1]!.replace(/^\[|\]$/g, '')
     const refused = refusedLiteral(host, this.options)
     if (refused) return fail('403 Forbidden', refused)
-    const upstream = connect({ host, port: Number(match[2]), lookup: this.lookup as never, timeout: this.options.timeoutMs })
+    const upstream = connect({ host, port: Number(match[2]), lookup: this.lookup, timeout: this.options.timeoutMs })
     let connected = false
     upstream.once('connect', () => {
       connected = true

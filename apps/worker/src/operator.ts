@@ -40,7 +40,7 @@ export async function startOperatorSurface(queue: Queue, opts: { host: string; p
   const board = new FastifyAdapter()
   board.setBasePath('/queues')
   createBullBoard({ queues: [new BullMQAdapter(queue, { readOnlyMode: false })], serverAdapter: board, options: { uiConfig: { boardTitle: 'Roster queues' } } })
-  await app.register(board.registerPlugin() as never, { prefix: '/queues' })
+  await app.register(board.registerPlugin(), { prefix: '/queues' })
   app.get('/', async (_req, reply) => reply.redirect('/queues'))
   await app.listen({ host: opts.host, port: opts.port })
   return app

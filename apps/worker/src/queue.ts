@@ -25,6 +25,6 @@ export function createQueue(config: Pick<WorkerConfig, 'REDIS_URL' | 'REDIS_CLUS
   const connection = connectRedis(config, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
   reportConnectionErrors(connection, log, 'queue producer: redis')
   const queue = new Queue(INTERN_QUEUE, { connection, prefix: config.QUEUE_PREFIX })
-  reportConnectionErrors(queue as never, log, 'queue producer')
+  reportConnectionErrors(queue, log, 'queue producer')
   return { queue, connection }
 }

@@ -1,22 +1,28 @@
-import { Jobs, type JobKind } from '@roster/shared'
+import { isJobKind, Jobs, type JobKind, type JobPayload } from '@roster/shared'
 import type { JobContext, WorkerDeps } from './context.js'
 import * as internProvision from './jobs/intern-provision.js'
 import * as internSuspend from './jobs/intern-suspend.js'
 import * as internDestroy from './jobs/intern-destroy.js'
 
-type Handler = (deps: WorkerDeps, payload: never, ctx: JobContext) => Promise<unknown>
+type Handlers = { [K in JobKind]: (deps: WorkerDeps, payload: JobPayload<K>, ctx: JobContext) => Promise<unknown> }
+type Run = (deps: WorkerDeps, data: unknown, ctx: JobContext) => Promise<unknown>
 
-const handlers: Record<JobKind, Handler> = {
-  'intern.provision': internProvision.handle as Handler,
-  'intern.suspend': internSuspend.handle as Handler,
-  'intern.destroy': internDestroy.handle as Handler,
+const handlers: Handlers = {
+  'intern.provision': internProvision.handle,
+  'intern.suspend': internSuspend.handle,
+  'intern.destroy': internDestroy.handle,
+}
+
+/** A kind's handler, given the job's data once it has passed the kind's schema (a job from an older or foreign producer fails here, not midway). */
+function runner<K extends JobKind>(kind: K): Run {
+  const handler: Handlers[K] = handlers[kind]
+  return (deps, data, ctx) => handler(deps, Jobs[kind].schema.parse(data) as JobPayload<K>, ctx)
 }
 
 /** Fails at boot when a job kind has no handler, rather than when its first job arrives. */
-export function handlerFor(kind: string): Handler {
-  const handler = (handlers as Record<string, Handler | undefined>)[kind]
-  if (!handler) throw new Error(`no handler for job kind ${kind}`)
-  return handler
+export function handlerFor(kind: string): Run {
+  if (!isJobKind(kind) || !Object.hasOwn(handlers, kind)) throw new Error(`no handler for job kind ${kind}`)
+  return runner(kind)
 }
 
 export function assertRegistryComplete() {

@@ -77,7 +77,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
             parent: (job.data as { trace?: unknown }).trace ?? null,
             attributes: { 'messaging.system': 'bullmq', 'messaging.operation.type': 'process', 'messaging.destination.name': INTERN_QUEUE, 'messaging.message.id': job.id ?? '', 'roster.job.attempt': attempt },
           },
-          () => handlerFor(job.name)(deps, job.data as never, { attempt, finalAttempt, log, retryLater }),
+          () => handlerFor(job.name)(deps, job.data, { attempt, finalAttempt, log, retryLater }),
         )
         log.info({ job: job.name, jobId: job.id, attempt, outcome }, 'job finished')
         counted(String(outcome))
@@ -98,7 +98,7 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
       maxStalledCount: 20,
     },
   )
-  reportConnectionErrors(worker as never, log, 'worker')
+  reportConnectionErrors(worker, log, 'worker')
   worker.on('failed', (job, err) => log.warn({ jobId: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'))
 
   const relay = new OutboxRelay(db, queue, config, config.QUEUE_PREFIX, config.RELAY_POLL_MS, jobOptions, log, metrics)

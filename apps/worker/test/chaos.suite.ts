@@ -1,5 +1,4 @@
 import { expect, it, onTestFinished } from 'vitest'
-import { join } from 'node:path'
 import { catalogueFile, describeNeeding, hashSlot, startRedisCluster, startRedisServer, startStack, useTestTenant, waitFor } from '@roster/testing'
 import { startSimulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'

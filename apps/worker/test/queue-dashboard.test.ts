@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, expect, it } from 'vitest'
 import { randomBytes } from 'node:crypto'
 import { chromium, type Browser } from 'playwright-core'
 import { apiClient, chromiumPath, createTestDatabase, describeNeeding, freePort, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'

@@ -345,7 +345,7 @@ export class ResponsesEngine {
       if (!finished) throw gatewayError('provider_unavailable', `${c.endpoint.provider} ended the stream before the reply was finished`)
     }
     const turn = run.assembler.endTurn()
-    this.options.traceLogger && trace && trace.log(this.options.traceLogger, { model: c.model.id, provider: c.endpoint.provider, usage: turn.usage, ms: performance.now() - sent })
+    if (this.options.traceLogger && trace) trace.log(this.options.traceLogger, { model: c.model.id, provider: c.endpoint.provider, usage: turn.usage, ms: performance.now() - sent })
     return turn
   }
 

@@ -68,7 +68,10 @@ describe('FairGate', () => {
         for (const [tenant, release] of ops) {
           if (release && held.length) sut.leave(held.shift()!)
           const entered = sut.enter(tenant)
-          if (entered === true) (held.push(tenant), admitted++)
+          if (entered === true) {
+            held.push(tenant)
+            admitted++
+          }
           else pending.push(entered.then(() => void (held.push(tenant), admitted++, check())))
           check()
         }

@@ -169,7 +169,7 @@ export type ResponsesRequest = z.infer<typeof ResponsesRequest>
  * few sets for a given client; a client inventing new sets costs a schema each, and the cache is
  * bounded. Every door's request is parsed this way.
  */
-export function sparseParser<T>(shape: Record<string, z.ZodType>, refine?: (value: any, ctx: z.RefinementCtx) => void): (input: unknown) => z.ZodSafeParseResult<T> {
+export function sparseParser<T>(shape: Record<string, z.ZodType>, refine?: (value: T, ctx: z.RefinementCtx) => void): (input: unknown) => z.ZodSafeParseResult<T> {
   const names = Object.keys(shape)
   // Each field's bit in a number, so a set of fields is one exact integer (53 bits hold them).
   if (names.length > 53) throw new Error('a sparse schema holds at most 53 fields')
@@ -183,7 +183,9 @@ export function sparseParser<T>(shape: Record<string, z.ZodType>, refine?: (valu
   )
   const make = (fields: string[]) => {
     const object = z.looseObject(Object.fromEntries(fields.map((name) => [name, shape[name]!])))
-    return (refine ? object.superRefine(refine) : object) as unknown as z.ZodType<T>
+    // The shape's fields are not typed one by one here: T is what the caller's shape describes.
+    const typed = object as unknown as z.ZodType<T>
+    return refine ? typed.superRefine(refine) : typed
   }
   const full = make(names)
   const cache = new Map<number, z.ZodType<T>>()

@@ -1,5 +1,5 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns'
-import { BlockList, isIP } from 'node:net'
+import { BlockList, isIP, type LookupFunction } from 'node:net'
 import { Agent, request } from 'undici'
 import type { FunctionDef } from './adapters/adapter.js'
 
@@ -80,25 +80,23 @@ export function refusedLiteral(hostname: string, options: { allowPrivateNetworks
   return undefined
 }
 
-type Lookup = (hostname: string, options: object, callback: (...args: any[]) => void) => void
-
 /**
  * A connection's DNS lookup that refuses private, loopback and similar addresses (unless allowed):
  * the address checked is the one connected to, with no second resolution a rebinding DNS server
  * could answer differently. `hosts` answers some names with fixed addresses (tests map their
  * hostnames to the loopback).
  */
-export function guardedLookup(options: { allowPrivateNetworks: boolean; hosts?: Record<string, string> }): Lookup {
-  return (hostname: string, opts: object, callback: (...args: any[]) => void) => {
+export function guardedLookup(options: { allowPrivateNetworks: boolean; hosts?: Record<string, string> }): LookupFunction {
+  return (hostname, opts, callback) => {
     const decide = (list: LookupAddress[]) => {
       const bad = list.find((a) => isForbiddenAddress(a.address))
       if (bad && !options.allowPrivateNetworks) return callback(new FetchRefused(`${hostname} resolves to ${bad.address}, a private or loopback address`), '', 0)
-      if ((opts as { all?: boolean }).all) return callback(null, list)
+      if (opts.all) return callback(null, list)
       callback(null, list[0]!.address, list[0]!.family)
     }
     const fixed = options.hosts?.[hostname]
     if (fixed) return decide([{ address: fixed, family: fixed.includes(':') ? 6 : 4 }])
-    dnsLookup(hostname, { ...opts, all: true }, (err, addresses) => (err ? callback(err, '', 0) : decide(addresses as LookupAddress[])))
+    dnsLookup(hostname, { ...opts, all: true }, (err, addresses) => (err ? callback(err, '', 0) : decide(addresses)))
   }
 }
 
@@ -119,7 +117,7 @@ export async function readCapped(body: AsyncIterable<Buffer> & { destroy(): unkn
 }
 
 function guardedAgent(options: WebFetchOptions) {
-  return new Agent({ connect: { timeout: options.timeoutMs, lookup: guardedLookup(options) as never } })
+  return new Agent({ connect: { timeout: options.timeoutMs, lookup: guardedLookup(options) } })
 }
 
 function webFetch(options: WebFetchOptions): ServerTool {

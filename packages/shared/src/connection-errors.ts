@@ -1,7 +1,9 @@
 import type { ParentLogger } from './logger.js'
 
+/** What reports a connection's errors and its return: ioredis clients and BullMQ's queues and workers. */
 interface Emitter {
-  on(event: 'error' | 'ready', listener: (err: Error) => void): unknown
+  on(event: 'error', listener: (err: Error) => void): unknown
+  on(event: 'ready', listener: () => void): unknown
 }
 
 /**

@@ -50,6 +50,7 @@ export function requestLogger(logger: ParentLogger, bindings: Bindings, opts: Ch
   return new LazyChild(logger, bindings)
 }
 
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging -- its level methods are put on the prototype below
 class LazyChild {
   private made?: ParentLogger
   constructor(
@@ -79,6 +80,7 @@ class LazyChild {
   silent() {}
 }
 // fatal, error, warn, info, debug and trace: one method each on the prototype, all alike.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type -- the class's type gains those methods
 interface LazyChild extends Record<Level, (...args: unknown[]) => void> {}
 for (const level of LEVELS) {
   LazyChild.prototype[level] = function (this: LazyChild, ...args: unknown[]) {

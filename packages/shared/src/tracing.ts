@@ -1,3 +1,4 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api'
 
 /**
@@ -101,23 +102,6 @@ export function failSpan(span: Span, err: unknown) {
   span.setStatus({ code: SpanStatusCode.ERROR, message: err instanceof Error ? err.message : String(err) })
 }
 
-interface TracedRequest {
-  method: string
-  url: string
-  headers: Record<string, unknown>
-  routeOptions: { url?: string }
-}
-interface TracedReply {
-  raw: { statusCode: number; once(event: 'close', listener: () => void): unknown }
-}
-interface RouteOptions {
-  handler: (this: unknown, req: never, reply: never) => unknown
-}
-interface HookHost {
-  addHook(name: 'onRequest', hook: (req: TracedRequest, reply: TracedReply, done: () => void) => void): unknown
-  addHook(name: 'onRoute', hook: (route: RouteOptions) => void): unknown
-}
-
 const requestSpans = new WeakMap<object, Span>()
 
 /**
@@ -127,7 +111,7 @@ const requestSpans = new WeakMap<object, Span>()
  * context a hook could set, so the handler itself is wrapped. Register before any route; only with
  * tracing on.
  */
-export function traceHttpServer(app: HookHost) {
+export function traceHttpServer(app: FastifyInstance) {
   app.addHook('onRequest', (req, reply, done) => {
     const route = req.routeOptions.url
     const span = tracer().startSpan(
@@ -149,7 +133,7 @@ export function traceHttpServer(app: HookHost) {
   })
   app.addHook('onRoute', (route) => {
     const handler = route.handler
-    route.handler = function (this: unknown, req: never, reply: never) {
+    route.handler = function (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) {
       const span = requestSpans.get(req)
       return span ? context.with(trace.setSpan(context.active(), span), () => handler.call(this, req, reply)) : handler.call(this, req, reply)
     }

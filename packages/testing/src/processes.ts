@@ -65,7 +65,7 @@ export class NodeProcess {
         { timeoutMs, what: `${this.name} to print ${pattern}` },
       )
     } catch (err) {
-      throw new Error(`${(err as Error).message}; it printed:\n${tail()}`)
+      throw new Error(`${(err as Error).message}; it printed:\n${tail()}`, { cause: err })
     }
   }
 

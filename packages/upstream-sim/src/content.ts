@@ -70,12 +70,15 @@ type Schema = {
   default?: unknown
 }
 
+/** A JSON schema is an object (a tool's parameters are whatever the request said). */
+const isSchema = (v: unknown): v is Schema => typeof v === 'object' && v !== null && !Array.isArray(v)
+
 /**
  * A value valid for a (reasonable) JSON schema: what a model's tool call would plausibly pass.
  * A string of format uri gets `url`: by default the simulator's own loopback, which reaches no one.
  */
-export function sampleFor(schema: Schema | undefined, depth = 0, url = 'http://127.0.0.1/'): unknown {
-  if (!schema || depth > 6) return {}
+export function sampleFor(schema: unknown, depth = 0, url = 'http://127.0.0.1/'): unknown {
+  if (!isSchema(schema) || depth > 6) return {}
   if (schema.const !== undefined) return schema.const
   if (schema.enum?.length) return schema.enum[0]
   if (schema.default !== undefined) return schema.default

@@ -77,7 +77,7 @@ function decide(ask: Ask, settings: SimSettings, seenPrompts: Set<string>): Plan
     settings.toolCalls && ask.tools.length > 0 && ask.toolChoice !== 'none' && (!ask.afterToolResult || settings.repeatToolCalls)
   if (callable) {
     const tool = ask.tools.find((t) => t.name === ask.toolChoice) ?? ask.tools[0]!
-    const args = JSON.stringify(sampleFor(tool.parameters as never, 0, settings.sampleUrl))
+    const args = JSON.stringify(sampleFor(tool.parameters, 0, settings.sampleUrl))
     usage.output = countTokens(args) + usage.reasoning
     return { id, model: ask.model, text: [], reasoning, toolCall: { id: `call_${id}`, name: tool.name, arguments: args }, finish: 'tool', usage }
   }

@@ -3,16 +3,16 @@ import { timingSafeEqual } from 'node:crypto'
 import { defaultSettings, requestSettings, type SimSettings } from './settings.js'
 import { plan, type Ask, type Plan } from './plan.js'
 import { StreamWriter } from './writer.js'
+import { obj, type Json } from './json-view.js'
 import { askFromChat, chatError, chatResponse, chatStream } from './protocols/chat-completions.js'
 import { askFromResponses, responsesResponse, responsesStream } from './protocols/responses.js'
 import { askFromMessages, messagesError, messagesResponse, messagesStream } from './protocols/anthropic.js'
 
-type Body = Record<string, any>
 
 interface Protocol {
-  ask(body: Body): Ask
+  ask(body: Json): Ask
   reply(p: Plan, settings: SimSettings): unknown
-  stream(p: Plan, out: StreamWriter, body: Body, settings: SimSettings): Promise<void>
+  stream(p: Plan, out: StreamWriter, body: Json, settings: SimSettings): Promise<void>
   error(status: number, message: string): unknown
 }
 
@@ -83,9 +83,9 @@ export async function startSimulator(options: Partial<SimSettings> & { port?: nu
     })
 
     if (settings.apiKey && !authorised(req, settings.apiKey)) return json(res, 401, protocol.error(401, 'invalid api key'))
-    let body: Body
+    let body: Json
     try {
-      body = JSON.parse(await readBody(req))
+      body = obj(JSON.parse(await readBody(req)))
     } catch {
       return json(res, 400, protocol.error(400, 'body is not JSON'))
     }

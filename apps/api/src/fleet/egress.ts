@@ -32,7 +32,7 @@ export class Egress implements SecretEgress {
 
   constructor(private readonly options: EgressOptions) {
     // The same address guard as web_fetch's, in the connection's own lookup.
-    this.agent = new Agent({ connect: { timeout: options.timeoutMs, lookup: guardedLookup(options) as never } })
+    this.agent = new Agent({ connect: { timeout: options.timeoutMs, lookup: guardedLookup(options) } })
   }
 
   /** One request on the intern's behalf, with its secrets released to the hosts they are bound to. */

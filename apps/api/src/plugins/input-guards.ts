@@ -22,11 +22,19 @@ export function nestsDeeperThan(value: unknown, limit: number): boolean {
     const depth = depths.pop()!
     if (depth > limit) return true
     if (Array.isArray(node)) {
-      for (const v of node) if (typeof v === 'object' && v !== null) nodes.push(v), depths.push(depth + 1)
+      for (const v of node) {
+        if (typeof v === 'object' && v !== null) {
+          nodes.push(v)
+          depths.push(depth + 1)
+        }
+      }
     } else {
       for (const k in node) {
         const v = (node as Record<string, unknown>)[k]
-        if (typeof v === 'object' && v !== null) nodes.push(v), depths.push(depth + 1)
+        if (typeof v === 'object' && v !== null) {
+          nodes.push(v)
+          depths.push(depth + 1)
+        }
       }
     }
   }
@@ -61,7 +69,7 @@ export function registerInputGuards(app: FastifyInstance) {
   // Fastify's own JSON parser (with its prototype-poisoning checks), then the depth limit.
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    parseJson(req, body as string, (err, value) => {
+    void parseJson(req, body as string, (err, value) => {
       if (err) return done(err, undefined)
       if (nestsDeeperThan(value, MAX_JSON_DEPTH)) return done(new AppError('invalid_body', `invalid request: the body nests deeper than ${MAX_JSON_DEPTH} levels`), undefined)
       done(null, value)
@@ -97,9 +105,12 @@ function textProblem(req: FastifyRequest): string | undefined {
  */
 export function frameworkErrors(error: Error & { code?: string }, req: FastifyRequest, reply: FastifyReply) {
   // The vault's errors carry the contract's message and no reason (see the error handler).
-  if (req.url.startsWith('/api/v1/vault/')) return reply.code(404).type('application/json').send({ error: { code: 404, message: 'Not found' } })
+  if (req.url.startsWith('/api/v1/vault/')) {
+    void reply.code(404).type('application/json').send({ error: { code: 404, message: 'Not found' } })
+    return
+  }
   const why = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is longer than any id, slug or name' : 'the path is not valid percent-encoding'
-  return reply.code(404).type('application/json').send(errorBody('not_found', `no resource at this path: ${why}`))
+  void reply.code(404).type('application/json').send(errorBody('not_found', `no resource at this path: ${why}`))
 }
 
 /**

@@ -7,7 +7,6 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
 import { callOptions, presetMerge } from './gateway-run.js'
 import { refusalError } from '../plugins/fair-use.js'
-import { RESPONSES_BODY_LIMIT } from './responses.js'
 
 /** Bytes queued on a socket past which the engine waits before reading more from the provider. */
 const HIGH_WATER = 1 << 20

@@ -1,16 +1,27 @@
-import { StringDecoder } from 'node:string_decoder'
-import { createParser } from 'eventsource-parser'
 import { request } from 'undici'
-import { injectTrace } from '@roster/shared'
+import { injectTrace, readEventStream, type EgressRequest } from '@roster/shared'
 import type { CommandLimits, CommandResult } from '../sandbox.js'
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from '../workspace-files.js'
 import type { SessionStore } from './session-store.js'
-import type { EgressRequest } from '@roster/shared'
-
-type HttpRequestArgs = Omit<EgressRequest, 'method'> & { method?: string }
 import { ElicitationRequest, PERMISSION_OPTIONS, type Answer, type Question } from './interactions.js'
 
-type Json = Record<string, any>
+type HttpRequestArgs = Omit<EgressRequest, 'method'> & { method?: string }
+/** A session item, and a tool's arguments: JSON objects. */
+type Json = Record<string, unknown>
+
+/** What the turn reads of /responses' reply (the rest of it is passed over). */
+interface ModelReply {
+  model?: string
+  output?: { type: string; content?: { type: string; text?: string }[]; call_id?: string; name?: string; arguments?: string }[]
+  usage?: { input_tokens?: number; output_tokens?: number; total_tokens?: number; cost?: number }
+  error?: { message?: string }
+}
+/** What the turn reads of /responses' stream events. */
+interface ReplyEvent {
+  type: string
+  delta?: string
+  response?: ModelReply
+}
 
 // One turn of an intern's run: its model called through Roster's own /responses as the intern (its
 // own key), with its instructions, the session's history and its own tools; tool calls run in its
@@ -102,7 +113,7 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
     return keeping
   }
   const firstEmit = (e: AgentEvent) => {
-    keep()
+    void keep()
     emit(e)
   }
   const usage: TurnUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 }
@@ -114,7 +125,6 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
     if (late.length) {
       added.push(...late)
       await setup.sessions.append(sessionId, late)
-      late = []
     }
     const last = step >= setup.maxSteps
     const response = await modelTurn(setup, [...history, ...added], last, step === 0 ? firstEmit : emit, signal).finally(() => void keep())
@@ -124,11 +134,15 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
     usage.total_tokens += response.usage?.total_tokens ?? 0
     usage.cost += response.usage?.cost ?? 0
     const items: Json[] = []
+    const calls: { call_id?: string; name: string; arguments: string }[] = []
     for (const o of response.output ?? []) {
-      if (o.type === 'message') items.push({ type: 'message', role: 'assistant', content: (o.content ?? []).filter((p: Json) => p.type === 'output_text').map((p: Json) => p.text).join('') })
-      if (o.type === 'function_call') items.push({ type: 'function_call', call_id: o.call_id, name: o.name, arguments: o.arguments })
+      if (o.type === 'message') items.push({ type: 'message', role: 'assistant', content: (o.content ?? []).filter((p) => p.type === 'output_text').map((p) => p.text).join('') })
+      if (o.type === 'function_call') {
+        const call = { call_id: o.call_id, name: o.name ?? '', arguments: o.arguments ?? '' }
+        items.push({ type: 'function_call', ...call })
+        calls.push(call)
+      }
     }
-    const calls = items.filter((i) => i.type === 'function_call')
     for (const call of calls) {
       const output = await runTool(setup, grants, call.name, call.arguments, signal)
       emit({ type: 'tool', name: call.name, arguments: call.arguments, output })
@@ -147,7 +161,7 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
 }
 
 /** One streamed call of /responses as the intern: text and reasoning leave as they come. */
-async function modelTurn(setup: AgentSetup, input: Json[], last: boolean, emit: (e: AgentEvent) => void, signal?: AbortSignal): Promise<Json> {
+async function modelTurn(setup: AgentSetup, input: Json[], last: boolean, emit: (e: AgentEvent) => void, signal?: AbortSignal): Promise<ModelReply> {
   const body = { model: setup.model, instructions: setup.instructions ?? undefined, input, tools: setup.http ? [...TOOLS, HTTP_TOOL] : TOOLS, tool_choice: last ? 'none' : 'auto', stream: true }
   const res = await request(`${setup.apiBase}/responses`, {
     method: 'POST',
@@ -159,25 +173,22 @@ async function modelTurn(setup: AgentSetup, input: Json[], last: boolean, emit: 
     const text = await res.body.text()
     let message = text.slice(0, 300)
     try {
-      message = JSON.parse(text).error?.message ?? message
-    } catch {}
+      message = (JSON.parse(text) as ModelReply).error?.message ?? message
+    } catch {
+      // Not JSON: the text itself says what went wrong.
+    }
     throw new TurnFailed(`the model call answered ${res.statusCode}: ${message}`, res.statusCode)
   }
-  let final: Json | undefined
+  let final: ModelReply | undefined
   let failure: string | undefined
-  const parser = createParser({
-    onEvent(e) {
-      if (e.data === '[DONE]') return
-      const event = JSON.parse(e.data)
-      const model = event.response?.model ?? setup.model
-      if (event.type === 'response.output_text.delta') emit({ type: 'text', delta: event.delta, model })
-      else if (event.type === 'response.reasoning_summary_text.delta') emit({ type: 'reasoning', delta: event.delta, model })
-      else if (event.type === 'response.completed' || event.type === 'response.incomplete') final = event.response
-      else if (event.type === 'response.failed') failure = event.response?.error?.message ?? 'the model call failed'
-    },
-  })
-  const decoder = new StringDecoder('utf8')
-  for await (const chunk of res.body) parser.feed(decoder.write(chunk as Buffer))
+  for await (const event of readEventStream(res.body, (data) => (data === '[DONE]' ? undefined : (JSON.parse(data) as ReplyEvent)))) {
+    if (!event) continue
+    const model = event.response?.model ?? setup.model
+    if (event.type === 'response.output_text.delta') emit({ type: 'text', delta: event.delta ?? '', model })
+    else if (event.type === 'response.reasoning_summary_text.delta') emit({ type: 'reasoning', delta: event.delta ?? '', model })
+    else if (event.type === 'response.completed' || event.type === 'response.incomplete') final = event.response
+    else if (event.type === 'response.failed') failure = event.response?.error?.message ?? 'the model call failed'
+  }
   if (failure || !final) throw new TurnFailed(failure ?? 'the model stream ended before the reply was finished', 502)
   return final
 }
@@ -202,7 +213,8 @@ async function permitted(setup: AgentSetup, grants: Map<string, 'allow' | 'rejec
 async function runTool(setup: AgentSetup, grants: Map<string, 'allow' | 'reject'>, name: string, argText: string, signal?: AbortSignal): Promise<string> {
   let args: Json
   try {
-    args = JSON.parse(argText || '{}')
+    const parsed: unknown = JSON.parse(argText || '{}')
+    args = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Json) : {}
   } catch {
     return JSON.stringify({ error: 'the arguments are not JSON' })
   }
@@ -230,9 +242,13 @@ async function runTool(setup: AgentSetup, grants: Map<string, 'allow' | 'reject'
         return JSON.stringify(await writeWorkspaceFile(setup.workspace, String(args.path ?? ''), String(args.content ?? '')))
       case 'http_request': {
         if (!setup.http) return JSON.stringify({ error: 'there is no tool named http_request' })
+        const headers = args.headers ?? {}
+        if (typeof headers !== 'object' || headers === null || Array.isArray(headers) || Object.values(headers).some((v) => typeof v !== 'string')) {
+          return JSON.stringify({ error: 'http_request: headers must be an object of strings' })
+        }
         const refused = await permitted(setup, grants, 'http_request', `http_request: ${String(args.method ?? 'GET').toUpperCase()} ${String(args.url ?? '')}`)
         if (refused) return refused
-        return JSON.stringify(await setup.http({ method: args.method, url: String(args.url ?? ''), headers: args.headers, body: args.body === undefined ? undefined : String(args.body) }, signal))
+        return JSON.stringify(await setup.http({ method: args.method === undefined ? undefined : String(args.method), url: String(args.url ?? ''), headers: headers as Record<string, string>, body: args.body === undefined ? undefined : String(args.body) }, signal))
       }
       case 'list_files':
         return JSON.stringify(await listWorkspaceFiles(setup.workspace, args.path === undefined ? '.' : String(args.path), Number(args.depth ?? 1)))

@@ -60,7 +60,7 @@ export interface Adapter<Body extends object = object, Reply = never> {
 
 /** Any protocol's adapter, as the engine holds them. */
 // The engine hands each adapter the parsed JSON of its own protocol's reply.
-export type AnyAdapter = Adapter<object, any>
+export type AnyAdapter = Adapter<object, unknown>
 
 /** The request's fields that a protocol's body has under the same name, with a type the body takes. */
 export type SameNamed<B> = {

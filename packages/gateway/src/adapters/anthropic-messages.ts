@@ -46,7 +46,9 @@ function anthropicMessages(entries: Entry[], caching: boolean): { system: TextBl
   }
   for (const e of entries) {
     if (e.kind === 'message') {
-      if (e.role === 'system') for (const p of e.parts) p.kind === 'text' && system.push(textBlock(p.text, p, caching))
+      if (e.role === 'system') {
+        for (const p of e.parts) if (p.kind === 'text') system.push(textBlock(p.text, p, caching))
+      }
       else append(e.role, e.parts.map((p) => block(p, caching)))
     } else if (e.kind === 'call') {
       let input: unknown = {}

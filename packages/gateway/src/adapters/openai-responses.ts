@@ -12,7 +12,7 @@ import type {
 import type { Entry, Part } from '../conversation.js'
 import { logprobsOf, type Delta, type Finish } from '../deltas.js'
 import { logprobsWanted, type ResponsesRequest } from '../request.js'
-import { GatewayError, upstreamError } from '../errors.js'
+import { type GatewayError, upstreamError } from '../errors.js'
 import { copyGiven, type Adapter, type AsSent, type CallSpec, type StreamTranslator } from './adapter.js'
 
 // Responses ⇄ OpenAI Responses: the same format upstream, so mostly a rewrite of what Roster adds

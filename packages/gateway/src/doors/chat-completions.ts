@@ -331,7 +331,7 @@ export class ChatCompletionStream implements DoorStream {
   }
 
   end(response: ResponseObject): string {
-    let out = `data: ${this.head}[{"index":0,"delta":{},"finish_reason":${JSON.stringify(FINISH[stopReasonOf(response)])}}]}\n\n`
+    const out = `data: ${this.head}[{"index":0,"delta":{},"finish_reason":${JSON.stringify(FINISH[stopReasonOf(response)])}}]}\n\n`
     // The usage, always, in the last chunk before [DONE] (`choices: []`), as OpenRouter sends it:
     // `stream_options.include_usage` and `usage.include` are accepted and change nothing, and clients
     // made for OpenRouter (@openrouter/ai-sdk-provider) send neither and read the usage there.

@@ -1,30 +1,32 @@
 import type { Ask, Plan } from '../plan.js'
 import { sincePrompt, textOf, wantsCache } from '../plan.js'
 import { pieces, type StreamWriter } from '../writer.js'
+import { list, num, obj, str, strings, type Json } from '../json-view.js'
 
 // Anthropic Messages: POST /v1/messages.
 
-type Body = Record<string, any>
-
-export function askFromMessages(body: Body): Ask {
-  const messages: Body[] = Array.isArray(body.messages) ? body.messages : []
-  const last = messages.at(-1)
-  const choice = body.tool_choice
+export function askFromMessages(body: Json): Ask {
+  const messages = list(body.messages)
+  const choice = obj(body.tool_choice)
+  const hasBlock = (m: Json | undefined, type: string) => list(m?.content).some((b) => b.type === type)
   return {
     model: String(body.model ?? 'sim'),
     inputText: [textOf(body.system ?? ''), ...messages.map((m) => textOf(m.content))].filter(Boolean).join('\n'),
-    tools: (Array.isArray(body.tools) ? body.tools : []).filter((t: Body) => t?.name).map((t: Body) => ({ name: t.name, parameters: t.input_schema })),
-    toolChoice: choice?.type === 'tool' ? choice.name : choice?.type === 'none' ? 'none' : choice?.type === 'any' ? 'required' : 'auto',
-    afterToolResult: Array.isArray(last?.content) && last.content.some((b: Body) => b?.type === 'tool_result'),
+    tools: list(body.tools).flatMap((t) => {
+      const name = str(t.name)
+      return name ? [{ name, parameters: t.input_schema }] : []
+    }),
+    toolChoice: choice.type === 'tool' ? (str(choice.name) ?? 'auto') : choice.type === 'none' ? 'none' : choice.type === 'any' ? 'required' : 'auto',
+    afterToolResult: hasBlock(messages.at(-1), 'tool_result'),
     ...sincePrompt(
       messages,
-      (m) => m.role === 'user' && (typeof m.content === 'string' || (Array.isArray(m.content) && m.content.some((b: Body) => b?.type === 'text'))),
-      (m) => Array.isArray(m.content) && m.content.some((b: Body) => b?.type === 'tool_result'),
+      (m) => m.role === 'user' && (typeof m.content === 'string' || hasBlock(m, 'text')),
+      (m) => hasBlock(m, 'tool_result'),
     ),
-    maxTokens: body.max_tokens,
-    stop: body.stop_sequences,
+    maxTokens: num(body.max_tokens),
+    stop: strings(body.stop_sequences),
     cache: wantsCache(body),
-    reasoning: body.thinking?.type === 'enabled',
+    reasoning: obj(body.thinking).type === 'enabled',
   }
 }
 
@@ -42,7 +44,7 @@ function usageOf(p: Plan) {
 }
 
 function blocks(p: Plan) {
-  const out: Body[] = []
+  const out: Json[] = []
   if (p.reasoning.length) out.push({ type: 'thinking', thinking: p.reasoning.join(''), signature: `sig_${p.id}` })
   if (p.toolCall) out.push({ type: 'tool_use', id: p.toolCall.id, name: p.toolCall.name, input: JSON.parse(p.toolCall.arguments) })
   else out.push({ type: 'text', text: p.text.join('') })
@@ -63,7 +65,7 @@ export function messagesResponse(p: Plan) {
 }
 
 export async function messagesStream(p: Plan, out: StreamWriter) {
-  const send = (type: string, fields: Body, paced = false) => out.event({ type, ...fields }, type, paced)
+  const send = (type: string, fields: Json, paced = false) => out.event({ type, ...fields }, type, paced)
   const start = { ...messagesResponse(p), content: [], stop_reason: null, usage: { ...usageOf(p), output_tokens: 1 } }
   if (!(await send('message_start', { message: start }))) return
   let index = 0

@@ -1,25 +1,26 @@
 import type { Ask, Plan } from '../plan.js'
 import { sincePrompt, textOf, wantsCache } from '../plan.js'
 import { pieces, type StreamWriter } from '../writer.js'
+import { list, num, obj, str, strings, type Json } from '../json-view.js'
 
 // OpenAI Chat Completions: POST /v1/chat/completions (also what vLLM, Ollama, llama.cpp speak).
 
-type Body = Record<string, any>
-
-export function askFromChat(body: Body): Ask {
-  const messages: Body[] = Array.isArray(body.messages) ? body.messages : []
+export function askFromChat(body: Json): Ask {
+  const messages = list(body.messages)
   const choice = body.tool_choice
   return {
     model: String(body.model ?? 'sim'),
     inputText: messages.map((m) => textOf(m.content)).join('\n'),
-    tools: (Array.isArray(body.tools) ? body.tools : [])
-      .filter((t: Body) => t?.type === 'function' && t.function?.name)
-      .map((t: Body) => ({ name: t.function.name, parameters: t.function.parameters })),
-    toolChoice: typeof choice === 'string' ? choice : (choice?.function?.name ?? 'auto'),
+    tools: list(body.tools).flatMap((t) => {
+      const fn = obj(t.function)
+      const name = str(fn.name)
+      return t.type === 'function' && name ? [{ name, parameters: fn.parameters }] : []
+    }),
+    toolChoice: str(choice) ?? str(obj(obj(choice).function).name) ?? 'auto',
     afterToolResult: messages.at(-1)?.role === 'tool',
     ...sincePrompt(messages, (m) => m.role === 'user', (m) => m.role === 'tool'),
-    maxTokens: body.max_completion_tokens ?? body.max_tokens,
-    stop: typeof body.stop === 'string' ? [body.stop] : body.stop,
+    maxTokens: num(body.max_completion_tokens) ?? num(body.max_tokens),
+    stop: typeof body.stop === 'string' ? [body.stop] : strings(body.stop),
     cache: wantsCache(body),
     reasoning: Boolean((body.reasoning_effort && body.reasoning_effort !== 'none') || body.reasoning),
     logprobs: body.logprobs === true ? Number(body.top_logprobs ?? 0) : undefined,
@@ -63,13 +64,13 @@ export function chatResponse(p: Plan, withUsage: boolean) {
   }
 }
 
-export async function chatStream(p: Plan, out: StreamWriter, body: Body, withUsage: boolean) {
-  const chunk = (delta: Body, finish: string | null = null) => ({
+export async function chatStream(p: Plan, out: StreamWriter, body: Json, withUsage: boolean) {
+  const chunk = (delta: Json, finish: string | null = null) => ({
     id: p.id,
     object: 'chat.completion.chunk',
     created: Math.floor(Date.now() / 1000),
     model: p.model,
-    choices: [{ index: 0, delta, finish_reason: finish } as Body],
+    choices: [{ index: 0, delta, finish_reason: finish } as Json],
   })
   if (!(await out.event(chunk({ role: 'assistant', content: '' })))) return
   for (const r of p.reasoning) if (!(await out.event(chunk({ reasoning_content: r }), undefined, true))) return
@@ -86,7 +87,7 @@ export async function chatStream(p: Plan, out: StreamWriter, body: Body, withUsa
     }
   }
   if (!(await out.event(chunk({}, finishReason(p))))) return
-  if (withUsage && body.stream_options?.include_usage) {
+  if (withUsage && obj(body.stream_options).include_usage) {
     if (!(await out.event({ ...chunk({}), choices: [], usage: usageOf(p) }))) return
   }
   if (await out.event('[DONE]')) out.end()

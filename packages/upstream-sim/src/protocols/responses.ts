@@ -1,28 +1,29 @@
 import type { Ask, Plan } from '../plan.js'
 import { sincePrompt, textOf, wantsCache } from '../plan.js'
 import { pieces, type StreamWriter } from '../writer.js'
+import { list, num, obj, str, strings, type Json } from '../json-view.js'
 
 // OpenAI Responses: POST /v1/responses.
 
-type Body = Record<string, any>
-
-export function askFromResponses(body: Body): Ask {
-  const items: Body[] = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : Array.isArray(body.input) ? body.input : []
+export function askFromResponses(body: Json): Ask {
+  const items: Json[] = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : list(body.input)
   const choice = body.tool_choice
+  const reasoning = obj(body.reasoning)
   return {
     model: String(body.model ?? 'sim'),
-    inputText: [body.instructions ?? '', ...items.map((i) => textOf(i.content ?? i.output ?? ''))].filter(Boolean).join('\n'),
-    tools: (Array.isArray(body.tools) ? body.tools : [])
-      .filter((t: Body) => t?.type === 'function' && t.name)
-      .map((t: Body) => ({ name: t.name, parameters: t.parameters })),
-    toolChoice: typeof choice === 'string' ? choice : (choice?.name ?? 'auto'),
+    inputText: [textOf(body.instructions ?? ''), ...items.map((i) => textOf(i.content ?? i.output ?? ''))].filter(Boolean).join('\n'),
+    tools: list(body.tools).flatMap((t) => {
+      const name = str(t.name)
+      return t.type === 'function' && name ? [{ name, parameters: t.parameters }] : []
+    }),
+    toolChoice: str(choice) ?? str(obj(choice).name) ?? 'auto',
     afterToolResult: items.at(-1)?.type === 'function_call_output',
     ...sincePrompt(items, (i) => i.role === 'user', (i) => i.type === 'function_call_output'),
-    maxTokens: body.max_output_tokens ?? undefined,
+    maxTokens: num(body.max_output_tokens),
     cache: wantsCache(body),
-    reasoning: Boolean(body.reasoning?.effort ?? body.reasoning?.enabled),
+    reasoning: Boolean(reasoning.effort ?? reasoning.enabled),
     // As OpenAI's Responses: log probabilities come when `include` asks for them.
-    logprobs: Array.isArray(body.include) && body.include.includes('message.output_text.logprobs') ? Number(body.top_logprobs ?? 0) : undefined,
+    logprobs: strings(body.include)?.includes('message.output_text.logprobs') ? Number(body.top_logprobs ?? 0) : undefined,
   }
 }
 
@@ -37,7 +38,7 @@ function usageOf(p: Plan) {
 }
 
 function items(p: Plan) {
-  const out: Body[] = []
+  const out: Json[] = []
   if (p.reasoning.length) {
     out.push({ type: 'reasoning', id: `rs_${p.id}`, summary: [{ type: 'summary_text', text: p.reasoning.join('') }] })
   }
@@ -71,7 +72,7 @@ export function responsesResponse(p: Plan, withUsage: boolean, status: 'complete
 
 export async function responsesStream(p: Plan, out: StreamWriter, withUsage: boolean) {
   let seq = 0
-  const send = (type: string, fields: Body, paced = false) => out.event({ type, sequence_number: seq++, ...fields }, type, paced)
+  const send = (type: string, fields: Json, paced = false) => out.event({ type, sequence_number: seq++, ...fields }, type, paced)
   if (!(await send('response.created', { response: responsesResponse(p, false, 'in_progress') }))) return
   let index = 0
   if (p.reasoning.length) {

@@ -204,8 +204,8 @@ function hostRefusal(internId: string, status: number, { error, message }: HostE
     case 'not_found':
       // The record places it there, but the host does not hold it (yet, or any more).
       return new AppError('intern_not_ready', `intern ${internId} is not running on its host`)
+    // The host joined again under a new credential twice while this chat looked it up: ours, not the caller's, to fix.
     case 'unauthorized':
-      // The host joined again under a new credential twice while this chat looked it up: ours, not the caller's, to fix.
     case 'placement_unverified':
     case 'draining':
       return new AppError('intern_unreachable', `the intern's host cannot take it now (${message}); retry shortly`, { status: 502 })
