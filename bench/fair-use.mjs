@@ -31,7 +31,15 @@ function catalogue() {
     name: id,
     context_length: 100_000,
     pricing: { input: '0.000001', output: '0.000002' },
-    endpoints: [{ provider: 'upstream-sim', protocol: 'openai-chat', base_url: `http://127.0.0.1:${port}/v1`, upstream_model: 'sim', timeout_ms: 120_000 }],
+    endpoints: [
+      {
+        provider: 'upstream-sim',
+        protocol: 'openai-chat',
+        base_url: `http://127.0.0.1:${port}/v1`,
+        upstream_model: 'sim',
+        timeout_ms: 120_000,
+      },
+    ],
   })
   return { models: [model('bench/slow', SIM_PORT), model('bench/quick', SIM_PORT)] }
 }
@@ -49,7 +57,12 @@ async function victim(key, seconds) {
       while (performance.now() < end) {
         const started = performance.now()
         try {
-          const res = await pool.request({ path: '/api/v1/responses', method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"model":"bench/quick","input":"hi","max_output_tokens":4}' })
+          const res = await pool.request({
+            path: '/api/v1/responses',
+            method: 'POST',
+            headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+            body: '{"model":"bench/quick","input":"hi","max_output_tokens":4}',
+          })
           await res.body.dump()
           if (res.statusCode === 200) latencies.push(performance.now() - started)
           else failed++
@@ -69,7 +82,13 @@ const ATTACKS = {
   '300 long streams on /responses': async (key, signal) => {
     const agent = new Agent({ connections: 400 })
     const streams = Array.from({ length: 300 }, () =>
-      request(`${base}/responses`, { dispatcher: agent, method: 'POST', signal, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"model":"bench/slow","input":"a long story","stream":true}' })
+      request(`${base}/responses`, {
+        dispatcher: agent,
+        method: 'POST',
+        signal,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: '{"model":"bench/slow","input":"a long story","stream":true}',
+      })
         .then(async (r) => {
           for await (const _ of r.body);
         })
@@ -83,7 +102,14 @@ const ATTACKS = {
   // The issue's attack queued 16 on each; 4 here keep the load generator's own memory in bounds (1.4 GB sent).
   '18 WebSockets, a slow request and 4 × 19 MiB waiting on each': async (key) => {
     const big = JSON.stringify({ type: 'response.create', model: 'bench/quick', input: 'x'.repeat(19 * 1024 * 1024) })
-    const sockets = Array.from({ length: 18 }, () => new WebSocket(`ws://127.0.0.1:${API_PORT}/api/v1/responses`, { headers: { authorization: `Bearer ${key}` }, maxPayload: 64 * 1024 * 1024 }))
+    const sockets = Array.from(
+      { length: 18 },
+      () =>
+        new WebSocket(`ws://127.0.0.1:${API_PORT}/api/v1/responses`, {
+          headers: { authorization: `Bearer ${key}` },
+          maxPayload: 64 * 1024 * 1024,
+        }),
+    )
     for (const s of sockets) {
       s.on('error', () => {})
       s.on('open', () => {
@@ -95,7 +121,11 @@ const ATTACKS = {
   },
   '100 POST /responses with Content-Length 1000 and 10 bytes sent': async (key) => {
     const sockets = Array.from({ length: 100 }, () => {
-      const s = connect(API_PORT, '127.0.0.1', () => s.write(`POST /api/v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"model":"`))
+      const s = connect(API_PORT, '127.0.0.1', () =>
+        s.write(
+          `POST /api/v1/responses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"model":"`,
+        ),
+      )
       s.on('error', () => {})
       s.resume()
       return s
@@ -122,7 +152,9 @@ const ATTACKS = {
   '2,000 idle WebSockets, one key': async (key) => {
     const sockets = []
     for (let i = 0; i < 2_000; i++) {
-      const s = new WebSocket(`ws://127.0.0.1:${API_PORT}/api/v1/responses`, { headers: { authorization: `Bearer ${key}` } })
+      const s = new WebSocket(`ws://127.0.0.1:${API_PORT}/api/v1/responses`, {
+        headers: { authorization: `Bearer ${key}` },
+      })
       s.on('error', () => {})
       sockets.push(s)
       if (i % 100 === 99) await sleep(5)
@@ -134,7 +166,10 @@ const ATTACKS = {
     let sent = 0
     const flood = Array.from({ length: 64 }, async () => {
       while (sent++ < 10_000 && !signal.aborted) {
-        const res = await request(`${base}/models`, { dispatcher: agent, headers: { authorization: `Bearer sk-roster-v1-${randomBytes(24).toString('hex')}` } }).catch(() => undefined)
+        const res = await request(`${base}/models`, {
+          dispatcher: agent,
+          headers: { authorization: `Bearer sk-roster-v1-${randomBytes(24).toString('hex')}` },
+        }).catch(() => undefined)
         await res?.body.dump()
       }
     })
@@ -147,7 +182,12 @@ const ATTACKS = {
     const agent = new Agent({ connections: 256 })
     const flood = Array.from({ length: 256 }, async () => {
       while (!signal.aborted) {
-        const res = await request(`${base}/responses`, { dispatcher: agent, method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"model":"bench/quick","input":"flood","max_output_tokens":4}' }).catch(() => undefined)
+        const res = await request(`${base}/responses`, {
+          dispatcher: agent,
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: '{"model":"bench/quick","input":"flood","max_output_tokens":4}',
+        }).catch(() => undefined)
         await res?.body.dump()
       }
     })
@@ -166,11 +206,28 @@ export async function benchFairUse({ db, key: attacker, makeKey, root, nodeFlags
   const dir = mkdtempSync(join(tmpdir(), 'roster-fair-'))
   const file = join(dir, 'catalogue.json')
   writeFileSync(file, JSON.stringify(catalogue()))
-  const sims = [spawn(process.execPath, [join(root, 'packages/upstream-sim/dist/main.js')], { env: { ...process.env, PORT: String(SIM_PORT), SIM_TOKENS_PER_SECOND: '5', SIM_REPLY_TOKENS: '200' }, stdio: 'ignore' })]
-  const api = spawn(process.execPath, [...nodeFlags, join(process.env.BENCH_API_ROOT ?? root, 'apps/api/dist/main.js')], {
-    env: { ...process.env, DATABASE_URL: db, PORT: String(API_PORT), MODEL_CATALOGUE: file, LOG_LEVEL: 'warn', VAULT_MASTER_KEY: '', QUEUE_PREFIX: `{fair-${randomBytes(3).toString('hex')}}` },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  })
+  const sims = [
+    spawn(process.execPath, [join(root, 'packages/upstream-sim/dist/main.js')], {
+      env: { ...process.env, PORT: String(SIM_PORT), SIM_TOKENS_PER_SECOND: '5', SIM_REPLY_TOKENS: '200' },
+      stdio: 'ignore',
+    }),
+  ]
+  const api = spawn(
+    process.execPath,
+    [...nodeFlags, join(process.env.BENCH_API_ROOT ?? root, 'apps/api/dist/main.js')],
+    {
+      env: {
+        ...process.env,
+        DATABASE_URL: db,
+        PORT: String(API_PORT),
+        MODEL_CATALOGUE: file,
+        LOG_LEVEL: 'warn',
+        VAULT_MASTER_KEY: '',
+        QUEUE_PREFIX: `{fair-${randomBytes(3).toString('hex')}}`,
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  )
   const rows = []
   try {
     for (let i = 0; i < 200; i++) {
@@ -194,12 +251,32 @@ export async function benchFairUse({ db, key: attacker, makeKey, root, nodeFlags
       clearInterval(sampler)
       const alive = api.exitCode === null
       rows.push(
-        { scenario: `${name}: the other key`, metric: 'p50 / p99 ms quiet → attacked', value: `${quiet.p50.toFixed(1)} / ${quiet.p99.toFixed(1)} → ${loud.p50.toFixed(1)} / ${loud.p99.toFixed(1)}`, target: 'p99 ≤ 3× quiet' },
-        { scenario: '  p99 attacked ÷ quiet; its failed calls', metric: 'ratio; count', value: `${(loud.p99 / quiet.p99).toFixed(2)}; ${loud.failed} of ${loud.ok + loud.failed}`, target: '≤ 3; 0' },
-        { scenario: '  API resident memory, before → peak', metric: 'MiB', value: `${(before / 2 ** 20).toFixed(0)} → ${(peak / 2 ** 20).toFixed(0)}${alive ? '' : ' (API died)'}`, target: 'alive' },
+        {
+          scenario: `${name}: the other key`,
+          metric: 'p50 / p99 ms quiet → attacked',
+          value: `${quiet.p50.toFixed(1)} / ${quiet.p99.toFixed(1)} → ${loud.p50.toFixed(1)} / ${loud.p99.toFixed(1)}`,
+          target: 'p99 ≤ 3× quiet',
+        },
+        {
+          scenario: '  p99 attacked ÷ quiet; its failed calls',
+          metric: 'ratio; count',
+          value: `${(loud.p99 / quiet.p99).toFixed(2)}; ${loud.failed} of ${loud.ok + loud.failed}`,
+          target: '≤ 3; 0',
+        },
+        {
+          scenario: '  API resident memory, before → peak',
+          metric: 'MiB',
+          value: `${(before / 2 ** 20).toFixed(0)} → ${(peak / 2 ** 20).toFixed(0)}${alive ? '' : ' (API died)'}`,
+          target: 'alive',
+        },
       )
       if (!alive) {
-        rows.push({ scenario: '  (the API died: the attacks after this one were not run)', metric: '', value: '', target: '' })
+        rows.push({
+          scenario: '  (the API died: the attacks after this one were not run)',
+          metric: '',
+          value: '',
+          target: '',
+        })
         break
       }
       // Let the attack's leftovers (timeouts, closes) settle before the next.
@@ -216,7 +293,10 @@ export async function benchFairUse({ db, key: attacker, makeKey, root, nodeFlags
 /** A user key of another member in the bench database's first workspace (the CLI, offline). */
 export function makeKeyWith(root, db) {
   return () => {
-    const out = spawnSync(process.execPath, [join(root, 'apps/cli/dist/main.js'), 'bootstrap', '--json'], { env: { ...process.env, DATABASE_URL: db }, encoding: 'utf8' })
+    const out = spawnSync(process.execPath, [join(root, 'apps/cli/dist/main.js'), 'bootstrap', '--json'], {
+      env: { ...process.env, DATABASE_URL: db },
+      encoding: 'utf8',
+    })
     return JSON.parse(out.stdout).keys.user
   }
 }

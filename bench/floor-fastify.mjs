@@ -9,7 +9,12 @@ const app = Fastify({ logger: false })
 // Any endpoint of the simulator's: /v1/responses beside Roster's /responses, /v1/chat/completions
 // beside its doors.
 app.post('/v1/*', async (req) => {
-  const up = await upstream.request({ method: 'POST', path: req.url, headers: { 'content-type': 'application/json' }, body: JSON.stringify(req.body) })
+  const up = await upstream.request({
+    method: 'POST',
+    path: req.url,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(req.body),
+  })
   return await up.body.json()
 })
 await app.listen({ port: Number(process.env.PORT), host: '127.0.0.1' })

@@ -8,7 +8,12 @@ const upstream = new Pool(process.env.UPSTREAM, { connections: 256 })
 createServer(async (req, res) => {
   const chunks = []
   for await (const c of req) chunks.push(c)
-  const up = await upstream.request({ method: 'POST', path: req.url, headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) })
+  const up = await upstream.request({
+    method: 'POST',
+    path: req.url,
+    headers: { 'content-type': 'application/json' },
+    body: Buffer.concat(chunks),
+  })
   const type = String(up.headers['content-type'] ?? 'application/json')
   if (type.startsWith('text/event-stream')) {
     res.writeHead(up.statusCode, { 'content-type': type, 'cache-control': 'no-cache' })

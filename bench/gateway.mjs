@@ -30,7 +30,9 @@ export const benchCatalogue = {
       name: `simulator (${protocol})`,
       context_length: 8000,
       pricing: { input: '0.000001', output: '0.000002' },
-      endpoints: [{ provider: 'upstream-sim', protocol, base_url: `${sim}/v1`, upstream_model: 'sim', timeout_ms: 30000 }],
+      endpoints: [
+        { provider: 'upstream-sim', protocol, base_url: `${sim}/v1`, upstream_model: 'sim', timeout_ms: 30000 },
+      ],
     }
   }),
 }
@@ -87,7 +89,11 @@ function machineTicks() {
   return { total: f.slice(0, 8).reduce((a, b) => a + b, 0), steal: f[7] ?? 0 }
 }
 /** Adds what was stolen between two readings to a tally; answers the tally. */
-const addStolen = (tally, before, after) => Object.assign(tally, { total: tally.total + after.total - before.total, steal: tally.steal + after.steal - before.steal })
+const addStolen = (tally, before, after) =>
+  Object.assign(tally, {
+    total: tally.total + after.total - before.total,
+    steal: tally.steal + after.steal - before.steal,
+  })
 const percentStolen = (tally) => ((100 * tally.steal) / (tally.total || 1)).toFixed(1)
 
 /** Starts the simulator, Portkey and the floor proxies; answers a stop function. */
@@ -97,19 +103,27 @@ export async function startUpstreams(root, waitHttp) {
       env: { ...process.env, PORT: String(SIM_PORT), SIM_REPLY_TOKENS: '16' },
       stdio: ['ignore', 'ignore', 'inherit'],
     }),
-    spawn(process.execPath, [join(root, 'node_modules/@portkey-ai/gateway/build/start-server.js'), `--port=${PORTKEY_PORT}`, '--headless'], {
-      env: { ...process.env, NODE_ENV: 'production' },
-      stdio: ['ignore', 'ignore', 'ignore'],
-    }),
+    spawn(
+      process.execPath,
+      [join(root, 'node_modules/@portkey-ai/gateway/build/start-server.js'), `--port=${PORTKEY_PORT}`, '--headless'],
+      {
+        env: { ...process.env, NODE_ENV: 'production' },
+        stdio: ['ignore', 'ignore', 'ignore'],
+      },
+    ),
     spawn(process.execPath, [join(root, 'bench/floor-proxy.mjs')], {
       env: { ...process.env, PORT: String(FLOOR_PORT), UPSTREAM: sim },
       stdio: ['ignore', 'ignore', 'inherit'],
     }),
     // BENCH_FASTIFY_FLAGS: node flags for the Fastify floor (e.g. a CPU profile to hold against the API's).
-    spawn(process.execPath, [...(process.env.BENCH_FASTIFY_FLAGS ?? '').split(' ').filter(Boolean), join(root, 'bench/floor-fastify.mjs')], {
-      env: { ...process.env, PORT: String(FASTIFY_FLOOR_PORT), UPSTREAM: sim },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    }),
+    spawn(
+      process.execPath,
+      [...(process.env.BENCH_FASTIFY_FLAGS ?? '').split(' ').filter(Boolean), join(root, 'bench/floor-fastify.mjs')],
+      {
+        env: { ...process.env, PORT: String(FASTIFY_FLOOR_PORT), UPSTREAM: sim },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      },
+    ),
   ]
   Object.assign(pids, { direct: procs[0].pid, portkey: procs[1].pid, floor: procs[2].pid, fastify: procs[3].pid })
   pin(process.pid, 0)
@@ -134,16 +148,37 @@ export async function startUpstreams(root, waitHttp) {
 
 /** The same Responses request, three ways: straight to the simulator, through Roster, through Portkey. */
 function targets(base, key, model = 'bench/responses') {
-  const body = (m) => JSON.stringify({ model: m, input: 'benchmark prompt: say something short', max_output_tokens: 64 })
+  const body = (m) =>
+    JSON.stringify({ model: m, input: 'benchmark prompt: say something short', max_output_tokens: 64 })
   return {
     direct: { origin: sim, path: '/v1/responses', headers: { 'content-type': 'application/json' }, body: body('sim') },
-    floor: { origin: `http://127.0.0.1:${FLOOR_PORT}`, path: '/v1/responses', headers: { 'content-type': 'application/json' }, body: body('sim') },
-    fastify: { origin: `http://127.0.0.1:${FASTIFY_FLOOR_PORT}`, path: '/v1/responses', headers: { 'content-type': 'application/json' }, body: body('sim') },
-    roster: { origin: new URL(base).origin, path: '/api/v1/responses', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: body(model) },
+    floor: {
+      origin: `http://127.0.0.1:${FLOOR_PORT}`,
+      path: '/v1/responses',
+      headers: { 'content-type': 'application/json' },
+      body: body('sim'),
+    },
+    fastify: {
+      origin: `http://127.0.0.1:${FASTIFY_FLOOR_PORT}`,
+      path: '/v1/responses',
+      headers: { 'content-type': 'application/json' },
+      body: body('sim'),
+    },
+    roster: {
+      origin: new URL(base).origin,
+      path: '/api/v1/responses',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: body(model),
+    },
     portkey: {
       origin: `http://127.0.0.1:${PORTKEY_PORT}`,
       path: '/v1/responses',
-      headers: { 'content-type': 'application/json', authorization: 'Bearer sim', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim}/v1` },
+      headers: {
+        'content-type': 'application/json',
+        authorization: 'Bearer sim',
+        'x-portkey-provider': 'openai',
+        'x-portkey-custom-host': `${sim}/v1`,
+      },
       body: body('sim'),
     },
   }
@@ -155,7 +190,12 @@ function targets(base, key, model = 'bench/responses') {
  * own /chat/completions.
  */
 function doorTargets(base, key) {
-  const chat = (m) => JSON.stringify({ model: m, messages: [{ role: 'user', content: 'benchmark prompt: say something short' }], max_tokens: 64 })
+  const chat = (m) =>
+    JSON.stringify({
+      model: m,
+      messages: [{ role: 'user', content: 'benchmark prompt: say something short' }],
+      max_tokens: 64,
+    })
   const roster = new URL(base).origin
   const json = { 'content-type': 'application/json' }
   const auth = { ...json, authorization: `Bearer ${key}` }
@@ -163,14 +203,42 @@ function doorTargets(base, key) {
     'direct-chat': { origin: sim, path: '/v1/chat/completions', headers: json, body: chat('sim') },
     // A bare Fastify proxy (no auth, validation or translation) in front of the same endpoint: what
     // this machine lets any Fastify gateway add, in the same run.
-    'fastify-chat': { origin: `http://127.0.0.1:${FASTIFY_FLOOR_PORT}`, path: '/v1/chat/completions', headers: json, body: chat('sim') },
-    'roster-responses': { origin: roster, path: '/api/v1/responses', headers: auth, body: JSON.stringify({ model: 'bench/chat', input: 'benchmark prompt: say something short', max_output_tokens: 64 }) },
+    'fastify-chat': {
+      origin: `http://127.0.0.1:${FASTIFY_FLOOR_PORT}`,
+      path: '/v1/chat/completions',
+      headers: json,
+      body: chat('sim'),
+    },
+    'roster-responses': {
+      origin: roster,
+      path: '/api/v1/responses',
+      headers: auth,
+      body: JSON.stringify({
+        model: 'bench/chat',
+        input: 'benchmark prompt: say something short',
+        max_output_tokens: 64,
+      }),
+    },
     'roster-chat': { origin: roster, path: '/api/v1/chat/completions', headers: auth, body: chat('bench/chat') },
-    'roster-messages': { origin: roster, path: '/api/v1/messages', headers: auth, body: JSON.stringify({ model: 'bench/chat', max_tokens: 64, messages: [{ role: 'user', content: 'benchmark prompt: say something short' }] }) },
+    'roster-messages': {
+      origin: roster,
+      path: '/api/v1/messages',
+      headers: auth,
+      body: JSON.stringify({
+        model: 'bench/chat',
+        max_tokens: 64,
+        messages: [{ role: 'user', content: 'benchmark prompt: say something short' }],
+      }),
+    },
     'portkey-chat': {
       origin: `http://127.0.0.1:${PORTKEY_PORT}`,
       path: '/v1/chat/completions',
-      headers: { ...json, authorization: 'Bearer sim', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${sim}/v1` },
+      headers: {
+        ...json,
+        authorization: 'Bearer sim',
+        'x-portkey-provider': 'openai',
+        'x-portkey-custom-host': `${sim}/v1`,
+      },
       body: chat('sim'),
     },
   }
@@ -248,24 +316,36 @@ async function benchResponsesLatency({ key, base, apiPid }) {
   const rows = []
   for (const name of Object.keys(all)) {
     const l = lat[name]
-    rows.push({ scenario: `POST responses at ${rate}/s (${seconds} s in ${rounds} rounds): ${name}`, metric: 'p50 / p90 / p99 ms', value: `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}`, target: l.errors ? `${l.errors} errors!` : `sent ${l.achieved.toFixed(0)}/s` })
+    rows.push({
+      scenario: `POST responses at ${rate}/s (${seconds} s in ${rounds} rounds): ${name}`,
+      metric: 'p50 / p90 / p99 ms',
+      value: `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}`,
+      target: l.errors ? `${l.errors} errors!` : `sent ${l.achieved.toFixed(0)}/s`,
+    })
   }
   rows.push({
     scenario: `  CPU per request of the process behind each (${Object.keys(all).join(' / ')})`,
     metric: 'µs',
-    value: Object.values(cpu).map((c) => c.toFixed(0)).join(' / '),
+    value: Object.values(cpu)
+      .map((c) => c.toFixed(0))
+      .join(' / '),
     target: '',
   })
   rows.push({
     scenario: `  CPU time the host stole from this VM during each one's rounds`,
     metric: '%',
     value: Object.values(stolen).map(percentStolen).join(' / '),
-    target: 'figures above are the neighbours\' when this is more than a few %',
+    target: "figures above are the neighbours' when this is more than a few %",
   })
   // Round by round (each against direct's round just before it): a tail from one slow spell shows as one round.
   if (lat.roster && lat.direct) {
     const added = (k) => lat.roster.rounds.map((r, i) => f(r[k] - lat.direct.rounds[i][k])).join(', ')
-    rows.push({ scenario: '  added by roster, round by round', metric: 'p50 ms; p99 ms', value: `${added('p50')}; ${added('p99')}`, target: '' })
+    rows.push({
+      scenario: '  added by roster, round by round',
+      metric: 'p50 ms; p99 ms',
+      value: `${added('p50')}; ${added('p99')}`,
+      target: '',
+    })
   }
   for (const name of ['floor', 'fastify', 'roster', 'portkey'].filter((n) => lat[n] && lat.direct)) {
     rows.push({
@@ -276,9 +356,20 @@ async function benchResponsesLatency({ key, base, apiPid }) {
     })
   }
   for (const name of Object.keys(thr)) {
-    rows.push({ scenario: `POST responses, 64 connections: ${name}`, metric: 'req/s (p99 ms)', value: `${thr[name].rps.toFixed(0)} (${thr[name].p99})`, target: thr[name].bad ? `${thr[name].bad} errors!` : '' })
+    rows.push({
+      scenario: `POST responses, 64 connections: ${name}`,
+      metric: 'req/s (p99 ms)',
+      value: `${thr[name].rps.toFixed(0)} (${thr[name].p99})`,
+      target: thr[name].bad ? `${thr[name].bad} errors!` : '',
+    })
   }
-  if (thr.roster && thr.portkey) rows.push({ scenario: '  Roster throughput / Portkey', metric: '×', value: (thr.roster.rps / thr.portkey.rps).toFixed(2), target: '≥ 2' })
+  if (thr.roster && thr.portkey)
+    rows.push({
+      scenario: '  Roster throughput / Portkey',
+      metric: '×',
+      value: (thr.roster.rps / thr.portkey.rps).toFixed(2),
+      target: '≥ 2',
+    })
   return rows
 }
 
@@ -303,10 +394,14 @@ async function measureTargets(all, apiPid, rate, seconds) {
   // 30, 26, then 2–10), and after a 4 s warm-up the first round had the run's worst added p99 in
   // six runs of ten (bench/RESULTS.md).
   const rounds = Number(process.env.BENCH_ROUNDS ?? 5)
-  const lat = Object.fromEntries(Object.keys(all).map((n) => [n, { latencies: [], errors: 0, sent: 0, ms: 0, rounds: [] }]))
+  const lat = Object.fromEntries(
+    Object.keys(all).map((n) => [n, { latencies: [], errors: 0, sent: 0, ms: 0, rounds: [] }]),
+  )
   const cpu = Object.fromEntries(Object.keys(all).map((n) => [n, 0]))
   const stolen = Object.fromEntries(Object.keys(all).map((n) => [n, { total: 0, steal: 0 }]))
-  const pools = Object.fromEntries(Object.entries(all).map(([n, t]) => [n, new Pool(t.origin, { connections: 128, pipelining: 1 })]))
+  const pools = Object.fromEntries(
+    Object.entries(all).map(([n, t]) => [n, new Pool(t.origin, { connections: 128, pipelining: 1 })]),
+  )
   // Portkey cannot keep up with 1,000 req/s on two cores: its rounds saturate the machine and leave
   // a backlog for whatever comes next, so its rounds come after everyone else's. The others take
   // turns (rotated).
@@ -326,14 +421,22 @@ async function measureTargets(all, apiPid, rate, seconds) {
     const round = await fixedRate(t, rate, seconds / rounds, pools[name])
     cpu[name] += cpuSeconds(pid) - before
     addStolen(stolen[name], machineBefore, machineTicks())
-    Object.assign(lat[name], { errors: lat[name].errors + round.errors, sent: lat[name].sent + (rate * seconds) / rounds, ms: lat[name].ms + performance.now() - started })
+    Object.assign(lat[name], {
+      errors: lat[name].errors + round.errors,
+      sent: lat[name].sent + (rate * seconds) / rounds,
+      ms: lat[name].ms + performance.now() - started,
+    })
     lat[name].latencies.push(...round.latencies)
     lat[name].rounds.push({ p50: round.p50, p99: round.p99 })
     if (round.timeline) (lat[name].timeline ??= []).push(...round.timeline)
     await new Promise((r) => setTimeout(r, 500))
   }
   await Promise.all(Object.values(pools).map((p) => p.close()))
-  if (process.env.BENCH_DUMP) writeFileSync(process.env.BENCH_DUMP, JSON.stringify(Object.fromEntries(Object.entries(lat).map(([n, l]) => [n, l.timeline]))))
+  if (process.env.BENCH_DUMP)
+    writeFileSync(
+      process.env.BENCH_DUMP,
+      JSON.stringify(Object.fromEntries(Object.entries(lat).map(([n, l]) => [n, l.timeline]))),
+    )
   for (const name of Object.keys(all)) {
     Object.assign(lat[name], percentiles(lat[name].latencies), { achieved: lat[name].sent / (lat[name].ms / 1000) })
     cpu[name] = (cpu[name] / (rate * seconds)) * 1e6
@@ -342,7 +445,14 @@ async function measureTargets(all, apiPid, rate, seconds) {
   // BENCH_THROUGHPUT_SECONDS=0 skips the throughput runs (latency alone, when comparing builds).
   const thrSeconds = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? seconds)
   for (const [name, t] of Object.entries(all).filter(() => thrSeconds > 0)) {
-    const r = await autocannon({ url: t.origin + t.path, method: 'POST', headers: t.headers, body: t.body, connections: 64, duration: thrSeconds })
+    const r = await autocannon({
+      url: t.origin + t.path,
+      method: 'POST',
+      headers: t.headers,
+      body: t.body,
+      connections: 64,
+      duration: thrSeconds,
+    })
     thr[name] = { rps: r['2xx'] / r.duration, bad: r.non2xx + r.errors, p99: r.latency.p99 }
   }
   return { lat, cpu, stolen, thr, rounds }
@@ -362,26 +472,73 @@ async function benchGatewayDoors({ key, base, apiPid }) {
   const rows = []
   for (const name of Object.keys(all)) {
     const l = lat[name]
-    rows.push({ scenario: `doors, one Chat Completions upstream, at ${rate}/s (${seconds} s in ${rounds} rounds): ${name}`, metric: 'p50 / p90 / p99 ms', value: `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}`, target: l.errors ? `${l.errors} errors!` : `sent ${l.achieved.toFixed(0)}/s` })
+    rows.push({
+      scenario: `doors, one Chat Completions upstream, at ${rate}/s (${seconds} s in ${rounds} rounds): ${name}`,
+      metric: 'p50 / p90 / p99 ms',
+      value: `${f(l.p50)} / ${f(l.p90)} / ${f(l.p99)}`,
+      target: l.errors ? `${l.errors} errors!` : `sent ${l.achieved.toFixed(0)}/s`,
+    })
   }
-  rows.push({ scenario: `  CPU per request (${Object.keys(all).join(' / ')})`, metric: 'µs', value: Object.values(cpu).map((c) => c.toFixed(0)).join(' / '), target: '' })
-  rows.push({ scenario: '  CPU time the host stole from this VM during each one\'s rounds', metric: '%', value: Object.values(stolen).map(percentStolen).join(' / '), target: '' })
+  rows.push({
+    scenario: `  CPU per request (${Object.keys(all).join(' / ')})`,
+    metric: 'µs',
+    value: Object.values(cpu)
+      .map((c) => c.toFixed(0))
+      .join(' / '),
+    target: '',
+  })
+  rows.push({
+    scenario: "  CPU time the host stole from this VM during each one's rounds",
+    metric: '%',
+    value: Object.values(stolen).map(percentStolen).join(' / '),
+    target: '',
+  })
   // Round by round, each against direct-chat's round of the same number: a tail from one slow spell
   // of the VM shows as one round, where the whole run's p99 cannot tell it from a door's cost.
   for (const name of ['fastify-chat', ...DOORS]) {
     const added = (k) => lat[name].rounds.map((r, i) => f(r[k] - lat['direct-chat'].rounds[i][k])).join(', ')
-    rows.push({ scenario: `  added by ${name}, round by round`, metric: 'p50 ms; p99 ms', value: `${added('p50')}; ${added('p99')}`, target: '' })
+    rows.push({
+      scenario: `  added by ${name}, round by round`,
+      metric: 'p50 ms; p99 ms',
+      value: `${added('p50')}; ${added('p99')}`,
+      target: '',
+    })
   }
   for (const name of ['fastify-chat', ...DOORS, 'portkey-chat']) {
-    rows.push({ scenario: `  added by ${name} over direct-chat`, metric: 'p50 / p99 ms', value: `${f(lat[name].p50 - lat['direct-chat'].p50)} / ${f(lat[name].p99 - lat['direct-chat'].p99)}`, target: name.startsWith('roster') ? 'p50 ≤ 0.5, p99 ≤ 2' : name === 'fastify-chat' ? "this machine's floor: where it misses, the targets cannot be read here" : '' })
+    rows.push({
+      scenario: `  added by ${name} over direct-chat`,
+      metric: 'p50 / p99 ms',
+      value: `${f(lat[name].p50 - lat['direct-chat'].p50)} / ${f(lat[name].p99 - lat['direct-chat'].p99)}`,
+      target: name.startsWith('roster')
+        ? 'p50 ≤ 0.5, p99 ≤ 2'
+        : name === 'fastify-chat'
+          ? "this machine's floor: where it misses, the targets cannot be read here"
+          : '',
+    })
   }
   for (const name of ['roster-chat', 'roster-messages']) {
-    rows.push({ scenario: `  ${name} CPU per request / roster-responses`, metric: '×', value: (cpu[name] / cpu['roster-responses']).toFixed(2), target: '≤ 1.10' })
+    rows.push({
+      scenario: `  ${name} CPU per request / roster-responses`,
+      metric: '×',
+      value: (cpu[name] / cpu['roster-responses']).toFixed(2),
+      target: '≤ 1.10',
+    })
   }
   for (const name of Object.keys(thr)) {
-    rows.push({ scenario: `doors, 64 connections: ${name}`, metric: 'req/s (p99 ms)', value: `${thr[name].rps.toFixed(0)} (${thr[name].p99})`, target: thr[name].bad ? `${thr[name].bad} errors!` : '' })
+    rows.push({
+      scenario: `doors, 64 connections: ${name}`,
+      metric: 'req/s (p99 ms)',
+      value: `${thr[name].rps.toFixed(0)} (${thr[name].p99})`,
+      target: thr[name].bad ? `${thr[name].bad} errors!` : '',
+    })
   }
-  if (thr['roster-chat'] && thr['portkey-chat']) rows.push({ scenario: '  /chat/completions throughput: Roster / Portkey', metric: '×', value: (thr['roster-chat'].rps / thr['portkey-chat'].rps).toFixed(2), target: '' })
+  if (thr['roster-chat'] && thr['portkey-chat'])
+    rows.push({
+      scenario: '  /chat/completions throughput: Roster / Portkey',
+      metric: '×',
+      value: (thr['roster-chat'].rps / thr['portkey-chat'].rps).toFixed(2),
+      target: '',
+    })
   return rows
 }
 
@@ -391,7 +548,12 @@ export async function benchGatewayTtfb({ key, base }) {
   const all = { ...targets(base, key), ...doorTargets(base, key) }
   // Where each wire's first text shows: a Responses text delta, a Chat Completions content delta
   // (the role chunk's content is empty), a Messages text delta.
-  const firstText = (name, text) => (name.endsWith('chat') ? /"content":"[^"]/.test(text) : name === 'roster-messages' ? text.includes('text_delta') : text.includes('output_text.delta'))
+  const firstText = (name, text) =>
+    name.endsWith('chat')
+      ? /"content":"[^"]/.test(text)
+      : name === 'roster-messages'
+        ? text.includes('text_delta')
+        : text.includes('output_text.delta')
   const measure = async (t, stream = true, n = runs, name = '') => {
     const pool = new Pool(t.origin, { connections: 1 })
     const first = []
@@ -409,7 +571,8 @@ export async function benchGatewayTtfb({ key, base }) {
         text += chunk
         if (!seenToken && (!stream || firstText(name, text))) seenToken = now
       }
-      if (res.statusCode !== 200 || !seenToken) throw new Error(`streaming failed: ${res.statusCode} ${text.slice(0, 200)}`)
+      if (res.statusCode !== 200 || !seenToken)
+        throw new Error(`streaming failed: ${res.statusCode} ${text.slice(0, 200)}`)
       // The first 20 warm up.
       if (i >= 20) {
         first.push(seenFirst - t0)
@@ -424,7 +587,12 @@ export async function benchGatewayTtfb({ key, base }) {
   // Interleaved rounds (direct, floor, roster, direct, …), so a slow spell of this shared machine
   // lands on every target alike instead of on whichever happened to run then.
   const rounds = Number(process.env.BENCH_TTFB_ROUNDS ?? 3)
-  const names = ['direct', 'floor', 'roster', ...(process.env.BENCH_DOORS === '0' ? [] : ['direct-chat', 'roster-chat', 'roster-messages'])]
+  const names = [
+    'direct',
+    'floor',
+    'roster',
+    ...(process.env.BENCH_DOORS === '0' ? [] : ['direct-chat', 'roster-chat', 'roster-messages']),
+  ]
   // Warm-up, unmeasured: each target's streaming and whole-reply paths are still being optimised for
   // the first thousand or so requests (without it the first round read Roster 0.18–0.35 ms slower
   // than the rest, in three runs of three), as in the latency benchmark's warm-up.
@@ -442,21 +610,76 @@ export async function benchGatewayTtfb({ key, base }) {
   const mid = (xs, k) => xs.map((x) => x[k]).sort((a, b) => a - b)[Math.floor(xs.length / 2)]
   const f = (x) => x.toFixed(2)
   return [
-    { scenario: `not streamed, whole reply (${runs} sequential × ${rounds}): ${names.join(' / ')}`, metric: 'p50 ms', value: names.map((n) => f(mid(whole[n], 'first'))).join(' / '), target: '' },
-    { scenario: '  added by floor / roster, unloaded', metric: 'p50 ms', value: `${f(mid(whole.floor, 'first') - mid(whole.direct, 'first'))} / ${f(mid(whole.roster, 'first') - mid(whole.direct, 'first'))}`, target: '' },
-    { scenario: `stream, first byte: ${names.join(' / ')}`, metric: 'p50 ms', value: names.map((n) => f(mid(stream[n], 'first'))).join(' / '), target: '' },
-    { scenario: '  the same', metric: 'p99 ms', value: names.map((n) => f(mid(stream[n], 'firstP99'))).join(' / '), target: '' },
-    { scenario: '  added by floor / roster', metric: 'p50 ms', value: `${f(mid(stream.floor, 'first') - mid(stream.direct, 'first'))} / ${f(mid(stream.roster, 'first') - mid(stream.direct, 'first'))}`, target: 'roster ≤ 1' },
-    { scenario: `stream, first text delta: ${names.join(' / ')}`, metric: 'p50 ms', value: names.map((n) => f(mid(stream[n], 'token'))).join(' / '), target: '' },
-    { scenario: '  added by floor / roster', metric: 'p50 ms', value: `${f(mid(stream.floor, 'token') - mid(stream.direct, 'token'))} / ${f(mid(stream.roster, 'token') - mid(stream.direct, 'token'))}`, target: 'roster ≤ 1' },
-    { scenario: '  rounds of roster, added first text delta', metric: 'p50 ms', value: stream.roster.map((x, i) => f(x.token - stream.direct[i].token)).join(', '), target: '' },
+    {
+      scenario: `not streamed, whole reply (${runs} sequential × ${rounds}): ${names.join(' / ')}`,
+      metric: 'p50 ms',
+      value: names.map((n) => f(mid(whole[n], 'first'))).join(' / '),
+      target: '',
+    },
+    {
+      scenario: '  added by floor / roster, unloaded',
+      metric: 'p50 ms',
+      value: `${f(mid(whole.floor, 'first') - mid(whole.direct, 'first'))} / ${f(mid(whole.roster, 'first') - mid(whole.direct, 'first'))}`,
+      target: '',
+    },
+    {
+      scenario: `stream, first byte: ${names.join(' / ')}`,
+      metric: 'p50 ms',
+      value: names.map((n) => f(mid(stream[n], 'first'))).join(' / '),
+      target: '',
+    },
+    {
+      scenario: '  the same',
+      metric: 'p99 ms',
+      value: names.map((n) => f(mid(stream[n], 'firstP99'))).join(' / '),
+      target: '',
+    },
+    {
+      scenario: '  added by floor / roster',
+      metric: 'p50 ms',
+      value: `${f(mid(stream.floor, 'first') - mid(stream.direct, 'first'))} / ${f(mid(stream.roster, 'first') - mid(stream.direct, 'first'))}`,
+      target: 'roster ≤ 1',
+    },
+    {
+      scenario: `stream, first text delta: ${names.join(' / ')}`,
+      metric: 'p50 ms',
+      value: names.map((n) => f(mid(stream[n], 'token'))).join(' / '),
+      target: '',
+    },
+    {
+      scenario: '  added by floor / roster',
+      metric: 'p50 ms',
+      value: `${f(mid(stream.floor, 'token') - mid(stream.direct, 'token'))} / ${f(mid(stream.roster, 'token') - mid(stream.direct, 'token'))}`,
+      target: 'roster ≤ 1',
+    },
+    {
+      scenario: '  rounds of roster, added first text delta',
+      metric: 'p50 ms',
+      value: stream.roster.map((x, i) => f(x.token - stream.direct[i].token)).join(', '),
+      target: '',
+    },
     ...(stream['roster-chat']
       ? ['roster-chat', 'roster-messages'].flatMap((door) => [
-          { scenario: `${door} stream over direct-chat's: first byte added`, metric: 'p50 ms', value: f(mid(stream[door], 'first') - mid(stream['direct-chat'], 'first')), target: '≤ 1' },
-          { scenario: `  first text delta added`, metric: 'p50 ms', value: f(mid(stream[door], 'token') - mid(stream['direct-chat'], 'token')), target: '≤ 1' },
+          {
+            scenario: `${door} stream over direct-chat's: first byte added`,
+            metric: 'p50 ms',
+            value: f(mid(stream[door], 'first') - mid(stream['direct-chat'], 'first')),
+            target: '≤ 1',
+          },
+          {
+            scenario: `  first text delta added`,
+            metric: 'p50 ms',
+            value: f(mid(stream[door], 'token') - mid(stream['direct-chat'], 'token')),
+            target: '≤ 1',
+          },
         ])
       : []),
-    { scenario: 'CPU time the host stole from this VM meanwhile', metric: '%', value: percentStolen(stolen), target: '' },
+    {
+      scenario: 'CPU time the host stole from this VM meanwhile',
+      metric: '%',
+      value: percentStolen(stolen),
+      target: '',
+    },
   ]
 }
 
@@ -482,8 +705,18 @@ export async function benchGatewaySoak({ key, base, apiPid }) {
   const early = avg(window(minute, 2 * minute))
   const late = avg(window(seconds * 1000 - minute, Infinity))
   return [
-    { scenario: `soak: POST responses${stream ? ' (streamed)' : ''} at ${rate}/s for ${seconds} s`, metric: 'p50 / p99 ms, errors', value: `${result.p50.toFixed(2)} / ${result.p99.toFixed(2)}, ${result.errors}`, target: '' },
-    { scenario: '  api RSS, minute 2 → last minute', metric: 'MiB', value: `${early.toFixed(1)} → ${late.toFixed(1)} (${(((late - early) / early) * 100).toFixed(1)}%)`, target: '±5%' },
+    {
+      scenario: `soak: POST responses${stream ? ' (streamed)' : ''} at ${rate}/s for ${seconds} s`,
+      metric: 'p50 / p99 ms, errors',
+      value: `${result.p50.toFixed(2)} / ${result.p99.toFixed(2)}, ${result.errors}`,
+      target: '',
+    },
+    {
+      scenario: '  api RSS, minute 2 → last minute',
+      metric: 'MiB',
+      value: `${early.toFixed(1)} → ${late.toFixed(1)} (${(((late - early) / early) * 100).toFixed(1)}%)`,
+      target: '±5%',
+    },
   ]
 }
 
@@ -502,7 +735,8 @@ export const callgrind = {
   dir: '',
   nodeFlags: ['--no-memory-reducer'],
   wrap() {
-    if (spawnSync('valgrind', ['--version']).error) throw new Error('doors-instructions needs valgrind (Debian: apt-get install valgrind)')
+    if (spawnSync('valgrind', ['--version']).error)
+      throw new Error('doors-instructions needs valgrind (Debian: apt-get install valgrind)')
     callgrind.dir = mkdtempSync(join(tmpdir(), 'roster-callgrind-'))
     return ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${callgrind.dir}/api.%p`]
   },
@@ -511,11 +745,14 @@ export const callgrind = {
 /** callgrind_control <args> <pid> (-d: dump the counts since the last dump, and zero them). */
 function callgrindControl(pid, ...args) {
   const r = spawnSync('callgrind_control', [...args, String(pid)], { encoding: 'utf8' })
-  if (r.status !== 0 || !/OK/.test(r.stdout)) throw new Error(`callgrind_control ${args.join(' ')}: ${r.stdout}${r.stderr}`)
+  if (r.status !== 0 || !/OK/.test(r.stdout))
+    throw new Error(`callgrind_control ${args.join(' ')}: ${r.stdout}${r.stderr}`)
 }
 /** The instructions in the newest dump: the one with the highest number in callgrind.dir. */
 function lastDumpTotal(pid) {
-  const dumps = readdirSync(callgrind.dir).filter((f) => f.startsWith(`api.${pid}.`)).sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
+  const dumps = readdirSync(callgrind.dir)
+    .filter((f) => f.startsWith(`api.${pid}.`))
+    .sort((a, b) => Number(a.split('.').pop()) - Number(b.split('.').pop()))
   const text = readFileSync(join(callgrind.dir, dumps.at(-1)), 'utf8')
   const total = /^(?:totals|summary): (\d+)/m.exec(text)
   if (!total) throw new Error(`no total in ${dumps.at(-1)}`)
@@ -567,7 +804,12 @@ export async function benchDoorInstructions({ key, base, apiPid }) {
       target: '',
     }))
     for (const d of DOORS.slice(1)) {
-      rows.push({ scenario: `  ${d} / roster-responses, medians`, metric: '×', value: (median(counts[d]) / median(counts['roster-responses'])).toFixed(3), target: '≤ 1.10' })
+      rows.push({
+        scenario: `  ${d} / roster-responses, medians`,
+        metric: '×',
+        value: (median(counts[d]) / median(counts['roster-responses'])).toFixed(3),
+        target: '≤ 1.10',
+      })
     }
     return rows
   } finally {

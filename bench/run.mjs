@@ -22,7 +22,18 @@ import { nodeFlags } from '../scripts/node-flags.mjs'
 import { benchFairUse, makeKeyWith } from './fair-use.mjs'
 import { benchFailover, benchFleetChat, benchFleetProvision, benchSnapshots } from './fleet.mjs'
 import { firstText as firstTextOf } from './first-text.mjs'
-import { benchCatalogue, benchDoorInstructions, benchGatewayLatency, callgrind, benchGatewaySoak, benchGatewayTtfb, keepCoresAwake, keepingAwake, pin, startUpstreams } from './gateway.mjs'
+import {
+  benchCatalogue,
+  benchDoorInstructions,
+  benchGatewayLatency,
+  callgrind,
+  benchGatewaySoak,
+  benchGatewayTtfb,
+  keepCoresAwake,
+  keepingAwake,
+  pin,
+  startUpstreams,
+} from './gateway.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
 const only = process.argv[2]
@@ -71,7 +82,10 @@ async function hostAuth(db, masterKey, hostId) {
   await c.connect()
   try {
     const { rows } = await c.query('SELECT epoch FROM runtime_hosts WHERE id = $1', [hostId])
-    return { authorization: `Bearer ${hostCredential(hostCredentialKey(Buffer.from(masterKey, 'hex')), hostId, rows[0].epoch)}`, 'content-type': 'application/json' }
+    return {
+      authorization: `Bearer ${hostCredential(hostCredentialKey(Buffer.from(masterKey, 'hex')), hostId, rows[0].epoch)}`,
+      'content-type': 'application/json',
+    }
   } finally {
     await c.end()
   }
@@ -82,7 +96,10 @@ async function hostAuth(db, masterKey, hostId) {
  * joining the fleet; room for every intern a bench makes), the API and a worker. The hosts get
  * neither the database nor the master key, as in production.
  */
-async function withStack(work, { worker = true, gateway = false, apiWrap: wrapper, apiFlags = [], runtimes = 1, env: extraEnv = {} } = {}) {
+async function withStack(
+  work,
+  { worker = true, gateway = false, apiWrap: wrapper, apiFlags = [], runtimes = 1, env: extraEnv = {} } = {},
+) {
   // A tool the API runs under (the command line before node's), asked for when the stack starts.
   const apiWrap = wrapper?.() ?? []
   await admin(`DROP DATABASE IF EXISTS ${BENCH_DB} WITH (FORCE)`)
@@ -111,15 +128,34 @@ async function withStack(work, { worker = true, gateway = false, apiWrap: wrappe
   }
   // Runtime hosts: the fleet's credential and nothing of the database or the vault.
   const { DATABASE_URL: _d, VAULT_MASTER_KEY: _k, ...inherited } = process.env
-  const hostEnv = (i) => ({ ...shared, PORT: String(RUNTIME_PORT + i * 10), RUNTIME_HOST_ID: `bench-${i + 1}`, RUNTIME_CAPACITY: '100000', RUNTIME_DATA_DIR: mkdtempSync(join(tmpdir(), 'roster-bench-')) })
+  const hostEnv = (i) => ({
+    ...shared,
+    PORT: String(RUNTIME_PORT + i * 10),
+    RUNTIME_HOST_ID: `bench-${i + 1}`,
+    RUNTIME_CAPACITY: '100000',
+    RUNTIME_DATA_DIR: mkdtempSync(join(tmpdir(), 'roster-bench-')),
+  })
   const startHost = (i) => {
-    const child = spawn(process.execPath, [...nodeFlags(), join(root, 'apps/runtime/dist/main.js')], { env: { ...inherited, ...hostEnv(i) }, stdio: ['ignore', 'ignore', 'inherit'] })
-    return { id: `bench-${i + 1}`, port: RUNTIME_PORT + i * 10, url: `http://127.0.0.1:${RUNTIME_PORT + i * 10}`, child }
+    const child = spawn(process.execPath, [...nodeFlags(), join(root, 'apps/runtime/dist/main.js')], {
+      env: { ...inherited, ...hostEnv(i) },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    })
+    return {
+      id: `bench-${i + 1}`,
+      port: RUNTIME_PORT + i * 10,
+      url: `http://127.0.0.1:${RUNTIME_PORT + i * 10}`,
+      child,
+    }
   }
   const hosts = Array.from({ length: runtimes }, (_, i) => startHost(i))
   const procs = [
     // BENCH_API_FLAGS: node flags for the API process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
-    start('api', { ...env, PORT: String(API_PORT) }, [...apiFlags, ...(process.env.BENCH_API_FLAGS ?? '').split(' ').filter(Boolean)], apiWrap),
+    start(
+      'api',
+      { ...env, PORT: String(API_PORT) },
+      [...apiFlags, ...(process.env.BENCH_API_FLAGS ?? '').split(' ').filter(Boolean)],
+      apiWrap,
+    ),
     ...(worker ? [start('worker', env)] : []),
   ]
   if (gateway) pin(procs[0].pid, 1)
@@ -154,7 +190,9 @@ async function withStack(work, { worker = true, gateway = false, apiWrap: wrappe
   } finally {
     const all = [...hosts.map((h) => h.child), ...procs]
     for (const p of all) p.kill('SIGTERM')
-    await Promise.all(all.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once('exit', r)))))
+    await Promise.all(
+      all.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once('exit', r)))),
+    )
     await stopUpstreams()
   }
 }
@@ -184,18 +222,31 @@ async function withBeforeStack(beforeRoot, work) {
     LOG_LEVEL: 'warn',
   }
   const stopUpstreams = await startUpstreams(root, waitHttp)
-  const run = (app, extra) => spawn(process.execPath, [...nodeFlags(), join(beforeRoot, 'apps', app, 'dist', 'main.js')], { env: { ...process.env, ...env, ...extra }, stdio: ['ignore', 'ignore', 'inherit'] })
-  const procs = [run('runtime', { PORT: String(RUNTIME_PORT) }), run('api', { PORT: String(API_PORT) }), run('worker', {})]
+  const run = (app, extra) =>
+    spawn(process.execPath, [...nodeFlags(), join(beforeRoot, 'apps', app, 'dist', 'main.js')], {
+      env: { ...process.env, ...env, ...extra },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    })
+  const procs = [
+    run('runtime', { PORT: String(RUNTIME_PORT) }),
+    run('api', { PORT: String(API_PORT) }),
+    run('worker', {}),
+  ]
   pin(procs[1].pid, 1)
   try {
     await waitHttp(`http://127.0.0.1:${RUNTIME_PORT}/health`)
     await waitHttp(`http://127.0.0.1:${API_PORT}/ready`)
     await new Promise((r) => setTimeout(r, 500))
-    const boot = spawnSync(process.execPath, [join(beforeRoot, 'apps/cli/dist/main.js'), 'bootstrap', '--json'], { env: { ...process.env, DATABASE_URL: env.DATABASE_URL }, encoding: 'utf8' })
+    const boot = spawnSync(process.execPath, [join(beforeRoot, 'apps/cli/dist/main.js'), 'bootstrap', '--json'], {
+      env: { ...process.env, DATABASE_URL: env.DATABASE_URL },
+      encoding: 'utf8',
+    })
     return await work({ key: JSON.parse(boot.stdout).keys.user, base, db: env.DATABASE_URL })
   } finally {
     for (const p of procs) p.kill('SIGTERM')
-    await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once('exit', r)))))
+    await Promise.all(
+      procs.map((p) => new Promise((r) => (p.exitCode !== null || p.signalCode !== null ? r() : p.once('exit', r)))),
+    )
     await stopUpstreams()
   }
 }
@@ -205,7 +256,10 @@ let seq = 0
 const nextName = (prefix) => `${prefix}${(seq++).toString(36)}`
 
 async function countRunning(client, prefix) {
-  const { rows } = await client.query(`SELECT count(*)::int AS n FROM interns WHERE status = 'running' AND name LIKE $1`, [`${prefix}%`])
+  const { rows } = await client.query(
+    `SELECT count(*)::int AS n FROM interns WHERE status = 'running' AND name LIKE $1`,
+    [`${prefix}%`],
+  )
   return rows[0].n
 }
 
@@ -216,7 +270,11 @@ async function createInterns(key, prefix, n, provision = true) {
     Array.from({ length: 64 }, async () => {
       while (next < n) {
         next++
-        const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: nextName(prefix), provision }) })
+        const res = await fetch(`${base}/interns`, {
+          method: 'POST',
+          headers: headers(key),
+          body: JSON.stringify({ name: nextName(prefix), provision }),
+        })
         if (res.status !== 201) throw new Error(`create answered ${res.status}`)
         await res.arrayBuffer()
       }
@@ -233,12 +291,24 @@ async function benchCreate({ key }, label = 'with one worker provisioning them m
     duration: Number(process.env.BENCH_SECONDS ?? 10),
     method: 'POST',
     headers: headers(key),
-    requests: [{ setupRequest: (req) => ({ ...req, body: JSON.stringify({ name: nextName(prefix), provision: true }) }) }],
+    requests: [
+      { setupRequest: (req) => ({ ...req, body: JSON.stringify({ name: nextName(prefix), provision: true }) }) },
+    ],
   })
   const ok = result['2xx']
   return [
-    { scenario: `POST /interns (provision:true, unique names), 64 connections, ${label}`, metric: 'creates/s', value: (ok / result.duration).toFixed(0), target: '≥ 1,500' },
-    { scenario: '  latency', metric: 'p50 / p99 ms', value: `${result.latency.p50} / ${result.latency.p99}`, target: 'p99 ≤ 50' },
+    {
+      scenario: `POST /interns (provision:true, unique names), 64 connections, ${label}`,
+      metric: 'creates/s',
+      value: (ok / result.duration).toFixed(0),
+      target: '≥ 1,500',
+    },
+    {
+      scenario: '  latency',
+      metric: 'p50 / p99 ms',
+      value: `${result.latency.p50} / ${result.latency.p99}`,
+      target: 'p99 ≤ 50',
+    },
     { scenario: '  non-2xx answers', metric: 'count', value: String(result.non2xx + result.errors), target: '0' },
   ]
 }
@@ -256,8 +326,18 @@ async function benchProvision({ key, db }) {
   const done = performance.now()
   await client.end()
   return [
-    { scenario: `${n} interns, create → running, one worker`, metric: 'interns/s', value: (n / ((done - started) / 1000)).toFixed(0), target: '≥ 300' },
-    { scenario: '  of which creating them all', metric: 's', value: ((created - started) / 1000).toFixed(2), target: '' },
+    {
+      scenario: `${n} interns, create → running, one worker`,
+      metric: 'interns/s',
+      value: (n / ((done - started) / 1000)).toFixed(0),
+      target: '≥ 300',
+    },
+    {
+      scenario: '  of which creating them all',
+      metric: 's',
+      value: ((created - started) / 1000).toFixed(2),
+      target: '',
+    },
   ]
 }
 
@@ -279,7 +359,14 @@ async function queuedThenProvisioned({ key, db, startWorker }, workers) {
 /** The worker alone: 2,000 interns created first, then one worker process started and timed to the last running. */
 async function benchWorkerAlone(ctx) {
   const { n, rate } = await queuedThenProvisioned(ctx, 1)
-  return [{ scenario: `${n} interns already queued, one worker started → all running`, metric: 'interns/s', value: rate, target: '(breakdown)' }]
+  return [
+    {
+      scenario: `${n} interns already queued, one worker started → all running`,
+      metric: 'interns/s',
+      value: rate,
+      target: '(breakdown)',
+    },
+  ]
 }
 
 /**
@@ -290,7 +377,12 @@ async function benchWorkersScale() {
   const rows = []
   for (const workers of (process.env.BENCH_WORKER_COUNTS ?? '1,2,4').split(',').map(Number)) {
     const { n, rate } = await withStack((ctx) => queuedThenProvisioned(ctx, workers), { worker: false })
-    rows.push({ scenario: `${n} interns queued, ${workers} worker process${workers > 1 ? 'es' : ''} started → all running`, metric: 'interns/s', value: rate, target: '' })
+    rows.push({
+      scenario: `${n} interns queued, ${workers} worker process${workers > 1 ? 'es' : ''} started → all running`,
+      metric: 'interns/s',
+      value: rate,
+      target: '',
+    })
   }
   return rows
 }
@@ -300,7 +392,11 @@ async function benchPoll({ key }) {
   const prefix = 'g' + randomBytes(2).toString('hex')
   const ids = []
   for (let i = 0; i < 64; i++) {
-    const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: nextName(prefix) }) })
+    const res = await fetch(`${base}/interns`, {
+      method: 'POST',
+      headers: headers(key),
+      body: JSON.stringify({ name: nextName(prefix) }),
+    })
     ids.push((await res.json()).id)
   }
   let n = 0
@@ -312,8 +408,18 @@ async function benchPoll({ key }) {
     requests: [{ setupRequest: (req) => ({ ...req, path: `/api/v1/interns/${ids[n++ % ids.length]}` }) }],
   })
   return [
-    { scenario: 'GET /interns/{id}, 64 connections over 64 interns', metric: 'req/s', value: (result['2xx'] / result.duration).toFixed(0), target: '≥ 8,000' },
-    { scenario: '  latency', metric: 'p50 / p99 ms', value: `${result.latency.p50} / ${result.latency.p99}`, target: 'p99 ≤ 10' },
+    {
+      scenario: 'GET /interns/{id}, 64 connections over 64 interns',
+      metric: 'req/s',
+      value: (result['2xx'] / result.duration).toFixed(0),
+      target: '≥ 8,000',
+    },
+    {
+      scenario: '  latency',
+      metric: 'p50 / p99 ms',
+      value: `${result.latency.p50} / ${result.latency.p99}`,
+      target: 'p99 ≤ 10',
+    },
   ]
 }
 
@@ -327,8 +433,18 @@ async function benchList({ key }) {
     headers: { authorization: `Bearer ${key}` },
   })
   return [
-    { scenario: 'GET /interns?limit=100, 64 connections', metric: 'pages/s', value: (result['2xx'] / result.duration).toFixed(0), target: '≥ 2,000' },
-    { scenario: '  latency', metric: 'p50 / p99 ms', value: `${result.latency.p50} / ${result.latency.p99}`, target: '' },
+    {
+      scenario: 'GET /interns?limit=100, 64 connections',
+      metric: 'pages/s',
+      value: (result['2xx'] / result.duration).toFixed(0),
+      target: '≥ 2,000',
+    },
+    {
+      scenario: '  latency',
+      metric: 'p50 / p99 ms',
+      value: `${result.latency.p50} / ${result.latency.p99}`,
+      target: '',
+    },
   ]
 }
 
@@ -342,14 +458,37 @@ async function benchVault({ key }) {
     duration: seconds,
     method: 'PUT',
     headers: headers(key),
-    requests: [{ setupRequest: (req) => ({ ...req, path: `/api/v1/vault/secrets/s${n % 1000}`, body: JSON.stringify({ value: `value-${n++}`, hosts: ['api.example.com'] }) }) }],
+    requests: [
+      {
+        setupRequest: (req) => ({
+          ...req,
+          path: `/api/v1/vault/secrets/s${n % 1000}`,
+          body: JSON.stringify({ value: `value-${n++}`, hosts: ['api.example.com'] }),
+        }),
+      },
+    ],
   })
-  const list = await autocannon({ url: `${base}/vault/secrets?limit=100`, connections: 64, duration: seconds, headers: { authorization: `Bearer ${key}` } })
+  const list = await autocannon({
+    url: `${base}/vault/secrets?limit=100`,
+    connections: 64,
+    duration: seconds,
+    headers: { authorization: `Bearer ${key}` },
+  })
   return [
-    { scenario: 'PUT /vault/secrets/{name} (1,000 names, create then replace), 64 connections', metric: 'stores/s', value: (store['2xx'] / store.duration).toFixed(0), target: '> creates/s' },
+    {
+      scenario: 'PUT /vault/secrets/{name} (1,000 names, create then replace), 64 connections',
+      metric: 'stores/s',
+      value: (store['2xx'] / store.duration).toFixed(0),
+      target: '> creates/s',
+    },
     { scenario: '  latency', metric: 'p50 / p99 ms', value: `${store.latency.p50} / ${store.latency.p99}`, target: '' },
     { scenario: '  non-2xx answers', metric: 'count', value: String(store.non2xx + store.errors), target: '0' },
-    { scenario: 'GET /vault/secrets?limit=100 (of 1,000), 64 connections', metric: 'pages/s', value: (list['2xx'] / list.duration).toFixed(0), target: '' },
+    {
+      scenario: 'GET /vault/secrets?limit=100 (of 1,000), 64 connections',
+      metric: 'pages/s',
+      value: (list['2xx'] / list.duration).toFixed(0),
+      target: '',
+    },
     { scenario: '  latency', metric: 'p50 / p99 ms', value: `${list.latency.p50} / ${list.latency.p99}`, target: '' },
   ]
 }
@@ -361,7 +500,11 @@ async function benchSingle({ key }) {
   const times = []
   for (let i = 0; i < runs; i++) {
     const t0 = performance.now()
-    const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: nextName(prefix), provision: true }) })
+    const res = await fetch(`${base}/interns`, {
+      method: 'POST',
+      headers: headers(key),
+      body: JSON.stringify({ name: nextName(prefix), provision: true }),
+    })
     const { id } = await res.json()
     for (;;) {
       const got = await (await fetch(`${base}/interns/${id}`, { headers: headers(key) })).json()
@@ -373,7 +516,14 @@ async function benchSingle({ key }) {
   }
   times.sort((a, b) => a - b)
   const pct = (p) => times[Math.min(times.length - 1, Math.floor(p * times.length))].toFixed(1)
-  return [{ scenario: `one intern alone, create → running (${runs} runs)`, metric: 'p50 / p99 ms', value: `${pct(0.5)} / ${pct(0.99)}`, target: 'p50 ≤ 100' }]
+  return [
+    {
+      scenario: `one intern alone, create → running (${runs} runs)`,
+      metric: 'p50 / p99 ms',
+      value: `${pct(0.5)} / ${pct(0.99)}`,
+      target: 'p50 ≤ 100',
+    },
+  ]
 }
 
 /**
@@ -387,23 +537,44 @@ async function benchSingle({ key }) {
  */
 async function benchSandbox() {
   const { runSandboxed, sandboxUnavailable, confineCommands } = await import('../apps/runtime/dist/sandbox.js')
-  const { prepareConfinement, ownWorkspace, reachableBySandboxUser } = await import('../apps/runtime/dist/confinement.js')
+  const { prepareConfinement, ownWorkspace, reachableBySandboxUser } =
+    await import('../apps/runtime/dist/confinement.js')
   const { EgressProxies } = await import('../apps/runtime/dist/egress-proxy.js')
   const { RuntimeConfig } = await import('../packages/shared/dist/index.js')
   const why = sandboxUnavailable()
-  if (why) return [{ scenario: 'sandboxed `true` round trip', metric: 'p50 / p99 ms', value: `not measured: ${why}`, target: 'p50 ≤ 50' }]
+  if (why)
+    return [
+      {
+        scenario: 'sandboxed `true` round trip',
+        metric: 'p50 / p99 ms',
+        value: `not measured: ${why}`,
+        target: 'p50 ≤ 50',
+      },
+    ]
   const home = mkdtempSync(join(tmpdir(), 'roster-bench-ws-'))
   const workspace = join(home, 'workspace')
   mkdirSync(workspace)
-  const { confinement } = prepareConfinement(RuntimeConfig.parse({ RUNTIME_TOKEN: 'x'.repeat(32), PORT: String(RUNTIME_PORT + 50) }))
+  const { confinement } = prepareConfinement(
+    RuntimeConfig.parse({ RUNTIME_TOKEN: 'x'.repeat(32), PORT: String(RUNTIME_PORT + 50) }),
+  )
   if (confinement.user && (await reachableBySandboxUser(home, confinement.user))) delete confinement.user
   await ownWorkspace(workspace, confinement.user)
   const runs = Number(process.env.BENCH_SANDBOX_RUNS ?? 300)
-  const proxies = new EgressProxies({ dir: mkdtempSync(join(tmpdir(), 'roster-egress-')), allowPrivateNetworks: false, timeoutMs: 5_000, maxRequestBytes: 1024, socketOwner: confinement.user })
+  const proxies = new EgressProxies({
+    dir: mkdtempSync(join(tmpdir(), 'roster-egress-')),
+    allowPrivateNetworks: false,
+    timeoutMs: 5_000,
+    maxRequestBytes: 1024,
+    socketOwner: confinement.user,
+  })
   const egressSocket = await proxies.socketFor('00000000-0000-4000-8000-000000000000')
   const rows = []
   const how = `${confinement.cgroups ? `cgroup ${confinement.cgroups.kind}` : 'no control group'}, ${confinement.user ? `uid ${confinement.user.uid}` : "the host's user"}`
-  for (const [label, extra, confined] of [[', bare', {}, undefined], [`, confined (${how})`, {}, confinement], [`, confined, granted the network`, { egressSocket }, confinement]]) {
+  for (const [label, extra, confined] of [
+    [', bare', {}, undefined],
+    [`, confined (${how})`, {}, confinement],
+    [`, confined, granted the network`, { egressSocket }, confinement],
+  ]) {
     confineCommands(confined)
     const times = []
     for (let i = 0; i < runs + 20; i++) {
@@ -414,7 +585,12 @@ async function benchSandbox() {
     }
     times.sort((a, b) => a - b)
     const pct = (p) => times[Math.min(times.length - 1, Math.floor(p * times.length))].toFixed(1)
-    rows.push({ scenario: `sandboxed \`true\` round trip${label} (${runs} runs after 20 unmeasured)`, metric: 'p50 / p99 ms', value: `${pct(0.5)} / ${pct(0.99)}`, target: 'p50 ≤ 50' })
+    rows.push({
+      scenario: `sandboxed \`true\` round trip${label} (${runs} runs after 20 unmeasured)`,
+      metric: 'p50 / p99 ms',
+      value: `${pct(0.5)} / ${pct(0.99)}`,
+      target: 'p50 ≤ 50',
+    })
   }
   confineCommands(undefined)
   await proxies.closeAll()
@@ -427,7 +603,13 @@ async function benchSandbox() {
  */
 async function benchChat({ key, hosts, hostAuth: authFor }) {
   const runs = Number(process.env.BENCH_CHAT_RUNS ?? 100)
-  const intern = await (await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: 'bench-chat', provision: true }) })).json()
+  const intern = await (
+    await fetch(`${base}/interns`, {
+      method: 'POST',
+      headers: headers(key),
+      body: JSON.stringify({ name: 'bench-chat', provision: true }),
+    })
+  ).json()
   for (let i = 0; ; i++) {
     const got = await (await fetch(`${base}/interns/${intern.id}`, { headers: headers(key) })).json()
     if (got.status === 'running') break
@@ -437,17 +619,36 @@ async function benchChat({ key, hosts, hostAuth: authFor }) {
   const prompt = '[sim] say hello there from the bench'
   const tool = (name) => ({ type: 'function', name, parameters: { type: 'object', properties: {} } })
   /** Milliseconds from sending to the first chunk that holds text; the rest is read to the end. */
-  const firstText = (url, body, isText, auth = headers(key)) => firstTextOf(url, { headers: auth, body: JSON.stringify(body) }, isText)
+  const firstText = (url, body, isText, auth = headers(key)) =>
+    firstTextOf(url, { headers: auth, body: JSON.stringify(body) }, isText)
   const direct = []
   const chat = []
   const host = []
   const hostAuth = await authFor(hosts[0].id)
   for (let i = 0; i < runs + 10; i++) {
-    const d = await firstText(`${base}/responses`, { model: 'bench/chat', stream: true, input: [{ type: 'message', role: 'user', content: prompt }], tools: ['shell', 'ask_user', 'read_file', 'write_file', 'list_files', 'http_request'].map(tool) }, (t) => t.includes('"response.output_text.delta"'))
-    const c = await firstText(`${base}/interns/${intern.id}/chat/completions`, { stream: true, session_id: `bench-${i}`, messages: [{ role: 'user', content: prompt }] }, (t) => t.includes('"content":"hello'))
+    const d = await firstText(
+      `${base}/responses`,
+      {
+        model: 'bench/chat',
+        stream: true,
+        input: [{ type: 'message', role: 'user', content: prompt }],
+        tools: ['shell', 'ask_user', 'read_file', 'write_file', 'list_files', 'http_request'].map(tool),
+      },
+      (t) => t.includes('"response.output_text.delta"'),
+    )
+    const c = await firstText(
+      `${base}/interns/${intern.id}/chat/completions`,
+      { stream: true, session_id: `bench-${i}`, messages: [{ role: 'user', content: prompt }] },
+      (t) => t.includes('"content":"hello'),
+    )
     // The runtime host alone (the API's chat route skipped): where the added time goes.
-    const h = await firstText(`${hosts[0].url}/v1/interns/${intern.id}/chat`, { session_id: `bench-host-${i}`, message: prompt }, (t) => t.includes('"type":"text"'), hostAuth)
-    if (i >= 10) direct.push(d), chat.push(c), host.push(h)
+    const h = await firstText(
+      `${hosts[0].url}/v1/interns/${intern.id}/chat`,
+      { session_id: `bench-host-${i}`, message: prompt },
+      (t) => t.includes('"type":"text"'),
+      hostAuth,
+    )
+    if (i >= 10) (direct.push(d), chat.push(c), host.push(h))
   }
   const p50 = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
   const p99 = (xs) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.99))]
@@ -456,26 +657,63 @@ async function benchChat({ key, hosts, hostAuth: authFor }) {
   const many = Number(process.env.BENCH_CHAT_INTERNS ?? 100)
   const ids = []
   for (let i = 0; i < many; i++) {
-    const res = await fetch(`${base}/interns`, { method: 'POST', headers: headers(key), body: JSON.stringify({ name: `bench-many-${i}`, provision: true }) })
+    const res = await fetch(`${base}/interns`, {
+      method: 'POST',
+      headers: headers(key),
+      body: JSON.stringify({ name: `bench-many-${i}`, provision: true }),
+    })
     ids.push((await res.json()).id)
   }
   for (let i = 0; ; i++) {
-    const states = await Promise.all(ids.map(async (id) => (await (await fetch(`${base}/interns/${id}`, { headers: headers(key) })).json()).status))
+    const states = await Promise.all(
+      ids.map(async (id) => (await (await fetch(`${base}/interns/${id}`, { headers: headers(key) })).json()).status),
+    )
     if (states.every((st) => st === 'running')) break
     if (i > 600) throw new Error('the interns did not all run')
     await new Promise((r) => setTimeout(r, 50))
   }
   let errors = 0
   const firsts = await Promise.all(
-    ids.map((id) => firstText(`${base}/interns/${id}/chat/completions`, { stream: true, messages: [{ role: 'user', content: prompt }] }, (t) => t.includes('"content":"hello')).catch(() => (errors++, NaN))),
+    ids.map((id) =>
+      firstText(
+        `${base}/interns/${id}/chat/completions`,
+        { stream: true, messages: [{ role: 'user', content: prompt }] },
+        (t) => t.includes('"content":"hello'),
+      ).catch(() => (errors++, NaN)),
+    ),
   )
   const ok = firsts.filter((x) => !Number.isNaN(x))
   return [
-    { scenario: `chat turn, first text chunk (${runs} turns, alternating with the direct call)`, metric: 'p50 / p99 ms', value: `${p50(chat).toFixed(2)} / ${p99(chat).toFixed(2)}`, target: '' },
-    { scenario: '  the same model call direct to /responses, first text delta', metric: 'p50 / p99 ms', value: `${p50(direct).toFixed(2)} / ${p99(direct).toFixed(2)}`, target: '' },
-    { scenario: '  added by the chat route and the runtime host', metric: 'p50 ms', value: (p50(chat) - p50(direct)).toFixed(2), target: '≤ 5' },
-    { scenario: '  of which the runtime host (called directly, first text event)', metric: 'p50 ms', value: (p50(host) - p50(direct)).toFixed(2), target: '' },
-    { scenario: `${many} concurrent chat turns across ${many} interns on one host: first text chunk`, metric: 'p50 / p99 ms', value: ok.length ? `${p50(ok).toFixed(1)} / ${p99(ok).toFixed(1)}` : '-', target: '' },
+    {
+      scenario: `chat turn, first text chunk (${runs} turns, alternating with the direct call)`,
+      metric: 'p50 / p99 ms',
+      value: `${p50(chat).toFixed(2)} / ${p99(chat).toFixed(2)}`,
+      target: '',
+    },
+    {
+      scenario: '  the same model call direct to /responses, first text delta',
+      metric: 'p50 / p99 ms',
+      value: `${p50(direct).toFixed(2)} / ${p99(direct).toFixed(2)}`,
+      target: '',
+    },
+    {
+      scenario: '  added by the chat route and the runtime host',
+      metric: 'p50 ms',
+      value: (p50(chat) - p50(direct)).toFixed(2),
+      target: '≤ 5',
+    },
+    {
+      scenario: '  of which the runtime host (called directly, first text event)',
+      metric: 'p50 ms',
+      value: (p50(host) - p50(direct)).toFixed(2),
+      target: '',
+    },
+    {
+      scenario: `${many} concurrent chat turns across ${many} interns on one host: first text chunk`,
+      metric: 'p50 / p99 ms',
+      value: ok.length ? `${p50(ok).toFixed(1)} / ${p99(ok).toFixed(1)}` : '-',
+      target: '',
+    },
     { scenario: '  turns that failed', metric: 'count', value: String(errors), target: '0' },
   ]
 }
@@ -496,8 +734,18 @@ async function benchDensity(ctx) {
   await new Promise((r) => setTimeout(r, 2000))
   const after = rss()
   return [
-    { scenario: `${n} idle running interns on one runtime host`, metric: 'host RSS before / after MiB', value: `${(before / 2 ** 20).toFixed(1)} / ${(after / 2 ** 20).toFixed(1)}`, target: '≥ 10,000 interns' },
-    { scenario: '  memory per idle intern', metric: 'KB', value: ((after - before) / n / 1024).toFixed(1), target: '≤ 50' },
+    {
+      scenario: `${n} idle running interns on one runtime host`,
+      metric: 'host RSS before / after MiB',
+      value: `${(before / 2 ** 20).toFixed(1)} / ${(after / 2 ** 20).toFixed(1)}`,
+      target: '≥ 10,000 interns',
+    },
+    {
+      scenario: '  memory per idle intern',
+      metric: 'KB',
+      value: ((after - before) / n / 1024).toFixed(1),
+      target: '≤ 50',
+    },
   ]
 }
 
@@ -513,11 +761,39 @@ async function benchPgbench() {
   const script = join(mkdtempSync(join(tmpdir(), 'pgbench-')), 'insert.sql')
   writeFileSync(script, 'INSERT INTO t (v) VALUES (1);\n')
   const url = new URL(dbUrl(name))
-  const run = spawnSync('pgbench', ['-n', '-c', '64', '-j', '2', '-T', '10', '-f', script, '-h', url.hostname, '-p', url.port || '5432', '-U', url.username || 'postgres', name], { encoding: 'utf8' })
+  const run = spawnSync(
+    'pgbench',
+    [
+      '-n',
+      '-c',
+      '64',
+      '-j',
+      '2',
+      '-T',
+      '10',
+      '-f',
+      script,
+      '-h',
+      url.hostname,
+      '-p',
+      url.port || '5432',
+      '-U',
+      url.username || 'postgres',
+      name,
+    ],
+    { encoding: 'utf8' },
+  )
   await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
   const tps = /tps = ([\d.]+)/.exec(run.stdout)?.[1]
   if (!tps) throw new Error(`pgbench failed: ${run.stderr || run.stdout}`)
-  return [{ scenario: 'pgbench: single-row INSERT, 64 clients, autocommit', metric: 'inserts/s', value: Number(tps).toFixed(0), target: '(reference)' }]
+  return [
+    {
+      scenario: 'pgbench: single-row INSERT, 64 clients, autocommit',
+      metric: 'inserts/s',
+      value: Number(tps).toFixed(0),
+      target: '(reference)',
+    },
+  ]
 }
 
 // create-alone: the API with no worker (the outbox fills; nothing provisions), to separate the API's
@@ -535,12 +811,18 @@ const scenarios = {
   gateway: [benchGatewayLatency, { worker: false, gateway: true }],
   ttfb: [benchGatewayTtfb, { worker: false, gateway: true }],
   soak: [benchGatewaySoak, { worker: false, gateway: true, named: true }],
-  'fair-use': [(ctx) => benchFairUse({ ...ctx, makeKey: makeKeyWith(root, ctx.db), root, nodeFlags: nodeFlags() }), { worker: false, named: true }],
+  'fair-use': [
+    (ctx) => benchFairUse({ ...ctx, makeKey: makeKeyWith(root, ctx.db), root, nodeFlags: nodeFlags() }),
+    { worker: false, named: true },
+  ],
   'fleet-provision': [(ctx) => benchFleetProvision(fleetTools), { named: true, bare: true }],
   failover: [(ctx) => benchFailover(fleetTools), { named: true, bare: true }],
   snapshots: [(ctx) => benchSnapshots(fleetTools), { named: true, bare: true }],
   'fleet-chat': [(ctx) => benchFleetChat(fleetTools), { named: true, bare: true }],
-  'doors-instructions': [benchDoorInstructions, { worker: false, gateway: true, named: true, apiWrap: callgrind.wrap, apiFlags: callgrind.nodeFlags }],
+  'doors-instructions': [
+    benchDoorInstructions,
+    { worker: false, gateway: true, named: true, apiWrap: callgrind.wrap, apiFlags: callgrind.nodeFlags },
+  ],
 }
 // What the fleet's scenarios start their own stacks with (several each).
 const fleetTools = { withStack, createInterns, countRunning, root, startBeforeStack: withBeforeStack }
@@ -573,7 +855,9 @@ await admin(`DROP DATABASE IF EXISTS ${BENCH_DB} WITH (FORCE)`)
 const cols = ['scenario', 'metric', 'value', 'target']
 const width = Object.fromEntries(cols.map((c) => [c, Math.max(c.length, ...rows.map((r) => String(r[c]).length))]))
 const line = (r) => '| ' + cols.map((c) => String(r[c]).padEnd(width[c])).join(' | ') + ' |'
-console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}${keepingAwake ? ', cores kept awake (BENCH_AWAKE=1)' : ''}`)
+console.log(
+  `machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, node ${process.version}${keepingAwake ? ', cores kept awake (BENCH_AWAKE=1)' : ''}`,
+)
 console.log(line(Object.fromEntries(cols.map((c) => [c, c]))))
 console.log('|' + cols.map((c) => '-'.repeat(width[c] + 2)).join('|') + '|')
 for (const r of rows) console.log(line(r))

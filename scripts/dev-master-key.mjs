@@ -29,7 +29,9 @@ function readStore(path) {
     const parsed = JSON.parse(readFileSync(path, 'utf8'))
     return parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed : {}
   } catch {
-    throw new Error(`${path} is not readable as JSON; fix or remove it (it holds the vault master keys npm start generated)`)
+    throw new Error(
+      `${path} is not readable as JSON; fix or remove it (it holds the vault master keys npm start generated)`,
+    )
   }
 }
 
@@ -58,7 +60,9 @@ export async function devMasterKey({ databaseUrl, env = process.env, legacyFile 
   await client.connect()
   let sealedBy
   try {
-    sealedBy = (await client.query('SELECT fingerprint FROM vault_master_keys')).rows.map((r) => Buffer.from(r.fingerprint))
+    sealedBy = (await client.query('SELECT fingerprint FROM vault_master_keys')).rows.map((r) =>
+      Buffer.from(r.fingerprint),
+    )
   } finally {
     await client.end()
   }

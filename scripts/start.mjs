@@ -26,7 +26,9 @@ env.ROSTER_API_URL ||= `http://127.0.0.1:${env.PORT}/api/v1`
 try {
   const applied = await deploy(env.DATABASE_URL)
   const where = new URL(env.DATABASE_URL)
-  console.log(`roster: database ${where.pathname.slice(1)} on ${where.host} ${applied.length ? `migrated (${applied.join(', ')})` : 'is up to date'}`)
+  console.log(
+    `roster: database ${where.pathname.slice(1)} on ${where.host} ${applied.length ? `migrated (${applied.join(', ')})` : 'is up to date'}`,
+  )
 } catch (err) {
   console.error(`roster: cannot prepare the database at ${env.DATABASE_URL}: ${err.message}`)
   process.exit(1)
@@ -36,9 +38,16 @@ try {
 // on first use): it follows the database it sealed, whichever checkout starts Roster on it.
 if (!env.VAULT_MASTER_KEY) {
   try {
-    const dev = await devMasterKey({ databaseUrl: env.DATABASE_URL, env, legacyFile: join(root, '.roster', 'vault-master-key') })
+    const dev = await devMasterKey({
+      databaseUrl: env.DATABASE_URL,
+      env,
+      legacyFile: join(root, '.roster', 'vault-master-key'),
+    })
     env.VAULT_MASTER_KEY = dev.key
-    if (dev.generated) console.log(`roster: generated a vault master key for ${dev.identity}, kept in ${dev.path} (set VAULT_MASTER_KEY to use your own)`)
+    if (dev.generated)
+      console.log(
+        `roster: generated a vault master key for ${dev.identity}, kept in ${dev.path} (set VAULT_MASTER_KEY to use your own)`,
+      )
   } catch (err) {
     console.error(`roster: ${err.message}`)
     process.exit(1)
@@ -88,12 +97,18 @@ function stop(code = 0) {
   if (stopping) return
   stopping = true
   for (const c of children) c.kill('SIGTERM')
-  Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r() : c.once('exit', r))))).then(() => process.exit(code))
+  Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r() : c.once('exit', r))))).then(() =>
+    process.exit(code),
+  )
 }
 process.on('SIGINT', () => stop(0))
 process.on('SIGTERM', () => stop(0))
 
-if (simulator) run('upstream simulator', 'packages/upstream-sim/dist/main.js', { PORT: env.SIM_PORT, SIM_TOKENS_PER_SECOND: env.SIM_TOKENS_PER_SECOND ?? '50' })
+if (simulator)
+  run('upstream simulator', 'packages/upstream-sim/dist/main.js', {
+    PORT: env.SIM_PORT,
+    SIM_TOKENS_PER_SECOND: env.SIM_TOKENS_PER_SECOND ?? '50',
+  })
 // ROSTER_METRICS=1: each process serves Prometheus metrics on the ports deploy/prometheus/prometheus.yml scrapes.
 const metrics = (port) => (env.ROSTER_METRICS === '1' ? { METRICS_PORT: port } : {})
 // Runtime hosts hold no master key and no database credential: they reach the fleet through the API.
@@ -110,8 +125,12 @@ for (let i = 0; i < hosts; i++) {
 }
 run('api', 'apps/api/dist/main.js', metrics('9464'))
 run('worker', 'apps/worker/dist/main.js', metrics('9465'))
-console.log(`roster: API on http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/api/v1 (OpenAPI at /api/v1/openapi.json), ${hosts} runtime host(s) from port ${env.RUNTIME_PORT}`)
+console.log(
+  `roster: API on http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/api/v1 (OpenAPI at /api/v1/openapi.json), ${hosts} runtime host(s) from port ${env.RUNTIME_PORT}`,
+)
 if (simulator) {
-  console.log(`roster: no MODEL_CATALOGUE set, so /responses serves the demo catalogue ${env.MODEL_CATALOGUE}: models roster-sim/chat, roster-sim/responses and roster-sim/messages, all answered by the upstream simulator (not a real model) on port ${env.SIM_PORT}`)
+  console.log(
+    `roster: no MODEL_CATALOGUE set, so /responses serves the demo catalogue ${env.MODEL_CATALOGUE}: models roster-sim/chat, roster-sim/responses and roster-sim/messages, all answered by the upstream simulator (not a real model) on port ${env.SIM_PORT}`,
+  )
 }
 console.log('roster: make keys with `npm run -s admin -- bootstrap`; Ctrl-C stops everything')

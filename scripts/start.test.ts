@@ -25,7 +25,8 @@ afterAll(async () => {
 function freshCheckout(): string {
   const dir = mkdtempSync(join(tmpdir(), 'roster-checkout-'))
   cpSync(join(repoRoot, 'scripts'), join(dir, 'scripts'), { recursive: true })
-  for (const entry of ['apps', 'packages', 'prisma', 'node_modules', 'deploy', 'package.json']) symlinkSync(join(repoRoot, entry), join(dir, entry))
+  for (const entry of ['apps', 'packages', 'prisma', 'node_modules', 'deploy', 'package.json'])
+    symlinkSync(join(repoRoot, entry), join(dir, entry))
   return dir
 }
 
@@ -57,7 +58,10 @@ async function start(checkout: string, env: Record<string, string> = {}) {
   const ready = waitFor(
     async () => {
       if (child.exitCode !== null) return true
-      return fetch(`http://127.0.0.1:${port}/ready`).then((r) => r.ok, () => false)
+      return fetch(`http://127.0.0.1:${port}/ready`).then(
+        (r) => r.ok,
+        () => false,
+      )
     },
     { timeoutMs: 30_000, what: 'npm start to be ready' },
   )
@@ -74,7 +78,10 @@ async function start(checkout: string, env: Record<string, string> = {}) {
 }
 
 function bootstrapKey(): string {
-  const run = spawnSync(process.execPath, [join(repoRoot, 'apps/cli/dist/main.js'), 'bootstrap', '--json'], { env: { ...process.env, DATABASE_URL: t.url }, encoding: 'utf8' })
+  const run = spawnSync(process.execPath, [join(repoRoot, 'apps/cli/dist/main.js'), 'bootstrap', '--json'], {
+    env: { ...process.env, DATABASE_URL: t.url },
+    encoding: 'utf8',
+  })
   return JSON.parse(run.stdout).keys.user
 }
 
@@ -91,7 +98,9 @@ describe('npm start on a database Roster has used before', () => {
   it('a second fresh checkout creates interns too: the generated key follows the database, outside the checkout', async () => {
     const key = bootstrapKey()
     const first = await start(freshCheckout())
-    expect(first.output()).toMatch(/generated a vault master key for postgres(ql)?:\/\/.+, kept in .+vault-master-keys\.json/)
+    expect(first.output()).toMatch(
+      /generated a vault master key for postgres(ql)?:\/\/.+, kept in .+vault-master-keys\.json/,
+    )
     const made = await createIntern(first.base, key)
     expect(made.status, JSON.stringify(made.body)).toBe(201)
     await first.stop()
@@ -109,12 +118,16 @@ describe('npm start on a database Roster has used before', () => {
     // A teammate on the same database, whose configuration directory holds no key for it.
     const teammate = await start(freshCheckout(), { XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), 'roster-xdg-')) })
     expect(await teammate.exited).not.toBe(0)
-    expect(teammate.output()).toMatch(/sealed by a vault master key this user does not have.*VAULT_MASTER_KEY.*DATABASE_URL/s)
+    expect(teammate.output()).toMatch(
+      /sealed by a vault master key this user does not have.*VAULT_MASTER_KEY.*DATABASE_URL/s,
+    )
 
     // A wrong key given outright: the API and the worker refuse to start, and npm start stops.
     const wrong = await start(freshCheckout(), { VAULT_MASTER_KEY: 'cd'.repeat(32) })
     expect(await wrong.exited).not.toBe(0)
-    expect(wrong.output()).toMatch(/VAULT_MASTER_KEY is not the key that sealed the vaults in postgres(ql)?:\/\/[^:@]*@/)
+    expect(wrong.output()).toMatch(
+      /VAULT_MASTER_KEY is not the key that sealed the vaults in postgres(ql)?:\/\/[^:@]*@/,
+    )
     expect(wrong.output()).not.toContain('cd'.repeat(32))
   })
 })

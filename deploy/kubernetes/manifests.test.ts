@@ -9,7 +9,14 @@ import { ApiConfig, RuntimeConfig, WorkerConfig } from '@roster/shared'
 // together: names that refer to each other exist, settings are ones Roster reads, commands exist.
 const dir = import.meta.dirname
 const root = join(dir, '..', '..')
-type Manifest = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; spec?: any; data?: any; stringData?: any }
+type Manifest = {
+  apiVersion: string
+  kind: string
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> }
+  spec?: any
+  data?: any
+  stringData?: any
+}
 
 const files = readdirSync(dir).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml')
 const manifests: (Manifest & { file: string })[] = files.flatMap((file) =>
@@ -64,14 +71,21 @@ describe('the Kubernetes manifests', () => {
   })
 
   it('are all listed in the kustomization, in one namespace', () => {
-    const kustomization = parse(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')) as { namespace: string; resources: string[] }
+    const kustomization = parse(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')) as {
+      namespace: string
+      resources: string[]
+    }
     expect([...kustomization.resources].sort()).toEqual([...files].sort())
-    for (const m of manifests) if (m.kind !== 'Namespace') expect(m.metadata.namespace, `${m.kind} ${m.metadata.name}`).toBe(kustomization.namespace)
+    for (const m of manifests)
+      if (m.kind !== 'Namespace')
+        expect(m.metadata.namespace, `${m.kind} ${m.metadata.name}`).toBe(kustomization.namespace)
   })
 
   it('have the API scaled by a HorizontalPodAutoscaler and the workers by KEDA on the queue backlog, prioritized and delayed jobs included', () => {
     const hpa = byKind('HorizontalPodAutoscaler')
-    expect(hpa.map((h) => h.spec.scaleTargetRef)).toEqual([{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'roster-api' }])
+    expect(hpa.map((h) => h.spec.scaleTargetRef)).toEqual([
+      { apiVersion: 'apps/v1', kind: 'Deployment', name: 'roster-api' },
+    ])
     const scaled = named('ScaledObject', 'roster-worker')!
     expect(scaled.spec.scaleTargetRef).toMatchObject({ kind: 'Deployment', name: 'roster-worker' })
     expect(named('Deployment', 'roster-worker')).toBeDefined()
@@ -94,26 +108,37 @@ describe('the Kubernetes manifests', () => {
     const config = named('ConfigMap', 'roster-config')!
     for (const w of workloads()) {
       const labels = w.spec.template.metadata.labels
-      if (w.spec.selector) for (const [k, v] of Object.entries(w.spec.selector.matchLabels)) expect(labels[k], `${w.kind} ${w.metadata.name} selector`).toBe(v)
+      if (w.spec.selector)
+        for (const [k, v] of Object.entries(w.spec.selector.matchLabels))
+          expect(labels[k], `${w.kind} ${w.metadata.name} selector`).toBe(v)
       for (const c of containersOf(w)) {
         expect(c.image, `${w.metadata.name}`).toBe('roster:local')
         // The command runs a file the image has (built from this source).
         const script = (c.command as string[]).find((a) => a.endsWith('.js') || a.endsWith('.mjs'))!
         const source = script.replace('/dist/', '/src/').replace(/\.js$/, '.ts')
-        expect(existsSync(join(root, script)) || existsSync(join(root, source)), `${w.metadata.name}: ${script}`).toBe(true)
+        expect(existsSync(join(root, script)) || existsSync(join(root, source)), `${w.metadata.name}: ${script}`).toBe(
+          true,
+        )
         for (const from of c.envFrom ?? []) {
           if (from.secretRef) expect(from.secretRef.name).toBe(secret.metadata.name)
           if (from.configMapRef) expect(from.configMapRef.name).toBe(config.metadata.name)
         }
-        for (const e of c.env ?? []) if (e.valueFrom?.secretKeyRef) expect(secret.stringData).toHaveProperty(e.valueFrom.secretKeyRef.key)
+        for (const e of c.env ?? [])
+          if (e.valueFrom?.secretKeyRef) expect(secret.stringData).toHaveProperty(e.valueFrom.secretKeyRef.key)
         for (const probe of [c.readinessProbe, c.livenessProbe].filter(Boolean)) {
           const port = probe.httpGet.port
-          if (typeof port === 'string') expect(c.ports.map((p: any) => p.name), `${w.metadata.name} probe port`).toContain(port)
+          if (typeof port === 'string')
+            expect(
+              c.ports.map((p: any) => p.name),
+              `${w.metadata.name} probe port`,
+            ).toContain(port)
         }
       }
     }
     for (const svc of byKind('Service')) {
-      const target = workloads().find((w) => Object.entries(svc.spec.selector).every(([k, v]) => w.spec.template.metadata.labels[k] === v))
+      const target = workloads().find((w) =>
+        Object.entries(svc.spec.selector).every(([k, v]) => w.spec.template.metadata.labels[k] === v),
+      )
       expect(target, `Service ${svc.metadata.name} selects a workload`).toBeDefined()
       const ports = containersOf(target!).flatMap((c) => c.ports.map((p: any) => p.name))
       for (const p of svc.spec.ports) expect(ports).toContain(p.targetPort)
@@ -121,7 +146,10 @@ describe('the Kubernetes manifests', () => {
     // The URLs the processes are given name Services that exist, on their ports.
     for (const url of [config.data.ROSTER_API_URL]) {
       const { hostname, port } = new URL(url)
-      expect(named('Service', hostname)?.spec.ports.map((p: any) => String(p.port)), url).toContain(port)
+      expect(
+        named('Service', hostname)?.spec.ports.map((p: any) => String(p.port)),
+        url,
+      ).toContain(port)
     }
     // Each runtime host joins under its pod's name, at its address behind the headless Service of its StatefulSet.
     const runtime = named('StatefulSet', 'roster-runtime')!
@@ -131,7 +159,10 @@ describe('the Kubernetes manifests', () => {
     const advertised = new URL(env.RUNTIME_ADVERTISE_URL.replace('$(POD_NAME)', 'roster-runtime-0'))
     expect(advertised.hostname).toBe(`roster-runtime-0.${runtime.spec.serviceName}.roster.svc.cluster.local`)
     const service = named('Service', runtime.spec.serviceName)!
-    expect([service.spec.clusterIP, service.spec.ports.map((p: any) => String(p.port))]).toEqual(['None', [advertised.port]])
+    expect([service.spec.clusterIP, service.spec.ports.map((p: any) => String(p.port))]).toEqual([
+      'None',
+      [advertised.port],
+    ])
     expect(runtime.spec.replicas).toBeGreaterThan(1)
     // A host holds no master key and no database credential: nothing of the shared Secret but the fleet's credential.
     expect(containersOf(runtime)[0].envFrom.some((f: any) => f.secretRef)).toBe(false)
@@ -141,7 +172,13 @@ describe('the Kubernetes manifests', () => {
 
   it('set only settings Roster reads', () => {
     // REDIS_ADDRESS is KEDA's; POD_NAME only feeds RUNTIME_HOST_ID and RUNTIME_ADVERTISE_URL.
-    const known = new Set([...Object.keys(ApiConfig.shape), ...Object.keys(WorkerConfig.shape), ...Object.keys(RuntimeConfig.shape), 'REDIS_ADDRESS', 'POD_NAME'])
+    const known = new Set([
+      ...Object.keys(ApiConfig.shape),
+      ...Object.keys(WorkerConfig.shape),
+      ...Object.keys(RuntimeConfig.shape),
+      'REDIS_ADDRESS',
+      'POD_NAME',
+    ])
     const names = [
       ...Object.keys(named('ConfigMap', 'roster-config')!.data),
       ...Object.keys(named('Secret', 'roster-secrets')!.stringData),

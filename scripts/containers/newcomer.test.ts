@@ -15,27 +15,47 @@ const IMAGE = 'roster-newcomer:local'
 const problem = await containerTestsProblem([BASE])
 
 describe.skipIf(problem)("a newcomer's machine", () => {
-  it('passes `npm ci && npm test` from a fresh clone as an ordinary user, naming each test it did not run and why', () => {
-    const built = spawnSync('docker', ['build', '--build-arg', `BASE_IMAGE=${BASE}`, '-t', IMAGE, join(repoRoot, 'scripts/containers/newcomer')], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
-    expect(built.status, `${built.stdout}${built.stderr}`.slice(-3000)).toBe(0)
-    // A fresh clone: what is committed, nothing of this checkout's builds or node_modules.
-    const clone = join(mkdtempSync(join(tmpdir(), 'roster-newcomer-')), 'roster')
-    try {
-      const cloned = spawnSync('git', ['clone', '--quiet', '--no-hardlinks', repoRoot, clone], { encoding: 'utf8' })
-      expect(cloned.status, cloned.stderr).toBe(0)
-      const run = spawnSync('docker', ['run', '--rm', '-v', `${clone}:/src:ro`, IMAGE], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, timeout: 25 * 60_000 })
-      const out = `${run.stdout}${run.stderr}`.replace(/\x1b\[[0-9;]*m/g, '')
-      const summary = /^Tests: (\d+) passed, (\d+) failed, (\d+) skipped$/m.exec(out)
-      expect([run.status, summary?.[2]], out.slice(-6000)).toEqual([0, '0'])
-      expect(Number(summary![1])).toBeGreaterThan(300)
-      // What it could not run, each said in one line with the package that provides it.
-      const notRun = out.split('\n').filter((l) => l.startsWith('not run: '))
-      for (const tool of ['apt-get install bubblewrap', 'apt-get install prometheus', 'apt-get install chromium', 'apt-get install iproute2']) {
-        expect(notRun.some((l) => l.includes(tool)), `no "not run" line names ${tool}:\n${notRun.join('\n')}`).toBe(true)
+  it(
+    'passes `npm ci && npm test` from a fresh clone as an ordinary user, naming each test it did not run and why',
+    () => {
+      const built = spawnSync(
+        'docker',
+        ['build', '--build-arg', `BASE_IMAGE=${BASE}`, '-t', IMAGE, join(repoRoot, 'scripts/containers/newcomer')],
+        { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+      )
+      expect(built.status, `${built.stdout}${built.stderr}`.slice(-3000)).toBe(0)
+      // A fresh clone: what is committed, nothing of this checkout's builds or node_modules.
+      const clone = join(mkdtempSync(join(tmpdir(), 'roster-newcomer-')), 'roster')
+      try {
+        const cloned = spawnSync('git', ['clone', '--quiet', '--no-hardlinks', repoRoot, clone], { encoding: 'utf8' })
+        expect(cloned.status, cloned.stderr).toBe(0)
+        const run = spawnSync('docker', ['run', '--rm', '-v', `${clone}:/src:ro`, IMAGE], {
+          encoding: 'utf8',
+          maxBuffer: 256 * 1024 * 1024,
+          timeout: 25 * 60_000,
+        })
+        const out = `${run.stdout}${run.stderr}`.replace(/\x1b\[[0-9;]*m/g, '')
+        const summary = /^Tests: (\d+) passed, (\d+) failed, (\d+) skipped$/m.exec(out)
+        expect([run.status, summary?.[2]], out.slice(-6000)).toEqual([0, '0'])
+        expect(Number(summary![1])).toBeGreaterThan(300)
+        // What it could not run, each said in one line with the package that provides it.
+        const notRun = out.split('\n').filter((l) => l.startsWith('not run: '))
+        for (const tool of [
+          'apt-get install bubblewrap',
+          'apt-get install prometheus',
+          'apt-get install chromium',
+          'apt-get install iproute2',
+        ]) {
+          expect(
+            notRun.some((l) => l.includes(tool)),
+            `no "not run" line names ${tool}:\n${notRun.join('\n')}`,
+          ).toBe(true)
+        }
+        expect(out).toMatch(/tests: the local Postgres and Redis, not containers/)
+      } finally {
+        rmSync(join(clone, '..'), { recursive: true, force: true })
       }
-      expect(out).toMatch(/tests: the local Postgres and Redis, not containers/)
-    } finally {
-      rmSync(join(clone, '..'), { recursive: true, force: true })
-    }
-  }, 30 * 60_000)
+    },
+    30 * 60_000,
+  )
 })

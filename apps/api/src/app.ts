@@ -1,9 +1,26 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import swagger from '@fastify/swagger'
 import websocket from '@fastify/websocket'
-import { jsonSchemaTransform, jsonSchemaTransformObject, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod'
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+} from 'fastify-type-provider-zod'
 import { randomUUID } from 'node:crypto'
-import { cutStalledBody, fastifyListenerOptions, guardConnections, loggerOptions, logsEachRequest, maxConnections, observeHttp, requestLogger, traceHttpServer, tracing, type Caller } from '@roster/shared'
+import {
+  cutStalledBody,
+  fastifyListenerOptions,
+  guardConnections,
+  loggerOptions,
+  logsEachRequest,
+  maxConnections,
+  observeHttp,
+  requestLogger,
+  traceHttpServer,
+  tracing,
+  type Caller,
+} from '@roster/shared'
 import type { AppDeps } from './deps.js'
 import { modelRoutes } from './routes/models.js'
 import { compactRoutes, RESPONSES_BODY_LIMIT, responsesRoutes } from './routes/responses.js'
@@ -24,7 +41,6 @@ declare module 'fastify' {
     caller?: Caller
   }
 }
-
 
 export const BODY_LIMIT = 1_048_576
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
@@ -54,7 +70,9 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
   // A ceiling on connections, below the file-descriptor limit: the process keeps its descriptors for its own work.
   guardConnections(app.server, maxConnections(deps.config), (reason) => deps.metrics?.connectionsCut.inc({ reason }))
   app.addHook('onRequest', (req, _reply, done) => {
-    cutStalledBody(req.raw, deps.config.BODY_IDLE_TIMEOUT_MS, () => deps.metrics?.connectionsCut.inc({ reason: 'body_idle' }))
+    cutStalledBody(req.raw, deps.config.BODY_IDLE_TIMEOUT_MS, () =>
+      deps.metrics?.connectionsCut.inc({ reason: 'body_idle' }),
+    )
     done()
   })
   // JSON only: Fastify's built-in text/plain parser would let a non-JSON body through to
@@ -129,9 +147,14 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
  * (1009, 1007, 1002), which terminating the socket here could cut off. Anything else ends the
  * connection at once.
  */
-export function websocketError(error: Error, socket: { terminate(): void }, request: { log: { info(obj: object, msg: string): void; error(obj: object, msg: string): void } }) {
+export function websocketError(
+  error: Error,
+  socket: { terminate(): void },
+  request: { log: { info(obj: object, msg: string): void; error(obj: object, msg: string): void } },
+) {
   const code = (error as { code?: unknown }).code
-  if (typeof code === 'string' && code.startsWith('WS_ERR_')) return request.log.info({ code, reason: error.message }, 'websocket client broke the protocol; closing')
+  if (typeof code === 'string' && code.startsWith('WS_ERR_'))
+    return request.log.info({ code, reason: error.message }, 'websocket client broke the protocol; closing')
   request.log.error({ err: error }, 'websocket connection failed')
   socket.terminate()
 }

@@ -1,4 +1,22 @@
-import { CreateBatcher, FleetDriver, hostCredentialKey, createInternEventPublisher, createLogger, InternReader, LocalVault, SecretStoreBatcher, createMetrics, tracing, type AfterCommit, type ApiConfig, type Db, type Metrics, type ParentLogger, type RedisClient, type VaultService } from '@roster/shared'
+import {
+  CreateBatcher,
+  FleetDriver,
+  hostCredentialKey,
+  createInternEventPublisher,
+  createLogger,
+  InternReader,
+  LocalVault,
+  SecretStoreBatcher,
+  createMetrics,
+  tracing,
+  type AfterCommit,
+  type ApiConfig,
+  type Db,
+  type Metrics,
+  type ParentLogger,
+  type RedisClient,
+  type VaultService,
+} from '@roster/shared'
 import { createHmac, randomBytes } from 'node:crypto'
 import { observers, ResponsesEngine, type Catalogue } from '@roster/gateway'
 import { createAuthenticator, type Authenticator } from './plugins/auth.js'
@@ -88,7 +106,9 @@ export function createAppDeps(
   const metrics = config.METRICS_PORT ? createMetrics('api') : undefined
   const vault = new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS })
   const credentialKey = config.VAULT_MASTER_KEY && hostCredentialKey(config.VAULT_MASTER_KEY)
-  const requestRate = new RequestRate(redis, config.QUEUE_PREFIX, config.KEY_REQUESTS_PER_MINUTE, (err) => log.warn({ err }, 'requests per minute could not be counted in Redis; counting on this process alone'))
+  const requestRate = new RequestRate(redis, config.QUEUE_PREFIX, config.KEY_REQUESTS_PER_MINUTE, (err) =>
+    log.warn({ err }, 'requests per minute could not be counted in Redis; counting on this process alone'),
+  )
   return {
     admission: new Admission(
       {
@@ -120,7 +140,14 @@ export function createAppDeps(
           })
         : new PostgresSnapshots(db),
     egress: config.VAULT_MASTER_KEY
-      ? new Egress({ db, vault, allowPrivateNetworks: config.EGRESS_PRIVATE_NETWORKS === 'allow', hosts: config.EGRESS_HOSTS, timeoutMs: 30_000, maxBytes: 256 * 1024 })
+      ? new Egress({
+          db,
+          vault,
+          allowPrivateNetworks: config.EGRESS_PRIVATE_NETWORKS === 'allow',
+          hosts: config.EGRESS_HOSTS,
+          timeoutMs: 30_000,
+          maxBytes: 256 * 1024,
+        })
       : undefined,
     runtime: new FleetDriver(db, credentialKey, { timeoutMs: config.RUNTIME_ANSWER_TIMEOUT_MS }),
     authenticate: createAuthenticator(db, config.AUTH_CACHE_MS, {

@@ -1,4 +1,15 @@
-import { ApiConfig, connectRedis, createDb, createLogger, loadConfigOrExit, masterKeyProblem, reportConnectionErrors, serveMetrics, startTracing, stopOnSignals } from '@roster/shared'
+import {
+  ApiConfig,
+  connectRedis,
+  createDb,
+  createLogger,
+  loadConfigOrExit,
+  masterKeyProblem,
+  reportConnectionErrors,
+  serveMetrics,
+  startTracing,
+  stopOnSignals,
+} from '@roster/shared'
 import { buildApp } from './app.js'
 import { createAppDeps } from './deps.js'
 import { CatalogueError, loadCatalogue, type Catalogue } from '@roster/gateway'
@@ -39,7 +50,8 @@ redis.connect().catch(() => {})
 // Provider credentials stay in the environment, named by the catalogue; the engine reads them per call.
 const deps = createAppDeps(config, db, redis, catalogue, process.env, log)
 const app = await buildApp(deps)
-if (!config.VAULT_MASTER_KEY) app.log.warn('VAULT_MASTER_KEY is not set: intern creation will answer 500 configuration_error')
+if (!config.VAULT_MASTER_KEY)
+  app.log.warn('VAULT_MASTER_KEY is not set: intern creation will answer 500 configuration_error')
 
 // Chat turns may run SHUTDOWN_GRACE_MS before they are ended (routes/interns/chat.ts); what still
 // holds the close 2 s after that is cut.

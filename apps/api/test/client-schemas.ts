@@ -48,7 +48,15 @@ const compiled = new Map<string, ValidateFunction>()
 export function clientSchema(client: keyof typeof SOURCES, type: string): Record<string, unknown> {
   let generator = generators.get(client)
   if (!generator) {
-    generator = createGenerator({ path: SOURCES[client](), type: '*', skipTypeCheck: true, expose: 'all', topRef: false, jsDoc: 'none', additionalProperties: true })
+    generator = createGenerator({
+      path: SOURCES[client](),
+      type: '*',
+      skipTypeCheck: true,
+      expose: 'all',
+      topRef: false,
+      jsDoc: 'none',
+      additionalProperties: true,
+    })
     generators.set(client, generator)
   }
   return relax(client, generator.createSchema(type) as Record<string, unknown>)
@@ -63,5 +71,8 @@ export function clientType(client: keyof typeof SOURCES, type: string): (value: 
     compiled.set(key, validate)
   }
   const check = validate
-  return (value) => (check(value) ? [] : (check.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`))
+  return (value) =>
+    check(value)
+      ? []
+      : (check.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message} ${JSON.stringify(e.params)}`)
 }

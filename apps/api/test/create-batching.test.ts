@@ -21,11 +21,15 @@ function deps(limit = 1_000) {
   const batcher = new CreateBatcher(t.db, limit)
   // What the domain tells after each committed create (the API wakes the relay and evicts with it).
   const told = { outboxWritten: 0, changed: [] as string[] }
-  const after = { outboxWritten: () => void told.outboxWritten++, internsChanged: (ids: string[]) => void told.changed.push(...ids) }
+  const after = {
+    outboxWritten: () => void told.outboxWritten++,
+    internsChanged: (ids: string[]) => void told.changed.push(...ids),
+  }
   return { db: t.db, vault, internLimitPerMember: limit, batcher, after, told }
 }
 const settle = <T>(ps: Promise<T>[]) => Promise.allSettled(ps)
-const reasonOf = (r: PromiseSettledResult<unknown>) => (r.status === 'rejected' ? (r.reason as { reason?: string }).reason : 'ok')
+const reasonOf = (r: PromiseSettledResult<unknown>) =>
+  r.status === 'rejected' ? (r.reason as { reason?: string }).reason : 'ok'
 
 describe('batched creates', () => {
   it('write concurrent creates in shared statements, every row accounted for', async () => {
@@ -38,7 +42,9 @@ describe('batched creates', () => {
     expect(d.batcher.stats.batchedItems).toBeGreaterThan(1)
     const ids = results.map((r) => r.intern.id)
     expect(await t.db.intern.count({ where: { id: { in: ids } } })).toBe(60)
-    expect(await t.db.outboxMessage.count({ where: { jobId: { in: ids.map((id) => `intern.provision.${id}.1`) } } })).toBe(60)
+    expect(
+      await t.db.outboxMessage.count({ where: { jobId: { in: ids.map((id) => `intern.provision.${id}.1`) } } }),
+    ).toBe(60)
     expect(new Set(results.map((r) => r.intern.vault_id)).size).toBe(60)
     // Each committed create was told once: the relay woken, the intern announced.
     expect(d.told.outboxWritten).toBe(60)
@@ -63,7 +69,9 @@ describe('batched creates', () => {
     expect(reasonOf(clash!)).toBe('name_taken')
     expect(reasonOf(badVault!)).toBe('vault_not_attachable')
     expect([ok1, ok2].map((r) => r!.status)).toEqual(['fulfilled', 'fulfilled'])
-    const dup = [sameKeyA, sameKeyB].map((r) => (r as PromiseFulfilledResult<{ status: number; intern: { id: string } }>).value)
+    const dup = [sameKeyA, sameKeyB].map(
+      (r) => (r as PromiseFulfilledResult<{ status: number; intern: { id: string } }>).value,
+    )
     expect(dup.map((r) => r.status).sort()).toEqual([200, 201])
     expect(dup[0]!.intern.id).toBe(dup[1]!.intern.id)
     expect(d.batcher.stats.splitBatches).toBeGreaterThan(0)
@@ -77,7 +85,9 @@ describe('batched creates', () => {
       Array.from({ length: 25 }, (_, i) => createIntern(d, memberCaller, { name: `cap-${i}` }, `cap-${i}`)),
     )
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(7)
-    expect(results.filter((r) => r.status === 'rejected').every((r) => reasonOf(r) === 'intern_limit_reached')).toBe(true)
+    expect(results.filter((r) => r.status === 'rejected').every((r) => reasonOf(r) === 'intern_limit_reached')).toBe(
+      true,
+    )
     expect(await t.db.intern.count({ where: { creatorUserId: member.userId } })).toBe(7)
     const shards = await t.db.memberQuotaShard.findMany({ where: { userId: member.userId } })
     expect(shards.reduce((s, x) => s + x.used, 0)).toBe(7)
@@ -89,7 +99,12 @@ describe('batched creates', () => {
     try {
       const res = await Promise.all(
         Array.from({ length: 64 }, (_, i) =>
-          app.inject({ method: 'POST', url: '/api/v1/interns', headers: { ...auth(tenant.keys.user), ...json }, payload: { name: `api-${i}`, provision: true } }),
+          app.inject({
+            method: 'POST',
+            url: '/api/v1/interns',
+            headers: { ...auth(tenant.keys.user), ...json },
+            payload: { name: `api-${i}`, provision: true },
+          }),
         ),
       )
       expect(res.map((r) => r.statusCode).every((c) => c === 201)).toBe(true)

@@ -18,27 +18,37 @@ afterAll(async () => {
   await t?.drop()
 })
 
-const printable = (max: number) => fc.string({ unit: fc.constantFrom(...'abcXYZ019 -_./:;=,"\'{}[]'.split('')), maxLength: max })
+const printable = (max: number) =>
+  fc.string({ unit: fc.constantFrom(...'abcXYZ019 -_./:;=,"\'{}[]'.split('')), maxLength: max })
 const nameLike = fc.oneof(fc.stringMatching(/^[a-z][a-z0-9]{0,6}(-[a-z0-9]{1,4})?$/), fc.string({ maxLength: 20 }))
-const bodyLike = () => fc.oneof(
-  fc.record(
-    {
-      name: nameLike,
-      description: fc.option(fc.string({ maxLength: 30 })),
-      instructions: fc.option(fc.string({ maxLength: 30 })),
-      provision: fc.oneof(fc.boolean(), fc.constant('true'), fc.integer()),
-      vault_id: fc.oneof(fc.uuid(), fc.string({ maxLength: 10 })),
-      workspace_id: fc.oneof(fc.constant(tenant.workspaceId), fc.uuid(), fc.constant(null)),
-      extra: fc.jsonValue(),
-    },
-    { requiredKeys: [] },
-  ).map((b) => JSON.stringify(b)),
-  fc.jsonValue().map((v) => JSON.stringify(v)),
-  fc.string({ maxLength: 60 }),
-)
+const bodyLike = () =>
+  fc.oneof(
+    fc
+      .record(
+        {
+          name: nameLike,
+          description: fc.option(fc.string({ maxLength: 30 })),
+          instructions: fc.option(fc.string({ maxLength: 30 })),
+          provision: fc.oneof(fc.boolean(), fc.constant('true'), fc.integer()),
+          vault_id: fc.oneof(fc.uuid(), fc.string({ maxLength: 10 })),
+          workspace_id: fc.oneof(fc.constant(tenant.workspaceId), fc.uuid(), fc.constant(null)),
+          extra: fc.jsonValue(),
+        },
+        { requiredKeys: [] },
+      )
+      .map((b) => JSON.stringify(b)),
+    fc.jsonValue().map((v) => JSON.stringify(v)),
+    fc.string({ maxLength: 60 }),
+  )
 const headersLike = fc.record(
   {
-    'content-type': fc.constantFrom('application/json', 'application/json; charset=utf-8', 'text/plain', 'application/xml', ''),
+    'content-type': fc.constantFrom(
+      'application/json',
+      'application/json; charset=utf-8',
+      'text/plain',
+      'application/xml',
+      '',
+    ),
     'idempotency-key': printable(300),
     authorization: fc.constantFrom('user', 'organization', 'management', 'Bearer nope', 'Basic x', ''),
     host: fc.constantFrom('localhost', 'eu.roster.test', 'EU.ROSTER.TEST:443'),
@@ -53,7 +63,8 @@ describe('POST /api/v1/interns under random input', () => {
         const headers: Record<string, string> = {}
         for (const [k, v] of Object.entries(rawHeaders)) {
           if (v === '' && k !== 'idempotency-key') continue
-          headers[k] = k === 'authorization' && v in tenant.keys ? `Bearer ${tenant.keys[v as keyof Tenant['keys']]}` : v
+          headers[k] =
+            k === 'authorization' && v in tenant.keys ? `Bearer ${tenant.keys[v as keyof Tenant['keys']]}` : v
         }
         const res = await sut.inject({ method: 'POST', url: '/api/v1/interns', headers, payload })
         expect(res.statusCode).toBeLessThan(500)

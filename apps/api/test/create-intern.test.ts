@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import pg from 'pg'
-import { createTestDatabase, makeInternKey, makeTenant, makeUserKey, type Tenant, type TestDatabase } from '@roster/testing'
+import {
+  createTestDatabase,
+  makeInternKey,
+  makeTenant,
+  makeUserKey,
+  type Tenant,
+  type TestDatabase,
+} from '@roster/testing'
 import { Intern, InternLifecycleError, InternView } from '@roster/shared'
 import { auth, buildTestApp, json } from './helpers.js'
 
@@ -31,7 +38,12 @@ function create(body: unknown, headers: Record<string, string> = {}, key = tenan
 }
 
 /** Asserts the InternLifecycleError body with its reason and retryable flag. */
-function expectError(res: { statusCode: number; json(): unknown; headers: Record<string, unknown> }, status: number, reason?: string, retryable?: boolean) {
+function expectError(
+  res: { statusCode: number; json(): unknown; headers: Record<string, unknown> },
+  status: number,
+  reason?: string,
+  retryable?: boolean,
+) {
   expect(res.statusCode).toBe(status)
   expect(String(res.headers['content-type'])).toMatch(/^application\/json/)
   const body = InternLifecycleError.parse(res.json())
@@ -49,7 +61,14 @@ describe('POST /api/v1/interns: success', () => {
     expect(res.statusCode).toBe(201)
     const intern = Intern.strict().parse(res.json())
     expect(Object.keys(intern)).toHaveLength(14)
-    expect(intern).toMatchObject({ status: 'stopped', progress: null, hostname: null, attached_vault_id: null, model: null, last_failure_message: null })
+    expect(intern).toMatchObject({
+      status: 'stopped',
+      progress: null,
+      hostname: null,
+      attached_vault_id: null,
+      model: null,
+      last_failure_message: null,
+    })
     expect(intern.workspace_id).toBe(tenant.workspaceId)
     const vault = await t.db.vault.findUnique({ where: { id: intern.vault_id! } })
     expect(vault?.workspaceId).toBe(tenant.workspaceId)
@@ -95,7 +114,9 @@ describe('POST /api/v1/interns: idempotency', () => {
     expect(first.statusCode).toBe(201)
     expect(again.statusCode).toBe(200)
     expect(again.json().id).toBe(first.json().id)
-    expect(await t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: first.json().id } } })).toBe(1)
+    expect(
+      await t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: first.json().id } } }),
+    ).toBe(1)
   })
 
   it('derives a key from the body when the header is absent', async () => {
@@ -109,7 +130,10 @@ describe('POST /api/v1/interns: idempotency', () => {
   it('treats an omitted default and its explicit value as the same request', async () => {
     const name = uniqueName()
     const first = await create({ name }, { 'idempotency-key': 'defaults-1' })
-    const again = await create({ name, provision: false, workspace_id: tenant.workspaceId }, { 'idempotency-key': 'defaults-1' })
+    const again = await create(
+      { name, provision: false, workspace_id: tenant.workspaceId },
+      { 'idempotency-key': 'defaults-1' },
+    )
     expect([first.statusCode, again.statusCode]).toEqual([201, 200])
   })
 
@@ -129,7 +153,9 @@ describe('POST /api/v1/interns: idempotency', () => {
     expect(codes.filter((c) => c === 200)).toHaveLength(49)
     expect(new Set(results.map((r) => r.json().id)).size).toBe(1)
     expect(await t.db.intern.count({ where: { name: body.name } })).toBe(1)
-    expect(await t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: results[0]!.json().id } } })).toBe(1)
+    expect(
+      await t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: results[0]!.json().id } } }),
+    ).toBe(1)
   })
 
   it('concurrent creates of one name with different keys have one winner; the rest get name_taken', async () => {
@@ -166,7 +192,11 @@ describe('POST /api/v1/interns: every row of the error table', () => {
   })
 
   it('accepts the limits exactly', async () => {
-    const res = await create({ name: 'ab', description: 'd'.repeat(2000), instructions: 'i'.repeat(100_000) }, {}, (await makeUserKey(t.db, tenant.workspaceId)).key)
+    const res = await create(
+      { name: 'ab', description: 'd'.repeat(2000), instructions: 'i'.repeat(100_000) },
+      {},
+      (await makeUserKey(t.db, tenant.workspaceId)).key,
+    )
     expect(res.statusCode).toBe(201)
     const name17 = 'a'.repeat(17)
     expect((await create({ name: name17 })).statusCode).toBe(201)
@@ -174,20 +204,43 @@ describe('POST /api/v1/interns: every row of the error table', () => {
 
   it('400 invalid_body for malformed JSON and for an empty JSON body', async () => {
     expectError(await create('{"name":'), 400, 'invalid_body', false)
-    expectError(await sut.inject({ method: 'POST', url: '/api/v1/interns', headers: { ...auth(tenant.keys.user), ...json } }), 400, 'invalid_body', false)
+    expectError(
+      await sut.inject({ method: 'POST', url: '/api/v1/interns', headers: { ...auth(tenant.keys.user), ...json } }),
+      400,
+      'invalid_body',
+      false,
+    )
   })
 
   it('400 invalid_body for an empty or over-long Idempotency-Key; 255 characters is fine', async () => {
     expectError(await create({ name: uniqueName() }, { 'idempotency-key': '' }), 400, 'invalid_body', false)
-    expectError(await create({ name: uniqueName() }, { 'idempotency-key': 'k'.repeat(256) }), 400, 'invalid_body', false)
+    expectError(
+      await create({ name: uniqueName() }, { 'idempotency-key': 'k'.repeat(256) }),
+      400,
+      'invalid_body',
+      false,
+    )
     expect((await create({ name: uniqueName() }, { 'idempotency-key': 'k'.repeat(255) })).statusCode).toBe(201)
   })
 
   it('401 without metadata for a missing, unknown, malformed or management key', async () => {
-    const noAuth = await sut.inject({ method: 'POST', url: '/api/v1/interns', headers: json, payload: '{"name":"okname"}' })
+    const noAuth = await sut.inject({
+      method: 'POST',
+      url: '/api/v1/interns',
+      headers: json,
+      payload: '{"name":"okname"}',
+    })
     expectError(noAuth, 401)
     expectError(await create({ name: 'okname' }, {}, 'sk-roster-v1-unknown'), 401)
-    expectError(await sut.inject({ method: 'POST', url: '/api/v1/interns', headers: { ...json, authorization: 'Basic abc' }, payload: '{"name":"okname"}' }), 401)
+    expectError(
+      await sut.inject({
+        method: 'POST',
+        url: '/api/v1/interns',
+        headers: { ...json, authorization: 'Basic abc' },
+        payload: '{"name":"okname"}',
+      }),
+      401,
+    )
     expectError(await create({ name: 'okname' }, {}, tenant.keys.management), 401)
   })
 
@@ -197,12 +250,27 @@ describe('POST /api/v1/interns: every row of the error table', () => {
 
   it('403 workspace_capability_unavailable when the workspace does not allow interns', async () => {
     const other = await makeTenant(t.db, { internsEnabled: false })
-    expectError(await create({ name: uniqueName() }, {}, other.keys.user), 403, 'workspace_capability_unavailable', false)
+    expectError(
+      await create({ name: uniqueName() }, {}, other.keys.user),
+      403,
+      'workspace_capability_unavailable',
+      false,
+    )
   })
 
   it('403 workspace_capability_unavailable on a regional hostname, with or without a port', async () => {
-    expectError(await create({ name: uniqueName() }, { host: 'eu.roster.test' }), 403, 'workspace_capability_unavailable', false)
-    expectError(await create({ name: uniqueName() }, { host: 'US.roster.test:8443' }), 403, 'workspace_capability_unavailable', false)
+    expectError(
+      await create({ name: uniqueName() }, { host: 'eu.roster.test' }),
+      403,
+      'workspace_capability_unavailable',
+      false,
+    )
+    expectError(
+      await create({ name: uniqueName() }, { host: 'US.roster.test:8443' }),
+      403,
+      'workspace_capability_unavailable',
+      false,
+    )
     expect((await create({ name: uniqueName() }, { host: 'api.roster.test' })).statusCode).toBe(201)
   })
 
@@ -249,7 +317,12 @@ describe('POST /api/v1/interns: every row of the error table', () => {
       const member = await makeUserKey(t.db, tenant.workspaceId)
       const results = await Promise.all(
         Array.from({ length: 8 }, (_, i) =>
-          limited.inject({ method: 'POST', url: '/api/v1/interns', headers: { ...auth(member.key), ...json }, payload: { name: `lim-${i}` } }),
+          limited.inject({
+            method: 'POST',
+            url: '/api/v1/interns',
+            headers: { ...auth(member.key), ...json },
+            payload: { name: `lim-${i}` },
+          }),
         ),
       )
       expect(results.filter((r) => r.statusCode === 201)).toHaveLength(3)
@@ -266,7 +339,12 @@ describe('POST /api/v1/interns: every row of the error table', () => {
       const member = await makeUserKey(t.db, tenant.workspaceId)
       const results = await Promise.all(
         Array.from({ length: 40 }, (_, i) =>
-          limited.inject({ method: 'POST', url: '/api/v1/interns', headers: { ...auth(member.key), ...json }, payload: { name: `race-${i}` } }),
+          limited.inject({
+            method: 'POST',
+            url: '/api/v1/interns',
+            headers: { ...auth(member.key), ...json },
+            payload: { name: `race-${i}` },
+          }),
         ),
       )
       expect(results.filter((r) => r.statusCode === 201)).toHaveLength(20)
@@ -291,12 +369,19 @@ describe('POST /api/v1/interns: every row of the error table', () => {
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
       expectError(await create('name=okname', { 'content-type': type }), 415, 'unsupported_media_type', false)
     }
-    const res = await sut.inject({ method: 'POST', url: '/api/v1/interns', headers: auth(tenant.keys.user), payload: '{"name":"okname"}' })
+    const res = await sut.inject({
+      method: 'POST',
+      url: '/api/v1/interns',
+      headers: auth(tenant.keys.user),
+      payload: '{"name":"okname"}',
+    })
     expectError(res, 415, 'unsupported_media_type', false)
   })
 
   it('accepts application/json with a charset parameter', async () => {
-    expect((await create({ name: uniqueName() }, { 'content-type': 'application/json; charset=utf-8' })).statusCode).toBe(201)
+    expect(
+      (await create({ name: uniqueName() }, { 'content-type': 'application/json; charset=utf-8' })).statusCode,
+    ).toBe(201)
   })
 
   it('408 timeout past the route deadline, quoting it; the retry then completes', async () => {
@@ -308,11 +393,21 @@ describe('POST /api/v1/interns: every row of the error table', () => {
       await blocker.query('BEGIN')
       await blocker.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [tenant.userId])
       const body = { name: uniqueName() }
-      const res = await slow.inject({ method: 'POST', url: '/api/v1/interns', headers: { ...auth(tenant.keys.user), ...json, 'idempotency-key': 'deadline-1' }, payload: body })
+      const res = await slow.inject({
+        method: 'POST',
+        url: '/api/v1/interns',
+        headers: { ...auth(tenant.keys.user), ...json, 'idempotency-key': 'deadline-1' },
+        payload: body,
+      })
       const err = expectError(res, 408, 'timeout', true)
       expect(err.error.message).toContain('300 ms')
       await blocker.query('ROLLBACK')
-      const retry = await slow.inject({ method: 'POST', url: '/api/v1/interns', headers: { ...auth(tenant.keys.user), ...json, 'idempotency-key': 'deadline-1' }, payload: body })
+      const retry = await slow.inject({
+        method: 'POST',
+        url: '/api/v1/interns',
+        headers: { ...auth(tenant.keys.user), ...json, 'idempotency-key': 'deadline-1' },
+        payload: body,
+      })
       // Either the late statement committed (the retry replays it) or it was cancelled (the retry creates).
       expect([200, 201]).toContain(retry.statusCode)
       expect(await t.db.intern.count({ where: { name: body.name } })).toBe(1)
@@ -351,7 +446,12 @@ describe('POST /api/v1/interns: every row of the error table', () => {
     for (const key of ['', 'cd'.repeat(32)]) {
       const misconfigured = await buildTestApp(t.db, { VAULT_MASTER_KEY: key })
       try {
-        const res = await misconfigured.inject({ method: 'POST', url: '/api/v1/interns', headers: { ...auth(tenant.keys.user), ...json }, payload: { name: uniqueName() } })
+        const res = await misconfigured.inject({
+          method: 'POST',
+          url: '/api/v1/interns',
+          headers: { ...auth(tenant.keys.user), ...json },
+          payload: { name: uniqueName() },
+        })
         expectError(res, 500, 'configuration_error', false)
       } finally {
         await misconfigured.closeAll()
@@ -366,7 +466,12 @@ describe('POST /api/v1/interns: every row of the error table', () => {
     try {
       const key = (await makeTenant(broken.db)).keys.user
       await broken.db.$executeRawUnsafe('ALTER TABLE outbox RENAME TO outbox_gone')
-      const res = await app.inject({ method: 'POST', url: '/api/v1/interns', headers: { ...auth(key), ...json }, payload: { name: 'okname', provision: true } })
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1/interns',
+        headers: { ...auth(key), ...json },
+        payload: { name: 'okname', provision: true },
+      })
       const body = expectError(res, 500, 'internal_error', true)
       expect(body.error.message).not.toMatch(/outbox|relation|SELECT|INSERT/i)
       expect(await broken.db.intern.count()).toBe(0)
@@ -380,7 +485,11 @@ describe('POST /api/v1/interns: every row of the error table', () => {
 describe('GET /api/v1/interns/{id}', () => {
   it('returns the intern with created_by_you and icon_sha256 to its creator', async () => {
     const created = (await create({ name: uniqueName() })).json()
-    const res = await sut.inject({ method: 'GET', url: `/api/v1/interns/${created.id}`, headers: auth(tenant.keys.user) })
+    const res = await sut.inject({
+      method: 'GET',
+      url: `/api/v1/interns/${created.id}`,
+      headers: auth(tenant.keys.user),
+    })
     expect(res.statusCode).toBe(200)
     const view = InternView.strict().parse(res.json())
     expect(view).toMatchObject({ ...created, created_by_you: true, icon_sha256: null })
@@ -389,7 +498,11 @@ describe('GET /api/v1/interns/{id}', () => {
   it('tags the body with an ETag, and answers 304 to If-None-Match until the intern changes', async () => {
     const created = (await create({ name: uniqueName() })).json()
     const get = (headers: Record<string, string> = {}) =>
-      sut.inject({ method: 'GET', url: `/api/v1/interns/${created.id}`, headers: { ...auth(tenant.keys.user), ...headers } })
+      sut.inject({
+        method: 'GET',
+        url: `/api/v1/interns/${created.id}`,
+        headers: { ...auth(tenant.keys.user), ...headers },
+      })
     const first = await get()
     const etag = String(first.headers.etag)
     expect(etag).toMatch(/^"[\w-]+"$/)
@@ -402,7 +515,11 @@ describe('GET /api/v1/interns/{id}', () => {
     expect(changed.statusCode).toBe(200)
     expect(changed.headers.etag).not.toBe(etag)
     // Another key sees another body (created_by_you), hence another tag.
-    const asOrg = await sut.inject({ method: 'GET', url: `/api/v1/interns/${created.id}`, headers: auth(tenant.keys.organization) })
+    const asOrg = await sut.inject({
+      method: 'GET',
+      url: `/api/v1/interns/${created.id}`,
+      headers: auth(tenant.keys.organization),
+    })
     expect(asOrg.headers.etag).not.toBe(changed.headers.etag)
   })
 
@@ -411,7 +528,11 @@ describe('GET /api/v1/interns/{id}', () => {
     const other = await makeUserKey(t.db, tenant.workspaceId)
     const asOther = await sut.inject({ method: 'GET', url: `/api/v1/interns/${created.id}`, headers: auth(other.key) })
     expect(asOther.json().created_by_you).toBe(false)
-    const asOrg = await sut.inject({ method: 'GET', url: `/api/v1/interns/${created.id}`, headers: auth(tenant.keys.organization) })
+    const asOrg = await sut.inject({
+      method: 'GET',
+      url: `/api/v1/interns/${created.id}`,
+      headers: auth(tenant.keys.organization),
+    })
     expect(asOrg.statusCode).toBe(200)
     expect(asOrg.json()).not.toHaveProperty('created_by_you')
     expect(asOrg.json().icon_sha256).toBeNull()
@@ -421,15 +542,27 @@ describe('GET /api/v1/interns/{id}', () => {
     const mine = (await create({ name: uniqueName() })).json()
     const theirs = (await create({ name: uniqueName() })).json()
     const key = await makeInternKey(t.db, tenant.workspaceId, mine.id)
-    expect((await sut.inject({ method: 'GET', url: `/api/v1/interns/${mine.id}`, headers: auth(key) })).statusCode).toBe(200)
-    expectError(await sut.inject({ method: 'GET', url: `/api/v1/interns/${theirs.id}`, headers: auth(key) }), 404, 'not_found', false)
+    expect(
+      (await sut.inject({ method: 'GET', url: `/api/v1/interns/${mine.id}`, headers: auth(key) })).statusCode,
+    ).toBe(200)
+    expectError(
+      await sut.inject({ method: 'GET', url: `/api/v1/interns/${theirs.id}`, headers: auth(key) }),
+      404,
+      'not_found',
+      false,
+    )
   })
 
   it('hides other workspaces’ interns, unknown ids and malformed ids behind 404', async () => {
     const other = await makeTenant(t.db)
     const foreign = (await create({ name: uniqueName() }, {}, other.keys.user)).json()
     for (const id of [foreign.id, '00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
-      expectError(await sut.inject({ method: 'GET', url: `/api/v1/interns/${id}`, headers: auth(tenant.keys.user) }), 404, 'not_found', false)
+      expectError(
+        await sut.inject({ method: 'GET', url: `/api/v1/interns/${id}`, headers: auth(tenant.keys.user) }),
+        404,
+        'not_found',
+        false,
+      )
     }
   })
 

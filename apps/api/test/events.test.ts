@@ -42,7 +42,11 @@ describe('GET /interns/{id}/events', () => {
   it('streams the intern’s changes in order until it is running', async () => {
     const api = apiClient(stack.apiUrl, env.tenant.keys.user)
     const id = (await api.createIntern({ name: 'watched', provision: true })).body.id
-    const events = await collect(`${stack.apiUrl}/interns/${id}/events`, env.tenant.keys.user, (e) => e.at(-1)?.data.status === 'running')
+    const events = await collect(
+      `${stack.apiUrl}/interns/${id}/events`,
+      env.tenant.keys.user,
+      (e) => e.at(-1)?.data.status === 'running',
+    )
     expect(events[0]!.event).toBe('intern')
     expect(events.at(-1)!.data).toMatchObject({ id, status: 'running', progress: null })
     expect(events.at(-1)!.data.hostname).toMatch(/^watched-/)
@@ -55,9 +59,14 @@ describe('GET /interns/{id}/events', () => {
   it('ends with a deleted event when the intern goes away', async () => {
     const api = apiClient(stack.apiUrl, env.tenant.keys.user)
     const id = (await api.createIntern({ name: 'goner' })).body.id
-    const streaming = collect(`${stack.apiUrl}/interns/${id}/events`, env.tenant.keys.user, (e) => e.some((x) => x.event === 'deleted'))
+    const streaming = collect(`${stack.apiUrl}/interns/${id}/events`, env.tenant.keys.user, (e) =>
+      e.some((x) => x.event === 'deleted'),
+    )
     await new Promise((r) => setTimeout(r, 200))
-    await fetch(`${stack.apiUrl}/interns/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${env.tenant.keys.user}` } })
+    await fetch(`${stack.apiUrl}/interns/${id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}` },
+    })
     const events = await streaming
     expect(events.map((e) => e.data.status ?? e.event)).toContain('destroying')
     expect(events.at(-1)).toEqual({ event: 'deleted', data: { id } })
@@ -66,7 +75,9 @@ describe('GET /interns/{id}/events', () => {
   it('refuses before streaming: 404 in the error shape for an intern the key cannot see', async () => {
     const stranger = await makeTenant(env.t.db)
     const id = (await apiClient(stack.apiUrl, env.tenant.keys.user).createIntern({ name: 'private' })).body.id
-    const res = await fetch(`${stack.apiUrl}/interns/${id}/events`, { headers: { authorization: `Bearer ${stranger.keys.user}` } })
+    const res = await fetch(`${stack.apiUrl}/interns/${id}/events`, {
+      headers: { authorization: `Bearer ${stranger.keys.user}` },
+    })
     expect(res.status).toBe(404)
     expect((await res.json()).error.metadata.reason).toBe('not_found')
   })

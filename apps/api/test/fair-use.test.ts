@@ -3,7 +3,16 @@ import { randomBytes } from 'node:crypto'
 import { Agent, request } from 'undici'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, makeUserKey, metricValue, scrape, startApi, useTestTenant, waitFor, type ApiProcess } from '@roster/testing'
+import {
+  catalogueFile,
+  makeUserKey,
+  metricValue,
+  scrape,
+  startApi,
+  useTestTenant,
+  waitFor,
+  type ApiProcess,
+} from '@roster/testing'
 
 // One key against everyone else, with real API processes over the loopback: its streams, its floods
 // and its wrong keys. Each attack is bounded (a count and a time), and each asserts what the others
@@ -27,13 +36,23 @@ afterAll(async () => {
 })
 
 async function api(extra: Record<string, string>) {
-  const started = await startApi({ databaseUrl: env.t.url, metrics: true, env: { MODEL_CATALOGUE: catalogue, ...extra } })
+  const started = await startApi({
+    databaseUrl: env.t.url,
+    metrics: true,
+    env: { MODEL_CATALOGUE: catalogue, ...extra },
+  })
   apis.push(started)
   return started
 }
 
 const post = (base: string, path: string, key: string, body: object, signal?: AbortSignal) =>
-  request(`${base}${path}`, { method: 'POST', dispatcher: agent, signal, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  request(`${base}${path}`, {
+    method: 'POST',
+    dispatcher: agent,
+    signal,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
 const quick = { model: 'roster-sim/chat', input: 'hi', max_output_tokens: 1 }
 /** Reads a stream until it ends or is aborted. */
 async function drain(res: Awaited<ReturnType<typeof request>>) {
@@ -46,12 +65,24 @@ async function drain(res: Awaited<ReturnType<typeof request>>) {
 
 describe('fair shares', () => {
   it("holds one key's long streams to its share of the provider's connections: another key's calls go straight through", async () => {
-    const a = await api({ UPSTREAM_CONNECTIONS: '16', UPSTREAM_CONNECTIONS_PER_KEY: '4', KEY_CONCURRENCY: '0', KEY_CONCURRENCY_UNDER_LOAD: '0', WORKSPACE_CONCURRENCY: '0' })
+    const a = await api({
+      UPSTREAM_CONNECTIONS: '16',
+      UPSTREAM_CONNECTIONS_PER_KEY: '4',
+      KEY_CONCURRENCY: '0',
+      KEY_CONCURRENCY_UNDER_LOAD: '0',
+      WORKSPACE_CONCURRENCY: '0',
+    })
     const other = await makeUserKey(env.t.db, env.tenant.workspaceId)
     const stop = new AbortController()
     // 80 streams of 10 s from one key: past the 16 connections, were they all its.
     const streams = Array.from({ length: 80 }, () =>
-      post(a.url, '/responses', env.tenant.keys.user, { model: 'roster-sim/chat', input: 'tell me a long story', stream: true }, stop.signal).then(drain, () => {}),
+      post(
+        a.url,
+        '/responses',
+        env.tenant.keys.user,
+        { model: 'roster-sim/chat', input: 'tell me a long story', stream: true },
+        stop.signal,
+      ).then(drain, () => {}),
     )
     try {
       await new Promise((r) => setTimeout(r, 1_000))
@@ -75,21 +106,54 @@ describe('fair shares', () => {
     const other = await makeUserKey(env.t.db, env.tenant.workspaceId)
     const stop = new AbortController()
     const held = Array.from({ length: 8 }, () =>
-      post(a.url, '/responses', env.tenant.keys.user, { model: 'roster-sim/chat', input: 'long', stream: true }, stop.signal).then(drain, () => {}),
+      post(
+        a.url,
+        '/responses',
+        env.tenant.keys.user,
+        { model: 'roster-sim/chat', input: 'long', stream: true },
+        stop.signal,
+      ).then(drain, () => {}),
     )
     try {
       await new Promise((r) => setTimeout(r, 500))
       const responses = await post(a.url, '/responses', env.tenant.keys.user, quick)
       expect([responses.statusCode, responses.headers['retry-after']]).toEqual([429, '1'])
-      expect(await responses.body.json()).toMatchObject({ error: { code: 429, message: expect.stringMatching(/KEY_CONCURRENCY/), metadata: { error_type: 'rate_limit_exceeded' } } })
-      const chat = await post(a.url, '/chat/completions', env.tenant.keys.user, { model: 'roster-sim/chat', messages: [{ role: 'user', content: 'hi' }] })
-      expect([chat.statusCode, (await chat.body.json() as any).error.metadata.error_type]).toEqual([429, 'rate_limit_exceeded'])
-      const messages = await request(`${a.url}/messages`, { method: 'POST', dispatcher: agent, headers: { 'x-api-key': env.tenant.keys.user, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' }, body: JSON.stringify({ model: 'roster-sim/chat', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }) })
-      expect([messages.statusCode, messages.headers['retry-after'], await messages.body.json()]).toEqual([429, '1', { type: 'error', error: { type: 'rate_limit_error', message: expect.stringMatching(/KEY_CONCURRENCY/) } }])
+      expect(await responses.body.json()).toMatchObject({
+        error: {
+          code: 429,
+          message: expect.stringMatching(/KEY_CONCURRENCY/),
+          metadata: { error_type: 'rate_limit_exceeded' },
+        },
+      })
+      const chat = await post(a.url, '/chat/completions', env.tenant.keys.user, {
+        model: 'roster-sim/chat',
+        messages: [{ role: 'user', content: 'hi' }],
+      })
+      expect([chat.statusCode, ((await chat.body.json()) as any).error.metadata.error_type]).toEqual([
+        429,
+        'rate_limit_exceeded',
+      ])
+      const messages = await request(`${a.url}/messages`, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: {
+          'x-api-key': env.tenant.keys.user,
+          'anthropic-version': '2023-06-01',
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ model: 'roster-sim/chat', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }),
+      })
+      expect([messages.statusCode, messages.headers['retry-after'], await messages.body.json()]).toEqual([
+        429,
+        '1',
+        { type: 'error', error: { type: 'rate_limit_error', message: expect.stringMatching(/KEY_CONCURRENCY/) } },
+      ])
       const served = await post(a.url, '/responses', other.key, quick)
       expect(served.statusCode).toBe(200)
       await served.body.dump()
-      expect(metricValue(await scrape(a.metricsPort!), 'roster_fair_use_refusals_total', { limit: 'key_concurrency' })).toBe(3)
+      expect(
+        metricValue(await scrape(a.metricsPort!), 'roster_fair_use_refusals_total', { limit: 'key_concurrency' }),
+      ).toBe(3)
     } finally {
       stop.abort()
       await Promise.all(held)
@@ -141,7 +205,10 @@ describe('fair shares', () => {
     if (left < 10_000) await new Promise((r) => setTimeout(r, left + 100))
     const codes: number[] = []
     for (let i = 0; i < 60; i++) {
-      const res = await request(`${(i % 2 ? one : two).url}/models`, { dispatcher: agent, headers: { authorization: `Bearer ${key}` } })
+      const res = await request(`${(i % 2 ? one : two).url}/models`, {
+        dispatcher: agent,
+        headers: { authorization: `Bearer ${key}` },
+      })
       codes.push(res.statusCode)
       if (res.statusCode === 429) expect(Number(res.headers['retry-after'])).toBeGreaterThan(0)
       await res.body.dump()
@@ -157,15 +224,21 @@ describe('fair shares', () => {
 })
 
 describe('unknown keys', () => {
-  it("cost the others nothing: a flood of random keys is throttled per address, looked up a few at a time, and a known key is always served", async () => {
+  it('cost the others nothing: a flood of random keys is throttled per address, looked up a few at a time, and a known key is always served', async () => {
     const a = await api({ UNKNOWN_KEYS_PER_MINUTE: '100', AUTH_CACHE_MS: '200', AUTH_CACHE_ENTRIES: '100' })
     const known = (await makeUserKey(env.t.db, env.tenant.workspaceId)).key
-    expect((await request(`${a.url}/models`, { dispatcher: agent, headers: { authorization: `Bearer ${known}` } })).statusCode).toBe(200)
+    expect(
+      (await request(`${a.url}/models`, { dispatcher: agent, headers: { authorization: `Bearer ${known}` } }))
+        .statusCode,
+    ).toBe(200)
     const statuses: Record<number, number> = {}
     let sent = 0
     const flood = Array.from({ length: 32 }, async () => {
       while (sent++ < 2_000) {
-        const res = await request(`${a.url}/models`, { dispatcher: agent, headers: { authorization: `Bearer sk-roster-v1-${randomBytes(24).toString('hex')}` } })
+        const res = await request(`${a.url}/models`, {
+          dispatcher: agent,
+          headers: { authorization: `Bearer sk-roster-v1-${randomBytes(24).toString('hex')}` },
+        })
         statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1
         await res.body.dump()
       }
@@ -175,7 +248,10 @@ describe('unknown keys', () => {
       for (let i = 0; i < 40; i++) {
         // Past AUTH_CACHE_MS: looked up again, ahead of the strangers.
         await new Promise((r) => setTimeout(r, 50))
-        const res = await request(`${a.url}/models`, { dispatcher: agent, headers: { authorization: `Bearer ${known}` } })
+        const res = await request(`${a.url}/models`, {
+          dispatcher: agent,
+          headers: { authorization: `Bearer ${known}` },
+        })
         victim.push(res.statusCode)
         await res.body.dump()
       }

@@ -22,9 +22,14 @@ let cut: Simulator
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 
-const model = (id: string, url: string, protocol: Protocol = 'openai-chat') => simModel(id, [simEndpoint(url, protocol)])
+const model = (id: string, url: string, protocol: Protocol = 'openai-chat') =>
+  simModel(id, [simEndpoint(url, protocol)])
 const modelOf = (p: Protocol) => `roster-sim/${SIM_PATHS[p]}`
-const UPSTREAM_PATH: Record<Protocol, string> = { 'openai-chat': '/v1/chat/completions', 'openai-responses': '/v1/responses', 'anthropic-messages': '/v1/messages' }
+const UPSTREAM_PATH: Record<Protocol, string> = {
+  'openai-chat': '/v1/chat/completions',
+  'openai-responses': '/v1/responses',
+  'anthropic-messages': '/v1/messages',
+}
 
 beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 6 })
@@ -51,7 +56,11 @@ const key = () => env.tenant.keys.user
 /** The Anthropic client adds /v1/messages to its base URL. */
 const anthropicBase = () => baseURL.replace(/\/v1$/, '')
 const post = (path: string, body: object, headers: Record<string, string> = {}) =>
-  fetch(`${baseURL}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key()}`, 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+  fetch(`${baseURL}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key()}`, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  })
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=='
 const WEATHER = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }
@@ -76,26 +85,50 @@ describe('POST /chat/completions', () => {
     it('answers whole, with a tool call, image input and reasoning, and a tool result round trip', async () => {
       const messages: any[] = [
         { role: 'system', content: 'Be brief.' },
-        { role: 'user', content: [{ type: 'text', text: SCRIPT }, { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: SCRIPT },
+            { type: 'image_url', image_url: { url: `data:image/png;base64,${PNG}` } },
+          ],
+        },
       ]
-      const body = { model: modelOf(protocol), messages, tools: [{ type: 'function', function: { name: 'get_weather', parameters: WEATHER } }], reasoning: { effort: 'low' } }
+      const body = {
+        model: modelOf(protocol),
+        messages,
+        tools: [{ type: 'function', function: { name: 'get_weather', parameters: WEATHER } }],
+        reasoning: { effort: 'low' },
+      }
       const res = await post('/chat/completions', body)
       expect(res.status).toBe(200)
       const first = (await res.json()) as any
       expect(chatCompletion(first)).toEqual([])
       expect(ChatResult$inboundSchema.safeParse(first).success).toBe(true)
-      expect(first).toMatchObject({ object: 'chat.completion', model: modelOf(protocol), choices: [{ index: 0, finish_reason: 'tool_calls' }] })
+      expect(first).toMatchObject({
+        object: 'chat.completion',
+        model: modelOf(protocol),
+        choices: [{ index: 0, finish_reason: 'tool_calls' }],
+      })
       const call = first.choices[0].message.tool_calls[0]
       expect(call).toMatchObject({ type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } })
       expect(first.choices[0].message.reasoning).toEqual(expect.any(String))
-      expect(first.usage).toMatchObject({ prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), cost: expect.any(Number), completion_tokens_details: { reasoning_tokens: expect.any(Number) }, prompt_tokens_details: { cached_tokens: 0 } })
+      expect(first.usage).toMatchObject({
+        prompt_tokens: expect.any(Number),
+        completion_tokens: expect.any(Number),
+        cost: expect.any(Number),
+        completion_tokens_details: { reasoning_tokens: expect.any(Number) },
+        prompt_tokens_details: { cached_tokens: 0 },
+      })
       // The image went upstream in the provider's own form.
       expect(JSON.stringify(sim.stats.lastBody[UPSTREAM_PATH[protocol]])).toContain(PNG)
 
       messages.push(first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: 'sunny, 21 °C' })
       const second = (await (await post('/chat/completions', { ...body, messages })).json()) as any
       expect(chatCompletion(second)).toEqual([])
-      expect(second.choices[0]).toMatchObject({ finish_reason: 'stop', message: { role: 'assistant', content: 'It is sunny, 21 °C.', refusal: null } })
+      expect(second.choices[0]).toMatchObject({
+        finish_reason: 'stop',
+        message: { role: 'assistant', content: 'It is sunny, 21 °C.', refusal: null },
+      })
     })
 
     it('streams chunks ending in [DONE]: role first, reasoning, the tool call in pieces, the finish, and usage when asked', async () => {
@@ -117,13 +150,23 @@ describe('POST /chat/completions', () => {
       expect(chunks[0].choices[0].delta).toEqual({ role: 'assistant', content: '' })
       expect(chunks.some((c) => c.choices[0]?.delta.reasoning)).toBe(true)
       const calls = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? [])
-      expect(calls[0]).toMatchObject({ index: 0, id: expect.any(String), type: 'function', function: { name: 'get_weather' } })
+      expect(calls[0]).toMatchObject({
+        index: 0,
+        id: expect.any(String),
+        type: 'function',
+        function: { name: 'get_weather' },
+      })
       expect(calls.map((c: any) => c.function.arguments ?? '').join('')).toBe('{"city":"Paris"}')
       const finish = chunks.find((c) => c.choices[0]?.finish_reason)
       expect(finish.choices[0]).toEqual({ index: 0, delta: {}, finish_reason: 'tool_calls' })
       const usage = chunks.at(-1)
       expect(usage.choices).toEqual([])
-      expect(usage.usage).toMatchObject({ prompt_tokens: expect.any(Number), completion_tokens: expect.any(Number), total_tokens: expect.any(Number), cost: expect.any(Number) })
+      expect(usage.usage).toMatchObject({
+        prompt_tokens: expect.any(Number),
+        completion_tokens: expect.any(Number),
+        total_tokens: expect.any(Number),
+        cost: expect.any(Number),
+      })
     })
   })
 
@@ -132,7 +175,12 @@ describe('POST /chat/completions', () => {
     const gives = protocol !== 'anthropic-messages'
 
     it('are passed through when asked, whole and streamed, in the shape the clients read', async () => {
-      const body = { model: modelOf(protocol), messages: [{ role: 'user', content: 'hello there' }], logprobs: true, top_logprobs: 2 }
+      const body = {
+        model: modelOf(protocol),
+        messages: [{ role: 'user', content: 'hello there' }],
+        logprobs: true,
+        top_logprobs: 2,
+      }
       const whole = (await (await post('/chat/completions', body)).json()) as any
       expect(chatCompletion(whole)).toEqual([])
       expect(ChatResult$inboundSchema.safeParse(whole).success).toBe(true)
@@ -159,7 +207,12 @@ describe('POST /chat/completions', () => {
     })
 
     it('are not asked for, nor given, when the request does not ask', async () => {
-      const whole = (await (await post('/chat/completions', { model: modelOf(protocol), messages: [{ role: 'user', content: 'hello there' }] })).json()) as any
+      const whole = (await (
+        await post('/chat/completions', {
+          model: modelOf(protocol),
+          messages: [{ role: 'user', content: 'hello there' }],
+        })
+      ).json()) as any
       expect(whole.choices[0].logprobs).toBeNull()
       const sent = sim.stats.lastBody[UPSTREAM_PATH[protocol]] as any
       expect(sent.logprobs).toBeUndefined()
@@ -169,11 +222,22 @@ describe('POST /chat/completions', () => {
 
   it('works through the openai client, streamed and not, with tools', async () => {
     const openai = new OpenAI({ apiKey: key(), baseURL, maxRetries: 0 })
-    const tools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'get_weather', parameters: WEATHER } }]
-    const whole = await openai.chat.completions.create({ model: 'roster-sim/chat', messages: [{ role: 'user', content: SCRIPT }], tools, max_completion_tokens: 100 })
+    const tools: OpenAI.ChatCompletionTool[] = [
+      { type: 'function', function: { name: 'get_weather', parameters: WEATHER } },
+    ]
+    const whole = await openai.chat.completions.create({
+      model: 'roster-sim/chat',
+      messages: [{ role: 'user', content: SCRIPT }],
+      tools,
+      max_completion_tokens: 100,
+    })
     expect(whole.choices[0]!.message.tool_calls?.[0]).toMatchObject({ function: { name: 'get_weather' } })
 
-    const stream = openai.chat.completions.stream({ model: 'roster-sim/responses', messages: [{ role: 'user', content: 'Say something.' }], stream_options: { include_usage: true } })
+    const stream = openai.chat.completions.stream({
+      model: 'roster-sim/responses',
+      messages: [{ role: 'user', content: 'Say something.' }],
+      stream_options: { include_usage: true },
+    })
     let text = ''
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ''
     const final = await stream.finalChatCompletion()
@@ -184,10 +248,14 @@ describe('POST /chat/completions', () => {
 
   it('works through the official client (client.chat.send), both modes', async () => {
     const client = new OpenRouter({ apiKey: key(), serverURL: baseURL, retryConfig: { strategy: 'none' } })
-    const whole = await client.chat.send({ chatRequest: { model: 'roster-sim/messages', messages: [{ role: 'user', content: 'hello' }] } })
+    const whole = await client.chat.send({
+      chatRequest: { model: 'roster-sim/messages', messages: [{ role: 'user', content: 'hello' }] },
+    })
     expect(whole.choices[0]!.message.content).toEqual(expect.any(String))
     expect(whole.usage?.cost).toBeGreaterThan(0)
-    const streamed = await client.chat.send({ chatRequest: { model: 'roster-sim/chat', messages: [{ role: 'user', content: 'hello' }], stream: true } })
+    const streamed = await client.chat.send({
+      chatRequest: { model: 'roster-sim/chat', messages: [{ role: 'user', content: 'hello' }], stream: true },
+    })
     let text = ''
     let finish: string | null | undefined
     for await (const chunk of streamed) {
@@ -201,8 +269,14 @@ describe('POST /chat/completions', () => {
   it('takes json_schema response formats, stop, sampling and the official extensions, and refuses n > 1 naming it', async () => {
     const res = await post('/chat/completions', {
       model: 'roster-sim/chat',
-      messages: [{ role: 'developer', content: 'Answer in JSON.' }, { role: 'user', content: 'hi' }],
-      response_format: { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object' }, strict: true } },
+      messages: [
+        { role: 'developer', content: 'Answer in JSON.' },
+        { role: 'user', content: 'hi' },
+      ],
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'answer', schema: { type: 'object' }, strict: true },
+      },
       stop: ['\n\n'],
       temperature: 0.2,
       top_p: 0.9,
@@ -216,33 +290,65 @@ describe('POST /chat/completions', () => {
     })
     expect(res.status).toBe(200)
     const upstream = sim.stats.lastBody['/v1/chat/completions'] as any
-    expect(upstream).toMatchObject({ temperature: 0.2, top_p: 0.9, stop: ['\n\n'], response_format: { type: 'json_schema' } })
-    const n = await post('/chat/completions', { model: 'roster-sim/chat', n: 2, messages: [{ role: 'user', content: 'hi' }] })
+    expect(upstream).toMatchObject({
+      temperature: 0.2,
+      top_p: 0.9,
+      stop: ['\n\n'],
+      response_format: { type: 'json_schema' },
+    })
+    const n = await post('/chat/completions', {
+      model: 'roster-sim/chat',
+      n: 2,
+      messages: [{ role: 'user', content: 'hi' }],
+    })
     expect(n.status).toBe(400)
     expect(((await n.json()) as any).error.message).toMatch(/\/n .*n > 1/)
   })
 
   it('refuses bad input in the standard envelope, as the openai client reads it', async () => {
     const openai = new OpenAI({ apiKey: key(), baseURL, maxRetries: 0 })
-    const err = await openai.chat.completions.create({ model: 'roster-sim/chat', messages: [] }).catch((e: unknown) => e)
+    const err = await openai.chat.completions
+      .create({ model: 'roster-sim/chat', messages: [] })
+      .catch((e: unknown) => e)
     expect(err).toBeInstanceOf(OpenAI.BadRequestError)
     expect((err as InstanceType<typeof OpenAI.BadRequestError>).message).toMatch(/at least one message/)
-    const unknown = await post('/chat/completions', { model: 'nobody/none', messages: [{ role: 'user', content: 'hi' }] })
+    const unknown = await post('/chat/completions', {
+      model: 'nobody/none',
+      messages: [{ role: 'user', content: 'hi' }],
+    })
     expect(unknown.status).toBe(400)
-    expect(((await unknown.json()) as any).error).toMatchObject({ message: expect.stringMatching(/no model named nobody\/none/), metadata: { error_type: 'invalid_request' } })
-    const wrongKey = await fetch(`${baseURL}/chat/completions`, { method: 'POST', headers: { authorization: 'Bearer sk-nope', 'content-type': 'application/json' }, body: '{}' })
+    expect(((await unknown.json()) as any).error).toMatchObject({
+      message: expect.stringMatching(/no model named nobody\/none/),
+      metadata: { error_type: 'invalid_request' },
+    })
+    const wrongKey = await fetch(`${baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer sk-nope', 'content-type': 'application/json' },
+      body: '{}',
+    })
     expect(wrongKey.status).toBe(401)
-    const part = await post('/chat/completions', { model: 'roster-sim/chat', messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'wav' } }] }] })
+    const part = await post('/chat/completions', {
+      model: 'roster-sim/chat',
+      messages: [{ role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'x', format: 'wav' } }] }],
+    })
     expect(part.status).toBe(400)
     expect(((await part.json()) as any).error.message).toMatch(/\/messages\/0\/content\/0 .*input_audio/)
   })
 
   it('fails before the first byte as an HTTP error, and after it as an error chunk the clients read', async () => {
-    const limitedRes = await post('/chat/completions', { model: 'roster-sim/limited', stream: true, messages: [{ role: 'user', content: 'hi' }] })
+    const limitedRes = await post('/chat/completions', {
+      model: 'roster-sim/limited',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    })
     expect(limitedRes.status).toBe(429)
     expect(((await limitedRes.json()) as any).error.metadata.error_type).toBe('rate_limit_exceeded')
 
-    const res = await post('/chat/completions', { model: 'roster-sim/cut', stream: true, messages: [{ role: 'user', content: 'hi' }] })
+    const res = await post('/chat/completions', {
+      model: 'roster-sim/cut',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    })
     expect(res.status).toBe(200)
     const { events, done } = sseEvents(await res.text())
     expect(done).toBe(true)
@@ -251,7 +357,11 @@ describe('POST /chat/completions', () => {
     expect(last.error).toMatchObject({ code: 502, metadata: { error_type: 'provider_unavailable' } })
     expect(ChatStreamChunk$inboundSchema.safeParse(last).success).toBe(true)
     const openai = new OpenAI({ apiKey: key(), baseURL, maxRetries: 0 })
-    const stream = await openai.chat.completions.create({ model: 'roster-sim/cut', stream: true, messages: [{ role: 'user', content: 'hi' }] })
+    const stream = await openai.chat.completions.create({
+      model: 'roster-sim/cut',
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    })
     const thrown = await (async () => {
       for await (const _ of stream);
     })().catch((e: unknown) => e)
@@ -261,7 +371,13 @@ describe('POST /chat/completions', () => {
   it('runs server tools between turns and sends the routing metadata when asked, as /responses does', async () => {
     const res = await post(
       '/chat/completions',
-      { model: 'roster-sim/chat', messages: [{ role: 'user', content: 'What time is it?\n[sim] call datetime {}\n[sim] say The tool said {{result}}' }], tools: [{ type: 'openrouter:datetime' }] },
+      {
+        model: 'roster-sim/chat',
+        messages: [
+          { role: 'user', content: 'What time is it?\n[sim] call datetime {}\n[sim] say The tool said {{result}}' },
+        ],
+        tools: [{ type: 'openrouter:datetime' }],
+      },
       { 'x-openrouter-metadata': 'enabled' },
     )
     expect(res.status).toBe(200)
@@ -273,7 +389,15 @@ describe('POST /chat/completions', () => {
   })
 
   it('cancels the upstream request when the client goes away', async () => {
-    await leaveMidStream(`${baseURL}/chat/completions`, { headers: { authorization: `Bearer ${key()}` }, body: { model: 'roster-sim/slow', stream: true, messages: [{ role: 'user', content: 'a long one' }] } }, '"content":"', slow)
+    await leaveMidStream(
+      `${baseURL}/chat/completions`,
+      {
+        headers: { authorization: `Bearer ${key()}` },
+        body: { model: 'roster-sim/slow', stream: true, messages: [{ role: 'user', content: 'a long one' }] },
+      },
+      '"content":"',
+      slow,
+    )
   })
 })
 
@@ -282,10 +406,23 @@ describe('POST /messages', () => {
     it('answers whole with thinking, tool use, an image and a tool_result round trip', async () => {
       const anthropic = new Anthropic({ apiKey: key(), baseURL: anthropicBase(), maxRetries: 0 })
       const messages: Anthropic.MessageParam[] = [
-        { role: 'user', content: [{ type: 'text', text: SCRIPT }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } }] },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: SCRIPT },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+          ],
+        },
       ]
       const tools: Anthropic.Tool[] = [{ name: 'get_weather', input_schema: WEATHER as Anthropic.Tool.InputSchema }]
-      const first = await anthropic.messages.create({ model: modelOf(protocol), max_tokens: 4000, system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }], messages, tools, thinking: { type: 'enabled', budget_tokens: 1024 } })
+      const first = await anthropic.messages.create({
+        model: modelOf(protocol),
+        max_tokens: 4000,
+        system: [{ type: 'text', text: 'Be brief.', cache_control: { type: 'ephemeral' } }],
+        messages,
+        tools,
+        thinking: { type: 'enabled', budget_tokens: 1024 },
+      })
       expect(anthropicMessage(first)).toEqual([])
       expect(first.stop_reason).toBe('tool_use')
       expect(first.content.map((b) => b.type)).toEqual(['thinking', 'tool_use'])
@@ -295,7 +432,10 @@ describe('POST /messages', () => {
       expect(first.usage.output_tokens_details).toEqual({ thinking_tokens: 8 })
       expect(JSON.stringify(sim.stats.lastBody[UPSTREAM_PATH[protocol]])).toContain(PNG)
 
-      messages.push({ role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny' }] })
+      messages.push(
+        { role: 'assistant', content: first.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny' }] },
+      )
       const second = await anthropic.messages.create({ model: modelOf(protocol), max_tokens: 200, messages, tools })
       expect(anthropicMessage(second)).toEqual([])
       expect(second.stop_reason).toBe('end_turn')
@@ -325,15 +465,25 @@ describe('POST /messages', () => {
       expect(types.slice(-2)).toEqual(['message_delta', 'message_stop'])
       const starts = events.filter((e) => e.data.type === 'content_block_start').map((e) => e.data.content_block.type)
       expect(starts).toEqual(['thinking', 'tool_use'])
-      const json = events.filter((e) => e.data.delta?.type === 'input_json_delta').map((e) => e.data.delta.partial_json).join('')
+      const json = events
+        .filter((e) => e.data.delta?.type === 'input_json_delta')
+        .map((e) => e.data.delta.partial_json)
+        .join('')
       expect(JSON.parse(json)).toEqual({ city: 'Paris' })
-      expect(events.at(-2)!.data).toMatchObject({ delta: { stop_reason: 'tool_use' }, usage: { output_tokens: expect.any(Number) } })
+      expect(events.at(-2)!.data).toMatchObject({
+        delta: { stop_reason: 'tool_use' },
+        usage: { output_tokens: expect.any(Number) },
+      })
     })
   })
 
   it('works through messages.stream, the Anthropic client assembling the message', async () => {
     const anthropic = new Anthropic({ apiKey: key(), baseURL: anthropicBase(), maxRetries: 0 })
-    const stream = anthropic.messages.stream({ model: 'roster-sim/chat', max_tokens: 100, messages: [{ role: 'user', content: 'Say something.' }] })
+    const stream = anthropic.messages.stream({
+      model: 'roster-sim/chat',
+      max_tokens: 100,
+      messages: [{ role: 'user', content: 'Say something.' }],
+    })
     let text = ''
     stream.on('text', (t) => (text += t))
     const final = await stream.finalMessage()
@@ -352,31 +502,78 @@ describe('POST /messages', () => {
     })
     expect(viaHeader.status).toBe(200)
     const anthropic = new Anthropic({ apiKey: key(), baseURL: anthropicBase(), maxRetries: 0 })
-    const bad = await anthropic.messages.create({ model: 'roster-sim/chat', max_tokens: 20, messages: [] }).catch((e: unknown) => e)
+    const bad = await anthropic.messages
+      .create({ model: 'roster-sim/chat', max_tokens: 20, messages: [] })
+      .catch((e: unknown) => e)
     expect(bad).toBeInstanceOf(Anthropic.BadRequestError)
-    expect((bad as InstanceType<typeof Anthropic.BadRequestError>).error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringMatching(/at least one message/) } })
-    const nobody = await new Anthropic({ apiKey: 'sk-nope', baseURL: anthropicBase(), maxRetries: 0 }).messages.create({ model: 'roster-sim/chat', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)
+    expect((bad as InstanceType<typeof Anthropic.BadRequestError>).error).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: expect.stringMatching(/at least one message/) },
+    })
+    const nobody = await new Anthropic({ apiKey: 'sk-nope', baseURL: anthropicBase(), maxRetries: 0 }).messages
+      .create({ model: 'roster-sim/chat', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e)
     expect(nobody).toBeInstanceOf(Anthropic.AuthenticationError)
-    const limitedErr = await anthropic.messages.create({ model: 'roster-sim/limited', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)
+    const limitedErr = await anthropic.messages
+      .create({ model: 'roster-sim/limited', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e)
     expect(limitedErr).toBeInstanceOf(Anthropic.RateLimitError)
-    const tool = await post('/messages', { model: 'roster-sim/chat', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'web_search_20250305', name: 'web_search' }] })
+    const tool = await post('/messages', {
+      model: 'roster-sim/chat',
+      max_tokens: 20,
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: [{ type: 'web_search_20250305', name: 'web_search' }],
+    })
     expect(tool.status).toBe(400)
     expect(((await tool.json()) as any).error.message).toMatch(/openrouter:/)
-    const document = await post('/messages', { model: 'roster-sim/chat', max_tokens: 20, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', data: 'x', media_type: 'text/plain' } }] }] })
+    const document = await post('/messages', {
+      model: 'roster-sim/chat',
+      max_tokens: 20,
+      messages: [
+        {
+          role: 'user',
+          content: [{ type: 'document', source: { type: 'text', data: 'x', media_type: 'text/plain' } }],
+        },
+      ],
+    })
     expect(((await document.json()) as any).error.message).toMatch(/\/messages\/0\/content\/0 .*document/)
   })
 
   it('fails after the first byte with an error event the client raises', async () => {
-    const res = await post('/messages', { model: 'roster-sim/cut', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'hi' }] })
+    const res = await post('/messages', {
+      model: 'roster-sim/cut',
+      max_tokens: 100,
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    })
     expect(res.status).toBe(200)
     const { events } = sseEvents(await res.text())
-    expect(events.at(-1)).toMatchObject({ name: 'error', data: { type: 'error', error: { type: 'api_error', message: expect.any(String) } } })
+    expect(events.at(-1)).toMatchObject({
+      name: 'error',
+      data: { type: 'error', error: { type: 'api_error', message: expect.any(String) } },
+    })
     const anthropic = new Anthropic({ apiKey: key(), baseURL: anthropicBase(), maxRetries: 0 })
-    const thrown = await anthropic.messages.stream({ model: 'roster-sim/cut', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }).finalMessage().catch((e: unknown) => e)
+    const thrown = await anthropic.messages
+      .stream({ model: 'roster-sim/cut', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] })
+      .finalMessage()
+      .catch((e: unknown) => e)
     expect(thrown).toBeInstanceOf(Error)
   })
 
   it('cancels the upstream request when the client goes away', async () => {
-    await leaveMidStream(`${baseURL}/messages`, { headers: { 'x-api-key': key() }, body: { model: 'roster-sim/slow', max_tokens: 1000, stream: true, messages: [{ role: 'user', content: 'a long one' }] } }, 'text_delta', slow)
+    await leaveMidStream(
+      `${baseURL}/messages`,
+      {
+        headers: { 'x-api-key': key() },
+        body: {
+          model: 'roster-sim/slow',
+          max_tokens: 1000,
+          stream: true,
+          messages: [{ role: 'user', content: 'a long one' }],
+        },
+      },
+      'text_delta',
+      slow,
+    )
   })
 })

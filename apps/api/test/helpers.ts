@@ -18,11 +18,19 @@ export async function buildTestApp(
   catalogue?: Catalogue,
   providerEnv: NodeJS.ProcessEnv = {},
 ): Promise<FastifyInstance & { closeAll(): Promise<void> }> {
-  const config = loadConfig(ApiConfig, { VAULT_MASTER_KEY: TEST_MASTER_KEY, REDIS_URL: redisUrl(), AUTH_CACHE_MS: '0', INTERN_CACHE_MS: '0', ...env })
+  const config = loadConfig(ApiConfig, {
+    VAULT_MASTER_KEY: TEST_MASTER_KEY,
+    REDIS_URL: redisUrl(),
+    AUTH_CACHE_MS: '0',
+    INTERN_CACHE_MS: '0',
+    ...env,
+  })
   const redis = connectRedis(config, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
   redis.on('error', () => {})
   await redis.connect().catch(() => {})
-  const app = await buildApp(createAppDeps(config, db, redis, catalogue, providerEnv, createLogger('api', 'silent')), { logger: false })
+  const app = await buildApp(createAppDeps(config, db, redis, catalogue, providerEnv, createLogger('api', 'silent')), {
+    logger: false,
+  })
   return Object.assign(app, {
     async closeAll() {
       await app.close()
@@ -35,7 +43,11 @@ export const auth = (key: string) => ({ authorization: `Bearer ${key}` })
 export const json = { 'content-type': 'application/json' }
 
 /** The simulator's model slug for each provider protocol, as the tests name them (`roster-sim/<slug>`). */
-export const SIM_PATHS: Record<Protocol, string> = { 'openai-chat': 'chat', 'openai-responses': 'responses', 'anthropic-messages': 'messages' }
+export const SIM_PATHS: Record<Protocol, string> = {
+  'openai-chat': 'chat',
+  'openai-responses': 'responses',
+  'anthropic-messages': 'messages',
+}
 export const SIM_PROTOCOLS = Object.keys(SIM_PATHS) as Protocol[]
 /** The demo catalogue's models (`simulatorCatalogue`, what `npm start` serves): one per protocol. */
 export const DEMO_MODELS = SIM_PROTOCOLS.map((p) => `roster-sim/${SIM_PATHS[p]}`)
@@ -58,7 +70,11 @@ export function useDemoGateway(db: () => Db, settings: Partial<SimSettings> = {}
 }
 
 /** A catalogue endpoint on an upstream simulator (its `/v1`). */
-export const simEndpoint = (url: string, protocol: Protocol = 'openai-chat', extra: Partial<Endpoint> = {}): Endpoint => ({
+export const simEndpoint = (
+  url: string,
+  protocol: Protocol = 'openai-chat',
+  extra: Partial<Endpoint> = {},
+): Endpoint => ({
   provider: 'upstream-sim',
   protocol,
   base_url: `${url}/v1`,
@@ -96,16 +112,29 @@ export function sseEvents(text: string): { events: { name: string | undefined; d
  * Opens a stream, reads until `marker` shows (the first text), then goes away; resolves once the
  * upstream simulator saw its request cancelled.
  */
-export async function leaveMidStream(url: string, init: { headers: Record<string, string>; body: object }, marker: string, upstream: { stats: { cancelled: number } }) {
+export async function leaveMidStream(
+  url: string,
+  init: { headers: Record<string, string>; body: object },
+  marker: string,
+  upstream: { stats: { cancelled: number } },
+) {
   const abort = new AbortController()
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...init.headers }, body: JSON.stringify(init.body), signal: abort.signal })
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...init.headers },
+    body: JSON.stringify(init.body),
+    signal: abort.signal,
+  })
   const reader = res.body!.getReader()
   let seen = ''
   while (!seen.includes(marker)) seen += new TextDecoder().decode((await reader.read()).value)
   const before = upstream.stats.cancelled
   abort.abort()
   // The simulator's stream would go on for seconds; the upstream call must end long before.
-  await waitFor(() => upstream.stats.cancelled > before, { timeoutMs: 3_000, what: 'the upstream stream to be cancelled' })
+  await waitFor(() => upstream.stats.cancelled > before, {
+    timeoutMs: 3_000,
+    what: 'the upstream stream to be cancelled',
+  })
 }
 
 /**
@@ -119,7 +148,10 @@ export async function chatThroughClient(
   request: Record<string, unknown>,
   afterFirst?: () => Promise<unknown>,
 ): Promise<InternChatCompletionChunk[]> {
-  const res = await client.interns.chat({ internId, internChatCompletionRequest: { stream: true, ...request } as InternChatCompletionRequest })
+  const res = await client.interns.chat({
+    internId,
+    internChatCompletionRequest: { stream: true, ...request } as InternChatCompletionRequest,
+  })
   const chunks: InternChatCompletionChunk[] = []
   for await (const chunk of res.result as AsyncIterable<InternChatCompletionChunk>) {
     chunks.push(chunk)
@@ -131,5 +163,10 @@ export async function chatThroughClient(
 /** The finish chunk of a stream that ended in error, as the official client reads it: the chunk's `error`. */
 export function streamError(chunks: InternChatCompletionChunk[]) {
   const finish = chunks.at(-2)!
-  return { finishReason: finish.choices[0]?.finishReason, model: finish.model, error: finish.error, final: chunks.at(-1) }
+  return {
+    finishReason: finish.choices[0]?.finishReason,
+    model: finish.model,
+    error: finish.error,
+    final: chunks.at(-1),
+  }
 }

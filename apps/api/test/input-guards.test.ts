@@ -19,8 +19,18 @@ beforeAll(async () => {
 afterAll(async () => app?.closeAll())
 
 const headers = (key = env.tenant.keys.user) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' })
-const post = (url: string, payload: unknown, key?: string) => app.inject({ method: 'POST', url, headers: headers(key), payload: typeof payload === 'string' ? payload : JSON.stringify(payload) })
-const counts = async () => JSON.stringify(await env.t.db.$queryRaw`SELECT (SELECT count(*)::int FROM interns) i, (SELECT max(updated_at) FROM interns) u, (SELECT count(*)::int FROM preset_versions) v`)
+const post = (url: string, payload: unknown, key?: string) =>
+  app.inject({
+    method: 'POST',
+    url,
+    headers: headers(key),
+    payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+  })
+const counts = async () =>
+  JSON.stringify(
+    await env.t.db
+      .$queryRaw`SELECT (SELECT count(*)::int FROM interns) i, (SELECT max(updated_at) FROM interns) u, (SELECT count(*)::int FROM preset_versions) v`,
+  )
 
 function expectRefused(res: { statusCode: number; json(): any }, status: number, message: RegExp, intern = false) {
   expect(res.statusCode).toBe(status)
@@ -36,12 +46,39 @@ describe('text Postgres cannot store', () => {
     const nul = /holds a NUL character or a lone surrogate/
     expectRefused(await post('/api/v1/interns', '{"name":"a\\u0000b"}'), 400, /the body at \/name holds a NUL/, true)
     expectRefused(await post('/api/v1/interns', '{"name":"ok-name","description":"\\ud800"}'), 400, nul, true)
-    expectRefused(await app.inject({ method: 'PATCH', url: `/api/v1/interns/${internId}`, headers: headers(), payload: '{"instructions":"x\\u0000"}' }), 400, nul, true)
+    expectRefused(
+      await app.inject({
+        method: 'PATCH',
+        url: `/api/v1/interns/${internId}`,
+        headers: headers(),
+        payload: '{"instructions":"x\\u0000"}',
+      }),
+      400,
+      nul,
+      true,
+    )
     for (const door of ['responses', 'chat/completions', 'messages']) {
-      expectRefused(await post(`/api/v1/presets/p-nul/${door}`, '{"model":"a/b","metadata":{"k\\u0000":"v"}}', env.tenant.keys.management), 400, nul)
-      expectRefused(await post(`/api/v1/presets/p-nul/${door}`, '{"model":"a/\\udfffb"}', env.tenant.keys.management), 400, nul)
+      expectRefused(
+        await post(
+          `/api/v1/presets/p-nul/${door}`,
+          '{"model":"a/b","metadata":{"k\\u0000":"v"}}',
+          env.tenant.keys.management,
+        ),
+        400,
+        nul,
+      )
+      expectRefused(
+        await post(`/api/v1/presets/p-nul/${door}`, '{"model":"a/\\udfffb"}', env.tenant.keys.management),
+        400,
+        nul,
+      )
     }
-    expectRefused(await app.inject({ method: 'GET', url: '/api/v1/interns?starting_after=%00', headers: headers() }), 400, /the query parameter starting_after holds a NUL/, true)
+    expectRefused(
+      await app.inject({ method: 'GET', url: '/api/v1/interns?starting_after=%00', headers: headers() }),
+      400,
+      /the query parameter starting_after holds a NUL/,
+      true,
+    )
     expect(await counts()).toBe(before)
   })
 
@@ -60,7 +97,11 @@ describe('JSON nested without end', () => {
     const before = await counts()
     const refusal = new RegExp(`nests deeper than ${MAX_JSON_DEPTH} levels`)
     expectRefused(await post('/api/v1/responses', deep(20_000)), 400, refusal)
-    expectRefused(await post('/api/v1/presets/p-deep/responses', deep(20_000), env.tenant.keys.management), 400, refusal)
+    expectRefused(
+      await post('/api/v1/presets/p-deep/responses', deep(20_000), env.tenant.keys.management),
+      400,
+      refusal,
+    )
     expectRefused(await post('/api/v1/presets/p-deep/messages', deep(20_000), env.tenant.keys.management), 400, refusal)
     expectRefused(await post('/api/v1/interns', deep(20_000)), 400, refusal, true)
     expect(await counts()).toBe(before)
@@ -79,7 +120,12 @@ describe('JSON nested without end', () => {
 
 describe("the router's refusals", () => {
   it('bad percent-encoding and over-long path segments answer in the documented body', async () => {
-    for (const url of [`/api/v1/interns/%ff`, `/api/v1/interns/${'x'.repeat(600)}`, `/api/v1/presets/${'x'.repeat(600)}`, '/api/v1/presets/%ff/versions']) {
+    for (const url of [
+      `/api/v1/interns/%ff`,
+      `/api/v1/interns/${'x'.repeat(600)}`,
+      `/api/v1/presets/${'x'.repeat(600)}`,
+      '/api/v1/presets/%ff/versions',
+    ]) {
       const res = await app.inject({ method: 'GET', url, headers: headers() })
       expect(res.headers['content-type']).toMatch(/^application\/json/)
       expectRefused(res, 404, /no resource at this path/, true)
@@ -120,7 +166,10 @@ describe('the OpenAPI document', () => {
       expect(schema.type).toBe('object')
       expect(Object.keys(schema.properties)).toContain('model')
     }
-    const chat = doc.paths['/api/v1/presets/{slug}/chat/completions'].post.requestBody.content['application/json'].schema
-    expect(Object.keys(chat.properties)).toEqual(expect.arrayContaining(['messages', 'max_tokens', 'response_format', 'tools']))
+    const chat =
+      doc.paths['/api/v1/presets/{slug}/chat/completions'].post.requestBody.content['application/json'].schema
+    expect(Object.keys(chat.properties)).toEqual(
+      expect.arrayContaining(['messages', 'max_tokens', 'response_format', 'tools']),
+    )
   })
 })

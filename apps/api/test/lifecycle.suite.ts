@@ -1,7 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
 import { InternLifecycleError } from '@openrouter/sdk/models/errors'
-import { apiClient, createTestDatabase, makeInternKey, makeTenant, startStack, waitFor, type RedisCluster, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import {
+  apiClient,
+  createTestDatabase,
+  makeInternKey,
+  makeTenant,
+  startStack,
+  waitFor,
+  type RedisCluster,
+  type Stack,
+  type Tenant,
+  type TestDatabase,
+} from '@roster/testing'
 
 /**
  * Every lifecycle operation through the official client (retries off), against the real processes,
@@ -13,7 +24,8 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
   let tenant: Tenant
   let stack: Stack
   let client: OpenRouter
-  const sdk = (key: string) => new OpenRouter({ apiKey: key, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
+  const sdk = (key: string) =>
+    new OpenRouter({ apiKey: key, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
 
   let cluster: RedisCluster | undefined
 
@@ -24,7 +36,10 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
     stack = await startStack({
       databaseUrl: t.url,
       redisUrl: cluster?.url,
-      env: { INTERN_LIMIT_PER_MEMBER: '1000', ...(cluster && { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: await cluster.prefixAwayFromSeed() }) },
+      env: {
+        INTERN_LIMIT_PER_MEMBER: '1000',
+        ...(cluster && { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: await cluster.prefixAwayFromSeed() }),
+      },
       workerEnv: { PROVISION_ATTEMPTS: '2', PROVISION_BACKOFF_MS: '50' },
     })
     client = sdk(tenant.keys.user)
@@ -36,9 +51,13 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
   })
 
   const statusOf = async (id: string) => (await client.interns.getIntern({ internId: id })).status
-  const until = (id: string, status: string) => waitFor(async () => (await statusOf(id)) === status, { timeoutMs: 20_000, what: `intern ${status}` })
+  const until = (id: string, status: string) =>
+    waitFor(async () => (await statusOf(id)) === status, { timeoutMs: 20_000, what: `intern ${status}` })
   async function refused(p: Promise<unknown>, status: number, reason: string) {
-    const err = await p.then(() => undefined, (e: unknown) => e)
+    const err = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    )
     expect(err).toBeInstanceOf(InternLifecycleError)
     expect((err as InternLifecycleError).statusCode).toBe(status)
     expect((err as InternLifecycleError).error.metadata?.reason).toBe(reason)
@@ -70,27 +89,48 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
       // Resumed on its host (which may have let it go while it was stopped: it starts again from its snapshot).
       expect((await hosted(intern.id))?.running).toBe(true)
 
-      expect(await client.interns.deleteIntern({ internId: intern.id, deleteInternRequest: {} })).toEqual({ deleting: true })
-      await waitFor(async () => (await t.db.intern.findUnique({ where: { id: intern.id } })) === null, { timeoutMs: 20_000, what: 'intern gone' })
+      expect(await client.interns.deleteIntern({ internId: intern.id, deleteInternRequest: {} })).toEqual({
+        deleting: true,
+      })
+      await waitFor(async () => (await t.db.intern.findUnique({ where: { id: intern.id } })) === null, {
+        timeoutMs: 20_000,
+        what: 'intern gone',
+      })
       await refused(client.interns.getIntern({ internId: intern.id }), 404, 'not_found')
       expect(await hosted(intern.id)).toBeUndefined()
       expect(await t.db.vault.findUnique({ where: { id: intern.vaultId! } })).toBeNull()
       // Kept off the host, with the deletion: its configuration (and its sessions and workspace snapshot, had it any).
-      const archives = await t.db.$queryRaw<{ name: string }[]>`SELECT name FROM workspace_archives WHERE intern_id = ${intern.id}::uuid`
+      const archives = await t.db.$queryRaw<
+        { name: string }[]
+      >`SELECT name FROM workspace_archives WHERE intern_id = ${intern.id}::uuid`
       expect(archives).toEqual([{ name: 'cycle' }])
     })
 
     it('updates fields: omitted stay, null clears, the name stays unique, the model is validated', async () => {
-      const intern = await client.interns.createIntern({ createInternRequest: { name: 'patchme', description: 'd', instructions: 'i' } })
+      const intern = await client.interns.createIntern({
+        createInternRequest: { name: 'patchme', description: 'd', instructions: 'i' },
+      })
       const updated = await client.interns.updateIntern({
         internId: intern.id,
         updateInternRequest: { description: null, model: 'openai/gpt-4o-mini:free' },
       })
-      expect(updated).toMatchObject({ name: 'patchme', description: null, instructions: 'i', model: 'openai/gpt-4o-mini:free' })
-      const restored = await client.interns.updateIntern({ internId: intern.id, updateInternRequest: { model: null, name: 'patched' } })
+      expect(updated).toMatchObject({
+        name: 'patchme',
+        description: null,
+        instructions: 'i',
+        model: 'openai/gpt-4o-mini:free',
+      })
+      const restored = await client.interns.updateIntern({
+        internId: intern.id,
+        updateInternRequest: { model: null, name: 'patched' },
+      })
       expect(restored).toMatchObject({ name: 'patched', model: null })
       await client.interns.createIntern({ createInternRequest: { name: 'other-one' } })
-      await refused(client.interns.updateIntern({ internId: intern.id, updateInternRequest: { name: 'other-one' } }), 409, 'name_taken')
+      await refused(
+        client.interns.updateIntern({ internId: intern.id, updateInternRequest: { name: 'other-one' } }),
+        409,
+        'name_taken',
+      )
       const api = apiClient(stack.apiUrl, tenant.keys.user)
       const bad = await fetch(`${stack.apiUrl}/interns/${intern.id}`, {
         method: 'PATCH',
@@ -110,7 +150,10 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
       await refused(client.interns.suspendIntern({ internId: intern.id }), 409, 'already_stopped')
       await client.interns.deleteIntern({ internId: intern.id, deleteInternRequest: {} })
       // Deleting again while the teardown runs is the same request; other operations are refused.
-      const again = await fetch(`${stack.apiUrl}/interns/${intern.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${tenant.keys.user}` } })
+      const again = await fetch(`${stack.apiUrl}/interns/${intern.id}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${tenant.keys.user}` },
+      })
       expect([202, 404]).toContain(again.status)
     })
 
@@ -143,27 +186,51 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
       await until(intern.id, 'running')
       await stack.runtime.kill('SIGKILL') // the archive cannot be made
       try {
-        await client.interns.deleteIntern({ internId: intern.id, deleteInternRequest: { acknowledgeWorkspaceLoss: false } })
+        await client.interns.deleteIntern({
+          internId: intern.id,
+          deleteInternRequest: { acknowledgeWorkspaceLoss: false },
+        })
         await until(intern.id, 'destroy_failed')
         const failed = await client.interns.getIntern({ internId: intern.id })
         expect(failed.lastFailureMessage).toMatch(/archiving the workspace/)
-        await refused(client.interns.deleteIntern({ internId: intern.id, deleteInternRequest: {} }), 409, 'workspace_loss_unacknowledged')
+        await refused(
+          client.interns.deleteIntern({ internId: intern.id, deleteInternRequest: {} }),
+          409,
+          'workspace_loss_unacknowledged',
+        )
         await refused(client.interns.provisionIntern({ internId: intern.id }), 409, 'intern_deleting')
-        await refused(client.interns.updateIntern({ internId: intern.id, updateInternRequest: { name: 'revived' } }), 409, 'intern_deleting')
+        await refused(
+          client.interns.updateIntern({ internId: intern.id, updateInternRequest: { name: 'revived' } }),
+          409,
+          'intern_deleting',
+        )
       } finally {
         stack.runtime.start()
         await stack.runtime.waitForOutput(/listening/)
       }
-      expect(await client.interns.deleteIntern({ internId: intern.id, deleteInternRequest: { acknowledgeWorkspaceLoss: true } })).toEqual({ deleting: true })
-      await waitFor(async () => (await t.db.intern.findUnique({ where: { id: intern.id } })) === null, { timeoutMs: 20_000, what: 'intern gone' })
+      expect(
+        await client.interns.deleteIntern({
+          internId: intern.id,
+          deleteInternRequest: { acknowledgeWorkspaceLoss: true },
+        }),
+      ).toEqual({ deleting: true })
+      await waitFor(async () => (await t.db.intern.findUnique({ where: { id: intern.id } })) === null, {
+        timeoutMs: 20_000,
+        what: 'intern gone',
+      })
     })
 
     it('detaches borrowers when a lending intern is deleted', async () => {
       const lender = await client.interns.createIntern({ createInternRequest: { name: 'lender' } })
-      const borrower = await client.interns.createIntern({ createInternRequest: { name: 'borrower', vaultId: lender.vaultId! } })
+      const borrower = await client.interns.createIntern({
+        createInternRequest: { name: 'borrower', vaultId: lender.vaultId! },
+      })
       expect(borrower.attachedVaultId).toBe(lender.vaultId)
       await client.interns.deleteIntern({ internId: lender.id, deleteInternRequest: {} })
-      await waitFor(async () => (await t.db.intern.findUnique({ where: { id: lender.id } })) === null, { timeoutMs: 20_000, what: 'lender gone' })
+      await waitFor(async () => (await t.db.intern.findUnique({ where: { id: lender.id } })) === null, {
+        timeoutMs: 20_000,
+        what: 'lender gone',
+      })
       expect((await client.interns.getIntern({ internId: borrower.id })).attachedVaultId).toBeNull()
     })
   })
@@ -173,7 +240,8 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
       const other = await makeTenant(t.db)
       const mine = sdk(other.keys.user)
       const made: string[] = []
-      for (let i = 0; i < 7; i++) made.push((await mine.interns.createIntern({ createInternRequest: { name: `page-${i}` } })).id)
+      for (let i = 0; i < 7; i++)
+        made.push((await mine.interns.createIntern({ createInternRequest: { name: `page-${i}` } })).id)
       const seen: string[] = []
       let cursor: string | undefined
       for (;;) {
@@ -195,7 +263,8 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
       const busy = await makeTenant(t.db)
       const mine = sdk(busy.keys.user)
       const before: string[] = []
-      for (let i = 0; i < 30; i++) before.push((await mine.interns.createIntern({ createInternRequest: { name: `old-${i}` } })).id)
+      for (let i = 0; i < 30; i++)
+        before.push((await mine.interns.createIntern({ createInternRequest: { name: `old-${i}` } })).id)
       let creating = true
       const background = (async () => {
         for (let i = 0; creating; i++) await mine.interns.createIntern({ createInternRequest: { name: `new-${i}` } })
@@ -215,24 +284,53 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
 
     it('refuses malformed cursors, bad limits, unknown statuses and another workspace', async () => {
       const bad = async (query: string) => {
-        const res = await fetch(`${stack.apiUrl}/interns?${query}`, { headers: { authorization: `Bearer ${tenant.keys.user}` } })
+        const res = await fetch(`${stack.apiUrl}/interns?${query}`, {
+          headers: { authorization: `Bearer ${tenant.keys.user}` },
+        })
         return { status: res.status, reason: ((await res.json()) as any).error?.metadata?.reason }
       }
       expect(await bad('starting_after=not-a-cursor')).toEqual({ status: 400, reason: 'invalid_body' })
       expect(await bad('limit=0')).toEqual({ status: 400, reason: 'invalid_body' })
       expect(await bad('limit=501')).toEqual({ status: 400, reason: 'invalid_body' })
       expect(await bad('status=sleeping')).toEqual({ status: 400, reason: 'invalid_body' })
-      expect(await bad(`status=${Array(9).fill(0).map((_, i) => ['queued', 'running', 'failed', 'stopped', 'destroying', 'destroy_failed', 'provisioning', 'awaiting_slack_install', 'nope'][i]).join('%2C')}`)).toEqual({ status: 400, reason: 'invalid_body' })
-      expect(await bad('workspace_id=00000000-0000-4000-8000-000000000000')).toEqual({ status: 404, reason: 'not_found' })
+      expect(
+        await bad(
+          `status=${Array(9)
+            .fill(0)
+            .map(
+              (_, i) =>
+                [
+                  'queued',
+                  'running',
+                  'failed',
+                  'stopped',
+                  'destroying',
+                  'destroy_failed',
+                  'provisioning',
+                  'awaiting_slack_install',
+                  'nope',
+                ][i],
+            )
+            .join('%2C')}`,
+        ),
+      ).toEqual({ status: 400, reason: 'invalid_body' })
+      expect(await bad('workspace_id=00000000-0000-4000-8000-000000000000')).toEqual({
+        status: 404,
+        reason: 'not_found',
+      })
       expect((await bad(`workspace_id=${tenant.workspaceId}&limit=500`)).status).toBe(200)
     })
 
     it('shows created_by_you to members and leaves it out for organization keys', async () => {
       const intern = await client.interns.createIntern({ createInternRequest: { name: 'flagged' } })
       // The SDK's Intern model has no created_by_you (it drops extra keys), so read the wire.
-      const asMember = await (await fetch(`${stack.apiUrl}/interns`, { headers: { authorization: `Bearer ${tenant.keys.user}` } })).json()
+      const asMember = await (
+        await fetch(`${stack.apiUrl}/interns`, { headers: { authorization: `Bearer ${tenant.keys.user}` } })
+      ).json()
       expect(asMember.data.find((i: { id: string }) => i.id === intern.id)?.created_by_you).toBe(true)
-      const res = await fetch(`${stack.apiUrl}/interns`, { headers: { authorization: `Bearer ${tenant.keys.organization}` } })
+      const res = await fetch(`${stack.apiUrl}/interns`, {
+        headers: { authorization: `Bearer ${tenant.keys.organization}` },
+      })
       const asOrg = (await res.json()).data.find((i: { id: string }) => i.id === intern.id)
       expect(asOrg).not.toHaveProperty('created_by_you')
       expect(asOrg).toHaveProperty('icon_sha256', null)
@@ -243,24 +341,43 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
       const own = sdk(await makeInternKey(t.db, tenant.workspaceId, intern.id))
       await refused(own.interns.listInterns(), 404, 'not_found')
       expect((await own.interns.getIntern({ internId: intern.id })).id).toBe(intern.id)
-      await refused(own.interns.suspendIntern({ internId: (await client.interns.createIntern({ createInternRequest: { name: 'notmine' } })).id }), 404, 'not_found')
+      await refused(
+        own.interns.suspendIntern({
+          internId: (await client.interns.createIntern({ createInternRequest: { name: 'notmine' } })).id,
+        }),
+        404,
+        'not_found',
+      )
       const stranger = await makeTenant(t.db)
-      await refused(sdk(stranger.keys.user).interns.deleteIntern({ internId: intern.id, deleteInternRequest: {} }), 404, 'not_found')
+      await refused(
+        sdk(stranger.keys.user).interns.deleteIntern({ internId: intern.id, deleteInternRequest: {} }),
+        404,
+        'not_found',
+      )
       const list = await sdk(stranger.keys.user).interns.listInterns()
       expect(list.data.find((i) => i.id === intern.id)).toBeUndefined()
     })
   })
 
   describe.skipIf(!!options.skip)('icons', () => {
-    const png = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.from('rest-of-a-png')])
+    const png = Buffer.concat([
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      Buffer.from('rest-of-a-png'),
+    ])
     const put = (id: string, body: Buffer, type: string, key = tenant.keys.user) =>
-      fetch(`${stack.apiUrl}/interns/${id}/icon`, { method: 'PUT', headers: { authorization: `Bearer ${key}`, 'content-type': type }, body })
+      fetch(`${stack.apiUrl}/interns/${id}/icon`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${key}`, 'content-type': type },
+        body,
+      })
 
     it('sets, serves and removes an icon; icon_sha256 names the bytes', async () => {
       const intern = await client.interns.createIntern({ createInternRequest: { name: 'pictured' } })
       const api = apiClient(stack.apiUrl, tenant.keys.user)
       expect((await api.getIntern(intern.id)).body.icon_sha256).toBeNull()
-      const noIcon = await fetch(`${stack.apiUrl}/interns/${intern.id}/icon`, { headers: { authorization: `Bearer ${tenant.keys.user}` } })
+      const noIcon = await fetch(`${stack.apiUrl}/interns/${intern.id}/icon`, {
+        headers: { authorization: `Bearer ${tenant.keys.user}` },
+      })
       expect(noIcon.status).toBe(404)
 
       const set = await put(intern.id, png, 'image/png')
@@ -271,12 +388,17 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
       const listed = await client.interns.listInterns()
       expect(listed.data.find((i) => i.id === intern.id)).toBeDefined()
 
-      const got = await fetch(`${stack.apiUrl}/interns/${intern.id}/icon`, { headers: { authorization: `Bearer ${tenant.keys.user}` } })
+      const got = await fetch(`${stack.apiUrl}/interns/${intern.id}/icon`, {
+        headers: { authorization: `Bearer ${tenant.keys.user}` },
+      })
       expect(got.status).toBe(200)
       expect(got.headers.get('content-type')).toBe('image/png')
       expect(Buffer.from(await got.arrayBuffer())).toEqual(png)
 
-      const removed = await fetch(`${stack.apiUrl}/interns/${intern.id}/icon`, { method: 'DELETE', headers: { authorization: `Bearer ${tenant.keys.user}` } })
+      const removed = await fetch(`${stack.apiUrl}/interns/${intern.id}/icon`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${tenant.keys.user}` },
+      })
       expect(removed.status).toBe(204)
       expect((await api.getIntern(intern.id)).body.icon_sha256).toBeNull()
     })
@@ -289,7 +411,11 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
       const stranger = await makeTenant(t.db)
       expect((await put(intern.id, png, 'image/png', stranger.keys.user)).status).toBe(404)
       // Elsewhere an image body is still refused as not JSON.
-      const res = await fetch(`${stack.apiUrl}/interns`, { method: 'POST', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'image/png' }, body: png })
+      const res = await fetch(`${stack.apiUrl}/interns`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'image/png' },
+        body: png,
+      })
       expect(res.status).toBe(415)
     })
   })

@@ -33,17 +33,32 @@ describe('GET /api/v1/models', () => {
 describe('GET /api/v1/models/{author}/{slug}/endpoints', () => {
   it('lists a model’s endpoints in the official client’s shape (the link each listed model gives)', async () => {
     const address = await sut.listen({ port: 0, host: '127.0.0.1' })
-    const client = new OpenRouter({ apiKey: env.tenant.keys.user, serverURL: `${address}/api/v1`, retryConfig: { strategy: 'none' } })
+    const client = new OpenRouter({
+      apiKey: env.tenant.keys.user,
+      serverURL: `${address}/api/v1`,
+      retryConfig: { strategy: 'none' },
+    })
     const res = await client.endpoints.list({ author: 'roster-sim', slug: 'messages' })
     expect(res.data).toMatchObject({ id: 'roster-sim/messages', architecture: { inputModalities: ['text', 'image'] } })
     expect(res.data.endpoints).toHaveLength(1)
-    expect(res.data.endpoints[0]).toMatchObject({ providerName: 'upstream-sim', contextLength: 128_000, pricing: { prompt: '0.000001', completion: '0.000002' }, supportsImplicitCaching: true })
-    const listed = (await sut.inject({ method: 'GET', url: '/api/v1/models', headers: auth(env.tenant.keys.user) })).json()
+    expect(res.data.endpoints[0]).toMatchObject({
+      providerName: 'upstream-sim',
+      contextLength: 128_000,
+      pricing: { prompt: '0.000001', completion: '0.000002' },
+      supportsImplicitCaching: true,
+    })
+    const listed = (
+      await sut.inject({ method: 'GET', url: '/api/v1/models', headers: auth(env.tenant.keys.user) })
+    ).json()
     const link = listed.data.find((m: { id: string }) => m.id === 'roster-sim/messages').links.details
     const followed = await sut.inject({ method: 'GET', url: link, headers: auth(env.tenant.keys.user) })
     expect(followed.statusCode).toBe(200)
     expect(JSON.stringify(followed.json())).not.toMatch(/api_key_env|base_url|127\.0\.0\.1/)
-    const missing = await sut.inject({ method: 'GET', url: '/api/v1/models/nobody/none/endpoints', headers: auth(env.tenant.keys.user) })
+    const missing = await sut.inject({
+      method: 'GET',
+      url: '/api/v1/models/nobody/none/endpoints',
+      headers: auth(env.tenant.keys.user),
+    })
     expect(missing.statusCode).toBe(404)
   })
 })

@@ -15,9 +15,17 @@ const document = JSON.parse(readFileSync(new URL('./schemas/open-responses-opena
 const schemas = document.components.schemas
 
 const slugged = { type: 'string', pattern: '^[a-z][a-z0-9_-]*:[a-z0-9_.-]+$' }
-const extensionItem = { type: 'object', required: ['type', 'id', 'status'], properties: { type: slugged, id: { type: 'string' }, status: { type: 'string' } } }
+const extensionItem = {
+  type: 'object',
+  required: ['type', 'id', 'status'],
+  properties: { type: slugged, id: { type: 'string' }, status: { type: 'string' } },
+}
 const extensionTool = { type: 'object', required: ['type'], properties: { type: slugged } }
-const extensionEvent = { type: 'object', required: ['type', 'sequence_number'], properties: { type: slugged, sequence_number: { type: 'integer' } } }
+const extensionEvent = {
+  type: 'object',
+  required: ['type', 'sequence_number'],
+  properties: { type: slugged, sequence_number: { type: 'integer' } },
+}
 const debugEvent = {
   type: 'object',
   required: ['type', 'sequence_number', 'debug'],
@@ -32,12 +40,16 @@ const StreamingEvent = { oneOf: [...streamed.oneOf, extensionEvent, debugEvent] 
 // OpenAPI's own keywords (discriminator, example, x-…) are annotations to a JSON Schema validator.
 const ajv = new Ajv2020({ strict: false, allErrors: true })
 addFormats.default(ajv)
-ajv.addSchema({ $id: 'https://roster.local/open-responses.json', components: { schemas: { ...schemas, StreamingEvent } } })
+ajv.addSchema({
+  $id: 'https://roster.local/open-responses.json',
+  components: { schemas: { ...schemas, StreamingEvent } },
+})
 
 const compiled = new Map<string, ValidateFunction>()
 function validator(name: string): ValidateFunction {
   let v = compiled.get(name)
-  if (!v) compiled.set(name, (v = ajv.getSchema(`https://roster.local/open-responses.json#/components/schemas/${name}`)!))
+  if (!v)
+    compiled.set(name, (v = ajv.getSchema(`https://roster.local/open-responses.json#/components/schemas/${name}`)!))
   return v
 }
 
@@ -45,7 +57,10 @@ function validator(name: string): ValidateFunction {
 export function schemaErrors(name: string, value: unknown): string[] {
   const v = validator(name)
   if (v(value)) return []
-  return (v.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}${e.params && Object.keys(e.params).length ? ` ${JSON.stringify(e.params)}` : ''}`)
+  return (v.errors ?? []).map(
+    (e) =>
+      `${e.instancePath || '/'} ${e.message}${e.params && Object.keys(e.params).length ? ` ${JSON.stringify(e.params)}` : ''}`,
+  )
 }
 
 /** A Response object (`ResponseResource`). */
@@ -61,7 +76,8 @@ const eventSchemaByType = new Map<string, string>(
 )
 
 /** One streamed event: against its own type's schema, or else the union `text/event-stream` has. */
-export const eventErrors = (value: unknown) => schemaErrors(eventSchemaByType.get((value as { type?: string })?.type ?? '') ?? 'StreamingEvent', value)
+export const eventErrors = (value: unknown) =>
+  schemaErrors(eventSchemaByType.get((value as { type?: string })?.type ?? '') ?? 'StreamingEvent', value)
 
 /** Every event of a stream: the ones the schema refuses, with their type and first complaints. */
 export function invalidEvents(events: unknown[]): { type: string; errors: string[] }[] {

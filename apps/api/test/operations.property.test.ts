@@ -16,18 +16,34 @@ let mine: Tenant
 let theirs: Tenant
 let sut: Awaited<ReturnType<typeof buildTestApp>>
 let doc: any
-const ids: Record<'mine' | 'theirs', { intern: string; preset: string }> = { mine: { intern: '', preset: '' }, theirs: { intern: '', preset: '' } }
+const ids: Record<'mine' | 'theirs', { intern: string; preset: string }> = {
+  mine: { intern: '', preset: '' },
+  theirs: { intern: '', preset: '' },
+}
 let internKey = ''
 
 beforeAll(async () => {
   t = await createTestDatabase()
   ;[mine, theirs] = [await makeTenant(t.db), await makeTenant(t.db)]
   sut = await buildTestApp(t.db, { INTERN_LIMIT_PER_MEMBER: '100000', REGIONAL_HOSTS: 'eu.roster.test' })
-  for (const [who, tenant] of [['mine', mine], ['theirs', theirs]] as const) {
-    const intern = await sut.inject({ method: 'POST', url: '/api/v1/interns', headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }, payload: { name: `seed-${who}` } })
+  for (const [who, tenant] of [
+    ['mine', mine],
+    ['theirs', theirs],
+  ] as const) {
+    const intern = await sut.inject({
+      method: 'POST',
+      url: '/api/v1/interns',
+      headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' },
+      payload: { name: `seed-${who}` },
+    })
     ids[who].intern = intern.json().id
     ids[who].preset = `seed-${who}`
-    const preset = await sut.inject({ method: 'POST', url: `/api/v1/presets/seed-${who}/responses`, headers: { authorization: `Bearer ${tenant.keys.management}`, 'content-type': 'application/json' }, payload: { model: 'a/b', temperature: 0.5 } })
+    const preset = await sut.inject({
+      method: 'POST',
+      url: `/api/v1/presets/seed-${who}/responses`,
+      headers: { authorization: `Bearer ${tenant.keys.management}`, 'content-type': 'application/json' },
+      payload: { model: 'a/b', temperature: 0.5 },
+    })
     expect(preset.statusCode).toBe(200)
   }
   internKey = await makeInternKey(t.db, mine.workspaceId, ids.mine.intern)
@@ -52,20 +68,57 @@ const operations = (): Operation[] =>
       path,
       id: op.operationId,
       params: op.parameters ?? [],
-      body: op.requestBody ? { types: Object.keys(op.requestBody.content), schema: Object.values<any>(op.requestBody.content)[0].schema } : undefined,
+      body: op.requestBody
+        ? { types: Object.keys(op.requestBody.content), schema: Object.values<any>(op.requestBody.content)[0].schema }
+        : undefined,
     })),
   )
 
 // Path segments, raw (already encoded as a client might send them): real ids, and odd ones.
-const ODD_SEGMENTS = ['%ff', '%00', '%ed%a0%80', 'x'.repeat(600), '..', '%2F', 'nope', '00000000-0000-0000-0000-000000000000', '%F0%9F%98%80', 'a%20b']
+const ODD_SEGMENTS = [
+  '%ff',
+  '%00',
+  '%ed%a0%80',
+  'x'.repeat(600),
+  '..',
+  '%2F',
+  'nope',
+  '00000000-0000-0000-0000-000000000000',
+  '%F0%9F%98%80',
+  'a%20b',
+]
 function segment(name: string, op: Operation): fc.Arbitrary<string> {
   // The event stream stays open for a visible intern, so it is driven with refusals only.
   const events = op.id === 'streamInternEvents'
-  const own = events ? [] : name === 'internId' ? [ids.mine.intern] : name === 'slug' ? [ids.mine.preset, 'fresh-slug'] : []
-  const real = name === 'internId' ? (events ? [crypto.randomUUID()] : [ids.theirs.intern, crypto.randomUUID()]) : name === 'slug' ? [ids.theirs.preset] : name === 'version' ? ['1', '2', '0', '99999999999'] : name === 'name' ? ['github_token', 'copy', 'a__b', 'GitHub-Token'] : ['roster-sim', 'chat']
-  return fc.oneof(fc.constantFrom(...own, ...real), fc.constantFrom(...ODD_SEGMENTS), fc.string({ maxLength: 12 }).map(encodeURIComponent))
+  const own = events
+    ? []
+    : name === 'internId'
+      ? [ids.mine.intern]
+      : name === 'slug'
+        ? [ids.mine.preset, 'fresh-slug']
+        : []
+  const real =
+    name === 'internId'
+      ? events
+        ? [crypto.randomUUID()]
+        : [ids.theirs.intern, crypto.randomUUID()]
+      : name === 'slug'
+        ? [ids.theirs.preset]
+        : name === 'version'
+          ? ['1', '2', '0', '99999999999']
+          : name === 'name'
+            ? ['github_token', 'copy', 'a__b', 'GitHub-Token']
+            : ['roster-sim', 'chat']
+  return fc.oneof(
+    fc.constantFrom(...own, ...real),
+    fc.constantFrom(...ODD_SEGMENTS),
+    fc.string({ maxLength: 12 }).map(encodeURIComponent),
+  )
 }
-const queryValue = fc.oneof(fc.constantFrom('1', '0', '-5', '100', '501', 'abc', '%00', '%ff', '%ed%a0%80', 'running', 'x'.repeat(300)), fc.string({ maxLength: 8 }).map(encodeURIComponent))
+const queryValue = fc.oneof(
+  fc.constantFrom('1', '0', '-5', '100', '501', 'abc', '%00', '%ff', '%ed%a0%80', 'running', 'x'.repeat(300)),
+  fc.string({ maxLength: 8 }).map(encodeURIComponent),
+)
 
 const KEYS = ['user', 'organization', 'management', 'theirs', 'intern', 'nope', 'none'] as const
 function authorization(kind: (typeof KEYS)[number]): string | undefined {
@@ -79,10 +132,16 @@ function authorization(kind: (typeof KEYS)[number]): string | undefined {
 /** JSON from the operation's own schema (strings and lists kept short), then maybe spoiled. */
 function jsonBody(schema: any): fc.Arbitrary<string | undefined> {
   const from = JSON.parse(
-    JSON.stringify({ ...schema, components: doc.components }, (k, v) => (k === 'maxLength' ? Math.min(v, 40) : k === 'maxItems' ? Math.min(v, 3) : v)),
+    JSON.stringify({ ...schema, components: doc.components }, (k, v) =>
+      k === 'maxLength' ? Math.min(v, 40) : k === 'maxItems' ? Math.min(v, 3) : v,
+    ),
   )
-  const generated = fc.integer({ min: 1, max: 2 ** 31 - 1 }).map((seed) => generateSync(from, { seed, optionalsProbability: 0.6, maxDepth: 5, maxDefaultItems: 2 }))
-  const spoiled = fc.tuple(generated, fc.constantFrom('nul', 'surrogate', 'deep', 'key')).map(([value, how]) => spoil(value, how))
+  const generated = fc
+    .integer({ min: 1, max: 2 ** 31 - 1 })
+    .map((seed) => generateSync(from, { seed, optionalsProbability: 0.6, maxDepth: 5, maxDefaultItems: 2 }))
+  const spoiled = fc
+    .tuple(generated, fc.constantFrom('nul', 'surrogate', 'deep', 'key'))
+    .map(([value, how]) => spoil(value, how))
   return fc.oneof(
     generated.map((v) => JSON.stringify(v)),
     spoiled,
@@ -93,25 +152,50 @@ function jsonBody(schema: any): fc.Arbitrary<string | undefined> {
 /** A value with one string given a NUL or a lone surrogate, a key made of one, or a branch 20,000 deep. */
 function spoil(value: unknown, how: string): string {
   const deep = '['.repeat(20_000) + ']'.repeat(20_000)
-  if (how === 'deep') return typeof value === 'object' && value && !Array.isArray(value) ? JSON.stringify({ ...value, x: 0 }).replace('"x":0', `"x":${deep}`) : deep
+  if (how === 'deep')
+    return typeof value === 'object' && value && !Array.isArray(value)
+      ? JSON.stringify({ ...value, x: 0 }).replace('"x":0', `"x":${deep}`)
+      : deep
   const bad = how === 'nul' ? '\\u0000' : '\\ud800'
-  if (how === 'key') return typeof value === 'object' && value && !Array.isArray(value) ? JSON.stringify({ ...value, k: 0 }).replace('"k"', `"k${bad}"`) : `{"${bad}":1}`
+  if (how === 'key')
+    return typeof value === 'object' && value && !Array.isArray(value)
+      ? JSON.stringify({ ...value, k: 0 }).replace('"k"', `"k${bad}"`)
+      : `{"${bad}":1}`
   const text = JSON.stringify(value)
   const at = text.indexOf('"')
-  return at >= 0 ? `${text.slice(0, at + 1)}${bad}${text.slice(at + 1)}` : JSON.stringify({ name: `a${bad}` }).replace('\\\\u', '\\u')
+  return at >= 0
+    ? `${text.slice(0, at + 1)}${bad}${text.slice(at + 1)}`
+    : JSON.stringify({ name: `a${bad}` }).replace('\\\\u', '\\u')
 }
 
 function request(op: Operation) {
   const pathParams = op.params.filter((p) => p.in === 'path')
   const queryParams = op.params.filter((p) => p.in === 'query')
   return fc.record({
-    path: fc.tuple(...pathParams.map((p) => segment(p.name, op))).map((values) => pathParams.reduce((url, p, i) => url.replace(`{${p.name}}`, values[i]!), op.path)),
-    query: fc.subarray(queryParams).chain((chosen) => fc.tuple(...chosen.map(() => queryValue)).map((values) => chosen.map((p, i) => `${p.name}=${values[i]}`).join('&'))),
+    path: fc
+      .tuple(...pathParams.map((p) => segment(p.name, op)))
+      .map((values) => pathParams.reduce((url, p, i) => url.replace(`{${p.name}}`, values[i]!), op.path)),
+    query: fc
+      .subarray(queryParams)
+      .chain((chosen) =>
+        fc
+          .tuple(...chosen.map(() => queryValue))
+          .map((values) => chosen.map((p, i) => `${p.name}=${values[i]}`).join('&')),
+      ),
     key: fc.constantFrom(...KEYS, 'user', 'management', 'user'),
     host: fc.constantFrom('localhost', 'eu.roster.test'),
     idempotency: fc.option(fc.constantFrom('k-1', 'k-2', '%00', 'x'.repeat(300))),
-    body: !op.body ? fc.constant(undefined) : op.body.types.includes('application/json') ? jsonBody(op.body.schema) : fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b)),
-    contentType: fc.constantFrom(...(op.body?.types ?? ['application/json']), 'application/json', 'text/plain', 'application/x-www-form-urlencoded'),
+    body: !op.body
+      ? fc.constant(undefined)
+      : op.body.types.includes('application/json')
+        ? jsonBody(op.body.schema)
+        : fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b)),
+    contentType: fc.constantFrom(
+      ...(op.body?.types ?? ['application/json']),
+      'application/json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+    ),
   })
 }
 
@@ -128,13 +212,45 @@ async function snapshot() {
 
 describe('every operation of the OpenAPI document, under generated requests', () => {
   it('lists the operations it drives', () => {
-    expect(operations().map((o) => o.id).sort()).toEqual(
+    expect(
+      operations()
+        .map((o) => o.id)
+        .sort(),
+    ).toEqual(
       [
-        'createIntern', 'listInterns', 'streamInternEvents', 'getInternIcon', 'setInternIcon', 'deleteInternIcon', 'updateIntern', 'deleteIntern', 'getIntern',
-        'provisionIntern', 'suspendIntern', 'listModels', 'listEndpoints', 'createResponse', 'createPresetsResponses', 'createPresetsChatCompletions',
-        'createPresetsMessages', 'listPresets', 'getPreset', 'listPresetVersions', 'getPresetVersion', 'storeVaultSecret', 'deleteVaultSecret',
-        'listVaultSecrets', 'storeInternVaultSecret', 'deleteInternVaultSecret', 'listInternVaultSecrets', 'copyVaultSecretsToIntern',
-        'listInternEffectiveSecrets', 'createInternChatCompletion', 'sendChatCompletionRequest', 'createMessage', 'compactResponse',
+        'createIntern',
+        'listInterns',
+        'streamInternEvents',
+        'getInternIcon',
+        'setInternIcon',
+        'deleteInternIcon',
+        'updateIntern',
+        'deleteIntern',
+        'getIntern',
+        'provisionIntern',
+        'suspendIntern',
+        'listModels',
+        'listEndpoints',
+        'createResponse',
+        'createPresetsResponses',
+        'createPresetsChatCompletions',
+        'createPresetsMessages',
+        'listPresets',
+        'getPreset',
+        'listPresetVersions',
+        'getPresetVersion',
+        'storeVaultSecret',
+        'deleteVaultSecret',
+        'listVaultSecrets',
+        'storeInternVaultSecret',
+        'deleteInternVaultSecret',
+        'listInternVaultSecrets',
+        'copyVaultSecretsToIntern',
+        'listInternEffectiveSecrets',
+        'createInternChatCompletion',
+        'sendChatCompletionRequest',
+        'createMessage',
+        'compactResponse',
       ].sort(),
     )
   })
@@ -149,7 +265,12 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         if (idempotency) headers['idempotency-key'] = idempotency
         if (body !== undefined) headers['content-type'] = contentType
         const before = await snapshot()
-        const res = await sut.inject({ method: op.method as 'GET', url: `${path}${query ? `?${query}` : ''}`, headers, payload: body })
+        const res = await sut.inject({
+          method: op.method as 'GET',
+          url: `${path}${query ? `?${query}` : ''}`,
+          headers,
+          payload: body,
+        })
         const context = `${op.method} ${path}?${query} as ${key} on ${host}: ${res.statusCode} ${res.body.slice(0, 300)}; body ${String(body).slice(0, 200)}`
         expect(res.statusCode, context).toBeLessThan(500)
         if (res.statusCode < 400) return

@@ -5,7 +5,18 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { createTestDatabase, describeNeeding, freePort, makeTenant, repoRoot, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import {
+  createTestDatabase,
+  describeNeeding,
+  freePort,
+  makeTenant,
+  repoRoot,
+  startStack,
+  waitFor,
+  type Stack,
+  type Tenant,
+  type TestDatabase,
+} from '@roster/testing'
 
 // A real Prometheus (Debian's prometheus package; .ci/run installs it) scrapes a running stack
 // (API, worker, runtime host, each with METRICS_PORT) with deploy/'s alert rules loaded, while
@@ -40,9 +51,20 @@ beforeAll(async () => {
   )
   const port = await freePort()
   promUrl = `http://127.0.0.1:${port}`
-  prometheus = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], { stdio: ['ignore', 'pipe', 'pipe'] })
+  prometheus = spawn(
+    'prometheus',
+    [
+      `--config.file=${join(dir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  )
   prometheus.stderr!.on('data', (d) => (promLog += d))
-  await waitFor(async () => (await fetch(`${promUrl}/-/ready`).catch(() => undefined))?.status === 200, { timeoutMs: 30_000, what: `Prometheus to be ready (${promLog.slice(-300)})` })
+  await waitFor(async () => (await fetch(`${promUrl}/-/ready`).catch(() => undefined))?.status === 200, {
+    timeoutMs: 30_000,
+    what: `Prometheus to be ready (${promLog.slice(-300)})`,
+  })
 })
 afterAll(async () => {
   prometheus?.kill()
@@ -60,18 +82,51 @@ async function query(expr: string): Promise<number> {
 
 await describeNeeding(['prometheus'], 'Prometheus scraping Roster', () => {
   it('scrapes every process, and PromQL sees creates, provisioning, the queue, the outbox and the gateway move', async () => {
-    await waitFor(async () => (await query('sum(up)')) === 2 + stack.metricsPorts.workers.length, { timeoutMs: 30_000, what: 'every target up' })
+    await waitFor(async () => (await query('sum(up)')) === 2 + stack.metricsPorts.workers.length, {
+      timeoutMs: 30_000,
+      what: 'every target up',
+    })
     expect(await query('sum(roster_intern_creates_total{outcome="created"})')).toBeNaN()
 
     const headers = { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }
     const ids: string[] = []
-    for (let i = 0; i < 10; i++) ids.push((await (await fetch(`${stack.apiUrl}/interns`, { method: 'POST', headers, body: JSON.stringify({ name: `scraped-${i}`, provision: true }) })).json()).id)
-    await waitFor(async () => (await Promise.all(ids.map(async (id) => (await (await fetch(`${stack.apiUrl}/interns/${id}`, { headers })).json()).status))).every((s) => s === 'running'), { timeoutMs: 30_000, what: 'the interns to run' })
-    expect((await fetch(`${stack.apiUrl}/responses`, { method: 'POST', headers, body: JSON.stringify({ model: 'roster-sim/chat', input: 'hello' }) })).status).toBe(200)
+    for (let i = 0; i < 10; i++)
+      ids.push(
+        (
+          await (
+            await fetch(`${stack.apiUrl}/interns`, {
+              method: 'POST',
+              headers,
+              body: JSON.stringify({ name: `scraped-${i}`, provision: true }),
+            })
+          ).json()
+        ).id,
+      )
+    await waitFor(
+      async () =>
+        (
+          await Promise.all(
+            ids.map(async (id) => (await (await fetch(`${stack.apiUrl}/interns/${id}`, { headers })).json()).status),
+          )
+        ).every((s) => s === 'running'),
+      { timeoutMs: 30_000, what: 'the interns to run' },
+    )
+    expect(
+      (
+        await fetch(`${stack.apiUrl}/responses`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ model: 'roster-sim/chat', input: 'hello' }),
+        })
+      ).status,
+    ).toBe(200)
 
     const expectations: [string, (v: number) => boolean][] = [
       ['sum(roster_intern_creates_total{outcome="created"})', (v) => v === 10],
-      ['sum(roster_http_request_duration_seconds_count{process="api",route="/api/v1/interns",method="POST",status="201"})', (v) => v === 10],
+      [
+        'sum(roster_http_request_duration_seconds_count{process="api",route="/api/v1/interns",method="POST",status="201"})',
+        (v) => v === 10,
+      ],
       ['sum(roster_provisioning_runs_total{outcome="running"})', (v) => v === 10],
       ['sum(roster_provisioning_step_duration_seconds_count{step="health",outcome="ok"})', (v) => v === 10],
       ['sum(roster_outbox_publish_lag_seconds_count)', (v) => v >= 10],
@@ -80,11 +135,17 @@ await describeNeeding(['prometheus'], 'Prometheus scraping Roster', () => {
       ['sum(roster_gateway_requests_total{model="roster-sim/chat",door="responses",outcome="ok"})', (v) => v === 1],
       ['sum(roster_gateway_tokens_total{model="roster-sim/chat",kind="output"})', (v) => v > 0],
       ['sum(roster_gateway_upstream_first_byte_seconds_count)', (v) => v >= 1],
-      ['sum(roster_http_request_duration_seconds_count{process="runtime",route="/v1/interns/:id/start"})', (v) => v >= 10],
+      [
+        'sum(roster_http_request_duration_seconds_count{process="runtime",route="/v1/interns/:id/start"})',
+        (v) => v >= 10,
+      ],
       ['max(roster_process_resident_memory_bytes{process="worker"})', (v) => v > 0],
     ]
     for (const [expr, ok] of expectations) {
-      await waitFor(async () => ok(await query(expr)), { timeoutMs: 30_000, what: `${expr} (now ${await query(expr)})` })
+      await waitFor(async () => ok(await query(expr)), {
+        timeoutMs: 30_000,
+        what: `${expr} (now ${await query(expr)})`,
+      })
     }
 
     // Labels are bounded: no intern id, hostname or key anywhere in what the processes export.
@@ -100,8 +161,20 @@ await describeNeeding(['prometheus'], 'Prometheus scraping Roster', () => {
   it("loads deploy/'s alert rules, and every expression of the Grafana dashboard is valid PromQL over metrics that exist", async () => {
     const rules = (await (await fetch(`${promUrl}/api/v1/rules`)).json()) as any
     const loaded = rules.data.groups.flatMap((g: any) => g.rules)
-    expect(loaded.map((r: any) => r.name).sort()).toEqual(['RosterGatewayErrors', 'RosterOutboxStuck', 'RosterProvisioningFailing', 'RosterQueueWaitGrowing', 'RosterReconcilerRepairing'])
-    await waitFor(async () => ((await (await fetch(`${promUrl}/api/v1/rules`)).json()) as any).data.groups.flatMap((g: any) => g.rules).every((r: any) => r.health === 'ok'), { timeoutMs: 15_000, what: 'every rule evaluated' })
+    expect(loaded.map((r: any) => r.name).sort()).toEqual([
+      'RosterGatewayErrors',
+      'RosterOutboxStuck',
+      'RosterProvisioningFailing',
+      'RosterQueueWaitGrowing',
+      'RosterReconcilerRepairing',
+    ])
+    await waitFor(
+      async () =>
+        ((await (await fetch(`${promUrl}/api/v1/rules`)).json()) as any).data.groups
+          .flatMap((g: any) => g.rules)
+          .every((r: any) => r.health === 'ok'),
+      { timeoutMs: 15_000, what: 'every rule evaluated' },
+    )
     const dashboard = JSON.parse(readFileSync(join(repoRoot, 'deploy/grafana/roster-dashboard.json'), 'utf8'))
     // Metrics the processes declare (a labelled one with no samples yet has only its HELP line).
     const names = new Set<string>()
@@ -116,13 +189,17 @@ await describeNeeding(['prometheus'], 'Prometheus scraping Roster', () => {
     for (const panel of dashboard.panels) {
       for (const target of panel.targets) {
         await query(target.expr) // throws on invalid PromQL
-        for (const metric of target.expr.match(/roster_[a-z0-9_]+/g) ?? []) expect(names, `${panel.title}: ${metric}`).toContain(metric)
+        for (const metric of target.expr.match(/roster_[a-z0-9_]+/g) ?? [])
+          expect(names, `${panel.title}: ${metric}`).toContain(metric)
       }
     }
   })
 
   it("passes promtool's checks: deploy/'s alert rules and scrape configuration", () => {
-    for (const args of [['check', 'rules', 'deploy/prometheus/alerts.yml'], ['check', 'config', 'deploy/prometheus/prometheus.yml']]) {
+    for (const args of [
+      ['check', 'rules', 'deploy/prometheus/alerts.yml'],
+      ['check', 'config', 'deploy/prometheus/prometheus.yml'],
+    ]) {
       const run = spawnSync('promtool', args, { cwd: repoRoot, encoding: 'utf8' })
       expect(run.status, `${run.stdout}${run.stderr}`).toBe(0)
     }

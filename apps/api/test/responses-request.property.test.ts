@@ -16,12 +16,21 @@ const gateway = useDemoGateway(() => env.t.db, { replyTokens: 4 })
  * lists capped, so a run's body is small (each is still checked against the real schema below).
  */
 const generatedFrom = JSON.parse(
-  JSON.stringify({ $ref: '#/components/schemas/CreateResponseBody', components: { schemas: openResponsesSchemas } }, (key, value) =>
-    key === 'maxLength' ? Math.min(value, 64) : key === 'maxItems' ? Math.min(value, 4) : value,
+  JSON.stringify(
+    { $ref: '#/components/schemas/CreateResponseBody', components: { schemas: openResponsesSchemas } },
+    (key, value) => (key === 'maxLength' ? Math.min(value, 64) : key === 'maxItems' ? Math.min(value, 4) : value),
   ),
 )
 /** A body the schema accepts, from a seed (json-schema-faker's generator is seeded, so fast-check can replay it). */
-const schemaBody = fc.integer({ min: 1, max: 2 ** 31 - 1 }).map((seed) => generateSync(generatedFrom, { seed, optionalsProbability: 0.5, maxDepth: 6, maxDefaultItems: 3 }) as Record<string, unknown>)
+const schemaBody = fc
+  .integer({ min: 1, max: 2 ** 31 - 1 })
+  .map(
+    (seed) =>
+      generateSync(generatedFrom, { seed, optionalsProbability: 0.5, maxDepth: 6, maxDefaultItems: 3 }) as Record<
+        string,
+        unknown
+      >,
+  )
 
 const clamp = (v: unknown, min: number, max: number) => (typeof v === 'number' ? Math.min(max, Math.max(min, v)) : v)
 /**
@@ -31,7 +40,14 @@ const clamp = (v: unknown, min: number, max: number) => (typeof v === 'number' ?
  * providers and the reply.
  */
 function withinLimits(body: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...body, temperature: clamp(body.temperature, 0, 2), top_p: clamp(body.top_p, 0, 1), presence_penalty: clamp(body.presence_penalty, -2, 2), frequency_penalty: clamp(body.frequency_penalty, -2, 2), max_tool_calls: clamp(body.max_tool_calls, 1, 30) }
+  const out: Record<string, unknown> = {
+    ...body,
+    temperature: clamp(body.temperature, 0, 2),
+    top_p: clamp(body.top_p, 0, 1),
+    presence_penalty: clamp(body.presence_penalty, -2, 2),
+    frequency_penalty: clamp(body.frequency_penalty, -2, 2),
+    max_tool_calls: clamp(body.max_tool_calls, 1, 30),
+  }
   for (const key of Object.keys(out)) if (out[key] === undefined) delete out[key]
   if (out.previous_response_id != null) out.previous_response_id = null
   if (out.background === true) out.background = false
@@ -40,7 +56,12 @@ function withinLimits(body: Record<string, unknown>): Record<string, unknown> {
 /** Three runs in four: within Roster's limits, on a model the catalogue has (the schema's model is any string). */
 const requestBody = fc.oneof(
   { arbitrary: schemaBody, weight: 1 },
-  { arbitrary: fc.tuple(schemaBody, fc.constantFrom(...DEMO_MODELS)).map(([body, model]) => ({ ...withinLimits(body), model })), weight: 3 },
+  {
+    arbitrary: fc
+      .tuple(schemaBody, fc.constantFrom(...DEMO_MODELS))
+      .map(([body, model]) => ({ ...withinLimits(body), model })),
+    weight: 3,
+  },
 )
 
 describe('POST /responses with any body the Open Responses schema accepts', () => {
@@ -69,7 +90,9 @@ describe('POST /responses with any body the Open Responses schema accepts', () =
         expect(res.statusCode, context).toBe(400)
         const { message } = res.json().error
         // A missing model is named as the field Roster needs; any other refusal names a field the body has.
-        const named = [...Object.keys(body), 'model'].some((field) => new RegExp(`(^|[^a-z_])${field}([^a-z_]|$)`).test(message))
+        const named = [...Object.keys(body), 'model'].some((field) =>
+          new RegExp(`(^|[^a-z_])${field}([^a-z_]|$)`).test(message),
+        )
         expect(named, `the refusal names none of the body's fields: ${context}`).toBe(true)
       }),
       { numRuns: 150 },

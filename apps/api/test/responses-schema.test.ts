@@ -31,7 +31,11 @@ afterAll(async () => {
   await Promise.all([sim, cut].map((s) => s?.close()))
 })
 
-const weather = { type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }
+const weather = {
+  type: 'function',
+  name: 'get_weather',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+}
 
 /** Requests that between them make every kind of output item and ending Roster has. */
 const CASES: Record<string, Record<string, unknown>> = {
@@ -58,8 +62,17 @@ const CASES: Record<string, Record<string, unknown>> = {
     reasoning: { effort: 'minimal' },
   },
   'log probabilities asked for': { input: 'hello there', include: ['message.output_text.logprobs'], top_logprobs: 3 },
-  'reasoning and a function call': { input: 'weather?', reasoning: { effort: 'max', summary: 'auto' }, tools: [weather], tool_choice: 'auto' },
-  'a function tool without a description or strict': { input: 'weather?', tools: [{ type: 'function', name: 'f', parameters: null }], tool_choice: { type: 'function', name: 'f' } },
+  'reasoning and a function call': {
+    input: 'weather?',
+    reasoning: { effort: 'max', summary: 'auto' },
+    tools: [weather],
+    tool_choice: 'auto',
+  },
+  'a function tool without a description or strict': {
+    input: 'weather?',
+    tools: [{ type: 'function', name: 'f', parameters: null }],
+    tool_choice: { type: 'function', name: 'f' },
+  },
   'a function result sent back': {
     input: [
       { role: 'user', content: 'weather in Paris?' },
@@ -83,7 +96,14 @@ const CASES: Record<string, Record<string, unknown>> = {
   },
   'text.format json_schema': {
     input: 'a city as JSON',
-    text: { format: { type: 'json_schema', name: 'city', schema: { type: 'object', properties: { name: { type: 'string' } } }, strict: true } },
+    text: {
+      format: {
+        type: 'json_schema',
+        name: 'city',
+        schema: { type: 'object', properties: { name: { type: 'string' } } },
+        strict: true,
+      },
+    },
   },
   'text.format json_object': { input: 'JSON please', text: { format: { type: 'json_object' } } },
   'incomplete (max_output_tokens)': { input: 'a long story', max_output_tokens: 3 },
@@ -111,14 +131,36 @@ describe('every Response is a valid Open Responses ResponseResource', () => {
 
   it("with the output text's log probabilities from the endpoints that give them", async () => {
     for (const protocol of ['openai-chat', 'openai-responses'] as const) {
-      const body = (await post({ model: `roster-sim/${PATHS[protocol]}`, input: 'hello there', include: ['message.output_text.logprobs'], top_logprobs: 3 })).json()
+      const body = (
+        await post({
+          model: `roster-sim/${PATHS[protocol]}`,
+          input: 'hello there',
+          include: ['message.output_text.logprobs'],
+          top_logprobs: 3,
+        })
+      ).json()
       const part = body.output[0].content[0]
       expect(part.logprobs.map((l: { token: string }) => l.token).join(''), protocol).toBe(part.text)
-      expect(part.logprobs.every((l: { top_logprobs: unknown[] }) => l.top_logprobs.length === 3), protocol).toBe(true)
-      const { events } = sseEvents((await post({ model: `roster-sim/${PATHS[protocol]}`, input: 'hello there', stream: true, include: ['message.output_text.logprobs'], top_logprobs: 3 })).body)
+      expect(
+        part.logprobs.every((l: { top_logprobs: unknown[] }) => l.top_logprobs.length === 3),
+        protocol,
+      ).toBe(true)
+      const { events } = sseEvents(
+        (
+          await post({
+            model: `roster-sim/${PATHS[protocol]}`,
+            input: 'hello there',
+            stream: true,
+            include: ['message.output_text.logprobs'],
+            top_logprobs: 3,
+          })
+        ).body,
+      )
       const deltas = events.filter((e) => e.data.type === 'response.output_text.delta').flatMap((e) => e.data.logprobs)
       expect(deltas, protocol).toEqual(part.logprobs)
-      expect(events.find((e) => e.data.type === 'response.output_text.done')!.data.logprobs, protocol).toEqual(part.logprobs)
+      expect(events.find((e) => e.data.type === 'response.output_text.done')!.data.logprobs, protocol).toEqual(
+        part.logprobs,
+      )
     }
   })
 
@@ -155,7 +197,10 @@ describe('every streamed event is a valid Open Responses streaming event', () =>
   }
 
   it('with routing metadata and the debug echo of the upstream body', async () => {
-    const res = await post({ model: 'roster-sim/messages', stream: true, input: 'hi', debug: { echo_upstream_body: true } }, { 'x-openrouter-metadata': 'enabled' })
+    const res = await post(
+      { model: 'roster-sim/messages', stream: true, input: 'hi', debug: { echo_upstream_body: true } },
+      { 'x-openrouter-metadata': 'enabled' },
+    )
     const { events } = sseEvents(res.body)
     expect(events.map((e) => e.data.type)).toContain('response.debug')
     expect(events.at(-1)!.data.response.openrouter_metadata).toBeDefined()

@@ -28,7 +28,8 @@ const BURST_TOKENS = 12
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 
-const model = (id: string, url: string, protocol: Protocol = 'openai-chat') => simModel(id, [simEndpoint(url, protocol)])
+const model = (id: string, url: string, protocol: Protocol = 'openai-chat') =>
+  simModel(id, [simEndpoint(url, protocol)])
 
 beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 6 })
@@ -49,13 +50,19 @@ beforeAll(async () => {
   burst = createServer((req, res) => {
     req.resume()
     req.on('end', () => {
-      const event = (chunk: object) => `data: ${JSON.stringify({ id: 'burst', object: 'chat.completion.chunk', ...chunk })}\n\n`
+      const event = (chunk: object) =>
+        `data: ${JSON.stringify({ id: 'burst', object: 'chat.completion.chunk', ...chunk })}\n\n`
       res.writeHead(200, { 'content-type': 'text/event-stream' })
       res.cork()
       // Under /bom the stream starts with a byte-order mark, which is not part of the first event.
       if (req.url!.startsWith('/bom/')) res.write('\uFEFF')
       for (let i = 0; i < BURST_TOKENS; i++) res.write(event({ choices: [{ index: 0, delta: { content: `w${i} ` } }] }))
-      res.write(event({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: BURST_TOKENS, total_tokens: 3 + BURST_TOKENS } }))
+      res.write(
+        event({
+          choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 3, completion_tokens: BURST_TOKENS, total_tokens: 3 + BURST_TOKENS },
+        }),
+      )
       res.write('data: [DONE]\n\n')
       res.end()
     })
@@ -106,7 +113,10 @@ const types = (events: { data: any }[]) => events.map((e) => e.data.type)
 describe('streaming, event by event', () => {
   for (const protocol of Object.keys(PATHS) as Protocol[]) {
     it(`translates ${protocol} into Open Responses events: lifecycle, sequence, [DONE]`, async () => {
-      const { res, events, done } = await rawStream({ model: `roster-sim/${PATHS[protocol]}`, input: 'tell me something' })
+      const { res, events, done } = await rawStream({
+        model: `roster-sim/${PATHS[protocol]}`,
+        input: 'tell me something',
+      })
       expect(res.status).toBe(200)
       expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/)
       expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
@@ -114,8 +124,18 @@ describe('streaming, event by event', () => {
       expect(events.map((e) => e.data.sequence_number)).toEqual(events.map((_, i) => i))
       for (const e of events) expect(e.name).toBe(e.data.type)
       const t = types(events)
-      expect(t.slice(0, 4)).toEqual(['response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added'])
-      expect(t.slice(-4)).toEqual(['response.output_text.done', 'response.content_part.done', 'response.output_item.done', 'response.completed'])
+      expect(t.slice(0, 4)).toEqual([
+        'response.created',
+        'response.in_progress',
+        'response.output_item.added',
+        'response.content_part.added',
+      ])
+      expect(t.slice(-4)).toEqual([
+        'response.output_text.done',
+        'response.content_part.done',
+        'response.output_item.done',
+        'response.completed',
+      ])
       const deltas = events.filter((e) => e.data.type === 'response.output_text.delta')
       expect(deltas).toHaveLength(6)
       for (const d of deltas) expect(d.data.logprobs).toEqual([])
@@ -125,7 +145,11 @@ describe('streaming, event by event', () => {
       expect(final.status).toBe('completed')
       expect(final.output_text).toBe(deltas.map((d) => d.data.delta).join(''))
       expect(final.output[0].content[0].text).toBe(final.output_text)
-      expect(final.usage).toMatchObject({ output_tokens: 6, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } })
+      expect(final.usage).toMatchObject({
+        output_tokens: 6,
+        input_tokens_details: { cached_tokens: 0 },
+        output_tokens_details: { reasoning_tokens: 0 },
+      })
       expect(final.usage.cost).toBeGreaterThan(0)
     })
 
@@ -134,7 +158,13 @@ describe('streaming, event by event', () => {
         model: `roster-sim/${PATHS[protocol]}`,
         input: 'weather?',
         reasoning: { effort: 'low' },
-        tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }],
+        tools: [
+          {
+            type: 'function',
+            name: 'get_weather',
+            parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+          },
+        ],
       })
       const t = types(events)
       expect(t).toContain('response.reasoning_summary_text.delta')
@@ -142,7 +172,10 @@ describe('streaming, event by event', () => {
       const done = events.find((e) => e.data.type === 'response.function_call_arguments.done')!.data
       expect(done.name).toBe('get_weather')
       expect(JSON.parse(done.arguments)).toEqual({ city: 'sample' })
-      const args = events.filter((e) => e.data.type === 'response.function_call_arguments.delta').map((e) => e.data.delta).join('')
+      const args = events
+        .filter((e) => e.data.type === 'response.function_call_arguments.delta')
+        .map((e) => e.data.delta)
+        .join('')
       expect(args).toBe(done.arguments)
       const final = events.at(-1)!.data.response
       expect(final.output.map((o: any) => o.type)).toEqual(['reasoning', 'function_call'])
@@ -157,25 +190,36 @@ describe('writes to the client', () => {
   it('events that arrive together leave together: a burst costs a few writes, not one per event', async () => {
     // Counts the writes Roster's side of a new connection makes (each one a system call).
     let writes = 0
-    app.server.once('connection', (socket: Socket & { _write: (...args: unknown[]) => unknown; _writev: (...args: unknown[]) => unknown }) => {
-      const { _write: write, _writev: writev } = socket
-      socket._write = function (this: Socket, ...args: unknown[]) {
-        writes++
-        return write.apply(this, args)
-      }
-      socket._writev = function (this: Socket, ...args: unknown[]) {
-        writes++
-        return writev.apply(this, args)
-      }
-    })
+    app.server.once(
+      'connection',
+      (socket: Socket & { _write: (...args: unknown[]) => unknown; _writev: (...args: unknown[]) => unknown }) => {
+        const { _write: write, _writev: writev } = socket
+        socket._write = function (this: Socket, ...args: unknown[]) {
+          writes++
+          return write.apply(this, args)
+        }
+        socket._writev = function (this: Socket, ...args: unknown[]) {
+          writes++
+          return writev.apply(this, args)
+        }
+      },
+    )
     const body = JSON.stringify({ model: 'test/burst', input: 'all at once', stream: true })
     const text = await new Promise<string>((resolve, reject) => {
-      const req = httpRequest(`${baseURL}/responses`, { method: 'POST', agent: false, headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' } }, (res) => {
-        let all = ''
-        res.setEncoding('utf8')
-        res.on('data', (c: string) => (all += c))
-        res.on('end', () => resolve(all))
-      })
+      const req = httpRequest(
+        `${baseURL}/responses`,
+        {
+          method: 'POST',
+          agent: false,
+          headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+        },
+        (res) => {
+          let all = ''
+          res.setEncoding('utf8')
+          res.on('data', (c: string) => (all += c))
+          res.on('end', () => resolve(all))
+        },
+      )
       req.on('error', reject)
       req.end(body)
     })
@@ -209,14 +253,25 @@ describe('the official clients, streaming', () => {
     expect(text.split(' ')).toHaveLength(6)
 
     const seen: string[] = []
-    for await (const event of await client.responses.create({ model: 'roster-sim/responses', input: 'hello', stream: true })) seen.push(event.type)
+    for await (const event of await client.responses.create({
+      model: 'roster-sim/responses',
+      input: 'hello',
+      stream: true,
+    }))
+      seen.push(event.type)
     expect(seen[0]).toBe('response.created')
     expect(seen.at(-1)).toBe('response.completed')
   })
 
   it('@openrouter/sdk: responses.send with stream parses every event', async () => {
-    const client = new OpenRouter({ apiKey: env.tenant.keys.user, serverURL: baseURL, retryConfig: { strategy: 'none' } })
-    const stream = await client.responses.send({ responsesRequest: { model: 'roster-sim/chat', input: 'hello', stream: true } })
+    const client = new OpenRouter({
+      apiKey: env.tenant.keys.user,
+      serverURL: baseURL,
+      retryConfig: { strategy: 'none' },
+    })
+    const stream = await client.responses.send({
+      responsesRequest: { model: 'roster-sim/chat', input: 'hello', stream: true },
+    })
     const seen: any[] = []
     for await (const event of stream as AsyncIterable<any>) seen.push(event)
     expect(seen.map((e) => e.type)).toContain('response.output_text.delta')
@@ -253,7 +308,9 @@ describe('failures while streaming', () => {
     const failed = await rawStream({ model: 'roster-sim/limited', input: 'x' })
     expect(failed.res.status).toBe(429)
     expect(failed.res.headers.get('retry-after')).toBe('2')
-    expect(JSON.parse(failed.text)).toMatchObject({ error: { code: 429, metadata: { error_type: 'rate_limit_exceeded' } } })
+    expect(JSON.parse(failed.text)).toMatchObject({
+      error: { code: 429, metadata: { error_type: 'rate_limit_exceeded' } },
+    })
   })
 
   it('a provider event that is not JSON fails that endpoint: the next one serves, or a 502 names it', async () => {
@@ -267,7 +324,15 @@ describe('failures while streaming', () => {
   })
 
   it('a client that goes away cancels the upstream request', async () => {
-    await leaveMidStream(`${baseURL}/responses`, { headers: { authorization: `Bearer ${env.tenant.keys.user}` }, body: { model: 'roster-sim/slow', input: 'a long one', stream: true } }, 'response.output_text.delta', slow)
+    await leaveMidStream(
+      `${baseURL}/responses`,
+      {
+        headers: { authorization: `Bearer ${env.tenant.keys.user}` },
+        body: { model: 'roster-sim/slow', input: 'a long one', stream: true },
+      },
+      'response.output_text.delta',
+      slow,
+    )
   })
 
   it('a client that goes away cancels a whole-reply request too, and a stream before its first event', async () => {
@@ -289,13 +354,20 @@ describe('failures while streaming', () => {
     await waitFor(() => late.stats.cancelled === 1, { timeoutMs: 2_000, what: 'the upstream request to be cancelled' })
     // Before a stream's first event nothing was sent yet; the upstream call ends all the same.
     await abandon({ stream: true })
-    await waitFor(() => late.stats.cancelled === 2, { timeoutMs: 2_000, what: 'the streamed upstream request to be cancelled' })
+    await waitFor(() => late.stats.cancelled === 2, {
+      timeoutMs: 2_000,
+      what: 'the streamed upstream request to be cancelled',
+    })
   })
 
   it('streams each upstream token as it arrives, not buffered', async () => {
     const res = await fetch(`${baseURL}/responses`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json', 'x-request-id': 'pace-check' },
+      headers: {
+        authorization: `Bearer ${env.tenant.keys.user}`,
+        'content-type': 'application/json',
+        'x-request-id': 'pace-check',
+      },
       body: JSON.stringify({ model: 'roster-sim/slow', input: 'pace', stream: true, max_output_tokens: 8 }),
     })
     const reader = res.body!.getReader()

@@ -21,7 +21,16 @@ let baseURL: string
 beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 6 })
   slow = await startSimulator({ replyTokens: 200, tokensPerSecond: 20 })
-  app = await buildTestApp(env.t.db, {}, { models: [simModel('roster-sim/chat', [simEndpoint(sim.url)]), simModel('roster-sim/slow', [simEndpoint(slow.url)])] })
+  app = await buildTestApp(
+    env.t.db,
+    {},
+    {
+      models: [
+        simModel('roster-sim/chat', [simEndpoint(sim.url)]),
+        simModel('roster-sim/slow', [simEndpoint(slow.url)]),
+      ],
+    },
+  )
   baseURL = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
 })
 afterAll(async () => {
@@ -42,7 +51,9 @@ async function connect(key = env.tenant.keys.user, headers: Record<string, strin
   })
   return { socket, received, send: (m: object | string) => socket.send(typeof m === 'string' ? m : JSON.stringify(m)) }
 }
-const ended = (events: any[], n: number) => () => events.filter((e) => ['response.completed', 'response.failed', 'response.incomplete', 'error'].includes(e.type)).length >= n
+const ended = (events: any[], n: number) => () =>
+  events.filter((e) => ['response.completed', 'response.failed', 'response.incomplete', 'error'].includes(e.type))
+    .length >= n
 /** One response's events with what differs between two runs of it (ids, times) taken out. */
 const shape = (events: any[]) => events.map((e) => `${e.type}:${e.delta ?? e.text ?? ''}`)
 
@@ -69,7 +80,15 @@ describe('/responses over WebSocket', () => {
     }
     expect(a[0].response.id).not.toBe(b[0].response.id)
     // The same request over SSE: the same events, in the same order.
-    const sse = sseEvents(await (await fetch(`${baseURL}/responses`, { method: 'POST', headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'roster-sim/chat', input: 'hello', stream: true }) })).text())
+    const sse = sseEvents(
+      await (
+        await fetch(`${baseURL}/responses`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ model: 'roster-sim/chat', input: 'hello', stream: true }),
+        })
+      ).text(),
+    )
     expect(shape(a)).toEqual(shape(sse.events.map((e) => e.data)))
   })
 
@@ -86,9 +105,18 @@ describe('/responses over WebSocket', () => {
     const c = await connect()
     c.send({ type: 'response.create', model: 'roster-sim/chat', input: 'go on', previous_response_id: 'resp_123' })
     await waitFor(ended(c.received, 1), { what: 'the error event' })
-    expect(c.received[0]).toMatchObject({ type: 'error', status: 404, error: { code: 'previous_response_not_found', param: 'previous_response_id' } })
+    expect(c.received[0]).toMatchObject({
+      type: 'error',
+      status: 404,
+      error: { code: 'previous_response_not_found', param: 'previous_response_id' },
+    })
     expect(schemaErrors('WebSocketErrorEvent', c.received[0])).toEqual([])
-    c.send({ type: 'response.create', model: 'roster-sim/chat', input: 'the whole history instead', previous_response_id: null })
+    c.send({
+      type: 'response.create',
+      model: 'roster-sim/chat',
+      input: 'the whole history instead',
+      previous_response_id: null,
+    })
     await waitFor(ended(c.received, 2), { what: 'the next response' })
     expect(c.received.at(-1).type).toBe('response.completed')
     c.socket.close()
@@ -104,7 +132,12 @@ describe('/responses over WebSocket', () => {
       { type: 'response.create', model: 'roster-sim/chat', input: 'x', background: false },
       { type: 'response.create', input: 'no model' },
       { type: 'response.create', model: 'nobody/none', input: 'x' },
-      { type: 'response.create', model: 'roster-sim/chat', input: 'x', deep: JSON.parse('['.repeat(100) + ']'.repeat(100)) },
+      {
+        type: 'response.create',
+        model: 'roster-sim/chat',
+        input: 'x',
+        deep: JSON.parse('['.repeat(100) + ']'.repeat(100)),
+      },
       '{"type":"response.create","model":"roster-sim/chat","input":"x","__proto__":{"polluted":true}}',
     ]
     for (const m of bad) c.send(m)
@@ -124,7 +157,13 @@ describe('/responses over WebSocket', () => {
   it('keeps at most 16 requests waiting on a connection, refusing the rest with 429', async () => {
     const c = await connect()
     for (let i = 0; i < 20; i++) c.send({ type: 'response.create', model: 'roster-sim/chat', input: `burst ${i}` })
-    await waitFor(() => c.received.filter((e) => e.type === 'response.completed').length + c.received.filter((e) => e.type === 'error').length >= 20, { timeoutMs: 20_000, what: 'every request answered or refused' })
+    await waitFor(
+      () =>
+        c.received.filter((e) => e.type === 'response.completed').length +
+          c.received.filter((e) => e.type === 'error').length >=
+        20,
+      { timeoutMs: 20_000, what: 'every request answered or refused' },
+    )
     const refused = c.received.filter((e) => e.type === 'error')
     expect(refused.length).toBeGreaterThan(0)
     for (const e of refused) expect(e).toMatchObject({ status: 429, error: { code: 'rate_limit_exceeded' } })
@@ -147,11 +186,24 @@ describe('/responses over WebSocket', () => {
     // 1009 with @fastify/websocket's own handler too; what differs is this: a protocol error of the
     // client's is logged as such and left to ws to close, anything else is the server's and ends at once.
     const seen: string[] = []
-    const request = { log: { info: (_: object, msg: string) => seen.push(`info: ${msg}`), error: (_: object, msg: string) => seen.push(`error: ${msg}`) } }
+    const request = {
+      log: {
+        info: (_: object, msg: string) => seen.push(`info: ${msg}`),
+        error: (_: object, msg: string) => seen.push(`error: ${msg}`),
+      },
+    }
     const socket = { terminate: () => seen.push('terminated') }
-    websocketError(Object.assign(new RangeError('Max payload size exceeded'), { code: 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' }), socket, request)
+    websocketError(
+      Object.assign(new RangeError('Max payload size exceeded'), { code: 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' }),
+      socket,
+      request,
+    )
     websocketError(new Error('boom'), socket, request)
-    expect(seen).toEqual(['info: websocket client broke the protocol; closing', 'error: websocket connection failed', 'terminated'])
+    expect(seen).toEqual([
+      'info: websocket client broke the protocol; closing',
+      'error: websocket connection failed',
+      'terminated',
+    ])
   })
 
   it('refuses a connection without a valid key, and cancels the upstream call when the client goes away', async () => {
@@ -164,6 +216,9 @@ describe('/responses over WebSocket', () => {
     await waitFor(() => c.received.some((e) => e.type === 'response.output_text.delta'), { what: 'the first delta' })
     const before = slow.stats.cancelled
     c.socket.terminate()
-    await waitFor(() => slow.stats.cancelled > before, { timeoutMs: 3_000, what: 'the upstream stream to be cancelled' })
+    await waitFor(() => slow.stats.cancelled > before, {
+      timeoutMs: 3_000,
+      what: 'the upstream stream to be cancelled',
+    })
   })
 })

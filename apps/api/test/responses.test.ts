@@ -13,13 +13,17 @@ let limited: Simulator
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 
-const model = (id: string, url: string, extra: Partial<Endpoint> = {}) => simModel(id, [simEndpoint(url, 'openai-chat', extra)])
+const model = (id: string, url: string, extra: Partial<Endpoint> = {}) =>
+  simModel(id, [simEndpoint(url, 'openai-chat', extra)])
 
 beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 5, apiKey: 'sk-sim-secret' })
   limited = await startSimulator({ fault: '429' })
   const catalogue: Catalogue = {
-    models: [model('roster-sim/chat', sim.url, { api_key_env: 'SIM_KEY', tiers: ['default', 'priority'] }), model('roster-sim/limited', limited.url)],
+    models: [
+      model('roster-sim/chat', sim.url, { api_key_env: 'SIM_KEY', tiers: ['default', 'priority'] }),
+      model('roster-sim/limited', limited.url),
+    ],
   }
   app = await buildTestApp(env.t.db, {}, catalogue, { SIM_KEY: 'sk-sim-secret' })
   const address = await app.listen({ port: 0, host: '127.0.0.1' })
@@ -34,25 +38,54 @@ afterAll(async () => {
 describe('POST /api/v1/responses with the openai client', () => {
   it('answers text with usage and cost', async () => {
     const client = new OpenAI({ apiKey: env.tenant.keys.user, baseURL, maxRetries: 0 })
-    const res = await client.responses.create({ model: 'roster-sim/chat', input: 'hello there', metadata: { run: 'one' } })
+    const res = await client.responses.create({
+      model: 'roster-sim/chat',
+      input: 'hello there',
+      metadata: { run: 'one' },
+    })
     expect(res.status).toBe('completed')
     expect(res.output_text.split(' ')).toHaveLength(5)
     expect(res.metadata).toEqual({ run: 'one' })
-    expect(res.usage).toMatchObject({ input_tokens: 2, output_tokens: 5, total_tokens: 7, input_tokens_details: { cached_tokens: 0 } })
+    expect(res.usage).toMatchObject({
+      input_tokens: 2,
+      output_tokens: 5,
+      total_tokens: 7,
+      input_tokens_details: { cached_tokens: 0 },
+    })
     // Exactly: tokens times the catalogue's decimal prices, without binary noise (0.000011999999999999999).
     expect((res.usage as any).cost).toBe(0.000012)
-    expect((res.usage as any).cost_details).toEqual({ upstream_inference_cost: 0.000012, upstream_inference_input_cost: 0.000002, upstream_inference_output_cost: 0.00001 })
+    expect((res.usage as any).cost_details).toEqual({
+      upstream_inference_cost: 0.000012,
+      upstream_inference_input_cost: 0.000002,
+      upstream_inference_output_cost: 0.00001,
+    })
   })
 
   it('echoes the settings it ran with: fast as priority, a text format beside a verbosity given alone', async () => {
     const client = new OpenAI({ apiKey: env.tenant.keys.user, baseURL, maxRetries: 0 })
-    const res = await client.responses.create({ model: 'roster-sim/chat', input: 'hi', text: { verbosity: 'low' }, service_tier: 'fast' as 'priority', temperature: 0.3 })
+    const res = await client.responses.create({
+      model: 'roster-sim/chat',
+      input: 'hi',
+      text: { verbosity: 'low' },
+      service_tier: 'fast' as 'priority',
+      temperature: 0.3,
+    })
     expect(res.text).toEqual({ format: { type: 'text' }, verbosity: 'low' })
     expect(res.service_tier).toBe('priority')
     expect(res.temperature).toBe(0.3)
     // Left out, a setting reports the value in force, never null; the tier is the one served.
     const plain = await client.responses.create({ model: 'roster-sim/chat', input: 'hi' })
-    expect(plain).toMatchObject({ service_tier: 'default', temperature: 1, top_p: 1, presence_penalty: 0, frequency_penalty: 0, top_logprobs: 0, truncation: 'disabled', background: false, safety_identifier: null })
+    expect(plain).toMatchObject({
+      service_tier: 'default',
+      temperature: 1,
+      top_p: 1,
+      presence_penalty: 0,
+      frequency_penalty: 0,
+      top_logprobs: 0,
+      truncation: 'disabled',
+      background: false,
+      safety_identifier: null,
+    })
   })
 
   it('returns a function call for an offered tool, with arguments valid for its schema', async () => {
@@ -60,7 +93,19 @@ describe('POST /api/v1/responses with the openai client', () => {
     const res = await client.responses.create({
       model: 'roster-sim/chat',
       input: 'weather in Paris?',
-      tools: [{ type: 'function', name: 'get_weather', strict: true, parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false } }],
+      tools: [
+        {
+          type: 'function',
+          name: 'get_weather',
+          strict: true,
+          parameters: {
+            type: 'object',
+            properties: { city: { type: 'string' } },
+            required: ['city'],
+            additionalProperties: false,
+          },
+        },
+      ],
     })
     const call = res.output.find((o) => o.type === 'function_call') as any
     expect(call.name).toBe('get_weather')
@@ -69,7 +114,12 @@ describe('POST /api/v1/responses with the openai client', () => {
 
   it('holds the model to allowed_tools: a tool not named there is not offered to it', async () => {
     const client = new OpenAI({ apiKey: env.tenant.keys.user, baseURL, maxRetries: 0 })
-    const tool = (name: string) => ({ type: 'function' as const, name, strict: false, parameters: { type: 'object', properties: {} } })
+    const tool = (name: string) => ({
+      type: 'function' as const,
+      name,
+      strict: false,
+      parameters: { type: 'object', properties: {} },
+    })
     // The simulator calls the first tool it is offered.
     const res = await client.responses.create({
       model: 'roster-sim/chat',
@@ -80,25 +130,41 @@ describe('POST /api/v1/responses with the openai client', () => {
     expect(res.output.filter((o) => o.type === 'function_call').map((o: any) => o.name)).toEqual(['allowed'])
     // The Response still lists every tool the request gave, and the choice as it was made.
     expect(res.tools.map((t: any) => t.name)).toEqual(['forbidden', 'allowed'])
-    expect(res.tool_choice).toEqual({ type: 'allowed_tools', mode: 'auto', tools: [{ type: 'function', name: 'allowed' }] })
+    expect(res.tool_choice).toEqual({
+      type: 'allowed_tools',
+      mode: 'auto',
+      tools: [{ type: 'function', name: 'allowed' }],
+    })
   })
 })
 
 describe('POST /api/v1/responses with @openrouter/sdk', () => {
-  const client = () => new OpenRouter({ apiKey: env.tenant.keys.user, serverURL: baseURL, retryConfig: { strategy: 'none' } })
+  const client = () =>
+    new OpenRouter({ apiKey: env.tenant.keys.user, serverURL: baseURL, retryConfig: { strategy: 'none' } })
 
   it('parses as the client’s Response, every required key present', async () => {
-    const res = await client().responses.send({ responsesRequest: { model: 'roster-sim/chat', input: 'Say hi', maxOutputTokens: 32 } })
+    const res = await client().responses.send({
+      responsesRequest: { model: 'roster-sim/chat', input: 'Say hi', maxOutputTokens: 32 },
+    })
     expect(res).toMatchObject({ object: 'response', status: 'completed', model: 'roster-sim/chat', store: false })
     expect((res as any).outputText.length).toBeGreaterThan(0)
   })
 
   it('falls back to the next model on a retryable failure, and answers 429 with Retry-After when none is left', async () => {
-    const res = await client().responses.send({ responsesRequest: { models: ['roster-sim/limited', 'roster-sim/chat'], input: 'x' }, xOpenRouterMetadata: 'enabled' })
+    const res = await client().responses.send({
+      responsesRequest: { models: ['roster-sim/limited', 'roster-sim/chat'], input: 'x' },
+      xOpenRouterMetadata: 'enabled',
+    })
     expect(res.model).toBe('roster-sim/chat')
     expect((res as any).openrouterMetadata).toMatchObject({
       attempt: 2,
-      endpoints: { total: 2, available: [{ model: 'roster-sim/limited', selected: false }, { model: 'roster-sim/chat', selected: true }] },
+      endpoints: {
+        total: 2,
+        available: [
+          { model: 'roster-sim/limited', selected: false },
+          { model: 'roster-sim/chat', selected: true },
+        ],
+      },
       strategy: 'fallback',
     })
     const raw = await fetch(`${baseURL}/responses`, {
@@ -134,8 +200,16 @@ describe('what goes upstream, and what is refused', () => {
       [{ model: 'nobody/none', input: 'x' }, 400, /nobody\/none/],
       [{ model: 'roster-sim/chat', input: 'x', tools: [{ type: 'web_search_preview' }] }, 400, /web_search_preview/],
       [{ model: 'roster-sim/chat', input: 'x', plugins: [{ id: 'moderation' }] }, 400, /moderation/],
-      [{ model: 'roster-sim/chat', input: 'x', metadata: { 'a[b]': 'c' } }, 400, /metadata\/a\[b\] invalid key: metadata keys may not contain brackets/],
-      [{ model: 'roster-sim/chat', input: 'x', stop: ['a', 'b', 'c', 'd', 'e'] }, 400, /\/stop at most 4 stop sequences/],
+      [
+        { model: 'roster-sim/chat', input: 'x', metadata: { 'a[b]': 'c' } },
+        400,
+        /metadata\/a\[b\] invalid key: metadata keys may not contain brackets/,
+      ],
+      [
+        { model: 'roster-sim/chat', input: 'x', stop: ['a', 'b', 'c', 'd', 'e'] },
+        400,
+        /\/stop at most 4 stop sequences/,
+      ],
     ]
     for (const [body, status, message] of cases) {
       const res = await post(body)
@@ -145,18 +219,33 @@ describe('what goes upstream, and what is refused', () => {
       expect(json.error.message).toMatch(message)
       expect(json.error.metadata.error_type).toBe('invalid_request')
     }
-    const noKey = await fetch(`${baseURL}/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"roster-sim/chat","input":"x"}' })
+    const noKey = await fetch(`${baseURL}/responses`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model":"roster-sim/chat","input":"x"}',
+    })
     expect(noKey.status).toBe(401)
     expect((await noKey.json()).error.metadata).toEqual({ error_type: 'authentication' })
   })
 
   it('names the HTTP layer’s refusals by the canonical error type too', async () => {
     const send = (contentType: string, body: string) =>
-      fetch(`${baseURL}/responses`, { method: 'POST', headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': contentType }, body })
+      fetch(`${baseURL}/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': contentType },
+        body,
+      })
     const cases: [Response, number, string][] = [
       [await send('application/json', '{"model":'), 400, 'invalid_request'],
       [await send('text/plain', 'hello'), 415, 'invalid_request'],
-      [await send('application/json', JSON.stringify({ model: 'roster-sim/chat', input: 'x'.repeat(21 * 1024 * 1024) })), 413, 'payload_too_large'],
+      [
+        await send(
+          'application/json',
+          JSON.stringify({ model: 'roster-sim/chat', input: 'x'.repeat(21 * 1024 * 1024) }),
+        ),
+        413,
+        'payload_too_large',
+      ],
     ]
     for (const [res, status, errorType] of cases) {
       expect(res.status).toBe(status)

@@ -56,11 +56,19 @@ describe('@openrouter/sdk against Roster', () => {
     expect((err as InternLifecycleError).statusCode).toBe(409)
     expect((err as InternLifecycleError).error.metadata).toEqual({ reason: 'name_taken', retryable: false })
 
-    const org = new OpenRouter({ apiKey: env.tenant.keys.organization, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
-    const forbidden = await org.interns.createIntern({ createInternRequest: { name: 'sdk-org' } }).catch((e: unknown) => e)
+    const org = new OpenRouter({
+      apiKey: env.tenant.keys.organization,
+      serverURL: stack.apiUrl,
+      retryConfig: { strategy: 'none' },
+    })
+    const forbidden = await org.interns
+      .createIntern({ createInternRequest: { name: 'sdk-org' } })
+      .catch((e: unknown) => e)
     expect((forbidden as InternLifecycleError).error.metadata?.reason).toBe('no_acting_user')
 
-    const missing = await client.interns.getIntern({ internId: '00000000-0000-4000-8000-000000000000' }).catch((e: unknown) => e)
+    const missing = await client.interns
+      .getIntern({ internId: '00000000-0000-4000-8000-000000000000' })
+      .catch((e: unknown) => e)
     expect(missing).toBeInstanceOf(InternLifecycleError)
     expect((missing as InternLifecycleError).statusCode).toBe(404)
   })

@@ -1,7 +1,18 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, createTestDatabase, describeNeeding, makeTenant, processCommandLines, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import {
+  catalogueFile,
+  createTestDatabase,
+  describeNeeding,
+  makeTenant,
+  processCommandLines,
+  startStack,
+  waitFor,
+  type Stack,
+  type Tenant,
+  type TestDatabase,
+} from '@roster/testing'
 import { OpenRouter } from '@openrouter/sdk'
 import { chatThroughClient, streamError } from './helpers.js'
 
@@ -19,10 +30,16 @@ beforeAll(async () => {
   tenant = await makeTenant(t.db)
   sim = await startSimulator({ replyTokens: 4 })
   const catalogue = catalogueFile(simulatorCatalogue(sim.url))
-  stack = await startStack({ databaseUrl: t.url, env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', SHUTDOWN_GRACE_MS: '1000' } })
+  stack = await startStack({
+    databaseUrl: t.url,
+    env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', SHUTDOWN_GRACE_MS: '1000' },
+  })
   const created = await call('POST', '/interns', { name: 'stopper', provision: true })
   internId = created.id
-  await waitFor(async () => (await call('GET', `/interns/${internId}`)).status === 'running', { timeoutMs: 20_000, what: 'the intern to run' })
+  await waitFor(async () => (await call('GET', `/interns/${internId}`)).status === 'running', {
+    timeoutMs: 20_000,
+    what: 'the intern to run',
+  })
 })
 afterAll(async () => {
   await stack?.stop()
@@ -32,7 +49,11 @@ afterAll(async () => {
 
 const headers = () => ({ authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' })
 async function call(method: string, path: string, body?: unknown) {
-  const res = await fetch(`${stack.apiUrl}${path}`, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) })
+  const res = await fetch(`${stack.apiUrl}${path}`, {
+    method,
+    headers: headers(),
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
   return res.json() as Promise<any>
 }
 
@@ -43,21 +64,34 @@ await describeNeeding(['bubblewrap'], 'the API shutting down (a relayed turn run
     const watched = watch.text()
     const marker = `shutdown-sleeper-${Date.now()}`
     const running = () => processCommandLines().some((l) => l.startsWith(marker))
-    const client = new OpenRouter({ apiKey: tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
+    const client = new OpenRouter({
+      apiKey: tenant.keys.user,
+      serverURL: stack.apiUrl,
+      retryConfig: { strategy: 'none' },
+    })
     let exit: Promise<number | null> | undefined
     // Before, the open event stream held the close until the forced exit (status 1), and the turn's
     // stream was cut with no finish chunk.
-    const chunks = await chatThroughClient(client, internId, { messages: [{ role: 'user', content: `[sim] call shell {"command":"(exec -a ${marker} sleep 30)"}` }] }, async () => {
-      await waitFor(running, { timeoutMs: 10_000, what: 'the command to run' })
-      exit = stack.api.kill('SIGTERM')
-    })
+    const chunks = await chatThroughClient(
+      client,
+      internId,
+      { messages: [{ role: 'user', content: `[sim] call shell {"command":"(exec -a ${marker} sleep 30)"}` }] },
+      async () => {
+        await waitFor(running, { timeoutMs: 10_000, what: 'the command to run' })
+        exit = stack.api.kill('SIGTERM')
+      },
+    )
     expect(await exit).toBe(0)
     expect(await watched).toMatch(/^event: intern\ndata: /)
     // As the official client reads the end: the chunk's error, then the final chunk.
     expect(streamError(chunks)).toEqual({
       finishReason: 'error',
       model: 'openrouter/intern',
-      error: { code: 502, message: expect.stringMatching(/shutting down.*same session/), metadata: { reason: 'stream_severed', retryable: true } },
+      error: {
+        code: 502,
+        message: expect.stringMatching(/shutting down.*same session/),
+        metadata: { reason: 'stream_severed', retryable: true },
+      },
       final: expect.objectContaining({ choices: [], usage: null }),
     })
     // The run went with the link: its command is killed and the intern is free for the next API.

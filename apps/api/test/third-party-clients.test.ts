@@ -29,7 +29,11 @@ const key = () => env.tenant.keys.user
 /** A prompt whose simulator script calls the weather tool first, then answers with its result. */
 const SCRIPT = 'What is the weather?\n[sim] call get_weather {"city":"Paris"}\n[sim] say It is {{result}}.'
 const weather = () =>
-  tool({ description: 'The weather in a city', inputSchema: z.object({ city: z.string() }), execute: async ({ city }) => (city === 'Paris' ? 'sunny' : 'unknown') })
+  tool({
+    description: 'The weather in a city',
+    inputSchema: z.object({ city: z.string() }),
+    execute: async ({ city }) => (city === 'Paris' ? 'sunny' : 'unknown'),
+  })
 
 describe('@ai-sdk/anthropic on /messages', () => {
   const anthropic = () => createAnthropic({ apiKey: key(), baseURL })
@@ -40,14 +44,25 @@ describe('@ai-sdk/anthropic on /messages', () => {
     expect(whole.usage).toMatchObject({ inputTokens: expect.any(Number), outputTokens: 5 })
     expect(whole.finishReason).toBe('stop')
 
-    const streamed = streamText({ model: anthropic()(model), prompt: 'Say something.', maxRetries: 0, onError: () => {} })
+    const streamed = streamText({
+      model: anthropic()(model),
+      prompt: 'Say something.',
+      maxRetries: 0,
+      onError: () => {},
+    })
     let text = ''
     for await (const delta of streamed.textStream) text += delta
     expect(text).toBe(await streamed.text)
     expect(text.split(' ')).toHaveLength(5)
     expect((await streamed.usage).outputTokens).toBe(5)
 
-    const tooled = await generateText({ model: anthropic()(model), prompt: SCRIPT, tools: { get_weather: weather() }, stopWhen: stepCountIs(3), maxRetries: 0 })
+    const tooled = await generateText({
+      model: anthropic()(model),
+      prompt: SCRIPT,
+      tools: { get_weather: weather() },
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+    })
     expect(tooled.steps.map((s) => s.finishReason)).toEqual(['tool-calls', 'stop'])
     expect(tooled.steps[0]!.toolCalls[0]).toMatchObject({ toolName: 'get_weather', input: { city: 'Paris' } })
     expect(tooled.text).toBe('It is sunny.')
@@ -56,54 +71,105 @@ describe('@ai-sdk/anthropic on /messages', () => {
   it('is sent what the Anthropic API sends: no `citations` on a text block, whole or streamed, which its own client reads too', async () => {
     const headers = { 'x-api-key': key(), 'anthropic-version': '2023-06-01', 'content-type': 'application/json' }
     const body = { model: 'roster-sim/chat', max_tokens: 100, messages: [{ role: 'user', content: 'hello' }] }
-    const whole = await (await fetch(`${baseURL}/messages`, { method: 'POST', headers, body: JSON.stringify(body) })).json()
+    const whole = await (
+      await fetch(`${baseURL}/messages`, { method: 'POST', headers, body: JSON.stringify(body) })
+    ).json()
     expect(whole.content).toEqual([{ type: 'text', text: expect.any(String) }])
-    const streamed = sseEvents(await (await fetch(`${baseURL}/messages`, { method: 'POST', headers, body: JSON.stringify({ ...body, stream: true }) })).text())
-    expect(streamed.events.find((e) => e.name === 'content_block_start')!.data.content_block).toEqual({ type: 'text', text: '' })
+    const streamed = sseEvents(
+      await (
+        await fetch(`${baseURL}/messages`, { method: 'POST', headers, body: JSON.stringify({ ...body, stream: true }) })
+      ).text(),
+    )
+    expect(streamed.events.find((e) => e.name === 'content_block_start')!.data.content_block).toEqual({
+      type: 'text',
+      text: '',
+    })
 
     const official = new Anthropic({ apiKey: key(), baseURL: baseURL.replace(/\/v1$/, ''), maxRetries: 0 })
     const message = await official.messages.create(body as Anthropic.MessageCreateParamsNonStreaming)
     expect(message.content[0]).toMatchObject({ type: 'text', text: whole.content[0].text })
-    expect((await official.messages.stream(body as Anthropic.MessageCreateParamsStreaming).finalMessage()).content).toEqual([{ type: 'text', text: whole.content[0].text }])
+    expect(
+      (await official.messages.stream(body as Anthropic.MessageCreateParamsStreaming).finalMessage()).content,
+    ).toEqual([{ type: 'text', text: whole.content[0].text }])
   })
 })
 
 describe('usage on every /chat/completions stream, as OpenRouter sends it', () => {
   it('reaches @openrouter/ai-sdk-provider, which asks for none', async () => {
     const openrouter = createOpenRouter({ apiKey: key(), baseURL })
-    const streamed = streamText({ model: openrouter.chat('roster-sim/chat'), prompt: 'Say something.', maxRetries: 0, onError: () => {} })
+    const streamed = streamText({
+      model: openrouter.chat('roster-sim/chat'),
+      prompt: 'Say something.',
+      maxRetries: 0,
+      onError: () => {},
+    })
     const text = await streamed.text
     expect(text.split(' ')).toHaveLength(5)
-    expect(await streamed.usage).toMatchObject({ inputTokens: expect.any(Number), outputTokens: 5, totalTokens: expect.any(Number) })
+    expect(await streamed.usage).toMatchObject({
+      inputTokens: expect.any(Number),
+      outputTokens: 5,
+      totalTokens: expect.any(Number),
+    })
     expect((await streamed.usage).inputTokens).toBeGreaterThan(0)
 
-    const tooled = await generateText({ model: openrouter.chat('roster-sim/responses'), prompt: SCRIPT, tools: { get_weather: weather() }, stopWhen: stepCountIs(3), maxRetries: 0 })
+    const tooled = await generateText({
+      model: openrouter.chat('roster-sim/responses'),
+      prompt: SCRIPT,
+      tools: { get_weather: weather() },
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+    })
     expect(tooled.text).toBe('It is sunny.')
   })
 
   it('is the last chunk before [DONE], whatever stream_options and usage.include say', async () => {
-    for (const extra of [{}, { stream_options: { include_usage: false } }, { usage: { include: false } }, { stream_options: null }]) {
+    for (const extra of [
+      {},
+      { stream_options: { include_usage: false } },
+      { usage: { include: false } },
+      { stream_options: null },
+    ]) {
       const res = await fetch(`${baseURL}/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${key()}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'roster-sim/chat', stream: true, messages: [{ role: 'user', content: 'hi' }], ...extra }),
+        body: JSON.stringify({
+          model: 'roster-sim/chat',
+          stream: true,
+          messages: [{ role: 'user', content: 'hi' }],
+          ...extra,
+        }),
       })
       const { events, done } = sseEvents(await res.text())
       expect(done).toBe(true)
-      expect(events.at(-1)!.data).toMatchObject({ choices: [], usage: { prompt_tokens: expect.any(Number), completion_tokens: 5, total_tokens: expect.any(Number), cost: expect.any(Number) } })
+      expect(events.at(-1)!.data).toMatchObject({
+        choices: [],
+        usage: {
+          prompt_tokens: expect.any(Number),
+          completion_tokens: 5,
+          total_tokens: expect.any(Number),
+          cost: expect.any(Number),
+        },
+      })
       expect(events.filter((e) => e.data.usage)).toHaveLength(1)
     }
   })
 
   it('is read by the openai client’s stream helpers, asked for or not', async () => {
     const openai = new OpenAI({ apiKey: key(), baseURL, maxRetries: 0 })
-    const stream = openai.chat.completions.stream({ model: 'roster-sim/messages', messages: [{ role: 'user', content: 'Say something.' }] })
+    const stream = openai.chat.completions.stream({
+      model: 'roster-sim/messages',
+      messages: [{ role: 'user', content: 'Say something.' }],
+    })
     let text = ''
     for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ''
     const final = await stream.finalChatCompletion()
     expect([final.choices[0]!.message.content, final.usage?.completion_tokens]).toEqual([text, 5])
 
-    const raw = await openai.chat.completions.create({ model: 'roster-sim/chat', stream: true, messages: [{ role: 'user', content: 'Say something.' }] })
+    const raw = await openai.chat.completions.create({
+      model: 'roster-sim/chat',
+      stream: true,
+      messages: [{ role: 'user', content: 'Say something.' }],
+    })
     const chunks: OpenAI.ChatCompletionChunk[] = []
     for await (const chunk of raw) chunks.push(chunk)
     expect(chunks.at(-1)!.usage?.completion_tokens).toBe(5)
@@ -111,7 +177,13 @@ describe('usage on every /chat/completions stream, as OpenRouter sends it', () =
 
   it('is read by LangChain’s ChatOpenAI, with its own stream_options and without', async () => {
     for (const streamUsage of [true, false]) {
-      const chat = new ChatOpenAI({ model: 'roster-sim/chat', apiKey: key(), configuration: { baseURL }, maxRetries: 0, streamUsage })
+      const chat = new ChatOpenAI({
+        model: 'roster-sim/chat',
+        apiKey: key(),
+        configuration: { baseURL },
+        maxRetries: 0,
+        streamUsage,
+      })
       let merged: AIMessageChunk | undefined
       for await (const chunk of await chat.stream('Say something.')) merged = merged ? merged.concat(chunk) : chunk
       expect((merged!.content as string).split(' ')).toHaveLength(5)

@@ -1,7 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { createTestDatabase, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import {
+  createTestDatabase,
+  makeTenant,
+  startStack,
+  waitFor,
+  type Stack,
+  type Tenant,
+  type TestDatabase,
+} from '@roster/testing'
 
 // Secret values at rest and in logs, with the real processes logging everything (trace): a dump
 // of every table plus every line the API and worker wrote holds none of them; deleting an intern
@@ -23,7 +31,10 @@ afterAll(async () => {
 const call = (method: string, path: string, body?: unknown) =>
   fetch(`${stack.apiUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${tenant.keys.user}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${tenant.keys.user}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   })
 
@@ -31,18 +42,45 @@ describe('secret values', () => {
   it('never appear in a dump of the database or in any log line; an intern deleted takes its secrets with it', async () => {
     const values = Array.from({ length: 3 }, () => `sv-${randomBytes(12).toString('hex')}`)
     const intern = await (await call('POST', '/interns', { name: 'keeper', provision: true })).json()
-    await waitFor(async () => (await (await call('GET', `/interns/${intern.id}`)).json()).status === 'running', { timeoutMs: 20_000, what: 'the intern to run' })
-    expect((await call('PUT', '/vault/secrets/ws_secret', { value: values[0], hosts: ['api.example.com'] })).status).toBe(200)
-    expect((await call('PUT', `/vault/interns/${intern.id}/secrets/own_secret`, { value: values[1], hosts: ['api.example.com'] })).status).toBe(200)
+    await waitFor(async () => (await (await call('GET', `/interns/${intern.id}`)).json()).status === 'running', {
+      timeoutMs: 20_000,
+      what: 'the intern to run',
+    })
+    expect(
+      (await call('PUT', '/vault/secrets/ws_secret', { value: values[0], hosts: ['api.example.com'] })).status,
+    ).toBe(200)
+    expect(
+      (
+        await call('PUT', `/vault/interns/${intern.id}/secrets/own_secret`, {
+          value: values[1],
+          hosts: ['api.example.com'],
+        })
+      ).status,
+    ).toBe(200)
     expect((await call('POST', `/vault/interns/${intern.id}/secrets/copy`, { names: ['ws_secret'] })).status).toBe(200)
     // A refused store with a value in it: the value is not logged either.
-    expect((await call('PUT', `/vault/interns/${intern.id}/secrets/Bad-Name`, { value: values[2], hosts: ['api.example.com'] })).status).toBe(400)
-    for (const path of ['/vault/secrets', `/vault/interns/${intern.id}/secrets`, `/vault/interns/${intern.id}/effective-secrets`]) {
+    expect(
+      (
+        await call('PUT', `/vault/interns/${intern.id}/secrets/Bad-Name`, {
+          value: values[2],
+          hosts: ['api.example.com'],
+        })
+      ).status,
+    ).toBe(400)
+    for (const path of [
+      '/vault/secrets',
+      `/vault/interns/${intern.id}/secrets`,
+      `/vault/interns/${intern.id}/effective-secrets`,
+    ]) {
       const text = await (await call('GET', path)).text()
       for (const v of values) expect(text).not.toContain(v)
     }
 
-    const dump = execFileSync('pg_dump', ['--data-only', '--no-owner', t.url], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['ignore', 'pipe', 'ignore'] })
+    const dump = execFileSync('pg_dump', ['--data-only', '--no-owner', t.url], {
+      encoding: 'utf8',
+      maxBuffer: 256 * 1024 * 1024,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    })
     expect(dump).toContain('ws_secret')
     const logs = stack.api.output + stack.workers.map((w) => w.output).join('')
     expect(logs.length).toBeGreaterThan(1000)
@@ -54,10 +92,17 @@ describe('secret values', () => {
 
     const vaultId = intern.vault_id as string
     expect((await call('DELETE', `/interns/${intern.id}`)).status).toBe(202)
-    await waitFor(async () => (await call('GET', `/interns/${intern.id}`)).status === 404, { timeoutMs: 20_000, what: 'the intern to be deleted' })
-    const left = await t.db.$queryRaw<{ n: number }[]>`SELECT (SELECT count(*)::int FROM vault_secrets WHERE vault_id = ${vaultId}::uuid) + (SELECT count(*)::int FROM vaults WHERE id = ${vaultId}::uuid) AS n`
+    await waitFor(async () => (await call('GET', `/interns/${intern.id}`)).status === 404, {
+      timeoutMs: 20_000,
+      what: 'the intern to be deleted',
+    })
+    const left = await t.db.$queryRaw<
+      { n: number }[]
+    >`SELECT (SELECT count(*)::int FROM vault_secrets WHERE vault_id = ${vaultId}::uuid) + (SELECT count(*)::int FROM vaults WHERE id = ${vaultId}::uuid) AS n`
     expect(left[0]!.n).toBe(0)
     // The workspace's own secret stays.
-    expect((await (await call('GET', '/vault/secrets')).json()).data.map((s: { name: string }) => s.name)).toEqual(['ws_secret'])
+    expect((await (await call('GET', '/vault/secrets')).json()).data.map((s: { name: string }) => s.name)).toEqual([
+      'ws_secret',
+    ])
   })
 })

@@ -16,14 +16,27 @@ let otherInternId: string
 let borrowerId: string
 
 const sdk = (key: string) => new OpenRouter({ apiKey: key, serverURL: base, retryConfig: { strategy: 'none' } })
-const raw = (method: string, path: string, key: string | undefined, body?: unknown, headers: Record<string, string> = {}) =>
+const raw = (
+  method: string,
+  path: string,
+  key: string | undefined,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) =>
   fetch(`${base}${path}`, {
     method,
-    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    headers: {
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   })
 async function refusal(p: Promise<unknown>) {
-  const err = (await p.then(() => undefined, (e: unknown) => e)) as errors.OpenRouterError & { statusCode: number; body: string }
+  const err = (await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  )) as errors.OpenRouterError & { statusCode: number; body: string }
   expect(err, 'expected a refusal').toBeInstanceOf(errors.OpenRouterError)
   return { status: err.statusCode, error: JSON.parse(err.body).error, err }
 }
@@ -32,7 +45,8 @@ const write = (value: string, hosts = ['api.example.com']) => ({ value, hosts })
 beforeAll(async () => {
   app = await buildTestApp(env.t.db, { REGIONAL_HOSTS: 'eu.roster.test' })
   base = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
-  const create = async (name: string, extra: object = {}) => (await (await raw('POST', '/interns', env.tenant.keys.user, { name, ...extra })).json()).id as string
+  const create = async (name: string, extra: object = {}) =>
+    (await (await raw('POST', '/interns', env.tenant.keys.user, { name, ...extra })).json()).id as string
   internId = await create('vaulted')
   otherInternId = await create('other')
   // Borrows the other intern's vault.
@@ -46,20 +60,32 @@ describe('workspace secrets', () => {
     const client = sdk(env.tenant.keys.user)
     // The longest name the contract allows (255 characters) is a name like any other.
     const longest = `a${'b'.repeat(254)}`
-    expect((await client.vault.storeVaultSecret({ name: longest, vaultSecretWriteRequest: write('long') })).data.name).toBe(longest)
+    expect(
+      (await client.vault.storeVaultSecret({ name: longest, vaultSecretWriteRequest: write('long') })).data.name,
+    ).toBe(longest)
     await client.vault.deleteVaultSecret({ name: longest })
-    const first = await client.vault.storeVaultSecret({ name: 'github_token', vaultSecretWriteRequest: write('ghp_first', ['API.GitHub.com.', 'api.github.com']) })
+    const first = await client.vault.storeVaultSecret({
+      name: 'github_token',
+      vaultSecretWriteRequest: write('ghp_first', ['API.GitHub.com.', 'api.github.com']),
+    })
     expect(first.data).toMatchObject({ name: 'github_token', hosts: ['api.github.com'] })
     expect(first.data.fingerprint).toMatch(/^sha256:[a-f0-9]{64}$/)
     expect(first.data.createdAt).toBeInstanceOf(Date)
-    const again = await client.vault.storeVaultSecret({ name: 'github_token', vaultSecretWriteRequest: write('ghp_first', ['uploads.github.com']) })
+    const again = await client.vault.storeVaultSecret({
+      name: 'github_token',
+      vaultSecretWriteRequest: write('ghp_first', ['uploads.github.com']),
+    })
     expect(again.data.fingerprint).toBe(first.data.fingerprint)
     expect(again.data.hosts).toEqual(['uploads.github.com'])
-    const replaced = await client.vault.storeVaultSecret({ name: 'github_token', vaultSecretWriteRequest: write('ghp_second') })
+    const replaced = await client.vault.storeVaultSecret({
+      name: 'github_token',
+      vaultSecretWriteRequest: write('ghp_second'),
+    })
     expect(replaced.data.fingerprint).not.toBe(first.data.fingerprint)
     expect(replaced.data.createdAt.getTime()).toBe(first.data.createdAt.getTime())
 
-    for (const name of ['db2_password', 'copy', 'a1']) await client.vault.storeVaultSecret({ name, vaultSecretWriteRequest: write(`v-${name}`) })
+    for (const name of ['db2_password', 'copy', 'a1'])
+      await client.vault.storeVaultSecret({ name, vaultSecretWriteRequest: write(`v-${name}`) })
     const all = await client.vault.listVaultSecrets()
     expect(all.data.map((s) => s.name)).toEqual(['a1', 'copy', 'db2_password', 'github_token'])
     expect(all.hasMore).toBe(false)
@@ -100,11 +126,19 @@ describe('workspace secrets', () => {
       { hosts: ['a.com'] },
       '{"value":',
     ]
-    for (const body of bodies) expect((await raw('PUT', '/vault/secrets/ok_name', key, body)).status, JSON.stringify(body).slice(0, 80)).toBe(400)
-    const huge = await raw('PUT', '/vault/secrets/ok_name', key, { value: 'v', hosts: ['a.com'], pad: 'x'.repeat(425_000) })
+    for (const body of bodies)
+      expect((await raw('PUT', '/vault/secrets/ok_name', key, body)).status, JSON.stringify(body).slice(0, 80)).toBe(
+        400,
+      )
+    const huge = await raw('PUT', '/vault/secrets/ok_name', key, {
+      value: 'v',
+      hosts: ['a.com'],
+      pad: 'x'.repeat(425_000),
+    })
     expect(huge.status).toBe(413)
     expect((await huge.json()).error).toEqual({ code: 413, message: 'Request body too large' })
-    for (const q of ['limit=0', 'limit=101', 'offset=-1', 'offset=10001', 'limit=abc']) expect((await raw('GET', `/vault/secrets?${q}`, key)).status, q).toBe(400)
+    for (const q of ['limit=0', 'limit=101', 'offset=-1', 'offset=10001', 'limit=abc'])
+      expect((await raw('GET', `/vault/secrets?${q}`, key)).status, q).toBe(400)
     expect(await count()).toBe(before)
   })
 })
@@ -113,7 +147,11 @@ describe("an intern's own vault", () => {
   it('stores, lists and deletes apart from the workspace; the same value in two vaults has two fingerprints', async () => {
     const client = sdk(env.tenant.keys.user)
     const ws = await client.vault.storeVaultSecret({ name: 'shared_key', vaultSecretWriteRequest: write('same-value') })
-    const mine = await client.vault.storeInternVaultSecret({ internId, name: 'shared_key', vaultSecretWriteRequest: write('same-value') })
+    const mine = await client.vault.storeInternVaultSecret({
+      internId,
+      name: 'shared_key',
+      vaultSecretWriteRequest: write('same-value'),
+    })
     expect(mine.data.fingerprint).not.toBe(ws.data.fingerprint)
     const listed = await client.vault.listInternVaultSecrets({ internId })
     expect(listed.data.map((s) => s.name)).toEqual(['shared_key'])
@@ -125,33 +163,74 @@ describe("an intern's own vault", () => {
 
   it('copies workspace secrets all or nothing, replacing same-named ones and keeping value and hosts', async () => {
     const client = sdk(env.tenant.keys.user)
-    await client.vault.storeVaultSecret({ name: 'stripe_key', vaultSecretWriteRequest: write('sk_live_1', ['api.stripe.com']) })
-    await client.vault.storeVaultSecret({ name: 'slack_token', vaultSecretWriteRequest: write('xoxb-1', ['slack.com']) })
-    await client.vault.storeInternVaultSecret({ internId, name: 'slack_token', vaultSecretWriteRequest: write('old-local') })
-    const missing = await refusal(client.vault.copyVaultSecretsToIntern({ internId, vaultSecretCopyRequest: { names: ['stripe_key', 'nope_key'] } }))
+    await client.vault.storeVaultSecret({
+      name: 'stripe_key',
+      vaultSecretWriteRequest: write('sk_live_1', ['api.stripe.com']),
+    })
+    await client.vault.storeVaultSecret({
+      name: 'slack_token',
+      vaultSecretWriteRequest: write('xoxb-1', ['slack.com']),
+    })
+    await client.vault.storeInternVaultSecret({
+      internId,
+      name: 'slack_token',
+      vaultSecretWriteRequest: write('old-local'),
+    })
+    const missing = await refusal(
+      client.vault.copyVaultSecretsToIntern({
+        internId,
+        vaultSecretCopyRequest: { names: ['stripe_key', 'nope_key'] },
+      }),
+    )
     expect(missing.status).toBe(404)
     expect((await client.vault.listInternVaultSecrets({ internId })).data.map((s) => s.name)).toEqual(['slack_token'])
 
-    const copied = await client.vault.copyVaultSecretsToIntern({ internId, vaultSecretCopyRequest: { names: ['stripe_key', 'slack_token'] } })
-    expect(copied.data.map((s) => [s.name, s.hosts])).toEqual([['stripe_key', ['api.stripe.com']], ['slack_token', ['slack.com']]])
+    const copied = await client.vault.copyVaultSecretsToIntern({
+      internId,
+      vaultSecretCopyRequest: { names: ['stripe_key', 'slack_token'] },
+    })
+    expect(copied.data.map((s) => [s.name, s.hosts])).toEqual([
+      ['stripe_key', ['api.stripe.com']],
+      ['slack_token', ['slack.com']],
+    ])
     // The copy holds the workspace value (read back here through the vault's own keys).
     expect(await plaintext(internId, 'slack_token')).toBe('xoxb-1')
     expect(await plaintext(internId, 'stripe_key')).toBe('sk_live_1')
     // A snapshot: later workspace changes do not follow.
-    await client.vault.storeVaultSecret({ name: 'stripe_key', vaultSecretWriteRequest: write('sk_live_2', ['api.stripe.com']) })
+    await client.vault.storeVaultSecret({
+      name: 'stripe_key',
+      vaultSecretWriteRequest: write('sk_live_2', ['api.stripe.com']),
+    })
     expect(await plaintext(internId, 'stripe_key')).toBe('sk_live_1')
 
     // A legacy row (stored before host binding, so bound to no hosts) cannot be copied: 409, nothing copied.
-    const [{ vault_id }] = await env.t.db.$queryRaw<{ vault_id: string }[]>`SELECT vault_id FROM workspaces WHERE id = ${env.tenant.workspaceId}::uuid`
-    await env.t.db.$executeRaw`INSERT INTO vault_secrets (id, vault_id, name, hosts, sealed_value, fingerprint) VALUES (gen_random_uuid(), ${vault_id}::uuid, ${'legacy_key'}, NULL, ${Buffer.from([0])}, ${'legacy'})`
-    const conflict = await refusal(client.vault.copyVaultSecretsToIntern({ internId, vaultSecretCopyRequest: { names: ['stripe_key', 'legacy_key'] } }))
-    expect([conflict.status, conflict.error.message, conflict.err]).toEqual([409, 'Vault request conflicts with existing secrets', expect.any(errors.ConflictResponseError)])
+    const [{ vault_id }] = await env.t.db.$queryRaw<
+      { vault_id: string }[]
+    >`SELECT vault_id FROM workspaces WHERE id = ${env.tenant.workspaceId}::uuid`
+    await env.t.db
+      .$executeRaw`INSERT INTO vault_secrets (id, vault_id, name, hosts, sealed_value, fingerprint) VALUES (gen_random_uuid(), ${vault_id}::uuid, ${'legacy_key'}, NULL, ${Buffer.from([0])}, ${'legacy'})`
+    const conflict = await refusal(
+      client.vault.copyVaultSecretsToIntern({
+        internId,
+        vaultSecretCopyRequest: { names: ['stripe_key', 'legacy_key'] },
+      }),
+    )
+    expect([conflict.status, conflict.error.message, conflict.err]).toEqual([
+      409,
+      'Vault request conflicts with existing secrets',
+      expect.any(errors.ConflictResponseError),
+    ])
     expect(await plaintext(internId, 'stripe_key')).toBe('sk_live_1')
-    expect((await client.vault.listVaultSecrets()).data.find((s) => s.name === 'legacy_key')).toMatchObject({ hosts: null })
+    expect((await client.vault.listVaultSecrets()).data.find((s) => s.name === 'legacy_key')).toMatchObject({
+      hosts: null,
+    })
     await client.vault.deleteVaultSecret({ name: 'legacy_key' })
 
     for (const names of [[], ['a', 'a'], Array.from({ length: 101 }, (_, i) => `n${i}`), ['Bad-Name']]) {
-      expect((await raw('POST', `/vault/interns/${internId}/secrets/copy`, env.tenant.keys.user, { names })).status, JSON.stringify(names).slice(0, 40)).toBe(400)
+      expect(
+        (await raw('POST', `/vault/interns/${internId}/secrets/copy`, env.tenant.keys.user, { names })).status,
+        JSON.stringify(names).slice(0, 40),
+      ).toBe(400)
     }
   })
 
@@ -159,13 +238,30 @@ describe("an intern's own vault", () => {
     const client = sdk(env.tenant.keys.user)
     await client.vault.storeVaultSecret({ name: 'layered', vaultSecretWriteRequest: write('from-workspace') })
     await client.vault.storeVaultSecret({ name: 'only_workspace', vaultSecretWriteRequest: write('w') })
-    await client.vault.storeInternVaultSecret({ internId: otherInternId, name: 'layered', vaultSecretWriteRequest: write('from-lender') })
-    await client.vault.storeInternVaultSecret({ internId: otherInternId, name: 'lent', vaultSecretWriteRequest: write('l') })
-    await client.vault.storeInternVaultSecret({ internId: borrowerId, name: 'own_only', vaultSecretWriteRequest: write('o') })
+    await client.vault.storeInternVaultSecret({
+      internId: otherInternId,
+      name: 'layered',
+      vaultSecretWriteRequest: write('from-lender'),
+    })
+    await client.vault.storeInternVaultSecret({
+      internId: otherInternId,
+      name: 'lent',
+      vaultSecretWriteRequest: write('l'),
+    })
+    await client.vault.storeInternVaultSecret({
+      internId: borrowerId,
+      name: 'own_only',
+      vaultSecretWriteRequest: write('o'),
+    })
     const res = await raw('GET', `/vault/interns/${borrowerId}/effective-secrets?limit=100`, env.tenant.keys.user)
     const { data } = await res.json()
     const scope = Object.fromEntries(data.map((s: any) => [s.name, s.scope]))
-    expect(scope).toMatchObject({ layered: 'attached', lent: 'attached', own_only: 'intern', only_workspace: 'workspace' })
+    expect(scope).toMatchObject({
+      layered: 'attached',
+      lent: 'attached',
+      own_only: 'intern',
+      only_workspace: 'workspace',
+    })
     expect(data.map((s: any) => s.name)).toEqual([...data.map((s: any) => s.name)].sort())
   })
 })
@@ -199,7 +295,11 @@ describe('who may call', () => {
       expect(error.metadata).toBeUndefined()
     }
     // A regional hostname (fetch cannot set Host, so injected).
-    const regional = await app.inject({ method: 'GET', url: '/api/v1/vault/secrets', headers: { authorization: `Bearer ${env.tenant.keys.user}`, host: 'eu.roster.test' } })
+    const regional = await app.inject({
+      method: 'GET',
+      url: '/api/v1/vault/secrets',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, host: 'eu.roster.test' },
+    })
     expect([regional.statusCode, regional.json().error.message]).toEqual([403, expect.stringMatching(/regional/)])
     // The organization key acts for the workspace too.
     expect((await raw('GET', '/vault/secrets', env.tenant.keys.organization)).status).toBe(200)
@@ -211,7 +311,11 @@ describe('who may call', () => {
     await client.vault.storeInternVaultSecret({ internId, name: 'self_made', vaultSecretWriteRequest: write('s') })
     expect((await client.vault.listInternVaultSecrets({ internId })).data.map((s) => s.name)).toContain('self_made')
     expect((await raw('GET', `/vault/interns/${internId}/effective-secrets`, key)).status).toBe(200)
-    for (const call of [() => client.vault.listVaultSecrets(), () => client.vault.storeVaultSecret({ name: 'x', vaultSecretWriteRequest: write('v') }), () => client.vault.listInternVaultSecrets({ internId: otherInternId })]) {
+    for (const call of [
+      () => client.vault.listVaultSecrets(),
+      () => client.vault.storeVaultSecret({ name: 'x', vaultSecretWriteRequest: write('v') }),
+      () => client.vault.listInternVaultSecrets({ internId: otherInternId }),
+    ]) {
       expect((await refusal(call())).status).toBe(404)
     }
   })
@@ -229,11 +333,19 @@ describe('who may call', () => {
 describe('at once', () => {
   it('concurrent stores of one name leave one row, the last write', async () => {
     const client = sdk(env.tenant.keys.user)
-    await Promise.all(Array.from({ length: 20 }, (_, i) => client.vault.storeVaultSecret({ name: 'raced', vaultSecretWriteRequest: write(`value-${i}`) })))
-    const rows = await env.t.db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM vault_secrets WHERE name = 'raced'`
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        client.vault.storeVaultSecret({ name: 'raced', vaultSecretWriteRequest: write(`value-${i}`) }),
+      ),
+    )
+    const rows = await env.t.db.$queryRaw<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM vault_secrets WHERE name = 'raced'`
     expect(rows[0]!.n).toBe(1)
     const last = await client.vault.storeVaultSecret({ name: 'raced', vaultSecretWriteRequest: write('final') })
-    expect((await client.vault.listVaultSecrets()).data.find((s) => s.name === 'raced')!.fingerprint).toBe(last.data.fingerprint)
+    expect((await client.vault.listVaultSecrets()).data.find((s) => s.name === 'raced')!.fingerprint).toBe(
+      last.data.fingerprint,
+    )
   })
 
   it('a copy is all or nothing while its sources are deleted and stored at the same moment', async () => {
@@ -241,16 +353,22 @@ describe('at once', () => {
     for (let round = 0; round < 15; round++) {
       await client.vault.storeVaultSecret({ name: 'pair_a', vaultSecretWriteRequest: write(`a-${round}`) })
       await client.vault.storeVaultSecret({ name: 'pair_b', vaultSecretWriteRequest: write(`b-${round}`) })
-      for (const n of ['pair_a', 'pair_b']) await raw('DELETE', `/vault/interns/${otherInternId}/secrets/${n}`, env.tenant.keys.user)
+      for (const n of ['pair_a', 'pair_b'])
+        await raw('DELETE', `/vault/interns/${otherInternId}/secrets/${n}`, env.tenant.keys.user)
       const [copy] = await Promise.all([
-        raw('POST', `/vault/interns/${otherInternId}/secrets/copy`, env.tenant.keys.user, { names: ['pair_a', 'pair_b'] }),
+        raw('POST', `/vault/interns/${otherInternId}/secrets/copy`, env.tenant.keys.user, {
+          names: ['pair_a', 'pair_b'],
+        }),
         raw('DELETE', '/vault/secrets/pair_b', env.tenant.keys.user),
         raw('PUT', '/vault/secrets/pair_a', env.tenant.keys.user, write(`a-${round}-new`)),
       ])
-      const names = (await client.vault.listInternVaultSecrets({ internId: otherInternId })).data.map((s) => s.name).filter((n) => n.startsWith('pair_'))
+      const names = (await client.vault.listInternVaultSecrets({ internId: otherInternId })).data
+        .map((s) => s.name)
+        .filter((n) => n.startsWith('pair_'))
       if (copy.status === 200) expect(names).toEqual(['pair_a', 'pair_b'])
       else expect([copy.status, names]).toEqual([404, []])
-      if (copy.status === 200) expect([`a-${round}`, `a-${round}-new`]).toContain(await plaintext(otherInternId, 'pair_a'))
+      if (copy.status === 200)
+        expect([`a-${round}`, `a-${round}-new`]).toContain(await plaintext(otherInternId, 'pair_a'))
     }
   })
 })

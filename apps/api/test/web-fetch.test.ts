@@ -55,7 +55,9 @@ beforeAll(async () => {
   const program = `const routes = ${JSON.stringify(routes)};
     require('node:http').createServer((req, res) => { const [s, h, b] = routes[req.url] ?? [404, {}, 'no']; res.writeHead(s, h).end(b) })
       .listen(8080, ${JSON.stringify(nsIp)}, () => console.log('listening'))`
-  pageServer = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', program], { stdio: ['ignore', 'pipe', 'inherit'] })
+  pageServer = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', program], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   await new Promise<void>((resolve, reject) => {
     pageServer.stdout!.once('data', () => resolve())
     pageServer.once('exit', (code) => reject(new Error(`the test host's server exited (${code})`)))
@@ -102,13 +104,21 @@ async function fetchThrough(model: string) {
 // A network namespace of its own: iproute2, and root to make it.
 await describeNeeding(['iproute2', 'root'], 'web_fetch against a host at a public address', () => {
   it('fetches a page from a host at a public IPv4 address, following a redirect', async () => {
-    expect(await fetchThrough('test/fetch-page')).toMatchObject({ status: 200, content: '<h1>a page from the test host</h1>', url: `http://${nsIp}:8080/page` })
+    expect(await fetchThrough('test/fetch-page')).toMatchObject({
+      status: 200,
+      content: '<h1>a page from the test host</h1>',
+      url: `http://${nsIp}:8080/page`,
+    })
     expect(await fetchThrough('test/fetch-hop')).toMatchObject({ status: 200, url: `http://${nsIp}:8080/page` })
   })
 
   it('refuses a redirect to the loopback, by address or by name, and to the metadata address', async () => {
-    expect((await fetchThrough('test/fetch-to-loopback')).error).toMatch(/^refused: 127\.0\.0\.1 is a private or loopback address/)
-    expect((await fetchThrough('test/fetch-to-localhost')).error).toMatch(/^refused: localhost resolves to (127\.0\.0\.1|::1)/)
+    expect((await fetchThrough('test/fetch-to-loopback')).error).toMatch(
+      /^refused: 127\.0\.0\.1 is a private or loopback address/,
+    )
+    expect((await fetchThrough('test/fetch-to-localhost')).error).toMatch(
+      /^refused: localhost resolves to (127\.0\.0\.1|::1)/,
+    )
     expect((await fetchThrough('test/fetch-to-metadata')).error).toMatch(/^refused: 169\.254\.169\.254/)
     expect(loopbackHits).toBe(0)
   })

@@ -78,7 +78,11 @@ async function runtimeDrain(db: Db, hostId: string | undefined) {
   if (!hostId) throw new UsageError('runtime drain needs the host id (see runtime list)')
   if (!(await drainHost(db, hostId))) {
     const known = (await listHosts(db, fleetTimes(config))).find((h) => h.id === hostId)
-    throw new Error(known ? `host ${hostId} is ${known.state}: only a live host can be drained` : `no runtime host ${hostId} (see runtime list)`)
+    throw new Error(
+      known
+        ? `host ${hostId} is ${known.state}: only a live host can be drained`
+        : `no runtime host ${hostId} (see runtime list)`,
+    )
   }
   return { host: hostId, state: 'draining' }
 }
@@ -86,7 +90,8 @@ async function runtimeDrain(db: Db, hostId: string | undefined) {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 async function archiveList(db: Db) {
-  if (values.workspace !== undefined && !UUID.test(values.workspace)) throw new UsageError('--workspace is a workspace id (a UUID)')
+  if (values.workspace !== undefined && !UUID.test(values.workspace))
+    throw new UsageError('--workspace is a workspace id (a UUID)')
   const archives = await listArchives(db, values.workspace)
   return { archives: archives.map((a) => ({ ...a, archived_at: a.archived_at.toISOString() })) }
 }
@@ -97,7 +102,20 @@ async function archiveExport(db: Db, id: string | undefined) {
   if (!out) throw new UsageError('archive export needs --out FILE')
   const archive = await getArchive(db, id)
   if (!archive) throw new Error(`no archive ${id} (see archive list)`)
-  writeFileSync(`${out}.json`, JSON.stringify({ id: archive.id, intern_id: archive.intern_id, configuration: archive.configuration, sessions: archive.sessions }, null, 2) + '\n', { mode: 0o600 })
+  writeFileSync(
+    `${out}.json`,
+    JSON.stringify(
+      {
+        id: archive.id,
+        intern_id: archive.intern_id,
+        configuration: archive.configuration,
+        sessions: archive.sessions,
+      },
+      null,
+      2,
+    ) + '\n',
+    { mode: 0o600 },
+  )
   if (archive.bytes) writeFileSync(out, archive.bytes, { mode: 0o600 })
   const workspace = archive.bytes
     ? `${out} (${archive.bytes.length} bytes, sha256 ${archive.sha256})`
@@ -116,7 +134,11 @@ async function run(db: Db, command: string): Promise<Record<string, unknown>> {
     case 'bootstrap':
       return bootstrap(db)
     case 'account create':
-      return createAccount(db, { inProgramme: !values['no-programme'], lifecycleWrites: !values['no-lifecycle-writes'], vaultWrites: !values['no-vault-writes'] })
+      return createAccount(db, {
+        inProgramme: !values['no-programme'],
+        lifecycleWrites: !values['no-lifecycle-writes'],
+        vaultWrites: !values['no-vault-writes'],
+      })
     case 'account vault-writes on':
     case 'account vault-writes off':
       return setVaultWrites(db, { accountId: need('account'), on: command.endsWith(' on') })
@@ -126,8 +148,14 @@ async function run(db: Db, command: string): Promise<Record<string, unknown>> {
       return createUser(db, { workspaceId: need('workspace') })
     case 'key create': {
       const kind = need('kind')
-      if (!(ApiKeyKinds as readonly string[]).includes(kind)) throw new UsageError(`--kind must be one of ${ApiKeyKinds.join(', ')}`)
-      return createApiKey(db, { kind: kind as ApiKeyKind, workspaceId: need('workspace'), userId: values.user, internId: values.intern })
+      if (!(ApiKeyKinds as readonly string[]).includes(kind))
+        throw new UsageError(`--kind must be one of ${ApiKeyKinds.join(', ')}`)
+      return createApiKey(db, {
+        kind: kind as ApiKeyKind,
+        workspaceId: need('workspace'),
+        userId: values.user,
+        internId: values.intern,
+      })
     }
     default:
       throw new UsageError(command ? `unknown command: ${command}` : 'no command given')
@@ -142,14 +170,35 @@ function print(result: Record<string, unknown>) {
   const table = (rows: Record<string, unknown>[], cols: string[], none: string) => {
     const cells = [cols, ...rows.map((r) => cols.map((c) => String(r[c])))]
     const widths = cols.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)))
-    process.stdout.write(cells.map((row) => row.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n')
+    process.stdout.write(
+      cells
+        .map((row) =>
+          row
+            .map((c, i) => c.padEnd(widths[i]!))
+            .join('  ')
+            .trimEnd(),
+        )
+        .join('\n') + '\n',
+    )
     if (rows.length === 0) process.stdout.write(none + '\n')
   }
-  if (Array.isArray(result.hosts)) return table(result.hosts, ['id', 'state', 'interns', 'free', 'capacity', 'address', 'last_heartbeat_at'], 'No runtime host has joined the fleet.')
-  if (Array.isArray(result.archives)) return table(result.archives, ['id', 'name', 'intern_id', 'workspace_id', 'sessions', 'workspace_bytes', 'archived_at'], 'No archive.')
+  if (Array.isArray(result.hosts))
+    return table(
+      result.hosts,
+      ['id', 'state', 'interns', 'free', 'capacity', 'address', 'last_heartbeat_at'],
+      'No runtime host has joined the fleet.',
+    )
+  if (Array.isArray(result.archives))
+    return table(
+      result.archives,
+      ['id', 'name', 'intern_id', 'workspace_id', 'sessions', 'workspace_bytes', 'archived_at'],
+      'No archive.',
+    )
   const flat = (obj: Record<string, unknown>, prefix = ''): string[] =>
     Object.entries(obj).flatMap(([k, v]) =>
-      v && typeof v === 'object' ? flat(v as Record<string, unknown>, `${prefix}${k}.`) : [`${prefix}${k}: ${String(v)}`],
+      v && typeof v === 'object'
+        ? flat(v as Record<string, unknown>, `${prefix}${k}.`)
+        : [`${prefix}${k}: ${String(v)}`],
     )
   process.stdout.write(flat(result).join('\n') + '\n')
   if ('key' in result || 'keys' in result) process.stdout.write('Keys are shown only now; store them safely.\n')

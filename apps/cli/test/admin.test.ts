@@ -39,12 +39,17 @@ describe('npm run -s admin', () => {
   it('creates accounts, workspaces, users and keys with their flags', async () => {
     const account = json(admin('account', 'create', '--no-programme', '--no-lifecycle-writes', '--json'))
     expect(Object.keys(account)).toEqual(['account_id'])
-    expect(await t.db.account.findUnique({ where: { id: account.account_id } })).toMatchObject({ inProgramme: false, lifecycleWrites: false })
+    expect(await t.db.account.findUnique({ where: { id: account.account_id } })).toMatchObject({
+      inProgramme: false,
+      lifecycleWrites: false,
+    })
     const ws = json(admin('workspace', 'create', '--account', account.account_id, '--no-interns', '--json'))
     expect(ws.workspace_id).toMatch(uuid)
     expect((await t.db.workspace.findUnique({ where: { id: ws.workspace_id } }))?.internsEnabled).toBe(false)
     const user = json(admin('user', 'create', '--workspace', ws.workspace_id, '--json'))
-    const key = json(admin('key', 'create', '--kind', 'user', '--workspace', ws.workspace_id, '--user', user.user_id, '--json'))
+    const key = json(
+      admin('key', 'create', '--kind', 'user', '--workspace', ws.workspace_id, '--user', user.user_id, '--json'),
+    )
     expect(Object.keys(key).sort()).toEqual(['key', 'key_id'])
     expect(key.key).toMatch(/^sk-roster-v1-/)
   })
@@ -52,10 +57,23 @@ describe('npm run -s admin', () => {
   it("switches an account's vault writes off and on (on by default)", async () => {
     const { account_id } = json(admin('account', 'create', '--json'))
     expect((await t.db.account.findUnique({ where: { id: account_id } }))?.vaultWrites).toBe(true)
-    expect(json(admin('account', 'vault-writes', '--account', account_id, 'off', '--json'))).toEqual({ account_id, vault_writes: false })
+    expect(json(admin('account', 'vault-writes', '--account', account_id, 'off', '--json'))).toEqual({
+      account_id,
+      vault_writes: false,
+    })
     expect((await t.db.account.findUnique({ where: { id: account_id } }))?.vaultWrites).toBe(false)
-    expect(json(admin('account', 'vault-writes', '--account', account_id, 'on', '--json'))).toEqual({ account_id, vault_writes: true })
-    const unknown = admin('account', 'vault-writes', '--account', '00000000-0000-4000-8000-000000000000', 'off', '--json')
+    expect(json(admin('account', 'vault-writes', '--account', account_id, 'on', '--json'))).toEqual({
+      account_id,
+      vault_writes: true,
+    })
+    const unknown = admin(
+      'account',
+      'vault-writes',
+      '--account',
+      '00000000-0000-4000-8000-000000000000',
+      'off',
+      '--json',
+    )
     expect(unknown.code).not.toBe(0)
     expect(json(unknown).error).toMatch(/no account/)
     const created = json(admin('account', 'create', '--no-vault-writes', '--json'))
@@ -63,10 +81,26 @@ describe('npm run -s admin', () => {
   })
 
   it('refuses bad input with a non-zero exit and a message', () => {
-    const bad = admin('key', 'create', '--kind', 'wizard', '--workspace', '00000000-0000-4000-8000-000000000000', '--json')
+    const bad = admin(
+      'key',
+      'create',
+      '--kind',
+      'wizard',
+      '--workspace',
+      '00000000-0000-4000-8000-000000000000',
+      '--json',
+    )
     expect(bad.code).not.toBe(0)
     expect(bad.stderr).toMatch(/--kind must be one of/)
-    const missing = admin('key', 'create', '--kind', 'user', '--workspace', '00000000-0000-4000-8000-000000000000', '--json')
+    const missing = admin(
+      'key',
+      'create',
+      '--kind',
+      'user',
+      '--workspace',
+      '00000000-0000-4000-8000-000000000000',
+      '--json',
+    )
     expect(missing.code).not.toBe(0)
     expect(missing.stderr).toMatch(/needs --user/)
   })

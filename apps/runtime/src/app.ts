@@ -46,7 +46,10 @@ const digestOf = (text: string) => createHash('sha256').update(text).digest()
  * intern only while its lease (its last acknowledged heartbeat) holds: a host cut off from the record
  * answers for none.
  */
-export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: boolean; metrics?: Metrics; hostId: string } ): Promise<RuntimeHost> {
+export async function buildRuntimeHost(
+  config: RuntimeConfig,
+  opts: { logger?: boolean; metrics?: Metrics; hostId: string },
+): Promise<RuntimeHost> {
   await mkdir(config.RUNTIME_DATA_DIR, { recursive: true })
   const app = Fastify({
     logger: opts.logger === false ? false : loggerOptions('runtime', config.LOG_LEVEL),
@@ -56,7 +59,9 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   })
   guardConnections(app.server, maxConnections(config), (reason) => opts.metrics?.connectionsCut.inc({ reason }))
   app.addHook('onRequest', (req, _reply, done) => {
-    cutStalledBody(req.raw, config.BODY_IDLE_TIMEOUT_MS, () => opts.metrics?.connectionsCut.inc({ reason: 'body_idle' }))
+    cutStalledBody(req.raw, config.BODY_IDLE_TIMEOUT_MS, () =>
+      opts.metrics?.connectionsCut.inc({ reason: 'body_idle' }),
+    )
     done()
   })
   if (opts.metrics) app.addHook('onRequest', observeHttp(opts.metrics))
@@ -74,8 +79,12 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   }
   confineCommands(confinement)
   const commands = commandRunner(config.RUNTIME_UNCONFINED_COMMANDS, process.env, confinement.user)
-  if (commands.mode === 'refused') notes.push(`interns' shell commands will be refused: they cannot be sandboxed here (${commands.why}); install bubblewrap`)
-  if (commands.mode === 'unconfined') notes.push(`interns' shell commands run UNCONFINED (RUNTIME_UNCONFINED_COMMANDS=allow): ${commands.why}`)
+  if (commands.mode === 'refused')
+    notes.push(
+      `interns' shell commands will be refused: they cannot be sandboxed here (${commands.why}); install bubblewrap`,
+    )
+  if (commands.mode === 'unconfined')
+    notes.push(`interns' shell commands run UNCONFINED (RUNTIME_UNCONFINED_COMMANDS=allow): ${commands.why}`)
   for (const note of notes) app.log.warn(note)
   chooseEgressForwarder(config.RUNTIME_EGRESS_FORWARDER)
 
@@ -96,12 +105,16 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   })
   const interns = new Interns({ config, log: app.log, fleet, commands, proxies, user: confinement.user })
 
-  const hostOf = (headers: Record<string, unknown>) => String(headers['x-forwarded-host'] ?? headers.host ?? '').split(':')[0]!.toLowerCase()
+  const hostOf = (headers: Record<string, unknown>) =>
+    String(headers['x-forwarded-host'] ?? headers.host ?? '')
+      .split(':')[0]!
+      .toLowerCase()
   app.addHook('onRequest', async (req, reply) => {
     // Requests addressed to an intern's hostname are the intern's: its health, and nothing of the host.
     const intern = interns.byHost(hostOf(req.headers))
     if (intern) {
-      if (req.url !== '/healthz' || req.method !== 'GET') return reply.code(404).send({ error: 'not_found', message: 'not found' })
+      if (req.url !== '/healthz' || req.method !== 'GET')
+        return reply.code(404).send({ error: 'not_found', message: 'not found' })
       // A host out of touch with the record answers for no intern: it may have been moved.
       if (!intern.running || !fleet.verified) return reply.code(503).send({ status: 'stopped' })
       return reply.send({ status: 'ok', intern: intern.id, started_at: intern.startedAt })
@@ -109,20 +122,34 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
     if (req.url === '/health' || req.url === '/ready') return
     // Everything else obeys only the fleet, which holds this host's credential.
     const token = fleet.token
-    if (!token) return reply.code(503).send(hostError('placement_unverified', 'this host has not joined the fleet yet').body)
+    if (!token)
+      return reply.code(503).send(hostError('placement_unverified', 'this host has not joined the fleet yet').body)
     const given = req.headers.authorization
     if (given === undefined || !timingSafeEqual(digestOf(given), digestOf(`Bearer ${token}`))) {
-      return reply.code(401).header('www-authenticate', 'Bearer realm="roster-runtime"').send(hostError('unauthorized', "the runtime control API needs this host's fleet credential").body)
+      return reply
+        .code(401)
+        .header('www-authenticate', 'Bearer realm="roster-runtime"')
+        .send(hostError('unauthorized', "the runtime control API needs this host's fleet credential").body)
     }
     // Calls about interns wait for the record's word while this host is out of touch with it.
-    if (!fleet.verified && req.url.startsWith('/v1/interns/')) return reply.code(503).send(hostError('placement_unverified', 'this host has not heard from the fleet lately; it answers for no intern until it has').body)
+    if (!fleet.verified && req.url.startsWith('/v1/interns/'))
+      return reply
+        .code(503)
+        .send(
+          hostError(
+            'placement_unverified',
+            'this host has not heard from the fleet lately; it answers for no intern until it has',
+          ).body,
+        )
   })
 
   app.get('/health', async () => ({ status: 'ok', joined: !!fleet.token }))
   // Ready: a member of the fleet, in touch with it, and taking interns (not draining): a rollout waits for it.
   app.get('/ready', async (_req, reply) => {
     const ready = !!fleet.token && fleet.verified && !interns.draining
-    return reply.code(ready ? 200 : 503).send({ ready, joined: !!fleet.token, in_touch: fleet.verified, draining: interns.draining })
+    return reply
+      .code(ready ? 200 : 503)
+      .send({ ready, joined: !!fleet.token, in_touch: fleet.verified, draining: interns.draining })
   })
   controlRoutes(app, interns)
   chatRoutes(app, interns)
@@ -131,7 +158,13 @@ export async function buildRuntimeHost(config: RuntimeConfig, opts: { logger?: b
   // with run_ended; the sessions are kept), so their streams close and the server's close does not
   // wait on them: a turn may last minutes, and a connection it leaves open its keep-alive time.
   app.addHook('preClose', async () => {
-    const ending = interns.list().map((intern) => intern.daemon?.stop("the intern's host is shutting down; its run was cancelled (the session is kept: continue it when the intern is back)"))
+    const ending = interns
+      .list()
+      .map((intern) =>
+        intern.daemon?.stop(
+          "the intern's host is shutting down; its run was cancelled (the session is kept: continue it when the intern is back)",
+        ),
+      )
     await settledWithin(Promise.all(ending), 5_000)
   })
   app.addHook('onClose', async () => {

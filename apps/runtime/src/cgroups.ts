@@ -60,7 +60,8 @@ export class Cgroups {
       const bases: Record<string, string> = {}
       for (const controller of V1_CONTROLLERS) {
         const hierarchy = join(root, controller)
-        if (!existsSync(join(hierarchy, 'cgroup.procs'))) return `the cgroup v1 ${controller} hierarchy is not mounted at ${hierarchy}`
+        if (!existsSync(join(hierarchy, 'cgroup.procs')))
+          return `the cgroup v1 ${controller} hierarchy is not mounted at ${hierarchy}`
         bases[controller] = join(hierarchy, 'roster', name)
         mkdirSync(bases[controller]!, { recursive: true })
       }
@@ -74,7 +75,10 @@ export class Cgroups {
   }
 
   /** A group for one command, its limits written. */
-  create(id: string, limits: CgroupLimits = { processes: 64, memoryBytes: 64 * 1024 * 1024, cpuPercent: 100 }): CommandCgroup {
+  create(
+    id: string,
+    limits: CgroupLimits = { processes: 64, memoryBytes: 64 * 1024 * 1024, cpuPercent: 100 },
+  ): CommandCgroup {
     const quota = Math.max(1_000, Math.round((limits.cpuPercent / 100) * CPU_PERIOD_US))
     if (this.kind === 'v2') {
       const dir = join(this.bases.unified!, id)
@@ -85,11 +89,19 @@ export class Cgroups {
       write(dir, 'cpu.max', `${quota} ${CPU_PERIOD_US}`)
       return {
         procs: [join(dir, 'cgroup.procs')],
-        verdict: () => (counter(dir, 'memory.events', 'oom_kill') > 0 ? 'memory' : counter(dir, 'pids.events', 'max') > 0 ? 'processes' : undefined),
+        verdict: () =>
+          counter(dir, 'memory.events', 'oom_kill') > 0
+            ? 'memory'
+            : counter(dir, 'pids.events', 'max') > 0
+              ? 'processes'
+              : undefined,
         remove: () => removeDir(dir),
       }
     }
-    const dirs = Object.fromEntries(V1_CONTROLLERS.map((c) => [c, join(this.bases[c]!, id)])) as Record<(typeof V1_CONTROLLERS)[number], string>
+    const dirs = Object.fromEntries(V1_CONTROLLERS.map((c) => [c, join(this.bases[c]!, id)])) as Record<
+      (typeof V1_CONTROLLERS)[number],
+      string
+    >
     for (const dir of Object.values(dirs)) mkdirSync(dir)
     write(dirs.pids, 'pids.max', limits.processes)
     write(dirs.memory, 'memory.limit_in_bytes', limits.memoryBytes)
@@ -99,7 +111,12 @@ export class Cgroups {
     write(dirs.cpu, 'cpu.cfs_quota_us', quota)
     return {
       procs: Object.values(dirs).map((dir) => join(dir, 'cgroup.procs')),
-      verdict: () => (counter(dirs.memory, 'memory.oom_control', 'oom_kill') > 0 ? 'memory' : counter(dirs.pids, 'pids.events', 'max') > 0 ? 'processes' : undefined),
+      verdict: () =>
+        counter(dirs.memory, 'memory.oom_control', 'oom_kill') > 0
+          ? 'memory'
+          : counter(dirs.pids, 'pids.events', 'max') > 0
+            ? 'processes'
+            : undefined,
       remove: () => Object.values(dirs).forEach(removeDir),
     }
   }
@@ -107,7 +124,8 @@ export class Cgroups {
   /** Removes the groups left in this host's directories (by a run of it that was killed). */
   private sweep() {
     for (const base of Object.values(this.bases)) {
-      for (const entry of readdirSync(base, { withFileTypes: true })) if (entry.isDirectory()) removeDir(join(base, entry.name))
+      for (const entry of readdirSync(base, { withFileTypes: true }))
+        if (entry.isDirectory()) removeDir(join(base, entry.name))
     }
   }
 }
@@ -126,7 +144,9 @@ function tryWrite(dir: string, file: string, value: string | number) {
 /** A `name value` line of a cgroup file, as a number (0 when absent). */
 function counter(dir: string, file: string, name: string): number {
   try {
-    const line = readFileSync(join(dir, file), 'utf8').split('\n').find((l) => l.startsWith(`${name} `))
+    const line = readFileSync(join(dir, file), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`${name} `))
     return Number(line?.split(' ')[1] ?? 0)
   } catch {
     return 0

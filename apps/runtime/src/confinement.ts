@@ -31,13 +31,21 @@ export function prepareConfinement(config: RuntimeConfig): { confinement: Confin
   const root = process.getuid?.() === 0
   if (root) {
     const setpriv = SETPRIV.find((p) => existsSync(p))
-    if (!setpriv) notes.push("commands run as root inside their sandboxes, so the process limit does not hold: install util-linux (setpriv)")
+    if (!setpriv)
+      notes.push(
+        'commands run as root inside their sandboxes, so the process limit does not hold: install util-linux (setpriv)',
+      )
     else confinement.user = { uid: config.SANDBOX_UID, gid: config.SANDBOX_UID, setpriv }
     const groups = Cgroups.detect(`runtime-${config.PORT}`)
-    if (typeof groups === 'string') notes.push(`commands have no control group (memory and processes are held per process by rlimits only): ${groups}`)
+    if (typeof groups === 'string')
+      notes.push(
+        `commands have no control group (memory and processes are held per process by rlimits only): ${groups}`,
+      )
     else confinement.cgroups = groups
   } else {
-    notes.push('commands have no control group (the host is not root): memory and processes are held per process by rlimits')
+    notes.push(
+      'commands have no control group (the host is not root): memory and processes are held per process by rlimits',
+    )
   }
   return { confinement, notes }
 }
@@ -47,11 +55,20 @@ export function prepareConfinement(config: RuntimeConfig): { confinement: Confin
  * running as that user, must to mount the workspace. A directory this process owns and made
  * private (a mkdtemp data directory) is opened for passing (0711: no listing) on the way.
  */
-export async function reachableBySandboxUser(dir: string, user: NonNullable<Confinement['user']>): Promise<string | undefined> {
+export async function reachableBySandboxUser(
+  dir: string,
+  user: NonNullable<Confinement['user']>,
+): Promise<string | undefined> {
   const stat = await lstat(dir)
   if (stat.uid === process.getuid?.() && (stat.mode & 0o001) === 0) await chmod(dir, (stat.mode & 0o777) | 0o111)
-  const probe = spawnSync(user.setpriv, [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--', '/usr/bin/test', '-x', dir], { timeout: 5_000 })
-  return probe.status === 0 ? undefined : `${dir} cannot be reached by uid ${user.uid}: let others pass through its parent directories (chmod o+x), or set RUNTIME_DATA_DIR elsewhere`
+  const probe = spawnSync(
+    user.setpriv,
+    [`--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--', '/usr/bin/test', '-x', dir],
+    { timeout: 5_000 },
+  )
+  return probe.status === 0
+    ? undefined
+    : `${dir} cannot be reached by uid ${user.uid}: let others pass through its parent directories (chmod o+x), or set RUNTIME_DATA_DIR elsewhere`
 }
 
 /**

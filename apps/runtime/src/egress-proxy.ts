@@ -4,8 +4,13 @@ import { chmod, chown, mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Agent, request } from 'undici'
 import { guardedLookup, refusedLiteral } from '@roster/gateway'
-import { httpServerOptions, limitHttpServer, SECRET_PLACEHOLDER, type ListenerSettings, type SecretEgress } from '@roster/shared'
-
+import {
+  httpServerOptions,
+  limitHttpServer,
+  SECRET_PLACEHOLDER,
+  type ListenerSettings,
+  type SecretEgress,
+} from '@roster/shared'
 
 // How an intern's shell commands reach the network. A sandbox has no network of its own (no
 // interface but its own loopback); a command granted the network gets this intern's HTTP proxy,
@@ -36,7 +41,17 @@ export interface EgressProxyOptions {
   socketOwner?: { uid: number; gid: number }
 }
 
-const HOP_BY_HOP = new Set(['connection', 'proxy-connection', 'proxy-authorization', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host'])
+const HOP_BY_HOP = new Set([
+  'connection',
+  'proxy-connection',
+  'proxy-authorization',
+  'keep-alive',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+])
 
 export class EgressProxies {
   private readonly sockets = new Map<string, Promise<{ path: string; server: Server; tunnels: Set<Socket> }>>()
@@ -83,7 +98,10 @@ export class EgressProxies {
     await rm(path, { force: true })
     const tunnels = new Set<Socket>()
     const limits = this.options.limits
-    const server = createServer(limits ? httpServerOptions(limits) : {}, (req, res) => void this.forward(internId, req, res).catch(() => res.destroy()))
+    const server = createServer(
+      limits ? httpServerOptions(limits) : {},
+      (req, res) => void this.forward(internId, req, res).catch(() => res.destroy()),
+    )
     server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => {
       tunnels.add(socket)
       socket.once('close', () => tunnels.delete(socket))
@@ -116,16 +134,26 @@ export class EgressProxies {
     const body = await readBody(req, this.options.maxRequestBytes)
     if (!body) return refuse(res, 413, `the request body is larger than ${this.options.maxRequestBytes} bytes`)
     const headers: Record<string, string> = {}
-    for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v
+    for (const [k, v] of Object.entries(req.headers))
+      if (!HOP_BY_HOP.has(k) && v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v
     const method = req.method ?? 'GET'
     const text = body.toString('utf8')
     const placeholder = (t: string) => new RegExp(SECRET_PLACEHOLDER.source).test(t)
     if (placeholder(text) || Object.values(headers).some(placeholder)) {
       if (!this.options.egress) return refuse(res, 502, 'secrets are not available on this host (it has no vault)')
       // Asked uncompressed, so what comes back can be scrubbed of any value that was put in.
-      const out = await this.options.egress.send(internId, { method, url: url.href, headers: { ...headers, 'accept-encoding': 'identity' }, body: body.length ? text : undefined })
+      const out = await this.options.egress.send(internId, {
+        method,
+        url: url.href,
+        headers: { ...headers, 'accept-encoding': 'identity' },
+        body: body.length ? text : undefined,
+      })
       if ('error' in out) return refuse(res, 502, out.error)
-      const back: Record<string, string> = Object.fromEntries(Object.entries(out.headers).filter(([k]) => !HOP_BY_HOP.has(k) && k !== 'content-length' && k !== 'content-encoding'))
+      const back: Record<string, string> = Object.fromEntries(
+        Object.entries(out.headers).filter(
+          ([k]) => !HOP_BY_HOP.has(k) && k !== 'content-length' && k !== 'content-encoding',
+        ),
+      )
       res.writeHead(out.status, back).end(out.body)
       return
     }
@@ -153,7 +181,8 @@ export class EgressProxies {
   /** HTTPS (and any CONNECT): a tunnel to an allowed address, never looked into. */
   private tunnel(req: IncomingMessage, client: Socket, head: Buffer) {
     const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(req.url ?? '')
-    const fail = (status: string, why: string) => client.end(`HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${why}\n`)
+    const fail = (status: string, why: string) =>
+      client.end(`HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${why}\n`)
     if (!match) return fail('400 Bad Request', 'CONNECT needs host:port')
     const host = match[1]!.replace(/^\[|\]$/g, '')
     const refused = refusedLiteral(host, this.options)

@@ -61,7 +61,12 @@ export class FleetClient implements SecretEgress {
   }
 
   async join(req: Omit<JoinRequest, 'id'>): Promise<JoinResponse> {
-    const res = await this.request('POST', '/internal/v1/fleet/join', { ...req, id: this.hostId }, `Bearer ${this.fleetToken}`)
+    const res = await this.request(
+      'POST',
+      '/internal/v1/fleet/join',
+      { ...req, id: this.hostId },
+      `Bearer ${this.fleetToken}`,
+    )
     this.membership = JoinResponse.parse(await json(res))
     this.leaseUntil = Date.now() + this.membership.lease_ms
     return this.membership
@@ -89,30 +94,53 @@ export class FleetClient implements SecretEgress {
 
   /** The sessions the intern has in the record. */
   async sessionIds(internId: string): Promise<Set<string>> {
-    const res = await this.request('GET', `/internal/v1/interns/${internId}/sessions?generation=${this.generation(internId)}`)
+    const res = await this.request(
+      'GET',
+      `/internal/v1/interns/${internId}/sessions?generation=${this.generation(internId)}`,
+    )
     return new Set(SessionIds.parse(await json(res)).sessions)
   }
 
   /** A session's items, as the record keeps them. */
   async loadSession(internId: string, sessionId: string): Promise<Record<string, unknown>[]> {
-    const res = await this.request('GET', `/internal/v1/interns/${internId}/sessions/${encodeURIComponent(sessionId)}?generation=${this.generation(internId)}`)
+    const res = await this.request(
+      'GET',
+      `/internal/v1/interns/${internId}/sessions/${encodeURIComponent(sessionId)}?generation=${this.generation(internId)}`,
+    )
     return SessionItems.parse(await json(res)).items
   }
 
   /** Appends items to a session, numbered from `from` (a retry appends nothing twice). */
-  async appendSession(internId: string, sessionId: string, from: number, items: Record<string, unknown>[]): Promise<void> {
-    await json(await this.request('POST', `/internal/v1/interns/${internId}/sessions/${encodeURIComponent(sessionId)}/entries`, { generation: this.generation(internId), from, items }))
+  async appendSession(
+    internId: string,
+    sessionId: string,
+    from: number,
+    items: Record<string, unknown>[],
+  ): Promise<void> {
+    await json(
+      await this.request('POST', `/internal/v1/interns/${internId}/sessions/${encodeURIComponent(sessionId)}/entries`, {
+        generation: this.generation(internId),
+        from,
+        items,
+      }),
+    )
   }
 
   /** Keeps a workspace snapshot (a gzipped tar) as the intern's latest. */
   async putSnapshot(internId: string, bytes: Buffer): Promise<{ sha256: string; size: number }> {
-    const res = await this.request('PUT', `/internal/v1/interns/${internId}/snapshot`, bytes, undefined, { 'content-type': 'application/gzip', [SNAPSHOT_GENERATION_HEADER]: String(this.generation(internId)) })
+    const res = await this.request('PUT', `/internal/v1/interns/${internId}/snapshot`, bytes, undefined, {
+      'content-type': 'application/gzip',
+      [SNAPSHOT_GENERATION_HEADER]: String(this.generation(internId)),
+    })
     return (await json(res)) as { sha256: string; size: number }
   }
 
   /** The intern's latest snapshot, or undefined when it has none. */
   async getSnapshot(internId: string): Promise<Buffer | undefined> {
-    const res = await this.request('GET', `/internal/v1/interns/${internId}/snapshot?generation=${this.generation(internId)}`)
+    const res = await this.request(
+      'GET',
+      `/internal/v1/interns/${internId}/snapshot?generation=${this.generation(internId)}`,
+    )
     if (res.statusCode === 204) {
       await res.body.dump()
       return undefined
@@ -122,9 +150,20 @@ export class FleetClient implements SecretEgress {
   }
 
   /** A request of the intern's that carries secrets (SecretEgress): made by the API's egress, never here. */
-  async send(internId: string, args: Omit<EgressRequest, 'method'> & { method?: string }, signal?: AbortSignal): Promise<EgressResult> {
+  async send(
+    internId: string,
+    args: Omit<EgressRequest, 'method'> & { method?: string },
+    signal?: AbortSignal,
+  ): Promise<EgressResult> {
     try {
-      const res = await this.request('POST', `/internal/v1/interns/${internId}/egress?generation=${this.generation(internId)}`, { ...args, method: args.method ?? 'GET' }, undefined, undefined, signal)
+      const res = await this.request(
+        'POST',
+        `/internal/v1/interns/${internId}/egress?generation=${this.generation(internId)}`,
+        { ...args, method: args.method ?? 'GET' },
+        undefined,
+        undefined,
+        signal,
+      )
       return EgressResult.parse(await json(res))
     } catch (err) {
       return { error: `the egress could not be reached: ${(err as Error).message}` }
@@ -141,8 +180,16 @@ export class FleetClient implements SecretEgress {
     return g
   }
 
-  private async request(method: string, path: string, body?: unknown, authorization?: string, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Dispatcher.ResponseData> {
-    if (!authorization && !this.membership) throw new FleetError('this host has not joined the fleet', 503, 'placement_unverified')
+  private async request(
+    method: string,
+    path: string,
+    body?: unknown,
+    authorization?: string,
+    headers: Record<string, string> = {},
+    signal?: AbortSignal,
+  ): Promise<Dispatcher.ResponseData> {
+    if (!authorization && !this.membership)
+      throw new FleetError('this host has not joined the fleet', 503, 'placement_unverified')
     const buffer = Buffer.isBuffer(body)
     try {
       return await this.pool.request({

@@ -99,7 +99,11 @@ export class Interns {
    */
   async configure(id: string, spec: InternSpec): Promise<{ written: boolean }> {
     const current = this.all.get(id)
-    if (current && current.spec.generation > spec.generation) throw refused('placement_stale', `intern ${id} runs here under generation ${current.spec.generation}, not ${spec.generation}`)
+    if (current && current.spec.generation > spec.generation)
+      throw refused(
+        'placement_stale',
+        `intern ${id} runs here under generation ${current.spec.generation}, not ${spec.generation}`,
+      )
     const owner = this.byHostname.get(spec.hostname)
     if (owner && owner !== id) throw refused('bad_request', 'that hostname belongs to another intern')
     const digest = createHash('sha256').update(JSON.stringify(spec)).digest('hex')
@@ -133,7 +137,10 @@ export class Interns {
     const dir = this.dir(id)
     await rm(dir, { recursive: true, force: true })
     // Passable, not listable, on the way to the workspace: the sandbox user mounts it from there.
-    this.internsDir ??= mkdir(join(this.deps.config.RUNTIME_DATA_DIR, 'interns'), { recursive: true, mode: 0o711 }).then(() => {})
+    this.internsDir ??= mkdir(join(this.deps.config.RUNTIME_DATA_DIR, 'interns'), {
+      recursive: true,
+      mode: 0o711,
+    }).then(() => {})
     await this.internsDir
     await mkdir(dir, { mode: 0o711 })
     const workspace = join(dir, 'workspace')
@@ -143,7 +150,10 @@ export class Interns {
     const snapshot = hasSnapshot ? await this.deps.fleet.getSnapshot(id) : undefined
     if (!snapshot) return EMPTY_WORKSPACE
     if (this.deps.commands.mode === 'refused') {
-      this.deps.log.warn({ intern: id }, 'a workspace snapshot cannot be restored on this host: it cannot run commands (no bubblewrap)')
+      this.deps.log.warn(
+        { intern: id },
+        'a workspace snapshot cannot be restored on this host: it cannot run commands (no bubblewrap)',
+      )
       return EMPTY_WORKSPACE
     }
     await restoreSnapshot(this.deps.commands.run, workspace, snapshot)
@@ -154,7 +164,11 @@ export class Interns {
   check(id: string, generation: number | undefined): HostedIntern {
     const intern = this.all.get(id)
     if (!intern) throw refused('not_found', `intern ${id} is not configured on this host`)
-    if (generation !== undefined && generation !== intern.spec.generation) throw refused('placement_stale', `intern ${id} runs here under generation ${intern.spec.generation}, not ${generation}`)
+    if (generation !== undefined && generation !== intern.spec.generation)
+      throw refused(
+        'placement_stale',
+        `intern ${id} runs here under generation ${intern.spec.generation}, not ${generation}`,
+      )
     return intern
   }
 
@@ -216,8 +230,14 @@ export class Interns {
         continue
       }
       if (intern.configuredAt >= asked) continue
-      this.deps.log.warn({ intern: intern.id, generation: intern.spec.generation, record: generation ?? null }, 'the fleet no longer places this intern here: stopping it')
-      await this.drop(intern, 'the intern was moved to another runtime host; its run was cancelled (the session is kept: continue it)')
+      this.deps.log.warn(
+        { intern: intern.id, generation: intern.spec.generation, record: generation ?? null },
+        'the fleet no longer places this intern here: stopping it',
+      )
+      await this.drop(
+        intern,
+        'the intern was moved to another runtime host; its run was cancelled (the session is kept: continue it)',
+      )
     }
   }
 
@@ -240,7 +260,11 @@ export class Interns {
     const ended = Promise.all(this.list().map((i) => i.daemon?.turnsEnded()))
     await Promise.race([ended, new Promise((r) => setTimeout(r, graceMs).unref())])
     for (const intern of this.list()) {
-      if (intern.running || intern.daemon) await this.stop(intern, "the intern's host is draining; its run was cancelled (the session is kept: continue it)").catch((err) => this.deps.log.warn({ err, intern: intern.id }, 'draining an intern failed'))
+      if (intern.running || intern.daemon)
+        await this.stop(
+          intern,
+          "the intern's host is draining; its run was cancelled (the session is kept: continue it)",
+        ).catch((err) => this.deps.log.warn({ err, intern: intern.id }, 'draining an intern failed'))
       else await this.snapshot(intern).catch(() => {})
     }
   }
@@ -253,7 +277,11 @@ export class Interns {
       const fingerprint = await workspaceFingerprint(workspace)
       if (fingerprint === intern.snapshotOf) return
       try {
-        const bytes = await takeSnapshot(this.deps.commands.run, workspace, this.deps.config.RUNTIME_SNAPSHOT_MAX_MB * 1024 * 1024)
+        const bytes = await takeSnapshot(
+          this.deps.commands.run,
+          workspace,
+          this.deps.config.RUNTIME_SNAPSHOT_MAX_MB * 1024 * 1024,
+        )
         await this.deps.fleet.putSnapshot(intern.id, bytes)
         intern.snapshotOf = fingerprint
       } catch (err) {
@@ -281,7 +309,8 @@ export class Interns {
       sessions,
       deadlineMs: config.INTERACTION_DEADLINE_MS,
       maxPaused: config.RUN_MAX_PAUSED,
-      onError: (err, sessionId) => this.deps.log.warn({ err, intern: intern.id, session: sessionId }, 'an intern turn failed'),
+      onError: (err, sessionId) =>
+        this.deps.log.warn({ err, intern: intern.id, session: sessionId }, 'an intern turn failed'),
       execute: async (run) => {
         // The configuration as it is now (a PATCH may have changed the model or instructions since).
         const spec = (this.all.get(intern.id) ?? intern).spec
@@ -294,7 +323,11 @@ export class Interns {
               instructions: spec.instructions,
               workspace,
               runCommand: async (command, { network, ...limits }, signal) =>
-                commands.run(command, { ...limits, workspace, egressSocket: network ? await proxies.socketFor(intern.id) : undefined }, signal),
+                commands.run(
+                  command,
+                  { ...limits, workspace, egressSocket: network ? await proxies.socketFor(intern.id) : undefined },
+                  signal,
+                ),
               sessions,
               maxSteps: config.RUN_MAX_STEPS,
               commandTimeoutMs: config.COMMAND_TIMEOUT_MS,

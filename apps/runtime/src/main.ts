@@ -1,4 +1,11 @@
-import { createMetrics, loadConfigOrExit, RuntimeConfig, serveMetrics, startTracing, stopOnSignals } from '@roster/shared'
+import {
+  createMetrics,
+  loadConfigOrExit,
+  RuntimeConfig,
+  serveMetrics,
+  startTracing,
+  stopOnSignals,
+} from '@roster/shared'
 import { buildRuntimeHost } from './app.js'
 import { hostIdentity, startMembership } from './membership.js'
 
@@ -15,12 +22,17 @@ const membership = startMembership(config, fleet, interns, app.log, identity)
 // With RUNTIME_DRAIN_ON_SHUTDOWN, a SIGTERM (a rollout) moves the interns to other hosts before the
 // process ends; without, they are stopped and placed again once the record finds this host gone.
 const drainMs = config.RUNTIME_DRAIN_ON_SHUTDOWN ? config.RUNTIME_DRAIN_TURN_GRACE_MS + 30_000 : 0
-stopOnSignals(app.log, config.RUNTIME_DRAIN_ON_SHUTDOWN ? 'draining, then ending' : "ending the interns' runs", drainMs + 10_000, async () => {
-  if (drainMs) await membership.drainSelf(drainMs)
-  membership.stop()
-  await app.close()
-  await tracer?.shutdown()
-})
+stopOnSignals(
+  app.log,
+  config.RUNTIME_DRAIN_ON_SHUTDOWN ? 'draining, then ending' : "ending the interns' runs",
+  drainMs + 10_000,
+  async () => {
+    if (drainMs) await membership.drainSelf(drainMs)
+    membership.stop()
+    await app.close()
+    await tracer?.shutdown()
+  },
+)
 if (metrics) {
   await serveMetrics(metrics, config)
   app.log.info(`runtime metrics on http://${config.METRICS_HOST}:${config.METRICS_PORT}/metrics`)

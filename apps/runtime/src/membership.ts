@@ -13,7 +13,9 @@ import type { Interns } from './interns.js'
 
 /** The id a host joins with, and the address it says it is reached at. */
 export function hostIdentity(config: RuntimeConfig) {
-  const address = config.RUNTIME_ADVERTISE_URL ?? `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST}:${config.PORT}`
+  const address =
+    config.RUNTIME_ADVERTISE_URL ??
+    `http://${config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST}:${config.PORT}`
   return {
     id: config.RUNTIME_HOST_ID ?? `runtime-${config.PORT}`,
     address,
@@ -30,7 +32,13 @@ export interface Membership {
   stop(): void
 }
 
-export function startMembership(config: RuntimeConfig, fleet: FleetClient, interns: Interns, log: FastifyBaseLogger, identity = hostIdentity(config)): Membership {
+export function startMembership(
+  config: RuntimeConfig,
+  fleet: FleetClient,
+  interns: Interns,
+  log: FastifyBaseLogger,
+  identity = hostIdentity(config),
+): Membership {
   let stopped = false
   let timer: NodeJS.Timeout | undefined
   let draining: Promise<void> | undefined
@@ -42,7 +50,10 @@ export function startMembership(config: RuntimeConfig, fleet: FleetClient, inter
     for (let wait = 100; !stopped; wait = Math.min(wait * 2, 5_000)) {
       try {
         const membership = await fleet.join({ address: identity.address, capacity: identity.capacity })
-        log.info({ host: identity.id, epoch: membership.epoch, capacity: identity.capacity, address: identity.address }, 'joined the fleet')
+        log.info(
+          { host: identity.id, epoch: membership.epoch, capacity: identity.capacity, address: identity.address },
+          'joined the fleet',
+        )
         return
       } catch (err) {
         log.warn({ err: (err as Error).message }, 'could not join the fleet yet; trying again')
@@ -57,18 +68,27 @@ export function startMembership(config: RuntimeConfig, fleet: FleetClient, inter
     const rejoin = async (why: string) => {
       // Nothing here may run: its interns are (or will be) placed elsewhere. Join again as a new epoch.
       log.warn(`${why}: stopping every intern and joining again`)
-      await Promise.all(interns.list().map((i) => interns.drop(i, "the intern's host was declared dead; its run was cancelled")))
+      await Promise.all(
+        interns.list().map((i) => interns.drop(i, "the intern's host was declared dead; its run was cancelled")),
+      )
       fleet.forget()
       await join()
     }
     try {
-      const answer = await fleet.heartbeat({ running: interns.list().filter((i) => i.running).map((i) => ({ id: i.id, generation: i.spec.generation })), drained })
+      const answer = await fleet.heartbeat({
+        running: interns
+          .list()
+          .filter((i) => i.running)
+          .map((i) => ({ id: i.id, generation: i.spec.generation })),
+        drained,
+      })
       // Declared dead while away (paused, cut off).
       if (answer.state === 'dead') return await rejoin('the fleet declared this host dead while it was away')
       if (stopped) return
       holding = false
       await interns.applyPlacements(answer.placements, asked)
-      if (answer.placements.length !== placed) log.info({ interns: answer.placements.length }, 'placements confirmed by the fleet')
+      if (answer.placements.length !== placed)
+        log.info({ interns: answer.placements.length }, 'placements confirmed by the fleet')
       placed = answer.placements.length
       if (answer.state === 'draining' && !draining) {
         log.warn('draining: this host takes no new turns; its interns move to other hosts')
@@ -79,7 +99,8 @@ export function startMembership(config: RuntimeConfig, fleet: FleetClient, inter
       }
     } catch (err) {
       // Its credential no longer admitted (another epoch of its id joined; the fleet's keys changed): as dead.
-      if (err instanceof FleetError && err.status === 401) return await rejoin('the fleet no longer admits this host’s credential')
+      if (err instanceof FleetError && err.status === 401)
+        return await rejoin('the fleet no longer admits this host’s credential')
       log.warn({ err: (err as Error).message }, 'a heartbeat was not acknowledged')
     }
   }
@@ -91,7 +112,9 @@ export function startMembership(config: RuntimeConfig, fleet: FleetClient, inter
     if (fleet.membership && !fleet.verified && !holding) {
       holding = true
       log.warn('the fleet has not acknowledged this host within its lease: its interns stop until it does')
-      void interns.hold("the intern's host lost touch with the fleet; its run was cancelled (the session is kept: continue it)")
+      void interns.hold(
+        "the intern's host lost touch with the fleet; its run was cancelled (the session is kept: continue it)",
+      )
     }
   }
 
@@ -110,7 +133,9 @@ export function startMembership(config: RuntimeConfig, fleet: FleetClient, inter
     joined,
     async drainSelf(timeoutMs) {
       const deadline = Date.now() + timeoutMs
-      await fleet.drainSelf().catch((err) => log.warn({ err: (err as Error).message }, 'the fleet could not be asked to drain this host'))
+      await fleet
+        .drainSelf()
+        .catch((err) => log.warn({ err: (err as Error).message }, 'the fleet could not be asked to drain this host'))
       while (Date.now() < deadline) {
         await beat()
         if (drained && interns.list().length === 0) return

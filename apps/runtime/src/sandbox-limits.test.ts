@@ -12,7 +12,7 @@ import { ownWorkspace, prepareConfinement, reachableBySandboxUser } from './conf
 // memory hog and a disk filler are held to their limits, and while each runs another intern's
 // command and the host go on working. (Control groups and the unprivileged user need root; as
 // another user the rlimits alone hold, and the figures say which was in force.)
-const noSandbox = await lacking(['bubblewrap'], "the sandbox limits tests")
+const noSandbox = await lacking(['bubblewrap'], 'the sandbox limits tests')
 
 const config = RuntimeConfig.parse({
   RUNTIME_TOKEN: 'x'.repeat(32),
@@ -37,11 +37,18 @@ beforeAll(async () => {
     await ownWorkspace(dir, confinement.user)
   }
   confineCommands(confinement)
-  console.log(`sandbox limits in force: ${confinement.cgroups ? `cgroup ${confinement.cgroups.kind}` : 'no control group'}, ${confinement.user ? `uid ${confinement.user.uid}` : `the host's uid ${process.getuid?.()}`}; ${prepared.notes.join('; ') || 'nothing missing'}`)
+  console.log(
+    `sandbox limits in force: ${confinement.cgroups ? `cgroup ${confinement.cgroups.kind}` : 'no control group'}, ${confinement.user ? `uid ${confinement.user.uid}` : `the host's uid ${process.getuid?.()}`}; ${prepared.notes.join('; ') || 'nothing missing'}`,
+  )
 })
 afterAll(() => confineCommands(undefined))
 
-const opts = (workspace: string, extra: Partial<CommandOptions> = {}): CommandOptions => ({ workspace, timeoutMs: 8_000, maxOutputBytes: 64 * 1024, ...extra })
+const opts = (workspace: string, extra: Partial<CommandOptions> = {}): CommandOptions => ({
+  workspace,
+  timeoutMs: 8_000,
+  maxOutputBytes: 64 * 1024,
+  ...extra,
+})
 
 /** While `attack` runs in the bad intern's sandbox: the good intern's command and the host's own both work. */
 async function alongside(attack: Promise<unknown>) {
@@ -63,11 +70,16 @@ describe.skipIf(noSandbox)("an intern's commands are held to their limits", () =
 
   it('contains a fork bomb: the processes stop at the limit, the other intern and the host go on', async () => {
     const started = performance.now()
-    const bomb = runSandboxed(':(){ :|:& };: 2>/dev/null; sleep 3; n=$(ls /proc | grep -c "^[0-9]"); echo "reached $n"', opts(bad, { timeoutMs: 6_000 }))
+    const bomb = runSandboxed(
+      ':(){ :|:& };: 2>/dev/null; sleep 3; n=$(ls /proc | grep -c "^[0-9]"); echo "reached $n"',
+      opts(bad, { timeoutMs: 6_000 }),
+    )
     const { other, host } = await alongside(bomb)
     const res = await bomb
     const reached = Number(/reached (\d+)/.exec(res.stdout)?.[1] ?? config.SANDBOX_PROCESSES)
-    console.log(`fork bomb: ${reached} processes at most (limit ${config.SANDBOX_PROCESSES}), ended in ${Math.round(performance.now() - started)} ms (${res.limit ?? res.signal ?? res.exitCode})`)
+    console.log(
+      `fork bomb: ${reached} processes at most (limit ${config.SANDBOX_PROCESSES}), ended in ${Math.round(performance.now() - started)} ms (${res.limit ?? res.signal ?? res.exitCode})`,
+    )
     expect(reached).toBeLessThanOrEqual(config.SANDBOX_PROCESSES)
     expect(other).toMatchObject({ exitCode: 0, stdout: expect.stringMatching(/^fine\n/) })
     expect(host).toBe('host fine\n')
@@ -79,7 +91,9 @@ describe.skipIf(noSandbox)("an intern's commands are held to their limits", () =
     const hog = runSandboxed('x=$(head -c 400000000 /dev/zero | tr "\\0" a); echo "held ${#x}"', opts(bad))
     const { other } = await alongside(hog)
     const res = await hog
-    console.log(`memory hog: ${res.stdout.trim() || 'killed'} (limit ${config.SANDBOX_MEMORY_MB} MiB; ${res.limit ?? res.signal ?? res.exitCode})`)
+    console.log(
+      `memory hog: ${res.stdout.trim() || 'killed'} (limit ${config.SANDBOX_MEMORY_MB} MiB; ${res.limit ?? res.signal ?? res.exitCode})`,
+    )
     expect(res.stdout).not.toMatch(/held 400000000/)
     expect(res.exitCode).not.toBe(0)
     if (confinement.cgroups) expect(res.limit).toBe('memory')
@@ -89,11 +103,16 @@ describe.skipIf(noSandbox)("an intern's commands are held to their limits", () =
   it('contains a disk filler: no file past its size, no workspace past its ceiling, the other intern goes on', async () => {
     const one = await runSandboxed('head -c 100000000 /dev/zero > big; echo "exit $?"', opts(bad))
     expect(statSync(join(bad, 'big')).size).toBeLessThanOrEqual(config.SANDBOX_FILE_MB * 1024 * 1024)
-    const filler = runSandboxed('i=0; while true; do i=$((i+1)); head -c 4000000 /dev/zero > f$i || true; done', opts(bad, { timeoutMs: 15_000 }))
+    const filler = runSandboxed(
+      'i=0; while true; do i=$((i+1)); head -c 4000000 /dev/zero > f$i || true; done',
+      opts(bad, { timeoutMs: 15_000 }),
+    )
     const { other } = await alongside(filler)
     const res = await filler
     const used = await diskUsage(bad)
-    console.log(`disk filler: one file stopped at ${statSync(join(bad, 'big')).size} bytes (${one.stdout.trim()}), the workspace at ${(used / 1024 / 1024).toFixed(1)} MiB (ceiling ${config.SANDBOX_WORKSPACE_MB} MiB) after ${Math.round(res.durationMs)} ms (${res.limit})`)
+    console.log(
+      `disk filler: one file stopped at ${statSync(join(bad, 'big')).size} bytes (${one.stdout.trim()}), the workspace at ${(used / 1024 / 1024).toFixed(1)} MiB (ceiling ${config.SANDBOX_WORKSPACE_MB} MiB) after ${Math.round(res.durationMs)} ms (${res.limit})`,
+    )
     expect(res.limit).toBe('workspace')
     expect(res.timedOut).toBe(false)
     // Stopped within a second's writing of the ceiling (the watch measures about every second).
@@ -105,7 +124,10 @@ describe.skipIf(noSandbox)("an intern's commands are held to their limits", () =
   })
 
   it("keeps a sandbox's /tmp to its size", async () => {
-    const res = await runSandboxed('head -c 40000000 /dev/zero > /tmp/fill; echo "exit $?"; du -sm /tmp | cut -f1', opts(good))
+    const res = await runSandboxed(
+      'head -c 40000000 /dev/zero > /tmp/fill; echo "exit $?"; du -sm /tmp | cut -f1',
+      opts(good),
+    )
     const [exit, mib] = res.stdout.trim().split('\n')
     expect(exit).not.toBe('exit 0')
     expect(Number(mib)).toBeLessThanOrEqual(config.SANDBOX_TMP_MB)

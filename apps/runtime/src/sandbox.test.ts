@@ -4,7 +4,15 @@ import { createServer, type Server } from 'node:net'
 import { tmpdir, homedir } from 'node:os'
 import { join } from 'node:path'
 import { execFile, spawn } from 'node:child_process'
-import { chooseEgressForwarder, commandRunner, runSandboxed, sandboxArgs, SandboxUnavailableError, sandboxUnavailable, type CommandOptions } from './sandbox.js'
+import {
+  chooseEgressForwarder,
+  commandRunner,
+  runSandboxed,
+  sandboxArgs,
+  SandboxUnavailableError,
+  sandboxUnavailable,
+  type CommandOptions,
+} from './sandbox.js'
 import { lacking, processCommandLines, waitFor } from '@roster/testing'
 
 // Real commands in real bubblewrap sandboxes (the bubblewrap package; .ci/run installs it), which
@@ -28,12 +36,23 @@ beforeAll(async () => {
 })
 afterAll(() => server?.close())
 
-const opts = (extra: Partial<CommandOptions> = {}): CommandOptions => ({ workspace: mine, timeoutMs: 10_000, maxOutputBytes: 64 * 1024, ...extra })
+const opts = (extra: Partial<CommandOptions> = {}): CommandOptions => ({
+  workspace: mine,
+  timeoutMs: 10_000,
+  maxOutputBytes: 64 * 1024,
+  ...extra,
+})
 
 describe.skipIf(noSandbox)('a sandboxed shell command', () => {
   it('works in its workspace: what it writes there stays, its exit code and both streams come back', async () => {
     const res = await runSandboxed('echo made > note.txt && pwd && cat note.txt && echo oops >&2; exit 3', opts())
-    expect(res).toMatchObject({ exitCode: 3, stdout: '/workspace\nmade\n', stderr: 'oops\n', timedOut: false, truncated: false })
+    expect(res).toMatchObject({
+      exitCode: 3,
+      stdout: '/workspace\nmade\n',
+      stderr: 'oops\n',
+      timedOut: false,
+      truncated: false,
+    })
     expect(readFileSync(join(mine, 'note.txt'), 'utf8')).toBe('made\n')
   })
 
@@ -43,7 +62,9 @@ describe.skipIf(noSandbox)('a sandboxed shell command', () => {
       opts(),
     )
     const lines = res.stdout.split('\n')
-    expect(lines.slice(0, lines.indexOf('workspace') + 1).sort()).toEqual(expect.arrayContaining(['dev', 'etc', 'proc', 'tmp', 'usr', 'workspace']))
+    expect(lines.slice(0, lines.indexOf('workspace') + 1).sort()).toEqual(
+      expect.arrayContaining(['dev', 'etc', 'proc', 'tmp', 'usr', 'workspace']),
+    )
     expect(res.stdout).not.toContain('another intern')
     expect(res.stdout).toMatch(new RegExp(`${theirs.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*No such file`))
     expect(res.stdout).toMatch(/roster-x': Read-only file system[\s\S]*roster-x': Read-only file system/)
@@ -52,8 +73,13 @@ describe.skipIf(noSandbox)('a sandboxed shell command', () => {
     expect(res.stdout).not.toMatch(/DATABASE_URL|VAULT_MASTER_KEY|RUNTIME_TOKEN|REDIS_URL/)
     expect(existsSync('/etc/roster-x')).toBe(false)
     // Of /etc, what programs need; not the password hashes or the host's keys.
-    const etc = await runSandboxed('cat /etc/shadow 2>&1; ls /etc/ssh 2>&1; cat /etc/passwd | head -1; ls /etc/ssl/certs | head -1; awk "BEGIN{print 1+1}"', opts())
-    expect(etc.stdout).toMatch(/\/etc\/shadow: No such file[\s\S]*\/etc\/ssh.*No such file[\s\S]*root:x:0:0[\s\S]*\n2\n$/)
+    const etc = await runSandboxed(
+      'cat /etc/shadow 2>&1; ls /etc/ssh 2>&1; cat /etc/passwd | head -1; ls /etc/ssl/certs | head -1; awk "BEGIN{print 1+1}"',
+      opts(),
+    )
+    expect(etc.stdout).toMatch(
+      /\/etc\/shadow: No such file[\s\S]*\/etc\/ssh.*No such file[\s\S]*root:x:0:0[\s\S]*\n2\n$/,
+    )
   })
 
   it("has no network of its own: not the host's loopback, no interface but its own loopback (granted network is the egress proxy: egress.test.ts)", async () => {
@@ -62,32 +88,50 @@ describe.skipIf(noSandbox)('a sandboxed shell command', () => {
     expect(closed.exitCode).not.toBe(0)
     expect(closed.stdout).not.toContain('hello')
     // The reference point: the same probe outside the sandbox does reach the server.
-    const outside = await new Promise<string>((resolve, reject) => execFile('bash', ['-c', probe], { encoding: 'utf8', timeout: 5_000 }, (err, out) => (err ? reject(err) : resolve(out))))
+    const outside = await new Promise<string>((resolve, reject) =>
+      execFile('bash', ['-c', probe], { encoding: 'utf8', timeout: 5_000 }, (err, out) =>
+        err ? reject(err) : resolve(out),
+      ),
+    )
     expect(outside).toBe('hello from the host\n')
     const links = await runSandboxed('ls /sys/class/net 2>/dev/null || cat /proc/net/dev', opts())
     expect(links.stdout).not.toMatch(/eth|ens|enp|wl|docker|veth/)
   })
 
   for (const kind of ['socat', 'node'] as const) {
-    it.skipIf(kind === 'socat' && noSocat)(`granted the network, reaches it only through its egress proxy (forwarder: ${kind})`, async () => {
-      const { EgressProxies } = await import('./egress-proxy.js')
-      const proxies = new EgressProxies({ dir: mkdtempSync(join(tmpdir(), 'roster-egress-')), allowPrivateNetworks: true, timeoutMs: 5_000, maxRequestBytes: 1024 })
-      try {
-        chooseEgressForwarder(kind)
-        const egressSocket = await proxies.socketFor('00000000-0000-4000-8000-000000000000')
-        // Through the proxy (a CONNECT tunnel to this raw TCP server, read as HTTP/0.9): reached; directly: nothing.
-        const res = await runSandboxed(`curl -s -m 10 --http0.9 -p http://127.0.0.1:${port}/; (exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null || echo direct refused`, opts({ egressSocket }))
-        expect(res.stdout).toBe('hello from the host\ndirect refused\n')
-      } finally {
-        chooseEgressForwarder('auto')
-        await proxies.closeAll()
-      }
-    })
+    it.skipIf(kind === 'socat' && noSocat)(
+      `granted the network, reaches it only through its egress proxy (forwarder: ${kind})`,
+      async () => {
+        const { EgressProxies } = await import('./egress-proxy.js')
+        const proxies = new EgressProxies({
+          dir: mkdtempSync(join(tmpdir(), 'roster-egress-')),
+          allowPrivateNetworks: true,
+          timeoutMs: 5_000,
+          maxRequestBytes: 1024,
+        })
+        try {
+          chooseEgressForwarder(kind)
+          const egressSocket = await proxies.socketFor('00000000-0000-4000-8000-000000000000')
+          // Through the proxy (a CONNECT tunnel to this raw TCP server, read as HTTP/0.9): reached; directly: nothing.
+          const res = await runSandboxed(
+            `curl -s -m 10 --http0.9 -p http://127.0.0.1:${port}/; (exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null || echo direct refused`,
+            opts({ egressSocket }),
+          )
+          expect(res.stdout).toBe('hello from the host\ndirect refused\n')
+        } finally {
+          chooseEgressForwarder('auto')
+          await proxies.closeAll()
+        }
+      },
+    )
   }
 
   it('is killed past its time limit, with everything it started', async () => {
     const marker = `roster-sleeper-${process.pid}-${Date.now()}`
-    const res = await runSandboxed(`(exec -a ${marker} sleep 30) & (exec -a ${marker} sleep 30); echo never`, opts({ timeoutMs: 300 }))
+    const res = await runSandboxed(
+      `(exec -a ${marker} sleep 30) & (exec -a ${marker} sleep 30); echo never`,
+      opts({ timeoutMs: 300 }),
+    )
     expect(res.timedOut).toBe(true)
     expect(res.exitCode).toBeNull()
     expect(res.durationMs).toBeLessThan(5_000)
@@ -149,7 +193,10 @@ describe.skipIf(noSandbox)('a sandboxed shell command', () => {
     // A command that would run on is killed at its own limit: the host's (here 1 s) plus 3 s.
     const started = Date.now()
     await orphan(`exec -a ${marker}-long sleep 300`, 1_000)
-    await waitFor(() => left().length === 0, { timeoutMs: 10_000, what: 'the orphaned command to be killed at its limit' })
+    await waitFor(() => left().length === 0, {
+      timeoutMs: 10_000,
+      what: 'the orphaned command to be killed at its limit',
+    })
     expect(Date.now() - started).toBeGreaterThan(3_000)
   }, 30_000)
 
@@ -160,7 +207,6 @@ describe.skipIf(noSandbox)('a sandboxed shell command', () => {
     await new Promise((r) => setTimeout(r, 300))
     expect(existsSync(join(mine, 'started-anyway'))).toBe(false)
   })
-
 })
 
 describe('a shell command where bubblewrap cannot work', () => {

@@ -88,9 +88,30 @@ const SYSTEM_DIRS = ['/usr']
  * not the rest (the shadow password files, SSH host keys, sudoers, whatever an operator keeps there).
  */
 const ETC_ENTRIES = [
-  'alternatives', 'bash.bashrc', 'ca-certificates', 'ca-certificates.conf', 'gai.conf', 'group', 'host.conf', 'hostname', 'hosts',
-  'inputrc', 'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'localtime', 'mime.types', 'nsswitch.conf', 'os-release', 'passwd',
-  'profile', 'protocols', 'resolv.conf', 'services', 'ssl', 'timezone',
+  'alternatives',
+  'bash.bashrc',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'gai.conf',
+  'group',
+  'host.conf',
+  'hostname',
+  'hosts',
+  'inputrc',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'localtime',
+  'mime.types',
+  'nsswitch.conf',
+  'os-release',
+  'passwd',
+  'profile',
+  'protocols',
+  'resolv.conf',
+  'services',
+  'ssl',
+  'timezone',
 ]
 const USR_LINKS = ['bin', 'sbin', 'lib', 'lib64', 'lib32', 'libx32']
 
@@ -100,7 +121,8 @@ function systemArgs(): string[] {
   if (systemMounts) return systemMounts
   const args: string[] = []
   for (const dir of SYSTEM_DIRS) args.push('--ro-bind', dir, dir)
-  for (const entry of ETC_ENTRIES) if (existsSync(`/etc/${entry}`)) args.push('--ro-bind', `/etc/${entry}`, `/etc/${entry}`)
+  for (const entry of ETC_ENTRIES)
+    if (existsSync(`/etc/${entry}`)) args.push('--ro-bind', `/etc/${entry}`, `/etc/${entry}`)
   for (const link of USR_LINKS) {
     const path = `/${link}`
     const target = linkTarget(path)
@@ -122,12 +144,20 @@ let forwarder: { start: string; binds: string[] } | undefined
  * binary (about ten times that, but always there). `auto`: socat where installed.
  */
 export function chooseEgressForwarder(kind: 'auto' | 'socat' | 'node') {
-  const socat = kind === 'node' ? undefined : ['/usr/bin/socat', '/bin/socat', '/usr/local/bin/socat'].find((p) => existsSync(p))
+  const socat =
+    kind === 'node' ? undefined : ['/usr/bin/socat', '/bin/socat', '/usr/local/bin/socat'].find((p) => existsSync(p))
   if (kind === 'socat' && !socat) throw new Error('RUNTIME_EGRESS_FORWARDER is socat, but socat is not installed')
-  if (socat) return (forwarder = { start: `${socat} TCP-LISTEN:3128,bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${EGRESS_SOCKET} &`, binds: [] })
+  if (socat)
+    return (forwarder = {
+      start: `${socat} TCP-LISTEN:3128,bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:${EGRESS_SOCKET} &`,
+      binds: [],
+    })
   const node = realpathSync(process.execPath)
   const script = `const n=require('net');n.createServer(c=>{const u=n.connect('${EGRESS_SOCKET}');c.pipe(u).pipe(c);u.on('error',()=>c.destroy());c.on('error',()=>u.destroy())}).listen(3128,'127.0.0.1')`
-  return (forwarder = { start: `${node} -e "${script}" &`, binds: node.startsWith('/usr/') ? [] : ['--ro-bind', node, node] })
+  return (forwarder = {
+    start: `${node} -e "${script}" &`,
+    binds: node.startsWith('/usr/') ? [] : ['--ro-bind', node, node],
+  })
 }
 const egressForwarder = () => forwarder ?? chooseEgressForwarder('auto')
 
@@ -171,12 +201,27 @@ const DEFAULT_TMP_BYTES = 256 * 1024 * 1024
 function bwrapArgs(opts: CommandOptions, limits?: SandboxLimits): string[] {
   // The sandbox's own root is a tmpfs bwrap makes: read-only once every mount point is in place.
   const tmp = String(limits?.tmpBytes ?? DEFAULT_TMP_BYTES)
-  const args = [...systemArgs(), '--size', tmp, '--tmpfs', '/tmp', '--size', String(1024 * 1024), '--tmpfs', '/run', '--bind', realpathSync(opts.workspace), '/workspace']
+  const args = [
+    ...systemArgs(),
+    '--size',
+    tmp,
+    '--tmpfs',
+    '/tmp',
+    '--size',
+    String(1024 * 1024),
+    '--tmpfs',
+    '/run',
+    '--bind',
+    realpathSync(opts.workspace),
+    '/workspace',
+  ]
   if (opts.egressSocket) args.push('--bind', opts.egressSocket, EGRESS_SOCKET, ...egressForwarder().binds)
   args.push('--remount-ro', '/', '--chdir', '/workspace')
   // No network namespace is ever shared: even a command granted the network has only its own loopback.
   args.push('--unshare-all', '--die-with-parent', '--new-session', '--clearenv')
-  const proxy = opts.egressSocket ? { HTTP_PROXY: PROXY, HTTPS_PROXY: PROXY, http_proxy: PROXY, https_proxy: PROXY, NO_PROXY: '', no_proxy: '' } : {}
+  const proxy = opts.egressSocket
+    ? { HTTP_PROXY: PROXY, HTTPS_PROXY: PROXY, http_proxy: PROXY, https_proxy: PROXY, NO_PROXY: '', no_proxy: '' }
+    : {}
   const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/workspace', LANG: 'C.UTF-8', ...proxy, ...opts.env }
   for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v)
   return args
@@ -194,20 +239,28 @@ function linkTarget(path: string): string | undefined {
  * Whether commands can be confined here: bubblewrap installed and allowed to make namespaces
  * (containers without user namespaces, and macOS, cannot). Undefined when they can; else why not.
  */
-export function sandboxUnavailable(env: NodeJS.ProcessEnv = process.env, user?: Confinement['user']): string | undefined {
+export function sandboxUnavailable(
+  env: NodeJS.ProcessEnv = process.env,
+  user?: Confinement['user'],
+): string | undefined {
   const bwrap = ['bwrap', ...systemArgs(), '--unshare-all', '--die-with-parent', '/usr/bin/true']
-  const argv = user ? [user.setpriv, `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--', ...bwrap] : bwrap
+  const argv = user
+    ? [user.setpriv, `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--', ...bwrap]
+    : bwrap
   const probe = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: 10_000, env })
   if (probe.error) return `bubblewrap (bwrap) is not installed: ${probe.error.message}; install the bubblewrap package`
-  if (probe.status !== 0) return `bubblewrap cannot make namespaces here: ${probe.stderr.trim() || `exit ${probe.status}`}`
+  if (probe.status !== 0)
+    return `bubblewrap cannot make namespaces here: ${probe.stderr.trim() || `exit ${probe.status}`}`
   return undefined
 }
 
 /** bwrap's arguments for `command` in its sandbox. */
-export const sandboxArgs = (command: string, opts: CommandOptions, limits?: SandboxLimits, memoryGroup = false): string[] => [
-  ...bwrapArgs(opts, limits),
-  ...commandArgs(command, opts, limits, memoryGroup),
-]
+export const sandboxArgs = (
+  command: string,
+  opts: CommandOptions,
+  limits?: SandboxLimits,
+  memoryGroup = false,
+): string[] => [...bwrapArgs(opts, limits), ...commandArgs(command, opts, limits, memoryGroup)]
 
 let hostConfinement: Confinement | undefined
 /** The confinement of every command this process runs from now on (the runtime host sets it once, at start). */
@@ -222,10 +275,17 @@ export function confineCommands(confinement: Confinement | undefined) {
 const JOIN_GROUPS = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"'
 
 /** Runs `command` with bash inside the sandbox. Rejects only if bubblewrap cannot start at all. */
-export async function runSandboxed(command: string, opts: CommandOptions, signal?: AbortSignal): Promise<CommandResult> {
+export async function runSandboxed(
+  command: string,
+  opts: CommandOptions,
+  signal?: AbortSignal,
+): Promise<CommandResult> {
   const confinement = hostConfinement
   const limits = confinement?.limits
-  const group = confinement?.cgroups?.create(`cmd-${randomUUID()}`, limits && { processes: limits.processes, memoryBytes: limits.memoryBytes, cpuPercent: limits.cpuPercent })
+  const group = confinement?.cgroups?.create(
+    `cmd-${randomUUID()}`,
+    limits && { processes: limits.processes, memoryBytes: limits.memoryBytes, cpuPercent: limits.cpuPercent },
+  )
   // bwrap names on fd 3 the sandbox's first process (the init of its PID namespace): see run().
   let argv = ['bwrap', '--info-fd', '3', ...sandboxArgs(command, opts, limits, !!group)]
   const user = confinement?.user
@@ -247,7 +307,13 @@ export async function runSandboxed(command: string, opts: CommandOptions, signal
  * allowed it for development (a machine without bubblewrap); never chosen silently.
  */
 export function runUnconfined(command: string, opts: CommandOptions, signal?: AbortSignal): Promise<CommandResult> {
-  return run('bash', ['-c', command, 'roster', ...(opts.args ?? [])], { ...opts, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: opts.workspace, ...opts.env } }, signal, { cwd: opts.workspace })
+  return run(
+    'bash',
+    ['-c', command, 'roster', ...(opts.args ?? [])],
+    { ...opts, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: opts.workspace, ...opts.env } },
+    signal,
+    { cwd: opts.workspace },
+  )
 }
 
 /**
@@ -377,8 +443,15 @@ function run(
     const started = performance.now()
     // A process group of its own (detached), so a kill reaches everything the command started (killer).
     // bwrap clears the command's environment itself (--clearenv); it needs only PATH to be found.
-    const stdio = [opts.input ? 'pipe' : 'ignore', 'pipe', 'pipe', ...(sandbox ? ['pipe'] : [])] as ('pipe' | 'ignore')[]
-    const child = spawn(file, args, { stdio, detached: true, cwd, env: cwd ? opts.env : { PATH: process.env.PATH ?? '/usr/bin:/bin' } })
+    const stdio = [opts.input ? 'pipe' : 'ignore', 'pipe', 'pipe', ...(sandbox ? ['pipe'] : [])] as (
+      'pipe' | 'ignore'
+    )[]
+    const child = spawn(file, args, {
+      stdio,
+      detached: true,
+      cwd,
+      env: cwd ? opts.env : { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    })
     if (opts.input) {
       // A command that exits without reading all of it closes the pipe: not an error of ours.
       child.stdin!.on('error', () => {})
@@ -455,6 +528,11 @@ export function commandRunner(
   return {
     mode: 'refused',
     why,
-    run: () => Promise.reject(new SandboxUnavailableError(`shell commands are refused on this host: ${why}; install bubblewrap, or set RUNTIME_UNCONFINED_COMMANDS=allow on a development machine`)),
+    run: () =>
+      Promise.reject(
+        new SandboxUnavailableError(
+          `shell commands are refused on this host: ${why}; install bubblewrap, or set RUNTIME_UNCONFINED_COMMANDS=allow on a development machine`,
+        ),
+      ),
   }
 }

@@ -26,15 +26,24 @@ export function workspacePath(path: string): string {
   if (typeof path !== 'string' || path.length === 0) throw new WorkspacePathError('give a path in the workspace')
   if (path.includes('\0')) throw new WorkspacePathError('a path cannot hold a NUL character')
   const resolved = posix.resolve('/workspace', path)
-  if (resolved !== '/workspace' && !resolved.startsWith('/workspace/')) throw new WorkspacePathError(`${path} is outside the workspace`)
+  if (resolved !== '/workspace' && !resolved.startsWith('/workspace/'))
+    throw new WorkspacePathError(`${path} is outside the workspace`)
   return resolved
 }
 
 const fail = (what: string, res: CommandResult) =>
-  new WorkspacePathError(res.timedOut ? `${what}: timed out` : `${what}: ${res.stderr.trim().replace(/^(head|tee|find|mkdir|bash): /, '') || `exit ${res.exitCode}`}`)
+  new WorkspacePathError(
+    res.timedOut
+      ? `${what}: timed out`
+      : `${what}: ${res.stderr.trim().replace(/^(head|tee|find|mkdir|bash): /, '') || `exit ${res.exitCode}`}`,
+  )
 
 /** A file's content (as UTF-8), at most maxBytes of it. */
-export async function readWorkspaceFile(workspace: string, path: string, limits = DEFAULT_FILE_LIMITS): Promise<{ path: string; content: string; truncated: boolean }> {
+export async function readWorkspaceFile(
+  workspace: string,
+  path: string,
+  limits = DEFAULT_FILE_LIMITS,
+): Promise<{ path: string; content: string; truncated: boolean }> {
   const target = workspacePath(path)
   const res = await runSandboxed('test -f "$1" || { echo "$1: not a file" >&2; exit 1; }; head -c "$2" -- "$1"', {
     workspace,
@@ -44,16 +53,32 @@ export async function readWorkspaceFile(workspace: string, path: string, limits 
   })
   if (res.exitCode !== 0 && !res.truncated) throw fail(`cannot read ${path}`, res)
   const truncated = Buffer.byteLength(res.stdout) > limits.maxBytes || res.truncated
-  return { path: target, content: truncated ? Buffer.from(res.stdout).subarray(0, limits.maxBytes).toString('utf8') : res.stdout, truncated }
+  return {
+    path: target,
+    content: truncated ? Buffer.from(res.stdout).subarray(0, limits.maxBytes).toString('utf8') : res.stdout,
+    truncated,
+  }
 }
 
 /** Writes (creates or replaces) a file, making its directories. */
-export async function writeWorkspaceFile(workspace: string, path: string, content: string, limits = DEFAULT_FILE_LIMITS): Promise<{ path: string; bytes: number }> {
+export async function writeWorkspaceFile(
+  workspace: string,
+  path: string,
+  content: string,
+  limits = DEFAULT_FILE_LIMITS,
+): Promise<{ path: string; bytes: number }> {
   const target = workspacePath(path)
   if (target === '/workspace') throw new WorkspacePathError('give a file path, not the workspace itself')
   const bytes = Buffer.from(content, 'utf8')
-  if (bytes.length > limits.maxBytes) throw new WorkspacePathError(`${path}: ${bytes.length} bytes is more than the ${limits.maxBytes} a write may hold`)
-  const res = await runSandboxed('mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', { workspace, timeoutMs: limits.timeoutMs, maxOutputBytes: 4096, args: [target], input: bytes })
+  if (bytes.length > limits.maxBytes)
+    throw new WorkspacePathError(`${path}: ${bytes.length} bytes is more than the ${limits.maxBytes} a write may hold`)
+  const res = await runSandboxed('mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', {
+    workspace,
+    timeoutMs: limits.timeoutMs,
+    maxOutputBytes: 4096,
+    args: [target],
+    input: bytes,
+  })
   if (res.exitCode !== 0) throw fail(`cannot write ${path}`, res)
   return { path: target, bytes: bytes.length }
 }
@@ -65,15 +90,23 @@ export interface ListedFile {
 }
 
 /** The entries under a directory of the workspace, to `depth` levels (1: its own entries). */
-export async function listWorkspaceFiles(workspace: string, path = '.', depth = 1, limits = DEFAULT_FILE_LIMITS): Promise<{ path: string; entries: ListedFile[]; truncated: boolean }> {
+export async function listWorkspaceFiles(
+  workspace: string,
+  path = '.',
+  depth = 1,
+  limits = DEFAULT_FILE_LIMITS,
+): Promise<{ path: string; entries: ListedFile[]; truncated: boolean }> {
   const target = workspacePath(path)
   const levels = Math.max(1, Math.min(10, Math.floor(depth)))
-  const res = await runSandboxed('test -d "$1" || { echo "$1: not a directory" >&2; exit 1; }; find "$1" -mindepth 1 -maxdepth "$2" -printf "%y %s %p\\0"', {
-    workspace,
-    timeoutMs: limits.timeoutMs,
-    maxOutputBytes: limits.maxBytes,
-    args: [target, String(levels)],
-  })
+  const res = await runSandboxed(
+    'test -d "$1" || { echo "$1: not a directory" >&2; exit 1; }; find "$1" -mindepth 1 -maxdepth "$2" -printf "%y %s %p\\0"',
+    {
+      workspace,
+      timeoutMs: limits.timeoutMs,
+      maxOutputBytes: limits.maxBytes,
+      args: [target, String(levels)],
+    },
+  )
   if (res.exitCode !== 0 && !res.truncated) throw fail(`cannot list ${path}`, res)
   const records = res.stdout.split('\0')
   // A listing cut short ends in a partial record.

@@ -41,14 +41,29 @@ export class SnapshotTooLarge extends Error {
 
 /** The workspace as a gzipped tar, made in its sandbox; refused past `maxBytes`. */
 export async function takeSnapshot(run: CommandRunner, workspace: string, maxBytes: number): Promise<Buffer> {
-  const res = await run('tar -czf - -C /workspace .', { workspace, timeoutMs: 120_000, maxOutputBytes: maxBytes + 1, binary: true })
-  if (res.truncated) throw new SnapshotTooLarge(`the workspace is larger than a snapshot may be (${Math.round(maxBytes / 1024 / 1024)} MiB compressed, RUNTIME_SNAPSHOT_MAX_MB)`)
-  if (res.exitCode !== 0) throw new Error(`the workspace could not be archived: ${res.stderr.trim() || `exit ${res.exitCode}`}`)
+  const res = await run('tar -czf - -C /workspace .', {
+    workspace,
+    timeoutMs: 120_000,
+    maxOutputBytes: maxBytes + 1,
+    binary: true,
+  })
+  if (res.truncated)
+    throw new SnapshotTooLarge(
+      `the workspace is larger than a snapshot may be (${Math.round(maxBytes / 1024 / 1024)} MiB compressed, RUNTIME_SNAPSHOT_MAX_MB)`,
+    )
+  if (res.exitCode !== 0)
+    throw new Error(`the workspace could not be archived: ${res.stderr.trim() || `exit ${res.exitCode}`}`)
   return res.stdoutBytes!
 }
 
 /** Unpacks a snapshot into the (empty) workspace, in its sandbox. */
 export async function restoreSnapshot(run: CommandRunner, workspace: string, bytes: Buffer): Promise<void> {
-  const res = await run('tar -xzf - -C /workspace --no-same-owner', { workspace, timeoutMs: 120_000, maxOutputBytes: 64 * 1024, input: bytes })
-  if (res.exitCode !== 0) throw new Error(`the workspace snapshot could not be restored: ${res.stderr.trim() || `exit ${res.exitCode}`}`)
+  const res = await run('tar -xzf - -C /workspace --no-same-owner', {
+    workspace,
+    timeoutMs: 120_000,
+    maxOutputBytes: 64 * 1024,
+    input: bytes,
+  })
+  if (res.exitCode !== 0)
+    throw new Error(`the workspace snapshot could not be restored: ${res.stderr.trim() || `exit ${res.exitCode}`}`)
 }

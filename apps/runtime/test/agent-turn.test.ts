@@ -23,7 +23,12 @@ beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 5 })
   app = await buildTestApp(env.t.db, {}, simulatorCatalogue(sim.url))
   const apiBase = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
-  const intern = await app.inject({ method: 'POST', url: '/api/v1/interns', headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' }, payload: { name: 'doer' } })
+  const intern = await app.inject({
+    method: 'POST',
+    url: '/api/v1/interns',
+    headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+    payload: { name: 'doer' },
+  })
   dir = mkdtempSync(join(tmpdir(), 'roster-intern-'))
   mkdirSync(join(dir, 'workspace'))
   setup = {
@@ -32,7 +37,8 @@ beforeAll(async () => {
     model: 'roster-sim/chat',
     instructions: 'You are a careful intern.',
     workspace: join(dir, 'workspace'),
-    runCommand: (command, opts, signal) => runSandboxed(command, { ...opts, workspace: join(dir, 'workspace') }, signal),
+    runCommand: (command, opts, signal) =>
+      runSandboxed(command, { ...opts, workspace: join(dir, 'workspace') }, signal),
     sessions: new SessionStore(join(dir, 'sessions')),
     maxSteps: 5,
     commandTimeoutMs: 10_000,
@@ -50,35 +56,48 @@ afterAll(async () => {
 const noSandbox = await lacking(['bubblewrap'], 'the agent turn tests that run commands')
 
 describe('an agent turn', () => {
-  it.skipIf(noSandbox)('calls its tools in its sandbox until the model answers, streaming what happens and keeping the session', async () => {
-    const events: AgentEvent[] = []
-    const script = [
-      'Make a greeting file.',
-      '[sim] call shell {"command":"echo hello from the sandbox > greeting.txt && cat greeting.txt && ls /"}',
-      '[sim] call read_file {"path":"greeting.txt"}',
-      '[sim] say The greeting is written.',
-    ].join('\n')
-    const usage = await runAgentTurn(setup, 'ses-1', script, (e) => events.push(e))
-    const tools = events.filter((e) => e.type === 'tool') as Extract<AgentEvent, { type: 'tool' }>[]
-    expect(tools.map((t) => t.name)).toEqual(['shell', 'read_file'])
-    const shell = JSON.parse(tools[0]!.output)
-    expect(shell.exit_code).toBe(0)
-    expect(shell.stdout).toMatch(/^hello from the sandbox\n/)
-    expect(shell.stdout).toContain('workspace')
-    expect(shell.stdout).not.toContain('root')
-    expect(JSON.parse(tools[1]!.output).content).toBe('hello from the sandbox\n')
-    expect(readFileSync(join(setup.workspace, 'greeting.txt'), 'utf8')).toBe('hello from the sandbox\n')
-    expect(events.filter((e) => e.type === 'text').map((e) => (e as { delta: string }).delta).join('')).toBe('The greeting is written.')
-    expect(usage.total_tokens).toBeGreaterThan(0)
-    expect(usage.cost).toBeGreaterThan(0)
+  it.skipIf(noSandbox)(
+    'calls its tools in its sandbox until the model answers, streaming what happens and keeping the session',
+    async () => {
+      const events: AgentEvent[] = []
+      const script = [
+        'Make a greeting file.',
+        '[sim] call shell {"command":"echo hello from the sandbox > greeting.txt && cat greeting.txt && ls /"}',
+        '[sim] call read_file {"path":"greeting.txt"}',
+        '[sim] say The greeting is written.',
+      ].join('\n')
+      const usage = await runAgentTurn(setup, 'ses-1', script, (e) => events.push(e))
+      const tools = events.filter((e) => e.type === 'tool') as Extract<AgentEvent, { type: 'tool' }>[]
+      expect(tools.map((t) => t.name)).toEqual(['shell', 'read_file'])
+      const shell = JSON.parse(tools[0]!.output)
+      expect(shell.exit_code).toBe(0)
+      expect(shell.stdout).toMatch(/^hello from the sandbox\n/)
+      expect(shell.stdout).toContain('workspace')
+      expect(shell.stdout).not.toContain('root')
+      expect(JSON.parse(tools[1]!.output).content).toBe('hello from the sandbox\n')
+      expect(readFileSync(join(setup.workspace, 'greeting.txt'), 'utf8')).toBe('hello from the sandbox\n')
+      expect(
+        events
+          .filter((e) => e.type === 'text')
+          .map((e) => (e as { delta: string }).delta)
+          .join(''),
+      ).toBe('The greeting is written.')
+      expect(usage.total_tokens).toBeGreaterThan(0)
+      expect(usage.cost).toBeGreaterThan(0)
 
-    // The session holds the whole turn, outside the workspace the intern's commands can touch.
-    const kept = await setup.sessions.load('ses-1')
-    expect(kept.map((i) => `${i.type}${i.role ? `:${i.role}` : ''}`)).toEqual([
-      'message:user', 'function_call', 'function_call_output', 'function_call', 'function_call_output', 'message:assistant',
-    ])
-    expect(existsSync(join(setup.workspace, 'sessions'))).toBe(false)
-  })
+      // The session holds the whole turn, outside the workspace the intern's commands can touch.
+      const kept = await setup.sessions.load('ses-1')
+      expect(kept.map((i) => `${i.type}${i.role ? `:${i.role}` : ''}`)).toEqual([
+        'message:user',
+        'function_call',
+        'function_call_output',
+        'function_call',
+        'function_call_output',
+        'message:assistant',
+      ])
+      expect(existsSync(join(setup.workspace, 'sessions'))).toBe(false)
+    },
+  )
 
   // It continues the first test's session (and its two tool calls).
   it.skipIf(noSandbox)('continues a session: the next turn sends the model the history', async () => {
@@ -97,53 +116,89 @@ describe('an agent turn', () => {
     expect(err.message).toMatch(/no model named no\/such-model/)
   })
 
-  it.skipIf(noSandbox)('in manual mode asks before each command, runs none it was refused, and stops asking after allow_always', async () => {
-    const asked: Question[] = []
-    const answers: Answer[] = [
-      { kind: 'permission', choice: 'reject_once' },
-      { kind: 'permission', choice: 'allow_always' },
-    ]
-    const manual: AgentSetup = { ...setup, approval: 'manual', ask: async (q) => (asked.push(q), answers.shift()!) }
-    const script = [
-      '[sim] call shell {"command":"touch refused.txt"}',
-      '[sim] call shell {"command":"touch allowed.txt"}',
-      '[sim] call shell {"command":"touch again.txt"}',
-      '[sim] call write_file {"path":"free.txt","content":"files need no permission"}',
-      '[sim] say Done.',
-    ].join('\n')
-    const events: AgentEvent[] = []
-    await runAgentTurn(manual, 'ses-manual', script, (e) => events.push(e))
-    expect(asked).toEqual([
-      { kind: 'permission', operation: 'shell command: touch refused.txt', options: ['allow_once', 'allow_always', 'reject_once', 'reject_always'] },
-      { kind: 'permission', operation: 'shell command: touch allowed.txt', options: ['allow_once', 'allow_always', 'reject_once', 'reject_always'] },
-    ])
-    expect(['refused.txt', 'allowed.txt', 'again.txt', 'free.txt'].map((f) => existsSync(join(setup.workspace, f)))).toEqual([false, true, true, true])
-    const outputs = events.filter((e) => e.type === 'tool').map((e) => JSON.parse((e as { output: string }).output))
-    expect(outputs[0].error).toMatch(/did not allow/)
-    // Network for a command is its own permission, asked even after commands were allowed always.
-    const networked: AgentSetup = { ...manual, commandNetwork: true, ask: async (q) => (asked.push(q), { kind: 'permission', choice: 'cancel' }) }
-    await runAgentTurn(networked, 'ses-manual', '[sim] call shell {"command":"touch net.txt","network":true}\n[sim] say ok', () => {})
-    expect(asked.at(-1)).toMatchObject({ kind: 'permission', operation: 'shell command with network: touch net.txt' })
-    expect(existsSync(join(setup.workspace, 'net.txt'))).toBe(false)
-  })
+  it.skipIf(noSandbox)(
+    'in manual mode asks before each command, runs none it was refused, and stops asking after allow_always',
+    async () => {
+      const asked: Question[] = []
+      const answers: Answer[] = [
+        { kind: 'permission', choice: 'reject_once' },
+        { kind: 'permission', choice: 'allow_always' },
+      ]
+      const manual: AgentSetup = { ...setup, approval: 'manual', ask: async (q) => (asked.push(q), answers.shift()!) }
+      const script = [
+        '[sim] call shell {"command":"touch refused.txt"}',
+        '[sim] call shell {"command":"touch allowed.txt"}',
+        '[sim] call shell {"command":"touch again.txt"}',
+        '[sim] call write_file {"path":"free.txt","content":"files need no permission"}',
+        '[sim] say Done.',
+      ].join('\n')
+      const events: AgentEvent[] = []
+      await runAgentTurn(manual, 'ses-manual', script, (e) => events.push(e))
+      expect(asked).toEqual([
+        {
+          kind: 'permission',
+          operation: 'shell command: touch refused.txt',
+          options: ['allow_once', 'allow_always', 'reject_once', 'reject_always'],
+        },
+        {
+          kind: 'permission',
+          operation: 'shell command: touch allowed.txt',
+          options: ['allow_once', 'allow_always', 'reject_once', 'reject_always'],
+        },
+      ])
+      expect(
+        ['refused.txt', 'allowed.txt', 'again.txt', 'free.txt'].map((f) => existsSync(join(setup.workspace, f))),
+      ).toEqual([false, true, true, true])
+      const outputs = events.filter((e) => e.type === 'tool').map((e) => JSON.parse((e as { output: string }).output))
+      expect(outputs[0].error).toMatch(/did not allow/)
+      // Network for a command is its own permission, asked even after commands were allowed always.
+      const networked: AgentSetup = {
+        ...manual,
+        commandNetwork: true,
+        ask: async (q) => (asked.push(q), { kind: 'permission', choice: 'cancel' }),
+      }
+      await runAgentTurn(
+        networked,
+        'ses-manual',
+        '[sim] call shell {"command":"touch net.txt","network":true}\n[sim] say ok',
+        () => {},
+      )
+      expect(asked.at(-1)).toMatchObject({ kind: 'permission', operation: 'shell command with network: touch net.txt' })
+      expect(existsSync(join(setup.workspace, 'net.txt'))).toBe(false)
+    },
+  )
 
   it('asks the user a question and gives the model the answer, or carries on without one', async () => {
     const asked: Question[] = []
     let answer: Answer = { kind: 'elicitation', action: 'accept', content: { branch: 'dev' } }
     const asking: AgentSetup = { ...setup, ask: async (q) => (asked.push(q), answer) }
-    const script = '[sim] call ask_user {"message":"Which branch?","fields":[{"name":"branch","type":"string","required":true,"options":["main","dev"]}]}\n[sim] say Thanks.'
+    const script =
+      '[sim] call ask_user {"message":"Which branch?","fields":[{"name":"branch","type":"string","required":true,"options":["main","dev"]}]}\n[sim] say Thanks.'
     const events: AgentEvent[] = []
     await runAgentTurn(asking, 'ses-ask', script, (e) => events.push(e))
-    expect(asked).toEqual([{ kind: 'elicitation', message: 'Which branch?', fields: [{ name: 'branch', type: 'string', required: true, options: ['main', 'dev'] }] }])
-    expect(JSON.parse((events.find((e) => e.type === 'tool') as { output: string }).output)).toEqual({ action: 'accept', content: { branch: 'dev' } })
+    expect(asked).toEqual([
+      {
+        kind: 'elicitation',
+        message: 'Which branch?',
+        fields: [{ name: 'branch', type: 'string', required: true, options: ['main', 'dev'] }],
+      },
+    ])
+    expect(JSON.parse((events.find((e) => e.type === 'tool') as { output: string }).output)).toEqual({
+      action: 'accept',
+      content: { branch: 'dev' },
+    })
     answer = { kind: 'elicitation', action: 'decline' }
     events.length = 0
     await runAgentTurn(asking, 'ses-ask', script, (e) => events.push(e))
-    expect(JSON.parse((events.find((e) => e.type === 'tool') as { output: string }).output)).toMatchObject({ action: 'decline' })
+    expect(JSON.parse((events.find((e) => e.type === 'tool') as { output: string }).output)).toMatchObject({
+      action: 'decline',
+    })
     // A malformed question goes back to the model, not to the user.
     events.length = 0
     await runAgentTurn(asking, 'ses-ask', '[sim] call ask_user {"fields":3}\n[sim] say ok', (e) => events.push(e))
     expect(asked).toHaveLength(2)
-    expect(JSON.parse((events.find((e) => e.type === 'tool') as { output: string }).output).error).toMatch(/ask_user needs/)
+    expect(JSON.parse((events.find((e) => e.type === 'tool') as { output: string }).output).error).toMatch(
+      /ask_user needs/,
+    )
   })
 })

@@ -2,7 +2,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import { hostCredential, hostCredentialKey } from '@roster/shared'
-import { apiClient, catalogueFile, filesUnder, lacking, processCommandLines, runtimeCredential, STACK_MASTER_KEY, startStack, useTestTenant, waitFor, type Stack } from '@roster/testing'
+import {
+  apiClient,
+  catalogueFile,
+  filesUnder,
+  lacking,
+  processCommandLines,
+  runtimeCredential,
+  STACK_MASTER_KEY,
+  startStack,
+  useTestTenant,
+  waitFor,
+  type Stack,
+} from '@roster/testing'
 import { readFileSync } from 'node:fs'
 
 // A runtime host of the fleet, through its own control API: it obeys only the credential the fleet
@@ -17,7 +29,11 @@ let hostname = ''
 
 beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 4 })
-  stack = await startStack({ databaseUrl: env.t.url, runtimes: 2, env: { MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)), INTERN_DEFAULT_MODEL: 'roster-sim/chat' } })
+  stack = await startStack({
+    databaseUrl: env.t.url,
+    runtimes: 2,
+    env: { MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)), INTERN_DEFAULT_MODEL: 'roster-sim/chat' },
+  })
   const api = apiClient(stack.apiUrl, env.tenant.keys.user)
   internId = (await api.createIntern({ name: 'hosted', instructions: 'be kind', provision: true })).body.id
   await waitFor(async () => (await api.getIntern(internId)).body.status === 'running', { what: 'the intern to run' })
@@ -30,7 +46,9 @@ afterAll(async () => {
 
 /** The host the intern is placed on (index into stack.runtimes), and the other. */
 async function hosts() {
-  const [row] = await env.t.db.$queryRaw<{ runtime_host_id: string }[]>`SELECT runtime_host_id FROM interns WHERE id = ${internId}::uuid`
+  const [row] = await env.t.db.$queryRaw<
+    { runtime_host_id: string }[]
+  >`SELECT runtime_host_id FROM interns WHERE id = ${internId}::uuid`
   const mine = stack.runtimes.findIndex((r) => r.id === row!.runtime_host_id)
   return { mine, other: 1 - mine }
 }
@@ -41,7 +59,9 @@ describe('a runtime host', () => {
     const at = stack.runtimes[mine]!
     const right = await runtimeCredential(env.t.url, at.id)
     const key = hostCredentialKey(Buffer.from(STACK_MASTER_KEY, 'hex'))
-    const [{ epoch }] = await env.t.db.$queryRaw<{ epoch: number }[]>`SELECT epoch FROM runtime_hosts WHERE id = ${at.id}`
+    const [{ epoch }] = await env.t.db.$queryRaw<
+      { epoch: number }[]
+    >`SELECT epoch FROM runtime_hosts WHERE id = ${at.id}`
     const wrong = [
       {},
       { authorization: `Bearer ${stack.env.RUNTIME_TOKEN}` },
@@ -54,7 +74,18 @@ describe('a runtime host', () => {
       { authorization: '' },
     ]
     const calls = [
-      { method: 'PUT', path: `/v1/interns/${internId}`, body: JSON.stringify({ hostname: 'y.interns.test', name: 'y', instructions: null, model: null, token: 't', generation: 99 }) },
+      {
+        method: 'PUT',
+        path: `/v1/interns/${internId}`,
+        body: JSON.stringify({
+          hostname: 'y.interns.test',
+          name: 'y',
+          instructions: null,
+          model: null,
+          token: 't',
+          generation: 99,
+        }),
+      },
       { method: 'POST', path: `/v1/interns/${internId}/stop` },
       { method: 'POST', path: `/v1/interns/${internId}/archive` },
       { method: 'DELETE', path: `/v1/interns/${internId}` },
@@ -64,7 +95,11 @@ describe('a runtime host', () => {
     ]
     for (const call of calls) {
       for (const headers of wrong) {
-        const res = await fetch(`${at.url}${call.path}`, { method: call.method, headers: { ...headers, 'content-type': 'application/json' }, body: call.body })
+        const res = await fetch(`${at.url}${call.path}`, {
+          method: call.method,
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: call.body,
+        })
         expect(res.status, `${call.method} ${call.path} with ${JSON.stringify(headers)}`).toBe(401)
         expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/)
       }
@@ -76,7 +111,10 @@ describe('a runtime host', () => {
     expect(await (await fetch(`${at.url}/health`)).json()).toEqual({ status: 'ok', joined: true })
     // Ready (for a rollout): joined, in touch with the fleet, not draining.
     const ready = await fetch(`${at.url}/ready`)
-    expect([ready.status, await ready.json()]).toEqual([200, { ready: true, joined: true, in_touch: true, draining: false }])
+    expect([ready.status, await ready.json()]).toEqual([
+      200,
+      { ready: true, joined: true, in_touch: true, draining: false },
+    ])
   })
 
   it("answers on an intern's hostname only its health: not the control API, not its configuration", async () => {
@@ -93,7 +131,10 @@ describe('a runtime host', () => {
       expect(res.status, path).toBe(404)
       expect(await res.text()).not.toMatch(/be kind|sk-roster/)
     }
-    const stop = await fetch(`${at.url}/v1/interns/${internId}/stop`, { method: 'POST', headers: as({ authorization: `Bearer ${credential}` }) })
+    const stop = await fetch(`${at.url}/v1/interns/${internId}/stop`, {
+      method: 'POST',
+      headers: as({ authorization: `Bearer ${credential}` }),
+    })
     expect(stop.status).toBe(404)
     expect((await fetch(`${at.url}/healthz`, { headers: as() })).status).toBe(200)
   })
@@ -120,7 +161,10 @@ describe.skipIf(noSandbox)('a runtime host shutting down', () => {
     const res = await fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: `[sim] call shell {"command":"(exec -a ${marker} sleep 30)"}` }] }),
+      body: JSON.stringify({
+        stream: true,
+        messages: [{ role: 'user', content: `[sim] call shell {"command":"(exec -a ${marker} sleep 30)"}` }],
+      }),
     })
     expect(res.status).toBe(200)
     const text = res.text()
@@ -131,7 +175,16 @@ describe.skipIf(noSandbox)('a runtime host shutting down', () => {
     expect(await at.process.kill('SIGTERM')).toBe(0)
     expect(performance.now() - started).toBeLessThan(5_000)
     expect(running()).toBe(false)
-    const chunks = (await text).split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)))
-    expect(chunks.at(-2)).toMatchObject({ error: { code: 410, message: expect.stringMatching(/host is shutting down.*session is kept/), metadata: { reason: 'run_ended' } } })
+    const chunks = (await text)
+      .split('\n\n')
+      .filter((e) => e.startsWith('data: {'))
+      .map((e) => JSON.parse(e.slice(6)))
+    expect(chunks.at(-2)).toMatchObject({
+      error: {
+        code: 410,
+        message: expect.stringMatching(/host is shutting down.*session is kept/),
+        metadata: { reason: 'run_ended' },
+      },
+    })
   })
 })

@@ -20,7 +20,13 @@ export async function startHealthServer(
     if (req.url !== '/ready') return send(404, { error: 'not found' })
     const results = Object.fromEntries(
       await Promise.all(
-        Object.entries(checks).map(async ([name, check]) => [name, await check().then(() => 'ok', () => 'unavailable')]),
+        Object.entries(checks).map(async ([name, check]) => [
+          name,
+          await check().then(
+            () => 'ok',
+            () => 'unavailable',
+          ),
+        ]),
       ),
     )
     const ready = Object.values(results).every((r) => r === 'ok')

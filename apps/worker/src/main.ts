@@ -1,4 +1,12 @@
-import { createDb, createLogger, loadConfigOrExit, masterKeyProblem, startTracing, stopOnSignals, WorkerConfig } from '@roster/shared'
+import {
+  createDb,
+  createLogger,
+  loadConfigOrExit,
+  masterKeyProblem,
+  startTracing,
+  stopOnSignals,
+  WorkerConfig,
+} from '@roster/shared'
 import { startWorker } from './worker.js'
 
 const config = loadConfigOrExit(WorkerConfig, 'worker')
@@ -7,7 +15,9 @@ const log = createLogger('worker', config.LOG_LEVEL)
 const tracer = await startTracing('worker', config.OTEL_EXPORTER_OTLP_ENDPOINT)
 if (config.VAULT_MASTER_KEY) {
   const db = createDb({ url: config.DATABASE_URL, poolSize: 1 })
-  const problem = await masterKeyProblem(db, config.VAULT_MASTER_KEY, config.DATABASE_URL).finally(() => db.$disconnect())
+  const problem = await masterKeyProblem(db, config.VAULT_MASTER_KEY, config.DATABASE_URL).finally(() =>
+    db.$disconnect(),
+  )
   if (problem) {
     process.stderr.write(`worker: ${problem}\n`)
     process.exit(78)

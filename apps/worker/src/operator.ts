@@ -28,18 +28,28 @@ export function operatorCheck(token: string) {
   }
 }
 
-export async function startOperatorSurface(queue: Queue, opts: { host: string; port: number; token: string; limits: ListenerSettings }): Promise<FastifyInstance> {
+export async function startOperatorSurface(
+  queue: Queue,
+  opts: { host: string; port: number; token: string; limits: ListenerSettings },
+): Promise<FastifyInstance> {
   const app = Fastify({ logger: false, ...fastifyListenerOptions(opts.limits) })
   guardConnections(app.server, maxConnections(opts.limits))
   const allowed = operatorCheck(opts.token)
   app.addHook('onRequest', async (req, reply) => {
     if (!allowed(req.headers.authorization)) {
-      return reply.code(401).header('www-authenticate', 'Basic realm="Roster operator", charset="UTF-8"').send({ error: 'the operator surface needs OPERATOR_TOKEN' })
+      return reply
+        .code(401)
+        .header('www-authenticate', 'Basic realm="Roster operator", charset="UTF-8"')
+        .send({ error: 'the operator surface needs OPERATOR_TOKEN' })
     }
   })
   const board = new FastifyAdapter()
   board.setBasePath('/queues')
-  createBullBoard({ queues: [new BullMQAdapter(queue, { readOnlyMode: false })], serverAdapter: board, options: { uiConfig: { boardTitle: 'Roster queues' } } })
+  createBullBoard({
+    queues: [new BullMQAdapter(queue, { readOnlyMode: false })],
+    serverAdapter: board,
+    options: { uiConfig: { boardTitle: 'Roster queues' } },
+  })
   await app.register(board.registerPlugin(), { prefix: '/queues' })
   app.get('/', async (_req, reply) => reply.redirect('/queues'))
   await app.listen({ host: opts.host, port: opts.port })

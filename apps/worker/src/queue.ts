@@ -1,10 +1,20 @@
 import { Queue, type JobsOptions } from 'bullmq'
-import { connectRedis, INTERN_QUEUE, Jobs, reportConnectionErrors, type JobKind, type ParentLogger, type WorkerConfig } from '@roster/shared'
+import {
+  connectRedis,
+  INTERN_QUEUE,
+  Jobs,
+  reportConnectionErrors,
+  type JobKind,
+  type ParentLogger,
+  type WorkerConfig,
+} from '@roster/shared'
 
 export type JobOptionsFor = (kind: JobKind) => JobsOptions
 
 /** Job options per kind: its retries from the job catalogue, their numbers from the configuration. */
-export function jobOptionsFor(config: Pick<WorkerConfig, 'PROVISION_ATTEMPTS' | 'PROVISION_BACKOFF_MS'>): JobOptionsFor {
+export function jobOptionsFor(
+  config: Pick<WorkerConfig, 'PROVISION_ATTEMPTS' | 'PROVISION_BACKOFF_MS'>,
+): JobOptionsFor {
   return (kind) => {
     const retry = Jobs[kind].retry
     return {
@@ -21,7 +31,10 @@ export function jobOptionsFor(config: Pick<WorkerConfig, 'PROVISION_ATTEMPTS' | 
  * The producer side. enableOfflineQueue is off so that, while Redis is away, adds fail at once
  * (the outbox keeps the work) instead of piling up in memory.
  */
-export function createQueue(config: Pick<WorkerConfig, 'REDIS_URL' | 'REDIS_CLUSTER_NODES' | 'QUEUE_PREFIX'>, log: Pick<ParentLogger, 'warn' | 'info'>) {
+export function createQueue(
+  config: Pick<WorkerConfig, 'REDIS_URL' | 'REDIS_CLUSTER_NODES' | 'QUEUE_PREFIX'>,
+  log: Pick<ParentLogger, 'warn' | 'info'>,
+) {
   const connection = connectRedis(config, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
   reportConnectionErrors(connection, log, 'queue producer: redis')
   const queue = new Queue(INTERN_QUEUE, { connection, prefix: config.QUEUE_PREFIX })

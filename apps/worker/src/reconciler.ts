@@ -1,6 +1,20 @@
 import type { Queue } from 'bullmq'
 import { createHash } from 'node:crypto'
-import { beatingHosts, enqueueInTx, fleetTimes, Jobs, transition, vacateHosts, type Db, type FleetDriver, type HostAddress, type Logger, type Metrics, type RedisClient, type WorkerConfig } from '@roster/shared'
+import {
+  beatingHosts,
+  enqueueInTx,
+  fleetTimes,
+  Jobs,
+  transition,
+  vacateHosts,
+  type Db,
+  type FleetDriver,
+  type HostAddress,
+  type Logger,
+  type Metrics,
+  type RedisClient,
+  type WorkerConfig,
+} from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 /**
@@ -54,7 +68,11 @@ export class Reconciler {
   /** Each live host asked what it runs, all at once: one that hangs (paused, cut off) delays no other. */
   async checkHosts(): Promise<number> {
     const hosts = await beatingHosts(this.db, this.config.FLEET_DEAD_AFTER_MS)
-    const repaired = await Promise.all(hosts.map((host) => this.checkHost({ hostId: host.id, address: host.address, epoch: host.epoch }, host.state === 'draining')))
+    const repaired = await Promise.all(
+      hosts.map((host) =>
+        this.checkHost({ hostId: host.id, address: host.address, epoch: host.epoch }, host.state === 'draining'),
+      ),
+    )
     return repaired.reduce((a, b) => a + b, 0)
   }
 
@@ -74,7 +92,11 @@ export class Reconciler {
           SELECT id, hostname, placement_generation AS generation FROM interns
           WHERE status = 'running' AND runtime_host_id = ${at.hostId} AND updated_at < now() - interval '2 seconds' LIMIT 5000`
     const suspects = running.filter((r) => !hosted.get(r.id)?.running)
-    const lost = (await Promise.all(suspects.map(async (r) => (r.hostname && (await this.runtime.healthy(at, r.hostname)) ? null : r)))).filter((r) => r !== null)
+    const lost = (
+      await Promise.all(
+        suspects.map(async (r) => (r.hostname && (await this.runtime.healthy(at, r.hostname)) ? null : r)),
+      )
+    ).filter((r) => r !== null)
     for (const { id } of lost) {
       await this.db.$transaction(async (tx) => {
         const next = await transition(tx, {
@@ -91,14 +113,19 @@ export class Reconciler {
     }
     if (lost.length) {
       this.changed(lost.map((r) => r.id))
-      this.log.warn({ host: at.hostId, lost: lost.length }, 'runtimes of running interns were lost; provisioning them again')
+      this.log.warn(
+        { host: at.hostId, lost: lost.length },
+        'runtimes of running interns were lost; provisioning them again',
+      )
     }
     repaired += lost.length
     this.repaired('lost_runtime', lost.length)
 
     if (hosted.size > 0) {
       const ids = [...hosted.keys()]
-      const known = await this.db.$queryRaw<{ id: string; status: string; updated_at: Date; runtime_host_id: string | null; generation: number }[]>`
+      const known = await this.db.$queryRaw<
+        { id: string; status: string; updated_at: Date; runtime_host_id: string | null; generation: number }[]
+      >`
         SELECT id, status::text AS status, updated_at, runtime_host_id, placement_generation AS generation FROM interns WHERE id = ANY(${ids}::uuid[])`
       const byId = new Map(known.map((k) => [k.id, k]))
       const settledBefore = Date.now() - 2_000
@@ -108,7 +135,11 @@ export class Reconciler {
           await this.runtime.remove(at, id)
           this.repaired('stray_runtime')
           repaired++
-        } else if (isRunning && (intern.status === 'stopped' || intern.status === 'failed') && intern.updated_at.getTime() < settledBefore) {
+        } else if (
+          isRunning &&
+          (intern.status === 'stopped' || intern.status === 'failed') &&
+          intern.updated_at.getTime() < settledBefore
+        ) {
           await this.runtime.stop({ ...at, generation: intern.generation }, id)
           this.repaired('stopped_runtime')
           repaired++
@@ -129,7 +160,10 @@ export class Reconciler {
       const digest = createHash('sha256').update(`${id}:${updated_at.toISOString()}`).digest('hex')
       const request = `${digest.slice(0, 8)}-${digest.slice(8, 12)}-4${digest.slice(13, 16)}-8${digest.slice(17, 20)}-${digest.slice(20, 32)}`
       const data = { internId: id, request, skipArchive: false }
-      await this.queue.add('intern.destroy', data, { ...this.jobOptions('intern.destroy'), jobId: Jobs['intern.destroy'].jobId(data) })
+      await this.queue.add('intern.destroy', data, {
+        ...this.jobOptions('intern.destroy'),
+        jobId: Jobs['intern.destroy'].jobId(data),
+      })
     }
     this.repaired('teardown_resumed', stuck.length)
     return stuck.length

@@ -1,5 +1,22 @@
 import type { Queue } from 'bullmq'
-import { carrierOf, connectRedis, isJobKind, Jobs, outboxBellChannel, reportConnectionErrors, SpanKind, startSpan, tracing, type Db, type Logger, type Metrics, type RedisClient, type RedisSettings, type Span, type TraceCarrier } from '@roster/shared'
+import {
+  carrierOf,
+  connectRedis,
+  isJobKind,
+  Jobs,
+  outboxBellChannel,
+  reportConnectionErrors,
+  SpanKind,
+  startSpan,
+  tracing,
+  type Db,
+  type Logger,
+  type Metrics,
+  type RedisClient,
+  type RedisSettings,
+  type Span,
+  type TraceCarrier,
+} from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 const BATCH = 500
@@ -102,7 +119,11 @@ export class OutboxRelay {
             SELECT o.id, o.kind, o.job_id, o.payload, d.error, o.created_at
             FROM outbox o JOIN unnest(${dead.map((d) => d.id)}::bigint[], ${dead.map((d) => d.error)}::text[]) AS d(id, error) ON d.id = o.id
             ON CONFLICT (id) DO NOTHING`
-          for (const d of dead) this.log.error({ outboxId: d.id, kind: d.kind, error: d.error }, 'outbox row cannot be published: set aside in outbox_dead_letters')
+          for (const d of dead)
+            this.log.error(
+              { outboxId: d.id, kind: d.kind, error: d.error },
+              'outbox row cannot be published: set aside in outbox_dead_letters',
+            )
           this.metrics?.outboxDeadLetters.inc(dead.length)
         }
         await tx.$executeRaw`DELETE FROM outbox WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`
@@ -110,7 +131,9 @@ export class OutboxRelay {
           // Published rows only: the set-aside ones are counted as dead letters.
           const now = Date.now()
           const setAside = new Set(dead.map((d) => d.id))
-          for (const row of rows) if (!setAside.has(row.id)) this.metrics.relayPublishLag.observe(Math.max(0, now - row.created_at.getTime()) / 1000)
+          for (const row of rows)
+            if (!setAside.has(row.id))
+              this.metrics.relayPublishLag.observe(Math.max(0, now - row.created_at.getTime()) / 1000)
         }
         return rows.length
       },
@@ -134,7 +157,14 @@ export class OutboxRelay {
       }
       const data = Jobs[row.kind].schema.safeParse(row.payload)
       if (!data.success) {
-        dead.push({ id: row.id, kind: row.kind, error: `the payload does not fit ${row.kind}: ${data.error.issues.map((i) => `${i.path.join('.') || '(root)'} ${i.message}`).join('; ').slice(0, 1_000)}` })
+        dead.push({
+          id: row.id,
+          kind: row.kind,
+          error: `the payload does not fit ${row.kind}: ${data.error.issues
+            .map((i) => `${i.path.join('.') || '(root)'} ${i.message}`)
+            .join('; ')
+            .slice(0, 1_000)}`,
+        })
         continue
       }
       let carrier = row.trace_context ?? undefined
@@ -142,12 +172,22 @@ export class OutboxRelay {
         const span = startSpan(`publish ${row.kind}`, {
           kind: SpanKind.PRODUCER,
           parent: carrier,
-          attributes: { 'messaging.system': 'bullmq', 'messaging.operation.type': 'send', 'messaging.destination.name': this.queue.name, 'messaging.message.id': row.job_id, 'roster.outbox.id': row.id },
+          attributes: {
+            'messaging.system': 'bullmq',
+            'messaging.operation.type': 'send',
+            'messaging.destination.name': this.queue.name,
+            'messaging.message.id': row.job_id,
+            'roster.outbox.id': row.id,
+          },
         })!
         spans.push(span)
         carrier = carrierOf(span)
       }
-      jobs.push({ name: row.kind, data: carrier ? { ...data.data, trace: carrier } : data.data, opts: { ...this.jobOptions(row.kind), jobId: row.job_id } })
+      jobs.push({
+        name: row.kind,
+        data: carrier ? { ...data.data, trace: carrier } : data.data,
+        opts: { ...this.jobOptions(row.kind), jobId: row.job_id },
+      })
     }
     return { jobs, dead, spans }
   }

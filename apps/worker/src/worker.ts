@@ -35,9 +35,16 @@ export interface RunningWorker {
 }
 
 /** Starts one worker process's parts: the job consumer, the outbox relay and the reconciler. */
-export async function startWorker(config: WorkerConfig, log: Logger = createLogger('worker', config.LOG_LEVEL)): Promise<RunningWorker> {
+export async function startWorker(
+  config: WorkerConfig,
+  log: Logger = createLogger('worker', config.LOG_LEVEL),
+): Promise<RunningWorker> {
   assertRegistryComplete()
-  const db = createDb({ url: config.DATABASE_URL, poolSize: config.DATABASE_POOL_SIZE, preparedStatements: config.DATABASE_PREPARED_STATEMENTS })
+  const db = createDb({
+    url: config.DATABASE_URL,
+    poolSize: config.DATABASE_POOL_SIZE,
+    preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
+  })
   const { queue, connection: queueConnection } = createQueue(config, log)
   const jobOptions = jobOptionsFor(config)
   const internsChanged = createInternEventPublisher(queueConnection, config.QUEUE_PREFIX)
@@ -75,7 +82,13 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
           {
             kind: SpanKind.CONSUMER,
             parent: (job.data as { trace?: unknown }).trace ?? null,
-            attributes: { 'messaging.system': 'bullmq', 'messaging.operation.type': 'process', 'messaging.destination.name': INTERN_QUEUE, 'messaging.message.id': job.id ?? '', 'roster.job.attempt': attempt },
+            attributes: {
+              'messaging.system': 'bullmq',
+              'messaging.operation.type': 'process',
+              'messaging.destination.name': INTERN_QUEUE,
+              'messaging.message.id': job.id ?? '',
+              'roster.job.attempt': attempt,
+            },
           },
           () => handlerFor(job.name)(deps, job.data, { attempt, finalAttempt, log, retryLater }),
         )
@@ -99,7 +112,9 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
     },
   )
   reportConnectionErrors(worker, log, 'worker')
-  worker.on('failed', (job, err) => log.warn({ jobId: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'))
+  worker.on('failed', (job, err) =>
+    log.warn({ jobId: job?.id, attempt: job?.attemptsMade, err: err.message }, 'job attempt failed'),
+  )
 
   const relay = new OutboxRelay(db, queue, config, config.QUEUE_PREFIX, config.RELAY_POLL_MS, jobOptions, log, metrics)
   const reconciler = new Reconciler(
@@ -139,7 +154,10 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
   })
   const reconcileTimer = setInterval(() => passes.forEach((pass) => pass()), config.RECONCILE_INTERVAL_MS)
   // Several workers may sweep at once; the deletes are idempotent, so no coordination is needed.
-  const sweepTimer = setInterval(() => void safely('idempotency sweep', () => reconciler.sweepIdempotencyRecords()), 60_000)
+  const sweepTimer = setInterval(
+    () => void safely('idempotency sweep', () => reconciler.sweepIdempotencyRecords()),
+    60_000,
+  )
   await relay.start()
   const health =
     config.HEALTH_PORT > 0
@@ -154,7 +172,9 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
     ? await serveMetrics(metrics, config, async () => {
         const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed')
         for (const [state, count] of Object.entries(counts)) metrics.queueJobs.set({ state }, count)
-        const [outbox] = await db.$queryRaw<{ rows: bigint; oldest: Date | null }[]>`SELECT count(*) AS rows, min(created_at) AS oldest FROM outbox`
+        const [outbox] = await db.$queryRaw<
+          { rows: bigint; oldest: Date | null }[]
+        >`SELECT count(*) AS rows, min(created_at) AS oldest FROM outbox`
         metrics.outboxRows.set(Number(outbox!.rows))
         metrics.outboxOldestAge.set(outbox!.oldest ? Math.max(0, Date.now() - outbox!.oldest.getTime()) / 1000 : 0)
         // The fleet, per host: its state, the interns placed on it, its free room.
@@ -162,7 +182,8 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
         metrics.runtimeHosts.reset()
         metrics.runtimeHostInterns.reset()
         metrics.runtimeHostFree.reset()
-        for (const state of ['live', 'draining', 'dead']) metrics.runtimeHosts.set({ state }, hosts.filter((h) => h.state === state).length)
+        for (const state of ['live', 'draining', 'dead'])
+          metrics.runtimeHosts.set({ state }, hosts.filter((h) => h.state === state).length)
         for (const h of hosts) {
           metrics.runtimeHostInterns.set({ host: h.id }, h.interns)
           metrics.runtimeHostFree.set({ host: h.id }, h.free)
@@ -171,9 +192,18 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
     : undefined
   if (metricsServer) log.info(`worker metrics on http://${config.METRICS_HOST}:${config.METRICS_PORT}/metrics`)
   // The queue dashboard, for operators only (off unless OPERATOR_PORT is set).
-  if (config.OPERATOR_PORT && !config.OPERATOR_TOKEN) throw new Error('OPERATOR_PORT is set without OPERATOR_TOKEN: the operator surface needs a credential')
-  const operator = config.OPERATOR_PORT ? await startOperatorSurface(queue, { host: config.HOST, port: config.OPERATOR_PORT, token: config.OPERATOR_TOKEN!, limits: config }) : undefined
-  if (operator) log.info(`worker operator surface (queue dashboard) on http://${config.HOST}:${config.OPERATOR_PORT}/queues`)
+  if (config.OPERATOR_PORT && !config.OPERATOR_TOKEN)
+    throw new Error('OPERATOR_PORT is set without OPERATOR_TOKEN: the operator surface needs a credential')
+  const operator = config.OPERATOR_PORT
+    ? await startOperatorSurface(queue, {
+        host: config.HOST,
+        port: config.OPERATOR_PORT,
+        token: config.OPERATOR_TOKEN!,
+        limits: config,
+      })
+    : undefined
+  if (operator)
+    log.info(`worker operator surface (queue dashboard) on http://${config.HOST}:${config.OPERATOR_PORT}/queues`)
 
   return {
     deps,
@@ -188,7 +218,12 @@ export async function startWorker(config: WorkerConfig, log: Logger = createLogg
       await relay.stop()
       await worker.close()
       await queue.close()
-      await Promise.allSettled([db.$disconnect(), workerConnection.quit(), queueConnection.quit(), deps.runtime.close()])
+      await Promise.allSettled([
+        db.$disconnect(),
+        workerConnection.quit(),
+        queueConnection.quit(),
+        deps.runtime.close(),
+      ])
     },
   }
 }

@@ -1,5 +1,14 @@
 import { expect, it, onTestFinished } from 'vitest'
-import { catalogueFile, describeNeeding, hashSlot, startRedisCluster, startRedisServer, startStack, useTestTenant, waitFor } from '@roster/testing'
+import {
+  catalogueFile,
+  describeNeeding,
+  hashSlot,
+  startRedisCluster,
+  startRedisServer,
+  startStack,
+  useTestTenant,
+  waitFor,
+} from '@roster/testing'
 import { startSimulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 
@@ -34,7 +43,13 @@ export async function chaosSuite(redisKind: 'server' | 'cluster') {
       const stack = await startStack({
         databaseUrl: env.t.url,
         redisUrl: redis.url,
-        env: { INTERN_LIMIT_PER_MEMBER: '100000', MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', QUEUE_PREFIX: prefix, ...(cluster && { REDIS_CLUSTER_NODES: cluster.nodes }) },
+        env: {
+          INTERN_LIMIT_PER_MEMBER: '100000',
+          MODEL_CATALOGUE: catalogue,
+          INTERN_DEFAULT_MODEL: 'roster-sim/chat',
+          QUEUE_PREFIX: prefix,
+          ...(cluster && { REDIS_CLUSTER_NODES: cluster.nodes }),
+        },
         workerEnv: {
           JOB_LOCK_MS: '2000',
           RECONCILE_INTERVAL_MS: '500',
@@ -48,7 +63,10 @@ export async function chaosSuite(redisKind: 'server' | 'cluster') {
       const call = async (method: string, path: string, body?: unknown) => {
         const res = await fetch(`${stack.apiUrl}${path}`, {
           method,
-          headers: { authorization: `Bearer ${env.tenant.keys.user}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+          headers: {
+            authorization: `Bearer ${env.tenant.keys.user}`,
+            ...(body ? { 'content-type': 'application/json' } : {}),
+          },
           body: body ? JSON.stringify(body) : undefined,
         })
         return { status: res.status, body: (await res.json()) as any }
@@ -89,7 +107,10 @@ export async function chaosSuite(redisKind: 'server' | 'cluster') {
         const res = await fetch(`${stack.apiUrl}/interns/${id}/chat/completions`, {
           method: 'POST',
           headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: '[sim] call shell {"command":"echo hi"}\n[sim] say ok' }] }),
+          body: JSON.stringify({
+            stream: true,
+            messages: [{ role: 'user', content: '[sim] call shell {"command":"echo hi"}\n[sim] say ok' }],
+          }),
           signal: AbortSignal.timeout(60_000),
         })
         if (res.status !== 200) {
@@ -97,7 +118,10 @@ export async function chaosSuite(redisKind: 'server' | 'cluster') {
           return `${res.status} ${body.error?.metadata?.reason ?? 'none'}`
         }
         const text = await res.text()
-        const data = text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6))
+        const data = text
+          .split('\n\n')
+          .filter((e) => e.startsWith('data: '))
+          .map((e) => e.slice(6))
         expect(data.at(-1), text).toBe('[DONE]')
         const chunks = data.slice(0, -1).map((d) => JSON.parse(d))
         expect(chunks.at(-1)!.choices, text).toEqual([])
@@ -112,7 +136,13 @@ export async function chaosSuite(redisKind: 'server' | 'cluster') {
       const chatLoad = Array.from({ length: 4 }, async () => {
         while (chaos || (total() < 40 && Date.now() < chatsUntil)) {
           // Interns the database says are running now (the API's own view; the host may disagree for a while).
-          const running = (await env.t.db.intern.findMany({ where: { workspaceId: env.tenant.workspaceId, status: 'running' }, select: { id: true }, take: 200 })).map((r) => r.id)
+          const running = (
+            await env.t.db.intern.findMany({
+              where: { workspaceId: env.tenant.workspaceId, status: 'running' },
+              select: { id: true },
+              take: 200,
+            })
+          ).map((r) => r.id)
           if (!running.length) {
             await new Promise((r) => setTimeout(r, 100))
             continue
@@ -128,7 +158,9 @@ export async function chaosSuite(redisKind: 'server' | 'cluster') {
       try {
         // 300 creates, 20 at a time.
         for (let i = 0; i < 300; i += 20) {
-          const made = await Promise.all(Array.from({ length: 20 }, (_, j) => call('POST', '/interns', { name: `chaos-${i + j}`, provision: true })))
+          const made = await Promise.all(
+            Array.from({ length: 20 }, (_, j) => call('POST', '/interns', { name: `chaos-${i + j}`, provision: true })),
+          )
           for (const r of made) {
             expect(r.status).toBe(201)
             expected.set(r.body.id, 'running')
@@ -157,8 +189,9 @@ export async function chaosSuite(redisKind: 'server' | 'cluster') {
       }
       for (const victim of victims) expect(chaosLog).toContain(victim)
       // Every chat ended as the contract documents it: nothing else (no 500, no torn stream, no hang).
-      const documented = /^(200 stop|200 error (stream_severed|run_ended|turn_failed|timeout)|409 (intern_not_ready|busy)|502 intern_unreachable|404 not_found)$/
-      console.log(`chaos chats: ${[...chats].map(([k, v]) => `${k}: ${v}`).join(", ")}`)
+      const documented =
+        /^(200 stop|200 error (stream_severed|run_ended|turn_failed|timeout)|409 (intern_not_ready|busy)|502 intern_unreachable|404 not_found)$/
+      console.log(`chaos chats: ${[...chats].map(([k, v]) => `${k}: ${v}`).join(', ')}`)
       for (const outcome of chats.keys()) expect(outcome).toMatch(documented)
       // A real load, though most of it meets an intern whose host was just killed (it answers again below).
       expect(total()).toBeGreaterThanOrEqual(40)
@@ -173,20 +206,26 @@ export async function chaosSuite(redisKind: 'server' | 'cluster') {
         return rows.length === [...expected.values()].filter((e) => e !== 'gone').length
       }
       const settling = performance.now()
-      await waitFor(settled, { timeoutMs: 120_000, intervalMs: 250, what: 'every intern as expected' }).catch(async (err) => {
-        // Say which interns are stuck where, and what the workers said about them.
-        const rows = new Map((await env.t.db.intern.findMany({ where: { workspaceId: env.tenant.workspaceId } })).map((r) => [r.id, r]))
-        const wrong = [...expected]
-          .filter(([id, want]) => (want === 'gone' ? rows.has(id) : rows.get(id)?.status !== want))
-          .slice(0, 5)
-          .map(([id, want]) => {
-            const r = rows.get(id)
-            const said = stack.workers.flatMap((w) => w.output.split('\n').filter((l) => l.includes(id))).slice(-4)
-            return `${id} want ${want}, is ${r ? `${r.status} gen ${r.provisionGeneration} progress ${JSON.stringify(r.progress)} failure ${r.lastFailureMessage}` : 'gone'}\n    ${said.join('\n    ')}`
-          })
-        const host = stack.runtime.output.trim().split('\n').slice(-5).join('\n    ')
-        throw new Error(`${(err as Error).message} (chaos: ${chaosLog.join(',')})\n  ${wrong.join('\n  ')}\n  runtime host (${stack.runtime.running ? 'up' : 'down'}):\n    ${host}`)
-      })
+      await waitFor(settled, { timeoutMs: 120_000, intervalMs: 250, what: 'every intern as expected' }).catch(
+        async (err) => {
+          // Say which interns are stuck where, and what the workers said about them.
+          const rows = new Map(
+            (await env.t.db.intern.findMany({ where: { workspaceId: env.tenant.workspaceId } })).map((r) => [r.id, r]),
+          )
+          const wrong = [...expected]
+            .filter(([id, want]) => (want === 'gone' ? rows.has(id) : rows.get(id)?.status !== want))
+            .slice(0, 5)
+            .map(([id, want]) => {
+              const r = rows.get(id)
+              const said = stack.workers.flatMap((w) => w.output.split('\n').filter((l) => l.includes(id))).slice(-4)
+              return `${id} want ${want}, is ${r ? `${r.status} gen ${r.provisionGeneration} progress ${JSON.stringify(r.progress)} failure ${r.lastFailureMessage}` : 'gone'}\n    ${said.join('\n    ')}`
+            })
+          const host = stack.runtime.output.trim().split('\n').slice(-5).join('\n    ')
+          throw new Error(
+            `${(err as Error).message} (chaos: ${chaosLog.join(',')})\n  ${wrong.join('\n  ')}\n  runtime host (${stack.runtime.running ? 'up' : 'down'}):\n    ${host}`,
+          )
+        },
+      )
       console.log(
         `chaos: ${chaosLog.join(',')}; operations and chaos ${Math.round(settling - started)} ms, settled ${Math.round(performance.now() - settling)} ms later`,
       )
@@ -195,18 +234,24 @@ export async function chaosSuite(redisKind: 'server' | 'cluster') {
       const rows = await env.t.db.intern.findMany({ where: { workspaceId: env.tenant.workspaceId } })
       const vaults = await env.t.db.vault.findMany({ where: { workspaceId: env.tenant.workspaceId } })
       expect(vaults.map((v) => v.id).sort()).toEqual(rows.map((r) => r.vaultId).sort())
-      for (const [id, want] of expected) if (want === 'gone') expect(vaults.find((v) => v.id === vaultOf.get(id))).toBeUndefined()
+      for (const [id, want] of expected)
+        if (want === 'gone') expect(vaults.find((v) => v.id === vaultOf.get(id))).toBeUndefined()
       const hostnames = rows.map((r) => r.hostname).filter(Boolean)
       expect(new Set(hostnames).size).toBe(hostnames.length)
       // The chaos may have ended with the runtime host restarting: ask it once it listens again.
       await stack.runtime.waitForOutput(/listening/)
       await waitFor(
         async () => {
-          const hosted = ((await (await stack.runtimeFetch('/v1/interns')).json()) as any).data as { id: string; running: boolean }[]
+          const hosted = ((await (await stack.runtimeFetch('/v1/interns')).json()) as any).data as {
+            id: string
+            running: boolean
+          }[]
           const byId = new Map(hosted.map((h) => [h.id, h]))
           return (
             hosted.every((h) => expected.has(h.id) && expected.get(h.id) !== 'gone') &&
-            [...expected].every(([id, want]) => (want === 'running' ? byId.get(id)?.running === true : !byId.get(id)?.running))
+            [...expected].every(([id, want]) =>
+              want === 'running' ? byId.get(id)?.running === true : !byId.get(id)?.running,
+            )
           )
         },
         { timeoutMs: 30_000, intervalMs: 250, what: 'runtime host to agree with the database' },

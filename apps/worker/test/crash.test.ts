@@ -36,7 +36,9 @@ async function createMany(baseUrls: string | string[], prefix: string, n: number
   const ids: string[] = []
   for (let i = 0; i < n; i += parallel) {
     const batch = await Promise.all(
-      Array.from({ length: Math.min(parallel, n - i) }, (_, j) => apis[(i + j) % apis.length]!.createIntern({ name: `${prefix}-${i + j}`, provision: true })),
+      Array.from({ length: Math.min(parallel, n - i) }, (_, j) =>
+        apis[(i + j) % apis.length]!.createIntern({ name: `${prefix}-${i + j}`, provision: true }),
+      ),
     )
     for (const res of batch) {
       expect(res.status).toBe(201)
@@ -52,13 +54,28 @@ async function expectNoDuplicateWork(ids: string[], stack: Pick<Stack, 'runtimeF
   expect(rows.every((r) => r.status === 'running' && r.hostname && r.progress === null)).toBe(true)
   expect(new Set(rows.map((r) => r.hostname)).size).toBe(ids.length)
   expect(new Set(rows.map((r) => r.vaultId)).size).toBe(ids.length)
-  const tokens = await t.db.vaultSecret.groupBy({ by: ['vaultId'], where: { vaultId: { in: rows.map((r) => r.vaultId!) } }, _count: true })
+  const tokens = await t.db.vaultSecret.groupBy({
+    by: ['vaultId'],
+    where: { vaultId: { in: rows.map((r) => r.vaultId!) } },
+    _count: true,
+  })
   expect(tokens).toHaveLength(ids.length)
   expect(tokens.every((g) => g._count === 1)).toBe(true)
-  const hosted = (await (await stack.runtimeFetch('/v1/interns')).json()).data as { id: string; starts: number; configWrites: number; running: boolean }[]
+  const hosted = (await (await stack.runtimeFetch('/v1/interns')).json()).data as {
+    id: string
+    starts: number
+    configWrites: number
+    running: boolean
+  }[]
   const mine = hosted.filter((h) => ids.includes(h.id))
   expect(mine).toHaveLength(ids.length)
-  for (const h of mine) expect({ id: h.id, starts: h.starts, configWrites: h.configWrites, running: h.running }).toEqual({ id: h.id, starts: 1, configWrites: 1, running: true })
+  for (const h of mine)
+    expect({ id: h.id, starts: h.starts, configWrites: h.configWrites, running: h.running }).toEqual({
+      id: h.id,
+      starts: 1,
+      configWrites: 1,
+      running: true,
+    })
 }
 
 // Two of these kill Redis: private servers the test starts (redis-server and redis-cli).
@@ -88,7 +105,10 @@ describe.skipIf(noRedisServer)('Redis stopped during creates', () => {
 
       await redis.start() // empty: nothing survived
       const all = [...lostInRedis, ...duringOutage]
-      await waitFor(async () => (await countByStatus(all, 'running')) === all.length, { timeoutMs: 45_000, what: 'all interns running' })
+      await waitFor(async () => (await countByStatus(all, 'running')) === all.length, {
+        timeoutMs: 45_000,
+        what: 'all interns running',
+      })
       await expectNoDuplicateWork(all, stack)
     } finally {
       await queue.close().catch(() => {})
@@ -109,7 +129,10 @@ describe('a worker killed with SIGKILL while 200 interns provision', () => {
     })
     try {
       const ids = await createMany(stack.apiUrl, 'kill', 200)
-      await waitFor(async () => (await countByStatus(ids, 'running')) >= 20, { timeoutMs: 30_000, what: 'some interns running' })
+      await waitFor(async () => (await countByStatus(ids, 'running')) >= 20, {
+        timeoutMs: 30_000,
+        what: 'some interns running',
+      })
       await stack.workers[0]!.kill('SIGKILL')
       const runningAtKill = await countByStatus(ids, 'running')
       expect(runningAtKill).toBeLessThan(200)
@@ -117,7 +140,10 @@ describe('a worker killed with SIGKILL while 200 interns provision', () => {
       expect(await countByStatus(ids, 'running')).toBe(runningAtKill) // nobody is working now
 
       await stack.addWorker({ WORKER_CONCURRENCY: '50' })
-      await waitFor(async () => (await countByStatus(ids, 'running')) === 200, { timeoutMs: 60_000, what: 'all 200 running' })
+      await waitFor(async () => (await countByStatus(ids, 'running')) === 200, {
+        timeoutMs: 60_000,
+        what: 'all 200 running',
+      })
       await expectNoDuplicateWork(ids, stack)
     } finally {
       await stack.stop()
@@ -126,7 +152,7 @@ describe('a worker killed with SIGKILL while 200 interns provision', () => {
 })
 
 describe.skipIf(noRedisServer)('a Redis Cluster master killed while 200 interns provision', () => {
-  it("has its replica promoted, and every intern still runs once: nothing lost, nothing done twice", async () => {
+  it('has its replica promoted, and every intern still runs once: nothing lost, nothing done twice', async () => {
     const cluster = await startRedisCluster()
     const prefix = await cluster.prefixAwayFromSeed()
     const stack = await startStack({
@@ -138,16 +164,26 @@ describe.skipIf(noRedisServer)('a Redis Cluster master killed while 200 interns 
     })
     try {
       const ids = await createMany(stack.apiUrl, 'failover', 200)
-      await waitFor(async () => (await countByStatus(ids, 'running')) >= 20, { timeoutMs: 30_000, what: 'some interns running' })
+      await waitFor(async () => (await countByStatus(ids, 'running')) >= 20, {
+        timeoutMs: 30_000,
+        what: 'some interns running',
+      })
       const master = await cluster.masterOf(hashSlot(prefix))
       const killed = await cluster.failOver(hashSlot(prefix))
       expect(killed).toBe(master)
       expect(await cluster.masterOf(hashSlot(prefix))).not.toBe(master)
       expect(await countByStatus(ids, 'running')).toBeLessThan(200)
 
-      await waitFor(async () => (await countByStatus(ids, 'running')) === 200, { timeoutMs: 60_000, what: 'all 200 running after the failover' })
+      await waitFor(async () => (await countByStatus(ids, 'running')) === 200, {
+        timeoutMs: 60_000,
+        what: 'all 200 running after the failover',
+      })
       await expectNoDuplicateWork(ids, stack)
-      const generations = await t.db.intern.groupBy({ by: ['provisionGeneration'], where: { id: { in: ids } }, _count: true })
+      const generations = await t.db.intern.groupBy({
+        by: ['provisionGeneration'],
+        where: { id: { in: ids } },
+        _count: true,
+      })
       expect(generations).toEqual([{ provisionGeneration: 1, _count: 200 }])
     } finally {
       await stack.stop()
@@ -158,11 +194,20 @@ describe.skipIf(noRedisServer)('a Redis Cluster master killed while 200 interns 
 
 describe('three API and three worker processes over 300 interns', () => {
   it('share the creates and the jobs, and each intern is provisioned once, each step’s work done once', async () => {
-    const stack = await startStack({ databaseUrl: t.url, env: many, apis: 3, workers: 3, workerEnv: { WORKER_CONCURRENCY: '10' } })
+    const stack = await startStack({
+      databaseUrl: t.url,
+      env: many,
+      apis: 3,
+      workers: 3,
+      workerEnv: { WORKER_CONCURRENCY: '10' },
+    })
     try {
       expect(stack.apiUrls).toHaveLength(3)
       const ids = await createMany(stack.apiUrls, 'three', 300)
-      await waitFor(async () => (await countByStatus(ids, 'running')) === 300, { timeoutMs: 60_000, what: 'all 300 running' })
+      await waitFor(async () => (await countByStatus(ids, 'running')) === 300, {
+        timeoutMs: 60_000,
+        what: 'all 300 running',
+      })
       await expectNoDuplicateWork(ids, stack)
 
       // Each run that made one of these interns running was done by exactly one worker, and every
@@ -183,7 +228,11 @@ describe('three API and three worker processes over 300 interns', () => {
       expect(total()).toBe(300)
       for (const n of runsBy()) expect(n).toBeGreaterThan(0)
       // One provisioning run each: no API or worker made a second.
-      const generations = await t.db.intern.groupBy({ by: ['provisionGeneration'], where: { id: { in: ids } }, _count: true })
+      const generations = await t.db.intern.groupBy({
+        by: ['provisionGeneration'],
+        where: { id: { in: ids } },
+        _count: true,
+      })
       expect(generations).toEqual([{ provisionGeneration: 1, _count: 300 }])
     } finally {
       await stack.stop()

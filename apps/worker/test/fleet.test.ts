@@ -50,7 +50,15 @@ afterAll(async () => {
  * A fleet on the file's database. Stopping it forgets its interns and hosts: the next test's workers
  * would otherwise find every earlier intern on a dead host and move them all onto the new fleet.
  */
-async function fleetStack(runtimes: number, extra: { env?: Record<string, string>; workerEnv?: Record<string, string>; runtimeEnv?: Record<string, string>; workers?: number } = {}): Promise<Stack> {
+async function fleetStack(
+  runtimes: number,
+  extra: {
+    env?: Record<string, string>
+    workerEnv?: Record<string, string>
+    runtimeEnv?: Record<string, string>
+    workers?: number
+  } = {},
+): Promise<Stack> {
   const stack = await startStack({
     databaseUrl: t.url,
     runtimes,
@@ -69,7 +77,11 @@ async function fleetStack(runtimes: number, extra: { env?: Record<string, string
 }
 
 function admin(...args: string[]) {
-  const run = spawnSync('npm', ['run', '-s', 'admin', '--', ...args], { cwd: repoRoot, env: { ...process.env, DATABASE_URL: t.url }, encoding: 'utf8' })
+  const run = spawnSync('npm', ['run', '-s', 'admin', '--', ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, DATABASE_URL: t.url },
+    encoding: 'utf8',
+  })
   return { code: run.status, stdout: run.stdout, stderr: run.stderr }
 }
 
@@ -77,7 +89,11 @@ async function createMany(stack: Stack, prefix: string, n: number, parallel = 8)
   const api = apiClient(stack.apiUrl, tenant.keys.user)
   const ids: string[] = []
   for (let i = 0; i < n; i += parallel) {
-    const batch = await Promise.all(Array.from({ length: Math.min(parallel, n - i) }, (_, j) => api.createIntern({ name: `${prefix}-${i + j}`, provision: true })))
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(parallel, n - i) }, (_, j) =>
+        api.createIntern({ name: `${prefix}-${i + j}`, provision: true }),
+      ),
+    )
     for (const res of batch) {
       expect(res.status).toBe(201)
       ids.push(res.body.id)
@@ -108,7 +124,10 @@ async function chat(stack: Stack, id: string, content: string, session?: string)
   })
   const body = await res.text()
   if (res.status !== 200) return { status: res.status, text: '', body }
-  const chunks = body.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)))
+  const chunks = body
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: {'))
+    .map((e) => JSON.parse(e.slice(6)))
   return {
     status: 200,
     text: chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join(''),
@@ -123,8 +142,11 @@ async function hostedBy(stack: Stack, databaseUrl = t.url) {
   const out = new Map<string, { id: string; running: boolean; generation: number }[]>()
   for (const [i, host] of stack.runtimes.entries()) {
     if (!host.process.running) continue
-    const res = await fetch(`${host.url}/v1/interns`, { headers: { authorization: `Bearer ${await runtimeCredential(databaseUrl, host.id)}` } })
-    if (res.status === 200) out.set(host.id, ((await res.json()) as { data: { id: string; running: boolean; generation: number }[] }).data)
+    const res = await fetch(`${host.url}/v1/interns`, {
+      headers: { authorization: `Bearer ${await runtimeCredential(databaseUrl, host.id)}` },
+    })
+    if (res.status === 200)
+      out.set(host.id, ((await res.json()) as { data: { id: string; running: boolean; generation: number }[] }).data)
     else out.set(host.id, [])
     void i
   }
@@ -135,7 +157,9 @@ async function hostedBy(stack: Stack, databaseUrl = t.url) {
 async function expectEachOnItsOwnHost(stack: Stack, ids: string[]) {
   const hosted = await hostedBy(stack)
   for (const row of await rows(ids)) {
-    const where = [...hosted.entries()].filter(([, list]) => list.some((h) => h.id === row.id && h.running)).map(([host]) => host)
+    const where = [...hosted.entries()]
+      .filter(([, list]) => list.some((h) => h.id === row.id && h.running))
+      .map(([host]) => host)
     expect(where, `intern ${row.id}`).toEqual([row.runtime_host_id])
     expect(hosted.get(row.runtime_host_id!)!.find((h) => h.id === row.id)!.generation).toBe(row.placement_generation)
   }
@@ -165,16 +189,25 @@ describe('three runtime hosts and 300 interns', () => {
       }
       for (const r of placed) {
         for (const host of stack.runtimes) {
-          expect(existsSync(join(host.dataDir, 'interns', r.id, 'sessions')), `${r.id} on ${host.id}`).toBe(host.id === r.runtime_host_id)
+          expect(existsSync(join(host.dataDir, 'interns', r.id, 'sessions')), `${r.id} on ${host.id}`).toBe(
+            host.id === r.runtime_host_id,
+          )
         }
       }
 
       const listed = admin('runtime', 'list', '--json')
       expect(listed.code, listed.stderr).toBe(0)
-      const { hosts } = JSON.parse(listed.stdout) as { hosts: { id: string; state: string; interns: number; capacity: number; free: number; address: string }[] }
+      const { hosts } = JSON.parse(listed.stdout) as {
+        hosts: { id: string; state: string; interns: number; capacity: number; free: number; address: string }[]
+      }
       expect(hosts.map((h) => h.id)).toEqual(stack.runtimes.map((r) => r.id).sort())
       for (const h of hosts) {
-        expect(h).toMatchObject({ state: 'live', interns: perHost.get(h.id), capacity: 10_000, free: 10_000 - perHost.get(h.id)! })
+        expect(h).toMatchObject({
+          state: 'live',
+          interns: perHost.get(h.id),
+          capacity: 10_000,
+          free: 10_000 - perHost.get(h.id)!,
+        })
         expect(h.address).toBe(stack.runtimes.find((r) => r.id === h.id)!.url)
       }
       const table = admin('runtime', 'list')
@@ -198,7 +231,12 @@ describe.skipIf(noSandbox)('a runtime host killed while its interns are mid-turn
       const sessions = new Map<string, string>()
       await Promise.all(
         ids.map(async (id, n) => {
-          const turn = await chat(stack, id, `[sim] call shell {"command":"echo kept-${n} > kept.txt"}\n[sim] say remembered-${n}`, `ses-${n}`)
+          const turn = await chat(
+            stack,
+            id,
+            `[sim] call shell {"command":"echo kept-${n} > kept.txt"}\n[sim] say remembered-${n}`,
+            `ses-${n}`,
+          )
           expect(turn.status, turn.body.slice(0, 300)).toBe(200)
           expect(turn.text).toBe(`remembered-${n}`)
           sessions.set(id, turn.session!)
@@ -214,8 +252,18 @@ describe.skipIf(noSandbox)('a runtime host killed while its interns are mid-turn
 
       // Mid-turn: each of the victim's interns runs a long command when its host is killed.
       const marker = `roster-failover-${process.pid}-${Date.now()}`
-      const midTurn = victims.map((id) => chat(stack, id, `[sim] call shell {"command":"echo unfinished > unfinished.txt; (exec -a ${marker} sleep 60)"}\n[sim] say never`, sessions.get(id)))
-      await waitFor(() => processCommandLines().filter((l) => l.startsWith(marker)).length === victims.length, { timeoutMs: 15_000, what: 'every mid-turn command to run' })
+      const midTurn = victims.map((id) =>
+        chat(
+          stack,
+          id,
+          `[sim] call shell {"command":"echo unfinished > unfinished.txt; (exec -a ${marker} sleep 60)"}\n[sim] say never`,
+          sessions.get(id),
+        ),
+      )
+      await waitFor(() => processCommandLines().filter((l) => l.startsWith(marker)).length === victims.length, {
+        timeoutMs: 15_000,
+        what: 'every mid-turn command to run',
+      })
       await victim.process.kill('SIGKILL')
       for (const turn of await Promise.all(midTurn)) {
         expect(turn.status).toBe(200)
@@ -223,12 +271,19 @@ describe.skipIf(noSandbox)('a runtime host killed while its interns are mid-turn
       }
 
       // No operator action: the record declares the host dead, and its interns run elsewhere.
-      await waitFor(async () => (await t.db.$queryRaw<{ state: string }[]>`SELECT state FROM runtime_hosts WHERE id = ${victimId}`)[0]?.state === 'dead', { timeoutMs: 15_000, intervalMs: 100, what: 'the death to be declared' })
+      await waitFor(
+        async () =>
+          (await t.db.$queryRaw<{ state: string }[]>`SELECT state FROM runtime_hosts WHERE id = ${victimId}`)[0]
+            ?.state === 'dead',
+        { timeoutMs: 15_000, intervalMs: 100, what: 'the death to be declared' },
+      )
       const declared = Date.now()
       const movedIn = new Map<string, number>()
       await waitFor(
         async () => {
-          for (const r of await rows(victims)) if (r.status === 'running' && r.runtime_host_id !== victimId && !movedIn.has(r.id)) movedIn.set(r.id, Date.now() - declared)
+          for (const r of await rows(victims))
+            if (r.status === 'running' && r.runtime_host_id !== victimId && !movedIn.has(r.id))
+              movedIn.set(r.id, Date.now() - declared)
           return movedIn.size === victims.length
         },
         { timeoutMs: 30_000, intervalMs: 100, what: "every one of the dead host's interns to run on another host" },
@@ -241,7 +296,12 @@ describe.skipIf(noSandbox)('a runtime host killed while its interns are mid-turn
       // Each continues its session on its new host: the model is sent the whole history, and the files of completed turns are there.
       for (const id of victims) {
         const n = ids.indexOf(id)
-        const turn = await chat(stack, id, `[sim] call shell {"command":"cat kept.txt"}\n[sim] say {{result}}`, sessions.get(id))
+        const turn = await chat(
+          stack,
+          id,
+          `[sim] call shell {"command":"cat kept.txt"}\n[sim] say {{result}}`,
+          sessions.get(id),
+        )
         expect(turn.status, turn.body.slice(0, 300)).toBe(200)
         expect(turn.session).toBe(sessions.get(id))
         expect(turn.text).toContain(`kept-${n}`)
@@ -268,32 +328,48 @@ describe.skipIf(noSandbox)('a runtime host paused past its deadline and resumed'
       for (const id of ids) expect((await chat(stack, id, '[sim] say before')).status).toBe(200)
       const before = await rows(ids)
       // The host with the more interns is paused (the other takes them).
-      const paused = stack.runtimes.map((r) => ({ r, n: before.filter((b) => b.runtime_host_id === r.id).length })).sort((a, b) => b.n - a.n)[0]!.r
+      const paused = stack.runtimes
+        .map((r) => ({ r, n: before.filter((b) => b.runtime_host_id === r.id).length }))
+        .sort((a, b) => b.n - a.n)[0]!.r
       const other = stack.runtimes.find((r) => r !== paused)!
       const stale = before.filter((r) => r.runtime_host_id === paused.id)
       expect(stale.length).toBeGreaterThan(0)
       const credential = await runtimeCredential(t.url, paused.id)
-      const hostnames = new Map((await t.db.intern.findMany({ where: { id: { in: stale.map((s) => s.id) } } })).map((i) => [i.id, i.hostname!]))
+      const hostnames = new Map(
+        (await t.db.intern.findMany({ where: { id: { in: stale.map((s) => s.id) } } })).map((i) => [i.id, i.hostname!]),
+      )
 
       paused.process.child!.kill('SIGSTOP')
       try {
-        await waitFor(async () => (await rows(stale.map((s) => s.id))).every((r) => r.status === 'running' && r.runtime_host_id === other.id), {
-          timeoutMs: 30_000,
-          intervalMs: 100,
-          what: 'the paused host’s interns to run on the other host',
-        }).catch(async (err) => {
-          const now = await t.db.$queryRaw`SELECT i.id::text, i.status::text, i.runtime_host_id, i.placement_generation, i.progress, i.last_failure_message, h.state, h.heartbeat_at FROM interns i LEFT JOIN runtime_hosts h ON h.id = i.runtime_host_id WHERE i.id = ANY(${stale.map((s) => s.id)}::uuid[])`
+        await waitFor(
+          async () =>
+            (await rows(stale.map((s) => s.id))).every((r) => r.status === 'running' && r.runtime_host_id === other.id),
+          {
+            timeoutMs: 30_000,
+            intervalMs: 100,
+            what: 'the paused host’s interns to run on the other host',
+          },
+        ).catch(async (err) => {
+          const now = await t.db
+            .$queryRaw`SELECT i.id::text, i.status::text, i.runtime_host_id, i.placement_generation, i.progress, i.last_failure_message, h.state, h.heartbeat_at FROM interns i LEFT JOIN runtime_hosts h ON h.id = i.runtime_host_id WHERE i.id = ANY(${stale.map((s) => s.id)}::uuid[])`
           throw new Error(`${err.message}: ${JSON.stringify(now)}\nworker: ${stack.workers[0]!.output.slice(-3000)}`)
         })
         // Calls sent while it is paused wait in its socket's backlog: they are answered first on waking.
         const probes = stale.flatMap((s) => [
           fetch(`${paused.url}/v1/interns/${s.id}/chat`, {
             method: 'POST',
-            headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json', 'x-roster-placement': String(s.placement_generation) },
+            headers: {
+              authorization: `Bearer ${credential}`,
+              'content-type': 'application/json',
+              'x-roster-placement': String(s.placement_generation),
+            },
             body: JSON.stringify({ message: '[sim] say stale' }),
           }),
           fetch(`${paused.url}/healthz`, { headers: { 'x-forwarded-host': hostnames.get(s.id)! } }),
-          fetch(`${paused.url}/v1/interns/${s.id}/start`, { method: 'POST', headers: { authorization: `Bearer ${credential}`, 'x-roster-placement': String(s.placement_generation) } }),
+          fetch(`${paused.url}/v1/interns/${s.id}/start`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${credential}`, 'x-roster-placement': String(s.placement_generation) },
+          }),
         ])
         await new Promise((r) => setTimeout(r, 200))
         paused.process.child!.kill('SIGCONT')
@@ -307,7 +383,10 @@ describe.skipIf(noSandbox)('a runtime host paused past its deadline and resumed'
       }
       // It learns that it was declared dead: it drops them and joins again as a new epoch.
       await paused.process.waitForOutput(/declared this host dead/, 10_000)
-      await waitFor(async () => ((await hostedBy(stack)).get(paused.id) ?? ['?']).length === 0, { timeoutMs: 10_000, what: 'the stale interns gone from the resumed host' })
+      await waitFor(async () => ((await hostedBy(stack)).get(paused.id) ?? ['?']).length === 0, {
+        timeoutMs: 10_000,
+        what: 'the stale interns gone from the resumed host',
+      })
       for (const s of stale) {
         const health = await fetch(`${paused.url}/healthz`, { headers: { 'x-forwarded-host': hostnames.get(s.id)! } })
         expect(health.status).not.toBe(200)
@@ -339,25 +418,44 @@ describe.skipIf(noSandbox)('draining a runtime host under chat load', () => {
       const load = ids.map(async (id, n) => {
         for (let k = 0; loading; k++) {
           const file = `turn-${n}-${k}.txt`
-          const turn = await chat(stack, id, `[sim] call shell {"command":"sleep 0.3; echo ${k} > ${file}"}\n[sim] say wrote ${file}`, `load-${n}`)
-          if (turn.status !== 200 || turn.error || turn.text !== `wrote ${file}`) failures.push(`${id} turn ${k}: ${turn.status} ${turn.body.slice(0, 300)}`)
+          const turn = await chat(
+            stack,
+            id,
+            `[sim] call shell {"command":"sleep 0.3; echo ${k} > ${file}"}\n[sim] say wrote ${file}`,
+            `load-${n}`,
+          )
+          if (turn.status !== 200 || turn.error || turn.text !== `wrote ${file}`)
+            failures.push(`${id} turn ${k}: ${turn.status} ${turn.body.slice(0, 300)}`)
           else written.get(id)!.push(file)
         }
       })
       // Turns done before the drain, during it (those the drain waits for or that wait for the move), and after it.
-      await waitFor(() => ids.every((id) => written.get(id)!.length >= 1), { timeoutMs: 30_000, what: 'a turn of each intern before the drain' })
+      await waitFor(() => ids.every((id) => written.get(id)!.length >= 1), {
+        timeoutMs: 30_000,
+        what: 'a turn of each intern before the drain',
+      })
       const drain = admin('runtime', 'drain', drained.id, '--json')
       expect(drain.code, drain.stderr).toBe(0)
       expect(JSON.parse(drain.stdout)).toEqual({ host: drained.id, state: 'draining' })
       // It says it is not ready (a rollout waits on that) once it has heard it drains.
-      await waitFor(async () => (await fetch(`${drained.url}/ready`)).status === 503, { timeoutMs: 5_000, what: 'the draining host to say it is not ready' })
-      await waitFor(async () => (await rows(onIt)).every((r) => r.status === 'running' && r.runtime_host_id === stack.runtimes[1]!.id), {
-        timeoutMs: 60_000,
-        intervalMs: 200,
-        what: "the drained host's interns to run on the other host",
+      await waitFor(async () => (await fetch(`${drained.url}/ready`)).status === 503, {
+        timeoutMs: 5_000,
+        what: 'the draining host to say it is not ready',
       })
+      await waitFor(
+        async () =>
+          (await rows(onIt)).every((r) => r.status === 'running' && r.runtime_host_id === stack.runtimes[1]!.id),
+        {
+          timeoutMs: 60_000,
+          intervalMs: 200,
+          what: "the drained host's interns to run on the other host",
+        },
+      )
       const atMove = new Map(onIt.map((id) => [id, written.get(id)!.length]))
-      await waitFor(() => onIt.every((id) => written.get(id)!.length > atMove.get(id)! + 1), { timeoutMs: 30_000, what: 'turns of each moved intern on its new host' })
+      await waitFor(() => onIt.every((id) => written.get(id)!.length > atMove.get(id)! + 1), {
+        timeoutMs: 30_000,
+        what: 'turns of each moved intern on its new host',
+      })
       loading = false
       await Promise.all(load)
       expect(failures).toEqual([])
@@ -367,7 +465,9 @@ describe.skipIf(noSandbox)('draining a runtime host under chat load', () => {
         const turn = await chat(stack, id, `[sim] call shell {"command":"ls"}\n[sim] say {{result}}`)
         for (const file of written.get(id)!) expect(turn.text, id).toContain(file)
       }
-      const listed = JSON.parse(admin('runtime', 'list', '--json').stdout) as { hosts: { id: string; state: string; interns: number }[] }
+      const listed = JSON.parse(admin('runtime', 'list', '--json').stdout) as {
+        hosts: { id: string; state: string; interns: number }[]
+      }
       expect(listed.hosts.find((h) => h.id === drained.id)).toMatchObject({ state: 'drained', interns: 0 })
       // A drained host takes no new intern.
       const more = await createMany(stack, 'after-drain', 2)
@@ -375,7 +475,10 @@ describe.skipIf(noSandbox)('draining a runtime host under chat load', () => {
       expect((await rows(more)).every((r) => r.runtime_host_id === stack.runtimes[1]!.id)).toBe(true)
       // Draining twice, or a host that is not there, is refused with a reason.
       const again = admin('runtime', 'drain', drained.id)
-      expect([again.code, again.stderr]).toEqual([1, expect.stringMatching(/is draining: only a live host can be drained/)])
+      expect([again.code, again.stderr]).toEqual([
+        1,
+        expect.stringMatching(/is draining: only a live host can be drained/),
+      ])
       const unknown = admin('runtime', 'drain', 'no-such-host')
       expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringMatching(/no runtime host no-such-host/)])
       expect(admin('runtime', 'drain').code).toBe(2)
@@ -397,7 +500,13 @@ describe.skipIf(noSandbox)('workspace snapshots in an S3-compatible store', () =
     })
     const { mkdtempSync } = await import('node:fs')
     const { tmpdir } = await import('node:os')
-    const s3 = new S3rver({ port, address: '127.0.0.1', silent: true, directory: mkdtempSync(join(tmpdir(), 'roster-s3-')), configureBuckets: [{ name: 'snapshots', configs: [] }] })
+    const s3 = new S3rver({
+      port,
+      address: '127.0.0.1',
+      silent: true,
+      directory: mkdtempSync(join(tmpdir(), 'roster-s3-')),
+      configureBuckets: [{ name: 'snapshots', configs: [] }],
+    })
     await s3.run()
     const stack = await fleetStack(2, {
       env: {
@@ -413,20 +522,40 @@ describe.skipIf(noSandbox)('workspace snapshots in an S3-compatible store', () =
     try {
       const [id] = await createMany(stack, 'in-s3', 1)
       await waitFor(() => allRunning([id!]), { timeoutMs: 30_000, what: 'running' })
-      const wrote = await chat(stack, id!, '[sim] call shell {"command":"mkdir -p src && echo answer=42 > src/main.txt"}\n[sim] say done')
+      const wrote = await chat(
+        stack,
+        id!,
+        '[sim] call shell {"command":"mkdir -p src && echo answer=42 > src/main.txt"}\n[sim] say done',
+      )
       expect(wrote.status).toBe(200)
       const [row] = await rows([id!])
-      const [snapshot] = await t.db.$queryRaw<{ store: string; key: string | null; bytes: Buffer | null }[]>`SELECT store, key, bytes FROM workspace_snapshots WHERE intern_id = ${id}::uuid`
+      const [snapshot] = await t.db.$queryRaw<
+        { store: string; key: string | null; bytes: Buffer | null }[]
+      >`SELECT store, key, bytes FROM workspace_snapshots WHERE intern_id = ${id}::uuid`
       expect(snapshot).toMatchObject({ store: 's3', key: expect.stringContaining(id!), bytes: null })
       expect(admin('runtime', 'drain', row!.runtime_host_id!).code).toBe(0)
-      await waitFor(async () => (await rows([id!]))[0]!.runtime_host_id !== row!.runtime_host_id && (await allRunning([id!])), { timeoutMs: 60_000, intervalMs: 200, what: 'the intern on the other host' })
+      await waitFor(
+        async () => (await rows([id!]))[0]!.runtime_host_id !== row!.runtime_host_id && (await allRunning([id!])),
+        { timeoutMs: 60_000, intervalMs: 200, what: 'the intern on the other host' },
+      )
       const read = await chat(stack, id!, '[sim] call shell {"command":"cat src/main.txt"}\n[sim] say {{result}}')
       expect(read.text).toMatch(/answer=42/)
       // Deleted: its archive names its latest snapshot's object, which is kept (not swept as garbage).
-      const [latest] = await t.db.$queryRaw<{ key: string }[]>`SELECT key FROM workspace_snapshots WHERE intern_id = ${id}::uuid`
-      expect((await fetch(`${stack.apiUrl}/interns/${id}`, { method: 'DELETE', headers: { authorization: `Bearer ${tenant.keys.user}` } })).status).toBe(202)
+      const [latest] = await t.db.$queryRaw<
+        { key: string }[]
+      >`SELECT key FROM workspace_snapshots WHERE intern_id = ${id}::uuid`
+      expect(
+        (
+          await fetch(`${stack.apiUrl}/interns/${id}`, {
+            method: 'DELETE',
+            headers: { authorization: `Bearer ${tenant.keys.user}` },
+          })
+        ).status,
+      ).toBe(202)
       await waitFor(async () => (await rows([id!])).length === 0, { timeoutMs: 30_000, what: 'the intern to be gone' })
-      const archives = await t.db.$queryRaw<{ store: string; key: string; bytes: Buffer | null }[]>`SELECT store, key, bytes FROM workspace_archives WHERE intern_id = ${id}::uuid`
+      const archives = await t.db.$queryRaw<
+        { store: string; key: string; bytes: Buffer | null }[]
+      >`SELECT store, key, bytes FROM workspace_archives WHERE intern_id = ${id}::uuid`
       expect(archives).toEqual([{ store: 's3', key: latest!.key, bytes: null }])
       expect(await t.db.$queryRaw`SELECT key FROM snapshot_garbage WHERE key = ${latest!.key}`).toEqual([])
     } finally {
@@ -446,14 +575,28 @@ describe('the fleet’s door', () => {
   const join = (body: unknown, token?: string) =>
     fetch(`${stack.apiUrl.replace('/api/v1', '')}/internal/v1/fleet/join`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
+      headers: {
+        'content-type': 'application/json',
+        ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+      },
       body: typeof body === 'string' ? body : JSON.stringify(body),
     })
   const beat = (headers: Record<string, string>, body: string) =>
-    fetch(`${stack.apiUrl.replace('/api/v1', '')}/internal/v1/fleet/heartbeat`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body })
+    fetch(`${stack.apiUrl.replace('/api/v1', '')}/internal/v1/fleet/heartbeat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body,
+    })
 
   it('refuses a host without the fleet credential: it cannot join, and no intern is placed on it', async () => {
-    for (const token of [undefined, '', 'x'.repeat(64), `${stack.env.RUNTIME_TOKEN}x`, stack.env.RUNTIME_TOKEN!.slice(1), STACK_MASTER_KEY]) {
+    for (const token of [
+      undefined,
+      '',
+      'x'.repeat(64),
+      `${stack.env.RUNTIME_TOKEN}x`,
+      stack.env.RUNTIME_TOKEN!.slice(1),
+      STACK_MASTER_KEY,
+    ]) {
       const res = await join({ id: 'intruder', address: 'http://127.0.0.1:9', capacity: 100_000 }, token)
       expect(res.status).toBe(401)
       expect(await res.json()).toMatchObject({ error: 'unauthorized' })
@@ -467,36 +610,73 @@ describe('the fleet’s door', () => {
   it("refuses a host announcing a live host's id at another address, or a live host's address under another id", async () => {
     const live = stack.runtimes[0]!
     const token = stack.env.RUNTIME_TOKEN!
-    const [before] = await t.db.$queryRaw<{ epoch: number; address: string }[]>`SELECT epoch, address FROM runtime_hosts WHERE id = ${live.id}`
+    const [before] = await t.db.$queryRaw<
+      { epoch: number; address: string }[]
+    >`SELECT epoch, address FROM runtime_hosts WHERE id = ${live.id}`
     const sameId = await join({ id: live.id, address: 'http://127.0.0.1:9', capacity: 10 }, token)
     expect([sameId.status, ((await sameId.json()) as { error: string }).error]).toEqual([409, 'conflict'])
     const sameAddress = await join({ id: 'impostor', address: live.url, capacity: 10 }, token)
     expect([sameAddress.status, ((await sameAddress.json()) as { error: string }).error]).toEqual([409, 'conflict'])
-    const [after] = await t.db.$queryRaw<{ epoch: number; address: string }[]>`SELECT epoch, address FROM runtime_hosts WHERE id = ${live.id}`
+    const [after] = await t.db.$queryRaw<
+      { epoch: number; address: string }[]
+    >`SELECT epoch, address FROM runtime_hosts WHERE id = ${live.id}`
     expect(after).toEqual(before)
     // The live host still obeys its own credential and runs its interns.
-    expect((await fetch(`${live.url}/v1/interns`, { headers: { authorization: `Bearer ${await runtimeCredential(t.url, live.id)}` } })).status).toBe(200)
+    expect(
+      (
+        await fetch(`${live.url}/v1/interns`, {
+          headers: { authorization: `Bearer ${await runtimeCredential(t.url, live.id)}` },
+        })
+      ).status,
+    ).toBe(200)
   })
 
   it('answers odd join and heartbeat bodies with 400 or 401, changing nothing', async () => {
     const token = stack.env.RUNTIME_TOKEN!
     const host = stack.runtimes[0]!
     const credential = await runtimeCredential(t.url, host.id)
-    const [before] = await t.db.$queryRaw<object[]>`SELECT id, address, capacity, state, epoch FROM runtime_hosts WHERE id = ${host.id}`
-    for (const body of ['', 'null', '[]', '{"id":1}', '{"id":"UPPER","address":"http://x","capacity":1}', '{"id":"ok","address":"not a url","capacity":1}', '{"id":"ok","address":"http://x","capacity":-1}', '{"id":"ok","address":"http://x","capacity":1e12}', '{'.repeat(5000), `{"id":"${'a'.repeat(300)}","address":"http://x","capacity":1}`]) {
+    const [before] = await t.db.$queryRaw<
+      object[]
+    >`SELECT id, address, capacity, state, epoch FROM runtime_hosts WHERE id = ${host.id}`
+    for (const body of [
+      '',
+      'null',
+      '[]',
+      '{"id":1}',
+      '{"id":"UPPER","address":"http://x","capacity":1}',
+      '{"id":"ok","address":"not a url","capacity":1}',
+      '{"id":"ok","address":"http://x","capacity":-1}',
+      '{"id":"ok","address":"http://x","capacity":1e12}',
+      '{'.repeat(5000),
+      `{"id":"${'a'.repeat(300)}","address":"http://x","capacity":1}`,
+    ]) {
       const res = await join(body, token)
       expect(res.status, body.slice(0, 60)).toBe(400)
     }
-    for (const body of ['', 'null', '{"running":"all"}', '{"running":[{"id":"not-a-uuid","generation":1}]}', '{"drained":"yes"}', '{'.repeat(5000)]) {
+    for (const body of [
+      '',
+      'null',
+      '{"running":"all"}',
+      '{"running":[{"id":"not-a-uuid","generation":1}]}',
+      '{"drained":"yes"}',
+      '{'.repeat(5000),
+    ]) {
       const res = await beat({ 'x-roster-host': host.id, authorization: `Bearer ${credential}` }, body)
       expect(res.status, body.slice(0, 60)).toBe(400)
     }
     // A heartbeat for a host by someone without its credential (another's, the join token, none).
-    for (const headers of [{ 'x-roster-host': host.id }, { 'x-roster-host': host.id, authorization: `Bearer ${token}` }, { 'x-roster-host': 'nobody', authorization: `Bearer ${credential}` }, { authorization: `Bearer ${credential}` }] as Record<string, string>[]) {
+    for (const headers of [
+      { 'x-roster-host': host.id },
+      { 'x-roster-host': host.id, authorization: `Bearer ${token}` },
+      { 'x-roster-host': 'nobody', authorization: `Bearer ${credential}` },
+      { authorization: `Bearer ${credential}` },
+    ] as Record<string, string>[]) {
       const res = await beat(headers, '{"running":[]}')
       expect(res.status).toBe(401)
     }
-    const [after] = await t.db.$queryRaw<object[]>`SELECT id, address, capacity, state, epoch FROM runtime_hosts WHERE id = ${host.id}`
+    const [after] = await t.db.$queryRaw<
+      object[]
+    >`SELECT id, address, capacity, state, epoch FROM runtime_hosts WHERE id = ${host.id}`
     expect(after).toEqual(before)
   })
 
@@ -506,7 +686,7 @@ describe('the fleet’s door', () => {
     const joined = await join({ id: 'claimant', address: 'http://127.0.0.1:10', capacity: 1 }, token)
     expect(joined.status).toBe(200)
     const { token: own } = (await joined.json()) as { token: string }
-    const [intern] = await rows((await createMany(stack, 'claimed', 1)))
+    const [intern] = await rows(await createMany(stack, 'claimed', 1))
     await waitFor(() => allRunning([intern!.id]), { what: 'running' })
     const [row] = await rows([intern!.id])
     expect(row!.runtime_host_id).toBe(stack.runtimes[0]!.id)
@@ -514,20 +694,50 @@ describe('the fleet’s door', () => {
     const as = { 'x-roster-host': 'claimant', authorization: `Bearer ${own}` }
     for (const [method, path, body, type] of [
       ['GET', `/sessions/s1?generation=${row!.placement_generation}`],
-      ['POST', '/sessions/s1/entries', JSON.stringify({ generation: row!.placement_generation, from: 0, items: [{ type: 'message', role: 'user', content: 'injected' }] })],
+      [
+        'POST',
+        '/sessions/s1/entries',
+        JSON.stringify({
+          generation: row!.placement_generation,
+          from: 0,
+          items: [{ type: 'message', role: 'user', content: 'injected' }],
+        }),
+      ],
       ['GET', `/snapshot?generation=${row!.placement_generation}`],
       ['PUT', '/snapshot', Buffer.from('x'), 'application/gzip'],
-      ['POST', `/egress?generation=${row!.placement_generation}`, JSON.stringify({ method: 'GET', url: 'https://api.example.test/', headers: {} })],
+      [
+        'POST',
+        `/egress?generation=${row!.placement_generation}`,
+        JSON.stringify({ method: 'GET', url: 'https://api.example.test/', headers: {} }),
+      ],
     ] as [string, string, (string | Buffer)?, string?][]) {
-      const res = await fetch(`${base}${path}`, { method, headers: { ...as, 'content-type': type ?? 'application/json', 'x-roster-generation': String(row!.placement_generation) }, body })
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers: {
+          ...as,
+          'content-type': type ?? 'application/json',
+          'x-roster-generation': String(row!.placement_generation),
+        },
+        body,
+      })
       expect(res.status, `${method} ${path}`).toBe(409)
       expect(((await res.json()) as { error: string }).error).toBe('placement_stale')
     }
-    expect(await t.db.$queryRaw`SELECT 1 FROM session_entries WHERE intern_id = ${row!.id}::uuid AND item::text LIKE '%injected%'`).toEqual([])
+    expect(
+      await t.db
+        .$queryRaw`SELECT 1 FROM session_entries WHERE intern_id = ${row!.id}::uuid AND item::text LIKE '%injected%'`,
+    ).toEqual([])
     // A snapshot past SNAPSHOT_MAX_MB is refused before its bytes are read, saying what to do.
-    const huge = await fetch(`${base}/snapshot`, { method: 'PUT', headers: { ...as, 'content-type': 'application/gzip', 'x-roster-generation': String(row!.placement_generation) }, body: Buffer.alloc(2 * 1024 * 1024) })
+    const huge = await fetch(`${base}/snapshot`, {
+      method: 'PUT',
+      headers: { ...as, 'content-type': 'application/gzip', 'x-roster-generation': String(row!.placement_generation) },
+      body: Buffer.alloc(2 * 1024 * 1024),
+    })
     expect(huge.status).toBe(413)
-    expect(await huge.json()).toEqual({ error: 'snapshot_too_large', message: expect.stringMatching(/at most 1 MiB compressed \(SNAPSHOT_MAX_MB\); this one is 2\.0 MiB/) })
+    expect(await huge.json()).toEqual({
+      error: 'snapshot_too_large',
+      message: expect.stringMatching(/at most 1 MiB compressed \(SNAPSHOT_MAX_MB\); this one is 2\.0 MiB/),
+    })
     // Its heartbeat is answered with its own placements only: none.
     const beatRes = await beat(as, '{"running":[]}')
     expect(await beatRes.json()).toEqual({ state: 'live', placements: [] })
@@ -548,9 +758,14 @@ describe('the fleet’s door', () => {
     })
     expect(stored.status).toBe(200)
     // The intern sends a request with the secret: the API fills it in (the host sees only the placeholder).
-    await chat(stack, id, '[sim] call http_request {"method":"GET","url":"https://api.example.test/","headers":{"authorization":"Bearer {{secret:api_token}}"}}\n[sim] say {{result}}')
+    await chat(
+      stack,
+      id,
+      '[sim] call http_request {"method":"GET","url":"https://api.example.test/","headers":{"authorization":"Bearer {{secret:api_token}}"}}\n[sim] say {{result}}',
+    )
     const environ = readFileSync(`/proc/${host.process.child!.pid}/environ`, 'utf8')
-    for (const needle of [STACK_MASTER_KEY, secret, 'DATABASE_URL=', 'VAULT_MASTER_KEY=']) expect(environ).not.toContain(needle)
+    for (const needle of [STACK_MASTER_KEY, secret, 'DATABASE_URL=', 'VAULT_MASTER_KEY='])
+      expect(environ).not.toContain(needle)
     for (const file of filesUnder(host.dataDir)) {
       const text = readFileSync(file).toString('latin1')
       expect(text, file).not.toContain(secret)

@@ -11,7 +11,14 @@ const times = { deadAfterMs: 15_000 }
 async function interns(db: Db, n: number, prefix: string) {
   const ids: string[] = []
   for (let i = 0; i < n; i++) {
-    const row = await db.intern.create({ data: { workspaceId: env.tenant.workspaceId, name: `${prefix}-${i}`, status: 'provisioning', provisionGeneration: 1 } })
+    const row = await db.intern.create({
+      data: {
+        workspaceId: env.tenant.workspaceId,
+        name: `${prefix}-${i}`,
+        status: 'provisioning',
+        provisionGeneration: 1,
+      },
+    })
     ids.push(row.id)
   }
   return ids
@@ -19,7 +26,9 @@ async function interns(db: Db, n: number, prefix: string) {
 
 /** Each host's count as the trigger keeps it, and as counting the interns gives it. */
 async function counts(db: Db, hosts: string[]) {
-  const kept = await db.$queryRaw<{ id: string; placed: number }[]>`SELECT id, placed FROM runtime_hosts WHERE id = ANY(${hosts}) ORDER BY id`
+  const kept = await db.$queryRaw<
+    { id: string; placed: number }[]
+  >`SELECT id, placed FROM runtime_hosts WHERE id = ANY(${hosts}) ORDER BY id`
   const real = await db.$queryRaw<{ id: string; n: number }[]>`
     SELECT h.id, (SELECT count(*)::int FROM interns i WHERE i.runtime_host_id = h.id AND i.status IN ('queued', 'provisioning', 'running')) AS n
     FROM runtime_hosts h WHERE h.id = ANY(${hosts}) ORDER BY h.id`
@@ -30,7 +39,8 @@ describe('placement', () => {
   it('never overfills a host under concurrent placements, and fills the least loaded first', async () => {
     const db = env.t.db
     const hosts = ['place-a', 'place-b', 'place-c']
-    for (const [i, id] of hosts.entries()) await joinHost(db, { id, address: `http://127.0.0.1:${20_001 + i}`, capacity: 7 }, times)
+    for (const [i, id] of hosts.entries())
+      await joinHost(db, { id, address: `http://127.0.0.1:${20_001 + i}`, capacity: 7 }, times)
     const ids = await interns(db, 30, 'crowd')
     const placed = await Promise.all(ids.map((id) => placeIntern(db, id, 1, times)))
     const on = placed.filter((p) => p !== undefined)
@@ -50,7 +60,8 @@ describe('placement', () => {
   it('keeps each host’s count through suspends, failures, deletions and moves', async () => {
     const db = env.t.db
     const hosts = ['count-a', 'count-b']
-    for (const [i, id] of hosts.entries()) await joinHost(db, { id, address: `http://127.0.0.1:${20_101 + i}`, capacity: 100 }, times)
+    for (const [i, id] of hosts.entries())
+      await joinHost(db, { id, address: `http://127.0.0.1:${20_101 + i}`, capacity: 100 }, times)
     const ids = await interns(db, 12, 'counted')
     for (const id of ids) await placeIntern(db, id, 1, times)
     const check = async () => {
@@ -74,7 +85,9 @@ describe('placement', () => {
     await check()
     // The moved ones, and the queued one (its run places it anew: never on a dead host).
     for (const id of [...moved, ids[0]!]) {
-      const [row] = await db.$queryRaw<{ g: number }[]>`SELECT provision_generation AS g FROM interns WHERE id = ${id}::uuid`
+      const [row] = await db.$queryRaw<
+        { g: number }[]
+      >`SELECT provision_generation AS g FROM interns WHERE id = ${id}::uuid`
       expect(await placeIntern(db, id, row!.g, times)).toMatchObject({ hostId: 'count-b' })
     }
     expect(await check()).toEqual([0, 8])

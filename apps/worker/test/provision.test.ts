@@ -1,7 +1,19 @@
 import { readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Redis } from 'ioredis'
-import { apiClient, createTestDatabase, filesUnder, makeTenant, redisUrl, STACK_MASTER_KEY, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import {
+  apiClient,
+  createTestDatabase,
+  filesUnder,
+  makeTenant,
+  redisUrl,
+  STACK_MASTER_KEY,
+  startStack,
+  waitFor,
+  type Stack,
+  type Tenant,
+  type TestDatabase,
+} from '@roster/testing'
 import { LocalVault } from '@roster/shared'
 
 let t: TestDatabase
@@ -54,7 +66,9 @@ describe('provisioning', () => {
     expect(states[0]).toMatchObject({ status: 'queued', progress: null })
     // Collapse consecutive rows of one step (the hostname reservation is a write of its own).
     const provisioning = states.filter((s) => s.status === 'provisioning')
-    const steps = provisioning.map((s) => s.progress).filter((p, i, all) => i === 0 || p.step_number !== all[i - 1].step_number)
+    const steps = provisioning
+      .map((s) => s.progress)
+      .filter((p, i, all) => i === 0 || p.step_number !== all[i - 1].step_number)
     expect(steps.map((p) => p.step_number)).toEqual([1, 2, 3, 4, 5])
     expect(steps[2].step_label).toBe('Placing the intern on a runtime host and writing its configuration')
     const firstWithHostname = provisioning.find((s) => s.hostname)
@@ -74,7 +88,9 @@ describe('provisioning', () => {
 
     // The runtime got the intern's own API key, sealed into its vault as Roster's own secret: the
     // key works as the intern, for its own intern and nothing else.
-    expect(await t.db.vaultSecret.count({ where: { vaultId: final.vault_id, name: 'intern_api_key', system: true } })).toBe(1)
+    expect(
+      await t.db.vaultSecret.count({ where: { vaultId: final.vault_id, name: 'intern_api_key', system: true } }),
+    ).toBe(1)
     const vault = new LocalVault({ masterKey: Buffer.from(STACK_MASTER_KEY, 'hex'), lockTimeoutMs: 1_000 })
     const token = await vault.ensureSecret(t.db, final.vault_id, 'intern_api_key', () => {
       throw new Error('the key should exist')
@@ -89,7 +105,9 @@ describe('provisioning', () => {
     const key = await t.db.apiKey.findMany({ where: { internId: id } })
     expect(key.map((k) => k.kind)).toEqual(['intern'])
     // Its vault listing through the vault API shows none of Roster's own secrets.
-    const listed = await fetch(`${stack.apiUrl}/vault/interns/${id}/secrets`, { headers: { authorization: `Bearer ${token}` } })
+    const listed = await fetch(`${stack.apiUrl}/vault/interns/${id}/secrets`, {
+      headers: { authorization: `Bearer ${token}` },
+    })
     expect(await listed.json()).toEqual({ data: [], has_more: false })
   })
 
@@ -98,13 +116,24 @@ describe('provisioning', () => {
     const squatter = (await api.createIntern({ name: 'squatter' })).body
     const clash = (await api.createIntern({ name: 'clash' })).body
     const compact = clash.id.replaceAll('-', '')
-    await t.db.intern.update({ where: { id: squatter.id }, data: { hostname: `clash-${compact.slice(0, 8)}.interns.test` } })
+    await t.db.intern.update({
+      where: { id: squatter.id },
+      data: { hostname: `clash-${compact.slice(0, 8)}.interns.test` },
+    })
     // What a provision call does (its route comes with the lifecycle operations): queue a run.
     await t.db.$transaction([
       t.db.intern.update({ where: { id: clash.id }, data: { status: 'queued', provisionGeneration: 1 } }),
-      t.db.outboxMessage.create({ data: { kind: 'intern.provision', jobId: `intern.provision.${clash.id}.1`, payload: { internId: clash.id, generation: 1 } } }),
+      t.db.outboxMessage.create({
+        data: {
+          kind: 'intern.provision',
+          jobId: `intern.provision.${clash.id}.1`,
+          payload: { internId: clash.id, generation: 1 },
+        },
+      }),
     ])
-    await waitFor(async () => (await api.getIntern(clash.id)).body.status === 'running', { what: 'clashing intern running' })
+    await waitFor(async () => (await api.getIntern(clash.id)).body.status === 'running', {
+      what: 'clashing intern running',
+    })
     expect((await api.getIntern(clash.id)).body.hostname).toBe(`clash-${compact.slice(0, 16)}.interns.test`)
   })
 
@@ -126,7 +155,9 @@ describe('provisioning', () => {
     await new Promise((r) => setTimeout(r, 500))
     const now = (await api.getIntern(created.body.id)).body
     expect(now).toMatchObject({ status: 'stopped', progress: null, hostname: null })
-    expect(await t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: created.body.id } } })).toBe(0)
+    expect(
+      await t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: created.body.id } } }),
+    ).toBe(0)
   })
 })
 
@@ -141,10 +172,15 @@ describe('provisioning that cannot succeed', () => {
     try {
       const api = apiClient(stack.apiUrl, tenant.keys.user)
       const created = await api.createIntern({ name: 'doomed', provision: true })
-      await waitFor(async () => (await api.getIntern(created.body.id)).body.status === 'failed', { timeoutMs: 20_000, what: 'intern failed' })
+      await waitFor(async () => (await api.getIntern(created.body.id)).body.status === 'failed', {
+        timeoutMs: 20_000,
+        what: 'intern failed',
+      })
       const failed = (await api.getIntern(created.body.id)).body
       expect(failed.progress).toBeNull()
-      expect(failed.last_failure_message).toMatch(/step 3 of 5 \(Placing the intern on a runtime host and writing its configuration\) after 3 attempt\(s\)/)
+      expect(failed.last_failure_message).toMatch(
+        /step 3 of 5 \(Placing the intern on a runtime host and writing its configuration\) after 3 attempt\(s\)/,
+      )
       expect(failed.last_failure_message).toMatch(/unreachable/)
       expect(failed.last_failure_message).not.toMatch(/token|sk-roster/)
     } finally {

@@ -45,13 +45,28 @@ describe('the idempotency sweep', () => {
 describe('the reconciler', () => {
   it('re-enqueues a queued intern whose job vanished, once, and leaves fresh ones to the relay', async () => {
     const tenant = await makeTenant(t.db)
-    const vault = await t.db.vault.create({ data: { workspaceId: tenant.workspaceId, masterKeyId: randomUUID(), sealedDataKey: new Uint8Array(61) } })
+    const vault = await t.db.vault.create({
+      data: { workspaceId: tenant.workspaceId, masterKeyId: randomUUID(), sealedDataKey: new Uint8Array(61) },
+    })
     const stale = await t.db.intern.create({
-      data: { workspaceId: tenant.workspaceId, creatorUserId: tenant.userId, name: 'stale', status: 'queued', provisionGeneration: 1, vaultId: vault.id },
+      data: {
+        workspaceId: tenant.workspaceId,
+        creatorUserId: tenant.userId,
+        name: 'stale',
+        status: 'queued',
+        provisionGeneration: 1,
+        vaultId: vault.id,
+      },
     })
     await t.db.$executeRaw`UPDATE interns SET updated_at = now() - interval '1 hour' WHERE id = ${stale.id}::uuid`
     const fresh = await t.db.intern.create({
-      data: { workspaceId: tenant.workspaceId, creatorUserId: tenant.userId, name: 'fresh', status: 'queued', provisionGeneration: 1 },
+      data: {
+        workspaceId: tenant.workspaceId,
+        creatorUserId: tenant.userId,
+        name: 'fresh',
+        status: 'queued',
+        provisionGeneration: 1,
+      },
     })
 
     expect(await sut.reconciler.run()).toBe(1)

@@ -4,14 +4,22 @@ import { apiClient, startStack, useTestTenant, waitFor } from '@roster/testing'
 // "running" means the runtime runs: when it vanishes, the reconciler notices within a bounded time.
 const env = useTestTenant()
 
-const statuses = async (ids: string[]) => (await env.t.db.intern.findMany({ where: { id: { in: ids } } })).map((i) => i.status)
+const statuses = async (ids: string[]) =>
+  (await env.t.db.intern.findMany({ where: { id: { in: ids } } })).map((i) => i.status)
 
 describe('a runtime host that is killed', () => {
   it('has its running interns restored once it is back', async () => {
-    const stack = await startStack({ databaseUrl: env.t.url, workerEnv: { RECONCILE_INTERVAL_MS: '500', PROVISION_BACKOFF_MS: '200' } })
+    const stack = await startStack({
+      databaseUrl: env.t.url,
+      workerEnv: { RECONCILE_INTERVAL_MS: '500', PROVISION_BACKOFF_MS: '200' },
+    })
     try {
       const api = apiClient(stack.apiUrl, env.tenant.keys.user)
-      const ids = await Promise.all(['keep-a', 'keep-b', 'keep-c'].map(async (name) => (await api.createIntern({ name, provision: true })).body.id as string))
+      const ids = await Promise.all(
+        ['keep-a', 'keep-b', 'keep-c'].map(
+          async (name) => (await api.createIntern({ name, provision: true })).body.id as string,
+        ),
+      )
       await waitFor(async () => (await statuses(ids)).every((s) => s === 'running'), { what: 'all running' })
       await new Promise((r) => setTimeout(r, 2_100)) // past the grace a fresh intern gets
 
@@ -19,8 +27,14 @@ describe('a runtime host that is killed', () => {
       stack.runtime.start()
       await stack.runtime.waitForOutput(/listening/)
       // The restarted host knows the configurations but runs nothing until the reconciler acts.
-      await waitFor(async () => (await statuses(ids)).some((s) => s !== 'running'), { timeoutMs: 10_000, what: 'loss noticed' })
-      await waitFor(async () => (await statuses(ids)).every((s) => s === 'running'), { timeoutMs: 20_000, what: 'all running again' })
+      await waitFor(async () => (await statuses(ids)).some((s) => s !== 'running'), {
+        timeoutMs: 10_000,
+        what: 'loss noticed',
+      })
+      await waitFor(async () => (await statuses(ids)).every((s) => s === 'running'), {
+        timeoutMs: 20_000,
+        what: 'all running again',
+      })
       const hosted = (await (await stack.runtimeFetch('/v1/interns')).json()).data as { id: string; running: boolean }[]
       expect(ids.every((id) => hosted.find((h) => h.id === id)?.running)).toBe(true)
     } finally {
@@ -33,7 +47,12 @@ describe('a runtime host that is killed', () => {
     const stack = await startStack({
       databaseUrl: env.t.url,
       env: fleet,
-      workerEnv: { RECONCILE_INTERVAL_MS: '500', PROVISION_ATTEMPTS: '2', PROVISION_BACKOFF_MS: '100', HEALTH_TIMEOUT_MS: '300' },
+      workerEnv: {
+        RECONCILE_INTERVAL_MS: '500',
+        PROVISION_ATTEMPTS: '2',
+        PROVISION_BACKOFF_MS: '100',
+        HEALTH_TIMEOUT_MS: '300',
+      },
     })
     try {
       const api = apiClient(stack.apiUrl, env.tenant.keys.user)
@@ -41,7 +60,13 @@ describe('a runtime host that is killed', () => {
       await waitFor(async () => (await statuses([id]))[0] === 'running', { what: 'running' })
       await stack.runtime.kill('SIGKILL')
       // Declared dead past the deadline; the intern is placed again, and with no live host it waits, saying so (never failed for that).
-      await waitFor(async () => /Waiting for a runtime host with room: no live runtime host/.test((await api.getIntern(id)).body.progress?.step_label ?? ''), { timeoutMs: 20_000, what: 'the wait said' })
+      await waitFor(
+        async () =>
+          /Waiting for a runtime host with room: no live runtime host/.test(
+            (await api.getIntern(id)).body.progress?.step_label ?? '',
+          ),
+        { timeoutMs: 20_000, what: 'the wait said' },
+      )
       const waiting = (await api.getIntern(id)).body
       expect(waiting).toMatchObject({ status: 'provisioning', last_failure_message: null })
       await new Promise((r) => setTimeout(r, 1_000))

@@ -4,7 +4,17 @@ import { gunzipSync } from 'node:zlib'
 import * as semconv from '@opentelemetry/semantic-conventions/incubating'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, createTestDatabase, freePort, makeTenant, startStack, waitFor, type Stack, type Tenant, type TestDatabase } from '@roster/testing'
+import {
+  catalogueFile,
+  createTestDatabase,
+  freePort,
+  makeTenant,
+  startStack,
+  waitFor,
+  type Stack,
+  type Tenant,
+  type TestDatabase,
+} from '@roster/testing'
 
 // Every process exports its spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT) to a receiver this
 // test runs, which keeps what the exporters post (OTLP's JSON encoding). One create must give one
@@ -37,7 +47,8 @@ function value(v: Record<string, unknown>): unknown {
   if ('arrayValue' in v) return ((v.arrayValue as { values?: Record<string, unknown>[] }).values ?? []).map(value)
   return undefined
 }
-const attributes = (list: { key: string; value: Record<string, unknown> }[] = []) => Object.fromEntries(list.map((a) => [a.key, value(a.value)]))
+const attributes = (list: { key: string; value: Record<string, unknown> }[] = []) =>
+  Object.fromEntries(list.map((a) => [a.key, value(a.value)]))
 
 beforeAll(async () => {
   const port = await freePort()
@@ -53,10 +64,16 @@ beforeAll(async () => {
         res.writeHead(415).end()
         return
       }
-      const body = JSON.parse(text) as { resourceSpans: { resource: { attributes: never }; scopeSpans: { spans: (Omit<OtlpSpan, 'attributes' | 'service'> & { attributes: never })[] }[] }[] }
+      const body = JSON.parse(text) as {
+        resourceSpans: {
+          resource: { attributes: never }
+          scopeSpans: { spans: (Omit<OtlpSpan, 'attributes' | 'service'> & { attributes: never })[] }[]
+        }[]
+      }
       for (const rs of body.resourceSpans) {
         const service = String(attributes(rs.resource.attributes)['service.name'])
-        for (const ss of rs.scopeSpans) for (const s of ss.spans) spans.push({ ...s, service, attributes: attributes(s.attributes) })
+        for (const ss of rs.scopeSpans)
+          for (const s of ss.spans) spans.push({ ...s, service, attributes: attributes(s.attributes) })
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
     })
@@ -67,7 +84,11 @@ beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 3 })
   stack = await startStack({
     databaseUrl: t.url,
-    env: { MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)), OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '100' },
+    env: {
+      MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)),
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    },
   })
 })
 afterAll(async () => {
@@ -91,7 +112,10 @@ describe('OpenTelemetry traces', () => {
     })
     expect(res.status).toBe(201)
     const { id } = (await res.json()) as { id: string }
-    await waitFor(async () => (await (await fetch(`${stack.apiUrl}/interns/${id}`, { headers })).json()).status === 'running', { timeoutMs: 30_000, what: 'the intern to run' })
+    await waitFor(
+      async () => (await (await fetch(`${stack.apiUrl}/interns/${id}`, { headers })).json()).status === 'running',
+      { timeoutMs: 30_000, what: 'the intern to run' },
+    )
 
     const inTrace = () => spans.filter((s) => s.traceId === traceId)
     const named = (name: string) => inTrace().find((s) => s.name === name)
@@ -109,25 +133,44 @@ describe('OpenTelemetry traces', () => {
       'PUT /v1/interns/:id',
       'POST /v1/interns/:id/start',
     ]
-    await waitFor(() => expected.every(named), { timeoutMs: 15_000, what: `every span of the create's trace (have: ${inTrace().map((s) => s.name).join(', ')})` })
+    await waitFor(() => expected.every(named), {
+      timeoutMs: 15_000,
+      what: `every span of the create's trace (have: ${inTrace()
+        .map((s) => s.name)
+        .join(', ')})`,
+    })
 
     const span = (name: string) => named(name)!
     const parentOf = (name: string) => inTrace().find((s) => s.spanId === span(name).parentSpanId)?.name
-    expect(span('POST /api/v1/interns')).toMatchObject({ service: 'roster-api', kind: SPAN_KIND.server, parentSpanId: '00f067aa0ba902b7' })
-    expect(span('POST /api/v1/interns').attributes).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/api/v1/interns', 'http.response.status_code': 201 })
+    expect(span('POST /api/v1/interns')).toMatchObject({
+      service: 'roster-api',
+      kind: SPAN_KIND.server,
+      parentSpanId: '00f067aa0ba902b7',
+    })
+    expect(span('POST /api/v1/interns').attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'http.route': '/api/v1/interns',
+      'http.response.status_code': 201,
+    })
     expect(span('publish intern.provision')).toMatchObject({ service: 'roster-worker', kind: SPAN_KIND.producer })
     expect(parentOf('publish intern.provision')).toBe('POST /api/v1/interns')
     expect(span('process intern.provision')).toMatchObject({ kind: SPAN_KIND.consumer })
     expect(span('process intern.provision').attributes['messaging.message.id']).toBe(`intern.provision.${id}.1`)
     expect(parentOf('process intern.provision')).toBe('publish intern.provision')
-    for (const step of ['vault', 'hostname', 'configure', 'start', 'health']) expect(parentOf(`provision step ${step}`)).toBe('process intern.provision')
+    for (const step of ['vault', 'hostname', 'configure', 'start', 'health'])
+      expect(parentOf(`provision step ${step}`)).toBe('process intern.provision')
     expect(parentOf('runtime PUT /v1/interns/{id}')).toBe('provision step configure')
     expect(span('runtime PUT /v1/interns/{id}').kind).toBe(SPAN_KIND.client)
     expect(span('PUT /v1/interns/:id')).toMatchObject({ service: 'roster-runtime', kind: SPAN_KIND.server })
     expect(parentOf('PUT /v1/interns/:id')).toBe('runtime PUT /v1/interns/{id}')
     expect(parentOf('POST /v1/interns/:id/start')).toBe('runtime POST /v1/interns/{id}/start')
     // One tree: every span's parent is in the trace, but the caller's.
-    for (const s of inTrace()) if (s.parentSpanId !== '00f067aa0ba902b7') expect(inTrace().some((p) => p.spanId === s.parentSpanId), s.name).toBe(true)
+    for (const s of inTrace())
+      if (s.parentSpanId !== '00f067aa0ba902b7')
+        expect(
+          inTrace().some((p) => p.spanId === s.parentSpanId),
+          s.name,
+        ).toBe(true)
     // No credential, intern id or key in a span name (ids are attributes).
     for (const s of spans) expect(s.name).not.toMatch(/[0-9a-f]{8}-[0-9a-f]{4}|sk-roster/)
     for (const body of bodies) expect(body).not.toContain(stack.env.RUNTIME_TOKEN!)
@@ -140,7 +183,10 @@ describe('OpenTelemetry traces', () => {
       body: JSON.stringify({ model: 'roster-sim/chat', input: 'hello', max_output_tokens: 50, temperature: 0.5 }),
     })
     expect(res.status).toBe(200)
-    await waitFor(() => spans.some((s) => s.name === 'chat roster-sim/chat'), { timeoutMs: 15_000, what: 'the model call span' })
+    await waitFor(() => spans.some((s) => s.name === 'chat roster-sim/chat'), {
+      timeoutMs: 15_000,
+      what: 'the model call span',
+    })
     const call = spans.find((s) => s.name === 'chat roster-sim/chat')!
     const parent = spans.find((s) => s.spanId === call.parentSpanId)
     expect(parent).toMatchObject({ name: 'POST /api/v1/responses', service: 'roster-api', kind: SPAN_KIND.server })
@@ -156,7 +202,12 @@ describe('OpenTelemetry traces', () => {
     expect(call.attributes[semconv.ATTR_GEN_AI_USAGE_INPUT_TOKENS]).toBeGreaterThan(0)
     expect(call.attributes[semconv.ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]).toBe(3)
     // Every gen_ai.* attribute is one the published conventions define.
-    const known = new Set(Object.entries(semconv).filter(([k]) => k.startsWith('ATTR_GEN_AI_')).map(([, v]) => v))
-    for (const key of Object.keys(call.attributes).filter((k) => k.startsWith('gen_ai.'))) expect(known.has(key), key).toBe(true)
+    const known = new Set(
+      Object.entries(semconv)
+        .filter(([k]) => k.startsWith('ATTR_GEN_AI_'))
+        .map(([, v]) => v),
+    )
+    for (const key of Object.keys(call.attributes).filter((k) => k.startsWith('gen_ai.')))
+      expect(known.has(key), key).toBe(true)
   })
 })

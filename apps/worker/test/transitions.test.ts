@@ -17,7 +17,13 @@ async function queuedInterns(n: number) {
   return Promise.all(
     Array.from({ length: n }, () =>
       t.db.intern.create({
-        data: { workspaceId: tenant.workspaceId, creatorUserId: tenant.userId, name: `tr-${++seq}`, status: 'queued', provisionGeneration: 1 },
+        data: {
+          workspaceId: tenant.workspaceId,
+          creatorUserId: tenant.userId,
+          name: `tr-${++seq}`,
+          status: 'queued',
+          provisionGeneration: 1,
+        },
       }),
     ),
   )
@@ -30,7 +36,13 @@ describe('TransitionBatcher', () => {
     const interns = await queuedInterns(30)
     const results = await Promise.all(
       interns.map((i, k) =>
-        sut.run({ internId: i.id, generation: k % 5 === 0 ? 2 : 1, from: ['queued'], to: 'provisioning', set: { progress: progress(1) } }),
+        sut.run({
+          internId: i.id,
+          generation: k % 5 === 0 ? 2 : 1,
+          from: ['queued'],
+          to: 'provisioning',
+          set: { progress: progress(1) },
+        }),
       ),
     )
     expect(sut.stats.batches).toBeGreaterThan(0)
@@ -50,24 +62,46 @@ describe('TransitionBatcher', () => {
     const results = await Promise.all(
       interns.flatMap((i) => [
         sut.run({ internId: i.id, from: ['queued'], to: 'provisioning', set: { progress: progress(1) } }),
-        sut.run({ internId: i.id, from: ['provisioning'], to: 'running', set: { progress: null, lastFailureMessage: null } }),
+        sut.run({
+          internId: i.id,
+          from: ['provisioning'],
+          to: 'running',
+          set: { progress: null, lastFailureMessage: null },
+        }),
       ]),
     )
     expect(results.every((r) => r !== null)).toBe(true)
-    expect(await t.db.intern.count({ where: { id: { in: interns.map((i) => i.id) }, status: 'running', progress: { equals: Prisma.DbNull } } })).toBe(20)
+    expect(
+      await t.db.intern.count({
+        where: { id: { in: interns.map((i) => i.id) }, status: 'running', progress: { equals: Prisma.DbNull } },
+      }),
+    ).toBe(20)
   })
 
   it('carries every change of a single transition, a new provisioning generation included', async () => {
     const sut = new TransitionBatcher(t.db)
     const interns = await queuedInterns(4)
-    await Promise.all(interns.map((i) => t.db.intern.update({ where: { id: i.id }, data: { status: 'failed', lastFailureMessage: 'boom' } })))
+    await Promise.all(
+      interns.map((i) =>
+        t.db.intern.update({ where: { id: i.id }, data: { status: 'failed', lastFailureMessage: 'boom' } }),
+      ),
+    )
     const rows = await Promise.all(
-      interns.map((i) => sut.run({ internId: i.id, from: ['failed'], to: 'queued', set: { lastFailureMessage: null, bumpGeneration: true } })),
+      interns.map((i) =>
+        sut.run({
+          internId: i.id,
+          from: ['failed'],
+          to: 'queued',
+          set: { lastFailureMessage: null, bumpGeneration: true },
+        }),
+      ),
     )
     expect(sut.stats.batches).toBeGreaterThan(0)
     expect(rows.map((r) => r?.provision_generation)).toEqual([2, 2, 2, 2])
     const stored = await t.db.intern.findMany({ where: { id: { in: interns.map((i) => i.id) } } })
-    expect(stored.every((r) => r.status === 'queued' && r.lastFailureMessage === null && r.provisionGeneration === 2)).toBe(true)
+    expect(
+      stored.every((r) => r.status === 'queued' && r.lastFailureMessage === null && r.provisionGeneration === 2),
+    ).toBe(true)
   })
 
   it('refuses a transition the table does not allow, before touching the database', async () => {
@@ -81,7 +115,12 @@ describe('TransitionBatcher', () => {
     const interns = await queuedInterns(6)
     const results = await Promise.allSettled(
       interns.map((i, k) =>
-        sut.run({ internId: i.id, from: ['queued'], to: 'provisioning', set: { progress: progress(2), reserveHostname: k < 2 ? 'same.interns.test' : `h${k}-${seq}.interns.test` } }),
+        sut.run({
+          internId: i.id,
+          from: ['queued'],
+          to: 'provisioning',
+          set: { progress: progress(2), reserveHostname: k < 2 ? 'same.interns.test' : `h${k}-${seq}.interns.test` },
+        }),
       ),
     )
     const failed = results.filter((r) => r.status === 'rejected')

@@ -40,25 +40,54 @@ describe('ResponseAssembler', () => {
       'response.content_part.done',
       'response.output_item.done',
     ])
-    expect(events.find((e) => e.type === 'response.output_text.done')).toMatchObject({ text: 'Hello', output_index: 1, content_index: 0, logprobs: [] })
-    expect(events.find((e) => e.type === 'response.refusal.done')).toMatchObject({ refusal: 'no more', content_index: 1 })
+    expect(events.find((e) => e.type === 'response.output_text.done')).toMatchObject({
+      text: 'Hello',
+      output_index: 1,
+      content_index: 0,
+      logprobs: [],
+    })
+    expect(events.find((e) => e.type === 'response.refusal.done')).toMatchObject({
+      refusal: 'no more',
+      content_index: 1,
+    })
     expect(a.output.map((o) => o.type)).toEqual(['reasoning', 'message'])
-    expect((a.output[1] as MessageItem).content).toEqual([{ type: 'output_text', text: 'Hello', annotations: [], logprobs: [] }, { type: 'refusal', refusal: 'no more' }])
+    expect((a.output[1] as MessageItem).content).toEqual([
+      { type: 'output_text', text: 'Hello', annotations: [], logprobs: [] },
+      { type: 'refusal', refusal: 'no more' },
+    ])
     expect(a.usage).toMatchObject({ input: 3, output: 4, reasoning: 1 })
   })
 
   it("carries each delta's log probabilities to its event, and all of a part's to its done event and the part", () => {
-    const lp = (token: string, logprob: number) => ({ token, logprob, bytes: [...Buffer.from(token)], top_logprobs: [] })
+    const lp = (token: string, logprob: number) => ({
+      token,
+      logprob,
+      bytes: [...Buffer.from(token)],
+      top_logprobs: [],
+    })
     const { a, events } = run([
       { type: 'text', delta: 'Hi', logprobs: [lp('Hi', -0.1)] },
       { type: 'text', delta: ' there' },
       { type: 'text', delta: '!', logprobs: [lp('!', -0.3)] },
       { type: 'finish', reason: 'stop' },
     ])
-    expect(events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.logprobs)).toEqual([[lp('Hi', -0.1)], [], [lp('!', -0.3)]])
-    expect(events.find((e) => e.type === 'response.output_text.done')!.logprobs).toEqual([lp('Hi', -0.1), lp('!', -0.3)])
-    expect(events.find((e) => e.type === 'response.content_part.done')!.part.logprobs).toEqual([lp('Hi', -0.1), lp('!', -0.3)])
-    expect(((a.output[0] as MessageItem).content[0] as { logprobs: unknown }).logprobs).toEqual([lp('Hi', -0.1), lp('!', -0.3)])
+    expect(events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.logprobs)).toEqual([
+      [lp('Hi', -0.1)],
+      [],
+      [lp('!', -0.3)],
+    ])
+    expect(events.find((e) => e.type === 'response.output_text.done')!.logprobs).toEqual([
+      lp('Hi', -0.1),
+      lp('!', -0.3),
+    ])
+    expect(events.find((e) => e.type === 'response.content_part.done')!.part.logprobs).toEqual([
+      lp('Hi', -0.1),
+      lp('!', -0.3),
+    ])
+    expect(((a.output[0] as MessageItem).content[0] as { logprobs: unknown }).logprobs).toEqual([
+      lp('Hi', -0.1),
+      lp('!', -0.3),
+    ])
   })
 
   it("reads a provider's log probabilities into the one shape, dropping what is not a token with a finite log probability", () => {
@@ -68,7 +97,12 @@ describe('ResponseAssembler', () => {
     expect(
       logprobsOf([
         // Chat Completions allows null bytes: they are the token's UTF-8.
-        { token: 'é', logprob: -0.5, bytes: null, top_logprobs: [{ token: 'e', logprob: -2, bytes: [101] }, { token: 3 }] },
+        {
+          token: 'é',
+          logprob: -0.5,
+          bytes: null,
+          top_logprobs: [{ token: 'e', logprob: -2, bytes: [101] }, { token: 3 }],
+        },
         { token: 'x', logprob: null },
         { token: 'y', logprob: Infinity },
         { token: 'z', logprob: -1, bytes: [999], top_logprobs: 'no' },
@@ -93,8 +127,17 @@ describe('ResponseAssembler', () => {
       ['datetime'],
     )
     expect(a.output).toHaveLength(1)
-    expect(a.output[0]).toMatchObject({ type: 'function_call', call_id: 'c0', name: 'f', arguments: '{"a":1}', status: 'completed' })
-    expect(events.filter((e) => e.type === 'response.function_call_arguments.delta').map((e) => e.delta)).toEqual(['{"a":', '1}'])
+    expect(a.output[0]).toMatchObject({
+      type: 'function_call',
+      call_id: 'c0',
+      name: 'f',
+      arguments: '{"a":1}',
+      status: 'completed',
+    })
+    expect(events.filter((e) => e.type === 'response.function_call_arguments.delta').map((e) => e.delta)).toEqual([
+      '{"a":',
+      '1}',
+    ])
     expect(turn.calls).toEqual([
       { callId: 'c0', name: 'f', arguments: '{"a":1}', server: false },
       { callId: 'c1', name: 'datetime', arguments: '{"timezone":"UTC"}', server: true },

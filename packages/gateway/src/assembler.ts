@@ -1,6 +1,16 @@
 import { randomBytes } from 'node:crypto'
 import { emptyUsage, type Delta, type Finish, type Usage } from './deltas.js'
-import type { FunctionCallItem, ItemEvent, LogProb, MessageItem, OutputItem, OutputText, ReasoningItem, Refusal, ServerToolItem } from './wire.js'
+import type {
+  FunctionCallItem,
+  ItemEvent,
+  LogProb,
+  MessageItem,
+  OutputItem,
+  OutputText,
+  ReasoningItem,
+  Refusal,
+  ServerToolItem,
+} from './wire.js'
 
 /** Receives each Open Responses event as it is made (streaming); absent for a whole reply. */
 export type Emit = (event: ItemEvent) => void
@@ -132,17 +142,32 @@ export class ResponseAssembler {
   private textDelta(kind: 'text' | 'refusal', delta: string, logprobs: LogProb[] | undefined) {
     this.closeReasoning()
     if (!this.message) {
-      const item: MessageItem = { type: 'message', id: itemId('msg'), role: 'assistant', status: 'in_progress', content: [] }
+      const item: MessageItem = {
+        type: 'message',
+        id: itemId('msg'),
+        role: 'assistant',
+        status: 'in_progress',
+        content: [],
+      }
       this.message = { item, index: this.add(item) }
     }
     const m = this.message
     if (m.part?.kind !== kind) {
       this.closePart(m)
       const contentIndex = m.item.content.length
-      const part: OutputText | Refusal = kind === 'text' ? { type: 'output_text', text: '', annotations: [], logprobs: [] } : { type: 'refusal', refusal: '' }
+      const part: OutputText | Refusal =
+        kind === 'text'
+          ? { type: 'output_text', text: '', annotations: [], logprobs: [] }
+          : { type: 'refusal', refusal: '' }
       m.item.content.push(part)
       m.part = { kind, index: contentIndex, text: '', logprobs: [] }
-      this.emit?.({ type: 'response.content_part.added', item_id: m.item.id, output_index: m.index, content_index: contentIndex, part: { ...part } })
+      this.emit?.({
+        type: 'response.content_part.added',
+        item_id: m.item.id,
+        output_index: m.index,
+        content_index: contentIndex,
+        part: { ...part },
+      })
     }
     const p = m.part!
     p.text += delta
@@ -156,7 +181,10 @@ export class ResponseAssembler {
     const p = m.part
     if (!p) return
     const at = { item_id: m.item.id, output_index: m.index, content_index: p.index }
-    const part: OutputText | Refusal = p.kind === 'text' ? { type: 'output_text', text: p.text, annotations: [], logprobs: p.logprobs } : { type: 'refusal', refusal: p.text }
+    const part: OutputText | Refusal =
+      p.kind === 'text'
+        ? { type: 'output_text', text: p.text, annotations: [], logprobs: p.logprobs }
+        : { type: 'refusal', refusal: p.text }
     m.item.content[p.index] = part
     if (p.kind === 'text') this.emit?.({ type: 'response.output_text.done', ...at, text: p.text, logprobs: p.logprobs })
     else this.emit?.({ type: 'response.refusal.done', ...at, refusal: p.text })
@@ -179,11 +207,23 @@ export class ResponseAssembler {
       const item: ReasoningItem = { type: 'reasoning', id: itemId('rs'), summary: [] }
       const index = this.add(item)
       this.reasoning = { item, index, text: '' }
-      this.emit?.({ type: 'response.reasoning_summary_part.added', item_id: item.id, output_index: index, summary_index: 0, part: { type: 'summary_text', text: '' } })
+      this.emit?.({
+        type: 'response.reasoning_summary_part.added',
+        item_id: item.id,
+        output_index: index,
+        summary_index: 0,
+        part: { type: 'summary_text', text: '' },
+      })
     }
     const r = this.reasoning
     r.text += delta
-    this.emit?.({ type: 'response.reasoning_summary_text.delta', item_id: r.item.id, output_index: r.index, summary_index: 0, delta })
+    this.emit?.({
+      type: 'response.reasoning_summary_text.delta',
+      item_id: r.item.id,
+      output_index: r.index,
+      summary_index: 0,
+      delta,
+    })
   }
 
   private closeReasoning() {
@@ -204,7 +244,14 @@ export class ResponseAssembler {
       this.closeReasoning()
       this.closeMessage()
       const name = d.name ?? ''
-      const item: FunctionCallItem = { type: 'function_call', id: itemId('fc'), call_id: d.id || itemId('call'), name, arguments: '', status: 'in_progress' }
+      const item: FunctionCallItem = {
+        type: 'function_call',
+        id: itemId('fc'),
+        call_id: d.id || itemId('call'),
+        name,
+        arguments: '',
+        status: 'in_progress',
+      }
       const server = this.serverTools.has(name)
       // A server tool's call is not the client's to see as a function call: it gets a result item.
       call = { item, index: server ? -1 : this.add(item), server }
@@ -212,7 +259,13 @@ export class ResponseAssembler {
     }
     if (!d.arguments) return
     call.item.arguments += d.arguments
-    if (!call.server) this.emit?.({ type: 'response.function_call_arguments.delta', item_id: call.item.id, output_index: call.index, delta: d.arguments })
+    if (!call.server)
+      this.emit?.({
+        type: 'response.function_call_arguments.delta',
+        item_id: call.item.id,
+        output_index: call.index,
+        delta: d.arguments,
+      })
   }
 
   private closeCall(call: OpenCall) {
@@ -220,7 +273,13 @@ export class ResponseAssembler {
     this.turnCalls.push({ callId: item.call_id, name: item.name, arguments: item.arguments, server: call.server })
     if (call.server) return
     item.status = 'completed'
-    this.emit?.({ type: 'response.function_call_arguments.done', item_id: item.id, output_index: call.index, name: item.name, arguments: item.arguments })
+    this.emit?.({
+      type: 'response.function_call_arguments.done',
+      item_id: item.id,
+      output_index: call.index,
+      name: item.name,
+      arguments: item.arguments,
+    })
     this.emit?.({ type: 'response.output_item.done', output_index: call.index, item })
   }
 }

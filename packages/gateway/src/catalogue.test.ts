@@ -16,7 +16,15 @@ const model = {
   name: 'GPT-4o mini',
   context_length: 128000,
   pricing: { input: '0.00000015', output: '0.0000006' },
-  endpoints: [{ provider: 'openai', protocol: 'openai-chat', base_url: 'https://api.openai.invalid/v1', upstream_model: 'gpt-4o-mini', api_key_env: 'OPENAI_API_KEY' }],
+  endpoints: [
+    {
+      provider: 'openai',
+      protocol: 'openai-chat',
+      base_url: 'https://api.openai.invalid/v1',
+      upstream_model: 'gpt-4o-mini',
+      api_key_env: 'OPENAI_API_KEY',
+    },
+  ],
 }
 
 describe('the model catalogue', () => {
@@ -27,7 +35,12 @@ describe('the model catalogue', () => {
   })
 
   it('names every problem with its path, and never a credential', async () => {
-    const bad = { models: [{ ...model, pricing: { input: 'cheap', output: '1' } }, { ...model, endpoints: [] }] }
+    const bad = {
+      models: [
+        { ...model, pricing: { input: 'cheap', output: '1' } },
+        { ...model, endpoints: [] },
+      ],
+    }
     const err = await loadCatalogue(write(bad), { OPENAI_API_KEY: 'sk-secret' }).catch((e: Error) => e)
     expect(String(err)).toMatch(/models\.0\.pricing\.input/)
     expect(String(err)).toMatch(/models\.1\.endpoints/)
@@ -43,7 +56,11 @@ describe('the model catalogue', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
     try {
       const { port } = server.address() as { port: number }
-      const client = new OpenRouter({ apiKey: 'k', serverURL: `http://127.0.0.1:${port}/api/v1`, retryConfig: { strategy: 'none' } })
+      const client = new OpenRouter({
+        apiKey: 'k',
+        serverURL: `http://127.0.0.1:${port}/api/v1`,
+        retryConfig: { strategy: 'none' },
+      })
       const page = await client.models.list()
       const models = page.result.data
       expect(models.map((m) => m.id)).toEqual(['roster-sim/chat', 'roster-sim/responses', 'roster-sim/messages'])

@@ -20,8 +20,14 @@ export const Endpoint = z.strictObject({
   base_url: z.url(),
   upstream_model: z.string().min(1),
   /** The environment variable holding the credential; omitted for endpoints that need none. */
-  api_key_env: z.string().regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name').optional(),
-  tiers: z.array(z.enum(['default', 'flex', 'priority', 'scale', 'ultrafast'])).min(1).default(['default']),
+  api_key_env: z
+    .string()
+    .regex(/^[A-Z_][A-Z0-9_]*$/, 'an environment variable name')
+    .optional(),
+  tiers: z
+    .array(z.enum(['default', 'flex', 'priority', 'scale', 'ultrafast']))
+    .min(1)
+    .default(['default']),
   /** Overrides the model's prices on this endpoint. */
   pricing: Pricing.optional(),
   timeout_ms: z.int().min(100).max(600_000).default(120_000),
@@ -48,15 +54,14 @@ export const CatalogueModel = z.strictObject({
 })
 export type CatalogueModel = z.infer<typeof CatalogueModel>
 
-export const Catalogue = z
-  .strictObject({ models: z.array(CatalogueModel) })
-  .superRefine((c, ctx) => {
-    const seen = new Set<string>()
-    c.models.forEach((m, i) => {
-      if (seen.has(m.id)) ctx.addIssue({ code: 'custom', path: ['models', i, 'id'], message: `model ${m.id} is listed twice` })
-      seen.add(m.id)
-    })
+export const Catalogue = z.strictObject({ models: z.array(CatalogueModel) }).superRefine((c, ctx) => {
+  const seen = new Set<string>()
+  c.models.forEach((m, i) => {
+    if (seen.has(m.id))
+      ctx.addIssue({ code: 'custom', path: ['models', i, 'id'], message: `model ${m.id} is listed twice` })
+    seen.add(m.id)
   })
+})
 export type Catalogue = z.infer<typeof Catalogue>
 
 export class CatalogueError extends Error {
@@ -77,9 +82,12 @@ export async function loadCatalogue(path: string, env: NodeJS.ProcessEnv = proce
     throw new CatalogueError(`model catalogue ${path} is invalid:\n${lines.join('\n')}`)
   }
   const missing = parsed.data.models.flatMap((m) =>
-    m.endpoints.filter((e) => e.api_key_env && !env[e.api_key_env]).map((e) => `${m.id} (${e.provider}) needs ${e.api_key_env}`),
+    m.endpoints
+      .filter((e) => e.api_key_env && !env[e.api_key_env])
+      .map((e) => `${m.id} (${e.provider}) needs ${e.api_key_env}`),
   )
-  if (missing.length) throw new CatalogueError(`model catalogue ${path} names credentials that are not set: ${missing.join('; ')}`)
+  if (missing.length)
+    throw new CatalogueError(`model catalogue ${path} names credentials that are not set: ${missing.join('; ')}`)
   return parsed.data
 }
 
@@ -101,7 +109,11 @@ const architecture = (m: CatalogueModel) => ({
   output_modalities: ['text'],
 })
 
-const pricingOf = (p: CatalogueModel['pricing']) => ({ prompt: p.input, completion: p.output, ...(p.cached_input ? { input_cache_read: p.cached_input } : {}) })
+const pricingOf = (p: CatalogueModel['pricing']) => ({
+  prompt: p.input,
+  completion: p.output,
+  ...(p.cached_input ? { input_cache_read: p.cached_input } : {}),
+})
 
 export function modelsList(catalogue: Catalogue) {
   const data = catalogue.models.map((m) => ({
@@ -113,7 +125,11 @@ export function modelsList(catalogue: Catalogue) {
     context_length: m.context_length,
     architecture: architecture(m),
     pricing: pricingOf(m.pricing),
-    top_provider: { context_length: m.context_length, max_completion_tokens: m.max_output_tokens ?? null, is_moderated: false },
+    top_provider: {
+      context_length: m.context_length,
+      max_completion_tokens: m.max_output_tokens ?? null,
+      is_moderated: false,
+    },
     per_request_limits: null,
     supported_parameters: supportedParameters(m),
     supported_voices: null,
@@ -176,7 +192,16 @@ export function simulatorCatalogue(simulatorUrl: string): Catalogue {
     max_output_tokens: 4_096,
     pricing: { input: '0.000001', cached_input: '0.0000001', output: '0.000002' },
     capabilities: { tools: true, reasoning: true, images: true, caching: true },
-    endpoints: [{ provider: 'upstream-sim', protocol, base_url: `${simulatorUrl}${path}`, upstream_model: slug, tiers: ['default', 'priority'], timeout_ms: 30_000 }],
+    endpoints: [
+      {
+        provider: 'upstream-sim',
+        protocol,
+        base_url: `${simulatorUrl}${path}`,
+        upstream_model: slug,
+        tiers: ['default', 'priority'],
+        timeout_ms: 30_000,
+      },
+    ],
     created: 0,
   })
   return {

@@ -19,7 +19,10 @@ export const CompactRequest = z.looseObject({
     .optional(),
   previous_response_id: z
     .unknown()
-    .refine((v) => v === null || v === undefined, 'responses are not stored, so previous_response_id must be null; send the whole conversation in input')
+    .refine(
+      (v) => v === null || v === undefined,
+      'responses are not stored, so previous_response_id must be null; send the whole conversation in input',
+    )
     .optional(),
   instructions: z.string().nullable().optional(),
   prompt_cache_key: z.string().max(64).nullable().optional(),
@@ -72,7 +75,10 @@ export class CompactionSeal {
     const items = input.map((item, i): InputItem => {
       if (item.type !== 'compaction') return item
       const text = typeof item.encrypted_content === 'string' ? this.open(item.encrypted_content) : undefined
-      if (text === undefined) throw invalid(`/input/${i} is a compaction item this Roster cannot read (made by another deployment, with another key, or altered); compact the conversation here again`)
+      if (text === undefined)
+        throw invalid(
+          `/input/${i} is a compaction item this Roster cannot read (made by another deployment, with another key, or altered); compact the conversation here again`,
+        )
       return { role: 'user', content: PREFIX + text }
     })
     return { ...req, input: items }
@@ -82,7 +88,9 @@ export class CompactionSeal {
 /** The model request that makes the summary. */
 export function compactionRequest(req: CompactRequest): ResponsesRequest {
   const conversation = inputItems(req.input)
-  const instructions = req.instructions ? `${INSTRUCTIONS}\n\nThe conversation ran under these instructions:\n${req.instructions}` : INSTRUCTIONS
+  const instructions = req.instructions
+    ? `${INSTRUCTIONS}\n\nThe conversation ran under these instructions:\n${req.instructions}`
+    : INSTRUCTIONS
   return {
     model: req.model,
     instructions,
@@ -98,19 +106,37 @@ export interface CompactResource {
   object: 'response.compaction'
   created_at: number
   output: (
-    | { type: 'message'; id: string; status: 'completed'; role: 'user'; content: { type: string; [field: string]: unknown }[] }
+    | {
+        type: 'message'
+        id: string
+        status: 'completed'
+        role: 'user'
+        content: { type: string; [field: string]: unknown }[]
+      }
     | { type: 'compaction'; id: string; encrypted_content: string }
   )[]
   usage: ResponseUsage
 }
 
 /** CompactResource: the user's messages as they were, then the compaction item. */
-export function compactResource(req: CompactRequest, response: ResponseObject, seal: CompactionSeal, ids: { message: () => string; compaction: () => string }): CompactResource {
+export function compactResource(
+  req: CompactRequest,
+  response: ResponseObject,
+  seal: CompactionSeal,
+  ids: { message: () => string; compaction: () => string },
+): CompactResource {
   const kept: CompactResource['output'] = []
   for (const item of inputItems(req.input)) {
     if (!isMessage(item) || item.role !== 'user') continue
-    const content = typeof item.content === 'string' ? [{ type: 'input_text', text: item.content }] : (item.content ?? [])
-    kept.push({ type: 'message', id: typeof item.id === 'string' ? item.id : ids.message(), status: 'completed', role: 'user', content })
+    const content =
+      typeof item.content === 'string' ? [{ type: 'input_text', text: item.content }] : (item.content ?? [])
+    kept.push({
+      type: 'message',
+      id: typeof item.id === 'string' ? item.id : ids.message(),
+      status: 'completed',
+      role: 'user',
+      content,
+    })
   }
   const usage = response.usage as ResponseUsage
   return {

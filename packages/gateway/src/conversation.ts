@@ -10,8 +10,7 @@ export interface CacheMark {
   ttl?: '5m' | '1h'
 }
 export type Part =
-  | { kind: 'text'; text: string; cache?: CacheMark }
-  | { kind: 'image'; url: string; detail?: string; cache?: CacheMark }
+  { kind: 'text'; text: string; cache?: CacheMark } | { kind: 'image'; url: string; detail?: string; cache?: CacheMark }
 export type Entry =
   | { kind: 'message'; role: 'system' | 'user' | 'assistant'; parts: Part[] }
   | { kind: 'call'; callId: string; name: string; arguments: string }
@@ -22,7 +21,8 @@ type PartInput = { type: string; [field: string]: unknown }
 
 function cacheMark(p: PartInput): CacheMark | undefined {
   const c = p.cache_control as { type?: unknown; ttl?: unknown } | null | undefined
-  if (c && c.type === 'ephemeral') return { type: 'ephemeral', ...(c.ttl === '5m' || c.ttl === '1h' ? { ttl: c.ttl } : {}) }
+  if (c && c.type === 'ephemeral')
+    return { type: 'ephemeral', ...(c.ttl === '5m' || c.ttl === '1h' ? { ttl: c.ttl } : {}) }
   return p.prompt_cache_breakpoint ? { type: 'ephemeral' } : undefined
 }
 
@@ -37,8 +37,16 @@ function part(p: PartInput, where: string): Part | null {
       return { kind: 'text', text: String(p.refusal ?? '') }
     case 'input_image': {
       const url = p.image_url ?? p.url
-      if (typeof url !== 'string' || !url) throw invalid(`${where} input_image needs image_url (an https URL or a data: URL); file ids are not served here`)
-      return { kind: 'image', url, ...(typeof p.detail === 'string' ? { detail: p.detail } : {}), ...(cache ? { cache } : {}) }
+      if (typeof url !== 'string' || !url)
+        throw invalid(
+          `${where} input_image needs image_url (an https URL or a data: URL); file ids are not served here`,
+        )
+      return {
+        kind: 'image',
+        url,
+        ...(typeof p.detail === 'string' ? { detail: p.detail } : {}),
+        ...(cache ? { cache } : {}),
+      }
     }
     default:
       throw invalid(`${where} content parts of type ${p.type} are not served by this Roster`)
@@ -65,15 +73,29 @@ export function conversation(req: ResponsesRequest, extra: InputItem[] = []): En
     // Where an item came from, for an error: the request's input, or a turn the tool loop added.
     const where = i < items.length ? (typeof req.input === 'string' ? '/input' : `/input/${i}`) : 'a server tool turn'
     if (isMessage(item)) {
-      out.push({ kind: 'message', role: item.role === 'developer' ? 'system' : item.role, parts: parts(item.content, where) })
+      out.push({
+        kind: 'message',
+        role: item.role === 'developer' ? 'system' : item.role,
+        parts: parts(item.content, where),
+      })
     } else if (item.type === 'function_call') {
-      out.push({ kind: 'call', callId: String(item.call_id), name: String(item.name), arguments: asText(item.arguments ?? '{}') })
+      out.push({
+        kind: 'call',
+        callId: String(item.call_id),
+        name: String(item.name),
+        arguments: asText(item.arguments ?? '{}'),
+      })
     } else if (item.type === 'function_call_output') {
       out.push({ kind: 'result', callId: String(item.call_id), output: asText(item.output) })
     } else if (typeof item.type === 'string' && item.type.startsWith('openrouter:') && item.call_id) {
       // A server tool's item echoed back from an earlier response: the model sees the call and result.
       const callId = String(item.call_id)
-      out.push({ kind: 'call', callId, name: item.type.slice('openrouter:'.length), arguments: asText(item.arguments ?? '{}') })
+      out.push({
+        kind: 'call',
+        callId,
+        name: item.type.slice('openrouter:'.length),
+        arguments: asText(item.arguments ?? '{}'),
+      })
       out.push({ kind: 'result', callId, output: asText(item.output) })
     } else if (item.type === 'reasoning') {
       // Earlier reasoning is the provider's own state; it is not replayed to another turn.

@@ -53,7 +53,9 @@ export function logprobsOf(raw: unknown): LogProb[] | undefined {
     if (!top) continue
     const alternatives = (entry as { top_logprobs?: unknown }).top_logprobs
     // Field by field: a literal that starts with a spread and adds fields is V8's slow path (per token here).
-    const tops = Array.isArray(alternatives) ? alternatives.map(topLogprob).filter((t): t is TopLogProb => t !== undefined) : []
+    const tops = Array.isArray(alternatives)
+      ? alternatives.map(topLogprob).filter((t): t is TopLogProb => t !== undefined)
+      : []
     out.push({ token: top.token, logprob: top.logprob, bytes: top.bytes, top_logprobs: tops })
   }
   return out.length ? out : undefined

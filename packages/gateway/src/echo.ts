@@ -55,7 +55,13 @@ function echoText(text: ResponsesRequest['text']): object {
   const format = !f
     ? TEXT_FORMAT.format
     : f.type === 'json_schema'
-      ? { type: 'json_schema', name: f.name ?? 'response', description: f.description ?? null, schema: null, strict: f.strict ?? false }
+      ? {
+          type: 'json_schema',
+          name: f.name ?? 'response',
+          description: f.description ?? null,
+          schema: null,
+          strict: f.strict ?? false,
+        }
       : { type: f.type }
   const verbosity = text.verbosity ? (VERBOSITY[text.verbosity] ?? text.verbosity) : undefined
   return verbosity ? { format, verbosity } : { format }

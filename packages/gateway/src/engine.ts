@@ -16,7 +16,13 @@ import { serverTools, type ServerTool, type WebFetchOptions } from './server-too
 import { Upstream, type CallHooks, type UpstreamOptions } from './upstream.js'
 import { traceOf, type TraceLogger } from './trace.js'
 import { Cancellation } from './cancellation.js'
-import { CompactionSeal, compactionRequest, compactResource, type CompactRequest, type CompactResource } from './compaction.js'
+import {
+  CompactionSeal,
+  compactionRequest,
+  compactResource,
+  type CompactRequest,
+  type CompactResource,
+} from './compaction.js'
 import type { ResponseObject, ServerToolItem } from './wire.js'
 import type { GatewayObserver } from './observer.js'
 import type { CallOptions, Run, Timing } from './run.js'
@@ -35,7 +41,11 @@ const NO_SERVER_TOOLS: Map<string, ServerTool> = new Map()
 const NO_FUNCTIONS = Object.freeze([]) as unknown as FunctionDef[]
 const NO_NAMES: ReadonlySet<string> = new Set()
 
-const ADAPTERS: Record<string, AnyAdapter> = { 'openai-chat': openaiChat, 'openai-responses': openaiResponses, 'anthropic-messages': anthropic }
+const ADAPTERS: Record<string, AnyAdapter> = {
+  'openai-chat': openaiChat,
+  'openai-responses': openaiResponses,
+  'anthropic-messages': anthropic,
+}
 
 export interface EngineOptions {
   catalogue: Catalogue
@@ -68,7 +78,12 @@ export class ResponsesEngine {
     this.compaction = new CompactionSeal(options.userHashKey)
     this.upstream = new Upstream(options.env, options.upstream)
     this.router = new Router(options.catalogue)
-    this.serverTools = serverTools({ allowPrivateNetworks: false, maxBytes: 256 * 1024, timeoutMs: 10_000, ...options.webFetch })
+    this.serverTools = serverTools({
+      allowPrivateNetworks: false,
+      maxBytes: 256 * 1024,
+      timeoutMs: 10_000,
+      ...options.webFetch,
+    })
   }
 
   /** A whole Response object. */
@@ -90,7 +105,10 @@ export class ResponsesEngine {
    */
   async compact(req: CompactRequest, opts: CallOptions = {}): Promise<CompactResource> {
     const response = await this.respond(compactionRequest(req), opts)
-    return compactResource(req, response, this.compaction, { message: () => itemId('msg'), compaction: () => itemId('cmp') })
+    return compactResource(req, response, this.compaction, {
+      message: () => itemId('msg'),
+      compaction: () => itemId('cmp'),
+    })
   }
 
   /** Reports a finished request to the observer (when there is one). */
@@ -98,7 +116,13 @@ export class ResponsesEngine {
     const observer = this.options.observer
     if (!observer) return
     const c = run.route.candidates[run.chosen]
-    const outcome = run.opts.cancel?.aborted ? 'cancelled' : err === undefined ? 'ok' : err instanceof GatewayError ? err.errorType : 'server'
+    const outcome = run.opts.cancel?.aborted
+      ? 'cancelled'
+      : err === undefined
+        ? 'ok'
+        : err instanceof GatewayError
+          ? err.errorType
+          : 'server'
     observer.request({
       model: c?.model.id ?? '(none)',
       provider: c?.endpoint.provider ?? '(none)',
@@ -150,16 +174,29 @@ export class ResponsesEngine {
     const functions: FunctionDef[] = offered ? [] : NO_FUNCTIONS
     const refused = new Set<string>()
     for (const t of offered ?? []) {
-      if (isFunctionTool(t)) functions.push({ name: t.name, description: t.description ?? undefined, parameters: t.parameters ?? { type: 'object', properties: {} }, strict: t.strict })
+      if (isFunctionTool(t))
+        functions.push({
+          name: t.name,
+          description: t.description ?? undefined,
+          parameters: t.parameters ?? { type: 'object', properties: {} },
+          strict: t.strict,
+        })
       else if (this.serverTools.has(t.type)) tools.set(t.type, this.serverTools.get(t.type)!)
       else refused.add(t.type)
     }
-    if (refused.size) throw invalid(`/tools kinds not implemented by this Roster: ${[...refused].join(', ')} (served: function, ${[...this.serverTools.keys()].join(', ')})`)
-    if (req.modalities?.includes('image')) throw invalid('/modalities image output is not served by this Roster; ask for text')
+    if (refused.size)
+      throw invalid(
+        `/tools kinds not implemented by this Roster: ${[...refused].join(', ')} (served: function, ${[...this.serverTools.keys()].join(', ')})`,
+      )
+    if (req.modalities?.includes('image'))
+      throw invalid('/modalities image output is not served by this Roster; ask for text')
     const plugins = (req.plugins ?? []).filter((p) => p.enabled !== false).map((p) => p.id)
     if (plugins.length) throw invalid(`/plugins not implemented by this Roster: ${plugins.join(', ')}`)
     for (const tool of tools.values()) {
-      if (functions.some((f) => f.name === tool.definition.name)) throw invalid(`/tools a function tool is named ${tool.definition.name}, like the server tool offered with it; rename it`)
+      if (functions.some((f) => f.name === tool.definition.name))
+        throw invalid(
+          `/tools a function tool is named ${tool.definition.name}, like the server tool offered with it; rename it`,
+        )
       functions.push(tool.definition)
     }
     // allowed_tools is a hard limit (the spec's MUST): only the tools it names are offered upstream.
@@ -192,11 +229,12 @@ export class ResponsesEngine {
     const extra: InputItem[] = []
     const limit = maxToolSteps(run.req)
     let final = false
-    for (let steps = 0; ; ) {
+    for (let steps = 0; ;) {
       const { usage, calls } = await this.turn(run, extra, final)
       const c = run.route.candidates[run.chosen]!
       const prices = c.endpoint.pricing ?? c.model.pricing
-      run.cost.input += (usage.input - usage.cached) * Number(prices.input) + usage.cached * Number(prices.cached_input ?? prices.input)
+      run.cost.input +=
+        (usage.input - usage.cached) * Number(prices.input) + usage.cached * Number(prices.cached_input ?? prices.input)
       run.cost.output += usage.output * Number(prices.output)
       if (final || !calls.some((k) => k.server)) return
       for (const call of calls) if (call.server) extra.push(...(await this.runTool(run, call)))
@@ -246,7 +284,12 @@ export class ResponsesEngine {
   }
 
   /** One upstream call, reported to the observer (when there is one) with its first byte, its length and its outcome. */
-  private async call(run: Run, c: Candidate, adapter: AnyAdapter, body: object): Promise<{ usage: Usage; calls: TurnCall[] }> {
+  private async call(
+    run: Run,
+    c: Candidate,
+    adapter: AnyAdapter,
+    body: object,
+  ): Promise<{ usage: Usage; calls: TurnCall[] }> {
     const observer = this.options.observer
     if (!observer) return this.callOnce(run, c, adapter, body)
     const req = run.req
@@ -264,15 +307,32 @@ export class ResponsesEngine {
     const timing: Timing = { sent: performance.now() }
     try {
       const turn = await this.callOnce(run, c, adapter, body, timing)
-      ended({ firstByteMs: timing.firstByte, totalMs: performance.now() - timing.sent, ok: true, usage: turn.usage, finish: run.assembler.finish })
+      ended({
+        firstByteMs: timing.firstByte,
+        totalMs: performance.now() - timing.sent,
+        ok: true,
+        usage: turn.usage,
+        finish: run.assembler.finish,
+      })
       return turn
     } catch (err) {
-      ended({ firstByteMs: timing.firstByte, totalMs: performance.now() - timing.sent, ok: false, errorType: err instanceof GatewayError ? err.errorType : 'server' })
+      ended({
+        firstByteMs: timing.firstByte,
+        totalMs: performance.now() - timing.sent,
+        ok: false,
+        errorType: err instanceof GatewayError ? err.errorType : 'server',
+      })
       throw err
     }
   }
 
-  private async callOnce(run: Run, c: Candidate, adapter: AnyAdapter, body: object, timing?: Timing): Promise<{ usage: Usage; calls: TurnCall[] }> {
+  private async callOnce(
+    run: Run,
+    c: Candidate,
+    adapter: AnyAdapter,
+    body: object,
+    timing?: Timing,
+  ): Promise<{ usage: Usage; calls: TurnCall[] }> {
     const trace = traceOf(run.req)
     const sent = performance.now()
     const hooks: CallHooks = {
@@ -294,7 +354,8 @@ export class ResponsesEngine {
       } catch {
         throw gatewayError('provider_unavailable', `${c.endpoint.provider} answered something that is not JSON`)
       }
-      if (!reply || typeof reply !== 'object') throw gatewayError('provider_unavailable', `${c.endpoint.provider} answered JSON that is not an object`)
+      if (!reply || typeof reply !== 'object')
+        throw gatewayError('provider_unavailable', `${c.endpoint.provider} answered JSON that is not an object`)
       for (const d of adapter.reply(reply)) run.assembler.push(d)
     } else {
       if (run.req.debug?.echo_upstream_body) live.pendingDebug = body
@@ -332,7 +393,9 @@ export class ResponsesEngine {
             }
           }
         } catch (err) {
-          throw err instanceof SyntaxError ? gatewayError('provider_unavailable', `${c.endpoint.provider} sent an event that is not JSON`) : err
+          throw err instanceof SyntaxError
+            ? gatewayError('provider_unavailable', `${c.endpoint.provider} sent an event that is not JSON`)
+            : err
         } finally {
           events.length = 0
         }
@@ -342,10 +405,20 @@ export class ResponsesEngine {
       }
       await this.upstream.call(c.endpoint, adapter, body, hooks)
       // A stream that ends without saying how it finished was cut short, however cleanly it closed.
-      if (!finished) throw gatewayError('provider_unavailable', `${c.endpoint.provider} ended the stream before the reply was finished`)
+      if (!finished)
+        throw gatewayError(
+          'provider_unavailable',
+          `${c.endpoint.provider} ended the stream before the reply was finished`,
+        )
     }
     const turn = run.assembler.endTurn()
-    if (this.options.traceLogger && trace) trace.log(this.options.traceLogger, { model: c.model.id, provider: c.endpoint.provider, usage: turn.usage, ms: performance.now() - sent })
+    if (this.options.traceLogger && trace)
+      trace.log(this.options.traceLogger, {
+        model: c.model.id,
+        provider: c.endpoint.provider,
+        usage: turn.usage,
+        ms: performance.now() - sent,
+      })
     return turn
   }
 
@@ -356,7 +429,14 @@ export class ResponsesEngine {
       const parsed: unknown = JSON.parse(call.arguments || '{}')
       if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) args = parsed as Record<string, unknown>
     } catch {}
-    const item: ServerToolItem = { type: name as ServerToolItem['type'], id: itemId('st'), call_id: call.callId, status: 'in_progress', arguments: call.arguments, output: null }
+    const item: ServerToolItem = {
+      type: name as ServerToolItem['type'],
+      id: itemId('st'),
+      call_id: call.callId,
+      status: 'in_progress',
+      arguments: call.arguments,
+      output: null,
+    }
     // Announced first, so a stream is open (and its client knows) while the tool runs.
     const index = run.assembler.startItem({ ...item })
     let output: unknown
@@ -364,7 +444,9 @@ export class ResponsesEngine {
     // clients with idle timeouts keep it. Clients skip lines that start with ':'.
     const live = run.live
     const keepalive = run.opts.doorStream?.keepalive() ?? ': running a server tool\n\n'
-    const heartbeat = live ? setInterval(() => live.sink.write(keepalive), this.options.keepAliveMs ?? 10_000) : undefined
+    const heartbeat = live
+      ? setInterval(() => live.sink.write(keepalive), this.options.keepAliveMs ?? 10_000)
+      : undefined
     try {
       output = await run.tools.get(name)!.run(args, (run.opts.cancel ?? new Cancellation()).signal)
     } catch (err) {
@@ -379,12 +461,12 @@ export class ResponsesEngine {
       { type: 'function_call_output', call_id: call.callId, output: text },
     ]
   }
-
-
 }
 
 /** A function tool (checked by the request's schema), as opposed to a server tool named by its kind. */
-const isFunctionTool = (t: NonNullable<ResponsesRequest['tools']>[number]): t is Extract<typeof t, { type: 'function'; name: string }> => t.type === 'function'
+const isFunctionTool = (
+  t: NonNullable<ResponsesRequest['tools']>[number],
+): t is Extract<typeof t, { type: 'function'; name: string }> => t.type === 'function'
 
 /** tool_choice in neutral terms; a server tool may be chosen by its kind. */
 function choiceOf(req: ResponsesRequest, tools: Map<string, ServerTool>): ChoiceSpec {
@@ -399,8 +481,12 @@ function choiceOf(req: ResponsesRequest, tools: Map<string, ServerTool>): Choice
 }
 
 /** The function names an allowed_tools choice permits (a server tool by its kind), or undefined when it sets no limit. */
-function allowedToolNames(choice: ResponsesRequest['tool_choice'], serverTools: Map<string, ServerTool>): Set<string> | undefined {
-  if (typeof choice !== 'object' || choice === null || choice.type !== 'allowed_tools' || !Array.isArray(choice.tools)) return undefined
+function allowedToolNames(
+  choice: ResponsesRequest['tool_choice'],
+  serverTools: Map<string, ServerTool>,
+): Set<string> | undefined {
+  if (typeof choice !== 'object' || choice === null || choice.type !== 'allowed_tools' || !Array.isArray(choice.tools))
+    return undefined
   const names = new Set<string>()
   for (const t of choice.tools as { type?: unknown; name?: unknown }[]) {
     if (t?.type === 'function' && typeof t.name === 'string') names.add(t.name)
@@ -427,4 +513,3 @@ function stopFired(run: Run, steps: number, calls: TurnCall[]): boolean {
     }
   })
 }
-

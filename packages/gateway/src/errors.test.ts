@@ -9,7 +9,7 @@ describe('provider errors as canonical types', () => {
   it('maps statuses and provider error kinds, keeps Retry-After, never the credential', () => {
     const cases: [number, string, number, string][] = [
       [429, body('slow down'), 429, 'rate_limit_exceeded'],
-      [400, body('This model\'s maximum context length is 8192 tokens'), 400, 'context_length_exceeded'],
+      [400, body("This model's maximum context length is 8192 tokens"), 400, 'context_length_exceeded'],
       [400, body('prompt is too long: 200000 tokens', 'invalid_request_error'), 400, 'context_length_exceeded'],
       [400, body('bad field'), 400, 'invalid_request'],
       [401, body('invalid x-api-key'), 502, 'authentication'],
@@ -41,12 +41,20 @@ const explain = (value: object) => issuesOf(ResponsesRequest, { model: 'a/b', in
 
 describe('zod issues in error messages', () => {
   it('describeIssues names the broken rule, for presets and provider preferences alike', () => {
-    const parsed = ResponsesRequest.safeParse({ model: 'a/b', stop: ['a', 'b', 'c', 'd', 'e'], metadata: { 'a[b]': 'c' } })
-    expect(describeIssues(parsed.error!)).toBe('stop: at most 4 stop sequences; metadata.a[b]: invalid key: metadata keys may not contain brackets')
+    const parsed = ResponsesRequest.safeParse({
+      model: 'a/b',
+      stop: ['a', 'b', 'c', 'd', 'e'],
+      metadata: { 'a[b]': 'c' },
+    })
+    expect(describeIssues(parsed.error!)).toBe(
+      'stop: at most 4 stop sequences; metadata.a[b]: invalid key: metadata keys may not contain brackets',
+    )
   })
 
   it('names the broken rule of the one union member whose type matched', () => {
-    expect(explain({ stop: ['a', 'b', 'c', 'd', 'e'] })).toEqual([{ path: ['stop'], message: 'at most 4 stop sequences' }])
+    expect(explain({ stop: ['a', 'b', 'c', 'd', 'e'] })).toEqual([
+      { path: ['stop'], message: 'at most 4 stop sequences' },
+    ])
   })
 
   it('names the types a value could have had when no member matched', () => {
@@ -60,25 +68,39 @@ describe('zod issues in error messages', () => {
   })
 
   it('follows a union inside a union member, keeping the inner path', () => {
-    const schema = z.union([z.string(), z.object({ tags: z.union([z.string(), z.array(z.string().max(2, 'tags are short'))]) })])
-    expect(issuesOf(schema, { tags: ['abc'] }).map(explainIssue)).toEqual([{ path: ['tags', 0], message: 'tags are short' }])
+    const schema = z.union([
+      z.string(),
+      z.object({ tags: z.union([z.string(), z.array(z.string().max(2, 'tags are short'))]) }),
+    ])
+    expect(issuesOf(schema, { tags: ['abc'] }).map(explainIssue)).toEqual([
+      { path: ['tags', 0], message: 'tags are short' },
+    ])
   })
 
   it('names each matching member’s first broken rule rather than guess which was meant', () => {
     const schema = z.union([z.object({ a: z.string() }), z.object({ b: z.number() })])
     expect(issuesOf(schema, { a: 1, b: 'x' }).map(explainIssue)).toEqual([
-      { path: [], message: 'matches none of its forms (a: Invalid input: expected string, received number; or b: Invalid input: expected number, received string)' },
+      {
+        path: [],
+        message:
+          'matches none of its forms (a: Invalid input: expected string, received number; or b: Invalid input: expected number, received string)',
+      },
     ])
     const [item] = explain({ input: [{ role: 'robot', content: 'x' }] })
     expect(item!.path).toEqual(['input', 0])
-    expect(item!.message).toMatch(/^matches none of its forms \(role: Invalid option: expected one of "user"\|.*; or type: /)
+    expect(item!.message).toMatch(
+      /^matches none of its forms \(role: Invalid option: expected one of "user"\|.*; or type: /,
+    )
   })
 
   it('keeps zod’s own message when no member says more', () => {
     const schema = z.union([z.string().refine(() => false), z.number().refine(() => false)])
     expect(issuesOf(schema, 'x').map(explainIssue)).toEqual([{ path: [], message: 'Invalid input' }])
     // A discriminator that names no member: zod lists no member's issues, and its message says it all.
-    const tagged = z.discriminatedUnion('type', [z.object({ type: z.literal('a') }), z.object({ type: z.literal('b') })])
+    const tagged = z.discriminatedUnion('type', [
+      z.object({ type: z.literal('a') }),
+      z.object({ type: z.literal('b') }),
+    ])
     const [issue] = issuesOf(tagged, { type: 'c' })
     expect(issue!.errors).toEqual([])
     expect(explainIssue(issue!)).toEqual({ path: ['type'], message: "Invalid discriminator value. Expected 'a' | 'b'" })
@@ -93,7 +115,9 @@ describe('the table of gateway errors', () => {
     for (const [type, row] of Object.entries(GATEWAY_ERRORS)) {
       expect(known.has(type as never), type).toBe(true)
       expect(gatewayError(type as never, 'x').status).toBe(row.status)
-      expect(['invalid_request', 'not_found', 'too_many_requests', 'server_error']).toContain(openResponsesErrorType(type))
+      expect(['invalid_request', 'not_found', 'too_many_requests', 'server_error']).toContain(
+        openResponsesErrorType(type),
+      )
       expect(anthropicErrorType(type, row.status)).toMatch(/_error$|^request_too_large$/)
     }
     // A type the table does not know is named by its status.

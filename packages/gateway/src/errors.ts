@@ -42,13 +42,18 @@ export class GatewayError extends Error {
  * provider refusing Roster's own credential is `authentication`, but the caller's request was
  * fine: 502, not 401).
  */
-export function gatewayError(type: GatewayErrorType, message: string, options: { status?: number; retryAfter?: string } = {}): GatewayError {
+export function gatewayError(
+  type: GatewayErrorType,
+  message: string,
+  options: { status?: number; retryAfter?: string } = {},
+): GatewayError {
   return new GatewayError(options.status ?? GATEWAY_ERRORS[type].status, type, message, options.retryAfter)
 }
 
 export const invalid = (message: string) => gatewayError('invalid_request', message)
 
-const rowOf = (type: string) => (GATEWAY_ERRORS as Record<string, (typeof GATEWAY_ERRORS)[GatewayErrorType] | undefined>)[type]
+const rowOf = (type: string) =>
+  (GATEWAY_ERRORS as Record<string, (typeof GATEWAY_ERRORS)[GatewayErrorType] | undefined>)[type]
 
 /** The canonical type of a failure known only by its HTTP status (the HTTP layer's, or a route's). */
 export function canonicalTypeOfStatus(status: number): GatewayErrorType {
@@ -60,10 +65,12 @@ export function canonicalTypeOfStatus(status: number): GatewayErrorType {
 }
 
 /** The Open Responses error type (its spec's Errors table) for a canonical type. */
-export const openResponsesErrorType = (type: string, status = 500): string => (rowOf(type) ?? GATEWAY_ERRORS[canonicalTypeOfStatus(status)]).openResponses
+export const openResponsesErrorType = (type: string, status = 500): string =>
+  (rowOf(type) ?? GATEWAY_ERRORS[canonicalTypeOfStatus(status)]).openResponses
 
 /** The Anthropic client's error type for a canonical type (or, failing that, for the status). */
-export const anthropicErrorType = (type: string | undefined, status: number): string => (rowOf(type ?? '') ?? GATEWAY_ERRORS[canonicalTypeOfStatus(status)]).anthropic
+export const anthropicErrorType = (type: string | undefined, status: number): string =>
+  (rowOf(type ?? '') ?? GATEWAY_ERRORS[canonicalTypeOfStatus(status)]).anthropic
 
 /** Whether another endpoint may succeed where this one failed. */
 export const retryable = (e: GatewayError) => e.status === 429 || e.status >= 500
@@ -73,7 +80,12 @@ export const retryable = (e: GatewayError) => e.status === 429 || e.status >= 50
  * it usually says what was wrong with the request; credentials never appear in it because Roster
  * never sends them in a body.
  */
-export function upstreamError(provider: string, status: number, body: string, retryAfter?: string | string[]): GatewayError {
+export function upstreamError(
+  provider: string,
+  status: number,
+  body: string,
+  retryAfter?: string | string[],
+): GatewayError {
   let detail = ''
   let kind = ''
   try {
@@ -83,17 +95,24 @@ export function upstreamError(provider: string, status: number, body: string, re
   } catch {}
   const said = detail ? `: ${detail}` : ''
   const after = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter
-  if (status === 429 || kind === 'rate_limit_error') return gatewayError('rate_limit_exceeded', `${provider} is rate limiting${said}`, { retryAfter: after })
-  if (/context[ _]length|context window|too many tokens|prompt is too long/i.test(detail) || kind === 'context_length_exceeded') {
+  if (status === 429 || kind === 'rate_limit_error')
+    return gatewayError('rate_limit_exceeded', `${provider} is rate limiting${said}`, { retryAfter: after })
+  if (
+    /context[ _]length|context window|too many tokens|prompt is too long/i.test(detail) ||
+    kind === 'context_length_exceeded'
+  ) {
     return gatewayError('context_length_exceeded', `${provider}: the input is longer than the model's context${said}`)
   }
   if (status === 400 || status === 422) return gatewayError('invalid_request', `${provider} refused the request${said}`)
   if (status === 401) return gatewayError('authentication', `${provider} refused Roster's credential`, { status: 502 })
-  if (status === 403) return gatewayError('permission_denied', `${provider} denied Roster's credential this request`, { status: 502 })
+  if (status === 403)
+    return gatewayError('permission_denied', `${provider} denied Roster's credential this request`, { status: 502 })
   if (status === 402) return gatewayError('payment_required', `${provider} asks for payment${said}`)
-  if (status === 404) return gatewayError('not_found', `${provider} does not know the configured model${said}`, { status: 502 })
+  if (status === 404)
+    return gatewayError('not_found', `${provider} does not know the configured model${said}`, { status: 502 })
   if (status === 413) return gatewayError('payload_too_large', `${provider} found the request too large${said}`)
-  if (status === 529 || status === 503 || kind === 'overloaded_error') return gatewayError('provider_overloaded', `${provider} is overloaded${said}`)
+  if (status === 529 || status === 503 || kind === 'overloaded_error')
+    return gatewayError('provider_overloaded', `${provider} is overloaded${said}`)
   if (status === 408 || status === 504) return gatewayError('timeout', `${provider} timed out${said}`)
   return gatewayError('provider_unavailable', `${provider} failed (${status})${said}`)
 }
@@ -128,7 +147,8 @@ export interface ZodIssueLike {
 export function explainIssue(issue: ZodIssueLike): { path: PropertyKey[]; message: string } {
   const generic = { path: issue.path, message: issue.message ?? 'is invalid' }
   if (issue.code === 'invalid_union' && issue.errors) {
-    const typeMismatch = (branch: ZodIssueLike[]) => branch.every((i) => i.code === 'invalid_type' && i.path.length === 0)
+    const typeMismatch = (branch: ZodIssueLike[]) =>
+      branch.every((i) => i.code === 'invalid_type' && i.path.length === 0)
     const matched = issue.errors.filter((branch) => branch.length > 0 && !typeMismatch(branch))
     if (matched.length === 1) {
       const inner = explainIssue(matched[0]![0]!)
@@ -150,4 +170,3 @@ export function explainIssue(issue: ZodIssueLike): { path: PropertyKey[]; messag
   }
   return generic
 }
-

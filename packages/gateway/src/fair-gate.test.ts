@@ -55,33 +55,35 @@ describe('FairGate', () => {
 
   it('never exceeds capacity or a share, and admits every call in the end (any interleaving)', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c'), fc.boolean()), { minLength: 1, maxLength: 60 }), async (ops) => {
-        const sut = new FairGate(3, 2)
-        const held: string[] = []
-        const pending: Promise<void>[] = []
-        let admitted = 0
-        const check = () => {
-          const counts = held.reduce<Record<string, number>>((m, t) => ((m[t] = (m[t] ?? 0) + 1), m), {})
-          expect(held.length).toBeLessThanOrEqual(3)
-          for (const n of Object.values(counts)) expect(n).toBeLessThanOrEqual(2)
-        }
-        for (const [tenant, release] of ops) {
-          if (release && held.length) sut.leave(held.shift()!)
-          const entered = sut.enter(tenant)
-          if (entered === true) {
-            held.push(tenant)
-            admitted++
+      fc.asyncProperty(
+        fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c'), fc.boolean()), { minLength: 1, maxLength: 60 }),
+        async (ops) => {
+          const sut = new FairGate(3, 2)
+          const held: string[] = []
+          const pending: Promise<void>[] = []
+          let admitted = 0
+          const check = () => {
+            const counts = held.reduce<Record<string, number>>((m, t) => ((m[t] = (m[t] ?? 0) + 1), m), {})
+            expect(held.length).toBeLessThanOrEqual(3)
+            for (const n of Object.values(counts)) expect(n).toBeLessThanOrEqual(2)
           }
-          else pending.push(entered.then(() => void (held.push(tenant), admitted++, check())))
-          check()
-        }
-        while (held.length || admitted < ops.length) {
-          if (held.length) sut.leave(held.shift()!)
-          await new Promise((r) => setImmediate(r))
-        }
-        await Promise.all(pending)
-        expect(admitted).toBe(ops.length)
-      }),
+          for (const [tenant, release] of ops) {
+            if (release && held.length) sut.leave(held.shift()!)
+            const entered = sut.enter(tenant)
+            if (entered === true) {
+              held.push(tenant)
+              admitted++
+            } else pending.push(entered.then(() => void (held.push(tenant), admitted++, check())))
+            check()
+          }
+          while (held.length || admitted < ops.length) {
+            if (held.length) sut.leave(held.shift()!)
+            await new Promise((r) => setImmediate(r))
+          }
+          await Promise.all(pending)
+          expect(admitted).toBe(ops.length)
+        },
+      ),
       { numRuns: 200 },
     )
   })

@@ -5,10 +5,33 @@ export { ProviderPreferences } from './routing.js'
 export type { TraceLogger } from './trace.js'
 export * from './presets.js'
 export { Cancellation } from './cancellation.js'
-export { GATEWAY_ERRORS, anthropicErrorType, describeIssues, explainIssue, gatewayError, openResponsesErrorType, type GatewayErrorType, type ZodIssueLike } from './errors.js'
+export {
+  GATEWAY_ERRORS,
+  anthropicErrorType,
+  describeIssues,
+  explainIssue,
+  gatewayError,
+  openResponsesErrorType,
+  type GatewayErrorType,
+  type ZodIssueLike,
+} from './errors.js'
 export { guardedLookup, isForbiddenAddress, readCapped, refusedLiteral } from './server-tools.js'
 export * from './wire.js'
 export type { DoorStream } from './doors/door.js'
-export { ChatCompletionRequest, ChatCompletionStream, chatReplyOptions, chatToNeutral, parseChatCompletionRequest, toChatCompletion } from './doors/chat-completions.js'
-export { MessagesRequest, MessagesStream, anthropicErrorBody, messagesToNeutral, parseMessagesRequest, toMessage } from './doors/messages.js'
+export {
+  ChatCompletionRequest,
+  ChatCompletionStream,
+  chatReplyOptions,
+  chatToNeutral,
+  parseChatCompletionRequest,
+  toChatCompletion,
+} from './doors/chat-completions.js'
+export {
+  MessagesRequest,
+  MessagesStream,
+  anthropicErrorBody,
+  messagesToNeutral,
+  parseMessagesRequest,
+  toMessage,
+} from './doors/messages.js'
 export { CompactRequest } from './compaction.js'

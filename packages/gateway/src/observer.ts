@@ -5,7 +5,15 @@ export interface GatewayObserver {
   /** One upstream call begins; what it returns is called once when the call ends. */
   upstream(call: UpstreamCall): (end: UpstreamCallEnd) => void
   /** One request ended (`outcome`: ok, cancelled, or the canonical error type). */
-  request(report: { model: string; provider: string; door: string; outcome: string; fallbacks: number; usage: Usage; cost: number }): void
+  request(report: {
+    model: string
+    provider: string
+    door: string
+    outcome: string
+    fallbacks: number
+    usage: Usage
+    cost: number
+  }): void
 }
 
 /** An upstream call as it starts: where it goes and what was asked of the model. */

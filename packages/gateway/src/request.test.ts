@@ -1,14 +1,40 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { maxToolSteps, parseResponsesRequest, partitionFromRoute, ResponsesFields, ResponsesRequest, sessionKey, tierPreference } from './request.js'
+import {
+  maxToolSteps,
+  parseResponsesRequest,
+  partitionFromRoute,
+  ResponsesFields,
+  ResponsesRequest,
+  sessionKey,
+  tierPreference,
+} from './request.js'
 
 const ok = (body: unknown) => ResponsesRequest.safeParse(body).success
-const issues = (body: unknown) => ResponsesRequest.safeParse(body).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`) ?? []
+const issues = (body: unknown) =>
+  ResponsesRequest.safeParse(body).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`) ?? []
 
 describe('the Responses request', () => {
   it('accepts what @openrouter/sdk sends, injected defaults included', () => {
-    expect(ok({ model: 'openai/gpt-4o-mini', input: 'Say hi', max_output_tokens: 32, service_tier: 'auto', store: false, stream: false })).toBe(true)
-    expect(ok({ model: 'm', input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }], service_tier: null, store: false, stream: true })).toBe(true)
+    expect(
+      ok({
+        model: 'openai/gpt-4o-mini',
+        input: 'Say hi',
+        max_output_tokens: 32,
+        service_tier: 'auto',
+        store: false,
+        stream: false,
+      }),
+    ).toBe(true)
+    expect(
+      ok({
+        model: 'm',
+        input: [{ role: 'user', content: [{ type: 'input_text', text: 'hi' }] }],
+        service_tier: null,
+        store: false,
+        stream: true,
+      }),
+    ).toBe(true)
   })
 
   it('accepts what the openai client sends, and fields it does not know', () => {
@@ -40,7 +66,15 @@ describe('the Responses request', () => {
     expect(ok({ ...base, stop: ['a', 'b', 'c', 'd'] })).toBe(true)
     expect(ok({ ...base, stop: ['a', 'b', 'c', 'd', 'e'] })).toBe(false)
     expect(ok({ ...base, stop_server_tools_when: [] })).toBe(false)
-    expect(ok({ ...base, stop_server_tools_when: [{ type: 'step_count_is', step_count: 3 }, { type: 'max_cost', max_cost_in_dollars: 0.5 }] })).toBe(true)
+    expect(
+      ok({
+        ...base,
+        stop_server_tools_when: [
+          { type: 'step_count_is', step_count: 3 },
+          { type: 'max_cost', max_cost_in_dollars: 0.5 },
+        ],
+      }),
+    ).toBe(true)
     expect(ok({ ...base, stop_server_tools_when: [{ type: 'step_count_is' }] })).toBe(false)
     expect(ok({ ...base, service_tier: 'ultrafast' })).toBe(true)
     expect(ok({ ...base, service_tier: 'turbo' })).toBe(false)
@@ -86,7 +120,16 @@ describe('checking only the fields a request carries', () => {
     {
       model: fc.oneof(fc.string({ maxLength: 3 }), fc.constant('m'.repeat(201)), fc.integer()),
       models: fc.array(fc.string({ maxLength: 3 }), { maxLength: 17 }),
-      input: fc.oneof(fc.string(), fc.array(fc.record({ role: fc.constantFrom('user', 'developer', 'robot'), content: fc.oneof(fc.string(), fc.constant(null), fc.integer()) }), { maxLength: 3 })),
+      input: fc.oneof(
+        fc.string(),
+        fc.array(
+          fc.record({
+            role: fc.constantFrom('user', 'developer', 'robot'),
+            content: fc.oneof(fc.string(), fc.constant(null), fc.integer()),
+          }),
+          { maxLength: 3 },
+        ),
+      ),
       stream: fc.oneof(fc.boolean(), fc.constant('yes')),
       max_tool_calls: fc.oneof(fc.integer({ min: -1, max: 40 }), fc.constant(null)),
       stop: fc.oneof(fc.string(), fc.array(fc.string(), { maxLength: 6 }), fc.constant(null)),
@@ -95,7 +138,10 @@ describe('checking only the fields a request carries', () => {
       previous_response_id: fc.oneof(fc.constant(null), fc.string()),
       service_tier: fc.constantFrom('auto', 'fast', 'ultrafast', 'turbo', null),
       temperature: fc.oneof(fc.double({ min: -1, max: 3, noNaN: true }), fc.constant(null)),
-      stop_server_tools_when: fc.array(fc.record({ type: fc.constantFrom('step_count_is', 'max_cost'), step_count: fc.integer({ min: 0, max: 3 }) }), { maxLength: 2 }),
+      stop_server_tools_when: fc.array(
+        fc.record({ type: fc.constantFrom('step_count_is', 'max_cost'), step_count: fc.integer({ min: 0, max: 3 }) }),
+        { maxLength: 2 },
+      ),
       debug: fc.record({ echo_upstream_body: fc.oneof(fc.boolean(), fc.constant(1)) }),
       preset: fc.string({ maxLength: 3 }),
       background: fc.jsonValue(),
@@ -122,7 +168,15 @@ describe('request helpers', () => {
   it('defaults max_tool_calls to 30 and ignores it when stop conditions are given', () => {
     expect(maxToolSteps(ResponsesRequest.parse({ model: 'm' }))).toBe(30)
     expect(maxToolSteps(ResponsesRequest.parse({ model: 'm', max_tool_calls: 4 }))).toBe(4)
-    expect(maxToolSteps(ResponsesRequest.parse({ model: 'm', max_tool_calls: 4, stop_server_tools_when: [{ type: 'step_count_is', step_count: 2 }] }))).toBeUndefined()
+    expect(
+      maxToolSteps(
+        ResponsesRequest.parse({
+          model: 'm',
+          max_tool_calls: 4,
+          stop_server_tools_when: [{ type: 'step_count_is', step_count: 2 }],
+        }),
+      ),
+    ).toBeUndefined()
   })
 
   it('maps service tiers, the deprecated route alias and the session key', () => {

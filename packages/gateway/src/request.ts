@@ -26,7 +26,11 @@ export const StopCondition = z.discriminatedUnion('type', [
  * A field the Open Responses schema lets a client send as null: null means "not given", so the rest
  * of Roster sees one absent value, never two.
  */
-const nullMeansAbsent = <T extends z.ZodType>(type: T) => type.nullable().transform((v) => v ?? undefined).optional()
+const nullMeansAbsent = <T extends z.ZodType>(type: T) =>
+  type
+    .nullable()
+    .transform((v) => v ?? undefined)
+    .optional()
 
 export const ServiceTier = z.enum(['auto', 'default', 'fast', 'flex', 'priority', 'scale', 'ultrafast'])
 
@@ -38,7 +42,10 @@ const FunctionTool = z.looseObject({
   strict: z.boolean().nullable().optional(),
 })
 /** Function tools are checked; other kinds pass here and are accepted or refused by name later. */
-const Tool = z.union([FunctionTool, z.looseObject({ type: z.string().min(1) }).refine((t) => t.type !== 'function', 'a function tool needs a name')])
+const Tool = z.union([
+  FunctionTool,
+  z.looseObject({ type: z.string().min(1) }).refine((t) => t.type !== 'function', 'a function tool needs a name'),
+])
 
 const ToolChoice = z.union([
   z.enum(['auto', 'none', 'required']),
@@ -67,93 +74,111 @@ export const isMessage = (item: InputItem): item is MessageInput =>
   typeof item.role === 'string' && (item.type === undefined || item.type === 'message')
 
 /** The input as items: a string is one user message. */
-export const inputItems = (input: ResponsesRequest['input']): InputItem[] => (typeof input === 'string' ? [{ role: 'user', content: input }] : (input ?? []))
+export const inputItems = (input: ResponsesRequest['input']): InputItem[] =>
+  typeof input === 'string' ? [{ role: 'user', content: input }] : (input ?? [])
 
 /** Every field with its limits, before the rules that tie fields together. */
 export const ResponsesFields = z.looseObject({
-    model: nullMeansAbsent(z.string().min(1).max(200)),
-    models: z.array(z.string().min(1).max(200)).max(16).optional(),
-    input: nullMeansAbsent(z.union([z.string(), z.array(InputItem)])),
-    instructions: z.string().nullable().optional(),
-    stream: z.boolean().default(false),
-    store: z.boolean().optional(),
-    max_output_tokens: z.int().min(1).nullable().optional(),
-    max_tool_calls: z.int().min(1).max(30).nullable().optional(),
-    stop_server_tools_when: z.array(StopCondition).min(1, 'give at least one condition').optional(),
-    stop: z.union([z.string(), z.array(z.string()).max(4, 'at most 4 stop sequences')]).nullable().optional(),
-    metadata: Metadata.nullable().optional(),
-    session_id: z.string().max(256).optional(),
-    user: z.string().max(256).optional(),
-    safety_identifier: z.string().max(64).nullable().optional(),
-    background: z
-      .boolean()
-      .nullable()
-      .refine((v) => v !== true, 'responses are not stored, so none runs in the background; stream it instead (stream: true)')
-      .optional(),
-    stream_options: z.looseObject({ include_obfuscation: z.boolean().optional() }).nullable().optional(),
-    previous_response_id: z
-      .unknown()
-      .refine((v) => v === null || v === undefined, 'responses are not stored, so previous_response_id must be null; send the whole conversation in input')
-      .optional(),
-    service_tier: ServiceTier.nullable().optional(),
-    temperature: z.number().min(0).max(2).nullable().optional(),
-    top_p: z.number().min(0).max(1).nullable().optional(),
-    top_k: z.int().min(0).optional(),
-    frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
-    presence_penalty: z.number().min(-2).max(2).nullable().optional(),
-    top_logprobs: z.int().min(0).max(20).nullable().optional(),
-    parallel_tool_calls: z.boolean().nullable().optional(),
-    tools: nullMeansAbsent(z.array(Tool).max(128)),
-    tool_choice: nullMeansAbsent(ToolChoice),
-    text: nullMeansAbsent(
-      z.looseObject({
-        format: nullMeansAbsent(z.looseObject({ type: z.enum(['text', 'json_object', 'json_schema']) })),
-        verbosity: z.enum(['low', 'medium', 'high', 'xhigh', 'max']).nullable().optional(),
-      }),
-    ),
-    reasoning: z
-      .looseObject({
-        effort: z.enum(['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none']).nullable().optional(),
-        summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional(),
-        enabled: z.boolean().nullable().optional(),
-        max_tokens: z.int().min(0).nullable().optional(),
-      })
-      .nullable()
-      .optional(),
-    include: z
-      .array(
-        z.enum([
-          'file_search_call.results',
-          'message.input_image.image_url',
-          'computer_call_output.output.image_url',
-          'reasoning.encrypted_content',
-          'code_interpreter_call.outputs',
-          'message.output_text.logprobs',
-        ]),
-      )
-      .nullable()
-      .optional(),
-    modalities: z.array(z.enum(['text', 'image'])).optional(),
-    image_config: z.record(z.string(), z.unknown()).optional(),
-    prompt_cache_key: z.string().max(256).nullable().optional(),
-    prompt_cache_options: z.looseObject({ mode: z.literal('explicit'), ttl: z.string().optional() }).nullable().optional(),
-    cache_control: z.looseObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() }).optional(),
-    provider: z.looseObject({}).nullable().optional(),
-    plugins: z.array(z.looseObject({ id: z.string().min(1) })).optional(),
-    /** The deprecated routing alias: fallback → provider.sort.partition "model", sort → "none". */
-    route: z.enum(['fallback', 'sort']).nullable().optional(),
-    trace: z.record(z.string(), z.unknown()).optional(),
-    truncation: z.enum(['auto', 'disabled']).nullable().optional(),
-    debug: z.looseObject({ echo_upstream_body: z.boolean().optional() }).optional(),
-    /** A preset by slug (also `model: "@preset/<slug>"` or `"<model>@preset/<slug>"`). */
-    preset: z.string().min(1).max(64).optional(),
-  })
+  model: nullMeansAbsent(z.string().min(1).max(200)),
+  models: z.array(z.string().min(1).max(200)).max(16).optional(),
+  input: nullMeansAbsent(z.union([z.string(), z.array(InputItem)])),
+  instructions: z.string().nullable().optional(),
+  stream: z.boolean().default(false),
+  store: z.boolean().optional(),
+  max_output_tokens: z.int().min(1).nullable().optional(),
+  max_tool_calls: z.int().min(1).max(30).nullable().optional(),
+  stop_server_tools_when: z.array(StopCondition).min(1, 'give at least one condition').optional(),
+  stop: z
+    .union([z.string(), z.array(z.string()).max(4, 'at most 4 stop sequences')])
+    .nullable()
+    .optional(),
+  metadata: Metadata.nullable().optional(),
+  session_id: z.string().max(256).optional(),
+  user: z.string().max(256).optional(),
+  safety_identifier: z.string().max(64).nullable().optional(),
+  background: z
+    .boolean()
+    .nullable()
+    .refine(
+      (v) => v !== true,
+      'responses are not stored, so none runs in the background; stream it instead (stream: true)',
+    )
+    .optional(),
+  stream_options: z.looseObject({ include_obfuscation: z.boolean().optional() }).nullable().optional(),
+  previous_response_id: z
+    .unknown()
+    .refine(
+      (v) => v === null || v === undefined,
+      'responses are not stored, so previous_response_id must be null; send the whole conversation in input',
+    )
+    .optional(),
+  service_tier: ServiceTier.nullable().optional(),
+  temperature: z.number().min(0).max(2).nullable().optional(),
+  top_p: z.number().min(0).max(1).nullable().optional(),
+  top_k: z.int().min(0).optional(),
+  frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
+  presence_penalty: z.number().min(-2).max(2).nullable().optional(),
+  top_logprobs: z.int().min(0).max(20).nullable().optional(),
+  parallel_tool_calls: z.boolean().nullable().optional(),
+  tools: nullMeansAbsent(z.array(Tool).max(128)),
+  tool_choice: nullMeansAbsent(ToolChoice),
+  text: nullMeansAbsent(
+    z.looseObject({
+      format: nullMeansAbsent(z.looseObject({ type: z.enum(['text', 'json_object', 'json_schema']) })),
+      verbosity: z.enum(['low', 'medium', 'high', 'xhigh', 'max']).nullable().optional(),
+    }),
+  ),
+  reasoning: z
+    .looseObject({
+      effort: z.enum(['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none']).nullable().optional(),
+      summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional(),
+      enabled: z.boolean().nullable().optional(),
+      max_tokens: z.int().min(0).nullable().optional(),
+    })
+    .nullable()
+    .optional(),
+  include: z
+    .array(
+      z.enum([
+        'file_search_call.results',
+        'message.input_image.image_url',
+        'computer_call_output.output.image_url',
+        'reasoning.encrypted_content',
+        'code_interpreter_call.outputs',
+        'message.output_text.logprobs',
+      ]),
+    )
+    .nullable()
+    .optional(),
+  modalities: z.array(z.enum(['text', 'image'])).optional(),
+  image_config: z.record(z.string(), z.unknown()).optional(),
+  prompt_cache_key: z.string().max(256).nullable().optional(),
+  prompt_cache_options: z
+    .looseObject({ mode: z.literal('explicit'), ttl: z.string().optional() })
+    .nullable()
+    .optional(),
+  cache_control: z.looseObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() }).optional(),
+  provider: z.looseObject({}).nullable().optional(),
+  plugins: z.array(z.looseObject({ id: z.string().min(1) })).optional(),
+  /** The deprecated routing alias: fallback → provider.sort.partition "model", sort → "none". */
+  route: z.enum(['fallback', 'sort']).nullable().optional(),
+  trace: z.record(z.string(), z.unknown()).optional(),
+  truncation: z.enum(['auto', 'disabled']).nullable().optional(),
+  debug: z.looseObject({ echo_upstream_body: z.boolean().optional() }).optional(),
+  /** A preset by slug (also `model: "@preset/<slug>"` or `"<model>@preset/<slug>"`). */
+  preset: z.string().min(1).max(64).optional(),
+})
 
 /** The rules that tie fields together. */
 function crossFieldRules(req: z.infer<typeof ResponsesFields>, ctx: z.RefinementCtx) {
-  if (req.model === undefined && !req.models?.length && !req.preset) ctx.addIssue({ code: 'custom', path: ['model'], message: 'give model, models or preset' })
+  if (req.model === undefined && !req.models?.length && !req.preset)
+    ctx.addIssue({ code: 'custom', path: ['model'], message: 'give model, models or preset' })
   if (req.debug?.echo_upstream_body && !req.stream) {
-    ctx.addIssue({ code: 'custom', path: ['debug', 'echo_upstream_body'], message: 'echo_upstream_body works with stream: true only' })
+    ctx.addIssue({
+      code: 'custom',
+      path: ['debug', 'echo_upstream_body'],
+      message: 'echo_upstream_body works with stream: true only',
+    })
   }
 }
 
@@ -169,7 +194,10 @@ export type ResponsesRequest = z.infer<typeof ResponsesRequest>
  * few sets for a given client; a client inventing new sets costs a schema each, and the cache is
  * bounded. Every door's request is parsed this way.
  */
-export function sparseParser<T>(shape: Record<string, z.ZodType>, refine?: (value: T, ctx: z.RefinementCtx) => void): (input: unknown) => z.ZodSafeParseResult<T> {
+export function sparseParser<T>(
+  shape: Record<string, z.ZodType>,
+  refine?: (value: T, ctx: z.RefinementCtx) => void,
+): (input: unknown) => z.ZodSafeParseResult<T> {
   const names = Object.keys(shape)
   // Each field's bit in a number, so a set of fields is one exact integer (53 bits hold them).
   if (names.length > 53) throw new Error('a sparse schema holds at most 53 fields')

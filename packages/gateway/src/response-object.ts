@@ -6,14 +6,19 @@ import type { OutputItem, ResponseObject } from './wire.js'
 // ResponseResource requires, null only where it allows null.
 
 /** The Response object: every key ResponseResource requires, null only where it allows null. */
-export function responseObject(run: Run, status: 'in_progress' | 'completed' | 'incomplete' | 'failed'): ResponseObject {
+export function responseObject(
+  run: Run,
+  status: 'in_progress' | 'completed' | 'incomplete' | 'failed',
+): ResponseObject {
   const { req, assembler } = run
   const done = status !== 'in_progress'
   const c = run.route.candidates[run.chosen]!
   const u = assembler.usage
   const cost = dollars(run.cost.input + run.cost.output)
   let text = ''
-  if (done) for (const o of assembler.output) if (o.type === 'message') for (const p of o.content) if (p.type === 'output_text') text += p.text
+  if (done)
+    for (const o of assembler.output)
+      if (o.type === 'message') for (const p of o.content) if (p.type === 'output_text') text += p.text
   const body: ResponseObject = {
     id: run.id,
     object: 'response',
@@ -24,17 +29,27 @@ export function responseObject(run: Run, status: 'in_progress' | 'completed' | '
     output: done ? (assembler.output as OutputItem[]) : [],
     output_text: text,
     error: null,
-    incomplete_details: status === 'incomplete' ? { reason: assembler.finish === 'length' ? 'max_output_tokens' : 'content_filter' } : null,
+    incomplete_details:
+      status === 'incomplete'
+        ? { reason: assembler.finish === 'length' ? 'max_output_tokens' : 'content_filter' }
+        : null,
     usage: done
       ? {
           input_tokens: u.input,
-          input_tokens_details: { cached_tokens: u.cached, ...(u.cacheWrite ? { cache_write_tokens: u.cacheWrite } : {}) },
+          input_tokens_details: {
+            cached_tokens: u.cached,
+            ...(u.cacheWrite ? { cache_write_tokens: u.cacheWrite } : {}),
+          },
           output_tokens: u.output,
           output_tokens_details: { reasoning_tokens: u.reasoning },
           total_tokens: u.input + u.output,
           cost,
           is_byok: false,
-          cost_details: { upstream_inference_cost: cost, upstream_inference_input_cost: dollars(run.cost.input), upstream_inference_output_cost: dollars(run.cost.output) },
+          cost_details: {
+            upstream_inference_cost: cost,
+            upstream_inference_input_cost: dollars(run.cost.input),
+            upstream_inference_output_cost: dollars(run.cost.output),
+          },
         }
       : null,
   }
@@ -53,7 +68,11 @@ function routingMetadata(run: Run): Record<string, unknown> {
   return {
     attempt: run.attempts,
     endpoints: {
-      available: run.route.candidates.map((k, i) => ({ model: k.model.id, provider: k.endpoint.provider, selected: i === run.chosen })),
+      available: run.route.candidates.map((k, i) => ({
+        model: k.model.id,
+        provider: k.endpoint.provider,
+        selected: i === run.chosen,
+      })),
       total: run.route.candidates.length,
     },
     generation_time: Math.round(performance.now() - run.started),
@@ -73,4 +92,5 @@ function routingMetadata(run: Run): Record<string, unknown> {
 export const dollars = (usd: number) => Number(usd.toPrecision(12))
 
 /** How a run that did not fail ended: cut short by the token limit or a content filter, or complete. */
-export const outcome = (run: Run) => (run.assembler.finish === 'length' || run.assembler.finish === 'content_filter' ? 'incomplete' : 'completed')
+export const outcome = (run: Run) =>
+  run.assembler.finish === 'length' || run.assembler.finish === 'content_filter' ? 'incomplete' : 'completed'

@@ -3,7 +3,13 @@ import { Catalogue } from './catalogue.js'
 import { Router } from './routing.js'
 import { ResponsesRequest } from './request.js'
 
-const endpoint = (provider: string, extra: object = {}) => ({ provider, protocol: 'openai-chat', base_url: `http://${provider}.test/v1`, upstream_model: 'm', ...extra })
+const endpoint = (provider: string, extra: object = {}) => ({
+  provider,
+  protocol: 'openai-chat',
+  base_url: `http://${provider}.test/v1`,
+  upstream_model: 'm',
+  ...extra,
+})
 const catalogue = Catalogue.parse({
   models: [
     {
@@ -18,7 +24,13 @@ const catalogue = Catalogue.parse({
         endpoint('gold', { tiers: ['ultrafast'] }),
       ],
     },
-    { id: 'a/two', name: 'two', context_length: 1000, pricing: { input: '0.0000005', output: '0.000001' }, endpoints: [endpoint('cheap')] },
+    {
+      id: 'a/two',
+      name: 'two',
+      context_length: 1000,
+      pricing: { input: '0.0000005', output: '0.000001' },
+      endpoints: [endpoint('cheap')],
+    },
     {
       id: 'a/plain',
       name: 'text only',
@@ -30,13 +42,16 @@ const catalogue = Catalogue.parse({
   ],
 })
 const req = (body: object) => ResponsesRequest.parse({ input: 'x', ...body })
-const providers = (r: { candidates: { endpoint: { provider: string } }[] }) => r.candidates.map((c) => c.endpoint.provider)
+const providers = (r: { candidates: { endpoint: { provider: string } }[] }) =>
+  r.candidates.map((c) => c.endpoint.provider)
 
 describe('Router', () => {
   it('refuses unknown models by name and spreads equal endpoints when there is no session', () => {
     const router = new Router(catalogue)
     expect(() => router.route(req({ model: 'a/one', models: ['nobody/x'] }), undefined)).toThrow(/nobody\/x/)
-    const firsts = new Set(Array.from({ length: 4 }, () => providers(router.route(req({ model: 'a/one' }), undefined))[0]))
+    const firsts = new Set(
+      Array.from({ length: 4 }, () => providers(router.route(req({ model: 'a/one' }), undefined))[0]),
+    )
     expect(firsts).toEqual(new Set(['red', 'green']))
   })
 
@@ -49,30 +64,64 @@ describe('Router', () => {
 
   it('applies only, ignore, order and allow_fallbacks', () => {
     const router = new Router(catalogue)
-    expect(providers(router.route(req({ model: 'a/one', provider: { only: ['green'] } }), undefined))).toEqual(['green'])
-    expect(providers(router.route(req({ model: 'a/one', provider: { ignore: ['red'] } }), undefined))).toEqual(['green'])
-    expect(providers(router.route(req({ model: 'a/one', provider: { order: ['green', 'red'] } }), undefined))).toEqual(['green', 'red'])
-    expect(providers(router.route(req({ model: 'a/one', provider: { order: ['red'], allow_fallbacks: false } }), undefined))).toEqual(['red'])
-    expect(() => router.route(req({ model: 'a/one', provider: { only: ['nobody'] } }), undefined)).toThrow(/no endpoint/)
-    expect(() => router.route(req({ model: 'a/one', provider: { order: 'red' } }), undefined)).toThrow(/\/provider order/)
+    expect(providers(router.route(req({ model: 'a/one', provider: { only: ['green'] } }), undefined))).toEqual([
+      'green',
+    ])
+    expect(providers(router.route(req({ model: 'a/one', provider: { ignore: ['red'] } }), undefined))).toEqual([
+      'green',
+    ])
+    expect(providers(router.route(req({ model: 'a/one', provider: { order: ['green', 'red'] } }), undefined))).toEqual([
+      'green',
+      'red',
+    ])
+    expect(
+      providers(router.route(req({ model: 'a/one', provider: { order: ['red'], allow_fallbacks: false } }), undefined)),
+    ).toEqual(['red'])
+    expect(() => router.route(req({ model: 'a/one', provider: { only: ['nobody'] } }), undefined)).toThrow(
+      /no endpoint/,
+    )
+    expect(() => router.route(req({ model: 'a/one', provider: { order: 'red' } }), undefined)).toThrow(
+      /\/provider order/,
+    )
   })
 
   it('sorts by price within a model, or across models with partition none; max_price filters per million tokens', () => {
     const router = new Router(catalogue)
-    expect(providers(router.route(req({ model: 'a/one', models: ['a/two'], provider: { sort: 'price' } }), undefined))).toEqual(['green', 'red', 'cheap'])
-    expect(providers(router.route(req({ model: 'a/one', models: ['a/two'], provider: { sort: { by: 'price', partition: 'none' } } }), undefined))).toEqual(['cheap', 'green', 'red'])
+    expect(
+      providers(router.route(req({ model: 'a/one', models: ['a/two'], provider: { sort: 'price' } }), undefined)),
+    ).toEqual(['green', 'red', 'cheap'])
+    expect(
+      providers(
+        router.route(
+          req({ model: 'a/one', models: ['a/two'], provider: { sort: { by: 'price', partition: 'none' } } }),
+          undefined,
+        ),
+      ),
+    ).toEqual(['cheap', 'green', 'red'])
     // The deprecated alias: route "sort" is partition "none".
-    expect(providers(router.route(req({ model: 'a/one', models: ['a/two'], route: 'sort', provider: { sort: 'price' } }), undefined))[0]).toBe('cheap')
-    expect(providers(router.route(req({ model: 'a/one', provider: { max_price: { prompt: 1.5 } } }), undefined))).toEqual(['green'])
+    expect(
+      providers(
+        router.route(req({ model: 'a/one', models: ['a/two'], route: 'sort', provider: { sort: 'price' } }), undefined),
+      )[0],
+    ).toBe('cheap')
+    expect(
+      providers(router.route(req({ model: 'a/one', provider: { max_price: { prompt: 1.5 } } }), undefined)),
+    ).toEqual(['green'])
   })
 
   it('sorts by measured latency, unmeasured endpoints first so they get measured', () => {
     const router = new Router(catalogue)
     const [red, green] = catalogue.models[0]!.endpoints
     router.stats.record(red!, 50)
-    expect(providers(router.route(req({ model: 'a/one', provider: { sort: 'latency' } }), undefined))).toEqual(['green', 'red'])
+    expect(providers(router.route(req({ model: 'a/one', provider: { sort: 'latency' } }), undefined))).toEqual([
+      'green',
+      'red',
+    ])
     router.stats.record(green!, 200)
-    expect(providers(router.route(req({ model: 'a/one', provider: { sort: 'latency' } }), undefined))).toEqual(['red', 'green'])
+    expect(providers(router.route(req({ model: 'a/one', provider: { sort: 'latency' } }), undefined))).toEqual([
+      'red',
+      'green',
+    ])
   })
 
   it('serves tiers: fast is priority, ultrafast prefers ultrafast then priority then default', () => {

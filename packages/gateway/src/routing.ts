@@ -9,7 +9,15 @@ import { partitionFromRoute, tierPreference, type ResponsesRequest } from './req
 // on a session's endpoint without talking to each other.
 
 /** USD per million tokens, as the official client's max_price fields are. */
-const PerMillion = z.union([z.number(), z.string().regex(/^\d+(\.\d+)?$/).transform(Number)]).pipe(z.number().min(0))
+const PerMillion = z
+  .union([
+    z.number(),
+    z
+      .string()
+      .regex(/^\d+(\.\d+)?$/)
+      .transform(Number),
+  ])
+  .pipe(z.number().min(0))
 
 export const ProviderPreferences = z.looseObject({
   order: z.array(z.string().min(1)).optional(),
@@ -19,7 +27,10 @@ export const ProviderPreferences = z.looseObject({
   sort: z
     .union([
       z.enum(['price', 'throughput', 'latency']),
-      z.looseObject({ by: z.enum(['price', 'throughput', 'latency']).optional(), partition: z.enum(['model', 'none']).nullable().optional() }),
+      z.looseObject({
+        by: z.enum(['price', 'throughput', 'latency']).optional(),
+        partition: z.enum(['model', 'none']).nullable().optional(),
+      }),
     ])
     .nullable()
     .optional(),
@@ -64,7 +75,15 @@ const price = (c: Candidate) => {
 
 /** Rendezvous hashing: each session gets a stable order of equally good endpoints. */
 const weight = (session: string, c: Candidate) =>
-  createHash('sha1').update(session).update('\0').update(c.model.id).update('\0').update(c.endpoint.provider).update(c.endpoint.base_url).digest().readUInt32BE(0)
+  createHash('sha1')
+    .update(session)
+    .update('\0')
+    .update(c.model.id)
+    .update('\0')
+    .update(c.endpoint.provider)
+    .update(c.endpoint.base_url)
+    .digest()
+    .readUInt32BE(0)
 
 /** What the request needs of a model beyond text. */
 function needsOf(req: ResponsesRequest): { tools: boolean; images: boolean } {
@@ -72,14 +91,18 @@ function needsOf(req: ResponsesRequest): { tools: boolean; images: boolean } {
   let images = false
   if (Array.isArray(req.input)) {
     images = (req.input as { content?: unknown }[]).some(
-      (item) => Array.isArray(item.content) && (item.content as { type?: string }[]).some((p) => p?.type === 'input_image'),
+      (item) =>
+        Array.isArray(item.content) && (item.content as { type?: string }[]).some((p) => p?.type === 'input_image'),
     )
   }
   return { tools, images }
 }
 
 const noEndpoint = (models: CatalogueModel[]) =>
-  gatewayError('not_found', `no endpoint of ${models.map((m) => m.id).join(', ')} matches the request's provider preferences and service tier`)
+  gatewayError(
+    'not_found',
+    `no endpoint of ${models.map((m) => m.id).join(', ')} matches the request's provider preferences and service tier`,
+  )
 
 export class Router {
   private turn = 0
@@ -96,14 +119,21 @@ export class Router {
   route(req: ResponsesRequest, session: string | undefined): Route {
     const names = [...new Set([req.model, ...(req.models ?? [])].filter((m): m is string => !!m))]
     const unknown = names.filter((n) => !this.byId.has(n))
-    if (unknown.length) throw invalid(`/${unknown.includes(req.model!) ? 'model' : 'models'} no model named ${unknown.join(', ')} is served here; GET /api/v1/models lists them`)
+    if (unknown.length)
+      throw invalid(
+        `/${unknown.includes(req.model!) ? 'model' : 'models'} no model named ${unknown.join(', ')} is served here; GET /api/v1/models lists them`,
+      )
     const named = names.map((n) => this.byId.get(n)!)
     // Only models that can serve what the request carries (tools, images) are candidates.
     const needs = needsOf(req)
-    const models = named.filter((m) => (!needs.tools || m.capabilities.tools) && (!needs.images || m.capabilities.images))
+    const models = named.filter(
+      (m) => (!needs.tools || m.capabilities.tools) && (!needs.images || m.capabilities.images),
+    )
     if (!models.length) {
       const what = [needs.tools && 'tools', needs.images && 'image input'].filter(Boolean).join(' and ')
-      throw invalid(`/model ${named.map((m) => m.id).join(', ')} cannot take ${what} (see capabilities in GET /api/v1/models)`)
+      throw invalid(
+        `/model ${named.map((m) => m.id).join(', ')} cannot take ${what} (see capabilities in GET /api/v1/models)`,
+      )
     }
     // The common case, one model with one endpoint and no preferences, has one answer per tier.
     if (models.length === 1 && models[0]!.endpoints.length === 1 && req.provider == null && req.route == null) {
@@ -114,7 +144,10 @@ export class Router {
         if (!endpoint.tiers.some((t) => tierPreference(req.service_tier).includes(t))) {
           throw noEndpoint(models)
         }
-        this.single.set(key, (route = { candidates: [{ model: models[0]!, endpoint }], strategy: 'direct', requested: models[0]!.id }))
+        this.single.set(
+          key,
+          (route = { candidates: [{ model: models[0]!, endpoint }], strategy: 'direct', requested: models[0]!.id }),
+        )
       }
       return route
     }
@@ -123,7 +156,8 @@ export class Router {
     if (!parsed.success) throw invalid(`/provider ${describeIssues(parsed.error)}`)
     const prefs = parsed.data
     const sortBy = typeof prefs.sort === 'string' ? prefs.sort : prefs.sort?.by
-    const partition = (typeof prefs.sort === 'object' ? prefs.sort?.partition : undefined) ?? partitionFromRoute(req.route) ?? 'model'
+    const partition =
+      (typeof prefs.sort === 'object' ? prefs.sort?.partition : undefined) ?? partitionFromRoute(req.route) ?? 'model'
     const tiers = tierPreference(req.service_tier)
     const allowFallbacks = prefs.allow_fallbacks !== false
 
@@ -143,14 +177,24 @@ export class Router {
       const i = prefs.order?.indexOf(c.endpoint.provider) ?? -1
       return i < 0 ? Infinity : i
     }
-    const measure = sortBy === 'price' ? price : sortBy === 'latency' ? (c: Candidate) => this.stats.latency(c.endpoint) : sortBy === 'throughput' ? (c: Candidate) => -this.stats.throughput(c.endpoint) : undefined
+    const measure =
+      sortBy === 'price'
+        ? price
+        : sortBy === 'latency'
+          ? (c: Candidate) => this.stats.latency(c.endpoint)
+          : sortBy === 'throughput'
+            ? (c: Candidate) => -this.stats.throughput(c.endpoint)
+            : undefined
     // Equal endpoints are spread: by the session (sticky), or in turn when there is none.
     const spread = session ? (c: Candidate) => -weight(session, c) : undefined
     const start = this.turn++
 
     const ordered = (group: Candidate[]) => {
       const n = group.length
-      const keyed = group.map((c, i) => ({ c, keys: [orderRank(c), tierRank(c), measure ? measure(c) : 0, spread ? spread(c) : (i - (start % n) + n) % n] }))
+      const keyed = group.map((c, i) => ({
+        c,
+        keys: [orderRank(c), tierRank(c), measure ? measure(c) : 0, spread ? spread(c) : (i - (start % n) + n) % n],
+      }))
       keyed.sort((a, b) => {
         for (let k = 0; k < a.keys.length; k++) if (a.keys[k] !== b.keys[k]) return a.keys[k]! - b.keys[k]!
         return 0
@@ -168,13 +212,15 @@ export class Router {
     if (!candidates.length) {
       throw noEndpoint(models)
     }
-    const strategy = [
-      prefs.order ? 'order' : undefined,
-      sortBy ? `sort:${sortBy}` : undefined,
-      partition === 'none' ? 'partition:none' : undefined,
-      session && !sortBy && !prefs.order ? 'sticky' : undefined,
-    ].filter(Boolean).join('+') || (candidates.length > 1 ? 'fallback' : 'direct')
+    const strategy =
+      [
+        prefs.order ? 'order' : undefined,
+        sortBy ? `sort:${sortBy}` : undefined,
+        partition === 'none' ? 'partition:none' : undefined,
+        session && !sortBy && !prefs.order ? 'sticky' : undefined,
+      ]
+        .filter(Boolean)
+        .join('+') || (candidates.length > 1 ? 'fallback' : 'direct')
     return { candidates, strategy, requested: names[0]! }
   }
 }
-

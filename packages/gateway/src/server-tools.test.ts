@@ -20,19 +20,68 @@ const tools = (allowPrivateNetworks: boolean) => serverTools({ allowPrivateNetwo
 
 describe('the addresses web_fetch connects to', () => {
   it('allows public IPv4 and IPv6 addresses', () => {
-    for (const a of ['8.8.8.8', '1.1.1.1', '93.184.216.34', '11.22.33.2', '100.63.255.255', '100.128.0.0', '172.32.0.1', '198.20.0.1', '223.255.255.255', '2606:4700:4700::1111', '2001:4860:4860::8888', '2a00:1450:4001::1']) {
+    for (const a of [
+      '8.8.8.8',
+      '1.1.1.1',
+      '93.184.216.34',
+      '11.22.33.2',
+      '100.63.255.255',
+      '100.128.0.0',
+      '172.32.0.1',
+      '198.20.0.1',
+      '223.255.255.255',
+      '2606:4700:4700::1111',
+      '2001:4860:4860::8888',
+      '2a00:1450:4001::1',
+    ]) {
       expect(isForbiddenAddress(a), a).toBe(false)
     }
   })
 
   it('refuses every private, loopback, link-local, shared, mapped and special-purpose range', () => {
     const refused = [
-      '0.0.0.0', '0.1.2.3', '10.0.0.1', '10.255.255.255', '100.64.0.1', '100.127.255.255', '127.0.0.1', '127.255.255.254', '169.254.169.254', '172.16.0.1',
-      '172.31.255.255', '192.0.0.8', '192.0.2.1', '192.88.99.1', '192.168.1.1', '198.18.0.1', '198.19.255.255', '198.51.100.7', '203.0.113.9', '224.0.0.1',
-      '239.255.255.250', '240.0.0.1', '255.255.255.255',
-      '::', '::1', '::127.0.0.1', '::ffff:127.0.0.1', '::ffff:8.8.8.8', '::ffff:169.254.169.254', '64:ff9b::a9fe:a9fe', '64:ff9b:1::1', '100::1', '2001::1',
-      '2001:db8::1', '2002:7f00:1::1', 'fc00::1', 'fd12:3456::1', 'fe80::1', 'fec0::1', 'ff02::1',
-      'localhost', 'not an address',
+      '0.0.0.0',
+      '0.1.2.3',
+      '10.0.0.1',
+      '10.255.255.255',
+      '100.64.0.1',
+      '100.127.255.255',
+      '127.0.0.1',
+      '127.255.255.254',
+      '169.254.169.254',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.0.0.8',
+      '192.0.2.1',
+      '192.88.99.1',
+      '192.168.1.1',
+      '198.18.0.1',
+      '198.19.255.255',
+      '198.51.100.7',
+      '203.0.113.9',
+      '224.0.0.1',
+      '239.255.255.250',
+      '240.0.0.1',
+      '255.255.255.255',
+      '::',
+      '::1',
+      '::127.0.0.1',
+      '::ffff:127.0.0.1',
+      '::ffff:8.8.8.8',
+      '::ffff:169.254.169.254',
+      '64:ff9b::a9fe:a9fe',
+      '64:ff9b:1::1',
+      '100::1',
+      '2001::1',
+      '2001:db8::1',
+      '2002:7f00:1::1',
+      'fc00::1',
+      'fd12:3456::1',
+      'fe80::1',
+      'fec0::1',
+      'ff02::1',
+      'localhost',
+      'not an address',
     ]
     for (const a of refused) expect(isForbiddenAddress(a), a).toBe(true)
   })
@@ -44,22 +93,39 @@ describe('server tools', () => {
     const out = (await datetime.run({ timezone: 'Europe/Paris' }, signal)) as any
     expect(Math.abs(Date.parse(out.datetime) - Date.now())).toBeLessThan(5_000)
     expect(out.timezone).toBe('Europe/Paris')
-    expect(await datetime.run({ timezone: 'Mars/Olympus' }, signal)).toMatchObject({ timezone: 'UTC', note: 'unknown time zone Mars/Olympus; UTC shown' })
+    expect(await datetime.run({ timezone: 'Mars/Olympus' }, signal)).toMatchObject({
+      timezone: 'UTC',
+      note: 'unknown time zone Mars/Olympus; UTC shown',
+    })
   })
 
   it('web_fetch refuses loopback, private and link-local addresses, by literal or by name, and other schemes', async () => {
     const fetch = tools(false).get('openrouter:web_fetch')!
-    for (const url of [`${origin}/page`, 'http://localhost:1/', 'http://[::1]:1/', 'http://10.1.2.3/', 'http://169.254.169.254/latest/meta-data', 'http://192.168.0.1/']) {
+    for (const url of [
+      `${origin}/page`,
+      'http://localhost:1/',
+      'http://[::1]:1/',
+      'http://10.1.2.3/',
+      'http://169.254.169.254/latest/meta-data',
+      'http://192.168.0.1/',
+    ]) {
       const out = (await fetch.run({ url }, signal)) as any
       expect(out.error, url).toMatch(/refused/)
     }
-    expect(await fetch.run({ url: 'file:///etc/passwd' }, signal)).toEqual({ error: 'only http and https URLs are fetched, not file:' })
+    expect(await fetch.run({ url: 'file:///etc/passwd' }, signal)).toEqual({
+      error: 'only http and https URLs are fetched, not file:',
+    })
     expect(await fetch.run({ url: 'not a url' }, signal)).toEqual({ error: 'url is not a valid URL' })
   })
 
   it('web_fetch (private networks allowed) follows redirects and truncates at the size limit', async () => {
     const fetch = tools(true).get('openrouter:web_fetch')!
-    expect(await fetch.run({ url: `${origin}/moved` }, signal)).toMatchObject({ status: 200, content: '<h1>hello from a page</h1>', truncated: false, url: `${origin}/page` })
+    expect(await fetch.run({ url: `${origin}/moved` }, signal)).toMatchObject({
+      status: 200,
+      content: '<h1>hello from a page</h1>',
+      truncated: false,
+      url: `${origin}/page`,
+    })
     const big = (await fetch.run({ url: `${origin}/big` }, signal)) as any
     expect(big.content).toHaveLength(2048)
     expect(big.truncated).toBe(true)

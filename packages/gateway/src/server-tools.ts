@@ -23,12 +23,17 @@ const datetime: ServerTool = {
   definition: {
     name: 'datetime',
     description: 'The current date and time, in an IANA time zone (UTC unless given).',
-    parameters: { type: 'object', properties: { timezone: { type: 'string', description: 'IANA time zone, e.g. Europe/Paris' } }, additionalProperties: false },
+    parameters: {
+      type: 'object',
+      properties: { timezone: { type: 'string', description: 'IANA time zone, e.g. Europe/Paris' } },
+      additionalProperties: false,
+    },
   },
   async run(args) {
     const asked = typeof args.timezone === 'string' && args.timezone ? args.timezone : 'UTC'
     const now = new Date()
-    const local = (timeZone: string) => new Intl.DateTimeFormat('sv-SE', { timeZone, dateStyle: 'short', timeStyle: 'medium' }).format(now)
+    const local = (timeZone: string) =>
+      new Intl.DateTimeFormat('sv-SE', { timeZone, dateStyle: 'short', timeStyle: 'medium' }).format(now)
     const base = { datetime: now.toISOString(), unix: Math.floor(now.getTime() / 1000) }
     try {
       return { ...base, timezone: asked, local: local(asked) }
@@ -44,16 +49,38 @@ const datetime: ServerTool = {
 // family: Node's BlockList applies an IPv4-mapped IPv6 rule (::ffff:0:0/96) to every IPv4 address,
 // so one list holding both refused every IPv4 host.
 const FORBIDDEN_V4 = [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.88.99.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24],
-  ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.88.99.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
 ] as const
 // ::/96 holds :: and ::1 and the old IPv4-compatible form; ::ffff:0:0/96 is IPv4-mapped (refused
 // whole, whatever it maps to); 64:ff9b::/96 and 64:ff9b:1::/48 translate to IPv4; 2001::/23 holds
 // Teredo and other protocol assignments; 2002::/16 is 6to4, which embeds an IPv4 address.
 const FORBIDDEN_V6 = [
-  ['::', 96], ['::ffff:0:0', 96], ['64:ff9b::', 96], ['64:ff9b:1::', 48], ['100::', 64], ['2001::', 23], ['2001:db8::', 32],
-  ['2002::', 16], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8],
+  ['::', 96],
+  ['::ffff:0:0', 96],
+  ['64:ff9b::', 96],
+  ['64:ff9b:1::', 48],
+  ['100::', 64],
+  ['2001::', 23],
+  ['2001:db8::', 32],
+  ['2002::', 16],
+  ['fc00::', 7],
+  ['fe80::', 10],
+  ['fec0::', 10],
+  ['ff00::', 8],
 ] as const
 const forbiddenV4 = new BlockList()
 for (const [net, bits] of FORBIDDEN_V4) forbiddenV4.addSubnet(net, bits, 'ipv4')
@@ -76,7 +103,8 @@ export class FetchRefused extends Error {}
  */
 export function refusedLiteral(hostname: string, options: { allowPrivateNetworks: boolean }): string | undefined {
   const host = hostname.replace(/^\[|\]$/g, '')
-  if (isIP(host) && isForbiddenAddress(host) && !options.allowPrivateNetworks) return `refused: ${host} is a private or loopback address`
+  if (isIP(host) && isForbiddenAddress(host) && !options.allowPrivateNetworks)
+    return `refused: ${host} is a private or loopback address`
   return undefined
 }
 
@@ -86,11 +114,19 @@ export function refusedLiteral(hostname: string, options: { allowPrivateNetworks
  * could answer differently. `hosts` answers some names with fixed addresses (tests map their
  * hostnames to the loopback).
  */
-export function guardedLookup(options: { allowPrivateNetworks: boolean; hosts?: Record<string, string> }): LookupFunction {
+export function guardedLookup(options: {
+  allowPrivateNetworks: boolean
+  hosts?: Record<string, string>
+}): LookupFunction {
   return (hostname, opts, callback) => {
     const decide = (list: LookupAddress[]) => {
       const bad = list.find((a) => isForbiddenAddress(a.address))
-      if (bad && !options.allowPrivateNetworks) return callback(new FetchRefused(`${hostname} resolves to ${bad.address}, a private or loopback address`), '', 0)
+      if (bad && !options.allowPrivateNetworks)
+        return callback(
+          new FetchRefused(`${hostname} resolves to ${bad.address}, a private or loopback address`),
+          '',
+          0,
+        )
       if (opts.all) return callback(null, list)
       callback(null, list[0]!.address, list[0]!.family)
     }
@@ -101,7 +137,10 @@ export function guardedLookup(options: { allowPrivateNetworks: boolean; hosts?: 
 }
 
 /** A response body as text, at most `maxBytes` of it (the rest is not read: the body is destroyed). */
-export async function readCapped(body: AsyncIterable<Buffer> & { destroy(): unknown }, maxBytes: number): Promise<{ text: string; truncated: boolean }> {
+export async function readCapped(
+  body: AsyncIterable<Buffer> & { destroy(): unknown },
+  maxBytes: number,
+): Promise<{ text: string; truncated: boolean }> {
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of body) {
@@ -126,7 +165,12 @@ function webFetch(options: WebFetchOptions): ServerTool {
     definition: {
       name: 'web_fetch',
       description: 'Fetches a public web page or file over HTTP(S) and returns its text (truncated when long).',
-      parameters: { type: 'object', properties: { url: { type: 'string', format: 'uri', description: 'http or https URL' } }, required: ['url'], additionalProperties: false },
+      parameters: {
+        type: 'object',
+        properties: { url: { type: 'string', format: 'uri', description: 'http or https URL' } },
+        required: ['url'],
+        additionalProperties: false,
+      },
     },
     async run(args, signal) {
       let url: URL
@@ -136,7 +180,8 @@ function webFetch(options: WebFetchOptions): ServerTool {
         return { error: 'url is not a valid URL' }
       }
       for (let hop = 0; hop <= 3; hop++) {
-        if (url.protocol !== 'http:' && url.protocol !== 'https:') return { error: `only http and https URLs are fetched, not ${url.protocol}` }
+        if (url.protocol !== 'http:' && url.protocol !== 'https:')
+          return { error: `only http and https URLs are fetched, not ${url.protocol}` }
         const refused = refusedLiteral(url.hostname, options)
         if (refused) return { error: refused }
         try {
@@ -155,10 +200,17 @@ function webFetch(options: WebFetchOptions): ServerTool {
             continue
           }
           const { text, truncated } = await readCapped(res.body, options.maxBytes)
-          return { url: url.href, status: res.statusCode, content_type: String(res.headers['content-type'] ?? ''), content: text, truncated }
+          return {
+            url: url.href,
+            status: res.statusCode,
+            content_type: String(res.headers['content-type'] ?? ''),
+            content: text,
+            truncated,
+          }
         } catch (err) {
           const cause = (err as { cause?: unknown }).cause ?? err
-          if (cause instanceof FetchRefused || err instanceof FetchRefused) return { error: `refused: ${(cause as Error).message}` }
+          if (cause instanceof FetchRefused || err instanceof FetchRefused)
+            return { error: `refused: ${(cause as Error).message}` }
           return { error: `fetch failed: ${(err as Error).message}` }
         }
       }

@@ -75,7 +75,11 @@ function openStream(run: Run) {
   live.opened = true
   live.sink.open()
   const door = run.opts.doorStream
-  if (door) return write(live, door.open({ id: run.id, model: run.route.candidates[run.chosen]!.model.id, createdAt: run.createdAt }))
+  if (door)
+    return write(
+      live,
+      door.open({ id: run.id, model: run.route.candidates[run.chosen]!.model.id, createdAt: run.createdAt }),
+    )
   // The first byte waits on this: the starting Response is serialized once for both events.
   const response = JSON.stringify(responseObject(run, 'in_progress'))
   send(live, 'response.created', `{"type":"response.created","response":${response}}`)
@@ -135,7 +139,12 @@ export function failStream(run: Run, err: GatewayError) {
   }
   // The official client reads code, message and param at the top; the schema's ErrorStreamingEvent
   // wants them in `error` with the Open Responses type. Both are sent.
-  const payload = { type: openResponsesErrorType(err.errorType, err.status), code: err.errorType, message: err.message, param: null }
+  const payload = {
+    type: openResponsesErrorType(err.errorType, err.status),
+    code: err.errorType,
+    message: err.message,
+    param: null,
+  }
   writeOpenResponses(run, { type: 'error', code: err.errorType, message: err.message, param: null, error: payload })
   writeOpenResponses(run, { type: 'response.failed', response: failed })
   finishStream(sink)

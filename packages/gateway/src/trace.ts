@@ -12,7 +12,8 @@ export interface TraceLogger {
 const KNOWN = ['trace_id', 'trace_name', 'span_name', 'generation_name', 'parent_span_id'] as const
 
 /** A W3C trace id: the caller's when it is one, else a stable digest of whatever they gave. */
-const w3cTraceId = (id: string) => (/^[0-9a-f]{32}$/.test(id) ? id : createHash('sha256').update(id).digest('hex').slice(0, 32))
+const w3cTraceId = (id: string) =>
+  /^[0-9a-f]{32}$/.test(id) ? id : createHash('sha256').update(id).digest('hex').slice(0, 32)
 
 export function traceOf(req: ResponsesRequest) {
   const t = req.trace

@@ -16,7 +16,14 @@ beforeAll(async () => {
   server = createServer((req, res) => answer(req, res))
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   const { port } = server.address() as { port: number }
-  endpoint = Endpoint.parse({ provider: 'local', protocol: 'openai-chat', base_url: `http://127.0.0.1:${port}/v1`, upstream_model: 'm', api_key_env: 'SIM_KEY', timeout_ms: 300 })
+  endpoint = Endpoint.parse({
+    provider: 'local',
+    protocol: 'openai-chat',
+    base_url: `http://127.0.0.1:${port}/v1`,
+    upstream_model: 'm',
+    api_key_env: 'SIM_KEY',
+    timeout_ms: 300,
+  })
 })
 afterAll(async () => {
   await upstream.close()
@@ -24,8 +31,13 @@ afterAll(async () => {
   await new Promise<void>((r) => server.close(() => r()))
 })
 
-const call = (hooks: Parameters<Upstream['call']>[3] = {}) => upstream.call(endpoint, openaiChat, { hello: 'there' }, hooks)
-const failure = (p: Promise<unknown>) => p.then(() => Promise.reject(new Error('expected a failure')), (err: unknown) => err)
+const call = (hooks: Parameters<Upstream['call']>[3] = {}) =>
+  upstream.call(endpoint, openaiChat, { hello: 'there' }, hooks)
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => Promise.reject(new Error('expected a failure')),
+    (err: unknown) => err,
+  )
 
 describe('Upstream', () => {
   it('posts the body with the credential from the environment and answers the whole reply', async () => {
@@ -46,7 +58,10 @@ describe('Upstream', () => {
   })
 
   it('answers an error status as the canonical error, keeping Retry-After', async () => {
-    answer = (_req, res) => res.writeHead(429, { 'retry-after': '7', 'content-type': 'application/json' }).end('{"error":{"message":"slow down"}}')
+    answer = (_req, res) =>
+      res
+        .writeHead(429, { 'retry-after': '7', 'content-type': 'application/json' })
+        .end('{"error":{"message":"slow down"}}')
     const err = (await failure(call())) as GatewayError
     expect(err).toBeInstanceOf(GatewayError)
     expect([err.status, err.errorType, err.retryAfter]).toEqual([429, 'rate_limit_exceeded', '7'])

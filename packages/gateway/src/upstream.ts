@@ -62,10 +62,18 @@ export class Upstream {
     const target = this.target(endpoint, adapter)
     const tenant = hooks.tenant ?? ANONYMOUS
     const entered = target.gate.enter(tenant, hooks.cancel)
-    return entered === true ? this.send(target, endpoint, body, hooks, tenant) : entered.then(() => this.send(target, endpoint, body, hooks, tenant))
+    return entered === true
+      ? this.send(target, endpoint, body, hooks, tenant)
+      : entered.then(() => this.send(target, endpoint, body, hooks, tenant))
   }
 
-  private send(target: Target, endpoint: Endpoint, body: object, hooks: CallHooks, tenant: string): Promise<Buffer | undefined> {
+  private send(
+    target: Target,
+    endpoint: Endpoint,
+    body: object,
+    hooks: CallHooks,
+    tenant: string,
+  ): Promise<Buffer | undefined> {
     return new Promise((resolve, reject) => {
       const handler = new UpstreamCall(endpoint, hooks, resolve, reject, () => target.gate.leave(tenant))
       target.pool.dispatch(
@@ -190,8 +198,19 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
 
   onResponseEnd() {
     if (this.status >= 400) {
-      this.settle(undefined, upstreamError(this.endpoint.provider, this.status, Buffer.concat(this.chunks).toString('utf8'), this.retryAfter))
-    } else this.settle(this.hooks.onChunk ? undefined : this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks))
+      this.settle(
+        undefined,
+        upstreamError(
+          this.endpoint.provider,
+          this.status,
+          Buffer.concat(this.chunks).toString('utf8'),
+          this.retryAfter,
+        ),
+      )
+    } else
+      this.settle(
+        this.hooks.onChunk ? undefined : this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks),
+      )
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error) {

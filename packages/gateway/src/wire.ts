@@ -64,7 +64,11 @@ export interface ResponseUsage {
   total_tokens: number
   cost: number
   is_byok: boolean
-  cost_details: { upstream_inference_cost: number; upstream_inference_input_cost: number; upstream_inference_output_cost: number }
+  cost_details: {
+    upstream_inference_cost: number
+    upstream_inference_input_cost: number
+    upstream_inference_output_cost: number
+  }
 }
 
 export interface ResponseObject {
@@ -109,17 +113,32 @@ export type ItemEvent =
   | ({ type: 'response.output_text.done'; text: string; logprobs: LogProb[] } & PartAt)
   | ({ type: 'response.refusal.delta'; delta: string } & PartAt)
   | ({ type: 'response.refusal.done'; refusal: string } & PartAt)
-  | ({ type: 'response.reasoning_summary_part.added' | 'response.reasoning_summary_part.done'; part: SummaryText } & SummaryAt)
+  | ({
+      type: 'response.reasoning_summary_part.added' | 'response.reasoning_summary_part.done'
+      part: SummaryText
+    } & SummaryAt)
   | ({ type: 'response.reasoning_summary_text.delta'; delta: string } & SummaryAt)
   | ({ type: 'response.reasoning_summary_text.done'; text: string } & SummaryAt)
   | { type: 'response.function_call_arguments.delta'; item_id: string; output_index: number; delta: string }
-  | { type: 'response.function_call_arguments.done'; item_id: string; output_index: number; name: string; arguments: string }
+  | {
+      type: 'response.function_call_arguments.done'
+      item_id: string
+      output_index: number
+      name: string
+      arguments: string
+    }
 
 /** The events that begin and end a stream, around the items'. */
 export type StreamEvent =
   | ItemEvent
   | { type: 'response.completed' | 'response.incomplete' | 'response.failed'; response: ResponseObject }
-  | { type: 'error'; code: string; message: string; param: null; error: { type: string; code: string; message: string; param: null } }
+  | {
+      type: 'error'
+      code: string
+      message: string
+      param: null
+      error: { type: string; code: string; message: string; param: null }
+    }
 
 /** Why the model stopped, in the terms every door maps from. */
 export type StopReason = 'stop' | 'tool_calls' | 'length' | 'content_filter'

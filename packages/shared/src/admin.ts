@@ -5,9 +5,16 @@ import { QUOTA_SHARDS } from './interns/quota.js'
 
 // Operator actions behind the admin CLI; test factories use them too.
 
-export async function createAccount(db: Db, opts: { inProgramme?: boolean; lifecycleWrites?: boolean; vaultWrites?: boolean } = {}) {
+export async function createAccount(
+  db: Db,
+  opts: { inProgramme?: boolean; lifecycleWrites?: boolean; vaultWrites?: boolean } = {},
+) {
   const account = await db.account.create({
-    data: { inProgramme: opts.inProgramme ?? true, lifecycleWrites: opts.lifecycleWrites ?? true, vaultWrites: opts.vaultWrites ?? true },
+    data: {
+      inProgramme: opts.inProgramme ?? true,
+      lifecycleWrites: opts.lifecycleWrites ?? true,
+      vaultWrites: opts.vaultWrites ?? true,
+    },
   })
   return { account_id: account.id }
 }
@@ -20,7 +27,9 @@ export async function setVaultWrites(db: Db, opts: { accountId: string; on: bool
 }
 
 export async function createWorkspace(db: Db, opts: { accountId: string; internsEnabled?: boolean }) {
-  const ws = await db.workspace.create({ data: { accountId: opts.accountId, internsEnabled: opts.internsEnabled ?? true } })
+  const ws = await db.workspace.create({
+    data: { accountId: opts.accountId, internsEnabled: opts.internsEnabled ?? true },
+  })
   return { workspace_id: ws.id }
 }
 
@@ -47,7 +56,8 @@ export async function createApiKey(db: Db, opts: CreateKeyOptions) {
   if (opts.kind === 'user' && !opts.userId) throw new AppError('invalid_body', 'a user key needs --user')
   if (opts.kind === 'intern' && !opts.internId) throw new AppError('invalid_body', 'an intern key needs --intern')
   if (opts.kind !== 'user' && opts.userId) throw new AppError('invalid_body', `a ${opts.kind} key acts for no user`)
-  if (opts.kind !== 'intern' && opts.internId) throw new AppError('invalid_body', `a ${opts.kind} key belongs to no intern`)
+  if (opts.kind !== 'intern' && opts.internId)
+    throw new AppError('invalid_body', `a ${opts.kind} key belongs to no intern`)
   if (opts.userId) {
     const user = await db.user.findUnique({ where: { id: opts.userId } })
     if (user?.workspaceId !== opts.workspaceId) throw new AppError('not_found', 'no such user in that workspace')
@@ -58,7 +68,14 @@ export async function createApiKey(db: Db, opts: CreateKeyOptions) {
   }
   const { plaintext, hash, prefix } = generateApiKey()
   const key = await db.apiKey.create({
-    data: { kind: opts.kind, workspaceId: opts.workspaceId, userId: opts.userId ?? null, internId: opts.internId ?? null, hash: new Uint8Array(hash), prefix },
+    data: {
+      kind: opts.kind,
+      workspaceId: opts.workspaceId,
+      userId: opts.userId ?? null,
+      internId: opts.internId ?? null,
+      hash: new Uint8Array(hash),
+      prefix,
+    },
   })
   return { key_id: key.id, key: plaintext }
 }
@@ -71,5 +88,10 @@ export async function bootstrap(db: Db) {
   const user = await createApiKey(db, { kind: 'user', workspaceId: workspace_id, userId: user_id })
   const organization = await createApiKey(db, { kind: 'organization', workspaceId: workspace_id })
   const management = await createApiKey(db, { kind: 'management', workspaceId: workspace_id })
-  return { account_id, workspace_id, user_id, keys: { user: user.key, organization: organization.key, management: management.key } }
+  return {
+    account_id,
+    workspace_id,
+    user_id,
+    keys: { user: user.key, organization: organization.key, management: management.key },
+  }
 }

@@ -11,7 +11,11 @@ describe('loadConfig', () => {
   })
 
   it('coerces numbers and lists, and treats empty strings as unset', () => {
-    const sut = loadConfig(ApiConfig, { PORT: '8080', REGIONAL_HOSTS: 'EU.example.com, us.example.com,', INTERN_LIMIT_PER_MEMBER: '' })
+    const sut = loadConfig(ApiConfig, {
+      PORT: '8080',
+      REGIONAL_HOSTS: 'EU.example.com, us.example.com,',
+      INTERN_LIMIT_PER_MEMBER: '',
+    })
     expect(sut.PORT).toBe(8080)
     expect(sut.REGIONAL_HOSTS).toEqual(['eu.example.com', 'us.example.com'])
     expect(sut.INTERN_LIMIT_PER_MEMBER).toBe(100)
@@ -27,20 +31,29 @@ describe('loadConfig', () => {
   it('names every bad variable, and never echoes a key', () => {
     let error: unknown
     try {
-      loadConfig(WorkerConfig, { PORT: 'x', DATABASE_URL: 'mysql://x', VAULT_MASTER_KEY: 'short-secret', QUEUE_PREFIX: 'roster', INTERNS_DOMAIN: 'Bad_Domain' })
+      loadConfig(WorkerConfig, {
+        PORT: 'x',
+        DATABASE_URL: 'mysql://x',
+        VAULT_MASTER_KEY: 'short-secret',
+        QUEUE_PREFIX: 'roster',
+        INTERNS_DOMAIN: 'Bad_Domain',
+      })
     } catch (err) {
       error = err
     }
     expect(error).toBeInstanceOf(ConfigError)
     const message = (error as ConfigError).message
-    for (const name of ['DATABASE_URL', 'VAULT_MASTER_KEY', 'QUEUE_PREFIX', 'INTERNS_DOMAIN']) expect(message).toContain(name)
+    for (const name of ['DATABASE_URL', 'VAULT_MASTER_KEY', 'QUEUE_PREFIX', 'INTERNS_DOMAIN'])
+      expect(message).toContain(name)
     expect(message).not.toContain('short-secret')
   })
 
   it('takes TRUST_PROXY as a switch or a list of addresses, ranges and named ranges, and refuses anything else by name', () => {
     expect(loadConfig(ApiConfig, {}).TRUST_PROXY).toBe(false)
     expect(loadConfig(ApiConfig, { TRUST_PROXY: 'true' }).TRUST_PROXY).toBe(true)
-    expect(loadConfig(ApiConfig, { TRUST_PROXY: 'loopback, 10.0.0.0/8,::1' }).TRUST_PROXY).toBe('loopback, 10.0.0.0/8,::1')
+    expect(loadConfig(ApiConfig, { TRUST_PROXY: 'loopback, 10.0.0.0/8,::1' }).TRUST_PROXY).toBe(
+      'loopback, 10.0.0.0/8,::1',
+    )
     expect(() => loadConfig(ApiConfig, { TRUST_PROXY: 'loopback,garbage' })).toThrow(/TRUST_PROXY: .*bad: garbage/)
   })
 })

@@ -4,12 +4,13 @@ import { listenerSettings } from './listener-limits.js'
 
 // One schema per process, parsed once at start-up. This is the only module that reads process.env.
 
-const flag = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'])
-  .transform((v) => v === 'true' || v === '1' || v === 'yes')
-const list = z
-  .string()
-  .transform((v) => v.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))
+const flag = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes')
+const list = z.string().transform((v) =>
+  v
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean),
+)
 const port = z.coerce.number().int().min(0).max(65535)
 const ms = z.coerce.number().int().positive()
 /** The credential the workers present to the runtime host's control API (shared by both). */
@@ -50,7 +51,10 @@ const metricsSettings = {
   METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   METRICS_PORT: port.default(0),
   /** OpenTelemetry traces over OTLP/HTTP to this collector (the SDK reads its other OTEL_* settings itself); unset: none. */
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.url().refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL').optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .url()
+    .refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL')
+    .optional(),
 }
 
 const shared = {
@@ -68,18 +72,27 @@ const shared = {
     .string()
     .optional()
     .transform((v, ctx) => {
-      const nodes = (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+      const nodes = (v ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean)
       if (!nodes.length) return undefined
       const parsed = nodes.map((n) => /^(\[[0-9a-fA-F:]+\]|[^:\s]+):(\d{1,5})$/.exec(n))
       const bad = nodes.filter((_, i) => !parsed[i] || Number(parsed[i]![2]) > 65535)
       if (bad.length) {
-        ctx.addIssue({ code: 'custom', message: `must be host:port entries separated by commas (bad: ${bad.join(', ')})` })
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be host:port entries separated by commas (bad: ${bad.join(', ')})`,
+        })
         return z.NEVER
       }
       return parsed.map((m) => ({ host: m![1]!.replace(/^\[|\]$/g, ''), port: Number(m![2]) }))
     }),
   /** BullMQ key prefix. The braces are a Redis Cluster hash tag: every queue key lands in one slot. */
-  QUEUE_PREFIX: z.string().regex(/^\{[^{}]+\}$/, 'must be a hash tag such as {roster}').default('{roster}'),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^\{[^{}]+\}$/, 'must be a hash tag such as {roster}')
+    .default('{roster}'),
   LOG_LEVEL: logLevel,
   ...metricsSettings,
 }
@@ -90,7 +103,10 @@ const egressHosts = z
   .default('')
   .transform((v, ctx) => {
     const map: Record<string, string> = {}
-    for (const pair of v.split(',').map((p) => p.trim()).filter(Boolean)) {
+    for (const pair of v
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)) {
       const [name, address] = pair.split('=')
       if (!name || !address) ctx.addIssue({ code: 'custom', message: `${pair} is not name=address` })
       else map[name.toLowerCase()] = address
@@ -119,7 +135,11 @@ const fairUseSettings = {
   /** Requests one key may make per minute, counted across every API process (Redis); 0 (the default): no limit. */
   KEY_REQUESTS_PER_MINUTE: z.coerce.number().int().min(0).default(0),
   /** Request-body bytes all clients of one process may have in flight; past it 503 overloaded. */
-  REQUEST_BODY_BYTES: z.coerce.number().int().min(1024 * 1024).default(256 * 1024 * 1024),
+  REQUEST_BODY_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(256 * 1024 * 1024),
   /** Connections to one provider origin, and how many of them one key's calls may hold (the rest wait, keys served in turn). */
   UPSTREAM_CONNECTIONS: z.coerce.number().int().min(1).max(10_000).default(256),
   UPSTREAM_CONNECTIONS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(64),
@@ -128,7 +148,11 @@ const fairUseSettings = {
   WS_CONNECTIONS: z.coerce.number().int().min(1).default(512),
   /** Requests one WebSocket connection may have waiting behind the one being answered, and the bytes all of them may hold in one process. */
   WS_WAITING_MESSAGES: z.coerce.number().int().min(0).max(64).default(16),
-  WS_WAITING_BYTES: z.coerce.number().int().min(1024 * 1024).default(64 * 1024 * 1024),
+  WS_WAITING_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024 * 1024)
+    .default(64 * 1024 * 1024),
   /** An idle WebSocket (no request running or waiting) is closed after this long; every connection is pinged this often and closed if it does not answer. */
   WS_IDLE_TIMEOUT_MS: ms.default(300_000),
   WS_PING_MS: ms.default(30_000),
@@ -147,81 +171,99 @@ const fairUseSettings = {
     .transform((v, ctx): boolean | string => {
       if (v === undefined || v === '' || v === 'false') return false
       if (v === 'true') return true
-      const bad = v.split(',').map((s) => s.trim()).filter((s) => !['loopback', 'linklocal', 'uniquelocal'].includes(s) && !isIP(s.replace(/\/\d{1,3}$/, '')))
+      const bad = v
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => !['loopback', 'linklocal', 'uniquelocal'].includes(s) && !isIP(s.replace(/\/\d{1,3}$/, '')))
       if (bad.length) {
-        ctx.addIssue({ code: 'custom', message: `must be true, false, or addresses and ranges (or loopback, linklocal, uniquelocal) separated by commas (bad: ${bad.join(', ')})` })
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be true, false, or addresses and ranges (or loopback, linklocal, uniquelocal) separated by commas (bad: ${bad.join(', ')})`,
+        })
         return z.NEVER
       }
       return v
     }),
 }
 
-export const ApiConfig = z.object({
-  ...shared,
-  HOST: z.string().min(1).default('127.0.0.1'),
-  PORT: port.default(3000),
-  VAULT_MASTER_KEY: masterKey,
-  /** Host names (no port) on which intern operations are refused with 403. */
-  REGIONAL_HOSTS: list.default([]),
-  /** Deadline of POST /interns; past it the caller gets 408 and may retry with the same key. */
-  INTERN_CREATE_DEADLINE_MS: ms.default(10_000),
-  /** Interns one member may own in a workspace; past it creation answers 409 intern_limit_reached. */
-  INTERN_LIMIT_PER_MEMBER: z.coerce.number().int().positive().default(100),
-  /** How long vault creation waits for the keyring before answering 502 upstream_unavailable. */
-  VAULT_LOCK_TIMEOUT_MS: ms.default(2_000),
-  /** How long a resolved API key is trusted before it is looked up again (revocation delay). */
-  AUTH_CACHE_MS: z.coerce.number().int().min(0).default(5_000),
-  /** Path of the model catalogue (JSON); unset serves no models. */
-  MODEL_CATALOGUE: z.string().min(1).optional(),
-  /** The web_fetch server tool refuses private, loopback and link-local addresses unless `allow`. */
-  WEB_FETCH_PRIVATE_NETWORKS: z.enum(['refuse', 'allow']).default('refuse'),
-  /** Largest body web_fetch reads (longer ones are truncated), and its time limit. */
-  WEB_FETCH_MAX_BYTES: z.coerce.number().int().min(1024).max(10 * 1024 * 1024).default(256 * 1024),
-  WEB_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
-  /** An open stream waiting on a server tool gets an SSE comment this often (for idle timeouts on the way). */
-  STREAM_KEEPALIVE_MS: z.coerce.number().int().min(10).max(600_000).default(10_000),
-  /** Longest an intern row read for a poller is reused; change events evict it sooner (0: off). */
-  INTERN_CACHE_MS: z.coerce.number().int().min(0).default(1_000),
-  /** The fleet's credential: runtime hosts present it to join (the API gives each its own credential then). */
-  RUNTIME_TOKEN: runtimeToken.optional(),
-  /** Longest one chat request streams before it ends with a timeout error. */
-  CHAT_REQUEST_BUDGET_MS: ms.default(300_000),
-  /**
-   * Shutting down (SIGTERM), how long the chat turns this process relays may still run before each
-   * is ended with a stream_severed chunk; the process exits at the latest 2 s after.
-   */
-  SHUTDOWN_GRACE_MS: ms.default(8_000),
-  /**
-   * The name of the tool call a paused intern run streams: the API description's
-   * `service.provide_input`, or `openrouter.provide_input`, the only one @openrouter/sdk's
-   * client.interns.chat accepts. Replies may name either.
-   */
-  /** How long the chat route waits for the runtime host to answer a prompt or a reply (then 504 timeout, before any stream). */
-  RUNTIME_ANSWER_TIMEOUT_MS: ms.default(30_000),
-  /**
-   * A chat for an intern the fleet is moving (its host died or drains) waits this long for it to
-   * run on its new host, instead of failing at once; 0: no wait (409 intern_not_ready / 502 at once).
-   */
-  CHAT_MOVE_WAIT_MS: ms.default(45_000),
-  /** Chat turns (prompts and answers) one user, or one organization key's account, may start per minute; 0: no limit. */
-  CHAT_TURNS_PER_MINUTE: z.coerce.number().int().min(0).default(600),
-  INTERN_PROVIDE_INPUT_NAME: z.enum(['service.provide_input', 'openrouter.provide_input']).default('service.provide_input'),
-  ...listenerSettings,
-  ...fairUseSettings,
-  ...fleetSettings,
-  /** Interns' requests that carry secrets are made from the API tier: private addresses refused unless `allow`. */
-  EGRESS_PRIVATE_NETWORKS: z.enum(['refuse', 'allow']).default('refuse'),
-  EGRESS_HOSTS: egressHosts,
-  /** Where snapshots of interns' workspaces are kept: postgres (default) or s3; and the largest one taken, in MiB. */
-  SNAPSHOT_STORE: z.enum(['postgres', 's3']).default('postgres'),
-  SNAPSHOT_MAX_MB: z.coerce.number().int().min(1).max(4096).default(100),
-  SNAPSHOT_S3_BUCKET: z.string().min(1).optional(),
-  SNAPSHOT_S3_ENDPOINT: z.url().optional(),
-  SNAPSHOT_S3_REGION: z.string().min(1).default('us-east-1'),
-  SNAPSHOT_S3_FORCE_PATH_STYLE: flag.default(false),
-  SNAPSHOT_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
-  SNAPSHOT_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
-}).refine((c) => c.SNAPSHOT_STORE !== 's3' || c.SNAPSHOT_S3_BUCKET, { message: 'SNAPSHOT_STORE=s3 needs SNAPSHOT_S3_BUCKET', path: ['SNAPSHOT_S3_BUCKET'] })
+export const ApiConfig = z
+  .object({
+    ...shared,
+    HOST: z.string().min(1).default('127.0.0.1'),
+    PORT: port.default(3000),
+    VAULT_MASTER_KEY: masterKey,
+    /** Host names (no port) on which intern operations are refused with 403. */
+    REGIONAL_HOSTS: list.default([]),
+    /** Deadline of POST /interns; past it the caller gets 408 and may retry with the same key. */
+    INTERN_CREATE_DEADLINE_MS: ms.default(10_000),
+    /** Interns one member may own in a workspace; past it creation answers 409 intern_limit_reached. */
+    INTERN_LIMIT_PER_MEMBER: z.coerce.number().int().positive().default(100),
+    /** How long vault creation waits for the keyring before answering 502 upstream_unavailable. */
+    VAULT_LOCK_TIMEOUT_MS: ms.default(2_000),
+    /** How long a resolved API key is trusted before it is looked up again (revocation delay). */
+    AUTH_CACHE_MS: z.coerce.number().int().min(0).default(5_000),
+    /** Path of the model catalogue (JSON); unset serves no models. */
+    MODEL_CATALOGUE: z.string().min(1).optional(),
+    /** The web_fetch server tool refuses private, loopback and link-local addresses unless `allow`. */
+    WEB_FETCH_PRIVATE_NETWORKS: z.enum(['refuse', 'allow']).default('refuse'),
+    /** Largest body web_fetch reads (longer ones are truncated), and its time limit. */
+    WEB_FETCH_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(10 * 1024 * 1024)
+      .default(256 * 1024),
+    WEB_FETCH_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+    /** An open stream waiting on a server tool gets an SSE comment this often (for idle timeouts on the way). */
+    STREAM_KEEPALIVE_MS: z.coerce.number().int().min(10).max(600_000).default(10_000),
+    /** Longest an intern row read for a poller is reused; change events evict it sooner (0: off). */
+    INTERN_CACHE_MS: z.coerce.number().int().min(0).default(1_000),
+    /** The fleet's credential: runtime hosts present it to join (the API gives each its own credential then). */
+    RUNTIME_TOKEN: runtimeToken.optional(),
+    /** Longest one chat request streams before it ends with a timeout error. */
+    CHAT_REQUEST_BUDGET_MS: ms.default(300_000),
+    /**
+     * Shutting down (SIGTERM), how long the chat turns this process relays may still run before each
+     * is ended with a stream_severed chunk; the process exits at the latest 2 s after.
+     */
+    SHUTDOWN_GRACE_MS: ms.default(8_000),
+    /**
+     * The name of the tool call a paused intern run streams: the API description's
+     * `service.provide_input`, or `openrouter.provide_input`, the only one @openrouter/sdk's
+     * client.interns.chat accepts. Replies may name either.
+     */
+    /** How long the chat route waits for the runtime host to answer a prompt or a reply (then 504 timeout, before any stream). */
+    RUNTIME_ANSWER_TIMEOUT_MS: ms.default(30_000),
+    /**
+     * A chat for an intern the fleet is moving (its host died or drains) waits this long for it to
+     * run on its new host, instead of failing at once; 0: no wait (409 intern_not_ready / 502 at once).
+     */
+    CHAT_MOVE_WAIT_MS: ms.default(45_000),
+    /** Chat turns (prompts and answers) one user, or one organization key's account, may start per minute; 0: no limit. */
+    CHAT_TURNS_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+    INTERN_PROVIDE_INPUT_NAME: z
+      .enum(['service.provide_input', 'openrouter.provide_input'])
+      .default('service.provide_input'),
+    ...listenerSettings,
+    ...fairUseSettings,
+    ...fleetSettings,
+    /** Interns' requests that carry secrets are made from the API tier: private addresses refused unless `allow`. */
+    EGRESS_PRIVATE_NETWORKS: z.enum(['refuse', 'allow']).default('refuse'),
+    EGRESS_HOSTS: egressHosts,
+    /** Where snapshots of interns' workspaces are kept: postgres (default) or s3; and the largest one taken, in MiB. */
+    SNAPSHOT_STORE: z.enum(['postgres', 's3']).default('postgres'),
+    SNAPSHOT_MAX_MB: z.coerce.number().int().min(1).max(4096).default(100),
+    SNAPSHOT_S3_BUCKET: z.string().min(1).optional(),
+    SNAPSHOT_S3_ENDPOINT: z.url().optional(),
+    SNAPSHOT_S3_REGION: z.string().min(1).default('us-east-1'),
+    SNAPSHOT_S3_FORCE_PATH_STYLE: flag.default(false),
+    SNAPSHOT_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+    SNAPSHOT_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  })
+  .refine((c) => c.SNAPSHOT_STORE !== 's3' || c.SNAPSHOT_S3_BUCKET, {
+    message: 'SNAPSHOT_STORE=s3 needs SNAPSHOT_S3_BUCKET',
+    path: ['SNAPSHOT_S3_BUCKET'],
+  })
 export type ApiConfig = z.infer<typeof ApiConfig>
 
 export const WorkerConfig = z.object({
@@ -267,7 +309,10 @@ export const RuntimeConfig = z.object({
   /** The fleet's credential, to join it; once joined, the host's own (given by the API) is required of every control call. */
   RUNTIME_TOKEN: runtimeToken,
   /** This host's stable id in the fleet (a StatefulSet pod's name); default runtime-<PORT>. */
-  RUNTIME_HOST_ID: z.string().regex(/^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/, 'must be a lowercase DNS label-like name').optional(),
+  RUNTIME_HOST_ID: z
+    .string()
+    .regex(/^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/, 'must be a lowercase DNS label-like name')
+    .optional(),
   /** The base URL the API and the workers reach this host on; default http://HOST:PORT. */
   RUNTIME_ADVERTISE_URL: z.url().optional(),
   /** Interns this host runs at most; default one per 128 MiB of the machine's memory. */
@@ -316,8 +361,15 @@ export const RuntimeConfig = z.object({
    * database credential; secrets are released by the API tier (its egress), and what the host keeps
    * durably goes through the API. Set here, either stops the host at start-up.
    */
-  DATABASE_URL: z.undefined({ error: 'a runtime host must not hold a database credential: it reaches the fleet through ROSTER_API_URL; unset it' }).optional(),
-  VAULT_MASTER_KEY: z.undefined({ error: 'a runtime host must not hold the master key: secrets are released by the API tier; unset it' }).optional(),
+  DATABASE_URL: z
+    .undefined({
+      error:
+        'a runtime host must not hold a database credential: it reaches the fleet through ROSTER_API_URL; unset it',
+    })
+    .optional(),
+  VAULT_MASTER_KEY: z
+    .undefined({ error: 'a runtime host must not hold the master key: secrets are released by the API tier; unset it' })
+    .optional(),
   /** The egress refuses private, loopback and link-local addresses unless `allow`. */
   EGRESS_PRIVATE_NETWORKS: z.enum(['refuse', 'allow']).default('refuse'),
   /** Fixed answers for names (`name=address,…`), instead of DNS: tests map their hostnames to the loopback. */

@@ -12,7 +12,12 @@ interface Emitter {
  * when the connection is ready again. (An error listener must exist, or Node throws; an empty one
  * hid outages from operators.)
  */
-export function reportConnectionErrors(emitter: Emitter, log: Pick<ParentLogger, 'warn' | 'info'>, what: string, everyMs = 30_000): void {
+export function reportConnectionErrors(
+  emitter: Emitter,
+  log: Pick<ParentLogger, 'warn' | 'info'>,
+  what: string,
+  everyMs = 30_000,
+): void {
   let lastAt = -Infinity
   let since = 0
   let failing = false
@@ -21,7 +26,10 @@ export function reportConnectionErrors(emitter: Emitter, log: Pick<ParentLogger,
     since++
     const now = Date.now()
     if (now - lastAt < everyMs) return
-    log.warn({ err: { message: err.message, code: (err as NodeJS.ErrnoException).code }, errorsSinceLastLine: since }, `${what}: ${err.message}`)
+    log.warn(
+      { err: { message: err.message, code: (err as NodeJS.ErrnoException).code }, errorsSinceLastLine: since },
+      `${what}: ${err.message}`,
+    )
     lastAt = now
     since = 0
   })

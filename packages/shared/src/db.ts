@@ -45,7 +45,11 @@ function statementNames(limit = 1_000) {
 
 /** Postgres error code of a failed query, wherever Prisma or the adapter put it. */
 export function pgErrorCode(err: unknown): string | undefined {
-  const e = err as { code?: string; meta?: { code?: string; driverAdapterError?: { cause?: { originalCode?: string } } }; cause?: { originalCode?: string; code?: string } }
+  const e = err as {
+    code?: string
+    meta?: { code?: string; driverAdapterError?: { cause?: { originalCode?: string } } }
+    cause?: { originalCode?: string; code?: string }
+  }
   return (
     e?.meta?.driverAdapterError?.cause?.originalCode ??
     e?.cause?.originalCode ??

@@ -5,7 +5,8 @@ import { createParser } from 'eventsource-parser'
 // that crosses between its processes (a host's run events to the API, the API's chat chunks).
 
 /** One event's `data:` line (and its `event:` name, when it has one). */
-export const sseEvent = (data: unknown, name?: string) => `${name ? `event: ${name}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`
+export const sseEvent = (data: unknown, name?: string) =>
+  `${name ? `event: ${name}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`
 
 /** A comment line: clients skip it; it keeps idle connections from being cut on the way. */
 export const SSE_COMMENT = ': keepalive\n\n'
@@ -15,7 +16,10 @@ export const SSE_COMMENT = ': keepalive\n\n'
  * arrive (comments and keepalives skipped). Bytes split anywhere, even inside a character, are put
  * back together; a `data` that `parse` throws on ends the stream with that error.
  */
-export async function* readEventStream<T>(body: AsyncIterable<Uint8Array | Buffer | string>, parse: (data: string, event?: string) => T): AsyncGenerator<T> {
+export async function* readEventStream<T>(
+  body: AsyncIterable<Uint8Array | Buffer | string>,
+  parse: (data: string, event?: string) => T,
+): AsyncGenerator<T> {
   const ready: T[] = []
   let failed: unknown
   const parser = createParser({

@@ -30,7 +30,11 @@ describe('GroupCommit', () => {
       },
     })
     const results = await Promise.allSettled([1, 2, 3].map((i) => sut.submit(i)))
-    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual(['ok 1', 'two is refused', 'ok 3'])
+    expect(results.map((r) => (r.status === 'fulfilled' ? r.value : (r.reason as Error).message))).toEqual([
+      'ok 1',
+      'two is refused',
+      'ok 3',
+    ])
     expect(sut.stats.splitBatches).toBe(1)
   })
 

@@ -13,9 +13,11 @@ describe('the intern state machine', () => {
     // suspend: any status but stopped and the deleting ones
     for (const from of nonDeleting.filter((s) => s !== 'stopped')) expect(canTransition(from, 'stopped')).toBe(true)
     // provision: stopped, failed, awaiting_slack_install
-    for (const from of ['stopped', 'failed', 'awaiting_slack_install'] as const) expect(canTransition(from, 'queued')).toBe(true)
+    for (const from of ['stopped', 'failed', 'awaiting_slack_install'] as const)
+      expect(canTransition(from, 'queued')).toBe(true)
     // delete: anything but destroying itself
-    for (const from of InternStatus.options.filter((s) => s !== 'destroying')) expect(canTransition(from, 'destroying')).toBe(true)
+    for (const from of InternStatus.options.filter((s) => s !== 'destroying'))
+      expect(canTransition(from, 'destroying')).toBe(true)
   })
 
   it('allows the provisioning path and refuses shortcuts', () => {

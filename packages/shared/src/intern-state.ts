@@ -57,7 +57,10 @@ export interface TransitionRequest {
 }
 
 /** Applies a guarded status change; returns null when the intern was not in an expected state. */
-export async function transition(db: Db | Prisma.TransactionClient, req: TransitionRequest): Promise<TransitionedIntern | null> {
+export async function transition(
+  db: Db | Prisma.TransactionClient,
+  req: TransitionRequest,
+): Promise<TransitionedIntern | null> {
   for (const from of req.from) {
     if (!canTransition(from, req.to)) throw new Error(`intern transition ${from} → ${req.to} is not allowed`)
   }
@@ -110,7 +113,8 @@ export class TransitionBatcher extends GroupCommit<TransitionRequest, Transition
 
   run(req: TransitionRequest): Promise<TransitionedIntern | null> {
     for (const from of req.from) {
-      if (!canTransition(from, req.to)) return Promise.reject(new Error(`intern transition ${from} → ${req.to} is not allowed`))
+      if (!canTransition(from, req.to))
+        return Promise.reject(new Error(`intern transition ${from} → ${req.to} is not allowed`))
     }
     return this.submit(req)
   }

@@ -29,11 +29,18 @@ export type ListenerSettings = { [K in keyof typeof listenerSettings]: z.infer<(
 const CHECK_EVERY_MS = 1_000
 
 /** The options of Fastify (and of node:http's createServer, under `http`) that enforce the settings. */
-export function fastifyListenerOptions(s: ListenerSettings): { requestTimeout: number; keepAliveTimeout: number; http: ServerOptions } {
+export function fastifyListenerOptions(s: ListenerSettings): {
+  requestTimeout: number
+  keepAliveTimeout: number
+  http: ServerOptions
+} {
   return {
     requestTimeout: s.REQUEST_TIMEOUT_MS,
     keepAliveTimeout: s.KEEP_ALIVE_TIMEOUT_MS,
-    http: { headersTimeout: Math.min(s.HEADERS_TIMEOUT_MS, s.REQUEST_TIMEOUT_MS), connectionsCheckingInterval: CHECK_EVERY_MS },
+    http: {
+      headersTimeout: Math.min(s.HEADERS_TIMEOUT_MS, s.REQUEST_TIMEOUT_MS),
+      connectionsCheckingInterval: CHECK_EVERY_MS,
+    },
   }
 }
 
@@ -42,11 +49,19 @@ export function fastifyListenerOptions(s: ListenerSettings): { requestTimeout: n
  * checked can be set only there), for a plain server; give it its ceiling with `limitHttpServer`.
  */
 export function httpServerOptions(s: ListenerSettings): ServerOptions {
-  return { ...fastifyListenerOptions(s).http, requestTimeout: s.REQUEST_TIMEOUT_MS, keepAliveTimeout: s.KEEP_ALIVE_TIMEOUT_MS }
+  return {
+    ...fastifyListenerOptions(s).http,
+    requestTimeout: s.REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: s.KEEP_ALIVE_TIMEOUT_MS,
+  }
 }
 
 /** A plain node:http server's connection ceiling (its timeouts come with `httpServerOptions`). */
-export function limitHttpServer(server: Server, s: ListenerSettings, onCut?: (reason: 'max_connections') => void): Server {
+export function limitHttpServer(
+  server: Server,
+  s: ListenerSettings,
+  onCut?: (reason: 'max_connections') => void,
+): Server {
   guardConnections(server, maxConnections(s), onCut)
   return server
 }
@@ -59,7 +74,11 @@ export function limitHttpServer(server: Server, s: ListenerSettings, onCut?: (re
  * HEADERS_TIMEOUT_MS anyway; until then they are the first to make room. WebSocket connections
  * (upgraded) and requests in flight are never taken for idle.
  */
-export function guardConnections(server: Server, max: number, onCut: (reason: 'max_connections') => void = () => {}): void {
+export function guardConnections(
+  server: Server,
+  max: number,
+  onCut: (reason: 'max_connections') => void = () => {},
+): void {
   /** Idle connections, the longest idle first (a Map keeps insertion order; a use moves one to the end). */
   const idle = new Map<Socket, true>()
   let open = 0
@@ -115,7 +134,13 @@ export function openFilesLimit(): number {
 
 /** What a listener answers a request it cuts for taking too long (it never reached a route). */
 export const REQUEST_TIMEOUT_RESPONSE = (() => {
-  const body = JSON.stringify({ error: { code: 408, message: 'the request did not arrive in time', metadata: { reason: 'timeout', retryable: true } } })
+  const body = JSON.stringify({
+    error: {
+      code: 408,
+      message: 'the request did not arrive in time',
+      metadata: { reason: 'timeout', retryable: true },
+    },
+  })
   return `HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
 })()
 
@@ -126,7 +151,8 @@ export const REQUEST_TIMEOUT_RESPONSE = (() => {
  * answered slowly afterwards is not cut. A body already whole costs nothing.
  */
 export function cutStalledBody(req: IncomingMessage, idleMs: number, onCut: () => void): void {
-  if (req.complete || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined)) return
+  if (req.complete || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined))
+    return
   const socket = req.socket
   // An injected request (light-my-request, in tests) has no real socket to time.
   if (typeof socket?.setTimeout !== 'function') return

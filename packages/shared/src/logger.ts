@@ -36,7 +36,9 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const
 type Level = (typeof LEVELS)[number]
 
 /** What a request's logger needs of its parent: a pino logger, or Fastify's view of one. */
-export type ParentLogger = Pick<Logger, 'level' | Level | 'silent'> & { child(bindings: Bindings, opts?: ChildLoggerOptions): ParentLogger }
+export type ParentLogger = Pick<Logger, 'level' | Level | 'silent'> & {
+  child(bindings: Bindings, opts?: ChildLoggerOptions): ParentLogger
+}
 
 /**
  * A request's logger that becomes a pino child (bound to the request id) only when it writes a

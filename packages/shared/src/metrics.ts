@@ -51,9 +51,21 @@ export function createMetrics(process: ProcessName) {
       labelNames: ['state'] as const,
       registers,
     }),
-    outboxRows: new Gauge({ name: 'roster_outbox_rows', help: 'Outbox rows not yet published, read at scrape time', registers }),
-    outboxOldestAge: new Gauge({ name: 'roster_outbox_oldest_age_seconds', help: 'Age of the oldest unpublished outbox row (0 when empty), read at scrape time', registers }),
-    outboxDeadLetters: new Counter({ name: 'roster_outbox_dead_letters_total', help: 'Outbox rows set aside because they cannot be published', registers }),
+    outboxRows: new Gauge({
+      name: 'roster_outbox_rows',
+      help: 'Outbox rows not yet published, read at scrape time',
+      registers,
+    }),
+    outboxOldestAge: new Gauge({
+      name: 'roster_outbox_oldest_age_seconds',
+      help: 'Age of the oldest unpublished outbox row (0 when empty), read at scrape time',
+      registers,
+    }),
+    outboxDeadLetters: new Counter({
+      name: 'roster_outbox_dead_letters_total',
+      help: 'Outbox rows set aside because they cannot be published',
+      registers,
+    }),
     relayPublishLag: new Histogram({
       name: 'roster_outbox_publish_lag_seconds',
       help: 'From an outbox row committed to its job published',
@@ -92,7 +104,12 @@ export function createMetrics(process: ProcessName) {
       labelNames: ['model', 'kind'] as const,
       registers,
     }),
-    gatewayCost: new Counter({ name: 'roster_gateway_cost_usd_total', help: 'Cost in US dollars, by model', labelNames: ['model'] as const, registers }),
+    gatewayCost: new Counter({
+      name: 'roster_gateway_cost_usd_total',
+      help: 'Cost in US dollars, by model',
+      labelNames: ['model'] as const,
+      registers,
+    }),
     gatewayFallbacks: new Counter({
       name: 'roster_gateway_fallbacks_total',
       help: 'Endpoints given up for the next one within a request, by requested model',
@@ -117,18 +134,46 @@ export function createMetrics(process: ProcessName) {
       labelNames: ['outcome'] as const,
       registers,
     }),
-    webSockets: new Gauge({ name: 'roster_ws_connections', help: 'Open WebSocket connections of /responses', registers }),
-    webSocketWaitingBytes: new Gauge({ name: 'roster_ws_waiting_bytes', help: 'Bytes of WebSocket requests waiting their turn, in all connections', registers }),
-    upstreamWaiting: new Gauge({ name: 'roster_gateway_upstream_waiting', help: "Upstream calls waiting for their key's share of a provider origin's connections, by origin", labelNames: ['origin'] as const, registers }),
+    webSockets: new Gauge({
+      name: 'roster_ws_connections',
+      help: 'Open WebSocket connections of /responses',
+      registers,
+    }),
+    webSocketWaitingBytes: new Gauge({
+      name: 'roster_ws_waiting_bytes',
+      help: 'Bytes of WebSocket requests waiting their turn, in all connections',
+      registers,
+    }),
+    upstreamWaiting: new Gauge({
+      name: 'roster_gateway_upstream_waiting',
+      help: "Upstream calls waiting for their key's share of a provider origin's connections, by origin",
+      labelNames: ['origin'] as const,
+      registers,
+    }),
     snapshotBytes: new Counter({
       name: 'roster_workspace_snapshot_bytes_total',
       help: "Bytes of interns' workspace snapshots taken in (from hosts) and given out (to hosts restoring them)",
       labelNames: ['direction'] as const,
       registers,
     }),
-    runtimeHosts: new Gauge({ name: 'roster_runtime_hosts', help: 'Runtime hosts of the fleet by state (live, draining, dead), read at scrape time', labelNames: ['state'] as const, registers }),
-    runtimeHostInterns: new Gauge({ name: 'roster_runtime_host_interns', help: 'Interns placed on each runtime host, read at scrape time', labelNames: ['host'] as const, registers }),
-    runtimeHostFree: new Gauge({ name: 'roster_runtime_host_free', help: 'Free room (interns) of each runtime host, read at scrape time', labelNames: ['host'] as const, registers }),
+    runtimeHosts: new Gauge({
+      name: 'roster_runtime_hosts',
+      help: 'Runtime hosts of the fleet by state (live, draining, dead), read at scrape time',
+      labelNames: ['state'] as const,
+      registers,
+    }),
+    runtimeHostInterns: new Gauge({
+      name: 'roster_runtime_host_interns',
+      help: 'Interns placed on each runtime host, read at scrape time',
+      labelNames: ['host'] as const,
+      registers,
+    }),
+    runtimeHostFree: new Gauge({
+      name: 'roster_runtime_host_free',
+      help: 'Free room (interns) of each runtime host, read at scrape time',
+      labelNames: ['host'] as const,
+      registers,
+    }),
     chatTurns: new Counter({
       name: 'roster_chat_turns_total',
       help: 'Intern chat requests by how they ended: stop, tool_calls (paused), error reason, steered, or the refusal reason',
@@ -155,7 +200,10 @@ export function observeHttp(metrics: Metrics) {
   ) => {
     const started = performance.now()
     reply.raw.once('close', () =>
-      metrics.httpRequests.observe({ route: routeLabel(req.routeOptions.url), method: req.method, status: String(reply.raw.statusCode) }, (performance.now() - started) / 1000),
+      metrics.httpRequests.observe(
+        { route: routeLabel(req.routeOptions.url), method: req.method, status: String(reply.raw.statusCode) },
+        (performance.now() - started) / 1000,
+      ),
     )
     done()
   }
@@ -165,18 +213,26 @@ export function observeHttp(metrics: Metrics) {
  * Serves GET /metrics on its own listener (METRICS_HOST:METRICS_PORT), apart from the API's
  * traffic: nothing an API key reaches. `refresh` updates gauges that are read when asked for.
  */
-export async function serveMetrics(metrics: Metrics, limits: ListenerSettings & { METRICS_HOST: string; METRICS_PORT: number }, refresh?: () => Promise<void>): Promise<Server> {
+export async function serveMetrics(
+  metrics: Metrics,
+  limits: ListenerSettings & { METRICS_HOST: string; METRICS_PORT: number },
+  refresh?: () => Promise<void>,
+): Promise<Server> {
   const server = createServer(httpServerOptions(limits), (req, res) => {
-    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics') return res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n')
+    if (req.method !== 'GET' || req.url?.split('?')[0] !== '/metrics')
+      return res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: GET /metrics\n')
     // Gauges read at scrape time are refreshed first (a failure there is the scrape's failure).
     Promise.resolve(refresh?.())
       .then(() => metrics.registry.metrics())
       .then(
-      (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
-      (err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics could not be collected: ${err.message}\n`),
-    )
+        (text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
+        (err: Error) =>
+          res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics could not be collected: ${err.message}\n`),
+      )
   })
   limitHttpServer(server, limits, (reason) => metrics.connectionsCut.inc({ reason }))
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(limits.METRICS_PORT, limits.METRICS_HOST, () => resolve()))
+  await new Promise<void>((resolve, reject) =>
+    server.once('error', reject).listen(limits.METRICS_PORT, limits.METRICS_HOST, () => resolve()),
+  )
   return server
 }

@@ -16,7 +16,11 @@ export const outboxBellChannel = (queuePrefix: string) => `${queuePrefix}:outbox
  * rings the bell after the commit. With tracing on, the row carries the writer's trace context, so
  * the job's spans join the request's trace.
  */
-export async function enqueueInTx<K extends JobKind>(tx: Prisma.TransactionClient, kind: K, payload: JobPayload<K>): Promise<void> {
+export async function enqueueInTx<K extends JobKind>(
+  tx: Prisma.TransactionClient,
+  kind: K,
+  payload: JobPayload<K>,
+): Promise<void> {
   const job = Jobs[kind]
   const parsed = job.schema.parse(payload)
   const jobId = (job.jobId as (p: JobPayload<K>) => string)(parsed as JobPayload<K>)

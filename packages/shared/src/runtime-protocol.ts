@@ -22,7 +22,11 @@ export const InternSpec = z.object({
    * The digest of the intern's latest workspace snapshot, which the host restores before it runs
    * the intern; null: it has none (a new intern), so the host asks for none. Absent: ask.
    */
-  snapshot: z.string().regex(/^[0-9a-f]{64}$/).nullable().optional(),
+  snapshot: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .nullable()
+    .optional(),
 })
 export type InternSpec = z.infer<typeof InternSpec>
 
@@ -30,12 +34,24 @@ export const Approval = z.enum(['self-drive', 'manual'])
 
 /** A prompt for an intern, or the answer to what its paused run asked (POST /v1/interns/:id/chat). */
 export const ChatRequest = z.union([
-  z.object({ session_id: z.string().min(1).max(256), reply: z.object({ interaction_id: z.string().min(1).max(128), content: z.string().max(64_000) }) }),
-  z.object({ session_id: z.string().min(1).max(256).optional(), message: z.string().min(1).max(32_000), approval_mode: Approval.optional() }),
+  z.object({
+    session_id: z.string().min(1).max(256),
+    reply: z.object({ interaction_id: z.string().min(1).max(128), content: z.string().max(64_000) }),
+  }),
+  z.object({
+    session_id: z.string().min(1).max(256).optional(),
+    message: z.string().min(1).max(32_000),
+    approval_mode: Approval.optional(),
+  }),
 ])
 export type ChatRequest = z.infer<typeof ChatRequest>
 
-export const TurnUsage = z.object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number(), cost: z.number() })
+export const TurnUsage = z.object({
+  prompt_tokens: z.number(),
+  completion_tokens: z.number(),
+  total_tokens: z.number(),
+  cost: z.number(),
+})
 export type TurnUsage = z.infer<typeof TurnUsage>
 
 /** The events of a run, as the host streams them (one Server-Sent Event each). */
@@ -74,21 +90,40 @@ export const HOST_ERRORS = {
   draining: 503,
 } as const
 export type HostErrorCode = keyof typeof HOST_ERRORS
-export const HostErrorBody = z.object({ error: z.enum(Object.keys(HOST_ERRORS) as [HostErrorCode, ...HostErrorCode[]]), message: z.string() })
+export const HostErrorBody = z.object({
+  error: z.enum(Object.keys(HOST_ERRORS) as [HostErrorCode, ...HostErrorCode[]]),
+  message: z.string(),
+})
 export type HostErrorBody = z.infer<typeof HostErrorBody>
 /** A refusal's body and status. */
-export const hostError = (error: HostErrorCode, message: string): { status: number; body: HostErrorBody } => ({ status: HOST_ERRORS[error], body: { error, message } })
+export const hostError = (error: HostErrorCode, message: string): { status: number; body: HostErrorBody } => ({
+  status: HOST_ERRORS[error],
+  body: { error, message },
+})
 
 /** POST /v1/interns/:id/chat answered 202: the prompt went into the session's running turn. */
 export const Steered = z.object({ session_id: z.string(), status: z.literal('steered') })
 
 /** What a host says of an intern it has (GET /v1/interns, /v1/interns/:id). */
-export const HostedIntern = z.object({ id: InternId, hostname: z.string(), generation: z.int(), running: z.boolean(), starts: z.int(), configWrites: z.int(), startedAt: z.string().nullable() })
+export const HostedIntern = z.object({
+  id: InternId,
+  hostname: z.string(),
+  generation: z.int(),
+  running: z.boolean(),
+  starts: z.int(),
+  configWrites: z.int(),
+  startedAt: z.string().nullable(),
+})
 export type HostedIntern = z.infer<typeof HostedIntern>
 
 // The fleet: hosts join the record and keep a heartbeat.
 
-export const HostId = z.string().regex(/^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/, 'a host id is a DNS label-like name (lowercase letters, digits, dots and hyphens)')
+export const HostId = z
+  .string()
+  .regex(
+    /^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$/,
+    'a host id is a DNS label-like name (lowercase letters, digits, dots and hyphens)',
+  )
 export const JoinRequest = z.object({
   id: HostId,
   address: z.url().refine((u) => /^https?:\/\//.test(u), 'an http:// or https:// URL'),
@@ -141,7 +176,10 @@ export const EgressRequest = z.object({
   method: z.string().min(1).max(16),
   url: z.string().min(1).max(8_192),
   headers: z.record(z.string(), z.string()).optional(),
-  body: z.string().max(8 * 1024 * 1024).optional(),
+  body: z
+    .string()
+    .max(8 * 1024 * 1024)
+    .optional(),
 })
 export type EgressRequest = z.infer<typeof EgressRequest>
 export const EgressResult = z.union([
@@ -151,7 +189,11 @@ export const EgressResult = z.union([
 export type EgressResult = z.infer<typeof EgressResult>
 /** What asks for an intern's request with secrets: the API's egress itself, or a host's client of it. */
 export interface SecretEgress {
-  send(internId: string, args: Omit<EgressRequest, 'method'> & { method?: string }, signal?: AbortSignal): Promise<EgressResult>
+  send(
+    internId: string,
+    args: Omit<EgressRequest, 'method'> & { method?: string },
+    signal?: AbortSignal,
+  ): Promise<EgressResult>
 }
 
 /** The header a host names itself with, beside its credential. */

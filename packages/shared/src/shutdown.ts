@@ -3,7 +3,12 @@
  * runs `stop` once (a second signal changes nothing), and exits 0; if `stop` has not finished
  * within `forceAfterMs` (a stream or a job that would hold it for good) it exits 1.
  */
-export function stopOnSignals(log: { info(obj: object, msg: string): void }, doing: string, forceAfterMs: number, stop: () => Promise<unknown>) {
+export function stopOnSignals(
+  log: { info(obj: object, msg: string): void },
+  doing: string,
+  forceAfterMs: number,
+  stop: () => Promise<unknown>,
+) {
   let stopping = false
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, async () => {

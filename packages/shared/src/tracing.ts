@@ -1,5 +1,15 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api'
+import {
+  context,
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+} from '@opentelemetry/api'
 
 /**
  * OpenTelemetry traces, on only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
@@ -22,11 +32,21 @@ const tracer = () => trace.getTracer('roster')
  * process's validated OTEL_EXPORTER_OTLP_ENDPOINT; the SDK reads it and its other OTEL_* settings
  * from the environment itself).
  */
-export async function startTracing(service: string, endpoint: string | undefined): Promise<{ shutdown(): Promise<void> } | undefined> {
+export async function startTracing(
+  service: string,
+  endpoint: string | undefined,
+): Promise<{ shutdown(): Promise<void> } | undefined> {
   if (!endpoint) return undefined
-  const [{ NodeSDK }, { OTLPTraceExporter }] = await Promise.all([import('@opentelemetry/sdk-node'), import('@opentelemetry/exporter-trace-otlp-http')])
+  const [{ NodeSDK }, { OTLPTraceExporter }] = await Promise.all([
+    import('@opentelemetry/sdk-node'),
+    import('@opentelemetry/exporter-trace-otlp-http'),
+  ])
   // OTEL_SERVICE_NAME, when set, names the process instead (the SDK reads it).
-  const sdk = new NodeSDK({ serviceName: process.env.OTEL_SERVICE_NAME || `roster-${service}`, traceExporter: new OTLPTraceExporter(), instrumentations: [] })
+  const sdk = new NodeSDK({
+    serviceName: process.env.OTEL_SERVICE_NAME || `roster-${service}`,
+    traceExporter: new OTLPTraceExporter(),
+    instrumentations: [],
+  })
   sdk.start()
   tracing.on = true
   return {
@@ -74,10 +94,18 @@ export interface SpanOptions {
  * Runs `work` inside a span (ended when it settles, marked as an error when it throws), or runs it
  * plainly with tracing off. The span is handed to `work` for attributes known only later.
  */
-export async function inSpan<T>(name: string, options: SpanOptions, work: (span: Span | undefined) => Promise<T>): Promise<T> {
+export async function inSpan<T>(
+  name: string,
+  options: SpanOptions,
+  work: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
   if (!tracing.on) return work(undefined)
   const parent = parentOf(options)
-  const span = tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, parent)
+  const span = tracer().startSpan(
+    name,
+    { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes },
+    parent,
+  )
   try {
     return await context.with(trace.setSpan(parent, span), () => work(span))
   } catch (err) {
@@ -91,11 +119,16 @@ export async function inSpan<T>(name: string, options: SpanOptions, work: (span:
 /** Starts a span the caller ends (for work that ends in a callback); undefined with tracing off. */
 export function startSpan(name: string, options: SpanOptions = {}): Span | undefined {
   if (!tracing.on) return undefined
-  return tracer().startSpan(name, { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes }, parentOf(options))
+  return tracer().startSpan(
+    name,
+    { kind: options.kind ?? SpanKind.INTERNAL, attributes: options.attributes },
+    parentOf(options),
+  )
 }
 
 /** The context a span starts under: the carrier's, or the active one. */
-const parentOf = (options: SpanOptions): Context => (options.parent === undefined ? context.active() : contextFrom(options.parent))
+const parentOf = (options: SpanOptions): Context =>
+  options.parent === undefined ? context.active() : contextFrom(options.parent)
 
 export function failSpan(span: Span, err: unknown) {
   span.recordException(err instanceof Error ? err : String(err))
@@ -118,7 +151,11 @@ export function traceHttpServer(app: FastifyInstance) {
       route ? `${req.method} ${route}` : req.method,
       {
         kind: SpanKind.SERVER,
-        attributes: { 'http.request.method': req.method, 'url.path': req.url.split('?')[0], ...(route ? { 'http.route': route } : {}) },
+        attributes: {
+          'http.request.method': req.method,
+          'url.path': req.url.split('?')[0],
+          ...(route ? { 'http.route': route } : {}),
+        },
       },
       propagation.extract(context.active(), req.headers),
     )
@@ -135,7 +172,9 @@ export function traceHttpServer(app: FastifyInstance) {
     const handler = route.handler
     route.handler = function (this: FastifyInstance, req: FastifyRequest, reply: FastifyReply) {
       const span = requestSpans.get(req)
-      return span ? context.with(trace.setSpan(context.active(), span), () => handler.call(this, req, reply)) : handler.call(this, req, reply)
+      return span
+        ? context.with(trace.setSpan(context.active(), span), () => handler.call(this, req, reply))
+        : handler.call(this, req, reply)
     }
   })
 }

@@ -104,7 +104,11 @@ export async function startRoster(options: RosterContainersOptions = {}): Promis
         .withNetworkAliases('postgres')
         .withStartupTimeout(timeout)
         .start(),
-      new RedisContainer(options.redisImage ?? process.env.ROSTER_REDIS_IMAGE ?? 'redis:7').withNetwork(network).withNetworkAliases('redis').withStartupTimeout(timeout).start(),
+      new RedisContainer(options.redisImage ?? process.env.ROSTER_REDIS_IMAGE ?? 'redis:7')
+        .withNetwork(network)
+        .withNetworkAliases('redis')
+        .withStartupTimeout(timeout)
+        .start(),
     ])) as [StartedPostgreSqlContainer, StartedRedisContainer]
     started.push(postgres, redis)
 
@@ -139,7 +143,12 @@ export async function startRoster(options: RosterContainersOptions = {}): Promis
         .withExposedPorts(3000)
         .withWaitStrategy(Wait.forHttp('/ready', 3000))
         .start(),
-      demo ? roster('upstream-sim', ['node', 'packages/upstream-sim/dist/main.js'], { PORT: '3300' }).withExposedPorts(3300).withWaitStrategy(Wait.forHttp('/health', 3300)).start() : undefined,
+      demo
+        ? roster('upstream-sim', ['node', 'packages/upstream-sim/dist/main.js'], { PORT: '3300' })
+            .withExposedPorts(3300)
+            .withWaitStrategy(Wait.forHttp('/health', 3300))
+            .start()
+        : undefined,
     ])
     started.push(api, ...(sim ? [sim] : []))
 
@@ -147,10 +156,16 @@ export async function startRoster(options: RosterContainersOptions = {}): Promis
     const hosts = await Promise.all(
       Array.from({ length: options.runtimeHosts ?? 1 }, (_, i) => {
         const id = `runtime-${i + 1}`
-        let host = roster(id, ['node', 'apps/runtime/dist/main.js'], { PORT: '3100', RUNTIME_DATA_DIR: '/data', RUNTIME_HOST_ID: id, RUNTIME_ADVERTISE_URL: `http://${id}:3100` })
+        let host = roster(id, ['node', 'apps/runtime/dist/main.js'], {
+          PORT: '3100',
+          RUNTIME_DATA_DIR: '/data',
+          RUNTIME_HOST_ID: id,
+          RUNTIME_ADVERTISE_URL: `http://${id}:3100`,
+        })
           .withExposedPorts(3100)
           .withWaitStrategy(Wait.forLogMessage(/joined the fleet/))
-        if (options.sandboxedShell !== false) host = host.withSecurityOpt('seccomp=unconfined', 'apparmor=unconfined').unmaskSystemPaths()
+        if (options.sandboxedShell !== false)
+          host = host.withSecurityOpt('seccomp=unconfined', 'apparmor=unconfined').unmaskSystemPaths()
         return host.start()
       }),
     )
@@ -174,7 +189,14 @@ export async function startRoster(options: RosterContainersOptions = {}): Promis
       workspaceId: first.workspace_id,
       userId: first.user_id,
       bootstrap,
-      containers: { postgres, redis, api, worker, ...Object.fromEntries(hosts.map((h, i) => [i === 0 ? 'runtime' : `runtime-${i + 1}`, h])), ...(sim ? { upstreamSim: sim } : {}) },
+      containers: {
+        postgres,
+        redis,
+        api,
+        worker,
+        ...Object.fromEntries(hosts.map((h, i) => [i === 0 ? 'runtime' : `runtime-${i + 1}`, h])),
+        ...(sim ? { upstreamSim: sim } : {}),
+      },
       network,
       stop,
     }

@@ -15,17 +15,28 @@ const problem = await containerTestsProblem(CONTAINER_TEST_IMAGES)
 if (problem) console.warn(`Roster's container tests cannot run here: ${problem}`)
 
 const run = (cmd: string, args: string[], env: Record<string, string> = {}, timeoutMs = 600_000) => {
-  const r = spawnSync(cmd, args, { cwd: repoRoot, encoding: 'utf8', env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 })
+  const r = spawnSync(cmd, args, {
+    cwd: repoRoot,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: timeoutMs,
+    maxBuffer: 64 * 1024 * 1024,
+  })
   return { ok: r.status === 0, out: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? String(r.error) : ''}` }
 }
 const json = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' })
 
 async function untilRunning(baseUrl: string, key: string, id: string) {
-  await waitFor(async () => ((await (await fetch(`${baseUrl}/interns/${id}`, { headers: json(key) })).json()) as { status: string }).status === 'running', {
-    timeoutMs: 60_000,
-    intervalMs: 250,
-    what: `intern ${id} to run`,
-  })
+  await waitFor(
+    async () =>
+      ((await (await fetch(`${baseUrl}/interns/${id}`, { headers: json(key) })).json()) as { status: string })
+        .status === 'running',
+    {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+      what: `intern ${id} to run`,
+    },
+  )
 }
 
 /** One chat turn that runs a shell command (by default `id -u; ls /`); the text the intern answered. */
@@ -33,10 +44,16 @@ async function chatRunningShell(baseUrl: string, key: string, id: string, comman
   const res = await fetch(`${baseUrl}/interns/${id}/chat/completions`, {
     method: 'POST',
     headers: json(key),
-    body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: `[sim] call shell ${JSON.stringify({ command })}\n[sim] say {{result}}` }] }),
+    body: JSON.stringify({
+      stream: true,
+      messages: [{ role: 'user', content: `[sim] call shell ${JSON.stringify({ command })}\n[sim] say {{result}}` }],
+    }),
   })
   expect(res.status).toBe(200)
-  const chunks = (await res.text()).split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)))
+  const chunks = (await res.text())
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: {'))
+    .map((e) => JSON.parse(e.slice(6)))
   return chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join('')
 }
 
@@ -44,7 +61,14 @@ describe.skipIf(problem)('Roster in containers', () => {
   beforeAll(() => buildImage(), 900_000)
 
   it('builds one image for every process, from its base image argument, running as a user of its own, with the tools an agent reaches for', () => {
-    const inside = run('docker', ['run', '--rm', image, 'sh', '-c', 'node --version; id -u; ls apps/api/dist/main.js apps/worker/dist/main.js apps/runtime/dist/main.js prisma/migrate.mjs; for t in bwrap git curl python3 jq rg cc make; do command -v $t >/dev/null || echo missing $t; done'])
+    const inside = run('docker', [
+      'run',
+      '--rm',
+      image,
+      'sh',
+      '-c',
+      'node --version; id -u; ls apps/api/dist/main.js apps/worker/dist/main.js apps/runtime/dist/main.js prisma/migrate.mjs; for t in bwrap git curl python3 jq rg cc make; do command -v $t >/dev/null || echo missing $t; done',
+    ])
     expect(inside.ok, inside.out).toBe(true)
     const [node, uid] = inside.out.trim().split('\n')
     expect(node).toMatch(/^v20\./)
@@ -58,7 +82,12 @@ describe.skipIf(problem)('Roster in containers', () => {
     if (!compose) throw new Error('neither `docker compose` (v2) nor `docker-compose` (v1) is installed')
     const project = `rostertest${randomBytes(4).toString('hex')}`
     const port = 20_000 + Math.floor(Math.random() * 20_000)
-    const env = { VAULT_MASTER_KEY: randomBytes(32).toString('hex'), RUNTIME_TOKEN: randomBytes(32).toString('hex'), ROSTER_PORT: String(port), ROSTER_IMAGE: image }
+    const env = {
+      VAULT_MASTER_KEY: randomBytes(32).toString('hex'),
+      RUNTIME_TOKEN: randomBytes(32).toString('hex'),
+      ROSTER_PORT: String(port),
+      ROSTER_IMAGE: image,
+    }
     const c = (...args: string[]) => run(compose.cmd, [...compose.args, '-p', project, ...args], env, 300_000)
     const labelled = (kind: 'ps -a' | 'volume ls' | 'network ls') =>
       run('docker', [...kind.split(' '), '-q', '--filter', `label=com.docker.compose.project=${project}`]).out.trim()
@@ -66,25 +95,43 @@ describe.skipIf(problem)('Roster in containers', () => {
       const up = compose.v2 ? c('up', '--wait') : c('up', '-d')
       expect(up.ok, up.out.slice(-3000)).toBe(true)
       const baseUrl = `http://127.0.0.1:${port}/api/v1`
-      await waitFor(async () => (await fetch(baseUrl.replace('/api/v1', '/ready')).catch(() => undefined))?.status === 200, { timeoutMs: 120_000, intervalMs: 500, what: 'the API in compose to be ready' })
+      await waitFor(
+        async () => (await fetch(baseUrl.replace('/api/v1', '/ready')).catch(() => undefined))?.status === 200,
+        { timeoutMs: 120_000, intervalMs: 500, what: 'the API in compose to be ready' },
+      )
 
       const boot = c('exec', '-T', 'api', 'node', 'apps/cli/dist/main.js', 'bootstrap', '--json')
       expect(boot.ok, boot.out).toBe(true)
       const { keys } = JSON.parse(boot.out.slice(boot.out.indexOf('{'))) as { keys: { user: string } }
       const client = new OpenRouter({ apiKey: keys.user, serverURL: baseUrl, retryConfig: { strategy: 'none' } })
       // Two interns on two empty hosts: the least loaded takes each, so one is on each host.
-      const interns = [await client.interns.createIntern({ createInternRequest: { name: 'composed-1', provision: true } })]
+      const interns = [
+        await client.interns.createIntern({ createInternRequest: { name: 'composed-1', provision: true } }),
+      ]
       await untilRunning(baseUrl, keys.user, interns[0]!.id)
       interns.push(await client.interns.createIntern({ createInternRequest: { name: 'composed-2', provision: true } }))
       await untilRunning(baseUrl, keys.user, interns[1]!.id)
       const fleet = c('exec', '-T', 'api', 'node', 'apps/cli/dist/main.js', 'runtime', 'list', '--json')
       expect(fleet.ok, fleet.out).toBe(true)
-      const { hosts } = JSON.parse(fleet.out.slice(fleet.out.indexOf('{'))) as { hosts: { id: string; state: string; interns: number }[] }
+      const { hosts } = JSON.parse(fleet.out.slice(fleet.out.indexOf('{'))) as {
+        hosts: { id: string; state: string; interns: number }[]
+      }
       expect(hosts.map((h) => [h.id, h.state, h.interns])).toEqual([
         ['runtime-1', 'live', 1],
         ['runtime-2', 'live', 1],
       ])
-      const placed = c('exec', '-T', 'postgres', 'psql', '-U', 'postgres', '-d', 'roster', '-tAc', `SELECT id FROM interns WHERE runtime_host_id = 'runtime-2'`)
+      const placed = c(
+        'exec',
+        '-T',
+        'postgres',
+        'psql',
+        '-U',
+        'postgres',
+        '-d',
+        'roster',
+        '-tAc',
+        `SELECT id FROM interns WHERE runtime_host_id = 'runtime-2'`,
+      )
       expect(placed.ok, placed.out).toBe(true)
       const second = placed.out.trim()
       expect(interns.map((i) => i.id)).toContain(second)
@@ -131,7 +178,9 @@ describe.skipIf(problem)('Roster in containers', () => {
 
     it('creates an intern through the official client, which reaches running and answers a chat', async () => {
       const client = new OpenRouter({ apiKey: roster.keys.user, serverURL: roster.baseUrl })
-      const intern = await client.interns.createIntern({ createInternRequest: { name: 'from-a-user-suite', provision: true } })
+      const intern = await client.interns.createIntern({
+        createInternRequest: { name: 'from-a-user-suite', provision: true },
+      })
       await untilRunning(roster.baseUrl, roster.keys.user, intern.id)
       expect(await chatRunningShell(roster.baseUrl, roster.keys.user, intern.id)).toContain('workspace')
     })
@@ -144,7 +193,9 @@ describe.skipIf(problem)('Roster in containers', () => {
     })
 
     it("gives each bootstrap a tenant of its own: another's intern is not found", async () => {
-      const mine = await new OpenRouter({ apiKey: roster.keys.user, serverURL: roster.baseUrl }).interns.createIntern({ createInternRequest: { name: 'private' } })
+      const mine = await new OpenRouter({ apiKey: roster.keys.user, serverURL: roster.baseUrl }).interns.createIntern({
+        createInternRequest: { name: 'private' },
+      })
       const other = await roster.bootstrap()
       const res = await fetch(`${roster.baseUrl}/interns/${mine.id}`, { headers: json(other.keys.user) })
       expect(res.status).toBe(404)

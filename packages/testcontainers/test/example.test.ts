@@ -14,13 +14,15 @@ describe.skipIf(problem)("the README's testcontainers example", () => {
   beforeAll(() => buildImage(), 900_000)
   // README example: begin
   let roster: StartedRoster
-  beforeAll(async () => { roster = await startRoster() }, 300_000)   // image: ROSTER_IMAGE or roster:local
+  beforeAll(async () => {
+    roster = await startRoster()
+  }, 300_000) // image: ROSTER_IMAGE or roster:local
   afterAll(() => roster.stop())
 
   it('creates an intern, and the gateway answers', async () => {
     const client = new OpenRouter({ apiKey: roster.keys.user, serverURL: roster.baseUrl })
     const intern = await client.interns.createIntern({ createInternRequest: { name: 'helper', provision: true } })
-    expect(intern.status).toBe('queued')                     // poll getIntern until 'running'
+    expect(intern.status).toBe('queued') // poll getIntern until 'running'
     const openai = new OpenAI({ apiKey: roster.keys.user, baseURL: roster.baseUrl })
     const response = await openai.responses.create({ model: 'roster-sim/chat', input: 'Say hello.' })
     expect(response.status).toBe('completed')

@@ -7,7 +7,10 @@ import { repoRoot } from '@roster/testing'
 it("the README's testcontainers example is the suite example.test.ts runs", () => {
   const test = readFileSync(join(import.meta.dirname, 'example.test.ts'), 'utf8')
   const region = /\/\/ README example: begin\n([\s\S]*?)\n\s*\/\/ README example: end/.exec(test)![1]!
-  const body = region.split('\n').map((l) => l.replace(/^ {2}/, '')).join('\n')
+  const body = region
+    .split('\n')
+    .map((l) => l.replace(/^ {2}/, ''))
+    .join('\n')
   const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8')
   const block = /```ts\n(import { afterAll, beforeAll, expect, it } from 'vitest'[\s\S]*?)```/.exec(readme)?.[1]
   expect(block, 'the README has the example block').toBeDefined()

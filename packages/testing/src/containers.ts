@@ -35,14 +35,17 @@ export function imagesProblem(images: string[]): string | undefined {
  */
 export async function containerTestsProblem(images: string[]): Promise<string | undefined> {
   const problem = (await dockerProblem()) ?? imagesProblem(images)
-  if (problem && process.env.ROSTER_TEST_CONTAINERS === 'require') throw new Error(`ROSTER_TEST_CONTAINERS=require, but the container tests cannot run: ${problem}`)
+  if (problem && process.env.ROSTER_TEST_CONTAINERS === 'require')
+    throw new Error(`ROSTER_TEST_CONTAINERS=require, but the container tests cannot run: ${problem}`)
   return problem
 }
 
 /** How to call Compose here: the v2 plugin (`docker compose`), else v1 (`docker-compose`), else undefined. */
 export function composeCommand(): { cmd: string; args: string[]; v2: boolean } | undefined {
-  if (spawnSync('docker', ['compose', 'version'], { stdio: 'ignore' }).status === 0) return { cmd: 'docker', args: ['compose'], v2: true }
-  if (spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0) return { cmd: 'docker-compose', args: [], v2: false }
+  if (spawnSync('docker', ['compose', 'version'], { stdio: 'ignore' }).status === 0)
+    return { cmd: 'docker', args: ['compose'], v2: true }
+  if (spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0)
+    return { cmd: 'docker-compose', args: [], v2: false }
   return undefined
 }
 
@@ -52,8 +55,14 @@ export function composeCommand(): { cmd: string; args: string[]; v2: boolean } |
  * ones: ROSTER_POSTGRES_IMAGE (postgres:15: the tests drive Debian bookworm's client tools, such
  * as pg_dump 15, against it) and ROSTER_REDIS_IMAGE (redis:7).
  */
-export async function startServiceContainers(want: { postgres: boolean; redis: boolean }): Promise<{ databaseUrl?: string; redisUrl?: string; stop(): Promise<void> }> {
-  const [{ PostgreSqlContainer }, { RedisContainer }] = await Promise.all([import('@testcontainers/postgresql'), import('@testcontainers/redis')])
+export async function startServiceContainers(want: {
+  postgres: boolean
+  redis: boolean
+}): Promise<{ databaseUrl?: string; redisUrl?: string; stop(): Promise<void> }> {
+  const [{ PostgreSqlContainer }, { RedisContainer }] = await Promise.all([
+    import('@testcontainers/postgresql'),
+    import('@testcontainers/redis'),
+  ])
   const [postgres, redis] = await Promise.all([
     want.postgres
       ? new PostgreSqlContainer(process.env.ROSTER_POSTGRES_IMAGE ?? 'postgres:15')

@@ -23,7 +23,11 @@ export async function makeTenant(
     accountId: account_id,
     workspaceId: workspace_id,
     userId: user_id,
-    keys: { user: await key('user', user_id), organization: await key('organization'), management: await key('management') },
+    keys: {
+      user: await key('user', user_id),
+      organization: await key('organization'),
+      management: await key('management'),
+    },
   }
 }
 

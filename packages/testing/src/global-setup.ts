@@ -26,12 +26,16 @@ export default async function setup() {
       }
     }
     // `npm run test:containers` (and CI) must not fall back to local servers unnoticed.
-    if (problem && process.env.ROSTER_TEST_CONTAINERS === 'require') throw new Error(`ROSTER_TEST_CONTAINERS=require, but the tests cannot use containers: ${problem}`)
+    if (problem && process.env.ROSTER_TEST_CONTAINERS === 'require')
+      throw new Error(`ROSTER_TEST_CONTAINERS=require, but the tests cannot use containers: ${problem}`)
     if (problem) process.stdout.write(`tests: the local Postgres and Redis, not containers: ${problem}\n`)
   }
   if (containers?.databaseUrl) process.env.DATABASE_URL = containers.databaseUrl
   if (containers?.redisUrl) process.env.REDIS_URL = containers.redisUrl
-  if (containers) process.stdout.write(`tests: ${[containers.databaseUrl && 'Postgres', containers.redisUrl && 'Redis'].filter(Boolean).join(' and ')} in containers (testcontainers), as DATABASE_URL / REDIS_URL are unset and Docker answers\n`)
+  if (containers)
+    process.stdout.write(
+      `tests: ${[containers.databaseUrl && 'Postgres', containers.redisUrl && 'Redis'].filter(Boolean).join(' and ')} in containers (testcontainers), as DATABASE_URL / REDIS_URL are unset and Docker answers\n`,
+    )
   try {
     await prepareTemplate()
   } catch (err) {
@@ -80,8 +84,8 @@ async function prepareTemplate() {
       const stale = legacy
         ? true
         : made
-        ? now - parseInt(made, 36) > 3_600_000
-        : datname !== template && datname.startsWith(TEMPLATE_PREFIX) && (!used || now - Number(used) > 86_400_000)
+          ? now - parseInt(made, 36) > 3_600_000
+          : datname !== template && datname.startsWith(TEMPLATE_PREFIX) && (!used || now - Number(used) > 86_400_000)
       if (stale) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => {})
     }
   } finally {

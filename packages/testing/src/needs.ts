@@ -6,7 +6,8 @@ import { describe } from 'vitest'
 // run, with one plain line naming what it needs and how to get it; it never fails or times out for
 // that. With ROSTER_TEST_TOOLS=require (CI, which installs everything) a lack is a failure instead.
 
-export type Need = 'bubblewrap' | 'socat' | 'curl' | 'root' | 'iproute2' | 'prometheus' | 'chromium' | 'docker' | 'redis-server'
+export type Need =
+  'bubblewrap' | 'socat' | 'curl' | 'root' | 'iproute2' | 'prometheus' | 'chromium' | 'docker' | 'redis-server'
 
 interface Requirement {
   /** Why this machine cannot give it, or undefined when it can. */
@@ -26,17 +27,38 @@ export const REQUIREMENTS: Record<Need, Requirement> = {
   bubblewrap: {
     // Installed and allowed to make namespaces as this user (some containers forbid user namespaces).
     missing: () => {
-      const r = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-all', '--die-with-parent', 'true'], { encoding: 'utf8', timeout: 10_000 })
+      const r = spawnSync('bwrap', ['--ro-bind', '/', '/', '--unshare-all', '--die-with-parent', 'true'], {
+        encoding: 'utf8',
+        timeout: 10_000,
+      })
       if (r.error) return 'bubblewrap (bwrap) is not installed'
-      return r.status === 0 ? undefined : `bubblewrap cannot make namespaces here (${r.stderr.trim() || `exit ${r.status}`})`
+      return r.status === 0
+        ? undefined
+        : `bubblewrap cannot make namespaces here (${r.stderr.trim() || `exit ${r.status}`})`
     },
     debian: 'sudo apt-get install bubblewrap',
     macos: 'none (Linux namespaces): run the tests in a Linux VM or container',
   },
-  socat: { missing: () => (runs('socat', ['-V']) ? undefined : 'socat is not installed'), debian: 'sudo apt-get install socat', macos: 'brew install socat' },
-  curl: { missing: () => (runs('curl') ? undefined : 'curl is not installed'), debian: 'sudo apt-get install curl', macos: 'none (macOS has curl)' },
-  root: { missing: () => (process.getuid?.() === 0 ? undefined : 'it must run as root'), debian: 'run the tests as root (sudo -E npm test)', macos: 'none (Linux network namespaces)' },
-  iproute2: { missing: () => (runs('ip', ['-V']) ? undefined : 'ip (iproute2) is not installed'), debian: 'sudo apt-get install iproute2', macos: 'none (Linux network namespaces)' },
+  socat: {
+    missing: () => (runs('socat', ['-V']) ? undefined : 'socat is not installed'),
+    debian: 'sudo apt-get install socat',
+    macos: 'brew install socat',
+  },
+  curl: {
+    missing: () => (runs('curl') ? undefined : 'curl is not installed'),
+    debian: 'sudo apt-get install curl',
+    macos: 'none (macOS has curl)',
+  },
+  root: {
+    missing: () => (process.getuid?.() === 0 ? undefined : 'it must run as root'),
+    debian: 'run the tests as root (sudo -E npm test)',
+    macos: 'none (Linux network namespaces)',
+  },
+  iproute2: {
+    missing: () => (runs('ip', ['-V']) ? undefined : 'ip (iproute2) is not installed'),
+    debian: 'sudo apt-get install iproute2',
+    macos: 'none (Linux network namespaces)',
+  },
   prometheus: {
     missing: () => (runs('prometheus') && runs('promtool') ? undefined : 'prometheus and promtool are not installed'),
     debian: 'sudo apt-get install prometheus',
@@ -49,7 +71,8 @@ export const REQUIREMENTS: Record<Need, Requirement> = {
   },
   'redis-server': {
     // Private Redis servers and clusters that a test kills and starts again (a Redis already running is not enough).
-    missing: () => (runs('redis-server') && runs('redis-cli') ? undefined : 'redis-server and redis-cli are not installed'),
+    missing: () =>
+      runs('redis-server') && runs('redis-cli') ? undefined : 'redis-server and redis-cli are not installed',
     debian: 'sudo apt-get install redis-server',
     macos: 'brew install redis',
   },
@@ -90,7 +113,8 @@ export async function missingNeeds(needs: Need[]): Promise<string | undefined> {
  */
 export async function lacking(needs: Need[], what: string): Promise<string | undefined> {
   const why = await missingNeeds(needs)
-  if (why && process.env.ROSTER_TEST_TOOLS === 'require') throw new Error(`ROSTER_TEST_TOOLS=require, but ${what} cannot run here: ${why}`)
+  if (why && process.env.ROSTER_TEST_TOOLS === 'require')
+    throw new Error(`ROSTER_TEST_TOOLS=require, but ${what} cannot run here: ${why}`)
   if (why) process.stdout.write(`not run: ${what}: ${why}\n`)
   return why
 }

@@ -19,11 +19,19 @@ describe('waiting for a process to print', () => {
     const holder = createServer()
     await new Promise<void>((r) => holder.listen(port, '127.0.0.1', r))
     try {
-      const p = new NodeProcess('server', script(`import { createServer } from 'node:net'\ncreateServer().listen(${port}, '127.0.0.1', () => console.log('listening'))`), {}).start()
+      const p = new NodeProcess(
+        'server',
+        script(
+          `import { createServer } from 'node:net'\ncreateServer().listen(${port}, '127.0.0.1', () => console.log('listening'))`,
+        ),
+        {},
+      ).start()
       const started = Date.now()
       const failure = await p.waitForOutput(/listening/).catch((err: Error) => err)
       expect(failure).toBeInstanceOf(Error)
-      expect((failure as Error).message).toMatch(/server exited \(1\) before printing \/listening\/; it printed:\n[\s\S]*EADDRINUSE/)
+      expect((failure as Error).message).toMatch(
+        /server exited \(1\) before printing \/listening\/; it printed:\n[\s\S]*EADDRINUSE/,
+      )
       expect(Date.now() - started).toBeLessThan(5_000)
     } finally {
       holder.close()
@@ -31,8 +39,14 @@ describe('waiting for a process to print', () => {
   })
 
   it('says what the process printed when it times out', async () => {
-    const p = new NodeProcess('quiet', script(`console.log('starting, slowly'); setTimeout(() => {}, 10_000)`), {}).start()
-    await expect(p.waitForOutput(/listening/, 500)).rejects.toThrow(/timed out after 500 ms waiting for quiet to print \/listening\/; it printed:\nstarting, slowly/)
+    const p = new NodeProcess(
+      'quiet',
+      script(`console.log('starting, slowly'); setTimeout(() => {}, 10_000)`),
+      {},
+    ).start()
+    await expect(p.waitForOutput(/listening/, 500)).rejects.toThrow(
+      /timed out after 500 ms waiting for quiet to print \/listening\/; it printed:\nstarting, slowly/,
+    )
     await p.kill()
   })
 })

@@ -59,7 +59,10 @@ export class NodeProcess {
       await waitFor(
         () => {
           if (pattern.test(this.output)) return true
-          if (this.child && !this.running) throw new Error(`${this.name} exited (${this.child.exitCode ?? this.child.signalCode}) before printing ${pattern}`)
+          if (this.child && !this.running)
+            throw new Error(
+              `${this.name} exited (${this.child.exitCode ?? this.child.signalCode}) before printing ${pattern}`,
+            )
           return false
         },
         { timeoutMs, what: `${this.name} to print ${pattern}` },
@@ -98,7 +101,14 @@ export interface Stack {
   /** The first runtime host. */
   runtime: NodeProcess
   /** Every runtime host (more than one with `runtimes`), each with its fleet id, URL, port and data directory. */
-  runtimes: { process: NodeProcess; id: string; url: string; port: number; dataDir: string; env: Record<string, string> }[]
+  runtimes: {
+    process: NodeProcess
+    id: string
+    url: string
+    port: number
+    dataDir: string
+    env: Record<string, string>
+  }[]
   /** Where each process serves its metrics (with `metrics: true`). */
   metricsPorts: { api?: number; runtime?: number; workers: number[] }
   workers: NodeProcess[]
@@ -178,14 +188,30 @@ async function startStackOnce(opts: StackOptions): Promise<Stack> {
     const port = await freePort()
     // Unique to this stack (a port is reused by later stacks over the same database, an id must not be).
     const id = `rt-${port}-${randomUUID().slice(0, 6)}`
-    const dataDir = opts.env?.RUNTIME_DATA_DIR && i === 0 ? opts.env.RUNTIME_DATA_DIR : mkdtempSync(join(tmpdir(), 'roster-runtime-'))
+    const dataDir =
+      opts.env?.RUNTIME_DATA_DIR && i === 0 ? opts.env.RUNTIME_DATA_DIR : mkdtempSync(join(tmpdir(), 'roster-runtime-'))
     const extra = i === 0 ? await metricsPort() : {}
     if (i === 0) metricsPorts.runtime = extra.METRICS_PORT ? Number(extra.METRICS_PORT) : undefined
     // Room for every intern a test makes, unless the test is about room.
-    const own = { ...hostEnv, RUNTIME_CAPACITY: '10000', ...opts.runtimeEnv, ...extra, PORT: String(port), RUNTIME_HOST_ID: id, RUNTIME_DATA_DIR: dataDir }
+    const own = {
+      ...hostEnv,
+      RUNTIME_CAPACITY: '10000',
+      ...opts.runtimeEnv,
+      ...extra,
+      PORT: String(port),
+      RUNTIME_HOST_ID: id,
+      RUNTIME_DATA_DIR: dataDir,
+    }
     // Not inherited either (the test runner's own environment may carry both).
     const unset = { DATABASE_URL: undefined, VAULT_MASTER_KEY: undefined }
-    runtimes.push({ process: new NodeProcess(i === 0 ? 'runtime' : `runtime-${i + 1}`, dist('runtime'), { ...own, ...unset }).start(), id, url: `http://127.0.0.1:${port}`, port, dataDir, env: own })
+    runtimes.push({
+      process: new NodeProcess(i === 0 ? 'runtime' : `runtime-${i + 1}`, dist('runtime'), { ...own, ...unset }).start(),
+      id,
+      url: `http://127.0.0.1:${port}`,
+      port,
+      dataDir,
+      env: own,
+    })
   }
   env.RUNTIME_DATA_DIR = runtimes[0]!.dataDir
   const runtime = runtimes[0]!.process
@@ -197,22 +223,39 @@ async function startStackOnce(opts: StackOptions): Promise<Stack> {
   const moreApis: { process: NodeProcess; port: number }[] = []
   for (let i = 1; i < (opts.apis ?? 1); i++) {
     const port = await freePort()
-    moreApis.push({ process: new NodeProcess(`api-${i + 1}`, dist('api'), { ...env, PORT: String(port) }).start(), port })
+    moreApis.push({
+      process: new NodeProcess(`api-${i + 1}`, dist('api'), { ...env, PORT: String(port) }).start(),
+      port,
+    })
   }
   const workers: NodeProcess[] = []
   const addWorker = async (extraEnv: Record<string, string> = {}) => {
     const workerMetrics = await metricsPort()
     if (workerMetrics.METRICS_PORT) metricsPorts.workers.push(Number(workerMetrics.METRICS_PORT))
-    const worker = new NodeProcess(`worker-${workers.length + 1}`, dist('worker'), { ...env, ...opts.workerEnv, ...workerMetrics, ...extraEnv }).start()
+    const worker = new NodeProcess(`worker-${workers.length + 1}`, dist('worker'), {
+      ...env,
+      ...opts.workerEnv,
+      ...workerMetrics,
+      ...extraEnv,
+    }).start()
     workers.push(worker)
     await worker.waitForOutput(/worker started/)
     return worker
   }
   const stop = async () => {
-    await Promise.all([api.kill(), ...runtimes.map((r) => r.process.kill()), ...moreApis.map((a) => a.process.kill()), ...workers.map((w) => w.kill())])
+    await Promise.all([
+      api.kill(),
+      ...runtimes.map((r) => r.process.kill()),
+      ...moreApis.map((a) => a.process.kill()),
+      ...workers.map((w) => w.kill()),
+    ])
   }
   try {
-    await Promise.all([...runtimes.map((r) => r.process.waitForOutput(/listening/)), api.waitForOutput(/listening/), ...moreApis.map((a) => a.process.waitForOutput(/listening/))])
+    await Promise.all([
+      ...runtimes.map((r) => r.process.waitForOutput(/listening/)),
+      api.waitForOutput(/listening/),
+      ...moreApis.map((a) => a.process.waitForOutput(/listening/)),
+    ])
     // Each host joins the fleet once the API is up (it tries again until it can).
     await Promise.all(runtimes.map((r) => r.process.waitForOutput(/joined the fleet/)))
     for (let i = 0; i < (opts.workers ?? 1); i++) await addWorker()
@@ -227,7 +270,10 @@ async function startStackOnce(opts: StackOptions): Promise<Stack> {
     runtimeFetch: async (path, init = {}, host = 0) => {
       const at = runtimes[host]!
       const credential = await runtimeCredential(opts.databaseUrl, at.id)
-      return fetch(`${at.url}${path}`, { ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${credential}` } })
+      return fetch(`${at.url}${path}`, {
+        ...init,
+        headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${credential}` },
+      })
     },
     api,
     runtime,
@@ -249,12 +295,18 @@ export async function startRedisServer(): Promise<{ url: string; stop(): Promise
       stdio: 'ignore',
     })
     // Not installed: said at once (the tests that need it check first: needs.ts), not as a wait that times out.
-    const failed = new Promise<never>((_, reject) => child!.once('error', (err) => reject(new Error(`redis-server could not be started: ${err.message}`))))
+    const failed = new Promise<never>((_, reject) =>
+      child!.once('error', (err) => reject(new Error(`redis-server could not be started: ${err.message}`))),
+    )
     failed.catch(() => {})
     const { Redis } = await import('ioredis')
     const up = waitFor(
       async () => {
-        const probe = new Redis(port, '127.0.0.1', { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null })
+        const probe = new Redis(port, '127.0.0.1', {
+          lazyConnect: true,
+          maxRetriesPerRequest: 0,
+          retryStrategy: () => null,
+        })
         probe.on('error', () => {})
         try {
           await probe.connect()
@@ -284,7 +336,11 @@ export function apiClient(baseUrl: string, key: string) {
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
   return {
     async createIntern(body: unknown, extra: Record<string, string> = {}) {
-      const res = await fetch(`${baseUrl}/interns`, { method: 'POST', headers: { ...headers, ...extra }, body: JSON.stringify(body) })
+      const res = await fetch(`${baseUrl}/interns`, {
+        method: 'POST',
+        headers: { ...headers, ...extra },
+        body: JSON.stringify(body),
+      })
       return { status: res.status, body: (await res.json()) as Record<string, any> }
     },
     async getIntern(id: string) {
@@ -308,7 +364,11 @@ export interface ApiProcess {
  * One API process alone (built code, its own port), over the given database: for tests of what one
  * process holds and refuses under load, where an in-process app would share the test's own limits.
  */
-export async function startApi(opts: { databaseUrl: string; env?: Record<string, string>; metrics?: boolean }): Promise<ApiProcess> {
+export async function startApi(opts: {
+  databaseUrl: string
+  env?: Record<string, string>
+  metrics?: boolean
+}): Promise<ApiProcess> {
   for (let attempt = 1; ; attempt++) {
     const port = await freePort()
     const metricsPort = opts.metrics ? await freePort() : undefined
@@ -328,7 +388,13 @@ export async function startApi(opts: { databaseUrl: string; env?: Record<string,
       if (attempt < 3 && /EADDRINUSE/.test((err as Error).message)) continue
       throw err
     }
-    return { url: `http://127.0.0.1:${port}/api/v1`, port, process: api, metricsPort, stop: async () => void (await api.kill()) }
+    return {
+      url: `http://127.0.0.1:${port}/api/v1`,
+      port,
+      process: api,
+      metricsPort,
+      stop: async () => void (await api.kill()),
+    }
   }
 }
 

@@ -31,7 +31,8 @@ export interface RedisCluster {
   stop(): Promise<void>
 }
 
-const cli = (port: number, ...args: string[]) => spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8' })
+const cli = (port: number, ...args: string[]) =>
+  spawnSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8' })
 
 /** The hash slot of a key (Redis Cluster's CRC16 of its hash tag, mod 16384). */
 export function hashSlot(key: string): number {
@@ -54,7 +55,8 @@ export function hashSlot(key: string): number {
  * a few seconds. Nothing is kept on disk beyond the cluster's own node files, removed on stop.
  */
 export async function startRedisCluster(): Promise<RedisCluster> {
-  if (spawnSync('redis-server', ['--version']).error) throw new Error('the Redis Cluster tests need redis-server and redis-cli')
+  if (spawnSync('redis-server', ['--version']).error)
+    throw new Error('the Redis Cluster tests need redis-server and redis-cli')
   const dir = mkdtempSync(join(tmpdir(), 'roster-redis-cluster-'))
   const nodes: ClusterNode[] = []
   for (let i = 0; i < 6; i++) nodes.push({ port: await freePort() })
@@ -62,17 +64,39 @@ export async function startRedisCluster(): Promise<RedisCluster> {
     node.child = spawn(
       'redis-server',
       [
-        '--port', String(node.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
-        '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${node.port}.conf`, '--cluster-node-timeout', '1000',
+        '--port',
+        String(node.port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${node.port}.conf`,
+        '--cluster-node-timeout',
+        '1000',
         // A replica takes over whatever its master's last contact (the default refuses after a long silence).
-        '--cluster-replica-validity-factor', '0',
+        '--cluster-replica-validity-factor',
+        '0',
       ],
       { stdio: 'ignore' },
     )
-    await waitFor(() => cli(node.port, 'ping').stdout.trim() === 'PONG', { timeoutMs: 10_000, what: `redis-server on ${node.port}` })
+    await waitFor(() => cli(node.port, 'ping').stdout.trim() === 'PONG', {
+      timeoutMs: 10_000,
+      what: `redis-server on ${node.port}`,
+    })
   }
   await Promise.all(nodes.map(start))
-  const created = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], { encoding: 'utf8' })
+  const created = spawnSync(
+    'redis-cli',
+    ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'],
+    { encoding: 'utf8' },
+  )
   if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`)
   const live = () => nodes.filter((n) => n.child && n.child.exitCode === null && n.child.signalCode === null)
   const healthy = () => live().every((n) => /cluster_state:ok/.test(cli(n.port, 'cluster', 'info').stdout))
@@ -82,7 +106,8 @@ export async function startRedisCluster(): Promise<RedisCluster> {
     for (const n of live()) {
       const slots = cli(n.port, '--json', 'cluster', 'slots').stdout
       try {
-        for (const [from, to, master] of JSON.parse(slots) as [number, number, [string, number]][]) if (slot >= from && slot <= to) return master[1]
+        for (const [from, to, master] of JSON.parse(slots) as [number, number, [string, number]][])
+          if (slot >= from && slot <= to) return master[1]
       } catch {}
     }
     throw new Error(`no live node says who serves slot ${slot}`)
@@ -108,7 +133,11 @@ export async function startRedisCluster(): Promise<RedisCluster> {
     async failOver(slot) {
       const old = await masterOf(slot)
       await kill(old)
-      await waitFor(async () => (await masterOf(slot).catch(() => old)) !== old && healthy(), { timeoutMs: 30_000, intervalMs: 100, what: `a replica to take slot ${slot} over from ${old}` })
+      await waitFor(async () => (await masterOf(slot).catch(() => old)) !== old && healthy(), {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+        what: `a replica to take slot ${slot} over from ${old}`,
+      })
       return old
     },
     async restart(port) {

@@ -1,7 +1,11 @@
 /** Polls until the predicate holds; fails with what it was waiting for. */
 export async function waitFor(
   predicate: () => boolean | Promise<boolean>,
-  { timeoutMs = 10_000, intervalMs = 25, what = 'condition' }: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
+  {
+    timeoutMs = 10_000,
+    intervalMs = 25,
+    what = 'condition',
+  }: { timeoutMs?: number; intervalMs?: number; what?: string } = {},
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs
   for (;;) {

@@ -45,8 +45,17 @@ export function tokenLogprobs(tokens: string[], top: number, seedText: string): 
   return tokens.map((token) => {
     const logprob = -Number((next() * 0.5).toFixed(4))
     const others = WORDS.filter((w) => w !== token.trim()).slice(0, Math.max(0, top - 1))
-    const alternatives = others.map((w, i) => ({ token: w, logprob: Number((logprob - 1 - i - next()).toFixed(4)), bytes: bytesOf(w) }))
-    return { token, logprob, bytes: bytesOf(token), top_logprobs: top > 0 ? [{ token, logprob, bytes: bytesOf(token) }, ...alternatives] : [] }
+    const alternatives = others.map((w, i) => ({
+      token: w,
+      logprob: Number((logprob - 1 - i - next()).toFixed(4)),
+      bytes: bytesOf(w),
+    }))
+    return {
+      token,
+      logprob,
+      bytes: bytesOf(token),
+      top_logprobs: top > 0 ? [{ token, logprob, bytes: bytesOf(token) }, ...alternatives] : [],
+    }
   })
 }
 

@@ -9,4 +9,5 @@ export const obj = (v: unknown): Json => (typeof v === 'object' && v !== null &&
 export const list = (v: unknown): Json[] => (Array.isArray(v) ? v.map(obj) : [])
 export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined)
 export const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined)
-export const strings = (v: unknown): string[] | undefined => (Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string') : undefined)
+export const strings = (v: unknown): string[] | undefined =>
+  Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string') : undefined

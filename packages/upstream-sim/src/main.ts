@@ -13,4 +13,5 @@ const sim = await startSimulator({
   sampleUrl: env.SIM_SAMPLE_URL ?? defaultSettings.sampleUrl,
 })
 process.stdout.write(`upstream simulator (not a real model provider) listening on ${sim.url}\n`)
-for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => void sim.close().then(() => process.exit(0)))
+for (const signal of ['SIGTERM', 'SIGINT'] as const)
+  process.once(signal, () => void sim.close().then(() => process.exit(0)))

@@ -65,21 +65,43 @@ function decide(ask: Ask, settings: SimSettings, seenPrompts: Set<string>): Plan
   const step = scriptOf(ask.promptText)[ask.toolResults]
   if (step?.kind === 'call' && ask.tools.some((t) => t.name === step.tool) && ask.toolChoice !== 'none') {
     usage.output = countTokens(step.arguments) + usage.reasoning
-    return { id, model: ask.model, text: [], reasoning, toolCall: { id: `call_${id}`, name: step.tool, arguments: step.arguments }, finish: 'tool', usage }
+    return {
+      id,
+      model: ask.model,
+      text: [],
+      reasoning,
+      toolCall: { id: `call_${id}`, name: step.tool, arguments: step.arguments },
+      finish: 'tool',
+      usage,
+    }
   }
   if (step) {
-    const said = step.kind === 'say' ? step.text.replaceAll('{{result}}', () => ask.lastResult ?? '') : `(script: the tool ${step.tool} is not offered)`
+    const said =
+      step.kind === 'say'
+        ? step.text.replaceAll('{{result}}', () => ask.lastResult ?? '')
+        : `(script: the tool ${step.tool} is not offered)`
     const text = splitLike(said)
     usage.output = text.length + usage.reasoning
     return { id, model: ask.model, text, reasoning, finish: 'stop', usage }
   }
   const callable =
-    settings.toolCalls && ask.tools.length > 0 && ask.toolChoice !== 'none' && (!ask.afterToolResult || settings.repeatToolCalls)
+    settings.toolCalls &&
+    ask.tools.length > 0 &&
+    ask.toolChoice !== 'none' &&
+    (!ask.afterToolResult || settings.repeatToolCalls)
   if (callable) {
     const tool = ask.tools.find((t) => t.name === ask.toolChoice) ?? ask.tools[0]!
     const args = JSON.stringify(sampleFor(tool.parameters, 0, settings.sampleUrl))
     usage.output = countTokens(args) + usage.reasoning
-    return { id, model: ask.model, text: [], reasoning, toolCall: { id: `call_${id}`, name: tool.name, arguments: args }, finish: 'tool', usage }
+    return {
+      id,
+      model: ask.model,
+      text: [],
+      reasoning,
+      toolCall: { id: `call_${id}`, name: tool.name, arguments: args },
+      finish: 'tool',
+      usage,
+    }
   }
   const wanted = settings.replyTokens
   const limit = ask.maxTokens !== undefined ? Math.max(0, ask.maxTokens - usage.reasoning) : Infinity
@@ -139,13 +161,28 @@ export function textOf(content: unknown): string {
 
 /** Whether any part of a request asks for caching. */
 export function wantsCache(body: unknown): boolean {
-  return JSON.stringify(body ?? {}).includes('"cache_control"') || (body as { prompt_cache_key?: string })?.prompt_cache_key !== undefined
+  return (
+    JSON.stringify(body ?? {}).includes('"cache_control"') ||
+    (body as { prompt_cache_key?: string })?.prompt_cache_key !== undefined
+  )
 }
 
 /** The latest prompt of a conversation (its text) and how many tool results came after it. */
-export function sincePrompt<T extends { content?: unknown }>(items: T[], isPrompt: (i: T) => boolean, isResult: (i: T) => boolean): { promptText: string; toolResults: number; lastResult?: string } {
+export function sincePrompt<T extends { content?: unknown }>(
+  items: T[],
+  isPrompt: (i: T) => boolean,
+  isResult: (i: T) => boolean,
+): { promptText: string; toolResults: number; lastResult?: string } {
   let at = -1
-  for (let i = items.length - 1; i >= 0; i--) if (isPrompt(items[i]!)) { at = i; break }
+  for (let i = items.length - 1; i >= 0; i--)
+    if (isPrompt(items[i]!)) {
+      at = i
+      break
+    }
   const results = items.slice(at + 1).filter(isResult)
-  return { promptText: at >= 0 ? textOf(items[at]!.content) : '', toolResults: results.length, lastResult: results.length ? textOf(results.at(-1)) : undefined }
+  return {
+    promptText: at >= 0 ? textOf(items[at]!.content) : '',
+    toolResults: results.length,
+    lastResult: results.length ? textOf(results.at(-1)) : undefined,
+  }
 }

@@ -8,7 +8,11 @@ beforeAll(async () => {
 afterAll(async () => sim?.close())
 
 const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${sim.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) })
+  fetch(`${sim.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  })
 
 /** Parses an SSE body into its data payloads (and event names). */
 async function events(res: Response) {
@@ -23,7 +27,11 @@ const weather = {
   name: 'get_weather',
   parameters: {
     type: 'object',
-    properties: { city: { type: 'string', minLength: 2 }, days: { type: 'integer', minimum: 1 }, unit: { enum: ['c', 'f'] } },
+    properties: {
+      city: { type: 'string', minLength: 2 },
+      days: { type: 'integer', minimum: 1 },
+      unit: { enum: ['c', 'f'] },
+    },
     required: ['city', 'days', 'unit'],
   },
 }
@@ -32,7 +40,9 @@ describe('OpenAI Chat Completions', () => {
   const ask = { model: 'sim/chat', messages: [{ role: 'user', content: 'hello there' }] }
 
   it('answers deterministically, with usage', async () => {
-    const [a, b] = await Promise.all([post('/v1/chat/completions', ask), post('/v1/chat/completions', ask)].map(async (r) => (await r).json()))
+    const [a, b] = await Promise.all(
+      [post('/v1/chat/completions', ask), post('/v1/chat/completions', ask)].map(async (r) => (await r).json()),
+    )
     expect(a.choices[0].message.content).toBe(b.choices[0].message.content)
     expect(a.choices[0].message.content.split(' ')).toHaveLength(6)
     expect(a.usage).toMatchObject({ prompt_tokens: 2, completion_tokens: 6, total_tokens: 8 })
@@ -62,7 +72,11 @@ describe('OpenAI Chat Completions', () => {
     const after = {
       ...ask,
       tools,
-      messages: [...ask.messages, { role: 'assistant', tool_calls: [call.message.tool_calls[0]] }, { role: 'tool', tool_call_id: 'x', content: 'sunny' }],
+      messages: [
+        ...ask.messages,
+        { role: 'assistant', tool_calls: [call.message.tool_calls[0]] },
+        { role: 'tool', tool_call_id: 'x', content: 'sunny' },
+      ],
     }
     expect((await (await post('/v1/chat/completions', after)).json()).choices[0].finish_reason).toBe('stop')
   })
@@ -95,7 +109,9 @@ describe('log probabilities', () => {
       expect(l.top_logprobs[0]).toEqual({ token: l.token, logprob: l.logprob, bytes: l.bytes })
       expect(l.top_logprobs[1].logprob).toBeLessThan(l.logprob)
     }
-    const chunks = (await events(await post('/v1/chat/completions', { ...ask, stream: true, logprobs: true, top_logprobs: 3 })))
+    const chunks = (
+      await events(await post('/v1/chat/completions', { ...ask, stream: true, logprobs: true, top_logprobs: 3 }))
+    )
       .filter((e) => e.data !== '[DONE]')
       .map((e) => JSON.parse(e.data))
     const streamed = chunks.flatMap((c) => c.choices[0]?.logprobs?.content ?? [])
@@ -132,14 +148,21 @@ describe('OpenAI Responses', () => {
   })
 
   it('answers a function call item when tools are offered', async () => {
-    const body = await (await post('/v1/responses', { model: 'm', input: 'weather?', tools: [{ type: 'function', ...weather }] })).json()
+    const body = await (
+      await post('/v1/responses', { model: 'm', input: 'weather?', tools: [{ type: 'function', ...weather }] })
+    ).json()
     expect(body.output[0]).toMatchObject({ type: 'function_call', name: 'get_weather' })
     expect(JSON.parse(body.output[0].arguments)).toEqual({ city: 'sample', days: 1, unit: 'c' })
   })
 })
 
 describe('Anthropic Messages', () => {
-  const ask = { model: 'sim/claude', max_tokens: 100, system: [{ type: 'text', text: 'You are brief.', cache_control: { type: 'ephemeral' } }], messages: [{ role: 'user', content: 'hi' }] }
+  const ask = {
+    model: 'sim/claude',
+    max_tokens: 100,
+    system: [{ type: 'text', text: 'You are brief.', cache_control: { type: 'ephemeral' } }],
+    messages: [{ role: 'user', content: 'hi' }],
+  }
 
   it('reports a cache write, then a cache read for the same prompt', async () => {
     const first = await (await post('/v1/messages', ask)).json()
@@ -150,10 +173,24 @@ describe('Anthropic Messages', () => {
   })
 
   it('streams named events, tool input as JSON deltas that assemble into valid arguments', async () => {
-    const res = await post('/v1/messages', { ...ask, stream: true, tools: [{ name: 'get_weather', input_schema: weather.parameters }] })
+    const res = await post('/v1/messages', {
+      ...ask,
+      stream: true,
+      tools: [{ name: 'get_weather', input_schema: weather.parameters }],
+    })
     const evs = (await events(res)).map((e) => ({ name: e.event, ...JSON.parse(e.data) }))
-    expect(evs.map((e) => e.type)).toEqual(['message_start', 'content_block_start', ...evs.slice(2, -3).map(() => 'content_block_delta'), 'content_block_stop', 'message_delta', 'message_stop'])
-    const json = evs.filter((e) => e.delta?.type === 'input_json_delta').map((e) => e.delta.partial_json).join('')
+    expect(evs.map((e) => e.type)).toEqual([
+      'message_start',
+      'content_block_start',
+      ...evs.slice(2, -3).map(() => 'content_block_delta'),
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ])
+    const json = evs
+      .filter((e) => e.delta?.type === 'input_json_delta')
+      .map((e) => e.delta.partial_json)
+      .join('')
     expect(JSON.parse(json)).toEqual({ city: 'sample', days: 1, unit: 'c' })
     expect(evs.find((e) => e.type === 'message_delta').delta.stop_reason).toBe('tool_use')
   })
@@ -189,7 +226,13 @@ describe('settings and faults', () => {
 
   it('paces tokens and delays the first byte as configured', async () => {
     const started = performance.now()
-    await (await post('/v1/chat/completions', { ...ask, stream: true }, { 'x-sim-latency-ms': '60', 'x-sim-tokens-per-second': '100', 'x-sim-reply-tokens': '5' })).text()
+    await (
+      await post(
+        '/v1/chat/completions',
+        { ...ask, stream: true },
+        { 'x-sim-latency-ms': '60', 'x-sim-tokens-per-second': '100', 'x-sim-reply-tokens': '5' },
+      )
+    ).text()
     expect(performance.now() - started).toBeGreaterThanOrEqual(60 + 40)
   })
 
@@ -197,7 +240,11 @@ describe('settings and faults', () => {
     const locked = await startSimulator({ apiKey: 'sk-sim' })
     try {
       const call = (headers: Record<string, string>) =>
-        fetch(`${locked.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ ...ask, max_tokens: 5 }) })
+        fetch(`${locked.url}/v1/messages`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+          body: JSON.stringify({ ...ask, max_tokens: 5 }),
+        })
       expect((await call({})).status).toBe(401)
       expect((await call({ authorization: 'Bearer sk-sim' })).status).toBe(200)
       expect((await call({ 'x-api-key': 'sk-sim' })).status).toBe(200)
@@ -209,27 +256,51 @@ describe('settings and faults', () => {
 })
 
 describe('a script in the prompt', () => {
-  const script = 'do as scripted\n[sim] call get_weather {"city":"Oslo","days":2,"unit":"c"}\n[sim] call get_weather {"city":"Bergen","days":1,"unit":"f"}\n[sim] say Both looked up.'
-  const tools = { chat: [{ type: 'function', function: weather }], responses: [{ type: 'function', ...weather }], messages: [{ name: weather.name, input_schema: weather.parameters }] }
+  const script =
+    'do as scripted\n[sim] call get_weather {"city":"Oslo","days":2,"unit":"c"}\n[sim] call get_weather {"city":"Bergen","days":1,"unit":"f"}\n[sim] say Both looked up.'
+  const tools = {
+    chat: [{ type: 'function', function: weather }],
+    responses: [{ type: 'function', ...weather }],
+    messages: [{ name: weather.name, input_schema: weather.parameters }],
+  }
 
   it('plays one line a turn, counting tool results, in each protocol', async () => {
     // Chat Completions
-    const chat = async (messages: object[]) => (await (await post('/v1/chat/completions', { model: 'sim', messages, tools: tools.chat })).json()).choices[0]
+    const chat = async (messages: object[]) =>
+      (await (await post('/v1/chat/completions', { model: 'sim', messages, tools: tools.chat })).json()).choices[0]
     let turn = await chat([{ role: 'user', content: script }])
     expect(JSON.parse(turn.message.tool_calls[0].function.arguments)).toEqual({ city: 'Oslo', days: 2, unit: 'c' })
     const first = turn.message
-    turn = await chat([{ role: 'user', content: script }, first, { role: 'tool', tool_call_id: first.tool_calls[0].id, content: 'rain' }])
+    turn = await chat([
+      { role: 'user', content: script },
+      first,
+      { role: 'tool', tool_call_id: first.tool_calls[0].id, content: 'rain' },
+    ])
     expect(JSON.parse(turn.message.tool_calls[0].function.arguments).city).toBe('Bergen')
-    turn = await chat([{ role: 'user', content: script }, first, { role: 'tool', tool_call_id: 'a', content: 'rain' }, turn.message, { role: 'tool', tool_call_id: 'b', content: 'sun' }])
+    turn = await chat([
+      { role: 'user', content: script },
+      first,
+      { role: 'tool', tool_call_id: 'a', content: 'rain' },
+      turn.message,
+      { role: 'tool', tool_call_id: 'b', content: 'sun' },
+    ])
     expect([turn.finish_reason, turn.message.content]).toEqual(['stop', 'Both looked up.'])
 
     // Responses
-    const responses = async (input: object[]) => (await (await post('/v1/responses', { model: 'sim', input, tools: tools.responses })).json()).output
-    const out = await responses([{ role: 'user', content: script }, { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{}' }, { type: 'function_call_output', call_id: 'c1', output: 'rain' }])
+    const responses = async (input: object[]) =>
+      (await (await post('/v1/responses', { model: 'sim', input, tools: tools.responses })).json()).output
+    const out = await responses([
+      { role: 'user', content: script },
+      { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'c1', output: 'rain' },
+    ])
     expect(JSON.parse(out.find((o: any) => o.type === 'function_call').arguments).city).toBe('Bergen')
 
     // Anthropic Messages
-    const messages = async (msgs: object[]) => (await (await post('/v1/messages', { model: 'sim', max_tokens: 100, messages: msgs, tools: tools.messages })).json())
+    const messages = async (msgs: object[]) =>
+      await (
+        await post('/v1/messages', { model: 'sim', max_tokens: 100, messages: msgs, tools: tools.messages })
+      ).json()
     const done = await messages([
       { role: 'user', content: script },
       { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'get_weather', input: {} }] },
@@ -242,18 +313,66 @@ describe('a script in the prompt', () => {
 
   it('quotes the latest tool result where a say line writes {{result}}, in each protocol', async () => {
     const quoting = '[sim] call get_weather {"city":"Oslo"}\n[sim] say It said: {{result}}.'
-    const chat = await (await post('/v1/chat/completions', { model: 'sim', tools: tools.chat, messages: [{ role: 'user', content: quoting }, { role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'get_weather', arguments: '{}' } }] }, { role: 'tool', tool_call_id: 'a', content: 'rain, 4 °C' }] })).json()
+    const chat = await (
+      await post('/v1/chat/completions', {
+        model: 'sim',
+        tools: tools.chat,
+        messages: [
+          { role: 'user', content: quoting },
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [{ id: 'a', type: 'function', function: { name: 'get_weather', arguments: '{}' } }],
+          },
+          { role: 'tool', tool_call_id: 'a', content: 'rain, 4 °C' },
+        ],
+      })
+    ).json()
     expect(chat.choices[0].message.content).toBe('It said: rain, 4 °C.')
-    const responses = await (await post('/v1/responses', { model: 'sim', tools: tools.responses, input: [{ role: 'user', content: quoting }, { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{}' }, { type: 'function_call_output', call_id: 'c1', output: 'sun' }] })).json()
+    const responses = await (
+      await post('/v1/responses', {
+        model: 'sim',
+        tools: tools.responses,
+        input: [
+          { role: 'user', content: quoting },
+          { type: 'function_call', call_id: 'c1', name: 'get_weather', arguments: '{}' },
+          { type: 'function_call_output', call_id: 'c1', output: 'sun' },
+        ],
+      })
+    ).json()
     expect(responses.output.find((o: any) => o.type === 'message').content[0].text).toBe('It said: sun.')
-    const messages = await (await post('/v1/messages', { model: 'sim', max_tokens: 100, tools: tools.messages, messages: [{ role: 'user', content: quoting }, { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'get_weather', input: {} }] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'fog' }] }] })).json()
+    const messages = await (
+      await post('/v1/messages', {
+        model: 'sim',
+        max_tokens: 100,
+        tools: tools.messages,
+        messages: [
+          { role: 'user', content: quoting },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'get_weather', input: {} }] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: 'fog' }] },
+        ],
+      })
+    ).json()
     expect(messages.content[0].text).toBe('It said: fog.')
   })
 
   it('answers in text when the scripted tool is not offered, and as usual past the script', async () => {
-    const res = await (await post('/v1/chat/completions', { model: 'sim', messages: [{ role: 'user', content: '[sim] call shell {"command":"ls"}' }] })).json()
+    const res = await (
+      await post('/v1/chat/completions', {
+        model: 'sim',
+        messages: [{ role: 'user', content: '[sim] call shell {"command":"ls"}' }],
+      })
+    ).json()
     expect(res.choices[0].message.content).toBe('(script: the tool shell is not offered)')
-    const past = await (await post('/v1/chat/completions', { model: 'sim', messages: [{ role: 'user', content: '[sim] say one' }, { role: 'tool', tool_call_id: 'x', content: 'r' }] })).json()
+    const past = await (
+      await post('/v1/chat/completions', {
+        model: 'sim',
+        messages: [
+          { role: 'user', content: '[sim] say one' },
+          { role: 'tool', tool_call_id: 'x', content: 'r' },
+        ],
+      })
+    ).json()
     expect(past.choices[0].message.content.split(' ')).toHaveLength(6)
   })
 })

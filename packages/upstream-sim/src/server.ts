@@ -8,7 +8,6 @@ import { askFromChat, chatError, chatResponse, chatStream } from './protocols/ch
 import { askFromResponses, responsesResponse, responsesStream } from './protocols/responses.js'
 import { askFromMessages, messagesError, messagesResponse, messagesStream } from './protocols/anthropic.js'
 
-
 interface Protocol {
   ask(body: Json): Ask
   reply(p: Plan, settings: SimSettings): unknown
@@ -56,7 +55,9 @@ export interface Simulator {
  * Anthropic Messages, streamed or not. Deterministic replies; latency, pace, reply length, tool
  * calls, usage and faults come from the settings, or per request from `x-sim-*` headers.
  */
-export async function startSimulator(options: Partial<SimSettings> & { port?: number; host?: string } = {}): Promise<Simulator> {
+export async function startSimulator(
+  options: Partial<SimSettings> & { port?: number; host?: string } = {},
+): Promise<Simulator> {
   const base: SimSettings = { ...defaultSettings, ...options }
   const seenPrompts = new Set<string>()
   const stats: Simulator['stats'] = { requests: {}, lastBody: {}, lastHeaders: {}, cancelled: 0 }
@@ -71,10 +72,15 @@ export async function startSimulator(options: Partial<SimSettings> & { port?: nu
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const path = (req.url ?? '/').split('?')[0]!
     if (req.method === 'GET' && (path === '/health' || path === '/v1/models')) {
-      return json(res, 200, path === '/health' ? { status: 'ok' } : { object: 'list', data: [{ id: 'sim', object: 'model' }] })
+      return json(
+        res,
+        200,
+        path === '/health' ? { status: 'ok' } : { object: 'list', data: [{ id: 'sim', object: 'model' }] },
+      )
     }
     const protocol = protocols[path]
-    if (req.method !== 'POST' || !protocol) return json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'not_found' } })
+    if (req.method !== 'POST' || !protocol)
+      return json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'not_found' } })
     const settings = requestSettings(base, req.headers)
     stats.requests[path] = (stats.requests[path] ?? 0) + 1
     stats.lastHeaders[path] = req.headers
@@ -82,7 +88,8 @@ export async function startSimulator(options: Partial<SimSettings> & { port?: nu
       if (!res.writableFinished && settings.fault !== 'cut') stats.cancelled++
     })
 
-    if (settings.apiKey && !authorised(req, settings.apiKey)) return json(res, 401, protocol.error(401, 'invalid api key'))
+    if (settings.apiKey && !authorised(req, settings.apiKey))
+      return json(res, 401, protocol.error(401, 'invalid api key'))
     let body: Json
     try {
       body = obj(JSON.parse(await readBody(req)))

@@ -36,7 +36,10 @@ export const defaultSettings: SimSettings = {
 }
 
 /** Settings for one request: the server's, overridden by `x-sim-*` headers. */
-export function requestSettings(base: SimSettings, headers: Record<string, string | string[] | undefined>): SimSettings {
+export function requestSettings(
+  base: SimSettings,
+  headers: Record<string, string | string[] | undefined>,
+): SimSettings {
   const header = (name: string) => {
     const v = headers[`x-sim-${name}`]
     return Array.isArray(v) ? v[0] : v
@@ -58,7 +61,8 @@ export function requestSettings(base: SimSettings, headers: Record<string, strin
     toolCalls: bool('tool-calls', base.toolCalls),
     repeatToolCalls: bool('repeat-tool-calls', base.repeatToolCalls),
     sampleUrl: header('sample-url') ?? base.sampleUrl,
-    fault: (['none', '429', '500', '503', 'timeout', 'cut', 'truncate'] as const).find((f) => f === fault) ?? base.fault,
+    fault:
+      (['none', '429', '500', '503', 'timeout', 'cut', 'truncate'] as const).find((f) => f === fault) ?? base.fault,
     apiKey: base.apiKey,
   }
 }

@@ -21,8 +21,11 @@ export class StreamWriter {
       else this.res.end()
       return false
     }
-    if (paced && this.settings.tokensPerSecond > 0) await new Promise((r) => setTimeout(r, 1000 / this.settings.tokensPerSecond))
-    this.res.write(`${name ? `event: ${name}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`)
+    if (paced && this.settings.tokensPerSecond > 0)
+      await new Promise((r) => setTimeout(r, 1000 / this.settings.tokensPerSecond))
+    this.res.write(
+      `${name ? `event: ${name}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`,
+    )
     this.written++
     return true
   }

@@ -1,6 +1,14 @@
 import { Agent, request } from 'undici'
 import { guardedLookup, readCapped, refusedLiteral } from '@roster/gateway'
-import { releasableSecrets, SECRET_PLACEHOLDER, type Db, type EgressRequest, type EgressResult, type SecretEgress, type VaultService } from '@roster/shared'
+import {
+  releasableSecrets,
+  SECRET_PLACEHOLDER,
+  type Db,
+  type EgressRequest,
+  type EgressResult,
+  type SecretEgress,
+  type VaultService,
+} from '@roster/shared'
 
 // An intern's outbound HTTP that carries a secret (its http_request tool, and what its shell
 // commands send through their egress proxy). The model never holds a secret: it writes a
@@ -11,7 +19,6 @@ import { releasableSecrets, SECRET_PLACEHOLDER, type Db, type EgressRequest, typ
 // transcript. It runs in the API tier, never on a runtime host: the hosts run the interns' code and
 // hold no master key; a host asks for a request here on behalf of an intern placed on it, and the
 // request is made from here (so HTTPS needs no interception).
-
 
 export interface EgressOptions {
   db: Db
@@ -43,17 +50,25 @@ export class Egress implements SecretEgress {
     } catch {
       return { error: 'url is not a valid URL' }
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return { error: `only http and https URLs are requested, not ${url.protocol}` }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      return { error: `only http and https URLs are requested, not ${url.protocol}` }
     const refused = refusedLiteral(url.hostname, this.options)
     if (refused) return { error: refused }
-    if (/\{\{secret:/.test(safeDecode(url.href))) return { error: 'secrets go in headers or the body, never in the URL (URLs end up in logs)' }
+    if (/\{\{secret:/.test(safeDecode(url.href)))
+      return { error: 'secrets go in headers or the body, never in the URL (URLs end up in logs)' }
     const headers = { ...(args.headers ?? {}) }
     const wanted = new Set<string>()
-    for (const text of [...Object.values(headers), args.body ?? '']) for (const m of String(text).matchAll(SECRET_PLACEHOLDER)) wanted.add(m[1]!)
+    for (const text of [...Object.values(headers), args.body ?? ''])
+      for (const m of String(text).matchAll(SECRET_PLACEHOLDER)) wanted.add(m[1]!)
     const host = url.hostname.toLowerCase()
-    const released = wanted.size ? await releasableSecrets(this.options.db, this.options.vault, internId, host) : new Map<string, string>()
+    const released = wanted.size
+      ? await releasableSecrets(this.options.db, this.options.vault, internId, host)
+      : new Map<string, string>()
     const missing = [...wanted].filter((n) => !released.has(n))
-    if (missing.length) return { error: `not sent: ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not a secret bound to ${host} (bind the host to it, or ask for the secret)` }
+    if (missing.length)
+      return {
+        error: `not sent: ${missing.join(', ')} ${missing.length > 1 ? 'are' : 'is'} not a secret bound to ${host} (bind the host to it, or ask for the secret)`,
+      }
     const fill = (text: string) => text.replace(SECRET_PLACEHOLDER, (_, name: string) => released.get(name)!)
     for (const k of Object.keys(headers)) headers[k] = fill(String(headers[k]))
     try {
@@ -62,14 +77,18 @@ export class Egress implements SecretEgress {
         headers: { 'user-agent': 'Roster-intern/1', ...headers },
         body: args.body === undefined ? undefined : fill(args.body),
         dispatcher: this.agent,
-        signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs)]) : AbortSignal.timeout(this.options.timeoutMs),
+        signal: signal
+          ? AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs)])
+          : AbortSignal.timeout(this.options.timeoutMs),
         headersTimeout: this.options.timeoutMs,
         bodyTimeout: this.options.timeoutMs,
         maxRedirections: 0,
       } as Parameters<typeof request>[1])
       const { text, truncated } = await readCapped(res.body, this.options.maxBytes)
       const scrub = (text: string) => scrubSecrets(text, released)
-      const outHeaders = Object.fromEntries(Object.entries(res.headers).map(([k, v]) => [k, scrub(Array.isArray(v) ? v.join(', ') : String(v ?? ''))]))
+      const outHeaders = Object.fromEntries(
+        Object.entries(res.headers).map(([k, v]) => [k, scrub(Array.isArray(v) ? v.join(', ') : String(v ?? ''))]),
+      )
       return { status: res.statusCode, headers: outHeaders, body: scrub(text), truncated }
     } catch (err) {
       return { error: `request failed: ${scrubSecrets((err as Error).message, released)}` }
@@ -84,7 +103,8 @@ export class Egress implements SecretEgress {
 /** Puts the placeholder back wherever a released value appears (longest values first, so none hides inside another). */
 export function scrubSecrets(text: string, released: Map<string, string>): string {
   let out = text
-  for (const [name, value] of [...released].sort((a, b) => b[1].length - a[1].length)) if (value) out = out.split(value).join(`{{secret:${name}}}`)
+  for (const [name, value] of [...released].sort((a, b) => b[1].length - a[1].length))
+    if (value) out = out.split(value).join(`{{secret:${name}}}`)
   return out
 }
 

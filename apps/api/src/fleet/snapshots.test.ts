@@ -27,7 +27,13 @@ const freePort = () =>
 
 beforeAll(async () => {
   const port = await freePort()
-  s3rver = new S3rver({ port, address: '127.0.0.1', silent: true, directory: mkdtempSync(join(tmpdir(), 'roster-s3-')), configureBuckets: [{ name: bucket, configs: [] }] })
+  s3rver = new S3rver({
+    port,
+    address: '127.0.0.1',
+    silent: true,
+    directory: mkdtempSync(join(tmpdir(), 'roster-s3-')),
+    configureBuckets: [{ name: bucket, configs: [] }],
+  })
   await s3rver.run()
   endpoint = `http://127.0.0.1:${port}`
 })
@@ -35,14 +41,27 @@ afterAll(async () => {
   await s3rver?.close()
 })
 
-const s3Settings = () => ({ bucket, endpoint, region: 'us-east-1', forcePathStyle: true, accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' })
+const s3Settings = () => ({
+  bucket,
+  endpoint,
+  region: 'us-east-1',
+  forcePathStyle: true,
+  accessKeyId: 'S3RVER',
+  secretAccessKey: 'S3RVER',
+})
 const objects = async () => {
-  const client = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } })
+  const client = new S3Client({
+    endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  })
   const out = await client.send(new ListObjectsV2Command({ Bucket: bucket }))
   client.destroy()
   return (out.Contents ?? []).map((o) => o.Key!).sort()
 }
-const newIntern = async (name: string) => (await env.t.db.intern.create({ data: { workspaceId: env.tenant.workspaceId, name, status: 'running' } })).id
+const newIntern = async (name: string) =>
+  (await env.t.db.intern.create({ data: { workspaceId: env.tenant.workspaceId, name, status: 'running' } })).id
 
 describe.each([
   ['postgres', () => new PostgresSnapshots(env.t.db)],

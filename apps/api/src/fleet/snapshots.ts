@@ -45,9 +45,13 @@ export class PostgresSnapshots implements SnapshotStore {
   }
 
   async get(internId: string) {
-    const [row] = await this.db.$queryRaw<{ bytes: Uint8Array | null; sha256: string; generation: number; size: number }[]>`
+    const [row] = await this.db.$queryRaw<
+      { bytes: Uint8Array | null; sha256: string; generation: number; size: number }[]
+    >`
       SELECT bytes, sha256, generation, size FROM workspace_snapshots WHERE intern_id = ${internId}::uuid AND store = 'postgres'`
-    return row?.bytes ? { bytes: Buffer.from(row.bytes), sha256: row.sha256, generation: row.generation, size: row.size } : undefined
+    return row?.bytes
+      ? { bytes: Buffer.from(row.bytes), sha256: row.sha256, generation: row.generation, size: row.size }
+      : undefined
   }
 
   latest(internId: string) {
@@ -85,7 +89,12 @@ export class S3Snapshots implements SnapshotStore {
   private s3() {
     this.client ??= import('@aws-sdk/client-s3').then(({ S3Client }) => {
       const { endpoint, region, forcePathStyle, accessKeyId, secretAccessKey } = this.settings
-      return new S3Client({ endpoint, region, forcePathStyle, credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined })
+      return new S3Client({
+        endpoint,
+        region,
+        forcePathStyle,
+        credentials: accessKeyId && secretAccessKey ? { accessKeyId, secretAccessKey } : undefined,
+      })
     })
     return this.client
   }
@@ -97,7 +106,11 @@ export class S3Snapshots implements SnapshotStore {
     // an object, so no sweep can remove one a row is about to point at.
     const key = `snapshots/${internId}/${sha256.slice(0, 16)}-${randomBytes(8).toString('hex')}.tar.gz`
     const { PutObjectCommand } = await import('@aws-sdk/client-s3')
-    await (await this.s3()).send(new PutObjectCommand({ Bucket: this.settings.bucket, Key: key, Body: bytes, ContentType: 'application/gzip' }))
+    await (
+      await this.s3()
+    ).send(
+      new PutObjectCommand({ Bucket: this.settings.bucket, Key: key, Body: bytes, ContentType: 'application/gzip' }),
+    )
     await this.db.$executeRaw`
       INSERT INTO workspace_snapshots (intern_id, generation, store, bytes, key, size, sha256, taken_at)
       VALUES (${internId}::uuid, ${generation}, 's3', NULL, ${key}, ${bytes.length}, ${sha256}, now())
@@ -133,10 +146,18 @@ export class S3Snapshots implements SnapshotStore {
         const rows = await tx.$queryRaw<{ key: string }[]>`
           DELETE FROM snapshot_garbage WHERE key IN (SELECT key FROM snapshot_garbage ORDER BY added_at FOR UPDATE SKIP LOCKED LIMIT ${batch}) RETURNING key`
         if (rows.length === 0) return 0
-        const out = await s3.send(new DeleteObjectsCommand({ Bucket: this.settings.bucket, Delete: { Objects: rows.map((r) => ({ Key: r.key })), Quiet: true } }))
+        const out = await s3.send(
+          new DeleteObjectsCommand({
+            Bucket: this.settings.bucket,
+            Delete: { Objects: rows.map((r) => ({ Key: r.key })), Quiet: true },
+          }),
+        )
         // A key that is already gone counts as deleted; any other error keeps every row of the batch.
         const failed = (out.Errors ?? []).filter((e) => e.Code !== 'NoSuchKey')
-        if (failed.length) throw new Error(`the snapshot store refused to delete ${failed.length} objects: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`)
+        if (failed.length)
+          throw new Error(
+            `the snapshot store refused to delete ${failed.length} objects: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`,
+          )
         return rows.length
       },
       { timeout: 60_000 },
@@ -149,7 +170,11 @@ export class S3Snapshots implements SnapshotStore {
 }
 
 /** Sweeps the store's garbage every `everyMs` (and once at start), logging what it could not do. */
-export function sweepPeriodically(store: SnapshotStore, everyMs: number, log: { warn(obj: object, msg: string): void }) {
+export function sweepPeriodically(
+  store: SnapshotStore,
+  everyMs: number,
+  log: { warn(obj: object, msg: string): void },
+) {
   let running = false
   const sweep = async () => {
     if (running) return
@@ -169,6 +194,8 @@ export function sweepPeriodically(store: SnapshotStore, everyMs: number, log: { 
 }
 
 async function latestOf(db: Db, internId: string) {
-  const [row] = await db.$queryRaw<{ sha256: string; generation: number }[]>`SELECT sha256, generation FROM workspace_snapshots WHERE intern_id = ${internId}::uuid`
+  const [row] = await db.$queryRaw<
+    { sha256: string; generation: number }[]
+  >`SELECT sha256, generation FROM workspace_snapshots WHERE intern_id = ${internId}::uuid`
   return row
 }

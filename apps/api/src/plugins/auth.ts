@@ -78,13 +78,20 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     const wait = caller && options.rate ? options.rate.take(caller.keyId) : 0
     if (wait) {
       observe('rate_limited')
-      throw new AppError('rate_limited', `this key has made its requests for this minute (KEY_REQUESTS_PER_MINUTE); retry in ${wait} s`, { retryAfter: wait })
+      throw new AppError(
+        'rate_limited',
+        `this key has made its requests for this minute (KEY_REQUESTS_PER_MINUTE); retry in ${wait} s`,
+        { retryAfter: wait },
+      )
     }
     return caller
   }
 
   /** The key is the bearer token, unless the caller says where else it may be (`token`). */
-  return function authenticate(req: FastifyRequest, token = bearerToken(req.headers.authorization)): Caller | undefined | Promise<Caller | undefined> {
+  return function authenticate(
+    req: FastifyRequest,
+    token = bearerToken(req.headers.authorization),
+  ): Caller | undefined | Promise<Caller | undefined> {
     if (!token || token.length > 512) return undefined
     if (cacheMs === 0) return resolveCaller(db, token).then(counted)
     // One-shot hashing: no Hash object per request (createHash showed up in the gateway's profile).
@@ -101,12 +108,18 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     const wait = overBudget(req.ip)
     if (wait) {
       observe('throttled')
-      throw new AppError('rate_limited', `too many requests with unknown API keys from this address; retry in ${wait} s`, { retryAfter: wait })
+      throw new AppError(
+        'rate_limited',
+        `too many requests with unknown API keys from this address; retry in ${wait} s`,
+        { retryAfter: wait },
+      )
     }
-    return slots.run(() => lookUp(id, token)).then((caller) => {
-      if (!caller) refused(req.ip)
-      return counted(caller)
-    })
+    return slots
+      .run(() => lookUp(id, token))
+      .then((caller) => {
+        if (!caller) refused(req.ip)
+        return counted(caller)
+      })
   }
 }
 
@@ -122,7 +135,12 @@ class Slots {
 
   async run<T>(task: () => Promise<T>): Promise<T> {
     if (this.running >= this.size) {
-      if (this.queue.length >= this.waiting) throw new AppError('rate_limited', 'too many unknown API keys are being checked on this server; retry shortly', { retryAfter: 1 })
+      if (this.queue.length >= this.waiting)
+        throw new AppError(
+          'rate_limited',
+          'too many unknown API keys are being checked on this server; retry shortly',
+          { retryAfter: 1 },
+        )
       await new Promise<void>((resolve) => this.queue.push(resolve))
     } else this.running++
     try {
@@ -156,7 +174,9 @@ export function requireKey(authenticate: Authenticator, options: { xApiKey?: boo
   return (req, _reply, done) => {
     let found: ReturnType<Authenticator>
     try {
-      found = options.xApiKey ? authenticate(req, bearerToken(req.headers.authorization) ?? apiKeyHeader(req)) : authenticate(req)
+      found = options.xApiKey
+        ? authenticate(req, bearerToken(req.headers.authorization) ?? apiKeyHeader(req))
+        : authenticate(req)
     } catch (err) {
       return done(err as Error)
     }

@@ -5,7 +5,13 @@ export async function withDeadline<T>(ms: number, route: string, work: () => Pro
   let timer: NodeJS.Timeout | undefined
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => reject(new AppError('timeout', `${route} did not finish within its ${ms} ms deadline; retry with the same Idempotency-Key`)),
+      () =>
+        reject(
+          new AppError(
+            'timeout',
+            `${route} did not finish within its ${ms} ms deadline; retry with the same Idempotency-Key`,
+          ),
+        ),
       ms,
     )
   })

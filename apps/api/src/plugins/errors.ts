@@ -21,24 +21,35 @@ export function registerErrorHandling(app: FastifyInstance) {
       // The gateway's canonical error type, in the door's shape (the Anthropic client's on its
       // door, the standard envelope elsewhere); a 429 keeps its Retry-After.
       if (err.retryAfter) reply.header('retry-after', err.retryAfter)
-      const body = config.anthropicErrors ? anthropicErrorBody(err.status, err.message, err.errorType) : { error: { code: err.status, message: err.message, metadata: { error_type: err.errorType } } }
+      const body = config.anthropicErrors
+        ? anthropicErrorBody(err.status, err.message, err.errorType)
+        : { error: { code: err.status, message: err.message, metadata: { error_type: err.errorType } } }
       return reply.code(err.status).type('application/json').send(body)
     }
     const known = toAppError(err) ?? unhandled(err, req)
     if (known.retryAfter) reply.header('retry-after', String(known.retryAfter))
     // The Anthropic door answers every failure in the shape the Anthropic client parses.
-    if (config.anthropicErrors) return reply.code(known.status).type('application/json').send(anthropicErrorBody(known.status, known.message, canonicalErrorType[known.reason]))
+    if (config.anthropicErrors)
+      return reply
+        .code(known.status)
+        .type('application/json')
+        .send(anthropicErrorBody(known.status, known.message, canonicalErrorType[known.reason]))
     if (config.vaultErrors) return reply.code(known.status).type('application/json').send(vaultErrorBody(known))
     const body: { error: { metadata?: Record<string, unknown> } } = errorBody(known.reason, known.message, known.status)
     // Intern chat names an invalid request bad_request (its contract's §1.7), where the lifecycle says invalid_body.
-    if (config.chatErrors && known.reason === 'invalid_body') body.error.metadata = { ...body.error.metadata, reason: 'bad_request' }
+    if (config.chatErrors && known.reason === 'invalid_body')
+      body.error.metadata = { ...body.error.metadata, reason: 'bad_request' }
     // The responses operation names every failure by the spec's canonical error type, its own
     // refusals and the HTTP layer's alike, so a client reads one field whatever went wrong.
-    if (config.canonicalErrorTypes) body.error.metadata = { ...body.error.metadata, error_type: canonicalErrorType[known.reason] }
+    if (config.canonicalErrorTypes)
+      body.error.metadata = { ...body.error.metadata, error_type: canonicalErrorType[known.reason] }
     return reply.code(known.status).type('application/json').send(body)
   })
   app.setNotFoundHandler((req, reply) =>
-    reply.code(404).type('application/json').send(errorBody('not_found', `no route for ${req.method} ${req.url.split('?')[0]}`)),
+    reply
+      .code(404)
+      .type('application/json')
+      .send(errorBody('not_found', `no route for ${req.method} ${req.url.split('?')[0]}`)),
   )
 }
 

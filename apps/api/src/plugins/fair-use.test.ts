@@ -12,7 +12,10 @@ describe('Admission', () => {
     const a2 = sut.enter(caller('a'))
     expect(sut.enter(caller('a'))).toMatchObject({ status: 429, message: expect.stringMatching(/KEY_CONCURRENCY/) })
     const b1 = sut.enter(caller('b'))
-    expect(sut.enter(caller('c'))).toMatchObject({ status: 429, message: expect.stringMatching(/WORKSPACE_CONCURRENCY/) })
+    expect(sut.enter(caller('c'))).toMatchObject({
+      status: 429,
+      message: expect.stringMatching(/WORKSPACE_CONCURRENCY/),
+    })
     expect(typeof sut.enter(caller('c', 'w2'))).toBe('function')
     ;(a1 as () => void)()
     ;(a1 as () => void)() // twice: counted once
@@ -30,7 +33,10 @@ describe('Admission', () => {
       const modest = [sut.enter(caller('modest')), sut.enter(caller('modest'))]
       sut.adjust(0.97)
       expect(sut.share).toBe(20)
-      expect(sut.enter(caller('greedy'))).toMatchObject({ status: 429, message: expect.stringMatching(/share is 20 while this server is loaded/) })
+      expect(sut.enter(caller('greedy'))).toMatchObject({
+        status: 429,
+        message: expect.stringMatching(/share is 20 while this server is loaded/),
+      })
       // A key below the share is not touched by it.
       expect(typeof sut.enter(caller('modest'))).toBe('function')
       sut.adjust(0.99)
@@ -49,7 +55,10 @@ describe('Admission', () => {
   it('holds the process to its body bytes, answering 503', () => {
     const sut = new Admission({ perKey: 0, perWorkspace: 0, bodyBytes: 100 })
     const big = sut.enter(caller('a'), 80)
-    expect(sut.enter(caller('b'), 30)).toMatchObject({ status: 503, message: expect.stringMatching(/REQUEST_BODY_BYTES/) })
+    expect(sut.enter(caller('b'), 30)).toMatchObject({
+      status: 503,
+      message: expect.stringMatching(/REQUEST_BODY_BYTES/),
+    })
     expect(typeof sut.enter(caller('b'), 20)).toBe('function')
     ;(big as () => void)()
     expect(typeof sut.enter(caller('b'), 30)).toBe('function')

@@ -93,12 +93,29 @@ export class Admission {
     const key = this.keys.get(caller.keyId) ?? 0
     const share = this.keyShare
     if (share && key >= share) {
-      const why = share < perKey ? `${share} while this server is loaded (KEY_CONCURRENCY ${perKey}, lowered under load)` : `${share} (KEY_CONCURRENCY)`
-      return this.refuse('key_concurrency', 429, `this key already has ${key} requests open on this server, its share is ${why}; send the next when one has ended`)
+      const why =
+        share < perKey
+          ? `${share} while this server is loaded (KEY_CONCURRENCY ${perKey}, lowered under load)`
+          : `${share} (KEY_CONCURRENCY)`
+      return this.refuse(
+        'key_concurrency',
+        429,
+        `this key already has ${key} requests open on this server, its share is ${why}; send the next when one has ended`,
+      )
     }
     const workspace = this.workspaces.get(caller.workspaceId) ?? 0
-    if (perWorkspace && workspace >= perWorkspace) return this.refuse('workspace_concurrency', 429, `this workspace already has ${perWorkspace} requests open on this server (WORKSPACE_CONCURRENCY); send the next when one has ended`)
-    if (bodyBytes && bytes && this.bodyBytes + bytes > bodyBytes) return this.refuse('body_bytes', 503, 'this server is reading as many request bodies as it can hold (REQUEST_BODY_BYTES); retry shortly')
+    if (perWorkspace && workspace >= perWorkspace)
+      return this.refuse(
+        'workspace_concurrency',
+        429,
+        `this workspace already has ${perWorkspace} requests open on this server (WORKSPACE_CONCURRENCY); send the next when one has ended`,
+      )
+    if (bodyBytes && bytes && this.bodyBytes + bytes > bodyBytes)
+      return this.refuse(
+        'body_bytes',
+        503,
+        'this server is reading as many request bodies as it can hold (REQUEST_BODY_BYTES); retry shortly',
+      )
     this.keys.set(caller.keyId, key + 1)
     this.workspaces.set(caller.workspaceId, workspace + 1)
     this.bodyBytes += bytes
@@ -112,7 +129,11 @@ export class Admission {
     }
   }
 
-  private refuse(limit: 'key_concurrency' | 'workspace_concurrency' | 'body_bytes', status: 429 | 503, message: string): Refusal {
+  private refuse(
+    limit: 'key_concurrency' | 'workspace_concurrency' | 'body_bytes',
+    status: 429 | 503,
+    message: string,
+  ): Refusal {
     this.refused(limit)
     return { status, message }
   }

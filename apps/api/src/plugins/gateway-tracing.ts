@@ -29,7 +29,8 @@ export function gatewayTracing(): GatewayObserver {
       })
       return (end) => {
         if (!span) return
-        if (end.firstByteMs !== undefined) span.setAttribute('gen_ai.response.time_to_first_chunk', end.firstByteMs / 1000)
+        if (end.firstByteMs !== undefined)
+          span.setAttribute('gen_ai.response.time_to_first_chunk', end.firstByteMs / 1000)
         if (end.ok) {
           // gen_ai.response.model is left out: the adapters do not read the model a provider reports.
           if (end.finish) span.setAttribute('gen_ai.response.finish_reasons', [end.finish])

@@ -71,11 +71,14 @@ export function registerInputGuards(app: FastifyInstance) {
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
     void parseJson(req, body as string, (err, value) => {
       if (err) return done(err, undefined)
-      if (nestsDeeperThan(value, MAX_JSON_DEPTH)) return done(new AppError('invalid_body', `invalid request: the body nests deeper than ${MAX_JSON_DEPTH} levels`), undefined)
+      if (nestsDeeperThan(value, MAX_JSON_DEPTH))
+        return done(
+          new AppError('invalid_body', `invalid request: the body nests deeper than ${MAX_JSON_DEPTH} levels`),
+          undefined,
+        )
       done(null, value)
     })
   })
-
 }
 
 /**
@@ -85,7 +88,14 @@ export function registerInputGuards(app: FastifyInstance) {
  */
 export function refuseUnstorableText(req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void) {
   const where = textProblem(req)
-  done(where ? new AppError('invalid_body', `invalid request: ${where} holds a NUL character or a lone surrogate, which cannot be stored`) : undefined)
+  done(
+    where
+      ? new AppError(
+          'invalid_body',
+          `invalid request: ${where} holds a NUL character or a lone surrogate, which cannot be stored`,
+        )
+      : undefined,
+  )
 }
 
 function textProblem(req: FastifyRequest): string | undefined {
@@ -106,11 +116,20 @@ function textProblem(req: FastifyRequest): string | undefined {
 export function frameworkErrors(error: Error & { code?: string }, req: FastifyRequest, reply: FastifyReply) {
   // The vault's errors carry the contract's message and no reason (see the error handler).
   if (req.url.startsWith('/api/v1/vault/')) {
-    void reply.code(404).type('application/json').send({ error: { code: 404, message: 'Not found' } })
+    void reply
+      .code(404)
+      .type('application/json')
+      .send({ error: { code: 404, message: 'Not found' } })
     return
   }
-  const why = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path segment is longer than any id, slug or name' : 'the path is not valid percent-encoding'
-  void reply.code(404).type('application/json').send(errorBody('not_found', `no resource at this path: ${why}`))
+  const why =
+    error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+      ? 'a path segment is longer than any id, slug or name'
+      : 'the path is not valid percent-encoding'
+  void reply
+    .code(404)
+    .type('application/json')
+    .send(errorBody('not_found', `no resource at this path: ${why}`))
 }
 
 /**
@@ -131,7 +150,9 @@ export const clientErrorHandler =
         ? [431, { error: { code: 431, message: 'the request headers are too large' } }]
         : [400, errorBody('invalid_body', 'the request is not valid HTTP')]
     const text = JSON.stringify(body)
-    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${text}`)
+    socket.end(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${text}`,
+    )
     // A client that sends nothing more would otherwise hold the half-closed socket.
     socket.destroySoon()
   }

@@ -1,4 +1,11 @@
-import { connectRedis, internEventsChannel, reportConnectionErrors, type ParentLogger, type RedisClient, type RedisSettings } from '@roster/shared'
+import {
+  connectRedis,
+  internEventsChannel,
+  reportConnectionErrors,
+  type ParentLogger,
+  type RedisClient,
+  type RedisSettings,
+} from '@roster/shared'
 
 /**
  * The API's ear for change events: one subscriber connection per process. Each event evicts the
@@ -8,7 +15,12 @@ export class InternWatch {
   private readonly listeners = new Map<string, Set<() => void>>()
   private readonly subscriber: RedisClient
 
-  constructor(redis: RedisSettings, queuePrefix: string, onChange: (ids: string[]) => void, log: Pick<ParentLogger, 'warn' | 'info'>) {
+  constructor(
+    redis: RedisSettings,
+    queuePrefix: string,
+    onChange: (ids: string[]) => void,
+    log: Pick<ParentLogger, 'warn' | 'info'>,
+  ) {
     this.subscriber = connectRedis(redis, { maxRetriesPerRequest: null, lazyConnect: true })
     reportConnectionErrors(this.subscriber, log, 'intern change events: redis')
     this.subscriber.on('message', (_channel: string, message: string) => {

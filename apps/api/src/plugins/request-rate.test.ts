@@ -36,10 +36,19 @@ describe('RequestRate', () => {
 
   it('starts afresh in the next minute, and goes on alone when Redis cannot be reached', async () => {
     let now = 1_800_000_000_000
-    const down = connectRedis({ REDIS_URL: 'redis://127.0.0.1:1' }, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 })
+    const down = connectRedis(
+      { REDIS_URL: 'redis://127.0.0.1:1' },
+      { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 },
+    )
     down.on('error', () => {})
     const errors: unknown[] = []
-    const sut = new RequestRate(down, '{t}', 3, (err) => errors.push(err), () => now)
+    const sut = new RequestRate(
+      down,
+      '{t}',
+      3,
+      (err) => errors.push(err),
+      () => now,
+    )
     try {
       for (let i = 0; i < 3; i++) expect(sut.take('k')).toBe(0)
       expect(sut.take('k')).toBe(60)

@@ -2,7 +2,15 @@ import type { WebSocket } from 'ws'
 import type { ApiConfig, Metrics } from '@roster/shared'
 import type { Refusal } from './fair-use.js'
 
-type Limits = Pick<ApiConfig, 'WS_CONNECTIONS_PER_KEY' | 'WS_CONNECTIONS' | 'WS_WAITING_MESSAGES' | 'WS_WAITING_BYTES' | 'WS_IDLE_TIMEOUT_MS' | 'WS_PING_MS'>
+type Limits = Pick<
+  ApiConfig,
+  | 'WS_CONNECTIONS_PER_KEY'
+  | 'WS_CONNECTIONS'
+  | 'WS_WAITING_MESSAGES'
+  | 'WS_WAITING_BYTES'
+  | 'WS_IDLE_TIMEOUT_MS'
+  | 'WS_PING_MS'
+>
 
 /**
  * What the WebSocket transport of /responses may hold in one API process: connections per key and
@@ -30,11 +38,17 @@ export class WebSocketBudget {
   refusal(keyId: string): Refusal | undefined {
     if (this.alive.size >= this.limits.WS_CONNECTIONS) {
       this.metrics?.fairUseRefusals.inc({ limit: 'ws_connections' })
-      return { status: 503, message: `this server holds as many WebSocket connections as it can (WS_CONNECTIONS: ${this.limits.WS_CONNECTIONS}); retry shortly or use POST /responses` }
+      return {
+        status: 503,
+        message: `this server holds as many WebSocket connections as it can (WS_CONNECTIONS: ${this.limits.WS_CONNECTIONS}); retry shortly or use POST /responses`,
+      }
     }
     if ((this.perKey.get(keyId) ?? 0) >= this.limits.WS_CONNECTIONS_PER_KEY) {
       this.metrics?.fairUseRefusals.inc({ limit: 'ws_connections_per_key' })
-      return { status: 429, message: `this key already holds ${this.limits.WS_CONNECTIONS_PER_KEY} WebSocket connections on this server (WS_CONNECTIONS_PER_KEY); close one, or send more requests on each` }
+      return {
+        status: 429,
+        message: `this key already holds ${this.limits.WS_CONNECTIONS_PER_KEY} WebSocket connections on this server (WS_CONNECTIONS_PER_KEY); close one, or send more requests on each`,
+      }
     }
     return undefined
   }

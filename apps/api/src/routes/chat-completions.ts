@@ -1,4 +1,11 @@
-import { ChatCompletionRequest, ChatCompletionStream, chatReplyOptions, chatToNeutral, parseChatCompletionRequest, toChatCompletion } from '@roster/gateway'
+import {
+  ChatCompletionRequest,
+  ChatCompletionStream,
+  chatReplyOptions,
+  chatToNeutral,
+  parseChatCompletionRequest,
+  toChatCompletion,
+} from '@roster/gateway'
 import type { AppDeps } from '../deps.js'
 import { doorRoute } from './gateway-run.js'
 

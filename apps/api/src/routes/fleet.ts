@@ -39,7 +39,8 @@ const InternParams = z.object({ id: z.uuid() })
 const SessionParams = z.object({ id: z.uuid(), session: z.string().min(1).max(256) })
 const GenerationQuery = z.object({ generation: z.coerce.number().int().min(0) })
 
-const refuse = (reply: FastifyReply, status: number, error: string, message: string) => reply.code(status).send({ error, message })
+const refuse = (reply: FastifyReply, status: number, error: string, message: string) =>
+  reply.code(status).send({ error, message })
 const bearer = (req: FastifyRequest) => /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1]
 const sameSecret = (a: string | undefined, b: string) => {
   if (!a) return false
@@ -47,110 +48,165 @@ const sameSecret = (a: string | undefined, b: string) => {
   return timingSafeEqual(x, y)
 }
 
-export const fleetRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
-  const fleet = deps.fleet
-  const api = app.withTypeProvider<ZodTypeProvider>()
-  // Hosts' records, briefly cached: every call a host makes is checked against its epoch.
-  const hosts = new Map<string, { row: HostRow | undefined; at: number }>()
-  const hostRow = async (id: string) => {
-    const cached = hosts.get(id)
-    if (cached && Date.now() - cached.at < 1_000) return cached.row
-    const [row] = await deps.db.$queryRaw<HostRow[]>`SELECT * FROM runtime_hosts WHERE id = ${id}`
-    hosts.set(id, { row, at: Date.now() })
-    if (hosts.size > 10_000) hosts.delete(hosts.keys().next().value!)
-    return row
-  }
-
-  /**
-   * A host's own calls: its id and the credential of its current epoch. A host the record declared
-   * dead may still beat (to be told so, and join again), and do nothing else.
-   */
-  const authenticate = (deadMayCall: boolean) => async (req: FastifyRequest, reply: FastifyReply) => {
-    if (!fleet) return refuse(reply, 503, 'unavailable', 'this API holds no fleet (VAULT_MASTER_KEY and RUNTIME_TOKEN are needed)')
-    const id = req.headers[HOST_ID_HEADER]
-    const row = typeof id === 'string' ? await hostRow(id) : undefined
-    if (!row || (row.state === 'dead' && !deadMayCall) || !isHostCredential(fleet.credentialKey, row.id, row.epoch, bearer(req))) {
-      return refuse(reply, 401, 'unauthorized', 'a runtime host of the fleet, with the credential it was given when it joined, is required')
+export const fleetRoutes =
+  (deps: AppDeps): FastifyPluginAsync =>
+  async (app) => {
+    const fleet = deps.fleet
+    const api = app.withTypeProvider<ZodTypeProvider>()
+    // Hosts' records, briefly cached: every call a host makes is checked against its epoch.
+    const hosts = new Map<string, { row: HostRow | undefined; at: number }>()
+    const hostRow = async (id: string) => {
+      const cached = hosts.get(id)
+      if (cached && Date.now() - cached.at < 1_000) return cached.row
+      const [row] = await deps.db.$queryRaw<HostRow[]>`SELECT * FROM runtime_hosts WHERE id = ${id}`
+      hosts.set(id, { row, at: Date.now() })
+      if (hosts.size > 10_000) hosts.delete(hosts.keys().next().value!)
+      return row
     }
-    req.runtimeHost = { id: row.id, epoch: row.epoch }
-  }
-  const asHost = authenticate(false)
-  /** Calls about an intern: only for one the record places on the calling host under the generation named. */
-  const placed = async (req: FastifyRequest, reply: FastifyReply, generation: number) => {
-    const { id } = req.params as { id: string }
-    // May run before the route's own validation (for snapshots): checked here too.
-    if (!InternId.safeParse(id).success) return refuse(reply, 400, 'bad_request', 'an intern id is a UUID')
-    if (!Number.isSafeInteger(generation) || generation < 0) return refuse(reply, 400, 'bad_request', 'the placement generation is a whole number')
-    if (!(await isPlaced(deps.db, id, req.runtimeHost!.id, generation))) {
-      return refuse(reply, 409, 'placement_stale', `intern ${id} is not placed on ${req.runtimeHost!.id} under generation ${generation}`)
-    }
-  }
 
-  // Credentials are checked before bodies are read: a caller without one learns nothing from a 400.
-  const asJoiner = async (req: FastifyRequest, reply: FastifyReply) => {
-    if (!fleet) return refuse(reply, 503, 'unavailable', 'this API holds no fleet (VAULT_MASTER_KEY and RUNTIME_TOKEN are needed)')
-    if (!sameSecret(bearer(req), fleet.joinToken)) return refuse(reply, 401, 'unauthorized', "joining the fleet needs the fleet's credential (RUNTIME_TOKEN)")
-  }
-
-  api.post('/internal/v1/fleet/join', { schema: { hide: true, body: JoinRequest }, onRequest: asJoiner }, async (req, reply) => {
-    if (!fleet) return refuse(reply, 503, 'unavailable', 'this API holds no fleet')
-    try {
-      const row = await joinHost(deps.db, req.body, fleetTimes(deps.config))
-      hosts.delete(row.id)
-      req.log.info({ host: row.id, address: row.address, epoch: row.epoch, capacity: row.capacity }, 'a runtime host joined the fleet')
-      return {
-        token: hostCredential(fleet.credentialKey, row.id, row.epoch),
-        epoch: row.epoch,
-        // The lease runs out well before the record would declare the host dead: a host cut off stops answering first.
-        lease_ms: Math.floor((deps.config.FLEET_DEAD_AFTER_MS * 2) / 3),
-        heartbeat_ms: deps.config.FLEET_HEARTBEAT_MS,
+    /**
+     * A host's own calls: its id and the credential of its current epoch. A host the record declared
+     * dead may still beat (to be told so, and join again), and do nothing else.
+     */
+    const authenticate = (deadMayCall: boolean) => async (req: FastifyRequest, reply: FastifyReply) => {
+      if (!fleet)
+        return refuse(
+          reply,
+          503,
+          'unavailable',
+          'this API holds no fleet (VAULT_MASTER_KEY and RUNTIME_TOKEN are needed)',
+        )
+      const id = req.headers[HOST_ID_HEADER]
+      const row = typeof id === 'string' ? await hostRow(id) : undefined
+      if (
+        !row ||
+        (row.state === 'dead' && !deadMayCall) ||
+        !isHostCredential(fleet.credentialKey, row.id, row.epoch, bearer(req))
+      ) {
+        return refuse(
+          reply,
+          401,
+          'unauthorized',
+          'a runtime host of the fleet, with the credential it was given when it joined, is required',
+        )
       }
-    } catch (err) {
-      if (err instanceof FleetConflict) return refuse(reply, 409, 'conflict', err.message)
-      throw err
+      req.runtimeHost = { id: row.id, epoch: row.epoch }
     }
-  })
+    const asHost = authenticate(false)
+    /** Calls about an intern: only for one the record places on the calling host under the generation named. */
+    const placed = async (req: FastifyRequest, reply: FastifyReply, generation: number) => {
+      const { id } = req.params as { id: string }
+      // May run before the route's own validation (for snapshots): checked here too.
+      if (!InternId.safeParse(id).success) return refuse(reply, 400, 'bad_request', 'an intern id is a UUID')
+      if (!Number.isSafeInteger(generation) || generation < 0)
+        return refuse(reply, 400, 'bad_request', 'the placement generation is a whole number')
+      if (!(await isPlaced(deps.db, id, req.runtimeHost!.id, generation))) {
+        return refuse(
+          reply,
+          409,
+          'placement_stale',
+          `intern ${id} is not placed on ${req.runtimeHost!.id} under generation ${generation}`,
+        )
+      }
+    }
 
-  api.post('/internal/v1/fleet/heartbeat', { schema: { hide: true, body: HeartbeatRequest }, onRequest: authenticate(true) }, async (req) => {
-    const host = req.runtimeHost!
-    return heartbeat(deps.db, host.id, host.epoch, req.body)
-  })
+    // Credentials are checked before bodies are read: a caller without one learns nothing from a 400.
+    const asJoiner = async (req: FastifyRequest, reply: FastifyReply) => {
+      if (!fleet)
+        return refuse(
+          reply,
+          503,
+          'unavailable',
+          'this API holds no fleet (VAULT_MASTER_KEY and RUNTIME_TOKEN are needed)',
+        )
+      if (!sameSecret(bearer(req), fleet.joinToken))
+        return refuse(reply, 401, 'unauthorized', "joining the fleet needs the fleet's credential (RUNTIME_TOKEN)")
+    }
 
-  // A host shutting down with its drain setting asks to be drained itself.
-  api.post('/internal/v1/fleet/drain', { schema: { hide: true }, onRequest: asHost }, async (req) => {
-    hosts.delete(req.runtimeHost!.id)
-    return { draining: await drainHost(deps.db, req.runtimeHost!.id) }
-  })
+    api.post(
+      '/internal/v1/fleet/join',
+      { schema: { hide: true, body: JoinRequest }, onRequest: asJoiner },
+      async (req, reply) => {
+        if (!fleet) return refuse(reply, 503, 'unavailable', 'this API holds no fleet')
+        try {
+          const row = await joinHost(deps.db, req.body, fleetTimes(deps.config))
+          hosts.delete(row.id)
+          req.log.info(
+            { host: row.id, address: row.address, epoch: row.epoch, capacity: row.capacity },
+            'a runtime host joined the fleet',
+          )
+          return {
+            token: hostCredential(fleet.credentialKey, row.id, row.epoch),
+            epoch: row.epoch,
+            // The lease runs out well before the record would declare the host dead: a host cut off stops answering first.
+            lease_ms: Math.floor((deps.config.FLEET_DEAD_AFTER_MS * 2) / 3),
+            heartbeat_ms: deps.config.FLEET_HEARTBEAT_MS,
+          }
+        } catch (err) {
+          if (err instanceof FleetConflict) return refuse(reply, 409, 'conflict', err.message)
+          throw err
+        }
+      },
+    )
 
-  // Which sessions exist: a host asks once per placement, and reads only those from the record (a new one has nothing to read).
-  api.get(
-    '/internal/v1/interns/:id/sessions',
-    { schema: { hide: true, params: InternParams, querystring: GenerationQuery }, onRequest: asHost, preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation) },
-    async (req) => {
-      const rows = await deps.db.$queryRaw<{ session_id: string }[]>`SELECT DISTINCT session_id FROM session_entries WHERE intern_id = ${req.params.id}::uuid`
-      return { sessions: rows.map((r) => r.session_id) }
-    },
-  )
+    api.post(
+      '/internal/v1/fleet/heartbeat',
+      { schema: { hide: true, body: HeartbeatRequest }, onRequest: authenticate(true) },
+      async (req) => {
+        const host = req.runtimeHost!
+        return heartbeat(deps.db, host.id, host.epoch, req.body)
+      },
+    )
 
-  api.get(
-    '/internal/v1/interns/:id/sessions/:session',
-    { schema: { hide: true, params: SessionParams, querystring: GenerationQuery }, onRequest: asHost, preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation) },
-    async (req) => {
-      const rows = await deps.db.$queryRaw<{ item: Record<string, unknown> }[]>`
+    // A host shutting down with its drain setting asks to be drained itself.
+    api.post('/internal/v1/fleet/drain', { schema: { hide: true }, onRequest: asHost }, async (req) => {
+      hosts.delete(req.runtimeHost!.id)
+      return { draining: await drainHost(deps.db, req.runtimeHost!.id) }
+    })
+
+    // Which sessions exist: a host asks once per placement, and reads only those from the record (a new one has nothing to read).
+    api.get(
+      '/internal/v1/interns/:id/sessions',
+      {
+        schema: { hide: true, params: InternParams, querystring: GenerationQuery },
+        onRequest: asHost,
+        preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation),
+      },
+      async (req) => {
+        const rows = await deps.db.$queryRaw<
+          { session_id: string }[]
+        >`SELECT DISTINCT session_id FROM session_entries WHERE intern_id = ${req.params.id}::uuid`
+        return { sessions: rows.map((r) => r.session_id) }
+      },
+    )
+
+    api.get(
+      '/internal/v1/interns/:id/sessions/:session',
+      {
+        schema: { hide: true, params: SessionParams, querystring: GenerationQuery },
+        onRequest: asHost,
+        preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation),
+      },
+      async (req) => {
+        const rows = await deps.db.$queryRaw<{ item: Record<string, unknown> }[]>`
         SELECT item FROM session_entries WHERE intern_id = ${req.params.id}::uuid AND session_id = ${req.params.session} ORDER BY seq`
-      return { items: rows.map((r) => r.item) }
-    },
-  )
+        return { items: rows.map((r) => r.item) }
+      },
+    )
 
-  api.post(
-    '/internal/v1/interns/:id/sessions/:session/entries',
-    { schema: { hide: true, params: SessionParams, body: SessionAppend }, bodyLimit: 16 * 1024 * 1024, onRequest: asHost },
-    async (req, reply) => {
-      const { from, items, generation } = req.body
-      const host = req.runtimeHost!.id
-      // The hot path of every turn: the placement checked and the items written in one statement.
-      // Numbered from `from`: a retried append writes nothing twice.
-      const [result] = await deps.db.$queryRaw<{ placed: boolean }[]>`
+    api.post(
+      '/internal/v1/interns/:id/sessions/:session/entries',
+      {
+        schema: { hide: true, params: SessionParams, body: SessionAppend },
+        bodyLimit: 16 * 1024 * 1024,
+        onRequest: asHost,
+      },
+      async (req, reply) => {
+        const { from, items, generation } = req.body
+        const host = req.runtimeHost!.id
+        // The hot path of every turn: the placement checked and the items written in one statement.
+        // Numbered from `from`: a retried append writes nothing twice.
+        const [result] = await deps.db.$queryRaw<{ placed: boolean }[]>`
         WITH here AS (
           SELECT 1 FROM interns WHERE id = ${req.params.id}::uuid AND runtime_host_id = ${host} AND placement_generation = ${generation}
             AND status IN ${HELD_BY_HOST}
@@ -163,52 +219,75 @@ export const fleetRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) =>
           RETURNING 1
         )
         SELECT EXISTS (SELECT 1 FROM here) AS placed, (SELECT count(*) FROM written) AS written`
-      if (!result?.placed) return refuse(reply, 409, 'placement_stale', `intern ${req.params.id} is not placed on ${host} under generation ${generation}`)
-      return { appended: items.length }
-    },
-  )
+        if (!result?.placed)
+          return refuse(
+            reply,
+            409,
+            'placement_stale',
+            `intern ${req.params.id} is not placed on ${host} under generation ${generation}`,
+          )
+        return { appended: items.length }
+      },
+    )
 
-  // Snapshots travel as their bytes (a gzipped tar), up to SNAPSHOT_MAX_MB.
-  const snapshotLimit = deps.config.SNAPSHOT_MAX_MB * 1024 * 1024
-  const tooLargeMessage = (size: number) =>
-    `a workspace snapshot is at most ${deps.config.SNAPSHOT_MAX_MB} MiB compressed (SNAPSHOT_MAX_MB); this one is ${(size / 1024 / 1024).toFixed(1)} MiB: the intern's files since its last kept snapshot would not survive its host (remove large files from its workspace, or raise SNAPSHOT_MAX_MB)`
-  const tooLarge = async (req: FastifyRequest, reply: FastifyReply) => {
-    const size = Number(req.headers['content-length'])
-    if (size > snapshotLimit) return refuse(reply, 413, 'snapshot_too_large', tooLargeMessage(size))
+    // Snapshots travel as their bytes (a gzipped tar), up to SNAPSHOT_MAX_MB.
+    const snapshotLimit = deps.config.SNAPSHOT_MAX_MB * 1024 * 1024
+    const tooLargeMessage = (size: number) =>
+      `a workspace snapshot is at most ${deps.config.SNAPSHOT_MAX_MB} MiB compressed (SNAPSHOT_MAX_MB); this one is ${(size / 1024 / 1024).toFixed(1)} MiB: the intern's files since its last kept snapshot would not survive its host (remove large files from its workspace, or raise SNAPSHOT_MAX_MB)`
+    const tooLarge = async (req: FastifyRequest, reply: FastifyReply) => {
+      const size = Number(req.headers['content-length'])
+      if (size > snapshotLimit) return refuse(reply, 413, 'snapshot_too_large', tooLargeMessage(size))
+    }
+    app.addContentTypeParser('application/gzip', { parseAs: 'buffer', bodyLimit: snapshotLimit }, (_req, body, done) =>
+      done(null, body),
+    )
+    api.put(
+      '/internal/v1/interns/:id/snapshot',
+      {
+        schema: { hide: true, params: InternParams },
+        bodyLimit: snapshotLimit,
+        // Both checked before the body is read: a stale host's upload is refused before its bytes arrive.
+        onRequest: [
+          asHost,
+          tooLarge,
+          (req, reply) => placed(req, reply, Number(req.headers[SNAPSHOT_GENERATION_HEADER])),
+        ],
+      },
+      async (req, reply) => {
+        if (!Buffer.isBuffer(req.body))
+          return refuse(reply, 415, 'bad_request', 'a snapshot is sent as application/gzip')
+        const kept = await deps.snapshots.put(req.params.id, Number(req.headers[SNAPSHOT_GENERATION_HEADER]), req.body)
+        deps.metrics?.snapshotBytes.inc({ direction: 'in' }, kept.size)
+        return kept
+      },
+    )
+    api.get(
+      '/internal/v1/interns/:id/snapshot',
+      {
+        schema: { hide: true, params: InternParams, querystring: GenerationQuery },
+        onRequest: asHost,
+        preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation),
+      },
+      async (req, reply) => {
+        const snapshot = await deps.snapshots.get(req.params.id)
+        if (!snapshot) return reply.code(204).send()
+        deps.metrics?.snapshotBytes.inc({ direction: 'out' }, snapshot.size)
+        return reply.type('application/gzip').header('x-roster-sha256', snapshot.sha256).send(snapshot.bytes)
+      },
+    )
+
+    api.post(
+      '/internal/v1/interns/:id/egress',
+      {
+        schema: { hide: true, params: InternParams, querystring: GenerationQuery, body: EgressRequest },
+        bodyLimit: 9 * 1024 * 1024,
+        onRequest: asHost,
+        preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation),
+      },
+      async (req, reply) => {
+        if (!deps.egress)
+          return refuse(reply, 503, 'unavailable', 'this API releases no secrets (it has no VAULT_MASTER_KEY)')
+        return deps.egress.send(req.params.id, req.body)
+      },
+    )
   }
-  app.addContentTypeParser('application/gzip', { parseAs: 'buffer', bodyLimit: snapshotLimit }, (_req, body, done) => done(null, body))
-  api.put(
-    '/internal/v1/interns/:id/snapshot',
-    {
-      schema: { hide: true, params: InternParams },
-      bodyLimit: snapshotLimit,
-      // Both checked before the body is read: a stale host's upload is refused before its bytes arrive.
-      onRequest: [asHost, tooLarge, (req, reply) => placed(req, reply, Number(req.headers[SNAPSHOT_GENERATION_HEADER]))],
-    },
-    async (req, reply) => {
-      if (!Buffer.isBuffer(req.body)) return refuse(reply, 415, 'bad_request', 'a snapshot is sent as application/gzip')
-      const kept = await deps.snapshots.put(req.params.id, Number(req.headers[SNAPSHOT_GENERATION_HEADER]), req.body)
-      deps.metrics?.snapshotBytes.inc({ direction: 'in' }, kept.size)
-      return kept
-    },
-  )
-  api.get(
-    '/internal/v1/interns/:id/snapshot',
-    { schema: { hide: true, params: InternParams, querystring: GenerationQuery }, onRequest: asHost, preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation) },
-    async (req, reply) => {
-      const snapshot = await deps.snapshots.get(req.params.id)
-      if (!snapshot) return reply.code(204).send()
-      deps.metrics?.snapshotBytes.inc({ direction: 'out' }, snapshot.size)
-      return reply.type('application/gzip').header('x-roster-sha256', snapshot.sha256).send(snapshot.bytes)
-    },
-  )
-
-  api.post(
-    '/internal/v1/interns/:id/egress',
-    { schema: { hide: true, params: InternParams, querystring: GenerationQuery, body: EgressRequest }, bodyLimit: 9 * 1024 * 1024, onRequest: asHost, preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation) },
-    async (req, reply) => {
-      if (!deps.egress) return refuse(reply, 503, 'unavailable', 'this API releases no secrets (it has no VAULT_MASTER_KEY)')
-      return deps.egress.send(req.params.id, req.body)
-    },
-  )
-}

@@ -3,7 +3,17 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchemaCom
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import type { z } from 'zod'
 import { designatedPresetVersion } from '@roster/shared'
-import { Cancellation, PresetInputError, gatewayError, applyPreset, presetReference, type CallOptions, type DoorStream, type ResponseObject, type ResponsesRequest } from '@roster/gateway'
+import {
+  Cancellation,
+  PresetInputError,
+  gatewayError,
+  applyPreset,
+  presetReference,
+  type CallOptions,
+  type DoorStream,
+  type ResponseObject,
+  type ResponsesRequest,
+} from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import { admit } from '../plugins/fair-use.js'
 import type { AppDeps } from '../deps.js'
@@ -22,7 +32,8 @@ const enabled = (v: string | undefined) => v?.trim().toLowerCase() === 'enabled'
  * also get the field under the client's name; the spec's legacy header gets `service_metadata`.
  */
 function metadataOptIn(req: FastifyRequest): CallOptions['metadata'] {
-  if (enabled(header(req, 'x-openrouter-metadata')) || enabled(header(req, 'x-openrouter-experimental-metadata'))) return OPENROUTER_METADATA
+  if (enabled(header(req, 'x-openrouter-metadata')) || enabled(header(req, 'x-openrouter-experimental-metadata')))
+    return OPENROUTER_METADATA
   return enabled(header(req, 'x-service-experimental-metadata')) ? SERVICE_METADATA : NO_METADATA
 }
 const OPENROUTER_METADATA = Object.freeze({ service: true, openrouter: true })
@@ -35,7 +46,8 @@ const NO_METADATA = Object.freeze({ service: false, openrouter: false })
  * checked again by the schema itself, so its error reads exactly as every other route's.
  */
 export const sparseValidator =
-  (parse: (body: unknown) => { success: boolean; data?: unknown }) => (route: Parameters<FastifySchemaCompiler<unknown>>[0]) => {
+  (parse: (body: unknown) => { success: boolean; data?: unknown }) =>
+  (route: Parameters<FastifySchemaCompiler<unknown>>[0]) => {
     const full = validatorCompiler(route as Parameters<typeof validatorCompiler>[0])
     return (body: unknown) => {
       const parsed = parse(body)
@@ -48,8 +60,20 @@ export const sparseValidator =
  * the sticky-session header, the routing-metadata opt-in, the cancellation that ends the upstream
  * call with the client, and the door.
  */
-export function callOptions(req: FastifyRequest, cancel: Cancellation, door: string, doorStream?: DoorStream): CallOptions {
-  return { sessionHeader: header(req, 'x-session-id'), metadata: metadataOptIn(req), cancel, door, doorStream, tenant: req.caller?.keyId }
+export function callOptions(
+  req: FastifyRequest,
+  cancel: Cancellation,
+  door: string,
+  doorStream?: DoorStream,
+): CallOptions {
+  return {
+    sessionHeader: header(req, 'x-session-id'),
+    metadata: metadataOptIn(req),
+    cancel,
+    door,
+    doorStream,
+    tenant: req.caller?.keyId,
+  }
 }
 
 /** Cancelled when the client goes away before the reply is whole. */
@@ -94,7 +118,10 @@ export const doorRoute =
     app.withTypeProvider<ZodTypeProvider>().post(
       door.path,
       {
-        onRequest: [requireKey(deps.authenticate, { xApiKey: door.anthropic }), admit(deps.admission, RESPONSES_BODY_LIMIT)],
+        onRequest: [
+          requireKey(deps.authenticate, { xApiKey: door.anthropic }),
+          admit(deps.admission, RESPONSES_BODY_LIMIT),
+        ],
         bodyLimit: RESPONSES_BODY_LIMIT,
         config: door.anthropic ? { anthropicErrors: true } : { canonicalErrorTypes: true },
         validatorCompiler: sparseValidator(door.parse),
@@ -103,7 +130,10 @@ export const doorRoute =
       async (req, reply) => {
         const body = req.body as Body
         const neutral = door.toNeutral ? door.toNeutral(body) : (body as ResponsesRequest)
-        const response = await runGateway(deps, req, reply, neutral, { name: door.name, stream: neutral.stream ? door.stream?.(body) : undefined })
+        const response = await runGateway(deps, req, reply, neutral, {
+          name: door.name,
+          stream: neutral.stream ? door.stream?.(body) : undefined,
+        })
         if (!response) return reply
         return door.reply ? door.reply(response, body) : response
       },
@@ -116,7 +146,13 @@ export const doorRoute =
  * translate) or the stream written to the client as the engine makes it. Streaming, it answers
  * undefined once the stream is written.
  */
-export async function runGateway(deps: AppDeps, req: FastifyRequest, reply: FastifyReply, neutral: ResponsesRequest, door: Door): Promise<ResponseObject | undefined> {
+export async function runGateway(
+  deps: AppDeps,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  neutral: ResponsesRequest,
+  door: Door,
+): Promise<ResponseObject | undefined> {
   const merging = presetMerge(deps, req.caller!.workspaceId, neutral)
   const body = merging ? await merging : neutral
   // A client that goes away cancels the upstream request with it.
@@ -149,7 +185,10 @@ export async function runGateway(deps: AppDeps, req: FastifyRequest, reply: Fast
       cork: () => raw.cork(),
       uncork: () => raw.uncork(),
       // A socket already closed never drains (nor closes again): nothing to wait for.
-      drain: () => (raw.destroyed ? Promise.resolve() : Promise.race([once(raw, 'drain'), once(raw, 'close')]).then(() => undefined)),
+      drain: () =>
+        raw.destroyed
+          ? Promise.resolve()
+          : Promise.race([once(raw, 'drain'), once(raw, 'close')]).then(() => undefined),
       end: () => raw.end(),
     })
   } catch (err) {
@@ -170,13 +209,22 @@ export async function runGateway(deps: AppDeps, req: FastifyRequest, reply: Fast
  * The request merged with the preset it names (by `@preset/` in its model or by `preset`), on every
  * transport; undefined when it names none, so that most requests go on without waiting a tick.
  */
-export function presetMerge(deps: AppDeps, workspaceId: string, neutral: ResponsesRequest): Promise<ResponsesRequest> | undefined {
+export function presetMerge(
+  deps: AppDeps,
+  workspaceId: string,
+  neutral: ResponsesRequest,
+): Promise<ResponsesRequest> | undefined {
   const preset = presetReference(neutral)
   return preset && withPreset(deps, workspaceId, neutral, preset.slug)
 }
 
 /** A request that names a preset, merged with the preset's designated version (the request wins). */
-async function withPreset(deps: AppDeps, workspaceId: string, body: ResponsesRequest, slug: string): Promise<ResponsesRequest> {
+async function withPreset(
+  deps: AppDeps,
+  workspaceId: string,
+  body: ResponsesRequest,
+  slug: string,
+): Promise<ResponsesRequest> {
   const version = await designatedPresetVersion(deps.db, workspaceId, slug)
   if (!version) throw gatewayError('not_found', `no preset ${slug} in this workspace`)
   try {

@@ -1,7 +1,14 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
 import sjson from 'secure-json-parse'
-import { Cancellation, GatewayError, describeIssues, openResponsesErrorType, parseResponsesRequest, type StreamSink } from '@roster/gateway'
+import {
+  Cancellation,
+  GatewayError,
+  describeIssues,
+  openResponsesErrorType,
+  parseResponsesRequest,
+  type StreamSink,
+} from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
@@ -21,94 +28,153 @@ const HIGH_WATER = 1 << 20
  * and the connection stays usable, as after any refused request. A client that closes the
  * connection cancels the request in progress.
  */
-export const responsesWebSocketRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
-  const budget = deps.webSockets
-  const { WS_WAITING_MESSAGES: maxWaiting, WS_IDLE_TIMEOUT_MS: idleMs } = budget.limits
-  app.route({
-    method: 'GET',
-    url: '/responses',
-    // Refused before the upgrade, as HTTP: no key, or the key (or the process) at its connections.
-    onRequest: [
-      requireKey(deps.authenticate),
-      (req, _reply, done) => {
-        const refusal = budget.refusal(req.caller!.keyId)
-        done(refusal && refusalError(refusal))
+export const responsesWebSocketRoutes =
+  (deps: AppDeps): FastifyPluginAsync =>
+  async (app) => {
+    const budget = deps.webSockets
+    const { WS_WAITING_MESSAGES: maxWaiting, WS_IDLE_TIMEOUT_MS: idleMs } = budget.limits
+    app.route({
+      method: 'GET',
+      url: '/responses',
+      // Refused before the upgrade, as HTTP: no key, or the key (or the process) at its connections.
+      onRequest: [
+        requireKey(deps.authenticate),
+        (req, _reply, done) => {
+          const refusal = budget.refusal(req.caller!.keyId)
+          done(refusal && refusalError(refusal))
+        },
+      ],
+      schema: { hide: true },
+      // A GET that does not ask for the upgrade is told what this path takes.
+      handler: (_req, reply) =>
+        reply
+          .code(426)
+          .header('upgrade', 'websocket')
+          .send({
+            error: {
+              code: 426,
+              message: 'GET /responses is the WebSocket transport: upgrade the connection, or POST /responses',
+              metadata: { error_type: 'invalid_request' },
+            },
+          }),
+      wsHandler: (socket, req) => {
+        budget.opened(socket, req.caller!.keyId)
+        let queue: Promise<void> = Promise.resolve()
+        const cancel = new Cancellation()
+        let waiting = 0
+        // Closed when nothing has run or waited for WS_IDLE_TIMEOUT_MS.
+        let idle: NodeJS.Timeout | undefined
+        const rest = () => {
+          clearTimeout(idle)
+          idle = waiting === 0 ? setTimeout(() => socket.close(1000, 'idle'), idleMs).unref() : undefined
+        }
+        socket.on('close', () => {
+          clearTimeout(idle)
+          cancel.cancel()
+        })
+        rest()
+        socket.on('message', (data: Buffer, isBinary) => {
+          // Requests wait their turn, but not without end: each may hold a body of up to 20 MiB, so
+          // both the requests one connection may queue and the bytes all connections hold are bounded.
+          if (waiting > maxWaiting)
+            return sendError(
+              socket,
+              429,
+              'rate_limit_exceeded',
+              `${maxWaiting} requests are already waiting on this connection (WS_WAITING_MESSAGES); send the next when one is answered`,
+            )
+          const release = budget.hold(data.length)
+          if (!release)
+            return sendError(
+              socket,
+              503,
+              'server',
+              'this server holds as many waiting WebSocket requests as it can (WS_WAITING_BYTES); send it again when one is answered',
+            )
+          waiting++
+          clearTimeout(idle)
+          queue = queue
+            .then(() => (cancel.aborted ? undefined : answer(deps, req, socket, isBinary ? undefined : data, cancel)))
+            .catch((err) => req.log.error({ err }, 'responses websocket request failed'))
+            .finally(() => {
+              release()
+              waiting--
+              rest()
+            })
+        })
       },
-    ],
-    schema: { hide: true },
-    // A GET that does not ask for the upgrade is told what this path takes.
-    handler: (_req, reply) =>
-      reply
-        .code(426)
-        .header('upgrade', 'websocket')
-        .send({ error: { code: 426, message: 'GET /responses is the WebSocket transport: upgrade the connection, or POST /responses', metadata: { error_type: 'invalid_request' } } }),
-    wsHandler: (socket, req) => {
-      budget.opened(socket, req.caller!.keyId)
-      let queue: Promise<void> = Promise.resolve()
-      const cancel = new Cancellation()
-      let waiting = 0
-      // Closed when nothing has run or waited for WS_IDLE_TIMEOUT_MS.
-      let idle: NodeJS.Timeout | undefined
-      const rest = () => {
-        clearTimeout(idle)
-        idle = waiting === 0 ? setTimeout(() => socket.close(1000, 'idle'), idleMs).unref() : undefined
-      }
-      socket.on('close', () => {
-        clearTimeout(idle)
-        cancel.cancel()
-      })
-      rest()
-      socket.on('message', (data: Buffer, isBinary) => {
-        // Requests wait their turn, but not without end: each may hold a body of up to 20 MiB, so
-        // both the requests one connection may queue and the bytes all connections hold are bounded.
-        if (waiting > maxWaiting) return sendError(socket, 429, 'rate_limit_exceeded', `${maxWaiting} requests are already waiting on this connection (WS_WAITING_MESSAGES); send the next when one is answered`)
-        const release = budget.hold(data.length)
-        if (!release) return sendError(socket, 503, 'server', 'this server holds as many waiting WebSocket requests as it can (WS_WAITING_BYTES); send it again when one is answered')
-        waiting++
-        clearTimeout(idle)
-        queue = queue
-          .then(() => (cancel.aborted ? undefined : answer(deps, req, socket, isBinary ? undefined : data, cancel)))
-          .catch((err) => req.log.error({ err }, 'responses websocket request failed'))
-          .finally(() => {
-            release()
-            waiting--
-            rest()
-          })
-      })
-    },
-  })
-}
+    })
+  }
 
 /** The schema's WebSocketErrorEvent. */
 function sendError(socket: WebSocket, status: number, code: string, message: string, param: string | null = null) {
   if (socket.readyState !== socket.OPEN) return
-  socket.send(JSON.stringify({ type: 'error', status, error: { type: openResponsesErrorType(code, status), code, message, param } }))
+  socket.send(
+    JSON.stringify({
+      type: 'error',
+      status,
+      error: { type: openResponsesErrorType(code, status), code, message, param },
+    }),
+  )
 }
 
-async function answer(deps: AppDeps, req: FastifyRequest, socket: WebSocket, data: Buffer | undefined, connection: Cancellation) {
+async function answer(
+  deps: AppDeps,
+  req: FastifyRequest,
+  socket: WebSocket,
+  data: Buffer | undefined,
+  connection: Cancellation,
+) {
   if (data === undefined) return sendError(socket, 400, 'invalid_request', 'messages are JSON text frames')
   let message: Record<string, unknown>
   try {
-    message = sjson.parse(data.toString(), undefined, { protoAction: 'error', constructorAction: 'error' }) as Record<string, unknown>
+    message = sjson.parse(data.toString(), undefined, { protoAction: 'error', constructorAction: 'error' }) as Record<
+      string,
+      unknown
+    >
   } catch (err) {
     return sendError(socket, 400, 'invalid_request', `the message is not valid JSON: ${(err as Error).message}`)
   }
-  if (typeof message !== 'object' || message === null || Array.isArray(message)) return sendError(socket, 400, 'invalid_request', 'a message is a JSON object')
-  if (nestsDeeperThan(message, MAX_JSON_DEPTH)) return sendError(socket, 400, 'invalid_request', `the message nests deeper than ${MAX_JSON_DEPTH} levels`)
-  if (message.type !== 'response.create') return sendError(socket, 400, 'invalid_request', `unknown client event type ${JSON.stringify(message.type)}: send response.create`, 'type')
+  if (typeof message !== 'object' || message === null || Array.isArray(message))
+    return sendError(socket, 400, 'invalid_request', 'a message is a JSON object')
+  if (nestsDeeperThan(message, MAX_JSON_DEPTH))
+    return sendError(socket, 400, 'invalid_request', `the message nests deeper than ${MAX_JSON_DEPTH} levels`)
+  if (message.type !== 'response.create')
+    return sendError(
+      socket,
+      400,
+      'invalid_request',
+      `unknown client event type ${JSON.stringify(message.type)}: send response.create`,
+      'type',
+    )
   for (const field of ['stream', 'stream_options', 'background'] as const) {
-    if (field in message) return sendError(socket, 400, 'invalid_request', `${field} is an HTTP field and must not be sent over WebSocket`, field)
+    if (field in message)
+      return sendError(
+        socket,
+        400,
+        'invalid_request',
+        `${field} is an HTTP field and must not be sent over WebSocket`,
+        field,
+      )
   }
   if (message.previous_response_id !== undefined && message.previous_response_id !== null) {
-    return sendError(socket, 404, 'previous_response_not_found', 'responses are not stored, so no previous response can be found; send the whole conversation in input', 'previous_response_id')
+    return sendError(
+      socket,
+      404,
+      'previous_response_not_found',
+      'responses are not stored, so no previous response can be found; send the whole conversation in input',
+      'previous_response_id',
+    )
   }
   const { type: _type, ...body } = message
   const parsed = parseResponsesRequest({ ...body, stream: true })
-  if (!parsed.success) return sendError(socket, 400, 'invalid_request', `invalid request: ${describeIssues(parsed.error)}`)
+  if (!parsed.success)
+    return sendError(socket, 400, 'invalid_request', `invalid request: ${describeIssues(parsed.error)}`)
 
   // A request on a WebSocket holds its key's share as one over HTTP does.
   const entered = deps.admission.enter(req.caller!, data.length)
-  if (typeof entered !== 'function') return sendError(socket, entered.status, entered.status === 429 ? 'rate_limit_exceeded' : 'server', entered.message)
+  if (typeof entered !== 'function')
+    return sendError(socket, entered.status, entered.status === 429 ? 'rate_limit_exceeded' : 'server', entered.message)
   // The connection's cancellation ends the upstream call when the client goes away (its listener
   // is removed when the call ends, so one serves every request on the connection).
   try {
@@ -149,7 +215,8 @@ function webSocketSink(socket: WebSocket): StreamSink {
     cork() {},
     uncork() {},
     async drain() {
-      while (socket.readyState === socket.OPEN && socket.bufferedAmount >= HIGH_WATER) await new Promise((r) => setTimeout(r, 5))
+      while (socket.readyState === socket.OPEN && socket.bufferedAmount >= HIGH_WATER)
+        await new Promise((r) => setTimeout(r, 5))
     },
     end() {},
   }

@@ -23,16 +23,22 @@ export const responsesRoutes = (deps: AppDeps) =>
  * POST /responses/compact: a conversation given whole, compacted by its model; nothing is stored.
  * A request without `model` is a 400, as the schema requires it.
  */
-export const compactRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
-  app.withTypeProvider<ZodTypeProvider>().post(
-    '/responses/compact',
-    {
-      onRequest: [requireKey(deps.authenticate), admit(deps.admission, RESPONSES_BODY_LIMIT)],
-      bodyLimit: RESPONSES_BODY_LIMIT,
-      config: { canonicalErrorTypes: true },
-      schema: { operationId: 'compactResponse', summary: 'Compact a conversation (Open Responses)', body: CompactRequest },
-    },
-    // A client that goes away cancels the model call with it.
-    async (req, reply) => deps.responses.compact(req.body, callOptions(req, cancelledOnClose(reply), 'compact')),
-  )
-}
+export const compactRoutes =
+  (deps: AppDeps): FastifyPluginAsync =>
+  async (app) => {
+    app.withTypeProvider<ZodTypeProvider>().post(
+      '/responses/compact',
+      {
+        onRequest: [requireKey(deps.authenticate), admit(deps.admission, RESPONSES_BODY_LIMIT)],
+        bodyLimit: RESPONSES_BODY_LIMIT,
+        config: { canonicalErrorTypes: true },
+        schema: {
+          operationId: 'compactResponse',
+          summary: 'Compact a conversation (Open Responses)',
+          body: CompactRequest,
+        },
+      },
+      // A client that goes away cancels the model call with it.
+      async (req, reply) => deps.responses.compact(req.body, callOptions(req, cancelledOnClose(reply), 'compact')),
+    )
+  }

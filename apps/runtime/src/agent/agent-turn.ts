@@ -12,7 +12,13 @@ type Json = Record<string, unknown>
 /** What the turn reads of /responses' reply (the rest of it is passed over). */
 interface ModelReply {
   model?: string
-  output?: { type: string; content?: { type: string; text?: string }[]; call_id?: string; name?: string; arguments?: string }[]
+  output?: {
+    type: string
+    content?: { type: string; text?: string }[]
+    call_id?: string
+    name?: string
+    arguments?: string
+  }[]
   usage?: { input_tokens?: number; output_tokens?: number; total_tokens?: number; cost?: number }
   error?: { message?: string }
 }
@@ -38,7 +44,11 @@ export interface AgentSetup {
   /** The intern's workspace directory (mounted at /workspace in its sandbox). */
   workspace: string
   /** Runs a shell command in the intern's workspace, in its sandbox; `network`: through its egress. */
-  runCommand: (command: string, opts: CommandLimits & { network: boolean }, signal?: AbortSignal) => Promise<CommandResult>
+  runCommand: (
+    command: string,
+    opts: CommandLimits & { network: boolean },
+    signal?: AbortSignal,
+  ) => Promise<CommandResult>
   sessions: SessionStore
   /** Model turns at most per run (tool calls in between); then one last turn without tools. */
   maxSteps: number
@@ -85,21 +95,76 @@ export class TurnFailed extends Error {
 }
 
 const TOOLS = [
-  { type: 'function', name: 'shell', description: 'Run a bash command in your workspace (/workspace). Returns exit code, stdout and stderr. Set network to true when the command needs the network.', parameters: { type: 'object', properties: { command: { type: 'string' }, network: { type: 'boolean' } }, required: ['command'] } },
-  { type: 'function', name: 'ask_user', description: 'Ask the user a question and wait for the answer. fields: what to fill in, each {name, type: string|number|integer|boolean, required, options?}.', parameters: { type: 'object', properties: { message: { type: 'string' }, fields: { type: 'array', items: { type: 'object' } } }, required: ['message'] } },
-  { type: 'function', name: 'read_file', description: 'Read a file of your workspace.', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] } },
-  { type: 'function', name: 'write_file', description: 'Write (create or replace) a file of your workspace.', parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'] } },
-  { type: 'function', name: 'list_files', description: 'List a directory of your workspace.', parameters: { type: 'object', properties: { path: { type: 'string' }, depth: { type: 'integer' } } } },
+  {
+    type: 'function',
+    name: 'shell',
+    description:
+      'Run a bash command in your workspace (/workspace). Returns exit code, stdout and stderr. Set network to true when the command needs the network.',
+    parameters: {
+      type: 'object',
+      properties: { command: { type: 'string' }, network: { type: 'boolean' } },
+      required: ['command'],
+    },
+  },
+  {
+    type: 'function',
+    name: 'ask_user',
+    description:
+      'Ask the user a question and wait for the answer. fields: what to fill in, each {name, type: string|number|integer|boolean, required, options?}.',
+    parameters: {
+      type: 'object',
+      properties: { message: { type: 'string' }, fields: { type: 'array', items: { type: 'object' } } },
+      required: ['message'],
+    },
+  },
+  {
+    type: 'function',
+    name: 'read_file',
+    description: 'Read a file of your workspace.',
+    parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'] },
+  },
+  {
+    type: 'function',
+    name: 'write_file',
+    description: 'Write (create or replace) a file of your workspace.',
+    parameters: {
+      type: 'object',
+      properties: { path: { type: 'string' }, content: { type: 'string' } },
+      required: ['path', 'content'],
+    },
+  },
+  {
+    type: 'function',
+    name: 'list_files',
+    description: 'List a directory of your workspace.',
+    parameters: { type: 'object', properties: { path: { type: 'string' }, depth: { type: 'integer' } } },
+  },
 ]
 const HTTP_TOOL = {
   type: 'function',
   name: 'http_request',
-  description: 'Make an HTTP(S) request. Write {{secret:NAME}} in a header or the body to use one of your secrets; it is sent only to the hosts it is bound to.',
-  parameters: { type: 'object', properties: { method: { type: 'string' }, url: { type: 'string' }, headers: { type: 'object', additionalProperties: { type: 'string' } }, body: { type: 'string' } }, required: ['url'] },
+  description:
+    'Make an HTTP(S) request. Write {{secret:NAME}} in a header or the body to use one of your secrets; it is sent only to the hosts it is bound to.',
+  parameters: {
+    type: 'object',
+    properties: {
+      method: { type: 'string' },
+      url: { type: 'string' },
+      headers: { type: 'object', additionalProperties: { type: 'string' } },
+      body: { type: 'string' },
+    },
+    required: ['url'],
+  },
 }
 
 /** Runs one turn for `userText` in `sessionId`; resolves with the turn's summed usage. */
-export async function runAgentTurn(setup: AgentSetup, sessionId: string, userText: string, emit: (e: AgentEvent) => void, signal?: AbortSignal): Promise<TurnUsage> {
+export async function runAgentTurn(
+  setup: AgentSetup,
+  sessionId: string,
+  userText: string,
+  emit: (e: AgentEvent) => void,
+  signal?: AbortSignal,
+): Promise<TurnUsage> {
   const history = await setup.sessions.load(sessionId)
   const added: Json[] = [{ type: 'message', role: 'user', content: userText }]
   // Kept while the model answers: started once its first event arrives (or it ends), so the write
@@ -127,7 +192,13 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
       await setup.sessions.append(sessionId, late)
     }
     const last = step >= setup.maxSteps
-    const response = await modelTurn(setup, [...history, ...added], last, step === 0 ? firstEmit : emit, signal).finally(() => void keep())
+    const response = await modelTurn(
+      setup,
+      [...history, ...added],
+      last,
+      step === 0 ? firstEmit : emit,
+      signal,
+    ).finally(() => void keep())
     if (step === 0) await keep()
     usage.prompt_tokens += response.usage?.input_tokens ?? 0
     usage.completion_tokens += response.usage?.output_tokens ?? 0
@@ -136,7 +207,15 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
     const items: Json[] = []
     const calls: { call_id?: string; name: string; arguments: string }[] = []
     for (const o of response.output ?? []) {
-      if (o.type === 'message') items.push({ type: 'message', role: 'assistant', content: (o.content ?? []).filter((p) => p.type === 'output_text').map((p) => p.text).join('') })
+      if (o.type === 'message')
+        items.push({
+          type: 'message',
+          role: 'assistant',
+          content: (o.content ?? [])
+            .filter((p) => p.type === 'output_text')
+            .map((p) => p.text)
+            .join(''),
+        })
       if (o.type === 'function_call') {
         const call = { call_id: o.call_id, name: o.name ?? '', arguments: o.arguments ?? '' }
         items.push({ type: 'function_call', ...call })
@@ -156,16 +235,34 @@ export async function runAgentTurn(setup: AgentSetup, sessionId: string, userTex
     // Checked again with nothing awaited between this and the decision: a prompt steered in while
     // the items were being kept is answered in this turn, never dropped.
     late = asPrompts(setup.steered?.() ?? [])
-    if ((!calls.length && !steering.length && !late.length) || last) return { ...usage, cost: Number(usage.cost.toPrecision(12)) }
+    if ((!calls.length && !steering.length && !late.length) || last)
+      return { ...usage, cost: Number(usage.cost.toPrecision(12)) }
   }
 }
 
 /** One streamed call of /responses as the intern: text and reasoning leave as they come. */
-async function modelTurn(setup: AgentSetup, input: Json[], last: boolean, emit: (e: AgentEvent) => void, signal?: AbortSignal): Promise<ModelReply> {
-  const body = { model: setup.model, instructions: setup.instructions ?? undefined, input, tools: setup.http ? [...TOOLS, HTTP_TOOL] : TOOLS, tool_choice: last ? 'none' : 'auto', stream: true }
+async function modelTurn(
+  setup: AgentSetup,
+  input: Json[],
+  last: boolean,
+  emit: (e: AgentEvent) => void,
+  signal?: AbortSignal,
+): Promise<ModelReply> {
+  const body = {
+    model: setup.model,
+    instructions: setup.instructions ?? undefined,
+    input,
+    tools: setup.http ? [...TOOLS, HTTP_TOOL] : TOOLS,
+    tool_choice: last ? 'none' : 'auto',
+    stream: true,
+  }
   const res = await request(`${setup.apiBase}/responses`, {
     method: 'POST',
-    headers: injectTrace({ authorization: `Bearer ${setup.apiKey}`, 'content-type': 'application/json', accept: 'text/event-stream' }),
+    headers: injectTrace({
+      authorization: `Bearer ${setup.apiKey}`,
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+    }),
     body: JSON.stringify(body),
     signal,
   })
@@ -181,11 +278,14 @@ async function modelTurn(setup: AgentSetup, input: Json[], last: boolean, emit: 
   }
   let final: ModelReply | undefined
   let failure: string | undefined
-  for await (const event of readEventStream(res.body, (data) => (data === '[DONE]' ? undefined : (JSON.parse(data) as ReplyEvent)))) {
+  for await (const event of readEventStream(res.body, (data) =>
+    data === '[DONE]' ? undefined : (JSON.parse(data) as ReplyEvent),
+  )) {
     if (!event) continue
     const model = event.response?.model ?? setup.model
     if (event.type === 'response.output_text.delta') emit({ type: 'text', delta: event.delta ?? '', model })
-    else if (event.type === 'response.reasoning_summary_text.delta') emit({ type: 'reasoning', delta: event.delta ?? '', model })
+    else if (event.type === 'response.reasoning_summary_text.delta')
+      emit({ type: 'reasoning', delta: event.delta ?? '', model })
     else if (event.type === 'response.completed' || event.type === 'response.incomplete') final = event.response
     else if (event.type === 'response.failed') failure = event.response?.error?.message ?? 'the model call failed'
   }
@@ -198,19 +298,35 @@ async function modelTurn(setup: AgentSetup, input: Json[], last: boolean, emit: 
  * unless they answered allow_always or reject_always for its kind earlier in this run. Undefined
  * when it may go ahead; else what the model is told instead.
  */
-async function permitted(setup: AgentSetup, grants: Map<string, 'allow' | 'reject'>, kind: string, operation: string): Promise<string | undefined> {
+async function permitted(
+  setup: AgentSetup,
+  grants: Map<string, 'allow' | 'reject'>,
+  kind: string,
+  operation: string,
+): Promise<string | undefined> {
   if (setup.approval !== 'manual') return undefined
   let grant = grants.get(kind)
   if (!grant) {
-    const answer = await setup.ask({ kind: 'permission', operation: operation.length > 500 ? `${operation.slice(0, 500)}…` : operation, options: [...PERMISSION_OPTIONS] })
+    const answer = await setup.ask({
+      kind: 'permission',
+      operation: operation.length > 500 ? `${operation.slice(0, 500)}…` : operation,
+      options: [...PERMISSION_OPTIONS],
+    })
     const choice = answer.kind === 'permission' ? answer.choice : 'cancel'
-    if (choice === 'allow_always' || choice === 'reject_always') grants.set(kind, choice === 'allow_always' ? 'allow' : 'reject')
+    if (choice === 'allow_always' || choice === 'reject_always')
+      grants.set(kind, choice === 'allow_always' ? 'allow' : 'reject')
     grant = choice.startsWith('allow') ? 'allow' : 'reject'
   }
   return grant === 'allow' ? undefined : JSON.stringify({ error: 'the user did not allow this; carry on without it' })
 }
 
-async function runTool(setup: AgentSetup, grants: Map<string, 'allow' | 'reject'>, name: string, argText: string, signal?: AbortSignal): Promise<string> {
+async function runTool(
+  setup: AgentSetup,
+  grants: Map<string, 'allow' | 'reject'>,
+  name: string,
+  argText: string,
+  signal?: AbortSignal,
+): Promise<string> {
   let args: Json
   try {
     const parsed: unknown = JSON.parse(argText || '{}')
@@ -225,33 +341,90 @@ async function runTool(setup: AgentSetup, grants: Map<string, 'allow' | 'reject'
         // Manual: commands run without network unless the user allows it for this one (its own permission).
         // Self-drive: every command has the network, when the host can give it.
         const network = setup.commandNetwork && (setup.approval === 'self-drive' || args.network === true)
-        const refused = await permitted(setup, grants, network ? 'shell_network' : 'shell', `${network ? 'shell command with network' : 'shell command'}: ${command}`)
+        const refused = await permitted(
+          setup,
+          grants,
+          network ? 'shell_network' : 'shell',
+          `${network ? 'shell command with network' : 'shell command'}: ${command}`,
+        )
         if (refused) return refused
-        const r = await setup.runCommand(command, { network, timeoutMs: setup.commandTimeoutMs, maxOutputBytes: 64 * 1024 }, signal)
-        return JSON.stringify({ exit_code: r.exitCode, stdout: r.stdout, stderr: r.stderr, ...(r.timedOut ? { timed_out: true } : {}), ...(r.truncated ? { truncated: true } : {}) })
+        const r = await setup.runCommand(
+          command,
+          { network, timeoutMs: setup.commandTimeoutMs, maxOutputBytes: 64 * 1024 },
+          signal,
+        )
+        return JSON.stringify({
+          exit_code: r.exitCode,
+          stdout: r.stdout,
+          stderr: r.stderr,
+          ...(r.timedOut ? { timed_out: true } : {}),
+          ...(r.truncated ? { truncated: true } : {}),
+        })
       }
       case 'ask_user': {
         const request = ElicitationRequest.safeParse(args)
-        if (!request.success) return JSON.stringify({ error: `ask_user needs {message, fields: [{name, type, required, options?}]}: ${request.error.issues[0]?.message}` })
-        const answer = await setup.ask({ kind: 'elicitation', message: request.data.message, fields: request.data.fields })
-        return JSON.stringify(answer.kind === 'elicitation' && answer.action === 'accept' ? { action: 'accept', content: answer.content } : { action: answer.kind === 'elicitation' ? answer.action : 'cancel', note: 'the user gave no answer; carry on without it' })
+        if (!request.success)
+          return JSON.stringify({
+            error: `ask_user needs {message, fields: [{name, type, required, options?}]}: ${request.error.issues[0]?.message}`,
+          })
+        const answer = await setup.ask({
+          kind: 'elicitation',
+          message: request.data.message,
+          fields: request.data.fields,
+        })
+        return JSON.stringify(
+          answer.kind === 'elicitation' && answer.action === 'accept'
+            ? { action: 'accept', content: answer.content }
+            : {
+                action: answer.kind === 'elicitation' ? answer.action : 'cancel',
+                note: 'the user gave no answer; carry on without it',
+              },
+        )
       }
       case 'read_file':
         return JSON.stringify(await readWorkspaceFile(setup.workspace, String(args.path ?? '')))
       case 'write_file':
-        return JSON.stringify(await writeWorkspaceFile(setup.workspace, String(args.path ?? ''), String(args.content ?? '')))
+        return JSON.stringify(
+          await writeWorkspaceFile(setup.workspace, String(args.path ?? ''), String(args.content ?? '')),
+        )
       case 'http_request': {
         if (!setup.http) return JSON.stringify({ error: 'there is no tool named http_request' })
         const headers = args.headers ?? {}
-        if (typeof headers !== 'object' || headers === null || Array.isArray(headers) || Object.values(headers).some((v) => typeof v !== 'string')) {
+        if (
+          typeof headers !== 'object' ||
+          headers === null ||
+          Array.isArray(headers) ||
+          Object.values(headers).some((v) => typeof v !== 'string')
+        ) {
           return JSON.stringify({ error: 'http_request: headers must be an object of strings' })
         }
-        const refused = await permitted(setup, grants, 'http_request', `http_request: ${String(args.method ?? 'GET').toUpperCase()} ${String(args.url ?? '')}`)
+        const refused = await permitted(
+          setup,
+          grants,
+          'http_request',
+          `http_request: ${String(args.method ?? 'GET').toUpperCase()} ${String(args.url ?? '')}`,
+        )
         if (refused) return refused
-        return JSON.stringify(await setup.http({ method: args.method === undefined ? undefined : String(args.method), url: String(args.url ?? ''), headers: headers as Record<string, string>, body: args.body === undefined ? undefined : String(args.body) }, signal))
+        return JSON.stringify(
+          await setup.http(
+            {
+              method: args.method === undefined ? undefined : String(args.method),
+              url: String(args.url ?? ''),
+              headers: headers as Record<string, string>,
+              body: args.body === undefined ? undefined : String(args.body),
+            },
+            signal,
+          ),
+        )
       }
       case 'list_files':
-        return JSON.stringify(await listWorkspaceFiles(setup.workspace, args.path === undefined ? '.' : String(args.path), Number(args.depth ?? 1)))
+        return JSON.stringify(
+          await listWorkspaceFiles(
+            setup.workspace,
+            args.path === undefined ? '.' : String(args.path),
+            Number(args.depth ?? 1),
+          ),
+        )
       default:
         return JSON.stringify({ error: `there is no tool named ${name}` })
     }

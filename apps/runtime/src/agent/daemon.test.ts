@@ -22,7 +22,8 @@ class Listener implements RunStream {
     return this.events.map((e) => e.type)
   }
   async until(type: RunEvent['type']) {
-    for (let i = 0; i < 200 && !this.events.some((e) => e.type === type); i++) await new Promise((r) => setTimeout(r, 5))
+    for (let i = 0; i < 200 && !this.events.some((e) => e.type === type); i++)
+      await new Promise((r) => setTimeout(r, 5))
     return this.events.find((e) => e.type === type)!
   }
 }
@@ -50,7 +51,13 @@ const execute: ExecuteRun = async (run) => {
 }
 
 function daemon(opts: { deadlineMs?: number; maxPaused?: number; dir?: string } = {}) {
-  return new InternDaemon({ sessions: new SessionStore(opts.dir ?? mkdtempSync(join(tmpdir(), 'roster-daemon-'))), execute, deadlineMs: opts.deadlineMs ?? 60_000, maxPaused: opts.maxPaused ?? 4, onError: () => {} })
+  return new InternDaemon({
+    sessions: new SessionStore(opts.dir ?? mkdtempSync(join(tmpdir(), 'roster-daemon-'))),
+    execute,
+    deadlineMs: opts.deadlineMs ?? 60_000,
+    maxPaused: opts.maxPaused ?? 4,
+    onError: () => {},
+  })
 }
 
 describe("an intern's daemon", () => {
@@ -61,21 +68,33 @@ describe("an intern's daemon", () => {
     const pause = (await first.until('pause')) as Extract<RunEvent, { type: 'pause' }>
     expect(first.types).toEqual(['session', 'pause'])
     expect(first.ended).toBe(true)
-    expect(JSON.parse(pause.arguments)).toEqual({ kind: 'permission', operation: 'shell', options: ['allow_once', 'allow_always', 'reject_once', 'reject_always'] })
+    expect(JSON.parse(pause.arguments)).toEqual({
+      kind: 'permission',
+      operation: 'shell',
+      options: ['allow_once', 'allow_always', 'reject_once', 'reject_always'],
+    })
     // The intern is free for another session while the run waits.
     const other = new Listener()
     expect(d.prompt('s2', 'hello', 'self-drive', other)).toEqual({ started: true })
     await other.until('done')
     // A wrong answer changes nothing; the right one continues the run, on the reply's stream.
     const wrong = new Listener()
-    expect(await d.reply('s1', pause.interaction_id, 'allow_sometimes', wrong)).toEqual({ badAnswer: expect.stringMatching(/allow_once, allow_always, reject_once, reject_always, cancel/) })
+    expect(await d.reply('s1', pause.interaction_id, 'allow_sometimes', wrong)).toEqual({
+      badAnswer: expect.stringMatching(/allow_once, allow_always, reject_once, reject_always, cancel/),
+    })
     expect(wrong.events).toEqual([])
     const second = new Listener()
     expect(await d.reply('s1', pause.interaction_id, 'allow_once', second)).toEqual({ resumed: true })
     await second.until('done')
-    expect(second.events).toEqual([{ type: 'session', session_id: 's1' }, { type: 'text', delta: 'answers: allow_once', model: 'm' }, { type: 'done', usage }])
+    expect(second.events).toEqual([
+      { type: 'session', session_id: 's1' },
+      { type: 'text', delta: 'answers: allow_once', model: 'm' },
+      { type: 'done', usage },
+    ])
     // Answered once: a second answer is not pending; an id never asked is unknown.
-    expect(await d.reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({ notPending: expect.any(String) })
+    expect(await d.reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({
+      notPending: expect.any(String),
+    })
     expect(await d.reply('s1', 'ia_never', 'allow_once', new Listener())).toEqual({ unknown: expect.any(String) })
     expect(d.idle).toBe(true)
   })
@@ -88,8 +107,12 @@ describe("an intern's daemon", () => {
     const pause = (await first.until('pause')) as Extract<RunEvent, { type: 'pause' }>
     await new Promise((r) => setTimeout(r, 120))
     expect(d.idle).toBe(true)
-    expect(await d.reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({ notPending: expect.stringMatching(/has ended/) })
-    expect(await daemon({ dir }).reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({ notPending: expect.stringMatching(/has ended/) })
+    expect(await d.reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({
+      notPending: expect.stringMatching(/has ended/),
+    })
+    expect(await daemon({ dir }).reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({
+      notPending: expect.stringMatching(/has ended/),
+    })
   })
 
   it('steers a prompt for the going turn into it, and refuses the rest: busy for a running turn (409) or too many paused runs (503)', async () => {
@@ -99,13 +122,18 @@ describe("an intern's daemon", () => {
     expect(d.prompt('s1', 'also this', 'self-drive', new Listener())).toEqual({ steered: true })
     expect(d.prompt('s2', 'me too', 'self-drive', new Listener())).toMatchObject({ status: 409 })
     await going.until('done')
-    expect(going.events.filter((e) => e.type === 'text').map((e) => (e as { delta: string }).delta)).toContain('steered: also this')
+    expect(going.events.filter((e) => e.type === 'text').map((e) => (e as { delta: string }).delta)).toContain(
+      'steered: also this',
+    )
 
     const paused = new Listener()
     d.prompt('s3', 'ask?', 'manual', paused)
     const pause = (await paused.until('pause')) as Extract<RunEvent, { type: 'pause' }>
     // The paused session takes no new prompt until answered.
-    expect(d.prompt('s3', 'something else', 'self-drive', new Listener())).toMatchObject({ status: 409, busy: expect.stringMatching(/waits for the answer/) })
+    expect(d.prompt('s3', 'something else', 'self-drive', new Listener())).toMatchObject({
+      status: 409,
+      busy: expect.stringMatching(/waits for the answer/),
+    })
     // A reply while another turn goes is busy too.
     const blocking = new Listener()
     d.prompt('s5', 'wait', 'self-drive', blocking)
@@ -134,7 +162,9 @@ describe("an intern's daemon", () => {
     expect(await going.until('ended')).toEqual({ type: 'ended', message: 'the intern was suspended' })
     expect(going.ended).toBe(true)
     await new Promise((r) => setTimeout(r, 10))
-    expect(await d.reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({ notPending: expect.any(String) })
+    expect(await d.reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({
+      notPending: expect.any(String),
+    })
 
     const leaving = new Listener()
     d.prompt('s3', 'wait', 'self-drive', leaving)

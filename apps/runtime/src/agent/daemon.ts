@@ -49,7 +49,12 @@ export interface DaemonOptions {
 }
 
 export type PromptOutcome = { started: true } | { steered: true } | { busy: string; status: 409 | 503 }
-export type ReplyOutcome = { resumed: true } | { unknown: string } | { notPending: string } | { badAnswer: string } | { busy: string; status: 409 }
+export type ReplyOutcome =
+  | { resumed: true }
+  | { unknown: string }
+  | { notPending: string }
+  | { badAnswer: string }
+  | { busy: string; status: 409 }
 
 /** Why the daemon itself ended a run: said on its stream, when someone listens (the contract's run_ended). */
 export class RunEnded extends Error {
@@ -96,9 +101,17 @@ export class InternDaemon {
       return { busy: 'the intern is running another turn; one runs at a time', status: 409 }
     }
     const waiting = this.runs.get(sessionId)
-    if (waiting?.pending) return { busy: `session ${sessionId} waits for the answer to ${waiting.pending.id}: reply to it (or with cancel) first`, status: 409 }
+    if (waiting?.pending)
+      return {
+        busy: `session ${sessionId} waits for the answer to ${waiting.pending.id}: reply to it (or with cancel) first`,
+        status: 409,
+      }
     const paused = [...this.runs.values()].filter((r) => r.pending).length
-    if (paused >= this.options.maxPaused) return { busy: `the intern holds ${paused} runs paused on questions, as many as it can; answer one, or retry later`, status: 503 }
+    if (paused >= this.options.maxPaused)
+      return {
+        busy: `the intern holds ${paused} runs paused on questions, as many as it can; answer one, or retry later`,
+        status: 503,
+      }
     const run = new Run(sessionId, approval)
     run.stream = stream
     this.turn = run
@@ -128,7 +141,9 @@ export class InternDaemon {
     }
     if (run?.asked.has(interactionId)) return { notPending: `${interactionId} was already answered` }
     // Asked by a run that has ended (cancelled, past its deadline, or on a host since restarted)?
-    const record = (await this.options.sessions.records(sessionId)).find((r) => r.type === 'roster.interaction' && r.id === interactionId)
+    const record = (await this.options.sessions.records(sessionId)).find(
+      (r) => r.type === 'roster.interaction' && r.id === interactionId,
+    )
     if (record) return { notPending: `the run that asked ${interactionId} has ended` }
     return { unknown: `no interaction ${interactionId} was asked in session ${sessionId}` }
   }
@@ -183,7 +198,11 @@ export class InternDaemon {
       else if (!signal.aborted) {
         this.options.onError(err, run.sessionId)
         const failed = err as { message?: string; retryable?: boolean }
-        run.stream?.send({ type: 'error', message: failed.message ?? 'the turn failed', retryable: failed.retryable ?? true })
+        run.stream?.send({
+          type: 'error',
+          message: failed.message ?? 'the turn failed',
+          retryable: failed.retryable ?? true,
+        })
       }
     } finally {
       if (this.turn === run) this.turn = undefined
@@ -202,7 +221,13 @@ export class InternDaemon {
     await this.options.sessions.record(run.sessionId, { type: 'roster.interaction', id, question })
     signal.throwIfAborted()
     return new Promise<Answer>((resolve, reject) => {
-      const deadline = setTimeout(() => run.controller.abort(new RunEnded(`no answer to ${id} came within ${Math.round(this.options.deadlineMs / 1000)} s`)), this.options.deadlineMs)
+      const deadline = setTimeout(
+        () =>
+          run.controller.abort(
+            new RunEnded(`no answer to ${id} came within ${Math.round(this.options.deadlineMs / 1000)} s`),
+          ),
+        this.options.deadlineMs,
+      )
       const ended = () => {
         clearTimeout(deadline)
         run.pending = undefined

@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { readAnswer, type Question } from './interactions.js'
 
-const permission: Question = { kind: 'permission', operation: 'shell command: ls', options: ['allow_once', 'reject_once'] }
+const permission: Question = {
+  kind: 'permission',
+  operation: 'shell command: ls',
+  options: ['allow_once', 'reject_once'],
+}
 const question: Question = {
   kind: 'elicitation',
   message: 'Which branch, and how many?',
@@ -18,12 +22,16 @@ describe('answers to what a run asks', () => {
     expect(readAnswer(permission, 'allow_once')).toEqual({ answer: { kind: 'permission', choice: 'allow_once' } })
     expect(readAnswer(permission, ' cancel\n')).toEqual({ answer: { kind: 'permission', choice: 'cancel' } })
     // Not offered, though a valid option elsewhere.
-    expect(readAnswer(permission, 'allow_always')).toEqual({ problem: 'the answer to a permission request is one of allow_once, reject_once, cancel' })
+    expect(readAnswer(permission, 'allow_always')).toEqual({
+      problem: 'the answer to a permission request is one of allow_once, reject_once, cancel',
+    })
     expect(readAnswer(permission, '{"action":"accept"}')).toHaveProperty('problem')
   })
 
   it('takes an elicitation answer that fits its fields: accept with values, decline or cancel', () => {
-    expect(readAnswer(question, '{"action":"accept","content":{"branch":"dev","count":3}}')).toEqual({ answer: { kind: 'elicitation', action: 'accept', content: { branch: 'dev', count: 3 } } })
+    expect(readAnswer(question, '{"action":"accept","content":{"branch":"dev","count":3}}')).toEqual({
+      answer: { kind: 'elicitation', action: 'accept', content: { branch: 'dev', count: 3 } },
+    })
     expect(readAnswer(question, '{"action":"decline"}')).toEqual({ answer: { kind: 'elicitation', action: 'decline' } })
     expect(readAnswer(question, '{"action":"cancel"}')).toEqual({ answer: { kind: 'elicitation', action: 'cancel' } })
     const problems = [
@@ -36,7 +44,8 @@ describe('answers to what a run asks', () => {
       ['{"action":"accept","content":{"branch":"main","extra":1}}', /no field extra/],
       ['{"action":"decline","content":{}}', /accept/],
     ] as const
-    for (const [content, why] of problems) expect((readAnswer(question, content) as { problem: string }).problem, content).toMatch(why)
+    for (const [content, why] of problems)
+      expect((readAnswer(question, content) as { problem: string }).problem, content).toMatch(why)
   })
 
   it('never throws, whatever a client sends', () => {

@@ -33,7 +33,10 @@ export type Answer =
   | { kind: 'elicitation'; action: 'decline' | 'cancel' }
 
 const ElicitationAnswer = z.discriminatedUnion('action', [
-  z.strictObject({ action: z.literal('accept'), content: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}) }),
+  z.strictObject({
+    action: z.literal('accept'),
+    content: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).default({}),
+  }),
   z.strictObject({ action: z.literal('decline') }),
   z.strictObject({ action: z.literal('cancel') }),
 ])
@@ -42,20 +45,29 @@ const ElicitationAnswer = z.discriminatedUnion('action', [
 export function readAnswer(question: Question, content: string): { answer: Answer } | { problem: string } {
   if (question.kind === 'permission') {
     const choice = content.trim()
-    if (choice === 'cancel' || (question.options as string[]).includes(choice)) return { answer: { kind: 'permission', choice: choice as PermissionOption | 'cancel' } }
+    if (choice === 'cancel' || (question.options as string[]).includes(choice))
+      return { answer: { kind: 'permission', choice: choice as PermissionOption | 'cancel' } }
     return { problem: `the answer to a permission request is one of ${[...question.options, 'cancel'].join(', ')}` }
   }
   let parsed: unknown
   try {
     parsed = JSON.parse(content)
   } catch {
-    return { problem: 'the answer to a question is a JSON string: {"action":"accept","content":{…}}, {"action":"decline"} or {"action":"cancel"}' }
+    return {
+      problem:
+        'the answer to a question is a JSON string: {"action":"accept","content":{…}}, {"action":"decline"} or {"action":"cancel"}',
+    }
   }
   const answer = ElicitationAnswer.safeParse(parsed)
-  if (!answer.success) return { problem: 'the answer to a question is {"action":"accept","content":{…}}, {"action":"decline"} or {"action":"cancel"}' }
+  if (!answer.success)
+    return {
+      problem:
+        'the answer to a question is {"action":"accept","content":{…}}, {"action":"decline"} or {"action":"cancel"}',
+    }
   if (answer.data.action !== 'accept') return { answer: { kind: 'elicitation', action: answer.data.action } }
   const given = answer.data.content
-  for (const name of Object.keys(given)) if (!question.fields.some((f) => f.name === name)) return { problem: `the question has no field ${name}` }
+  for (const name of Object.keys(given))
+    if (!question.fields.some((f) => f.name === name)) return { problem: `the question has no field ${name}` }
   for (const field of question.fields) {
     const value = given[field.name]
     if (value === undefined) {
@@ -63,9 +75,14 @@ export function readAnswer(question: Question, content: string): { answer: Answe
       continue
     }
     const fits =
-      field.type === 'string' ? typeof value === 'string' : field.type === 'boolean' ? typeof value === 'boolean' : typeof value === 'number' && (field.type === 'number' || Number.isInteger(value))
+      field.type === 'string'
+        ? typeof value === 'string'
+        : field.type === 'boolean'
+          ? typeof value === 'boolean'
+          : typeof value === 'number' && (field.type === 'number' || Number.isInteger(value))
     if (!fits) return { problem: `field ${field.name} is ${/^[aeiou]/.test(field.type) ? 'an' : 'a'} ${field.type}` }
-    if (field.options && !field.options.includes(String(value))) return { problem: `field ${field.name} is one of ${field.options.join(', ')}` }
+    if (field.options && !field.options.includes(String(value)))
+      return { problem: `field ${field.name} is one of ${field.options.join(', ')}` }
   }
   return { answer: { kind: 'elicitation', action: 'accept', content: given } }
 }

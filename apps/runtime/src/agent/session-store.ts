@@ -43,7 +43,10 @@ export class SessionStore {
     // Session ids come from clients: the file name is derived, never taken as a path. A long id
     // (up to 256 characters of any script) would pass the 255 bytes a file name may have: hashed.
     const encoded = Buffer.from(sessionId).toString('base64url')
-    return join(this.dir, `${encoded.length <= 200 ? encoded : `h-${createHash('sha256').update(sessionId).digest('hex')}`}.jsonl`)
+    return join(
+      this.dir,
+      `${encoded.length <= 200 ? encoded : `h-${createHash('sha256').update(sessionId).digest('hex')}`}.jsonl`,
+    )
   }
 
   /** The conversation: what the model is sent (Open Responses input items). */
@@ -75,7 +78,9 @@ export class SessionStore {
       // Not here: the session's items as the mirror keeps them (kept here from now on), if it has
       // the session at all (a new session costs no call).
       this.mirrored ??= this.mirror?.ids()
-      const known = this.mirror ? await this.mirrored!.catch((err) => ((this.mirrored = undefined), Promise.reject(err))) : undefined
+      const known = this.mirror
+        ? await this.mirrored!.catch((err) => ((this.mirrored = undefined), Promise.reject(err)))
+        : undefined
       const kept = this.mirror && known!.has(sessionId) ? await this.mirror.load(sessionId) : []
       if (kept.length) await this.writeLocal(sessionId, kept)
       this.lengths.set(sessionId, kept.length)

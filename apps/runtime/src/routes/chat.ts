@@ -22,25 +22,37 @@ export function chatRoutes(app: FastifyInstance, interns: Interns) {
     const intern = interns.get(req.params.id)
     if (!intern) return refuse(reply, 'intern_not_ready', `intern ${req.params.id} is not running on this host`)
     const placement = req.headers['x-roster-placement']
-    if (placement !== undefined && Number(placement) !== intern.spec.generation) return refuse(reply, 'placement_stale', `intern ${intern.id} runs here under another placement`)
+    if (placement !== undefined && Number(placement) !== intern.spec.generation)
+      return refuse(reply, 'placement_stale', `intern ${intern.id} runs here under another placement`)
     const body = ChatRequest.safeParse(req.body)
     if (!body.success) return refuse(reply, 'bad_request', body.error.message)
     // Draining, a host takes no new turn (a reply may still finish a run that has not been ended),
     // and says so for an intern it has already stopped: the caller waits for the intern's next host.
-    const draining = () => refuse(reply, 'draining', 'this runtime host is draining: its interns are moving to other hosts; retry shortly')
+    const draining = () =>
+      refuse(reply, 'draining', 'this runtime host is draining: its interns are moving to other hosts; retry shortly')
     if (interns.draining && (!intern.running || !('reply' in body.data))) return draining()
     if (!intern.running) return refuse(reply, 'intern_not_ready', `intern ${req.params.id} is not running on this host`)
     const daemon = interns.daemonOf(intern)
     const stream = eventStream(reply, () => daemon.detach(stream))
     if ('reply' in body.data) {
-      const outcome = await daemon.reply(body.data.session_id, body.data.reply.interaction_id, body.data.reply.content, stream)
+      const outcome = await daemon.reply(
+        body.data.session_id,
+        body.data.reply.interaction_id,
+        body.data.reply.content,
+        stream,
+      )
       if ('resumed' in outcome) return reply
       if ('busy' in outcome) return refuse(reply, 'busy', outcome.busy)
       if ('unknown' in outcome) return refuse(reply, 'interaction_unknown', outcome.unknown)
       if ('notPending' in outcome) return refuse(reply, 'interaction_not_pending', outcome.notPending)
       return refuse(reply, 'bad_answer', outcome.badAnswer)
     }
-    const outcome = daemon.prompt(body.data.session_id ?? `ses_${randomUUID()}`, body.data.message, body.data.approval_mode ?? 'self-drive', stream)
+    const outcome = daemon.prompt(
+      body.data.session_id ?? `ses_${randomUUID()}`,
+      body.data.message,
+      body.data.approval_mode ?? 'self-drive',
+      stream,
+    )
     if ('started' in outcome) return reply
     if ('steered' in outcome) return reply.code(202).send({ session_id: body.data.session_id, status: 'steered' })
     return refuse(reply, outcome.status === 503 ? 'busy_paused' : 'busy', outcome.busy)

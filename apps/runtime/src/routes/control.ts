@@ -61,7 +61,12 @@ export function controlRoutes(app: FastifyInstance, interns: Interns) {
     return { removed: true }
   })
 
-  const view = ({ spec, daemon: _daemon, snapshotting: _snapshotting, ...rest }: NonNullable<ReturnType<Interns['get']>>) => ({
+  const view = ({
+    spec,
+    daemon: _daemon,
+    snapshotting: _snapshotting,
+    ...rest
+  }: NonNullable<ReturnType<Interns['get']>>) => ({
     id: rest.id,
     hostname: spec.hostname,
     generation: spec.generation,

@@ -25,12 +25,18 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.destr
     const at = await deps.runtime.placement(internId)
     const live = at && (await hostIsLive(deps, at.hostId))
     if (live && !skipArchive) await deps.runtime.archive(at, internId)
-    else if (at && !skipArchive) ctx.log.warn({ internId, host: at.hostId }, 'the intern’s runtime host is not live: archiving its workspace as of its latest snapshot')
+    else if (at && !skipArchive)
+      ctx.log.warn(
+        { internId, host: at.hostId },
+        'the intern’s runtime host is not live: archiving its workspace as of its latest snapshot',
+      )
     step = 'removing the runtime'
     if (live) await deps.runtime.remove(at, internId)
     step = 'deleting the intern and its vault'
     await deps.db.$transaction(async (tx) => {
-      const [held] = await tx.$queryRaw<{ ok: number }[]>`SELECT 1 AS ok FROM interns WHERE id = ${internId}::uuid AND status = 'destroying' FOR UPDATE`
+      const [held] = await tx.$queryRaw<
+        { ok: number }[]
+      >`SELECT 1 AS ok FROM interns WHERE id = ${internId}::uuid AND status = 'destroying' FOR UPDATE`
       if (!held) return
       if (!skipArchive) await archiveIntern(tx, internId)
       await tx.$executeRaw`DELETE FROM interns WHERE id = ${internId}::uuid`
@@ -56,7 +62,8 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.destr
           to: 'destroy_failed',
           set: { lastFailureMessage: `Deletion failed while ${step} after ${ctx.attempt} attempt(s): ${reason}` },
         })
-        if (failed) await tx.$executeRaw`UPDATE interns SET workspace_archive_failed = ${archiveFailed} WHERE id = ${internId}::uuid`
+        if (failed)
+          await tx.$executeRaw`UPDATE interns SET workspace_archive_failed = ${archiveFailed} WHERE id = ${internId}::uuid`
       })
       deps.internsChanged([internId])
       if (!(err instanceof UnrecoverableError)) throw new UnrecoverableError(reason)

@@ -62,7 +62,12 @@ export const provisionSteps: readonly Step[] = [
     metric: 'vault',
     async run(run) {
       if (!run.intern.vault_id) throw new UnrecoverableError('the intern has no private vault')
-      run.token = await run.deps.vault.ensureSecret(run.deps.db, run.intern.vault_id, RUNTIME_TOKEN_SECRET, () => generateApiKey().plaintext)
+      run.token = await run.deps.vault.ensureSecret(
+        run.deps.db,
+        run.intern.vault_id,
+        RUNTIME_TOKEN_SECRET,
+        () => generateApiKey().plaintext,
+      )
       // The key's row, once, whichever attempt stored the key (its digest is unique); deleting the
       // intern deletes it.
       const { hash, prefix } = apiKeyParts(run.token)
@@ -118,7 +123,9 @@ export const provisionSteps: readonly Step[] = [
       for (let wait = 5; ; wait = Math.min(wait * 2, 500)) {
         if (await deps.runtime.healthy(placed!, intern.hostname!)) return
         if (Date.now() + wait > deadline) {
-          throw new RuntimeUnavailableError(`the runtime did not report healthy within ${deps.config.HEALTH_TIMEOUT_MS} ms`)
+          throw new RuntimeUnavailableError(
+            `the runtime did not report healthy within ${deps.config.HEALTH_TIMEOUT_MS} ms`,
+          )
         }
         await new Promise((r) => setTimeout(r, wait))
       }
@@ -135,14 +142,20 @@ async function waitForRoom(run: Run): Promise<never> {
   const [counts] = await deps.db.$queryRaw<{ live: number; total: number }[]>`
     SELECT count(*) FILTER (WHERE state = 'live' AND heartbeat_at > ${new Date(Date.now() - deps.config.FLEET_DEAD_AFTER_MS)})::int AS live, count(*)::int AS total FROM runtime_hosts`
   const { live, total } = counts!
-  const why = live ? `every live runtime host is full (${live} host(s))` : total ? `no live runtime host (${total} known, none beating)` : 'no runtime host has joined the fleet'
+  const why = live
+    ? `every live runtime host is full (${live} host(s))`
+    : total
+      ? `no live runtime host (${total} known, none beating)`
+      : 'no runtime host has joined the fleet'
   const step = provisionSteps.findIndex((s) => s.metric === 'configure') + 1
   await deps.transitions.run({
     internId: intern.id,
     generation,
     from: ['provisioning'],
     to: 'provisioning',
-    set: { progress: { step_label: `${NO_ROOM_LABEL}: ${why}`, step_number: step, total_steps: provisionSteps.length } },
+    set: {
+      progress: { step_label: `${NO_ROOM_LABEL}: ${why}`, step_number: step, total_steps: provisionSteps.length },
+    },
   })
   return run.ctx.retryLater(NO_ROOM_RETRY_MS)
 }
@@ -164,7 +177,10 @@ async function elsewhereIfUnreachable(run: Run, call: () => Promise<unknown>) {
     const [host] = await deps.db.$queryRaw<{ silent: boolean }[]>`
       SELECT heartbeat_at < ${new Date(Date.now() - 2 * deps.config.FLEET_HEARTBEAT_MS)} AS silent FROM runtime_hosts WHERE id = ${placed!.hostId}`
     if (host && !host.silent) throw err
-    run.ctx.log.warn({ internId: intern.id, host: placed!.hostId }, 'the runtime host the intern was placed on cannot be reached and has stopped beating: placing it again')
+    run.ctx.log.warn(
+      { internId: intern.id, host: placed!.hostId },
+      'the runtime host the intern was placed on cannot be reached and has stopped beating: placing it again',
+    )
     return run.ctx.retryLater(UNREACHABLE_RETRY_MS)
   }
 }
@@ -196,10 +212,15 @@ export async function handle(
     if (!current) return stale(deps, internId, index)
     run = { ...run, deps, ctx, generation, intern: current }
     const started = performance.now()
-    const timed = (outcome: 'ok' | 'error') => deps.metrics?.provisioningSteps.observe({ step: step.metric, outcome }, (performance.now() - started) / 1000)
+    const timed = (outcome: 'ok' | 'error') =>
+      deps.metrics?.provisioningSteps.observe({ step: step.metric, outcome }, (performance.now() - started) / 1000)
     try {
       const current = run
-      await inSpan(`provision step ${step.metric}`, { attributes: { 'roster.intern.step': step.label, 'roster.intern.step_number': index + 1 } }, () => step.run(current))
+      await inSpan(
+        `provision step ${step.metric}`,
+        { attributes: { 'roster.intern.step': step.label, 'roster.intern.step_number': index + 1 } },
+        () => step.run(current),
+      )
       timed('ok')
     } catch (err) {
       timed('error')
@@ -241,7 +262,8 @@ async function stale(deps: WorkerDeps, internId: string, stepsDone: number): Pro
   if (stepsDone >= 5) {
     const now = await deps.db.intern.findUnique({ where: { id: internId }, select: { status: true } })
     const at = await deps.runtime.placement(internId)
-    if ((now?.status === 'stopped' || now?.status === 'failed') && at) await deps.runtime.stop(at, internId).catch(() => {})
+    if ((now?.status === 'stopped' || now?.status === 'failed') && at)
+      await deps.runtime.stop(at, internId).catch(() => {})
   }
   return 'obsolete'
 }

@@ -32,7 +32,11 @@ function block(p: Part, caching: boolean): TextBlockParam | ImageBlockParam {
   const media = data && MEDIA_TYPES.find((t) => t === data[1])
   // A data: URL of a type Anthropic does not take goes as it is, for the provider to refuse by name.
   if (data && !media) return { type: 'image', source: { type: 'url', url: p.url }, ...cache }
-  return { type: 'image', source: data && media ? { type: 'base64', media_type: media, data: data[2]! } : { type: 'url', url: p.url }, ...cache }
+  return {
+    type: 'image',
+    source: data && media ? { type: 'base64', media_type: media, data: data[2]! } : { type: 'url', url: p.url },
+    ...cache,
+  }
 }
 
 /** System entries become the system blocks; the rest alternate user/assistant as Anthropic requires. */
@@ -48,8 +52,11 @@ function anthropicMessages(entries: Entry[], caching: boolean): { system: TextBl
     if (e.kind === 'message') {
       if (e.role === 'system') {
         for (const p of e.parts) if (p.kind === 'text') system.push(textBlock(p.text, p, caching))
-      }
-      else append(e.role, e.parts.map((p) => block(p, caching)))
+      } else
+        append(
+          e.role,
+          e.parts.map((p) => block(p, caching)),
+        )
     } else if (e.kind === 'call') {
       let input: unknown = {}
       try {
@@ -61,7 +68,14 @@ function anthropicMessages(entries: Entry[], caching: boolean): { system: TextBl
   return { system, messages }
 }
 
-const FINISH: Record<string, Finish> = { end_turn: 'stop', stop_sequence: 'stop', pause_turn: 'stop', max_tokens: 'length', tool_use: 'tool_calls', refusal: 'content_filter' }
+const FINISH: Record<string, Finish> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  pause_turn: 'stop',
+  max_tokens: 'length',
+  tool_use: 'tool_calls',
+  refusal: 'content_filter',
+}
 
 const finish = (reason: string | null | undefined): Finish => FINISH[reason ?? ''] ?? 'stop'
 
@@ -113,18 +127,36 @@ export const anthropic: Adapter<Body, Message> = {
     if (req.top_k != null) body.top_k = req.top_k
     if (req.stop != null) body.stop_sequences = typeof req.stop === 'string' ? [req.stop] : req.stop
     if (spec.tools.length) {
-      body.tools = spec.tools.map((t) => ({ name: t.name, ...(t.description ? { description: t.description } : {}), input_schema: { type: 'object' as const, ...t.parameters } }))
+      body.tools = spec.tools.map((t) => ({
+        name: t.name,
+        ...(t.description ? { description: t.description } : {}),
+        input_schema: { type: 'object' as const, ...t.parameters },
+      }))
       const c = spec.toolChoice
       const alone = req.parallel_tool_calls === false ? { disable_parallel_tool_use: true } : {}
-      body.tool_choice = c === 'auto' ? { type: 'auto', ...alone } : c === 'none' ? { type: 'none' } : c === 'required' ? { type: 'any', ...alone } : { type: 'tool', name: c.name, ...alone }
+      body.tool_choice =
+        c === 'auto'
+          ? { type: 'auto', ...alone }
+          : c === 'none'
+            ? { type: 'none' }
+            : c === 'required'
+              ? { type: 'any', ...alone }
+              : { type: 'tool', name: c.name, ...alone }
     }
     const r = req.reasoning
-    const wanted = r && r.effort !== 'none' && r.enabled !== false ? (r.max_tokens ?? (r.effort ? BUDGET[r.effort] : r.enabled ? BUDGET.medium : undefined)) : undefined
+    const wanted =
+      r && r.effort !== 'none' && r.enabled !== false
+        ? (r.max_tokens ?? (r.effort ? BUDGET[r.effort] : r.enabled ? BUDGET.medium : undefined))
+        : undefined
     // The budget counts within max_tokens and must be at least 1024.
-    if (wanted !== undefined && maxTokens > 1024) body.thinking = { type: 'enabled', budget_tokens: Math.max(1024, Math.min(wanted, maxTokens - 1)) }
+    if (wanted !== undefined && maxTokens > 1024)
+      body.thinking = { type: 'enabled', budget_tokens: Math.max(1024, Math.min(wanted, maxTokens - 1)) }
     // Structured outputs: Anthropic takes the schema as output_config.format.
     const format = req.text?.format
-    if (format?.type === 'json_schema') body.output_config = { format: { type: 'json_schema', schema: (format.schema as Record<string, unknown> | undefined) ?? {} } }
+    if (format?.type === 'json_schema')
+      body.output_config = {
+        format: { type: 'json_schema', schema: (format.schema as Record<string, unknown> | undefined) ?? {} },
+      }
     // Anthropic's tiers: `auto` may use priority capacity, `standard_only` never does.
     const tier = req.service_tier
     if (tier === 'priority' || tier === 'fast' || tier === 'ultrafast') body.service_tier = 'auto'
@@ -138,8 +170,16 @@ export const anthropic: Adapter<Body, Message> = {
     let call = 0
     for (const b of r.content ?? []) {
       if (b?.type === 'thinking') out.push({ type: 'reasoning', delta: String(b.thinking ?? '') })
-      else if (b?.type === 'text') out.push({ type: r.stop_reason === 'refusal' ? 'refusal' : 'text', delta: String(b.text ?? '') })
-      else if (b?.type === 'tool_use') out.push({ type: 'tool_call', index: call++, id: b.id ?? undefined, name: b.name ?? undefined, arguments: JSON.stringify(b.input ?? {}) })
+      else if (b?.type === 'text')
+        out.push({ type: r.stop_reason === 'refusal' ? 'refusal' : 'text', delta: String(b.text ?? '') })
+      else if (b?.type === 'tool_use')
+        out.push({
+          type: 'tool_call',
+          index: call++,
+          id: b.id ?? undefined,
+          name: b.name ?? undefined,
+          arguments: JSON.stringify(b.input ?? {}),
+        })
     }
     out.push(...usage(r.usage), { type: 'finish', reason: finish(r.stop_reason) })
     return out
@@ -153,7 +193,15 @@ export const anthropic: Adapter<Body, Message> = {
           return usage(e.message?.usage)
         case 'content_block_start':
           return e.content_block?.type === 'tool_use'
-            ? [{ type: 'tool_call', index: e.index ?? 0, id: e.content_block.id ?? undefined, name: e.content_block.name ?? undefined, arguments: '' }]
+            ? [
+                {
+                  type: 'tool_call',
+                  index: e.index ?? 0,
+                  id: e.content_block.id ?? undefined,
+                  name: e.content_block.name ?? undefined,
+                  arguments: '',
+                },
+              ]
             : e.content_block?.type === 'text' && e.content_block.text
               ? [{ type: 'text', delta: e.content_block.text }]
               : []
@@ -161,14 +209,25 @@ export const anthropic: Adapter<Body, Message> = {
           const d = e.delta
           if (d?.type === 'text_delta') return [{ type: 'text', delta: String(d.text ?? '') }]
           if (d?.type === 'thinking_delta') return [{ type: 'reasoning', delta: String(d.thinking ?? '') }]
-          if (d?.type === 'input_json_delta') return [{ type: 'tool_call', index: e.index ?? 0, arguments: String(d.partial_json ?? '') }]
+          if (d?.type === 'input_json_delta')
+            return [{ type: 'tool_call', index: e.index ?? 0, arguments: String(d.partial_json ?? '') }]
           return []
         }
         case 'message_delta':
-          return [...usage(e.usage), ...(e.delta?.stop_reason ? [{ type: 'finish' as const, reason: finish(e.delta.stop_reason) }] : [])]
+          return [
+            ...usage(e.usage),
+            ...(e.delta?.stop_reason ? [{ type: 'finish' as const, reason: finish(e.delta.stop_reason) }] : []),
+          ]
         case 'error': {
           const type = e.error?.type
-          const status = type === 'overloaded_error' ? 529 : type === 'rate_limit_error' ? 429 : type === 'invalid_request_error' ? 400 : 500
+          const status =
+            type === 'overloaded_error'
+              ? 529
+              : type === 'rate_limit_error'
+                ? 429
+                : type === 'invalid_request_error'
+                  ? 400
+                  : 500
           throw upstreamError('the provider', status, JSON.stringify(e))
         }
         default:

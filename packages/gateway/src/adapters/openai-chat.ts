@@ -29,11 +29,15 @@ interface ReasoningFields {
 /** Usage as OpenAI-compatible providers report it, with the cache writes some add. */
 type ChatUsage = CompletionUsage & { prompt_tokens_details?: { cache_write_tokens?: number } }
 type ChatReply = Omit<ChatCompletion, 'choices' | 'usage'> & {
-  choices: (ChatCompletion['choices'][number] & { message: ChatCompletion['choices'][number]['message'] & ReasoningFields })[]
+  choices: (ChatCompletion['choices'][number] & {
+    message: ChatCompletion['choices'][number]['message'] & ReasoningFields
+  })[]
   usage?: ChatUsage
 }
 type ChatChunk = Omit<ChatCompletionChunk, 'choices' | 'usage'> & {
-  choices: (ChatCompletionChunk['choices'][number] & { delta: ChatCompletionChunk['choices'][number]['delta'] & ReasoningFields })[]
+  choices: (ChatCompletionChunk['choices'][number] & {
+    delta: ChatCompletionChunk['choices'][number]['delta'] & ReasoningFields
+  })[]
   usage?: ChatUsage | null
   /** A failure mid-stream, as OpenRouter and others report it. */
   error?: { message?: string }
@@ -59,21 +63,38 @@ function chatMessages(entries: Entry[], caching: boolean): ChatCompletionMessage
     if (e.kind === 'message') {
       const content = chatContent(e.parts, caching)
       // An assistant's earlier turn is text: its parts are text parts.
-      if (e.role === 'assistant') messages.push({ role: 'assistant', content: content as string | ChatCompletionContentPartText[] })
-      else if (e.role === 'system') messages.push({ role: 'system', content: content as string | ChatCompletionContentPartText[] })
+      if (e.role === 'assistant')
+        messages.push({ role: 'assistant', content: content as string | ChatCompletionContentPartText[] })
+      else if (e.role === 'system')
+        messages.push({ role: 'system', content: content as string | ChatCompletionContentPartText[] })
       else messages.push({ role: 'user', content })
     } else if (e.kind === 'call') {
-      const call: ChatCompletionMessageFunctionToolCall = { id: e.callId, type: 'function', function: { name: e.name, arguments: e.arguments } }
+      const call: ChatCompletionMessageFunctionToolCall = {
+        id: e.callId,
+        type: 'function',
+        function: { name: e.name, arguments: e.arguments },
+      }
       const last = messages.at(-1)
       // Calls of one turn belong to one assistant message.
       if (last?.role === 'assistant' && last.tool_calls) last.tool_calls.push(call)
-      else messages.push({ role: 'assistant', content: null, tool_calls: [call] } satisfies ChatCompletionAssistantMessageParam)
+      else
+        messages.push({
+          role: 'assistant',
+          content: null,
+          tool_calls: [call],
+        } satisfies ChatCompletionAssistantMessageParam)
     } else messages.push({ role: 'tool', tool_call_id: e.callId, content: e.output })
   }
   return messages
 }
 
-const FINISH: Record<string, Finish> = { stop: 'stop', length: 'length', tool_calls: 'tool_calls', function_call: 'tool_calls', content_filter: 'content_filter' }
+const FINISH: Record<string, Finish> = {
+  stop: 'stop',
+  length: 'length',
+  tool_calls: 'tool_calls',
+  function_call: 'tool_calls',
+  content_filter: 'content_filter',
+}
 const finish = (reason: string | null | undefined): Finish => FINISH[reason ?? ''] ?? 'stop'
 
 function usageDelta(u: AsSent<ChatUsage> | null | undefined): Delta[] {
@@ -98,26 +119,56 @@ export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
 
   body(spec: CallSpec): ChatCompletionCreateParams {
     const { req } = spec
-    const body: ChatCompletionCreateParams = { model: spec.upstreamModel, messages: chatMessages(spec.entries, spec.caching), stream: spec.stream }
+    const body: ChatCompletionCreateParams = {
+      model: spec.upstreamModel,
+      messages: chatMessages(spec.entries, spec.caching),
+      stream: spec.stream,
+    }
     if (spec.stream) body.stream_options = { include_usage: true }
     if (req.max_output_tokens != null) body.max_tokens = req.max_output_tokens
-    copyGiven(req, body, ['temperature', 'top_p', 'frequency_penalty', 'presence_penalty', 'parallel_tool_calls', 'stop', 'prompt_cache_key'])
+    copyGiven(req, body, [
+      'temperature',
+      'top_p',
+      'frequency_penalty',
+      'presence_penalty',
+      'parallel_tool_calls',
+      'stop',
+      'prompt_cache_key',
+    ])
     const logprobs = logprobsWanted(req)
     if (logprobs !== undefined) Object.assign(body, { logprobs: true, ...(logprobs ? { top_logprobs: logprobs } : {}) })
     if (spec.tools.length) {
       body.tools = spec.tools.map((t) => ({
         type: 'function',
-        function: { name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters, ...(t.strict != null ? { strict: t.strict } : {}) },
+        function: {
+          name: t.name,
+          ...(t.description ? { description: t.description } : {}),
+          parameters: t.parameters,
+          ...(t.strict != null ? { strict: t.strict } : {}),
+        },
       }))
-      body.tool_choice = typeof spec.toolChoice === 'string' ? spec.toolChoice : { type: 'function', function: { name: spec.toolChoice.name } }
+      body.tool_choice =
+        typeof spec.toolChoice === 'string'
+          ? spec.toolChoice
+          : { type: 'function', function: { name: spec.toolChoice.name } }
     }
     const format = req.text?.format
     if (format?.type === 'json_object') body.response_format = { type: 'json_object' }
     if (format?.type === 'json_schema') {
-      const { name, schema, description, strict } = format as { name?: string; schema?: Record<string, unknown>; description?: string; strict?: boolean | null }
+      const { name, schema, description, strict } = format as {
+        name?: string
+        schema?: Record<string, unknown>
+        description?: string
+        strict?: boolean | null
+      }
       body.response_format = {
         type: 'json_schema',
-        json_schema: { name: name ?? 'response', schema, ...(description ? { description } : {}), ...(strict != null ? { strict } : {}) },
+        json_schema: {
+          name: name ?? 'response',
+          schema,
+          ...(description ? { description } : {}),
+          ...(strict != null ? { strict } : {}),
+        },
       }
     }
     // Chat Completions' verbosity stops at high.
@@ -137,11 +188,18 @@ export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
     const out: Delta[] = []
     const reasoning = m?.reasoning_content ?? m?.reasoning
     if (typeof reasoning === 'string') out.push({ type: 'reasoning', delta: reasoning })
-    if (typeof m?.content === 'string') out.push({ type: 'text', delta: m.content, logprobs: logprobsOf(choice?.logprobs?.content) })
+    if (typeof m?.content === 'string')
+      out.push({ type: 'text', delta: m.content, logprobs: logprobsOf(choice?.logprobs?.content) })
     if (typeof m?.refusal === 'string') out.push({ type: 'refusal', delta: m.refusal })
     ;(m?.tool_calls ?? []).forEach((c, index) => {
       const f = c && 'function' in c ? c.function : undefined
-      out.push({ type: 'tool_call', index, id: String(c?.id), name: String(f?.name), arguments: String(f?.arguments ?? '') })
+      out.push({
+        type: 'tool_call',
+        index,
+        id: String(c?.id),
+        name: String(f?.name),
+        arguments: String(f?.arguments ?? ''),
+      })
     })
     out.push(...usageDelta(reply.usage))
     out.push({ type: 'finish', reason: finish(choice?.finish_reason) })
@@ -152,17 +210,28 @@ export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
     return ({ data }) => {
       if (data === '[DONE]') return []
       const chunk = JSON.parse(data) as AsSent<ChatChunk>
-      if (chunk.error) throw gatewayError('provider_unavailable', `the provider failed mid-stream: ${String(chunk.error.message ?? '').slice(0, 300)}`)
+      if (chunk.error)
+        throw gatewayError(
+          'provider_unavailable',
+          `the provider failed mid-stream: ${String(chunk.error.message ?? '').slice(0, 300)}`,
+        )
       const out: Delta[] = []
       const choice = chunk.choices?.[0]
       const d = choice?.delta
       if (d) {
         const reasoning = d.reasoning_content ?? d.reasoning
         if (typeof reasoning === 'string' && reasoning) out.push({ type: 'reasoning', delta: reasoning })
-        if (typeof d.content === 'string' && d.content) out.push({ type: 'text', delta: d.content, logprobs: logprobsOf(choice.logprobs?.content) })
+        if (typeof d.content === 'string' && d.content)
+          out.push({ type: 'text', delta: d.content, logprobs: logprobsOf(choice.logprobs?.content) })
         if (typeof d.refusal === 'string' && d.refusal) out.push({ type: 'refusal', delta: d.refusal })
         for (const c of d.tool_calls ?? []) {
-          out.push({ type: 'tool_call', index: c?.index ?? 0, id: c?.id ?? undefined, name: c?.function?.name ?? undefined, arguments: c?.function?.arguments ?? '' })
+          out.push({
+            type: 'tool_call',
+            index: c?.index ?? 0,
+            id: c?.id ?? undefined,
+            name: c?.function?.name ?? undefined,
+            arguments: c?.function?.arguments ?? '',
+          })
         }
       }
       if (choice?.finish_reason) out.push({ type: 'finish', reason: finish(choice.finish_reason) })

@@ -21,7 +21,8 @@ import { copyGiven, type Adapter, type AsSent, type CallSpec, type StreamTransla
 const DETAILS = ['auto', 'low', 'high', 'original'] as const
 
 function inputPart(p: Part): ResponseInputContent {
-  if (p.kind === 'image') return { type: 'input_image', image_url: p.url, detail: DETAILS.find((d) => d === p.detail) ?? 'auto' }
+  if (p.kind === 'image')
+    return { type: 'input_image', image_url: p.url, detail: DETAILS.find((d) => d === p.detail) ?? 'auto' }
   return { type: 'input_text', text: p.text }
 }
 
@@ -30,7 +31,12 @@ function items(entries: Entry[]): ResponseInputItem[] {
     if (e.kind === 'call') return { type: 'function_call', call_id: e.callId, name: e.name, arguments: e.arguments }
     if (e.kind === 'result') return { type: 'function_call_output', call_id: e.callId, output: e.output }
     // An assistant's earlier turn is its text, given back as the model's own output text.
-    if (e.role === 'assistant') return { type: 'message', role: 'assistant', content: e.parts.map((p) => (p.kind === 'text' ? p.text : '')).join('') }
+    if (e.role === 'assistant')
+      return {
+        type: 'message',
+        role: 'assistant',
+        content: e.parts.map((p) => (p.kind === 'text' ? p.text : '')).join(''),
+      }
     return { type: 'message', role: e.role, content: e.parts.map(inputPart) }
   })
 }
@@ -70,7 +76,11 @@ function finishOf(r: Reply): Finish {
 function failed(r: Reply | null | undefined): GatewayError {
   const e = r?.error ?? {}
   const status = e.code === 'rate_limit_exceeded' ? 429 : e.code === 'invalid_prompt' ? 400 : 502
-  return upstreamError('the provider', status, JSON.stringify({ error: { message: e.message ?? 'the response failed', type: e.code } }))
+  return upstreamError(
+    'the provider',
+    status,
+    JSON.stringify({ error: { message: e.message ?? 'the response failed', type: e.code } }),
+  )
 }
 
 export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
@@ -79,8 +89,21 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
 
   body(spec: CallSpec): ResponseCreateParams {
     const { req } = spec
-    const body: ResponseCreateParams = { model: spec.upstreamModel, input: items(spec.entries), stream: spec.stream, store: false }
-    copyGiven(req, body, ['max_output_tokens', 'temperature', 'top_p', 'parallel_tool_calls', 'prompt_cache_key', 'truncation', 'include'])
+    const body: ResponseCreateParams = {
+      model: spec.upstreamModel,
+      input: items(spec.entries),
+      stream: spec.stream,
+      store: false,
+    }
+    copyGiven(req, body, [
+      'max_output_tokens',
+      'temperature',
+      'top_p',
+      'parallel_tool_calls',
+      'prompt_cache_key',
+      'truncation',
+      'include',
+    ])
     const text = textConfig(req.text)
     if (text) body.text = text
     const logprobs = logprobsWanted(req)
@@ -89,8 +112,15 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
       body.top_logprobs = logprobs
     }
     if (spec.tools.length) {
-      body.tools = spec.tools.map((t) => ({ type: 'function', name: t.name, ...(t.description ? { description: t.description } : {}), parameters: t.parameters, strict: t.strict ?? false }))
-      body.tool_choice = typeof spec.toolChoice === 'string' ? spec.toolChoice : { type: 'function', name: spec.toolChoice.name }
+      body.tools = spec.tools.map((t) => ({
+        type: 'function',
+        name: t.name,
+        ...(t.description ? { description: t.description } : {}),
+        parameters: t.parameters,
+        strict: t.strict ?? false,
+      }))
+      body.tool_choice =
+        typeof spec.toolChoice === 'string' ? spec.toolChoice : { type: 'function', name: spec.toolChoice.name }
     }
     if (req.reasoning) {
       const { effort, summary } = req.reasoning
@@ -112,11 +142,18 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
         if (text) out.push({ type: 'reasoning', delta: text })
       } else if (item?.type === 'message') {
         for (const c of item.content ?? []) {
-          if (c?.type === 'output_text') out.push({ type: 'text', delta: String(c.text ?? ''), logprobs: logprobsOf(c.logprobs) })
+          if (c?.type === 'output_text')
+            out.push({ type: 'text', delta: String(c.text ?? ''), logprobs: logprobsOf(c.logprobs) })
           else if (c?.type === 'refusal') out.push({ type: 'refusal', delta: String(c.refusal ?? '') })
         }
       } else if (item?.type === 'function_call') {
-        out.push({ type: 'tool_call', index: call++, id: item.call_id ?? undefined, name: item.name ?? undefined, arguments: String(item.arguments ?? '') })
+        out.push({
+          type: 'tool_call',
+          index: call++,
+          id: item.call_id ?? undefined,
+          name: item.name ?? undefined,
+          arguments: String(item.arguments ?? ''),
+        })
       }
     }
     if (r.status === 'failed') throw failed(r)
@@ -138,7 +175,15 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
           return [{ type: 'reasoning', delta: String(e.delta ?? '') }]
         case 'response.output_item.added':
           return e.item?.type === 'function_call'
-            ? [{ type: 'tool_call', index: e.output_index ?? 0, id: e.item.call_id ?? undefined, name: e.item.name ?? undefined, arguments: String(e.item.arguments ?? '') }]
+            ? [
+                {
+                  type: 'tool_call',
+                  index: e.output_index ?? 0,
+                  id: e.item.call_id ?? undefined,
+                  name: e.item.name ?? undefined,
+                  arguments: String(e.item.arguments ?? ''),
+                },
+              ]
             : []
         case 'response.function_call_arguments.delta':
           return [{ type: 'tool_call', index: e.output_index ?? 0, arguments: String(e.delta ?? '') }]
@@ -148,7 +193,11 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
         case 'response.failed':
           throw failed(e.response)
         case 'error':
-          throw upstreamError('the provider', e.code === 'rate_limit_exceeded' ? 429 : 502, JSON.stringify({ error: { message: e.message } }))
+          throw upstreamError(
+            'the provider',
+            e.code === 'rate_limit_exceeded' ? 429 : 502,
+            JSON.stringify({ error: { message: e.message } }),
+          )
         default:
           return []
       }

@@ -1,8 +1,19 @@
-import type { ChatCompletion, ChatCompletionMessage, ChatCompletionMessageFunctionToolCall } from 'openai/resources/chat/completions'
+import type {
+  ChatCompletion,
+  ChatCompletionMessage,
+  ChatCompletionMessageFunctionToolCall,
+} from 'openai/resources/chat/completions'
 import type { CompletionUsage } from 'openai/resources/completions'
 import { z } from 'zod'
 import { invalid, type GatewayError } from '../errors.js'
-import { Metadata, ServiceTier, sparseParser, StopCondition, type InputItem, type ResponsesRequest } from '../request.js'
+import {
+  Metadata,
+  ServiceTier,
+  sparseParser,
+  StopCondition,
+  type InputItem,
+  type ResponsesRequest,
+} from '../request.js'
 import { stopReasonOf, type ItemEvent, type LogProb, type ResponseObject, type StopReason } from '../wire.js'
 import type { DoorStream } from './door.js'
 import { SSE_KEEPALIVE } from './door.js'
@@ -26,7 +37,12 @@ const Message = z.discriminatedUnion('role', [
   z.looseObject({ role: z.literal('system'), content: Content }),
   z.looseObject({ role: z.literal('developer'), content: Content }),
   z.looseObject({ role: z.literal('user'), content: Content }),
-  z.looseObject({ role: z.literal('assistant'), content: Content.nullable().optional(), tool_calls: z.array(ToolCall).optional(), refusal: z.string().nullable().optional() }),
+  z.looseObject({
+    role: z.literal('assistant'),
+    content: Content.nullable().optional(),
+    tool_calls: z.array(ToolCall).optional(),
+    refusal: z.string().nullable().optional(),
+  }),
   z.looseObject({ role: z.literal('tool'), tool_call_id: z.string().min(1).max(256), content: Content }),
 ])
 const FunctionTool = z.looseObject({
@@ -39,7 +55,12 @@ const FunctionTool = z.looseObject({
   }),
 })
 /** Function tools are checked; server tools (`openrouter:<name>`) go to the engine, which serves or refuses them by kind. */
-const Tool = z.union([FunctionTool, z.looseObject({ type: z.string().min(1) }).refine((t) => t.type !== 'function', 'a function tool needs function.name')])
+const Tool = z.union([
+  FunctionTool,
+  z
+    .looseObject({ type: z.string().min(1) })
+    .refine((t) => t.type !== 'function', 'a function tool needs function.name'),
+])
 const ToolChoice = z.union([
   z.enum(['auto', 'none', 'required']),
   z.looseObject({ type: z.literal('function'), function: z.looseObject({ name: z.string().min(1) }) }),
@@ -49,7 +70,12 @@ const ResponseFormat = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('json_object') }),
   z.looseObject({
     type: z.literal('json_schema'),
-    json_schema: z.looseObject({ name: z.string().min(1).max(64), description: z.string().optional(), schema: z.record(z.string(), z.unknown()).optional(), strict: z.boolean().nullable().optional() }),
+    json_schema: z.looseObject({
+      name: z.string().min(1).max(64),
+      description: z.string().optional(),
+      schema: z.record(z.string(), z.unknown()).optional(),
+      strict: z.boolean().nullable().optional(),
+    }),
   }),
   z.looseObject({ type: z.literal('grammar') }).refine(() => false, 'grammar formats are not served by this Roster'),
   z.looseObject({ type: z.literal('python') }).refine(() => false, 'python formats are not served by this Roster'),
@@ -57,53 +83,63 @@ const ResponseFormat = z.discriminatedUnion('type', [
 const Effort = z.enum(['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none'])
 
 export const ChatCompletionFields = z.looseObject({
-    model: z.string().min(1).max(200).optional(),
-    models: z.array(z.string().min(1).max(200)).max(16).optional(),
-    messages: z.array(Message).min(1, 'give at least one message'),
-    stream: z.boolean().nullable().optional(),
-    stream_options: z.looseObject({ include_usage: z.boolean().nullable().optional() }).nullable().optional(),
-    max_tokens: z.int().min(1).nullable().optional(),
-    max_completion_tokens: z.int().min(1).nullable().optional(),
-    temperature: z.number().min(0).max(2).nullable().optional(),
-    top_p: z.number().min(0).max(1).nullable().optional(),
-    top_k: z.int().min(0).nullable().optional(),
-    frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
-    presence_penalty: z.number().min(-2).max(2).nullable().optional(),
-    seed: z.int().nullable().optional(),
-    stop: z.union([z.string(), z.array(z.string()).max(4, 'at most 4 stop sequences')]).nullable().optional(),
-    n: z
-      .int()
-      .min(1)
-      .nullable()
-      .refine((n) => n == null || n === 1, 'n > 1 is not served by this Roster: send the request n times')
-      .optional(),
-    logprobs: z.boolean().nullable().optional(),
-    top_logprobs: z.int().min(0).max(20).nullable().optional(),
-    tools: z.array(Tool).max(128).optional(),
-    tool_choice: ToolChoice.optional(),
-    parallel_tool_calls: z.boolean().nullable().optional(),
-    response_format: ResponseFormat.optional(),
-    reasoning: z
-      .looseObject({ effort: Effort.nullable().optional(), max_tokens: z.int().min(0).nullable().optional(), enabled: z.boolean().nullable().optional(), exclude: z.boolean().nullable().optional(), summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional() })
-      .optional(),
-    reasoning_effort: Effort.nullable().optional(),
-    user: z.string().max(256).optional(),
-    session_id: z.string().max(256).optional(),
-    metadata: Metadata.optional(),
-    service_tier: ServiceTier.nullable().optional(),
-    provider: z.looseObject({}).nullable().optional(),
-    route: z.enum(['fallback', 'sort']).nullable().optional(),
-    plugins: z.array(z.looseObject({ id: z.string().min(1) })).optional(),
-    usage: z.looseObject({ include: z.boolean().optional() }).optional(),
-    prompt_cache_key: z.string().max(256).nullable().optional(),
-    cache_control: CacheControl.optional(),
-    stop_server_tools_when: z.array(StopCondition).min(1).optional(),
-    modalities: z.array(z.enum(['text', 'image', 'audio'])).optional(),
-    trace: z.record(z.string(), z.unknown()).optional(),
-    debug: z.looseObject({ echo_upstream_body: z.boolean().optional() }).optional(),
+  model: z.string().min(1).max(200).optional(),
+  models: z.array(z.string().min(1).max(200)).max(16).optional(),
+  messages: z.array(Message).min(1, 'give at least one message'),
+  stream: z.boolean().nullable().optional(),
+  stream_options: z.looseObject({ include_usage: z.boolean().nullable().optional() }).nullable().optional(),
+  max_tokens: z.int().min(1).nullable().optional(),
+  max_completion_tokens: z.int().min(1).nullable().optional(),
+  temperature: z.number().min(0).max(2).nullable().optional(),
+  top_p: z.number().min(0).max(1).nullable().optional(),
+  top_k: z.int().min(0).nullable().optional(),
+  frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
+  presence_penalty: z.number().min(-2).max(2).nullable().optional(),
+  seed: z.int().nullable().optional(),
+  stop: z
+    .union([z.string(), z.array(z.string()).max(4, 'at most 4 stop sequences')])
+    .nullable()
+    .optional(),
+  n: z
+    .int()
+    .min(1)
+    .nullable()
+    .refine((n) => n == null || n === 1, 'n > 1 is not served by this Roster: send the request n times')
+    .optional(),
+  logprobs: z.boolean().nullable().optional(),
+  top_logprobs: z.int().min(0).max(20).nullable().optional(),
+  tools: z.array(Tool).max(128).optional(),
+  tool_choice: ToolChoice.optional(),
+  parallel_tool_calls: z.boolean().nullable().optional(),
+  response_format: ResponseFormat.optional(),
+  reasoning: z
+    .looseObject({
+      effort: Effort.nullable().optional(),
+      max_tokens: z.int().min(0).nullable().optional(),
+      enabled: z.boolean().nullable().optional(),
+      exclude: z.boolean().nullable().optional(),
+      summary: z.enum(['auto', 'concise', 'detailed']).nullable().optional(),
+    })
+    .optional(),
+  reasoning_effort: Effort.nullable().optional(),
+  user: z.string().max(256).optional(),
+  session_id: z.string().max(256).optional(),
+  metadata: Metadata.optional(),
+  service_tier: ServiceTier.nullable().optional(),
+  provider: z.looseObject({}).nullable().optional(),
+  route: z.enum(['fallback', 'sort']).nullable().optional(),
+  plugins: z.array(z.looseObject({ id: z.string().min(1) })).optional(),
+  usage: z.looseObject({ include: z.boolean().optional() }).optional(),
+  prompt_cache_key: z.string().max(256).nullable().optional(),
+  cache_control: CacheControl.optional(),
+  stop_server_tools_when: z.array(StopCondition).min(1).optional(),
+  modalities: z.array(z.enum(['text', 'image', 'audio'])).optional(),
+  trace: z.record(z.string(), z.unknown()).optional(),
+  debug: z.looseObject({ echo_upstream_body: z.boolean().optional() }).optional(),
 })
 function needsModel(r: { model?: string; models?: string[] }, ctx: z.RefinementCtx) {
-  if (r.model === undefined && !r.models?.length) ctx.addIssue({ code: 'custom', path: ['model'], message: 'give model or models' })
+  if (r.model === undefined && !r.models?.length)
+    ctx.addIssue({ code: 'custom', path: ['model'], message: 'give model or models' })
 }
 export const ChatCompletionRequest = ChatCompletionFields.superRefine(needsModel)
 export type ChatCompletionRequest = z.infer<typeof ChatCompletionRequest>
@@ -112,8 +148,27 @@ export const parseChatCompletionRequest = sparseParser<ChatCompletionRequest>(Ch
 
 /** Fields that mean the same in both requests. */
 const SAME = [
-  'model', 'models', 'temperature', 'top_p', 'top_k', 'frequency_penalty', 'presence_penalty', 'stop', 'parallel_tool_calls', 'user', 'session_id', 'metadata',
-  'service_tier', 'provider', 'route', 'plugins', 'prompt_cache_key', 'cache_control', 'stop_server_tools_when', 'trace', 'debug',
+  'model',
+  'models',
+  'temperature',
+  'top_p',
+  'top_k',
+  'frequency_penalty',
+  'presence_penalty',
+  'stop',
+  'parallel_tool_calls',
+  'user',
+  'session_id',
+  'metadata',
+  'service_tier',
+  'provider',
+  'route',
+  'plugins',
+  'prompt_cache_key',
+  'cache_control',
+  'stop_server_tools_when',
+  'trace',
+  'debug',
 ] as const
 
 type ContentPart = z.infer<typeof Part>
@@ -123,7 +178,11 @@ type ContentPartNeutral = { type: string } & Fields
 function inputPart(p: ContentPart, where: string): ContentPartNeutral {
   switch (p.type) {
     case 'text':
-      return { type: 'input_text', text: String(p.text ?? ''), ...(p.cache_control ? { cache_control: p.cache_control } : {}) }
+      return {
+        type: 'input_text',
+        text: String(p.text ?? ''),
+        ...(p.cache_control ? { cache_control: p.cache_control } : {}),
+      }
     case 'image_url': {
       const image = p.image_url as string | { url?: unknown; detail?: unknown } | undefined
       const url = typeof image === 'string' ? image : image?.url
@@ -135,11 +194,16 @@ function inputPart(p: ContentPart, where: string): ContentPartNeutral {
       throw invalid(`${where} content parts of type ${p.type} are not served by this Roster (served: text, image_url)`)
   }
 }
-const inputContent = (content: string | ContentPart[], where: string) => (typeof content === 'string' ? content : content.map((p, i) => inputPart(p, `${where}/content/${i}`)))
-const textOf = (content: string | ContentPart[] | null | undefined) => (typeof content === 'string' ? content : (content ?? []).map((p) => (p.type === 'text' ? String(p.text ?? '') : '')).join(''))
+const inputContent = (content: string | ContentPart[], where: string) =>
+  typeof content === 'string' ? content : content.map((p, i) => inputPart(p, `${where}/content/${i}`))
+const textOf = (content: string | ContentPart[] | null | undefined) =>
+  typeof content === 'string'
+    ? content
+    : (content ?? []).map((p) => (p.type === 'text' ? String(p.text ?? '') : '')).join('')
 
 type FunctionToolIn = z.infer<typeof FunctionTool>
-const isFunctionTool = (t: NonNullable<ChatCompletionRequest['tools']>[number]): t is FunctionToolIn => t.type === 'function'
+const isFunctionTool = (t: NonNullable<ChatCompletionRequest['tools']>[number]): t is FunctionToolIn =>
+  t.type === 'function'
 
 /** The Chat Completions request as the engine's neutral request. */
 export function chatToNeutral(req: ChatCompletionRequest): ResponsesRequest {
@@ -167,7 +231,13 @@ export function chatToNeutral(req: ChatCompletionRequest): ResponsesRequest {
       case 'assistant': {
         const text = textOf(m.content)
         if (text) input.push({ role: 'assistant', content: [{ type: 'output_text', text }] })
-        for (const call of m.tool_calls ?? []) input.push({ type: 'function_call', call_id: call.id, name: call.function.name, arguments: call.function.arguments })
+        for (const call of m.tool_calls ?? [])
+          input.push({
+            type: 'function_call',
+            call_id: call.id,
+            name: call.function.name,
+            arguments: call.function.arguments,
+          })
         return
       }
       case 'tool':
@@ -178,16 +248,32 @@ export function chatToNeutral(req: ChatCompletionRequest): ResponsesRequest {
 
   if (req.tools?.length) {
     out.tools = req.tools.map((t) =>
-      isFunctionTool(t) ? { type: 'function', name: t.function.name, description: t.function.description, parameters: t.function.parameters, strict: t.function.strict } : t,
+      isFunctionTool(t)
+        ? {
+            type: 'function',
+            name: t.function.name,
+            description: t.function.description,
+            parameters: t.function.parameters,
+            strict: t.function.strict,
+          }
+        : t,
     )
   }
-  if (req.tool_choice !== undefined) out.tool_choice = typeof req.tool_choice === 'string' ? req.tool_choice : { type: 'function', name: req.tool_choice.function.name }
+  if (req.tool_choice !== undefined)
+    out.tool_choice =
+      typeof req.tool_choice === 'string' ? req.tool_choice : { type: 'function', name: req.tool_choice.function.name }
   const format = req.response_format
   if (format && format.type !== 'text') {
     out.text = {
       format:
         format.type === 'json_schema' && 'json_schema' in format
-          ? { type: 'json_schema', name: format.json_schema.name, description: format.json_schema.description, schema: format.json_schema.schema ?? {}, strict: format.json_schema.strict ?? false }
+          ? {
+              type: 'json_schema',
+              name: format.json_schema.name,
+              description: format.json_schema.description,
+              schema: format.json_schema.schema ?? {},
+              strict: format.json_schema.strict ?? false,
+            }
           : { type: 'json_object' },
     }
   }
@@ -212,7 +298,12 @@ export const chatReplyOptions = (req: ChatCompletionRequest): ChatReplyOptions =
   hideReasoning: req.reasoning?.exclude === true,
 })
 
-const FINISH: Record<StopReason, ChatCompletion.Choice['finish_reason']> = { stop: 'stop', tool_calls: 'tool_calls', length: 'length', content_filter: 'content_filter' }
+const FINISH: Record<StopReason, ChatCompletion.Choice['finish_reason']> = {
+  stop: 'stop',
+  tool_calls: 'tool_calls',
+  length: 'length',
+  content_filter: 'content_filter',
+}
 
 /** Roster's backend, as `system_fingerprint` reports it. */
 const SYSTEM_FINGERPRINT = 'fp_roster'
@@ -223,7 +314,11 @@ export const chatId = (responseId: string) => `chatcmpl-${responseId.replace(/^r
 type ChatUsage = CompletionUsage & {
   cost: number
   is_byok: boolean
-  cost_details: { upstream_inference_cost: number; upstream_inference_prompt_cost: number; upstream_inference_completions_cost: number }
+  cost_details: {
+    upstream_inference_cost: number
+    upstream_inference_prompt_cost: number
+    upstream_inference_completions_cost: number
+  }
   prompt_tokens_details: { cached_tokens: number; cache_write_tokens?: number }
 }
 /** A `chat.completion`: the openai client's, with the reasoning and metadata the official client reads. */
@@ -234,7 +329,15 @@ export type ChatCompletionReply = Omit<ChatCompletion, 'choices' | 'usage'> & {
 }
 
 /** Tiers as Chat Completions names them: the official client's fast tiers are priority capacity. */
-const CHAT_TIER: Record<string, ChatCompletion['service_tier']> = { auto: 'auto', default: 'default', flex: 'flex', scale: 'scale', priority: 'priority', fast: 'priority', ultrafast: 'priority' }
+const CHAT_TIER: Record<string, ChatCompletion['service_tier']> = {
+  auto: 'auto',
+  default: 'default',
+  flex: 'flex',
+  scale: 'scale',
+  priority: 'priority',
+  fast: 'priority',
+  ultrafast: 'priority',
+}
 
 function chatUsage(response: ResponseObject): ChatUsage | undefined {
   const u = response.usage
@@ -246,8 +349,17 @@ function chatUsage(response: ResponseObject): ChatUsage | undefined {
     cost: u.cost,
     is_byok: u.is_byok,
     // In the Chat Completions names the official client reads.
-    cost_details: { upstream_inference_cost: u.cost_details.upstream_inference_cost, upstream_inference_prompt_cost: u.cost_details.upstream_inference_input_cost, upstream_inference_completions_cost: u.cost_details.upstream_inference_output_cost },
-    prompt_tokens_details: { cached_tokens: u.input_tokens_details.cached_tokens, ...(u.input_tokens_details.cache_write_tokens ? { cache_write_tokens: u.input_tokens_details.cache_write_tokens } : {}) },
+    cost_details: {
+      upstream_inference_cost: u.cost_details.upstream_inference_cost,
+      upstream_inference_prompt_cost: u.cost_details.upstream_inference_input_cost,
+      upstream_inference_completions_cost: u.cost_details.upstream_inference_output_cost,
+    },
+    prompt_tokens_details: {
+      cached_tokens: u.input_tokens_details.cached_tokens,
+      ...(u.input_tokens_details.cache_write_tokens
+        ? { cache_write_tokens: u.input_tokens_details.cache_write_tokens }
+        : {}),
+    },
     completion_tokens_details: { reasoning_tokens: u.output_tokens_details.reasoning_tokens },
   }
 }
@@ -255,7 +367,8 @@ function chatUsage(response: ResponseObject): ChatUsage | undefined {
 /** A choice's `logprobs`: the content's tokens (the same shape in both formats); a refusal's are not reported. */
 const chatLogprobs = (content: LogProb[]) => ({ content, refusal: null })
 
-const metadataOf = (response: ResponseObject) => (response.openrouter_metadata ? { openrouter_metadata: response.openrouter_metadata } : {})
+const metadataOf = (response: ResponseObject) =>
+  response.openrouter_metadata ? { openrouter_metadata: response.openrouter_metadata } : {}
 
 /** The finished Response as a `chat.completion`. */
 export function toChatCompletion(response: ResponseObject, options: ChatReplyOptions): ChatCompletionReply {
@@ -273,11 +386,15 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
           for (const l of p.logprobs) logprobs.push(l)
         }
       }
-    }
-    else if (item.type === 'reasoning') reasoning += item.summary.map((s) => s.text).join('')
-    else if (item.type === 'function_call') toolCalls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } })
+    } else if (item.type === 'reasoning') reasoning += item.summary.map((s) => s.text).join('')
+    else if (item.type === 'function_call')
+      toolCalls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } })
   }
-  const message: ChatCompletionReply['choices'][number]['message'] = { role: 'assistant', content: text || (toolCalls.length || refusal ? null : ''), refusal: refusal || null }
+  const message: ChatCompletionReply['choices'][number]['message'] = {
+    role: 'assistant',
+    content: text || (toolCalls.length || refusal ? null : ''),
+    refusal: refusal || null,
+  }
   if (reasoning && !options.hideReasoning) message.reasoning = reasoning
   if (toolCalls.length) message.tool_calls = toolCalls
   return {
@@ -285,7 +402,14 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
     object: 'chat.completion',
     created: response.created_at,
     model: response.model,
-    choices: [{ index: 0, message, finish_reason: FINISH[stopReasonOf(response)], logprobs: logprobs.length ? chatLogprobs(logprobs) : null }],
+    choices: [
+      {
+        index: 0,
+        message,
+        finish_reason: FINISH[stopReasonOf(response)],
+        logprobs: logprobs.length ? chatLogprobs(logprobs) : null,
+      },
+    ],
     usage: chatUsage(response),
     // A string: the openai client's type has no null here, and the official client's requires the key.
     system_fingerprint: SYSTEM_FINGERPRINT,
@@ -319,11 +443,17 @@ export class ChatCompletionStream implements DoorStream {
         if (item.type !== 'function_call') return ''
         const index = this.toolIndex.size
         this.toolIndex.set(item.id, index)
-        return this.delta(JSON.stringify({ tool_calls: [{ index, id: item.call_id, type: 'function', function: { name: item.name, arguments: '' } }] }))
+        return this.delta(
+          JSON.stringify({
+            tool_calls: [{ index, id: item.call_id, type: 'function', function: { name: item.name, arguments: '' } }],
+          }),
+        )
       }
       case 'response.function_call_arguments.delta': {
         const index = this.toolIndex.get(e.item_id)
-        return index === undefined ? '' : this.delta(JSON.stringify({ tool_calls: [{ index, function: { arguments: e.delta } }] }))
+        return index === undefined
+          ? ''
+          : this.delta(JSON.stringify({ tool_calls: [{ index, function: { arguments: e.delta } }] }))
       }
       default:
         return ''

@@ -1,4 +1,11 @@
-import type { ContentBlock as ClientContentBlock, Message, MessageDeltaUsage, RawContentBlockDeltaEvent, TextBlock, Usage } from '@anthropic-ai/sdk/resources/messages'
+import type {
+  ContentBlock as ClientContentBlock,
+  Message,
+  MessageDeltaUsage,
+  RawContentBlockDeltaEvent,
+  TextBlock,
+  Usage,
+} from '@anthropic-ai/sdk/resources/messages'
 import { z } from 'zod'
 import { anthropicErrorType, invalid, type GatewayError } from '../errors.js'
 import { ServiceTier, sparseParser, type InputItem, type ResponsesRequest } from '../request.js'
@@ -22,7 +29,11 @@ type BlockIn = z.infer<typeof Block>
 const CacheControl = z.looseObject({ type: z.literal('ephemeral'), ttl: z.enum(['5m', '1h']).optional() })
 const Block = z.looseObject({ type: z.string().min(1) })
 const Content = z.union([z.string(), z.array(Block)])
-const SystemBlock = z.looseObject({ type: z.literal('text'), text: z.string(), cache_control: CacheControl.nullable().optional() })
+const SystemBlock = z.looseObject({
+  type: z.literal('text'),
+  text: z.string(),
+  cache_control: CacheControl.nullable().optional(),
+})
 const ClientTool = z.looseObject({
   type: z.literal('custom').optional(),
   name: z.string().min(1).max(64),
@@ -34,13 +45,18 @@ const ClientTool = z.looseObject({
 const Tool = z.union([
   ClientTool,
   z.looseObject({ type: z.string().min(1) }).refine((t) => t.type.startsWith('openrouter:'), {
-    message: 'server tools are served as openrouter:<name> (openrouter:datetime, openrouter:web_fetch); other typed tools are not served by this Roster',
+    message:
+      'server tools are served as openrouter:<name> (openrouter:datetime, openrouter:web_fetch); other typed tools are not served by this Roster',
   }),
 ])
 const ToolChoice = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('auto'), disable_parallel_tool_use: z.boolean().optional() }),
   z.looseObject({ type: z.literal('any'), disable_parallel_tool_use: z.boolean().optional() }),
-  z.looseObject({ type: z.literal('tool'), name: z.string().min(1), disable_parallel_tool_use: z.boolean().optional() }),
+  z.looseObject({
+    type: z.literal('tool'),
+    name: z.string().min(1),
+    disable_parallel_tool_use: z.boolean().optional(),
+  }),
   z.looseObject({ type: z.literal('none') }),
 ])
 const Thinking = z.discriminatedUnion('type', [
@@ -53,7 +69,9 @@ export const MessagesRequest = z.looseObject({
   model: z.string().min(1).max(200),
   models: z.array(z.string().min(1).max(200)).max(16).optional(),
   max_tokens: z.int().min(1),
-  messages: z.array(z.looseObject({ role: z.enum(['user', 'assistant']), content: Content })).min(1, 'give at least one message'),
+  messages: z
+    .array(z.looseObject({ role: z.enum(['user', 'assistant']), content: Content }))
+    .min(1, 'give at least one message'),
   system: z.union([z.string(), z.array(SystemBlock)]).optional(),
   stop_sequences: z.array(z.string()).max(4, 'at most 4 stop sequences').optional(),
   stream: z.boolean().optional(),
@@ -77,13 +95,26 @@ export type MessagesRequest = z.infer<typeof MessagesRequest>
 /** `MessagesRequest.safeParse`, checking only the fields the request carries. */
 export const parseMessagesRequest = sparseParser<MessagesRequest>(MessagesRequest.shape)
 
-const SAME = ['model', 'models', 'temperature', 'top_p', 'top_k', 'provider', 'session_id', 'plugins', 'route', 'trace', 'cache_control'] as const
+const SAME = [
+  'model',
+  'models',
+  'temperature',
+  'top_p',
+  'top_k',
+  'provider',
+  'session_id',
+  'plugins',
+  'route',
+  'trace',
+  'cache_control',
+] as const
 
 const cache = (b: Fields) => (b.cache_control ? { cache_control: b.cache_control } : {})
 
 function imageUrl(b: BlockIn, where: string): string {
   const s = b.source as Fields | undefined
-  if (s?.type === 'base64' && typeof s.media_type === 'string' && typeof s.data === 'string') return `data:${s.media_type};base64,${s.data}`
+  if (s?.type === 'base64' && typeof s.media_type === 'string' && typeof s.data === 'string')
+    return `data:${s.media_type};base64,${s.data}`
   if (s?.type === 'url' && typeof s.url === 'string') return s.url
   throw invalid(`${where}/source an image needs a base64 source (media_type, data) or a url source`)
 }
@@ -96,13 +127,16 @@ function resultText(content: unknown, where: string): string {
   return content
     .map((b: Fields, i) => {
       if (b.type === 'text') return String(b.text ?? '')
-      throw invalid(`${where}/content/${i} tool results of type ${String(b.type)} are not served by this Roster (served: text)`)
+      throw invalid(
+        `${where}/content/${i} tool results of type ${String(b.type)} are not served by this Roster (served: text)`,
+      )
     })
     .join('')
 }
 
 type ClientToolIn = z.infer<typeof ClientTool>
-const isClientTool = (t: NonNullable<MessagesRequest['tools']>[number]): t is ClientToolIn => !t.type || t.type === 'custom'
+const isClientTool = (t: NonNullable<MessagesRequest['tools']>[number]): t is ClientToolIn =>
+  !t.type || t.type === 'custom'
 
 /** The Messages request as the engine's neutral request. */
 export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
@@ -115,12 +149,22 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
 
   const input: InputItem[] = []
   if (req.system !== undefined) {
-    input.push({ role: 'system', content: typeof req.system === 'string' ? req.system : req.system.map((b) => ({ type: 'input_text', text: b.text, ...cache(b) })) })
+    input.push({
+      role: 'system',
+      content:
+        typeof req.system === 'string'
+          ? req.system
+          : req.system.map((b) => ({ type: 'input_text', text: b.text, ...cache(b) })),
+    })
   }
   req.messages.forEach((m, i) => {
     const where = `/messages/${i}`
     if (typeof m.content === 'string') {
-      input.push(m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: [{ type: 'output_text', text: m.content }] })
+      input.push(
+        m.role === 'user'
+          ? { role: 'user', content: m.content }
+          : { role: 'assistant', content: [{ type: 'output_text', text: m.content }] },
+      )
       return
     }
     let parts: ({ type: string } & Fields)[] = []
@@ -132,7 +176,11 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
       const at = `${where}/content/${j}`
       switch (b.type) {
         case 'text':
-          parts.push({ type: m.role === 'user' ? 'input_text' : 'output_text', text: String(b.text ?? ''), ...cache(b) })
+          parts.push({
+            type: m.role === 'user' ? 'input_text' : 'output_text',
+            text: String(b.text ?? ''),
+            ...cache(b),
+          })
           return
         case 'image':
           if (m.role !== 'user') throw invalid(`${at} images belong in user messages`)
@@ -141,20 +189,31 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
         case 'tool_use':
           if (m.role !== 'assistant') throw invalid(`${at} tool_use belongs in assistant messages`)
           flush()
-          input.push({ type: 'function_call', call_id: String(b.id), name: String(b.name), arguments: JSON.stringify(b.input ?? {}) })
+          input.push({
+            type: 'function_call',
+            call_id: String(b.id),
+            name: String(b.name),
+            arguments: JSON.stringify(b.input ?? {}),
+          })
           return
         case 'tool_result':
           if (m.role !== 'user') throw invalid(`${at} tool_result belongs in user messages`)
           if (typeof b.tool_use_id !== 'string' || !b.tool_use_id) throw invalid(`${at}/tool_use_id is required`)
           flush()
-          input.push({ type: 'function_call_output', call_id: b.tool_use_id, output: (b.is_error ? 'Error: ' : '') + resultText(b.content, at) })
+          input.push({
+            type: 'function_call_output',
+            call_id: b.tool_use_id,
+            output: (b.is_error ? 'Error: ' : '') + resultText(b.content, at),
+          })
           return
         case 'thinking':
         case 'redacted_thinking':
           // Earlier reasoning is the provider's own state; it is not replayed (as on the other doors).
           return
         default:
-          throw invalid(`${at} content blocks of type ${b.type} are not served by this Roster (served: text, image, tool_use, tool_result, thinking)`)
+          throw invalid(
+            `${at} content blocks of type ${b.type} are not served by this Roster (served: text, image, tool_use, tool_result, thinking)`,
+          )
       }
     })
     flush()
@@ -163,12 +222,27 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
 
   if (req.tools?.length) {
     out.tools = req.tools.map((t) =>
-      isClientTool(t) ? { type: 'function', name: t.name, description: t.description, parameters: t.input_schema, ...(t.strict != null ? { strict: t.strict } : {}) } : t,
+      isClientTool(t)
+        ? {
+            type: 'function',
+            name: t.name,
+            description: t.description,
+            parameters: t.input_schema,
+            ...(t.strict != null ? { strict: t.strict } : {}),
+          }
+        : t,
     )
   }
   const choice = req.tool_choice
   if (choice) {
-    out.tool_choice = choice.type === 'auto' ? 'auto' : choice.type === 'any' ? 'required' : choice.type === 'none' ? 'none' : { type: 'function', name: choice.name }
+    out.tool_choice =
+      choice.type === 'auto'
+        ? 'auto'
+        : choice.type === 'any'
+          ? 'required'
+          : choice.type === 'none'
+            ? 'none'
+            : { type: 'function', name: choice.name }
     if ('disable_parallel_tool_use' in choice && choice.disable_parallel_tool_use) out.parallel_tool_calls = false
   }
   if (req.thinking?.type === 'enabled') out.reasoning = { enabled: true, max_tokens: req.thinking.budget_tokens }
@@ -177,7 +251,12 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
   return out as ResponsesRequest
 }
 
-const STOP: Record<StopReason, NonNullable<Message['stop_reason']>> = { stop: 'end_turn', tool_calls: 'tool_use', length: 'max_tokens', content_filter: 'refusal' }
+const STOP: Record<StopReason, NonNullable<Message['stop_reason']>> = {
+  stop: 'end_turn',
+  tool_calls: 'tool_use',
+  length: 'max_tokens',
+  content_filter: 'refusal',
+}
 
 export const messageId = (responseId: string) => `msg_${responseId.replace(/^resp_/, '')}`
 
@@ -191,7 +270,15 @@ type Cost = { cost?: number }
 /** The usage counters (Anthropic counts input tokens apart from those read from or written to the cache). */
 function counters(response: ResponseObject | undefined): MessageDeltaUsage & { input_tokens: number } & Cost {
   const u = response?.usage
-  if (!u) return { input_tokens: 0, output_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens_details: null, server_tool_use: null }
+  if (!u)
+    return {
+      input_tokens: 0,
+      output_tokens: 0,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+      output_tokens_details: null,
+      server_tool_use: null,
+    }
   const read = u.input_tokens_details.cached_tokens
   const written = u.input_tokens_details.cache_write_tokens ?? 0
   const thinking = u.output_tokens_details.reasoning_tokens
@@ -225,8 +312,26 @@ function messagesUsage(response?: ResponseObject): Usage & Cost {
 }
 
 /** A Message with every field the Anthropic client's has (those Roster has nothing for are null). */
-function message(id: string, model: string, content: ContentBlock[], stopReason: Message['stop_reason'], usage: Usage & Cost): MessageReply {
-  return { id, type: 'message', role: 'assistant', model, content, stop_reason: stopReason, stop_sequence: null, container: null, diagnostics: null, stop_details: null, usage }
+function message(
+  id: string,
+  model: string,
+  content: ContentBlock[],
+  stopReason: Message['stop_reason'],
+  usage: Usage & Cost,
+): MessageReply {
+  return {
+    id,
+    type: 'message',
+    role: 'assistant',
+    model,
+    content,
+    stop_reason: stopReason,
+    stop_sequence: null,
+    container: null,
+    diagnostics: null,
+    stop_details: null,
+    usage,
+  }
 }
 
 function toolInput(args: string): Fields {
@@ -239,17 +344,36 @@ function toolInput(args: string): Fields {
 }
 
 /** A `message`: the Anthropic client's, with the cost and routing metadata the official client reads. */
-export type MessageReply = Omit<Message, 'usage' | 'content'> & { content: ContentBlock[]; usage: Usage & Cost; openrouter_metadata?: Record<string, unknown> }
+export type MessageReply = Omit<Message, 'usage' | 'content'> & {
+  content: ContentBlock[]
+  usage: Usage & Cost
+  openrouter_metadata?: Record<string, unknown>
+}
 
 /** The finished Response as a `message`. */
 export function toMessage(response: ResponseObject): MessageReply {
   const content: ContentBlock[] = []
   for (const item of response.output) {
-    if (item.type === 'reasoning') content.push({ type: 'thinking', thinking: item.summary.map((s) => s.text).join(''), signature: '' })
-    else if (item.type === 'message') for (const p of item.content) content.push({ type: 'text', text: p.type === 'output_text' ? p.text : p.refusal })
-    else if (item.type === 'function_call') content.push({ type: 'tool_use', id: item.call_id, name: item.name, input: toolInput(item.arguments), caller: DIRECT })
+    if (item.type === 'reasoning')
+      content.push({ type: 'thinking', thinking: item.summary.map((s) => s.text).join(''), signature: '' })
+    else if (item.type === 'message')
+      for (const p of item.content) content.push({ type: 'text', text: p.type === 'output_text' ? p.text : p.refusal })
+    else if (item.type === 'function_call')
+      content.push({
+        type: 'tool_use',
+        id: item.call_id,
+        name: item.name,
+        input: toolInput(item.arguments),
+        caller: DIRECT,
+      })
   }
-  const reply = message(messageId(response.id), response.model, content, STOP[stopReasonOf(response)], messagesUsage(response))
+  const reply = message(
+    messageId(response.id),
+    response.model,
+    content,
+    STOP[stopReasonOf(response)],
+    messagesUsage(response),
+  )
   if (response.openrouter_metadata) reply.openrouter_metadata = response.openrouter_metadata
   return reply
 }
@@ -264,7 +388,10 @@ function sse(type: string, data: object): string {
 }
 
 /** An error as the Anthropic client parses it. */
-export const anthropicErrorBody = (status: number, message: string, canonicalType?: string) => ({ type: 'error', error: { type: anthropicErrorType(canonicalType, status), message } })
+export const anthropicErrorBody = (status: number, message: string, canonicalType?: string) => ({
+  type: 'error',
+  error: { type: anthropicErrorType(canonicalType, status), message },
+})
 
 /** The engine's events as the Messages event stream: message_start, content blocks, message_delta, message_stop. */
 export class MessagesStream implements DoorStream {
@@ -293,7 +420,15 @@ export class MessagesStream implements DoorStream {
       case 'response.content_part.done':
         return this.stop(`t:${e.item_id}:${e.content_index}`)
       case 'response.output_item.added':
-        return e.item.type === 'function_call' ? this.start(`f:${e.item.id}`, { type: 'tool_use', id: e.item.call_id, name: e.item.name, input: {}, caller: DIRECT }) : ''
+        return e.item.type === 'function_call'
+          ? this.start(`f:${e.item.id}`, {
+              type: 'tool_use',
+              id: e.item.call_id,
+              name: e.item.name,
+              input: {},
+              caller: DIRECT,
+            })
+          : ''
       case 'response.function_call_arguments.delta':
         return this.delta(`f:${e.item_id}`, { type: 'input_json_delta', partial_json: e.delta })
       case 'response.output_item.done':
@@ -306,7 +441,10 @@ export class MessagesStream implements DoorStream {
   end(response: ResponseObject): string {
     let out = ''
     for (const key of [...this.open_.keys()]) out += this.stop(key)
-    out += sse('message_delta', { delta: { stop_reason: STOP[stopReasonOf(response)], stop_sequence: null, stop_details: null, container: null }, usage: counters(response) })
+    out += sse('message_delta', {
+      delta: { stop_reason: STOP[stopReasonOf(response)], stop_sequence: null, stop_details: null, container: null },
+      usage: counters(response),
+    })
     return out + sse('message_stop', {})
   }
 

@@ -88,7 +88,10 @@ export type InternLifecycleError = z.infer<typeof InternLifecycleError>
 export const ModelSlug = z
   .string()
   .max(200)
-  .regex(/^[a-z0-9][a-z0-9._-]*\/[a-z0-9][a-z0-9._-]*(:[a-z0-9][a-z0-9._-]*)?$/i, 'must look like author/slug or author/slug:variant')
+  .regex(
+    /^[a-z0-9][a-z0-9._-]*\/[a-z0-9][a-z0-9._-]*(:[a-z0-9][a-z0-9._-]*)?$/i,
+    'must look like author/slug or author/slug:variant',
+  )
 
 export const UpdateInternRequest = z
   .strictObject({
@@ -114,7 +117,14 @@ export const ListInternsQuery = z.strictObject({
     .optional()
     .transform((v, ctx) => {
       if (v === undefined) return undefined
-      const values = [...new Set(v.split(',').map((s) => s.trim()).filter(Boolean))]
+      const values = [
+        ...new Set(
+          v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+        ),
+      ]
       if (values.length === 0 || values.length > 8) {
         ctx.addIssue({ code: 'custom', message: 'status takes 1 to 8 comma-separated values' })
         return z.NEVER

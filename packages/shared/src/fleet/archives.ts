@@ -44,7 +44,19 @@ export async function listArchives(db: Db, workspaceId?: string): Promise<Archiv
 
 /** One archive whole: its workspace's gzipped tar (postgres store) or the object's key (s3 store). */
 export async function getArchive(db: Db, id: string) {
-  const [row] = await db.$queryRaw<{ id: string; intern_id: string; name: string; configuration: unknown; sessions: Record<string, unknown[]>; store: string | null; bytes: Uint8Array | null; key: string | null; sha256: string | null }[]>`
+  const [row] = await db.$queryRaw<
+    {
+      id: string
+      intern_id: string
+      name: string
+      configuration: unknown
+      sessions: Record<string, unknown[]>
+      store: string | null
+      bytes: Uint8Array | null
+      key: string | null
+      sha256: string | null
+    }[]
+  >`
     SELECT id::text, intern_id::text, name, configuration, sessions, store, bytes, key, sha256 FROM workspace_archives WHERE id = ${id}::uuid`
   return row && { ...row, bytes: row.bytes ? Buffer.from(row.bytes) : null }
 }

@@ -2,7 +2,14 @@ import { Pool, type Dispatcher } from 'undici'
 import type { Db } from '../db.js'
 import { injectTrace, inSpan, SpanKind, tracing } from '../tracing.js'
 import { readEventStream } from '../event-stream.js'
-import { HostErrorBody, HostedIntern, RunEvent, Steered, type ChatRequest, type InternSpec } from '../runtime-protocol.js'
+import {
+  HostErrorBody,
+  HostedIntern,
+  RunEvent,
+  Steered,
+  type ChatRequest,
+  type InternSpec,
+} from '../runtime-protocol.js'
 import { hostCredential, placementOf, type PlacedOn } from './hosts.js'
 
 // The runtime hosts as the workers and the API call them: each call goes to the host the intern is
@@ -25,7 +32,14 @@ export class RuntimeUnavailableError extends Error {
     return code !== undefined && UNDELIVERED.has(code)
   }
 }
-const UNDELIVERED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT'])
+const UNDELIVERED = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+])
 
 /** A refusal of the host's own (one of HOST_ERRORS), by code. */
 export class HostRefusal extends Error {
@@ -67,7 +81,9 @@ export class FleetDriver {
   }
 
   async start(at: PlacedOn, internId: string) {
-    return (await this.call(at, 'POST', `/v1/interns/${internId}/start`, undefined, at.generation)) as { started: boolean }
+    return (await this.call(at, 'POST', `/v1/interns/${internId}/start`, undefined, at.generation)) as {
+      started: boolean
+    }
   }
 
   async stop(at: PlacedOn, internId: string) {
@@ -76,7 +92,9 @@ export class FleetDriver {
 
   /** Keeps a copy of the intern's workspace before a teardown; false when there is nothing to keep. */
   async archive(at: PlacedOn, internId: string) {
-    return (await this.call(at, 'POST', `/v1/interns/${internId}/archive`, undefined, at.generation)) as { archived: boolean }
+    return (await this.call(at, 'POST', `/v1/interns/${internId}/archive`, undefined, at.generation)) as {
+      archived: boolean
+    }
   }
 
   async remove(at: HostAddress, internId: string) {
@@ -87,14 +105,23 @@ export class FleetDriver {
   async healthy(at: HostAddress, hostname: string): Promise<boolean> {
     const check = async () => {
       try {
-        const res = await this.pool(at.address).request({ method: 'GET', path: '/healthz', headers: injectTrace({ 'x-forwarded-host': hostname }) })
+        const res = await this.pool(at.address).request({
+          method: 'GET',
+          path: '/healthz',
+          headers: injectTrace({ 'x-forwarded-host': hostname }),
+        })
         await res.body.dump()
         return res.statusCode === 200
       } catch {
         return false
       }
     }
-    if (tracing.on) return inSpan('runtime GET /healthz', { kind: SpanKind.CLIENT, attributes: this.attributes(at, 'GET', '/healthz') }, check)
+    if (tracing.on)
+      return inSpan(
+        'runtime GET /healthz',
+        { kind: SpanKind.CLIENT, attributes: this.attributes(at, 'GET', '/healthz') },
+        check,
+      )
     return check()
   }
 
@@ -108,7 +135,13 @@ export class FleetDriver {
    * A prompt or a reply for an intern, at its host: its run's events as they come (a steer, or the
    * host's refusal, answered as such). `headersTimeoutMs`: how long the host may take to take it.
    */
-  async chat(at: PlacedOn, internId: string, body: ChatRequest, signal: AbortSignal, headersTimeoutMs: number): Promise<ChatOutcome> {
+  async chat(
+    at: PlacedOn,
+    internId: string,
+    body: ChatRequest,
+    signal: AbortSignal,
+    headersTimeoutMs: number,
+  ): Promise<ChatOutcome> {
     let res: Dispatcher.ResponseData
     try {
       res = await this.pool(at.address).request({
@@ -124,7 +157,8 @@ export class FleetDriver {
       if ((cause as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT') throw cause
       throw new RuntimeUnavailableError(`runtime host ${at.hostId} is unreachable`, { cause })
     }
-    if (res.statusCode === 200) return { kind: 'stream', events: readEventStream(res.body, (data) => RunEvent.parse(JSON.parse(data))) }
+    if (res.statusCode === 200)
+      return { kind: 'stream', events: readEventStream(res.body, (data) => RunEvent.parse(JSON.parse(data))) }
     const json = await res.body.json().catch(() => undefined)
     if (res.statusCode === 202) return { kind: 'steered', session_id: Steered.parse(json).session_id }
     const error = HostErrorBody.safeParse(json)
@@ -140,33 +174,63 @@ export class FleetDriver {
     let pool = this.pools.get(address)
     if (!pool) {
       const timeout = this.options.timeoutMs ?? 5_000
-      this.pools.set(address, (pool = new Pool(new URL(address).origin, { connections: 64, headersTimeout: timeout, bodyTimeout: timeout })))
+      this.pools.set(
+        address,
+        (pool = new Pool(new URL(address).origin, { connections: 64, headersTimeout: timeout, bodyTimeout: timeout })),
+      )
     }
     return pool
   }
 
   private headers(at: HostAddress, generation: number | undefined, json: boolean) {
-    if (!this.credentialKey) throw new RuntimeUnavailableError('no runtime host can be called without VAULT_MASTER_KEY (host credentials are derived from it)')
-    const headers: Record<string, string> = { authorization: `Bearer ${hostCredential(this.credentialKey, at.hostId, at.epoch)}` }
+    if (!this.credentialKey)
+      throw new RuntimeUnavailableError(
+        'no runtime host can be called without VAULT_MASTER_KEY (host credentials are derived from it)',
+      )
+    const headers: Record<string, string> = {
+      authorization: `Bearer ${hostCredential(this.credentialKey, at.hostId, at.epoch)}`,
+    }
     if (generation !== undefined) headers[PLACEMENT_HEADER] = String(generation)
     if (json) headers['content-type'] = 'application/json'
     return headers
   }
 
-  private async call(at: HostAddress, method: 'GET' | 'PUT' | 'POST' | 'DELETE', path: string, body?: unknown, generation?: number): Promise<unknown> {
+  private async call(
+    at: HostAddress,
+    method: 'GET' | 'PUT' | 'POST' | 'DELETE',
+    path: string,
+    body?: unknown,
+    generation?: number,
+  ): Promise<unknown> {
     const send = () => this.send(at, method, path, body, generation)
     if (!tracing.on) return send()
     // Span names carry the route, not the intern's id (the id is an attribute).
     const route = path.replace(/\/v1\/interns\/[^/]+/, '/v1/interns/{id}')
-    return inSpan(`runtime ${method} ${route}`, { kind: SpanKind.CLIENT, attributes: this.attributes(at, method, path) }, send)
+    return inSpan(
+      `runtime ${method} ${route}`,
+      { kind: SpanKind.CLIENT, attributes: this.attributes(at, method, path) },
+      send,
+    )
   }
 
   private attributes(at: HostAddress, method: string, path: string) {
     const url = new URL(path, at.address)
-    return { 'http.request.method': method, 'url.full': url.toString(), 'server.address': url.hostname, 'server.port': Number(url.port || 80), 'roster.runtime.host': at.hostId }
+    return {
+      'http.request.method': method,
+      'url.full': url.toString(),
+      'server.address': url.hostname,
+      'server.port': Number(url.port || 80),
+      'roster.runtime.host': at.hostId,
+    }
   }
 
-  private async send(at: HostAddress, method: string, path: string, body: unknown, generation: number | undefined): Promise<unknown> {
+  private async send(
+    at: HostAddress,
+    method: string,
+    path: string,
+    body: unknown,
+    generation: number | undefined,
+  ): Promise<unknown> {
     let res: Dispatcher.ResponseData
     try {
       res = await this.pool(at.address).request({
@@ -179,7 +243,10 @@ export class FleetDriver {
       throw new RuntimeUnavailableError(`runtime host ${at.hostId} at ${at.address} is unreachable`, { cause })
     }
     const text = await res.body.text()
-    if (res.statusCode >= 500) throw new RuntimeUnavailableError(`runtime host ${at.hostId} answered ${res.statusCode} to ${method} ${path}: ${text.slice(0, 200)}`)
+    if (res.statusCode >= 500)
+      throw new RuntimeUnavailableError(
+        `runtime host ${at.hostId} answered ${res.statusCode} to ${method} ${path}: ${text.slice(0, 200)}`,
+      )
     if (res.statusCode >= 400) {
       const refusal = HostErrorBody.safeParse(safeJson(text))
       if (refusal.success) throw new HostRefusal(res.statusCode, refusal.data)

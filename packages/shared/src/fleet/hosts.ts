@@ -15,7 +15,6 @@ export class FleetConflict extends Error {
   override name = 'FleetConflict'
 }
 
-
 export interface FleetTimes {
   /** A host whose last heartbeat is older than this is dead. */
   deadAfterMs: number
@@ -37,10 +36,12 @@ export const fleetTimes = (config: { FLEET_DEAD_AFTER_MS: number; FLEET_HEARTBEA
  * master key, which no host holds): a host is given its own credential when it joins, and cannot
  * work out another's.
  */
-export const hostCredentialKey = (masterKey: Buffer) => createHmac('sha256', masterKey).update('roster runtime host credential').digest()
+export const hostCredentialKey = (masterKey: Buffer) =>
+  createHmac('sha256', masterKey).update('roster runtime host credential').digest()
 
 /** A host's credential for one epoch of its membership. */
-export const hostCredential = (key: Buffer, hostId: string, epoch: number) => createHmac('sha256', key).update(`${hostId}:${epoch}`).digest('base64url')
+export const hostCredential = (key: Buffer, hostId: string, epoch: number) =>
+  createHmac('sha256', key).update(`${hostId}:${epoch}`).digest('base64url')
 
 /** Whether `given` is the credential of `hostId` in `epoch` (in constant time). */
 export function isHostCredential(key: Buffer, hostId: string, epoch: number, given: string | undefined): boolean {
@@ -92,7 +93,12 @@ export async function joinHost(db: Db, req: JoinRequest, times: FleetTimes): Pro
  * placements it holds. A host the record has declared dead (or that a later join replaced) is told
  * so and must join again; a draining host that says it is done is marked drained.
  */
-export async function heartbeat(db: Db, hostId: string, epoch: number, req: HeartbeatRequest): Promise<HeartbeatResponse> {
+export async function heartbeat(
+  db: Db,
+  hostId: string,
+  epoch: number,
+  req: HeartbeatRequest,
+): Promise<HeartbeatResponse> {
   const [row] = await db.$queryRaw<HostRow[]>`
     UPDATE runtime_hosts SET heartbeat_at = now(), drained = drained OR (state = 'draining' AND ${req.drained === true})
     WHERE id = ${hostId} AND epoch = ${epoch} AND state <> 'dead'
@@ -112,7 +118,11 @@ export const HELD_BY_HOST = Prisma.raw(`('provisioning', 'running', 'destroying'
  * The hosts that beat (not dead, heard from within `deadAfterMs`): a call to one can be answered.
  * One host's row when `hostId` is given.
  */
-export async function beatingHosts(db: Db, deadAfterMs: number, hostId?: string): Promise<{ id: string; address: string; epoch: number; state: string }[]> {
+export async function beatingHosts(
+  db: Db,
+  deadAfterMs: number,
+  hostId?: string,
+): Promise<{ id: string; address: string; epoch: number; state: string }[]> {
   return db.$queryRaw`
     SELECT id, address, epoch, state FROM runtime_hosts
     WHERE state <> 'dead' AND heartbeat_at > ${new Date(Date.now() - deadAfterMs)} AND (${hostId ?? null}::text IS NULL OR id = ${hostId ?? null})`
@@ -150,7 +160,12 @@ export interface PlacedOn {
  * never overfill it, and the lock is held for that statement alone. Undefined when no live host has
  * room (the run waits for one), or the run is no longer the intern's latest.
  */
-export async function placeIntern(db: Db, internId: string, generation: number, times: FleetTimes): Promise<PlacedOn | undefined> {
+export async function placeIntern(
+  db: Db,
+  internId: string,
+  generation: number,
+  times: FleetTimes,
+): Promise<PlacedOn | undefined> {
   const fresh = new Date(Date.now() - (times.placeWithinMs ?? times.deadAfterMs))
   const [row] = await db.$queryRaw<{ host_id: string; address: string; epoch: number; snapshot: string | null }[]>`
     SELECT host_id, address, epoch, snapshot FROM place_intern(${internId}::uuid, ${generation}::int, ${fresh})`
@@ -211,7 +226,8 @@ export async function vacateHosts(db: Db, times: FleetTimes): Promise<{ dead: st
 
 /** A host told to drain: it takes no new interns, ends its turns, snapshots, and its interns move. */
 export async function drainHost(db: Db, hostId: string): Promise<boolean> {
-  const n = await db.$executeRaw`UPDATE runtime_hosts SET state = 'draining', drained = false WHERE id = ${hostId} AND state = 'live'`
+  const n =
+    await db.$executeRaw`UPDATE runtime_hosts SET state = 'draining', drained = false WHERE id = ${hostId} AND state = 'live'`
   return n > 0
 }
 
@@ -222,7 +238,13 @@ export interface HostListing extends HostRow {
 
 /** Every host, its state, the interns placed on it and its free room (the admin CLI's listing). */
 export async function listHosts(db: Db, times: FleetTimes): Promise<HostListing[]> {
-  const rows = await db.$queryRaw<(HostRow & { interns: number })[]>`SELECT h.*, h.placed AS interns FROM runtime_hosts h ORDER BY h.id`
+  const rows = await db.$queryRaw<
+    (HostRow & { interns: number })[]
+  >`SELECT h.*, h.placed AS interns FROM runtime_hosts h ORDER BY h.id`
   const fresh = Date.now() - times.deadAfterMs
-  return rows.map((r) => ({ ...r, state: r.state !== 'dead' && r.heartbeat_at.getTime() < fresh ? 'dead' : r.state, free: Math.max(0, r.capacity - r.interns) }))
+  return rows.map((r) => ({
+    ...r,
+    state: r.state !== 'dead' && r.heartbeat_at.getTime() < fresh ? 'dead' : r.state,
+    free: Math.max(0, r.capacity - r.interns),
+  }))
 }

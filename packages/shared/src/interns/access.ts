@@ -61,7 +61,8 @@ export function visibleOrNotFound<T extends { id: string }>(
   internId: string,
   workspaceOf: (intern: T) => string,
 ): T {
-  if (!intern || !canSeeIntern(caller, { id: intern.id, workspaceId: workspaceOf(intern) })) throw internNotFound(internId)
+  if (!intern || !canSeeIntern(caller, { id: intern.id, workspaceId: workspaceOf(intern) }))
+    throw internNotFound(internId)
   return intern
 }
 

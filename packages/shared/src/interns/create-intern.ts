@@ -75,7 +75,9 @@ export async function createIntern(
 
   let outcome
   try {
-    outcome = await (deps.batcher ? deps.batcher.submit(prepared) : insertOne(deps.db, prepared, deps.internLimitPerMember))
+    outcome = await (deps.batcher
+      ? deps.batcher.submit(prepared)
+      : insertOne(deps.db, prepared, deps.internLimitPerMember))
   } catch (err) {
     throw refusal(err, prepared, deps.internLimitPerMember) ?? err
   }
@@ -95,7 +97,10 @@ function refusal(err: unknown, p: PreparedCreate, limit: number): AppError | und
     return new AppError(reason, `this member already has ${limit} interns, the most allowed per member`)
   }
   if (reason === 'vault_not_attachable') {
-    return new AppError(reason, `vault ${p.borrow} is not owned by a live intern of this workspace, so it cannot be attached`)
+    return new AppError(
+      reason,
+      `vault ${p.borrow} is not owned by a live intern of this workspace, so it cannot be attached`,
+    )
   }
   return undefined
 }
@@ -110,6 +115,7 @@ async function replay(db: Db, p: PreparedCreate): Promise<CreateInternResult> {
   if (!record.matches) {
     throw new AppError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request')
   }
-  if (!record.intern) throw new AppError('not_found', 'the intern created with this Idempotency-Key has since been deleted')
+  if (!record.intern)
+    throw new AppError('not_found', 'the intern created with this Idempotency-Key has since been deleted')
   return { status: 200, intern: toIntern(record.intern) }
 }

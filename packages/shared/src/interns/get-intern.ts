@@ -4,7 +4,6 @@ import { assertInternId, visibleOrNotFound } from './access.js'
 import { toInternView } from './view.js'
 import type { InternReader } from './intern-reader.js'
 
-
 /** One intern as the caller may see it; anything hidden or malformed is simply not found. */
 export async function getIntern(reader: InternReader, caller: Caller, internId: string): Promise<InternView> {
   assertInternId(internId)

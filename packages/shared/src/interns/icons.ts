@@ -12,21 +12,33 @@ const SIGNATURES: Record<string, (b: Buffer) => boolean> = {
   'image/png': (b) => b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
   'image/jpeg': (b) => b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff,
   'image/gif': (b) => /^GIF8[79]a/.test(b.subarray(0, 6).toString('latin1')),
-  'image/webp': (b) => b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP',
+  'image/webp': (b) =>
+    b.subarray(0, 4).toString('latin1') === 'RIFF' && b.subarray(8, 12).toString('latin1') === 'WEBP',
 }
 export const ICON_TYPES = Object.keys(SIGNATURES)
 
 async function visible(db: Db, caller: Caller, internId: string) {
   assertInternId(internId)
-  const intern = await db.intern.findUnique({ where: { id: internId }, select: { id: true, workspaceId: true, status: true } })
+  const intern = await db.intern.findUnique({
+    where: { id: internId },
+    select: { id: true, workspaceId: true, status: true },
+  })
   return visibleOrNotFound(caller, intern, internId, (i) => i.workspaceId)
 }
 
-export async function setInternIcon(db: Db, after: AfterCommit, caller: Caller, internId: string, contentType: string, bytes: Buffer): Promise<string> {
+export async function setInternIcon(
+  db: Db,
+  after: AfterCommit,
+  caller: Caller,
+  internId: string,
+  contentType: string,
+  bytes: Buffer,
+): Promise<string> {
   const intern = await visible(db, caller, internId)
   refuseWhileDeleting(intern.status, internId)
   const type = contentType.split(';')[0]!.trim().toLowerCase()
-  if (!SIGNATURES[type]?.(bytes)) throw new AppError('invalid_body', `the body is not a ${type} image (accepted: ${ICON_TYPES.join(', ')})`)
+  if (!SIGNATURES[type]?.(bytes))
+    throw new AppError('invalid_body', `the body is not a ${type} image (accepted: ${ICON_TYPES.join(', ')})`)
   const sha256 = createHash('sha256').update(bytes).digest('hex')
   await db.$transaction([
     db.internIcon.upsert({

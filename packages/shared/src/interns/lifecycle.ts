@@ -48,14 +48,22 @@ export async function listInterns(db: Db, caller: Caller, query: ListInternsQuer
 /** Locks the intern for a lifecycle change; anything the caller may not see is not found. */
 async function lockVisible(tx: Prisma.TransactionClient, caller: Caller, internId: string) {
   assertInternId(internId)
-  const rows = await tx.$queryRaw<(InternRecord & { workspace_archive_failed: boolean; provision_generation: number })[]>`
+  const rows = await tx.$queryRaw<
+    (InternRecord & { workspace_archive_failed: boolean; provision_generation: number })[]
+  >`
     SELECT ${INTERN_COLUMNS}, workspace_archive_failed, provision_generation FROM interns
     WHERE id = ${internId}::uuid FOR UPDATE`
   return visibleOrNotFound(caller, rows[0], internId, (r) => r.workspace_id)
 }
 
 /** Omitted fields stay; null clears (model null: the workspace default). The model applies at the next provision. */
-export async function updateIntern(db: Db, after: AfterCommit, caller: Caller, internId: string, body: UpdateInternRequest): Promise<InternView> {
+export async function updateIntern(
+  db: Db,
+  after: AfterCommit,
+  caller: Caller,
+  internId: string,
+  body: UpdateInternRequest,
+): Promise<InternView> {
   try {
     const view = await db.$transaction(async (tx) => {
       const row = await lockVisible(tx, caller, internId)
@@ -84,7 +92,10 @@ export async function provisionIntern(db: Db, after: AfterCommit, caller: Caller
     refuseWhileDeleting(row.status, internId)
     if (row.status === 'running') throw new AppError('already_running', `intern ${internId} is already running`)
     if (row.status === 'queued' || row.status === 'provisioning') {
-      throw new AppError('already_provisioning', `intern ${internId} is already being provisioned (status ${row.status})`)
+      throw new AppError(
+        'already_provisioning',
+        `intern ${internId} is already being provisioned (status ${row.status})`,
+      )
     }
     const next = await transition(tx, {
       internId,
@@ -116,7 +127,13 @@ export async function suspendIntern(db: Db, after: AfterCommit, caller: Caller, 
  * and the intern. Deleting again while it runs is accepted as the same request. After a failed
  * archive, a new delete needs acknowledge_workspace_loss, and then skips the archive.
  */
-export async function deleteIntern(db: Db, after: AfterCommit, caller: Caller, internId: string, body: DeleteInternRequest): Promise<void> {
+export async function deleteIntern(
+  db: Db,
+  after: AfterCommit,
+  caller: Caller,
+  internId: string,
+  body: DeleteInternRequest,
+): Promise<void> {
   const changed = await db.$transaction(async (tx) => {
     const row = await lockVisible(tx, caller, internId)
     // Deleting again while the teardown runs is the same request: nothing changes.
@@ -127,8 +144,14 @@ export async function deleteIntern(db: Db, after: AfterCommit, caller: Caller, i
         `archiving the workspace of intern ${internId} failed; delete again with acknowledge_workspace_loss: true to delete it without an archive`,
       )
     }
-    await transition(tx, { internId, from: [row.status], to: 'destroying', set: { progress: null, lastFailureMessage: null } })
-    const skipArchive = row.status === 'destroy_failed' && row.workspace_archive_failed && body.acknowledge_workspace_loss
+    await transition(tx, {
+      internId,
+      from: [row.status],
+      to: 'destroying',
+      set: { progress: null, lastFailureMessage: null },
+    })
+    const skipArchive =
+      row.status === 'destroy_failed' && row.workspace_archive_failed && body.acknowledge_workspace_loss
     await enqueueInTx(tx, 'intern.destroy', { internId, request: randomUUID(), skipArchive })
     return true
   })

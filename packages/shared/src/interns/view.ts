@@ -52,6 +52,7 @@ export function toIntern(r: InternRecord): Intern {
 /** Retrieve/list shape: created_by_you is left out for keys that act for no user. */
 export function toInternView(r: InternRecord, caller: Caller): InternView {
   const view: InternView = { ...toIntern(r), icon_sha256: r.icon_sha256 }
-  if (caller.kind !== 'organization') view.created_by_you = caller.userId !== null && caller.userId === r.creator_user_id
+  if (caller.kind !== 'organization')
+    view.created_by_you = caller.userId !== null && caller.userId === r.creator_user_id
   return view
 }

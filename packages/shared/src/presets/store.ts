@@ -64,14 +64,21 @@ export function versionView(v: VersionRow) {
   }
 }
 
-const PRESET_COLUMNS = Prisma.raw(`id, name, slug, description, status, status_updated_at, created_at, updated_at, creator_user_id, workspace_id, designated_version_id`)
+const PRESET_COLUMNS = Prisma.raw(
+  `id, name, slug, description, status, status_updated_at, created_at, updated_at, creator_user_id, workspace_id, designated_version_id`,
+)
 const VERSION_COLUMNS = Prisma.raw(`id, preset_id, version, config, system_prompt, creator_id, created_at, updated_at`)
 
 /** How long a create waits for another create of the same slug before answering 409 "try again". */
 const LOCK_WAIT_MS = 2_000
 
 /** A new version of `slug` (the preset is made with version 1 when the slug is new), designated. */
-export async function createPresetVersion(db: Db, caller: Caller, slug: string, content: { config: Json; systemPrompt: string | null }) {
+export async function createPresetVersion(
+  db: Db,
+  caller: Caller,
+  slug: string,
+  content: { config: Json; systemPrompt: string | null },
+) {
   const versionId = randomUUID()
   const creator = caller.userId ?? caller.keyId
   try {
@@ -92,11 +99,24 @@ export async function createPresetVersion(db: Db, caller: Caller, slug: string, 
         SELECT p.*, to_jsonb(v.*) AS v FROM p, v`,
     ])
     const row = rows[0]!
-    return { ...presetView(row), designated_version: versionView({ ...row.v, created_at: new Date(row.v.created_at), updated_at: new Date(row.v.updated_at) }) }
+    return {
+      ...presetView(row),
+      designated_version: versionView({
+        ...row.v,
+        created_at: new Date(row.v.created_at),
+        updated_at: new Date(row.v.updated_at),
+      }),
+    }
   } catch (err) {
-    const code = (err as { code?: string; meta?: { code?: string } })?.meta?.code ?? (err as { code?: string }).code ?? ''
-    if (/55P03|40001|40P01|23505/.test(code) || /lock timeout|could not obtain lock/i.test(String((err as Error).message))) {
-      throw new AppError('preset_conflict', `another change to preset ${slug} is in progress; try again later`, { cause: err })
+    const code =
+      (err as { code?: string; meta?: { code?: string } })?.meta?.code ?? (err as { code?: string }).code ?? ''
+    if (
+      /55P03|40001|40P01|23505/.test(code) ||
+      /lock timeout|could not obtain lock/i.test(String((err as Error).message))
+    ) {
+      throw new AppError('preset_conflict', `another change to preset ${slug} is in progress; try again later`, {
+        cause: err,
+      })
     }
     throw err
   }
@@ -113,7 +133,9 @@ export async function listPresets(db: Db, workspaceId: string, limit: number, of
 }
 
 async function presetBySlug(db: Db, workspaceId: string, slug: string): Promise<PresetRow> {
-  const [row] = await db.$queryRaw<PresetRow[]>`SELECT ${PRESET_COLUMNS} FROM presets WHERE workspace_id = ${workspaceId}::uuid AND slug = ${slug}`
+  const [row] = await db.$queryRaw<
+    PresetRow[]
+  >`SELECT ${PRESET_COLUMNS} FROM presets WHERE workspace_id = ${workspaceId}::uuid AND slug = ${slug}`
   if (!row) throw new AppError('not_found', `no preset ${slug} in this workspace`)
   return row
 }
@@ -121,7 +143,9 @@ async function presetBySlug(db: Db, workspaceId: string, slug: string): Promise<
 export async function getPreset(db: Db, workspaceId: string, slug: string) {
   const p = await presetBySlug(db, workspaceId, slug)
   const [v] = p.designated_version_id
-    ? await db.$queryRaw<VersionRow[]>`SELECT ${VERSION_COLUMNS} FROM preset_versions WHERE id = ${p.designated_version_id}::uuid`
+    ? await db.$queryRaw<
+        VersionRow[]
+      >`SELECT ${VERSION_COLUMNS} FROM preset_versions WHERE id = ${p.designated_version_id}::uuid`
     : []
   return { ...presetView(p), designated_version: v ? versionView(v) : null }
 }
@@ -129,7 +153,9 @@ export async function getPreset(db: Db, workspaceId: string, slug: string) {
 export async function listPresetVersions(db: Db, workspaceId: string, slug: string, limit: number, offset: number) {
   const p = await presetBySlug(db, workspaceId, slug)
   const [rows, counts] = await Promise.all([
-    db.$queryRaw<VersionRow[]>`SELECT ${VERSION_COLUMNS} FROM preset_versions WHERE preset_id = ${p.id}::uuid ORDER BY version ASC LIMIT ${limit} OFFSET ${offset}`,
+    db.$queryRaw<
+      VersionRow[]
+    >`SELECT ${VERSION_COLUMNS} FROM preset_versions WHERE preset_id = ${p.id}::uuid ORDER BY version ASC LIMIT ${limit} OFFSET ${offset}`,
     db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM preset_versions WHERE preset_id = ${p.id}::uuid`,
   ])
   return { data: rows.map(versionView), total_count: counts[0]!.n }
@@ -137,13 +163,19 @@ export async function listPresetVersions(db: Db, workspaceId: string, slug: stri
 
 export async function getPresetVersion(db: Db, workspaceId: string, slug: string, version: number) {
   const p = await presetBySlug(db, workspaceId, slug)
-  const [v] = await db.$queryRaw<VersionRow[]>`SELECT ${VERSION_COLUMNS} FROM preset_versions WHERE preset_id = ${p.id}::uuid AND version = ${version}`
+  const [v] = await db.$queryRaw<
+    VersionRow[]
+  >`SELECT ${VERSION_COLUMNS} FROM preset_versions WHERE preset_id = ${p.id}::uuid AND version = ${version}`
   if (!v) throw new AppError('not_found', `preset ${slug} has no version ${version}`)
   return versionView(v)
 }
 
 /** The designated version's configuration, for a request that names the preset. */
-export async function designatedPresetVersion(db: Db, workspaceId: string, slug: string): Promise<{ config: Json; systemPrompt: string | null } | undefined> {
+export async function designatedPresetVersion(
+  db: Db,
+  workspaceId: string,
+  slug: string,
+): Promise<{ config: Json; systemPrompt: string | null } | undefined> {
   const [v] = await db.$queryRaw<{ config: Json; system_prompt: string | null }[]>`
     SELECT v.config, v.system_prompt FROM presets p JOIN preset_versions v ON v.id = p.designated_version_id
     WHERE p.workspace_id = ${workspaceId}::uuid AND p.slug = ${slug} AND p.status = 'active'`

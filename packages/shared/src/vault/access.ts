@@ -19,7 +19,11 @@ export interface VaultAccess {
 export function checkVaultAccess(caller: Caller | undefined, access: VaultAccess): asserts caller is Caller {
   if (!caller || caller.kind === 'management') throw new AppError('unauthorized', 'Invalid or missing API key')
   if (!caller.inProgramme) throw new AppError('not_found', 'Not found')
-  if (access.regional) throw new AppError('workspace_capability_unavailable', 'Vault routes are served on the global hostname only: regional data residency is not supported yet')
+  if (access.regional)
+    throw new AppError(
+      'workspace_capability_unavailable',
+      'Vault routes are served on the global hostname only: regional data residency is not supported yet',
+    )
   if (!caller.internsEnabled) throw new AppError('workspace_capability_unavailable', 'Vault scope is unavailable')
   if (caller.kind === 'intern' && !access.internScope) throw new AppError('not_found', 'Not found')
   if (access.write && !caller.vaultWrites) throw new AppError('vault_writes_disabled', 'Vault writes are not enabled')

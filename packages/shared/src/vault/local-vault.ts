@@ -55,7 +55,13 @@ export class LocalVault implements VaultService {
     return { id, masterKeyId: await this.resolveMasterKeyId(db), sealedDataKey }
   }
 
-  async ensureSecret(db: Tx, vaultId: string, name: string, value: () => string, hosts: string[] = []): Promise<string> {
+  async ensureSecret(
+    db: Tx,
+    vaultId: string,
+    name: string,
+    value: () => string,
+    hosts: string[] = [],
+  ): Promise<string> {
     const masterKey = this.requireMasterKey()
     const aad = `secret:${vaultId}:${name}`
     const rows = await db.$queryRaw<{ sealed_data_key: Uint8Array; sealed_value: Uint8Array | null }[]>`
@@ -106,12 +112,16 @@ export class LocalVault implements VaultService {
   async workspaceVault(db: Db, workspaceId: string, create: boolean): Promise<string | null> {
     const known = this.workspaceVaults.get(workspaceId)
     if (known) return known
-    const rows = await db.$queryRaw<{ vault_id: string | null }[]>`SELECT vault_id FROM workspaces WHERE id = ${workspaceId}::uuid`
+    const rows = await db.$queryRaw<
+      { vault_id: string | null }[]
+    >`SELECT vault_id FROM workspaces WHERE id = ${workspaceId}::uuid`
     let id = rows[0]?.vault_id ?? null
     if (!id && create) {
       const fresh = await this.newVault(db)
       id = await db.$transaction(async (tx) => {
-        const locked = await tx.$queryRaw<{ vault_id: string | null }[]>`SELECT vault_id FROM workspaces WHERE id = ${workspaceId}::uuid FOR UPDATE`
+        const locked = await tx.$queryRaw<
+          { vault_id: string | null }[]
+        >`SELECT vault_id FROM workspaces WHERE id = ${workspaceId}::uuid FOR UPDATE`
         if (locked[0]?.vault_id) return locked[0].vault_id
         await tx.$executeRaw`INSERT INTO vaults (id, workspace_id, master_key_id, sealed_data_key) VALUES (${fresh.id}::uuid, ${workspaceId}::uuid, ${fresh.masterKeyId}::uuid, ${fresh.sealedDataKey})`
         await tx.$executeRaw`UPDATE workspaces SET vault_id = ${fresh.id}::uuid WHERE id = ${workspaceId}::uuid`
@@ -168,7 +178,10 @@ export class LocalVault implements VaultService {
       const match = found.find((r) => r.matches)
       if (match) return match.id
       if (found.length > 0) {
-        throw new AppError('configuration_error', 'the configured vault master key is not the one that sealed the existing vaults')
+        throw new AppError(
+          'configuration_error',
+          'the configured vault master key is not the one that sealed the existing vaults',
+        )
       }
       const inserted = await tx.$queryRaw<{ id: string }[]>`
         INSERT INTO vault_master_keys (id, fingerprint) VALUES (${randomUUID()}::uuid, ${fingerprint})

@@ -6,9 +6,11 @@ import { masterKeyFingerprint, seal, unseal } from './seal.js'
 describe('seal / unseal', () => {
   it('round-trips any value', () => {
     const key = randomBytes(32)
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 512 }), fc.string(), (bytes, aad) => {
-      expect(unseal(key, seal(key, Buffer.from(bytes), aad), aad)).toEqual(Buffer.from(bytes))
-    }))
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 512 }), fc.string(), (bytes, aad) => {
+        expect(unseal(key, seal(key, Buffer.from(bytes), aad), aad)).toEqual(Buffer.from(bytes))
+      }),
+    )
   })
 
   it('refuses another key, another context, or a flipped bit', () => {

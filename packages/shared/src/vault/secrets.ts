@@ -15,7 +15,10 @@ export const SecretName = z
   .string()
   .min(1)
   .max(255)
-  .regex(/^(?!.*__)[a-z]([a-z0-9_]*[a-z0-9])?$/, 'a name is a lowercase letter, then lowercase letters, digits and single underscores, not ending in _')
+  .regex(
+    /^(?!.*__)[a-z]([a-z0-9_]*[a-z0-9])?$/,
+    'a name is a lowercase letter, then lowercase letters, digits and single underscores, not ending in _',
+  )
 
 const LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/
 
@@ -33,10 +36,12 @@ export function normaliseHost(raw: string): { host: string } | { error: string }
   if (host.includes('://')) return { error: 'has a scheme; give the hostname alone' }
   if (host.includes('*')) return { error: 'is a wildcard; bind each exact hostname' }
   if (host.includes('/')) return { error: 'has a path; give the hostname alone' }
-  if (host.includes(':') || host.startsWith('[')) return { error: 'has a port or is an IPv6 address; give the hostname alone' }
+  if (host.includes(':') || host.startsWith('['))
+    return { error: 'has a port or is an IPv6 address; give the hostname alone' }
   if (host.length > 253) return { error: 'is longer than 253 characters' }
   const labels = host.split('.')
-  if (!labels.every((l) => LABEL.test(l))) return { error: 'is not a valid hostname (labels of letters, digits and inner hyphens, 1–63 characters)' }
+  if (!labels.every((l) => LABEL.test(l)))
+    return { error: 'is not a valid hostname (labels of letters, digits and inner hyphens, 1–63 characters)' }
   if (/^[0-9]+$/.test(labels.at(-1)!)) return { error: 'is an IP address; bind a hostname' }
   return { host }
 }
@@ -49,7 +54,8 @@ export const SecretWrite = z
     const hosts: string[] = []
     body.hosts.forEach((raw, i) => {
       const result = normaliseHost(raw)
-      if ('error' in result) ctx.addIssue({ code: 'custom', path: ['hosts', i], message: `${JSON.stringify(raw)} ${result.error}` })
+      if ('error' in result)
+        ctx.addIssue({ code: 'custom', path: ['hosts', i], message: `${JSON.stringify(raw)} ${result.error}` })
       else if (!hosts.includes(result.host)) hosts.push(result.host)
     })
     return { value: body.value, hosts }
@@ -82,7 +88,9 @@ export const VaultSecret = z
   .meta({ id: 'VaultSecret' })
 export type VaultSecret = z.infer<typeof VaultSecret>
 
-export const EffectiveSecret = VaultSecret.extend({ scope: z.enum(['intern', 'attached', 'workspace']) }).meta({ id: 'EffectiveSecret' })
+export const EffectiveSecret = VaultSecret.extend({ scope: z.enum(['intern', 'attached', 'workspace']) }).meta({
+  id: 'EffectiveSecret',
+})
 export type EffectiveSecret = z.infer<typeof EffectiveSecret>
 
 interface SecretRow {
@@ -91,12 +99,18 @@ interface SecretRow {
   fingerprint: string
   created_at: Date
 }
-const view = (r: SecretRow): VaultSecret => ({ name: r.name, hosts: r.hosts, fingerprint: r.fingerprint, created_at: r.created_at.toISOString() })
+const view = (r: SecretRow): VaultSecret => ({
+  name: r.name,
+  hosts: r.hosts,
+  fingerprint: r.fingerprint,
+  created_at: r.created_at.toISOString(),
+})
 
 // A user's secret is sealed under its vault and name, apart from Roster's own (system) secrets.
 const aad = (vaultId: string, name: string) => `vault-secret:${vaultId}:${name}`
 /** HMAC-SHA-256 of the value under the vault's data key: equal within one vault, unrelated across vaults. */
-const fingerprintOf = (dataKey: Buffer, value: string) => `sha256:${createHmac('sha256', dataKey).update(value).digest('hex')}`
+const fingerprintOf = (dataKey: Buffer, value: string) =>
+  `sha256:${createHmac('sha256', dataKey).update(value).digest('hex')}`
 
 export const notFound = () => new AppError('not_found', 'Not found')
 
@@ -131,26 +145,49 @@ async function upsert(db: Db | Prisma.TransactionClient, items: SealedSecret[]):
  */
 export class SecretStoreBatcher extends GroupCommit<SealedSecret, VaultSecret> {
   constructor(db: Db) {
-    super({ writeMany: (items) => upsert(db, items), writeOne: async (item) => (await upsert(db, [item]))[0]!, key: (i) => `${i.vaultId}/${i.name}` })
+    super({
+      writeMany: (items) => upsert(db, items),
+      writeOne: async (item) => (await upsert(db, [item]))[0]!,
+      key: (i) => `${i.vaultId}/${i.name}`,
+    })
   }
 }
 
 /** Creates or replaces `name` (value and hosts); the first store's created_at stays. */
-export async function storeSecret(db: Db, vault: VaultService, vaultId: string, name: string, write: SecretWrite, batcher?: SecretStoreBatcher): Promise<VaultSecret> {
+export async function storeSecret(
+  db: Db,
+  vault: VaultService,
+  vaultId: string,
+  name: string,
+  write: SecretWrite,
+  batcher?: SecretStoreBatcher,
+): Promise<VaultSecret> {
   const dataKey = await vault.dataKeyOf(db, vaultId)
-  const item = { vaultId, name, hosts: write.hosts, sealed: seal(dataKey, Buffer.from(write.value), aad(vaultId, name)), fingerprint: fingerprintOf(dataKey, write.value) }
+  const item = {
+    vaultId,
+    name,
+    hosts: write.hosts,
+    sealed: seal(dataKey, Buffer.from(write.value), aad(vaultId, name)),
+    fingerprint: fingerprintOf(dataKey, write.value),
+  }
   return batcher ? batcher.submit(item) : (await upsert(db, [item]))[0]!
 }
 
 /** Deletes `name` from this vault alone; absent is 404. */
 export async function deleteSecret(db: Db, vaultId: string | null, name: string): Promise<void> {
   if (!vaultId) throw notFound()
-  const gone = await db.$executeRaw`DELETE FROM vault_secrets WHERE vault_id = ${vaultId}::uuid AND NOT system AND name = ${name}`
+  const gone =
+    await db.$executeRaw`DELETE FROM vault_secrets WHERE vault_id = ${vaultId}::uuid AND NOT system AND name = ${name}`
   if (gone === 0) throw notFound()
 }
 
 /** One page, sorted by name. */
-export async function listSecrets(db: Db, vaultId: string | null, limit: number, offset: number): Promise<{ data: VaultSecret[]; has_more: boolean }> {
+export async function listSecrets(
+  db: Db,
+  vaultId: string | null,
+  limit: number,
+  offset: number,
+): Promise<{ data: VaultSecret[]; has_more: boolean }> {
   if (!vaultId) return { data: [], has_more: false }
   const rows = await db.$queryRaw<SecretRow[]>`
     SELECT name, hosts, fingerprint, created_at FROM vault_secrets
@@ -164,7 +201,13 @@ export async function listSecrets(db: Db, vaultId: string | null, limit: number,
  * intern secret. The sources are read under a share lock, so a store to one of them waits for the
  * copy (or the copy for it) and the copy is one consistent snapshot.
  */
-export async function copySecrets(db: Db, vault: VaultService, fromVaultId: string | null, toVaultId: string, names: string[]): Promise<VaultSecret[]> {
+export async function copySecrets(
+  db: Db,
+  vault: VaultService,
+  fromVaultId: string | null,
+  toVaultId: string,
+  names: string[],
+): Promise<VaultSecret[]> {
   if (!fromVaultId) throw notFound()
   const [fromKey, toKey] = [await vault.dataKeyOf(db, fromVaultId), await vault.dataKeyOf(db, toVaultId)]
   return db.$transaction(async (tx) => {
@@ -172,12 +215,19 @@ export async function copySecrets(db: Db, vault: VaultService, fromVaultId: stri
       SELECT name, hosts, sealed_value FROM vault_secrets
       WHERE vault_id = ${fromVaultId}::uuid AND NOT system AND name = ANY(${names}::text[]) FOR SHARE`
     if (sources.length !== names.length) throw notFound()
-    if (sources.some((s) => s.hosts === null)) throw new AppError('vault_conflict', 'Vault request conflicts with existing secrets')
+    if (sources.some((s) => s.hosts === null))
+      throw new AppError('vault_conflict', 'Vault request conflicts with existing secrets')
     const byName = new Map(sources.map((s) => [s.name, s]))
     const copies = names.map((name) => {
       const s = byName.get(name)!
       const value = unseal(fromKey, Buffer.from(s.sealed_value), aad(fromVaultId, name)).toString()
-      return { vaultId: toVaultId, name, hosts: s.hosts!, sealed: seal(toKey, Buffer.from(value), aad(toVaultId, name)), fingerprint: fingerprintOf(toKey, value) }
+      return {
+        vaultId: toVaultId,
+        name,
+        hosts: s.hosts!,
+        sealed: seal(toKey, Buffer.from(value), aad(toVaultId, name)),
+        fingerprint: fingerprintOf(toKey, value),
+      }
     })
     return upsert(tx, copies)
   })
@@ -207,8 +257,15 @@ export async function effectiveSecrets(
  * value is released only if that secret is bound to `host` exactly. A secret bound to no hosts (a
  * legacy row) is released nowhere. For the runtime's egress only: no route returns these.
  */
-export async function releasableSecrets(db: Db, vault: VaultService, internId: string, host: string): Promise<Map<string, string>> {
-  const rows = await db.$queryRaw<{ vault_id: string; name: string; hosts: string[] | null; sealed_value: Uint8Array }[]>`
+export async function releasableSecrets(
+  db: Db,
+  vault: VaultService,
+  internId: string,
+  host: string,
+): Promise<Map<string, string>> {
+  const rows = await db.$queryRaw<
+    { vault_id: string; name: string; hosts: string[] | null; sealed_value: Uint8Array }[]
+  >`
     WITH owner AS (
       SELECT i.vault_id AS own, i.attached_vault_id AS attached, w.vault_id AS pool
       FROM interns i JOIN workspaces w ON w.id = i.workspace_id WHERE i.id = ${internId}::uuid)

@@ -16,7 +16,14 @@ export function askFromMessages(body: Json): Ask {
       const name = str(t.name)
       return name ? [{ name, parameters: t.input_schema }] : []
     }),
-    toolChoice: choice.type === 'tool' ? (str(choice.name) ?? 'auto') : choice.type === 'none' ? 'none' : choice.type === 'any' ? 'required' : 'auto',
+    toolChoice:
+      choice.type === 'tool'
+        ? (str(choice.name) ?? 'auto')
+        : choice.type === 'none'
+          ? 'none'
+          : choice.type === 'any'
+            ? 'required'
+            : 'auto',
     afterToolResult: hasBlock(messages.at(-1), 'tool_result'),
     ...sincePrompt(
       messages,
@@ -46,7 +53,8 @@ function usageOf(p: Plan) {
 function blocks(p: Plan) {
   const out: Json[] = []
   if (p.reasoning.length) out.push({ type: 'thinking', thinking: p.reasoning.join(''), signature: `sig_${p.id}` })
-  if (p.toolCall) out.push({ type: 'tool_use', id: p.toolCall.id, name: p.toolCall.name, input: JSON.parse(p.toolCall.arguments) })
+  if (p.toolCall)
+    out.push({ type: 'tool_use', id: p.toolCall.id, name: p.toolCall.name, input: JSON.parse(p.toolCall.arguments) })
   else out.push({ type: 'text', text: p.text.join('') })
   return out
 }
@@ -71,27 +79,49 @@ export async function messagesStream(p: Plan, out: StreamWriter) {
   let index = 0
   if (p.reasoning.length) {
     if (!(await send('content_block_start', { index, content_block: { type: 'thinking', thinking: '' } }))) return
-    for (const r of p.reasoning) if (!(await send('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: r } }, true))) return
-    if (!(await send('content_block_delta', { index, delta: { type: 'signature_delta', signature: `sig_${p.id}` } }))) return
+    for (const r of p.reasoning)
+      if (!(await send('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: r } }, true))) return
+    if (!(await send('content_block_delta', { index, delta: { type: 'signature_delta', signature: `sig_${p.id}` } })))
+      return
     if (!(await send('content_block_stop', { index }))) return
     index++
   }
   if (p.toolCall) {
-    if (!(await send('content_block_start', { index, content_block: { type: 'tool_use', id: p.toolCall.id, name: p.toolCall.name, input: {} } }))) return
+    if (
+      !(await send('content_block_start', {
+        index,
+        content_block: { type: 'tool_use', id: p.toolCall.id, name: p.toolCall.name, input: {} },
+      }))
+    )
+      return
     for (const a of pieces(p.toolCall.arguments)) {
-      if (!(await send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: a } }, true))) return
+      if (!(await send('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: a } }, true)))
+        return
     }
   } else {
     if (!(await send('content_block_start', { index, content_block: { type: 'text', text: '' } }))) return
-    for (const t of p.text) if (!(await send('content_block_delta', { index, delta: { type: 'text_delta', text: t } }, true))) return
+    for (const t of p.text)
+      if (!(await send('content_block_delta', { index, delta: { type: 'text_delta', text: t } }, true))) return
   }
   if (!(await send('content_block_stop', { index }))) return
-  if (!(await send('message_delta', { delta: { stop_reason: stopReason(p), stop_sequence: null }, usage: { output_tokens: p.usage.output } }))) return
+  if (
+    !(await send('message_delta', {
+      delta: { stop_reason: stopReason(p), stop_sequence: null },
+      usage: { output_tokens: p.usage.output },
+    }))
+  )
+    return
   if (await send('message_stop', {})) out.end()
 }
 
 export function messagesError(status: number, message: string) {
   const type =
-    status === 429 ? 'rate_limit_error' : status === 401 ? 'authentication_error' : status === 529 || status === 503 ? 'overloaded_error' : 'api_error'
+    status === 429
+      ? 'rate_limit_error'
+      : status === 401
+        ? 'authentication_error'
+        : status === 529 || status === 503
+          ? 'overloaded_error'
+          : 'api_error'
   return { type: 'error', error: { type, message } }
 }

@@ -18,7 +18,11 @@ export function askFromChat(body: Json): Ask {
     }),
     toolChoice: str(choice) ?? str(obj(obj(choice).function).name) ?? 'auto',
     afterToolResult: messages.at(-1)?.role === 'tool',
-    ...sincePrompt(messages, (m) => m.role === 'user', (m) => m.role === 'tool'),
+    ...sincePrompt(
+      messages,
+      (m) => m.role === 'user',
+      (m) => m.role === 'tool',
+    ),
     maxTokens: num(body.max_completion_tokens) ?? num(body.max_tokens),
     stop: typeof body.stop === 'string' ? [body.stop] : strings(body.stop),
     cache: wantsCache(body),
@@ -53,7 +57,15 @@ export function chatResponse(p: Plan, withUsage: boolean) {
           content: p.toolCall ? null : p.text.join(''),
           ...(p.reasoning.length ? { reasoning_content: p.reasoning.join('') } : {}),
           ...(p.toolCall
-            ? { tool_calls: [{ id: p.toolCall.id, type: 'function', function: { name: p.toolCall.name, arguments: p.toolCall.arguments } }] }
+            ? {
+                tool_calls: [
+                  {
+                    id: p.toolCall.id,
+                    type: 'function',
+                    function: { name: p.toolCall.name, arguments: p.toolCall.arguments },
+                  },
+                ],
+              }
             : {}),
         },
         finish_reason: finishReason(p),

@@ -2,7 +2,19 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { AppError, assertInternId, RuntimeUnavailableError, settledWithin, visibleOrNotFound, type Caller, type ChatOutcome, type ChatRequest, type HostErrorBody, type HostErrorCode, type RunEvent } from '@roster/shared'
+import {
+  AppError,
+  assertInternId,
+  RuntimeUnavailableError,
+  settledWithin,
+  visibleOrNotFound,
+  type Caller,
+  type ChatOutcome,
+  type ChatRequest,
+  type HostErrorBody,
+  type HostErrorCode,
+  type RunEvent,
+} from '@roster/shared'
 import { Lru } from '../../plugins/lru.js'
 import type { AppDeps } from '../../deps.js'
 import { createTurnLimit } from './turn-limit.js'
@@ -36,7 +48,11 @@ export const InternChatRequest = z.looseObject({
 const Params = z.object({ internId: z.string() })
 
 const textOf = (content: unknown) =>
-  typeof content === 'string' ? content : Array.isArray(content) ? content.map((p) => (p?.type === 'text' && typeof p.text === 'string' ? p.text : '')).join('') : ''
+  typeof content === 'string'
+    ? content
+    : Array.isArray(content)
+      ? content.map((p) => (p?.type === 'text' && typeof p.text === 'string' ? p.text : '')).join('')
+      : ''
 
 export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (req: FastifyRequest) => Promise<void>) {
   const overLimit = createTurnLimit(deps.redis, deps.config.QUEUE_PREFIX, deps.config.CHAT_TURNS_PER_MINUTE, app.log)
@@ -59,104 +75,168 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
     for (const sever of relays.values()) sever()
     await settled()
   })
-  app.withTypeProvider<ZodTypeProvider>().post(
-    '/interns/:internId/chat/completions',
-    { onRequest: [gate, admit(deps.admission, CHAT_BODY_LIMIT)], schema: { operationId: 'createInternChatCompletion', summary: 'Chat with a running intern (Server-Sent Events)', params: Params, body: InternChatRequest }, config: { chatErrors: true } },
-    async (req, reply) => {
-      const caller = req.caller as Caller
-      const { internId } = req.params
-      // Read through the interns cache (change events evict it); the host is the last word on running.
-      assertInternId(internId)
-      const intern = visibleOrNotFound(caller, await deps.internReader.get(internId), internId, (r) => r.workspace_id)
-      const last = req.body.messages.at(-1)!
-      let forward: ChatRequest
-      if (last.role === 'tool') {
-        if (!req.body.session_id) throw new AppError('invalid_body', 'invalid request: a tool reply needs the session_id of the run that asked')
-        if (!last.tool_call_id) throw new AppError('invalid_body', 'invalid request: a tool reply needs the tool_call_id of the interaction it answers')
-        const answer = textOf(last.content)
-        if (answer.length > 64_000) throw new AppError('invalid_body', 'invalid request: an answer is at most 64,000 characters')
-        // approval_mode is ignored on a reply: the run keeps the mode it started with.
-        forward = { session_id: req.body.session_id, reply: { interaction_id: last.tool_call_id, content: answer } }
-      } else {
-        if (last.role !== 'user') throw new AppError('invalid_body', 'invalid request: the last message must be a user prompt or a tool reply')
-        const prompt = textOf(last.content)
-        if (!prompt.trim()) throw new AppError('invalid_body', 'invalid request: the prompt is empty')
-        if (prompt.length > 32_000) throw new AppError('invalid_body', 'invalid request: the prompt is longer than 32,000 characters')
-        forward = { session_id: req.body.session_id, message: prompt, approval_mode: req.body.approval_mode }
-      }
-      if (intern.status !== 'running' && !(await moving(internId))) throw new AppError('intern_not_ready', `intern ${internId} is not running (status ${intern.status})`)
-      if (!deps.config.VAULT_MASTER_KEY) throw new AppError('intern_unreachable', 'this API cannot call runtime hosts: host credentials are derived from VAULT_MASTER_KEY, which it does not have')
-      const wait = await overLimit(caller)
-      if (wait) {
-        reply.header('retry-after', String(wait))
-        throw new AppError('rate_limited', `too many chat turns this minute (CHAT_TURNS_PER_MINUTE: ${deps.config.CHAT_TURNS_PER_MINUTE}); retry in ${wait} s`)
-      }
+  app
+    .withTypeProvider<ZodTypeProvider>()
+    .post(
+      '/interns/:internId/chat/completions',
+      {
+        onRequest: [gate, admit(deps.admission, CHAT_BODY_LIMIT)],
+        schema: {
+          operationId: 'createInternChatCompletion',
+          summary: 'Chat with a running intern (Server-Sent Events)',
+          params: Params,
+          body: InternChatRequest,
+        },
+        config: { chatErrors: true },
+      },
+      async (req, reply) => {
+        const caller = req.caller as Caller
+        const { internId } = req.params
+        // Read through the interns cache (change events evict it); the host is the last word on running.
+        assertInternId(internId)
+        const intern = visibleOrNotFound(caller, await deps.internReader.get(internId), internId, (r) => r.workspace_id)
+        const last = req.body.messages.at(-1)!
+        let forward: ChatRequest
+        if (last.role === 'tool') {
+          if (!req.body.session_id)
+            throw new AppError(
+              'invalid_body',
+              'invalid request: a tool reply needs the session_id of the run that asked',
+            )
+          if (!last.tool_call_id)
+            throw new AppError(
+              'invalid_body',
+              'invalid request: a tool reply needs the tool_call_id of the interaction it answers',
+            )
+          const answer = textOf(last.content)
+          if (answer.length > 64_000)
+            throw new AppError('invalid_body', 'invalid request: an answer is at most 64,000 characters')
+          // approval_mode is ignored on a reply: the run keeps the mode it started with.
+          forward = { session_id: req.body.session_id, reply: { interaction_id: last.tool_call_id, content: answer } }
+        } else {
+          if (last.role !== 'user')
+            throw new AppError(
+              'invalid_body',
+              'invalid request: the last message must be a user prompt or a tool reply',
+            )
+          const prompt = textOf(last.content)
+          if (!prompt.trim()) throw new AppError('invalid_body', 'invalid request: the prompt is empty')
+          if (prompt.length > 32_000)
+            throw new AppError('invalid_body', 'invalid request: the prompt is longer than 32,000 characters')
+          forward = { session_id: req.body.session_id, message: prompt, approval_mode: req.body.approval_mode }
+        }
+        if (intern.status !== 'running' && !(await moving(internId)))
+          throw new AppError('intern_not_ready', `intern ${internId} is not running (status ${intern.status})`)
+        if (!deps.config.VAULT_MASTER_KEY)
+          throw new AppError(
+            'intern_unreachable',
+            'this API cannot call runtime hosts: host credentials are derived from VAULT_MASTER_KEY, which it does not have',
+          )
+        const wait = await overLimit(caller)
+        if (wait) {
+          reply.header('retry-after', String(wait))
+          throw new AppError(
+            'rate_limited',
+            `too many chat turns this minute (CHAT_TURNS_PER_MINUTE: ${deps.config.CHAT_TURNS_PER_MINUTE}); retry in ${wait} s`,
+          )
+        }
 
-      // An intern the fleet is moving (its host died or drains) is waited for, up to
-      // CHAT_MOVE_WAIT_MS, and the prompt goes to its new host: a move is not a failed turn. Only a
-      // call its host refused, or one that never reached it, is sent again (never one a host took).
-      const upstream = new AbortController()
-      const left = () => upstream.abort()
-      req.raw.once('close', left)
-      const deadline = Date.now() + deps.config.CHAT_MOVE_WAIT_MS
-      const waitForMove = async (failure: () => AppError) => {
-        const remaining = deadline - Date.now()
-        if (remaining <= 0 || upstream.signal.aborted) throw failure()
-        await new Promise((r) => setTimeout(r, Math.min(MOVE_POLL_MS, remaining)))
-      }
-      let outcome: ChatOutcome
-      let attempt = 0
-      try {
-        for (;;) {
-          // Where it is placed and whether it runs: from the last second's answer on a first try (a
-          // host refuses a placement it no longer holds, and the next try reads the record afresh).
-          const placed = attempt++ === 0 ? await placements.get(internId) : await placements.fresh(internId)
-          if (!placed || placed.status !== 'running') {
-            if (!(await moving(internId))) throw new AppError('intern_not_ready', `intern ${internId} is not running`)
-            await waitForMove(() => new AppError('intern_not_ready', `intern ${internId} is moving to another runtime host and did not run there within ${deps.config.CHAT_MOVE_WAIT_MS} ms; retry shortly`, { retryAfter: 5 }))
-            continue
-          }
-          try {
-            outcome = await deps.runtime.chat(placed, internId, forward, upstream.signal, deps.config.RUNTIME_ANSWER_TIMEOUT_MS)
-          } catch (err) {
-            if ((err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT') {
-              throw new AppError('timeout', `the intern did not answer within ${deps.config.RUNTIME_ANSWER_TIMEOUT_MS} ms`, { cause: err, status: 504 })
-            }
-            const unreachable = () => new AppError('intern_unreachable', 'the intern could not be reached', { cause: err })
-            // A host that cannot be connected to may have died: the fleet moves its interns once it is declared dead.
-            if (err instanceof RuntimeUnavailableError && err.undelivered) {
-              await waitForMove(unreachable)
+        // An intern the fleet is moving (its host died or drains) is waited for, up to
+        // CHAT_MOVE_WAIT_MS, and the prompt goes to its new host: a move is not a failed turn. Only a
+        // call its host refused, or one that never reached it, is sent again (never one a host took).
+        const upstream = new AbortController()
+        const left = () => upstream.abort()
+        req.raw.once('close', left)
+        const deadline = Date.now() + deps.config.CHAT_MOVE_WAIT_MS
+        const waitForMove = async (failure: () => AppError) => {
+          const remaining = deadline - Date.now()
+          if (remaining <= 0 || upstream.signal.aborted) throw failure()
+          await new Promise((r) => setTimeout(r, Math.min(MOVE_POLL_MS, remaining)))
+        }
+        let outcome: ChatOutcome
+        let attempt = 0
+        try {
+          for (;;) {
+            // Where it is placed and whether it runs: from the last second's answer on a first try (a
+            // host refuses a placement it no longer holds, and the next try reads the record afresh).
+            const placed = attempt++ === 0 ? await placements.get(internId) : await placements.fresh(internId)
+            if (!placed || placed.status !== 'running') {
+              if (!(await moving(internId))) throw new AppError('intern_not_ready', `intern ${internId} is not running`)
+              await waitForMove(
+                () =>
+                  new AppError(
+                    'intern_not_ready',
+                    `intern ${internId} is moving to another runtime host and did not run there within ${deps.config.CHAT_MOVE_WAIT_MS} ms; retry shortly`,
+                    { retryAfter: 5 },
+                  ),
+              )
               continue
             }
-            throw unreachable()
+            try {
+              outcome = await deps.runtime.chat(
+                placed,
+                internId,
+                forward,
+                upstream.signal,
+                deps.config.RUNTIME_ANSWER_TIMEOUT_MS,
+              )
+            } catch (err) {
+              if ((err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT') {
+                throw new AppError(
+                  'timeout',
+                  `the intern did not answer within ${deps.config.RUNTIME_ANSWER_TIMEOUT_MS} ms`,
+                  { cause: err, status: 504 },
+                )
+              }
+              const unreachable = () =>
+                new AppError('intern_unreachable', 'the intern could not be reached', { cause: err })
+              // A host that cannot be connected to may have died: the fleet moves its interns once it is declared dead.
+              if (err instanceof RuntimeUnavailableError && err.undelivered) {
+                await waitForMove(unreachable)
+                continue
+              }
+              throw unreachable()
+            }
+            // A host that joined again since the placement was read wants its new epoch's credential: read it afresh, once.
+            if (outcome.kind === 'refused' && outcome.error.error === 'unauthorized' && attempt === 1) continue
+            if (
+              outcome.kind === 'refused' &&
+              (WHILE_MOVING.has(outcome.error.error) ||
+                (outcome.error.error === 'intern_not_ready' && (await moving(internId))))
+            ) {
+              const refusal = outcome
+              await waitForMove(() => hostRefusal(internId, refusal.status, refusal.error))
+              continue
+            }
+            break
           }
-          // A host that joined again since the placement was read wants its new epoch's credential: read it afresh, once.
-          if (outcome.kind === 'refused' && outcome.error.error === 'unauthorized' && attempt === 1) continue
-          if (outcome.kind === 'refused' && (WHILE_MOVING.has(outcome.error.error) || (outcome.error.error === 'intern_not_ready' && (await moving(internId))))) {
-            const refusal = outcome
-            await waitForMove(() => hostRefusal(internId, refusal.status, refusal.error))
-            continue
-          }
-          break
+        } finally {
+          req.raw.off('close', left)
         }
-      } finally {
-        req.raw.off('close', left)
-      }
-      if (outcome.kind === 'steered') {
-        // Steered: the prompt went into the session's running turn; its effect shows on that turn's stream.
-        deps.metrics?.chatTurns.inc({ outcome: 'steered' })
-        return reply.code(202).send({ session_id: outcome.session_id, status: 'steered' })
-      }
-      if (outcome.kind === 'refused') throw hostRefusal(internId, outcome.status, outcome.error)
-      let shuttingDown = false
-      const relayed = relay(req, reply, outcome.events, upstream, deps.config.CHAT_REQUEST_BUDGET_MS, deps.config.INTERN_PROVIDE_INPUT_NAME, (outcome) => deps.metrics?.chatTurns.inc({ outcome }), () => shuttingDown)
-      relays.set(relayed, () => {
-        shuttingDown = true
-        upstream.abort()
-      })
-      return relayed.finally(() => relays.delete(relayed))
-    },
-  )
+        if (outcome.kind === 'steered') {
+          // Steered: the prompt went into the session's running turn; its effect shows on that turn's stream.
+          deps.metrics?.chatTurns.inc({ outcome: 'steered' })
+          return reply.code(202).send({ session_id: outcome.session_id, status: 'steered' })
+        }
+        if (outcome.kind === 'refused') throw hostRefusal(internId, outcome.status, outcome.error)
+        let shuttingDown = false
+        const relayed = relay(
+          req,
+          reply,
+          outcome.events,
+          upstream,
+          deps.config.CHAT_REQUEST_BUDGET_MS,
+          deps.config.INTERN_PROVIDE_INPUT_NAME,
+          (outcome) => deps.metrics?.chatTurns.inc({ outcome }),
+          () => shuttingDown,
+        )
+        relays.set(relayed, () => {
+          shuttingDown = true
+          upstream.abort()
+        })
+        return relayed.finally(() => relays.delete(relayed))
+      },
+    )
 }
 
 /** Placements read in the last `ttlMs`, shared by concurrent readers; `fresh` reads the record and keeps that. */
@@ -191,7 +271,10 @@ function hostRefusal(internId: string, status: number, { error, message }: HostE
     case 'busy':
     case 'busy_paused':
       // A running turn ends soon; a full set of paused runs waits for answers.
-      return new AppError('busy', message, { status: error === 'busy_paused' ? 503 : 409, retryAfter: error === 'busy_paused' ? 5 : 1 })
+      return new AppError('busy', message, {
+        status: error === 'busy_paused' ? 503 : 409,
+        retryAfter: error === 'busy_paused' ? 5 : 1,
+      })
     case 'bad_answer':
       return new AppError('invalid_body', `answer not accepted (the run stays paused): ${message}`)
     case 'bad_request':
@@ -208,10 +291,13 @@ function hostRefusal(internId: string, status: number, { error, message }: HostE
     case 'unauthorized':
     case 'placement_unverified':
     case 'draining':
-      return new AppError('intern_unreachable', `the intern's host cannot take it now (${message}); retry shortly`, { status: 502 })
+      return new AppError('intern_unreachable', `the intern's host cannot take it now (${message}); retry shortly`, {
+        status: 502,
+      })
     default:
       // Any other refusal: the host's own 4xx is a rejection (retrying will not help); a 5xx, unreachable.
-      if (status < 500) return new AppError('intern_rejected', `the intern's host refused the request (${status}): ${message}`)
+      if (status < 500)
+        return new AppError('intern_rejected', `the intern's host refused the request (${status}): ${message}`)
       return new AppError('intern_unreachable', `the intern's host answered ${status}`)
   }
 }
@@ -229,22 +315,43 @@ async function relay(
 ) {
   reply.hijack()
   const raw = reply.raw
-  raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': req.id })
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-request-id': req.id,
+  })
   const id = `chatcmpl-${randomUUID()}`
   const created = Math.floor(Date.now() / 1000)
   let model = 'openrouter/intern'
   let sessionId: string | null = null
   let finished = false
-  const write = (chunk: Record<string, unknown>) => raw.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, ...chunk })}\n\n`)
+  const write = (chunk: Record<string, unknown>) =>
+    raw.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, ...chunk })}\n\n`)
   const delta = (d: Record<string, unknown>) => write({ choices: [{ index: 0, delta: d, finish_reason: null }] })
-  const finish = (reason: 'stop' | 'tool_calls' | 'error', usage: unknown, error?: { code: number; message: string; reason: string; retryable: boolean }) => {
+  const finish = (
+    reason: 'stop' | 'tool_calls' | 'error',
+    usage: unknown,
+    error?: { code: number; message: string; reason: string; retryable: boolean },
+  ) => {
     if (finished) return
     finished = true
     ended(error ? error.reason : reason)
     // Chunks the API makes itself (timeout, run ended, link severed), and the final one after them, name no runtime model.
     if (error && error.reason !== 'turn_failed') model = 'openrouter/intern'
     // The error sits on the chunk, beside its choice, where the official client reads it (§1.4).
-    write({ choices: [{ index: 0, delta: {}, finish_reason: reason }], ...(error ? { error: { code: error.code, message: error.message, metadata: { reason: error.reason, retryable: error.retryable } } } : {}) })
+    write({
+      choices: [{ index: 0, delta: {}, finish_reason: reason }],
+      ...(error
+        ? {
+            error: {
+              code: error.code,
+              message: error.message,
+              metadata: { reason: error.reason, retryable: error.retryable },
+            },
+          }
+        : {}),
+    })
     write({ choices: [], session_id: sessionId, usage: usage ?? null })
     raw.write('data: [DONE]\n\n')
   }
@@ -257,7 +364,12 @@ async function relay(
   })
   const keepalive = setInterval(() => raw.write(': keepalive\n\n'), 30_000)
   const budget = setTimeout(() => {
-    finish('error', null, { code: 504, message: 'the turn outlived this request (5 minutes); continue with a new prompt in the same session', reason: 'timeout', retryable: true })
+    finish('error', null, {
+      code: 504,
+      message: 'the turn outlived this request (5 minutes); continue with a new prompt in the same session',
+      reason: 'timeout',
+      retryable: true,
+    })
     upstream.abort()
   }, budgetMs)
   delta({ role: 'assistant', content: '' })
@@ -268,11 +380,22 @@ async function relay(
     else if (event.type === 'reasoning') delta({ reasoning: event.delta })
     else if (event.type === 'pause') {
       // One complete tool call in one chunk; after it the run waits, and usage is always null.
-      delta({ tool_calls: [{ index: 0, id: event.interaction_id, type: 'function', function: { name: provideInput, arguments: event.arguments } }] })
+      delta({
+        tool_calls: [
+          {
+            index: 0,
+            id: event.interaction_id,
+            type: 'function',
+            function: { name: provideInput, arguments: event.arguments },
+          },
+        ],
+      })
       finish('tool_calls', null)
     } else if (event.type === 'done') finish('stop', event.usage)
-    else if (event.type === 'ended') finish('error', null, { code: 410, message: event.message, reason: 'run_ended', retryable: false })
-    else if (event.type === 'error') finish('error', null, { code: 502, message: event.message, reason: 'turn_failed', retryable: event.retryable })
+    else if (event.type === 'ended')
+      finish('error', null, { code: 410, message: event.message, reason: 'run_ended', retryable: false })
+    else if (event.type === 'error')
+      finish('error', null, { code: 502, message: event.message, reason: 'turn_failed', retryable: event.retryable })
   }
   try {
     for await (const event of events) onEvent(event)

@@ -12,7 +12,11 @@ const KEEPALIVE_MS = 15_000
  * driven by change events, re-read every few seconds in case one was lost, and a final `deleted`
  * event when the intern is gone. Each `data` is the same object GET /interns/{id} answers.
  */
-export function registerInternEvents(app: FastifyInstance, deps: AppDeps, gate: (req: FastifyRequest) => Promise<void>) {
+export function registerInternEvents(
+  app: FastifyInstance,
+  deps: AppDeps,
+  gate: (req: FastifyRequest) => Promise<void>,
+) {
   const open = new Set<() => void>()
   // Before the server's close, which waits for every response to end: an open stream never would.
   app.addHook('preClose', async () => {

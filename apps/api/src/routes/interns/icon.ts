@@ -1,7 +1,15 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { clearInternIcon, getInternIcon, ICON_MAX_BYTES, ICON_TYPES, InternIdParams, setInternIcon, type Caller } from '@roster/shared'
+import {
+  clearInternIcon,
+  getInternIcon,
+  ICON_MAX_BYTES,
+  ICON_TYPES,
+  InternIdParams,
+  setInternIcon,
+  type Caller,
+} from '@roster/shared'
 import type { AppDeps } from '../../deps.js'
 
 type Gate = (req: FastifyRequest) => Promise<void>
@@ -12,12 +20,17 @@ type Gate = (req: FastifyRequest) => Promise<void>
  */
 export function internIconRoutes(deps: AppDeps, read: Gate, write: Gate) {
   return async (app: FastifyInstance) => {
-    app.addContentTypeParser(ICON_TYPES, { parseAs: 'buffer', bodyLimit: ICON_MAX_BYTES }, (_req, body, done) => done(null, body))
+    app.addContentTypeParser(ICON_TYPES, { parseAs: 'buffer', bodyLimit: ICON_MAX_BYTES }, (_req, body, done) =>
+      done(null, body),
+    )
     const api = app.withTypeProvider<ZodTypeProvider>()
 
     api.get(
       '/interns/:internId/icon',
-      { onRequest: read, schema: { operationId: 'getInternIcon', summary: "The intern's icon bytes", params: InternIdParams } },
+      {
+        onRequest: read,
+        schema: { operationId: 'getInternIcon', summary: "The intern's icon bytes", params: InternIdParams },
+      },
       async (req, reply) => {
         const icon = await getInternIcon(deps.db, req.caller as Caller, req.params.internId)
         const etag = `"${icon.sha256}"`
@@ -42,13 +55,25 @@ export function internIconRoutes(deps: AppDeps, read: Gate, write: Gate) {
         },
       },
       async (req) => {
-        return { icon_sha256: await setInternIcon(deps.db, deps.afterCommit, req.caller as Caller, req.params.internId, req.headers['content-type'] ?? '', req.body) }
+        return {
+          icon_sha256: await setInternIcon(
+            deps.db,
+            deps.afterCommit,
+            req.caller as Caller,
+            req.params.internId,
+            req.headers['content-type'] ?? '',
+            req.body,
+          ),
+        }
       },
     )
 
     api.delete(
       '/interns/:internId/icon',
-      { onRequest: write, schema: { operationId: 'deleteInternIcon', summary: "Remove the intern's icon", params: InternIdParams } },
+      {
+        onRequest: write,
+        schema: { operationId: 'deleteInternIcon', summary: "Remove the intern's icon", params: InternIdParams },
+      },
       async (req, reply) => {
         await clearInternIcon(deps.db, deps.afterCommit, req.caller as Caller, req.params.internId)
         return reply.code(204).send()

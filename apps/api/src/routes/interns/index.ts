@@ -47,163 +47,184 @@ const errors = Object.fromEntries(
   [400, 401, 403, 404, 408, 409, 413, 415, 500, 502].map((code) => [code, InternLifecycleError]),
 )
 
-export const internRoutes = (deps: AppDeps): FastifyPluginAsync => async (app) => {
-  app.addHook('preValidation', refuseUnstorableText)
-  const api = app.withTypeProvider<ZodTypeProvider>()
+export const internRoutes =
+  (deps: AppDeps): FastifyPluginAsync =>
+  async (app) => {
+    app.addHook('preValidation', refuseUnstorableText)
+    const api = app.withTypeProvider<ZodTypeProvider>()
 
-  /** Runs before the body is read, so refusals (401/403/404) cost no parsing. */
-  const gate = (access: Omit<InternAccess, 'regional'>) => async (req: FastifyRequest) => {
-    const caller = await deps.authenticate(req)
-    checkInternAccess(caller, { ...access, regional: deps.config.REGIONAL_HOSTS.includes(req.hostname.toLowerCase()) })
-    req.caller = caller
-  }
-
-  api.post(
-    '/interns',
-    {
-      onRequest: gate({ collection: true, write: true, create: true }),
-      schema: {
-        operationId: 'createIntern',
-        summary: 'Create an intern (and its private vault); optionally start provisioning',
-        headers: CreateHeaders,
-        body: CreateInternRequest,
-        response: { 200: Intern, 201: Intern, ...errors },
-      },
-    },
-    async (req, reply) => {
-      const deadline = deps.config.INTERN_CREATE_DEADLINE_MS
-      const result = await withDeadline(deadline, 'POST /interns', () =>
-        createIntern(
-          {
-            db: deps.db,
-            vault: deps.vault,
-            internLimitPerMember: deps.config.INTERN_LIMIT_PER_MEMBER,
-            batcher: deps.createBatcher,
-            after: deps.afterCommit,
-          },
-          req.caller!,
-          req.body,
-          req.headers['idempotency-key'],
-        ),
-      ).catch((err: unknown) => {
-        deps.metrics?.internCreates.inc({ outcome: isAppError(err) ? err.reason : 'internal_error' })
-        throw err
+    /** Runs before the body is read, so refusals (401/403/404) cost no parsing. */
+    const gate = (access: Omit<InternAccess, 'regional'>) => async (req: FastifyRequest) => {
+      const caller = await deps.authenticate(req)
+      checkInternAccess(caller, {
+        ...access,
+        regional: deps.config.REGIONAL_HOSTS.includes(req.hostname.toLowerCase()),
       })
-      deps.metrics?.internCreates.inc({ outcome: result.status === 201 ? 'created' : 'replayed' })
-      return reply.code(result.status).send(result.intern)
-    },
-  )
+      req.caller = caller
+    }
 
-  registerInternEvents(app, deps, gate({ collection: false, write: false }))
-  registerInternChat(app, deps, gate({ collection: false, write: false }))
-  await app.register(internIconRoutes(deps, gate({ collection: false, write: false }), gate({ collection: false, write: true })))
-
-  api.get(
-    '/interns',
-    {
-      onRequest: gate({ collection: true, write: false }),
-      schema: {
-        operationId: 'listInterns',
-        summary: 'List interns, newest first, with an opaque cursor',
-        querystring: ListInternsQuery,
-        response: { 200: InternList, ...errors },
+    api.post(
+      '/interns',
+      {
+        onRequest: gate({ collection: true, write: true, create: true }),
+        schema: {
+          operationId: 'createIntern',
+          summary: 'Create an intern (and its private vault); optionally start provisioning',
+          headers: CreateHeaders,
+          body: CreateInternRequest,
+          response: { 200: Intern, 201: Intern, ...errors },
+        },
       },
-    },
-    async (req, reply) => {
-      const caller = req.caller!
-      // Everything that shapes the page: whose view (created_by_you), which filter, where.
-      const key = [caller.workspaceId, caller.kind, caller.userId, req.query.status?.join(','), req.query.limit, req.query.starting_after].join('|')
-      const body = await deps.listCache.get(key, () => listInterns(deps.db, caller, req.query))
-      // Already serialized (and cached as bytes); the schema stays for validation and OpenAPI.
-      return reply
-        .type('application/json; charset=utf-8')
-        .serializer((payload: string) => payload)
-        .send(body as unknown as InternList)
-    },
-  )
-
-  api.patch(
-    '/interns/:internId',
-    {
-      onRequest: gate({ collection: false, write: true }),
-      schema: {
-        operationId: 'updateIntern',
-        summary: 'Update name, description, instructions or model (applied at the next provision)',
-        params: InternIdParams,
-        body: UpdateInternRequest,
-        response: { 200: InternView, ...errors },
+      async (req, reply) => {
+        const deadline = deps.config.INTERN_CREATE_DEADLINE_MS
+        const result = await withDeadline(deadline, 'POST /interns', () =>
+          createIntern(
+            {
+              db: deps.db,
+              vault: deps.vault,
+              internLimitPerMember: deps.config.INTERN_LIMIT_PER_MEMBER,
+              batcher: deps.createBatcher,
+              after: deps.afterCommit,
+            },
+            req.caller!,
+            req.body,
+            req.headers['idempotency-key'],
+          ),
+        ).catch((err: unknown) => {
+          deps.metrics?.internCreates.inc({ outcome: isAppError(err) ? err.reason : 'internal_error' })
+          throw err
+        })
+        deps.metrics?.internCreates.inc({ outcome: result.status === 201 ? 'created' : 'replayed' })
+        return reply.code(result.status).send(result.intern)
       },
-    },
-    async (req) => {
-      return updateIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId, req.body)
-    },
-  )
+    )
 
-  api.post(
-    '/interns/:internId/provision',
-    {
-      onRequest: gate({ collection: false, write: true }),
-      schema: {
-        operationId: 'provisionIntern',
-        summary: 'Start a provisioning run: first boot, or resume after a suspend or a failure',
-        params: InternIdParams,
-        body: EmptyBody,
-        response: { 202: ProvisionAccepted, ...errors },
-      },
-    },
-    async (req, reply) => {
-      await provisionIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId)
-      return reply.code(202).send({ provisioning: true })
-    },
-  )
+    registerInternEvents(app, deps, gate({ collection: false, write: false }))
+    registerInternChat(app, deps, gate({ collection: false, write: false }))
+    await app.register(
+      internIconRoutes(deps, gate({ collection: false, write: false }), gate({ collection: false, write: true })),
+    )
 
-  api.post(
-    '/interns/:internId/suspend',
-    {
-      onRequest: gate({ collection: false, write: true }),
-      schema: {
-        operationId: 'suspendIntern',
-        summary: 'Stop the runtime, keeping disk and configuration',
-        params: InternIdParams,
-        body: EmptyBody,
-        response: { 200: SuspendDone, ...errors },
+    api.get(
+      '/interns',
+      {
+        onRequest: gate({ collection: true, write: false }),
+        schema: {
+          operationId: 'listInterns',
+          summary: 'List interns, newest first, with an opaque cursor',
+          querystring: ListInternsQuery,
+          response: { 200: InternList, ...errors },
+        },
       },
-    },
-    async (req) => {
-      await suspendIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId)
-      return { suspended: true as const }
-    },
-  )
+      async (req, reply) => {
+        const caller = req.caller!
+        // Everything that shapes the page: whose view (created_by_you), which filter, where.
+        const key = [
+          caller.workspaceId,
+          caller.kind,
+          caller.userId,
+          req.query.status?.join(','),
+          req.query.limit,
+          req.query.starting_after,
+        ].join('|')
+        const body = await deps.listCache.get(key, () => listInterns(deps.db, caller, req.query))
+        // Already serialized (and cached as bytes); the schema stays for validation and OpenAPI.
+        return reply
+          .type('application/json; charset=utf-8')
+          .serializer((payload: string) => payload)
+          .send(body as unknown as InternList)
+      },
+    )
 
-  api.delete(
-    '/interns/:internId',
-    {
-      onRequest: gate({ collection: false, write: true }),
-      schema: {
-        operationId: 'deleteIntern',
-        summary: 'Delete an intern: its runtime, private vault and data are removed',
-        params: InternIdParams,
-        body: DeleteInternRequest.nullish(),
-        response: { 202: DeleteAccepted, ...errors },
+    api.patch(
+      '/interns/:internId',
+      {
+        onRequest: gate({ collection: false, write: true }),
+        schema: {
+          operationId: 'updateIntern',
+          summary: 'Update name, description, instructions or model (applied at the next provision)',
+          params: InternIdParams,
+          body: UpdateInternRequest,
+          response: { 200: InternView, ...errors },
+        },
       },
-    },
-    async (req, reply) => {
-      await deleteIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId, req.body ?? { acknowledge_workspace_loss: false })
-      return reply.code(202).send({ deleting: true })
-    },
-  )
+      async (req) => {
+        return updateIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId, req.body)
+      },
+    )
 
-  api.get(
-    '/interns/:internId',
-    {
-      onRequest: gate({ collection: false, write: false }),
-      schema: {
-        operationId: 'getIntern',
-        summary: 'Retrieve an intern',
-        params: InternIdParams,
-        response: { 200: InternView, ...errors },
+    api.post(
+      '/interns/:internId/provision',
+      {
+        onRequest: gate({ collection: false, write: true }),
+        schema: {
+          operationId: 'provisionIntern',
+          summary: 'Start a provisioning run: first boot, or resume after a suspend or a failure',
+          params: InternIdParams,
+          body: EmptyBody,
+          response: { 202: ProvisionAccepted, ...errors },
+        },
       },
-    },
-    async (req, reply) => sendWithEtag(req, reply, await getIntern(deps.internReader, req.caller!, req.params.internId)),
-  )
-}
+      async (req, reply) => {
+        await provisionIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId)
+        return reply.code(202).send({ provisioning: true })
+      },
+    )
+
+    api.post(
+      '/interns/:internId/suspend',
+      {
+        onRequest: gate({ collection: false, write: true }),
+        schema: {
+          operationId: 'suspendIntern',
+          summary: 'Stop the runtime, keeping disk and configuration',
+          params: InternIdParams,
+          body: EmptyBody,
+          response: { 200: SuspendDone, ...errors },
+        },
+      },
+      async (req) => {
+        await suspendIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId)
+        return { suspended: true as const }
+      },
+    )
+
+    api.delete(
+      '/interns/:internId',
+      {
+        onRequest: gate({ collection: false, write: true }),
+        schema: {
+          operationId: 'deleteIntern',
+          summary: 'Delete an intern: its runtime, private vault and data are removed',
+          params: InternIdParams,
+          body: DeleteInternRequest.nullish(),
+          response: { 202: DeleteAccepted, ...errors },
+        },
+      },
+      async (req, reply) => {
+        await deleteIntern(
+          deps.db,
+          deps.afterCommit,
+          req.caller!,
+          req.params.internId,
+          req.body ?? { acknowledge_workspace_loss: false },
+        )
+        return reply.code(202).send({ deleting: true })
+      },
+    )
+
+    api.get(
+      '/interns/:internId',
+      {
+        onRequest: gate({ collection: false, write: false }),
+        schema: {
+          operationId: 'getIntern',
+          summary: 'Retrieve an intern',
+          params: InternIdParams,
+          response: { 200: InternView, ...errors },
+        },
+      },
+      async (req, reply) =>
+        sendWithEtag(req, reply, await getIntern(deps.internReader, req.caller!, req.params.internId)),
+    )
+  }

@@ -17,7 +17,8 @@ export function createTurnLimit(redis: RedisClient, prefix: string, perMinute: n
     const key = `${prefix}:chat-turns:${who}:${Math.floor(now / 60_000)}`
     try {
       const [[, count] = []] = ((await redis.multi().incr(key).expire(key, 120).exec()) ?? []) as [unknown, number][]
-      if (typeof count === 'number' && count > perMinute) return Math.max(1, Math.ceil((60_000 - (now % 60_000)) / 1000))
+      if (typeof count === 'number' && count > perMinute)
+        return Math.max(1, Math.ceil((60_000 - (now % 60_000)) / 1000))
     } catch (err) {
       log.warn({ err }, 'the chat turn limit could not be checked; the turn goes ahead')
     }
