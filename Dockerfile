@@ -9,7 +9,7 @@ FROM ${BASE_IMAGE}
 # bubblewrap confines interns' shell commands (the runtime host refuses them, saying why, where it
 # cannot work); socat forwards a sandboxed command's network to its egress proxy. The rest is what an
 # agent reaches for in its shell: git, curl, python3, jq, ripgrep, a C toolchain and make (the
-# README lists them).
+# docs/containers.md lists them).
 RUN apt-get update -qq \
  && apt-get install -y -qq --no-install-recommends bubblewrap socat ca-certificates \
       git curl python3 jq ripgrep gcc libc6-dev make xz-utils unzip procps less >/dev/null \

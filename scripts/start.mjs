@@ -2,7 +2,7 @@
 // `npm start`: runs the whole system on this machine. Creates the database if missing, applies
 // migrations, then starts the runtime host (RUNTIME_HOSTS of them: a fleet on one machine), the API
 // and one worker, and prints where they listen.
-// Settings come from the environment (see README); without VAULT_MASTER_KEY a development key is
+// Settings come from the environment (docs/settings.md); without VAULT_MASTER_KEY a development key is
 // made for the database on first use (dev-master-key.mjs), so a first run needs no setup.
 import { spawn } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
@@ -18,7 +18,6 @@ const env = { ...process.env }
 env.DATABASE_URL ||= defaultDatabaseUrl
 env.REDIS_URL ||= 'redis://127.0.0.1:6379'
 env.PORT ||= '3000'
-env.RUNTIME_PORT ||= '3100'
 env.RUNTIME_DATA_DIR ||= join(root, '.roster', 'runtime')
 // Interns call Roster's own API for their model turns.
 env.ROSTER_API_URL ||= `http://127.0.0.1:${env.PORT}/api/v1`
@@ -57,18 +56,16 @@ if (!env.VAULT_MASTER_KEY) {
 // The fleet's credential: runtime hosts join the fleet with it (the API gives each its own then);
 // started together, the API and the hosts share one made for this run (it is not kept).
 env.RUNTIME_TOKEN ||= randomBytes(32).toString('hex')
-const hosts = Number(env.RUNTIME_HOSTS || 1)
-if (!Number.isInteger(hosts) || hosts < 1 || hosts > 16) {
-  console.error(`roster: RUNTIME_HOSTS must be a whole number from 1 to 16 (${env.RUNTIME_HOSTS})`)
-  process.exit(1)
-}
+const { StartConfig, loadConfigOrExit } = await import('../packages/shared/dist/index.js')
+const start = loadConfigOrExit(StartConfig, 'roster', env)
+const hosts = start.RUNTIME_HOSTS
 
 // No catalogue configured: serve the demo catalogue of simulator models (one per provider protocol),
 // so a newcomer's first request works. They are named as the simulator everywhere they appear.
 let simulator = false
 if (!env.MODEL_CATALOGUE) {
   const { simulatorCatalogue } = await import('../packages/gateway/dist/index.js')
-  env.SIM_PORT ||= '3300'
+  env.SIM_PORT = String(start.SIM_PORT)
   const file = join(root, '.roster', 'demo-catalogue.json')
   mkdirSync(dirname(file), { recursive: true })
   writeFileSync(file, JSON.stringify(simulatorCatalogue(`http://127.0.0.1:${env.SIM_PORT}`), null, 2) + '\n')
@@ -107,13 +104,13 @@ process.on('SIGTERM', () => stop(0))
 if (simulator)
   run('upstream simulator', 'packages/upstream-sim/dist/main.js', {
     PORT: env.SIM_PORT,
-    SIM_TOKENS_PER_SECOND: env.SIM_TOKENS_PER_SECOND ?? '50',
+    SIM_TOKENS_PER_SECOND: String(start.SIM_TOKENS_PER_SECOND),
   })
 // ROSTER_METRICS=1: each process serves Prometheus metrics on the ports deploy/prometheus/prometheus.yml scrapes.
-const metrics = (port) => (env.ROSTER_METRICS === '1' ? { METRICS_PORT: port } : {})
+const metrics = (port) => (start.ROSTER_METRICS === '1' ? { METRICS_PORT: port } : {})
 // Runtime hosts hold no master key and no database credential: they reach the fleet through the API.
 for (let i = 0; i < hosts; i++) {
-  const port = String(Number(env.RUNTIME_PORT) + i)
+  const port = String(start.RUNTIME_PORT + i)
   run(`runtime ${i + 1}`, 'apps/runtime/dist/main.js', {
     PORT: port,
     RUNTIME_HOST_ID: env.RUNTIME_HOST_ID && hosts === 1 ? env.RUNTIME_HOST_ID : `runtime-${port}`,
@@ -126,7 +123,7 @@ for (let i = 0; i < hosts; i++) {
 run('api', 'apps/api/dist/main.js', metrics('9464'))
 run('worker', 'apps/worker/dist/main.js', metrics('9465'))
 console.log(
-  `roster: API on http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/api/v1 (OpenAPI at /api/v1/openapi.json), ${hosts} runtime host(s) from port ${env.RUNTIME_PORT}`,
+  `roster: API on http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/api/v1 (OpenAPI at /api/v1/openapi.json), ${hosts} runtime host(s) from port ${start.RUNTIME_PORT}`,
 )
 if (simulator) {
   console.log(

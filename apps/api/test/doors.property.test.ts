@@ -18,18 +18,16 @@ function bodies(client: 'openai' | 'anthropic', type: string) {
       key === 'maxLength' ? Math.min(value, 32) : key === 'maxItems' ? Math.min(value, 3) : value,
     ),
   )
-  return fc
-    .integer({ min: 1, max: 2 ** 31 - 1 })
-    .map(
-      (seed) =>
-        generateSync(schema, {
-          seed,
-          optionalsProbability: 0.4,
-          maxDepth: 5,
-          maxDefaultItems: 2,
-          alwaysFakeOptionals: false,
-        }) as Record<string, unknown>,
-    )
+  return fc.integer({ min: 1, max: 2 ** 31 - 1 }).map(
+    (seed) =>
+      generateSync(schema, {
+        seed,
+        optionalsProbability: 0.4,
+        maxDepth: 5,
+        maxDefaultItems: 2,
+        alwaysFakeOptionals: false,
+      }) as Record<string, unknown>,
+  )
 }
 const int = (v: unknown, min: number) => (typeof v === 'number' ? Math.max(min, Math.round(v)) : v)
 const clamp = (v: unknown, min: number, max: number) => (typeof v === 'number' ? Math.min(max, Math.max(min, v)) : v)

@@ -7,7 +7,7 @@ type Tool = NonNullable<ResponsesRequest['tools']>[number]
  * The settings a Response reports when the request left them out: the values in force, since the
  * Open Responses schema allows no null for them. Roster sends none of these upstream unless asked,
  * so they are the providers' own defaults (the same at OpenAI and Anthropic); it never truncates
- * input, and runs nothing in the background. Listed in the README.
+ * input, and runs nothing in the background. Listed in docs/gateway.md.
  */
 export const EFFECTIVE_DEFAULTS = Object.freeze({
   temperature: 1,

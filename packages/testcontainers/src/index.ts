@@ -26,7 +26,7 @@ export interface RosterContainersOptions {
    * simulator (not a real model), which is then started too. Provider credentials go in `env`.
    */
   modelCatalogue?: string
-  /** Settings for every Roster process (see Roster's README), e.g. `{ LOG_LEVEL: 'debug' }`. */
+  /** Settings for every Roster process (see Roster's docs/settings.md), e.g. `{ LOG_LEVEL: 'debug' }`. */
   env?: Record<string, string>
   /**
    * Interns' shell commands run in bubblewrap sandboxes, which need the runtime container to run

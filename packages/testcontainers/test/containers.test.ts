@@ -73,7 +73,7 @@ describe.skipIf(problem)('Roster in containers', () => {
     const [node, uid] = inside.out.trim().split('\n')
     expect(node).toMatch(/^v20\./)
     expect(uid).toBe('10001')
-    // The runtime host's tools (the README lists them), every one there.
+    // The runtime host's tools (docs/containers.md lists them), every one there.
     expect(inside.out).not.toContain('missing')
   })
 

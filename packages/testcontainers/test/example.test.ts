@@ -5,14 +5,14 @@ import { containerTestsProblem } from '@roster/testing'
 import { startRoster, type StartedRoster } from '../src/index.js'
 import { buildImage, CONTAINER_TEST_IMAGES } from './image.js'
 
-// The README's example suite (section "Containers"), run as written: readme-example.test.ts checks
-// that the README shows exactly the lines between the markers.
+// The example suite of docs/containers.md, run as written: docs-example.test.ts checks
+// that the page shows exactly the lines between the markers.
 const problem = await containerTestsProblem(CONTAINER_TEST_IMAGES)
-if (problem) console.warn(`the README's testcontainers example cannot run here: ${problem}`)
+if (problem) console.warn(`the testcontainers example of docs/containers.md cannot run here: ${problem}`)
 
-describe.skipIf(problem)("the README's testcontainers example", () => {
+describe.skipIf(problem)('the testcontainers example of docs/containers.md', () => {
   beforeAll(() => buildImage(), 900_000)
-  // README example: begin
+  // docs example: begin
   let roster: StartedRoster
   beforeAll(async () => {
     roster = await startRoster()
@@ -27,5 +27,5 @@ describe.skipIf(problem)("the README's testcontainers example", () => {
     const response = await openai.responses.create({ model: 'roster-sim/chat', input: 'Say hello.' })
     expect(response.status).toBe('completed')
   })
-  // README example: end
+  // docs example: end
 })

@@ -75,168 +75,160 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
     for (const sever of relays.values()) sever()
     await settled()
   })
-  app
-    .withTypeProvider<ZodTypeProvider>()
-    .post(
-      '/interns/:internId/chat/completions',
-      {
-        onRequest: [gate, admit(deps.admission, CHAT_BODY_LIMIT)],
-        schema: {
-          operationId: 'createInternChatCompletion',
-          summary: 'Chat with a running intern (Server-Sent Events)',
-          params: Params,
-          body: InternChatRequest,
-        },
-        config: { chatErrors: true },
+  app.withTypeProvider<ZodTypeProvider>().post(
+    '/interns/:internId/chat/completions',
+    {
+      onRequest: [gate, admit(deps.admission, CHAT_BODY_LIMIT)],
+      schema: {
+        operationId: 'createInternChatCompletion',
+        summary: 'Chat with a running intern (Server-Sent Events)',
+        params: Params,
+        body: InternChatRequest,
       },
-      async (req, reply) => {
-        const caller = req.caller as Caller
-        const { internId } = req.params
-        // Read through the interns cache (change events evict it); the host is the last word on running.
-        assertInternId(internId)
-        const intern = visibleOrNotFound(caller, await deps.internReader.get(internId), internId, (r) => r.workspace_id)
-        const last = req.body.messages.at(-1)!
-        let forward: ChatRequest
-        if (last.role === 'tool') {
-          if (!req.body.session_id)
-            throw new AppError(
-              'invalid_body',
-              'invalid request: a tool reply needs the session_id of the run that asked',
-            )
-          if (!last.tool_call_id)
-            throw new AppError(
-              'invalid_body',
-              'invalid request: a tool reply needs the tool_call_id of the interaction it answers',
-            )
-          const answer = textOf(last.content)
-          if (answer.length > 64_000)
-            throw new AppError('invalid_body', 'invalid request: an answer is at most 64,000 characters')
-          // approval_mode is ignored on a reply: the run keeps the mode it started with.
-          forward = { session_id: req.body.session_id, reply: { interaction_id: last.tool_call_id, content: answer } }
-        } else {
-          if (last.role !== 'user')
-            throw new AppError(
-              'invalid_body',
-              'invalid request: the last message must be a user prompt or a tool reply',
-            )
-          const prompt = textOf(last.content)
-          if (!prompt.trim()) throw new AppError('invalid_body', 'invalid request: the prompt is empty')
-          if (prompt.length > 32_000)
-            throw new AppError('invalid_body', 'invalid request: the prompt is longer than 32,000 characters')
-          forward = { session_id: req.body.session_id, message: prompt, approval_mode: req.body.approval_mode }
-        }
-        if (intern.status !== 'running' && !(await moving(internId)))
-          throw new AppError('intern_not_ready', `intern ${internId} is not running (status ${intern.status})`)
-        if (!deps.config.VAULT_MASTER_KEY)
+      config: { chatErrors: true },
+    },
+    async (req, reply) => {
+      const caller = req.caller as Caller
+      const { internId } = req.params
+      // Read through the interns cache (change events evict it); the host is the last word on running.
+      assertInternId(internId)
+      const intern = visibleOrNotFound(caller, await deps.internReader.get(internId), internId, (r) => r.workspace_id)
+      const last = req.body.messages.at(-1)!
+      let forward: ChatRequest
+      if (last.role === 'tool') {
+        if (!req.body.session_id)
+          throw new AppError('invalid_body', 'invalid request: a tool reply needs the session_id of the run that asked')
+        if (!last.tool_call_id)
           throw new AppError(
-            'intern_unreachable',
-            'this API cannot call runtime hosts: host credentials are derived from VAULT_MASTER_KEY, which it does not have',
+            'invalid_body',
+            'invalid request: a tool reply needs the tool_call_id of the interaction it answers',
           )
-        const wait = await overLimit(caller)
-        if (wait) {
-          reply.header('retry-after', String(wait))
-          throw new AppError(
-            'rate_limited',
-            `too many chat turns this minute (CHAT_TURNS_PER_MINUTE: ${deps.config.CHAT_TURNS_PER_MINUTE}); retry in ${wait} s`,
-          )
-        }
-
-        // An intern the fleet is moving (its host died or drains) is waited for, up to
-        // CHAT_MOVE_WAIT_MS, and the prompt goes to its new host: a move is not a failed turn. Only a
-        // call its host refused, or one that never reached it, is sent again (never one a host took).
-        const upstream = new AbortController()
-        const left = () => upstream.abort()
-        req.raw.once('close', left)
-        const deadline = Date.now() + deps.config.CHAT_MOVE_WAIT_MS
-        const waitForMove = async (failure: () => AppError) => {
-          const remaining = deadline - Date.now()
-          if (remaining <= 0 || upstream.signal.aborted) throw failure()
-          await new Promise((r) => setTimeout(r, Math.min(MOVE_POLL_MS, remaining)))
-        }
-        let outcome: ChatOutcome
-        let attempt = 0
-        try {
-          for (;;) {
-            // Where it is placed and whether it runs: from the last second's answer on a first try (a
-            // host refuses a placement it no longer holds, and the next try reads the record afresh).
-            const placed = attempt++ === 0 ? await placements.get(internId) : await placements.fresh(internId)
-            if (!placed || placed.status !== 'running') {
-              if (!(await moving(internId))) throw new AppError('intern_not_ready', `intern ${internId} is not running`)
-              await waitForMove(
-                () =>
-                  new AppError(
-                    'intern_not_ready',
-                    `intern ${internId} is moving to another runtime host and did not run there within ${deps.config.CHAT_MOVE_WAIT_MS} ms; retry shortly`,
-                    { retryAfter: 5 },
-                  ),
-              )
-              continue
-            }
-            try {
-              outcome = await deps.runtime.chat(
-                placed,
-                internId,
-                forward,
-                upstream.signal,
-                deps.config.RUNTIME_ANSWER_TIMEOUT_MS,
-              )
-            } catch (err) {
-              if ((err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT') {
-                throw new AppError(
-                  'timeout',
-                  `the intern did not answer within ${deps.config.RUNTIME_ANSWER_TIMEOUT_MS} ms`,
-                  { cause: err, status: 504 },
-                )
-              }
-              const unreachable = () =>
-                new AppError('intern_unreachable', 'the intern could not be reached', { cause: err })
-              // A host that cannot be connected to may have died: the fleet moves its interns once it is declared dead.
-              if (err instanceof RuntimeUnavailableError && err.undelivered) {
-                await waitForMove(unreachable)
-                continue
-              }
-              throw unreachable()
-            }
-            // A host that joined again since the placement was read wants its new epoch's credential: read it afresh, once.
-            if (outcome.kind === 'refused' && outcome.error.error === 'unauthorized' && attempt === 1) continue
-            if (
-              outcome.kind === 'refused' &&
-              (WHILE_MOVING.has(outcome.error.error) ||
-                (outcome.error.error === 'intern_not_ready' && (await moving(internId))))
-            ) {
-              const refusal = outcome
-              await waitForMove(() => hostRefusal(internId, refusal.status, refusal.error))
-              continue
-            }
-            break
-          }
-        } finally {
-          req.raw.off('close', left)
-        }
-        if (outcome.kind === 'steered') {
-          // Steered: the prompt went into the session's running turn; its effect shows on that turn's stream.
-          deps.metrics?.chatTurns.inc({ outcome: 'steered' })
-          return reply.code(202).send({ session_id: outcome.session_id, status: 'steered' })
-        }
-        if (outcome.kind === 'refused') throw hostRefusal(internId, outcome.status, outcome.error)
-        let shuttingDown = false
-        const relayed = relay(
-          req,
-          reply,
-          outcome.events,
-          upstream,
-          deps.config.CHAT_REQUEST_BUDGET_MS,
-          deps.config.INTERN_PROVIDE_INPUT_NAME,
-          (outcome) => deps.metrics?.chatTurns.inc({ outcome }),
-          () => shuttingDown,
+        const answer = textOf(last.content)
+        if (answer.length > 64_000)
+          throw new AppError('invalid_body', 'invalid request: an answer is at most 64,000 characters')
+        // approval_mode is ignored on a reply: the run keeps the mode it started with.
+        forward = { session_id: req.body.session_id, reply: { interaction_id: last.tool_call_id, content: answer } }
+      } else {
+        if (last.role !== 'user')
+          throw new AppError('invalid_body', 'invalid request: the last message must be a user prompt or a tool reply')
+        const prompt = textOf(last.content)
+        if (!prompt.trim()) throw new AppError('invalid_body', 'invalid request: the prompt is empty')
+        if (prompt.length > 32_000)
+          throw new AppError('invalid_body', 'invalid request: the prompt is longer than 32,000 characters')
+        forward = { session_id: req.body.session_id, message: prompt, approval_mode: req.body.approval_mode }
+      }
+      if (intern.status !== 'running' && !(await moving(internId)))
+        throw new AppError('intern_not_ready', `intern ${internId} is not running (status ${intern.status})`)
+      if (!deps.config.VAULT_MASTER_KEY)
+        throw new AppError(
+          'intern_unreachable',
+          'this API cannot call runtime hosts: host credentials are derived from VAULT_MASTER_KEY, which it does not have',
         )
-        relays.set(relayed, () => {
-          shuttingDown = true
-          upstream.abort()
-        })
-        return relayed.finally(() => relays.delete(relayed))
-      },
-    )
+      const wait = await overLimit(caller)
+      if (wait) {
+        reply.header('retry-after', String(wait))
+        throw new AppError(
+          'rate_limited',
+          `too many chat turns this minute (CHAT_TURNS_PER_MINUTE: ${deps.config.CHAT_TURNS_PER_MINUTE}); retry in ${wait} s`,
+        )
+      }
+
+      // An intern the fleet is moving (its host died or drains) is waited for, up to
+      // CHAT_MOVE_WAIT_MS, and the prompt goes to its new host: a move is not a failed turn. Only a
+      // call its host refused, or one that never reached it, is sent again (never one a host took).
+      const upstream = new AbortController()
+      const left = () => upstream.abort()
+      req.raw.once('close', left)
+      const deadline = Date.now() + deps.config.CHAT_MOVE_WAIT_MS
+      const waitForMove = async (failure: () => AppError) => {
+        const remaining = deadline - Date.now()
+        if (remaining <= 0 || upstream.signal.aborted) throw failure()
+        await new Promise((r) => setTimeout(r, Math.min(MOVE_POLL_MS, remaining)))
+      }
+      let outcome: ChatOutcome
+      let attempt = 0
+      try {
+        for (;;) {
+          // Where it is placed and whether it runs: from the last second's answer on a first try (a
+          // host refuses a placement it no longer holds, and the next try reads the record afresh).
+          const placed = attempt++ === 0 ? await placements.get(internId) : await placements.fresh(internId)
+          if (!placed || placed.status !== 'running') {
+            if (!(await moving(internId))) throw new AppError('intern_not_ready', `intern ${internId} is not running`)
+            await waitForMove(
+              () =>
+                new AppError(
+                  'intern_not_ready',
+                  `intern ${internId} is moving to another runtime host and did not run there within ${deps.config.CHAT_MOVE_WAIT_MS} ms; retry shortly`,
+                  { retryAfter: 5 },
+                ),
+            )
+            continue
+          }
+          try {
+            outcome = await deps.runtime.chat(
+              placed,
+              internId,
+              forward,
+              upstream.signal,
+              deps.config.RUNTIME_ANSWER_TIMEOUT_MS,
+            )
+          } catch (err) {
+            if ((err as { code?: string }).code === 'UND_ERR_HEADERS_TIMEOUT') {
+              throw new AppError(
+                'timeout',
+                `the intern did not answer within ${deps.config.RUNTIME_ANSWER_TIMEOUT_MS} ms`,
+                { cause: err, status: 504 },
+              )
+            }
+            const unreachable = () =>
+              new AppError('intern_unreachable', 'the intern could not be reached', { cause: err })
+            // A host that cannot be connected to may have died: the fleet moves its interns once it is declared dead.
+            if (err instanceof RuntimeUnavailableError && err.undelivered) {
+              await waitForMove(unreachable)
+              continue
+            }
+            throw unreachable()
+          }
+          // A host that joined again since the placement was read wants its new epoch's credential: read it afresh, once.
+          if (outcome.kind === 'refused' && outcome.error.error === 'unauthorized' && attempt === 1) continue
+          if (
+            outcome.kind === 'refused' &&
+            (WHILE_MOVING.has(outcome.error.error) ||
+              (outcome.error.error === 'intern_not_ready' && (await moving(internId))))
+          ) {
+            const refusal = outcome
+            await waitForMove(() => hostRefusal(internId, refusal.status, refusal.error))
+            continue
+          }
+          break
+        }
+      } finally {
+        req.raw.off('close', left)
+      }
+      if (outcome.kind === 'steered') {
+        // Steered: the prompt went into the session's running turn; its effect shows on that turn's stream.
+        deps.metrics?.chatTurns.inc({ outcome: 'steered' })
+        return reply.code(202).send({ session_id: outcome.session_id, status: 'steered' })
+      }
+      if (outcome.kind === 'refused') throw hostRefusal(internId, outcome.status, outcome.error)
+      let shuttingDown = false
+      const relayed = relay(
+        req,
+        reply,
+        outcome.events,
+        upstream,
+        deps.config.CHAT_REQUEST_BUDGET_MS,
+        deps.config.INTERN_PROVIDE_INPUT_NAME,
+        (outcome) => deps.metrics?.chatTurns.inc({ outcome }),
+        () => shuttingDown,
+      )
+      relays.set(relayed, () => {
+        shuttingDown = true
+        upstream.abort()
+      })
+      return relayed.finally(() => relays.delete(relayed))
+    },
+  )
 }
 
 /** Placements read in the last `ttlMs`, shared by concurrent readers; `fresh` reads the record and keeps that. */
