@@ -4,8 +4,19 @@ import { existsSync, readlinkSync, realpathSync } from 'node:fs'
 import { lstat, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Cgroups } from './cgroups.js'
+import {
+  bwrapArguments,
+  commandArguments,
+  EGRESS_SOCKET,
+  ETC_ENTRIES,
+  ROOT_DIRS,
+  systemMounts,
+  type EgressForwarder,
+  type HostLayout,
+  type SandboxPolicy,
+} from './sandbox-policy.js'
 
-// Shell commands of an intern, confined by bubblewrap: the intern's workspace is the only writable
+// Shell commands of an intern, confined by bubblewrap (its arguments: sandbox-policy.ts): the intern's workspace is the only writable
 // place and the only part of the host's files it sees beyond the system's own read-only
 // directories (/usr and what programs need of /etc) (no other intern's workspace, no home directory, no Roster data, no /tmp of the
 // host); its processes live in namespaces of their own (no network unless granted, no view of the
@@ -81,63 +92,20 @@ export interface CommandResult {
   stdoutBytes?: Buffer
 }
 
-/** The host's system directories a command may read (never write). Merged-/usr systems link the rest. */
-const SYSTEM_DIRS = ['/usr']
-/**
- * What of /etc a command may read: what programs need to run, resolve names and trust TLS, and
- * not the rest (the shadow password files, SSH host keys, sudoers, whatever an operator keeps there).
- */
-const ETC_ENTRIES = [
-  'alternatives',
-  'bash.bashrc',
-  'ca-certificates',
-  'ca-certificates.conf',
-  'gai.conf',
-  'group',
-  'host.conf',
-  'hostname',
-  'hosts',
-  'inputrc',
-  'ld.so.cache',
-  'ld.so.conf',
-  'ld.so.conf.d',
-  'localtime',
-  'mime.types',
-  'nsswitch.conf',
-  'os-release',
-  'passwd',
-  'profile',
-  'protocols',
-  'resolv.conf',
-  'services',
-  'ssl',
-  'timezone',
-]
-const USR_LINKS = ['bin', 'sbin', 'lib', 'lib64', 'lib32', 'libx32']
-
-let systemMounts: string[] | undefined
-/** The read-only system part of every sandbox, worked out once: /usr and /etc, and /bin and the like as the host has them. */
-function systemArgs(): string[] {
-  if (systemMounts) return systemMounts
-  const args: string[] = []
-  for (const dir of SYSTEM_DIRS) args.push('--ro-bind', dir, dir)
-  for (const entry of ETC_ENTRIES)
-    if (existsSync(`/etc/${entry}`)) args.push('--ro-bind', `/etc/${entry}`, `/etc/${entry}`)
-  for (const link of USR_LINKS) {
-    const path = `/${link}`
-    const target = linkTarget(path)
-    if (target) args.push('--symlink', target, path)
-    else if (existsSync(path)) args.push('--ro-bind', path, path)
+let layout: HostLayout | undefined
+/** This host's /etc entries and root directories, as sandboxes mount them: read once. */
+function hostLayout(): HostLayout {
+  layout ??= {
+    etc: ETC_ENTRIES.filter((entry) => existsSync(`/etc/${entry}`)),
+    rootDirs: ROOT_DIRS.flatMap((name) => {
+      const linkTo = linkTarget(`/${name}`)
+      return linkTo ? [{ name, linkTo }] : existsSync(`/${name}`) ? [{ name }] : []
+    }),
   }
-  args.push('--dev', '/dev', '--proc', '/proc')
-  return (systemMounts = args)
+  return layout
 }
 
-/** Where the egress proxy's socket appears in a sandbox, and the port its forwarder listens on there. */
-const EGRESS_SOCKET = '/run/roster/egress.sock'
-const PROXY = 'http://127.0.0.1:3128'
-
-let forwarder: { start: string; binds: string[] } | undefined
+let forwarder: EgressForwarder | undefined
 /**
  * What starts, inside a sandbox granted the network, the forwarder from 127.0.0.1:3128 (its own
  * loopback) to the egress socket: socat (fast: about 12 ms to start) or Node, the runtime's own
@@ -161,71 +129,17 @@ export function chooseEgressForwarder(kind: 'auto' | 'socat' | 'node') {
 }
 const egressForwarder = () => forwarder ?? chooseEgressForwarder('auto')
 
-/** Until the egress forwarder listens: a probe in the shell itself (no process started per try), for at most ~2 s. */
-const FORWARDER_READY = 'for ((i = 0; i < 200000; i++)); do { : <>/dev/tcp/127.0.0.1/3128; } 2>/dev/null && break; done'
-/** How much longer than the host's own limit a sandbox's own limit on its command is: the host's comes first, and says so. */
-const OWN_LIMIT_MARGIN_S = 3
-
-/**
- * The command as the sandbox runs it, under a shell that outlives it (with the network, the
- * forwarder first, up before the command starts). The sandbox also ends on its own: its command is
- * killed past its time limit (a margin after the host's), and when the command ends whatever it
- * left running is killed, so its first process has nothing left to wait for. The host normally
- * does both; this is for a sandbox whose host died while bwrap was starting it, which bwrap could
- * not yet tie to the host's life (a forwarder left running kept such a sandbox for good).
- */
-function commandArgs(command: string, opts: CommandOptions, limits?: SandboxLimits, memoryGroup = false): string[] {
-  const limit = Math.ceil(opts.timeoutMs / 1000) + OWN_LIMIT_MARGIN_S
-  // The forwarder is disowned: its kill at the end must not be reported ("Killed socat…") on the command's stderr.
-  const network = `${limits ? rlimits(limits, memoryGroup) : ''}${opts.egressSocket ? `${egressForwarder().start}\ndisown\n${FORWARDER_READY}\n` : ''}`
-  // $$ is 2 only in a PID namespace of the sandbox's own (bwrap's init is 1): there, -1 is every
-  // other process of the sandbox, and nothing of the host.
-  const script = `${network}/usr/bin/timeout -s KILL ${limit} /usr/bin/bash -c "$1" roster "\${@:2}"\nstatus=$?\n[ "$$" = 2 ] && kill -KILL -1 2>/dev/null\nexit $status`
-  return ['/usr/bin/bash', '-c', script, 'roster-sandbox', command, ...(opts.args ?? [])]
-}
-
-/**
- * The rlimits every process of the command inherits, set first thing in the sandbox: processes
- * (counted per sandbox: its user namespace is its own, and its user is never root, for whom the
- * kernel does not count), CPU seconds, file size, and, where no control group holds the memory,
- * each process's address space. bash's ulimit counts -f and -v in KiB.
- */
-function rlimits(limits: SandboxLimits, memoryGroup: boolean): string {
-  const kib = (bytes: number) => Math.max(1, Math.floor(bytes / 1024))
-  return `ulimit -u ${limits.processes} -t ${limits.cpuSeconds} -f ${kib(limits.fileBytes)}${memoryGroup ? '' : ` -v ${kib(limits.memoryBytes)}`} 2>/dev/null\n`
-}
-
-/** Room of the sandbox's own /tmp and /run (tmpfs: memory) when no limits say otherwise. */
+/** Room of the sandbox's own /tmp (tmpfs: memory) when no limits say otherwise. */
 const DEFAULT_TMP_BYTES = 256 * 1024 * 1024
 
-function bwrapArgs(opts: CommandOptions, limits?: SandboxLimits): string[] {
-  // The sandbox's own root is a tmpfs bwrap makes: read-only once every mount point is in place.
-  const tmp = String(limits?.tmpBytes ?? DEFAULT_TMP_BYTES)
-  const args = [
-    ...systemArgs(),
-    '--size',
-    tmp,
-    '--tmpfs',
-    '/tmp',
-    '--size',
-    String(1024 * 1024),
-    '--tmpfs',
-    '/run',
-    '--bind',
-    realpathSync(opts.workspace),
-    '/workspace',
-  ]
-  if (opts.egressSocket) args.push('--bind', opts.egressSocket, EGRESS_SOCKET, ...egressForwarder().binds)
-  args.push('--remount-ro', '/', '--chdir', '/workspace')
-  // No network namespace is ever shared: even a command granted the network has only its own loopback.
-  args.push('--unshare-all', '--die-with-parent', '--new-session', '--clearenv')
-  const proxy = opts.egressSocket
-    ? { HTTP_PROXY: PROXY, HTTPS_PROXY: PROXY, http_proxy: PROXY, https_proxy: PROXY, NO_PROXY: '', no_proxy: '' }
-    : {}
-  const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/workspace', LANG: 'C.UTF-8', ...proxy, ...opts.env }
-  for (const [k, v] of Object.entries(env)) args.push('--setenv', k, v)
-  return args
-}
+/** The policy of one command's sandbox. */
+const policyOf = (opts: CommandOptions, limits?: SandboxLimits): SandboxPolicy => ({
+  workspace: realpathSync(opts.workspace),
+  egressSocket: opts.egressSocket,
+  forwarder: opts.egressSocket ? egressForwarder() : undefined,
+  tmpBytes: limits?.tmpBytes ?? DEFAULT_TMP_BYTES,
+  env: opts.env,
+})
 
 function linkTarget(path: string): string | undefined {
   try {
@@ -243,7 +157,7 @@ export function sandboxUnavailable(
   env: NodeJS.ProcessEnv = process.env,
   user?: Confinement['user'],
 ): string | undefined {
-  const bwrap = ['bwrap', ...systemArgs(), '--unshare-all', '--die-with-parent', '/usr/bin/true']
+  const bwrap = ['bwrap', ...systemMounts(hostLayout()), '--unshare-all', '--die-with-parent', '/usr/bin/true']
   const argv = user
     ? [user.setpriv, `--reuid=${user.uid}`, `--regid=${user.gid}`, '--clear-groups', '--', ...bwrap]
     : bwrap
@@ -260,7 +174,16 @@ export const sandboxArgs = (
   opts: CommandOptions,
   limits?: SandboxLimits,
   memoryGroup = false,
-): string[] => [...bwrapArgs(opts, limits), ...commandArgs(command, opts, limits, memoryGroup)]
+): string[] => [
+  ...bwrapArguments(policyOf(opts, limits), hostLayout()),
+  ...commandArguments(command, {
+    timeoutMs: opts.timeoutMs,
+    args: opts.args,
+    forwarder: opts.egressSocket ? egressForwarder() : undefined,
+    limits,
+    memoryGroup,
+  }),
+]
 
 let hostConfinement: Confinement | undefined
 /** The confinement of every command this process runs from now on (the runtime host sets it once, at start). */
