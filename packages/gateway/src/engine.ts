@@ -13,7 +13,7 @@ import { ResponseAssembler, itemId, type TurnCall } from './assembler.js'
 import { GatewayError, gatewayError, invalid, retryable } from './errors.js'
 import { Router, type Candidate } from './routing.js'
 import { serverTools, type ServerTool, type WebFetchOptions } from './server-tools.js'
-import { Upstream, type CallHooks, type UpstreamOptions } from './upstream.js'
+import { Upstream, type CallHooks, type Transport, type UpstreamOptions } from './upstream.js'
 import { traceOf, type TraceLogger } from './trace.js'
 import { Cancellation } from './cancellation.js'
 import {
@@ -61,6 +61,8 @@ export interface EngineOptions {
   observer?: GatewayObserver
   /** Connections per provider origin and each tenant's share of them (fair shares between keys). */
   upstream?: UpstreamOptions
+  /** How providers are reached; default HTTP (`Upstream`, with `env`'s credentials and `upstream`'s limits). */
+  transport?: Transport
 }
 
 /**
@@ -69,14 +71,14 @@ export interface EngineOptions {
  * stream of events. Nothing is stored.
  */
 export class ResponsesEngine {
-  private readonly upstream: Upstream
+  private readonly upstream: Transport
   private readonly router: Router
   private readonly serverTools: Map<string, ServerTool>
   private readonly compaction: CompactionSeal
 
   constructor(private readonly options: EngineOptions) {
     this.compaction = new CompactionSeal(options.userHashKey)
-    this.upstream = new Upstream(options.env, options.upstream)
+    this.upstream = options.transport ?? new Upstream(options.env, options.upstream)
     this.router = new Router(options.catalogue)
     this.serverTools = serverTools({
       allowPrivateNetworks: false,

@@ -5,6 +5,7 @@ export { ProviderPreferences } from './routing.js'
 export type { TraceLogger } from './trace.js'
 export * from './presets.js'
 export { Cancellation } from './cancellation.js'
+export type { CallHooks, Transport } from './upstream.js'
 export {
   GATEWAY_ERRORS,
   anthropicErrorType,

@@ -37,10 +37,23 @@ export interface UpstreamOptions {
   onWaiting?: (origin: string, count: number) => void
 }
 
+/**
+ * How the engine reaches providers: `Upstream` (HTTP, below) in a running gateway; anything that
+ * answers alike in a test of the engine on its own (engine.test.ts scripts one).
+ */
+export interface Transport {
+  /**
+   * One call: the whole body of a 2xx reply, or (with `hooks.onChunk`) nothing once the streamed
+   * body has ended; a GatewayError for an error status or a transport failure.
+   */
+  call(endpoint: Endpoint, adapter: AnyAdapter, body: object, hooks?: CallHooks): Promise<Buffer | undefined>
+  close(): Promise<void>
+}
+
 /** The tenant of calls that name none: they share one share. */
 const ANONYMOUS = ''
 
-export class Upstream {
+export class Upstream implements Transport {
   private readonly pools = new Map<string, { pool: Pool; gate: FairGate }>()
   private readonly connections: number
   private readonly perTenant: number
