@@ -5,7 +5,6 @@ import type { DoorStream } from './doors/door.js'
 import type { ResponsesRequest } from './request.js'
 import type { Route } from './routing.js'
 import type { ServerTool } from './server-tools.js'
-import type { Live } from './stream-writer.js'
 
 // One request as the engine runs it: what came with it, and its state as it goes.
 
@@ -49,4 +48,32 @@ export interface Run {
   chosenOnce: boolean
   opts: CallOptions
   live?: Live
+}
+
+/** Where a stream goes. `open` is called once, just before the first event. */
+export interface StreamSink {
+  open(): void
+  /** False when the client is not keeping up: wait for `drain` before reading more upstream. */
+  write(chunk: string): boolean
+  /**
+   * Writes between these two leave together (one system call for what one read from the provider
+   * brought). Nested pairs count; the last `uncork` may come after `end`, and must then do nothing.
+   */
+  cork(): void
+  uncork(): void
+  drain(): Promise<void>
+  end(): void
+}
+
+export interface Live {
+  sink: StreamSink
+  seq: number
+  opened: boolean
+  /** Events written since the current upstream attempt began (0: another endpoint may still be tried). */
+  sinceAttempt: number
+  /** The upstream body, shown first when the request asked for it (debug.echo_upstream_body). */
+  pendingDebug?: object
+  backlog: boolean
+  /** The sink is corked until the end of this tick (holdForTick). */
+  held: boolean
 }

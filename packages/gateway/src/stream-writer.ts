@@ -1,6 +1,6 @@
 import { openResponsesErrorType, type GatewayError } from './errors.js'
 import { responseObject } from './response-object.js'
-import type { Run } from './run.js'
+import type { Live, Run, StreamSink } from './run.js'
 import type { ItemEvent, StreamEvent } from './wire.js'
 
 // A run's stream: its events written to the client's sink as Server-Sent Events (Open Responses
@@ -8,33 +8,7 @@ import type { ItemEvent, StreamEvent } from './wire.js'
 // from the provider brought in one write, and the backpressure that stops reading the provider
 // while the client does not keep up.
 
-/** Where a stream goes. `open` is called once, just before the first event. */
-export interface StreamSink {
-  open(): void
-  /** False when the client is not keeping up: wait for `drain` before reading more upstream. */
-  write(chunk: string): boolean
-  /**
-   * Writes between these two leave together (one system call for what one read from the provider
-   * brought). Nested pairs count; the last `uncork` may come after `end`, and must then do nothing.
-   */
-  cork(): void
-  uncork(): void
-  drain(): Promise<void>
-  end(): void
-}
-
-export interface Live {
-  sink: StreamSink
-  seq: number
-  opened: boolean
-  /** Events written since the current upstream attempt began (0: another endpoint may still be tried). */
-  sinceAttempt: number
-  /** The upstream body, shown first when the request asked for it (debug.echo_upstream_body). */
-  pendingDebug?: object
-  backlog: boolean
-  /** The sink is corked until the end of this tick (holdForTick). */
-  held: boolean
-}
+export type { Live, StreamSink } from './run.js'
 
 /** Corks the sink until the current tick's work is done, once per tick. */
 export function holdForTick(live: Live) {

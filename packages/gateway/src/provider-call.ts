@@ -1,0 +1,164 @@
+import { StringDecoder } from 'node:string_decoder'
+import { createParser, type EventSourceMessage } from 'eventsource-parser'
+import type { AnyAdapter } from './adapters/adapter.js'
+import type { TurnCall } from './assembler.js'
+import type { Usage } from './deltas.js'
+import { GatewayError, gatewayError } from './errors.js'
+import type { GatewayObserver } from './observer.js'
+import type { Candidate, Router } from './routing.js'
+import type { Run, Timing } from './run.js'
+import { holdForTick } from './stream-writer.js'
+import type { TraceLogger } from './trace.js'
+import { traceOf } from './trace.js'
+import type { CallHooks, Transport } from './upstream.js'
+
+// One call of a model turn to a provider: sent through the transport, its reply (whole, or its
+// stream of events as they come) turned into deltas for the run's assembler, and reported.
+
+/** What of the engine a provider call uses (options are read at each call: the trace logger may be set later). */
+export interface ProviderParts {
+  transport: Transport
+  router: Router
+  options: { observer?: GatewayObserver; traceLogger?: TraceLogger }
+}
+
+/** One upstream call, reported to the observer (when there is one) with its first byte, its length and its outcome. */
+export async function callProvider(
+  engine: ProviderParts,
+  run: Run,
+  c: Candidate,
+  adapter: AnyAdapter,
+  body: object,
+): Promise<{ usage: Usage; calls: TurnCall[] }> {
+  const observer = engine.options.observer
+  if (!observer) return callOnce(engine, run, c, adapter, body)
+  const req = run.req
+  const ended = observer.upstream({
+    provider: c.endpoint.provider,
+    protocol: c.endpoint.protocol,
+    model: c.model.id,
+    upstreamModel: c.endpoint.upstream_model,
+    baseUrl: c.endpoint.base_url,
+    stream: !!run.live,
+    maxTokens: req.max_output_tokens ?? undefined,
+    temperature: req.temperature ?? undefined,
+    topP: req.top_p ?? undefined,
+  })
+  const timing: Timing = { sent: performance.now() }
+  try {
+    const turn = await callOnce(engine, run, c, adapter, body, timing)
+    ended({
+      firstByteMs: timing.firstByte,
+      totalMs: performance.now() - timing.sent,
+      ok: true,
+      usage: turn.usage,
+      finish: run.assembler.finish,
+    })
+    return turn
+  } catch (err) {
+    ended({
+      firstByteMs: timing.firstByte,
+      totalMs: performance.now() - timing.sent,
+      ok: false,
+      errorType: err instanceof GatewayError ? err.errorType : 'server',
+    })
+    throw err
+  }
+}
+
+async function callOnce(
+  engine: ProviderParts,
+  run: Run,
+  c: Candidate,
+  adapter: AnyAdapter,
+  body: object,
+  timing?: Timing,
+): Promise<{ usage: Usage; calls: TurnCall[] }> {
+  const trace = traceOf(run.req)
+  const sent = performance.now()
+  const hooks: CallHooks = {
+    cancel: run.opts.cancel,
+    tenant: run.opts.tenant,
+    headers: trace?.headers,
+    onStart: () => {
+      const firstByte = performance.now() - sent
+      engine.router.stats.record(c.endpoint, firstByte)
+      if (timing) timing.firstByte = firstByte
+    },
+  }
+  const live = run.live
+  if (!live) {
+    const whole = await engine.transport.call(c.endpoint, adapter, body, hooks)
+    let reply: unknown
+    try {
+      reply = JSON.parse(whole!.toString('utf8'))
+    } catch {
+      throw gatewayError('provider_unavailable', `${c.endpoint.provider} answered something that is not JSON`)
+    }
+    if (!reply || typeof reply !== 'object')
+      throw gatewayError('provider_unavailable', `${c.endpoint.provider} answered JSON that is not an object`)
+    for (const d of adapter.reply(reply)) run.assembler.push(d)
+  } else {
+    if (run.req.debug?.echo_upstream_body) live.pendingDebug = body
+    const translate = adapter.streamer()
+    const events: EventSourceMessage[] = []
+    const parser = createParser({ onEvent: (e) => void events.push(e) })
+    // StringDecoder, not TextDecoder: Node's TextDecoder decodes a stream (`stream: true`) through an
+    // ICU converter made per decoder, ~3 times the cost of StringDecoder's native path per stream.
+    const decoder = new StringDecoder('utf8')
+    let started = false
+    let finished = false
+    hooks.onChunk = (chunk) => {
+      let text = decoder.write(chunk)
+      // A byte-order mark before the first event is not part of it (as TextDecoder would drop it).
+      if (!started && text) {
+        started = true
+        if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
+      }
+      parser.feed(text)
+      // What one read from the provider brought leaves in one write, at the end of this tick: undici
+      // hands a chunked reply over chunk by chunk in one go, and a provider that sends each event
+      // as its own chunk would otherwise cost the client a system call (and a wake-up) per event.
+      // The first event leaves the moment it is made, so the first byte waits on nothing else.
+      holdForTick(live)
+      try {
+        for (const e of events) {
+          for (const d of translate(e)) {
+            if (d.type === 'finish') finished = true
+            const opening = !live.opened
+            run.assembler.push(d)
+            if (opening && live.opened) {
+              live.sink.uncork()
+              live.sink.cork()
+            }
+          }
+        }
+      } catch (err) {
+        throw err instanceof SyntaxError
+          ? gatewayError('provider_unavailable', `${c.endpoint.provider} sent an event that is not JSON`)
+          : err
+      } finally {
+        events.length = 0
+      }
+      if (!live.backlog) return
+      live.backlog = false
+      return live.sink.drain()
+    }
+    await engine.transport.call(c.endpoint, adapter, body, hooks)
+    // A stream that ends without saying how it finished was cut short, however cleanly it closed.
+    if (!finished)
+      throw gatewayError(
+        'provider_unavailable',
+        `${c.endpoint.provider} ended the stream before the reply was finished`,
+      )
+  }
+  const turn = run.assembler.endTurn()
+  if (engine.options.traceLogger && trace)
+    trace.log(engine.options.traceLogger, {
+      model: c.model.id,
+      provider: c.endpoint.provider,
+      usage: turn.usage,
+      ms: performance.now() - sent,
+    })
+  return turn
+}

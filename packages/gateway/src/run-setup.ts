@@ -1,0 +1,117 @@
+import { createHmac } from 'node:crypto'
+import type { ChoiceSpec, FunctionDef } from './adapters/adapter.js'
+import { ResponseAssembler, itemId } from './assembler.js'
+import type { CompactionSeal } from './compaction.js'
+import { invalid } from './errors.js'
+import { sessionKey, type ResponsesRequest } from './request.js'
+import type { Router } from './routing.js'
+import type { CallOptions, Run } from './run.js'
+import type { ServerTool } from './server-tools.js'
+
+// A request made ready to run: its tools sorted into functions the client answers and server tools
+// Roster runs (and what it refuses to serve), its tool choice in neutral terms, its route.
+
+/** What of the engine a run is set up with. */
+export interface EngineParts {
+  compaction: CompactionSeal
+  serverTools: Map<string, ServerTool>
+  router: Router
+  /** Key of the HMAC that replaces `user` before it goes upstream. */
+  userHashKey: Buffer
+}
+
+// Shared by the requests that offer no tools; nothing adds to them (startRun makes its own when
+// tools are offered). The array is frozen, so a change that pushed onto it would fail loudly, not leak.
+const NO_SERVER_TOOLS: Map<string, ServerTool> = new Map()
+const NO_FUNCTIONS = Object.freeze([]) as unknown as FunctionDef[]
+const NO_NAMES: ReadonlySet<string> = new Set()
+
+export function startRun(engine: EngineParts, given: ResponsesRequest, opts: CallOptions): Run {
+  // Compaction items sent back are read to the model as the summaries they sealed.
+  const req = engine.compaction.expand(given)
+  // Most requests offer no tools: they share empty collections instead of making their own.
+  const offered = req.tools?.length ? req.tools : undefined
+  const tools = offered ? new Map<string, ServerTool>() : NO_SERVER_TOOLS
+  const functions: FunctionDef[] = offered ? [] : NO_FUNCTIONS
+  const refused = new Set<string>()
+  for (const t of offered ?? []) {
+    if (isFunctionTool(t))
+      functions.push({
+        name: t.name,
+        description: t.description ?? undefined,
+        parameters: t.parameters ?? { type: 'object', properties: {} },
+        strict: t.strict,
+      })
+    else if (engine.serverTools.has(t.type)) tools.set(t.type, engine.serverTools.get(t.type)!)
+    else refused.add(t.type)
+  }
+  if (refused.size)
+    throw invalid(
+      `/tools kinds not implemented by this Roster: ${[...refused].join(', ')} (served: function, ${[...engine.serverTools.keys()].join(', ')})`,
+    )
+  if (req.modalities?.includes('image'))
+    throw invalid('/modalities image output is not served by this Roster; ask for text')
+  const plugins = (req.plugins ?? []).filter((p) => p.enabled !== false).map((p) => p.id)
+  if (plugins.length) throw invalid(`/plugins not implemented by this Roster: ${plugins.join(', ')}`)
+  for (const tool of tools.values()) {
+    if (functions.some((f) => f.name === tool.definition.name))
+      throw invalid(
+        `/tools a function tool is named ${tool.definition.name}, like the server tool offered with it; rename it`,
+      )
+    functions.push(tool.definition)
+  }
+  // allowed_tools is a hard limit (the spec's MUST): only the tools it names are offered upstream.
+  const allowed = allowedToolNames(req.tool_choice, engine.serverTools)
+  const offeredFunctions = allowed ? functions.filter((f) => allowed.has(f.name)) : functions
+  const route = engine.router.route(req, sessionKey(req, opts.sessionHeader))
+  const serverNames = tools.size ? new Set([...tools.values()].map((t) => t.definition.name)) : NO_NAMES
+  return {
+    req,
+    id: itemId('resp'),
+    createdAt: Math.floor(Date.now() / 1000),
+    started: performance.now(),
+    route,
+    assembler: new ResponseAssembler(undefined, serverNames),
+    functions: offeredFunctions,
+    tools,
+    toolChoice: choiceOf(req, tools),
+    user: req.user ? createHmac('sha256', engine.userHashKey).update(req.user).digest('hex') : undefined,
+    cost: { input: 0, output: 0 },
+    chosen: 0,
+    attempts: 0,
+    chosenOnce: false,
+    opts,
+  }
+}
+
+/** A function tool (checked by the request's schema), as opposed to a server tool named by its kind. */
+const isFunctionTool = (
+  t: NonNullable<ResponsesRequest['tools']>[number],
+): t is Extract<typeof t, { type: 'function'; name: string }> => t.type === 'function'
+
+/** tool_choice in neutral terms; a server tool may be chosen by its kind. */
+function choiceOf(req: ResponsesRequest, tools: Map<string, ServerTool>): ChoiceSpec {
+  const c = req.tool_choice
+  if (c == null) return 'auto'
+  if (typeof c === 'string') return c
+  if (c.type === 'function') return { name: String(c.name) }
+  if (c.type === 'allowed_tools') return c.mode === 'required' ? 'required' : 'auto'
+  const server = tools.get(c.type)
+  if (server) return { name: server.definition.name }
+  throw invalid(`/tool_choice of type ${c.type} names a tool this request does not offer`)
+}
+
+/** The function names an allowed_tools choice permits (a server tool by its kind), or undefined when it sets no limit. */
+function allowedToolNames(
+  choice: ResponsesRequest['tool_choice'],
+  serverTools: Map<string, ServerTool>,
+): Set<string> | undefined {
+  if (typeof choice !== 'object' || choice === null || choice.type !== 'allowed_tools' || !Array.isArray(choice.tools))
+    return undefined
+  const names = new Set<string>()
+  for (const t of choice.tools as { type?: unknown; name?: unknown }[]) {
+    if (t?.type === 'function' && typeof t.name === 'string') names.add(t.name)
+    else if (typeof t?.type === 'string' && serverTools.has(t.type)) names.add(serverTools.get(t.type)!.definition.name)
+  }
+  return names
+}

@@ -1,0 +1,47 @@
+import { itemId, type TurnCall } from './assembler.js'
+import { Cancellation } from './cancellation.js'
+import type { InputItem } from './request.js'
+import type { Run } from './run.js'
+import type { ServerToolItem } from './wire.js'
+
+/**
+ * Runs the server tool the model called, its item shown as it goes (a stream gets keepalive
+ * comments while it runs), and answers the call and its output for the model's next turn.
+ */
+export async function runServerTool(run: Run, call: TurnCall, keepAliveMs = 10_000): Promise<InputItem[]> {
+  const name = [...run.tools.keys()].find((k) => run.tools.get(k)!.definition.name === call.name)!
+  let args: Record<string, unknown> = {}
+  try {
+    const parsed: unknown = JSON.parse(call.arguments || '{}')
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) args = parsed as Record<string, unknown>
+  } catch {}
+  const item: ServerToolItem = {
+    type: name as ServerToolItem['type'],
+    id: itemId('st'),
+    call_id: call.callId,
+    status: 'in_progress',
+    arguments: call.arguments,
+    output: null,
+  }
+  // Announced first, so a stream is open (and its client knows) while the tool runs.
+  const index = run.assembler.startItem({ ...item })
+  let output: unknown
+  // A tool may take seconds (web_fetch): the stream gets SSE comments meanwhile, so proxies and
+  // clients with idle timeouts keep it. Clients skip lines that start with ':'.
+  const live = run.live
+  const keepalive = run.opts.doorStream?.keepalive() ?? ': running a server tool\n\n'
+  const heartbeat = live ? setInterval(() => live.sink.write(keepalive), keepAliveMs) : undefined
+  try {
+    output = await run.tools.get(name)!.run(args, (run.opts.cancel ?? new Cancellation()).signal)
+  } catch (err) {
+    output = { error: (err as Error).message }
+  } finally {
+    clearInterval(heartbeat)
+  }
+  const text = JSON.stringify(output)
+  run.assembler.finishItem(index, { ...item, status: 'completed', output: text })
+  return [
+    { type: 'function_call', call_id: call.callId, name: call.name, arguments: call.arguments },
+    { type: 'function_call_output', call_id: call.callId, output: text },
+  ]
+}
