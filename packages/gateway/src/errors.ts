@@ -1,35 +1,15 @@
 import type { z } from 'zod'
+import { GatewayErrors, type ErrorType } from '@roster/shared/errors'
 
-/**
- * The gateway's errors, one row per canonical type (the spec's error types): the HTTP status it
- * answers with, and its name on each wire that names errors its own way (Open Responses' error
- * `type`, the Anthropic client's error `type`). Every failure the gateway makes is one of these.
- */
-export const GATEWAY_ERRORS = {
-  invalid_request: { status: 400, openResponses: 'invalid_request', anthropic: 'invalid_request_error' },
-  context_length_exceeded: { status: 400, openResponses: 'invalid_request', anthropic: 'invalid_request_error' },
-  authentication: { status: 401, openResponses: 'invalid_request', anthropic: 'authentication_error' },
-  payment_required: { status: 402, openResponses: 'invalid_request', anthropic: 'billing_error' },
-  permission_denied: { status: 403, openResponses: 'invalid_request', anthropic: 'permission_error' },
-  not_found: { status: 404, openResponses: 'not_found', anthropic: 'not_found_error' },
-  precondition_failed: { status: 409, openResponses: 'invalid_request', anthropic: 'invalid_request_error' },
-  payload_too_large: { status: 413, openResponses: 'invalid_request', anthropic: 'request_too_large' },
-  rate_limit_exceeded: { status: 429, openResponses: 'too_many_requests', anthropic: 'rate_limit_error' },
-  /** The client went away; nobody reads the answer. */
-  unmapped: { status: 499, openResponses: 'invalid_request', anthropic: 'invalid_request_error' },
-  server: { status: 500, openResponses: 'server_error', anthropic: 'api_error' },
-  provider_unavailable: { status: 502, openResponses: 'server_error', anthropic: 'api_error' },
-  provider_overloaded: { status: 503, openResponses: 'server_error', anthropic: 'overloaded_error' },
-  timeout: { status: 504, openResponses: 'server_error', anthropic: 'timeout_error' },
-} as const
-export type GatewayErrorType = keyof typeof GATEWAY_ERRORS
+/** The canonical error types (the one table of errors: packages/shared/src/errors.ts). */
+export type GatewayErrorType = ErrorType
 
 /** A failure with its HTTP status and the spec's canonical error type. */
 export class GatewayError extends Error {
   override name = 'GatewayError'
   constructor(
     readonly status: number,
-    readonly errorType: string,
+    readonly errorType: ErrorType,
     message: string,
     readonly retryAfter?: string,
   ) {
@@ -43,34 +23,14 @@ export class GatewayError extends Error {
  * fine: 502, not 401).
  */
 export function gatewayError(
-  type: GatewayErrorType,
+  type: ErrorType,
   message: string,
   options: { status?: number; retryAfter?: string } = {},
 ): GatewayError {
-  return new GatewayError(options.status ?? GATEWAY_ERRORS[type].status, type, message, options.retryAfter)
+  return new GatewayError(options.status ?? GatewayErrors[type].status, type, message, options.retryAfter)
 }
 
 export const invalid = (message: string) => gatewayError('invalid_request', message)
-
-const rowOf = (type: string) =>
-  (GATEWAY_ERRORS as Record<string, (typeof GATEWAY_ERRORS)[GatewayErrorType] | undefined>)[type]
-
-/** The canonical type of a failure known only by its HTTP status (the HTTP layer's, or a route's). */
-export function canonicalTypeOfStatus(status: number): GatewayErrorType {
-  if (status === 429) return 'rate_limit_exceeded'
-  if (status === 504 || status === 408) return 'timeout'
-  if (status === 503 || status === 529) return 'provider_overloaded'
-  for (const [type, row] of Object.entries(GATEWAY_ERRORS)) if (row.status === status) return type as GatewayErrorType
-  return status < 500 ? 'invalid_request' : 'server'
-}
-
-/** The Open Responses error type (its spec's Errors table) for a canonical type. */
-export const openResponsesErrorType = (type: string, status = 500): string =>
-  (rowOf(type) ?? GATEWAY_ERRORS[canonicalTypeOfStatus(status)]).openResponses
-
-/** The Anthropic client's error type for a canonical type (or, failing that, for the status). */
-export const anthropicErrorType = (type: string | undefined, status: number): string =>
-  (rowOf(type ?? '') ?? GATEWAY_ERRORS[canonicalTypeOfStatus(status)]).anthropic
 
 /** Whether another endpoint may succeed where this one failed. */
 export const retryable = (e: GatewayError) => e.status === 429 || e.status >= 500

@@ -6,16 +6,7 @@ export type { TraceLogger } from './trace.js'
 export * from './presets.js'
 export { Cancellation } from './cancellation.js'
 export type { CallHooks, Transport } from './upstream.js'
-export {
-  GATEWAY_ERRORS,
-  anthropicErrorType,
-  describeIssues,
-  explainIssue,
-  gatewayError,
-  openResponsesErrorType,
-  type GatewayErrorType,
-  type ZodIssueLike,
-} from './errors.js'
+export { describeIssues, explainIssue, gatewayError, type GatewayErrorType, type ZodIssueLike } from './errors.js'
 export { guardedLookup, isForbiddenAddress, readCapped, refusedLiteral } from './server-tools.js'
 export * from './wire.js'
 export type { DoorStream } from './doors/door.js'
@@ -30,7 +21,6 @@ export {
 export {
   MessagesRequest,
   MessagesStream,
-  anthropicErrorBody,
   messagesToNeutral,
   parseMessagesRequest,
   toMessage,

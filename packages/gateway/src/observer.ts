@@ -1,3 +1,4 @@
+import type { ErrorType } from '@roster/shared/errors'
 import type { Usage } from './deltas.js'
 
 /** What the engine reports as it works, for metrics and traces. Models and providers are the catalogue's. */
@@ -39,7 +40,7 @@ export interface UpstreamCallEnd {
   usage?: Usage
   finish?: string
   /** The canonical error type (a call that failed). */
-  errorType?: string
+  errorType?: ErrorType
 }
 
 /** Several observers as one (metrics and traces), or none. */

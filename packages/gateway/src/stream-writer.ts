@@ -1,4 +1,5 @@
-import { openResponsesErrorType, type GatewayError } from './errors.js'
+import { openResponsesError } from '@roster/shared/errors'
+import type { GatewayError } from './errors.js'
 import { responseObject } from './response-object.js'
 import type { Live, Run, StreamSink } from './run.js'
 import type { ItemEvent, StreamEvent } from './wire.js'
@@ -113,12 +114,7 @@ export function failStream(run: Run, err: GatewayError) {
   }
   // The official client reads code, message and param at the top; the schema's ErrorStreamingEvent
   // wants them in `error` with the Open Responses type. Both are sent.
-  const payload = {
-    type: openResponsesErrorType(err.errorType, err.status),
-    code: err.errorType,
-    message: err.message,
-    param: null,
-  }
+  const payload = openResponsesError(err.errorType, err.status, err.message)
   writeOpenResponses(run, { type: 'error', code: err.errorType, message: err.message, param: null, error: payload })
   writeOpenResponses(run, { type: 'response.failed', response: failed })
   finishStream(sink)

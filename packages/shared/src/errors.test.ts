@@ -1,5 +1,16 @@
 import { describe, expect, it } from 'vitest'
-import { AppError, errorBody, Reasons } from './errors.js'
+import {
+  AppError,
+  ChatFinishReasons,
+  chatFinishError,
+  ERRORS,
+  errorBody,
+  GatewayErrors,
+  gatewayErrorBody,
+  Reasons,
+  vaultErrorBody,
+  webSocketErrorEvent,
+} from './errors.js'
 import { InternLifecycleError } from './contracts/interns.js'
 
 // The spec's error tables (intern operations, preset creation), plus the reasons it leaves unnamed (ours).
@@ -42,7 +53,7 @@ describe('the error catalogue', () => {
   it('matches the spec’s table row for row, with nothing extra', () => {
     expect(Object.keys(Reasons).sort()).toEqual(Object.keys(spec).sort())
     for (const [reason, [status, retryable]] of Object.entries(spec)) {
-      expect(Reasons[reason as keyof typeof Reasons]).toEqual({ status, retryable })
+      expect(Reasons[reason as keyof typeof Reasons]).toMatchObject({ status, retryable })
     }
   })
 
@@ -54,8 +65,49 @@ describe('the error catalogue', () => {
     }
   })
 
-  it('carries status and retryable on AppError', () => {
+  it('carries status, retryable and its canonical type on AppError', () => {
     const err = new AppError('upstream_unavailable', 'try again')
-    expect([err.status, err.retryable, err.message]).toEqual([502, true, 'try again'])
+    expect([err.status, err.retryable, err.message, err.errorType]).toEqual([
+      502,
+      true,
+      'try again',
+      'provider_unavailable',
+    ])
+  })
+})
+
+describe('the one table of errors', () => {
+  it('classifies every code of every wire by a canonical type the official client knows', async () => {
+    const { ApiErrorType } = await import('@openrouter/sdk/models')
+    const known = new Set<string>(Object.values(ApiErrorType))
+    for (const [code, row] of Object.entries({ ...Reasons, ...ChatFinishReasons, ...GatewayErrors })) {
+      expect(known.has(row.type), `${code}: ${row.type}`).toBe(true)
+    }
+    // Each gateway code is its own canonical type, and every canonical type has its row.
+    for (const [code, row] of Object.entries(GatewayErrors)) expect(row.type).toBe(code)
+    expect(Object.keys(ERRORS)).toEqual(
+      expect.arrayContaining([...Object.keys(Reasons), ...Object.keys(GatewayErrors)]),
+    )
+  })
+
+  it('renders each wire from the row: the gateway envelope, chat finish errors, the WebSocket event, the vault body', () => {
+    expect(gatewayErrorBody('rate_limit_exceeded', 'slow down')).toEqual({
+      error: { code: 429, message: 'slow down', metadata: { error_type: 'rate_limit_exceeded' } },
+    })
+    expect(chatFinishError('stream_severed', 'cut')).toEqual({
+      code: 502,
+      message: 'cut',
+      metadata: { reason: 'stream_severed', retryable: true },
+    })
+    expect(chatFinishError('turn_failed', 'no', { retryable: false }).metadata.retryable).toBe(false)
+    expect(chatFinishError('timeout', 'late').code).toBe(504)
+    expect(webSocketErrorEvent(404, 'previous_response_not_found', 'gone', 'previous_response_id')).toEqual({
+      type: 'error',
+      status: 404,
+      error: { type: 'not_found', code: 'previous_response_not_found', message: 'gone', param: 'previous_response_id' },
+    })
+    expect(vaultErrorBody('invalid_body', 'invalid request: name is empty')).toEqual({
+      error: { code: 400, message: 'Invalid vault request: name is empty' },
+    })
   })
 })

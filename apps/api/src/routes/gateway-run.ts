@@ -123,7 +123,7 @@ export const doorRoute =
           admit(deps.admission, RESPONSES_BODY_LIMIT),
         ],
         bodyLimit: RESPONSES_BODY_LIMIT,
-        config: door.anthropic ? { anthropicErrors: true } : { canonicalErrorTypes: true },
+        config: { errorWire: door.anthropic ? 'anthropic' : 'gateway' },
         validatorCompiler: sparseValidator(door.parse),
         schema: { operationId: door.operationId, summary: door.summary, body: door.schema },
       },

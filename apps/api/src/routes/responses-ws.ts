@@ -1,14 +1,8 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { WebSocket } from 'ws'
 import sjson from 'secure-json-parse'
-import {
-  Cancellation,
-  GatewayError,
-  describeIssues,
-  openResponsesErrorType,
-  parseResponsesRequest,
-  type StreamSink,
-} from '@roster/gateway'
+import { Cancellation, GatewayError, describeIssues, parseResponsesRequest, type StreamSink } from '@roster/gateway'
+import { gatewayErrorBody, webSocketErrorEvent } from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
@@ -50,13 +44,13 @@ export const responsesWebSocketRoutes =
         reply
           .code(426)
           .header('upgrade', 'websocket')
-          .send({
-            error: {
-              code: 426,
-              message: 'GET /responses is the WebSocket transport: upgrade the connection, or POST /responses',
-              metadata: { error_type: 'invalid_request' },
-            },
-          }),
+          .send(
+            gatewayErrorBody(
+              'invalid_request',
+              'GET /responses is the WebSocket transport: upgrade the connection, or POST /responses',
+              426,
+            ),
+          ),
       wsHandler: (socket, req) => {
         budget.opened(socket, req.caller!.keyId)
         let queue: Promise<void> = Promise.resolve()
@@ -106,16 +100,10 @@ export const responsesWebSocketRoutes =
     })
   }
 
-/** The schema's WebSocketErrorEvent. */
+/** A request's failure, as the schema's WebSocketErrorEvent. */
 function sendError(socket: WebSocket, status: number, code: string, message: string, param: string | null = null) {
   if (socket.readyState !== socket.OPEN) return
-  socket.send(
-    JSON.stringify({
-      type: 'error',
-      status,
-      error: { type: openResponsesErrorType(code, status), code, message, param },
-    }),
-  )
+  socket.send(JSON.stringify(webSocketErrorEvent(status, code, message, param)))
 }
 
 async function answer(

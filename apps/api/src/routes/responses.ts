@@ -31,7 +31,7 @@ export const compactRoutes =
       {
         onRequest: [requireKey(deps.authenticate), admit(deps.admission, RESPONSES_BODY_LIMIT)],
         bodyLimit: RESPONSES_BODY_LIMIT,
-        config: { canonicalErrorTypes: true },
+        config: { errorWire: 'gateway' },
         schema: {
           operationId: 'compactResponse',
           summary: 'Compact a conversation (Open Responses)',

@@ -40,7 +40,7 @@ export const vaultRoutes =
   async (app) => {
     app.addHook('preValidation', refuseUnstorableText)
     const api = app.withTypeProvider<ZodTypeProvider>()
-    const config = { vaultErrors: true }
+    const config = { errorWire: 'vault' as const }
 
     /** Runs before the body is read: refusals (401/403/404/503) cost no parsing. */
     const gate = (access: Omit<VaultAccess, 'regional'>) => async (req: FastifyRequest) => {

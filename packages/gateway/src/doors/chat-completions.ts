@@ -5,6 +5,7 @@ import type {
 } from 'openai/resources/chat/completions'
 import type { CompletionUsage } from 'openai/resources/completions'
 import { z } from 'zod'
+import { gatewayErrorBody } from '@roster/shared/errors'
 import { invalid, type GatewayError } from '../errors.js'
 import {
   Metadata,
@@ -470,7 +471,7 @@ export class ChatCompletionStream implements DoorStream {
 
   fail(err: GatewayError): string {
     // As the official client reads a failure mid-stream: a chunk with `error`, its choice finished with `error`.
-    const error = { code: err.status, message: err.message, metadata: { error_type: err.errorType } }
+    const { error } = gatewayErrorBody(err.errorType, err.message, err.status)
     return `data: ${this.head}[{"index":0,"delta":{},"finish_reason":"error"}],"error":${JSON.stringify(error)}}\n\ndata: [DONE]\n\n`
   }
 

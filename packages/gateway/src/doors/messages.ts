@@ -7,7 +7,8 @@ import type {
   Usage,
 } from '@anthropic-ai/sdk/resources/messages'
 import { z } from 'zod'
-import { anthropicErrorType, invalid, type GatewayError } from '../errors.js'
+import { anthropicErrorBody } from '@roster/shared/errors'
+import { invalid, type GatewayError } from '../errors.js'
 import { ServiceTier, sparseParser, type InputItem, type ResponsesRequest } from '../request.js'
 import { stopReasonOf, type ItemEvent, type ResponseObject, type StopReason } from '../wire.js'
 import type { DoorStream } from './door.js'
@@ -387,12 +388,6 @@ function sse(type: string, data: object): string {
   return `event: ${type}\ndata: {"type":${JSON.stringify(type)}${fields === '{}' ? '' : `,${fields.slice(1, -1)}`}}\n\n`
 }
 
-/** An error as the Anthropic client parses it. */
-export const anthropicErrorBody = (status: number, message: string, canonicalType?: string) => ({
-  type: 'error',
-  error: { type: anthropicErrorType(canonicalType, status), message },
-})
-
 /** The engine's events as the Messages event stream: message_start, content blocks, message_delta, message_stop. */
 export class MessagesStream implements DoorStream {
   private blocks = 0
@@ -449,7 +444,7 @@ export class MessagesStream implements DoorStream {
   }
 
   fail(err: GatewayError): string {
-    return sse('error', { error: { type: anthropicErrorType(err.errorType, err.status), message: err.message } })
+    return sse('error', { error: anthropicErrorBody(err.status, err.message, err.errorType).error })
   }
 
   keepalive(): string {

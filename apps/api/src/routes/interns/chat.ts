@@ -4,6 +4,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
   AppError,
+  chatFinishError,
+  type ChatFinishReason,
   assertInternId,
   RuntimeUnavailableError,
   settledWithin,
@@ -85,7 +87,7 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
         params: Params,
         body: InternChatRequest,
       },
-      config: { chatErrors: true },
+      config: { errorWire: 'chat' },
     },
     async (req, reply) => {
       const caller = req.caller as Caller
@@ -324,7 +326,7 @@ async function relay(
   const finish = (
     reason: 'stop' | 'tool_calls' | 'error',
     usage: unknown,
-    error?: { code: number; message: string; reason: string; retryable: boolean },
+    error?: { reason: ChatFinishReason; message: string; retryable?: boolean },
   ) => {
     if (finished) return
     finished = true
@@ -334,15 +336,7 @@ async function relay(
     // The error sits on the chunk, beside its choice, where the official client reads it (§1.4).
     write({
       choices: [{ index: 0, delta: {}, finish_reason: reason }],
-      ...(error
-        ? {
-            error: {
-              code: error.code,
-              message: error.message,
-              metadata: { reason: error.reason, retryable: error.retryable },
-            },
-          }
-        : {}),
+      ...(error ? { error: chatFinishError(error.reason, error.message, { retryable: error.retryable }) } : {}),
     })
     write({ choices: [], session_id: sessionId, usage: usage ?? null })
     raw.write('data: [DONE]\n\n')
@@ -357,10 +351,8 @@ async function relay(
   const keepalive = setInterval(() => raw.write(': keepalive\n\n'), 30_000)
   const budget = setTimeout(() => {
     finish('error', null, {
-      code: 504,
-      message: 'the turn outlived this request (5 minutes); continue with a new prompt in the same session',
       reason: 'timeout',
-      retryable: true,
+      message: 'the turn outlived this request (5 minutes); continue with a new prompt in the same session',
     })
     upstream.abort()
   }, budgetMs)
@@ -384,10 +376,9 @@ async function relay(
       })
       finish('tool_calls', null)
     } else if (event.type === 'done') finish('stop', event.usage)
-    else if (event.type === 'ended')
-      finish('error', null, { code: 410, message: event.message, reason: 'run_ended', retryable: false })
+    else if (event.type === 'ended') finish('error', null, { reason: 'run_ended', message: event.message })
     else if (event.type === 'error')
-      finish('error', null, { code: 502, message: event.message, reason: 'turn_failed', retryable: event.retryable })
+      finish('error', null, { reason: 'turn_failed', message: event.message, retryable: event.retryable })
   }
   try {
     for await (const event of events) onEvent(event)
@@ -400,7 +391,7 @@ async function relay(
       const message = shuttingDown()
         ? 'this API server is shutting down: the turn was cancelled; send the prompt again (same session) to carry on'
         : 'the link to the intern broke before the turn ended'
-      finish('error', null, { code: 502, message, reason: 'stream_severed', retryable: true })
+      finish('error', null, { reason: 'stream_severed', message })
       raw.end()
     }
   }
