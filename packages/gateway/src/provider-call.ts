@@ -1,5 +1,4 @@
-import { StringDecoder } from 'node:string_decoder'
-import { createParser, type EventSourceMessage } from 'eventsource-parser'
+import { EventStreamDecoder } from '@roster/shared/event-stream'
 import type { AnyAdapter } from './adapters/adapter.js'
 import type { TurnCall } from './assembler.js'
 import type { Usage } from './deltas.js'
@@ -101,21 +100,10 @@ async function callOnce(
   } else {
     if (run.req.debug?.echo_upstream_body) live.pendingDebug = body
     const translate = adapter.streamer()
-    const events: EventSourceMessage[] = []
-    const parser = createParser({ onEvent: (e) => void events.push(e) })
-    // StringDecoder, not TextDecoder: Node's TextDecoder decodes a stream (`stream: true`) through an
-    // ICU converter made per decoder, ~3 times the cost of StringDecoder's native path per stream.
-    const decoder = new StringDecoder('utf8')
-    let started = false
+    const reader = new EventStreamDecoder()
     let finished = false
     hooks.onChunk = (chunk) => {
-      let text = decoder.write(chunk)
-      // A byte-order mark before the first event is not part of it (as TextDecoder would drop it).
-      if (!started && text) {
-        started = true
-        if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
-      }
-      parser.feed(text)
+      const events = reader.push(chunk)
       // What one read from the provider brought leaves in one write, at the end of this tick: undici
       // hands a chunked reply over chunk by chunk in one go, and a provider that sends each event
       // as its own chunk would otherwise cost the client a system call (and a wake-up) per event.
@@ -137,8 +125,6 @@ async function callOnce(
         throw err instanceof SyntaxError
           ? gatewayError('provider_unavailable', `${c.endpoint.provider} sent an event that is not JSON`)
           : err
-      } finally {
-        events.length = 0
       }
       if (!live.backlog) return
       live.backlog = false

@@ -1,4 +1,5 @@
 import { openResponsesError } from '@roster/shared/errors'
+import { sseEvent } from '@roster/shared/event-stream'
 import type { GatewayError } from './errors.js'
 import { responseObject } from './response-object.js'
 import type { Live, Run, StreamSink } from './run.js'
@@ -68,7 +69,7 @@ function openStream(run: Run) {
 function send(live: Live, type: string, json: string) {
   const head = `{"type":${JSON.stringify(type)}`
   if (!json.startsWith(head)) throw new Error(`an event's JSON must begin with its type (${type})`)
-  write(live, `event: ${type}\ndata: ${head},"sequence_number":${live.seq++}${json.slice(head.length)}\n\n`)
+  write(live, sseEvent(`${head},"sequence_number":${live.seq++}${json.slice(head.length)}`, type))
 }
 
 /** Writes a piece of the stream, counting it against the attempt and noting when the client falls behind. */
@@ -79,7 +80,7 @@ function write(live: Live, text: string) {
 
 /** `[DONE]` and the end, leaving with whatever was corked before them. */
 export function finishStream(sink: StreamSink) {
-  sink.write('data: [DONE]\n\n')
+  sink.write(sseEvent('[DONE]'))
   sink.uncork()
   sink.end()
 }

@@ -1,8 +1,10 @@
 import { StringDecoder } from 'node:string_decoder'
 import { createParser } from 'eventsource-parser'
 
-// Server-Sent Events as Roster reads and writes them: one reader and one writer for every stream
-// that crosses between its processes (a host's run events to the API, the API's chat chunks).
+// Server-Sent Events as Roster reads and writes them: one reader for every stream it reads (a
+// provider's reply in the gateway, a host's run events in the API, the gateway's events in an
+// intern's turn) and the writer of the streams between its processes. No dependencies of ours, so
+// the gateway reads it too (`@roster/shared/event-stream`).
 
 /** One event's `data:` line (and its `event:` name, when it has one). */
 export const sseEvent = (data: unknown, name?: string) =>
@@ -11,34 +13,56 @@ export const sseEvent = (data: unknown, name?: string) =>
 /** A comment line: clients skip it; it keeps idle connections from being cut on the way. */
 export const SSE_COMMENT = ': keepalive\n\n'
 
+/** One event as read: its `data`, and its `event:` name when it has one. */
+export interface StreamEvent {
+  event?: string
+  data: string
+}
+
+/**
+ * The one reader of Server-Sent Events, fed bytes as they arrive (push): answers the events each
+ * chunk completes. Bytes split anywhere, even inside a character, are put back together; a
+ * byte-order mark before the first event is dropped (as a TextDecoder would); comments are skipped.
+ * StringDecoder, not TextDecoder: Node's TextDecoder decodes a stream (`stream: true`) through an
+ * ICU converter made per decoder, ~3 times the cost of StringDecoder's native path per stream.
+ * The array answered is reused by the next call: read it before feeding more.
+ */
+export class EventStreamDecoder {
+  private readonly decoder = new StringDecoder('utf8')
+  private readonly events: StreamEvent[] = []
+  private readonly parser = createParser({ onEvent: (e) => void this.events.push(e) })
+  private started = false
+
+  push(chunk: Uint8Array | string): StreamEvent[] {
+    this.events.length = 0
+    let text =
+      typeof chunk === 'string' ? chunk : this.decoder.write(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk))
+    if (!this.started && text) {
+      this.started = true
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
+    }
+    this.parser.feed(text)
+    return this.events
+  }
+
+  /** What the last bytes complete, at the end of the stream. */
+  end(): StreamEvent[] {
+    return this.push(this.decoder.end())
+  }
+}
+
 /**
  * The events of a stream of Server-Sent Events, each `data` turned into a value by `parse`, as they
- * arrive (comments and keepalives skipped). Bytes split anywhere, even inside a character, are put
- * back together; a `data` that `parse` throws on ends the stream with that error.
+ * arrive (pull: the same reader as EventStreamDecoder). A `data` that `parse` throws on ends the
+ * stream with that error.
  */
 export async function* readEventStream<T>(
   body: AsyncIterable<Uint8Array | Buffer | string>,
   parse: (data: string, event?: string) => T,
 ): AsyncGenerator<T> {
-  const ready: T[] = []
-  let failed: unknown
-  const parser = createParser({
-    onEvent(e) {
-      if (failed !== undefined) return
-      try {
-        ready.push(parse(e.data, e.event))
-      } catch (err) {
-        failed = err
-      }
-    },
-  })
-  const decoder = new StringDecoder('utf8')
+  const decoder = new EventStreamDecoder()
   for await (const chunk of body) {
-    parser.feed(typeof chunk === 'string' ? chunk : decoder.write(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk)))
-    while (ready.length) yield ready.shift()!
-    if (failed !== undefined) throw failed
+    for (const e of decoder.push(chunk)) yield parse(e.data, e.event)
   }
-  parser.feed(decoder.end())
-  while (ready.length) yield ready.shift()!
-  if (failed !== undefined) throw failed
+  for (const e of decoder.end()) yield parse(e.data, e.event)
 }

@@ -6,6 +6,7 @@ import type {
 import type { CompletionUsage } from 'openai/resources/completions'
 import { z } from 'zod'
 import { gatewayErrorBody } from '@roster/shared/errors'
+import { sseEvent } from '@roster/shared/event-stream'
 import { invalid, type GatewayError } from '../errors.js'
 import {
   Metadata,
@@ -18,6 +19,9 @@ import {
 import { stopReasonOf, type ItemEvent, type LogProb, type ResponseObject, type StopReason } from '../wire.js'
 import type { DoorStream } from './door.js'
 import { SSE_KEEPALIVE } from './door.js'
+
+/** The end of a chat completions stream. */
+const DONE = sseEvent('[DONE]')
 
 // POST /chat/completions: the OpenAI Chat Completions request and reply, with the extensions the
 // official client (`client.chat.send`) sends. Translated to the engine's neutral request on the way
@@ -462,17 +466,19 @@ export class ChatCompletionStream implements DoorStream {
   }
 
   end(response: ResponseObject): string {
-    const out = `data: ${this.head}[{"index":0,"delta":{},"finish_reason":${JSON.stringify(FINISH[stopReasonOf(response)])}}]}\n\n`
+    const out = sseEvent(
+      `${this.head}[{"index":0,"delta":{},"finish_reason":${JSON.stringify(FINISH[stopReasonOf(response)])}}]}`,
+    )
     // The usage, always, in the last chunk before [DONE] (`choices: []`), as OpenRouter sends it:
     // `stream_options.include_usage` and `usage.include` are accepted and change nothing, and clients
     // made for OpenRouter (@openrouter/ai-sdk-provider) send neither and read the usage there.
-    return `${out}data: ${this.head}[],"usage":${JSON.stringify(chatUsage(response))}}\n\ndata: [DONE]\n\n`
+    return `${out}${sseEvent(`${this.head}[],"usage":${JSON.stringify(chatUsage(response))}}`)}${DONE}`
   }
 
   fail(err: GatewayError): string {
     // As the official client reads a failure mid-stream: a chunk with `error`, its choice finished with `error`.
     const { error } = gatewayErrorBody(err.errorType, err.message, err.status)
-    return `data: ${this.head}[{"index":0,"delta":{},"finish_reason":"error"}],"error":${JSON.stringify(error)}}\n\ndata: [DONE]\n\n`
+    return `${sseEvent(`${this.head}[{"index":0,"delta":{},"finish_reason":"error"}],"error":${JSON.stringify(error)}}`)}${DONE}`
   }
 
   keepalive(): string {
@@ -482,6 +488,6 @@ export class ChatCompletionStream implements DoorStream {
   /** A chunk of one delta, with the log probabilities of its tokens where the endpoint gave them. */
   private delta(delta: string, logprobs?: LogProb[]): string {
     const lp = logprobs?.length ? `,"logprobs":${JSON.stringify(chatLogprobs(logprobs))}` : ''
-    return `data: ${this.head}[{"index":0,"delta":${delta}${lp},"finish_reason":null}]}\n\n`
+    return sseEvent(`${this.head}[{"index":0,"delta":${delta}${lp},"finish_reason":null}]}`)
   }
 }

@@ -21,4 +21,4 @@ export interface DoorStream {
 }
 
 /** An SSE comment: every client skips it. */
-export const SSE_KEEPALIVE = ': keepalive\n\n'
+export { SSE_COMMENT as SSE_KEEPALIVE } from '@roster/shared/event-stream'

@@ -8,6 +8,7 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages'
 import { z } from 'zod'
 import { anthropicErrorBody } from '@roster/shared/errors'
+import { sseEvent } from '@roster/shared/event-stream'
 import { invalid, type GatewayError } from '../errors.js'
 import { ServiceTier, sparseParser, type InputItem, type ResponsesRequest } from '../request.js'
 import { stopReasonOf, type ItemEvent, type ResponseObject, type StopReason } from '../wire.js'
@@ -385,7 +386,7 @@ const DIRECT = Object.freeze({ type: 'direct' as const })
 /** An event: `type` first, then the event's own fields (spliced into the JSON, not spread). */
 function sse(type: string, data: object): string {
   const fields = JSON.stringify(data)
-  return `event: ${type}\ndata: {"type":${JSON.stringify(type)}${fields === '{}' ? '' : `,${fields.slice(1, -1)}`}}\n\n`
+  return sseEvent(`{"type":${JSON.stringify(type)}${fields === '{}' ? '' : `,${fields.slice(1, -1)}`}}`, type)
 }
 
 /** The engine's events as the Messages event stream: message_start, content blocks, message_delta, message_stop. */

@@ -5,6 +5,8 @@ import { z } from 'zod'
 import {
   AppError,
   chatFinishError,
+  sseEvent,
+  SSE_COMMENT,
   type ChatFinishReason,
   assertInternId,
   RuntimeUnavailableError,
@@ -321,7 +323,7 @@ async function relay(
   let sessionId: string | null = null
   let finished = false
   const write = (chunk: Record<string, unknown>) =>
-    raw.write(`data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model, ...chunk })}\n\n`)
+    raw.write(sseEvent({ id, object: 'chat.completion.chunk', created, model, ...chunk }))
   const delta = (d: Record<string, unknown>) => write({ choices: [{ index: 0, delta: d, finish_reason: null }] })
   const finish = (
     reason: 'stop' | 'tool_calls' | 'error',
@@ -339,7 +341,7 @@ async function relay(
       ...(error ? { error: chatFinishError(error.reason, error.message, { retryable: error.retryable }) } : {}),
     })
     write({ choices: [], session_id: sessionId, usage: usage ?? null })
-    raw.write('data: [DONE]\n\n')
+    raw.write(sseEvent('[DONE]'))
   }
   // The client went away mid-stream: the run is cancelled (the host stops it when its stream closes).
   raw.on('close', () => {
@@ -348,7 +350,7 @@ async function relay(
     if (!finished) ended('client_closed_request')
     finished = true
   })
-  const keepalive = setInterval(() => raw.write(': keepalive\n\n'), 30_000)
+  const keepalive = setInterval(() => raw.write(SSE_COMMENT), 30_000)
   const budget = setTimeout(() => {
     finish('error', null, {
       reason: 'timeout',
