@@ -9,7 +9,13 @@ beforeAll(async () => {
 afterAll(async () => stack?.stop())
 
 /** Reads server-sent events until `stop` says so (or the stream ends). */
-async function collect(url: string, key: string, stop: (events: { event: string; data: any }[]) => boolean) {
+async function collect(
+  url: string,
+  key: string,
+  stop: (events: { event: string; data: any }[]) => boolean,
+  /** Told when the first event has come: the stream is subscribed. */
+  subscribed: () => void = () => {},
+) {
   const res = await fetch(url, { headers: { authorization: `Bearer ${key}` } })
   expect(res.status).toBe(200)
   expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/)
@@ -30,6 +36,7 @@ async function collect(url: string, key: string, stop: (events: { event: string;
       const data = /^data: (.+)$/m.exec(block)?.[1]
       if (event && data) events.push({ event, data: JSON.parse(data) })
     }
+    if (events.length) subscribed()
     if (stop(events)) break
   }
   await reader.cancel().catch(() => {})
@@ -59,10 +66,15 @@ describe('GET /interns/{id}/events', () => {
   it('ends with a deleted event when the intern goes away', async () => {
     const api = apiClient(stack.apiUrl, env.tenant.keys.user)
     const id = (await api.createIntern({ name: 'goner' })).body.id
-    const streaming = collect(`${stack.apiUrl}/interns/${id}/events`, env.tenant.keys.user, (e) =>
-      e.some((x) => x.event === 'deleted'),
+    let subscribed!: () => void
+    const ready = new Promise<void>((resolve) => (subscribed = resolve))
+    const streaming = collect(
+      `${stack.apiUrl}/interns/${id}/events`,
+      env.tenant.keys.user,
+      (e) => e.some((x) => x.event === 'deleted'),
+      subscribed,
     )
-    await new Promise((r) => setTimeout(r, 200))
+    await ready
     await fetch(`${stack.apiUrl}/interns/${id}`, {
       method: 'DELETE',
       headers: { authorization: `Bearer ${env.tenant.keys.user}` },

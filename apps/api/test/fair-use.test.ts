@@ -85,8 +85,9 @@ describe('fair shares', () => {
       ).then(drain, () => {}),
     )
     try {
-      await new Promise((r) => setTimeout(r, 1_000))
-      expect(metricValue(await scrape(a.metricsPort!), 'roster_gateway_upstream_waiting')).toBeGreaterThan(50)
+      await waitFor(async () => metricValue(await scrape(a.metricsPort!), 'roster_gateway_upstream_waiting') > 50, {
+        what: 'the greedy key’s calls to wait for its share',
+      })
       for (let i = 0; i < 5; i++) {
         const started = performance.now()
         const res = await post(a.url, '/responses', other.key, quick)
@@ -105,17 +106,19 @@ describe('fair shares', () => {
     const a = await api({ KEY_CONCURRENCY: '8' })
     const other = await makeUserKey(env.t.db, env.tenant.workspaceId)
     const stop = new AbortController()
-    const held = Array.from({ length: 8 }, () =>
+    const opened = Array.from({ length: 8 }, () =>
       post(
         a.url,
         '/responses',
         env.tenant.keys.user,
         { model: 'roster-sim/chat', input: 'long', stream: true },
         stop.signal,
-      ).then(drain, () => {}),
+      ),
     )
+    const held = opened.map((r) => r.then(drain, () => {}))
     try {
-      await new Promise((r) => setTimeout(r, 500))
+      // Every stream answered: each holds its place until it ends.
+      await Promise.all(opened)
       const responses = await post(a.url, '/responses', env.tenant.keys.user, quick)
       expect([responses.statusCode, responses.headers['retry-after']]).toEqual([429, '1'])
       expect(await responses.body.json()).toMatchObject({

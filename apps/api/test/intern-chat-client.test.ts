@@ -155,7 +155,15 @@ describe('pauses through the official client', () => {
       messages: [{ role: 'user', content: '[sim] call shell {"command":"touch late.txt"}' }],
     })
     const toolCall = paused.find((c) => c.choices[0]?.delta?.toolCalls)!.choices[0].delta.toolCalls[0]
-    await new Promise((r) => setTimeout(r, DEADLINE_MS + 500))
+    // The run holds its question until the deadline passes, then is cancelled.
+    const pausedRuns = async () =>
+      ((await (await stack.runtimeFetch(`/v1/interns/${internId}`)).json()) as { paused: number }).paused
+    // Ours, and any an earlier test left: it is the last to have started, so the last to end.
+    expect(await pausedRuns()).toBeGreaterThan(0)
+    await waitFor(async () => (await pausedRuns()) === 0, {
+      timeoutMs: DEADLINE_MS + 5_000,
+      what: 'the question’s deadline to cancel its run',
+    })
     const late = await sdkChat({
       sessionId: paused.at(-1).sessionId,
       messages: [{ role: 'tool', toolCallId: toolCall.id, content: 'allow_once' }],

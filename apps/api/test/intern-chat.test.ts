@@ -259,9 +259,9 @@ describe('chatting with an intern', () => {
         session_id: 'ses-steer',
         messages: [{ role: 'user', content: '[sim] call shell {"command":"sleep 1"}\n[sim] say Not steered.' }],
       })
+      // Answered 200: the host has taken the prompt, and its turn runs (a second inside its command).
       expect(res.status).toBe(200)
       const text = res.text()
-      await new Promise((r) => setTimeout(r, 300))
       const steer = await chat({ session_id: 'ses-steer', messages: [{ role: 'user', content: '[sim] say Steered.' }] })
       expect([steer.status, await steer.json()]).toEqual([202, { session_id: 'ses-steer', status: 'steered' }])
       // A prompt for another session, or for none, waits its turn.

@@ -75,9 +75,7 @@ describe('the processes', () => {
       QUEUE_PREFIX: 'no-braces',
     }).start()
     await Promise.all([api.waitForOutput(/invalid configuration/), worker.waitForOutput(/invalid configuration/)])
-    await new Promise((r) => setTimeout(r, 200))
-    expect(api.running).toBe(false)
-    expect(api.child?.exitCode).toBe(78)
+    expect(await api.exited()).toBe(78)
     expect(api.output).toMatch(/PORT/)
     expect(api.output).toMatch(/DATABASE_URL/)
     expect(worker.output).toMatch(/QUEUE_PREFIX/)
@@ -87,7 +85,6 @@ describe('the processes', () => {
       PORT: '0',
     }).start()
     await catalogue.waitForOutput(/model catalogue .* cannot be read/)
-    await new Promise((r) => setTimeout(r, 200))
-    expect(catalogue.child?.exitCode).toBe(78)
+    expect(await catalogue.exited()).toBe(78)
   })
 })

@@ -52,6 +52,7 @@ const opts = (workspace: string, extra: Partial<CommandOptions> = {}): CommandOp
 
 /** While `attack` runs in the bad intern's sandbox: the good intern's command and the host's own both work. */
 async function alongside(attack: Promise<unknown>) {
+  // Not a wait for an event: the second the attack has to reach full strength is the scenario.
   await new Promise((r) => setTimeout(r, 1_000))
   const other = await runSandboxed('echo fine; id -u', opts(good, { timeoutMs: 20_000 }))
   const host = execFileSync('/bin/sh', ['-c', 'echo host fine'], { encoding: 'utf8', timeout: 10_000 })

@@ -204,6 +204,7 @@ describe.skipIf(noSandbox)('a sandboxed shell command', () => {
     const abort = new AbortController()
     abort.abort(new Error('the client left'))
     await expect(runSandboxed('touch started-anyway', opts(), abort.signal)).rejects.toThrow('the client left')
+    // A window in which nothing may appear (a command started anyway would have made its file by then).
     await new Promise((r) => setTimeout(r, 300))
     expect(existsSync(join(mine, 'started-anyway'))).toBe(false)
   })

@@ -136,8 +136,8 @@ describe('a worker killed with SIGKILL while 200 interns provision', () => {
       await stack.workers[0]!.kill('SIGKILL')
       const runningAtKill = await countByStatus(ids, 'running')
       expect(runningAtKill).toBeLessThan(200)
-      await new Promise((r) => setTimeout(r, 300))
-      expect(await countByStatus(ids, 'running')).toBe(runningAtKill) // nobody is working now
+      // Nobody is working now: the only worker is dead, and the rest wait for the next one.
+      expect(stack.workers.filter((w) => w.running)).toHaveLength(0)
 
       await stack.addWorker({ WORKER_CONCURRENCY: '50' })
       await waitFor(async () => (await countByStatus(ids, 'running')) === 200, {

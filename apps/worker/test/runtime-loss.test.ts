@@ -21,7 +21,15 @@ describe('a runtime host that is killed', () => {
         ),
       )
       await waitFor(async () => (await statuses(ids)).every((s) => s === 'running'), { what: 'all running' })
-      await new Promise((r) => setTimeout(r, 2_100)) // past the grace a fresh intern gets
+      // Past the grace a fresh intern gets (the reconciler looks only at interns unchanged for 2 s).
+      await waitFor(
+        async () =>
+          (
+            await env.t.db.$queryRaw<{ n: number }[]>`
+              SELECT count(*)::int AS n FROM interns WHERE id = ANY(${ids}::uuid[]) AND updated_at < now() - interval '2 seconds'`
+          )[0]!.n === ids.length,
+        { what: 'the interns past their grace' },
+      )
 
       await stack.runtime.kill('SIGKILL')
       stack.runtime.start()
@@ -69,6 +77,7 @@ describe('a runtime host that is killed', () => {
       )
       const waiting = (await api.getIntern(id)).body
       expect(waiting).toMatchObject({ status: 'provisioning', last_failure_message: null })
+      // Not a wait for anything: a window in which it must not fail (its attempts run every 100 ms).
       await new Promise((r) => setTimeout(r, 1_000))
       expect((await statuses([id]))[0]).toBe('provisioning')
       // A host joins: the intern goes on by itself.

@@ -72,6 +72,14 @@ export class NodeProcess {
     }
   }
 
+  /** Resolves with the exit code (null: a signal) once the process has exited, at once if it has. */
+  exited(): Promise<number | null> {
+    const child = this.child
+    if (!child) return Promise.resolve(null)
+    if (!this.running) return Promise.resolve(child.exitCode)
+    return new Promise((resolve) => child.once('exit', (code) => resolve(code)))
+  }
+
   async kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
     const child = this.child
     if (!child || !this.running) return child?.exitCode ?? null

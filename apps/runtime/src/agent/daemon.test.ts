@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { InternDaemon, type ExecuteRun, type RunEvent, type RunStream } from './daemon.js'
 import { SessionStore } from './session-store.js'
 import { PERMISSION_OPTIONS } from './interactions.js'
+import { waitFor } from '@roster/testing'
 
 // The daemon's bookkeeping of runs, pauses and answers, with runs whose work the test writes: each
 // asks what its prompt says, then says what it was told.
@@ -12,8 +13,10 @@ import { PERMISSION_OPTIONS } from './interactions.js'
 class Listener implements RunStream {
   events: RunEvent[] = []
   ended = false
+  private readonly waiting: (() => void)[] = []
   send(e: RunEvent) {
     this.events.push(e)
+    for (const wake of this.waiting.splice(0)) wake()
   }
   end() {
     this.ended = true
@@ -21,9 +24,9 @@ class Listener implements RunStream {
   get types() {
     return this.events.map((e) => e.type)
   }
+  /** The first event of this type: woken by each event sent, never polled. */
   async until(type: RunEvent['type']) {
-    for (let i = 0; i < 200 && !this.events.some((e) => e.type === type); i++)
-      await new Promise((r) => setTimeout(r, 5))
+    while (!this.events.some((e) => e.type === type)) await new Promise<void>((wake) => this.waiting.push(wake))
     return this.events.find((e) => e.type === type)!
   }
 }
@@ -105,8 +108,7 @@ describe("an intern's daemon", () => {
     const first = new Listener()
     d.prompt('s1', 'late?', 'manual', first)
     const pause = (await first.until('pause')) as Extract<RunEvent, { type: 'pause' }>
-    await new Promise((r) => setTimeout(r, 120))
-    expect(d.idle).toBe(true)
+    await waitFor(() => d.idle, { timeoutMs: 5_000, intervalMs: 5, what: 'the deadline to end the run' })
     expect(await d.reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({
       notPending: expect.stringMatching(/has ended/),
     })
@@ -158,10 +160,11 @@ describe("an intern's daemon", () => {
     const pause = (await paused.until('pause')) as Extract<RunEvent, { type: 'pause' }>
     const going = new Listener()
     d.prompt('s2', 'wait', 'self-drive', going)
-    d.stop('the intern was suspended')
+    const stopped = d.stop('the intern was suspended')
     expect(await going.until('ended')).toEqual({ type: 'ended', message: 'the intern was suspended' })
     expect(going.ended).toBe(true)
-    await new Promise((r) => setTimeout(r, 10))
+    // Every run it had has ended.
+    await stopped
     expect(await d.reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({
       notPending: expect.any(String),
     })
@@ -169,8 +172,7 @@ describe("an intern's daemon", () => {
     const leaving = new Listener()
     d.prompt('s3', 'wait', 'self-drive', leaving)
     d.detach(leaving)
-    await new Promise((r) => setTimeout(r, 20))
-    expect(d.idle).toBe(true)
+    await waitFor(() => d.idle, { timeoutMs: 5_000, intervalMs: 5, what: 'the detached run to end' })
     expect(leaving.types).toEqual(['session'])
   })
 

@@ -91,6 +91,13 @@ export class InternDaemon {
 
   constructor(private readonly options: DaemonOptions) {}
 
+  /** Runs paused on a question, waiting for its answer. */
+  get paused(): number {
+    let n = 0
+    for (const run of this.runs.values()) if (run.pending) n++
+    return n
+  }
+
   /** A user prompt: steered into the session's going turn, or a new run, or refused. */
   prompt(sessionId: string, text: string, approval: Approval, stream: RunStream): PromptOutcome {
     if (this.turn) {

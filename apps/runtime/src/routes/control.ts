@@ -61,12 +61,7 @@ export function controlRoutes(app: FastifyInstance, interns: Interns) {
     return { removed: true }
   })
 
-  const view = ({
-    spec,
-    daemon: _daemon,
-    snapshotting: _snapshotting,
-    ...rest
-  }: NonNullable<ReturnType<Interns['get']>>) => ({
+  const view = ({ spec, daemon, snapshotting: _snapshotting, ...rest }: NonNullable<ReturnType<Interns['get']>>) => ({
     id: rest.id,
     hostname: spec.hostname,
     generation: spec.generation,
@@ -74,6 +69,8 @@ export function controlRoutes(app: FastifyInstance, interns: Interns) {
     starts: rest.starts,
     configWrites: rest.configWrites,
     startedAt: rest.startedAt,
+    /** Runs paused on a question (operators and tests watch a question's deadline pass). */
+    paused: daemon?.paused ?? 0,
   })
 
   app.get<{ Params: { id: string } }>('/v1/interns/:id', async (req, reply) => {
