@@ -1,31 +1,27 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
 import { CreateBatcher, createIntern, LocalVault, resolveCaller, type Caller } from '@roster/shared'
-import { createTestDatabase, makeTenant, makeUserKey, type Tenant, type TestDatabase } from '@roster/testing'
+import { makeUserKey, useTestTenant } from '@roster/testing'
 import { TEST_MASTER_KEY } from './helpers.js'
 
 // Group commit of creates: the batch path must give every caller the answer it would get alone.
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let caller: Caller
 const vault = new LocalVault({ masterKey: Buffer.from(TEST_MASTER_KEY, 'hex'), lockTimeoutMs: 2_000 })
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
-  caller = (await resolveCaller(t.db, tenant.keys.user))!
+  caller = (await resolveCaller(env.t.db, env.tenant.keys.user))!
 })
-afterAll(async () => t?.drop())
 
 function deps(limit = 1_000) {
-  const batcher = new CreateBatcher(t.db, limit)
+  const batcher = new CreateBatcher(env.t.db, limit)
   // What the domain tells after each committed create (the API wakes the relay and evicts with it).
   const told = { outboxWritten: 0, changed: [] as string[] }
   const after = {
     outboxWritten: () => void told.outboxWritten++,
     internsChanged: (ids: string[]) => void told.changed.push(...ids),
   }
-  return { db: t.db, vault, internLimitPerMember: limit, batcher, after, told }
+  return { db: env.t.db, vault, internLimitPerMember: limit, batcher, after, told }
 }
 const settle = <T>(ps: Promise<T>[]) => Promise.allSettled(ps)
 const reasonOf = (r: PromiseSettledResult<unknown>) =>
@@ -41,9 +37,9 @@ describe('batched creates', () => {
     expect(d.batcher.stats.batches).toBeGreaterThan(0)
     expect(d.batcher.stats.batchedItems).toBeGreaterThan(1)
     const ids = results.map((r) => r.intern.id)
-    expect(await t.db.intern.count({ where: { id: { in: ids } } })).toBe(60)
+    expect(await env.t.db.intern.count({ where: { id: { in: ids } } })).toBe(60)
     expect(
-      await t.db.outboxMessage.count({ where: { jobId: { in: ids.map((id) => `intern.provision.${id}.1`) } } }),
+      await env.t.db.outboxMessage.count({ where: { jobId: { in: ids.map((id) => `intern.provision.${id}.1`) } } }),
     ).toBe(60)
     expect(new Set(results.map((r) => r.intern.vault_id)).size).toBe(60)
     // Each committed create was told once: the relay woken, the intern announced.
@@ -78,8 +74,8 @@ describe('batched creates', () => {
   })
 
   it('keep the member limit exact when a batch would overflow it', async () => {
-    const member = await makeUserKey(t.db, tenant.workspaceId)
-    const memberCaller = (await resolveCaller(t.db, member.key))!
+    const member = await makeUserKey(env.t.db, env.tenant.workspaceId)
+    const memberCaller = (await resolveCaller(env.t.db, member.key))!
     const d = deps(7)
     const results = await settle(
       Array.from({ length: 25 }, (_, i) => createIntern(d, memberCaller, { name: `cap-${i}` }, `cap-${i}`)),
@@ -88,21 +84,21 @@ describe('batched creates', () => {
     expect(results.filter((r) => r.status === 'rejected').every((r) => reasonOf(r) === 'intern_limit_reached')).toBe(
       true,
     )
-    expect(await t.db.intern.count({ where: { creatorUserId: member.userId } })).toBe(7)
-    const shards = await t.db.memberQuotaShard.findMany({ where: { userId: member.userId } })
+    expect(await env.t.db.intern.count({ where: { creatorUserId: member.userId } })).toBe(7)
+    const shards = await env.t.db.memberQuotaShard.findMany({ where: { userId: member.userId } })
     expect(shards.reduce((s, x) => s + x.used, 0)).toBe(7)
   })
 
   it('serve the full API: 64 concurrent creates through one app answer 201 with distinct interns', async () => {
     const { buildTestApp, auth, json } = await import('./helpers.js')
-    const app = await buildTestApp(t.db, { INTERN_LIMIT_PER_MEMBER: '100000' })
+    const app = await buildTestApp(env.t.db, { INTERN_LIMIT_PER_MEMBER: '100000' })
     try {
       const res = await Promise.all(
         Array.from({ length: 64 }, (_, i) =>
           app.inject({
             method: 'POST',
             url: '/api/v1/interns',
-            headers: { ...auth(tenant.keys.user), ...json },
+            headers: { ...auth(env.tenant.keys.user), ...json },
             payload: { name: `api-${i}`, provision: true },
           }),
         ),

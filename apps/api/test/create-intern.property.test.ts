@@ -1,21 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { Intern, InternLifecycleError } from '@roster/shared'
-import { createTestDatabase, makeTenant, type Tenant, type TestDatabase } from '@roster/testing'
+import { type Tenant, useTestTenant } from '@roster/testing'
 import { buildTestApp } from './helpers.js'
 
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let sut: Awaited<ReturnType<typeof buildTestApp>>
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
-  sut = await buildTestApp(t.db, { INTERN_LIMIT_PER_MEMBER: '100000', REGIONAL_HOSTS: 'eu.roster.test' })
+  sut = await buildTestApp(env.t.db, { INTERN_LIMIT_PER_MEMBER: '100000', REGIONAL_HOSTS: 'eu.roster.test' })
 })
 afterAll(async () => {
   await sut?.closeAll()
-  await t?.drop()
 })
 
 const printable = (max: number) =>
@@ -31,7 +27,7 @@ const bodyLike = () =>
           instructions: fc.option(fc.string({ maxLength: 30 })),
           provision: fc.oneof(fc.boolean(), fc.constant('true'), fc.integer()),
           vault_id: fc.oneof(fc.uuid(), fc.string({ maxLength: 10 })),
-          workspace_id: fc.oneof(fc.constant(tenant.workspaceId), fc.uuid(), fc.constant(null)),
+          workspace_id: fc.oneof(fc.constant(env.tenant.workspaceId), fc.uuid(), fc.constant(null)),
           extra: fc.jsonValue(),
         },
         { requiredKeys: [] },
@@ -64,7 +60,7 @@ describe('POST /api/v1/interns under random input', () => {
         for (const [k, v] of Object.entries(rawHeaders)) {
           if (v === '' && k !== 'idempotency-key') continue
           headers[k] =
-            k === 'authorization' && v in tenant.keys ? `Bearer ${tenant.keys[v as keyof Tenant['keys']]}` : v
+            k === 'authorization' && v in env.tenant.keys ? `Bearer ${env.tenant.keys[v as keyof Tenant['keys']]}` : v
         }
         const res = await sut.inject({ method: 'POST', url: '/api/v1/interns', headers, payload })
         expect(res.statusCode).toBeLessThan(500)

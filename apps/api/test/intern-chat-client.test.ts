@@ -6,24 +6,13 @@ import { InternChatCompletionChunk$inboundSchema } from '@openrouter/sdk/models'
 import * as errors from '@openrouter/sdk/models/errors'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import {
-  catalogueFile,
-  createTestDatabase,
-  lacking,
-  makeTenant,
-  startStack,
-  waitFor,
-  type Stack,
-  type Tenant,
-  type TestDatabase,
-} from '@roster/testing'
+import { catalogueFile, lacking, makeTenant, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
 import { chatThroughClient, sseEvents, streamError } from './helpers.js'
 
 // Pauses as the official client sees them: a stack whose pause tool is named as @openrouter/sdk
 // expects (openrouter.provide_input), with a short question deadline, and a runtime host that is
 // killed and started again under a running session.
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let sim: Simulator
 let stack: Stack
 let internId: string
@@ -32,12 +21,10 @@ const DEADLINE_MS = 1_500
 const TURNS_PER_MINUTE = 25
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
   sim = await startSimulator({ replyTokens: 3 })
   const catalogue = catalogueFile(simulatorCatalogue(sim.url))
   stack = await startStack({
-    databaseUrl: t.url,
+    databaseUrl: env.t.url,
     env: {
       MODEL_CATALOGUE: catalogue,
       INTERN_DEFAULT_MODEL: 'roster-sim/chat',
@@ -50,11 +37,11 @@ beforeAll(async () => {
     },
     workerEnv: { RECONCILE_INTERVAL_MS: '500' },
   })
-  client = new OpenRouter({ apiKey: tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
+  client = new OpenRouter({ apiKey: env.tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
   const created = await (
     await fetch(`${stack.apiUrl}/interns`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'asker', provision: true }),
     })
   ).json()
@@ -64,7 +51,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop()
   await sim?.close()
-  await t?.drop()
 })
 
 const waitUntilRunning = () =>
@@ -73,7 +59,7 @@ const waitUntilRunning = () =>
       (
         await (
           await fetch(`${stack.apiUrl}/interns/${internId}`, {
-            headers: { authorization: `Bearer ${tenant.keys.user}` },
+            headers: { authorization: `Bearer ${env.tenant.keys.user}` },
           })
         ).json()
       ).status === 'running',
@@ -93,7 +79,7 @@ async function sdkChat(request: Record<string, unknown>) {
 const raw = (body: object) =>
   fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
     body: JSON.stringify({ stream: true, ...body }),
   })
 
@@ -180,7 +166,7 @@ describe('pauses through the official client', () => {
 
   it("refuses a user's turns past CHAT_TURNS_PER_MINUTE with 429 rate_limited and Retry-After, which the client reads", async () => {
     // A user of their own (the limit is per user), with an intern of their own.
-    const busyUser = await makeTenant(t.db)
+    const busyUser = await makeTenant(env.t.db)
     const headers = { authorization: `Bearer ${busyUser.keys.user}`, 'content-type': 'application/json' }
     const own = await (
       await fetch(`${stack.apiUrl}/interns`, {
@@ -269,7 +255,7 @@ describe('pauses through the official client', () => {
       })
 
       // An intern whose model the gateway does not serve: the turn fails, as the intern classifies it.
-      const headers = { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }
+      const headers = { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' }
       const broken = await (
         await fetch(`${stack.apiUrl}/interns`, {
           method: 'POST',

@@ -6,7 +6,6 @@ import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import {
   catalogueFile,
-  createTestDatabase,
   lacking,
   makeTenant,
   processCommandLines,
@@ -14,8 +13,7 @@ import {
   startStack,
   waitFor,
   type Stack,
-  type Tenant,
-  type TestDatabase,
+  useTestTenant,
 } from '@roster/testing'
 import { chatThroughClient, sseEvents, streamError } from './helpers.js'
 import { createServer, type Server } from 'node:http'
@@ -26,8 +24,7 @@ import { execFileSync, spawnSync } from 'node:child_process'
 // Chat with a running intern through the whole system: the API relays to the runtime host, which
 // runs the turn as the intern (its own key) against Roster's /responses (the simulator behind it,
 // following a script), with its shell in its sandbox.
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let sim: Simulator
 let stack: Stack
 let internId: string
@@ -37,8 +34,6 @@ let apiPort = 0
 const received: { host?: string; authorization?: string }[] = []
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
   sim = await startSimulator({ replyTokens: 4 })
   api = createServer((req, res) => {
     received.push({ host: req.headers.host, authorization: req.headers.authorization })
@@ -50,7 +45,7 @@ beforeAll(async () => {
   apiPort = (api.address() as { port: number }).port
   const catalogue = catalogueFile(simulatorCatalogue(sim.url))
   stack = await startStack({
-    databaseUrl: t.url,
+    databaseUrl: env.t.url,
     env: {
       MODEL_CATALOGUE: catalogue,
       INTERN_DEFAULT_MODEL: 'roster-sim/chat',
@@ -70,13 +65,12 @@ afterAll(async () => {
   await stack?.stop()
   await sim?.close()
   api?.close()
-  await t?.drop()
 })
 
 async function call(method: string, path: string, body?: unknown) {
   const res = await fetch(`${stack.apiUrl}${path}`, {
     method,
-    headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   })
   return res.json() as Promise<any>
@@ -85,7 +79,7 @@ async function call(method: string, path: string, body?: unknown) {
 const admin = (...args: string[]) =>
   spawnSync('npm', ['run', '-s', 'admin', '--', ...args], {
     cwd: repoRoot,
-    env: { ...process.env, DATABASE_URL: t.url },
+    env: { ...process.env, DATABASE_URL: env.t.url },
     encoding: 'utf8',
   })
 /** Whether a command started under `exec -a <marker>` runs (in any sandbox on this machine). */
@@ -93,7 +87,7 @@ const commandRunning = (marker: string) => processCommandLines().some((l) => l.s
 const chat = (body: object) =>
   fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
     body: JSON.stringify({ stream: true, ...body }),
   })
 
@@ -153,7 +147,7 @@ describe('chatting with an intern', () => {
 
   it('works through the official client', async () => {
     const client = new OpenRouter({
-      apiKey: tenant.keys.user,
+      apiKey: env.tenant.keys.user,
       serverURL: stack.apiUrl,
       retryConfig: { strategy: 'none' },
     })
@@ -209,11 +203,11 @@ describe('chatting with an intern', () => {
     const idle = await call('POST', '/interns', { name: 'idle' })
     const notReady = await fetch(`${stack.apiUrl}/interns/${idle.id}/chat/completions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
       body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: 'hi' }] }),
     })
     expect([notReady.status, (await notReady.json()).error.metadata.reason]).toEqual([409, 'intern_not_ready'])
-    const stranger = await makeTenant(t.db)
+    const stranger = await makeTenant(env.t.db)
     const hidden = await fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${stranger.keys.user}`, 'content-type': 'application/json' },
@@ -417,13 +411,13 @@ describe('chatting with an intern', () => {
           (
             await fetch(`${stack.apiUrl}/interns/${other.id}/suspend`, {
               method: 'POST',
-              headers: { authorization: `Bearer ${tenant.keys.user}` },
+              headers: { authorization: `Bearer ${env.tenant.keys.user}` },
             })
           ).status,
         ).toBeLessThan(300)
       }
       const client = new OpenRouter({
-        apiKey: tenant.keys.user,
+        apiKey: env.tenant.keys.user,
         serverURL: stack.apiUrl,
         retryConfig: { strategy: 'none' },
       })
@@ -454,7 +448,7 @@ describe('chatting with an intern', () => {
         })
         const res = await fetch(`${stack.apiUrl}/interns/${intern.id}/chat/completions`, {
           method: 'POST',
-          headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' },
+          headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
           body: JSON.stringify({
             stream: true,
             session_id: `ses-${name}`,
@@ -474,7 +468,7 @@ describe('chatting with an intern', () => {
             (
               await fetch(`${stack.apiUrl}/interns/${intern.id}/suspend`, {
                 method: 'POST',
-                headers: { authorization: `Bearer ${tenant.keys.user}` },
+                headers: { authorization: `Bearer ${env.tenant.keys.user}` },
               })
             ).status,
           ).toBe(200)
@@ -488,7 +482,7 @@ describe('chatting with an intern', () => {
           (
             await fetch(`${stack.apiUrl}/interns/${intern.id}`, {
               method: 'DELETE',
-              headers: { authorization: `Bearer ${tenant.keys.user}` },
+              headers: { authorization: `Bearer ${env.tenant.keys.user}` },
             })
           ).status,
         ).toBe(202)
@@ -496,14 +490,14 @@ describe('chatting with an intern', () => {
           async () =>
             (
               await fetch(`${stack.apiUrl}/interns/${intern.id}`, {
-                headers: { authorization: `Bearer ${tenant.keys.user}` },
+                headers: { authorization: `Bearer ${env.tenant.keys.user}` },
               })
             ).status === 404,
           { timeoutMs: 20_000, what: 'the intern to be gone' },
         )
         expect(existsSync(home)).toBe(false)
         // The operator finds it with the admin CLI and exports it.
-        const listed = admin('archive', 'list', '--workspace', tenant.workspaceId, '--json')
+        const listed = admin('archive', 'list', '--workspace', env.tenant.workspaceId, '--json')
         const entry = (
           JSON.parse(listed.stdout).archives as { id: string; intern_id: string; name: string; sessions: number }[]
         ).find((a) => a.intern_id === intern.id)
@@ -532,7 +526,7 @@ describe('chatting with an intern', () => {
       (
         await fetch(`${stack.apiUrl}/vault/secrets/svc_token`, {
           method: 'PUT',
-          headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' },
+          headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
           body: JSON.stringify({ value, hosts: ['api.bound.test'] }),
         })
       ).status,
@@ -576,7 +570,7 @@ describe('chatting with an intern', () => {
         (
           await fetch(`${stack.apiUrl}/vault/secrets/net_token`, {
             method: 'PUT',
-            headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' },
+            headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
             body: JSON.stringify({ value, hosts: ['api.bound.test'] }),
           })
         ).status,

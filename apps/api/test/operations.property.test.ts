@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import { generateSync } from 'json-schema-faker'
 import { InternLifecycleError } from '@roster/shared'
-import { createTestDatabase, makeInternKey, makeTenant, type Tenant, type TestDatabase } from '@roster/testing'
+import { makeInternKey, makeTenant, type Tenant, useTestTenant } from '@roster/testing'
 import { buildTestApp } from './helpers.js'
 
 // Every operation of the served OpenAPI document under generated requests: path parameters (own,
@@ -11,7 +11,7 @@ import { buildTestApp } from './helpers.js'
 // surrogates, nesting 20,000 deep, other JSON). Never a 5xx; every refusal in the documented body
 // (InternLifecycleError on intern routes, the standard envelope elsewhere); a refused request
 // writes nothing.
-let t: TestDatabase
+const env = useTestTenant()
 let mine: Tenant
 let theirs: Tenant
 let sut: Awaited<ReturnType<typeof buildTestApp>>
@@ -23,9 +23,8 @@ const ids: Record<'mine' | 'theirs', { intern: string; preset: string }> = {
 let internKey = ''
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  ;[mine, theirs] = [await makeTenant(t.db), await makeTenant(t.db)]
-  sut = await buildTestApp(t.db, { INTERN_LIMIT_PER_MEMBER: '100000', REGIONAL_HOSTS: 'eu.roster.test' })
+  ;[mine, theirs] = [await makeTenant(env.t.db), await makeTenant(env.t.db)]
+  sut = await buildTestApp(env.t.db, { INTERN_LIMIT_PER_MEMBER: '100000', REGIONAL_HOSTS: 'eu.roster.test' })
   for (const [who, tenant] of [
     ['mine', mine],
     ['theirs', theirs],
@@ -46,12 +45,11 @@ beforeAll(async () => {
     })
     expect(preset.statusCode).toBe(200)
   }
-  internKey = await makeInternKey(t.db, mine.workspaceId, ids.mine.intern)
+  internKey = await makeInternKey(env.t.db, mine.workspaceId, ids.mine.intern)
   doc = (await sut.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
 })
 afterAll(async () => {
   await sut?.closeAll()
-  await t?.drop()
 })
 
 interface Operation {
@@ -201,7 +199,7 @@ function request(op: Operation) {
 
 /** Rows a refused request must not have touched: counts, and the latest change of what can be updated. */
 async function snapshot() {
-  const [row] = await t.db.$queryRaw<Record<string, unknown>[]>`
+  const [row] = await env.t.db.$queryRaw<Record<string, unknown>[]>`
     SELECT (SELECT count(*) FROM interns) AS interns, (SELECT max(updated_at) FROM interns) AS interns_changed,
            (SELECT count(*) FROM vaults) AS vaults, (SELECT count(*) FROM vault_secrets) AS secrets,
            (SELECT count(*) FROM outbox) AS outbox, (SELECT count(*) FROM intern_icons) AS icons, (SELECT count(*) FROM idempotency_records) AS idempotency,

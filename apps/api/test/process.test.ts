@@ -1,28 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  apiClient,
-  createTestDatabase,
-  freePort,
-  makeTenant,
-  NodeProcess,
-  repoRoot,
-  startStack,
-  type TestDatabase,
-} from '@roster/testing'
+import { describe, expect, it } from 'vitest'
+import { apiClient, freePort, makeTenant, NodeProcess, repoRoot, startStack, useTestTenant } from '@roster/testing'
 import { join } from 'node:path'
 
-let t: TestDatabase
-beforeAll(async () => {
-  t = await createTestDatabase()
-})
-afterAll(async () => t?.drop())
+const env = useTestTenant()
 
 describe('the processes', () => {
   it('log JSON lines with request ids and never a key or the master key; stop cleanly on SIGTERM', async () => {
-    const tenant = await makeTenant(t.db)
+    const tenant = await makeTenant(env.t.db)
     const healthPort = await freePort()
     const stack = await startStack({
-      databaseUrl: t.url,
+      databaseUrl: env.t.url,
       env: { LOG_LEVEL: 'debug' },
       workerEnv: { HEALTH_PORT: String(healthPort) },
     })

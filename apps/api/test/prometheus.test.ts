@@ -5,25 +5,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import {
-  createTestDatabase,
-  describeNeeding,
-  freePort,
-  makeTenant,
-  repoRoot,
-  startStack,
-  waitFor,
-  type Stack,
-  type Tenant,
-  type TestDatabase,
-} from '@roster/testing'
+import { describeNeeding, freePort, repoRoot, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
 
 // A real Prometheus (Debian's prometheus package; .ci/run installs it) scrapes a running stack
 // (API, worker, runtime host, each with METRICS_PORT) with deploy/'s alert rules loaded, while
 // interns are created and provisioned and the gateway answers; PromQL sees the counters move.
 
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let sim: Simulator
 let stack: Stack
 let prometheus: ChildProcess
@@ -31,12 +19,14 @@ let promUrl = ''
 let promLog = ''
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
   sim = await startSimulator({ replyTokens: 3 })
   const dir = mkdtempSync(join(tmpdir(), 'roster-prometheus-'))
   writeFileSync(join(dir, 'models.json'), JSON.stringify(simulatorCatalogue(sim.url)))
-  stack = await startStack({ databaseUrl: t.url, metrics: true, env: { MODEL_CATALOGUE: join(dir, 'models.json') } })
+  stack = await startStack({
+    databaseUrl: env.t.url,
+    metrics: true,
+    env: { MODEL_CATALOGUE: join(dir, 'models.json') },
+  })
   const target = (port: number | undefined) => `'127.0.0.1:${port}'`
   writeFileSync(
     join(dir, 'prometheus.yml'),
@@ -70,7 +60,6 @@ afterAll(async () => {
   prometheus?.kill()
   await stack?.stop()
   await sim?.close()
-  await t?.drop()
 })
 
 /** One PromQL instant query: the first sample's value (NaN when there is none). */
@@ -88,7 +77,7 @@ await describeNeeding(['prometheus'], 'Prometheus scraping Roster', () => {
     })
     expect(await query('sum(roster_intern_creates_total{outcome="created"})')).toBeNaN()
 
-    const headers = { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }
+    const headers = { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' }
     const ids: string[] = []
     for (let i = 0; i < 10; i++)
       ids.push(

@@ -5,39 +5,26 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import {
-  catalogueFile,
-  createTestDatabase,
-  makeTenant,
-  repoRoot,
-  startStack,
-  type Stack,
-  type Tenant,
-  type TestDatabase,
-} from '@roster/testing'
+import { catalogueFile, repoRoot, startStack, type Stack, useTestTenant } from '@roster/testing'
 
 // The README's example with the official client is docs/examples/first-intern.ts, and it works as
 // written: run with tsx against a stack, it creates an intern, waits for it to run and streams its reply.
 const example = join(repoRoot, 'docs', 'examples', 'first-intern.ts')
 
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let sim: Simulator
 let stack: Stack
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
   sim = await startSimulator({ replyTokens: 5 })
   stack = await startStack({
-    databaseUrl: t.url,
+    databaseUrl: env.t.url,
     env: { MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)), INTERN_DEFAULT_MODEL: 'roster-sim/chat' },
   })
 })
 afterAll(async () => {
   await stack?.stop()
   await sim?.close()
-  await t?.drop()
 })
 
 it('the README shows docs/examples/first-intern.ts as it is', () => {
@@ -48,11 +35,11 @@ it('the README shows docs/examples/first-intern.ts as it is', () => {
 it('runs as written: an intern is created, runs, and answers in a stream', async () => {
   // Asynchronously: the simulator answering the intern's model calls runs in this process.
   const run = await promisify(execFile)(join(repoRoot, 'node_modules', '.bin', 'tsx'), [example], {
-    env: { ...process.env, KEY: tenant.keys.user, ROSTER_URL: stack.apiUrl },
+    env: { ...process.env, KEY: env.tenant.keys.user, ROSTER_URL: stack.apiUrl },
     encoding: 'utf8',
     timeout: 60_000,
   })
   expect(run.stdout.trim().length, run.stderr).toBeGreaterThan(0)
-  const interns = await t.db.intern.findMany({ where: { name: 'helper' }, select: { status: true } })
+  const interns = await env.t.db.intern.findMany({ where: { name: 'helper' }, select: { status: true } })
   expect(interns).toEqual([{ status: 'running' }])
 }, 90_000)

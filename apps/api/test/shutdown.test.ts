@@ -3,15 +3,12 @@ import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import {
   catalogueFile,
-  createTestDatabase,
   describeNeeding,
-  makeTenant,
   processCommandLines,
   startStack,
   waitFor,
   type Stack,
-  type Tenant,
-  type TestDatabase,
+  useTestTenant,
 } from '@roster/testing'
 import { OpenRouter } from '@openrouter/sdk'
 import { chatThroughClient, streamError } from './helpers.js'
@@ -19,19 +16,16 @@ import { chatThroughClient, streamError } from './helpers.js'
 // The API stopped (SIGTERM) while streams are open: an intern's event stream ends at once, a chat
 // turn it relays runs on for SHUTDOWN_GRACE_MS and is then ended with the contract's stream_severed
 // chunk and [DONE], and the process exits 0, not cut off by its forced exit with the streams unended.
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let sim: Simulator
 let stack: Stack
 let internId: string
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
   sim = await startSimulator({ replyTokens: 4 })
   const catalogue = catalogueFile(simulatorCatalogue(sim.url))
   stack = await startStack({
-    databaseUrl: t.url,
+    databaseUrl: env.t.url,
     env: { MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', SHUTDOWN_GRACE_MS: '1000' },
   })
   const created = await call('POST', '/interns', { name: 'stopper', provision: true })
@@ -44,10 +38,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop()
   await sim?.close()
-  await t?.drop()
 })
 
-const headers = () => ({ authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' })
+const headers = () => ({ authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' })
 async function call(method: string, path: string, body?: unknown) {
   const res = await fetch(`${stack.apiUrl}${path}`, {
     method,
@@ -65,7 +58,7 @@ await describeNeeding(['bubblewrap'], 'the API shutting down (a relayed turn run
     const marker = `shutdown-sleeper-${Date.now()}`
     const running = () => processCommandLines().some((l) => l.startsWith(marker))
     const client = new OpenRouter({
-      apiKey: tenant.keys.user,
+      apiKey: env.tenant.keys.user,
       serverURL: stack.apiUrl,
       retryConfig: { strategy: 'none' },
     })

@@ -1,38 +1,26 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import {
-  createTestDatabase,
-  makeTenant,
-  startStack,
-  waitFor,
-  type Stack,
-  type Tenant,
-  type TestDatabase,
-} from '@roster/testing'
+import { startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
 
 // Secret values at rest and in logs, with the real processes logging everything (trace): a dump
 // of every table plus every line the API and worker wrote holds none of them; deleting an intern
 // deletes its vault and secrets.
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let stack: Stack
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
-  stack = await startStack({ databaseUrl: t.url, env: { LOG_LEVEL: 'trace' } })
+  stack = await startStack({ databaseUrl: env.t.url, env: { LOG_LEVEL: 'trace' } })
 })
 afterAll(async () => {
   await stack?.stop()
-  await t?.drop()
 })
 
 const call = (method: string, path: string, body?: unknown) =>
   fetch(`${stack.apiUrl}${path}`, {
     method,
     headers: {
-      authorization: `Bearer ${tenant.keys.user}`,
+      authorization: `Bearer ${env.tenant.keys.user}`,
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
     },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -76,7 +64,7 @@ describe('secret values', () => {
       for (const v of values) expect(text).not.toContain(v)
     }
 
-    const dump = execFileSync('pg_dump', ['--data-only', '--no-owner', t.url], {
+    const dump = execFileSync('pg_dump', ['--data-only', '--no-owner', env.t.url], {
       encoding: 'utf8',
       maxBuffer: 256 * 1024 * 1024,
       stdio: ['ignore', 'pipe', 'ignore'],
@@ -96,7 +84,7 @@ describe('secret values', () => {
       timeoutMs: 20_000,
       what: 'the intern to be deleted',
     })
-    const left = await t.db.$queryRaw<
+    const left = await env.t.db.$queryRaw<
       { n: number }[]
     >`SELECT (SELECT count(*)::int FROM vault_secrets WHERE vault_id = ${vaultId}::uuid) + (SELECT count(*)::int FROM vaults WHERE id = ${vaultId}::uuid) AS n`
     expect(left[0]!.n).toBe(0)

@@ -1,38 +1,28 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { INTERN_QUEUE } from '@roster/shared'
 import {
   apiClient,
-  createTestDatabase,
   hashSlot,
-  makeTenant,
   lacking,
   startRedisCluster,
   startRedisServer,
   startStack,
   waitFor,
   type Stack,
-  type Tenant,
-  type TestDatabase,
+  useTestTenant,
 } from '@roster/testing'
 
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 const many = { INTERN_LIMIT_PER_MEMBER: '100000' }
 
-beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
-})
-afterAll(async () => t?.drop())
-
 const countByStatus = async (ids: string[], status: string) =>
-  t.db.intern.count({ where: { id: { in: ids }, status: status as never } })
+  env.t.db.intern.count({ where: { id: { in: ids }, status: status as never } })
 
 /** Creates `n` interns, `parallel` at a time, spread over the API processes given (round robin). */
 async function createMany(baseUrls: string | string[], prefix: string, n: number, parallel = 16): Promise<string[]> {
-  const apis = [baseUrls].flat().map((url) => apiClient(url, tenant.keys.user))
+  const apis = [baseUrls].flat().map((url) => apiClient(url, env.tenant.keys.user))
   const ids: string[] = []
   for (let i = 0; i < n; i += parallel) {
     const batch = await Promise.all(
@@ -50,11 +40,11 @@ async function createMany(baseUrls: string | string[], prefix: string, n: number
 
 /** No hostname or vault is shared, each vault holds one runtime token, and the runtime did each intern's work once. */
 async function expectNoDuplicateWork(ids: string[], stack: Pick<Stack, 'runtimeFetch'>) {
-  const rows = await t.db.intern.findMany({ where: { id: { in: ids } } })
+  const rows = await env.t.db.intern.findMany({ where: { id: { in: ids } } })
   expect(rows.every((r) => r.status === 'running' && r.hostname && r.progress === null)).toBe(true)
   expect(new Set(rows.map((r) => r.hostname)).size).toBe(ids.length)
   expect(new Set(rows.map((r) => r.vaultId)).size).toBe(ids.length)
-  const tokens = await t.db.vaultSecret.groupBy({
+  const tokens = await env.t.db.vaultSecret.groupBy({
     by: ['vaultId'],
     where: { vaultId: { in: rows.map((r) => r.vaultId!) } },
     _count: true,
@@ -84,7 +74,7 @@ const noRedisServer = await lacking(['redis-server'], 'the crash tests that kill
 describe.skipIf(noRedisServer)('Redis stopped during creates', () => {
   it('answers 201 to every create, and every intern runs once Redis is back, even jobs Redis lost', async () => {
     const redis = await startRedisServer()
-    const stack = await startStack({ databaseUrl: t.url, redisUrl: redis.url, env: many })
+    const stack = await startStack({ databaseUrl: env.t.url, redisUrl: redis.url, env: many })
     const connection = new Redis(redis.url, { maxRetriesPerRequest: null })
     connection.on('error', () => {})
     const queue = new Queue(INTERN_QUEUE, { connection, prefix: stack.env.QUEUE_PREFIX })
@@ -92,7 +82,7 @@ describe.skipIf(noRedisServer)('Redis stopped during creates', () => {
       // Jobs that reach Redis and then die with it: the queue is paused, so they wait there.
       await queue.pause()
       const lostInRedis = await createMany(stack.apiUrl, 'lost', 10)
-      await waitFor(async () => (await t.db.outboxMessage.count()) === 0, { what: 'relay to publish' })
+      await waitFor(async () => (await env.t.db.outboxMessage.count()) === 0, { what: 'relay to publish' })
       expect(await queue.getWaitingCount()).toBe(10)
       await queue.close()
       connection.disconnect()
@@ -122,7 +112,7 @@ describe.skipIf(noRedisServer)('Redis stopped during creates', () => {
 describe('a worker killed with SIGKILL while 200 interns provision', () => {
   it('leaves nothing behind: after a restart all reach running, with no duplicate hostnames or vaults', async () => {
     const stack = await startStack({
-      databaseUrl: t.url,
+      databaseUrl: env.t.url,
       env: many,
       // Slow enough that the kill lands mid-run; short locks so the dead worker's jobs return quickly.
       workerEnv: { WORKER_CONCURRENCY: '4', JOB_LOCK_MS: '2000' },
@@ -156,7 +146,7 @@ describe.skipIf(noRedisServer)('a Redis Cluster master killed while 200 interns 
     const cluster = await startRedisCluster()
     const prefix = await cluster.prefixAwayFromSeed()
     const stack = await startStack({
-      databaseUrl: t.url,
+      databaseUrl: env.t.url,
       redisUrl: cluster.url,
       env: { ...many, REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: prefix },
       // Slow enough that the failover lands mid-run.
@@ -179,7 +169,7 @@ describe.skipIf(noRedisServer)('a Redis Cluster master killed while 200 interns 
         what: 'all 200 running after the failover',
       })
       await expectNoDuplicateWork(ids, stack)
-      const generations = await t.db.intern.groupBy({
+      const generations = await env.t.db.intern.groupBy({
         by: ['provisionGeneration'],
         where: { id: { in: ids } },
         _count: true,
@@ -195,7 +185,7 @@ describe.skipIf(noRedisServer)('a Redis Cluster master killed while 200 interns 
 describe('three API and three worker processes over 300 interns', () => {
   it('share the creates and the jobs, and each intern is provisioned once, each step’s work done once', async () => {
     const stack = await startStack({
-      databaseUrl: t.url,
+      databaseUrl: env.t.url,
       env: many,
       apis: 3,
       workers: 3,
@@ -228,7 +218,7 @@ describe('three API and three worker processes over 300 interns', () => {
       expect(total()).toBe(300)
       for (const n of runsBy()) expect(n).toBeGreaterThan(0)
       // One provisioning run each: no API or worker made a second.
-      const generations = await t.db.intern.groupBy({
+      const generations = await env.t.db.intern.groupBy({
         by: ['provisionGeneration'],
         where: { id: { in: ids } },
         _count: true,

@@ -7,10 +7,8 @@ import { simulatorCatalogue } from '@roster/gateway'
 import {
   apiClient,
   catalogueFile,
-  createTestDatabase,
   filesUnder,
   lacking,
-  makeTenant,
   processCommandLines,
   repoRoot,
   runtimeCredential,
@@ -18,16 +16,14 @@ import {
   startStack,
   waitFor,
   type Stack,
-  type Tenant,
-  type TestDatabase,
+  useTestTenant,
 } from '@roster/testing'
 
 // The fleet of runtime hosts, as real processes over real Postgres and Redis: placement across
 // hosts, a host killed mid-turn (its interns run elsewhere with their sessions and files), a host
 // paused past its deadline and resumed (it answers for none of its old interns), a drain under chat
 // load, and what a host without the fleet's credential can do.
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let sim: Simulator
 let catalogue: string
 const many = { INTERN_LIMIT_PER_MEMBER: '100000' }
@@ -36,14 +32,11 @@ const quick = { FLEET_DEAD_AFTER_MS: '3000', FLEET_HEARTBEAT_MS: '300' }
 const quickWorkers = { RECONCILE_INTERVAL_MS: '500', PROVISION_BACKOFF_MS: '200', WORKER_CONCURRENCY: '10' }
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
   sim = await startSimulator({ replyTokens: 4 })
   catalogue = catalogueFile(simulatorCatalogue(sim.url))
 })
 afterAll(async () => {
   await sim?.close()
-  await t?.drop()
 })
 
 /**
@@ -60,7 +53,7 @@ async function fleetStack(
   } = {},
 ): Promise<Stack> {
   const stack = await startStack({
-    databaseUrl: t.url,
+    databaseUrl: env.t.url,
     runtimes,
     workers: extra.workers ?? 1,
     env: { ...many, MODEL_CATALOGUE: catalogue, INTERN_DEFAULT_MODEL: 'roster-sim/chat', ...extra.env },
@@ -70,8 +63,8 @@ async function fleetStack(
   const stop = stack.stop.bind(stack)
   stack.stop = async () => {
     await stop()
-    await t.db.$executeRaw`DELETE FROM interns`
-    await t.db.$executeRaw`DELETE FROM runtime_hosts`
+    await env.t.db.$executeRaw`DELETE FROM interns`
+    await env.t.db.$executeRaw`DELETE FROM runtime_hosts`
   }
   return stack
 }
@@ -79,14 +72,14 @@ async function fleetStack(
 function admin(...args: string[]) {
   const run = spawnSync('npm', ['run', '-s', 'admin', '--', ...args], {
     cwd: repoRoot,
-    env: { ...process.env, DATABASE_URL: t.url },
+    env: { ...process.env, DATABASE_URL: env.t.url },
     encoding: 'utf8',
   })
   return { code: run.status, stdout: run.stdout, stderr: run.stderr }
 }
 
 async function createMany(stack: Stack, prefix: string, n: number, parallel = 8): Promise<string[]> {
-  const api = apiClient(stack.apiUrl, tenant.keys.user)
+  const api = apiClient(stack.apiUrl, env.tenant.keys.user)
   const ids: string[] = []
   for (let i = 0; i < n; i += parallel) {
     const batch = await Promise.all(
@@ -103,7 +96,7 @@ async function createMany(stack: Stack, prefix: string, n: number, parallel = 8)
 }
 
 const rows = (ids: string[]) =>
-  t.db.$queryRaw<{ id: string; status: string; runtime_host_id: string | null; placement_generation: number }[]>`
+  env.t.db.$queryRaw<{ id: string; status: string; runtime_host_id: string | null; placement_generation: number }[]>`
     SELECT id::text, status::text, runtime_host_id, placement_generation FROM interns WHERE id = ANY(${ids}::uuid[])`
 const allRunning = async (ids: string[]) => (await rows(ids)).every((r) => r.status === 'running')
 
@@ -119,7 +112,7 @@ interface Turn {
 async function chat(stack: Stack, id: string, content: string, session?: string): Promise<Turn> {
   const res = await fetch(`${stack.apiUrl}/interns/${id}/chat/completions`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
     body: JSON.stringify({ stream: true, session_id: session, messages: [{ role: 'user', content }] }),
   })
   const body = await res.text()
@@ -138,7 +131,7 @@ async function chat(stack: Stack, id: string, content: string, session?: string)
 }
 
 /** What each host runs now (its own word), by host id. */
-async function hostedBy(stack: Stack, databaseUrl = t.url) {
+async function hostedBy(stack: Stack, databaseUrl = env.t.url) {
   const out = new Map<string, { id: string; running: boolean; generation: number }[]>()
   for (const [i, host] of stack.runtimes.entries()) {
     if (!host.process.running) continue
@@ -273,7 +266,7 @@ describe.skipIf(noSandbox)('a runtime host killed while its interns are mid-turn
       // No operator action: the record declares the host dead, and its interns run elsewhere.
       await waitFor(
         async () =>
-          (await t.db.$queryRaw<{ state: string }[]>`SELECT state FROM runtime_hosts WHERE id = ${victimId}`)[0]
+          (await env.t.db.$queryRaw<{ state: string }[]>`SELECT state FROM runtime_hosts WHERE id = ${victimId}`)[0]
             ?.state === 'dead',
         { timeoutMs: 15_000, intervalMs: 100, what: 'the death to be declared' },
       )
@@ -310,7 +303,7 @@ describe.skipIf(noSandbox)('a runtime host killed while its interns are mid-turn
         expect(sent).toContain(`echo kept-${n} > kept.txt`)
       }
       // The session's items are kept once each (no duplicate from the move).
-      const dupes = await t.db.$queryRaw<{ n: number }[]>`
+      const dupes = await env.t.db.$queryRaw<{ n: number }[]>`
         SELECT count(*)::int AS n FROM (SELECT intern_id, session_id, item FROM session_entries WHERE intern_id = ANY(${victims}::uuid[]) GROUP BY 1, 2, 3 HAVING count(*) > 1) d`
       expect(dupes[0]!.n).toBe(0)
     } finally {
@@ -334,9 +327,12 @@ describe.skipIf(noSandbox)('a runtime host paused past its deadline and resumed'
       const other = stack.runtimes.find((r) => r !== paused)!
       const stale = before.filter((r) => r.runtime_host_id === paused.id)
       expect(stale.length).toBeGreaterThan(0)
-      const credential = await runtimeCredential(t.url, paused.id)
+      const credential = await runtimeCredential(env.t.url, paused.id)
       const hostnames = new Map(
-        (await t.db.intern.findMany({ where: { id: { in: stale.map((s) => s.id) } } })).map((i) => [i.id, i.hostname!]),
+        (await env.t.db.intern.findMany({ where: { id: { in: stale.map((s) => s.id) } } })).map((i) => [
+          i.id,
+          i.hostname!,
+        ]),
       )
 
       paused.process.child!.kill('SIGSTOP')
@@ -350,7 +346,7 @@ describe.skipIf(noSandbox)('a runtime host paused past its deadline and resumed'
             what: 'the paused host’s interns to run on the other host',
           },
         ).catch(async (err) => {
-          const now = await t.db
+          const now = await env.t.db
             .$queryRaw`SELECT i.id::text, i.status::text, i.runtime_host_id, i.placement_generation, i.progress, i.last_failure_message, h.state, h.heartbeat_at FROM interns i LEFT JOIN runtime_hosts h ON h.id = i.runtime_host_id WHERE i.id = ANY(${stale.map((s) => s.id)}::uuid[])`
           throw new Error(`${err.message}: ${JSON.stringify(now)}\nworker: ${stack.workers[0]!.output.slice(-3000)}`)
         })
@@ -529,7 +525,7 @@ describe.skipIf(noSandbox)('workspace snapshots in an S3-compatible store', () =
       )
       expect(wrote.status).toBe(200)
       const [row] = await rows([id!])
-      const [snapshot] = await t.db.$queryRaw<
+      const [snapshot] = await env.t.db.$queryRaw<
         { store: string; key: string | null; bytes: Buffer | null }[]
       >`SELECT store, key, bytes FROM workspace_snapshots WHERE intern_id = ${id}::uuid`
       expect(snapshot).toMatchObject({ store: 's3', key: expect.stringContaining(id!), bytes: null })
@@ -541,23 +537,23 @@ describe.skipIf(noSandbox)('workspace snapshots in an S3-compatible store', () =
       const read = await chat(stack, id!, '[sim] call shell {"command":"cat src/main.txt"}\n[sim] say {{result}}')
       expect(read.text).toMatch(/answer=42/)
       // Deleted: its archive names its latest snapshot's object, which is kept (not swept as garbage).
-      const [latest] = await t.db.$queryRaw<
+      const [latest] = await env.t.db.$queryRaw<
         { key: string }[]
       >`SELECT key FROM workspace_snapshots WHERE intern_id = ${id}::uuid`
       expect(
         (
           await fetch(`${stack.apiUrl}/interns/${id}`, {
             method: 'DELETE',
-            headers: { authorization: `Bearer ${tenant.keys.user}` },
+            headers: { authorization: `Bearer ${env.tenant.keys.user}` },
           })
         ).status,
       ).toBe(202)
       await waitFor(async () => (await rows([id!])).length === 0, { timeoutMs: 30_000, what: 'the intern to be gone' })
-      const archives = await t.db.$queryRaw<
+      const archives = await env.t.db.$queryRaw<
         { store: string; key: string; bytes: Buffer | null }[]
       >`SELECT store, key, bytes FROM workspace_archives WHERE intern_id = ${id}::uuid`
       expect(archives).toEqual([{ store: 's3', key: latest!.key, bytes: null }])
-      expect(await t.db.$queryRaw`SELECT key FROM snapshot_garbage WHERE key = ${latest!.key}`).toEqual([])
+      expect(await env.t.db.$queryRaw`SELECT key FROM snapshot_garbage WHERE key = ${latest!.key}`).toEqual([])
     } finally {
       await stack.stop()
       await s3.close()
@@ -601,7 +597,7 @@ describe('the fleet’s door', () => {
       expect(res.status).toBe(401)
       expect(await res.json()).toMatchObject({ error: 'unauthorized' })
     }
-    expect(await t.db.$queryRaw`SELECT id FROM runtime_hosts WHERE id = 'intruder'`).toEqual([])
+    expect(await env.t.db.$queryRaw`SELECT id FROM runtime_hosts WHERE id = 'intruder'`).toEqual([])
     const ids = await createMany(stack, 'no-intruder', 3)
     await waitFor(() => allRunning(ids), { timeoutMs: 30_000, what: 'all running' })
     expect((await rows(ids)).every((r) => r.runtime_host_id === stack.runtimes[0]!.id)).toBe(true)
@@ -610,14 +606,14 @@ describe('the fleet’s door', () => {
   it("refuses a host announcing a live host's id at another address, or a live host's address under another id", async () => {
     const live = stack.runtimes[0]!
     const token = stack.env.RUNTIME_TOKEN!
-    const [before] = await t.db.$queryRaw<
+    const [before] = await env.t.db.$queryRaw<
       { epoch: number; address: string }[]
     >`SELECT epoch, address FROM runtime_hosts WHERE id = ${live.id}`
     const sameId = await join({ id: live.id, address: 'http://127.0.0.1:9', capacity: 10 }, token)
     expect([sameId.status, ((await sameId.json()) as { error: string }).error]).toEqual([409, 'conflict'])
     const sameAddress = await join({ id: 'impostor', address: live.url, capacity: 10 }, token)
     expect([sameAddress.status, ((await sameAddress.json()) as { error: string }).error]).toEqual([409, 'conflict'])
-    const [after] = await t.db.$queryRaw<
+    const [after] = await env.t.db.$queryRaw<
       { epoch: number; address: string }[]
     >`SELECT epoch, address FROM runtime_hosts WHERE id = ${live.id}`
     expect(after).toEqual(before)
@@ -625,7 +621,7 @@ describe('the fleet’s door', () => {
     expect(
       (
         await fetch(`${live.url}/v1/interns`, {
-          headers: { authorization: `Bearer ${await runtimeCredential(t.url, live.id)}` },
+          headers: { authorization: `Bearer ${await runtimeCredential(env.t.url, live.id)}` },
         })
       ).status,
     ).toBe(200)
@@ -634,8 +630,8 @@ describe('the fleet’s door', () => {
   it('answers odd join and heartbeat bodies with 400 or 401, changing nothing', async () => {
     const token = stack.env.RUNTIME_TOKEN!
     const host = stack.runtimes[0]!
-    const credential = await runtimeCredential(t.url, host.id)
-    const [before] = await t.db.$queryRaw<
+    const credential = await runtimeCredential(env.t.url, host.id)
+    const [before] = await env.t.db.$queryRaw<
       object[]
     >`SELECT id, address, capacity, state, epoch FROM runtime_hosts WHERE id = ${host.id}`
     for (const body of [
@@ -674,7 +670,7 @@ describe('the fleet’s door', () => {
       const res = await beat(headers, '{"running":[]}')
       expect(res.status).toBe(401)
     }
-    const [after] = await t.db.$queryRaw<
+    const [after] = await env.t.db.$queryRaw<
       object[]
     >`SELECT id, address, capacity, state, epoch FROM runtime_hosts WHERE id = ${host.id}`
     expect(after).toEqual(before)
@@ -724,7 +720,7 @@ describe('the fleet’s door', () => {
       expect(((await res.json()) as { error: string }).error).toBe('placement_stale')
     }
     expect(
-      await t.db
+      await env.t.db
         .$queryRaw`SELECT 1 FROM session_entries WHERE intern_id = ${row!.id}::uuid AND item::text LIKE '%injected%'`,
     ).toEqual([])
     // A snapshot past SNAPSHOT_MAX_MB is refused before its bytes are read, saying what to do.
@@ -742,18 +738,18 @@ describe('the fleet’s door', () => {
     const beatRes = await beat(as, '{"running":[]}')
     expect(await beatRes.json()).toEqual({ state: 'live', placements: [] })
     // The claimant never beats again: declared dead in time, with nothing to move.
-    await t.db.$executeRaw`DELETE FROM runtime_hosts WHERE id = 'claimant'`
+    await env.t.db.$executeRaw`DELETE FROM runtime_hosts WHERE id = 'claimant'`
   })
 
   it("keeps the host's environment, data directory and logs free of the master key and of every secret", async () => {
     const host = stack.runtimes[0]!
-    const api = apiClient(stack.apiUrl, tenant.keys.user)
+    const api = apiClient(stack.apiUrl, env.tenant.keys.user)
     const id = (await api.createIntern({ name: 'secretive', provision: true })).body.id as string
     await waitFor(() => allRunning([id]), { what: 'running' })
     const secret = `sv-${Date.now()}-never-on-a-host`
     const stored = await fetch(`${stack.apiUrl}/vault/interns/${id}/secrets/api_token`, {
       method: 'PUT',
-      headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
       body: JSON.stringify({ value: secret, hosts: ['api.example.test'] }),
     })
     expect(stored.status).toBe(200)

@@ -3,55 +3,46 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Redis } from 'ioredis'
 import {
   apiClient,
-  createTestDatabase,
   filesUnder,
-  makeTenant,
   redisUrl,
   STACK_MASTER_KEY,
   startStack,
   waitFor,
   type Stack,
-  type Tenant,
-  type TestDatabase,
+  useTestTenant,
 } from '@roster/testing'
 import { LocalVault } from '@roster/shared'
 
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
   // Test instrumentation in the real database: a trigger records every state an intern passes through.
-  await t.db.$executeRawUnsafe(`
+  await env.t.db.$executeRawUnsafe(`
     CREATE TABLE intern_history (seq bigserial PRIMARY KEY, intern_id uuid, status text, progress jsonb, hostname text)`)
-  await t.db.$executeRawUnsafe(`
+  await env.t.db.$executeRawUnsafe(`
     CREATE FUNCTION record_intern() RETURNS trigger AS $$
     BEGIN
       INSERT INTO intern_history (intern_id, status, progress, hostname) VALUES (NEW.id, NEW.status, NEW.progress, NEW.hostname);
       RETURN NEW;
     END $$ LANGUAGE plpgsql`)
-  await t.db.$executeRawUnsafe(`
+  await env.t.db.$executeRawUnsafe(`
     CREATE TRIGGER intern_history AFTER INSERT OR UPDATE ON interns FOR EACH ROW EXECUTE FUNCTION record_intern()`)
-})
-afterAll(async () => {
-  await t?.drop()
 })
 
 async function history(internId: string) {
-  return t.db.$queryRaw<{ status: string; progress: any; hostname: string | null }[]>`
+  return env.t.db.$queryRaw<{ status: string; progress: any; hostname: string | null }[]>`
     SELECT status, progress, hostname FROM intern_history WHERE intern_id = ${internId}::uuid ORDER BY seq`
 }
 
 describe('provisioning', () => {
   let stack: Stack
   beforeAll(async () => {
-    stack = await startStack({ databaseUrl: t.url, env: { INTERNS_DOMAIN: 'interns.test' } })
+    stack = await startStack({ databaseUrl: env.t.url, env: { INTERNS_DOMAIN: 'interns.test' } })
   })
   afterAll(async () => stack?.stop())
 
   it('walks queued → each step as provisioning with progress → running with a hostname', async () => {
-    const api = apiClient(stack.apiUrl, tenant.keys.user)
+    const api = apiClient(stack.apiUrl, env.tenant.keys.user)
     const created = await api.createIntern({ name: 'walker', instructions: 'Be brief.', provision: true })
     expect(created.status).toBe(201)
     expect(created.body.status).toBe('queued')
@@ -89,10 +80,10 @@ describe('provisioning', () => {
     // The runtime got the intern's own API key, sealed into its vault as Roster's own secret: the
     // key works as the intern, for its own intern and nothing else.
     expect(
-      await t.db.vaultSecret.count({ where: { vaultId: final.vault_id, name: 'intern_api_key', system: true } }),
+      await env.t.db.vaultSecret.count({ where: { vaultId: final.vault_id, name: 'intern_api_key', system: true } }),
     ).toBe(1)
     const vault = new LocalVault({ masterKey: Buffer.from(STACK_MASTER_KEY, 'hex'), lockTimeoutMs: 1_000 })
-    const token = await vault.ensureSecret(t.db, final.vault_id, 'intern_api_key', () => {
+    const token = await vault.ensureSecret(env.t.db, final.vault_id, 'intern_api_key', () => {
       throw new Error('the key should exist')
     })
     expect(token).toMatch(/^sk-roster-v1-/)
@@ -102,7 +93,7 @@ describe('provisioning', () => {
     expect((await asIntern.getIntern(id)).status).toBe(200)
     const other = (await api.createIntern({ name: 'bystander' })).body
     expect((await asIntern.getIntern(other.id)).status).toBe(404)
-    const key = await t.db.apiKey.findMany({ where: { internId: id } })
+    const key = await env.t.db.apiKey.findMany({ where: { internId: id } })
     expect(key.map((k) => k.kind)).toEqual(['intern'])
     // Its vault listing through the vault API shows none of Roster's own secrets.
     const listed = await fetch(`${stack.apiUrl}/vault/interns/${id}/secrets`, {
@@ -112,18 +103,18 @@ describe('provisioning', () => {
   })
 
   it('moves to a longer hostname when the first candidate is taken', async () => {
-    const api = apiClient(stack.apiUrl, tenant.keys.user)
+    const api = apiClient(stack.apiUrl, env.tenant.keys.user)
     const squatter = (await api.createIntern({ name: 'squatter' })).body
     const clash = (await api.createIntern({ name: 'clash' })).body
     const compact = clash.id.replaceAll('-', '')
-    await t.db.intern.update({
+    await env.t.db.intern.update({
       where: { id: squatter.id },
       data: { hostname: `clash-${compact.slice(0, 8)}.interns.test` },
     })
     // What a provision call does (its route comes with the lifecycle operations): queue a run.
-    await t.db.$transaction([
-      t.db.intern.update({ where: { id: clash.id }, data: { status: 'queued', provisionGeneration: 1 } }),
-      t.db.outboxMessage.create({
+    await env.t.db.$transaction([
+      env.t.db.intern.update({ where: { id: clash.id }, data: { status: 'queued', provisionGeneration: 1 } }),
+      env.t.db.outboxMessage.create({
         data: {
           kind: 'intern.provision',
           jobId: `intern.provision.${clash.id}.1`,
@@ -150,13 +141,13 @@ describe('provisioning', () => {
   })
 
   it('leaves a provision:false intern stopped, untouched by the worker', async () => {
-    const api = apiClient(stack.apiUrl, tenant.keys.user)
+    const api = apiClient(stack.apiUrl, env.tenant.keys.user)
     const created = await api.createIntern({ name: 'sleeper' })
     // Created with no job for the worker (below): nothing can move it.
     const now = (await api.getIntern(created.body.id)).body
     expect(now).toMatchObject({ status: 'stopped', progress: null, hostname: null })
     expect(
-      await t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: created.body.id } } }),
+      await env.t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: created.body.id } } }),
     ).toBe(0)
   })
 })
@@ -165,12 +156,12 @@ describe('provisioning that cannot succeed', () => {
   it('ends failed with a readable last_failure_message after its retries', async () => {
     // The only runtime host says it is reached at an address where nothing listens.
     const stack = await startStack({
-      databaseUrl: t.url,
+      databaseUrl: env.t.url,
       runtimeEnv: { RUNTIME_ADVERTISE_URL: 'http://127.0.0.1:9' },
       workerEnv: { PROVISION_ATTEMPTS: '3', PROVISION_BACKOFF_MS: '50' },
     })
     try {
-      const api = apiClient(stack.apiUrl, tenant.keys.user)
+      const api = apiClient(stack.apiUrl, env.tenant.keys.user)
       const created = await api.createIntern({ name: 'doomed', provision: true })
       await waitFor(async () => (await api.getIntern(created.body.id)).body.status === 'failed', {
         timeoutMs: 20_000,

@@ -4,34 +4,31 @@ import { chromium, type Browser } from 'playwright-core'
 import {
   apiClient,
   chromiumPath,
-  createTestDatabase,
   describeNeeding,
   freePort,
-  makeTenant,
   startStack,
   waitFor,
   type Stack,
-  type Tenant,
-  type TestDatabase,
+  useTestTenant,
 } from '@roster/testing'
 
 // The queue dashboard (bull-board) on the worker's operator surface, in a real browser (Debian's
 // Chromium driven by playwright-core; .ci/run installs it): refused without the operator's
 // credential; with it, the page shows the interns queue and its jobs.
 
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let stack: Stack
 let browser: Browser
 let dashboard = ''
 const token = randomBytes(24).toString('hex')
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
   const port = await freePort()
   dashboard = `http://127.0.0.1:${port}`
-  stack = await startStack({ databaseUrl: t.url, workerEnv: { OPERATOR_PORT: String(port), OPERATOR_TOKEN: token } })
+  stack = await startStack({
+    databaseUrl: env.t.url,
+    workerEnv: { OPERATOR_PORT: String(port), OPERATOR_TOKEN: token },
+  })
   browser = await chromium.launch({
     executablePath: chromiumPath(),
     args: ['--headless', '--no-sandbox', '--disable-gpu'],
@@ -40,7 +37,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close()
   await stack?.stop()
-  await t?.drop()
 })
 
 await describeNeeding(['chromium'], 'the queue dashboard in a browser', () => {
@@ -53,16 +49,16 @@ await describeNeeding(['chromium'], 'the queue dashboard in a browser', () => {
     expect((await fetch(`${dashboard}/queues`, { headers: { authorization: basicWrong } })).status).toBe(401)
     // The API's keys are not the operator's.
     expect(
-      (await fetch(`${dashboard}/queues`, { headers: { authorization: `Bearer ${tenant.keys.user}` } })).status,
+      (await fetch(`${dashboard}/queues`, { headers: { authorization: `Bearer ${env.tenant.keys.user}` } })).status,
     ).toBe(401)
   })
 
   it("shows the provisioning queue and its jobs in a browser, after the operator's login", async () => {
-    const api = apiClient(stack.apiUrl, tenant.keys.user)
+    const api = apiClient(stack.apiUrl, env.tenant.keys.user)
     const ids = await Promise.all(
       [0, 1, 2].map(async (i) => (await api.createIntern({ name: `shown-${i}`, provision: true })).body.id as string),
     )
-    await waitFor(async () => (await t.db.intern.count({ where: { id: { in: ids }, status: 'running' } })) === 3, {
+    await waitFor(async () => (await env.t.db.intern.count({ where: { id: { in: ids }, status: 'running' } })) === 3, {
       timeoutMs: 30_000,
       what: 'the interns to run',
     })

@@ -1,16 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
 import { createLogger, loadConfig, WorkerConfig } from '@roster/shared'
-import { createTestDatabase, makeTenant, redisUrl, type TestDatabase } from '@roster/testing'
+import { makeTenant, redisUrl, useTestTenant } from '@roster/testing'
 import { startWorker, type RunningWorker } from '../src/worker.js'
 
-let t: TestDatabase
+const env = useTestTenant()
 let sut: RunningWorker
 
 beforeAll(async () => {
-  t = await createTestDatabase()
   const config = loadConfig(WorkerConfig, {
-    DATABASE_URL: t.url,
+    DATABASE_URL: env.t.url,
     REDIS_URL: redisUrl(),
     QUEUE_PREFIX: `{t-${randomUUID().slice(0, 8)}}`,
     VAULT_MASTER_KEY: 'ab'.repeat(32),
@@ -22,33 +21,32 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await sut?.stop()
-  await t?.drop()
 })
 
 describe('the idempotency sweep', () => {
   it('forgets records older than the TTL, in batches, and keeps fresh ones', async () => {
-    const tenant = await makeTenant(t.db)
-    const key = await t.db.apiKey.findFirstOrThrow({ where: { workspaceId: tenant.workspaceId, kind: 'user' } })
+    const tenant = await makeTenant(env.t.db)
+    const key = await env.t.db.apiKey.findFirstOrThrow({ where: { workspaceId: tenant.workspaceId, kind: 'user' } })
     const old = new Date(Date.now() - 2 * 3_600_000)
-    await t.db.$executeRaw`
+    await env.t.db.$executeRaw`
       INSERT INTO idempotency_records (api_key_id, key, fingerprint, intern_id, created_at)
       SELECT ${key.id}::uuid, 'old-' || g, '\\x00'::bytea, gen_random_uuid(), ${old} FROM generate_series(1, 12000) g`
-    await t.db.$executeRaw`
+    await env.t.db.$executeRaw`
       INSERT INTO idempotency_records (api_key_id, key, fingerprint, intern_id)
       SELECT ${key.id}::uuid, 'fresh-' || g, '\\x00'::bytea, gen_random_uuid() FROM generate_series(1, 10) g`
     expect(await sut.reconciler.sweepIdempotencyRecords()).toBe(12000)
-    expect(await t.db.idempotencyRecord.count()).toBe(10)
-    expect(await t.db.idempotencyRecord.count({ where: { key: { startsWith: 'fresh-' } } })).toBe(10)
+    expect(await env.t.db.idempotencyRecord.count()).toBe(10)
+    expect(await env.t.db.idempotencyRecord.count({ where: { key: { startsWith: 'fresh-' } } })).toBe(10)
   })
 })
 
 describe('the reconciler', () => {
   it('re-enqueues a queued intern whose job vanished, once, and leaves fresh ones to the relay', async () => {
-    const tenant = await makeTenant(t.db)
-    const vault = await t.db.vault.create({
+    const tenant = await makeTenant(env.t.db)
+    const vault = await env.t.db.vault.create({
       data: { workspaceId: tenant.workspaceId, masterKeyId: randomUUID(), sealedDataKey: new Uint8Array(61) },
     })
-    const stale = await t.db.intern.create({
+    const stale = await env.t.db.intern.create({
       data: {
         workspaceId: tenant.workspaceId,
         creatorUserId: tenant.userId,
@@ -58,8 +56,8 @@ describe('the reconciler', () => {
         vaultId: vault.id,
       },
     })
-    await t.db.$executeRaw`UPDATE interns SET updated_at = now() - interval '1 hour' WHERE id = ${stale.id}::uuid`
-    const fresh = await t.db.intern.create({
+    await env.t.db.$executeRaw`UPDATE interns SET updated_at = now() - interval '1 hour' WHERE id = ${stale.id}::uuid`
+    const fresh = await env.t.db.intern.create({
       data: {
         workspaceId: tenant.workspaceId,
         creatorUserId: tenant.userId,

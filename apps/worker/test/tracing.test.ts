@@ -4,17 +4,7 @@ import { gunzipSync } from 'node:zlib'
 import * as semconv from '@opentelemetry/semantic-conventions/incubating'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import {
-  catalogueFile,
-  createTestDatabase,
-  freePort,
-  makeTenant,
-  startStack,
-  waitFor,
-  type Stack,
-  type Tenant,
-  type TestDatabase,
-} from '@roster/testing'
+import { catalogueFile, freePort, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
 
 // Every process exports its spans over OTLP/HTTP (OTEL_EXPORTER_OTLP_ENDPOINT) to a receiver this
 // test runs, which keeps what the exporters post (OTLP's JSON encoding). One create must give one
@@ -31,8 +21,7 @@ interface OtlpSpan {
   status?: { code?: number }
 }
 
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let sim: Simulator
 let stack: Stack
 let receiver: Server
@@ -79,11 +68,9 @@ beforeAll(async () => {
     })
   })
   await new Promise<void>((r) => receiver.listen(port, '127.0.0.1', r))
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
   sim = await startSimulator({ replyTokens: 3 })
   stack = await startStack({
-    databaseUrl: t.url,
+    databaseUrl: env.t.url,
     env: {
       MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)),
       OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
@@ -94,7 +81,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop()
   await sim?.close()
-  await t?.drop()
   receiver?.close()
 })
 
@@ -104,7 +90,7 @@ describe('OpenTelemetry traces', () => {
   it('follow one create from the API through the outbox row, the relay, the job and its steps to the runtime host', async () => {
     // The caller's own trace is continued (W3C traceparent).
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736'
-    const headers = { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' }
+    const headers = { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' }
     const res = await fetch(`${stack.apiUrl}/interns`, {
       method: 'POST',
       headers: { ...headers, traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
@@ -179,7 +165,7 @@ describe('OpenTelemetry traces', () => {
   it("records each upstream model call with the GenAI semantic conventions' attributes, under the request's span", async () => {
     const res = await fetch(`${stack.apiUrl}/responses`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'roster-sim/chat', input: 'hello', max_output_tokens: 50, temperature: 0.5 }),
     })
     expect(res.status).toBe(200)

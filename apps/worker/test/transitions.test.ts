@@ -1,25 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { isUniqueViolation, Prisma, TransitionBatcher } from '@roster/shared'
-import { createTestDatabase, makeTenant, type Tenant, type TestDatabase } from '@roster/testing'
+import { useTestTenant } from '@roster/testing'
 
 // Batched transitions must keep every guard of a single transition, per intern.
-let t: TestDatabase
-let tenant: Tenant
+const env = useTestTenant()
 let seq = 0
-
-beforeAll(async () => {
-  t = await createTestDatabase()
-  tenant = await makeTenant(t.db)
-})
-afterAll(async () => t?.drop())
 
 async function queuedInterns(n: number) {
   return Promise.all(
     Array.from({ length: n }, () =>
-      t.db.intern.create({
+      env.t.db.intern.create({
         data: {
-          workspaceId: tenant.workspaceId,
-          creatorUserId: tenant.userId,
+          workspaceId: env.tenant.workspaceId,
+          creatorUserId: env.tenant.userId,
           name: `tr-${++seq}`,
           status: 'queued',
           provisionGeneration: 1,
@@ -32,7 +25,7 @@ const progress = (n: number) => ({ step_label: `step ${n}`, step_number: n, tota
 
 describe('TransitionBatcher', () => {
   it('applies concurrent transitions in shared statements, honouring status and generation per intern', async () => {
-    const sut = new TransitionBatcher(t.db)
+    const sut = new TransitionBatcher(env.t.db)
     const interns = await queuedInterns(30)
     const results = await Promise.all(
       interns.map((i, k) =>
@@ -47,7 +40,7 @@ describe('TransitionBatcher', () => {
     )
     expect(sut.stats.batches).toBeGreaterThan(0)
     results.forEach((r, k) => (k % 5 === 0 ? expect(r).toBeNull() : expect(r?.id).toBe(interns[k]!.id)))
-    const rows = await t.db.intern.findMany({ where: { id: { in: interns.map((i) => i.id) } } })
+    const rows = await env.t.db.intern.findMany({ where: { id: { in: interns.map((i) => i.id) } } })
     for (const row of rows) {
       const k = interns.findIndex((i) => i.id === row.id)
       if (k % 5 === 0) expect(row).toMatchObject({ status: 'queued', progress: null })
@@ -56,7 +49,7 @@ describe('TransitionBatcher', () => {
   })
 
   it('runs the transitions of one intern in order, never two at once', async () => {
-    const sut = new TransitionBatcher(t.db)
+    const sut = new TransitionBatcher(env.t.db)
     const interns = await queuedInterns(20)
     // Each intern's second transition is only allowed once its first has committed.
     const results = await Promise.all(
@@ -72,18 +65,18 @@ describe('TransitionBatcher', () => {
     )
     expect(results.every((r) => r !== null)).toBe(true)
     expect(
-      await t.db.intern.count({
+      await env.t.db.intern.count({
         where: { id: { in: interns.map((i) => i.id) }, status: 'running', progress: { equals: Prisma.DbNull } },
       }),
     ).toBe(20)
   })
 
   it('carries every change of a single transition, a new provisioning generation included', async () => {
-    const sut = new TransitionBatcher(t.db)
+    const sut = new TransitionBatcher(env.t.db)
     const interns = await queuedInterns(4)
     await Promise.all(
       interns.map((i) =>
-        t.db.intern.update({ where: { id: i.id }, data: { status: 'failed', lastFailureMessage: 'boom' } }),
+        env.t.db.intern.update({ where: { id: i.id }, data: { status: 'failed', lastFailureMessage: 'boom' } }),
       ),
     )
     const rows = await Promise.all(
@@ -98,20 +91,20 @@ describe('TransitionBatcher', () => {
     )
     expect(sut.stats.batches).toBeGreaterThan(0)
     expect(rows.map((r) => r?.provision_generation)).toEqual([2, 2, 2, 2])
-    const stored = await t.db.intern.findMany({ where: { id: { in: interns.map((i) => i.id) } } })
+    const stored = await env.t.db.intern.findMany({ where: { id: { in: interns.map((i) => i.id) } } })
     expect(
       stored.every((r) => r.status === 'queued' && r.lastFailureMessage === null && r.provisionGeneration === 2),
     ).toBe(true)
   })
 
   it('refuses a transition the table does not allow, before touching the database', async () => {
-    const sut = new TransitionBatcher(t.db)
+    const sut = new TransitionBatcher(env.t.db)
     const [intern] = await queuedInterns(1)
     await expect(sut.run({ internId: intern!.id, from: ['stopped'], to: 'running' })).rejects.toThrow(/not allowed/)
   })
 
   it('splits a batch that clashes on a hostname, so only the clashing transition fails', async () => {
-    const sut = new TransitionBatcher(t.db)
+    const sut = new TransitionBatcher(env.t.db)
     const interns = await queuedInterns(6)
     const results = await Promise.allSettled(
       interns.map((i, k) =>
@@ -127,7 +120,9 @@ describe('TransitionBatcher', () => {
     expect(failed).toHaveLength(1)
     expect(isUniqueViolation((failed[0] as PromiseRejectedResult).reason)).toBe(true)
     expect(sut.stats.splitBatches).toBeGreaterThan(0)
-    expect(await t.db.intern.count({ where: { hostname: 'same.interns.test' } })).toBe(1)
-    expect(await t.db.intern.count({ where: { id: { in: interns.map((i) => i.id) }, status: 'provisioning' } })).toBe(5)
+    expect(await env.t.db.intern.count({ where: { hostname: 'same.interns.test' } })).toBe(1)
+    expect(
+      await env.t.db.intern.count({ where: { id: { in: interns.map((i) => i.id) }, status: 'provisioning' } }),
+    ).toBe(5)
   })
 })
