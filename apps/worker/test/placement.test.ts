@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { joinHost, listHosts, placeIntern, vacateHosts, type Db } from '@roster/shared'
-import { useTestTenant } from '@roster/testing'
+import { makeIntern, useTestTenant } from '@roster/testing'
 
 // Placement against the record alone (real Postgres, no processes): concurrent placements never
 // overfill a host, spread evenly, and each host's count of placed interns (kept by a trigger) stays
@@ -11,14 +11,7 @@ const times = { deadAfterMs: 15_000 }
 async function interns(db: Db, n: number, prefix: string) {
   const ids: string[] = []
   for (let i = 0; i < n; i++) {
-    const row = await db.intern.create({
-      data: {
-        workspaceId: env.tenant.workspaceId,
-        name: `${prefix}-${i}`,
-        status: 'provisioning',
-        provisionGeneration: 1,
-      },
-    })
+    const row = await makeIntern(db, env.tenant, { name: `${prefix}-${i}`, status: 'provisioning' })
     ids.push(row.id)
   }
   return ids

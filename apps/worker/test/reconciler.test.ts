@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
 import { createLogger, loadConfig, WorkerConfig } from '@roster/shared'
-import { makeTenant, redisUrl, useTestTenant } from '@roster/testing'
+import { makeIntern, makeTenant, redisUrl, useTestTenant } from '@roster/testing'
 import { startWorker, type RunningWorker } from '../src/worker.js'
 
 const env = useTestTenant()
@@ -46,26 +46,9 @@ describe('the reconciler', () => {
     const vault = await env.t.db.vault.create({
       data: { workspaceId: tenant.workspaceId, masterKeyId: randomUUID(), sealedDataKey: new Uint8Array(61) },
     })
-    const stale = await env.t.db.intern.create({
-      data: {
-        workspaceId: tenant.workspaceId,
-        creatorUserId: tenant.userId,
-        name: 'stale',
-        status: 'queued',
-        provisionGeneration: 1,
-        vaultId: vault.id,
-      },
-    })
+    const stale = await makeIntern(env.t.db, tenant, { name: 'stale', vaultId: vault.id })
     await env.t.db.$executeRaw`UPDATE interns SET updated_at = now() - interval '1 hour' WHERE id = ${stale.id}::uuid`
-    const fresh = await env.t.db.intern.create({
-      data: {
-        workspaceId: tenant.workspaceId,
-        creatorUserId: tenant.userId,
-        name: 'fresh',
-        status: 'queued',
-        provisionGeneration: 1,
-      },
-    })
+    const fresh = await makeIntern(env.t.db, tenant, { name: 'fresh' })
 
     expect(await sut.reconciler.run()).toBe(1)
     const job = await sut.deps.queue.getJob(`intern.provision.${stale.id}.1`)

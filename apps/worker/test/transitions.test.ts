@@ -1,26 +1,11 @@
 import { describe, expect, it } from 'vitest'
 import { isUniqueViolation, Prisma, TransitionBatcher } from '@roster/shared'
-import { useTestTenant } from '@roster/testing'
+import { makeIntern, useTestTenant } from '@roster/testing'
 
 // Batched transitions must keep every guard of a single transition, per intern.
 const env = useTestTenant()
-let seq = 0
 
-async function queuedInterns(n: number) {
-  return Promise.all(
-    Array.from({ length: n }, () =>
-      env.t.db.intern.create({
-        data: {
-          workspaceId: env.tenant.workspaceId,
-          creatorUserId: env.tenant.userId,
-          name: `tr-${++seq}`,
-          status: 'queued',
-          provisionGeneration: 1,
-        },
-      }),
-    ),
-  )
-}
+const queuedInterns = (n: number) => Promise.all(Array.from({ length: n }, () => makeIntern(env.t.db, env.tenant)))
 const progress = (n: number) => ({ step_label: `step ${n}`, step_number: n, total_steps: 5 })
 
 describe('TransitionBatcher', () => {
@@ -112,7 +97,7 @@ describe('TransitionBatcher', () => {
           internId: i.id,
           from: ['queued'],
           to: 'provisioning',
-          set: { progress: progress(2), reserveHostname: k < 2 ? 'same.interns.test' : `h${k}-${seq}.interns.test` },
+          set: { progress: progress(2), reserveHostname: k < 2 ? 'same.interns.test' : `h${k}-${i.id}.interns.test` },
         }),
       ),
     )

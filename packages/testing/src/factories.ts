@@ -1,6 +1,14 @@
 import { afterAll, beforeAll } from 'vitest'
 import { createTestDatabase, type TestDatabase } from './database.js'
-import { createAccount, createApiKey, createUser, createWorkspace, type ApiKeyKind, type Db } from '@roster/shared'
+import {
+  createAccount,
+  createApiKey,
+  createUser,
+  createWorkspace,
+  type ApiKeyKind,
+  type Db,
+  type Prisma,
+} from '@roster/shared'
 
 export interface Tenant {
   accountId: string
@@ -39,6 +47,29 @@ export async function makeUserKey(db: Db, workspaceId: string): Promise<{ userId
 
 export async function makeInternKey(db: Db, workspaceId: string, internId: string): Promise<string> {
   return (await createApiKey(db, { kind: 'intern', workspaceId, internId })).key
+}
+
+let internSeq = 0
+/**
+ * An intern row as the record holds it, written directly (no API, no worker): for tests of what
+ * reads and changes the record (transitions, placement, the reconciler). Queued, generation 1, in
+ * the tenant's workspace and by its member unless `fields` say otherwise; named uniquely.
+ */
+export async function makeIntern(
+  db: Db,
+  tenant: Pick<Tenant, 'workspaceId' | 'userId'>,
+  fields: Partial<Prisma.InternUncheckedCreateInput> = {},
+) {
+  return db.intern.create({
+    data: {
+      workspaceId: tenant.workspaceId,
+      creatorUserId: tenant.userId,
+      name: `intern-${process.pid}-${++internSeq}`,
+      status: 'queued',
+      provisionGeneration: 1,
+      ...fields,
+    },
+  })
 }
 
 /**
