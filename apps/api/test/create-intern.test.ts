@@ -1,34 +1,26 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import pg from 'pg'
-import {
-  createTestDatabase,
-  makeInternKey,
-  makeTenant,
-  makeUserKey,
-  type Tenant,
-  type TestDatabase,
-} from '@roster/testing'
+import { createTestDatabase, makeInternKey, makeTenant, makeUserKey, useTestTenant } from '@roster/testing'
 import { Intern, InternLifecycleError, InternView } from '@roster/shared'
 import { auth, buildTestApp, json } from './helpers.js'
 
-let t: TestDatabase
+const env = useTestTenant()
 let sut: Awaited<ReturnType<typeof buildTestApp>>
-let tenant: Tenant
 
 beforeAll(async () => {
-  t = await createTestDatabase()
-  sut = await buildTestApp(t.db, { REGIONAL_HOSTS: 'eu.roster.test,us.roster.test', INTERN_LIMIT_PER_MEMBER: '1000' })
-  tenant = await makeTenant(t.db)
+  sut = await buildTestApp(env.t.db, {
+    REGIONAL_HOSTS: 'eu.roster.test,us.roster.test',
+    INTERN_LIMIT_PER_MEMBER: '1000',
+  })
 })
 afterAll(async () => {
   await sut?.closeAll()
-  await t?.drop()
 })
 
 let counter = 0
 const uniqueName = () => `intern-${process.pid % 1000}-${++counter}`
 
-function create(body: unknown, headers: Record<string, string> = {}, key = tenant.keys.user) {
+function create(body: unknown, headers: Record<string, string> = {}, key = env.tenant.keys.user) {
   return sut.inject({
     method: 'POST',
     url: '/api/v1/interns',
@@ -53,7 +45,7 @@ function expectError(
   return body
 }
 
-const internCount = async () => t.db.intern.count()
+const internCount = async () => env.t.db.intern.count()
 
 describe('POST /api/v1/interns: success', () => {
   it('creates a stopped intern with its private vault and all fourteen keys', async () => {
@@ -69,10 +61,12 @@ describe('POST /api/v1/interns: success', () => {
       model: null,
       last_failure_message: null,
     })
-    expect(intern.workspace_id).toBe(tenant.workspaceId)
-    const vault = await t.db.vault.findUnique({ where: { id: intern.vault_id! } })
-    expect(vault?.workspaceId).toBe(tenant.workspaceId)
-    expect(await t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: intern.id } } })).toBe(0)
+    expect(intern.workspace_id).toBe(env.tenant.workspaceId)
+    const vault = await env.t.db.vault.findUnique({ where: { id: intern.vault_id! } })
+    expect(vault?.workspaceId).toBe(env.tenant.workspaceId)
+    expect(await env.t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: intern.id } } })).toBe(
+      0,
+    )
   })
 
   it('with provision:true sets queued and writes one outbox row in the same transaction', async () => {
@@ -80,13 +74,15 @@ describe('POST /api/v1/interns: success', () => {
     expect(res.statusCode).toBe(201)
     const intern = res.json()
     expect(intern.status).toBe('queued')
-    const rows = await t.db.outboxMessage.findMany({ where: { payload: { path: ['internId'], equals: intern.id } } })
+    const rows = await env.t.db.outboxMessage.findMany({
+      where: { payload: { path: ['internId'], equals: intern.id } },
+    })
     expect(rows).toHaveLength(1)
     expect(rows[0]!.jobId).toBe(`intern.provision.${intern.id}.1`)
   })
 
   it('accepts an explicit workspace_id equal to the key’s workspace', async () => {
-    const res = await create({ name: uniqueName(), workspace_id: tenant.workspaceId })
+    const res = await create({ name: uniqueName(), workspace_id: env.tenant.workspaceId })
     expect(res.statusCode).toBe(201)
   })
 
@@ -101,7 +97,7 @@ describe('POST /api/v1/interns: success', () => {
 
   it('stores the vault data key sealed, never in the clear', async () => {
     const intern = (await create({ name: uniqueName() })).json()
-    const vault = await t.db.vault.findUniqueOrThrow({ where: { id: intern.vault_id } })
+    const vault = await env.t.db.vault.findUniqueOrThrow({ where: { id: intern.vault_id } })
     expect(vault.sealedDataKey.length).toBe(1 + 12 + 16 + 32)
   })
 })
@@ -115,7 +111,7 @@ describe('POST /api/v1/interns: idempotency', () => {
     expect(again.statusCode).toBe(200)
     expect(again.json().id).toBe(first.json().id)
     expect(
-      await t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: first.json().id } } }),
+      await env.t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: first.json().id } } }),
     ).toBe(1)
   })
 
@@ -131,7 +127,7 @@ describe('POST /api/v1/interns: idempotency', () => {
     const name = uniqueName()
     const first = await create({ name }, { 'idempotency-key': 'defaults-1' })
     const again = await create(
-      { name, provision: false, workspace_id: tenant.workspaceId },
+      { name, provision: false, workspace_id: env.tenant.workspaceId },
       { 'idempotency-key': 'defaults-1' },
     )
     expect([first.statusCode, again.statusCode]).toEqual([201, 200])
@@ -152,9 +148,9 @@ describe('POST /api/v1/interns: idempotency', () => {
     expect(codes.filter((c) => c === 201)).toHaveLength(1)
     expect(codes.filter((c) => c === 200)).toHaveLength(49)
     expect(new Set(results.map((r) => r.json().id)).size).toBe(1)
-    expect(await t.db.intern.count({ where: { name: body.name } })).toBe(1)
+    expect(await env.t.db.intern.count({ where: { name: body.name } })).toBe(1)
     expect(
-      await t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: results[0]!.json().id } } }),
+      await env.t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: results[0]!.json().id } } }),
     ).toBe(1)
   })
 
@@ -165,8 +161,8 @@ describe('POST /api/v1/interns: idempotency', () => {
     )
     expect(results.filter((r) => r.statusCode === 201)).toHaveLength(1)
     for (const r of results.filter((r) => r.statusCode !== 201)) expectError(r, 409, 'name_taken', false)
-    expect(await t.db.intern.count({ where: { name } })).toBe(1)
-    expect(await t.db.vault.count()).toBe(await t.db.intern.count())
+    expect(await env.t.db.intern.count({ where: { name } })).toBe(1)
+    expect(await env.t.db.vault.count()).toBe(await env.t.db.intern.count())
   })
 })
 
@@ -195,7 +191,7 @@ describe('POST /api/v1/interns: every row of the error table', () => {
     const res = await create(
       { name: 'ab', description: 'd'.repeat(2000), instructions: 'i'.repeat(100_000) },
       {},
-      (await makeUserKey(t.db, tenant.workspaceId)).key,
+      (await makeUserKey(env.t.db, env.tenant.workspaceId)).key,
     )
     expect(res.statusCode).toBe(201)
     const name17 = 'a'.repeat(17)
@@ -205,7 +201,7 @@ describe('POST /api/v1/interns: every row of the error table', () => {
   it('400 invalid_body for malformed JSON and for an empty JSON body', async () => {
     expectError(await create('{"name":'), 400, 'invalid_body', false)
     expectError(
-      await sut.inject({ method: 'POST', url: '/api/v1/interns', headers: { ...auth(tenant.keys.user), ...json } }),
+      await sut.inject({ method: 'POST', url: '/api/v1/interns', headers: { ...auth(env.tenant.keys.user), ...json } }),
       400,
       'invalid_body',
       false,
@@ -241,15 +237,15 @@ describe('POST /api/v1/interns: every row of the error table', () => {
       }),
       401,
     )
-    expectError(await create({ name: 'okname' }, {}, tenant.keys.management), 401)
+    expectError(await create({ name: 'okname' }, {}, env.tenant.keys.management), 401)
   })
 
   it('403 no_acting_user for an organization key', async () => {
-    expectError(await create({ name: uniqueName() }, {}, tenant.keys.organization), 403, 'no_acting_user', false)
+    expectError(await create({ name: uniqueName() }, {}, env.tenant.keys.organization), 403, 'no_acting_user', false)
   })
 
   it('403 workspace_capability_unavailable when the workspace does not allow interns', async () => {
-    const other = await makeTenant(t.db, { internsEnabled: false })
+    const other = await makeTenant(env.t.db, { internsEnabled: false })
     expectError(
       await create({ name: uniqueName() }, {}, other.keys.user),
       403,
@@ -275,23 +271,23 @@ describe('POST /api/v1/interns: every row of the error table', () => {
   })
 
   it('404 not_found outside the programme', async () => {
-    const outsider = await makeTenant(t.db, { inProgramme: false })
+    const outsider = await makeTenant(env.t.db, { inProgramme: false })
     expectError(await create({ name: uniqueName() }, {}, outsider.keys.user), 404, 'not_found', false)
   })
 
   it('404 not_found when lifecycle writes are off', async () => {
-    const frozen = await makeTenant(t.db, { lifecycleWrites: false })
+    const frozen = await makeTenant(env.t.db, { lifecycleWrites: false })
     expectError(await create({ name: uniqueName() }, {}, frozen.keys.user), 404, 'not_found', false)
   })
 
   it('404 not_found for an intern key (the collection is hidden from it)', async () => {
     const intern = (await create({ name: uniqueName() })).json()
-    const internKey = await makeInternKey(t.db, tenant.workspaceId, intern.id)
+    const internKey = await makeInternKey(env.t.db, env.tenant.workspaceId, intern.id)
     expectError(await create({ name: uniqueName() }, {}, internKey), 404, 'not_found', false)
   })
 
   it('404 not_found when workspace_id is not the key’s workspace', async () => {
-    const other = await makeTenant(t.db)
+    const other = await makeTenant(env.t.db)
     expectError(await create({ name: uniqueName(), workspace_id: other.workspaceId }), 404, 'not_found', false)
   })
 
@@ -302,7 +298,7 @@ describe('POST /api/v1/interns: every row of the error table', () => {
   })
 
   it('409 vault_not_attachable for an unknown vault, another workspace’s vault, or none at all', async () => {
-    const other = await makeTenant(t.db)
+    const other = await makeTenant(env.t.db)
     const foreign = (await create({ name: uniqueName() }, {}, other.keys.user)).json()
     for (const vaultId of ['00000000-0000-4000-8000-000000000000', foreign.vault_id]) {
       const before = await internCount()
@@ -312,9 +308,9 @@ describe('POST /api/v1/interns: every row of the error table', () => {
   })
 
   it('409 intern_limit_reached when the member owns the most interns allowed, exactly at the limit under concurrency', async () => {
-    const limited = await buildTestApp(t.db, { INTERN_LIMIT_PER_MEMBER: '3' })
+    const limited = await buildTestApp(env.t.db, { INTERN_LIMIT_PER_MEMBER: '3' })
     try {
-      const member = await makeUserKey(t.db, tenant.workspaceId)
+      const member = await makeUserKey(env.t.db, env.tenant.workspaceId)
       const results = await Promise.all(
         Array.from({ length: 8 }, (_, i) =>
           limited.inject({
@@ -327,16 +323,16 @@ describe('POST /api/v1/interns: every row of the error table', () => {
       )
       expect(results.filter((r) => r.statusCode === 201)).toHaveLength(3)
       for (const r of results.filter((r) => r.statusCode !== 201)) expectError(r, 409, 'intern_limit_reached', false)
-      expect(await t.db.intern.count({ where: { creatorUserId: member.userId } })).toBe(3)
+      expect(await env.t.db.intern.count({ where: { creatorUserId: member.userId } })).toBe(3)
     } finally {
       await limited.closeAll()
     }
   })
 
   it('keeps the limit exact when many creates of one member race (sharded quota)', async () => {
-    const limited = await buildTestApp(t.db, { INTERN_LIMIT_PER_MEMBER: '20' })
+    const limited = await buildTestApp(env.t.db, { INTERN_LIMIT_PER_MEMBER: '20' })
     try {
-      const member = await makeUserKey(t.db, tenant.workspaceId)
+      const member = await makeUserKey(env.t.db, env.tenant.workspaceId)
       const results = await Promise.all(
         Array.from({ length: 40 }, (_, i) =>
           limited.inject({
@@ -348,8 +344,8 @@ describe('POST /api/v1/interns: every row of the error table', () => {
         ),
       )
       expect(results.filter((r) => r.statusCode === 201)).toHaveLength(20)
-      expect(await t.db.intern.count({ where: { creatorUserId: member.userId } })).toBe(20)
-      const shards = await t.db.memberQuotaShard.findMany({ where: { userId: member.userId } })
+      expect(await env.t.db.intern.count({ where: { creatorUserId: member.userId } })).toBe(20)
+      const shards = await env.t.db.memberQuotaShard.findMany({ where: { userId: member.userId } })
       expect(shards.reduce((sum, s) => sum + s.used, 0)).toBe(20)
       // 20 over 16 shards: shards 0 to 3 may hold 2, the rest 1.
       for (const s of shards) expect(s.used).toBeLessThanOrEqual(s.shard < 4 ? 2 : 1)
@@ -372,7 +368,7 @@ describe('POST /api/v1/interns: every row of the error table', () => {
     const res = await sut.inject({
       method: 'POST',
       url: '/api/v1/interns',
-      headers: auth(tenant.keys.user),
+      headers: auth(env.tenant.keys.user),
       payload: '{"name":"okname"}',
     })
     expectError(res, 415, 'unsupported_media_type', false)
@@ -385,18 +381,18 @@ describe('POST /api/v1/interns: every row of the error table', () => {
   })
 
   it('408 timeout past the route deadline, quoting it; the retry then completes', async () => {
-    const slow = await buildTestApp(t.db, { INTERN_CREATE_DEADLINE_MS: '300' })
-    const blocker = new pg.Client({ connectionString: t.url })
+    const slow = await buildTestApp(env.t.db, { INTERN_CREATE_DEADLINE_MS: '300' })
+    const blocker = new pg.Client({ connectionString: env.t.url })
     await blocker.connect()
     try {
       // Hold the member's row, which every create by that member locks for the limit check.
       await blocker.query('BEGIN')
-      await blocker.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [tenant.userId])
+      await blocker.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [env.tenant.userId])
       const body = { name: uniqueName() }
       const res = await slow.inject({
         method: 'POST',
         url: '/api/v1/interns',
-        headers: { ...auth(tenant.keys.user), ...json, 'idempotency-key': 'deadline-1' },
+        headers: { ...auth(env.tenant.keys.user), ...json, 'idempotency-key': 'deadline-1' },
         payload: body,
       })
       const err = expectError(res, 408, 'timeout', true)
@@ -405,12 +401,12 @@ describe('POST /api/v1/interns: every row of the error table', () => {
       const retry = await slow.inject({
         method: 'POST',
         url: '/api/v1/interns',
-        headers: { ...auth(tenant.keys.user), ...json, 'idempotency-key': 'deadline-1' },
+        headers: { ...auth(env.tenant.keys.user), ...json, 'idempotency-key': 'deadline-1' },
         payload: body,
       })
       // Either the late statement committed (the retry replays it) or it was cancelled (the retry creates).
       expect([200, 201]).toContain(retry.statusCode)
-      expect(await t.db.intern.count({ where: { name: body.name } })).toBe(1)
+      expect(await env.t.db.intern.count({ where: { name: body.name } })).toBe(1)
     } finally {
       await blocker.end()
       await slow.closeAll()
@@ -418,15 +414,15 @@ describe('POST /api/v1/interns: every row of the error table', () => {
   })
 
   it('502 upstream_unavailable while the vault keyring is busy; the same request then resumes and completes', async () => {
-    const impatient = await buildTestApp(t.db, { VAULT_LOCK_TIMEOUT_MS: '200' })
-    const rotation = new pg.Client({ connectionString: t.url })
+    const impatient = await buildTestApp(env.t.db, { VAULT_LOCK_TIMEOUT_MS: '200' })
+    const rotation = new pg.Client({ connectionString: env.t.url })
     await rotation.connect()
     try {
       await create({ name: uniqueName() }) // make sure the keyring row exists
       await rotation.query('BEGIN')
       await rotation.query('LOCK TABLE vault_master_keys IN ACCESS EXCLUSIVE MODE')
       const body = { name: uniqueName(), provision: true }
-      const headers = { ...auth(tenant.keys.user), ...json, 'idempotency-key': 'keyring-1' }
+      const headers = { ...auth(env.tenant.keys.user), ...json, 'idempotency-key': 'keyring-1' }
       const before = await internCount()
       const res = await impatient.inject({ method: 'POST', url: '/api/v1/interns', headers, payload: body })
       expectError(res, 502, 'upstream_unavailable', true)
@@ -444,12 +440,12 @@ describe('POST /api/v1/interns: every row of the error table', () => {
   it('500 configuration_error without a master key, and with one that did not seal the existing vaults', async () => {
     const before = await internCount()
     for (const key of ['', 'cd'.repeat(32)]) {
-      const misconfigured = await buildTestApp(t.db, { VAULT_MASTER_KEY: key })
+      const misconfigured = await buildTestApp(env.t.db, { VAULT_MASTER_KEY: key })
       try {
         const res = await misconfigured.inject({
           method: 'POST',
           url: '/api/v1/interns',
-          headers: { ...auth(tenant.keys.user), ...json },
+          headers: { ...auth(env.tenant.keys.user), ...json },
           payload: { name: uniqueName() },
         })
         expectError(res, 500, 'configuration_error', false)
@@ -488,7 +484,7 @@ describe('GET /api/v1/interns/{id}', () => {
     const res = await sut.inject({
       method: 'GET',
       url: `/api/v1/interns/${created.id}`,
-      headers: auth(tenant.keys.user),
+      headers: auth(env.tenant.keys.user),
     })
     expect(res.statusCode).toBe(200)
     const view = InternView.strict().parse(res.json())
@@ -501,7 +497,7 @@ describe('GET /api/v1/interns/{id}', () => {
       sut.inject({
         method: 'GET',
         url: `/api/v1/interns/${created.id}`,
-        headers: { ...auth(tenant.keys.user), ...headers },
+        headers: { ...auth(env.tenant.keys.user), ...headers },
       })
     const first = await get()
     const etag = String(first.headers.etag)
@@ -510,7 +506,7 @@ describe('GET /api/v1/interns/{id}', () => {
     expect(same.statusCode).toBe(304)
     expect(same.body).toBe('')
     expect((await get({ 'if-none-match': `"other", W/${etag}` })).statusCode).toBe(304)
-    await t.db.intern.update({ where: { id: created.id }, data: { description: 'changed' } })
+    await env.t.db.intern.update({ where: { id: created.id }, data: { description: 'changed' } })
     const changed = await get({ 'if-none-match': etag })
     expect(changed.statusCode).toBe(200)
     expect(changed.headers.etag).not.toBe(etag)
@@ -518,20 +514,20 @@ describe('GET /api/v1/interns/{id}', () => {
     const asOrg = await sut.inject({
       method: 'GET',
       url: `/api/v1/interns/${created.id}`,
-      headers: auth(tenant.keys.organization),
+      headers: auth(env.tenant.keys.organization),
     })
     expect(asOrg.headers.etag).not.toBe(changed.headers.etag)
   })
 
   it('shows created_by_you false to another member and omits it for an organization key', async () => {
     const created = (await create({ name: uniqueName() })).json()
-    const other = await makeUserKey(t.db, tenant.workspaceId)
+    const other = await makeUserKey(env.t.db, env.tenant.workspaceId)
     const asOther = await sut.inject({ method: 'GET', url: `/api/v1/interns/${created.id}`, headers: auth(other.key) })
     expect(asOther.json().created_by_you).toBe(false)
     const asOrg = await sut.inject({
       method: 'GET',
       url: `/api/v1/interns/${created.id}`,
-      headers: auth(tenant.keys.organization),
+      headers: auth(env.tenant.keys.organization),
     })
     expect(asOrg.statusCode).toBe(200)
     expect(asOrg.json()).not.toHaveProperty('created_by_you')
@@ -541,7 +537,7 @@ describe('GET /api/v1/interns/{id}', () => {
   it('lets an intern key see its own intern and nothing else', async () => {
     const mine = (await create({ name: uniqueName() })).json()
     const theirs = (await create({ name: uniqueName() })).json()
-    const key = await makeInternKey(t.db, tenant.workspaceId, mine.id)
+    const key = await makeInternKey(env.t.db, env.tenant.workspaceId, mine.id)
     expect(
       (await sut.inject({ method: 'GET', url: `/api/v1/interns/${mine.id}`, headers: auth(key) })).statusCode,
     ).toBe(200)
@@ -554,11 +550,11 @@ describe('GET /api/v1/interns/{id}', () => {
   })
 
   it('hides other workspaces’ interns, unknown ids and malformed ids behind 404', async () => {
-    const other = await makeTenant(t.db)
+    const other = await makeTenant(env.t.db)
     const foreign = (await create({ name: uniqueName() }, {}, other.keys.user)).json()
     for (const id of [foreign.id, '00000000-0000-4000-8000-000000000000', 'not-a-uuid']) {
       expectError(
-        await sut.inject({ method: 'GET', url: `/api/v1/interns/${id}`, headers: auth(tenant.keys.user) }),
+        await sut.inject({ method: 'GET', url: `/api/v1/interns/${id}`, headers: auth(env.tenant.keys.user) }),
         404,
         'not_found',
         false,
@@ -570,13 +566,21 @@ describe('GET /api/v1/interns/{id}', () => {
     const created = (await create({ name: uniqueName() })).json()
     const get = (key: string, headers: Record<string, string> = {}) =>
       sut.inject({ method: 'GET', url: `/api/v1/interns/${created.id}`, headers: { ...auth(key), ...headers } })
-    expectError(await get(tenant.keys.management), 401)
-    expectError(await get(tenant.keys.user, { host: 'eu.roster.test' }), 403, 'workspace_capability_unavailable', false)
-    await t.db.account.update({ where: { id: tenant.accountId }, data: { lifecycleWrites: false } })
-    expect((await get(tenant.keys.user)).statusCode).toBe(200) // reads are not lifecycle writes
-    await t.db.account.update({ where: { id: tenant.accountId }, data: { lifecycleWrites: true, inProgramme: false } })
-    expectError(await get(tenant.keys.user), 404, 'not_found', false)
-    await t.db.account.update({ where: { id: tenant.accountId }, data: { inProgramme: true } })
+    expectError(await get(env.tenant.keys.management), 401)
+    expectError(
+      await get(env.tenant.keys.user, { host: 'eu.roster.test' }),
+      403,
+      'workspace_capability_unavailable',
+      false,
+    )
+    await env.t.db.account.update({ where: { id: env.tenant.accountId }, data: { lifecycleWrites: false } })
+    expect((await get(env.tenant.keys.user)).statusCode).toBe(200) // reads are not lifecycle writes
+    await env.t.db.account.update({
+      where: { id: env.tenant.accountId },
+      data: { lifecycleWrites: true, inProgramme: false },
+    })
+    expectError(await get(env.tenant.keys.user), 404, 'not_found', false)
+    await env.t.db.account.update({ where: { id: env.tenant.accountId }, data: { inProgramme: true } })
   })
 })
 
