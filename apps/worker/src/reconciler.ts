@@ -5,6 +5,7 @@ import {
   enqueueInTx,
   fleetTimes,
   Jobs,
+  markMoved,
   transition,
   vacateHosts,
   type Db,
@@ -107,7 +108,7 @@ export class Reconciler {
         })
         if (!next) return
         // Placed again like a moved intern: a chat meanwhile waits for it (CHAT_MOVE_WAIT_MS).
-        await tx.$executeRaw`UPDATE interns SET moved_at = now() WHERE id = ${id}::uuid`
+        await markMoved(tx, id)
         await enqueueInTx(tx, 'intern.provision', { internId: id, generation: next.provision_generation })
       })
     }

@@ -1,6 +1,10 @@
 import type { Queue } from 'bullmq'
 import {
   carrierOf,
+  claimOutboxRows,
+  deleteOutboxRows,
+  setAsideOutboxRows,
+  type OutboxRow,
   connectRedis,
   isJobKind,
   Jobs,
@@ -15,20 +19,10 @@ import {
   type RedisClient,
   type RedisSettings,
   type Span,
-  type TraceCarrier,
 } from '@roster/shared'
 import type { JobOptionsFor } from './queue.js'
 
 const BATCH = 500
-
-interface OutboxRow {
-  id: string
-  kind: string
-  job_id: string
-  payload: unknown
-  trace_context: TraceCarrier | null
-  created_at: Date
-}
 
 /**
  * Publishes outbox rows to BullMQ. Woken by the bell writers ring on Redis after committing (low
@@ -103,8 +97,7 @@ export class OutboxRelay {
   private async drainBatch(): Promise<number> {
     return this.db.$transaction(
       async (tx) => {
-        const rows = await tx.$queryRaw<OutboxRow[]>`
-          SELECT id::text, kind, job_id, payload, trace_context, created_at FROM outbox ORDER BY id LIMIT ${BATCH} FOR UPDATE SKIP LOCKED`
+        const rows = await claimOutboxRows(tx, BATCH)
         if (rows.length === 0) return 0
         const { jobs, dead, spans } = this.readRows(rows)
         try {
@@ -114,11 +107,7 @@ export class OutboxRelay {
         }
         if (dead.length) {
           // Set aside whole, in this transaction: a row that can never be published must not hold up the rest.
-          await tx.$executeRaw`
-            INSERT INTO outbox_dead_letters (id, kind, job_id, payload, error, created_at)
-            SELECT o.id, o.kind, o.job_id, o.payload, d.error, o.created_at
-            FROM outbox o JOIN unnest(${dead.map((d) => d.id)}::bigint[], ${dead.map((d) => d.error)}::text[]) AS d(id, error) ON d.id = o.id
-            ON CONFLICT (id) DO NOTHING`
+          await setAsideOutboxRows(tx, dead)
           for (const d of dead)
             this.log.error(
               { outboxId: d.id, kind: d.kind, error: d.error },
@@ -126,7 +115,10 @@ export class OutboxRelay {
             )
           this.metrics?.outboxDeadLetters.inc(dead.length)
         }
-        await tx.$executeRaw`DELETE FROM outbox WHERE id = ANY(${rows.map((r) => r.id)}::bigint[])`
+        await deleteOutboxRows(
+          tx,
+          rows.map((r) => r.id),
+        )
         if (this.metrics) {
           // Published rows only: the set-aside ones are counted as dead letters.
           const now = Date.now()

@@ -5,6 +5,7 @@ import {
   createLogger,
   FleetDriver,
   listHosts,
+  outboxBacklog,
   fleetTimes,
   hostCredentialKey,
   createInternEventPublisher,
@@ -172,11 +173,9 @@ export async function startWorker(
     ? await serveMetrics(metrics, config, async () => {
         const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed')
         for (const [state, count] of Object.entries(counts)) metrics.queueJobs.set({ state }, count)
-        const [outbox] = await db.$queryRaw<
-          { rows: bigint; oldest: Date | null }[]
-        >`SELECT count(*) AS rows, min(created_at) AS oldest FROM outbox`
-        metrics.outboxRows.set(Number(outbox!.rows))
-        metrics.outboxOldestAge.set(outbox!.oldest ? Math.max(0, Date.now() - outbox!.oldest.getTime()) / 1000 : 0)
+        const outbox = await outboxBacklog(db)
+        metrics.outboxRows.set(outbox.rows)
+        metrics.outboxOldestAge.set(outbox.oldest ? Math.max(0, Date.now() - outbox.oldest.getTime()) / 1000 : 0)
         // The fleet, per host: its state, the interns placed on it, its free room.
         const hosts = await listHosts(db, fleetTimes(config))
         metrics.runtimeHosts.reset()

@@ -1,6 +1,6 @@
-import type { Prisma } from './db.js'
+import type { Db, Prisma } from './db.js'
 import { Jobs, type JobKind, type JobPayload } from './jobs.js'
-import { activeCarrier } from './tracing.js'
+import { activeCarrier, type TraceCarrier } from './tracing.js'
 
 /**
  * The Redis channel on which writers ring the relay's bell after committing outbox rows. A bell,
@@ -26,4 +26,40 @@ export async function enqueueInTx<K extends JobKind>(
   const jobId = (job.jobId as (p: JobPayload<K>) => string)(parsed as JobPayload<K>)
   const trace = activeCarrier()
   await tx.$executeRaw`INSERT INTO outbox (kind, job_id, payload, trace_context) VALUES (${kind}, ${jobId}, ${JSON.stringify(parsed)}::jsonb, ${trace && JSON.stringify(trace)}::jsonb)`
+}
+
+// The outbox's SQL, all of it (the create statements write their rows inside their own statement).
+
+/** An outbox row as the relay reads it. */
+export interface OutboxRow {
+  id: string
+  kind: string
+  job_id: string
+  payload: unknown
+  trace_context: TraceCarrier | null
+  created_at: Date
+}
+
+/** The oldest unpublished rows, locked (SKIP LOCKED: relays in several workers share the work). */
+export const claimOutboxRows = (tx: Prisma.TransactionClient, limit: number) =>
+  tx.$queryRaw<OutboxRow[]>`
+    SELECT id::text, kind, job_id, payload, trace_context, created_at FROM outbox ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+
+/** Rows that can never be published, set aside whole with why (in the claiming transaction). */
+export const setAsideOutboxRows = (tx: Prisma.TransactionClient, dead: { id: string; error: string }[]) =>
+  tx.$executeRaw`
+    INSERT INTO outbox_dead_letters (id, kind, job_id, payload, error, created_at)
+    SELECT o.id, o.kind, o.job_id, o.payload, d.error, o.created_at
+    FROM outbox o JOIN unnest(${dead.map((d) => d.id)}::bigint[], ${dead.map((d) => d.error)}::text[]) AS d(id, error) ON d.id = o.id
+    ON CONFLICT (id) DO NOTHING`
+
+/** Rows published (or set aside): gone from the outbox. */
+export const deleteOutboxRows = (tx: Prisma.TransactionClient, ids: string[]) =>
+  tx.$executeRaw`DELETE FROM outbox WHERE id = ANY(${ids}::bigint[])`
+
+/** How many rows wait, and since when (the worker's metrics). */
+export async function outboxBacklog(db: Db): Promise<{ rows: number; oldest: Date | null }> {
+  const [row] = await db.$queryRaw<{ rows: bigint; oldest: Date | null }[]>`
+    SELECT count(*) AS rows, min(created_at) AS oldest FROM outbox`
+  return { rows: Number(row!.rows), oldest: row!.oldest }
 }

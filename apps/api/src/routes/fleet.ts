@@ -2,7 +2,10 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
-  HELD_BY_HOST,
+  appendSessionEntries,
+  hostRecord,
+  sessionIds,
+  sessionItems,
   EgressRequest,
   FleetConflict,
   fleetTimes,
@@ -58,7 +61,7 @@ export const fleetRoutes =
     const hostRow = async (id: string) => {
       const cached = hosts.get(id)
       if (cached && Date.now() - cached.at < 1_000) return cached.row
-      const [row] = await deps.db.$queryRaw<HostRow[]>`SELECT * FROM runtime_hosts WHERE id = ${id}`
+      const row = await hostRecord(deps.db, id)
       hosts.set(id, { row, at: Date.now() })
       if (hosts.size > 10_000) hosts.delete(hosts.keys().next().value!)
       return row
@@ -173,10 +176,7 @@ export const fleetRoutes =
         preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation),
       },
       async (req) => {
-        const rows = await deps.db.$queryRaw<
-          { session_id: string }[]
-        >`SELECT DISTINCT session_id FROM session_entries WHERE intern_id = ${req.params.id}::uuid`
-        return { sessions: rows.map((r) => r.session_id) }
+        return { sessions: await sessionIds(deps.db, req.params.id) }
       },
     )
 
@@ -188,9 +188,7 @@ export const fleetRoutes =
         preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation),
       },
       async (req) => {
-        const rows = await deps.db.$queryRaw<{ item: Record<string, unknown> }[]>`
-        SELECT item FROM session_entries WHERE intern_id = ${req.params.id}::uuid AND session_id = ${req.params.session} ORDER BY seq`
-        return { items: rows.map((r) => r.item) }
+        return { items: await sessionItems(deps.db, req.params.id, req.params.session) }
       },
     )
 
@@ -204,22 +202,13 @@ export const fleetRoutes =
       async (req, reply) => {
         const { from, items, generation } = req.body
         const host = req.runtimeHost!.id
-        // The hot path of every turn: the placement checked and the items written in one statement.
-        // Numbered from `from`: a retried append writes nothing twice.
-        const [result] = await deps.db.$queryRaw<{ placed: boolean }[]>`
-        WITH here AS (
-          SELECT 1 FROM interns WHERE id = ${req.params.id}::uuid AND runtime_host_id = ${host} AND placement_generation = ${generation}
-            AND status IN ${HELD_BY_HOST}
-        ), written AS (
-          INSERT INTO session_entries (intern_id, session_id, seq, item)
-          SELECT ${req.params.id}::uuid, ${req.params.session}, ${from} + ord - 1, item
-          FROM jsonb_array_elements(${JSON.stringify(items)}::jsonb) WITH ORDINALITY AS t(item, ord)
-          WHERE EXISTS (SELECT 1 FROM here)
-          ON CONFLICT DO NOTHING
-          RETURNING 1
+        const placed = await appendSessionEntries(
+          deps.db,
+          { internId: req.params.id, sessionId: req.params.session, hostId: host, generation },
+          from,
+          items,
         )
-        SELECT EXISTS (SELECT 1 FROM here) AS placed, (SELECT count(*) FROM written) AS written`
-        if (!result?.placed)
+        if (!placed)
           return refuse(
             reply,
             409,

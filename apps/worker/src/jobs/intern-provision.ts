@@ -2,7 +2,9 @@ import { UnrecoverableError } from 'bullmq'
 import {
   apiKeyParts,
   generateApiKey,
+  fleetSize,
   fleetTimes,
+  hostSilent,
   placeIntern,
   unplace,
   type PlacedOn,
@@ -139,9 +141,7 @@ export const provisionSteps: readonly Step[] = [
  */
 async function waitForRoom(run: Run): Promise<never> {
   const { deps, intern, generation } = run
-  const [counts] = await deps.db.$queryRaw<{ live: number; total: number }[]>`
-    SELECT count(*) FILTER (WHERE state = 'live' AND heartbeat_at > ${new Date(Date.now() - deps.config.FLEET_DEAD_AFTER_MS)})::int AS live, count(*)::int AS total FROM runtime_hosts`
-  const { live, total } = counts!
+  const { live, total } = await fleetSize(deps.db, deps.config.FLEET_DEAD_AFTER_MS)
   const why = live
     ? `every live runtime host is full (${live} host(s))`
     : total
@@ -174,9 +174,7 @@ async function elsewhereIfUnreachable(run: Run, call: () => Promise<unknown>) {
     if (!(err instanceof RuntimeUnavailableError && err.undelivered)) throw err
     const { deps, intern, placed } = run
     await unplace(deps.db, intern.id, placed!)
-    const [host] = await deps.db.$queryRaw<{ silent: boolean }[]>`
-      SELECT heartbeat_at < ${new Date(Date.now() - 2 * deps.config.FLEET_HEARTBEAT_MS)} AS silent FROM runtime_hosts WHERE id = ${placed!.hostId}`
-    if (host && !host.silent) throw err
+    if ((await hostSilent(deps.db, placed!.hostId, 2 * deps.config.FLEET_HEARTBEAT_MS)) === false) throw err
     run.ctx.log.warn(
       { internId: intern.id, host: placed!.hostId },
       'the runtime host the intern was placed on cannot be reached and has stopped beating: placing it again',

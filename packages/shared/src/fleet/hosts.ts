@@ -107,6 +107,40 @@ export async function heartbeat(
   return { state: row.state, placements: await placementsOf(db, hostId) }
 }
 
+/** Whether the fleet is moving an intern: placed again lately (its host died or drained), and not suspended since. */
+export async function internMoving(db: Db, internId: string): Promise<boolean> {
+  const [row] = await db.$queryRaw<{ moving: boolean }[]>`
+    SELECT status IN ('queued', 'provisioning', 'running') AND moved_at > now() - interval '10 minutes' AS moving
+    FROM interns WHERE id = ${internId}::uuid`
+  return row?.moving === true
+}
+
+/** Marks an intern placed again by the fleet (a chat meanwhile waits for it: CHAT_MOVE_WAIT_MS). */
+export const markMoved = (tx: Prisma.TransactionClient, internId: string) =>
+  tx.$executeRaw`UPDATE interns SET moved_at = now() WHERE id = ${internId}::uuid`
+
+/** A host's record, as it stands. */
+export async function hostRecord(db: Db, hostId: string): Promise<HostRow | undefined> {
+  const [row] = await db.$queryRaw<HostRow[]>`SELECT * FROM runtime_hosts WHERE id = ${hostId}`
+  return row
+}
+
+/** How many hosts beat within `deadAfterMs` (live), and how many have ever joined. */
+export async function fleetSize(db: Db, deadAfterMs: number): Promise<{ live: number; total: number }> {
+  const [counts] = await db.$queryRaw<{ live: number; total: number }[]>`
+    SELECT count(*) FILTER (WHERE state = 'live' AND heartbeat_at > ${new Date(Date.now() - deadAfterMs)})::int AS live,
+           count(*)::int AS total
+    FROM runtime_hosts`
+  return counts!
+}
+
+/** Whether a host has not beaten for `sinceMs` (undefined: no such host). */
+export async function hostSilent(db: Db, hostId: string, sinceMs: number): Promise<boolean | undefined> {
+  const [host] = await db.$queryRaw<{ silent: boolean }[]>`
+    SELECT heartbeat_at < ${new Date(Date.now() - sinceMs)} AS silent FROM runtime_hosts WHERE id = ${hostId}`
+  return host?.silent
+}
+
 /**
  * The statuses in which an intern is held by the host it is placed on: provisioning and running, and
  * destroying (its host takes the last snapshot of its workspace for the archive, then removes it).

@@ -5,6 +5,7 @@ import { z } from 'zod'
 import {
   AppError,
   chatFinishError,
+  internMoving,
   sseEvent,
   SSE_COMMENT,
   type ChatFinishReason,
@@ -62,13 +63,8 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
   const overLimit = createTurnLimit(deps.redis, deps.config.QUEUE_PREFIX, deps.config.CHAT_TURNS_PER_MINUTE, app.log)
   const placements = new PlacementCache((id) => deps.runtime.placement(id), 1_000)
   /** Whether the fleet is moving the intern: placed again lately, after its host died or drained, and not suspended since. */
-  const moving = async (internId: string) => {
-    if (deps.config.CHAT_MOVE_WAIT_MS === 0) return false
-    const [row] = await deps.db.$queryRaw<{ moving: boolean }[]>`
-      SELECT status IN ('queued', 'provisioning', 'running') AND moved_at > now() - interval '10 minutes' AS moving
-      FROM interns WHERE id = ${internId}::uuid`
-    return row?.moving === true
-  }
+  const moving = async (internId: string) =>
+    deps.config.CHAT_MOVE_WAIT_MS !== 0 && (await internMoving(deps.db, internId))
   // Shutting down, the turns this process relays may run on for SHUTDOWN_GRACE_MS; each still going
   // is then ended with the contract's stream_severed chunk and [DONE] (its run is cancelled with the
   // link), not cut off with no end by the process's exit. The server's close waits for them.

@@ -1,0 +1,48 @@
+import type { Db } from '../db.js'
+import { HELD_BY_HOST } from './hosts.js'
+
+// Interns' sessions as the record keeps them (session_entries): every item of every session, in
+// order, written through by the host the intern is placed on. The table's SQL, all of it (an
+// archive reads the sessions too: archives.ts).
+
+/** The sessions an intern has. */
+export async function sessionIds(db: Db, internId: string): Promise<string[]> {
+  const rows = await db.$queryRaw<
+    { session_id: string }[]
+  >`SELECT DISTINCT session_id FROM session_entries WHERE intern_id = ${internId}::uuid`
+  return rows.map((r) => r.session_id)
+}
+
+/** One session's items, in order. */
+export async function sessionItems(db: Db, internId: string, sessionId: string): Promise<Record<string, unknown>[]> {
+  const rows = await db.$queryRaw<{ item: Record<string, unknown> }[]>`
+    SELECT item FROM session_entries WHERE intern_id = ${internId}::uuid AND session_id = ${sessionId} ORDER BY seq`
+  return rows.map((r) => r.item)
+}
+
+/**
+ * Appends items to a session, numbered from `from` (a retried append writes nothing twice), only
+ * while the intern is placed on `hostId` under `generation`: the placement checked and the items
+ * written in one statement (the hot path of every turn). False when it is not placed there.
+ */
+export async function appendSessionEntries(
+  db: Db,
+  at: { internId: string; sessionId: string; hostId: string; generation: number },
+  from: number,
+  items: unknown[],
+): Promise<boolean> {
+  const [result] = await db.$queryRaw<{ placed: boolean }[]>`
+    WITH here AS (
+      SELECT 1 FROM interns WHERE id = ${at.internId}::uuid AND runtime_host_id = ${at.hostId} AND placement_generation = ${at.generation}
+        AND status IN ${HELD_BY_HOST}
+    ), written AS (
+      INSERT INTO session_entries (intern_id, session_id, seq, item)
+      SELECT ${at.internId}::uuid, ${at.sessionId}, ${from} + ord - 1, item
+      FROM jsonb_array_elements(${JSON.stringify(items)}::jsonb) WITH ORDINALITY AS t(item, ord)
+      WHERE EXISTS (SELECT 1 FROM here)
+      ON CONFLICT DO NOTHING
+      RETURNING 1
+    )
+    SELECT EXISTS (SELECT 1 FROM here) AS placed, (SELECT count(*) FROM written) AS written`
+  return result?.placed === true
+}
