@@ -4,8 +4,13 @@ import {
   beatingHosts,
   enqueueInTx,
   fleetTimes,
+  forgetIdempotencyRecords,
   Jobs,
   markMoved,
+  recordsOf,
+  runningOnHost,
+  stuckProvisioning,
+  stuckTeardowns,
   transition,
   vacateHosts,
   type Db,
@@ -87,11 +92,7 @@ export class Reconciler {
       return 0
     }
     let repaired = 0
-    const running = draining
-      ? []
-      : await this.db.$queryRaw<{ id: string; hostname: string | null; generation: number }[]>`
-          SELECT id, hostname, placement_generation AS generation FROM interns
-          WHERE status = 'running' AND runtime_host_id = ${at.hostId} AND updated_at < now() - interval '2 seconds' LIMIT 5000`
+    const running = draining ? [] : await runningOnHost(this.db, at.hostId)
     const suspects = running.filter((r) => !hosted.get(r.id)?.running)
     const lost = (
       await Promise.all(
@@ -124,10 +125,7 @@ export class Reconciler {
 
     if (hosted.size > 0) {
       const ids = [...hosted.keys()]
-      const known = await this.db.$queryRaw<
-        { id: string; status: string; updated_at: Date; runtime_host_id: string | null; generation: number }[]
-      >`
-        SELECT id, status::text AS status, updated_at, runtime_host_id, placement_generation AS generation FROM interns WHERE id = ANY(${ids}::uuid[])`
+      const known = await recordsOf(this.db, ids)
       const byId = new Map(known.map((k) => [k.id, k]))
       const settledBefore = Date.now() - 2_000
       for (const [id, { running: isRunning }] of hosted) {
@@ -152,11 +150,7 @@ export class Reconciler {
 
   /** Teardowns whose job vanished get a new one (same id while the intern stays stuck). */
   async resumeTeardowns(): Promise<number> {
-    const stuck = await this.db.$queryRaw<{ id: string; updated_at: Date }[]>`
-      SELECT i.id, i.updated_at FROM interns i
-      WHERE i.status = 'destroying' AND i.updated_at < ${new Date(Date.now() - this.config.STUCK_AFTER_MS)}
-        AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.payload->>'internId' = i.id::text)
-      LIMIT 1000`
+    const stuck = await stuckTeardowns(this.db, new Date(Date.now() - this.config.STUCK_AFTER_MS))
     for (const { id, updated_at } of stuck) {
       const digest = createHash('sha256').update(`${id}:${updated_at.toISOString()}`).digest('hex')
       const request = `${digest.slice(0, 8)}-${digest.slice(8, 12)}-4${digest.slice(13, 16)}-8${digest.slice(17, 20)}-${digest.slice(20, 32)}`
@@ -173,11 +167,7 @@ export class Reconciler {
   /** `everything` skips the age threshold (used when Redis is known to have lost its data). */
   async run({ everything = false } = {}): Promise<number> {
     const olderThan = new Date(Date.now() - (everything ? 0 : this.config.STUCK_AFTER_MS))
-    const interns = await this.db.$queryRaw<{ id: string; generation: number }[]>`
-      SELECT i.id, i.provision_generation AS generation FROM interns i
-      WHERE i.status IN ('queued', 'provisioning') AND i.updated_at < ${olderThan}
-        AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.payload->>'internId' = i.id::text)
-      ORDER BY i.updated_at LIMIT 2000`
+    const interns = await stuckProvisioning(this.db, olderThan)
     let repaired = 0
     await Promise.all(
       interns.map(async ({ id, generation }) => {
@@ -204,9 +194,7 @@ export class Reconciler {
     const cutoff = new Date(Date.now() - this.config.IDEMPOTENCY_TTL_HOURS * 3_600_000)
     let total = 0
     for (;;) {
-      const deleted = await this.db.$executeRaw`
-        DELETE FROM idempotency_records WHERE ctid = ANY(ARRAY(
-          SELECT ctid FROM idempotency_records WHERE created_at < ${cutoff} LIMIT 5000))`
+      const deleted = await forgetIdempotencyRecords(this.db, cutoff, 5_000)
       total += deleted
       if (deleted < 5000) return total
     }

@@ -1,5 +1,13 @@
 import { UnrecoverableError } from 'bullmq'
-import { archiveIntern, Jobs, transition, type JobPayload } from '@roster/shared'
+import {
+  archiveIntern,
+  deleteInternRecord,
+  Jobs,
+  lockTeardown,
+  markArchiveFailed,
+  transition,
+  type JobPayload,
+} from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { hostIsLive } from '../fleet.js'
 
@@ -34,20 +42,9 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.destr
     if (live) await deps.runtime.remove(at, internId)
     step = 'deleting the intern and its vault'
     await deps.db.$transaction(async (tx) => {
-      const [held] = await tx.$queryRaw<
-        { ok: number }[]
-      >`SELECT 1 AS ok FROM interns WHERE id = ${internId}::uuid AND status = 'destroying' FOR UPDATE`
-      if (!held) return
+      if (!(await lockTeardown(tx, internId))) return
       if (!skipArchive) await archiveIntern(tx, internId)
-      await tx.$executeRaw`DELETE FROM interns WHERE id = ${internId}::uuid`
-      if (intern.vaultId) await tx.$executeRaw`DELETE FROM vaults WHERE id = ${intern.vaultId}::uuid`
-      if (intern.creatorUserId) {
-        await tx.$executeRaw`
-          UPDATE member_quota_shards SET used = used - 1
-          WHERE (user_id, shard) = (
-            SELECT user_id, shard FROM member_quota_shards WHERE user_id = ${intern.creatorUserId}::uuid AND used > 0
-            ORDER BY shard LIMIT 1 FOR UPDATE)`
-      }
+      await deleteInternRecord(tx, intern)
     })
     deps.internsChanged([internId])
     return 'deleted'
@@ -62,8 +59,7 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.destr
           to: 'destroy_failed',
           set: { lastFailureMessage: `Deletion failed while ${step} after ${ctx.attempt} attempt(s): ${reason}` },
         })
-        if (failed)
-          await tx.$executeRaw`UPDATE interns SET workspace_archive_failed = ${archiveFailed} WHERE id = ${internId}::uuid`
+        if (failed) await markArchiveFailed(tx, internId, archiveFailed)
       })
       deps.internsChanged([internId])
       if (!(err instanceof UnrecoverableError)) throw new UnrecoverableError(reason)
