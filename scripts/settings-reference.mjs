@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { settingsReference, undescribedSettings } from '../packages/shared/dist/index.js'
+import { settingsReference, undescribedSettings } from '../packages/shared/dist/settings-reference.js'
 
 const missing = undescribedSettings()
 if (missing.length) {

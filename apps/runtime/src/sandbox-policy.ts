@@ -74,8 +74,15 @@ export interface SandboxPolicy {
   env?: Record<string, string>
 }
 
-/** The read-only system part of every sandbox: /usr, what programs need of /etc, /bin and the like as the host has them, /dev and /proc. */
+const mountsOf = new WeakMap<HostLayout, string[]>()
+/**
+ * The read-only system part of every sandbox: /usr, what programs need of /etc, /bin and the like as
+ * the host has them, /dev and /proc. Worked out once per layout (a host has one): every command's
+ * sandbox starts with the same.
+ */
 export function systemMounts(host: HostLayout): string[] {
+  const known = mountsOf.get(host)
+  if (known) return known
   const args: string[] = []
   for (const dir of SYSTEM_DIRS) args.push('--ro-bind', dir, dir)
   for (const entry of host.etc)
@@ -85,6 +92,7 @@ export function systemMounts(host: HostLayout): string[] {
     else args.push('--ro-bind', `/${dir.name}`, `/${dir.name}`)
   }
   args.push('--dev', '/dev', '--proc', '/proc')
+  mountsOf.set(host, args)
   return args
 }
 

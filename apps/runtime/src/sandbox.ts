@@ -132,15 +132,6 @@ const egressForwarder = () => forwarder ?? chooseEgressForwarder('auto')
 /** Room of the sandbox's own /tmp (tmpfs: memory) when no limits say otherwise. */
 const DEFAULT_TMP_BYTES = 256 * 1024 * 1024
 
-/** The policy of one command's sandbox. */
-const policyOf = (opts: CommandOptions, limits?: SandboxLimits): SandboxPolicy => ({
-  workspace: realpathSync(opts.workspace),
-  egressSocket: opts.egressSocket,
-  forwarder: opts.egressSocket ? egressForwarder() : undefined,
-  tmpBytes: limits?.tmpBytes ?? DEFAULT_TMP_BYTES,
-  env: opts.env,
-})
-
 function linkTarget(path: string): string | undefined {
   try {
     return readlinkSync(path)
@@ -174,16 +165,20 @@ export const sandboxArgs = (
   opts: CommandOptions,
   limits?: SandboxLimits,
   memoryGroup = false,
-): string[] => [
-  ...bwrapArguments(policyOf(opts, limits), hostLayout()),
-  ...commandArguments(command, {
-    timeoutMs: opts.timeoutMs,
-    args: opts.args,
-    forwarder: opts.egressSocket ? egressForwarder() : undefined,
-    limits,
-    memoryGroup,
-  }),
-]
+): string[] => {
+  const forwarder = opts.egressSocket ? egressForwarder() : undefined
+  const policy: SandboxPolicy = {
+    workspace: realpathSync(opts.workspace),
+    egressSocket: opts.egressSocket,
+    forwarder,
+    tmpBytes: limits?.tmpBytes ?? DEFAULT_TMP_BYTES,
+    env: opts.env,
+  }
+  return [
+    ...bwrapArguments(policy, hostLayout()),
+    ...commandArguments(command, { timeoutMs: opts.timeoutMs, args: opts.args, forwarder, limits, memoryGroup }),
+  ]
+}
 
 let hostConfinement: Confinement | undefined
 /** The confinement of every command this process runs from now on (the runtime host sets it once, at start). */

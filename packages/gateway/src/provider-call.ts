@@ -7,8 +7,7 @@ import type { GatewayObserver } from './observer.js'
 import type { Candidate, Router } from './routing.js'
 import type { Run, Timing } from './run.js'
 import { holdForTick } from './stream-writer.js'
-import type { TraceLogger } from './trace.js'
-import { traceOf } from './trace.js'
+import { traceOf, type TraceLogger } from './trace.js'
 import type { CallHooks, Transport } from './upstream.js'
 
 // One call of a model turn to a provider: sent through the transport, its reply (whole, or its

@@ -1,4 +1,4 @@
-import { openResponsesError } from '@roster/shared/errors'
+import { openResponsesError, responseObjectError } from '@roster/shared/errors'
 import { sseEvent } from '@roster/shared/event-stream'
 import type { GatewayError } from './errors.js'
 import { responseObject } from './response-object.js'
@@ -105,7 +105,7 @@ export function endStream(run: Run, status: 'completed' | 'incomplete') {
 export function failStream(run: Run, err: GatewayError) {
   const { sink } = run.live!
   const failed = responseObject(run, 'failed')
-  failed.error = { code: err.errorType, message: err.message, metadata: { error_type: err.errorType } }
+  failed.error = responseObjectError(err.errorType, err.message)
   sink.cork()
   const door = run.opts.doorStream
   if (door) {

@@ -3,7 +3,6 @@ import {
   AppError,
   ChatFinishReasons,
   chatFinishError,
-  ERRORS,
   errorBody,
   GatewayErrors,
   gatewayErrorBody,
@@ -80,14 +79,11 @@ describe('the one table of errors', () => {
   it('classifies every code of every wire by a canonical type the official client knows', async () => {
     const { ApiErrorType } = await import('@openrouter/sdk/models')
     const known = new Set<string>(Object.values(ApiErrorType))
-    for (const [code, row] of Object.entries({ ...Reasons, ...ChatFinishReasons, ...GatewayErrors })) {
-      expect(known.has(row.type), `${code}: ${row.type}`).toBe(true)
+    for (const section of [Reasons, ChatFinishReasons, GatewayErrors]) {
+      for (const [code, row] of Object.entries(section)) expect(known.has(row.type), `${code}: ${row.type}`).toBe(true)
     }
-    // Each gateway code is its own canonical type, and every canonical type has its row.
+    // Each gateway code is its own canonical type.
     for (const [code, row] of Object.entries(GatewayErrors)) expect(row.type).toBe(code)
-    expect(Object.keys(ERRORS)).toEqual(
-      expect.arrayContaining([...Object.keys(Reasons), ...Object.keys(GatewayErrors)]),
-    )
   })
 
   it('renders each wire from the row: the gateway envelope, chat finish errors, the WebSocket event, the vault body', () => {

@@ -1,5 +1,7 @@
-// Every error Roster answers, in one table: each code with its HTTP status, whether retrying may
-// help, and the spec's canonical error type it is classified as; and one renderer per wire format
+// Every error Roster answers, in one table of one row shape, in three sections by the wire that
+// names the code (the lifecycle's reasons, intern chat's finish reasons, the gateway's canonical
+// types): each code with its HTTP status, whether retrying may help, and the spec's canonical error
+// type it is classified as; and one renderer per wire format
 // that carries errors (the lifecycle envelope, the gateway's, the Anthropic client's, Open
 // Responses' error events, intern chat's finish error, the vault's). Domain code throws AppError
 // (or the gateway's GatewayError) with a code; only the renderers shape bodies. This module has no
@@ -116,9 +118,6 @@ export const GatewayErrors = {
   timeout: { status: 504, retryable: true, type: 'timeout' },
 } as const satisfies { [T in ErrorType]: ErrorRow & { type: T } }
 
-/** The one table: every code of every wire. A code named on two wires means the same there (its status may differ: see each row). */
-export const ERRORS = { ...GatewayErrors, ...ChatFinishReasons, ...Reasons } as const satisfies Record<string, ErrorRow>
-export type ErrorCode = keyof typeof ERRORS
 export type Reason = keyof typeof Reasons
 export type ChatFinishReason = keyof typeof ChatFinishReasons
 
@@ -173,6 +172,13 @@ export function errorBody(reason: Reason, message: string, status: number = Reas
 /** The gateway's envelope (responses, chat completions): the canonical type in `metadata.error_type`. */
 export const gatewayErrorBody = (type: ErrorType, message: string, status: number = GatewayErrors[type].status) => ({
   error: { code: status, message, metadata: { error_type: type } },
+})
+
+/** A failed Response object's `error`: its `code` is the canonical type, named in `metadata.error_type` too. */
+export const responseObjectError = (type: ErrorType, message: string) => ({
+  code: type,
+  message,
+  metadata: { error_type: type },
 })
 
 /** Open Responses' error `type` (its spec's Errors table) for a canonical type (or, failing that, for the status). */

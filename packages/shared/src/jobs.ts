@@ -13,7 +13,7 @@ const runtimeWork: JobRetry = { attempts: 'PROVISION_ATTEMPTS', backoffMs: 'PROV
 
 /**
  * Job kinds with their payload schema, job id and retries: the one table the producer (the outbox
- * relay: it validates before adding) and the worker (handlers parse again at the top) read.
+ * relay: it validates before adding) and the worker (its registry parses each job's data before the kind's handler sees it) read.
  */
 export const Jobs = {
   'intern.provision': {

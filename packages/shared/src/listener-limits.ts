@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs'
-import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http'
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import { z } from 'zod'
+import { errorBody } from './errors.js'
 
 // Every listener a client can reach (the API, the runtime host, the metrics and health ports, the
 // egress proxies) holds a client to the same limits: the headers and the whole request must arrive in
@@ -144,17 +145,20 @@ export function openFilesLimit(): number {
   }
 }
 
+/**
+ * A whole HTTP response with a JSON error body, for what a listener refuses before any route (a
+ * request that is not HTTP, or too slow): written to the socket, which then closes.
+ */
+export function rawErrorResponse(status: number, body: unknown): string {
+  const text = JSON.stringify(body)
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`
+}
+
 /** What a listener answers a request it cuts for taking too long (it never reached a route). */
-export const REQUEST_TIMEOUT_RESPONSE = (() => {
-  const body = JSON.stringify({
-    error: {
-      code: 408,
-      message: 'the request did not arrive in time',
-      metadata: { reason: 'timeout', retryable: true },
-    },
-  })
-  return `HTTP/1.1 408 Request Timeout\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
-})()
+export const REQUEST_TIMEOUT_RESPONSE = rawErrorResponse(
+  408,
+  errorBody('timeout', 'the request did not arrive in time'),
+)
 
 /**
  * Cuts a request whose body stops arriving for `idleMs`, whatever REQUEST_TIMEOUT_MS still allows:

@@ -83,7 +83,7 @@ export class NodeProcess {
   async kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
     const child = this.child
     if (!child || !this.running) return child?.exitCode ?? null
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    const exited = this.exited()
     child.kill(signal)
     return exited
   }

@@ -1,7 +1,6 @@
-import http from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, errorBody } from '@roster/shared'
+import { AppError, errorBody, rawErrorResponse, REQUEST_TIMEOUT_RESPONSE, vaultErrorBody } from '@roster/shared'
 
 // What no route can take, refused before any route runs, in the documented error body.
 
@@ -116,10 +115,7 @@ function textProblem(req: FastifyRequest): string | undefined {
 export function frameworkErrors(error: Error & { code?: string }, req: FastifyRequest, reply: FastifyReply) {
   // The vault's errors carry the contract's message and no reason (see the error handler).
   if (req.url.startsWith('/api/v1/vault/')) {
-    void reply
-      .code(404)
-      .type('application/json')
-      .send({ error: { code: 404, message: 'Not found' } })
+    void reply.code(404).type('application/json').send(vaultErrorBody('not_found', 'Not found'))
     return
   }
   const why =
@@ -144,14 +140,13 @@ export const clientErrorHandler =
     const timedOut = err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
     cut(timedOut ? 'request_timeout' : 'bad_request')
     if (socket.destroyed || !socket.writable) return
-    const [status, body] = timedOut
-      ? [408, errorBody('timeout', 'the request did not arrive in time')]
-      : err.code === 'HPE_HEADER_OVERFLOW'
-        ? [431, { error: { code: 431, message: 'the request headers are too large' } }]
-        : [400, errorBody('invalid_body', 'the request is not valid HTTP')]
-    const text = JSON.stringify(body)
     socket.end(
-      `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${text}`,
+      timedOut
+        ? REQUEST_TIMEOUT_RESPONSE
+        : err.code === 'HPE_HEADER_OVERFLOW'
+          ? // No reason of the spec's names this: the status says it.
+            rawErrorResponse(431, { error: { code: 431, message: 'the request headers are too large' } })
+          : rawErrorResponse(400, errorBody('invalid_body', 'the request is not valid HTTP')),
     )
     // A client that sends nothing more would otherwise hold the half-closed socket.
     socket.destroySoon()

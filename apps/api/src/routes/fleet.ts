@@ -112,6 +112,9 @@ export const fleetRoutes =
         )
       }
     }
+    /** The same, for a host's reads that name the generation in their query. */
+    const placedByQuery = (req: FastifyRequest, reply: FastifyReply) =>
+      placed(req, reply, (req.query as { generation: number }).generation)
 
     // Credentials are checked before bodies are read: a caller without one learns nothing from a 400.
     const asJoiner = async (req: FastifyRequest, reply: FastifyReply) => {
@@ -173,7 +176,7 @@ export const fleetRoutes =
       {
         schema: { hide: true, params: InternParams, querystring: GenerationQuery },
         onRequest: asHost,
-        preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation),
+        preHandler: placedByQuery,
       },
       async (req) => {
         return { sessions: await sessionIds(deps.db, req.params.id) }
@@ -185,7 +188,7 @@ export const fleetRoutes =
       {
         schema: { hide: true, params: SessionParams, querystring: GenerationQuery },
         onRequest: asHost,
-        preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation),
+        preHandler: placedByQuery,
       },
       async (req) => {
         return { items: await sessionItems(deps.db, req.params.id, req.params.session) }
@@ -202,13 +205,13 @@ export const fleetRoutes =
       async (req, reply) => {
         const { from, items, generation } = req.body
         const host = req.runtimeHost!.id
-        const placed = await appendSessionEntries(
+        const stillPlaced = await appendSessionEntries(
           deps.db,
           { internId: req.params.id, sessionId: req.params.session, hostId: host, generation },
           from,
           items,
         )
-        if (!placed)
+        if (!stillPlaced)
           return refuse(
             reply,
             409,
@@ -255,7 +258,7 @@ export const fleetRoutes =
       {
         schema: { hide: true, params: InternParams, querystring: GenerationQuery },
         onRequest: asHost,
-        preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation),
+        preHandler: placedByQuery,
       },
       async (req, reply) => {
         const snapshot = await deps.snapshots.get(req.params.id)
@@ -271,7 +274,7 @@ export const fleetRoutes =
         schema: { hide: true, params: InternParams, querystring: GenerationQuery, body: EgressRequest },
         bodyLimit: 9 * 1024 * 1024,
         onRequest: asHost,
-        preHandler: (req, reply) => placed(req, reply, (req.query as { generation: number }).generation),
+        preHandler: placedByQuery,
       },
       async (req, reply) => {
         if (!deps.egress)

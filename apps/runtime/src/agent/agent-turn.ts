@@ -1,5 +1,5 @@
 import { request } from 'undici'
-import { injectTrace, readEventStream, type EgressRequest } from '@roster/shared'
+import { EgressRequest, injectTrace, readEventStream } from '@roster/shared'
 import type { CommandLimits, CommandResult } from '../sandbox.js'
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from '../workspace-files.js'
 import type { SessionStore } from './session-store.js'
@@ -389,15 +389,9 @@ async function runTool(
         )
       case 'http_request': {
         if (!setup.http) return JSON.stringify({ error: 'there is no tool named http_request' })
-        const headers = args.headers ?? {}
-        if (
-          typeof headers !== 'object' ||
-          headers === null ||
-          Array.isArray(headers) ||
-          Object.values(headers).some((v) => typeof v !== 'string')
-        ) {
-          return JSON.stringify({ error: 'http_request: headers must be an object of strings' })
-        }
+        // Checked by the egress's own schema, before the user is asked about a request that cannot be sent.
+        const headers = EgressRequest.shape.headers.safeParse(args.headers)
+        if (!headers.success) return JSON.stringify({ error: 'http_request: headers must be an object of strings' })
         const refused = await permitted(
           setup,
           grants,
@@ -410,7 +404,7 @@ async function runTool(
             {
               method: args.method === undefined ? undefined : String(args.method),
               url: String(args.url ?? ''),
-              headers: headers as Record<string, string>,
+              headers: headers.data,
               body: args.body === undefined ? undefined : String(args.body),
             },
             signal,

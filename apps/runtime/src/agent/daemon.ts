@@ -113,7 +113,7 @@ export class InternDaemon {
         busy: `session ${sessionId} waits for the answer to ${waiting.pending.id}: reply to it (or with cancel) first`,
         status: 409,
       }
-    const paused = [...this.runs.values()].filter((r) => r.pending).length
+    const paused = this.paused
     if (paused >= this.options.maxPaused)
       return {
         busy: `the intern holds ${paused} runs paused on questions, as many as it can; answer one, or retry later`,

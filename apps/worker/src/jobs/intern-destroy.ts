@@ -2,7 +2,6 @@ import { UnrecoverableError } from 'bullmq'
 import {
   archiveIntern,
   deleteInternRecord,
-  Jobs,
   lockTeardown,
   markArchiveFailed,
   transition,
@@ -20,7 +19,7 @@ import { hostIsLive } from '../fleet.js'
  * destroy_failed with the reason.
  */
 export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.destroy'>, ctx: JobContext) {
-  const { internId, skipArchive } = Jobs['intern.destroy'].schema.parse(payload)
+  const { internId, skipArchive } = payload
   const intern = await deps.db.intern.findUnique({ where: { id: internId } })
   if (!intern) return 'gone'
   if (intern.status !== 'destroying') return 'obsolete'

@@ -10,7 +10,6 @@ import {
   type PlacedOn,
   isUniqueViolation,
   inSpan,
-  Jobs,
   RuntimeUnavailableError,
   type JobPayload,
   type TransitionChange,
@@ -198,7 +197,7 @@ export async function handle(
   payload: JobPayload<'intern.provision'>,
   ctx: JobContext,
 ): Promise<ProvisionOutcome> {
-  const { internId, generation } = Jobs['intern.provision'].schema.parse(payload)
+  const { internId, generation } = payload
   const total = provisionSteps.length
   let run: Run | undefined
 

@@ -1,10 +1,10 @@
-import { Jobs, type JobPayload } from '@roster/shared'
+import type { JobPayload } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { hostIsLive } from '../fleet.js'
 
 /** Stops the runtime of a suspended intern; the status was set to stopped by the suspend itself. */
 export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.suspend'>, _ctx: JobContext) {
-  const { internId } = Jobs['intern.suspend'].schema.parse(payload)
+  const { internId } = payload
   const intern = await deps.db.intern.findUnique({ where: { id: internId }, select: { status: true } })
   // Provisioned again (or deleted) since: the runtime belongs to the newer request now.
   if (intern?.status !== 'stopped') return 'obsolete'

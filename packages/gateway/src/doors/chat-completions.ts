@@ -6,7 +6,7 @@ import type {
 import type { CompletionUsage } from 'openai/resources/completions'
 import { z } from 'zod'
 import { gatewayErrorBody } from '@roster/shared/errors'
-import { sseEvent } from '@roster/shared/event-stream'
+import { SSE_COMMENT, sseEvent } from '@roster/shared/event-stream'
 import { invalid, type GatewayError } from '../errors.js'
 import {
   Metadata,
@@ -18,7 +18,6 @@ import {
 } from '../request.js'
 import { stopReasonOf, type ItemEvent, type LogProb, type ResponseObject, type StopReason } from '../wire.js'
 import type { DoorStream } from './door.js'
-import { SSE_KEEPALIVE } from './door.js'
 
 /** The end of a chat completions stream. */
 const DONE = sseEvent('[DONE]')
@@ -482,7 +481,7 @@ export class ChatCompletionStream implements DoorStream {
   }
 
   keepalive(): string {
-    return SSE_KEEPALIVE
+    return SSE_COMMENT
   }
 
   /** A chunk of one delta, with the log probabilities of its tokens where the endpoint gave them. */

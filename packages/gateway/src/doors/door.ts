@@ -19,6 +19,3 @@ export interface DoorStream {
   /** What keeps an idle stream open while a server tool runs (an SSE comment, or a ping event). */
   keepalive(): string
 }
-
-/** An SSE comment: every client skips it. */
-export { SSE_COMMENT as SSE_KEEPALIVE } from '@roster/shared/event-stream'

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { getIntern, InternIdParams, isAppError, type Caller } from '@roster/shared'
+import { getIntern, InternIdParams, isAppError, sseEvent, SSE_COMMENT, type Caller } from '@roster/shared'
 import type { AppDeps } from '../../deps.js'
 
 const SAFETY_POLL_MS = 5_000
@@ -50,7 +50,7 @@ export function registerInternEvents(
         const text = JSON.stringify(data)
         if (event === 'intern' && text === last) return
         last = text
-        res.write(`event: ${event}\ndata: ${text}\n\n`)
+        res.write(sseEvent(text, event))
       }
       send('intern', first)
 
@@ -76,7 +76,7 @@ export function registerInternEvents(
       }
       const stopListening = deps.watch.listen(id, () => void refresh())
       const poll = setInterval(() => void refresh(), SAFETY_POLL_MS)
-      const keepalive = setInterval(() => res.write(': keepalive\n\n'), KEEPALIVE_MS)
+      const keepalive = setInterval(() => res.write(SSE_COMMENT), KEEPALIVE_MS)
       const end = () => {
         stopListening()
         clearInterval(poll)
