@@ -1,5 +1,6 @@
 import { DelayedError, UnrecoverableError, Worker } from 'bullmq'
 import {
+  pingDatabase,
   connectRedis,
   createDb,
   createLogger,
@@ -163,7 +164,7 @@ export async function startWorker(
   const health =
     config.HEALTH_PORT > 0
       ? await startHealthServer(config.HEALTH_PORT, config.HOST, config, {
-          postgres: () => db.$queryRaw`SELECT 1`,
+          postgres: () => pingDatabase(db),
           redis: () => workerConnection.ping(),
         })
       : undefined

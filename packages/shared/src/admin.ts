@@ -1,7 +1,15 @@
 import { AppError } from './errors.js'
 import type { Db } from './db.js'
 import { generateApiKey, type ApiKeyKind } from './api-keys.js'
-import { QUOTA_SHARDS } from './interns/quota.js'
+import {
+  insertAccount,
+  insertUser,
+  insertWorkspace,
+  updateVaultWrites,
+  userWorkspace,
+} from './repositories/accounts.js'
+import { insertKey } from './repositories/api-keys.js'
+import { internScope } from './repositories/interns.js'
 
 // Operator actions behind the admin CLI; test factories use them too.
 
@@ -9,39 +17,27 @@ export async function createAccount(
   db: Db,
   opts: { inProgramme?: boolean; lifecycleWrites?: boolean; vaultWrites?: boolean } = {},
 ) {
-  const account = await db.account.create({
-    data: {
-      inProgramme: opts.inProgramme ?? true,
-      lifecycleWrites: opts.lifecycleWrites ?? true,
-      vaultWrites: opts.vaultWrites ?? true,
-    },
+  const accountId = await insertAccount(db, {
+    inProgramme: opts.inProgramme ?? true,
+    lifecycleWrites: opts.lifecycleWrites ?? true,
+    vaultWrites: opts.vaultWrites ?? true,
   })
-  return { account_id: account.id }
+  return { account_id: accountId }
 }
 
 /** The account's vault writes switch: off, stores, deletes and copies answer 503 while reads go on. */
 export async function setVaultWrites(db: Db, opts: { accountId: string; on: boolean }) {
-  const updated = await db.account.updateMany({ where: { id: opts.accountId }, data: { vaultWrites: opts.on } })
-  if (updated.count === 0) throw new AppError('not_found', `no account ${opts.accountId}`)
+  if (!(await updateVaultWrites(db, opts.accountId, opts.on)))
+    throw new AppError('not_found', `no account ${opts.accountId}`)
   return { account_id: opts.accountId, vault_writes: opts.on }
 }
 
 export async function createWorkspace(db: Db, opts: { accountId: string; internsEnabled?: boolean }) {
-  const ws = await db.workspace.create({
-    data: { accountId: opts.accountId, internsEnabled: opts.internsEnabled ?? true },
-  })
-  return { workspace_id: ws.id }
+  return { workspace_id: await insertWorkspace(db, opts.accountId, opts.internsEnabled ?? true) }
 }
 
 export async function createUser(db: Db, opts: { workspaceId: string }) {
-  const user = await db.user.create({
-    data: {
-      workspaceId: opts.workspaceId,
-      // Every member starts with all quota shards, empty (see MemberQuotaShard).
-      quotaShards: { createMany: { data: Array.from({ length: QUOTA_SHARDS }, (_, shard) => ({ shard })) } },
-    },
-  })
-  return { user_id: user.id }
+  return { user_id: await insertUser(db, opts.workspaceId) }
 }
 
 export interface CreateKeyOptions {
@@ -59,25 +55,23 @@ export async function createApiKey(db: Db, opts: CreateKeyOptions) {
   if (opts.kind !== 'intern' && opts.internId)
     throw new AppError('invalid_body', `a ${opts.kind} key belongs to no intern`)
   if (opts.userId) {
-    const user = await db.user.findUnique({ where: { id: opts.userId } })
-    if (user?.workspaceId !== opts.workspaceId) throw new AppError('not_found', 'no such user in that workspace')
+    if ((await userWorkspace(db, opts.userId)) !== opts.workspaceId)
+      throw new AppError('not_found', 'no such user in that workspace')
   }
   if (opts.internId) {
-    const intern = await db.intern.findUnique({ where: { id: opts.internId } })
-    if (intern?.workspaceId !== opts.workspaceId) throw new AppError('not_found', 'no such intern in that workspace')
+    if ((await internScope(db, opts.internId))?.workspace_id !== opts.workspaceId)
+      throw new AppError('not_found', 'no such intern in that workspace')
   }
   const { plaintext, hash, prefix } = generateApiKey()
-  const key = await db.apiKey.create({
-    data: {
-      kind: opts.kind,
-      workspaceId: opts.workspaceId,
-      userId: opts.userId ?? null,
-      internId: opts.internId ?? null,
-      hash: new Uint8Array(hash),
-      prefix,
-    },
+  const keyId = await insertKey(db, {
+    kind: opts.kind,
+    workspaceId: opts.workspaceId,
+    userId: opts.userId ?? null,
+    internId: opts.internId ?? null,
+    hash,
+    prefix,
   })
-  return { key_id: key.id, key: plaintext }
+  return { key_id: keyId, key: plaintext }
 }
 
 /** A ready-to-use set: account in the programme, workspace with interns, one member, one key per kind. */

@@ -1,6 +1,7 @@
 import type { Db } from './db.js'
 import type { ApiKeyKind } from './api-keys.js'
 import { digestsEqual, hashApiKey } from './api-keys.js'
+import { keyByHash } from './repositories/api-keys.js'
 
 /** Who is calling: resolved from the bearer key in one indexed lookup. */
 export interface Caller {
@@ -19,30 +20,9 @@ export interface Caller {
   internsEnabled: boolean
 }
 
-interface CallerRow {
-  id: string
-  kind: ApiKeyKind
-  hash: Uint8Array
-  workspace_id: string
-  user_id: string | null
-  intern_id: string | null
-  account_id: string
-  interns_enabled: boolean
-  in_programme: boolean
-  lifecycle_writes: boolean
-  vault_writes: boolean
-}
-
 export async function resolveCaller(db: Db, token: string): Promise<Caller | undefined> {
   const hash = hashApiKey(token)
-  const rows = await db.$queryRaw<CallerRow[]>`
-    SELECT k.id, k.kind::text AS kind, k.hash, k.workspace_id, k.user_id, k.intern_id,
-           w.account_id, w.interns_enabled, a.in_programme, a.lifecycle_writes, a.vault_writes
-    FROM api_keys k
-    JOIN workspaces w ON w.id = k.workspace_id
-    JOIN accounts a ON a.id = w.account_id
-    WHERE k.hash = ${hash} AND k.revoked_at IS NULL`
-  const row = rows[0]
+  const row = await keyByHash(db, hash)
   if (!row || !digestsEqual(Buffer.from(row.hash), hash)) return undefined
   return {
     keyId: row.id,

@@ -63,3 +63,8 @@ export function isUniqueViolation(err: unknown): boolean {
   const e = err as { code?: string }
   return e?.code === 'P2002' || pgErrorCode(err) === '23505'
 }
+
+/** One round trip to Postgres (the readiness checks'): resolves when it answers. */
+export async function pingDatabase(db: Db): Promise<void> {
+  await db.$queryRaw`SELECT 1`
+}

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { S3Client } from '@aws-sdk/client-s3'
-import type { Db } from '@roster/shared'
+import { latestSnapshot, putSnapshotRow, snapshotRow, takeSnapshotGarbage, type Db } from '@roster/shared'
 
 // Where the snapshots of interns' workspaces are kept, off the runtime hosts: the latest one per
 // intern, as a gzipped tar. Postgres by default (its row holds the bytes; simple, transactional, and
@@ -36,26 +36,26 @@ export class PostgresSnapshots implements SnapshotStore {
 
   async put(internId: string, generation: number, bytes: Buffer) {
     const sha256 = digest(bytes)
-    await this.db.$executeRaw`
-      INSERT INTO workspace_snapshots (intern_id, generation, store, bytes, key, size, sha256, taken_at)
-      VALUES (${internId}::uuid, ${generation}, 'postgres', ${bytes}, NULL, ${bytes.length}, ${sha256}, now())
-      ON CONFLICT (intern_id) DO UPDATE SET generation = EXCLUDED.generation, store = 'postgres', bytes = EXCLUDED.bytes, key = NULL,
-        size = EXCLUDED.size, sha256 = EXCLUDED.sha256, taken_at = now()`
+    await putSnapshotRow(this.db, internId, {
+      store: 'postgres',
+      bytes,
+      key: null,
+      sha256,
+      generation,
+      size: bytes.length,
+    })
     return { sha256, size: bytes.length }
   }
 
   async get(internId: string) {
-    const [row] = await this.db.$queryRaw<
-      { bytes: Uint8Array | null; sha256: string; generation: number; size: number }[]
-    >`
-      SELECT bytes, sha256, generation, size FROM workspace_snapshots WHERE intern_id = ${internId}::uuid AND store = 'postgres'`
+    const row = await snapshotRow(this.db, internId, 'postgres')
     return row?.bytes
       ? { bytes: Buffer.from(row.bytes), sha256: row.sha256, generation: row.generation, size: row.size }
       : undefined
   }
 
   latest(internId: string) {
-    return latestOf(this.db, internId)
+    return latestSnapshot(this.db, internId)
   }
 
   // The bytes live in the row: a replaced or deleted row takes them with it.
@@ -111,17 +111,12 @@ export class S3Snapshots implements SnapshotStore {
     ).send(
       new PutObjectCommand({ Bucket: this.settings.bucket, Key: key, Body: bytes, ContentType: 'application/gzip' }),
     )
-    await this.db.$executeRaw`
-      INSERT INTO workspace_snapshots (intern_id, generation, store, bytes, key, size, sha256, taken_at)
-      VALUES (${internId}::uuid, ${generation}, 's3', NULL, ${key}, ${bytes.length}, ${sha256}, now())
-      ON CONFLICT (intern_id) DO UPDATE SET generation = EXCLUDED.generation, store = 's3', bytes = NULL, key = EXCLUDED.key,
-        size = EXCLUDED.size, sha256 = EXCLUDED.sha256, taken_at = now()`
+    await putSnapshotRow(this.db, internId, { store: 's3', bytes: null, key, sha256, generation, size: bytes.length })
     return { sha256, size: bytes.length }
   }
 
   async get(internId: string) {
-    const [row] = await this.db.$queryRaw<{ key: string | null; sha256: string; generation: number; size: number }[]>`
-      SELECT key, sha256, generation, size FROM workspace_snapshots WHERE intern_id = ${internId}::uuid AND store = 's3'`
+    const row = await snapshotRow(this.db, internId, 's3')
     if (!row?.key) return undefined
     const { GetObjectCommand } = await import('@aws-sdk/client-s3')
     const out = await (await this.s3()).send(new GetObjectCommand({ Bucket: this.settings.bucket, Key: row.key }))
@@ -130,7 +125,7 @@ export class S3Snapshots implements SnapshotStore {
   }
 
   latest(internId: string) {
-    return latestOf(this.db, internId)
+    return latestSnapshot(this.db, internId)
   }
 
   /**
@@ -143,13 +138,12 @@ export class S3Snapshots implements SnapshotStore {
     const s3 = await this.s3()
     return this.db.$transaction(
       async (tx) => {
-        const rows = await tx.$queryRaw<{ key: string }[]>`
-          DELETE FROM snapshot_garbage WHERE key IN (SELECT key FROM snapshot_garbage ORDER BY added_at FOR UPDATE SKIP LOCKED LIMIT ${batch}) RETURNING key`
-        if (rows.length === 0) return 0
+        const keys = await takeSnapshotGarbage(tx, batch)
+        if (keys.length === 0) return 0
         const out = await s3.send(
           new DeleteObjectsCommand({
             Bucket: this.settings.bucket,
-            Delete: { Objects: rows.map((r) => ({ Key: r.key })), Quiet: true },
+            Delete: { Objects: keys.map((Key) => ({ Key })), Quiet: true },
           }),
         )
         // A key that is already gone counts as deleted; any other error keeps every row of the batch.
@@ -158,7 +152,7 @@ export class S3Snapshots implements SnapshotStore {
           throw new Error(
             `the snapshot store refused to delete ${failed.length} objects: ${failed[0]!.Code} ${failed[0]!.Message ?? ''}`,
           )
-        return rows.length
+        return keys.length
       },
       { timeout: 60_000 },
     )
@@ -191,11 +185,4 @@ export function sweepPeriodically(
   const timer = setInterval(sweep, everyMs)
   timer.unref()
   return () => clearInterval(timer)
-}
-
-async function latestOf(db: Db, internId: string) {
-  const [row] = await db.$queryRaw<
-    { sha256: string; generation: number }[]
-  >`SELECT sha256, generation FROM workspace_snapshots WHERE intern_id = ${internId}::uuid`
-  return row
 }

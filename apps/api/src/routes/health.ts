@@ -1,5 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { AppDeps } from '../deps.js'
+import { pingDatabase } from '@roster/shared'
 
 /** /health: the process is up. /ready: Postgres and Redis answer, so requests can be served. */
 export const healthRoutes =
@@ -8,7 +9,7 @@ export const healthRoutes =
     app.get('/health', { schema: { hide: true } }, async () => ({ status: 'ok' }))
     app.get('/ready', { schema: { hide: true } }, async (_req, reply) => {
       const [postgres, redis] = await Promise.all([
-        deps.db.$queryRaw`SELECT 1`.then(
+        pingDatabase(deps.db).then(
           () => 'ok',
           () => 'unavailable',
         ),

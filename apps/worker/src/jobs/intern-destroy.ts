@@ -2,6 +2,7 @@ import { UnrecoverableError } from 'bullmq'
 import {
   archiveIntern,
   deleteInternRecord,
+  internStatus,
   lockTeardown,
   markArchiveFailed,
   transition,
@@ -20,9 +21,9 @@ import { hostIsLive } from '../fleet.js'
  */
 export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.destroy'>, ctx: JobContext) {
   const { internId, skipArchive } = payload
-  const intern = await deps.db.intern.findUnique({ where: { id: internId } })
-  if (!intern) return 'gone'
-  if (intern.status !== 'destroying') return 'obsolete'
+  const status = await internStatus(deps.db, internId)
+  if (!status) return 'gone'
+  if (status !== 'destroying') return 'obsolete'
 
   let step = 'archiving the workspace'
   try {
@@ -41,7 +42,8 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.destr
     if (live) await deps.runtime.remove(at, internId)
     step = 'deleting the intern and its vault'
     await deps.db.$transaction(async (tx) => {
-      if (!(await lockTeardown(tx, internId))) return
+      const intern = await lockTeardown(tx, internId)
+      if (!intern) return
       if (!skipArchive) await archiveIntern(tx, internId)
       await deleteInternRecord(tx, intern)
     })

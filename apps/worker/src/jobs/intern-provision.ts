@@ -1,6 +1,8 @@
 import { UnrecoverableError } from 'bullmq'
 import {
   apiKeyParts,
+  insertInternKey,
+  internStatus,
   generateApiKey,
   fleetSize,
   fleetTimes,
@@ -69,13 +71,7 @@ export const provisionSteps: readonly Step[] = [
         RUNTIME_TOKEN_SECRET,
         () => generateApiKey().plaintext,
       )
-      // The key's row, once, whichever attempt stored the key (its digest is unique); deleting the
-      // intern deletes it.
-      const { hash, prefix } = apiKeyParts(run.token)
-      await run.deps.db.$executeRaw`
-        INSERT INTO api_keys (id, kind, workspace_id, intern_id, hash, prefix)
-        SELECT gen_random_uuid(), 'intern'::api_key_kind, i.workspace_id, i.id, ${hash}, ${prefix} FROM interns i WHERE i.id = ${run.intern.id}::uuid
-        ON CONFLICT (hash) DO NOTHING`
+      await insertInternKey(run.deps.db, run.intern.id, apiKeyParts(run.token))
     },
   },
   {
@@ -257,10 +253,9 @@ export async function handle(
  */
 async function stale(deps: WorkerDeps, internId: string, stepsDone: number): Promise<ProvisionOutcome> {
   if (stepsDone >= 5) {
-    const now = await deps.db.intern.findUnique({ where: { id: internId }, select: { status: true } })
+    const now = await internStatus(deps.db, internId)
     const at = await deps.runtime.placement(internId)
-    if ((now?.status === 'stopped' || now?.status === 'failed') && at)
-      await deps.runtime.stop(at, internId).catch(() => {})
+    if ((now === 'stopped' || now === 'failed') && at) await deps.runtime.stop(at, internId).catch(() => {})
   }
   return 'obsolete'
 }

@@ -1,13 +1,12 @@
-import type { JobPayload } from '@roster/shared'
+import { internStatus, type JobPayload } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { hostIsLive } from '../fleet.js'
 
 /** Stops the runtime of a suspended intern; the status was set to stopped by the suspend itself. */
 export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.suspend'>, _ctx: JobContext) {
   const { internId } = payload
-  const intern = await deps.db.intern.findUnique({ where: { id: internId }, select: { status: true } })
   // Provisioned again (or deleted) since: the runtime belongs to the newer request now.
-  if (intern?.status !== 'stopped') return 'obsolete'
+  if ((await internStatus(deps.db, internId)) !== 'stopped') return 'obsolete'
   // Stopped where it is placed; a host that is gone has nothing left running.
   const at = await deps.runtime.placement(internId)
   if (at && (await hostIsLive(deps, at.hostId))) await deps.runtime.stop(at, internId)

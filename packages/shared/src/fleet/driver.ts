@@ -10,7 +10,8 @@ import {
   type ChatRequest,
   type InternSpec,
 } from '../runtime-protocol.js'
-import { hostCredential, placementOf, type PlacedOn } from './hosts.js'
+import { hostCredential } from './hosts.js'
+import { placementOf, type PlacedOn } from '../repositories/interns.js'
 
 // The runtime hosts as the workers and the API call them: each call goes to the host the intern is
 // placed on, with that host's credential for its epoch and the placement's generation (a host

@@ -1,6 +1,7 @@
 import { AppError } from '../errors.js'
 import type { Caller } from '../caller.js'
 import type { Db } from '../db.js'
+import { internScope } from '../repositories/interns.js'
 
 export interface InternAccess {
   /** The route names the collection (/interns) rather than one intern. */
@@ -104,7 +105,5 @@ export interface InternScope {
  */
 export async function visibleInternScope(db: Db, caller: Caller, internId: string): Promise<InternScope> {
   assertInternId(internId)
-  const rows = await db.$queryRaw<(InternScope & { workspace_id: string })[]>`
-    SELECT id, workspace_id, status::text AS status, vault_id, attached_vault_id FROM interns WHERE id = ${internId}::uuid`
-  return visibleOrNotFound(caller, rows[0], internId, (r) => r.workspace_id)
+  return visibleOrNotFound(caller, await internScope(db, internId), internId, (r) => r.workspace_id)
 }

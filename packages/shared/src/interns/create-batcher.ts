@@ -1,6 +1,6 @@
 import type { Db } from '../db.js'
 import { GroupCommit } from '../group-commit.js'
-import { insertMany, insertOne, type InsertOutcome, type PreparedCreate } from './create-statements.js'
+import { insertMany, insertOne, type InsertOutcome, type PreparedCreate } from '../repositories/interns.js'
 
 /**
  * Group commit for creates (see GroupCommit). Creates with one idempotency key may share a batch:

@@ -3,14 +3,14 @@ import { AppError, isAppError } from '../errors.js'
 import { isUniqueViolation, type Db } from '../db.js'
 import type { Caller } from '../caller.js'
 import type { CreateInternRequest, Intern } from '../contracts/interns.js'
-import { INTERN_COLUMNS, toIntern, type InternRecord } from './view.js'
+import { toIntern } from './view.js'
 import type { AfterCommit } from './lifecycle.js'
 import type { VaultService } from '../vault/local-vault.js'
 import { canonicalJson, sha256 } from '../canonical-json.js'
 import { Jobs } from '../jobs.js'
 import { activeCarrier } from '../tracing.js'
 import { assertOwnWorkspace, nameTaken } from './access.js'
-import { insertOne, refusedReason, type PreparedCreate } from './create-statements.js'
+import { idempotencyRecord, insertOne, refusedReason, type PreparedCreate } from '../repositories/interns.js'
 import type { CreateBatcher } from './create-batcher.js'
 
 export interface CreateInternDeps {
@@ -106,11 +106,7 @@ function refusal(err: unknown, p: PreparedCreate, limit: number): AppError | und
 }
 
 async function replay(db: Db, p: PreparedCreate): Promise<CreateInternResult> {
-  const rows = await db.$queryRaw<{ matches: boolean; intern: InternRecord | null }[]>`
-    SELECT r.fingerprint = ${p.fingerprint} AS matches,
-           (SELECT row_to_json(i) FROM (SELECT ${INTERN_COLUMNS} FROM interns WHERE id = r.intern_id) i) AS intern
-    FROM idempotency_records r WHERE r.api_key_id = ${p.keyId}::uuid AND r.key = ${p.key}`
-  const record = rows[0]
+  const record = await idempotencyRecord(db, p.keyId, p.key, p.fingerprint)
   if (!record) throw new Error('idempotency record vanished while replaying')
   if (!record.matches) {
     throw new AppError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request')

@@ -4,6 +4,7 @@ import type { Db } from '../db.js'
 import type { Caller } from '../caller.js'
 import { assertInternId, refuseWhileDeleting, visibleOrNotFound } from './access.js'
 import type { AfterCommit } from './lifecycle.js'
+import { deleteIcon, iconOf, internScope, putIcon } from '../repositories/interns.js'
 
 export const ICON_MAX_BYTES = 262_144
 
@@ -19,11 +20,7 @@ export const ICON_TYPES = Object.keys(SIGNATURES)
 
 async function visible(db: Db, caller: Caller, internId: string) {
   assertInternId(internId)
-  const intern = await db.intern.findUnique({
-    where: { id: internId },
-    select: { id: true, workspaceId: true, status: true },
-  })
-  return visibleOrNotFound(caller, intern, internId, (i) => i.workspaceId)
+  return visibleOrNotFound(caller, await internScope(db, internId), internId, (i) => i.workspace_id)
 }
 
 export async function setInternIcon(
@@ -40,30 +37,20 @@ export async function setInternIcon(
   if (!SIGNATURES[type]?.(bytes))
     throw new AppError('invalid_body', `the body is not a ${type} image (accepted: ${ICON_TYPES.join(', ')})`)
   const sha256 = createHash('sha256').update(bytes).digest('hex')
-  await db.$transaction([
-    db.internIcon.upsert({
-      where: { internId },
-      create: { internId, contentType: type, bytes: new Uint8Array(bytes), sha256 },
-      update: { contentType: type, bytes: new Uint8Array(bytes), sha256, updatedAt: new Date() },
-    }),
-    db.intern.update({ where: { id: internId }, data: { iconSha256: sha256 } }),
-  ])
+  await putIcon(db, internId, { contentType: type, bytes, sha256 })
   after.internsChanged([internId])
   return sha256
 }
 
 export async function clearInternIcon(db: Db, after: AfterCommit, caller: Caller, internId: string): Promise<void> {
   await visible(db, caller, internId)
-  await db.$transaction([
-    db.internIcon.deleteMany({ where: { internId } }),
-    db.intern.update({ where: { id: internId }, data: { iconSha256: null } }),
-  ])
+  await deleteIcon(db, internId)
   after.internsChanged([internId])
 }
 
 export async function getInternIcon(db: Db, caller: Caller, internId: string) {
   await visible(db, caller, internId)
-  const icon = await db.internIcon.findUnique({ where: { internId } })
+  const icon = await iconOf(db, internId)
   if (!icon) throw new AppError('not_found', `intern ${internId} has no icon`)
-  return { contentType: icon.contentType, bytes: Buffer.from(icon.bytes), sha256: icon.sha256 }
+  return icon
 }

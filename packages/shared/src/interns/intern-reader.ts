@@ -1,5 +1,6 @@
 import type { Db } from '../db.js'
-import { INTERN_COLUMNS, type InternRecord } from './view.js'
+import type { InternRecord } from './view.js'
+import { internRecord } from '../repositories/interns.js'
 
 /**
  * Reads interns by id for pollers. Rows are kept for at most `ttlMs` and dropped as soon as a
@@ -26,9 +27,8 @@ export class InternReader {
     const inFlight = this.loading.get(id)
     if (inFlight) return inFlight
     const epoch = this.epoch
-    const load = this.db.$queryRaw<InternRecord[]>`SELECT ${INTERN_COLUMNS} FROM interns WHERE id = ${id}::uuid`
-      .then((rows) => {
-        const row = rows[0]
+    const load = internRecord(this.db, id)
+      .then((row) => {
         if (epoch === this.epoch && this.ttlMs > 0) {
           if (this.rows.size >= this.maxEntries) this.rows.delete(this.rows.keys().next().value!)
           this.rows.set(id, { row, until: Date.now() + this.ttlMs })

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { AppError } from '../errors.js'
-import { isUniqueViolation, Prisma, type Db } from '../db.js'
+import { isUniqueViolation, type Prisma, type Db } from '../db.js'
 import type { Caller } from '../caller.js'
 import type {
   DeleteInternRequest,
@@ -10,9 +10,10 @@ import type {
   UpdateInternRequest,
 } from '../contracts/interns.js'
 import { transition } from '../intern-state.js'
-import { enqueueInTx } from '../outbox.js'
+import { enqueueInTx } from '../repositories/outbox.js'
+import { internPage, lockIntern, updateInternFields } from '../repositories/interns.js'
 import { assertInternId, assertOwnWorkspace, nameTaken, refuseWhileDeleting, visibleOrNotFound } from './access.js'
-import { INTERN_COLUMNS, toInternView, type InternRecord } from './view.js'
+import { toInternView } from './view.js'
 import { decodeCursor, encodeCursor } from './cursor.js'
 
 /**
@@ -31,13 +32,7 @@ export interface AfterCommit {
 export async function listInterns(db: Db, caller: Caller, query: ListInternsQuery): Promise<InternList> {
   assertOwnWorkspace(caller, query.workspace_id)
   const after = query.starting_after === undefined ? undefined : decodeCursor(query.starting_after)
-  const rows = await db.$queryRaw<(InternRecord & { created_at_exact: string })[]>`
-    SELECT ${INTERN_COLUMNS}, created_at::text AS created_at_exact FROM interns
-    WHERE workspace_id = ${caller.workspaceId}::uuid
-      ${query.status ? Prisma.sql`AND status = ANY(${query.status}::intern_status[])` : Prisma.empty}
-      ${after ? Prisma.sql`AND (created_at, id) < (${after.createdAt}::timestamptz, ${after.id}::uuid)` : Prisma.empty}
-    ORDER BY created_at DESC, id DESC
-    LIMIT ${query.limit + 1}`
+  const rows = await internPage(db, caller.workspaceId, { status: query.status, after, limit: query.limit })
   const page = rows.slice(0, query.limit)
   const last = page.at(-1)
   const list: InternList = { data: page.map((r) => toInternView(r, caller)), has_more: rows.length > query.limit }
@@ -48,12 +43,7 @@ export async function listInterns(db: Db, caller: Caller, query: ListInternsQuer
 /** Locks the intern for a lifecycle change; anything the caller may not see is not found. */
 async function lockVisible(tx: Prisma.TransactionClient, caller: Caller, internId: string) {
   assertInternId(internId)
-  const rows = await tx.$queryRaw<
-    (InternRecord & { workspace_archive_failed: boolean; provision_generation: number })[]
-  >`
-    SELECT ${INTERN_COLUMNS}, workspace_archive_failed, provision_generation FROM interns
-    WHERE id = ${internId}::uuid FOR UPDATE`
-  return visibleOrNotFound(caller, rows[0], internId, (r) => r.workspace_id)
+  return visibleOrNotFound(caller, await lockIntern(tx, internId), internId, (r) => r.workspace_id)
 }
 
 /** Omitted fields stay; null clears (model null: the workspace default). The model applies at the next provision. */
@@ -68,14 +58,7 @@ export async function updateIntern(
     const view = await db.$transaction(async (tx) => {
       const row = await lockVisible(tx, caller, internId)
       refuseWhileDeleting(row.status, internId)
-      const sets: Prisma.Sql[] = [Prisma.sql`updated_at = now()`]
-      if (body.name !== undefined) sets.push(Prisma.sql`name = ${body.name}`)
-      if (body.description !== undefined) sets.push(Prisma.sql`description = ${body.description}`)
-      if (body.instructions !== undefined) sets.push(Prisma.sql`instructions = ${body.instructions}`)
-      if (body.model !== undefined) sets.push(Prisma.sql`model = ${body.model}`)
-      const updated = await tx.$queryRaw<InternRecord[]>`
-        UPDATE interns SET ${Prisma.join(sets, ', ')} WHERE id = ${internId}::uuid RETURNING ${INTERN_COLUMNS}`
-      return toInternView(updated[0]!, caller)
+      return toInternView(await updateInternFields(tx, internId, body), caller)
     })
     after.internsChanged([view.id])
     return view

@@ -2,6 +2,17 @@ import { randomBytes, randomUUID } from 'node:crypto'
 import { AppError } from '../errors.js'
 import { pgErrorCode, type Db, type Prisma } from '../db.js'
 import { masterKeyFingerprint, seal, secretFingerprint, unseal } from './seal.js'
+import {
+  insertSystemSecret,
+  insertWorkspaceVault,
+  lockKeyring,
+  masterKeyFingerprints,
+  registerMasterKey,
+  sealedDataKey,
+  systemSecret,
+  systemSecretWithKey,
+  workspaceVaultId,
+} from '../repositories/vaults.js'
 
 type Tx = Db | Prisma.TransactionClient
 
@@ -64,32 +75,28 @@ export class LocalVault implements VaultService {
   ): Promise<string> {
     const masterKey = this.requireMasterKey()
     const aad = `secret:${vaultId}:${name}`
-    const rows = await db.$queryRaw<{ sealed_data_key: Uint8Array; sealed_value: Uint8Array | null }[]>`
-      SELECT v.sealed_data_key, s.sealed_value FROM vaults v
-      LEFT JOIN vault_secrets s ON s.vault_id = v.id AND s.system AND s.name = ${name}
-      WHERE v.id = ${vaultId}::uuid`
-    const row = rows[0]
+    const row = await systemSecretWithKey(db, vaultId, name)
     if (!row) throw new AppError('not_found', `vault ${vaultId} does not exist`)
     const dataKey = this.openDataKey(masterKey, vaultId, row.sealed_data_key)
     if (row.sealed_value) return unseal(dataKey, Buffer.from(row.sealed_value), aad).toString()
     const plaintext = value()
-    const written = await db.$executeRaw`
-      INSERT INTO vault_secrets (id, vault_id, system, name, hosts, sealed_value, fingerprint)
-      VALUES (${randomUUID()}::uuid, ${vaultId}::uuid, true, ${name}, ${hosts}::text[],
-              ${seal(dataKey, Buffer.from(plaintext), aad)}, ${secretFingerprint(dataKey, plaintext)})
-      ON CONFLICT (vault_id, system, name) DO NOTHING`
-    if (written === 1) return plaintext
+    const stored = await insertSystemSecret(db, {
+      vaultId,
+      name,
+      hosts,
+      sealed: seal(dataKey, Buffer.from(plaintext), aad),
+      fingerprint: secretFingerprint(dataKey, plaintext),
+    })
+    if (stored) return plaintext
     // Someone stored it between our read and our write: theirs stands.
     return (await this.readSecret(db, vaultId, name))!
   }
 
   async readSecret(db: Tx, vaultId: string, name: string): Promise<string | undefined> {
-    const rows = await db.$queryRaw<{ sealed_value: Uint8Array }[]>`
-      SELECT sealed_value FROM vault_secrets WHERE vault_id = ${vaultId}::uuid AND system AND name = ${name}`
-    const row = rows[0]
-    if (!row) return undefined
+    const sealed = await systemSecret(db, vaultId, name)
+    if (!sealed) return undefined
     const dataKey = await this.dataKey(db, vaultId)
-    return unseal(dataKey, Buffer.from(row.sealed_value), `secret:${vaultId}:${name}`).toString()
+    return unseal(dataKey, Buffer.from(sealed), `secret:${vaultId}:${name}`).toString()
   }
 
   /**
@@ -112,19 +119,13 @@ export class LocalVault implements VaultService {
   async workspaceVault(db: Db, workspaceId: string, create: boolean): Promise<string | null> {
     const known = this.workspaceVaults.get(workspaceId)
     if (known) return known
-    const rows = await db.$queryRaw<
-      { vault_id: string | null }[]
-    >`SELECT vault_id FROM workspaces WHERE id = ${workspaceId}::uuid`
-    let id = rows[0]?.vault_id ?? null
+    let id = await workspaceVaultId(db, workspaceId)
     if (!id && create) {
       const fresh = await this.newVault(db)
       id = await db.$transaction(async (tx) => {
-        const locked = await tx.$queryRaw<
-          { vault_id: string | null }[]
-        >`SELECT vault_id FROM workspaces WHERE id = ${workspaceId}::uuid FOR UPDATE`
-        if (locked[0]?.vault_id) return locked[0].vault_id
-        await tx.$executeRaw`INSERT INTO vaults (id, workspace_id, master_key_id, sealed_data_key) VALUES (${fresh.id}::uuid, ${workspaceId}::uuid, ${fresh.masterKeyId}::uuid, ${fresh.sealedDataKey})`
-        await tx.$executeRaw`UPDATE workspaces SET vault_id = ${fresh.id}::uuid WHERE id = ${workspaceId}::uuid`
+        const locked = await workspaceVaultId(tx, workspaceId, true)
+        if (locked) return locked
+        await insertWorkspaceVault(tx, workspaceId, fresh)
         return fresh.id
       })
     }
@@ -133,11 +134,9 @@ export class LocalVault implements VaultService {
   }
 
   private async dataKey(db: Tx, vaultId: string): Promise<Buffer> {
-    const rows = await db.$queryRaw<{ sealed_data_key: Uint8Array }[]>`
-      SELECT sealed_data_key FROM vaults WHERE id = ${vaultId}::uuid`
-    const row = rows[0]
-    if (!row) throw new AppError('not_found', `vault ${vaultId} does not exist`)
-    return this.openDataKey(this.requireMasterKey(), vaultId, row.sealed_data_key)
+    const sealed = await sealedDataKey(db, vaultId)
+    if (!sealed) throw new AppError('not_found', `vault ${vaultId} does not exist`)
+    return this.openDataKey(this.requireMasterKey(), vaultId, sealed)
   }
 
   private openDataKey(masterKey: Buffer, vaultId: string, sealed: Uint8Array): Buffer {
@@ -172,9 +171,7 @@ export class LocalVault implements VaultService {
   private async lookUpMasterKeyId(db: Tx): Promise<string> {
     const fingerprint = this.fingerprint!
     const run = async (tx: Prisma.TransactionClient) => {
-      await tx.$executeRawUnsafe(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(this.options.lockTimeoutMs))}`)
-      const found = await tx.$queryRaw<{ id: string; matches: boolean }[]>`
-        SELECT id, fingerprint = ${fingerprint} AS matches FROM vault_master_keys FOR KEY SHARE`
+      const found = await lockKeyring(tx, fingerprint, this.options.lockTimeoutMs)
       const match = found.find((r) => r.matches)
       if (match) return match.id
       if (found.length > 0) {
@@ -183,11 +180,7 @@ export class LocalVault implements VaultService {
           'the configured vault master key is not the one that sealed the existing vaults',
         )
       }
-      const inserted = await tx.$queryRaw<{ id: string }[]>`
-        INSERT INTO vault_master_keys (id, fingerprint) VALUES (${randomUUID()}::uuid, ${fingerprint})
-        ON CONFLICT (fingerprint) DO UPDATE SET fingerprint = EXCLUDED.fingerprint
-        RETURNING id`
-      return inserted[0]!.id
+      return registerMasterKey(tx, fingerprint)
     }
     try {
       const id = '$transaction' in db ? await (db as Db).$transaction(run) : await run(db as Prisma.TransactionClient)
@@ -208,8 +201,8 @@ export class LocalVault implements VaultService {
  */
 export async function masterKeyProblem(db: Db, masterKey: Buffer, databaseUrl: string): Promise<string | undefined> {
   const fingerprint = masterKeyFingerprint(masterKey)
-  const known = await db.$queryRaw<{ fingerprint: Uint8Array }[]>`SELECT fingerprint FROM vault_master_keys`
-  if (known.length === 0 || known.some((k) => fingerprint.equals(Buffer.from(k.fingerprint)))) return undefined
+  const known = await masterKeyFingerprints(db)
+  if (known.length === 0 || known.some((k) => fingerprint.equals(k))) return undefined
   const where = new URL(databaseUrl)
   where.password = ''
   return (

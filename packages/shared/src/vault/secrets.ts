@@ -5,6 +5,16 @@ import type { Db, Prisma } from '../db.js'
 import { GroupCommit } from '../group-commit.js'
 import { seal, unseal } from './seal.js'
 import type { VaultService } from './local-vault.js'
+import {
+  deleteSecretRow,
+  effectiveSecretPage,
+  resolvedSecrets,
+  secretPage,
+  shareLockedSecrets,
+  upsertSecrets,
+  type SealedSecret,
+  type SecretRow,
+} from '../repositories/vaults.js'
 
 // The vault secrets API's domain: names, hosts and bodies as the official client sends them, and
 // the store, delete, list, copy and effective-view operations on one vault. Who may reach which
@@ -93,12 +103,6 @@ export const EffectiveSecret = VaultSecret.extend({ scope: z.enum(['intern', 'at
 })
 export type EffectiveSecret = z.infer<typeof EffectiveSecret>
 
-interface SecretRow {
-  name: string
-  hosts: string[] | null
-  fingerprint: string
-  created_at: Date
-}
 const view = (r: SecretRow): VaultSecret => ({
   name: r.name,
   hosts: r.hosts,
@@ -114,26 +118,9 @@ const fingerprintOf = (dataKey: Buffer, value: string) =>
 
 export const notFound = () => new AppError('not_found', 'Not found')
 
-/** A secret sealed and ready to write. */
-interface SealedSecret {
-  vaultId: string
-  name: string
-  hosts: string[]
-  sealed: Buffer
-  fingerprint: string
-}
-
-/** Creates or replaces each secret (value and hosts), the first store's created_at kept: one statement for all. */
+/** Creates or replaces each secret, in the order given. */
 async function upsert(db: Db | Prisma.TransactionClient, items: SealedSecret[]): Promise<VaultSecret[]> {
-  // Hosts travel as JSON: unnest flattens an array of arrays.
-  const rows = await db.$queryRaw<(SecretRow & { vault_id: string })[]>`
-    INSERT INTO vault_secrets (id, vault_id, system, name, hosts, sealed_value, fingerprint)
-    SELECT gen_random_uuid(), s.vault_id, false, s.name, ARRAY(SELECT json_array_elements_text(s.hosts)), s.sealed, s.fingerprint
-    FROM unnest(${items.map((i) => i.vaultId)}::uuid[], ${items.map((i) => i.name)}::text[], ${items.map((i) => JSON.stringify(i.hosts))}::json[],
-                ${items.map((i) => i.sealed)}::bytea[], ${items.map((i) => i.fingerprint)}::text[]) AS s(vault_id, name, hosts, sealed, fingerprint)
-    ON CONFLICT (vault_id, system, name) DO UPDATE
-      SET hosts = EXCLUDED.hosts, sealed_value = EXCLUDED.sealed_value, fingerprint = EXCLUDED.fingerprint, updated_at = now()
-    RETURNING vault_id, name, hosts, fingerprint, created_at`
+  const rows = await upsertSecrets(db, items)
   const byKey = new Map(rows.map((r) => [`${r.vault_id}/${r.name}`, view(r)]))
   return items.map((i) => byKey.get(`${i.vaultId}/${i.name}`)!)
 }
@@ -176,9 +163,7 @@ export async function storeSecret(
 /** Deletes `name` from this vault alone; absent is 404. */
 export async function deleteSecret(db: Db, vaultId: string | null, name: string): Promise<void> {
   if (!vaultId) throw notFound()
-  const gone =
-    await db.$executeRaw`DELETE FROM vault_secrets WHERE vault_id = ${vaultId}::uuid AND NOT system AND name = ${name}`
-  if (gone === 0) throw notFound()
+  if (!(await deleteSecretRow(db, vaultId, name))) throw notFound()
 }
 
 /** One page, sorted by name. */
@@ -189,9 +174,7 @@ export async function listSecrets(
   offset: number,
 ): Promise<{ data: VaultSecret[]; has_more: boolean }> {
   if (!vaultId) return { data: [], has_more: false }
-  const rows = await db.$queryRaw<SecretRow[]>`
-    SELECT name, hosts, fingerprint, created_at FROM vault_secrets
-    WHERE vault_id = ${vaultId}::uuid AND NOT system ORDER BY name COLLATE "C" LIMIT ${limit + 1} OFFSET ${offset}`
+  const rows = await secretPage(db, vaultId, limit, offset)
   return { data: rows.slice(0, limit).map(view), has_more: rows.length > limit }
 }
 
@@ -211,9 +194,7 @@ export async function copySecrets(
   if (!fromVaultId) throw notFound()
   const [fromKey, toKey] = [await vault.dataKeyOf(db, fromVaultId), await vault.dataKeyOf(db, toVaultId)]
   return db.$transaction(async (tx) => {
-    const sources = await tx.$queryRaw<{ name: string; hosts: string[] | null; sealed_value: Uint8Array }[]>`
-      SELECT name, hosts, sealed_value FROM vault_secrets
-      WHERE vault_id = ${fromVaultId}::uuid AND NOT system AND name = ANY(${names}::text[]) FOR SHARE`
+    const sources = await shareLockedSecrets(tx, fromVaultId, names)
     if (sources.length !== names.length) throw notFound()
     if (sources.some((s) => s.hosts === null))
       throw new AppError('vault_conflict', 'Vault request conflicts with existing secrets')
@@ -240,14 +221,7 @@ export async function effectiveSecrets(
   limit: number,
   offset: number,
 ): Promise<{ data: EffectiveSecret[]; has_more: boolean }> {
-  const rows = await db.$queryRaw<(SecretRow & { scope: EffectiveSecret['scope'] })[]>`
-    SELECT DISTINCT ON (s.name COLLATE "C") s.name, s.hosts, s.fingerprint, s.created_at, v.scope
-    FROM vault_secrets s
-    JOIN (VALUES (${vaults.intern}::uuid, 'intern', 0), (${vaults.attached}::uuid, 'attached', 1), (${vaults.workspace}::uuid, 'workspace', 2))
-      AS v(vault_id, scope, rank) ON v.vault_id = s.vault_id
-    WHERE NOT s.system
-    ORDER BY s.name COLLATE "C", v.rank
-    LIMIT ${limit + 1} OFFSET ${offset}`
+  const rows = await effectiveSecretPage(db, vaults, limit, offset)
   return { data: rows.slice(0, limit).map((r) => ({ ...view(r), scope: r.scope })), has_more: rows.length > limit }
 }
 
@@ -263,18 +237,7 @@ export async function releasableSecrets(
   internId: string,
   host: string,
 ): Promise<Map<string, string>> {
-  const rows = await db.$queryRaw<
-    { vault_id: string; name: string; hosts: string[] | null; sealed_value: Uint8Array }[]
-  >`
-    WITH owner AS (
-      SELECT i.vault_id AS own, i.attached_vault_id AS attached, w.vault_id AS pool
-      FROM interns i JOIN workspaces w ON w.id = i.workspace_id WHERE i.id = ${internId}::uuid)
-    SELECT DISTINCT ON (s.name COLLATE "C") s.vault_id, s.name, s.hosts, s.sealed_value
-    FROM vault_secrets s
-    JOIN (SELECT own AS vault_id, 0 AS rank FROM owner UNION ALL SELECT attached, 1 FROM owner UNION ALL SELECT pool, 2 FROM owner) v
-      ON v.vault_id = s.vault_id
-    WHERE NOT s.system
-    ORDER BY s.name COLLATE "C", v.rank`
+  const rows = await resolvedSecrets(db, internId)
   const released = new Map<string, string>()
   for (const row of rows) {
     if (!row.hosts?.includes(host)) continue

@@ -1,6 +1,6 @@
-import type { Db, Prisma } from './db.js'
-import { Jobs, type JobKind, type JobPayload } from './jobs.js'
-import { activeCarrier, type TraceCarrier } from './tracing.js'
+import type { Db, Prisma } from '../db.js'
+import { Jobs, type JobKind, type JobPayload } from '../jobs.js'
+import { activeCarrier, type TraceCarrier } from '../tracing.js'
 
 /**
  * The Redis channel on which writers ring the relay's bell after committing outbox rows. A bell,

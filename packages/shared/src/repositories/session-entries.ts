@@ -1,5 +1,5 @@
 import type { Db } from '../db.js'
-import { HELD_BY_HOST } from './hosts.js'
+import { HELD_BY_HOST } from './interns.js'
 
 // Interns' sessions as the record keeps them (session_entries): every item of every session, in
 // order, written through by the host the intern is placed on. The table's SQL, all of it (an
