@@ -131,6 +131,16 @@ async function chat(stack: Stack, id: string, content: string, session?: string)
 }
 
 /** What each host runs now (its own word), by host id. */
+/**
+ * Requests waiting unread in a listener's sockets on `port`: established connections (accepted or
+ * still in the accept queue) whose receive queue holds bytes, as `ss` (iproute2) reports them.
+ */
+function queuedRequests(port: string): number {
+  const out = spawnSync('ss', ['-tnH', 'state', 'established', `( sport = :${port} )`], { encoding: 'utf8' })
+  if (out.status !== 0) throw new Error(`ss (iproute2) failed: ${out.stderr || out.error?.message}`)
+  return out.stdout.split('\n').filter((line) => Number(line.trim().split(/\s+/)[0]) > 0).length
+}
+
 async function hostedBy(stack: Stack, databaseUrl = env.t.url) {
   const out = new Map<string, { id: string; running: boolean; generation: number }[]>()
   for (const [i, host] of stack.runtimes.entries()) {
@@ -367,7 +377,12 @@ describe.skipIf(noSandbox)('a runtime host paused past its deadline and resumed'
             headers: { authorization: `Bearer ${credential}`, 'x-roster-placement': String(s.placement_generation) },
           }),
         ])
-        await new Promise((r) => setTimeout(r, 200))
+        // Woken only once every probe is in its sockets, unread (the kernel holds them while it is stopped).
+        await waitFor(() => queuedRequests(new URL(paused.url).port) >= probes.length, {
+          timeoutMs: 10_000,
+          intervalMs: 20,
+          what: 'the probes queued in the paused host’s sockets',
+        })
         paused.process.child!.kill('SIGCONT')
         for (const res of await Promise.all(probes)) {
           const text = await res.text()
