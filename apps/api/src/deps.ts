@@ -3,6 +3,9 @@ import {
   FleetDriver,
   hostCredentialKey,
   createInternEventPublisher,
+  keyEventsChannel,
+  noUsageRecorded,
+  type KeyDeps,
   createLogger,
   InternReader,
   LocalVault,
@@ -71,6 +74,8 @@ export interface AppDeps {
   snapshots: SnapshotStore
   /** Interns' requests that carry secrets, made from here (none without VAULT_MASTER_KEY). */
   egress?: Egress
+  /** API keys managed through the API (the key routes): their store, spend and change events. */
+  keys: KeyDeps
   /** The runtime hosts, each intern's calls to its own (the chat route). */
   runtime: FleetDriver
 }
@@ -101,6 +106,9 @@ export function createAppDeps(
       lists.clear()
     },
     log,
+    (digests) => {
+      for (const d of digests) authenticate.forget(d)
+    },
   )
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
   const metrics = config.METRICS_PORT ? createMetrics('api') : undefined
@@ -109,6 +117,19 @@ export function createAppDeps(
   const requestRate = new RequestRate(redis, config.QUEUE_PREFIX, config.KEY_REQUESTS_PER_MINUTE, (err) =>
     log.warn({ err }, 'requests per minute could not be counted in Redis; counting on this process alone'),
   )
+  const authenticate = createAuthenticator(db, config.AUTH_CACHE_MS, {
+    entries: config.AUTH_CACHE_ENTRIES,
+    unknownLookups: config.AUTH_UNKNOWN_LOOKUPS,
+    unknownPerAddress: config.UNKNOWN_KEYS_PER_MINUTE,
+    rate: requestRate,
+    observe: (outcome) => {
+      if (outcome === 'rate_limited') metrics?.fairUseRefusals.inc({ limit: 'requests_per_minute' })
+      else {
+        if (outcome === 'throttled') metrics?.fairUseRefusals.inc({ limit: 'unknown_keys' })
+        metrics?.authLookups.inc({ outcome })
+      }
+    },
+  })
   return {
     admission: new Admission(
       {
@@ -150,19 +171,16 @@ export function createAppDeps(
         })
       : undefined,
     runtime: new FleetDriver(db, credentialKey, { timeoutMs: config.RUNTIME_ANSWER_TIMEOUT_MS }),
-    authenticate: createAuthenticator(db, config.AUTH_CACHE_MS, {
-      entries: config.AUTH_CACHE_ENTRIES,
-      unknownLookups: config.AUTH_UNKNOWN_LOOKUPS,
-      unknownPerAddress: config.UNKNOWN_KEYS_PER_MINUTE,
-      rate: requestRate,
-      observe: (outcome) => {
-        if (outcome === 'rate_limited') metrics?.fairUseRefusals.inc({ limit: 'requests_per_minute' })
-        else {
-          if (outcome === 'throttled') metrics?.fairUseRefusals.inc({ limit: 'unknown_keys' })
-          metrics?.authLookups.inc({ outcome })
-        }
+    authenticate,
+    keys: {
+      db,
+      usage: noUsageRecorded,
+      changed(digest) {
+        authenticate.forget(digest)
+        if (redis.status === 'ready')
+          redis.publish(keyEventsChannel(config.QUEUE_PREFIX), digest.toString('base64')).catch(() => {})
       },
-    }),
+    },
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
     secretStores: new SecretStoreBatcher(db),
     catalogue,

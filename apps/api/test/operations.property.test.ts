@@ -16,9 +16,9 @@ let mine: Tenant
 let theirs: Tenant
 let sut: Awaited<ReturnType<typeof buildTestApp>>
 let doc: any
-const ids: Record<'mine' | 'theirs', { intern: string; preset: string }> = {
-  mine: { intern: '', preset: '' },
-  theirs: { intern: '', preset: '' },
+const ids: Record<'mine' | 'theirs', { intern: string; preset: string; key: string }> = {
+  mine: { intern: '', preset: '', key: '' },
+  theirs: { intern: '', preset: '', key: '' },
 }
 let internKey = ''
 
@@ -44,6 +44,14 @@ beforeAll(async () => {
       payload: { model: 'a/b', temperature: 0.5 },
     })
     expect(preset.statusCode).toBe(200)
+    const key = await sut.inject({
+      method: 'POST',
+      url: '/api/v1/keys',
+      headers: { authorization: `Bearer ${tenant.keys.management}`, 'content-type': 'application/json' },
+      payload: { name: `seed-${who}`, limit: 1 },
+    })
+    expect(key.statusCode).toBe(201)
+    ids[who].key = key.json().data.hash
   }
   internKey = await makeInternKey(env.t.db, mine.workspaceId, ids.mine.intern)
   doc = (await sut.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
@@ -94,7 +102,9 @@ function segment(name: string, op: Operation): fc.Arbitrary<string> {
       ? [ids.mine.intern]
       : name === 'slug'
         ? [ids.mine.preset, 'fresh-slug']
-        : []
+        : name === 'hash'
+          ? [ids.mine.key]
+          : []
   const real =
     name === 'internId'
       ? events
@@ -102,11 +112,13 @@ function segment(name: string, op: Operation): fc.Arbitrary<string> {
         : [ids.theirs.intern, crypto.randomUUID()]
       : name === 'slug'
         ? [ids.theirs.preset]
-        : name === 'version'
-          ? ['1', '2', '0', '99999999999']
-          : name === 'name'
-            ? ['github_token', 'copy', 'a__b', 'GitHub-Token']
-            : ['roster-sim', 'chat']
+        : name === 'hash'
+          ? [ids.theirs.key, 'ab'.repeat(32)]
+          : name === 'version'
+            ? ['1', '2', '0', '99999999999']
+            : name === 'name'
+              ? ['github_token', 'copy', 'a__b', 'GitHub-Token']
+              : ['roster-sim', 'chat']
   return fc.oneof(
     fc.constantFrom(...own, ...real),
     fc.constantFrom(...ODD_SEGMENTS),
@@ -204,6 +216,8 @@ async function snapshot() {
            (SELECT count(*) FROM vaults) AS vaults, (SELECT count(*) FROM vault_secrets) AS secrets,
            (SELECT count(*) FROM outbox) AS outbox, (SELECT count(*) FROM intern_icons) AS icons, (SELECT count(*) FROM idempotency_records) AS idempotency,
            (SELECT count(*) FROM presets) AS presets, (SELECT max(updated_at) FROM presets) AS presets_changed,
+           (SELECT count(*) FROM api_keys) AS keys, (SELECT max(updated_at) FROM api_keys) AS keys_changed,
+           (SELECT count(*) FROM users) AS users,
            (SELECT count(*) FROM preset_versions) AS versions`
   return JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))
 }
@@ -249,6 +263,12 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'sendChatCompletionRequest',
         'createMessage',
         'compactResponse',
+        'createKeys',
+        'list',
+        'getKey',
+        'updateKeys',
+        'deleteKeys',
+        'getCurrentKey',
       ].sort(),
     )
   })

@@ -15,6 +15,15 @@ import {
   fleetTimes,
   isAppError,
   listHosts,
+  createKey,
+  CreateKeyBody,
+  deleteKey,
+  getKey,
+  listKeys,
+  noUsageRecorded,
+  updateKey,
+  UpdateKeyBody,
+  workspaceAccount,
   loadConfigOrExit,
   setVaultWrites,
   type ApiKeyKind,
@@ -28,6 +37,12 @@ const usage = `usage: npm run -s admin -- <command> [--json]
   workspace create --account ID [--no-interns]
   user create --workspace ID
   key create --kind user|organization|management|intern --workspace ID [--user ID] [--intern ID]
+  keys create --workspace ID --name NAME [--limit USD] [--limit-reset daily|weekly|monthly] [--expires-at TIME] [--user ID]
+                                                    an API key with a name, limit and expiry, as POST /keys makes one
+  keys list --workspace ID [--include-disabled] [--offset N]
+  keys get HASH --workspace ID
+  keys update HASH --workspace ID [--name NAME] [--limit USD|none] [--limit-reset daily|weekly|monthly|none] [--disable|--enable]
+  keys delete HASH --workspace ID                   API processes forget a changed or deleted key within AUTH_CACHE_MS
   runtime list                                      each runtime host: state (live, draining, dead), interns, free room
   runtime drain HOST                                the host takes no new interns; its interns move to others
   archive list [--workspace ID]                     what was kept of deleted interns, newest first
@@ -48,6 +63,14 @@ const { values, positionals } = parseArgs({
     intern: { type: 'string' },
     kind: { type: 'string' },
     out: { type: 'string' },
+    name: { type: 'string' },
+    limit: { type: 'string' },
+    'limit-reset': { type: 'string' },
+    'expires-at': { type: 'string' },
+    'include-disabled': { type: 'boolean', default: false },
+    offset: { type: 'string' },
+    disable: { type: 'boolean', default: false },
+    enable: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 })
@@ -125,7 +148,74 @@ async function archiveExport(db: Db, id: string | undefined) {
   return { archive: archive.id, workspace, configuration_and_sessions: `${out}.json` }
 }
 
+/** The keys commands: the API's own key operations, in the scope of the workspace named (and its account). */
+async function keys(db: Db, op: string | undefined): Promise<Record<string, unknown>> {
+  const workspaceId = need('workspace')
+  const accountId = UUID.test(workspaceId) ? await workspaceAccount(db, workspaceId) : undefined
+  if (!accountId) throw new Error(`no workspace ${workspaceId}`)
+  const scope = { accountId, workspaceId }
+  // Offline: no API process hears of the change; each forgets what it cached within AUTH_CACHE_MS.
+  const deps = { db, usage: noUsageRecorded, changed: () => {} }
+  const hash = positionals[2]
+  const number = (v: string | undefined) => (v === undefined ? undefined : v === 'none' ? null : Number(v))
+  const reset = (v: string | undefined) => (v === undefined ? undefined : v === 'none' ? null : v)
+  const body = <T>(
+    schema: {
+      safeParse(
+        v: unknown,
+      ): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } }
+    },
+    v: unknown,
+  ): T => {
+    const parsed = schema.safeParse(v)
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!
+      throw new UsageError(`--${String(issue.path[0] ?? 'input').replace(/_/g, '-')} ${issue.message}`)
+    }
+    return parsed.data
+  }
+  switch (op) {
+    case 'create':
+      return createKey(
+        deps,
+        scope,
+        body(CreateKeyBody, {
+          name: values.name,
+          limit: number(values.limit),
+          limit_reset: reset(values['limit-reset']),
+          expires_at: values['expires-at'],
+          creator_user_id: values.user,
+        }),
+      )
+    case 'list':
+      return listKeys(deps, scope, {
+        include_disabled: values['include-disabled'] ? 'true' : undefined,
+        offset: values.offset === undefined ? undefined : Number(values.offset),
+      })
+    case 'get':
+      return getKey(deps, scope, hash ?? '')
+    case 'update':
+      if (values.disable && values.enable) throw new UsageError('--disable and --enable are each other’s opposite')
+      return updateKey(
+        deps,
+        scope,
+        hash ?? '',
+        body(UpdateKeyBody, {
+          name: values.name,
+          limit: number(values.limit),
+          limit_reset: reset(values['limit-reset']),
+          disabled: values.disable ? true : values.enable ? false : undefined,
+        }),
+      )
+    case 'delete':
+      return deleteKey(deps, scope, hash ?? '')
+    default:
+      throw new UsageError(`keys ${op ?? ''}: the keys commands are create, list, get, update and delete`)
+  }
+}
+
 async function run(db: Db, command: string): Promise<Record<string, unknown>> {
+  if (positionals[0] === 'keys') return keys(db, positionals[1])
   if (command === 'archive list') return archiveList(db)
   if (command.startsWith('archive export')) return archiveExport(db, positionals[2])
   if (command === 'runtime list') return runtimeList(db)
@@ -187,6 +277,12 @@ function print(result: Record<string, unknown>) {
       result.hosts,
       ['id', 'state', 'interns', 'free', 'capacity', 'address', 'last_heartbeat_at'],
       'No runtime host has joined the fleet.',
+    )
+  if (Array.isArray(result.data))
+    return table(
+      result.data as Record<string, unknown>[],
+      ['hash', 'name', 'label', 'disabled', 'limit', 'limit_reset', 'usage', 'expires_at'],
+      'No API key.',
     )
   if (Array.isArray(result.archives))
     return table(

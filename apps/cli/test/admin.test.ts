@@ -104,4 +104,47 @@ describe('npm run -s admin', () => {
     expect(missing.code).not.toBe(0)
     expect(missing.stderr).toMatch(/needs --user/)
   })
+
+  it('manages API keys offline as the API does: create with a limit, list, update, delete', async () => {
+    const boot = json(admin('bootstrap', '--json'))
+    const ws = boot.workspace_id
+    const made = admin(
+      'keys',
+      'create',
+      '--workspace',
+      ws,
+      '--name',
+      'ops',
+      '--limit',
+      '2.5',
+      '--limit-reset',
+      'weekly',
+      '--json',
+    )
+    expect(made.code, made.stderr).toBe(0)
+    const created = json(made)
+    expect(created.key).toMatch(/^sk-roster-v1-/)
+    expect(created.data).toMatchObject({
+      name: 'ops',
+      limit: 2.5,
+      limit_reset: 'weekly',
+      limit_remaining: 2.5,
+      workspace_id: ws,
+    })
+    const { hash } = created.data
+    expect(json(admin('keys', 'list', '--workspace', ws, '--json')).data.map((k: { name: string }) => k.name)).toEqual([
+      'ops',
+      '',
+    ])
+    const updated = json(admin('keys', 'update', hash, '--workspace', ws, '--limit', 'none', '--disable', '--json'))
+    expect(updated.data).toMatchObject({ limit: null, disabled: true })
+    expect(json(admin('keys', 'list', '--workspace', ws, '--json')).data).toHaveLength(1)
+    expect(json(admin('keys', 'delete', hash, '--workspace', ws, '--json'))).toEqual({ deleted: true })
+    const gone = admin('keys', 'get', hash, '--workspace', ws, '--json')
+    expect(gone.code).toBe(1)
+    expect(json(gone).error).toMatch(/no API key/)
+    const bad = admin('keys', 'create', '--workspace', ws, '--name', 'x', '--limit=-1')
+    expect(bad.code).toBe(2)
+    expect(bad.stderr).toMatch(/--limit must be 0 or more/)
+  })
 })

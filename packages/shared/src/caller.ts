@@ -18,6 +18,8 @@ export interface Caller {
   /** The account's vault writes switch (an operator setting; on by default). */
   vaultWrites: boolean
   internsEnabled: boolean
+  /** Epoch milliseconds after which the key no longer authenticates (a cached answer included); null: never. */
+  expiresAt: number | null
 }
 
 export async function resolveCaller(db: Db, token: string): Promise<Caller | undefined> {
@@ -35,5 +37,6 @@ export async function resolveCaller(db: Db, token: string): Promise<Caller | und
     lifecycleWrites: row.lifecycle_writes,
     vaultWrites: row.vault_writes,
     internsEnabled: row.interns_enabled,
+    expiresAt: row.expires_ms,
   }
 }

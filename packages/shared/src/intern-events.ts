@@ -7,6 +7,12 @@ import type { RedisClient } from './redis.js'
  */
 export const internEventsChannel = (queuePrefix: string) => `${queuePrefix}:intern-events`
 
+/**
+ * Key events: the digests (base64) of API keys whose settings changed or that were deleted, so
+ * every API process forgets what it cached of them at once.
+ */
+export const keyEventsChannel = (queuePrefix: string) => `${queuePrefix}:key-events`
+
 /** Publishes changed intern ids, coalesced: at most one PUBLISH per event-loop turn. */
 export function createInternEventPublisher(redis: RedisClient, queuePrefix: string): (ids: Iterable<string>) => void {
   const channel = internEventsChannel(queuePrefix)

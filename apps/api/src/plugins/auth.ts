@@ -1,6 +1,7 @@
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { hash } from 'node:crypto'
 import { AppError, bearerToken, resolveCaller, type Caller, type Db } from '@roster/shared'
+import { GatewayError } from '@roster/gateway'
 import { Lru } from './lru.js'
 
 export interface AuthenticatorOptions {
@@ -88,7 +89,7 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
   }
 
   /** The key is the bearer token, unless the caller says where else it may be (`token`). */
-  return function authenticate(
+  function authenticate(
     req: FastifyRequest,
     token = bearerToken(req.headers.authorization),
   ): Caller | undefined | Promise<Caller | undefined> {
@@ -98,7 +99,11 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     const id = hash('sha256', token, 'base64')
     const at = now()
     const hit = known.get(id)
-    if (hit && hit.expires > at) return counted(hit.caller)
+    if (hit && hit.expires > at) {
+      // A key past its expiry stops at once, whatever the cache still holds.
+      if (hit.caller.expiresAt !== null && hit.caller.expiresAt <= at) return undefined
+      return counted(hit.caller)
+    }
     const miss = unknown.get(id)
     if (miss !== undefined && miss > at) {
       refused(req.ip)
@@ -121,6 +126,14 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
         return counted(caller)
       })
   }
+  /** Forgets what is cached of the key with this digest (its settings changed, or it was deleted). */
+  const forget = (digest: Buffer) => {
+    const id = digest.toString('base64')
+    known.delete(id)
+    // A disabled key refused meanwhile may be enabled again: its refusal is forgotten too.
+    unknown.delete(id)
+  }
+  return Object.assign(authenticate, { forget })
 }
 
 /** At most `size` tasks at once; the rest wait in turn, up to `waiting` of them (then refused with 429). */
@@ -160,13 +173,25 @@ function apiKeyHeader(req: FastifyRequest): string | undefined {
   return typeof v === 'string' && v ? v.trim() : undefined
 }
 
+/** Management keys manage keys, presets and the rest; they make no model call (governance-contract.md §0). */
+const MANAGEMENT_KEY_INFERENCE = new GatewayError(
+  403,
+  'permission_denied',
+  'a management key cannot make model calls: use an inference key (POST /api/v1/keys makes one)',
+)
+
 /**
  * onRequest hook for routes open to any valid key (models, responses): 401 otherwise. With
- * `xApiKey`, a key in the `x-api-key` header is taken where no bearer token is given.
+ * `xApiKey`, a key in the `x-api-key` header is taken where no bearer token is given; with
+ * `inference` (the gateway's doors), management keys are refused (403).
  */
-export function requireKey(authenticate: Authenticator, options: { xApiKey?: boolean } = {}): onRequestHookHandler {
+export function requireKey(
+  authenticate: Authenticator,
+  options: { xApiKey?: boolean; inference?: boolean } = {},
+): onRequestHookHandler {
   const admit = (req: FastifyRequest, caller: Caller | undefined, done: (err?: Error) => void) => {
     if (!caller) return done(new AppError('unauthorized', 'a valid API key is required'))
+    if (options.inference && caller.kind === 'management') return done(MANAGEMENT_KEY_INFERENCE)
     req.caller = caller
     done()
   }

@@ -1,6 +1,7 @@
 import {
   connectRedis,
   internEventsChannel,
+  keyEventsChannel,
   reportConnectionErrors,
   type ParentLogger,
   type RedisClient,
@@ -8,8 +9,9 @@ import {
 } from '@roster/shared'
 
 /**
- * The API's ear for change events: one subscriber connection per process. Each event evicts the
- * cached rows (`onChange`) and wakes the SSE streams watching those interns.
+ * The API's ear for change events: one subscriber connection per process. Each intern event evicts
+ * the cached rows (`onChange`) and wakes the SSE streams watching those interns; each key event
+ * makes the authenticator forget the keys it names (`onKeyChange`).
  */
 export class InternWatch {
   private readonly listeners = new Map<string, Set<() => void>>()
@@ -20,10 +22,13 @@ export class InternWatch {
     queuePrefix: string,
     onChange: (ids: string[]) => void,
     log: Pick<ParentLogger, 'warn' | 'info'>,
+    onKeyChange: (digests: Buffer[]) => void = () => {},
   ) {
+    const keyChannel = keyEventsChannel(queuePrefix)
     this.subscriber = connectRedis(redis, { maxRetriesPerRequest: null, lazyConnect: true })
     reportConnectionErrors(this.subscriber, log, 'intern change events: redis')
-    this.subscriber.on('message', (_channel: string, message: string) => {
+    this.subscriber.on('message', (channel: string, message: string) => {
+      if (channel === keyChannel) return onKeyChange(message.split(',').map((d) => Buffer.from(d, 'base64')))
       const ids = message.split(',')
       onChange(ids)
       for (const id of ids) for (const fn of this.listeners.get(id) ?? []) fn()
@@ -31,7 +36,7 @@ export class InternWatch {
     // ioredis subscribes again by itself after a reconnect; a close before the first subscribe is fine.
     this.subscriber
       .connect()
-      .then(() => this.subscriber.subscribe(internEventsChannel(queuePrefix)))
+      .then(() => this.subscriber.subscribe(internEventsChannel(queuePrefix), keyChannel))
       .catch(() => {})
   }
 

@@ -119,7 +119,7 @@ export const doorRoute =
       door.path,
       {
         onRequest: [
-          requireKey(deps.authenticate, { xApiKey: door.anthropic }),
+          requireKey(deps.authenticate, { xApiKey: door.anthropic, inference: true }),
           admit(deps.admission, RESPONSES_BODY_LIMIT),
         ],
         bodyLimit: RESPONSES_BODY_LIMIT,

@@ -32,7 +32,7 @@ export const responsesWebSocketRoutes =
       url: '/responses',
       // Refused before the upgrade, as HTTP: no key, or the key (or the process) at its connections.
       onRequest: [
-        requireKey(deps.authenticate),
+        requireKey(deps.authenticate, { inference: true }),
         (req, _reply, done) => {
           const refusal = budget.refusal(req.caller!.keyId)
           done(refusal && refusalError(refusal))

@@ -29,7 +29,7 @@ export const compactRoutes =
     app.withTypeProvider<ZodTypeProvider>().post(
       '/responses/compact',
       {
-        onRequest: [requireKey(deps.authenticate), admit(deps.admission, RESPONSES_BODY_LIMIT)],
+        onRequest: [requireKey(deps.authenticate, { inference: true }), admit(deps.admission, RESPONSES_BODY_LIMIT)],
         bodyLimit: RESPONSES_BODY_LIMIT,
         config: { errorWire: 'gateway' },
         schema: {

@@ -1,4 +1,4 @@
-import type { Db } from '../db.js'
+import type { Db, Prisma } from '../db.js'
 import { QUOTA_SHARDS } from '../interns/quota.js'
 
 // The accounts, workspaces and users tables' statements (an account holds workspaces; a workspace
@@ -22,7 +22,7 @@ export async function insertWorkspace(db: Db, accountId: string, internsEnabled:
 }
 
 /** A member of a workspace, with all its quota shards, empty (see MemberQuotaShard). */
-export async function insertUser(db: Db, workspaceId: string): Promise<string> {
+export async function insertUser(db: Db | Prisma.TransactionClient, workspaceId: string): Promise<string> {
   const user = await db.user.create({
     data: {
       workspaceId,
@@ -34,6 +34,22 @@ export async function insertUser(db: Db, workspaceId: string): Promise<string> {
 }
 
 /** The workspace a user belongs to (undefined: no such user). */
-export async function userWorkspace(db: Db, userId: string): Promise<string | undefined> {
+export async function userWorkspace(db: Db | Prisma.TransactionClient, userId: string): Promise<string | undefined> {
   return (await db.user.findUnique({ where: { id: userId }, select: { workspaceId: true } }))?.workspaceId
+}
+
+/** Whether `workspaceId` is a workspace of `accountId`. */
+export async function workspaceOfAccount(
+  db: Db | Prisma.TransactionClient,
+  accountId: string,
+  workspaceId: string,
+): Promise<boolean> {
+  const rows = await db.$queryRaw<{ ok: number }[]>`
+    SELECT 1 AS ok FROM workspaces WHERE id = ${workspaceId}::uuid AND account_id = ${accountId}::uuid`
+  return rows.length > 0
+}
+
+/** The account a workspace belongs to (undefined: no such workspace). */
+export async function workspaceAccount(db: Db, workspaceId: string): Promise<string | undefined> {
+  return (await db.workspace.findUnique({ where: { id: workspaceId }, select: { accountId: true } }))?.accountId
 }

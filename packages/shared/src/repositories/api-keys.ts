@@ -1,4 +1,4 @@
-import type { Db } from '../db.js'
+import { Prisma, type Db } from '../db.js'
 import type { ApiKeyKind } from '../api-keys.js'
 
 // The api_keys table's statements.
@@ -15,17 +15,20 @@ export interface CallerRow {
   in_programme: boolean
   lifecycle_writes: boolean
   vault_writes: boolean
+  /** Epoch milliseconds after which the key no longer authenticates; null: never. */
+  expires_ms: number | null
 }
 
 /** The live key with this digest, with its workspace's and account's switches: one indexed lookup. */
 export async function keyByHash(db: Db, hash: Buffer): Promise<CallerRow | undefined> {
   const rows = await db.$queryRaw<CallerRow[]>`
     SELECT k.id, k.kind::text AS kind, k.hash, k.workspace_id, k.user_id, k.intern_id,
-           w.account_id, w.interns_enabled, a.in_programme, a.lifecycle_writes, a.vault_writes
+           w.account_id, w.interns_enabled, a.in_programme, a.lifecycle_writes, a.vault_writes,
+           (extract(epoch FROM k.expires_at) * 1000)::float8 AS expires_ms
     FROM api_keys k
     JOIN workspaces w ON w.id = k.workspace_id
     JOIN accounts a ON a.id = w.account_id
-    WHERE k.hash = ${hash} AND k.revoked_at IS NULL`
+    WHERE k.hash = ${hash} AND k.revoked_at IS NULL AND NOT k.disabled AND (k.expires_at IS NULL OR k.expires_at > now())`
   return rows[0]
 }
 
@@ -57,4 +60,131 @@ export async function insertInternKey(db: Db, internId: string, key: { hash: Buf
     INSERT INTO api_keys (id, kind, workspace_id, intern_id, hash, prefix)
     SELECT gen_random_uuid(), 'intern'::api_key_kind, i.workspace_id, i.id, ${key.hash}, ${key.prefix} FROM interns i WHERE i.id = ${internId}::uuid
     ON CONFLICT (hash) DO NOTHING`
+}
+
+// ── keys managed through the API (POST /keys and the rest) ───────────────────────────────────────
+
+/** A managed key's row, as the key routes show it. */
+export interface ManagedKeyRow {
+  id: string
+  kind: ApiKeyKind
+  hash: Uint8Array
+  prefix: string
+  name: string
+  label: string | null
+  disabled: boolean
+  limit_micros: bigint | null
+  limit_reset: 'daily' | 'weekly' | 'monthly' | null
+  include_byok_in_limit: boolean
+  created_at: Date
+  updated_at: Date | null
+  expires_at: Date | null
+  user_id: string | null
+  external_user: string | null
+  workspace_id: string
+  account_id: string
+}
+
+const MANAGED_COLUMNS = Prisma.raw(`k.id, k.kind::text AS kind, k.hash, k.prefix, k.name, k.label, k.disabled,
+  k.limit_micros, k.limit_reset, k.include_byok_in_limit, k.created_at, k.updated_at, k.expires_at, k.user_id,
+  k.external_user, k.workspace_id, w.account_id`)
+
+export interface NewManagedKey {
+  workspaceId: string
+  userId: string
+  hash: Buffer
+  prefix: string
+  label: string
+  name: string
+  limitMicros: bigint | null
+  limitReset: string | null
+  includeByokInLimit: boolean
+  expiresAt: Date | null
+  externalUser: string | null
+  externalKeyHash: Buffer | null
+}
+
+/** A new user key (acting for `userId`) with its name, limit and expiry; its row. */
+export async function insertManagedKey(db: Db | Prisma.TransactionClient, k: NewManagedKey): Promise<ManagedKeyRow> {
+  const rows = await db.$queryRaw<ManagedKeyRow[]>`
+    WITH k AS (
+      INSERT INTO api_keys (id, kind, workspace_id, user_id, hash, prefix, label, name, limit_micros, limit_reset,
+                            include_byok_in_limit, expires_at, external_user, external_key_hash, updated_at)
+      VALUES (gen_random_uuid(), 'user', ${k.workspaceId}::uuid, ${k.userId}::uuid, ${k.hash}, ${k.prefix}, ${k.label},
+              ${k.name}, ${k.limitMicros}, ${k.limitReset}, ${k.includeByokInLimit}, ${k.expiresAt}, ${k.externalUser},
+              ${k.externalKeyHash}, now())
+      RETURNING *)
+    SELECT ${MANAGED_COLUMNS} FROM k JOIN workspaces w ON w.id = k.workspace_id`
+  return rows[0]!
+}
+
+/**
+ * The user keys of one workspace of `accountId`, newest first, from `offset`, at most `limit`
+ * (disabled ones only when asked; deleted ones never).
+ */
+export function managedKeyPage(
+  db: Db,
+  q: { accountId: string; workspaceId: string; includeDisabled: boolean; offset: number; limit: number },
+) {
+  return db.$queryRaw<ManagedKeyRow[]>`
+    SELECT ${MANAGED_COLUMNS} FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id
+    WHERE k.workspace_id = ${q.workspaceId}::uuid AND w.account_id = ${q.accountId}::uuid
+      AND k.kind = 'user' AND k.revoked_at IS NULL AND (${q.includeDisabled} OR NOT k.disabled)
+    ORDER BY k.created_at DESC, k.id DESC
+    LIMIT ${q.limit} OFFSET ${q.offset}`
+}
+
+/** A user key of `accountId` by its digest (undefined: none, deleted, or another account's). */
+export async function managedKeyByHash(
+  db: Db | Prisma.TransactionClient,
+  accountId: string,
+  hash: Buffer,
+  lock = false,
+): Promise<ManagedKeyRow | undefined> {
+  const rows = await db.$queryRaw<ManagedKeyRow[]>`
+    SELECT ${MANAGED_COLUMNS} FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id
+    WHERE k.hash = ${hash} AND w.account_id = ${accountId}::uuid AND k.kind = 'user' AND k.revoked_at IS NULL
+    ${lock ? Prisma.sql`FOR UPDATE OF k` : Prisma.empty}`
+  return rows[0]
+}
+
+/** Any live key's row by id (the caller's own, for GET /key). */
+export async function keyById(db: Db, id: string): Promise<ManagedKeyRow | undefined> {
+  const rows = await db.$queryRaw<ManagedKeyRow[]>`
+    SELECT ${MANAGED_COLUMNS} FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id
+    WHERE k.id = ${id}::uuid AND k.revoked_at IS NULL`
+  return rows[0]
+}
+
+export interface ManagedKeyChange {
+  name?: string
+  disabled?: boolean
+  limitMicros?: bigint | null
+  limitReset?: string | null
+  includeByokInLimit?: boolean
+}
+
+/** Changes a key's settings (undefined: kept); its row as it now is. */
+export async function updateManagedKey(
+  db: Db | Prisma.TransactionClient,
+  id: string,
+  c: ManagedKeyChange,
+): Promise<ManagedKeyRow | undefined> {
+  const sets: Prisma.Sql[] = [Prisma.sql`updated_at = now()`]
+  if (c.name !== undefined) sets.push(Prisma.sql`name = ${c.name}`)
+  if (c.disabled !== undefined) sets.push(Prisma.sql`disabled = ${c.disabled}`)
+  if (c.limitMicros !== undefined) sets.push(Prisma.sql`limit_micros = ${c.limitMicros}`)
+  if (c.limitReset !== undefined) sets.push(Prisma.sql`limit_reset = ${c.limitReset}`)
+  if (c.includeByokInLimit !== undefined) sets.push(Prisma.sql`include_byok_in_limit = ${c.includeByokInLimit}`)
+  const rows = await db.$queryRaw<ManagedKeyRow[]>`
+    WITH k AS (UPDATE api_keys SET ${Prisma.join(sets, ', ')} WHERE id = ${id}::uuid AND revoked_at IS NULL RETURNING *)
+    SELECT ${MANAGED_COLUMNS} FROM k JOIN workspaces w ON w.id = k.workspace_id`
+  return rows[0]
+}
+
+/** Deletes a key: it stops authenticating at once and is no longer listed. False when it was gone already. */
+export async function revokeKey(db: Db, id: string): Promise<boolean> {
+  const n =
+    await db.$executeRaw`UPDATE api_keys SET revoked_at = now(), updated_at = now() WHERE id = ${id}::uuid AND revoked_at IS NULL`
+  return n > 0
 }

@@ -1,0 +1,102 @@
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import {
+  assertManagementKey,
+  CreateKeyBody,
+  createKey,
+  currentKey,
+  deleteKey,
+  getKey,
+  ListKeysQuery,
+  listKeys,
+  UpdateKeyBody,
+  updateKey,
+  scopeOf,
+  type KeyScope,
+} from '@roster/shared'
+import { requireKey } from '../plugins/auth.js'
+import { refuseUnstorableText } from '../plugins/input-guards.js'
+import type { AppDeps } from '../deps.js'
+
+/** The caller's account and workspace, when it holds a management key (else 403 on a create, 401 elsewhere). */
+function manager(req: FastifyRequest, op: 'create' | 'other' = 'other'): KeyScope {
+  assertManagementKey(req.caller!, op)
+  return scopeOf(req.caller!)
+}
+
+const HashParams = z.object({ hash: z.string() })
+/** A key's settings are small: past this a body is refused before it is parsed (413). */
+const KEY_BODY_LIMIT = 16 * 1024
+
+/**
+ * API keys (`client.apiKeys`): management keys create and manage the user keys of their account's
+ * workspaces; any key reads its own settings and spend (GET /key). Errors in the standard envelope.
+ */
+export const keyRoutes =
+  (deps: AppDeps): FastifyPluginAsync =>
+  async (app) => {
+    app.addHook('preValidation', refuseUnstorableText)
+    const api = app.withTypeProvider<ZodTypeProvider>()
+    const anyKey = requireKey(deps.authenticate)
+
+    api.post(
+      '/keys',
+      {
+        onRequest: anyKey,
+        bodyLimit: KEY_BODY_LIMIT,
+        schema: { operationId: 'createKeys', summary: 'Create an API key (management key)', body: CreateKeyBody },
+      },
+      async (req, reply) => reply.code(201).send(await createKey(deps.keys, manager(req, 'create'), req.body)),
+    )
+    api.get(
+      '/keys',
+      {
+        onRequest: anyKey,
+        schema: {
+          operationId: 'list',
+          summary: 'API keys of a workspace (management key)',
+          querystring: ListKeysQuery,
+        },
+      },
+      async (req) => listKeys(deps.keys, manager(req), req.query),
+    )
+    api.get(
+      '/keys/:hash',
+      {
+        onRequest: anyKey,
+        schema: { operationId: 'getKey', summary: 'One API key (management key)', params: HashParams },
+      },
+      async (req) => getKey(deps.keys, manager(req), req.params.hash),
+    )
+    api.patch(
+      '/keys/:hash',
+      {
+        onRequest: anyKey,
+        bodyLimit: KEY_BODY_LIMIT,
+        schema: {
+          operationId: 'updateKeys',
+          summary: 'Change an API key: name, disabled, limit (management key)',
+          params: HashParams,
+          body: UpdateKeyBody,
+        },
+      },
+      async (req) => updateKey(deps.keys, manager(req), req.params.hash, req.body),
+    )
+    api.delete(
+      '/keys/:hash',
+      {
+        onRequest: anyKey,
+        schema: { operationId: 'deleteKeys', summary: 'Delete an API key (management key)', params: HashParams },
+      },
+      async (req) => deleteKey(deps.keys, manager(req), req.params.hash),
+    )
+    api.get(
+      '/key',
+      {
+        onRequest: anyKey,
+        schema: { operationId: 'getCurrentKey', summary: 'The calling key: its limit and spend' },
+      },
+      async (req) => currentKey(deps.keys, req.caller!.keyId),
+    )
+  }
