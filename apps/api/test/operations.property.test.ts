@@ -269,6 +269,11 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'updateKeys',
         'deleteKeys',
         'getCurrentKey',
+        'listModelsUser',
+        'listModelsCount',
+        'getModel',
+        'listEndpointsZdr',
+        'listProviders',
       ].sort(),
     )
   })

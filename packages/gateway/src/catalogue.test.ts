@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { OpenRouter } from '@openrouter/sdk'
 import { createServer } from 'node:http'
-import { loadCatalogue, modelsList, simulatorCatalogue } from './catalogue.js'
+import { loadCatalogue, simulatorCatalogue } from './catalogue.js'
+import { modelsList } from './model-directory.js'
 
 const write = (content: unknown) => {
   const path = join(mkdtempSync(join(tmpdir(), 'catalogue-')), 'models.json')

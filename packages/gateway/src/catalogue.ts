@@ -11,7 +11,17 @@ const Price = z.string().regex(/^\d+(\.\d+)?(e-?\d+)?$/i, 'a price per token, as
 export const Protocol = z.enum(['openai-chat', 'openai-responses', 'anthropic-messages'])
 export type Protocol = z.infer<typeof Protocol>
 
-const Pricing = z.strictObject({ input: Price, cached_input: Price.optional(), output: Price })
+const Pricing = z.strictObject({
+  input: Price,
+  cached_input: Price.optional(),
+  output: Price,
+  /** Per reasoning token, where it differs from the output price. */
+  reasoning: Price.optional(),
+  /** Per request, on top of the tokens. */
+  request: Price.optional(),
+  /** Per input image. */
+  image: Price.optional(),
+})
 
 export const Endpoint = z.strictObject({
   /** Shown to clients as the provider, e.g. "openai", "anthropic", "local-vllm". */
@@ -31,6 +41,8 @@ export const Endpoint = z.strictObject({
   /** Overrides the model's prices on this endpoint. */
   pricing: Pricing.optional(),
   timeout_ms: z.int().min(100).max(600_000).default(120_000),
+  /** The provider keeps no prompt or completion (zero data retention), as its terms say. */
+  zdr: z.boolean().optional(),
 })
 export type Endpoint = z.infer<typeof Endpoint>
 
@@ -89,94 +101,6 @@ export async function loadCatalogue(path: string, env: NodeJS.ProcessEnv = proce
   if (missing.length)
     throw new CatalogueError(`model catalogue ${path} names credentials that are not set: ${missing.join('; ')}`)
   return parsed.data
-}
-
-/** The catalogue as the official client's models list expects it (`GET /models`). */
-const supportedParameters = (m: CatalogueModel) => [
-  'max_tokens',
-  'temperature',
-  'top_p',
-  'stop',
-  'response_format',
-  'structured_outputs',
-  ...(m.capabilities.tools ? ['tools', 'tool_choice'] : []),
-  ...(m.capabilities.reasoning ? ['reasoning', 'include_reasoning'] : []),
-]
-
-const architecture = (m: CatalogueModel) => ({
-  modality: m.capabilities.images ? 'text+image->text' : 'text->text',
-  input_modalities: m.capabilities.images ? ['text', 'image'] : ['text'],
-  output_modalities: ['text'],
-})
-
-const pricingOf = (p: CatalogueModel['pricing']) => ({
-  prompt: p.input,
-  completion: p.output,
-  ...(p.cached_input ? { input_cache_read: p.cached_input } : {}),
-})
-
-export function modelsList(catalogue: Catalogue) {
-  const data = catalogue.models.map((m) => ({
-    id: m.id,
-    canonical_slug: m.id,
-    name: m.name,
-    created: m.created,
-    description: m.description ?? '',
-    context_length: m.context_length,
-    architecture: architecture(m),
-    pricing: pricingOf(m.pricing),
-    top_provider: {
-      context_length: m.context_length,
-      max_completion_tokens: m.max_output_tokens ?? null,
-      is_moderated: false,
-    },
-    per_request_limits: null,
-    supported_parameters: supportedParameters(m),
-    supported_voices: null,
-    default_parameters: null,
-    links: { details: `/api/v1/models/${m.id}/endpoints` },
-    endpoints: m.endpoints.map((e) => ({ provider: e.provider, protocol: e.protocol, tiers: e.tiers })),
-  }))
-  return { data, links: { next: null }, total_count: data.length }
-}
-
-/** One model's endpoints (`GET /models/{author}/{slug}/endpoints`), as the official client's endpoints list expects. */
-export function modelEndpoints(catalogue: Catalogue, id: string) {
-  const m = catalogue.models.find((x) => x.id === id)
-  if (!m) return undefined
-  const tools = m.capabilities.tools
-  return {
-    id: m.id,
-    name: m.name,
-    created: m.created,
-    description: m.description ?? '',
-    architecture: { ...architecture(m), instruct_type: null, tokenizer: null },
-    endpoints: m.endpoints.map((e) => ({
-      name: `${e.provider} | ${m.id}`,
-      model_id: m.id,
-      model_name: m.name,
-      provider_name: e.provider,
-      tag: e.provider,
-      protocol: e.protocol,
-      tiers: e.tiers,
-      context_length: m.context_length,
-      max_completion_tokens: m.max_output_tokens ?? null,
-      max_prompt_tokens: null,
-      pricing: pricingOf(e.pricing ?? m.pricing),
-      quantization: null,
-      supported_parameters: supportedParameters(m),
-      supports_implicit_caching: m.capabilities.caching,
-      supports_tool_choice: { auto: tools, function: tools, none: tools, required: tools },
-      supports_voice_cloning: false,
-      // Roster keeps no uptime or latency history across restarts; unknown is null, as the client allows.
-      status: 0,
-      uptime_last_30m: null,
-      uptime_last_5m: null,
-      uptime_last_1d: null,
-      latency_last_30m: null,
-      throughput_last_30m: null,
-    })),
-  }
 }
 
 /**

@@ -1,5 +1,6 @@
 export * from './request.js'
 export * from './catalogue.js'
+export * from './model-directory.js'
 export * from './engine.js'
 export { ProviderPreferences } from './routing.js'
 export type { TraceLogger } from './trace.js'

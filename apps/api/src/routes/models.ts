@@ -1,29 +1,94 @@
-import type { FastifyPluginAsync } from 'fastify'
-import { modelEndpoints, modelsList } from '@roster/gateway'
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import {
+  countModels,
+  findModel,
+  modelEndpoints,
+  modelObject,
+  modelsList,
+  ModelsQuery,
+  modelsQueryProblem,
+  providersOf,
+  queryModels,
+  zdrEndpoints,
+} from '@roster/gateway'
 import { AppError } from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
 
-/** GET /models: the catalogue, in the shape the official client's models list expects. Any valid key. */
+const ModelParams = z.object({ author: z.string(), slug: z.string() })
+const CountQuery = z.object({ output_modalities: ModelsQuery.shape.output_modalities })
+
+/**
+ * The catalogue in the shapes the official client reads (`client.models`, `client.endpoints`,
+ * `client.providers`): any valid key. The whole list, asked for with no query, is serialised once.
+ */
 export const modelRoutes =
   (deps: AppDeps): FastifyPluginAsync =>
   async (app) => {
-    const body = JSON.stringify(modelsList(deps.catalogue))
-    app.get(
+    const api = app.withTypeProvider<ZodTypeProvider>()
+    const anyKey = requireKey(deps.authenticate)
+    const whole = JSON.stringify(modelsList(deps.catalogue))
+    const page = (req: FastifyRequest, q: ModelsQuery, path: string) => {
+      const problem = modelsQueryProblem(q)
+      if (problem) throw new AppError('invalid_body', problem)
+      return req.url.includes('?') ? queryModels(deps.catalogue, q, path) : undefined
+    }
+
+    api.get(
       '/models',
       {
-        onRequest: requireKey(deps.authenticate),
-        schema: { operationId: 'listModels', summary: 'The models this Roster serves' },
+        onRequest: anyKey,
+        schema: { operationId: 'listModels', summary: 'The models this Roster serves', querystring: ModelsQuery },
       },
-      async (_req, reply) => {
-        return reply.type('application/json; charset=utf-8').send(body)
+      async (req, reply) =>
+        page(req, req.query, '/api/v1/models') ?? reply.type('application/json; charset=utf-8').send(whole),
+    )
+    // The client sends this one's key as its own bearer argument, or none at all: then 401.
+    api.get(
+      '/models/user',
+      {
+        onRequest: anyKey,
+        schema: {
+          operationId: 'listModelsUser',
+          summary: 'The models this key may use (the whole catalogue until guardrails narrow it)',
+          querystring: ModelsQuery,
+        },
+      },
+      async (req) => page(req, req.query, '/api/v1/models/user') ?? modelsList(deps.catalogue),
+    )
+    api.get(
+      '/models/count',
+      {
+        onRequest: anyKey,
+        schema: { operationId: 'listModelsCount', summary: 'How many models are served', querystring: CountQuery },
+      },
+      async (req) => countModels(deps.catalogue, req.query.output_modalities),
+    )
+    api.get(
+      '/model/:author/:slug',
+      {
+        onRequest: anyKey,
+        schema: { operationId: 'getModel', summary: 'One model', params: ModelParams },
+      },
+      async (req) => {
+        const id = `${req.params.author}/${req.params.slug}`
+        const model = findModel(deps.catalogue, id)
+        if (!model)
+          throw new AppError('not_found', `no model named ${id} is served here; GET /api/v1/models lists them`)
+        return { data: modelObject(model) }
       },
     )
-    app.get<{ Params: { author: string; slug: string } }>(
+    api.get(
       '/models/:author/:slug/endpoints',
       {
-        onRequest: requireKey(deps.authenticate),
-        schema: { operationId: 'listEndpoints', summary: 'The provider endpoints that serve one model' },
+        onRequest: anyKey,
+        schema: {
+          operationId: 'listEndpoints',
+          summary: 'The provider endpoints that serve one model',
+          params: ModelParams,
+        },
       },
       async (req) => {
         const id = `${req.params.author}/${req.params.slug}`
@@ -31,5 +96,18 @@ export const modelRoutes =
         if (!data) throw new AppError('not_found', `no model named ${id} is served here; GET /api/v1/models lists them`)
         return { data }
       },
+    )
+    api.get(
+      '/endpoints/zdr',
+      {
+        onRequest: anyKey,
+        schema: { operationId: 'listEndpointsZdr', summary: 'Endpoints whose providers keep no data' },
+      },
+      async () => zdrEndpoints(deps.catalogue),
+    )
+    api.get(
+      '/providers',
+      { onRequest: anyKey, schema: { operationId: 'listProviders', summary: 'The providers the catalogue routes to' } },
+      async () => providersOf(deps.catalogue),
     )
   }
