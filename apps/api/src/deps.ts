@@ -4,7 +4,7 @@ import {
   hostCredentialKey,
   createInternEventPublisher,
   keyEventsChannel,
-  noUsageRecorded,
+  spendFromLedger,
   type KeyDeps,
   createLogger,
   InternReader,
@@ -29,6 +29,7 @@ import { Admission } from './plugins/fair-use.js'
 import { RequestRate } from './plugins/request-rate.js'
 import { WebSocketBudget } from './plugins/websocket-budget.js'
 import { createOutboxBell } from './plugins/outbox-bell.js'
+import { StreamGenerationLedger } from './generation-ledger.js'
 import { InternWatch } from './plugins/intern-watch.js'
 import { ListCache } from './plugins/list-cache.js'
 import { gatewayMetrics } from './plugins/gateway-metrics.js'
@@ -174,7 +175,7 @@ export function createAppDeps(
     authenticate,
     keys: {
       db,
-      usage: noUsageRecorded,
+      usage: spendFromLedger(db),
       changed(digest) {
         authenticate.forget(digest)
         if (redis.status === 'ready')
@@ -192,6 +193,7 @@ export function createAppDeps(
         ? createHmac('sha256', config.VAULT_MASTER_KEY).update('roster upstream user id').digest()
         : randomBytes(32),
       keepAliveMs: config.STREAM_KEEPALIVE_MS,
+      ledger: new StreamGenerationLedger(redis, config.QUEUE_PREFIX, db, log),
       upstream: {
         connections: config.UPSTREAM_CONNECTIONS,
         connectionsPerTenant: config.UPSTREAM_CONNECTIONS_PER_KEY,

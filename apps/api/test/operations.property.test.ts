@@ -217,7 +217,7 @@ async function snapshot() {
            (SELECT count(*) FROM outbox) AS outbox, (SELECT count(*) FROM intern_icons) AS icons, (SELECT count(*) FROM idempotency_records) AS idempotency,
            (SELECT count(*) FROM presets) AS presets, (SELECT max(updated_at) FROM presets) AS presets_changed,
            (SELECT count(*) FROM api_keys) AS keys, (SELECT max(updated_at) FROM api_keys) AS keys_changed,
-           (SELECT count(*) FROM users) AS users,
+           (SELECT count(*) FROM users) AS users, (SELECT count(*) FROM generation_feedback) AS feedback,
            (SELECT count(*) FROM preset_versions) AS versions`
   return JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))
 }
@@ -274,6 +274,9 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'getModel',
         'listEndpointsZdr',
         'listProviders',
+        'getGeneration',
+        'listGenerationContent',
+        'submitFeedback',
       ].sort(),
     )
   })

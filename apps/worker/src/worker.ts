@@ -24,6 +24,7 @@ import {
 import type { WorkerDeps } from './context.js'
 import { createQueue, jobOptionsFor } from './queue.js'
 import { OutboxRelay } from './relay.js'
+import { GenerationDrain } from './generation-drain.js'
 import { startOperatorSurface } from './operator.js'
 import { Reconciler } from './reconciler.js'
 import { assertRegistryComplete, handlerFor } from './registry.js'
@@ -161,6 +162,9 @@ export async function startWorker(
     60_000,
   )
   await relay.start()
+  // The generations the API appended to Redis, written to Postgres.
+  const drain = new GenerationDrain(db, config, config.QUEUE_PREFIX, log)
+  drain.start()
   const health =
     config.HEALTH_PORT > 0
       ? await startHealthServer(config.HEALTH_PORT, config.HOST, config, {
@@ -216,6 +220,7 @@ export async function startWorker(
       clearInterval(reconcileTimer)
       clearInterval(sweepTimer)
       await relay.stop()
+      await drain.stop()
       await worker.close()
       await queue.close()
       await Promise.allSettled([

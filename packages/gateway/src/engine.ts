@@ -20,7 +20,11 @@ import {
 } from './compaction.js'
 import type { ResponseObject } from './wire.js'
 import type { GatewayObserver } from './observer.js'
-import type { CallOptions, Run } from './run.js'
+import type { CallOptions, Run, Timing } from './run.js'
+import type { Candidate } from './routing.js'
+import { emptyUsage, type Usage } from './deltas.js'
+import { generationRecords } from './generation-records.js'
+import type { GenerationLedger } from '@roster/shared/generations'
 import { outcome, responseObject } from './response-object.js'
 import { endStream, failStream, writeEvent, type Live, type StreamSink } from './stream-writer.js'
 import { startRun, type EngineParts } from './run-setup.js'
@@ -55,6 +59,8 @@ export interface EngineOptions {
   upstream?: UpstreamOptions
   /** How providers are reached; default HTTP (`Upstream`, with `env`'s credentials and `upstream`'s limits). */
   transport?: Transport
+  /** Where each model call's generation is appended before the reply ends (absent: none are recorded). */
+  ledger?: GenerationLedger
 }
 
 /**
@@ -91,10 +97,31 @@ export class ResponsesEngine {
       await this.loop(run)
     } catch (err) {
       this.observed(run, err)
+      await this.recorded(run, false)
       throw err
     }
     this.observed(run)
+    await this.recorded(run, true)
     return responseObject(run, outcome(run))
+  }
+
+  /**
+   * Appends the run's generations to the ledger, before its reply ends. A reply that would go out
+   * unaccounted fails instead (`mustRecord`); a run that failed anyway keeps its own error.
+   */
+  private async recorded(run: Run, mustRecord: boolean) {
+    const ledger = this.options.ledger
+    if (!ledger || run.calls.length === 0) return
+    const records = generationRecords(run)
+    try {
+      await ledger.append(records)
+    } catch (err) {
+      if (mustRecord)
+        throw gatewayError(
+          'server',
+          `the reply could not be accounted (${(err as Error).message}); send the request again`,
+        )
+    }
   }
 
   /**
@@ -145,13 +172,27 @@ export class ResponsesEngine {
       await this.loop(run)
     } catch (err) {
       this.observed(run, err)
+      await this.recorded(run, false)
       if (opts.cancel?.aborted) return
       if (!live.opened || !(err instanceof GatewayError)) throw err
       return failStream(run, err)
     }
     this.observed(run)
-    if (opts.cancel?.aborted) return
-    endStream(run, outcome(run))
+    // What the last read brought leaves with the end, after the ledger's append: one write, as without it.
+    const holding = live.opened && run.calls.length > 0 && !!this.options.ledger
+    if (holding) live.sink.cork()
+    try {
+      try {
+        await this.recorded(run, !opts.cancel?.aborted)
+      } catch (err) {
+        if (!live.opened) throw err
+        return failStream(run, err as GatewayError)
+      }
+      if (opts.cancel?.aborted) return
+      endStream(run, outcome(run))
+    } finally {
+      if (holding) live.sink.uncork()
+    }
   }
 
   /** Where `trace` records go (the API's logger); without one, trace only reaches providers. */
@@ -209,11 +250,23 @@ export class ResponsesEngine {
       if (!run.chosenOnce) run.attempts++
       run.chosen = i
       if (run.live) run.live.sinceAttempt = 0
+      const timing: Timing = { sent: performance.now() }
+      const sentAt = Date.now()
       try {
-        const turn = await callProvider(this.parts, run, candidate, adapter, body)
+        const turn = await callProvider(this.parts, run, candidate, adapter, body, timing)
         run.chosenOnce = true
+        modelCall(run, candidate, timing, sentAt, turn.usage, run.assembler.finish, false)
         return turn
       } catch (err) {
+        // A call the provider had begun answering when the client left is a generation too (cancelled).
+        if (run.opts.cancel?.aborted && timing.firstByte !== undefined)
+          modelCall(run, candidate, timing, sentAt, emptyUsage(), null, true)
+        else
+          run.tried.push({
+            provider_name: candidate.endpoint.provider,
+            status: err instanceof GatewayError ? err.status : null,
+            latency: Math.round(performance.now() - timing.sent),
+          })
         if (!(err instanceof GatewayError) || run.opts.cancel?.aborted) throw err
         if (run.live && run.live.sinceAttempt > 0) throw err
         run.assembler.abandonTurn()
@@ -223,6 +276,36 @@ export class ResponsesEngine {
     }
     throw last ?? gatewayError('provider_unavailable', 'no endpoint was left to try')
   }
+}
+
+/** Records a model call that reached its provider, with the attempts that failed before it. */
+function modelCall(
+  run: Run,
+  candidate: Candidate,
+  timing: Timing,
+  sentAt: number,
+  usage: Usage,
+  finish: string | null,
+  cancelled: boolean,
+) {
+  const now = performance.now()
+  const totalMs = now - timing.sent
+  run.tried.push({
+    provider_name: candidate.endpoint.provider,
+    status: cancelled ? null : 200,
+    latency: Math.round(totalMs),
+  })
+  run.calls.push({
+    candidate,
+    usage: { ...usage },
+    finish,
+    sentAt,
+    firstByteMs: timing.firstByte,
+    totalMs,
+    endedAfterMs: now - run.started,
+    cancelled,
+    tried: run.tried.splice(0),
+  })
 }
 
 /** Whether any stop_server_tools_when condition fired after this step (OR). */

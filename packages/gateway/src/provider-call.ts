@@ -27,9 +27,10 @@ export async function callProvider(
   c: Candidate,
   adapter: AnyAdapter,
   body: object,
+  timing: Timing,
 ): Promise<{ usage: Usage; calls: TurnCall[] }> {
   const observer = engine.options.observer
-  if (!observer) return callOnce(engine, run, c, adapter, body)
+  if (!observer) return callOnce(engine, run, c, adapter, body, timing)
   const req = run.req
   const ended = observer.upstream({
     provider: c.endpoint.provider,
@@ -42,7 +43,6 @@ export async function callProvider(
     temperature: req.temperature ?? undefined,
     topP: req.top_p ?? undefined,
   })
-  const timing: Timing = { sent: performance.now() }
   try {
     const turn = await callOnce(engine, run, c, adapter, body, timing)
     ended({

@@ -77,6 +77,8 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
     toolChoice: choiceOf(req, tools),
     user: req.user ? createHmac('sha256', engine.userHashKey).update(req.user).digest('hex') : undefined,
     cost: { input: 0, output: 0 },
+    calls: [],
+    tried: [],
     chosen: 0,
     attempts: 0,
     chosenOnce: false,

@@ -3,7 +3,9 @@ import type { ChoiceSpec, FunctionDef } from './adapters/adapter.js'
 import type { Cancellation } from './cancellation.js'
 import type { DoorStream } from './doors/door.js'
 import type { ResponsesRequest } from './request.js'
-import type { Route } from './routing.js'
+import type { Candidate, Route } from './routing.js'
+import type { Usage } from './deltas.js'
+import type { GenerationContext } from '@roster/shared/generations'
 import type { ServerTool } from './server-tools.js'
 
 // One request as the engine runs it: what came with it, and its state as it goes.
@@ -21,6 +23,29 @@ export interface CallOptions {
   doorStream?: DoorStream
   /** Whose request this is (the API key's id): its upstream calls hold that tenant's share of each provider's connections. */
   tenant?: string
+  /** Who the request is for and where it came from, for the generations it records (absent: none are recorded). */
+  generation?: GenerationContext
+}
+
+/** One model call that reached a provider: what the ledger records of it. */
+export interface ModelCall {
+  candidate: Candidate
+  usage: Usage
+  finish: string | null
+  /** Epoch ms when it was sent. */
+  sentAt: number
+  firstByteMs?: number
+  totalMs: number
+  /** When it ended, in ms since the request began (the generation's latency). */
+  endedAfterMs: number
+  cancelled: boolean
+  /** Endpoints tried for it before (failed), then itself. */
+  tried: ProviderAttempt[]
+}
+export interface ProviderAttempt {
+  provider_name: string
+  status: number | null
+  latency: number
 }
 
 /** When an upstream call was sent, and its first byte came (ms since sent). */
@@ -46,6 +71,9 @@ export interface Run {
   /** Upstream calls made to choose the endpoint (the first turn's; later turns reuse the choice). */
   attempts: number
   chosenOnce: boolean
+  /** The model calls made so far (each a generation), and the failed attempts of the call under way. */
+  calls: ModelCall[]
+  tried: ProviderAttempt[]
   opts: CallOptions
   live?: Live
 }

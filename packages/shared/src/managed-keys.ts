@@ -13,6 +13,8 @@ import {
   type ManagedKeyRow,
 } from './repositories/api-keys.js'
 import { insertUser, userWorkspace, workspaceOfAccount } from './repositories/accounts.js'
+import { keySpend } from './repositories/generations.js'
+import { spendPeriods, usdOfPico } from './generations.js'
 
 // API keys managed through the API (`client.apiKeys`: POST/GET/PATCH/DELETE /keys, GET /key), as
 // governance-contract.md §1 describes them. A key made here is a user key: it works everywhere a
@@ -83,7 +85,7 @@ export const ListKeysQuery = z.object({
 })
 export type ListKeysQuery = z.infer<typeof ListKeysQuery>
 
-/** What a key has spent, in micro-dollars, all-time and in the current UTC day, week and month. */
+/** What a key has spent, in pico-dollars (USD × 10^12), all-time and in the current UTC day, week and month. */
 export interface KeySpend {
   total: bigint
   daily: bigint
@@ -95,11 +97,28 @@ export interface KeyUsage {
   byok: KeySpend
 }
 const NO_SPEND: KeySpend = { total: 0n, daily: 0n, weekly: 0n, monthly: 0n }
-/** Where a key's spend comes from (the generations' ledger); nothing spent until a call is recorded. */
+/** Where a key's spend comes from: the generations' ledger (spendFromLedger). */
 export type KeyUsageSource = (keyId: string) => Promise<KeyUsage>
+/** A source for tools that show no spend (nothing was ever recorded where they look). */
 export const noUsageRecorded: KeyUsageSource = async () => ({ credits: NO_SPEND, byok: NO_SPEND })
 
-const usd = (micros: bigint) => Number(micros) / MICROS
+/** A key's spend as the ledger keeps it (key_spend), for the periods `now` falls in. */
+export function spendFromLedger(db: Db, now: () => Date = () => new Date()): KeyUsageSource {
+  return async (keyId) => {
+    const p = spendPeriods(now())
+    const rows = await keySpend(db, keyId, [p.all, p.day, p.week, p.month])
+    const pick = (k: 'credits' | 'byok'): KeySpend => ({
+      total: rows.get(p.all)?.[k] ?? 0n,
+      daily: rows.get(p.day)?.[k] ?? 0n,
+      weekly: rows.get(p.week)?.[k] ?? 0n,
+      monthly: rows.get(p.month)?.[k] ?? 0n,
+    })
+    return { credits: pick('credits'), byok: pick('byok') }
+  }
+}
+
+const PICO_PER_MICRO = 1_000_000n
+const usd = (pico: bigint) => usdOfPico(pico)
 const toMicros = (limit: number | null | undefined) =>
   limit === undefined ? undefined : limit === null ? null : BigInt(Math.round(limit * MICROS))
 
@@ -119,7 +138,7 @@ export function spendInWindow(row: Pick<ManagedKeyRow, 'limit_reset' | 'include_
 /** Remaining USD under the limit (never below 0); null without a limit. */
 export function limitRemaining(row: ManagedKeyRow, u: KeyUsage): number | null {
   if (row.limit_micros === null) return null
-  const left = row.limit_micros - spendInWindow(row, u)
+  const left = row.limit_micros * PICO_PER_MICRO - spendInWindow(row, u)
   return usd(left > 0n ? left : 0n)
 }
 
@@ -130,7 +149,7 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null)
 function limitFields(row: ManagedKeyRow, u: KeyUsage) {
   return {
     label: row.label ?? `${row.prefix}...`,
-    limit: row.limit_micros === null ? null : usd(row.limit_micros),
+    limit: row.limit_micros === null ? null : Number(row.limit_micros) / MICROS,
     limit_remaining: limitRemaining(row, u),
     limit_reset: row.limit_reset,
     include_byok_in_limit: row.include_byok_in_limit,

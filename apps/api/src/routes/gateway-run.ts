@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify'
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import type { z } from 'zod'
-import { designatedPresetVersion } from '@roster/shared'
+import { designatedPresetVersion, type GenerationContext } from '@roster/shared'
 import {
   Cancellation,
   PresetInputError,
@@ -73,6 +73,27 @@ export function callOptions(
     door,
     doorStream,
     tenant: req.caller?.keyId,
+    generation: generationContext(req),
+  }
+}
+
+/** Who a request is for and where it came from, as its generations record it. */
+export function generationContext(req: FastifyRequest): GenerationContext | undefined {
+  const caller = req.caller
+  if (!caller) return undefined
+  // What a client says of itself is kept, within reason.
+  const said = (name: string) => header(req, name)?.slice(0, 512) ?? null
+  return {
+    keyId: caller.keyId,
+    workspaceId: caller.workspaceId,
+    accountId: caller.accountId,
+    userId: caller.userId,
+    internId: caller.internId,
+    sessionId: said('x-session-id'),
+    httpReferer: said('http-referer') ?? said('referer'),
+    appTitle: said('x-title'),
+    userAgent: said('user-agent'),
+    presetId: null,
   }
 }
 

@@ -1,0 +1,96 @@
+import type { FastifyPluginAsync } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { z } from 'zod'
+import {
+  AppError,
+  assertManagementKey,
+  canonicalGenerationId,
+  generationById,
+  generationView,
+  insertFeedback,
+} from '@roster/shared'
+import { requireKey } from '../plugins/auth.js'
+import { refuseUnstorableText } from '../plugins/input-guards.js'
+import type { AppDeps } from '../deps.js'
+
+const ById = z.object({ id: z.string().min(1).max(200) })
+const Feedback = z.strictObject({
+  generation_id: z.string().min(1).max(200),
+  category: z.string().min(1).max(64),
+  comment: z.string().max(4_000).optional(),
+})
+
+/**
+ * Generations (`client.generations`): one record per model call, as the ledger wrote it; any key of
+ * the account that made it reads it (another account's is 404, as an unknown id is). Roster stores
+ * no prompt or completion, so the content call answers 404; feedback is kept.
+ */
+export const generationRoutes =
+  (deps: AppDeps): FastifyPluginAsync =>
+  async (app) => {
+    app.addHook('preValidation', refuseUnstorableText)
+    const api = app.withTypeProvider<ZodTypeProvider>()
+    const anyKey = requireKey(deps.authenticate)
+    const notFound = (id: string) =>
+      new AppError(
+        'not_found',
+        `no generation ${JSON.stringify(id.slice(0, 80))} in this account (yet: it is written within a second of its reply)`,
+      )
+
+    api.get(
+      '/generation',
+      {
+        onRequest: anyKey,
+        schema: {
+          operationId: 'getGeneration',
+          summary: 'One model call: its tokens, cost and timings',
+          querystring: ById,
+        },
+      },
+      async (req) => {
+        const row = await generationById(deps.db, req.caller!.accountId, canonicalGenerationId(req.query.id))
+        if (!row) throw notFound(req.query.id)
+        // Named as the client knows it (its door's form of the id).
+        return { data: { ...generationView(row), id: req.query.id } }
+      },
+    )
+    api.get(
+      '/generation/content',
+      {
+        onRequest: anyKey,
+        schema: {
+          operationId: 'listGenerationContent',
+          summary: 'A generation’s prompt and completion (not stored)',
+          querystring: ById,
+        },
+      },
+      async (req) => {
+        const row = await generationById(deps.db, req.caller!.accountId, canonicalGenerationId(req.query.id))
+        if (!row) throw notFound(req.query.id)
+        throw new AppError(
+          'not_found',
+          `the content of generation ${req.query.id} was not stored: Roster keeps no prompt or completion`,
+        )
+      },
+    )
+    api.post(
+      '/generation/feedback',
+      {
+        onRequest: anyKey,
+        bodyLimit: 16 * 1024,
+        schema: { operationId: 'submitFeedback', summary: 'Feedback on a generation', body: Feedback },
+      },
+      async (req) => {
+        assertManagementKey(req.caller!, 'other')
+        const row = await generationById(deps.db, req.caller!.accountId, canonicalGenerationId(req.body.generation_id))
+        if (!row) throw notFound(req.body.generation_id)
+        await insertFeedback(deps.db, {
+          generationId: row.id,
+          keyId: req.caller!.keyId,
+          category: req.body.category,
+          comment: req.body.comment ?? null,
+        })
+        return { data: { success: true as const } }
+      },
+    )
+  }

@@ -1,0 +1,228 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { OpenRouter } from '@openrouter/sdk'
+import { NotFoundResponseError } from '@openrouter/sdk/models/errors'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import type { Catalogue } from '@roster/gateway'
+import { createLogger, ledgerTotal, loadConfig, WorkerConfig } from '@roster/shared'
+import { makeTenant, makeUserKey, redisUrl, useTestTenant, waitFor } from '@roster/testing'
+import { GenerationDrain } from '../../worker/src/generation-drain.js'
+import { buildTestApp, leaveMidStream, simEndpoint, simModel } from './helpers.js'
+
+// Every model call through every door is one generation, costed exactly from the catalogue's
+// prices, appended before the reply ends and drained into Postgres by the worker's drain (run here
+// in-process over the same Redis stream); getGeneration answers for the id the client got, and a
+// key's usage is the sum of its generations.
+const env = useTestTenant()
+const prefix = `{t-gen-${Date.now()}}`
+let sim: Simulator
+let slow: Simulator
+let limited: Simulator
+let app: Awaited<ReturnType<typeof buildTestApp>>
+let drain: GenerationDrain
+let base: string
+
+beforeAll(async () => {
+  sim = await startSimulator({ replyTokens: 6 })
+  slow = await startSimulator({ replyTokens: 200, tokensPerSecond: 40 })
+  limited = await startSimulator({ fault: '429' })
+  const catalogue: Catalogue = {
+    models: [
+      simModel('sim/chat', [simEndpoint(sim.url, 'openai-chat')]),
+      simModel('sim/responses', [simEndpoint(sim.url, 'openai-responses')]),
+      simModel('sim/messages', [simEndpoint(sim.url, 'anthropic-messages')]),
+      simModel('sim/slow', [simEndpoint(slow.url, 'openai-chat')]),
+      simModel('sim/fallback', [
+        simEndpoint(limited.url, 'openai-chat', { provider: 'busy-provider' }),
+        simEndpoint(sim.url, 'openai-chat'),
+      ]),
+      simModel('sim/down', [simEndpoint(limited.url, 'openai-chat', { provider: 'busy-provider' })]),
+    ],
+  }
+  app = await buildTestApp(env.t.db, { QUEUE_PREFIX: prefix }, catalogue)
+  base = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
+  const config = loadConfig(WorkerConfig, { DATABASE_URL: env.t.url, REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix })
+  drain = new GenerationDrain(env.t.db, config, prefix, createLogger('worker', 'silent'), { blockMs: 50 })
+  drain.start()
+})
+afterAll(async () => {
+  await drain?.stop()
+  await app?.closeAll()
+  await Promise.all([sim?.close(), slow?.close(), limited?.close()])
+})
+
+const post = async (path: string, key: string, body: object) => {
+  const res = await fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'user-agent': 'gen-test/1' },
+    body: JSON.stringify(body),
+  })
+  return { status: res.status, text: await res.text() }
+}
+const sdk = (key: string) => new OpenRouter({ apiKey: key, serverURL: base, retryConfig: { strategy: 'none' } })
+/** The generation the client's id names, once the drain has written it. */
+async function generation(key: string, id: string) {
+  let found: Awaited<ReturnType<OpenRouter['generations']['getGeneration']>> | undefined
+  await waitFor(
+    async () => {
+      found = await sdk(key)
+        .generations.getGeneration({ id })
+        .catch(() => undefined)
+      return !!found
+    },
+    { timeoutMs: 10_000, intervalMs: 25, what: `generation ${id}` },
+  )
+  return found!.data
+}
+/** The simulator's prices (simModel): 1e-6 per input token, 2e-6 per output token, in pico-dollars. */
+const expectedPico = (prompt: number, completion: number) =>
+  BigInt(prompt) * 1_000_000n + BigInt(completion) * 2_000_000n
+const idOf = (text: string, streamed: boolean) =>
+  streamed ? /"id":"((?:resp_|chatcmpl-|msg_)[^"]+)"/.exec(text)![1]! : (JSON.parse(text) as { id: string }).id
+
+describe('generations: one per model call, through every door', () => {
+  const doors = [
+    { door: 'responses', path: '/responses', model: 'sim/responses', body: { input: 'hello' } },
+    {
+      door: 'chat_completions',
+      path: '/chat/completions',
+      model: 'sim/chat',
+      body: { messages: [{ role: 'user', content: 'hello' }] },
+    },
+    {
+      door: 'messages',
+      path: '/messages',
+      model: 'sim/messages',
+      body: { max_tokens: 50, messages: [{ role: 'user', content: 'hello' }] },
+    },
+  ]
+  for (const d of doors)
+    for (const stream of [false, true])
+      it(`${d.door}${stream ? ', streamed' : ''}: the id the client got, its tokens, and its cost to the pico-dollar`, async () => {
+        const { key, userId } = await makeUserKey(env.t.db, env.tenant.workspaceId)
+        const res = await post(d.path, key, { model: d.model, stream, ...d.body })
+        expect(res.status, res.text.slice(0, 300)).toBe(200)
+        const id = idOf(res.text, stream)
+        const g = await generation(key, id)
+        expect(g).toMatchObject({
+          id,
+          model: d.model,
+          providerName: 'upstream-sim',
+          streamed: stream,
+          cancelled: false,
+          isByok: false,
+          workspaceId: env.tenant.workspaceId,
+          userAgent: 'gen-test/1',
+          dataRegion: 'global',
+          origin: '',
+        })
+        expect(g.tokensPrompt).toBeGreaterThan(0)
+        expect(g.tokensCompletion).toBeGreaterThan(0)
+        const pico = expectedPico(g.tokensPrompt!, g.tokensCompletion!)
+        expect(g.totalCost).toBe(Number(pico) / 1e12)
+        expect(g.providerResponses).toEqual([expect.objectContaining({ status: 200, providerName: 'upstream-sim' })])
+        const rows = await env.t.db.generation.findMany({ where: { keyId: (await keyIdOf(key))! } })
+        expect(rows).toHaveLength(1)
+        expect(rows[0]).toMatchObject({ door: d.door, userId, costPico: pico })
+      })
+
+  it('records the endpoint given up in a fallback beside the one that answered; a call no provider served records nothing', async () => {
+    const { key } = await makeUserKey(env.t.db, env.tenant.workspaceId)
+    const res = await post('/chat/completions', key, {
+      model: 'sim/fallback',
+      messages: [{ role: 'user', content: 'hi' }],
+    })
+    expect(res.status).toBe(200)
+    const g = await generation(key, idOf(res.text, false))
+    expect(g.providerName).toBe('upstream-sim')
+    expect(g.providerResponses.map((p) => [p.providerName, p.status])).toEqual([
+      ['busy-provider', 429],
+      ['upstream-sim', 200],
+    ])
+    const failed = await post('/chat/completions', key, {
+      model: 'sim/down',
+      messages: [{ role: 'user', content: 'hi' }],
+    })
+    expect(failed.status).toBe(429)
+    // Give the drain a round to have written anything it had.
+    const other = await post('/chat/completions', key, {
+      model: 'sim/chat',
+      messages: [{ role: 'user', content: 'after' }],
+    })
+    await generation(key, idOf(other.text, false))
+    expect(await env.t.db.generation.count({ where: { keyId: (await keyIdOf(key))! } })).toBe(2)
+  })
+
+  it('records a stream the client left mid-way as cancelled', async () => {
+    const { key } = await makeUserKey(env.t.db, env.tenant.workspaceId)
+    const keyId = (await keyIdOf(key))!
+    await leaveMidStream(
+      `${base}/chat/completions`,
+      {
+        headers: { authorization: `Bearer ${key}` },
+        body: { model: 'sim/slow', stream: true, messages: [{ role: 'user', content: 'long' }] },
+      },
+      'content',
+      slow,
+    )
+    await waitFor(async () => (await env.t.db.generation.count({ where: { keyId } })) === 1, {
+      timeoutMs: 10_000,
+      what: 'the cancelled call recorded',
+    })
+    expect(await env.t.db.generation.findFirst({ where: { keyId } })).toMatchObject({ cancelled: true, streamed: true })
+  })
+
+  it('adds up: a key’s usage (GET /key) is the sum of its generations’ costs, to the pico-dollar', async () => {
+    const made = await sdk(env.tenant.keys.management).apiKeys.create({ requestBody: { name: 'metered', limit: 1 } })
+    const ids: string[] = []
+    for (let i = 0; i < 5; i++) {
+      const res = await post('/chat/completions', made.key, {
+        model: 'sim/chat',
+        messages: [{ role: 'user', content: `n${i}` }],
+      })
+      ids.push(idOf(res.text, false))
+    }
+    const costs = await Promise.all(ids.map(async (id) => (await generation(made.key, id)).totalCost))
+    const keyId = (await keyIdOf(made.key))!
+    const total = await ledgerTotal(env.t.db, keyId)
+    const me = (await sdk(made.key).apiKeys.getCurrentKeyMetadata()).data
+    expect(me.usage).toBe(Number(total) / 1e12)
+    expect(me.usageDaily).toBe(me.usage)
+    expect(me.usageWeekly).toBe(me.usage)
+    expect(me.usageMonthly).toBe(me.usage)
+    expect(me.limitRemaining).toBe(Number(1_000_000_000_000n - total) / 1e12)
+    expect(costs.reduce((a, b) => a + b, 0)).toBeCloseTo(me.usage, 12)
+  })
+
+  it('answers another account’s generation, and ids that are none, 404; the content 404 (not stored); feedback kept', async () => {
+    const { key } = await makeUserKey(env.t.db, env.tenant.workspaceId)
+    const res = await post('/responses', key, { model: 'sim/responses', input: 'mine' })
+    const id = idOf(res.text, false)
+    await generation(key, id)
+    const stranger = await makeTenant(env.t.db)
+    for (const [who, asked] of [
+      [stranger.keys.user, id],
+      [key, 'resp_nope'],
+      [key, 'x'.repeat(200)],
+    ] as const)
+      expect(
+        await sdk(who)
+          .generations.getGeneration({ id: asked })
+          .catch((e: unknown) => e),
+      ).toBeInstanceOf(NotFoundResponseError)
+    expect(
+      await sdk(key)
+        .generations.listGenerationContent({ id })
+        .catch((e: unknown) => e),
+    ).toBeInstanceOf(NotFoundResponseError)
+    const ok = await sdk(env.tenant.keys.management).generations.submitFeedback({
+      submitGenerationFeedbackRequest: { generationId: id, category: 'latency', comment: 'slow' },
+    })
+    expect(ok.data.success).toBe(true)
+    expect(await env.t.db.generationFeedback.count({ where: { generationId: id } })).toBe(1)
+  })
+})
+
+async function keyIdOf(key: string) {
+  const { hashApiKey } = await import('@roster/shared')
+  return (await env.t.db.apiKey.findUnique({ where: { hash: new Uint8Array(hashApiKey(key)) } }))?.id
+}

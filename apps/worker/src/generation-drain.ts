@@ -1,0 +1,180 @@
+import { hostname } from 'node:os'
+import {
+  connectRedis,
+  generationsStream,
+  insertGenerations,
+  pgErrorCode,
+  reportConnectionErrors,
+  type Db,
+  type GenerationRecord,
+  type Logger,
+  type RedisClient,
+  type RedisSettings,
+} from '@roster/shared'
+
+const GROUP = 'drain'
+
+type Entry = [id: string, fields: string[]]
+
+export interface DrainOptions {
+  /** Records per batch written to Postgres. */
+  batch?: number
+  /** How long a read waits for new records before looking again (ms). */
+  blockMs?: number
+  /** Records another worker read and never acknowledged for this long are taken over (it died). */
+  claimIdleMs?: number
+  /** Wait after a failed write before the records are tried again (ms). */
+  retryMs?: number
+}
+
+/**
+ * Drains the generations the API appended to its Redis stream into Postgres, in batches. Workers
+ * share the stream as one consumer group; a record is acknowledged and deleted from the stream
+ * only after the statement that wrote it committed, so a worker killed mid-batch leaves its records
+ * pending, and another worker (or itself, restarted) writes them again: the write is idempotent by
+ * generation id, so nothing is counted twice. A record Postgres refuses for its content (never
+ * expected: the API builds them) is logged and dropped alone, so it cannot hold the stream up.
+ */
+export class GenerationDrain {
+  private readonly redis: RedisClient
+  private readonly stream: string
+  private readonly consumer = `${hostname()}-${process.pid}`
+  private stopped = false
+  private loop?: Promise<void>
+  private readonly batch: number
+  private readonly blockMs: number
+  private readonly claimIdleMs: number
+  private readonly retryMs: number
+
+  constructor(
+    private readonly db: Db,
+    settings: RedisSettings,
+    queuePrefix: string,
+    private readonly log: Logger,
+    options: DrainOptions = {},
+  ) {
+    // Its own connection: a blocking read holds it.
+    this.redis = connectRedis(settings, { maxRetriesPerRequest: null })
+    reportConnectionErrors(this.redis, log, 'generations drain: redis')
+    this.stream = generationsStream(queuePrefix)
+    this.batch = options.batch ?? 1_000
+    this.blockMs = options.blockMs ?? 1_000
+    this.claimIdleMs = options.claimIdleMs ?? 30_000
+    this.retryMs = options.retryMs ?? 1_000
+  }
+
+  start() {
+    this.loop = this.run()
+  }
+
+  async stop() {
+    this.stopped = true
+    this.redis.disconnect()
+    await this.loop
+  }
+
+  private async run() {
+    while (!this.stopped) {
+      try {
+        await this.ensureGroup()
+        // Own records left unacknowledged (a failed write), then others' a dead worker left, then new ones.
+        const mine = await this.read('0', 0)
+        const entries = mine.length ? mine : await this.claim()
+        await this.write(entries.length ? entries : await this.read('>', this.blockMs))
+      } catch (err) {
+        if (this.stopped) return
+        this.log.warn({ err: (err as Error).message }, 'generations drain failed; trying again')
+        await new Promise((r) => setTimeout(r, this.retryMs))
+      }
+    }
+  }
+
+  private grouped = false
+  private async ensureGroup() {
+    if (this.grouped) return
+    try {
+      await this.redis.xgroup('CREATE', this.stream, GROUP, '0', 'MKSTREAM')
+    } catch (err) {
+      if (!String((err as Error).message).includes('BUSYGROUP')) throw err
+    }
+    this.grouped = true
+  }
+
+  private async read(from: string, blockMs: number): Promise<Entry[]> {
+    const args: (string | number)[] = ['GROUP', GROUP, this.consumer, 'COUNT', this.batch]
+    if (blockMs > 0) args.push('BLOCK', blockMs)
+    const reply = (await this.redis.call('XREADGROUP', ...args, 'STREAMS', this.stream, from)) as unknown[] | null
+    if (!reply) return []
+    // One stream asked for: [[stream, entries]], or, as this client gives it, [stream, entries].
+    const one = (Array.isArray(reply[0]) ? reply[0] : reply) as [string, Entry[]]
+    return one[1] ?? []
+  }
+
+  private async claim(): Promise<Entry[]> {
+    const reply = (await this.redis.call(
+      'XAUTOCLAIM',
+      this.stream,
+      GROUP,
+      this.consumer,
+      this.claimIdleMs,
+      '0-0',
+      'COUNT',
+      this.batch,
+    )) as [string, Entry[]]
+    return reply[1] ?? []
+  }
+
+  /** Writes a batch and acknowledges it; a batch Postgres refuses for its content is written record by record. */
+  private async write(entries: Entry[]) {
+    if (entries.length === 0) return
+    const parsed = entries.map(([id, fields]) => ({ id, record: parse(fields) }))
+    const bad = parsed.filter((p) => !p.record)
+    for (const b of bad) this.log.error({ entry: b.id }, 'a generation in the stream is not a record; dropped')
+    const good = parsed.filter((p): p is { id: string; record: GenerationRecord } => !!p.record)
+    try {
+      await insertGenerations(
+        this.db,
+        good.map((g) => g.record),
+      )
+    } catch (err) {
+      if (!isContentError(err) || good.length === 1) {
+        if (isContentError(err)) {
+          this.log.error(
+            { err: (err as Error).message, generation: good[0]!.record.id },
+            'a generation Postgres refuses; dropped',
+          )
+          await this.done(entries.map(([id]) => id))
+          return
+        }
+        throw err
+      }
+      for (const g of good) await this.write([[g.id, ['g', JSON.stringify(g.record)]]])
+      await this.done(bad.map((b) => b.id))
+      return
+    }
+    await this.done(entries.map(([id]) => id))
+  }
+
+  private async done(ids: string[]) {
+    if (ids.length === 0) return
+    await this.redis.xack(this.stream, GROUP, ...ids)
+    await this.redis.xdel(this.stream, ...ids)
+  }
+}
+
+function parse(fields: string[]): GenerationRecord | undefined {
+  const at = fields.indexOf('g')
+  if (at < 0) return undefined
+  try {
+    const value = JSON.parse(fields[at + 1] ?? '') as GenerationRecord
+    return value && typeof value.id === 'string' ? value : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Postgres refused the data itself (a bad value, a constraint): writing it again will not help. */
+function isContentError(err: unknown): boolean {
+  const code = pgErrorCode(err)
+  return !!code && (code.startsWith('22') || code.startsWith('23'))
+}

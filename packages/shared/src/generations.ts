@@ -1,0 +1,196 @@
+// Generations: one record per model call (governance-contract.md §3), the ledger keys' spend is
+// counted from. Costs are exact: decimal prices per token become integer pico-dollars (USD × 10^12),
+// so sums never drift.
+//
+// The way a record travels: the API appends it to a Redis stream (GENERATIONS_STREAM) before the
+// reply's last byte leaves (so a reply a client got is never unaccounted, whatever happens to the API
+// process next); the worker drains the stream into Postgres in batches, idempotent by id, keeping each
+// key's spend per period as it writes. While Redis is away the API writes the record to Postgres itself.
+
+/** One model call, as it is appended and written (snake_case: the table's names). */
+export interface GenerationRecord {
+  id: string
+  request_id: string
+  created_at: string
+  key_id: string | null
+  workspace_id: string | null
+  account_id: string | null
+  user_id: string | null
+  intern_id: string | null
+  model: string
+  provider: string | null
+  upstream_model: string | null
+  door: string
+  tokens_prompt: number
+  tokens_completion: number
+  tokens_reasoning: number
+  tokens_cached: number
+  /** USD × 10^12, as a decimal string (JSON has no big integers). */
+  cost_pico: string
+  is_byok: boolean
+  latency_ms: number | null
+  generation_time_ms: number | null
+  ttft_ms: number | null
+  streamed: boolean
+  cancelled: boolean
+  finish_reason: string | null
+  upstream_id: string | null
+  session_id: string | null
+  http_referer: string | null
+  app_title: string | null
+  user_agent: string | null
+  external_user: string | null
+  preset_id: string | null
+  provider_responses: { provider_name: string; status: number | null; latency: number }[]
+}
+
+/** Who a model call is for and where it came from: what the API knows of the request, passed through the engine. */
+export interface GenerationContext {
+  keyId: string | null
+  workspaceId: string | null
+  accountId: string | null
+  userId: string | null
+  internId: string | null
+  sessionId: string | null
+  httpReferer: string | null
+  appTitle: string | null
+  userAgent: string | null
+  presetId: string | null
+}
+
+/** Where generations are appended, durably, before a reply ends. */
+export interface GenerationLedger {
+  append(records: GenerationRecord[]): Promise<void>
+}
+
+/** The Redis stream the API appends generations to and the worker drains. */
+export const generationsStream = (queuePrefix: string) => `${queuePrefix}:generations`
+
+const PICO_DIGITS = 12
+
+/**
+ * A price per token (a decimal string, plain or with an exponent) in pico-dollars. Digits past the
+ * twelfth decimal are dropped: no catalogue prices a token in fractions of a pico-dollar.
+ */
+export function picoOf(price: string): bigint {
+  let text = price.trim()
+  if (/e/i.test(text)) text = Number(text).toFixed(PICO_DIGITS)
+  const [whole = '0', fraction = ''] = text.split('.')
+  return (
+    BigInt(whole || '0') * 10n ** BigInt(PICO_DIGITS) +
+    BigInt((fraction + '0'.repeat(PICO_DIGITS)).slice(0, PICO_DIGITS))
+  )
+}
+
+/** Prices per token (and per request) as the catalogue gives them. */
+export interface Prices {
+  input: string
+  cached_input?: string
+  output: string
+  reasoning?: string
+  request?: string
+}
+/** A model call's tokens: input includes cached; output includes reasoning. */
+export interface Tokens {
+  input: number
+  cached: number
+  output: number
+  reasoning: number
+}
+
+/** What a model call costs, in pico-dollars, exactly. */
+export function costPico(prices: Prices, t: Tokens): bigint {
+  const n = (x: number) => BigInt(Math.max(0, Math.trunc(x)))
+  const cached = Math.min(t.cached, t.input)
+  const reasoning = prices.reasoning ? Math.min(t.reasoning, t.output) : 0
+  return (
+    n(t.input - cached) * picoOf(prices.input) +
+    n(cached) * picoOf(prices.cached_input ?? prices.input) +
+    n(t.output - reasoning) * picoOf(prices.output) +
+    n(reasoning) * picoOf(prices.reasoning ?? prices.output) +
+    (prices.request ? picoOf(prices.request) : 0n)
+  )
+}
+
+/** Pico-dollars as USD (a number, for the wire). */
+export const usdOfPico = (pico: bigint) => Number(pico) / 1e12
+
+/**
+ * The spend periods an instant falls in, as the key_spend rows name them: all-time, its UTC day,
+ * its UTC week (named by its Monday) and its UTC month.
+ */
+export function spendPeriods(at: Date): { all: string; day: string; week: string; month: string } {
+  const day = at.toISOString().slice(0, 10)
+  const monday = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()))
+  monday.setUTCDate(monday.getUTCDate() - ((monday.getUTCDay() + 6) % 7))
+  return { all: 'all', day: `d${day}`, week: `w${monday.toISOString().slice(0, 10)}`, month: `m${day.slice(0, 7)}` }
+}
+
+/** A generation's row as the repository reads it. */
+export type GenerationRow = Omit<GenerationRecord, 'cost_pico' | 'created_at'> & { cost_pico: bigint; created_at: Date }
+
+/** The Generation object (§3.1): 45 keys; what Roster does not track is null. */
+export function generationView(g: GenerationRow) {
+  const cost = usdOfPico(g.cost_pico)
+  return {
+    id: g.id,
+    model: g.model,
+    created_at: g.created_at.toISOString(),
+    origin: g.http_referer ?? '',
+    data_region: 'global',
+    is_byok: g.is_byok,
+    total_cost: cost,
+    usage: g.is_byok ? 0 : cost,
+    upstream_inference_cost: cost,
+    cache_discount: null,
+    latency: g.latency_ms,
+    generation_time: g.generation_time_ms,
+    moderation_latency: null,
+    tokens_prompt: g.tokens_prompt,
+    tokens_completion: g.tokens_completion,
+    native_tokens_prompt: g.tokens_prompt,
+    native_tokens_completion: g.tokens_completion,
+    native_tokens_cached: g.tokens_cached,
+    native_tokens_reasoning: g.tokens_reasoning,
+    native_tokens_completion_images: null,
+    num_media_prompt: null,
+    num_media_completion: null,
+    num_input_audio_prompt: null,
+    num_search_results: null,
+    num_fetches: null,
+    provider_name: g.provider,
+    provider_responses: g.provider_responses.map((p) => ({
+      status: p.status,
+      provider_name: p.provider_name,
+      latency: p.latency,
+    })),
+    finish_reason: g.finish_reason,
+    native_finish_reason: g.finish_reason,
+    api_type: 'completions',
+    streamed: g.streamed,
+    cancelled: g.cancelled,
+    router: null,
+    service_tier: null,
+    upstream_id: g.upstream_id,
+    app_id: null,
+    preset_id: g.preset_id,
+    external_user: g.external_user,
+    http_referer: g.http_referer,
+    user_agent: g.user_agent,
+    web_search_engine: null,
+    workspace_id: g.workspace_id,
+    request_id: g.request_id,
+    session_id: g.session_id,
+    response_cache_source_id: null,
+  }
+}
+
+/**
+ * The stored id of a generation from the id a client got: the Responses door's own (`resp_…`), or
+ * the Chat Completions (`chatcmpl-…`) or Messages (`msg_…`) door's form of it.
+ */
+export function canonicalGenerationId(id: string): string {
+  if (id.startsWith('chatcmpl-')) return `resp_${id.slice('chatcmpl-'.length)}`
+  if (id.startsWith('msg_')) return `resp_${id.slice('msg_'.length)}`
+  return id
+}

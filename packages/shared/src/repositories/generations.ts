@@ -1,0 +1,92 @@
+import type { Db, Prisma } from '../db.js'
+import type { GenerationRecord, GenerationRow } from '../generations.js'
+
+// The generations and key_spend tables' statements.
+
+/**
+ * Writes generations, each once (a record already written is skipped, so a retried batch counts
+ * nothing twice), and adds what the new ones cost to their keys' spend for each period they fall
+ * in (all-time, UTC day, UTC week from Monday, UTC month): one statement. Answers how many were new.
+ */
+export async function insertGenerations(
+  db: Db | Prisma.TransactionClient,
+  records: GenerationRecord[],
+): Promise<number> {
+  if (records.length === 0) return 0
+  const rows = await db.$queryRaw<{ written: number }[]>`
+    WITH g AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS t(
+        id text, request_id text, created_at timestamptz, key_id uuid, workspace_id uuid, account_id uuid,
+        user_id uuid, intern_id uuid, model text, provider text, upstream_model text, door text,
+        tokens_prompt int, tokens_completion int, tokens_reasoning int, tokens_cached int, cost_pico bigint,
+        is_byok boolean, latency_ms int, generation_time_ms int, ttft_ms int, streamed boolean, cancelled boolean,
+        finish_reason text, upstream_id text, session_id text, http_referer text, app_title text, user_agent text,
+        external_user text, preset_id text, provider_responses jsonb)
+    ), written AS (
+      INSERT INTO generations (id, request_id, created_at, key_id, workspace_id, account_id, user_id, intern_id,
+        model, provider, upstream_model, door, tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached,
+        cost_pico, is_byok, latency_ms, generation_time_ms, ttft_ms, streamed, cancelled, finish_reason,
+        upstream_id, session_id, http_referer, app_title, user_agent, external_user, preset_id, provider_responses)
+      SELECT DISTINCT ON (id) id, request_id, created_at, key_id, workspace_id, account_id, user_id, intern_id,
+        model, provider, upstream_model, door, tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached,
+        cost_pico, is_byok, latency_ms, generation_time_ms, ttft_ms, streamed, cancelled, finish_reason,
+        upstream_id, session_id, http_referer, app_title, user_agent, external_user, preset_id,
+        coalesce(provider_responses, '[]'::jsonb)
+      FROM g ORDER BY id
+      ON CONFLICT (id) DO NOTHING
+      RETURNING key_id, created_at, cost_pico, is_byok
+    ), spend AS (
+      SELECT w.key_id, p.period,
+             sum(CASE WHEN w.is_byok THEN 0 ELSE w.cost_pico END) AS credits,
+             sum(CASE WHEN w.is_byok THEN w.cost_pico ELSE 0 END) AS byok
+      FROM written w
+      CROSS JOIN LATERAL (VALUES
+        ('all'),
+        ('d' || to_char(w.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')),
+        ('w' || to_char(date_trunc('week', w.created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')),
+        ('m' || to_char(w.created_at AT TIME ZONE 'UTC', 'YYYY-MM'))) AS p(period)
+      WHERE w.key_id IS NOT NULL
+      GROUP BY w.key_id, p.period
+    ), counted AS (
+      INSERT INTO key_spend (key_id, period, credits_pico, byok_pico)
+      SELECT key_id, period, credits, byok FROM spend ORDER BY key_id, period
+      ON CONFLICT (key_id, period) DO UPDATE
+        SET credits_pico = key_spend.credits_pico + EXCLUDED.credits_pico,
+            byok_pico = key_spend.byok_pico + EXCLUDED.byok_pico
+      RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM written)::int AS written, (SELECT count(*) FROM counted)::int AS counted`
+  return rows[0]?.written ?? 0
+}
+
+/** What a key spent in each of `periods`, in pico-dollars (absent periods: nothing spent). */
+export async function keySpend(db: Db, keyId: string, periods: string[]) {
+  const rows = await db.$queryRaw<{ period: string; credits: string; byok: string }[]>`
+    SELECT period, credits_pico::text AS credits, byok_pico::text AS byok FROM key_spend
+    WHERE key_id = ${keyId}::uuid AND period = ANY(${periods}::text[])`
+  return new Map(rows.map((r) => [r.period, { credits: BigInt(r.credits), byok: BigInt(r.byok) }]))
+}
+
+/** A generation of `accountId` by id (undefined: none, or another account's). */
+export async function generationById(db: Db, accountId: string, id: string) {
+  const rows = await db.$queryRaw<GenerationRow[]>`
+    SELECT * FROM generations WHERE id = ${id} AND account_id = ${accountId}::uuid`
+  return rows[0]
+}
+
+/** The sum of a key's generations' costs, straight from the ledger (what key_spend must agree with). */
+export async function ledgerTotal(db: Db, keyId: string): Promise<bigint> {
+  const [row] = await db.$queryRaw<{ total: string }[]>`
+    SELECT coalesce(sum(cost_pico), 0)::text AS total FROM generations WHERE key_id = ${keyId}::uuid`
+  return BigInt(row!.total)
+}
+
+/** Keeps feedback on a generation. */
+export async function insertFeedback(
+  db: Db,
+  f: { generationId: string; keyId: string; category: string; comment: string | null },
+): Promise<void> {
+  await db.$executeRaw`
+    INSERT INTO generation_feedback (id, generation_id, key_id, category, comment)
+    VALUES (gen_random_uuid(), ${f.generationId}, ${f.keyId}::uuid, ${f.category}, ${f.comment})`
+}
