@@ -30,6 +30,7 @@ import { RequestRate } from './plugins/request-rate.js'
 import { WebSocketBudget } from './plugins/websocket-budget.js'
 import { createOutboxBell } from './plugins/outbox-bell.js'
 import { StreamGenerationLedger } from './generation-ledger.js'
+import { SpendLimits } from './spend-limits.js'
 import { InternWatch } from './plugins/intern-watch.js'
 import { ListCache } from './plugins/list-cache.js'
 import { gatewayMetrics } from './plugins/gateway-metrics.js'
@@ -112,6 +113,7 @@ export function createAppDeps(
     },
   )
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
+  const spendLimits = new SpendLimits(redis, config.QUEUE_PREFIX, db)
   const metrics = config.METRICS_PORT ? createMetrics('api') : undefined
   const vault = new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS })
   const credentialKey = config.VAULT_MASTER_KEY && hostCredentialKey(config.VAULT_MASTER_KEY)
@@ -194,6 +196,7 @@ export function createAppDeps(
         : randomBytes(32),
       keepAliveMs: config.STREAM_KEEPALIVE_MS,
       ledger: new StreamGenerationLedger(redis, config.QUEUE_PREFIX, db, log),
+      admit: (opts) => spendLimits.check(opts.generation),
       upstream: {
         connections: config.UPSTREAM_CONNECTIONS,
         connectionsPerTenant: config.UPSTREAM_CONNECTIONS_PER_KEY,

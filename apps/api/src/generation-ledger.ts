@@ -1,6 +1,9 @@
 import {
   generationsStream,
   insertGenerations,
+  spendCounter,
+  spendCounterTtl,
+  spendPeriods,
   type Db,
   type GenerationLedger,
   type GenerationRecord,
@@ -31,7 +34,7 @@ export class StreamGenerationLedger implements GenerationLedger {
 
   constructor(
     private readonly redis: RedisClient,
-    queuePrefix: string,
+    private readonly queuePrefix: string,
     private readonly db: Db,
     private readonly log: Pick<ParentLogger, 'warn'>,
   ) {
@@ -44,10 +47,23 @@ export class StreamGenerationLedger implements GenerationLedger {
       try {
         // A Redis that stopped answering (not yet seen as down) must not hold the reply: after the
         // wait, Postgres takes the records (a late XADD landing too is harmless).
-        await withTimeout(
-          Promise.all(records.map((r) => this.redis.xadd(this.stream, '*', 'g', JSON.stringify(r)))),
-          APPEND_WAIT_MS,
-        )
+        // The records and their keys' spend counters in one transaction: a call is counted against
+        // its key's limit exactly when it is accounted (spend-limits.ts).
+        const tx = this.redis.multi()
+        for (const r of records) {
+          tx.xadd(this.stream, '*', 'g', JSON.stringify(r))
+          if (!r.key_id || r.cost_pico === '0') continue
+          const kind = r.is_byok ? 'byok' : 'credits'
+          for (const period of Object.values(spendPeriods(new Date(r.created_at)))) {
+            const counter = spendCounter(this.queuePrefix, r.key_id, period, kind)
+            tx.incrby(counter, r.cost_pico)
+            const ttl = spendCounterTtl(period)
+            if (ttl) tx.expire(counter, ttl)
+          }
+        }
+        const results = await withTimeout(tx.exec(), APPEND_WAIT_MS)
+        const failed = results?.find(([err]) => err)
+        if (!results || failed) throw failed?.[0] ?? new Error('the append was discarded')
         return
       } catch (err) {
         this.log.warn(

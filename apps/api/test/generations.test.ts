@@ -3,8 +3,8 @@ import { OpenRouter } from '@openrouter/sdk'
 import { NotFoundResponseError } from '@openrouter/sdk/models/errors'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
-import { createLogger, ledgerTotal, loadConfig, WorkerConfig } from '@roster/shared'
-import { makeTenant, makeUserKey, redisUrl, useTestTenant, waitFor } from '@roster/testing'
+import { createLogger, insertGenerations, ledgerTotal, loadConfig, WorkerConfig } from '@roster/shared'
+import { generationRecord, makeTenant, makeUserKey, redisUrl, useTestTenant, waitFor } from '@roster/testing'
 import { GenerationDrain } from '../../worker/src/generation-drain.js'
 import { buildTestApp, leaveMidStream, simEndpoint, simModel } from './helpers.js'
 
@@ -226,3 +226,69 @@ async function keyIdOf(key: string) {
   const { hashApiKey } = await import('@roster/shared')
   return (await env.t.db.apiKey.findUnique({ where: { hash: new Uint8Array(hashApiKey(key)) } }))?.id
 }
+
+describe('limits, enforced before the upstream call', () => {
+  it('refuses a key past its limit with 402, whatever the door; a raised limit applies at once', async () => {
+    const admin = sdk(env.tenant.keys.management)
+    // One call costs far more than this: the first is admitted (nothing spent yet), then the key is over.
+    const made = await admin.apiKeys.create({ requestBody: { name: 'tiny', limit: 0.000001 } })
+    const first = await post('/chat/completions', made.key, {
+      model: 'sim/chat',
+      messages: [{ role: 'user', content: 'one' }],
+    })
+    expect(first.status).toBe(200)
+    const upstream = () => Object.values(sim.stats.requests).reduce((a, b) => a + b, 0)
+    const upstreamBefore = upstream()
+    for (const [path, body] of [
+      ['/chat/completions', { model: 'sim/chat', messages: [{ role: 'user', content: 'two' }] }],
+      ['/responses', { model: 'sim/responses', input: 'two', stream: true }],
+      ['/messages', { model: 'sim/messages', max_tokens: 20, messages: [{ role: 'user', content: 'two' }] }],
+    ] as const) {
+      const refused = await post(path, made.key, body)
+      expect(refused.status, `${path}: ${refused.text}`).toBe(402)
+      expect(refused.text).toMatch(/spent its limit/)
+    }
+    // Refused before any upstream call.
+    expect(upstream()).toBe(upstreamBefore)
+    expect((await sdk(made.key).apiKeys.getCurrentKeyMetadata()).data.limitRemaining).toBe(0)
+
+    await admin.apiKeys.update({ hash: made.data.hash, requestBody: { limit: 10 } })
+    const again = await post('/chat/completions', made.key, {
+      model: 'sim/chat',
+      messages: [{ role: 'user', content: 'three' }],
+    })
+    expect(again.status).toBe(200)
+  })
+
+  it('counts a daily limit over the UTC day only; a lifetime limit over everything', async () => {
+    const admin = sdk(env.tenant.keys.management)
+    const daily = await admin.apiKeys.create({ requestBody: { name: 'daily', limit: 0.01, limitReset: 'daily' } })
+    const lifetime = await admin.apiKeys.create({ requestBody: { name: 'lifetime', limit: 0.01 } })
+    // Each spent a dollar yesterday (written to the ledger as the drain would have).
+    const yesterday = new Date(Date.now() - 86_400_000)
+    for (const [made, n] of [
+      [daily, 1],
+      [lifetime, 2],
+    ] as const) {
+      const keyId = (await keyIdOf(made.key))!
+      await insertGenerations(env.t.db, [
+        generationRecord({
+          id: `yesterday-${n}-${Date.now()}`,
+          key_id: keyId,
+          created_at: yesterday.toISOString(),
+          cost_pico: '1000000000000',
+        }),
+      ])
+    }
+    const ask = (key: string) =>
+      post('/chat/completions', key, { model: 'sim/chat', messages: [{ role: 'user', content: 'today' }] })
+    expect((await ask(daily.key)).status).toBe(200)
+    const refused = await ask(lifetime.key)
+    expect(refused.status).toBe(402)
+    expect(refused.text).toMatch(/its lifetime/)
+    expect((await sdk(daily.key).apiKeys.getCurrentKeyMetadata()).data).toMatchObject({ usage: expect.any(Number) })
+    const me = (await sdk(daily.key).apiKeys.getCurrentKeyMetadata()).data
+    expect(me.usage).toBeGreaterThan(1)
+    expect(me.usageDaily).toBeLessThan(0.01)
+  })
+})

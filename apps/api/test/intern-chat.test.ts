@@ -170,6 +170,14 @@ describe('chatting with an intern', () => {
     expect(finish).toBe('stop')
     expect(text).toBe('Hello from the intern.')
     expect(session).toMatch(/^ses_/)
+    // The turn's model call is a generation of the intern's own, written by the stack's worker.
+    await waitFor(async () => (await env.t.db.generation.count({ where: { internId } })) > 0, {
+      timeoutMs: 10_000,
+      what: 'the intern’s model call in the ledger',
+    })
+    const g = await env.t.db.generation.findFirstOrThrow({ where: { internId }, orderBy: { createdAt: 'desc' } })
+    expect(g).toMatchObject({ workspaceId: env.tenant.workspaceId, door: 'responses', streamed: true })
+    expect(g.costPico).toBeGreaterThan(0n)
   })
 
   it('refuses what it cannot serve before streaming', async () => {

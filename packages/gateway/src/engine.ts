@@ -61,6 +61,11 @@ export interface EngineOptions {
   transport?: Transport
   /** Where each model call's generation is appended before the reply ends (absent: none are recorded). */
   ledger?: GenerationLedger
+  /**
+   * Asked before a request's first upstream call: throws to refuse it (a key past its spending
+   * limit). Undefined when there is nothing to wait for.
+   */
+  admit?: (opts: CallOptions) => Promise<void> | undefined
 }
 
 /**
@@ -92,6 +97,8 @@ export class ResponsesEngine {
 
   /** A whole Response object. */
   async respond(req: ResponsesRequest, opts: CallOptions = {}): Promise<ResponseObject> {
+    const admitted = this.options.admit?.(opts)
+    if (admitted) await admitted
     const run = startRun(this.parts, req, opts)
     try {
       await this.loop(run)
@@ -165,6 +172,8 @@ export class ResponsesEngine {
    * failure ends the stream with `error` and `response.failed`.
    */
   async stream(req: ResponsesRequest, opts: CallOptions, sink: StreamSink): Promise<void> {
+    const admitted = this.options.admit?.(opts)
+    if (admitted) await admitted
     const run = startRun(this.parts, req, opts)
     const live: Live = { sink, seq: 0, opened: false, sinceAttempt: 0, backlog: false, held: false }
     run.live = live

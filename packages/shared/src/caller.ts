@@ -2,6 +2,7 @@ import type { Db } from './db.js'
 import type { ApiKeyKind } from './api-keys.js'
 import { digestsEqual, hashApiKey } from './api-keys.js'
 import { keyByHash } from './repositories/api-keys.js'
+import type { KeyLimit } from './generations.js'
 
 /** Who is calling: resolved from the bearer key in one indexed lookup. */
 export interface Caller {
@@ -20,6 +21,8 @@ export interface Caller {
   internsEnabled: boolean
   /** Epoch milliseconds after which the key no longer authenticates (a cached answer included); null: never. */
   expiresAt: number | null
+  /** The key's spending limit (null: none); a change reaches every process with the key's change event. */
+  limit: KeyLimit | null
 }
 
 export async function resolveCaller(db: Db, token: string): Promise<Caller | undefined> {
@@ -38,5 +41,13 @@ export async function resolveCaller(db: Db, token: string): Promise<Caller | und
     vaultWrites: row.vault_writes,
     internsEnabled: row.interns_enabled,
     expiresAt: row.expires_ms,
+    limit:
+      row.limit_micros === null
+        ? null
+        : {
+            pico: BigInt(row.limit_micros) * 1_000_000n,
+            reset: row.limit_reset,
+            includeByok: row.include_byok_in_limit,
+          },
   }
 }

@@ -56,6 +56,8 @@ export interface GenerationContext {
   appTitle: string | null
   userAgent: string | null
   presetId: string | null
+  /** The key's spending limit, checked before any upstream call (null: none). */
+  limit: KeyLimit | null
 }
 
 /** Where generations are appended, durably, before a reply ends. */
@@ -194,3 +196,31 @@ export function canonicalGenerationId(id: string): string {
   if (id.startsWith('msg_')) return `resp_${id.slice('msg_'.length)}`
   return id
 }
+
+/** A key's spending limit, as the requests it makes carry it (from its row, cached with the key). */
+export interface KeyLimit {
+  /** USD × 10^12. */
+  pico: bigint
+  reset: 'daily' | 'weekly' | 'monthly' | null
+  includeByok: boolean
+}
+
+/** The period a limit is counted over at `at`: its window's (spendPeriods' name for it), or all-time. */
+export function limitPeriod(limit: Pick<KeyLimit, 'reset'>, at: Date): string {
+  const p = spendPeriods(at)
+  return limit.reset === 'daily'
+    ? p.day
+    : limit.reset === 'weekly'
+      ? p.week
+      : limit.reset === 'monthly'
+        ? p.month
+        : p.all
+}
+
+/** The Redis counter of a key's spend in a period (credits, or BYOK), kept beside the stream by each append. */
+export const spendCounter = (queuePrefix: string, keyId: string, period: string, kind: 'credits' | 'byok') =>
+  `${queuePrefix}:spend:${keyId}:${period}:${kind === 'credits' ? 'c' : 'b'}`
+
+/** How long a period's counter is kept in Redis after it was last written (past its period, it is never read). */
+export const spendCounterTtl = (period: string) =>
+  period.startsWith('d') ? 3 * 86_400 : period.startsWith('w') ? 10 * 86_400 : period.startsWith('m') ? 40 * 86_400 : 0

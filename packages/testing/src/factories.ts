@@ -7,6 +7,7 @@ import {
   createWorkspace,
   type ApiKeyKind,
   type Db,
+  type GenerationRecord,
   type Prisma,
 } from '@roster/shared'
 
@@ -91,5 +92,43 @@ export function useTestTenant(): { readonly t: TestDatabase; readonly tenant: Te
     get tenant() {
       return tenant!
     },
+  }
+}
+
+/** A generation as the ledger writes one: a call of `m/x` costing `cost_pico`, every other field empty. */
+export function generationRecord(over: Partial<GenerationRecord> & { id: string }): GenerationRecord {
+  return {
+    request_id: over.id,
+    created_at: new Date().toISOString(),
+    key_id: null,
+    workspace_id: null,
+    account_id: null,
+    user_id: null,
+    intern_id: null,
+    model: 'm/x',
+    provider: 'p',
+    upstream_model: null,
+    door: 'responses',
+    tokens_prompt: 1,
+    tokens_completion: 1,
+    tokens_reasoning: 0,
+    tokens_cached: 0,
+    cost_pico: '0',
+    is_byok: false,
+    latency_ms: null,
+    generation_time_ms: null,
+    ttft_ms: null,
+    streamed: false,
+    cancelled: false,
+    finish_reason: null,
+    upstream_id: null,
+    session_id: null,
+    http_referer: null,
+    app_title: null,
+    user_agent: null,
+    external_user: null,
+    preset_id: null,
+    provider_responses: [],
+    ...over,
   }
 }

@@ -94,6 +94,7 @@ export function generationContext(req: FastifyRequest): GenerationContext | unde
     appTitle: said('x-title'),
     userAgent: said('user-agent'),
     presetId: null,
+    limit: caller.limit,
   }
 }
 

@@ -17,6 +17,9 @@ export interface CallerRow {
   vault_writes: boolean
   /** Epoch milliseconds after which the key no longer authenticates; null: never. */
   expires_ms: number | null
+  limit_micros: bigint | null
+  limit_reset: 'daily' | 'weekly' | 'monthly' | null
+  include_byok_in_limit: boolean
 }
 
 /** The live key with this digest, with its workspace's and account's switches: one indexed lookup. */
@@ -24,7 +27,8 @@ export async function keyByHash(db: Db, hash: Buffer): Promise<CallerRow | undef
   const rows = await db.$queryRaw<CallerRow[]>`
     SELECT k.id, k.kind::text AS kind, k.hash, k.workspace_id, k.user_id, k.intern_id,
            w.account_id, w.interns_enabled, a.in_programme, a.lifecycle_writes, a.vault_writes,
-           (extract(epoch FROM k.expires_at) * 1000)::float8 AS expires_ms
+           (extract(epoch FROM k.expires_at) * 1000)::float8 AS expires_ms,
+           k.limit_micros, k.limit_reset, k.include_byok_in_limit
     FROM api_keys k
     JOIN workspaces w ON w.id = k.workspace_id
     JOIN accounts a ON a.id = w.account_id

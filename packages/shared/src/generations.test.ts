@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import { canonicalGenerationId, costPico, limitPeriod, picoOf } from './generations.js'
+
+describe('costs in pico-dollars', () => {
+  it('reads decimal prices exactly, plain or with an exponent', () => {
+    expect(picoOf('0.000001')).toBe(1_000_000n)
+    expect(picoOf('0.00000015')).toBe(150_000n)
+    expect(picoOf('1.5e-7')).toBe(150_000n)
+    expect(picoOf('2')).toBe(2_000_000_000_000n)
+    expect(picoOf('0')).toBe(0n)
+    expect(picoOf('0.0000000000001')).toBe(0n)
+  })
+
+  it('prices cached, reasoning and request parts by their own prices', () => {
+    const prices = {
+      input: '0.000001',
+      cached_input: '0.0000001',
+      output: '0.000002',
+      reasoning: '0.000003',
+      request: '0.001',
+    }
+    expect(costPico(prices, { input: 100, cached: 40, output: 50, reasoning: 20 })).toBe(
+      60n * 1_000_000n + 40n * 100_000n + 30n * 2_000_000n + 20n * 3_000_000n + 1_000_000_000n,
+    )
+    // Without a reasoning price, reasoning tokens are output tokens.
+    expect(costPico({ input: '0.000001', output: '0.000002' }, { input: 1, cached: 0, output: 10, reasoning: 4 })).toBe(
+      1_000_000n + 20_000_000n,
+    )
+  })
+
+  it('adds up without drift: the sum of many calls is the cost of their tokens together', () => {
+    const prices = { input: '0.00000015', output: '0.0000006' }
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.nat(100_000), fc.nat(100_000)), { maxLength: 50 }), (calls) => {
+        const each = calls.reduce(
+          (sum, [i, o]) => sum + costPico(prices, { input: i, cached: 0, output: o, reasoning: 0 }),
+          0n,
+        )
+        const input = calls.reduce((s, [i]) => s + i, 0)
+        const output = calls.reduce((s, [, o]) => s + o, 0)
+        expect(each).toBe(costPico(prices, { input, cached: 0, output, reasoning: 0 }))
+      }),
+    )
+  })
+})
+
+describe('ids and periods', () => {
+  it('finds a generation by any door’s form of its id', () => {
+    expect(canonicalGenerationId('chatcmpl-abc-2')).toBe('resp_abc-2')
+    expect(canonicalGenerationId('msg_abc')).toBe('resp_abc')
+    expect(canonicalGenerationId('resp_abc')).toBe('resp_abc')
+  })
+
+  it('counts a limit over its window', () => {
+    const at = new Date('2026-11-26T10:00:00Z')
+    expect(limitPeriod({ reset: 'daily' }, at)).toBe('d2026-11-26')
+    expect(limitPeriod({ reset: 'weekly' }, at)).toBe('w2026-11-23')
+    expect(limitPeriod({ reset: 'monthly' }, at)).toBe('m2026-11')
+    expect(limitPeriod({ reset: null }, at)).toBe('all')
+  })
+})
