@@ -8,6 +8,7 @@
 //                                 | gateway | ttfb | soak (soak, 10 minutes, runs only when named)
 //                                 | doors-instructions (the doors' instructions per request under valgrind; only when named)
 //                                 | fair-use (one key's attacks against another key's latency; only when named)
+//                                 | generations (the ledger: drain rate into Postgres, GET /generation; only when named)
 //                                 | fleet-provision | failover | snapshots | fleet-chat (the fleet of runtime hosts: bench/fleet.mjs; only when named)
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
@@ -22,6 +23,7 @@ import { nodeFlags } from '../scripts/node-flags.mjs'
 import { benchFairUse, makeKeyWith } from './fair-use.mjs'
 import { benchFailover, benchFleetChat, benchFleetProvision, benchSnapshots } from './fleet.mjs'
 import { firstText as firstTextOf } from './first-text.mjs'
+import { benchGenerations } from './generations.mjs'
 import {
   benchCatalogue,
   benchDoorInstructions,
@@ -186,6 +188,7 @@ async function withStack(
       hosts,
       addHost,
       hostAuth: (hostId) => hostAuth(dbUrl(BENCH_DB), env.VAULT_MASTER_KEY, hostId),
+      queuePrefix: shared.QUEUE_PREFIX,
     })
   } finally {
     const all = [...hosts.map((h) => h.child), ...procs]
@@ -819,6 +822,7 @@ const scenarios = {
   failover: [(ctx) => benchFailover(fleetTools), { named: true, bare: true }],
   snapshots: [(ctx) => benchSnapshots(fleetTools), { named: true, bare: true }],
   'fleet-chat': [(ctx) => benchFleetChat(fleetTools), { named: true, bare: true }],
+  generations: [benchGenerations, { worker: true, named: true }],
   'doors-instructions': [
     benchDoorInstructions,
     { worker: false, gateway: true, named: true, apiWrap: callgrind.wrap, apiFlags: callgrind.nodeFlags },
