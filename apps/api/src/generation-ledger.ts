@@ -1,9 +1,10 @@
 import {
   generationsStream,
   insertGenerations,
+  limitPeriod,
   spendCounter,
   spendCounterTtl,
-  spendPeriods,
+  type KeyLimit,
   type Db,
   type GenerationLedger,
   type GenerationRecord,
@@ -41,26 +42,27 @@ export class StreamGenerationLedger implements GenerationLedger {
     this.stream = generationsStream(queuePrefix)
   }
 
-  async append(records: GenerationRecord[]): Promise<void> {
+  async append(records: GenerationRecord[], limit?: KeyLimit | null): Promise<void> {
     if (records.length === 0) return
     if (this.redis.status === 'ready') {
       try {
-        // A Redis that stopped answering (not yet seen as down) must not hold the reply: after the
-        // wait, Postgres takes the records (a late XADD landing too is harmless).
-        // The records and their keys' spend counters in one transaction: a call is counted against
-        // its key's limit exactly when it is accounted (spend-limits.ts).
-        const tx = this.redis.multi()
-        for (const r of records) {
-          tx.xadd(this.stream, '*', 'g', JSON.stringify(r))
-          if (!r.key_id || r.cost_pico === '0') continue
-          const kind = r.is_byok ? 'byok' : 'credits'
-          for (const period of Object.values(spendPeriods(new Date(r.created_at)))) {
-            const counter = spendCounter(this.queuePrefix, r.key_id, period, kind)
-            tx.incrby(counter, r.cost_pico)
-            const ttl = spendCounterTtl(period)
-            if (ttl) tx.expire(counter, ttl)
-          }
+        // One stream entry for a request's records. A Redis that stopped answering (not yet seen as
+        // down) must not hold the reply: after the wait, Postgres takes the records (a late append
+        // landing too is harmless: the drain's write is idempotent by id).
+        const entry = JSON.stringify(records)
+        const keyId = records[0]!.key_id
+        if (!limit || !keyId) {
+          await withTimeout(this.redis.xadd(this.stream, '*', 'b', entry), APPEND_WAIT_MS)
+          return
         }
+        // A key with a limit: its counter for the limit's window rises in the same transaction as the
+        // append, so the call counts against the limit exactly when it is accounted (spend-limits.ts).
+        // Keys without one pay for no counter: a limit set later counts what came before from the ledger.
+        const counter = spendCounter(this.queuePrefix, keyId, limitPeriod(limit, new Date()), 'credits')
+        const spent = records.reduce((sum, r) => sum + (r.is_byok ? 0n : BigInt(r.cost_pico)), 0n)
+        const tx = this.redis.multi().xadd(this.stream, '*', 'b', entry).incrby(counter, spent.toString())
+        const ttl = spendCounterTtl(limitPeriod(limit, new Date()))
+        if (ttl) tx.expire(counter, ttl)
         const results = await withTimeout(tx.exec(), APPEND_WAIT_MS)
         const failed = results?.find(([err]) => err)
         if (!results || failed) throw failed?.[0] ?? new Error('the append was discarded')

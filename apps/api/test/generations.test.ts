@@ -292,3 +292,23 @@ describe('limits, enforced before the upstream call', () => {
     expect(me.usageDaily).toBeLessThan(0.01)
   })
 })
+
+describe('the drain', () => {
+  it('drops what is not a record without holding the stream up, and writes a record appended twice once', async () => {
+    const { connectRedis, generationsStream } = await import('@roster/shared')
+    const redis = connectRedis({ REDIS_URL: redisUrl() })
+    try {
+      const stream = generationsStream(prefix)
+      const id = `resp_drain${Date.now()}`
+      const good = JSON.stringify([generationRecord({ id, cost_pico: '5' })])
+      await redis.xadd(stream, '*', 'b', '{not json')
+      await redis.xadd(stream, '*', 'x', 'no field the drain knows')
+      await redis.xadd(stream, '*', 'b', good)
+      await redis.xadd(stream, '*', 'b', good)
+      await waitFor(async () => (await redis.xlen(stream)) === 0, { timeoutMs: 10_000, what: 'the stream drained' })
+      expect(await env.t.db.generation.count({ where: { id } })).toBe(1)
+    } finally {
+      redis.disconnect()
+    }
+  })
+})

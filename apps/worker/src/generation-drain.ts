@@ -124,35 +124,36 @@ export class GenerationDrain {
     return reply[1] ?? []
   }
 
-  /** Writes a batch and acknowledges it; a batch Postgres refuses for its content is written record by record. */
+  /** Writes a batch and acknowledges it; a batch Postgres refuses for its content is written entry by entry, then record by record. */
   private async write(entries: Entry[]) {
     if (entries.length === 0) return
-    const parsed = entries.map(([id, fields]) => ({ id, record: parse(fields) }))
-    const bad = parsed.filter((p) => !p.record)
-    for (const b of bad) this.log.error({ entry: b.id }, 'a generation in the stream is not a record; dropped')
-    const good = parsed.filter((p): p is { id: string; record: GenerationRecord } => !!p.record)
+    const parsed = entries.map(([id, fields]) => ({ id, records: parse(fields) }))
+    for (const b of parsed.filter((p) => !p.records))
+      this.log.error({ entry: b.id }, 'an entry of the generations stream holds no record; dropped')
+    const good = parsed.filter((p): p is { id: string; records: GenerationRecord[] } => !!p.records)
+    const all = entries.map(([id]) => id)
     try {
       await insertGenerations(
         this.db,
-        good.map((g) => g.record),
+        good.flatMap((g) => g.records),
       )
     } catch (err) {
-      if (!isContentError(err) || good.length === 1) {
-        if (isContentError(err)) {
-          this.log.error(
-            { err: (err as Error).message, generation: good[0]!.record.id },
-            'a generation Postgres refuses; dropped',
-          )
-          await this.done(entries.map(([id]) => id))
-          return
-        }
-        throw err
+      if (!isContentError(err)) throw err
+      if (good.length > 1) {
+        for (const g of good) await this.write([[g.id, ['b', JSON.stringify(g.records)]]])
+        await this.done(parsed.filter((p) => !p.records).map((p) => p.id))
+        return
       }
-      for (const g of good) await this.write([[g.id, ['g', JSON.stringify(g.record)]]])
-      await this.done(bad.map((b) => b.id))
-      return
+      for (const r of good[0]?.records ?? []) {
+        try {
+          await insertGenerations(this.db, [r])
+        } catch (one) {
+          if (!isContentError(one)) throw one
+          this.log.error({ err: (one as Error).message, generation: r.id }, 'a generation Postgres refuses; dropped')
+        }
+      }
     }
-    await this.done(entries.map(([id]) => id))
+    await this.done(all)
   }
 
   private async done(ids: string[]) {
@@ -162,15 +163,24 @@ export class GenerationDrain {
   }
 }
 
-function parse(fields: string[]): GenerationRecord | undefined {
-  const at = fields.indexOf('g')
-  if (at < 0) return undefined
-  try {
-    const value = JSON.parse(fields[at + 1] ?? '') as GenerationRecord
-    return value && typeof value.id === 'string' ? value : undefined
-  } catch {
-    return undefined
+/** The records of a stream entry: a request's (`b`, an array) or one (`g`). */
+function parse(fields: string[]): GenerationRecord[] | undefined {
+  for (const [name, many] of [
+    ['b', true],
+    ['g', false],
+  ] as const) {
+    const at = fields.indexOf(name)
+    if (at < 0) continue
+    try {
+      const value: unknown = JSON.parse(fields[at + 1] ?? '')
+      const records: unknown[] = many ? (Array.isArray(value) ? value : []) : [value]
+      const whole = records.length > 0 && records.every((r) => typeof (r as { id?: unknown })?.id === 'string')
+      return whole ? (records as GenerationRecord[]) : undefined
+    } catch {
+      return undefined
+    }
   }
+  return undefined
 }
 
 /** Postgres refused the data itself (a bad value, a constraint): writing it again will not help. */

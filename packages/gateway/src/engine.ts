@@ -121,7 +121,7 @@ export class ResponsesEngine {
     if (!ledger || run.calls.length === 0) return
     const records = generationRecords(run)
     try {
-      await ledger.append(records)
+      await ledger.append(records, run.opts.generation?.limit)
     } catch (err) {
       if (mustRecord)
         throw gatewayError(

@@ -62,7 +62,8 @@ export interface GenerationContext {
 
 /** Where generations are appended, durably, before a reply ends. */
 export interface GenerationLedger {
-  append(records: GenerationRecord[]): Promise<void>
+  /** `limit`: the key's spending limit, whose counter the append raises too (null: the key has none). */
+  append(records: GenerationRecord[], limit?: KeyLimit | null): Promise<void>
 }
 
 /** The Redis stream the API appends generations to and the worker drains. */
@@ -207,15 +208,11 @@ export interface KeyLimit {
 
 /** The period a limit is counted over at `at`: its window's (spendPeriods' name for it), or all-time. */
 export function limitPeriod(limit: Pick<KeyLimit, 'reset'>, at: Date): string {
-  const p = spendPeriods(at)
-  return limit.reset === 'daily'
-    ? p.day
-    : limit.reset === 'weekly'
-      ? p.week
-      : limit.reset === 'monthly'
-        ? p.month
-        : p.all
+  return spendPeriods(at)[PERIOD_OF_RESET[limit.reset ?? 'none']]
 }
+
+/** Which of spendPeriods' periods a limit's reset counts over. */
+const PERIOD_OF_RESET = { daily: 'day', weekly: 'week', monthly: 'month', none: 'all' } as const
 
 /** The Redis counter of a key's spend in a period (credits, or BYOK), kept beside the stream by each append. */
 export const spendCounter = (queuePrefix: string, keyId: string, period: string, kind: 'credits' | 'byok') =>

@@ -124,15 +124,8 @@ const toMicros = (limit: number | null | undefined) =>
 
 /** The spend that counts against a key's limit: its window's (or all-time), BYOK's added when the key says so. */
 export function spendInWindow(row: Pick<ManagedKeyRow, 'limit_reset' | 'include_byok_in_limit'>, u: KeyUsage): bigint {
-  const pick = (s: KeySpend) =>
-    row.limit_reset === 'daily'
-      ? s.daily
-      : row.limit_reset === 'weekly'
-        ? s.weekly
-        : row.limit_reset === 'monthly'
-          ? s.monthly
-          : s.total
-  return pick(u.credits) + (row.include_byok_in_limit ? pick(u.byok) : 0n)
+  const window = row.limit_reset ?? 'total'
+  return u.credits[window] + (row.include_byok_in_limit ? u.byok[window] : 0n)
 }
 
 /** Remaining USD under the limit (never below 0); null without a limit. */

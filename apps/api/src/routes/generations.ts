@@ -37,6 +37,13 @@ export const generationRoutes =
         `no generation ${JSON.stringify(id.slice(0, 80))} in this account (yet: it is written within a second of its reply)`,
       )
 
+    /** The account's generation the client's id names (any door's form of it), or 404. */
+    const visible = async (accountId: string, id: string) => {
+      const row = await generationById(deps.db, accountId, canonicalGenerationId(id))
+      if (!row) throw notFound(id)
+      return row
+    }
+
     api.get(
       '/generation',
       {
@@ -48,8 +55,7 @@ export const generationRoutes =
         },
       },
       async (req) => {
-        const row = await generationById(deps.db, req.caller!.accountId, canonicalGenerationId(req.query.id))
-        if (!row) throw notFound(req.query.id)
+        const row = await visible(req.caller!.accountId, req.query.id)
         // Named as the client knows it (its door's form of the id).
         return { data: { ...generationView(row), id: req.query.id } }
       },
@@ -65,8 +71,7 @@ export const generationRoutes =
         },
       },
       async (req) => {
-        const row = await generationById(deps.db, req.caller!.accountId, canonicalGenerationId(req.query.id))
-        if (!row) throw notFound(req.query.id)
+        await visible(req.caller!.accountId, req.query.id)
         throw new AppError(
           'not_found',
           `the content of generation ${req.query.id} was not stored: Roster keeps no prompt or completion`,
@@ -82,8 +87,7 @@ export const generationRoutes =
       },
       async (req) => {
         assertManagementKey(req.caller!, 'other')
-        const row = await generationById(deps.db, req.caller!.accountId, canonicalGenerationId(req.body.generation_id))
-        if (!row) throw notFound(req.body.generation_id)
+        const row = await visible(req.caller!.accountId, req.body.generation_id)
         await insertFeedback(deps.db, {
           generationId: row.id,
           keyId: req.caller!.keyId,
