@@ -94,7 +94,7 @@ export function createAppDeps(
   catalogue: Catalogue = { models: [] },
   providerEnv: NodeJS.ProcessEnv = {},
   /** For what happens outside requests (connections to Redis). */
-  log: Pick<ParentLogger, 'warn' | 'info'> = createLogger('api', config.LOG_LEVEL),
+  log: Pick<ParentLogger, 'warn' | 'info' | 'error'> = createLogger('api', config.LOG_LEVEL),
 ): AppDeps {
   // Read only once requests arrive, after the watch below exists.
   const trusted = () => watch.live

@@ -1,6 +1,7 @@
 import {
   generationsStream,
   insertGenerations,
+  countedAgainst,
   limitPeriod,
   spendCounter,
   spendCounterTtl,
@@ -37,7 +38,7 @@ export class StreamGenerationLedger implements GenerationLedger {
     private readonly redis: RedisClient,
     private readonly queuePrefix: string,
     private readonly db: Db,
-    private readonly log: Pick<ParentLogger, 'warn'>,
+    private readonly log: Pick<ParentLogger, 'warn' | 'error'>,
   ) {
     this.stream = generationsStream(queuePrefix)
   }
@@ -58,10 +59,11 @@ export class StreamGenerationLedger implements GenerationLedger {
         // A key with a limit: its counter for the limit's window rises in the same transaction as the
         // append, so the call counts against the limit exactly when it is accounted (spend-limits.ts).
         // Keys without one pay for no counter: a limit set later counts what came before from the ledger.
-        const counter = spendCounter(this.queuePrefix, keyId, limitPeriod(limit, new Date()), 'credits')
-        const spent = records.reduce((sum, r) => sum + (r.is_byok ? 0n : BigInt(r.cost_pico)), 0n)
+        const period = limitPeriod(limit, new Date())
+        const counter = spendCounter(this.queuePrefix, keyId, period)
+        const spent = records.reduce((sum, r) => sum + countedAgainst(limit, r), 0n)
         const tx = this.redis.multi().xadd(this.stream, '*', 'b', entry).incrby(counter, spent.toString())
-        const ttl = spendCounterTtl(limitPeriod(limit, new Date()))
+        const ttl = spendCounterTtl(period)
         if (ttl) tx.expire(counter, ttl)
         const results = await withTimeout(tx.exec(), APPEND_WAIT_MS)
         const failed = results?.find(([err]) => err)
@@ -74,6 +76,16 @@ export class StreamGenerationLedger implements GenerationLedger {
         )
       }
     }
-    await insertGenerations(this.db, records)
+    try {
+      await insertGenerations(this.db, records)
+    } catch (err) {
+      // Neither could take them: the caller fails a reply that has not gone out, but one that has (a
+      // failed run's calls) is lost, so it is said here, with what was lost.
+      this.log.error(
+        { err: (err as Error).message, generations: records.map((r) => r.id) },
+        'generations could be written neither to Redis nor to Postgres',
+      )
+      throw err
+    }
   }
 }

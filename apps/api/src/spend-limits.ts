@@ -9,13 +9,16 @@ import {
 } from '@roster/shared'
 import { GatewayError } from '@roster/gateway'
 
+const WINDOW = { daily: 'day', weekly: 'week', monthly: 'month' } as const
+
 /** How long a key's spend read from Postgres is trusted by this process (ms). */
 const POSTGRES_READ_MS = 1_000
 
 /**
  * Refuses a request, before any upstream call, when its key has spent its limit in the limit's
- * window (402). What a key spent is the larger of two counts: Redis's counter, which each append
- * of a generation raises in the same transaction as the append itself (every API process sees a
+ * window (402). What a key spent is the larger of two counts: Redis's counter for the window, which
+ * each append of a generation raises (by what counts against the limit) in the same transaction as
+ * the append itself (every API process sees a
  * call the moment it is accounted), and the ledger's own sum in Postgres (key_spend: what the
  * drain wrote, and what the API wrote itself while Redis was away), read at most once a second.
  *
@@ -44,11 +47,11 @@ export class SpendLimits {
   private async checkLimit(keyId: string, limit: KeyLimit): Promise<void> {
     const at = new Date(this.now())
     const period = limitPeriod(limit, at)
-    const [counted, ledger] = await Promise.all([this.counters(keyId, period), this.ledger(keyId, period)])
-    const spent = (c: { credits: bigint; byok: bigint }) => c.credits + (limit.includeByok ? c.byok : 0n)
-    const spend = [counted, ledger].map(spent).reduce((a, b) => (a > b ? a : b))
+    const [counted, ledger] = await Promise.all([this.counter(keyId, period), this.ledger(keyId, period)])
+    const inLedger = ledger.credits + (limit.includeByok ? ledger.byok : 0n)
+    const spend = counted > inLedger ? counted : inLedger
     if (spend < limit.pico) return
-    const window = limit.reset ? `this ${limit.reset.replace(/ly$/, '').replace('dai', 'day')} (UTC)` : 'its lifetime'
+    const window = limit.reset ? `this ${WINDOW[limit.reset]} (UTC)` : 'its lifetime'
     throw new GatewayError(
       402,
       'payment_required',
@@ -56,16 +59,13 @@ export class SpendLimits {
     )
   }
 
-  private async counters(keyId: string, period: string) {
-    if (this.redis.status !== 'ready') return { credits: 0n, byok: 0n }
+  /** Redis's count (0 while Redis is away: the ledger's then stands alone). */
+  private async counter(keyId: string, period: string): Promise<bigint> {
+    if (this.redis.status !== 'ready') return 0n
     try {
-      const [c, b] = await this.redis.mget(
-        spendCounter(this.queuePrefix, keyId, period, 'credits'),
-        spendCounter(this.queuePrefix, keyId, period, 'byok'),
-      )
-      return { credits: BigInt(c ?? 0), byok: BigInt(b ?? 0) }
+      return BigInt((await this.redis.get(spendCounter(this.queuePrefix, keyId, period))) ?? 0)
     } catch {
-      return { credits: 0n, byok: 0n }
+      return 0n
     }
   }
 

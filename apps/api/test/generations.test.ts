@@ -3,7 +3,7 @@ import { OpenRouter } from '@openrouter/sdk'
 import { NotFoundResponseError } from '@openrouter/sdk/models/errors'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
-import { createLogger, insertGenerations, ledgerTotal, loadConfig, WorkerConfig } from '@roster/shared'
+import { createLogger, insertGenerations, loadConfig, WorkerConfig } from '@roster/shared'
 import { generationRecord, makeTenant, makeUserKey, redisUrl, useTestTenant, waitFor } from '@roster/testing'
 import { GenerationDrain } from '../../worker/src/generation-drain.js'
 import { buildTestApp, leaveMidStream, simEndpoint, simModel } from './helpers.js'
@@ -183,7 +183,9 @@ describe('generations: one per model call, through every door', () => {
     }
     const costs = await Promise.all(ids.map(async (id) => (await generation(made.key, id)).totalCost))
     const keyId = (await keyIdOf(made.key))!
-    const total = await ledgerTotal(env.t.db, keyId)
+    // The ledger's own sum, straight from the generations.
+    const sum = await env.t.db.generation.aggregate({ where: { keyId }, _sum: { costPico: true } })
+    const total = sum._sum.costPico ?? 0n
     const me = (await sdk(made.key).apiKeys.getCurrentKeyMetadata()).data
     expect(me.usage).toBe(Number(total) / 1e12)
     expect(me.usageDaily).toBe(me.usage)
@@ -286,7 +288,6 @@ describe('limits, enforced before the upstream call', () => {
     const refused = await ask(lifetime.key)
     expect(refused.status).toBe(402)
     expect(refused.text).toMatch(/its lifetime/)
-    expect((await sdk(daily.key).apiKeys.getCurrentKeyMetadata()).data).toMatchObject({ usage: expect.any(Number) })
     const me = (await sdk(daily.key).apiKeys.getCurrentKeyMetadata()).data
     expect(me.usage).toBeGreaterThan(1)
     expect(me.usageDaily).toBeLessThan(0.01)
@@ -294,7 +295,7 @@ describe('limits, enforced before the upstream call', () => {
 })
 
 describe('the drain', () => {
-  it('drops what is not a record without holding the stream up, and writes a record appended twice once', async () => {
+  it('drops what is not a record without holding the stream up, writes a record appended twice once, and outlives the loss of its stream', async () => {
     const { connectRedis, generationsStream } = await import('@roster/shared')
     const redis = connectRedis({ REDIS_URL: redisUrl() })
     try {
@@ -307,6 +308,15 @@ describe('the drain', () => {
       await redis.xadd(stream, '*', 'b', good)
       await waitFor(async () => (await redis.xlen(stream)) === 0, { timeoutMs: 10_000, what: 'the stream drained' })
       expect(await env.t.db.generation.count({ where: { id } })).toBe(1)
+
+      // Redis loses the stream and its group (a restart without its data): the drain makes them again.
+      await redis.del(stream)
+      const after = `resp_after${Date.now()}`
+      await redis.xadd(stream, '*', 'b', JSON.stringify([generationRecord({ id: after })]))
+      await waitFor(async () => (await env.t.db.generation.count({ where: { id: after } })) === 1, {
+        timeoutMs: 10_000,
+        what: 'a record appended after the stream was lost',
+      })
     } finally {
       redis.disconnect()
     }

@@ -20,7 +20,7 @@ import {
   deleteKey,
   getKey,
   listKeys,
-  noUsageRecorded,
+  spendFromLedger,
   updateKey,
   UpdateKeyBody,
   workspaceAccount,
@@ -155,7 +155,7 @@ async function keys(db: Db, op: string | undefined): Promise<Record<string, unkn
   if (!accountId) throw new Error(`no workspace ${workspaceId}`)
   const scope = { accountId, workspaceId }
   // Offline: no API process hears of the change; each forgets what it cached within AUTH_CACHE_MS.
-  const deps = { db, usage: noUsageRecorded, changed: () => {} }
+  const deps = { db, usage: spendFromLedger(db), changed: () => {} }
   const hash = positionals[2]
   const number = (v: string | undefined) => (v === undefined ? undefined : v === 'none' ? null : Number(v))
   const reset = (v: string | undefined) => (v === undefined ? undefined : v === 'none' ? null : v)

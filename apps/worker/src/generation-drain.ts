@@ -83,6 +83,8 @@ export class GenerationDrain {
         await this.write(entries.length ? entries : await this.read('>', this.blockMs))
       } catch (err) {
         if (this.stopped) return
+        // Redis came back without the stream (and so without the group): make them again.
+        if (String((err as Error).message).includes('NOGROUP')) this.grouped = false
         this.log.warn({ err: (err as Error).message }, 'generations drain failed; trying again')
         await new Promise((r) => setTimeout(r, this.retryMs))
       }

@@ -61,10 +61,9 @@ export function modelObject(m: CatalogueModel) {
   }
 }
 
-/** The whole catalogue as one page (`GET /models` with no query: "the full list is returned"). */
+/** The whole catalogue as one page (`GET /models` with no query: "the full list is returned"): every model answers in text. */
 export function modelsList(catalogue: Catalogue) {
-  const data = catalogue.models.map(modelObject)
-  return { data, links: { next: null }, total_count: data.length }
+  return queryModels(catalogue, {})
 }
 
 const list = z

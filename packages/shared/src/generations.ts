@@ -206,6 +206,12 @@ export interface KeyLimit {
   includeByok: boolean
 }
 
+/** What of a call's cost counts against a limit: all of it, but BYOK spend only when the limit says so. */
+export const countedAgainst = (
+  limit: Pick<KeyLimit, 'includeByok'>,
+  r: Pick<GenerationRecord, 'is_byok' | 'cost_pico'>,
+) => (r.is_byok && !limit.includeByok ? 0n : BigInt(r.cost_pico))
+
 /** The period a limit is counted over at `at`: its window's (spendPeriods' name for it), or all-time. */
 export function limitPeriod(limit: Pick<KeyLimit, 'reset'>, at: Date): string {
   return spendPeriods(at)[PERIOD_OF_RESET[limit.reset ?? 'none']]
@@ -214,9 +220,9 @@ export function limitPeriod(limit: Pick<KeyLimit, 'reset'>, at: Date): string {
 /** Which of spendPeriods' periods a limit's reset counts over. */
 const PERIOD_OF_RESET = { daily: 'day', weekly: 'week', monthly: 'month', none: 'all' } as const
 
-/** The Redis counter of a key's spend in a period (credits, or BYOK), kept beside the stream by each append. */
-export const spendCounter = (queuePrefix: string, keyId: string, period: string, kind: 'credits' | 'byok') =>
-  `${queuePrefix}:spend:${keyId}:${period}:${kind === 'credits' ? 'c' : 'b'}`
+/** The Redis counter of what a key spent against its limit in a period, raised by each append beside the stream. */
+export const spendCounter = (queuePrefix: string, keyId: string, period: string) =>
+  `${queuePrefix}:spend:${keyId}:${period}`
 
 /** How long a period's counter is kept in Redis after it was last written (past its period, it is never read). */
 export const spendCounterTtl = (period: string) =>

@@ -12,7 +12,7 @@ import {
   updateManagedKey,
   type ManagedKeyRow,
 } from './repositories/api-keys.js'
-import { insertUser, userWorkspace, workspaceOfAccount } from './repositories/accounts.js'
+import { insertUser, userWorkspace, workspaceAccount } from './repositories/accounts.js'
 import { keySpend } from './repositories/generations.js'
 import { spendPeriods, usdOfPico } from './generations.js'
 
@@ -96,11 +96,8 @@ export interface KeyUsage {
   credits: KeySpend
   byok: KeySpend
 }
-const NO_SPEND: KeySpend = { total: 0n, daily: 0n, weekly: 0n, monthly: 0n }
 /** Where a key's spend comes from: the generations' ledger (spendFromLedger). */
 export type KeyUsageSource = (keyId: string) => Promise<KeyUsage>
-/** A source for tools that show no spend (nothing was ever recorded where they look). */
-export const noUsageRecorded: KeyUsageSource = async () => ({ credits: NO_SPEND, byok: NO_SPEND })
 
 /** A key's spend as the ledger keeps it (key_spend), for the periods `now` falls in. */
 export function spendFromLedger(db: Db, now: () => Date = () => new Date()): KeyUsageSource {
@@ -118,7 +115,6 @@ export function spendFromLedger(db: Db, now: () => Date = () => new Date()): Key
 }
 
 const PICO_PER_MICRO = 1_000_000n
-const usd = (pico: bigint) => usdOfPico(pico)
 const toMicros = (limit: number | null | undefined) =>
   limit === undefined ? undefined : limit === null ? null : BigInt(Math.round(limit * MICROS))
 
@@ -132,7 +128,7 @@ export function spendInWindow(row: Pick<ManagedKeyRow, 'limit_reset' | 'include_
 export function limitRemaining(row: ManagedKeyRow, u: KeyUsage): number | null {
   if (row.limit_micros === null) return null
   const left = row.limit_micros * PICO_PER_MICRO - spendInWindow(row, u)
-  return usd(left > 0n ? left : 0n)
+  return usdOfPico(left > 0n ? left : 0n)
 }
 
 const hex = (hash: Uint8Array) => Buffer.from(hash).toString('hex')
@@ -146,14 +142,14 @@ function limitFields(row: ManagedKeyRow, u: KeyUsage) {
     limit_remaining: limitRemaining(row, u),
     limit_reset: row.limit_reset,
     include_byok_in_limit: row.include_byok_in_limit,
-    usage: usd(u.credits.total),
-    usage_daily: usd(u.credits.daily),
-    usage_weekly: usd(u.credits.weekly),
-    usage_monthly: usd(u.credits.monthly),
-    byok_usage: usd(u.byok.total),
-    byok_usage_daily: usd(u.byok.daily),
-    byok_usage_weekly: usd(u.byok.weekly),
-    byok_usage_monthly: usd(u.byok.monthly),
+    usage: usdOfPico(u.credits.total),
+    usage_daily: usdOfPico(u.credits.daily),
+    usage_weekly: usdOfPico(u.credits.weekly),
+    usage_monthly: usdOfPico(u.credits.monthly),
+    byok_usage: usdOfPico(u.byok.total),
+    byok_usage_daily: usdOfPico(u.byok.daily),
+    byok_usage_weekly: usdOfPico(u.byok.weekly),
+    byok_usage_monthly: usdOfPico(u.byok.monthly),
     expires_at: iso(row.expires_at),
     creator_user_id: row.user_id,
   }
@@ -202,7 +198,7 @@ export const scopeOf = (caller: Caller): KeyScope => ({ accountId: caller.accoun
 /** The workspace a key op names (the scope's own when none is named): one of the scope's account's, or 400. */
 async function workspaceFor(db: Db, scope: KeyScope, workspaceId: string | undefined): Promise<string> {
   if (workspaceId === undefined) return scope.workspaceId
-  const ok = z.uuid().safeParse(workspaceId).success && (await workspaceOfAccount(db, scope.accountId, workspaceId))
+  const ok = z.uuid().safeParse(workspaceId).success && (await workspaceAccount(db, workspaceId)) === scope.accountId
   if (!ok)
     throw new AppError('invalid_body', `no workspace ${JSON.stringify(workspaceId.slice(0, 80))} in this account`)
   return workspaceId

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
@@ -30,6 +30,7 @@ export const modelRoutes =
     const api = app.withTypeProvider<ZodTypeProvider>()
     const anyKey = requireKey(deps.authenticate)
     const whole = JSON.stringify(modelsList(deps.catalogue))
+    const wholeList = (reply: FastifyReply) => reply.type('application/json; charset=utf-8').send(whole)
     const page = (req: FastifyRequest, q: ModelsQuery, path: string) => {
       const problem = modelsQueryProblem(q)
       if (problem) throw new AppError('invalid_body', problem)
@@ -42,8 +43,7 @@ export const modelRoutes =
         onRequest: anyKey,
         schema: { operationId: 'listModels', summary: 'The models this Roster serves', querystring: ModelsQuery },
       },
-      async (req, reply) =>
-        page(req, req.query, '/api/v1/models') ?? reply.type('application/json; charset=utf-8').send(whole),
+      async (req, reply) => page(req, req.query, '/api/v1/models') ?? wholeList(reply),
     )
     // The client sends this one's key as its own bearer argument, or none at all: then 401.
     api.get(
@@ -56,7 +56,7 @@ export const modelRoutes =
           querystring: ModelsQuery,
         },
       },
-      async (req) => page(req, req.query, '/api/v1/models/user') ?? modelsList(deps.catalogue),
+      async (req, reply) => page(req, req.query, '/api/v1/models/user') ?? wholeList(reply),
     )
     api.get(
       '/models/count',

@@ -38,18 +38,10 @@ export async function userWorkspace(db: Db | Prisma.TransactionClient, userId: s
   return (await db.user.findUnique({ where: { id: userId }, select: { workspaceId: true } }))?.workspaceId
 }
 
-/** Whether `workspaceId` is a workspace of `accountId`. */
-export async function workspaceOfAccount(
-  db: Db | Prisma.TransactionClient,
-  accountId: string,
-  workspaceId: string,
-): Promise<boolean> {
-  const rows = await db.$queryRaw<{ ok: number }[]>`
-    SELECT 1 AS ok FROM workspaces WHERE id = ${workspaceId}::uuid AND account_id = ${accountId}::uuid`
-  return rows.length > 0
-}
-
 /** The account a workspace belongs to (undefined: no such workspace). */
-export async function workspaceAccount(db: Db, workspaceId: string): Promise<string | undefined> {
+export async function workspaceAccount(
+  db: Db | Prisma.TransactionClient,
+  workspaceId: string,
+): Promise<string | undefined> {
   return (await db.workspace.findUnique({ where: { id: workspaceId }, select: { accountId: true } }))?.accountId
 }

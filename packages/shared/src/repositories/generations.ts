@@ -74,13 +74,6 @@ export async function generationById(db: Db, accountId: string, id: string) {
   return rows[0]
 }
 
-/** The sum of a key's generations' costs, straight from the ledger (what key_spend must agree with). */
-export async function ledgerTotal(db: Db, keyId: string): Promise<bigint> {
-  const [row] = await db.$queryRaw<{ total: string }[]>`
-    SELECT coalesce(sum(cost_pico), 0)::text AS total FROM generations WHERE key_id = ${keyId}::uuid`
-  return BigInt(row!.total)
-}
-
 /** Keeps feedback on a generation. */
 export async function insertFeedback(
   db: Db,
