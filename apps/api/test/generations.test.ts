@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
-import { NotFoundResponseError } from '@openrouter/sdk/models/errors'
+import { NotFoundResponseError, PaymentRequiredResponseError } from '@openrouter/sdk/models/errors'
+import OpenAI from 'openai'
+import { APICallError, generateText } from 'ai'
+import { createOpenRouter } from '@openrouter/ai-sdk-provider'
+import { ChatOpenAI } from '@langchain/openai'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
 import { createLogger, insertGenerations, loadConfig, WorkerConfig } from '@roster/shared'
@@ -250,6 +254,32 @@ describe('limits, enforced before the upstream call', () => {
       expect(refused.status, `${path}: ${refused.text}`).toBe(402)
       expect(refused.text).toMatch(/spent its limit/)
     }
+    // Read back as the clients people use read it: each sees a 402 of its own kind.
+    const official = await sdk(made.key)
+      .chat.send({ chatRequest: { model: 'sim/chat', messages: [{ role: 'user', content: 'sdk' }] } })
+      .catch((e: unknown) => e)
+    expect(official).toBeInstanceOf(PaymentRequiredResponseError)
+    const openai = await new OpenAI({ apiKey: made.key, baseURL: base, maxRetries: 0 }).chat.completions
+      .create({ model: 'sim/chat', messages: [{ role: 'user', content: 'openai' }] })
+      .catch((e: unknown) => e)
+    expect(openai).toBeInstanceOf(OpenAI.APIError)
+    expect((openai as InstanceType<typeof OpenAI.APIError>).status).toBe(402)
+    const aiSdk = await generateText({
+      model: createOpenRouter({ apiKey: made.key, baseURL: base }).chat('sim/chat'),
+      prompt: 'ai sdk',
+      maxRetries: 0,
+    }).catch((e: unknown) => e)
+    expect(APICallError.isInstance(aiSdk)).toBe(true)
+    expect((aiSdk as APICallError).statusCode).toBe(402)
+    const langchain = await new ChatOpenAI({
+      model: 'sim/chat',
+      apiKey: made.key,
+      configuration: { baseURL: base },
+      maxRetries: 0,
+    })
+      .invoke('langchain')
+      .catch((e: unknown) => e)
+    expect(String((langchain as Error).message)).toMatch(/402|spent its limit/)
     // Refused before any upstream call.
     expect(upstream()).toBe(upstreamBefore)
     expect((await sdk(made.key).apiKeys.getCurrentKeyMetadata()).data.limitRemaining).toBe(0)
