@@ -351,4 +351,30 @@ describe('the drain', () => {
       redis.disconnect()
     }
   })
+
+  it('takes over what a worker read and died before writing', async () => {
+    const { connectRedis, generationsStream } = await import('@roster/shared')
+    const own = `{t-gen-dead-${Date.now()}}`
+    const redis = connectRedis({ REDIS_URL: redisUrl() })
+    const config = loadConfig(WorkerConfig, { DATABASE_URL: env.t.url, REDIS_URL: redisUrl(), QUEUE_PREFIX: own })
+    const log = createLogger('worker', 'silent')
+    const taker = new GenerationDrain(env.t.db, config, own, log, { blockMs: 50, claimIdleMs: 200 })
+    try {
+      const stream = generationsStream(own)
+      const id = `resp_orphan${Date.now()}`
+      await redis.xgroup('CREATE', stream, 'drain', '0', 'MKSTREAM')
+      await redis.xadd(stream, '*', 'b', JSON.stringify([generationRecord({ id })]))
+      // A worker reads it and dies: the entry stays pending under its name, unacknowledged.
+      await redis.call('XREADGROUP', 'GROUP', 'drain', 'dead-worker', 'COUNT', 10, 'STREAMS', stream, '>')
+      taker.start()
+      await waitFor(async () => (await env.t.db.generation.count({ where: { id } })) === 1, {
+        timeoutMs: 10_000,
+        what: 'the dead worker’s record written by another',
+      })
+      await waitFor(async () => (await redis.xlen(stream)) === 0, { timeoutMs: 5_000, what: 'the entry acknowledged' })
+    } finally {
+      await taker.stop()
+      redis.disconnect()
+    }
+  })
 })
