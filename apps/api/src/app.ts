@@ -29,6 +29,7 @@ import { chatCompletionsRoutes } from './routes/chat-completions.js'
 import { messagesRoutes } from './routes/messages.js'
 import { keyRoutes } from './routes/keys.js'
 import { generationRoutes } from './routes/generations.js'
+import { creditRoutes } from './routes/credits.js'
 import { presetRoutes } from './routes/presets.js'
 import { vaultRoutes } from './routes/vault.js'
 import { registerErrorHandling } from './plugins/errors.js'
@@ -137,6 +138,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(presetRoutes(deps))
       await v1.register(keyRoutes(deps))
       await v1.register(generationRoutes(deps))
+      await v1.register(creditRoutes(deps))
       await v1.register(vaultRoutes(deps))
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
     },

@@ -5,7 +5,7 @@ import {
   limitPeriod,
   spendCounter,
   spendCounterTtl,
-  type KeyLimit,
+  type SpendLimit,
   type Db,
   type GenerationLedger,
   type GenerationRecord,
@@ -43,7 +43,7 @@ export class StreamGenerationLedger implements GenerationLedger {
     this.stream = generationsStream(queuePrefix)
   }
 
-  async append(records: GenerationRecord[], limit?: KeyLimit | null): Promise<void> {
+  async append(records: GenerationRecord[], limits: readonly SpendLimit[] = []): Promise<void> {
     if (records.length === 0) return
     if (this.redis.status === 'ready') {
       try {
@@ -51,20 +51,22 @@ export class StreamGenerationLedger implements GenerationLedger {
         // down) must not hold the reply: after the wait, Postgres takes the records (a late append
         // landing too is harmless: the drain's write is idempotent by id).
         const entry = JSON.stringify(records)
-        const keyId = records[0]!.key_id
-        if (!limit || !keyId) {
+        if (limits.length === 0) {
           await withTimeout(this.redis.xadd(this.stream, '*', 'b', entry), APPEND_WAIT_MS)
           return
         }
-        // A key with a limit: its counter for the limit's window rises in the same transaction as the
-        // append, so the call counts against the limit exactly when it is accounted (spend-limits.ts).
-        // Keys without one pay for no counter: a limit set later counts what came before from the ledger.
-        const period = limitPeriod(limit, new Date())
-        const counter = spendCounter(this.queuePrefix, keyId, period)
-        const spent = records.reduce((sum, r) => sum + countedAgainst(limit, r), 0n)
-        const tx = this.redis.multi().xadd(this.stream, '*', 'b', entry).incrby(counter, spent.toString())
-        const ttl = spendCounterTtl(period)
-        if (ttl) tx.expire(counter, ttl)
+        // Each limit's counter for its window rises in the same transaction as the append, so the
+        // call counts against the limit exactly when it is accounted (spend-limits.ts). Owners
+        // without a limit pay for no counter: a limit set later counts what came before from the ledger.
+        const tx = this.redis.multi().xadd(this.stream, '*', 'b', entry)
+        const at = new Date()
+        for (const limit of limits) {
+          const period = limitPeriod(limit, at)
+          const counter = spendCounter(this.queuePrefix, limit.owner, period)
+          tx.incrby(counter, records.reduce((sum, r) => sum + countedAgainst(limit, r), 0n).toString())
+          const ttl = spendCounterTtl(period)
+          if (ttl) tx.expire(counter, ttl)
+        }
         const results = await withTimeout(tx.exec(), APPEND_WAIT_MS)
         const failed = results?.find(([err]) => err)
         if (!results || failed) throw failed?.[0] ?? new Error('the append was discarded')

@@ -1,25 +1,26 @@
 import {
-  keySpend,
   limitPeriod,
   spendCounter,
+  spendOf,
+  usdOfPico,
   type Db,
   type GenerationContext,
-  type KeyLimit,
   type RedisClient,
+  type SpendLimit,
 } from '@roster/shared'
 import { GatewayError } from '@roster/gateway'
 
 const WINDOW = { daily: 'day', weekly: 'week', monthly: 'month' } as const
 
-/** How long a key's spend read from Postgres is trusted by this process (ms). */
+/** How long an owner's spend read from Postgres is trusted by this process (ms). */
 const POSTGRES_READ_MS = 1_000
 
 /**
- * Refuses a request, before any upstream call, when its key has spent its limit in the limit's
- * window (402). What a key spent is the larger of two counts: Redis's counter for the window, which
- * each append of a generation raises (by what counts against the limit) in the same transaction as
- * the append itself (every API process sees a
- * call the moment it is accounted), and the ledger's own sum in Postgres (key_spend: what the
+ * Refuses a request, before any upstream call, when a limit it counts against is spent in its
+ * window (402): its key's limit, its account's credits. What an owner spent is the larger of two
+ * counts: Redis's counter for the window, which each append of a generation raises (by what counts
+ * against the limit) in the same transaction as the append itself (every API process sees a call
+ * the moment it is accounted), and the ledger's own sum in Postgres (the spend table: what the
  * drain wrote, and what the API wrote itself while Redis was away), read at most once a second.
  *
  * Overspend is bounded by what was admitted before the limit was crossed: requests already past
@@ -37,43 +38,50 @@ export class SpendLimits {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Nothing to wait for (undefined) when the key has no limit: most requests pay nothing for this. */
+  /** Nothing to wait for (undefined) when no limit applies: most requests pay nothing for this. */
   check(ctx: GenerationContext | undefined): Promise<void> | undefined {
-    const limit = ctx?.limit
-    if (!ctx?.keyId || !limit) return undefined
-    return this.checkLimit(ctx.keyId, limit)
+    const limits = ctx?.limits
+    if (!limits?.length) return undefined
+    const at = new Date(this.now())
+    return Promise.all(limits.map((l) => this.checkLimit(l, at))).then(() => undefined)
   }
 
-  private async checkLimit(keyId: string, limit: KeyLimit): Promise<void> {
-    const at = new Date(this.now())
+  private async checkLimit(limit: SpendLimit, at: Date): Promise<void> {
     const period = limitPeriod(limit, at)
-    const [counted, ledger] = await Promise.all([this.counter(keyId, period), this.ledger(keyId, period)])
+    const [counted, ledger] = await Promise.all([this.counter(limit.owner, period), this.ledger(limit.owner, period)])
     const inLedger = ledger.credits + (limit.includeByok ? ledger.byok : 0n)
     const spend = counted > inLedger ? counted : inLedger
     if (spend < limit.pico) return
+    const usd = `$${usdOfPico(limit.pico).toFixed(6)}`
+    if (limit.of === 'account')
+      throw new GatewayError(
+        402,
+        'payment_required',
+        `this account has used its credits (${usd}); an operator grants more with \`admin account credits\``,
+      )
     const window = limit.reset ? `this ${WINDOW[limit.reset]} (UTC)` : 'its lifetime'
     throw new GatewayError(
       402,
       'payment_required',
-      `this key has spent its limit of $${(Number(limit.pico) / 1e12).toFixed(6)} for ${window}; raise the limit (PATCH /api/v1/keys/{hash}) or wait for the window to reset`,
+      `this key has spent its limit of ${usd} for ${window}; raise the limit (PATCH /api/v1/keys/{hash}) or wait for the window to reset`,
     )
   }
 
   /** Redis's count (0 while Redis is away: the ledger's then stands alone). */
-  private async counter(keyId: string, period: string): Promise<bigint> {
+  private async counter(ownerId: string, period: string): Promise<bigint> {
     if (this.redis.status !== 'ready') return 0n
     try {
-      return BigInt((await this.redis.get(spendCounter(this.queuePrefix, keyId, period))) ?? 0)
+      return BigInt((await this.redis.get(spendCounter(this.queuePrefix, ownerId, period))) ?? 0)
     } catch {
       return 0n
     }
   }
 
-  private async ledger(keyId: string, period: string) {
-    const cacheKey = `${keyId}/${period}`
+  private async ledger(ownerId: string, period: string) {
+    const cacheKey = `${ownerId}/${period}`
     const hit = this.fromPostgres.get(cacheKey)
     if (hit && this.now() - hit.at < POSTGRES_READ_MS) return hit
-    const row = (await keySpend(this.db, keyId, [period])).get(period) ?? { credits: 0n, byok: 0n }
+    const row = (await spendOf(this.db, ownerId, [period])).get(period) ?? { credits: 0n, byok: 0n }
     if (this.fromPostgres.size > 50_000) this.fromPostgres.clear()
     const entry = { at: this.now(), ...row }
     this.fromPostgres.set(cacheKey, entry)

@@ -1,13 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
-import { NotFoundResponseError, PaymentRequiredResponseError } from '@openrouter/sdk/models/errors'
+import {
+  ForbiddenResponseError,
+  NotFoundResponseError,
+  PaymentRequiredResponseError,
+} from '@openrouter/sdk/models/errors'
 import OpenAI from 'openai'
 import { APICallError, generateText } from 'ai'
 import { createOpenRouter } from '@openrouter/ai-sdk-provider'
 import { ChatOpenAI } from '@langchain/openai'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
-import { createLogger, insertGenerations, loadConfig, WorkerConfig } from '@roster/shared'
+import { createLogger, grantCredits, insertGenerations, loadConfig, setIoLogging, WorkerConfig } from '@roster/shared'
 import { generationRecord, makeTenant, makeUserKey, redisUrl, useTestTenant, waitFor } from '@roster/testing'
 import { GenerationDrain } from '../../worker/src/generation-drain.js'
 import { buildTestApp, leaveMidStream, simEndpoint, simModel } from './helpers.js'
@@ -321,6 +325,119 @@ describe('limits, enforced before the upstream call', () => {
     const me = (await sdk(daily.key).apiKeys.getCurrentKeyMetadata()).data
     expect(me.usage).toBeGreaterThan(1)
     expect(me.usageDaily).toBeLessThan(0.01)
+  })
+})
+
+describe('an account’s credits', () => {
+  it('reports unlimited credits by default; past granted credits every key of the account answers 402 before any upstream call; a grant lets it go on', async () => {
+    const them = await makeTenant(env.t.db)
+    const credits = async () => (await sdk(them.keys.management).credits.getCredits()).data
+    expect(await credits()).toEqual({ totalCredits: 1_000_000_000, totalUsage: 0 })
+    expect(
+      await sdk(them.keys.user)
+        .credits.getCredits()
+        .catch((e: unknown) => e),
+    ).toBeInstanceOf(ForbiddenResponseError)
+    // A grant smaller than one call: the first is admitted (nothing used yet), then the account is out.
+    await grantCredits(env.t.db, them.accountId, { set: 0.00001 })
+    const ask = (key: string) =>
+      post('/chat/completions', key, { model: 'sim/chat', messages: [{ role: 'user', content: 'credits' }] })
+    const first = await ask(them.keys.user)
+    expect(first.status).toBe(200)
+    await generation(them.keys.user, idOf(first.text, false))
+    const other = await makeUserKey(env.t.db, them.workspaceId)
+    const upstream = () => Object.values(sim.stats.requests).reduce((a, b) => a + b, 0)
+    const before = upstream()
+    for (const key of [them.keys.user, other.key]) {
+      const refused = await ask(key)
+      expect(refused.status, refused.text).toBe(402)
+      expect(JSON.parse(refused.text)).toMatchObject({ error: { code: 402 } })
+      expect(refused.text).toMatch(/used its credits/)
+    }
+    expect(
+      await sdk(other.key)
+        .chat.send({ chatRequest: { model: 'sim/chat', messages: [{ role: 'user', content: 'sdk' }] } })
+        .catch((e: unknown) => e),
+    ).toBeInstanceOf(PaymentRequiredResponseError)
+    expect(upstream()).toBe(before)
+    // What was used is the ledger's sum for the account, to the pico-dollar.
+    const sum = await env.t.db.generation.aggregate({
+      where: { accountId: them.accountId, isByok: false },
+      _sum: { costPico: true },
+    })
+    expect(await credits()).toEqual({ totalCredits: 0.00001, totalUsage: Number(sum._sum.costPico) / 1e12 })
+
+    await grantCredits(env.t.db, them.accountId, { add: 5 })
+    expect((await credits()).totalCredits).toBe(5.00001)
+    expect((await ask(other.key)).status).toBe(200)
+    await grantCredits(env.t.db, them.accountId, { unlimited: true })
+    expect((await credits()).totalCredits).toBe(1_000_000_000)
+  })
+
+  it('refuses grants that are no amount, and accounts that are none, changing nothing', async () => {
+    const them = await makeTenant(env.t.db)
+    await grantCredits(env.t.db, them.accountId, { set: 3 })
+    for (const change of [{ set: -1 }, { set: NaN }, { add: Infinity }, { set: 1e308 }, { add: 999_999_999 }])
+      await expect(grantCredits(env.t.db, them.accountId, change)).rejects.toThrow(/USD/)
+    await expect(grantCredits(env.t.db, '00000000-0000-4000-8000-000000000000', { add: 1 })).rejects.toThrow(
+      /no account/,
+    )
+    expect((await sdk(them.keys.management).credits.getCredits()).data.totalCredits).toBe(3)
+  })
+})
+
+describe('private logging (a workspace’s prompts and completions)', () => {
+  it('keeps nothing by default; turned on, the content call answers with the input as sent and the output, for the request’s generations', async () => {
+    const them = await makeTenant(env.t.db)
+    const before = await post('/responses', them.keys.user, { model: 'sim/responses', input: 'not kept' })
+    const beforeId = idOf(before.text, false)
+    await generation(them.keys.user, beforeId)
+    expect(
+      await sdk(them.keys.user)
+        .generations.listGenerationContent({ id: beforeId })
+        .catch((e: unknown) => e),
+    ).toBeInstanceOf(NotFoundResponseError)
+
+    await setIoLogging(env.t.db, { workspaceId: them.workspaceId, on: true })
+    const messages = [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: 'kept, please' },
+    ]
+    for (const stream of [false, true]) {
+      const res = await post('/chat/completions', them.keys.user, { model: 'sim/chat', stream, messages })
+      const id = idOf(res.text, stream)
+      await generation(them.keys.user, id)
+      const content = (await sdk(them.keys.user).generations.listGenerationContent({ id })).data
+      // The conversation as the engine sent it on: the system prompt, then the user's message.
+      expect(content.input).toMatchObject({ messages: [{ role: 'system', content: 'be brief' }, { role: 'user' }] })
+      expect(JSON.stringify(content.input)).toContain('kept, please')
+      expect(content.output.completion).toEqual(expect.any(String))
+      expect(content.output.completion!.length).toBeGreaterThan(0)
+      expect(content.error).toBeNull()
+      // Another account cannot read it.
+      const stranger = await makeTenant(env.t.db)
+      expect(
+        await sdk(stranger.keys.user)
+          .generations.listGenerationContent({ id })
+          .catch((e: unknown) => e),
+      ).toBeInstanceOf(NotFoundResponseError)
+    }
+    const prompt = await post('/responses', them.keys.user, { model: 'sim/responses', input: 'a bare prompt' })
+    const promptId = idOf(prompt.text, false)
+    await generation(them.keys.user, promptId)
+    const kept = (await sdk(them.keys.user).generations.listGenerationContent({ id: promptId })).data
+    expect(kept.input).toEqual({ prompt: 'a bare prompt' })
+    expect(kept.output.completion).toBe((JSON.parse(prompt.text) as { output_text: string }).output_text)
+
+    // Off again: nothing more is kept.
+    await setIoLogging(env.t.db, { workspaceId: them.workspaceId, on: false })
+    const after = await post('/responses', them.keys.user, { model: 'sim/responses', input: 'not kept either' })
+    const afterId = idOf(after.text, false)
+    await generation(them.keys.user, afterId)
+    expect(await env.t.db.generationContent.count({ where: { requestId: afterId } })).toBe(0)
+    await expect(setIoLogging(env.t.db, { workspaceId: them.workspaceId, on: true, rate: 2 })).rejects.toThrow(
+      /sampling-rate/,
+    )
   })
 })
 

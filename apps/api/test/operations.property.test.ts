@@ -277,6 +277,7 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'getGeneration',
         'listGenerationContent',
         'submitFeedback',
+        'getCredits',
       ].sort(),
     )
   })

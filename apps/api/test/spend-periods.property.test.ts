@@ -51,7 +51,7 @@ describe('spend periods', () => {
         for (const r of records)
           for (const period of Object.values(spendPeriods(new Date(r.created_at))))
             expected.set(period, (expected.get(period) ?? 0n) + BigInt(r.cost_pico))
-        const rows = await env.t.db.keySpend.findMany({ where: { keyId: keyRow.id } })
+        const rows = await env.t.db.spend.findMany({ where: { ownerId: keyRow.id } })
         const got = new Map(rows.map((r) => [r.period, BigInt(r.creditsPico.toFixed(0))]))
         expect(got).toEqual(expected)
       }),

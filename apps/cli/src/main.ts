@@ -26,6 +26,8 @@ import {
   workspaceAccount,
   loadConfigOrExit,
   setVaultWrites,
+  setIoLogging,
+  grantCredits,
   type ApiKeyKind,
   type Db,
 } from '@roster/shared'
@@ -34,7 +36,11 @@ const usage = `usage: npm run -s admin -- <command> [--json]
   bootstrap                                         account + workspace + member + one key per kind
   account create [--no-programme] [--no-lifecycle-writes] [--no-vault-writes]
   account vault-writes --account ID on|off          allow or refuse (503) vault stores, deletes and copies
+  account credits --account ID [--set USD|--add USD|--unlimited]
+                                                    an account's credits and what it used; past them its keys answer 402
   workspace create --account ID [--no-interns]
+  workspace io-logging --workspace ID on|off [--sampling-rate R]
+                                                    keep (a share R of) the workspace's prompts and completions (off by default)
   user create --workspace ID
   key create --kind user|organization|management|intern --workspace ID [--user ID] [--intern ID]
   keys create --workspace ID --name NAME [--limit USD] [--limit-reset daily|weekly|monthly] [--expires-at TIME] [--user ID]
@@ -71,6 +77,10 @@ const { values, positionals } = parseArgs({
     offset: { type: 'string' },
     disable: { type: 'boolean', default: false },
     enable: { type: 'boolean', default: false },
+    set: { type: 'string' },
+    add: { type: 'string' },
+    unlimited: { type: 'boolean', default: false },
+    'sampling-rate': { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 })
@@ -232,6 +242,35 @@ async function run(db: Db, command: string): Promise<Record<string, unknown>> {
     case 'account vault-writes on':
     case 'account vault-writes off':
       return setVaultWrites(db, { accountId: need('account'), on: command.endsWith(' on') })
+    case 'account credits': {
+      const accountId = need('account')
+      if (!UUID.test(accountId)) throw new Error(`no account ${accountId}`)
+      const given = [values.set !== undefined, values.add !== undefined, values.unlimited].filter(Boolean).length
+      if (given > 1) throw new UsageError('give one of --set, --add and --unlimited')
+      const usd = (v: string) => (/^\s*$/.test(v) ? NaN : Number(v))
+      return grantCredits(
+        db,
+        accountId,
+        values.set !== undefined
+          ? { set: usd(values.set) }
+          : values.add !== undefined
+            ? { add: usd(values.add) }
+            : values.unlimited
+              ? { unlimited: true }
+              : null,
+      )
+    }
+    case 'workspace io-logging on':
+    case 'workspace io-logging off': {
+      const workspaceId = need('workspace')
+      if (!UUID.test(workspaceId)) throw new Error(`no workspace ${workspaceId}`)
+      const rate = values['sampling-rate']
+      return setIoLogging(db, {
+        workspaceId,
+        on: command.endsWith(' on'),
+        rate: rate === undefined ? undefined : Number(rate),
+      })
+    }
     case 'workspace create':
       return createWorkspace(db, { accountId: need('account'), internsEnabled: !values['no-interns'] })
     case 'user create':

@@ -82,6 +82,39 @@ describe('npm run -s admin', () => {
     expect((await t.db.account.findUnique({ where: { id: created.account_id } }))?.vaultWrites).toBe(false)
   })
 
+  it("grants an account credits (unlimited by default) and switches a workspace's private logging", async () => {
+    const { account_id } = json(admin('account', 'create', '--json'))
+    const credits = (...args: string[]) => admin('account', 'credits', '--account', account_id, ...args, '--json')
+    expect(json(credits())).toEqual({ account_id, total_credits: 1_000_000_000, total_usage: 0, unlimited: true })
+    expect(json(credits('--set', '12.5'))).toMatchObject({ total_credits: 12.5, unlimited: false })
+    expect(json(credits('--add', '0.000001'))).toMatchObject({ total_credits: 12.500001 })
+    expect((await t.db.account.findUnique({ where: { id: account_id } }))?.creditsMicros).toBe(12_500_001n)
+    // Amounts out of range are grantCredits' refusals (tested through the API); here the CLI's own.
+    for (const bad of [
+      ['--add', 'lots'],
+      ['--set', '1', '--unlimited'],
+    ]) {
+      const refused = credits(...bad)
+      expect(refused.code, bad.join(' ')).not.toBe(0)
+    }
+    expect((await t.db.account.findUnique({ where: { id: account_id } }))?.creditsMicros).toBe(12_500_001n)
+    expect(json(credits('--unlimited'))).toMatchObject({ total_credits: 1_000_000_000, unlimited: true })
+    expect(admin('account', 'credits', '--account', 'nope', '--json').code).not.toBe(0)
+
+    const { workspace_id } = json(admin('workspace', 'create', '--account', account_id, '--json'))
+    expect(
+      json(admin('workspace', 'io-logging', '--workspace', workspace_id, 'on', '--sampling-rate', '0.25', '--json')),
+    ).toEqual({ workspace_id, io_logging: true, io_logging_sampling_rate: 0.25 })
+    expect(await t.db.workspace.findUnique({ where: { id: workspace_id } })).toMatchObject({
+      ioLogging: true,
+      ioLoggingRate: 0.25,
+    })
+    expect(
+      admin('workspace', 'io-logging', '--workspace', workspace_id, 'on', '--sampling-rate', '0', '--json').code,
+    ).not.toBe(0)
+    expect(json(admin('workspace', 'io-logging', '--workspace', workspace_id, 'off', '--json')).io_logging).toBe(false)
+  })
+
   it('refuses bad input with a non-zero exit and a message', () => {
     const bad = admin(
       'key',

@@ -104,7 +104,7 @@ export class ResponsesEngine {
       await this.loop(run)
     } catch (err) {
       this.observed(run, err)
-      await this.recorded(run, false)
+      await this.recorded(run, false, err)
       throw err
     }
     this.observed(run)
@@ -116,12 +116,12 @@ export class ResponsesEngine {
    * Appends the run's generations to the ledger, before its reply ends. A reply that would go out
    * unaccounted fails instead (`mustRecord`); a run that failed anyway keeps its own error.
    */
-  private async recorded(run: Run, mustRecord: boolean) {
+  private async recorded(run: Run, mustRecord: boolean, err?: unknown) {
     const ledger = this.options.ledger
     if (!ledger || run.calls.length === 0) return
-    const records = generationRecords(run)
+    const records = generationRecords(run, err)
     try {
-      await ledger.append(records, run.opts.generation?.limit)
+      await ledger.append(records, run.opts.generation?.limits)
     } catch (err) {
       if (mustRecord)
         throw gatewayError(
@@ -181,7 +181,7 @@ export class ResponsesEngine {
       await this.loop(run)
     } catch (err) {
       this.observed(run, err)
-      await this.recorded(run, false)
+      await this.recorded(run, false, err)
       if (opts.cancel?.aborted) return
       if (!live.opened || !(err instanceof GatewayError)) throw err
       return failStream(run, err)

@@ -1,14 +1,15 @@
-import { costPico, type GenerationRecord } from '@roster/shared/generations'
+import { costPico, type GenerationContentRecord, type GenerationRecord } from '@roster/shared/generations'
+import { GatewayError } from './errors.js'
 import type { Run } from './run.js'
 
 // What the ledger records of a run: one generation per model call that reached a provider. The
 // first takes the response's id (the id the client got, which getGeneration answers for); a run
 // with server tools makes more, numbered after it, all with the response's id as their request_id.
 
-export function generationRecords(run: Run): GenerationRecord[] {
+export function generationRecords(run: Run, err?: unknown): GenerationRecord[] {
   const ctx = run.opts.generation
   if (!ctx) return []
-  return run.calls.map((call, i) => {
+  const records = run.calls.map((call, i): GenerationRecord => {
     const { candidate: c, usage } = call
     const prices = c.endpoint.pricing ?? c.model.pricing
     return {
@@ -46,4 +47,52 @@ export function generationRecords(run: Run): GenerationRecord[] {
       provider_responses: call.tried,
     }
   })
+  // Private logging: the request's content rides on its first record (the others share its request_id).
+  if (ctx.keepContent && records[0]) records[0].content = contentOf(run, err)
+  return records
+}
+
+/** What private logging keeps of a request: its input as sent, the output's text, and its error. */
+function contentOf(run: Run, err: unknown): GenerationContentRecord {
+  const { input, instructions } = run.req
+  const texts = (kind: 'message' | 'reasoning') => {
+    const parts: string[] = []
+    for (const item of run.assembler.output) {
+      if (item.type === 'message' && kind === 'message')
+        for (const part of item.content) if (part.type === 'output_text') parts.push(part.text)
+      if (item.type === 'reasoning' && kind === 'reasoning') for (const part of item.summary) parts.push(part.text)
+    }
+    return parts.length ? parts.join('') : null
+  }
+  const failed = run.calls.flatMap((c) => c.tried).filter((t) => t.status !== 200)
+  return {
+    input:
+      typeof input === 'string' && !instructions
+        ? { prompt: input }
+        : {
+            messages: [
+              ...(instructions ? [{ role: 'system', content: instructions }] : []),
+              ...(typeof input === 'string' ? [{ role: 'user', content: input }] : (input ?? [])),
+            ],
+          },
+    output: { completion: texts('message'), reasoning: texts('reasoning') },
+    error:
+      err === undefined
+        ? null
+        : {
+            status: err instanceof GatewayError ? err.status : 500,
+            message: err instanceof Error ? err.message : String(err),
+            provider_name: run.calls.at(-1)?.candidate.endpoint.provider ?? null,
+            raw: null,
+            previous_errors: failed.map((t) => ({
+              code: t.status ?? 0,
+              message:
+                t.status === null
+                  ? `${t.provider_name} could not be reached`
+                  : `${t.provider_name} answered ${t.status}`,
+              provider_name: t.provider_name,
+              raw: null,
+            })),
+          },
+  }
 }

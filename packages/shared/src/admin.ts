@@ -5,6 +5,7 @@ import {
   insertAccount,
   insertUser,
   insertWorkspace,
+  updateIoLogging,
   updateVaultWrites,
   userWorkspace,
 } from './repositories/accounts.js'
@@ -30,6 +31,19 @@ export async function setVaultWrites(db: Db, opts: { accountId: string; on: bool
   if (!(await updateVaultWrites(db, opts.accountId, opts.on)))
     throw new AppError('not_found', `no account ${opts.accountId}`)
   return { account_id: opts.accountId, vault_writes: opts.on }
+}
+
+/**
+ * A workspace's private logging: on, the prompts and completions of (a `rate` share of) its
+ * requests are kept and GET /generation/content answers for them; off (the default), none are.
+ */
+export async function setIoLogging(db: Db, opts: { workspaceId: string; on: boolean; rate?: number }) {
+  const rate = opts.rate ?? 1
+  if (!Number.isFinite(rate) || rate < 0.0001 || rate > 1)
+    throw new AppError('invalid_body', '--sampling-rate must be from 0.0001 to 1')
+  if (!(await updateIoLogging(db, opts.workspaceId, opts.on, rate)))
+    throw new AppError('not_found', `no workspace ${opts.workspaceId}`)
+  return { workspace_id: opts.workspaceId, io_logging: opts.on, io_logging_sampling_rate: rate }
 }
 
 export async function createWorkspace(db: Db, opts: { accountId: string; internsEnabled?: boolean }) {

@@ -2,7 +2,7 @@ import type { Db } from './db.js'
 import type { ApiKeyKind } from './api-keys.js'
 import { digestsEqual, hashApiKey } from './api-keys.js'
 import { keyByHash } from './repositories/api-keys.js'
-import type { KeyLimit } from './generations.js'
+import { PICO_PER_MICRO, type SpendLimit } from './generations.js'
 
 /** Who is calling: resolved from the bearer key in one indexed lookup. */
 export interface Caller {
@@ -21,8 +21,14 @@ export interface Caller {
   internsEnabled: boolean
   /** Epoch milliseconds after which the key no longer authenticates (a cached answer included); null: never. */
   expiresAt: number | null
-  /** The key's spending limit (null: none); a change reaches every process with the key's change event. */
-  limit: KeyLimit | null
+  /**
+   * What the key's requests spend is bounded by: its own limit, its account's credits (none: no
+   * check at all). A change of the key reaches every process with the key's change event; a change
+   * of credits, within AUTH_CACHE_MS.
+   */
+  limits: readonly SpendLimit[]
+  /** The share of requests whose content its workspace keeps (private logging; 0: off). */
+  ioLoggingRate: number
 }
 
 export async function resolveCaller(db: Db, token: string): Promise<Caller | undefined> {
@@ -41,13 +47,31 @@ export async function resolveCaller(db: Db, token: string): Promise<Caller | und
     vaultWrites: row.vault_writes,
     internsEnabled: row.interns_enabled,
     expiresAt: row.expires_ms,
-    limit:
-      row.limit_micros === null
-        ? null
-        : {
-            pico: BigInt(row.limit_micros) * 1_000_000n,
-            reset: row.limit_reset,
-            includeByok: row.include_byok_in_limit,
-          },
+    limits: [
+      ...(row.limit_micros === null
+        ? []
+        : [
+            {
+              owner: row.id,
+              of: 'key' as const,
+              pico: BigInt(row.limit_micros) * PICO_PER_MICRO,
+              reset: row.limit_reset,
+              includeByok: row.include_byok_in_limit,
+            },
+          ]),
+      // Credits pay for what Roster's own provider credentials spend; BYOK spend is the workspace's own.
+      ...(row.credits_micros === null
+        ? []
+        : [
+            {
+              owner: row.account_id,
+              of: 'account' as const,
+              pico: BigInt(row.credits_micros) * PICO_PER_MICRO,
+              reset: null,
+              includeByok: false,
+            },
+          ]),
+    ],
+    ioLoggingRate: row.io_logging_rate,
   }
 }

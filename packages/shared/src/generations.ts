@@ -1,11 +1,11 @@
-// Generations: one record per model call (governance-contract.md §3), the ledger keys' spend is
+// Generations: one record per model call (governance-contract.md §3), the ledger spend is
 // counted from. Costs are exact: decimal prices per token become integer pico-dollars (USD × 10^12),
 // so sums never drift.
 //
 // The way a record travels: the API appends it to a Redis stream (GENERATIONS_STREAM) before the
 // reply's last byte leaves (so a reply a client got is never unaccounted, whatever happens to the API
 // process next); the worker drains the stream into Postgres in batches, idempotent by id, keeping each
-// key's spend per period as it writes. While Redis is away the API writes the record to Postgres itself.
+// key's, workspace's and account's spend per period as it writes. While Redis is away the API writes the record to Postgres itself.
 
 /** One model call, as it is appended and written (snake_case: the table's names). */
 export interface GenerationRecord {
@@ -42,6 +42,21 @@ export interface GenerationRecord {
   external_user: string | null
   preset_id: string | null
   provider_responses: { provider_name: string; status: number | null; latency: number }[]
+  /** The request's prompt and completion, on its first record only, where its workspace keeps them. */
+  content?: GenerationContentRecord
+}
+
+/** A request's content as kept by private logging (GenerationContent, §3.2, without its wrapper). */
+export interface GenerationContentRecord {
+  input: { prompt: string } | { messages: unknown[] }
+  output: { completion: string | null; reasoning: string | null }
+  error: {
+    status: number | null
+    message: string | null
+    provider_name: string | null
+    raw: string | null
+    previous_errors: { code: number; message: string; provider_name: string | null; raw: string | null }[]
+  } | null
 }
 
 /** Who a model call is for and where it came from: what the API knows of the request, passed through the engine. */
@@ -56,14 +71,16 @@ export interface GenerationContext {
   appTitle: string | null
   userAgent: string | null
   presetId: string | null
-  /** The key's spending limit, checked before any upstream call (null: none). */
-  limit: KeyLimit | null
+  /** The limits the request's spend counts against (its key's, its account's credits), checked before any upstream call. */
+  limits: readonly SpendLimit[]
+  /** Whether this request's prompt and completion are kept (its workspace's private logging, sampled). */
+  keepContent: boolean
 }
 
 /** Where generations are appended, durably, before a reply ends. */
 export interface GenerationLedger {
-  /** `limit`: the key's spending limit, whose counter the append raises too (null: the key has none). */
-  append(records: GenerationRecord[], limit?: KeyLimit | null): Promise<void>
+  /** `limits`: those the records count against, whose counters the append raises too. */
+  append(records: GenerationRecord[], limits?: readonly SpendLimit[]): Promise<void>
 }
 
 /** The Redis stream the API appends generations to and the worker drains. */
@@ -115,11 +132,13 @@ export function costPico(prices: Prices, t: Tokens): bigint {
   )
 }
 
+export const PICO_PER_MICRO = 1_000_000n
+
 /** Pico-dollars as USD (a number, for the wire). */
 export const usdOfPico = (pico: bigint) => Number(pico) / 1e12
 
 /**
- * The spend periods an instant falls in, as the key_spend rows name them: all-time, its UTC day,
+ * The spend periods an instant falls in, as the spend rows name them: all-time, its UTC day,
  * its UTC week (named by its Monday) and its UTC month.
  */
 export function spendPeriods(at: Date): { all: string; day: string; week: string; month: string } {
@@ -198,8 +217,16 @@ export function canonicalGenerationId(id: string): string {
   return id
 }
 
-/** A key's spending limit, as the requests it makes carry it (from its row, cached with the key). */
-export interface KeyLimit {
+/**
+ * A bound on what someone spends, as the requests it applies to carry it (from the key's row, cached
+ * with the key): a key's limit, or its account's credits. One shape, so one check and one counter
+ * serve them all.
+ */
+export interface SpendLimit {
+  /** Whose spend it bounds: a key's or an account's id (the spend rows' owner). */
+  owner: string
+  /** What it is, for the refusal. */
+  of: 'key' | 'account'
   /** USD × 10^12. */
   pico: bigint
   reset: 'daily' | 'weekly' | 'monthly' | null
@@ -208,21 +235,21 @@ export interface KeyLimit {
 
 /** What of a call's cost counts against a limit: all of it, but BYOK spend only when the limit says so. */
 export const countedAgainst = (
-  limit: Pick<KeyLimit, 'includeByok'>,
+  limit: Pick<SpendLimit, 'includeByok'>,
   r: Pick<GenerationRecord, 'is_byok' | 'cost_pico'>,
 ) => (r.is_byok && !limit.includeByok ? 0n : BigInt(r.cost_pico))
 
 /** The period a limit is counted over at `at`: its window's (spendPeriods' name for it), or all-time. */
-export function limitPeriod(limit: Pick<KeyLimit, 'reset'>, at: Date): string {
+export function limitPeriod(limit: Pick<SpendLimit, 'reset'>, at: Date): string {
   return spendPeriods(at)[PERIOD_OF_RESET[limit.reset ?? 'none']]
 }
 
 /** Which of spendPeriods' periods a limit's reset counts over. */
 const PERIOD_OF_RESET = { daily: 'day', weekly: 'week', monthly: 'month', none: 'all' } as const
 
-/** The Redis counter of what a key spent against its limit in a period, raised by each append beside the stream. */
-export const spendCounter = (queuePrefix: string, keyId: string, period: string) =>
-  `${queuePrefix}:spend:${keyId}:${period}`
+/** The Redis counter of what an owner spent against its limit in a period, raised by each append beside the stream. */
+export const spendCounter = (queuePrefix: string, ownerId: string, period: string) =>
+  `${queuePrefix}:spend:${ownerId}:${period}`
 
 /** How long a period's counter is kept in Redis after it was last written (past its period, it is never read). */
 export const spendCounterTtl = (period: string) =>

@@ -13,8 +13,8 @@ import {
   type ManagedKeyRow,
 } from './repositories/api-keys.js'
 import { insertUser, userWorkspace, workspaceAccount } from './repositories/accounts.js'
-import { keySpend } from './repositories/generations.js'
-import { spendPeriods, usdOfPico } from './generations.js'
+import { spendOf } from './repositories/generations.js'
+import { PICO_PER_MICRO, spendPeriods, usdOfPico } from './generations.js'
 
 // API keys managed through the API (`client.apiKeys`: POST/GET/PATCH/DELETE /keys, GET /key), as
 // governance-contract.md §1 describes them. A key made here is a user key: it works everywhere a
@@ -99,11 +99,11 @@ export interface KeyUsage {
 /** Where a key's spend comes from: the generations' ledger (spendFromLedger). */
 export type KeyUsageSource = (keyId: string) => Promise<KeyUsage>
 
-/** A key's spend as the ledger keeps it (key_spend), for the periods `now` falls in. */
+/** A key's spend as the ledger keeps it (the spend table), for the periods `now` falls in. */
 export function spendFromLedger(db: Db, now: () => Date = () => new Date()): KeyUsageSource {
   return async (keyId) => {
     const p = spendPeriods(now())
-    const rows = await keySpend(db, keyId, [p.all, p.day, p.week, p.month])
+    const rows = await spendOf(db, keyId, [p.all, p.day, p.week, p.month])
     const pick = (k: 'credits' | 'byok'): KeySpend => ({
       total: rows.get(p.all)?.[k] ?? 0n,
       daily: rows.get(p.day)?.[k] ?? 0n,
@@ -114,7 +114,6 @@ export function spendFromLedger(db: Db, now: () => Date = () => new Date()): Key
   }
 }
 
-const PICO_PER_MICRO = 1_000_000n
 const toMicros = (limit: number | null | undefined) =>
   limit === undefined ? undefined : limit === null ? null : BigInt(Math.round(limit * MICROS))
 

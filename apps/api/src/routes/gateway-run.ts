@@ -94,7 +94,9 @@ export function generationContext(req: FastifyRequest): GenerationContext | unde
     appTitle: said('x-title'),
     userAgent: said('user-agent'),
     presetId: null,
-    limit: caller.limit,
+    limits: caller.limits,
+    // Sampled per request, so a request's generations keep their content together or not at all.
+    keepContent: caller.ioLoggingRate > 0 && (caller.ioLoggingRate >= 1 || Math.random() < caller.ioLoggingRate),
   }
 }
 

@@ -6,6 +6,7 @@ import {
   assertManagementKey,
   canonicalGenerationId,
   generationById,
+  generationContent,
   generationView,
   insertFeedback,
 } from '@roster/shared'
@@ -22,8 +23,9 @@ const Feedback = z.strictObject({
 
 /**
  * Generations (`client.generations`): one record per model call, as the ledger wrote it; any key of
- * the account that made it reads it (another account's is 404, as an unknown id is). Roster stores
- * no prompt or completion, so the content call answers 404; feedback is kept.
+ * the account that made it reads it (another account's is 404, as an unknown id is). Prompts and
+ * completions are kept only where the workspace turned private logging on (`admin workspace
+ * io-logging`): the content call answers for those, 404 for the rest. Feedback is kept.
  */
 export const generationRoutes =
   (deps: AppDeps): FastifyPluginAsync =>
@@ -66,16 +68,19 @@ export const generationRoutes =
         onRequest: anyKey,
         schema: {
           operationId: 'listGenerationContent',
-          summary: 'A generation’s prompt and completion (not stored)',
+          summary: 'A generation’s prompt and completion (kept only under private logging)',
           querystring: ById,
         },
       },
       async (req) => {
-        await visible(req.caller!.accountId, req.query.id)
-        throw new AppError(
-          'not_found',
-          `the content of generation ${req.query.id} was not stored: Roster keeps no prompt or completion`,
-        )
+        const row = await visible(req.caller!.accountId, req.query.id)
+        const content = await generationContent(deps.db, req.caller!.accountId, row.request_id)
+        if (!content)
+          throw new AppError(
+            'not_found',
+            `the content of generation ${req.query.id} was not kept: its workspace does not log prompts and completions`,
+          )
+        return { data: content }
       },
     )
     api.post(

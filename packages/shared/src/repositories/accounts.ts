@@ -45,3 +45,35 @@ export async function workspaceAccount(
 ): Promise<string | undefined> {
   return (await db.workspace.findUnique({ where: { id: workspaceId }, select: { accountId: true } }))?.accountId
 }
+
+/** Sets an account's credits (USD × 10^6; null: unlimited); false when there is no such account. */
+export async function updateCredits(db: Db, accountId: string, creditsMicros: bigint | null): Promise<boolean> {
+  const updated = await db.account.updateMany({ where: { id: accountId }, data: { creditsMicros } })
+  return updated.count > 0
+}
+
+/**
+ * Adds to an account's credits (to an unlimited one: a grant of that much), unless that passes
+ * `maxMicros`; false when nothing changed (no such account, or past the maximum).
+ */
+export async function addCredits(db: Db, accountId: string, micros: bigint, maxMicros: bigint): Promise<boolean> {
+  const n = await db.$executeRaw`
+    UPDATE accounts SET credits_micros = coalesce(credits_micros, 0) + ${micros}
+    WHERE id = ${accountId}::uuid AND coalesce(credits_micros, 0) + ${micros} <= ${maxMicros}`
+  return n > 0
+}
+
+/** An account's credits (USD × 10^6; null: unlimited), or undefined when there is no such account. */
+export async function accountCredits(db: Db, accountId: string): Promise<bigint | null | undefined> {
+  const row = await db.account.findUnique({ where: { id: accountId }, select: { creditsMicros: true } })
+  return row ? row.creditsMicros : undefined
+}
+
+/** Turns a workspace's private logging on or off (rate: the share of requests kept); false when there is no such workspace. */
+export async function updateIoLogging(db: Db, workspaceId: string, on: boolean, rate: number): Promise<boolean> {
+  const updated = await db.workspace.updateMany({
+    where: { id: workspaceId },
+    data: { ioLogging: on, ioLoggingRate: rate },
+  })
+  return updated.count > 0
+}

@@ -20,6 +20,10 @@ export interface CallerRow {
   limit_micros: bigint | null
   limit_reset: 'daily' | 'weekly' | 'monthly' | null
   include_byok_in_limit: boolean
+  /** The account's credits, USD × 10^6 (null: unlimited). */
+  credits_micros: bigint | null
+  /** The share of the workspace's requests whose content is kept (0: private logging off). */
+  io_logging_rate: number
 }
 
 /** The live key with this digest, with its workspace's and account's switches: one indexed lookup. */
@@ -28,7 +32,8 @@ export async function keyByHash(db: Db, hash: Buffer): Promise<CallerRow | undef
     SELECT k.id, k.kind::text AS kind, k.hash, k.workspace_id, k.user_id, k.intern_id,
            w.account_id, w.interns_enabled, a.in_programme, a.lifecycle_writes, a.vault_writes,
            (extract(epoch FROM k.expires_at) * 1000)::float8 AS expires_ms,
-           k.limit_micros, k.limit_reset, k.include_byok_in_limit
+           k.limit_micros, k.limit_reset, k.include_byok_in_limit, a.credits_micros,
+           CASE WHEN w.io_logging THEN w.io_logging_sampling_rate ELSE 0 END AS io_logging_rate
     FROM api_keys k
     JOIN workspaces w ON w.id = k.workspace_id
     JOIN accounts a ON a.id = w.account_id

@@ -1,12 +1,13 @@
 import type { Db, Prisma } from '../db.js'
-import type { GenerationRecord, GenerationRow } from '../generations.js'
+import type { GenerationContentRecord, GenerationRecord, GenerationRow } from '../generations.js'
 
-// The generations and key_spend tables' statements.
+// The generations, spend and generation_content tables' statements.
 
 /**
  * Writes generations, each once (a record already written is skipped, so a retried batch counts
- * nothing twice), and adds what the new ones cost to their keys' spend for each period they fall
- * in (all-time, UTC day, UTC week from Monday, UTC month): one statement. Answers how many were new.
+ * nothing twice), adds what the new ones cost to their key's, workspace's and account's spend for
+ * each period they fall in (all-time, UTC day, UTC week from Monday, UTC month), and keeps the
+ * content that came with them: one statement. Answers how many were new.
  */
 export async function insertGenerations(
   db: Db | Prisma.TransactionClient,
@@ -21,7 +22,7 @@ export async function insertGenerations(
         tokens_prompt int, tokens_completion int, tokens_reasoning int, tokens_cached int, cost_pico bigint,
         is_byok boolean, latency_ms int, generation_time_ms int, ttft_ms int, streamed boolean, cancelled boolean,
         finish_reason text, upstream_id text, session_id text, http_referer text, app_title text, user_agent text,
-        external_user text, preset_id text, provider_responses jsonb)
+        external_user text, preset_id text, provider_responses jsonb, content jsonb)
     ), written AS (
       INSERT INTO generations (id, request_id, created_at, key_id, workspace_id, account_id, user_id, intern_id,
         model, provider, upstream_model, door, tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached,
@@ -34,36 +35,45 @@ export async function insertGenerations(
         coalesce(provider_responses, '[]'::jsonb)
       FROM g ORDER BY id
       ON CONFLICT (id) DO NOTHING
-      RETURNING key_id, created_at, cost_pico, is_byok
-    ), spend AS (
-      SELECT w.key_id, p.period,
+      RETURNING id, key_id, workspace_id, account_id, created_at, cost_pico, is_byok
+    ), spent AS (
+      SELECT o.owner_id, p.period,
              sum(CASE WHEN w.is_byok THEN 0 ELSE w.cost_pico END) AS credits,
              sum(CASE WHEN w.is_byok THEN w.cost_pico ELSE 0 END) AS byok
       FROM written w
+      CROSS JOIN LATERAL (VALUES (w.key_id), (w.workspace_id), (w.account_id)) AS o(owner_id)
       CROSS JOIN LATERAL (VALUES
         ('all'),
         ('d' || to_char(w.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')),
         ('w' || to_char(date_trunc('week', w.created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')),
         ('m' || to_char(w.created_at AT TIME ZONE 'UTC', 'YYYY-MM'))) AS p(period)
-      WHERE w.key_id IS NOT NULL
-      GROUP BY w.key_id, p.period
+      WHERE o.owner_id IS NOT NULL
+      GROUP BY o.owner_id, p.period
     ), counted AS (
-      INSERT INTO key_spend (key_id, period, credits_pico, byok_pico)
-      SELECT key_id, period, credits, byok FROM spend ORDER BY key_id, period
-      ON CONFLICT (key_id, period) DO UPDATE
-        SET credits_pico = key_spend.credits_pico + EXCLUDED.credits_pico,
-            byok_pico = key_spend.byok_pico + EXCLUDED.byok_pico
+      INSERT INTO spend (owner_id, period, credits_pico, byok_pico)
+      SELECT owner_id, period, credits, byok FROM spent ORDER BY owner_id, period
+      ON CONFLICT (owner_id, period) DO UPDATE
+        SET credits_pico = spend.credits_pico + EXCLUDED.credits_pico,
+            byok_pico = spend.byok_pico + EXCLUDED.byok_pico
+      RETURNING 1
+    ), kept AS (
+      INSERT INTO generation_content (request_id, account_id, input, output, error)
+      SELECT g.request_id, g.account_id, g.content->'input', g.content->'output', g.content->'error'
+      FROM g JOIN written w ON w.id = g.id
+      WHERE g.content IS NOT NULL AND g.account_id IS NOT NULL
+      ON CONFLICT (request_id) DO NOTHING
       RETURNING 1
     )
-    SELECT (SELECT count(*) FROM written)::int AS written, (SELECT count(*) FROM counted)::int AS counted`
+    SELECT (SELECT count(*) FROM written)::int AS written, (SELECT count(*) FROM counted)::int AS counted,
+           (SELECT count(*) FROM kept)::int AS kept`
   return rows[0]?.written ?? 0
 }
 
-/** What a key spent in each of `periods`, in pico-dollars (absent periods: nothing spent). */
-export async function keySpend(db: Db, keyId: string, periods: string[]) {
+/** What a key, workspace or account spent in each of `periods`, in pico-dollars (absent periods: nothing spent). */
+export async function spendOf(db: Db, ownerId: string, periods: string[]) {
   const rows = await db.$queryRaw<{ period: string; credits: string; byok: string }[]>`
-    SELECT period, credits_pico::text AS credits, byok_pico::text AS byok FROM key_spend
-    WHERE key_id = ${keyId}::uuid AND period = ANY(${periods}::text[])`
+    SELECT period, credits_pico::text AS credits, byok_pico::text AS byok FROM spend
+    WHERE owner_id = ${ownerId}::uuid AND period = ANY(${periods}::text[])`
   return new Map(rows.map((r) => [r.period, { credits: BigInt(r.credits), byok: BigInt(r.byok) }]))
 }
 
@@ -71,6 +81,14 @@ export async function keySpend(db: Db, keyId: string, periods: string[]) {
 export async function generationById(db: Db, accountId: string, id: string) {
   const rows = await db.$queryRaw<GenerationRow[]>`
     SELECT * FROM generations WHERE id = ${id} AND account_id = ${accountId}::uuid`
+  return rows[0]
+}
+
+/** The content kept for a generation's request (undefined: none kept). */
+export async function generationContent(db: Db, accountId: string, requestId: string) {
+  const rows = await db.$queryRaw<Pick<GenerationContentRecord, 'input' | 'output' | 'error'>[]>`
+    SELECT input, output, error FROM generation_content
+    WHERE request_id = ${requestId} AND account_id = ${accountId}::uuid`
   return rows[0]
 }
 

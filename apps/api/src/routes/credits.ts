@@ -1,0 +1,25 @@
+import type { FastifyPluginAsync } from 'fastify'
+import { assertManagementKey, creditsView } from '@roster/shared'
+import { requireKey } from '../plugins/auth.js'
+import type { AppDeps } from '../deps.js'
+
+/**
+ * Credits (`client.credits`): what an operator granted the caller's account and what its
+ * generations used (the ledger's sum, written within a second of each reply). A management key's
+ * call, as the client documents it (403 for another key).
+ */
+export const creditRoutes =
+  (deps: AppDeps): FastifyPluginAsync =>
+  async (app) => {
+    app.get(
+      '/credits',
+      {
+        onRequest: requireKey(deps.authenticate),
+        schema: { operationId: 'getCredits', summary: 'Credits granted and used (management key)' },
+      },
+      async (req) => {
+        assertManagementKey(req.caller!, 'create')
+        return { data: await creditsView(deps.db, req.caller!.accountId) }
+      },
+    )
+  }
