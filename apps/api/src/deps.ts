@@ -11,6 +11,7 @@ import {
   LocalVault,
   SecretStoreBatcher,
   createMetrics,
+  spendMetrics,
   tracing,
   type AfterCommit,
   type ApiConfig,
@@ -195,7 +196,13 @@ export function createAppDeps(
         ? createHmac('sha256', config.VAULT_MASTER_KEY).update('roster upstream user id').digest()
         : randomBytes(32),
       keepAliveMs: config.STREAM_KEEPALIVE_MS,
-      ledger: new StreamGenerationLedger(redis, config.QUEUE_PREFIX, db, log),
+      ledger: new StreamGenerationLedger(
+        redis,
+        config.QUEUE_PREFIX,
+        db,
+        log,
+        metrics && spendMetrics(metrics, config.METRICS_WORKSPACES),
+      ),
       admit: (opts) => spendLimits.check(opts.generation),
       upstream: {
         connections: config.UPSTREAM_CONNECTIONS,

@@ -9,6 +9,7 @@ import {
   type Db,
   type GenerationLedger,
   type GenerationRecord,
+  type OnWritten,
   type ParentLogger,
   type RedisClient,
 } from '@roster/shared'
@@ -39,6 +40,8 @@ export class StreamGenerationLedger implements GenerationLedger {
     private readonly queuePrefix: string,
     private readonly db: Db,
     private readonly log: Pick<ParentLogger, 'warn' | 'error'>,
+    /** Told of the records written here (the spend metrics count them; the drain counts the rest). */
+    private readonly onWritten?: OnWritten,
   ) {
     this.stream = generationsStream(queuePrefix)
   }
@@ -79,7 +82,8 @@ export class StreamGenerationLedger implements GenerationLedger {
       }
     }
     try {
-      await insertGenerations(this.db, records)
+      const written = await insertGenerations(this.db, records)
+      if (written.length) this.onWritten?.(written)
     } catch (err) {
       // Neither could take them: the caller fails a reply that has not gone out, but one that has (a
       // failed run's calls) is lost, so it is said here, with what was lost.

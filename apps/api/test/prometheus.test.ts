@@ -129,6 +129,15 @@ await describeNeeding(['prometheus'], 'Prometheus scraping Roster', () => {
         (v) => v >= 10,
       ],
       ['max(roster_process_resident_memory_bytes{process="worker"})', (v) => v > 0],
+      // Spend as the ledger wrote it, by workspace and model: the one call's cost and tokens.
+      [
+        `sum(roster_spend_usd_total{workspace="${env.tenant.workspaceId}",model="roster-sim/chat",byok="false"})`,
+        (v) => v > 0,
+      ],
+      [
+        `sum(roster_spend_tokens_total{workspace="${env.tenant.workspaceId}",model="roster-sim/chat",kind="output"})`,
+        (v) => v > 0,
+      ],
     ]
     for (const [expr, ok] of expectations) {
       await waitFor(async () => ok(await query(expr)), {
@@ -137,12 +146,28 @@ await describeNeeding(['prometheus'], 'Prometheus scraping Roster', () => {
       })
     }
 
-    // Labels are bounded: no intern id, hostname or key anywhere in what the processes export.
+    // The spend metrics agree with the ledger: the workspace's generations' cost, summed exactly.
+    const ledger = await env.t.db.generation.aggregate({
+      where: { workspaceId: env.tenant.workspaceId },
+      _sum: { costPico: true, tokensCompletion: true },
+    })
+    const spendOf = `{workspace="${env.tenant.workspaceId}"}`
+    expect(await query(`sum(roster_spend_usd_total${spendOf})`)).toBeCloseTo(Number(ledger._sum.costPico) / 1e12, 12)
+    expect(await query(`sum(roster_spend_tokens_total{workspace="${env.tenant.workspaceId}",kind="output"})`)).toBe(
+      ledger._sum.tokensCompletion,
+    )
+
+    // Labels are bounded: no intern id, hostname or key anywhere in what the processes export; an id
+    // only as the spend metrics' workspace.
     for (const port of [stack.metricsPorts.api, stack.metricsPorts.runtime, ...stack.metricsPorts.workers]) {
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
       expect(text).toMatch(/^# HELP roster_/m)
       for (const id of ids) expect(text).not.toContain(id)
-      expect(text).not.toMatch(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/)
+      const rest = text
+        .split('\n')
+        .filter((line) => !line.startsWith('roster_spend_'))
+        .join('\n')
+      expect(rest).not.toMatch(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/)
       expect(text).not.toContain('sk-roster')
     }
   })

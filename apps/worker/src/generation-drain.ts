@@ -8,6 +8,7 @@ import {
   type Db,
   type GenerationRecord,
   type Logger,
+  type OnWritten,
   type RedisClient,
   type RedisSettings,
 } from '@roster/shared'
@@ -25,6 +26,8 @@ export interface DrainOptions {
   claimIdleMs?: number
   /** Wait after a failed write before the records are tried again (ms). */
   retryMs?: number
+  /** Told of the records each write made new (the spend metrics count them). */
+  onWritten?: OnWritten
 }
 
 /**
@@ -45,6 +48,7 @@ export class GenerationDrain {
   private readonly blockMs: number
   private readonly claimIdleMs: number
   private readonly retryMs: number
+  private readonly onWritten?: OnWritten
 
   constructor(
     private readonly db: Db,
@@ -58,6 +62,7 @@ export class GenerationDrain {
     reportConnectionErrors(this.redis, log, 'generations drain: redis')
     this.stream = generationsStream(queuePrefix)
     this.batch = options.batch ?? 1_000
+    this.onWritten = options.onWritten
     this.blockMs = options.blockMs ?? 1_000
     this.claimIdleMs = options.claimIdleMs ?? 30_000
     this.retryMs = options.retryMs ?? 1_000
@@ -135,9 +140,11 @@ export class GenerationDrain {
     const good = parsed.filter((p): p is { id: string; records: GenerationRecord[] } => !!p.records)
     const all = entries.map(([id]) => id)
     try {
-      await insertGenerations(
-        this.db,
-        good.flatMap((g) => g.records),
+      this.written(
+        await insertGenerations(
+          this.db,
+          good.flatMap((g) => g.records),
+        ),
       )
     } catch (err) {
       if (!isContentError(err)) throw err
@@ -148,7 +155,7 @@ export class GenerationDrain {
       }
       for (const r of good[0]?.records ?? []) {
         try {
-          await insertGenerations(this.db, [r])
+          this.written(await insertGenerations(this.db, [r]))
         } catch (one) {
           if (!isContentError(one)) throw one
           this.log.error({ err: (one as Error).message, generation: r.id }, 'a generation Postgres refuses; dropped')
@@ -156,6 +163,10 @@ export class GenerationDrain {
       }
     }
     await this.done(all)
+  }
+
+  private written(records: GenerationRecord[]) {
+    if (records.length) this.onWritten?.(records)
   }
 
   private async done(ids: string[]) {

@@ -14,6 +14,7 @@ import {
   LocalVault,
   reportConnectionErrors,
   createMetrics,
+  spendMetrics,
   serveMetrics,
   inSpan,
   SpanKind,
@@ -163,7 +164,9 @@ export async function startWorker(
   )
   await relay.start()
   // The generations the API appended to Redis, written to Postgres.
-  const drain = new GenerationDrain(db, config, config.QUEUE_PREFIX, log)
+  const drain = new GenerationDrain(db, config, config.QUEUE_PREFIX, log, {
+    onWritten: metrics && spendMetrics(metrics, config.METRICS_WORKSPACES),
+  })
   drain.start()
   const health =
     config.HEALTH_PORT > 0

@@ -52,6 +52,15 @@ const metricsSettings = {
   METRICS_PORT: port
     .default(0)
     .describe('Prometheus metrics (`GET /metrics`) on a listener of their own, apart from API traffic; 0: none.'),
+  METRICS_WORKSPACES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(10_000)
+    .default(500)
+    .describe(
+      'Workspaces named in the spend metrics (`roster_spend_*`) per process; spend of the workspaces past them is labelled `other` (keeps the series bounded).',
+    ),
   OTEL_EXPORTER_OTLP_ENDPOINT: z
     .url()
     .refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL')

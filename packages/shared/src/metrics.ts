@@ -5,7 +5,7 @@ import { httpServerOptions, limitHttpServer, type ListenerSettings } from './lis
 // Every metric Roster exports, in one table: each process makes the set and uses the ones that
 // concern it (an unused labelled metric exports only its HELP line). Labels are bounded: routes are
 // templates, models and providers come from the catalogue, steps and outcomes from fixed lists;
-// never an id, a raw path or a key.
+// never a raw path or a key, and an id only as the spend metrics' workspace, capped per process.
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 const LONG_SECONDS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
@@ -108,6 +108,18 @@ export function createMetrics(process: ProcessName) {
       name: 'roster_gateway_cost_usd_total',
       help: 'Cost in US dollars, by model',
       labelNames: ['model'] as const,
+      registers,
+    }),
+    spendCost: new Counter({
+      name: 'roster_spend_usd_total',
+      help: 'Spend in US dollars as the generations ledger wrote it (each generation once), by workspace (up to METRICS_WORKSPACES, then `other`), model and whether on the workspace’s own provider key (byok)',
+      labelNames: ['workspace', 'model', 'byok'] as const,
+      registers,
+    }),
+    spendTokens: new Counter({
+      name: 'roster_spend_tokens_total',
+      help: 'Tokens as the generations ledger wrote them, by workspace (up to METRICS_WORKSPACES, then `other`), model and kind (input, cached_input, output, reasoning; input and output include their cached and reasoning parts)',
+      labelNames: ['workspace', 'model', 'kind'] as const,
       registers,
     }),
     gatewayFallbacks: new Counter({

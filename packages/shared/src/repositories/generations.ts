@@ -7,14 +7,14 @@ import type { GenerationContentRecord, GenerationRecord, GenerationRow } from '.
  * Writes generations, each once (a record already written is skipped, so a retried batch counts
  * nothing twice), adds what the new ones cost to their key's, workspace's and account's spend for
  * each period they fall in (all-time, UTC day, UTC week from Monday, UTC month), and keeps the
- * content that came with them: one statement. Answers how many were new.
+ * content that came with them: one statement. Answers the records that were new.
  */
 export async function insertGenerations(
   db: Db | Prisma.TransactionClient,
   records: GenerationRecord[],
-): Promise<number> {
-  if (records.length === 0) return 0
-  const rows = await db.$queryRaw<{ written: number }[]>`
+): Promise<GenerationRecord[]> {
+  if (records.length === 0) return []
+  const rows = await db.$queryRaw<{ written: string[] | null }[]>`
     WITH g AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS t(
         id text, request_id text, created_at timestamptz, key_id uuid, workspace_id uuid, account_id uuid,
@@ -64,9 +64,10 @@ export async function insertGenerations(
       ON CONFLICT (request_id) DO NOTHING
       RETURNING 1
     )
-    SELECT (SELECT count(*) FROM written)::int AS written, (SELECT count(*) FROM counted)::int AS counted,
+    SELECT (SELECT array_agg(id) FROM written) AS written, (SELECT count(*) FROM counted)::int AS counted,
            (SELECT count(*) FROM kept)::int AS kept`
-  return rows[0]?.written ?? 0
+  const written = new Set(rows[0]?.written ?? [])
+  return records.filter((r) => written.delete(r.id))
 }
 
 /** What a key, workspace or account spent in each of `periods`, in pico-dollars (absent periods: nothing spent). */
