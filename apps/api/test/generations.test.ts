@@ -25,6 +25,7 @@ const prefix = `{t-gen-${Date.now()}}`
 let sim: Simulator
 let slow: Simulator
 let limited: Simulator
+let paced: Simulator
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let drain: GenerationDrain
 let base: string
@@ -33,6 +34,7 @@ beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 6 })
   slow = await startSimulator({ replyTokens: 200, tokensPerSecond: 40 })
   limited = await startSimulator({ fault: '429' })
+  paced = await startSimulator({ replyTokens: 20, tokensPerSecond: 400 })
   const catalogue: Catalogue = {
     models: [
       simModel('sim/chat', [simEndpoint(sim.url, 'openai-chat')]),
@@ -44,6 +46,7 @@ beforeAll(async () => {
         simEndpoint(sim.url, 'openai-chat'),
       ]),
       simModel('sim/down', [simEndpoint(limited.url, 'openai-chat', { provider: 'busy-provider' })]),
+      simModel('sim/paced', [simEndpoint(paced.url, 'openai-chat')]),
     ],
   }
   app = await buildTestApp(env.t.db, { QUEUE_PREFIX: prefix }, catalogue)
@@ -55,7 +58,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await drain?.stop()
   await app?.closeAll()
-  await Promise.all([sim?.close(), slow?.close(), limited?.close()])
+  await Promise.all([sim?.close(), slow?.close(), limited?.close(), paced?.close()])
 })
 
 const post = async (path: string, key: string, body: object) => {
@@ -294,6 +297,69 @@ describe('limits, enforced before the upstream call', () => {
       messages: [{ role: 'user', content: 'three' }],
     })
     expect(again.status).toBe(200)
+  })
+
+  it('bounds overspend under 200 concurrent streams by what was admitted before the limit was crossed', async () => {
+    const admin = sdk(env.tenant.keys.management)
+    const body = { model: 'sim/paced', stream: true, messages: [{ role: 'user', content: 'the same each time' }] }
+    // What one such call costs, learnt from one call on another key.
+    const probe = await admin.apiKeys.create({ requestBody: { name: 'probe' } })
+    const cost = (await generation(probe.key, idOf((await post('/chat/completions', probe.key, body)).text, true)))
+      .totalCost
+    const limit = Math.ceil(cost * 10 * 1e6) / 1e6
+    const made = await admin.apiKeys.create({ requestBody: { name: 'crowded', limit } })
+    // 200 streams, started over about half a second: the first are admitted, the limit is crossed as
+    // they finish, the later ones are refused.
+    const runs = await Promise.all(
+      Array.from({ length: 200 }, async (_, i) => {
+        await new Promise((r) => setTimeout(r, i * 2.5))
+        // Sent before the server admits it, ended after its generation was accounted: these spans
+        // hold the server's, so the most that overlap here is at least the most the server had open.
+        const sent = performance.now()
+        const res = await fetch(`${base}/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${made.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+        const text = await res.text()
+        return { status: res.status, text, sent, ended: performance.now() }
+      }),
+    )
+    const byStatus = (n: number) => runs.filter((r) => r.status === n)
+    const served = byStatus(200)
+    // Each answer is a whole stream, a 402 or the per-key concurrency's 429: nothing else, nothing cut.
+    expect(served.length + byStatus(402).length + byStatus(429).length).toBe(200)
+    for (const r of served) expect(r.text.trimEnd().endsWith('data: [DONE]'), r.text.slice(-200)).toBe(true)
+    expect(byStatus(402).length).toBeGreaterThan(0)
+    // The limit is not left unused: calls are admitted until what was accounted reaches it.
+    expect(served.length).toBeGreaterThanOrEqual(10)
+    // Every served call is one generation; the key's usage is their sum, exactly.
+    const ids = served.map((r) => idOf(r.text, true))
+    const costs = await Promise.all(ids.map(async (id) => (await generation(made.key, id)).totalCost))
+    const keyId = (await keyIdOf(made.key))!
+    const total = (await env.t.db.generation.aggregate({ where: { keyId }, _sum: { costPico: true } }))._sum.costPico!
+    expect(await env.t.db.generation.count({ where: { keyId } })).toBe(served.length)
+    const me = (await sdk(made.key).apiKeys.getCurrentKeyMetadata()).data
+    expect(me.usage).toBe(Number(total) / 1e12)
+    expect(costs.reduce((a, b) => a + b, 0)).toBeCloseTo(me.usage, 12)
+    // The bound: past the limit by at most the calls that were open together when it was crossed
+    // (at most the most open at once), and the server never has more than KEY_CONCURRENCY (64) open.
+    let open = 0
+    let mostOpen = 0
+    for (const [, d] of served
+      .flatMap((r) => [
+        [r.sent, 1],
+        [r.ended, -1],
+      ])
+      .sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!)) {
+      open += d!
+      mostOpen = Math.max(mostOpen, open)
+    }
+    const over = me.usage - limit
+    expect(over).toBeLessThanOrEqual(mostOpen * cost + 1e-12)
+    expect(over).toBeLessThanOrEqual(64 * cost + 1e-12)
+    // Once it is all accounted, the next call is refused.
+    expect((await post('/chat/completions', made.key, body)).status).toBe(402)
   })
 
   it('counts a daily limit over the UTC day only; a lifetime limit over everything', async () => {
