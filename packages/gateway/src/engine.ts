@@ -124,9 +124,10 @@ export class ResponsesEngine {
       await ledger.append(records, run.opts.generation?.limits)
     } catch (err) {
       if (mustRecord)
+        // The ledger logged what failed; the client hears only that the reply was not accounted.
         throw gatewayError(
           'server',
-          `the reply could not be accounted (${(err as Error).message}); send the request again`,
+          'the reply could not be accounted (neither Redis nor Postgres took its record); send the request again',
         )
     }
   }

@@ -294,12 +294,20 @@ async function startStackOnce(opts: StackOptions): Promise<Stack> {
   }
 }
 
-/** A private redis-server on its own port, which a test may stop and start again. */
-export async function startRedisServer(): Promise<{ url: string; stop(): Promise<void>; start(): Promise<void> }> {
+/**
+ * A private redis-server on its own port, which a test may stop (SIGKILL) and start again. Without
+ * `persist` it comes back empty; with it, from its append-only file (as docker-compose.yml runs
+ * Redis: a killed process loses nothing it acknowledged).
+ */
+export async function startRedisServer(
+  opts: { persist?: boolean } = {},
+): Promise<{ url: string; stop(): Promise<void>; start(): Promise<void> }> {
   const port = await freePort()
+  const dir = opts.persist ? mkdtempSync(join(tmpdir(), 'roster-redis-')) : undefined
   let child: ChildProcess | undefined
   const start = async () => {
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    const persistence = dir ? ['--appendonly', 'yes', '--dir', dir] : ['--appendonly', 'no']
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence], {
       stdio: 'ignore',
     })
     // Not installed: said at once (the tests that need it check first: needs.ts), not as a wait that times out.
