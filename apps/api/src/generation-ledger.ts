@@ -25,15 +25,30 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   return Promise.race([work, late]).finally(() => clearTimeout(timer))
 }
 
+/** One request's records, waiting to be appended. */
+interface Waiting {
+  records: GenerationRecord[]
+  limits: readonly SpendLimit[]
+  done(err?: Error): void
+}
+
 /**
  * The API's end of the generations ledger: each record appended to the Redis stream the workers
  * drain (an append acknowledged by Redis outlives this process), or, while Redis cannot take it,
  * written to Postgres here. Either way the append completes before the reply's last byte is sent.
  * A record written both ways (Redis took it but its answer was lost) is written once: the write is
  * idempotent by id.
+ *
+ * Appends are group-committed: one goes to Redis at once when none is under way; those that come
+ * while one is go together, as one stream entry (one command, one write to the socket), as soon as
+ * it is answered. Alone, an append waits for nothing more than its own round trip; under load a
+ * request's append shares its system calls with the others of its moment, which is most of what an
+ * append costs.
  */
 export class StreamGenerationLedger implements GenerationLedger {
   private readonly stream: string
+  private queued: Waiting[] = []
+  private sending = false
 
   constructor(
     private readonly redis: RedisClient,
@@ -46,41 +61,84 @@ export class StreamGenerationLedger implements GenerationLedger {
     this.stream = generationsStream(queuePrefix)
   }
 
-  async append(records: GenerationRecord[], limits: readonly SpendLimit[] = []): Promise<void> {
-    if (records.length === 0) return
-    if (this.redis.status === 'ready') {
-      try {
-        // One stream entry for a request's records. A Redis that stopped answering (not yet seen as
-        // down) must not hold the reply: after the wait, Postgres takes the records (a late append
-        // landing too is harmless: the drain's write is idempotent by id).
-        const entry = JSON.stringify(records)
-        if (limits.length === 0) {
-          await withTimeout(this.redis.xadd(this.stream, '*', 'b', entry), APPEND_WAIT_MS)
-          return
-        }
-        // Each limit's counter for its window rises in the same transaction as the append, so the
-        // call counts against the limit exactly when it is accounted (spend-limits.ts). Owners
-        // without a limit pay for no counter: a limit set later counts what came before from the ledger.
-        const tx = this.redis.multi().xadd(this.stream, '*', 'b', entry)
-        const at = new Date()
-        for (const limit of limits) {
-          const period = limitPeriod(limit, at)
-          const counter = spendCounter(this.queuePrefix, limit.owner, period)
-          tx.incrby(counter, records.reduce((sum, r) => sum + countedAgainst(limit, r), 0n).toString())
-          const ttl = spendCounterTtl(period)
-          if (ttl) tx.expire(counter, ttl)
-        }
-        const results = await withTimeout(tx.exec(), APPEND_WAIT_MS)
-        const failed = results?.find(([err]) => err)
-        if (!results || failed) throw failed?.[0] ?? new Error('the append was discarded')
-        return
-      } catch (err) {
-        this.log.warn(
-          { err: (err as Error).message },
-          'generations could not be appended to Redis; writing them to Postgres',
+  append(records: GenerationRecord[], limits: readonly SpendLimit[] = []): Promise<void> {
+    if (records.length === 0) return Promise.resolve()
+    if (this.redis.status !== 'ready') return this.toPostgres(records)
+    return new Promise((resolve, reject) => {
+      this.queued.push({ records, limits, done: (err) => (err ? reject(err) : resolve()) })
+      if (!this.sending) this.send()
+    })
+  }
+
+  /** Sends what is queued as one append; when it is answered, what queued meanwhile goes next. */
+  private send() {
+    const batch = this.queued
+    this.queued = []
+    this.sending = true
+    this.toRedis(batch).then(
+      () => {
+        this.next()
+        for (const w of batch) w.done()
+      },
+      (err: Error) => {
+        this.next()
+        // A Redis that failed or stopped answering (not yet seen as down) must not hold the replies:
+        // after the wait, Postgres takes the records (a late append landing too is harmless: the
+        // drain's write is idempotent by id).
+        this.log.warn({ err: err.message }, 'generations could not be appended to Redis; writing them to Postgres')
+        this.toPostgres(batch.flatMap((w) => w.records)).then(
+          () => batch.forEach((w) => w.done()),
+          (failed: Error) => batch.forEach((w) => w.done(failed)),
         )
+      },
+    )
+  }
+
+  private next() {
+    this.sending = false
+    if (this.queued.length === 0) return
+    if (this.redis.status === 'ready') return this.send()
+    // Redis went away meanwhile: what waited goes to Postgres.
+    const waiting = this.queued
+    this.queued = []
+    this.toPostgres(waiting.flatMap((w) => w.records)).then(
+      () => waiting.forEach((w) => w.done()),
+      (failed: Error) => waiting.forEach((w) => w.done(failed)),
+    )
+  }
+
+  /**
+   * One stream entry for the batch's records. Each limit's counter for its window rises in the same
+   * transaction as the append, so a call counts against a limit exactly when it is accounted
+   * (spend-limits.ts). Owners without a limit pay for no counter: a limit set later counts what came
+   * before from the ledger.
+   */
+  private async toRedis(batch: Waiting[]): Promise<void> {
+    const entry = JSON.stringify(batch.length === 1 ? batch[0]!.records : batch.flatMap((w) => w.records))
+    const counters = new Map<string, { by: bigint; ttl: number }>()
+    const at = new Date()
+    for (const w of batch)
+      for (const limit of w.limits) {
+        const period = limitPeriod(limit, at)
+        const counter = spendCounter(this.queuePrefix, limit.owner, period)
+        const by = w.records.reduce((sum, r) => sum + countedAgainst(limit, r), 0n)
+        counters.set(counter, { by: (counters.get(counter)?.by ?? 0n) + by, ttl: spendCounterTtl(period) })
       }
+    if (counters.size === 0) {
+      await withTimeout(this.redis.xadd(this.stream, '*', 'b', entry), APPEND_WAIT_MS)
+      return
     }
+    const tx = this.redis.multi().xadd(this.stream, '*', 'b', entry)
+    for (const [counter, { by, ttl }] of counters) {
+      tx.incrby(counter, by.toString())
+      if (ttl) tx.expire(counter, ttl)
+    }
+    const results = await withTimeout(tx.exec(), APPEND_WAIT_MS)
+    const failed = results?.find(([err]) => err)
+    if (!results || failed) throw failed?.[0] ?? new Error('the append was discarded')
+  }
+
+  private async toPostgres(records: GenerationRecord[]): Promise<void> {
     try {
       const written = await insertGenerations(this.db, records)
       if (written.length) this.onWritten?.(written)

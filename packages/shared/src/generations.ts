@@ -93,6 +93,17 @@ const PICO_DIGITS = 12
  * twelfth decimal are dropped: no catalogue prices a token in fractions of a pico-dollar.
  */
 export function picoOf(price: string): bigint {
+  // Every call of a model prices it from the same few strings: parsed once each.
+  let pico = parsedPrices.get(price)
+  if (pico === undefined) {
+    if (parsedPrices.size >= 10_000) parsedPrices.clear()
+    parsedPrices.set(price, (pico = parsePico(price)))
+  }
+  return pico
+}
+const parsedPrices = new Map<string, bigint>()
+
+function parsePico(price: string): bigint {
   let text = price.trim()
   if (/e/i.test(text)) text = Number(text).toFixed(PICO_DIGITS)
   const [whole = '0', fraction = ''] = text.split('.')

@@ -1,0 +1,56 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { connectRedis, generationsStream, limitPeriod, spendCounter, type GenerationRecord } from '@roster/shared'
+import { createTestDatabase, generationRecord, redisUrl, type TestDatabase } from '@roster/testing'
+import { StreamGenerationLedger } from './generation-ledger.js'
+
+// The ledger's group commit, against a real Redis: appends that come while one is under way go
+// together as one stream entry, each request still answered, and the limits' counters raised by
+// exactly what each request's records count.
+const redis = connectRedis({ REDIS_URL: redisUrl() })
+const prefix = `{t-ledger-${Date.now()}}`
+let t: TestDatabase
+const silent = { warn() {}, error() {} }
+beforeAll(async () => {
+  t = await createTestDatabase(2)
+})
+afterAll(async () => {
+  redis.disconnect()
+  await t?.drop()
+})
+
+describe('StreamGenerationLedger', () => {
+  it('appends one request at once, and those that came meanwhile together, each answered', async () => {
+    await redis.ping()
+    const ledger = new StreamGenerationLedger(redis, prefix, t.db, silent)
+    const stream = generationsStream(prefix)
+    const keyId = '00000000-0000-4000-8000-00000000000a'
+    const limit = { owner: keyId, of: 'key' as const, pico: 10n ** 15n, reset: 'daily' as const, includeByok: false }
+    const requests = Array.from({ length: 50 }, (_, i) => [
+      generationRecord({ id: `g-${i}`, key_id: keyId, cost_pico: String(1_000 + i) }),
+      ...(i % 5 === 0 ? [generationRecord({ id: `g-${i}-2`, key_id: keyId, cost_pico: '7', is_byok: true })] : []),
+    ])
+    // All in one tick: the first goes alone, the other 49 wait for it and go as one entry.
+    await Promise.all(requests.map((records, i) => ledger.append(records, i % 2 === 0 ? [limit] : [])))
+    const entries = await redis.xrange(stream, '-', '+')
+    expect(entries).toHaveLength(2)
+    const appended = entries.flatMap(([, fields]) => JSON.parse(fields[1]!) as GenerationRecord[])
+    expect(appended.map((r) => r.id).sort()).toEqual(
+      requests
+        .flat()
+        .map((r) => r.id)
+        .sort(),
+    )
+    // The counter rose by what the limited requests' records count (BYOK not, for this limit).
+    const expected = requests
+      .filter((_, i) => i % 2 === 0)
+      .flat()
+      .reduce((sum, r) => sum + (r.is_byok ? 0n : BigInt(r.cost_pico)), 0n)
+    const counter = await redis.get(spendCounter(prefix, keyId, limitPeriod(limit, new Date())))
+    expect(BigInt(counter!)).toBe(expected)
+
+    // Alone again: one entry for one request, at once.
+    await ledger.append([generationRecord({ id: 'alone' })])
+    expect(await redis.xlen(stream)).toBe(3)
+    await redis.del(stream, spendCounter(prefix, keyId, limitPeriod(limit, new Date())))
+  })
+})
