@@ -4,11 +4,13 @@ import {
   ForbiddenResponseError,
   NotFoundResponseError,
   PaymentRequiredResponseError,
+  UnauthorizedResponseError,
 } from '@openrouter/sdk/models/errors'
 import OpenAI from 'openai'
 import { APICallError, generateText } from 'ai'
 import { createOpenRouter } from '@openrouter/ai-sdk-provider'
 import { ChatOpenAI } from '@langchain/openai'
+import { WebSocket } from 'ws'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
 import { createLogger, grantCredits, insertGenerations, loadConfig, setIoLogging, WorkerConfig } from '@roster/shared'
@@ -161,6 +163,65 @@ describe('generations: one per model call, through every door', () => {
     })
     await generation(key, idOf(other.text, false))
     expect(await env.t.db.generation.count({ where: { keyId: (await keyIdOf(key))! } })).toBe(2)
+  })
+
+  it('over WebSocket, compaction, a preset and server tools: one generation per model call, under the id the client got', async () => {
+    const { key } = await makeUserKey(env.t.db, env.tenant.workspaceId)
+    // The Responses door over WebSocket.
+    const socket = new WebSocket(`${base.replace(/^http/, 'ws')}/responses`, {
+      headers: { authorization: `Bearer ${key}` },
+    })
+    const completed = new Promise<{ response: { id: string } }>((resolve, reject) => {
+      socket.on('message', (data) => {
+        const event = JSON.parse(String(data)) as { type: string; response: { id: string } }
+        if (event.type === 'response.completed') resolve(event)
+        if (event.type === 'error') reject(new Error(String(data)))
+      })
+      socket.on('error', reject)
+    })
+    await new Promise((r) => socket.once('open', r))
+    socket.send(JSON.stringify({ type: 'response.create', model: 'sim/responses', input: 'over a socket' }))
+    const wsId = (await completed).response.id
+    socket.close()
+    expect(await generation(key, wsId)).toMatchObject({ id: wsId, streamed: true, model: 'sim/responses' })
+    expect((await env.t.db.generation.findUniqueOrThrow({ where: { id: wsId } })).door).toBe('responses_ws')
+
+    // Compaction: the CompactResource's id.
+    const compacted = await post('/responses/compact', key, {
+      model: 'sim/chat',
+      input: [{ role: 'user', content: 'My name is Ada.' }],
+    })
+    expect(compacted.status, compacted.text).toBe(200)
+    const compactId = (JSON.parse(compacted.text) as { id: string }).id
+    expect(await generation(key, compactId)).toMatchObject({ id: compactId, streamed: false })
+    expect((await env.t.db.generation.findUniqueOrThrow({ where: { id: compactId } })).door).toBe('compact')
+
+    // A preset the request names: its id is the generation's preset_id.
+    const made = await post('/presets/gen-preset/responses', env.tenant.keys.management, {
+      model: 'sim/chat',
+      temperature: 0.3,
+    })
+    expect(made.status, made.text).toBe(200)
+    const viaPreset = await post('/responses', key, { model: 'sim/chat@preset/gen-preset', input: 'preset' })
+    expect(viaPreset.status, viaPreset.text).toBe(200)
+    const presetId = (JSON.parse(made.text) as { data: { id: string } }).data.id
+    expect(await generation(key, idOf(viaPreset.text, false))).toMatchObject({ presetId })
+
+    // Server tools: the model is called twice (the tool's call, then the answer), each a generation,
+    // both under the response's id as their request.
+    const tooled = await post('/responses', key, {
+      model: 'sim/chat',
+      input: 'what time is it?',
+      tools: [{ type: 'openrouter:datetime' }],
+    })
+    const tooledId = idOf(tooled.text, false)
+    const first = await generation(key, tooledId)
+    const second = await generation(key, `${tooledId}-2`)
+    expect([first.requestId, second.requestId]).toEqual([tooledId, tooledId])
+    const usage = (JSON.parse(tooled.text) as { usage: { input_tokens: number; output_tokens: number } }).usage
+    expect((first.tokensPrompt ?? 0) + (second.tokensPrompt ?? 0)).toBe(usage.input_tokens)
+    expect((first.tokensCompletion ?? 0) + (second.tokensCompletion ?? 0)).toBe(usage.output_tokens)
+    expect(await env.t.db.generation.count({ where: { requestId: tooledId } })).toBe(2)
   })
 
   it('records a stream the client left mid-way as cancelled', async () => {
@@ -404,6 +465,11 @@ describe('an account’s credits', () => {
         .credits.getCredits()
         .catch((e: unknown) => e),
     ).toBeInstanceOf(ForbiddenResponseError)
+    expect(
+      await sdk('sk-roster-v1-nope')
+        .credits.getCredits()
+        .catch((e: unknown) => e),
+    ).toBeInstanceOf(UnauthorizedResponseError)
     // A grant smaller than one call: the first is admitted (nothing used yet), then the account is out.
     await grantCredits(env.t.db, them.accountId, { set: 0.00001 })
     const ask = (key: string) =>

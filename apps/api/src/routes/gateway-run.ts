@@ -58,22 +58,24 @@ export const sparseValidator =
 /**
  * A gateway call's options from the request that asked for it, whatever the route or transport:
  * the sticky-session header, the routing-metadata opt-in, the cancellation that ends the upstream
- * call with the client, and the door.
+ * call with the client, the door, and (for its generations) the preset the request named.
  */
 export function callOptions(
   req: FastifyRequest,
   cancel: Cancellation,
   door: string,
-  doorStream?: DoorStream,
+  more: { doorStream?: DoorStream; presetId?: string } = {},
 ): CallOptions {
+  const generation = generationContext(req)
+  if (generation && more.presetId) generation.presetId = more.presetId
   return {
     sessionHeader: header(req, 'x-session-id'),
     metadata: metadataOptIn(req),
     cancel,
     door,
-    doorStream,
+    doorStream: more.doorStream,
     tenant: req.caller?.keyId,
-    generation: generationContext(req),
+    generation,
   }
 }
 
@@ -178,10 +180,11 @@ export async function runGateway(
   door: Door,
 ): Promise<ResponseObject | undefined> {
   const merging = presetMerge(deps, req.caller!.workspaceId, neutral)
-  const body = merging ? await merging : neutral
+  const merged = merging && (await merging)
+  const body = merged ? merged.body : neutral
   // A client that goes away cancels the upstream request with it.
   const cancel = cancelledOnClose(reply)
-  const opts = callOptions(req, cancel, door.name, door.stream)
+  const opts = callOptions(req, cancel, door.name, { doorStream: door.stream, presetId: merged?.presetId })
   if (!body.stream) {
     try {
       return await deps.responses.respond(body, opts)
@@ -230,14 +233,15 @@ export async function runGateway(
 }
 
 /**
- * The request merged with the preset it names (by `@preset/` in its model or by `preset`), on every
- * transport; undefined when it names none, so that most requests go on without waiting a tick.
+ * The request merged with the preset it names (by `@preset/` in its model or by `preset`), with the
+ * preset's id, on every transport; undefined when it names none, so that most requests go on
+ * without waiting a tick.
  */
 export function presetMerge(
   deps: AppDeps,
   workspaceId: string,
   neutral: ResponsesRequest,
-): Promise<ResponsesRequest> | undefined {
+): Promise<{ body: ResponsesRequest; presetId: string }> | undefined {
   const preset = presetReference(neutral)
   return preset && withPreset(deps, workspaceId, neutral, preset.slug)
 }
@@ -248,11 +252,11 @@ async function withPreset(
   workspaceId: string,
   body: ResponsesRequest,
   slug: string,
-): Promise<ResponsesRequest> {
+): Promise<{ body: ResponsesRequest; presetId: string }> {
   const version = await designatedPresetVersion(deps.db, workspaceId, slug)
   if (!version) throw gatewayError('not_found', `no preset ${slug} in this workspace`)
   try {
-    return applyPreset(body, version)
+    return { body: applyPreset(body, version), presetId: version.presetId }
   } catch (err) {
     if (err instanceof PresetInputError) throw gatewayError('invalid_request', err.message)
     throw err

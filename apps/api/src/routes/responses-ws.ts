@@ -167,8 +167,9 @@ async function answer(
   // is removed when the call ends, so one serves every request on the connection).
   try {
     const merging = presetMerge(deps, req.caller!.workspaceId, parsed.data)
-    const body = merging ? await merging : parsed.data
-    await deps.responses.stream(body, callOptions(req, connection, 'responses_ws'), webSocketSink(socket))
+    const merged = merging && (await merging)
+    const opts = callOptions(req, connection, 'responses_ws', { presetId: merged?.presetId })
+    await deps.responses.stream(merged ? merged.body : parsed.data, opts, webSocketSink(socket))
   } catch (err) {
     if (connection.aborted) return
     if (err instanceof GatewayError) return sendError(socket, err.status, err.errorType, err.message)

@@ -175,9 +175,9 @@ export async function designatedPresetVersion(
   db: Db,
   workspaceId: string,
   slug: string,
-): Promise<{ config: Json; systemPrompt: string | null } | undefined> {
-  const [v] = await db.$queryRaw<{ config: Json; system_prompt: string | null }[]>`
-    SELECT v.config, v.system_prompt FROM presets p JOIN preset_versions v ON v.id = p.designated_version_id
+): Promise<{ presetId: string; config: Json; systemPrompt: string | null } | undefined> {
+  const [v] = await db.$queryRaw<{ preset_id: string; config: Json; system_prompt: string | null }[]>`
+    SELECT p.id AS preset_id, v.config, v.system_prompt FROM presets p JOIN preset_versions v ON v.id = p.designated_version_id
     WHERE p.workspace_id = ${workspaceId}::uuid AND p.slug = ${slug} AND p.status = 'active'`
-  return v ? { config: v.config, systemPrompt: v.system_prompt } : undefined
+  return v ? { presetId: v.preset_id, config: v.config, systemPrompt: v.system_prompt } : undefined
 }
