@@ -19,7 +19,7 @@ afterAll(async () => {
 })
 
 describe('StreamGenerationLedger', () => {
-  it('appends one request at once, and those that came meanwhile together, each answered', async () => {
+  it('appends a turn’s requests as one entry, and those that came while one was under way together, each answered', async () => {
     await redis.ping()
     const ledger = new StreamGenerationLedger(redis, prefix, t.db, silent)
     const stream = generationsStream(prefix)
@@ -29,10 +29,10 @@ describe('StreamGenerationLedger', () => {
       generationRecord({ id: `g-${i}`, key_id: keyId, cost_pico: String(1_000 + i) }),
       ...(i % 5 === 0 ? [generationRecord({ id: `g-${i}-2`, key_id: keyId, cost_pico: '7', is_byok: true })] : []),
     ])
-    // All in one tick: the first goes alone, the other 49 wait for it and go as one entry.
+    // All in one turn of the event loop: one entry for the 50.
     await Promise.all(requests.map((records, i) => ledger.append(records, i % 2 === 0 ? [limit] : [])))
     const entries = await redis.xrange(stream, '-', '+')
-    expect(entries).toHaveLength(2)
+    expect(entries).toHaveLength(1)
     const appended = entries.flatMap(([, fields]) => JSON.parse(fields[1]!) as GenerationRecord[])
     expect(appended.map((r) => r.id).sort()).toEqual(
       requests
@@ -48,9 +48,14 @@ describe('StreamGenerationLedger', () => {
     const counter = await redis.get(spendCounter(prefix, keyId, limitPeriod(limit, new Date())))
     expect(BigInt(counter!)).toBe(expected)
 
-    // Alone again: one entry for one request, at once.
-    await ledger.append([generationRecord({ id: 'alone' })])
-    expect(await redis.xlen(stream)).toBe(3)
+    // One under way: those that come meanwhile wait for it, and go together.
+    const first = ledger.append([generationRecord({ id: 'first' })])
+    await new Promise((r) => setImmediate(r))
+    await Promise.all([first, ...['then-1', 'then-2', 'then-3'].map((id) => ledger.append([generationRecord({ id })]))])
+    const later = (await redis.xrange(stream, '-', '+'))
+      .slice(1)
+      .map(([, f]) => JSON.parse(f[1]!) as GenerationRecord[])
+    expect(later.map((records) => records.map((r) => r.id))).toEqual([['first'], ['then-1', 'then-2', 'then-3']])
     await redis.del(stream, spendCounter(prefix, keyId, limitPeriod(limit, new Date())))
   })
 })

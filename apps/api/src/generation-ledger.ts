@@ -39,16 +39,17 @@ interface Waiting {
  * A record written both ways (Redis took it but its answer was lost) is written once: the write is
  * idempotent by id.
  *
- * Appends are group-committed: one goes to Redis at once when none is under way; those that come
- * while one is go together, as one stream entry (one command, one write to the socket), as soon as
- * it is answered. Alone, an append waits for nothing more than its own round trip; under load a
- * request's append shares its system calls with the others of its moment, which is most of what an
- * append costs.
+ * Appends are group-committed: those made in one turn of the event loop go to Redis together at
+ * its end (setImmediate), as one stream entry (one command, one write to the socket), and those
+ * made while one is under way go together as soon as it is answered. Alone, an append waits for
+ * nothing more than its own round trip; under load a request's append shares its system calls with
+ * the others of its moment, which is most of what an append costs.
  */
 export class StreamGenerationLedger implements GenerationLedger {
   private readonly stream: string
   private queued: Waiting[] = []
   private sending = false
+  private scheduled = false
 
   constructor(
     private readonly redis: RedisClient,
@@ -66,8 +67,16 @@ export class StreamGenerationLedger implements GenerationLedger {
     if (this.redis.status !== 'ready') return this.toPostgres(records)
     return new Promise((resolve, reject) => {
       this.queued.push({ records, limits, done: (err) => (err ? reject(err) : resolve()) })
-      if (!this.sending) this.send()
+      if (this.sending || this.scheduled) return
+      // Sent once the replies this turn of the event loop finishes are all in: one command for them.
+      this.scheduled = true
+      setImmediate(this.sendScheduled)
     })
+  }
+
+  private readonly sendScheduled = () => {
+    this.scheduled = false
+    if (!this.sending && this.queued.length) this.send()
   }
 
   /** Sends what is queued as one append; when it is answered, what queued meanwhile goes next. */
