@@ -6,6 +6,7 @@ import {
   keyEventsChannel,
   spendFromLedger,
   type KeyDeps,
+  type WorkspaceDeps,
   createLogger,
   InternReader,
   LocalVault,
@@ -79,6 +80,8 @@ export interface AppDeps {
   egress?: Egress
   /** API keys managed through the API (the key routes): their store, spend and change events. */
   keys: KeyDeps
+  /** Workspaces' operations, and the change event that makes every process forget a workspace's keys. */
+  workspaces: WorkspaceDeps
   /** The runtime hosts, each intern's calls to its own (the chat route). */
   runtime: FleetDriver
 }
@@ -109,8 +112,10 @@ export function createAppDeps(
       lists.clear()
     },
     log,
-    (digests) => {
-      for (const d of digests) authenticate.forget(d)
+    (entries) => {
+      for (const e of entries)
+        if (e.startsWith('w:')) authenticate.forgetWorkspace(e.slice(2))
+        else authenticate.forget(Buffer.from(e, 'base64'))
     },
   )
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
@@ -184,6 +189,15 @@ export function createAppDeps(
         if (redis.status === 'ready')
           redis.publish(keyEventsChannel(config.QUEUE_PREFIX), digest.toString('base64')).catch(() => {})
       },
+    },
+    workspaces: {
+      db,
+      changed(workspaceId) {
+        authenticate.forgetWorkspace(workspaceId)
+        if (redis.status === 'ready')
+          redis.publish(keyEventsChannel(config.QUEUE_PREFIX), `w:${workspaceId}`).catch(() => {})
+      },
+      knownModel: (id) => catalogue.models.some((m) => m.id === id),
     },
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
     secretStores: new SecretStoreBatcher(db),

@@ -17,7 +17,7 @@ const POSTGRES_READ_MS = 1_000
 
 /**
  * Refuses a request, before any upstream call, when a limit it counts against is spent in its
- * window (402): its key's limit, its account's credits. What an owner spent is the larger of two
+ * window (402): its key's limit, its workspace's budgets, its account's credits. What an owner spent is the larger of two
  * counts: Redis's counter for the window, which each append of a generation raises (by what counts
  * against the limit) in the same transaction as the append itself (every API process sees a call
  * the moment it is accounted), and the ledger's own sum in Postgres (the spend table: what the
@@ -60,6 +60,12 @@ export class SpendLimits {
         `this account has used its credits (${usd}); an operator grants more with \`admin account credits\``,
       )
     const window = limit.reset ? `this ${WINDOW[limit.reset]} (UTC)` : 'its lifetime'
+    if (limit.of === 'workspace')
+      throw new GatewayError(
+        402,
+        'payment_required',
+        `this workspace has reached its ${limit.reset ?? 'lifetime'} budget of ${usd} for ${window}; raise it (PUT /api/v1/workspaces/{id}/budgets/${limit.reset ?? 'lifetime'}) or wait for the window to reset`,
+      )
     throw new GatewayError(
       402,
       'payment_required',

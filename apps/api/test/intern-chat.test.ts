@@ -626,4 +626,46 @@ describe('chatting with an intern', () => {
       expect(received).toHaveLength(1)
     },
   )
+
+  // Last: it stops the whole workspace's inference until its budget is deleted again.
+  it('ends a turn its workspace’s budget refuses with the chat’s documented error, not retryable', async () => {
+    const admin = new OpenRouter({
+      apiKey: env.tenant.keys.management,
+      serverURL: stack.apiUrl,
+      retryConfig: { strategy: 'none' },
+    })
+    const user = new OpenRouter({
+      apiKey: env.tenant.keys.user,
+      serverURL: stack.apiUrl,
+      retryConfig: { strategy: 'none' },
+    })
+    // One turn spends something, and reaches the ledger: the smallest budget is then spent.
+    const before = await env.t.db.generation.count({ where: { internId } })
+    await chatThroughClient(user, internId, { messages: [{ role: 'user', content: '[sim] say Spending.' }] })
+    await waitFor(async () => (await env.t.db.generation.count({ where: { internId } })) > before, {
+      timeoutMs: 10_000,
+      what: 'the intern’s turn in the ledger',
+    })
+    await admin.workspaces.setBudget({
+      workspaceRef: 'default',
+      interval: 'daily',
+      upsertWorkspaceBudgetRequest: { limitUsd: 0.000001 },
+    })
+    try {
+      const user = new OpenRouter({
+        apiKey: env.tenant.keys.user,
+        serverURL: stack.apiUrl,
+        retryConfig: { strategy: 'none' },
+      })
+      const chunks = await chatThroughClient(user, internId, {
+        messages: [{ role: 'user', content: '[sim] say Nothing.' }],
+      })
+      const ended = streamError(chunks)
+      expect(ended.finishReason).toBe('error')
+      expect(ended.error).toMatchObject({ metadata: { reason: 'turn_failed', retryable: false } })
+      expect(ended.error?.message).toMatch(/budget/)
+    } finally {
+      await admin.workspaces.deleteBudget({ workspaceRef: 'default', interval: 'daily' })
+    }
+  })
 })

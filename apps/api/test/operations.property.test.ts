@@ -218,7 +218,9 @@ async function snapshot() {
            (SELECT count(*) FROM presets) AS presets, (SELECT max(updated_at) FROM presets) AS presets_changed,
            (SELECT count(*) FROM api_keys) AS keys, (SELECT max(updated_at) FROM api_keys) AS keys_changed,
            (SELECT count(*) FROM users) AS users, (SELECT count(*) FROM generation_feedback) AS feedback,
-           (SELECT count(*) FROM preset_versions) AS versions`
+           (SELECT count(*) FROM preset_versions) AS versions, (SELECT count(*) FROM workspaces) AS workspaces,
+           (SELECT max(updated_at) FROM workspaces) AS workspaces_changed, (SELECT count(*) FROM workspace_members) AS members,
+           (SELECT count(*) FROM workspace_budgets) AS budgets, (SELECT max(updated_at) FROM workspace_budgets) AS budgets_changed`
   return JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))
 }
 
@@ -278,6 +280,18 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'listGenerationContent',
         'submitFeedback',
         'getCredits',
+        'listWorkspaces',
+        'createWorkspace',
+        'getWorkspace',
+        'updateWorkspace',
+        'deleteWorkspace',
+        'listWorkspaceMembers',
+        'bulkAddWorkspaceMembers',
+        'bulkRemoveWorkspaceMembers',
+        'listWorkspaceBudgets',
+        'getWorkspaceBudget',
+        'setWorkspaceBudget',
+        'deleteWorkspaceBudget',
       ].sort(),
     )
   })

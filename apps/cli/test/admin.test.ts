@@ -35,7 +35,10 @@ describe('npm run -s admin', () => {
     const keys = await t.db.apiKey.findMany({ where: { workspaceId: out.workspace_id } })
     expect(keys.map((k) => k.kind).sort()).toEqual(['management', 'organization', 'user'])
     // Stored hashed: the plaintext appears nowhere in the row.
-    for (const k of keys) expect(JSON.stringify(k)).not.toContain(out.keys.user.slice(13))
+    for (const k of keys)
+      expect(JSON.stringify(k, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v))).not.toContain(
+        out.keys.user.slice(13),
+      )
   })
 
   it('creates accounts, workspaces, users and keys with their flags', async () => {

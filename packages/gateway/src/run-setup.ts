@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto'
 import type { ChoiceSpec, FunctionDef } from './adapters/adapter.js'
 import { ResponseAssembler, itemId } from './assembler.js'
 import type { CompactionSeal } from './compaction.js'
-import { invalid } from './errors.js'
+import { gatewayError, invalid } from './errors.js'
 import { sessionKey, type ResponsesRequest } from './request.js'
 import type { Router } from './routing.js'
 import type { CallOptions, Run } from './run.js'
@@ -35,6 +35,8 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   const functions: FunctionDef[] = offered ? [] : NO_FUNCTIONS
   const refused = new Set<string>()
   for (const t of offered ?? []) {
+    if (opts.disabledTools?.has(t.type))
+      throw gatewayError('permission_denied', `the server tool ${t.type} is disabled in this workspace`)
     if (isFunctionTool(t))
       functions.push({
         name: t.name,

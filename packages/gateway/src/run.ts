@@ -25,6 +25,8 @@ export interface CallOptions {
   tenant?: string
   /** Who the request is for and where it came from, for the generations it records (absent: none are recorded). */
   generation?: GenerationContext
+  /** Server tools the caller's workspace refuses (403), as `openrouter:<name>`. */
+  disabledTools?: ReadonlySet<string> | null
 }
 
 /** One model call that reached a provider: what the ledger records of it. */

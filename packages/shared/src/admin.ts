@@ -1,14 +1,8 @@
 import { AppError } from './errors.js'
 import type { Db } from './db.js'
 import { generateApiKey, type ApiKeyKind } from './api-keys.js'
-import {
-  insertAccount,
-  insertUser,
-  insertWorkspace,
-  updateIoLogging,
-  updateVaultWrites,
-  userWorkspace,
-} from './repositories/accounts.js'
+import { insertAccount, insertUser, updateVaultWrites, userWorkspace } from './repositories/accounts.js'
+import { insertWorkspace, updateIoLogging } from './repositories/workspaces.js'
 import { insertKey } from './repositories/api-keys.js'
 import { internScope } from './repositories/interns.js'
 
@@ -47,7 +41,8 @@ export async function setIoLogging(db: Db, opts: { workspaceId: string; on: bool
 }
 
 export async function createWorkspace(db: Db, opts: { accountId: string; internsEnabled?: boolean }) {
-  return { workspace_id: await insertWorkspace(db, opts.accountId, opts.internsEnabled ?? true) }
+  const row = await insertWorkspace(db, opts.accountId, { internsEnabled: opts.internsEnabled ?? true })
+  return { workspace_id: row.id }
 }
 
 export async function createUser(db: Db, opts: { workspaceId: string }) {

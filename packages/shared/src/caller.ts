@@ -22,13 +22,15 @@ export interface Caller {
   /** Epoch milliseconds after which the key no longer authenticates (a cached answer included); null: never. */
   expiresAt: number | null
   /**
-   * What the key's requests spend is bounded by: its own limit, its account's credits (none: no
-   * check at all). A change of the key reaches every process with the key's change event; a change
-   * of credits, within AUTH_CACHE_MS.
+   * What the key's requests spend is bounded by: its own limit, its workspace's budgets, its
+   * account's credits (none: no check at all). A change of the key or the workspace reaches every
+   * process with its change event; a change of credits, within AUTH_CACHE_MS.
    */
   limits: readonly SpendLimit[]
   /** The share of requests whose content its workspace keeps (private logging; 0: off). */
   ioLoggingRate: number
+  /** Server tools the workspace refuses (403), as `openrouter:<name>`; null: none. */
+  disabledServerTools: ReadonlySet<string> | null
 }
 
 export async function resolveCaller(db: Db, token: string): Promise<Caller | undefined> {
@@ -59,6 +61,13 @@ export async function resolveCaller(db: Db, token: string): Promise<Caller | und
               includeByok: row.include_byok_in_limit,
             },
           ]),
+      ...row.budgets.map((b) => ({
+        owner: row.workspace_id,
+        of: 'workspace' as const,
+        pico: BigInt(b.limit_micros) * PICO_PER_MICRO,
+        reset: b.interval === 'lifetime' ? null : b.interval,
+        includeByok: row.include_byok_in_budgets,
+      })),
       // Credits pay for what Roster's own provider credentials spend; BYOK spend is the workspace's own.
       ...(row.credits_micros === null
         ? []
@@ -73,5 +82,6 @@ export async function resolveCaller(db: Db, token: string): Promise<Caller | und
           ]),
     ],
     ioLoggingRate: row.io_logging_rate,
+    disabledServerTools: row.disabled_server_tools?.length ? new Set(row.disabled_server_tools) : null,
   }
 }

@@ -234,10 +234,10 @@ export function canonicalGenerationId(id: string): string {
  * serve them all.
  */
 export interface SpendLimit {
-  /** Whose spend it bounds: a key's or an account's id (the spend rows' owner). */
+  /** Whose spend it bounds: a key's, a workspace's or an account's id (the spend rows' owner). */
   owner: string
   /** What it is, for the refusal. */
-  of: 'key' | 'account'
+  of: 'key' | 'workspace' | 'account'
   /** USD × 10^12. */
   pico: bigint
   reset: 'daily' | 'weekly' | 'monthly' | null

@@ -12,7 +12,8 @@ import {
   updateManagedKey,
   type ManagedKeyRow,
 } from './repositories/api-keys.js'
-import { insertUser, userWorkspace, workspaceAccount } from './repositories/accounts.js'
+import { insertUser } from './repositories/accounts.js'
+import { isMember, workspaceAccount } from './repositories/workspaces.js'
 import { spendOf } from './repositories/generations.js'
 import { PICO_PER_MICRO, spendPeriods, usdOfPico } from './generations.js'
 
@@ -158,6 +159,8 @@ function limitFields(row: ManagedKeyRow, u: KeyUsage) {
 export function apiKeyView(row: ManagedKeyRow, u: KeyUsage) {
   return {
     hash: hex(row.hash),
+    // Beyond the contract's 22 fields (clients that check them drop it): what io_logging_api_key_ids names.
+    number: Number(row.number),
     name: row.name,
     disabled: row.disabled,
     ...limitFields(row, u),
@@ -218,8 +221,9 @@ export async function createKey(deps: KeyDeps, scope: KeyScope, body: CreateKeyB
   if (body.expires_at && Date.parse(body.expires_at) <= (deps.now ?? Date.now)())
     throw new AppError('invalid_body', 'expires_at must be in the future')
   if (body.creator_user_id != null) {
-    const ok = z.uuid().safeParse(body.creator_user_id).success && (await userWorkspace(db, body.creator_user_id))
-    if (ok !== workspaceId)
+    const ok =
+      z.uuid().safeParse(body.creator_user_id).success && (await isMember(db, workspaceId, body.creator_user_id))
+    if (!ok)
       throw new AppError(
         'invalid_body',
         `creator_user_id ${JSON.stringify(body.creator_user_id.slice(0, 80))} is not a member of the key's workspace`,

@@ -133,7 +133,9 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     // A disabled key refused meanwhile may be enabled again: its refusal is forgotten too.
     unknown.delete(id)
   }
-  return Object.assign(authenticate, { forget })
+  /** Forgets every cached key of a workspace (its budgets or switches changed, or it was deleted). */
+  const forgetWorkspace = (workspaceId: string) => known.deleteWhere((e) => e.caller.workspaceId === workspaceId)
+  return Object.assign(authenticate, { forget, forgetWorkspace })
 }
 
 /** At most `size` tasks at once; the rest wait in turn, up to `waiting` of them (then refused with 429). */

@@ -11,7 +11,8 @@ import {
 /**
  * The API's ear for change events: one subscriber connection per process. Each intern event evicts
  * the cached rows (`onChange`) and wakes the SSE streams watching those interns; each key event
- * makes the authenticator forget the keys it names (`onKeyChange`).
+ * makes the authenticator forget what it names (`onKeyChange`: keys' digests in base64, and
+ * workspaces as `w:<id>`).
  */
 export class InternWatch {
   private readonly listeners = new Map<string, Set<() => void>>()
@@ -22,13 +23,13 @@ export class InternWatch {
     queuePrefix: string,
     onChange: (ids: string[]) => void,
     log: Pick<ParentLogger, 'warn' | 'info'>,
-    onKeyChange: (digests: Buffer[]) => void = () => {},
+    onKeyChange: (entries: string[]) => void = () => {},
   ) {
     const keyChannel = keyEventsChannel(queuePrefix)
     this.subscriber = connectRedis(redis, { maxRetriesPerRequest: null, lazyConnect: true })
     reportConnectionErrors(this.subscriber, log, 'intern change events: redis')
     this.subscriber.on('message', (channel: string, message: string) => {
-      if (channel === keyChannel) return onKeyChange(message.split(',').map((d) => Buffer.from(d, 'base64')))
+      if (channel === keyChannel) return onKeyChange(message.split(','))
       const ids = message.split(',')
       onChange(ids)
       for (const id of ids) for (const fn of this.listeners.get(id) ?? []) fn()

@@ -30,6 +30,11 @@ export class Lru<K, V> {
     this.map.delete(key)
   }
 
+  /** Lets go of every entry `drop` says to (a walk over all of them: for rare, broad changes). */
+  deleteWhere(drop: (value: V) => boolean): void {
+    for (const [key, value] of this.map) if (drop(value)) this.map.delete(key)
+  }
+
   get size(): number {
     return this.map.size
   }

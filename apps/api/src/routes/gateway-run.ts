@@ -76,6 +76,7 @@ export function callOptions(
     doorStream: more.doorStream,
     tenant: req.caller?.keyId,
     generation,
+    disabledTools: req.caller?.disabledServerTools,
   }
 }
 

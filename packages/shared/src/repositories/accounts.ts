@@ -1,8 +1,8 @@
 import type { Db, Prisma } from '../db.js'
 import { QUOTA_SHARDS } from '../interns/quota.js'
 
-// The accounts, workspaces and users tables' statements (an account holds workspaces; a workspace
-// holds its members, the users).
+// The accounts and users tables' statements (an account holds workspaces, workspaces.ts; a
+// workspace holds its members, the users).
 
 export async function insertAccount(
   db: Db,
@@ -15,10 +15,6 @@ export async function insertAccount(
 export async function updateVaultWrites(db: Db, accountId: string, on: boolean): Promise<boolean> {
   const updated = await db.account.updateMany({ where: { id: accountId }, data: { vaultWrites: on } })
   return updated.count > 0
-}
-
-export async function insertWorkspace(db: Db, accountId: string, internsEnabled: boolean): Promise<string> {
-  return (await db.workspace.create({ data: { accountId, internsEnabled }, select: { id: true } })).id
 }
 
 /** A member of a workspace, with all its quota shards, empty (see MemberQuotaShard). */
@@ -36,14 +32,6 @@ export async function insertUser(db: Db | Prisma.TransactionClient, workspaceId:
 /** The workspace a user belongs to (undefined: no such user). */
 export async function userWorkspace(db: Db | Prisma.TransactionClient, userId: string): Promise<string | undefined> {
   return (await db.user.findUnique({ where: { id: userId }, select: { workspaceId: true } }))?.workspaceId
-}
-
-/** The account a workspace belongs to (undefined: no such workspace). */
-export async function workspaceAccount(
-  db: Db | Prisma.TransactionClient,
-  workspaceId: string,
-): Promise<string | undefined> {
-  return (await db.workspace.findUnique({ where: { id: workspaceId }, select: { accountId: true } }))?.accountId
 }
 
 /** Sets an account's credits (USD × 10^6; null: unlimited); false when there is no such account. */
@@ -67,13 +55,4 @@ export async function addCredits(db: Db, accountId: string, micros: bigint, maxM
 export async function accountCredits(db: Db, accountId: string): Promise<bigint | null | undefined> {
   const row = await db.account.findUnique({ where: { id: accountId }, select: { creditsMicros: true } })
   return row ? row.creditsMicros : undefined
-}
-
-/** Turns a workspace's private logging on or off (rate: the share of requests kept); false when there is no such workspace. */
-export async function updateIoLogging(db: Db, workspaceId: string, on: boolean, rate: number): Promise<boolean> {
-  const updated = await db.workspace.updateMany({
-    where: { id: workspaceId },
-    data: { ioLogging: on, ioLoggingRate: rate },
-  })
-  return updated.count > 0
 }

@@ -22,8 +22,12 @@ export interface CallerRow {
   include_byok_in_limit: boolean
   /** The account's credits, USD × 10^6 (null: unlimited). */
   credits_micros: bigint | null
-  /** The share of the workspace's requests whose content is kept (0: private logging off). */
+  /** The share of the workspace's requests whose content is kept (0: private logging off, or not for this key). */
   io_logging_rate: number
+  /** The workspace's budgets (limits as decimal strings of micro-dollars). */
+  budgets: { interval: 'daily' | 'weekly' | 'monthly' | 'lifetime'; limit_micros: string }[]
+  include_byok_in_budgets: boolean
+  disabled_server_tools: string[] | null
 }
 
 /** The live key with this digest, with its workspace's and account's switches: one indexed lookup. */
@@ -33,7 +37,11 @@ export async function keyByHash(db: Db, hash: Buffer): Promise<CallerRow | undef
            w.account_id, w.interns_enabled, a.in_programme, a.lifecycle_writes, a.vault_writes,
            (extract(epoch FROM k.expires_at) * 1000)::float8 AS expires_ms,
            k.limit_micros, k.limit_reset, k.include_byok_in_limit, a.credits_micros,
-           CASE WHEN w.io_logging THEN w.io_logging_sampling_rate ELSE 0 END AS io_logging_rate
+           CASE WHEN w.io_logging AND (w.io_logging_api_key_ids IS NULL OR w.io_logging_api_key_ids @> to_jsonb(k.number))
+                THEN w.io_logging_sampling_rate ELSE 0 END AS io_logging_rate,
+           (SELECT coalesce(json_agg(json_build_object('interval', b.interval, 'limit_micros', b.limit_micros::text)), '[]')
+              FROM workspace_budgets b WHERE b.workspace_id = w.id) AS budgets,
+           w.include_byok_in_budgets, w.disabled_server_tools
     FROM api_keys k
     JOIN workspaces w ON w.id = k.workspace_id
     JOIN accounts a ON a.id = w.account_id
@@ -92,11 +100,13 @@ export interface ManagedKeyRow {
   external_user: string | null
   workspace_id: string
   account_id: string
+  /** The key's number (a workspace's io_logging_api_key_ids name keys by it). */
+  number: bigint
 }
 
 const MANAGED_COLUMNS = Prisma.raw(`k.id, k.kind::text AS kind, k.hash, k.prefix, k.name, k.label, k.disabled,
   k.limit_micros, k.limit_reset, k.include_byok_in_limit, k.created_at, k.updated_at, k.expires_at, k.user_id,
-  k.external_user, k.workspace_id, w.account_id`)
+  k.external_user, k.workspace_id, w.account_id, k.number`)
 
 export interface NewManagedKey {
   workspaceId: string
