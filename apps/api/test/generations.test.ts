@@ -16,7 +16,7 @@ import type { Catalogue } from '@roster/gateway'
 import { createLogger, grantCredits, insertGenerations, loadConfig, setIoLogging, WorkerConfig } from '@roster/shared'
 import { generationRecord, makeTenant, makeUserKey, redisUrl, useTestTenant, waitFor } from '@roster/testing'
 import { GenerationDrain } from '../../worker/src/generation-drain.js'
-import { buildTestApp, leaveMidStream, simEndpoint, simModel } from './helpers.js'
+import { buildTestApp, startDrain, leaveMidStream, simEndpoint, simModel } from './helpers.js'
 
 // Every model call through every door is one generation, costed exactly from the catalogue's
 // prices, appended before the reply ends and drained into Postgres by the worker's drain (run here
@@ -53,9 +53,7 @@ beforeAll(async () => {
   }
   app = await buildTestApp(env.t.db, { QUEUE_PREFIX: prefix }, catalogue)
   base = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
-  const config = loadConfig(WorkerConfig, { DATABASE_URL: env.t.url, REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix })
-  drain = new GenerationDrain(env.t.db, config, prefix, createLogger('worker', 'silent'), { blockMs: 50 })
-  drain.start()
+  drain = startDrain(env.t.db, env.t.url, prefix)
 })
 afterAll(async () => {
   await drain?.stop()

@@ -3,9 +3,10 @@ import type { OpenRouter } from '@openrouter/sdk'
 import type { InternChatCompletionChunk, InternChatCompletionRequest } from '@openrouter/sdk/models'
 import { afterAll, beforeAll } from 'vitest'
 import { startSimulator, type Simulator, type SimSettings } from '@roster/upstream-sim'
-import { ApiConfig, connectRedis, createLogger, loadConfig, type Db } from '@roster/shared'
+import { ApiConfig, connectRedis, createLogger, loadConfig, WorkerConfig, type Db } from '@roster/shared'
 import { redisUrl, waitFor } from '@roster/testing'
 import { buildApp } from '../src/app.js'
+import { GenerationDrain } from '../../worker/src/generation-drain.js'
 import { createAppDeps } from '../src/deps.js'
 import { simulatorCatalogue, type Catalogue, type CatalogueModel, type Endpoint, type Protocol } from '@roster/gateway'
 
@@ -169,4 +170,16 @@ export function streamError(chunks: InternChatCompletionChunk[]) {
     error: finish.error,
     final: chunks.at(-1),
   }
+}
+
+/** The worker's generations drain, in this process, over the stream of `queuePrefix`: started (stop it after). */
+export function startDrain(db: Db, databaseUrl: string, queuePrefix: string): GenerationDrain {
+  const config = loadConfig(WorkerConfig, {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl(),
+    QUEUE_PREFIX: queuePrefix,
+  })
+  const drain = new GenerationDrain(db, config, queuePrefix, createLogger('worker', 'silent'), { blockMs: 50 })
+  drain.start()
+  return drain
 }

@@ -8,10 +8,10 @@ import {
 } from '@openrouter/sdk/models/errors'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
-import { createLogger, createUser, createApiKey, loadConfig, WorkerConfig } from '@roster/shared'
-import { makeTenant, makeUserKey, redisUrl, useTestTenant, waitFor } from '@roster/testing'
-import { GenerationDrain } from '../../worker/src/generation-drain.js'
-import { buildTestApp, simEndpoint, simModel } from './helpers.js'
+import { createUser, createApiKey } from '@roster/shared'
+import { makeTenant, makeUserKey, useTestTenant, waitFor } from '@roster/testing'
+import type { GenerationDrain } from '../../worker/src/generation-drain.js'
+import { buildTestApp, startDrain, simEndpoint, simModel } from './helpers.js'
 
 // Workspaces through the official client (governance-contract.md §2): their settings, members and
 // budgets, each operation with the statuses the client knows; a budget refuses the workspace's
@@ -35,9 +35,7 @@ beforeAll(async () => {
   other = await buildTestApp(env.t.db, settings, catalogue)
   base = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
   otherBase = `${await other.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
-  const config = loadConfig(WorkerConfig, { DATABASE_URL: env.t.url, REDIS_URL: redisUrl(), QUEUE_PREFIX: prefix })
-  drain = new GenerationDrain(env.t.db, config, prefix, createLogger('worker', 'silent'), { blockMs: 50 })
-  drain.start()
+  drain = startDrain(env.t.db, env.t.url, prefix)
 })
 afterAll(async () => {
   await drain?.stop()
