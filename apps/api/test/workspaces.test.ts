@@ -20,6 +20,7 @@ import { buildTestApp, startDrain, simEndpoint, simModel } from './helpers.js'
 const env = useTestTenant()
 const prefix = `{t-ws-${Date.now()}}`
 let sim: Simulator
+let slow: Simulator
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let other: Awaited<ReturnType<typeof buildTestApp>>
 let drain: GenerationDrain
@@ -28,7 +29,13 @@ let otherBase: string
 
 beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 6 })
-  const catalogue: Catalogue = { models: [simModel('sim/chat', [simEndpoint(sim.url, 'openai-chat')])] }
+  slow = await startSimulator({ replyTokens: 40, tokensPerSecond: 40 })
+  const catalogue: Catalogue = {
+    models: [
+      simModel('sim/chat', [simEndpoint(sim.url, 'openai-chat')]),
+      simModel('sim/slow', [simEndpoint(slow.url, 'openai-chat')]),
+    ],
+  }
   // Two API processes that trust a cached key for a minute: changes must reach both through events.
   const settings = { QUEUE_PREFIX: prefix, AUTH_CACHE_MS: '60000' }
   app = await buildTestApp(env.t.db, settings, catalogue)
@@ -41,7 +48,7 @@ afterAll(async () => {
   await drain?.stop()
   await app?.closeAll()
   await other?.closeAll()
-  await sim?.close()
+  await Promise.all([sim?.close(), slow?.close()])
 })
 
 const sdk = (key: string, url = base) =>
@@ -105,6 +112,12 @@ describe('workspaces', () => {
     expect(changed.data).toMatchObject({ name: 'Lab', slug: 'research', description: null, disabledServerTools: null })
     expect(changed.data.updatedAt).not.toBeNull()
 
+    // A member whose own workspace it is holds a key elsewhere: deleting the workspace would delete it.
+    const { user_id } = await createUser(env.t.db, { workspaceId: id })
+    const elsewhere = await admin.apiKeys.create({ requestBody: { name: 'held elsewhere', creatorUserId: user_id } })
+    expect(await fails(admin.workspaces.delete({ id }))).toBeInstanceOf(BadRequestResponseError)
+    expect((await chat(elsewhere.key)).status).toBe(200)
+    await admin.apiKeys.delete({ hash: elsewhere.data.hash })
     expect(await admin.workspaces.delete({ id })).toEqual({ deleted: true })
     expect(await fails(admin.workspaces.get({ id }))).toBeInstanceOf(NotFoundResponseError)
   })
@@ -293,6 +306,37 @@ describe('budgets', () => {
       upsertWorkspaceBudgetRequest: { limitUsd: 50 },
     })
     for (const url of [base, otherBase]) expect((await chat(t.keys.user, url)).status).toBe(200)
+  })
+})
+
+describe('a budget reached mid-stream', () => {
+  it('lets the streams already admitted finish whole, and refuses the next request', async () => {
+    const t = await makeTenant(env.t.db)
+    expect((await chat(t.keys.user)).status).toBe(200)
+    // A second of streaming, admitted before the budget exists.
+    const streaming = chat(t.keys.user, otherBase, { model: 'sim/slow', stream: true }).then((r) => ({
+      ...r,
+      endedAt: performance.now(),
+    }))
+    await sdk(t.keys.management).workspaces.setBudget({
+      workspaceRef: 'default',
+      interval: 'lifetime',
+      upsertWorkspaceBudgetRequest: { limitUsd: 0.000001 },
+    })
+    await waitFor(async () => (await chat(t.keys.user)).status === 402, { timeoutMs: 10_000, what: 'the refusal' })
+    const refusedAt = performance.now()
+    const done = await streaming
+    // Refused while the admitted stream was still going.
+    expect(refusedAt).toBeLessThan(done.endedAt)
+    expect(done.status).toBe(200)
+    expect(done.text.trimEnd().endsWith('data: [DONE]')).toBe(true)
+    expect(done.text).toContain('"finish_reason":"stop"')
+    // And it was accounted, as any other: the workspace's spend holds it.
+    const id = /"id":"chatcmpl-([^"]+)"/.exec(done.text)![1]!
+    await waitFor(async () => (await env.t.db.generation.count({ where: { id: `resp_${id}` } })) === 1, {
+      timeoutMs: 10_000,
+      what: 'the stream’s generation',
+    })
   })
 })
 

@@ -220,7 +220,7 @@ export async function dropWorkspace(deps: WorkspaceDeps, caller: Caller, ref: st
   if (await hasActiveKeys(deps.db, w.id))
     throw new AppError(
       'invalid_body',
-      'this workspace has active API keys (interns’ included): delete or disable them first',
+      'this workspace has active API keys (interns’ included), or its members hold active keys in other workspaces: delete or disable them first',
     )
   await deleteWorkspace(deps.db, w.id)
   deps.changed(w.id)

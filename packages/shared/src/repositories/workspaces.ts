@@ -121,9 +121,16 @@ export async function updateWorkspace(db: Db | Prisma.TransactionClient, row: Wo
   return (await workspaceByRef(db, row.account_id, row.id))!
 }
 
-/** Whether a workspace holds a key that authenticates (not deleted, not disabled). */
+/**
+ * Whether a key that authenticates (not deleted, not disabled) would go with the workspace: one of
+ * its own, or one held elsewhere by a member whose own workspace it is (deleting the workspace
+ * deletes its members, and their keys with them).
+ */
 export async function hasActiveKeys(db: Db | Prisma.TransactionClient, workspaceId: string): Promise<boolean> {
-  return (await db.apiKey.count({ where: { workspaceId, revokedAt: null, disabled: false } })) > 0
+  const n = await db.apiKey.count({
+    where: { revokedAt: null, disabled: false, OR: [{ workspaceId }, { user: { workspaceId } }] },
+  })
+  return n > 0
 }
 
 /** Deletes a workspace and what it holds (its budgets, members, keys' rows, presets). */
