@@ -348,6 +348,8 @@ describe('limits, enforced before the upstream call', () => {
     expect(String((langchain as Error).message)).toMatch(/402|spent its limit/)
     // Refused before any upstream call.
     expect(upstream()).toBe(upstreamBefore)
+    // Nothing remains once the first call is in the ledger (GET /key reads the ledger).
+    await generation(made.key, idOf(first.text, false))
     expect((await sdk(made.key).apiKeys.getCurrentKeyMetadata()).data.limitRemaining).toBe(0)
 
     await admin.apiKeys.update({ hash: made.data.hash, requestBody: { limit: 10 } })
@@ -443,10 +445,13 @@ describe('limits, enforced before the upstream call', () => {
     }
     const ask = (key: string) =>
       post('/chat/completions', key, { model: 'sim/chat', messages: [{ role: 'user', content: 'today' }] })
-    expect((await ask(daily.key)).status).toBe(200)
+    const today = await ask(daily.key)
+    expect(today.status).toBe(200)
     const refused = await ask(lifetime.key)
     expect(refused.status).toBe(402)
     expect(refused.text).toMatch(/its lifetime/)
+    // Today's call counted once the drain has written it (the usage is the ledger's).
+    await generation(daily.key, idOf(today.text, false))
     const me = (await sdk(daily.key).apiKeys.getCurrentKeyMetadata()).data
     expect(me.usage).toBeGreaterThan(1)
     expect(me.usageDaily).toBeLessThan(0.01)
