@@ -312,7 +312,14 @@ describe('budgets', () => {
 describe('a budget reached mid-stream', () => {
   it('lets the streams already admitted finish whole, and refuses the next request', async () => {
     const t = await makeTenant(env.t.db)
-    expect((await chat(t.keys.user)).status).toBe(200)
+    const first = await chat(t.keys.user)
+    expect(first.status).toBe(200)
+    // Spent, and in the ledger, before the stream starts: the budget refuses as soon as it is set.
+    const firstId = `resp_${/"id":"chatcmpl-([^"]+)"/.exec(first.text)![1]!}`
+    await waitFor(async () => (await env.t.db.generation.count({ where: { id: firstId } })) === 1, {
+      timeoutMs: 10_000,
+      what: 'the first call in the ledger',
+    })
     // A second of streaming, admitted before the budget exists.
     const streaming = chat(t.keys.user, otherBase, { model: 'sim/slow', stream: true }).then((r) => ({
       ...r,
