@@ -169,11 +169,13 @@ describe('OpenTelemetry traces', () => {
       body: JSON.stringify({ model: 'roster-sim/chat', input: 'hello', max_output_tokens: 50, temperature: 0.5 }),
     })
     expect(res.status).toBe(200)
-    await waitFor(() => spans.some((s) => s.name === 'chat roster-sim/chat'), {
+    // The request's span ends after the model call's (with the reply), and may come in a later export.
+    const callSpan = () => spans.find((s) => s.name === 'chat roster-sim/chat')
+    await waitFor(() => !!callSpan() && spans.some((s) => s.spanId === callSpan()!.parentSpanId), {
       timeoutMs: 15_000,
-      what: 'the model call span',
+      what: 'the model call span and its parent',
     })
-    const call = spans.find((s) => s.name === 'chat roster-sim/chat')!
+    const call = callSpan()!
     const parent = spans.find((s) => s.spanId === call.parentSpanId)
     expect(parent).toMatchObject({ name: 'POST /api/v1/responses', service: 'roster-api', kind: SPAN_KIND.server })
     expect(call.kind).toBe(SPAN_KIND.client)
