@@ -23,7 +23,7 @@ import {
   type VaultService,
 } from '@roster/shared'
 import { createHmac, randomBytes } from 'node:crypto'
-import { observers, ResponsesEngine, type Catalogue } from '@roster/gateway'
+import { findModel, observers, ResponsesEngine, type Catalogue } from '@roster/gateway'
 import { createAuthenticator, type Authenticator } from './plugins/auth.js'
 import { Egress } from './fleet/egress.js'
 import { PostgresSnapshots, S3Snapshots, type SnapshotStore } from './fleet/snapshots.js'
@@ -197,7 +197,7 @@ export function createAppDeps(
         if (redis.status === 'ready')
           redis.publish(keyEventsChannel(config.QUEUE_PREFIX), `w:${workspaceId}`).catch(() => {})
       },
-      knownModel: (id) => catalogue.models.some((m) => m.id === id),
+      knownModel: (id) => !!findModel(catalogue, id),
     },
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
     secretStores: new SecretStoreBatcher(db),

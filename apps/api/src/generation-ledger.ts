@@ -95,10 +95,7 @@ export class StreamGenerationLedger implements GenerationLedger {
         // after the wait, Postgres takes the records (a late append landing too is harmless: the
         // drain's write is idempotent by id).
         this.log.warn({ err: err.message }, 'generations could not be appended to Redis; writing them to Postgres')
-        this.toPostgres(batch.flatMap((w) => w.records)).then(
-          () => batch.forEach((w) => w.done()),
-          (failed: Error) => batch.forEach((w) => w.done(failed)),
-        )
+        this.settleInPostgres(batch)
       },
     )
   }
@@ -110,9 +107,14 @@ export class StreamGenerationLedger implements GenerationLedger {
     // Redis went away meanwhile: what waited goes to Postgres.
     const waiting = this.queued
     this.queued = []
-    this.toPostgres(waiting.flatMap((w) => w.records)).then(
-      () => waiting.forEach((w) => w.done()),
-      (failed: Error) => waiting.forEach((w) => w.done(failed)),
+    this.settleInPostgres(waiting)
+  }
+
+  /** Writes a batch's records to Postgres in one statement, and answers each of its requests. */
+  private settleInPostgres(batch: Waiting[]) {
+    this.toPostgres(batch.flatMap((w) => w.records)).then(
+      () => batch.forEach((w) => w.done()),
+      (failed: Error) => batch.forEach((w) => w.done(failed)),
     )
   }
 

@@ -171,10 +171,13 @@ export function apiKeyView(row: ManagedKeyRow, u: KeyUsage) {
   }
 }
 
-/** Management keys alone manage keys: a create answers 403, the rest 401 (the codes the client knows for each). */
-export function assertManagementKey(caller: Caller, op: 'create' | 'other') {
-  if (caller.kind === 'management') return
-  const message = 'managing API keys needs a management key'
+/**
+ * The caller's account, when it holds a management key; otherwise 403 where the client knows a 403
+ * for the operation (`op: 'create'`), else 401. `what` says what needed it.
+ */
+export function assertManagementKey(caller: Caller, op: 'create' | 'other', what = 'managing API keys'): string {
+  if (caller.kind === 'management') return caller.accountId
+  const message = `${what} needs a management key`
   throw op === 'create' ? new AppError('management_key_required', message) : new AppError('unauthorized', message)
 }
 

@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { AppError } from './errors.js'
 import type { Db } from './db.js'
 import type { Caller } from './caller.js'
-import { MAX_KEY_LIMIT_USD } from './managed-keys.js'
+import { assertManagementKey, MAX_KEY_LIMIT_USD } from './managed-keys.js'
 import {
   accountUsers,
   budgetsOf,
@@ -69,9 +69,10 @@ const Fields = {
 }
 export const CreateWorkspaceBody = z.strictObject({ name: Name, slug: Slug, ...Fields })
 export const UpdateWorkspaceBody = z.strictObject({ name: Name.optional(), slug: Slug.optional(), ...Fields })
+/** The client's offset/limit paging of 50 by default, 100 at most (governance-contract.md §0.1, P50). */
 export const PageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(100).optional(),
-  offset: z.coerce.number().int().min(0).max(1_000_000).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  offset: z.coerce.number().int().min(0).default(0),
 })
 export const DeleteWorkspaceQuery = z.object({
   confirm_default_workspace_deletion: z.enum(['true', 'false']).optional(),
@@ -94,12 +95,9 @@ export interface WorkspaceDeps {
   knownModel: (id: string) => boolean
 }
 
-/** A management key's account, else 401 (403 where the client expects it, `op: 'create'`). */
-export function managementAccount(caller: Caller, op: 'create' | 'other' = 'other'): string {
-  if (caller.kind === 'management') return caller.accountId
-  const message = 'managing workspaces needs a management key'
-  throw op === 'create' ? new AppError('management_key_required', message) : new AppError('unauthorized', message)
-}
+/** A management key's account (assertManagementKey's refusals otherwise). */
+const managementAccount = (caller: Caller, op: 'create' | 'other' = 'other') =>
+  assertManagementKey(caller, op, 'managing workspaces')
 
 /** The workspace's default guardrail's id: derived from the workspace's, so it is known before it exists. */
 export function defaultGuardrailId(workspaceId: string): string {
@@ -175,7 +173,7 @@ const slugTaken = (slug: string | undefined) =>
   new AppError('invalid_body', `slug ${JSON.stringify(slug)} is taken by another workspace of this account`)
 
 export async function listWorkspaces(deps: WorkspaceDeps, caller: Caller, q: z.infer<typeof PageQuery>) {
-  const { rows, total } = await workspacePage(deps.db, managementAccount(caller), q.offset ?? 0, q.limit ?? 50)
+  const { rows, total } = await workspacePage(deps.db, managementAccount(caller), q.offset, q.limit)
   return { data: rows.map(workspaceView), total_count: total }
 }
 
@@ -239,7 +237,7 @@ const memberView = (m: MemberRow) => ({
 
 export async function listMembers(deps: WorkspaceDeps, caller: Caller, ref: string, q: z.infer<typeof PageQuery>) {
   const w = await found(deps.db, managementAccount(caller, 'create'), ref)
-  const { rows, total } = await memberPage(deps.db, w, q.offset ?? 0, q.limit ?? 50)
+  const { rows, total } = await memberPage(deps.db, w, q.offset, q.limit)
   return { data: rows.map(memberView), total_count: total }
 }
 

@@ -18,7 +18,7 @@ export const creditRoutes =
         schema: { operationId: 'getCredits', summary: 'Credits granted and used (management key)' },
       },
       async (req) => {
-        assertManagementKey(req.caller!, 'create')
+        assertManagementKey(req.caller!, 'create', 'reading credits')
         return { data: await creditsView(deps.db, req.caller!.accountId) }
       },
     )

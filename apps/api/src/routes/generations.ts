@@ -91,7 +91,7 @@ export const generationRoutes =
         schema: { operationId: 'submitFeedback', summary: 'Feedback on a generation', body: Feedback },
       },
       async (req) => {
-        assertManagementKey(req.caller!, 'other')
+        assertManagementKey(req.caller!, 'other', 'submitting feedback')
         const row = await visible(req.caller!.accountId, req.body.generation_id)
         await insertFeedback(deps.db, {
           generationId: row.id,

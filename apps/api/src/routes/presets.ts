@@ -8,6 +8,7 @@ import {
   getPresetVersion,
   listPresets,
   listPresetVersions,
+  PageQuery,
 } from '@roster/shared'
 import {
   PresetChatBody,
@@ -26,10 +27,6 @@ import type { AppDeps } from '../deps.js'
 import { RESPONSES_BODY_LIMIT } from './responses.js'
 
 const SlugParams = z.object({ slug: z.string() })
-const Page = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(50),
-  offset: z.coerce.number().int().min(0).default(0),
-})
 
 function slugOf(req: FastifyRequest): string {
   const { slug } = req.params as { slug: string }
@@ -90,7 +87,7 @@ export const presetRoutes =
         schema: {
           operationId: 'listPresets',
           summary: 'Presets of the workspace, newest-updated first',
-          querystring: Page,
+          querystring: PageQuery,
         },
       },
       async (req) => listPresets(deps.db, req.caller!.workspaceId, req.query.limit, req.query.offset),
@@ -113,7 +110,7 @@ export const presetRoutes =
           operationId: 'listPresetVersions',
           summary: 'A preset’s versions, oldest first',
           params: SlugParams,
-          querystring: Page,
+          querystring: PageQuery,
         },
       },
       async (req) =>
