@@ -7,6 +7,7 @@ import {
   spendFromLedger,
   type KeyDeps,
   type WorkspaceDeps,
+  type GuardrailDeps,
   createLogger,
   InternReader,
   LocalVault,
@@ -23,7 +24,7 @@ import {
   type VaultService,
 } from '@roster/shared'
 import { createHmac, randomBytes } from 'node:crypto'
-import { findModel, observers, ResponsesEngine, type Catalogue } from '@roster/gateway'
+import { findModel, observers, patternError, providersOf, ResponsesEngine, type Catalogue } from '@roster/gateway'
 import { createAuthenticator, type Authenticator } from './plugins/auth.js'
 import { Egress } from './fleet/egress.js'
 import { PostgresSnapshots, S3Snapshots, type SnapshotStore } from './fleet/snapshots.js'
@@ -82,6 +83,7 @@ export interface AppDeps {
   keys: KeyDeps
   /** Workspaces' operations, and the change event that makes every process forget a workspace's keys. */
   workspaces: WorkspaceDeps
+  guardrails: GuardrailDeps
   /** The runtime hosts, each intern's calls to its own (the chat route). */
   runtime: FleetDriver
 }
@@ -115,10 +117,12 @@ export function createAppDeps(
     (entries) => {
       for (const e of entries)
         if (e.startsWith('w:')) authenticate.forgetWorkspace(e.slice(2))
+        else if (e.startsWith('a:')) authenticate.forgetAccount(e.slice(2))
         else authenticate.forget(Buffer.from(e, 'base64'))
     },
   )
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
+  const catalogueProviders = providersOf(catalogue).data.map((p) => p.name)
   const spendLimits = new SpendLimits(redis, config.QUEUE_PREFIX, db)
   const metrics = config.METRICS_PORT ? createMetrics('api') : undefined
   const vault = new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS })
@@ -198,6 +202,17 @@ export function createAppDeps(
           redis.publish(keyEventsChannel(config.QUEUE_PREFIX), `w:${workspaceId}`).catch(() => {})
       },
       knownModel: (id) => !!findModel(catalogue, id),
+    },
+    guardrails: {
+      db,
+      changed(accountId) {
+        authenticate.forgetAccount(accountId)
+        if (redis.status === 'ready')
+          redis.publish(keyEventsChannel(config.QUEUE_PREFIX), `a:${accountId}`).catch(() => {})
+      },
+      canonicalModel: (id) => findModel(catalogue, id)?.id,
+      providers: () => catalogueProviders,
+      patternError,
     },
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
     secretStores: new SecretStoreBatcher(db),

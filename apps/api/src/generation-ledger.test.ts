@@ -45,7 +45,7 @@ describe('StreamGenerationLedger', () => {
       .filter((_, i) => i % 2 === 0)
       .flat()
       .reduce((sum, r) => sum + (r.is_byok ? 0n : BigInt(r.cost_pico)), 0n)
-    const counter = await redis.get(spendCounter(prefix, keyId, limitPeriod(limit, new Date())))
+    const counter = await redis.get(spendCounter(prefix, limit, limitPeriod(limit, new Date())))
     expect(BigInt(counter!)).toBe(expected)
 
     // One under way: those that come meanwhile wait for it, and go together.
@@ -56,6 +56,6 @@ describe('StreamGenerationLedger', () => {
       .slice(1)
       .map(([, f]) => JSON.parse(f[1]!) as GenerationRecord[])
     expect(later.map((records) => records.map((r) => r.id))).toEqual([['first'], ['then-1', 'then-2', 'then-3']])
-    await redis.del(stream, spendCounter(prefix, keyId, limitPeriod(limit, new Date())))
+    await redis.del(stream, spendCounter(prefix, limit, limitPeriod(limit, new Date())))
   })
 })

@@ -126,14 +126,17 @@ export class StreamGenerationLedger implements GenerationLedger {
    */
   private async toRedis(batch: Waiting[]): Promise<void> {
     const entry = JSON.stringify(batch.length === 1 ? batch[0]!.records : batch.flatMap((w) => w.records))
-    const counters = new Map<string, { by: bigint; ttl: number }>()
+    const counters = new Map<string, { by: bigint; ttl: number; last: Waiting }>()
     const at = new Date()
     for (const w of batch)
       for (const limit of w.limits) {
         const period = limitPeriod(limit, at)
-        const counter = spendCounter(this.queuePrefix, limit.owner, period)
+        const counter = spendCounter(this.queuePrefix, limit, period)
+        const seen = counters.get(counter)
+        // Two limits of one request on one counter (a key's own and its guardrail's) raise it once.
+        if (seen?.last === w) continue
         const by = w.records.reduce((sum, r) => sum + countedAgainst(limit, r), 0n)
-        counters.set(counter, { by: (counters.get(counter)?.by ?? 0n) + by, ttl: spendCounterTtl(period) })
+        counters.set(counter, { by: (seen?.by ?? 0n) + by, ttl: spendCounterTtl(period), last: w })
       }
     if (counters.size === 0) {
       await withTimeout(this.redis.xadd(this.stream, '*', 'b', entry), APPEND_WAIT_MS)

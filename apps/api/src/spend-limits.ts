@@ -48,7 +48,7 @@ export class SpendLimits {
 
   private async checkLimit(limit: SpendLimit, at: Date): Promise<void> {
     const period = limitPeriod(limit, at)
-    const [counted, ledger] = await Promise.all([this.counter(limit.owner, period), this.ledger(limit.owner, period)])
+    const [counted, ledger] = await Promise.all([this.counter(limit, period), this.ledger(limit.owner, period)])
     const inLedger = ledger.credits + (limit.includeByok ? ledger.byok : 0n)
     const spend = counted > inLedger ? counted : inLedger
     if (spend < limit.pico) return
@@ -60,6 +60,12 @@ export class SpendLimits {
         `this account has used its credits (${usd}); an operator grants more with \`admin account credits\``,
       )
     const window = limit.reset ? `this ${WINDOW[limit.reset]} (UTC)` : 'its lifetime'
+    if (limit.of === 'guardrail')
+      throw new GatewayError(
+        402,
+        'payment_required',
+        `the guardrail ${JSON.stringify(limit.name ?? '')} limits ${limit.member ? 'this member' : 'this key'} to ${usd} for ${window}, and that is spent; raise its limit (PATCH /api/v1/guardrails/{id}) or wait for the window to reset`,
+      )
     if (limit.of === 'workspace')
       throw new GatewayError(
         402,
@@ -74,10 +80,10 @@ export class SpendLimits {
   }
 
   /** Redis's count (0 while Redis is away: the ledger's then stands alone). */
-  private async counter(ownerId: string, period: string): Promise<bigint> {
+  private async counter(limit: SpendLimit, period: string): Promise<bigint> {
     if (this.redis.status !== 'ready') return 0n
     try {
-      return BigInt((await this.redis.get(spendCounter(this.queuePrefix, ownerId, period))) ?? 0)
+      return BigInt((await this.redis.get(spendCounter(this.queuePrefix, limit, period))) ?? 0)
     } catch {
       return 0n
     }

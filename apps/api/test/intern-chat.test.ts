@@ -627,6 +627,42 @@ describe('chatting with an intern', () => {
     },
   )
 
+  it('holds an intern’s model calls to its workspace’s default guardrail: filters what reaches the provider, refuses a model it does not allow', async () => {
+    const admin = new OpenRouter({
+      apiKey: env.tenant.keys.management,
+      serverURL: stack.apiUrl,
+      retryConfig: { strategy: 'none' },
+    })
+    const user = new OpenRouter({
+      apiKey: env.tenant.keys.user,
+      serverURL: stack.apiUrl,
+      retryConfig: { strategy: 'none' },
+    })
+    const id = (await admin.workspaces.get({ id: 'default' })).data.defaultGuardrailId!
+    try {
+      await admin.guardrails.update({
+        id,
+        updateGuardrailRequest: { contentFilterBuiltins: [{ slug: 'email', action: 'redact' }] },
+      })
+      await chatThroughClient(user, internId, {
+        messages: [{ role: 'user', content: '[sim] say Noted. Write to grace@example.com please' }],
+      })
+      const sent = JSON.stringify(sim.stats.lastBody['/v1/chat/completions'])
+      expect(sent).toContain('Write to [EMAIL] please')
+      expect(sent).not.toContain('grace@example.com')
+
+      await admin.guardrails.update({ id, updateGuardrailRequest: { allowedModels: ['roster-sim/messages'] } })
+      const ended = streamError(
+        await chatThroughClient(user, internId, { messages: [{ role: 'user', content: '[sim] say Nothing.' }] }),
+      )
+      expect(ended.finishReason).toBe('error')
+      expect(ended.error).toMatchObject({ metadata: { reason: 'turn_failed', retryable: false } })
+      expect(ended.error?.message).toMatch(/guardrail .* does not allow the model roster-sim\/chat/)
+    } finally {
+      await admin.guardrails.delete({ id })
+    }
+  })
+
   // Last: it stops the whole workspace's inference until its budget is deleted again.
   it('ends a turn its workspace’s budget refuses with the chat’s documented error, not retryable', async () => {
     const admin = new OpenRouter({

@@ -220,7 +220,10 @@ async function snapshot() {
            (SELECT count(*) FROM users) AS users, (SELECT count(*) FROM generation_feedback) AS feedback,
            (SELECT count(*) FROM preset_versions) AS versions, (SELECT count(*) FROM workspaces) AS workspaces,
            (SELECT max(updated_at) FROM workspaces) AS workspaces_changed, (SELECT count(*) FROM workspace_members) AS members,
-           (SELECT count(*) FROM workspace_budgets) AS budgets, (SELECT max(updated_at) FROM workspace_budgets) AS budgets_changed`
+           (SELECT count(*) FROM workspace_budgets) AS budgets, (SELECT max(updated_at) FROM workspace_budgets) AS budgets_changed,
+           (SELECT count(*) FROM guardrails) AS guardrails, (SELECT max(updated_at) FROM guardrails) AS guardrails_changed,
+           (SELECT count(*) FROM guardrail_key_assignments) AS key_assignments,
+           (SELECT count(*) FROM guardrail_member_assignments) AS member_assignments`
   return JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))
 }
 
@@ -292,6 +295,19 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'getWorkspaceBudget',
         'setWorkspaceBudget',
         'deleteWorkspaceBudget',
+        'listGuardrails',
+        'createGuardrail',
+        'getGuardrail',
+        'updateGuardrail',
+        'deleteGuardrail',
+        'listKeyAssignments',
+        'listMemberAssignments',
+        'listGuardrailKeyAssignments',
+        'bulkAssignKeys',
+        'bulkUnassignKeys',
+        'listGuardrailMemberAssignments',
+        'bulkAssignMembers',
+        'bulkUnassignMembers',
       ].sort(),
     )
   })

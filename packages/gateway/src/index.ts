@@ -27,3 +27,4 @@ export {
   toMessage,
 } from './doors/messages.js'
 export { CompactRequest } from './compaction.js'
+export { patternError, type FilterMatch } from './guardrails.js'

@@ -3,6 +3,7 @@ import type { ChoiceSpec, FunctionDef } from './adapters/adapter.js'
 import { ResponseAssembler, itemId } from './assembler.js'
 import type { CompactionSeal } from './compaction.js'
 import { gatewayError, invalid } from './errors.js'
+import { checkRegion, constrainRoute, filterContent } from './guardrails.js'
 import { sessionKey, type ResponsesRequest } from './request.js'
 import type { Router } from './routing.js'
 import type { CallOptions, Run } from './run.js'
@@ -27,8 +28,12 @@ const NO_FUNCTIONS = Object.freeze([]) as unknown as FunctionDef[]
 const NO_NAMES: ReadonlySet<string> = new Set()
 
 export function startRun(engine: EngineParts, given: ResponsesRequest, opts: CallOptions): Run {
-  // Compaction items sent back are read to the model as the summaries they sealed.
-  const req = engine.compaction.expand(given)
+  const guardrails = opts.guardrails
+  if (guardrails) checkRegion(guardrails, opts.region ?? 'global')
+  // Compaction items sent back are read to the model as the summaries they sealed; guardrails'
+  // content filters then see all the text that goes to the provider.
+  const expanded = engine.compaction.expand(given)
+  const req = guardrails ? filterContent(guardrails, expanded, opts.onFilterMatch) : expanded
   // Most requests offer no tools: they share empty collections instead of making their own.
   const offered = req.tools?.length ? req.tools : undefined
   const tools = offered ? new Map<string, ServerTool>() : NO_SERVER_TOOLS
@@ -65,7 +70,8 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   // allowed_tools is a hard limit (the spec's MUST): only the tools it names are offered upstream.
   const allowed = allowedToolNames(req.tool_choice, engine.serverTools)
   const offeredFunctions = allowed ? functions.filter((f) => allowed.has(f.name)) : functions
-  const route = engine.router.route(req, sessionKey(req, opts.sessionHeader))
+  const routed = engine.router.route(req, sessionKey(req, opts.sessionHeader))
+  const route = guardrails ? constrainRoute(guardrails, routed) : routed
   const serverNames = tools.size ? new Set([...tools.values()].map((t) => t.definition.name)) : NO_NAMES
   return {
     req,

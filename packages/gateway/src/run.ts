@@ -6,6 +6,8 @@ import type { ResponsesRequest } from './request.js'
 import type { Candidate, Route } from './routing.js'
 import type { Usage } from './deltas.js'
 import type { GenerationContext } from '@roster/shared/generations'
+import type { AppliedGuardrail, DataRegion } from '@roster/shared/guardrail-policy'
+import type { FilterMatch } from './guardrails.js'
 import type { ServerTool } from './server-tools.js'
 
 // One request as the engine runs it: what came with it, and its state as it goes.
@@ -27,6 +29,12 @@ export interface CallOptions {
   generation?: GenerationContext
   /** Server tools the caller's workspace refuses (403), as `openrouter:<name>`. */
   disabledTools?: ReadonlySet<string> | null
+  /** The guardrails in force on the caller (absent or null: none). */
+  guardrails?: readonly AppliedGuardrail[] | null
+  /** The region the request arrived in, by its host (default global). */
+  region?: DataRegion
+  /** Told of each content filter that matched (never the text). */
+  onFilterMatch?: (m: FilterMatch) => void
 }
 
 /** One model call that reached a provider: what the ledger records of it. */

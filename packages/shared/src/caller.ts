@@ -1,8 +1,9 @@
 import type { Db } from './db.js'
 import type { ApiKeyKind } from './api-keys.js'
 import { digestsEqual, hashApiKey } from './api-keys.js'
-import { keyByHash } from './repositories/api-keys.js'
-import { PICO_PER_MICRO, type SpendLimit } from './generations.js'
+import { keyByHash, type CallerGuardrail } from './repositories/api-keys.js'
+import { memberSpendOwner, PICO_PER_MICRO, type SpendLimit } from './generations.js'
+import type { AppliedGuardrail } from './guardrail-policy.js'
 
 /** Who is calling: resolved from the bearer key in one indexed lookup. */
 export interface Caller {
@@ -31,6 +32,11 @@ export interface Caller {
   ioLoggingRate: number
   /** Server tools the workspace refuses (403), as `openrouter:<name>`; null: none. */
   disabledServerTools: ReadonlySet<string> | null
+  /**
+   * The guardrails whose rules apply to the key's requests (the workspace's default, the key's, its
+   * member's), all together; null: none (their spend limits are in `limits`).
+   */
+  guardrails: readonly AppliedGuardrail[] | null
 }
 
 export async function resolveCaller(db: Db, token: string): Promise<Caller | undefined> {
@@ -68,6 +74,7 @@ export async function resolveCaller(db: Db, token: string): Promise<Caller | und
         reset: b.interval === 'lifetime' ? null : b.interval,
         includeByok: row.include_byok_in_budgets,
       })),
+      ...guardrailLimits(row),
       // Credits pay for what Roster's own provider credentials spend; BYOK spend is the workspace's own.
       ...(row.credits_micros === null
         ? []
@@ -83,5 +90,43 @@ export async function resolveCaller(db: Db, token: string): Promise<Caller | und
     ],
     ioLoggingRate: row.io_logging_rate,
     disabledServerTools: row.disabled_server_tools?.length ? new Set(row.disabled_server_tools) : null,
+    guardrails: ruling(row.guardrails),
   }
+}
+
+/**
+ * A guardrail's limit counts against each owner it bounds (governance §8.2, per entity, not shared):
+ * assigned to the key, the key's spend; to its member, the member's keys in the workspace together;
+ * the workspace's default, both.
+ */
+function guardrailLimits(row: {
+  id: string
+  kind: ApiKeyKind
+  workspace_id: string
+  user_id: string | null
+  guardrails: CallerGuardrail[]
+}): SpendLimit[] {
+  const limits: SpendLimit[] = []
+  for (const g of row.guardrails) {
+    if (g.limit_micros === null) continue
+    const limit = {
+      of: 'guardrail' as const,
+      name: g.name,
+      pico: BigInt(g.limit_micros) * PICO_PER_MICRO,
+      reset: g.reset,
+      includeByok: g.byok,
+    }
+    if (g.is_default || g.on_key) limits.push({ ...limit, owner: row.id })
+    if ((g.is_default || g.on_member) && row.kind === 'user' && row.user_id)
+      limits.push({ ...limit, owner: memberSpendOwner(row.workspace_id, row.user_id), member: true })
+  }
+  return limits
+}
+
+/** The guardrails that rule something besides spend (most keys have none: null, and no check). */
+function ruling(guardrails: CallerGuardrail[]): AppliedGuardrail[] | null {
+  const applied = guardrails
+    .filter((g) => Object.values(g.rules).some((v) => v !== null && v !== undefined && v !== false))
+    .map((g) => ({ id: g.id, name: g.name, rules: g.rules }))
+  return applied.length ? applied : null
 }

@@ -280,6 +280,28 @@ export const ApiConfig = z
     VAULT_MASTER_KEY: masterKey.describe(
       "32 bytes (64 hex characters or base64); seals every vault's data key, never stored in the database. Without it reads are served and intern creation answers `500 configuration_error`; `npm start` uses the database's own development key. A key that is not the one that sealed the database's vaults stops the process at start-up, naming the fix.",
     ),
+    DATA_REGION_HOSTS: z
+      .string()
+      .default('')
+      .transform((v, ctx) => {
+        const map: Record<string, 'global' | 'europe' | 'us'> = {}
+        for (const pair of v
+          .split(',')
+          .map((s) => s.trim().toLowerCase())
+          .filter(Boolean)) {
+          const [host, region] = pair.split('=').map((s) => s.trim())
+          const r = region === 'eu' ? 'europe' : region
+          if (!host || (r !== 'global' && r !== 'europe' && r !== 'us')) {
+            ctx.addIssue({ code: 'custom', message: `"${pair}" is not host=region (region: global, europe or us)` })
+            return z.NEVER
+          }
+          map[host] = r
+        }
+        return map
+      })
+      .describe(
+        "Which region each `Host` name (no port) serves, for guardrails' `allowed_data_regions`: `host=region` pairs, comma-separated (e.g. `eu.roster.example=europe,us.roster.example=us`; `eu` means `europe`). A request at any other host is in `global`.",
+      ),
     REGIONAL_HOSTS: list
       .default([])
       .describe('`Host` names (no port), comma-separated, on which intern operations answer 403.'),

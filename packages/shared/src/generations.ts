@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto'
+
 // Generations: one record per model call (governance-contract.md §3), the ledger spend is
 // counted from. Costs are exact: decimal prices per token become integer pico-dollars (USD × 10^12),
 // so sums never drift.
@@ -234,10 +236,14 @@ export function canonicalGenerationId(id: string): string {
  * serve them all.
  */
 export interface SpendLimit {
-  /** Whose spend it bounds: a key's, a workspace's or an account's id (the spend rows' owner). */
+  /** Whose spend it bounds: a key's, a workspace's, an account's or a member's (memberSpendOwner) id (the spend rows' owner). */
   owner: string
-  /** What it is, for the refusal. */
-  of: 'key' | 'workspace' | 'account'
+  /** What it is, for the refusal: a key's own limit, a workspace's budget, an account's credits, a guardrail's limit. */
+  of: 'key' | 'workspace' | 'account' | 'guardrail'
+  /** The guardrail's name, for the refusal. */
+  name?: string
+  /** A guardrail's limit counted over a member's keys together (its owner is memberSpendOwner's). */
+  member?: boolean
   /** USD × 10^12. */
   pico: bigint
   reset: 'daily' | 'weekly' | 'monthly' | null
@@ -258,9 +264,22 @@ export function limitPeriod(limit: Pick<SpendLimit, 'reset'>, at: Date): string 
 /** Which of spendPeriods' periods a limit's reset counts over. */
 const PERIOD_OF_RESET = { daily: 'day', weekly: 'week', monthly: 'month', none: 'all' } as const
 
-/** The Redis counter of what an owner spent against its limit in a period, raised by each append beside the stream. */
-export const spendCounter = (queuePrefix: string, ownerId: string, period: string) =>
-  `${queuePrefix}:spend:${ownerId}:${period}`
+/**
+ * The Redis counter of what an owner spent against a limit in a period, raised by each append
+ * beside the stream: one with BYOK spend and one without, so two limits of one owner that count
+ * BYOK differently (a key's own limit, its guardrail's) each read their own.
+ */
+export const spendCounter = (queuePrefix: string, limit: Pick<SpendLimit, 'owner' | 'includeByok'>, period: string) =>
+  `${queuePrefix}:spend:${limit.owner}:${period}${limit.includeByok ? ':byok' : ''}`
+
+/**
+ * Whose spend a member guardrail bounds: the member's in one workspace, all its keys together
+ * (the spend statement names the owner the same way: md5 of "workspace/user" as a uuid).
+ */
+export function memberSpendOwner(workspaceId: string, userId: string): string {
+  const h = createHash('md5').update(`${workspaceId}/${userId}`).digest('hex')
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
+}
 
 /** How long a period's counter is kept in Redis after it was last written (past its period, it is never read). */
 export const spendCounterTtl = (period: string) =>

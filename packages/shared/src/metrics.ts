@@ -122,6 +122,12 @@ export function createMetrics(process: ProcessName) {
       labelNames: ['workspace', 'model', 'kind'] as const,
       registers,
     }),
+    guardrailFilterMatches: new Counter({
+      name: 'roster_guardrail_filter_matches_total',
+      help: 'Guardrail content filters that matched a request, by action (block, redact, flag) and filter (a built-in detector, a custom filter’s label, or `custom`)',
+      labelNames: ['action', 'filter'] as const,
+      registers,
+    }),
     gatewayFallbacks: new Counter({
       name: 'roster_gateway_fallbacks_total',
       help: 'Endpoints given up for the next one within a request, by requested model',

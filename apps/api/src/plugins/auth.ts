@@ -60,9 +60,15 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     else refusals.set(address, { window, count: 1 })
   }
 
+  // Raised by every forget: a lookup that began before one may have read the row as it was, so its
+  // answer serves its own request but is not cached (else a change made meanwhile would be missed
+  // for AUTH_CACHE_MS).
+  let epoch = 0
   const lookUp = async (id: string, token: string): Promise<Caller | undefined> => {
+    const began = epoch
     const caller = await resolveCaller(db, token)
     observe(caller ? 'valid' : 'unknown')
+    if (began !== epoch) return caller
     if (caller) {
       seenValid.set(id, true)
       known.set(id, { caller, expires: now() + cacheMs })
@@ -128,14 +134,23 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
   }
   /** Forgets what is cached of the key with this digest (its settings changed, or it was deleted). */
   const forget = (digest: Buffer) => {
+    epoch++
     const id = digest.toString('base64')
     known.delete(id)
     // A disabled key refused meanwhile may be enabled again: its refusal is forgotten too.
     unknown.delete(id)
   }
   /** Forgets every cached key of a workspace (its budgets or switches changed, or it was deleted). */
-  const forgetWorkspace = (workspaceId: string) => known.deleteWhere((e) => e.caller.workspaceId === workspaceId)
-  return Object.assign(authenticate, { forget, forgetWorkspace })
+  const forgetWorkspace = (workspaceId: string) => {
+    epoch++
+    known.deleteWhere((e) => e.caller.workspaceId === workspaceId)
+  }
+  /** Forgets every cached key of an account (its guardrails changed). */
+  const forgetAccount = (accountId: string) => {
+    epoch++
+    known.deleteWhere((e) => e.caller.accountId === accountId)
+  }
+  return Object.assign(authenticate, { forget, forgetWorkspace, forgetAccount })
 }
 
 /** At most `size` tasks at once; the rest wait in turn, up to `waiting` of them (then refused with 429). */

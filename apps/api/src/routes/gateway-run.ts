@@ -11,6 +11,7 @@ import {
   presetReference,
   type CallOptions,
   type DoorStream,
+  type FilterMatch,
   type ResponseObject,
   type ResponsesRequest,
 } from '@roster/gateway'
@@ -61,12 +62,14 @@ export const sparseValidator =
  * call with the client, the door, and (for its generations) the preset the request named.
  */
 export function callOptions(
+  deps: Pick<AppDeps, 'config' | 'metrics'>,
   req: FastifyRequest,
   cancel: Cancellation,
   door: string,
   more: { doorStream?: DoorStream; presetId?: string } = {},
 ): CallOptions {
   const generation = generationContext(req)
+  const guardrails = req.caller?.guardrails
   if (generation && more.presetId) generation.presetId = more.presetId
   return {
     sessionHeader: header(req, 'x-session-id'),
@@ -77,6 +80,15 @@ export function callOptions(
     tenant: req.caller?.keyId,
     generation,
     disabledTools: req.caller?.disabledServerTools,
+    // Most callers have no guardrail: they pay for no region lookup and no closure.
+    ...(guardrails && {
+      guardrails,
+      region: deps.config.DATA_REGION_HOSTS[req.hostname.toLowerCase()] ?? 'global',
+      onFilterMatch: (m: FilterMatch) => {
+        deps.metrics?.guardrailFilterMatches.inc({ action: m.action, filter: m.builtin ? m.filter : 'custom' })
+        req.log.info({ guardrail: m.guardrail, filter: m.filter, action: m.action }, 'guardrail content filter matched')
+      },
+    }),
   }
 }
 
@@ -185,7 +197,7 @@ export async function runGateway(
   const body = merged ? merged.body : neutral
   // A client that goes away cancels the upstream request with it.
   const cancel = cancelledOnClose(reply)
-  const opts = callOptions(req, cancel, door.name, { doorStream: door.stream, presetId: merged?.presetId })
+  const opts = callOptions(deps, req, cancel, door.name, { doorStream: door.stream, presetId: merged?.presetId })
   if (!body.stream) {
     try {
       return await deps.responses.respond(body, opts)

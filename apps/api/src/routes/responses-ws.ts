@@ -168,7 +168,7 @@ async function answer(
   try {
     const merging = presetMerge(deps, req.caller!.workspaceId, parsed.data)
     const merged = merging && (await merging)
-    const opts = callOptions(req, connection, 'responses_ws', { presetId: merged?.presetId })
+    const opts = callOptions(deps, req, connection, 'responses_ws', { presetId: merged?.presetId })
     await deps.responses.stream(merged ? merged.body : parsed.data, opts, webSocketSink(socket))
   } catch (err) {
     if (connection.aborted) return

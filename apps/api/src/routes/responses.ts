@@ -39,6 +39,7 @@ export const compactRoutes =
         },
       },
       // A client that goes away cancels the model call with it.
-      async (req, reply) => deps.responses.compact(req.body, callOptions(req, cancelledOnClose(reply), 'compact')),
+      async (req, reply) =>
+        deps.responses.compact(req.body, callOptions(deps, req, cancelledOnClose(reply), 'compact')),
     )
   }

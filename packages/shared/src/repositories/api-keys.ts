@@ -1,5 +1,6 @@
 import { Prisma, type Db } from '../db.js'
 import type { ApiKeyKind } from '../api-keys.js'
+import type { GuardrailRules } from '../guardrail-policy.js'
 
 // The api_keys table's statements.
 
@@ -28,6 +29,22 @@ export interface CallerRow {
   budgets: { interval: 'daily' | 'weekly' | 'monthly' | 'lifetime'; limit_micros: string }[]
   include_byok_in_budgets: boolean
   disabled_server_tools: string[] | null
+  /** The guardrails in force: the workspace's default, the key's, its member's (default first). */
+  guardrails: CallerGuardrail[]
+}
+
+/** A guardrail in force on a key, and why: the workspace's default, assigned to the key, to its member (or both). */
+export interface CallerGuardrail {
+  id: string
+  name: string
+  rules: GuardrailRules
+  /** USD × 10^6, as a decimal string (null: no limit). */
+  limit_micros: string | null
+  reset: 'daily' | 'weekly' | 'monthly' | null
+  byok: boolean
+  is_default: boolean
+  on_key: boolean
+  on_member: boolean
 }
 
 /** The live key with this digest, with its workspace's and account's switches: one indexed lookup. */
@@ -41,7 +58,20 @@ export async function keyByHash(db: Db, hash: Buffer): Promise<CallerRow | undef
                 THEN w.io_logging_sampling_rate ELSE 0 END AS io_logging_rate,
            (SELECT coalesce(json_agg(json_build_object('interval', b.interval, 'limit_micros', b.limit_micros::text)), '[]')
               FROM workspace_budgets b WHERE b.workspace_id = w.id) AS budgets,
-           w.include_byok_in_budgets, w.disabled_server_tools
+           w.include_byok_in_budgets, w.disabled_server_tools,
+           (SELECT coalesce(json_agg(json_build_object('id', g.id, 'name', g.name, 'rules', g.rules,
+                     'limit_micros', g.limit_micros::text, 'reset', g.reset_interval, 'byok', g.include_byok_in_budgets,
+                     'is_default', g.is_default, 'on_key', ka.key_id IS NOT NULL, 'on_member', ma.user_id IS NOT NULL)
+                     ORDER BY g.is_default DESC, g.created_at), '[]')
+              FROM guardrails g
+              LEFT JOIN guardrail_key_assignments ka ON ka.guardrail_id = g.id AND ka.key_id = k.id
+              LEFT JOIN guardrail_member_assignments ma ON ma.guardrail_id = g.id AND ma.user_id = k.user_id
+                AND k.kind = 'user'
+              WHERE g.id IN (SELECT d.id FROM guardrails d WHERE d.workspace_id = w.id AND d.is_default
+                             UNION ALL SELECT a.guardrail_id FROM guardrail_key_assignments a WHERE a.key_id = k.id
+                             UNION ALL SELECT m.guardrail_id FROM guardrail_member_assignments m
+                                       WHERE m.user_id = k.user_id AND k.kind = 'user')
+           ) AS guardrails
     FROM api_keys k
     JOIN workspaces w ON w.id = k.workspace_id
     JOIN accounts a ON a.id = w.account_id

@@ -5,7 +5,7 @@ import type { GenerationContentRecord, GenerationRecord, GenerationRow } from '.
 
 /**
  * Writes generations, each once (a record already written is skipped, so a retried batch counts
- * nothing twice), adds what the new ones cost to their key's, workspace's and account's spend for
+ * nothing twice), adds what the new ones cost to their key's, workspace's, account's and member's spend for
  * each period they fall in (all-time, UTC day, UTC week from Monday, UTC month), and keeps the
  * content that came with them: one statement. Answers the records that were new.
  */
@@ -35,13 +35,15 @@ export async function insertGenerations(
         coalesce(provider_responses, '[]'::jsonb)
       FROM g ORDER BY id
       ON CONFLICT (id) DO NOTHING
-      RETURNING id, key_id, workspace_id, account_id, created_at, cost_pico, is_byok
+      RETURNING id, key_id, workspace_id, account_id, user_id, created_at, cost_pico, is_byok
     ), spent AS (
       SELECT o.owner_id, p.period,
              sum(CASE WHEN w.is_byok THEN 0 ELSE w.cost_pico END) AS credits,
              sum(CASE WHEN w.is_byok THEN w.cost_pico ELSE 0 END) AS byok
       FROM written w
-      CROSS JOIN LATERAL (VALUES (w.key_id), (w.workspace_id), (w.account_id)) AS o(owner_id)
+      -- The member's spend in the workspace (memberSpendOwner) too: what member guardrails bound.
+      CROSS JOIN LATERAL (VALUES (w.key_id), (w.workspace_id), (w.account_id),
+        (md5(w.workspace_id::text || '/' || w.user_id::text)::uuid)) AS o(owner_id)
       CROSS JOIN LATERAL (VALUES
         ('all'),
         ('d' || to_char(w.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')),
