@@ -8,6 +8,7 @@ import {
   type KeyDeps,
   type WorkspaceDeps,
   type GuardrailDeps,
+  type ByokDeps,
   createLogger,
   InternReader,
   LocalVault,
@@ -34,6 +35,7 @@ import { WebSocketBudget } from './plugins/websocket-budget.js'
 import { createOutboxBell } from './plugins/outbox-bell.js'
 import { StreamGenerationLedger } from './generation-ledger.js'
 import { SpendLimits } from './spend-limits.js'
+import { ByokDirectory } from './byok-directory.js'
 import { InternWatch } from './plugins/intern-watch.js'
 import { ListCache } from './plugins/list-cache.js'
 import { gatewayMetrics } from './plugins/gateway-metrics.js'
@@ -84,6 +86,9 @@ export interface AppDeps {
   /** Workspaces' operations, and the change event that makes every process forget a workspace's keys. */
   workspaces: WorkspaceDeps
   guardrails: GuardrailDeps
+  byok: ByokDeps
+  /** The provider keys (BYOK) of workspaces that have some, unsealed and cached. */
+  byokDirectory: ByokDirectory
   /** The runtime hosts, each intern's calls to its own (the chat route). */
   runtime: FleetDriver
 }
@@ -117,12 +122,21 @@ export function createAppDeps(
     (entries) => {
       for (const e of entries)
         if (e.startsWith('w:')) authenticate.forgetWorkspace(e.slice(2))
-        else if (e.startsWith('a:')) authenticate.forgetAccount(e.slice(2))
-        else authenticate.forget(Buffer.from(e, 'base64'))
+        else if (e.startsWith('a:')) {
+          authenticate.forgetAccount(e.slice(2))
+          byokDirectory.forgetAccount(e.slice(2))
+        } else authenticate.forget(Buffer.from(e, 'base64'))
     },
   )
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
   const catalogueProviders = providersOf(catalogue).data.map((p) => p.name)
+  const byokDirectory = new ByokDirectory(db, config.VAULT_MASTER_KEY, Math.max(config.AUTH_CACHE_MS, 1_000))
+  /** An account's keys, guardrails or provider keys changed: every process forgets what it cached of them. */
+  const accountChanged = (accountId: string) => {
+    authenticate.forgetAccount(accountId)
+    byokDirectory.forgetAccount(accountId)
+    if (redis.status === 'ready') redis.publish(keyEventsChannel(config.QUEUE_PREFIX), `a:${accountId}`).catch(() => {})
+  }
   const spendLimits = new SpendLimits(redis, config.QUEUE_PREFIX, db)
   const metrics = config.METRICS_PORT ? createMetrics('api') : undefined
   const vault = new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS })
@@ -205,15 +219,19 @@ export function createAppDeps(
     },
     guardrails: {
       db,
-      changed(accountId) {
-        authenticate.forgetAccount(accountId)
-        if (redis.status === 'ready')
-          redis.publish(keyEventsChannel(config.QUEUE_PREFIX), `a:${accountId}`).catch(() => {})
-      },
+      changed: accountChanged,
       canonicalModel: (id) => findModel(catalogue, id)?.id,
       providers: () => catalogueProviders,
       patternError,
     },
+    byok: {
+      db,
+      masterKey: config.VAULT_MASTER_KEY,
+      changed: accountChanged,
+      canonicalModel: (id) => findModel(catalogue, id)?.id,
+      providers: () => catalogueProviders,
+    },
+    byokDirectory,
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
     secretStores: new SecretStoreBatcher(db),
     catalogue,

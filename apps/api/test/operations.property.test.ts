@@ -223,7 +223,8 @@ async function snapshot() {
            (SELECT count(*) FROM workspace_budgets) AS budgets, (SELECT max(updated_at) FROM workspace_budgets) AS budgets_changed,
            (SELECT count(*) FROM guardrails) AS guardrails, (SELECT max(updated_at) FROM guardrails) AS guardrails_changed,
            (SELECT count(*) FROM guardrail_key_assignments) AS key_assignments,
-           (SELECT count(*) FROM guardrail_member_assignments) AS member_assignments`
+           (SELECT count(*) FROM guardrail_member_assignments) AS member_assignments,
+           (SELECT count(*) FROM byok_keys) AS byok_keys, (SELECT max(updated_at) FROM byok_keys) AS byok_changed`
   return JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))
 }
 
@@ -308,6 +309,11 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'listGuardrailMemberAssignments',
         'bulkAssignMembers',
         'bulkUnassignMembers',
+        'listByokKeys',
+        'createByokKey',
+        'getByokKey',
+        'updateByokKey',
+        'deleteByokKey',
       ].sort(),
     )
   })

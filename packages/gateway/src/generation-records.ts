@@ -1,6 +1,7 @@
 import { costPico, type GenerationContentRecord, type GenerationRecord } from '@roster/shared/generations'
 import { GatewayError } from './errors.js'
 import type { Run } from './run.js'
+import { isByok } from './byok.js'
 
 // What the ledger records of a run: one generation per model call that reached a provider. The
 // first takes the response's id (the id the client got, which getGeneration answers for); a run
@@ -30,7 +31,7 @@ export function generationRecords(run: Run, err?: unknown): GenerationRecord[] {
       tokens_reasoning: usage.reasoning,
       tokens_cached: usage.cached,
       cost_pico: costPico(prices, usage).toString(),
-      is_byok: false,
+      is_byok: isByok(c.endpoint),
       latency_ms: Math.round(call.endedAfterMs),
       generation_time_ms: Math.round(call.totalMs - (call.firstByteMs ?? 0)),
       ttft_ms: call.firstByteMs === undefined ? null : Math.round(call.firstByteMs),

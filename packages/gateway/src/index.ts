@@ -28,3 +28,4 @@ export {
 } from './doors/messages.js'
 export { CompactRequest } from './compaction.js'
 export { patternError, type FilterMatch } from './guardrails.js'
+export { isByok, type ByokCredential, type ByokCaller } from './byok.js'

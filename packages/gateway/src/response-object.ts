@@ -1,5 +1,6 @@
 import { echoSettings, servedTier } from './echo.js'
 import type { Run } from './run.js'
+import { isByok } from './byok.js'
 import type { OutputItem, ResponseObject } from './wire.js'
 
 // The Response object of a run, as it stands (in progress) or as it ended: every key
@@ -44,7 +45,7 @@ export function responseObject(
           output_tokens_details: { reasoning_tokens: u.reasoning },
           total_tokens: u.input + u.output,
           cost,
-          is_byok: false,
+          is_byok: isByok(c.endpoint),
           cost_details: {
             upstream_inference_cost: cost,
             upstream_inference_input_cost: dollars(run.cost.input),
@@ -76,7 +77,7 @@ function routingMetadata(run: Run): Record<string, unknown> {
       total: run.route.candidates.length,
     },
     generation_time: Math.round(performance.now() - run.started),
-    is_byok: false,
+    is_byok: isByok(c.endpoint),
     region: null,
     requested: run.route.requested,
     strategy: run.route.strategy,

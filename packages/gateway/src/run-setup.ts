@@ -4,6 +4,7 @@ import { ResponseAssembler, itemId } from './assembler.js'
 import type { CompactionSeal } from './compaction.js'
 import { gatewayError, invalid } from './errors.js'
 import { checkRegion, constrainRoute, filterContent } from './guardrails.js'
+import { withByok } from './byok.js'
 import { sessionKey, type ResponsesRequest } from './request.js'
 import type { Router } from './routing.js'
 import type { CallOptions, Run } from './run.js'
@@ -71,7 +72,9 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   const allowed = allowedToolNames(req.tool_choice, engine.serverTools)
   const offeredFunctions = allowed ? functions.filter((f) => allowed.has(f.name)) : functions
   const routed = engine.router.route(req, sessionKey(req, opts.sessionHeader))
-  const route = guardrails ? constrainRoute(guardrails, routed) : routed
+  // The workspace's own credentials take their places first, so guardrails rule them too.
+  const own = opts.byok ? withByok(routed, opts.byok.credentials, opts.byok.caller) : routed
+  const route = guardrails ? constrainRoute(guardrails, own) : own
   const serverNames = tools.size ? new Set([...tools.values()].map((t) => t.definition.name)) : NO_NAMES
   return {
     req,

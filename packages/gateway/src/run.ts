@@ -8,6 +8,7 @@ import type { Usage } from './deltas.js'
 import type { GenerationContext } from '@roster/shared/generations'
 import type { AppliedGuardrail, DataRegion } from '@roster/shared/guardrail-policy'
 import type { FilterMatch } from './guardrails.js'
+import type { ByokCaller, ByokCredential } from './byok.js'
 import type { ServerTool } from './server-tools.js'
 
 // One request as the engine runs it: what came with it, and its state as it goes.
@@ -35,6 +36,8 @@ export interface CallOptions {
   region?: DataRegion
   /** Told of each content filter that matched (never the text). */
   onFilterMatch?: (m: FilterMatch) => void
+  /** The workspace's own provider credentials, and who the request is for as their allow-lists name it. */
+  byok?: { credentials: readonly ByokCredential[]; caller: ByokCaller }
 }
 
 /** One model call that reached a provider: what the ledger records of it. */

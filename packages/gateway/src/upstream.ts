@@ -1,3 +1,4 @@
+import { isByok } from './byok.js'
 import type { IncomingHttpHeaders } from 'node:http'
 import { Pool, type Dispatcher } from 'undici'
 import type { Endpoint } from './catalogue.js'
@@ -113,7 +114,12 @@ export class Upstream implements Transport {
     let target = this.targets.get(endpoint)
     if (!target) {
       const url = new URL(endpoint.base_url.replace(/\/$/, '') + adapter.path)
-      const key = endpoint.api_key_env ? this.env[endpoint.api_key_env] : undefined
+      // A workspace's own credential (BYOK), or the catalogue's from the environment.
+      const key = isByok(endpoint)
+        ? endpoint.byok.key
+        : endpoint.api_key_env
+          ? this.env[endpoint.api_key_env]
+          : undefined
       target = { ...this.pool(url.origin), path: url.pathname + url.search, headers: adapter.headers(key) }
       this.targets.set(endpoint, target)
     }

@@ -37,6 +37,10 @@ export interface Caller {
    * member's), all together; null: none (their spend limits are in `limits`).
    */
   guardrails: readonly AppliedGuardrail[] | null
+  /** The key's digest in hex (how provider keys' allow-lists name it). */
+  keyHash: string
+  /** Whether the workspace has provider keys of its own (BYOK): only then are they looked up. */
+  hasByok: boolean
 }
 
 export async function resolveCaller(db: Db, token: string): Promise<Caller | undefined> {
@@ -91,6 +95,8 @@ export async function resolveCaller(db: Db, token: string): Promise<Caller | und
     ioLoggingRate: row.io_logging_rate,
     disabledServerTools: row.disabled_server_tools?.length ? new Set(row.disabled_server_tools) : null,
     guardrails: ruling(row.guardrails),
+    keyHash: Buffer.from(row.hash).toString('hex'),
+    hasByok: row.has_byok,
   }
 }
 

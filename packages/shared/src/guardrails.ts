@@ -24,7 +24,13 @@ import {
   type KeyAssignmentRow,
   type MemberAssignmentRow,
 } from './repositories/guardrails.js'
-import { isMember, workspaceByRef, type WorkspaceRow } from './repositories/workspaces.js'
+import {
+  accountWorkspaces,
+  defaultWorkspaceOf,
+  isMember,
+  workspaceByRef,
+  type WorkspaceRow,
+} from './repositories/workspaces.js'
 import { defaultGuardrailId, PageQuery } from './workspaces.js'
 
 // Guardrails (`client.guardrails`, governance-contract.md §8): policies on what keys and members
@@ -165,7 +171,7 @@ const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-
 async function workspaceOf(db: Db, accountId: string, ref: string | undefined): Promise<WorkspaceRow> {
   const w =
     ref === undefined
-      ? await defaultWorkspace(db, accountId)
+      ? await defaultWorkspaceOf(db, accountId)
       : ref.length <= 64
         ? await workspaceByRef(db, accountId, ref)
         : undefined
@@ -179,12 +185,6 @@ async function workspaceOf(db: Db, accountId: string, ref: string | undefined): 
   return w
 }
 
-async function defaultWorkspace(db: Db, accountId: string) {
-  const rows = await db.$queryRaw<{ id: string }[]>`
-    SELECT id FROM workspaces WHERE account_id = ${accountId}::uuid AND is_default`
-  return rows[0] && workspaceByRef(db, accountId, rows[0].id)
-}
-
 /**
  * One of the account's guardrails. A workspace's default guardrail exists before it is stored: read,
  * it answers unconfigured; `materialise` (an update) stores it first, so that
@@ -194,8 +194,7 @@ async function found(db: Db, accountId: string, id: string, materialise = false)
   if (!isUuid(id)) throw notFound(id)
   const row = await guardrailById(db, accountId, id)
   if (row) return row
-  const workspaces = await db.$queryRaw<{ id: string; name: string; created_at: Date }[]>`
-    SELECT id, name, created_at FROM workspaces WHERE account_id = ${accountId}::uuid`
+  const workspaces = await accountWorkspaces(db, accountId)
   const w = workspaces.find((x) => defaultGuardrailId(x.id) === id.toLowerCase())
   if (!w) throw notFound(id)
   const unconfigured = {

@@ -46,6 +46,8 @@ export interface Simulator {
     lastHeaders: Record<string, IncomingMessage['headers']>
     /** Requests whose caller went away before the answer ended (a gateway should cancel them). */
     cancelled: number
+    /** The credential each request carried (bearer or x-api-key; '' for none), in the order they came. */
+    credentials: string[]
   }
   close(): Promise<void>
 }
@@ -60,7 +62,7 @@ export async function startSimulator(
 ): Promise<Simulator> {
   const base: SimSettings = { ...defaultSettings, ...options }
   const seenPrompts = new Set<string>()
-  const stats: Simulator['stats'] = { requests: {}, lastBody: {}, lastHeaders: {}, cancelled: 0 }
+  const stats: Simulator['stats'] = { requests: {}, lastBody: {}, lastHeaders: {}, cancelled: 0, credentials: [] }
 
   const server = createServer((req, res) => {
     void handle(req, res).catch(() => {
@@ -84,6 +86,7 @@ export async function startSimulator(
     const settings = requestSettings(base, req.headers)
     stats.requests[path] = (stats.requests[path] ?? 0) + 1
     stats.lastHeaders[path] = req.headers
+    if (stats.credentials.length < 10_000) stats.credentials.push(credentialOf(req))
     res.on('close', () => {
       if (!res.writableFinished && settings.fault !== 'cut') stats.cancelled++
     })
@@ -132,7 +135,7 @@ export async function startSimulator(
 }
 
 function authorised(req: IncomingMessage, key: string): boolean {
-  const given = req.headers['x-api-key'] ?? /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? ''
+  const given = credentialOf(req)
   const a = Buffer.from(String(given))
   const b = Buffer.from(key)
   return a.length === b.length && timingSafeEqual(a, b)
@@ -151,4 +154,10 @@ function readBody(req: IncomingMessage): Promise<string> {
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
     req.on('error', reject)
   })
+}
+
+/** The credential a request carries: Anthropic's header, or the bearer token. */
+function credentialOf(req: IncomingMessage): string {
+  const key = req.headers['x-api-key']
+  return (Array.isArray(key) ? key[0] : key) ?? /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? ''
 }

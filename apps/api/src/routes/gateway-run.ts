@@ -92,6 +92,21 @@ export function callOptions(
   }
 }
 
+/**
+ * The caller's workspace's own provider keys (BYOK) for the engine, when it has some: undefined
+ * otherwise, so that most requests go on without waiting a tick.
+ */
+export function ownKeys(
+  deps: Pick<AppDeps, 'byokDirectory'>,
+  req: FastifyRequest,
+): Promise<CallOptions['byok']> | undefined {
+  const caller = req.caller
+  if (!caller?.hasByok) return undefined
+  return deps.byokDirectory
+    .forWorkspace(caller.accountId, caller.workspaceId)
+    .then((credentials) => ({ credentials, caller: { keyHash: caller.keyHash, userId: caller.userId } }))
+}
+
 /** Who a request is for and where it came from, as its generations record it. */
 export function generationContext(req: FastifyRequest): GenerationContext | undefined {
   const caller = req.caller
@@ -198,6 +213,8 @@ export async function runGateway(
   // A client that goes away cancels the upstream request with it.
   const cancel = cancelledOnClose(reply)
   const opts = callOptions(deps, req, cancel, door.name, { doorStream: door.stream, presetId: merged?.presetId })
+  const byok = ownKeys(deps, req)
+  if (byok) opts.byok = await byok
   if (!body.stream) {
     try {
       return await deps.responses.respond(body, opts)

@@ -6,7 +6,7 @@ import { gatewayErrorBody, webSocketErrorEvent } from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
-import { callOptions, presetMerge } from './gateway-run.js'
+import { callOptions, ownKeys, presetMerge } from './gateway-run.js'
 import { refusalError } from '../plugins/fair-use.js'
 
 /** Bytes queued on a socket past which the engine waits before reading more from the provider. */
@@ -169,6 +169,8 @@ async function answer(
     const merging = presetMerge(deps, req.caller!.workspaceId, parsed.data)
     const merged = merging && (await merging)
     const opts = callOptions(deps, req, connection, 'responses_ws', { presetId: merged?.presetId })
+    const byok = ownKeys(deps, req)
+    if (byok) opts.byok = await byok
     await deps.responses.stream(merged ? merged.body : parsed.data, opts, webSocketSink(socket))
   } catch (err) {
     if (connection.aborted) return

@@ -4,7 +4,7 @@ import { CompactRequest, ResponsesRequest, parseResponsesRequest } from '@roster
 import { requireKey } from '../plugins/auth.js'
 import { admit } from '../plugins/fair-use.js'
 import type { AppDeps } from '../deps.js'
-import { callOptions, cancelledOnClose, doorRoute, RESPONSES_BODY_LIMIT } from './gateway-run.js'
+import { callOptions, cancelledOnClose, doorRoute, ownKeys, RESPONSES_BODY_LIMIT } from './gateway-run.js'
 
 export { RESPONSES_BODY_LIMIT } from './gateway-run.js'
 
@@ -39,7 +39,11 @@ export const compactRoutes =
         },
       },
       // A client that goes away cancels the model call with it.
-      async (req, reply) =>
-        deps.responses.compact(req.body, callOptions(deps, req, cancelledOnClose(reply), 'compact')),
+      async (req, reply) => {
+        const opts = callOptions(deps, req, cancelledOnClose(reply), 'compact')
+        const byok = ownKeys(deps, req)
+        if (byok) opts.byok = await byok
+        return deps.responses.compact(req.body, opts)
+      },
     )
   }

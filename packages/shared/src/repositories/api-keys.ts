@@ -31,6 +31,8 @@ export interface CallerRow {
   disabled_server_tools: string[] | null
   /** The guardrails in force: the workspace's default, the key's, its member's (default first). */
   guardrails: CallerGuardrail[]
+  /** Whether the workspace has provider keys of its own (BYOK) its requests may use. */
+  has_byok: boolean
 }
 
 /** A guardrail in force on a key, and why: the workspace's default, assigned to the key, to its member (or both). */
@@ -71,7 +73,10 @@ export async function keyByHash(db: Db, hash: Buffer): Promise<CallerRow | undef
                              UNION ALL SELECT a.guardrail_id FROM guardrail_key_assignments a WHERE a.key_id = k.id
                              UNION ALL SELECT m.guardrail_id FROM guardrail_member_assignments m
                                        WHERE m.user_id = k.user_id AND k.kind = 'user')
-           ) AS guardrails
+           ) AS guardrails,
+           EXISTS (SELECT 1 FROM byok_keys b WHERE b.account_id = w.account_id
+                     AND (b.workspace_id = w.id OR b.workspace_id IS NULL) AND b.deleted_at IS NULL AND NOT b.disabled
+           ) AS has_byok
     FROM api_keys k
     JOIN workspaces w ON w.id = k.workspace_id
     JOIN accounts a ON a.id = w.account_id

@@ -104,6 +104,19 @@ export async function workspaceByRef(
   return rows[0]
 }
 
+/** An account's default workspace (undefined: it has none). */
+export async function defaultWorkspaceOf(db: Db, accountId: string): Promise<WorkspaceRow | undefined> {
+  const rows = await db.$queryRaw<WorkspaceRow[]>`
+    SELECT ${COLUMNS} FROM workspaces w WHERE w.account_id = ${accountId}::uuid AND w.is_default`
+  return rows[0]
+}
+
+/** Every workspace of an account: id, name, when made. */
+export function accountWorkspaces(db: Db, accountId: string) {
+  return db.$queryRaw<{ id: string; name: string; created_at: Date }[]>`
+    SELECT id, name, created_at FROM workspaces WHERE account_id = ${accountId}::uuid`
+}
+
 /** A page of an account's workspaces, default first then oldest first, with how many there are. */
 export async function workspacePage(db: Db, accountId: string, offset: number, limit: number) {
   const [rows, total] = await Promise.all([
