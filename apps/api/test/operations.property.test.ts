@@ -224,7 +224,8 @@ async function snapshot() {
            (SELECT count(*) FROM guardrails) AS guardrails, (SELECT max(updated_at) FROM guardrails) AS guardrails_changed,
            (SELECT count(*) FROM guardrail_key_assignments) AS key_assignments,
            (SELECT count(*) FROM guardrail_member_assignments) AS member_assignments,
-           (SELECT count(*) FROM byok_keys) AS byok_keys, (SELECT max(updated_at) FROM byok_keys) AS byok_changed`
+           (SELECT count(*) FROM byok_keys) AS byok_keys, (SELECT max(updated_at) FROM byok_keys) AS byok_changed,
+           (SELECT count(*) FROM generation_rollups) AS rollups`
   return JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))
 }
 
@@ -314,6 +315,9 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'getByokKey',
         'updateByokKey',
         'deleteByokKey',
+        'getUserActivity',
+        'getAnalyticsMeta',
+        'queryAnalytics',
       ].sort(),
     )
   })

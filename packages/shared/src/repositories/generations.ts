@@ -1,13 +1,16 @@
 import type { Db, Prisma } from '../db.js'
 import type { GenerationContentRecord, GenerationRecord, GenerationRow } from '../generations.js'
 
-// The generations, spend and generation_content tables' statements.
+// The generations, spend, generation_rollups and generation_content tables' statements.
+
+/** The rollups' stand-in for a missing owner (their key has no nulls). */
+export const NIL = '00000000-0000-0000-0000-000000000000'
 
 /**
  * Writes generations, each once (a record already written is skipped, so a retried batch counts
  * nothing twice), adds what the new ones cost to their key's, workspace's, account's and member's spend for
- * each period they fall in (all-time, UTC day, UTC week from Monday, UTC month), and keeps the
- * content that came with them: one statement. Answers the records that were new.
+ * each period they fall in (all-time, UTC day, UTC week from Monday, UTC month), adds them to
+ * their hour's rollup (what analytics read), and keeps the content that came with them: one statement. Answers the records that were new.
  */
 export async function insertGenerations(
   db: Db | Prisma.TransactionClient,
@@ -35,7 +38,8 @@ export async function insertGenerations(
         coalesce(provider_responses, '[]'::jsonb)
       FROM g ORDER BY id
       ON CONFLICT (id) DO NOTHING
-      RETURNING id, key_id, workspace_id, account_id, user_id, created_at, cost_pico, is_byok
+      RETURNING id, key_id, workspace_id, account_id, user_id, created_at, cost_pico, is_byok, model, provider,
+        tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, latency_ms, ttft_ms, cancelled
     ), spent AS (
       SELECT o.owner_id, p.period,
              sum(CASE WHEN w.is_byok THEN 0 ELSE w.cost_pico END) AS credits,
@@ -58,6 +62,31 @@ export async function insertGenerations(
         SET credits_pico = spend.credits_pico + EXCLUDED.credits_pico,
             byok_pico = spend.byok_pico + EXCLUDED.byok_pico
       RETURNING 1
+    ), rolled AS (
+      INSERT INTO generation_rollups (account_id, workspace_id, key_id, user_id, model, provider, hour, requests,
+        tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
+        ttft_count, cancelled)
+      SELECT w.account_id, coalesce(w.workspace_id, ${NIL}::uuid), coalesce(w.key_id, ${NIL}::uuid),
+             coalesce(w.user_id, ${NIL}::uuid), w.model, coalesce(w.provider, ''), date_trunc('hour', w.created_at),
+             count(*), sum(w.tokens_prompt), sum(w.tokens_completion), sum(w.tokens_reasoning), sum(w.tokens_cached),
+             sum(CASE WHEN w.is_byok THEN 0 ELSE w.cost_pico END), sum(CASE WHEN w.is_byok THEN w.cost_pico ELSE 0 END),
+             sum(coalesce(w.latency_ms, 0)), sum(coalesce(w.ttft_ms, 0)), count(w.ttft_ms),
+             count(*) FILTER (WHERE w.cancelled)
+      FROM written w WHERE w.account_id IS NOT NULL
+      GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 7, 2, 3, 4, 5, 6
+      ON CONFLICT (account_id, hour, workspace_id, key_id, user_id, model, provider) DO UPDATE
+        SET requests = generation_rollups.requests + EXCLUDED.requests,
+            tokens_prompt = generation_rollups.tokens_prompt + EXCLUDED.tokens_prompt,
+            tokens_completion = generation_rollups.tokens_completion + EXCLUDED.tokens_completion,
+            tokens_reasoning = generation_rollups.tokens_reasoning + EXCLUDED.tokens_reasoning,
+            tokens_cached = generation_rollups.tokens_cached + EXCLUDED.tokens_cached,
+            credits_pico = generation_rollups.credits_pico + EXCLUDED.credits_pico,
+            byok_pico = generation_rollups.byok_pico + EXCLUDED.byok_pico,
+            latency_ms = generation_rollups.latency_ms + EXCLUDED.latency_ms,
+            ttft_ms = generation_rollups.ttft_ms + EXCLUDED.ttft_ms,
+            ttft_count = generation_rollups.ttft_count + EXCLUDED.ttft_count,
+            cancelled = generation_rollups.cancelled + EXCLUDED.cancelled
+      RETURNING 1
     ), kept AS (
       INSERT INTO generation_content (request_id, account_id, input, output, error)
       SELECT g.request_id, g.account_id, g.content->'input', g.content->'output', g.content->'error'
@@ -67,6 +96,7 @@ export async function insertGenerations(
       RETURNING 1
     )
     SELECT (SELECT array_agg(id) FROM written) AS written, (SELECT count(*) FROM counted)::int AS counted,
+           (SELECT count(*) FROM rolled)::int AS rolled,
            (SELECT count(*) FROM kept)::int AS kept`
   const written = new Set(rows[0]?.written ?? [])
   return records.filter((r) => written.delete(r.id))

@@ -1,0 +1,45 @@
+import type { FastifyPluginAsync } from 'fastify'
+import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { ActivityQuery, AnalyticsQueryBody, analyticsMeta, queryAnalytics, userActivity } from '@roster/shared'
+import { requireKey } from '../plugins/auth.js'
+import { refuseUnstorableText } from '../plugins/input-guards.js'
+import type { AppDeps } from '../deps.js'
+
+/**
+ * Analytics (`client.analytics`): an account's activity and its generations summed any way it
+ * asks, from the hourly rollups, for its management keys.
+ */
+export const analyticsRoutes =
+  (deps: AppDeps): FastifyPluginAsync =>
+  async (app) => {
+    app.addHook('preValidation', refuseUnstorableText)
+    const api = app.withTypeProvider<ZodTypeProvider>()
+    const onRequest = requireKey(deps.authenticate)
+
+    api.get(
+      '/activity',
+      {
+        onRequest,
+        schema: {
+          operationId: 'getUserActivity',
+          summary: 'The last 30 days, by day and model',
+          querystring: ActivityQuery,
+        },
+      },
+      async (req) => userActivity(deps.db, req.caller!, req.query),
+    )
+    api.get(
+      '/analytics/meta',
+      { onRequest, schema: { operationId: 'getAnalyticsMeta', summary: 'What an analytics query may name' } },
+      async (req) => analyticsMeta(req.caller!),
+    )
+    api.post(
+      '/analytics/query',
+      {
+        onRequest,
+        bodyLimit: 64 * 1024,
+        schema: { operationId: 'queryAnalytics', summary: 'Sum generations any way', body: AnalyticsQueryBody },
+      },
+      async (req) => queryAnalytics(deps.db, req.caller!, req.body),
+    )
+  }
