@@ -34,6 +34,7 @@ import { workspaceRoutes } from './routes/workspaces.js'
 import { guardrailRoutes } from './routes/guardrails.js'
 import { byokRoutes } from './routes/byok.js'
 import { analyticsRoutes } from './routes/analytics.js'
+import { observabilityRoutes } from './routes/observability.js'
 import { presetRoutes } from './routes/presets.js'
 import { vaultRoutes } from './routes/vault.js'
 import { registerErrorHandling } from './plugins/errors.js'
@@ -147,6 +148,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(guardrailRoutes(deps))
       await v1.register(byokRoutes(deps))
       await v1.register(analyticsRoutes(deps))
+      await v1.register(observabilityRoutes(deps))
       await v1.register(vaultRoutes(deps))
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
     },

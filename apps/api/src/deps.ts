@@ -9,6 +9,9 @@ import {
   type WorkspaceDeps,
   type GuardrailDeps,
   type ByokDeps,
+  type DestinationDeps,
+  DESTINATIONS_QUEUE,
+  retryFailedDeliveries,
   createLogger,
   InternReader,
   LocalVault,
@@ -25,6 +28,7 @@ import {
   type VaultService,
 } from '@roster/shared'
 import { createHmac, randomBytes } from 'node:crypto'
+import { Queue } from 'bullmq'
 import { findModel, observers, patternError, providersOf, ResponsesEngine, type Catalogue } from '@roster/gateway'
 import { createAuthenticator, type Authenticator } from './plugins/auth.js'
 import { Egress } from './fleet/egress.js'
@@ -89,6 +93,7 @@ export interface AppDeps {
   byok: ByokDeps
   /** The provider keys (BYOK) of workspaces that have some, unsealed and cached. */
   byokDirectory: ByokDirectory
+  destinations: DestinationDeps
   /** The runtime hosts, each intern's calls to its own (the chat route). */
   runtime: FleetDriver
 }
@@ -130,6 +135,8 @@ export function createAppDeps(
   )
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
   const catalogueProviders = providersOf(catalogue).data.map((p) => p.name)
+  // Made the first time a failing destination is updated (its failed deliveries go again).
+  let deliveriesQueue: Queue | undefined
   const byokDirectory = new ByokDirectory(db, config.VAULT_MASTER_KEY, Math.max(config.AUTH_CACHE_MS, 1_000))
   /** An account's keys, guardrails or provider keys changed: every process forgets what it cached of them. */
   const accountChanged = (accountId: string) => {
@@ -232,6 +239,14 @@ export function createAppDeps(
       providers: () => catalogueProviders,
     },
     byokDirectory,
+    destinations: {
+      db,
+      masterKey: config.VAULT_MASTER_KEY,
+      async retryFailed(destinationId) {
+        deliveriesQueue ??= new Queue(DESTINATIONS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX })
+        await retryFailedDeliveries(deliveriesQueue, destinationId)
+      },
+    },
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
     secretStores: new SecretStoreBatcher(db),
     catalogue,

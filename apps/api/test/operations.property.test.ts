@@ -225,7 +225,9 @@ async function snapshot() {
            (SELECT count(*) FROM guardrail_key_assignments) AS key_assignments,
            (SELECT count(*) FROM guardrail_member_assignments) AS member_assignments,
            (SELECT count(*) FROM byok_keys) AS byok_keys, (SELECT max(updated_at) FROM byok_keys) AS byok_changed,
-           (SELECT count(*) FROM generation_rollups) AS rollups`
+           (SELECT count(*) FROM generation_rollups) AS rollups,
+           (SELECT count(*) FROM observability_destinations) AS destinations,
+           (SELECT max(updated_at) FROM observability_destinations) AS destinations_changed`
   return JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))
 }
 
@@ -318,6 +320,11 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'getUserActivity',
         'getAnalyticsMeta',
         'queryAnalytics',
+        'listObservabilityDestinations',
+        'createObservabilityDestination',
+        'getObservabilityDestination',
+        'updateObservabilityDestination',
+        'deleteObservabilityDestination',
       ].sort(),
     )
   })

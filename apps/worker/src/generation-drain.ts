@@ -28,6 +28,12 @@ export interface DrainOptions {
   retryMs?: number
   /** Told of the records each write made new (the spend metrics count them). */
   onWritten?: OnWritten
+  /**
+   * Handed every record of a batch once it is written, before the batch is acknowledged (a batch
+   * written again, after a crash, is handed again): the deliveries to observability destinations.
+   * If it fails, the batch is not acknowledged and goes again.
+   */
+  beforeAck?: (records: GenerationRecord[]) => Promise<void>
 }
 
 /**
@@ -49,6 +55,7 @@ export class GenerationDrain {
   private readonly claimIdleMs: number
   private readonly retryMs: number
   private readonly onWritten?: OnWritten
+  private readonly beforeAck?: (records: GenerationRecord[]) => Promise<void>
 
   constructor(
     private readonly db: Db,
@@ -63,6 +70,7 @@ export class GenerationDrain {
     this.stream = generationsStream(queuePrefix)
     this.batch = options.batch ?? 1_000
     this.onWritten = options.onWritten
+    this.beforeAck = options.beforeAck
     this.blockMs = options.blockMs ?? 1_000
     this.claimIdleMs = options.claimIdleMs ?? 30_000
     this.retryMs = options.retryMs ?? 1_000
@@ -162,6 +170,7 @@ export class GenerationDrain {
         }
       }
     }
+    await this.beforeAck?.(good.flatMap((g) => g.records))
     await this.done(all)
   }
 

@@ -26,6 +26,7 @@ import type { WorkerDeps } from './context.js'
 import { createQueue, jobOptionsFor } from './queue.js'
 import { OutboxRelay } from './relay.js'
 import { GenerationDrain } from './generation-drain.js'
+import { DestinationFanout, destinationsQueue, startDeliveries } from './destinations.js'
 import { startOperatorSurface } from './operator.js'
 import { Reconciler } from './reconciler.js'
 import { assertRegistryComplete, handlerFor } from './registry.js'
@@ -164,8 +165,21 @@ export async function startWorker(
   )
   await relay.start()
   // The generations the API appended to Redis, written to Postgres.
+  // Deliveries to observability destinations: queued as the drain writes, sent by this consumer.
+  const destinationSettings = {
+    attempts: config.DESTINATION_ATTEMPTS,
+    backoffMs: config.DESTINATION_BACKOFF_MS,
+    timeoutMs: config.DESTINATION_TIMEOUT_MS,
+    concurrency: config.DESTINATION_CONCURRENCY,
+    allowPrivateNetworks: config.DESTINATION_PRIVATE_NETWORKS === 'allow',
+    masterKey: config.VAULT_MASTER_KEY,
+  }
+  const deliveriesQueue = destinationsQueue(config, log)
+  const fanout = new DestinationFanout(db, deliveriesQueue.queue, destinationSettings)
+  const deliveries = startDeliveries(db, config, deliveriesQueue.queue, destinationSettings, log)
   const drain = new GenerationDrain(db, config, config.QUEUE_PREFIX, log, {
     onWritten: metrics && spendMetrics(metrics, config.METRICS_WORKSPACES),
+    beforeAck: (records) => fanout.enqueue(records),
   })
   drain.start()
   const health =
@@ -224,6 +238,9 @@ export async function startWorker(
       clearInterval(sweepTimer)
       await relay.stop()
       await drain.stop()
+      await deliveries.close()
+      await deliveriesQueue.queue.close()
+      deliveriesQueue.connection.disconnect()
       await worker.close()
       await queue.close()
       await Promise.allSettled([

@@ -461,6 +461,30 @@ export const WorkerConfig = z.object({
   VAULT_MASTER_KEY: masterKey.describe(
     "The same key as the API's: the worker creates and removes interns' private vaults.",
   ),
+  DESTINATION_PRIVATE_NETWORKS: z
+    .enum(['refuse', 'allow'])
+    .default('refuse')
+    .describe(
+      'Observability destinations (webhooks, OTLP collectors) on private, loopback and link-local addresses are refused unless `allow`.',
+    ),
+  DESTINATION_ATTEMPTS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(30)
+    .default(10)
+    .describe("Tries of one delivery to an observability destination before it counts as the destination's failure."),
+  DESTINATION_BACKOFF_MS: ms
+    .default(1_000)
+    .describe('Wait before the second try of a delivery; each later try waits twice as long as the one before.'),
+  DESTINATION_TIMEOUT_MS: ms.default(10_000).describe("How long a destination's answer to one delivery is awaited."),
+  DESTINATION_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(256)
+    .default(16)
+    .describe('Deliveries one worker sends at once.'),
   HOST: z.string().min(1).default('127.0.0.1').describe("Where the worker's health and operator listeners bind."),
   HEALTH_PORT: port.default(0).describe("Port of the worker's `/health` and `/ready`; 0: none."),
   INTERNS_DOMAIN: z

@@ -76,6 +76,8 @@ export const Reasons = {
   intern_rejected: { status: 502, retryable: false, type: 'provider_unavailable' },
   /** Ours (the vault's 409): a copy names a secret bound to no hosts. */
   vault_conflict: { status: 409, retryable: false, type: 'precondition_failed' },
+  /** Ours: an account holds as many observability destinations of a type as it may (5). */
+  destination_limit_reached: { status: 409, retryable: false, type: 'precondition_failed' },
   /** Ours (the vault's 503): the operator has switched vault writes off for the account. */
   vault_writes_disabled: { status: 503, retryable: true, type: 'provider_unavailable' },
   payload_too_large: { status: 413, retryable: false, type: 'payload_too_large' },

@@ -42,3 +42,6 @@ export type JobPayload<K extends JobKind> = z.infer<(typeof Jobs)[K]['schema']>
 export function isJobKind(kind: string): kind is JobKind {
   return Object.hasOwn(Jobs, kind)
 }
+
+/** The queue that carries deliveries to observability destinations (apps/worker/src/destinations.ts). */
+export const DESTINATIONS_QUEUE = 'destinations'
