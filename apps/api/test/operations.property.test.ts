@@ -325,6 +325,7 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'getObservabilityDestination',
         'updateObservabilityDestination',
         'deleteObservabilityDestination',
+        'listOrganizationMembers',
       ].sort(),
     )
   })

@@ -41,7 +41,8 @@ const usage = `usage: npm run -s admin -- <command> [--json]
   workspace create --account ID [--no-interns]
   workspace io-logging --workspace ID on|off [--sampling-rate R]
                                                     keep (a share R of) the workspace's prompts and completions (off by default)
-  user create --workspace ID
+  user create --workspace ID [--email E] [--first-name F] [--last-name L] [--admin]
+                                                    a member (how GET /organization/members lists it)
   key create --kind user|organization|management|intern --workspace ID [--user ID] [--intern ID]
   keys create --workspace ID --name NAME [--limit USD] [--limit-reset daily|weekly|monthly] [--expires-at TIME] [--user ID]
                                                     an API key with a name, limit and expiry, as POST /keys makes one
@@ -66,6 +67,10 @@ const { values, positionals } = parseArgs({
     account: { type: 'string' },
     workspace: { type: 'string' },
     user: { type: 'string' },
+    email: { type: 'string' },
+    'first-name': { type: 'string' },
+    'last-name': { type: 'string' },
+    admin: { type: 'boolean', default: false },
     intern: { type: 'string' },
     kind: { type: 'string' },
     out: { type: 'string' },
@@ -274,7 +279,13 @@ async function run(db: Db, command: string): Promise<Record<string, unknown>> {
     case 'workspace create':
       return createWorkspace(db, { accountId: need('account'), internsEnabled: !values['no-interns'] })
     case 'user create':
-      return createUser(db, { workspaceId: need('workspace') })
+      return createUser(db, {
+        workspaceId: need('workspace'),
+        email: values.email,
+        firstName: values['first-name'],
+        lastName: values['last-name'],
+        role: values.admin ? 'org:admin' : 'org:member',
+      })
     case 'key create': {
       const kind = need('kind')
       if (!(ApiKeyKinds as readonly string[]).includes(kind))

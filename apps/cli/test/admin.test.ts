@@ -52,6 +52,36 @@ describe('npm run -s admin', () => {
     expect(ws.workspace_id).toMatch(uuid)
     expect((await t.db.workspace.findUnique({ where: { id: ws.workspace_id } }))?.internsEnabled).toBe(false)
     const user = json(admin('user', 'create', '--workspace', ws.workspace_id, '--json'))
+    expect(await t.db.user.findUnique({ where: { id: user.user_id } })).toMatchObject({
+      email: null,
+      role: 'org:member',
+    })
+    // A member as the organization lists it.
+    const ada = json(
+      admin(
+        'user',
+        'create',
+        '--workspace',
+        ws.workspace_id,
+        '--email',
+        'ada@example.com',
+        '--first-name',
+        'Ada',
+        '--last-name',
+        'Lovelace',
+        '--admin',
+        '--json',
+      ),
+    )
+    expect(await t.db.user.findUnique({ where: { id: ada.user_id } })).toMatchObject({
+      email: 'ada@example.com',
+      firstName: 'Ada',
+      lastName: 'Lovelace',
+      role: 'org:admin',
+    })
+    const notEmail = admin('user', 'create', '--workspace', ws.workspace_id, '--email', 'ada', '--json')
+    expect(notEmail.code).not.toBe(0)
+    expect(notEmail.stderr).toMatch(/--email is not an e-mail address/)
     const key = json(
       admin('key', 'create', '--kind', 'user', '--workspace', ws.workspace_id, '--user', user.user_id, '--json'),
     )

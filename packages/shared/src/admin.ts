@@ -1,7 +1,14 @@
+import { z } from 'zod'
 import { AppError } from './errors.js'
 import type { Db } from './db.js'
 import { generateApiKey, type ApiKeyKind } from './api-keys.js'
-import { insertAccount, insertUser, updateVaultWrites, userWorkspace } from './repositories/accounts.js'
+import {
+  insertAccount,
+  insertUser,
+  updateVaultWrites,
+  userWorkspace,
+  type MemberProfile,
+} from './repositories/accounts.js'
 import { insertWorkspace, updateIoLogging } from './repositories/workspaces.js'
 import { insertKey } from './repositories/api-keys.js'
 import { internScope } from './repositories/interns.js'
@@ -45,8 +52,11 @@ export async function createWorkspace(db: Db, opts: { accountId: string; interns
   return { workspace_id: row.id }
 }
 
-export async function createUser(db: Db, opts: { workspaceId: string }) {
-  return { user_id: await insertUser(db, opts.workspaceId) }
+export async function createUser(db: Db, opts: { workspaceId: string } & MemberProfile) {
+  const { workspaceId, ...profile } = opts
+  if (profile.email !== undefined && !z.email().safeParse(profile.email).success)
+    throw new AppError('invalid_body', '--email is not an e-mail address')
+  return { user_id: await insertUser(db, workspaceId, profile) }
 }
 
 export interface CreateKeyOptions {
@@ -87,7 +97,8 @@ export async function createApiKey(db: Db, opts: CreateKeyOptions) {
 export async function bootstrap(db: Db) {
   const { account_id } = await createAccount(db)
   const { workspace_id } = await createWorkspace(db, { accountId: account_id })
-  const { user_id } = await createUser(db, { workspaceId: workspace_id })
+  // The account's first member administers it.
+  const { user_id } = await createUser(db, { workspaceId: workspace_id, role: 'org:admin' })
   const user = await createApiKey(db, { kind: 'user', workspaceId: workspace_id, userId: user_id })
   const organization = await createApiKey(db, { kind: 'organization', workspaceId: workspace_id })
   const management = await createApiKey(db, { kind: 'management', workspaceId: workspace_id })

@@ -1,13 +1,22 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { ActivityQuery, AnalyticsQueryBody, analyticsMeta, queryAnalytics, userActivity } from '@roster/shared'
+import {
+  ActivityQuery,
+  AnalyticsQueryBody,
+  analyticsMeta,
+  listOrganizationMembers,
+  PageQuery,
+  queryAnalytics,
+  userActivity,
+} from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
 
 /**
  * Analytics (`client.analytics`): an account's activity and its generations summed any way it
- * asks, from the hourly rollups, for its management keys.
+ * asks, from the hourly rollups; and the organization's members they name (`client.organization`).
+ * For the account's management keys.
  */
 export const analyticsRoutes =
   (deps: AppDeps): FastifyPluginAsync =>
@@ -41,5 +50,14 @@ export const analyticsRoutes =
         schema: { operationId: 'queryAnalytics', summary: 'Sum generations any way', body: AnalyticsQueryBody },
       },
       async (req) => queryAnalytics(deps.db, req.caller!, req.body),
+    )
+    // The organization's members: who the activity's user_id and the analytics' `user` name.
+    api.get(
+      '/organization/members',
+      {
+        onRequest,
+        schema: { operationId: 'listOrganizationMembers', summary: 'The account’s members', querystring: PageQuery },
+      },
+      async (req) => listOrganizationMembers(deps.db, req.caller!, req.query),
     )
   }

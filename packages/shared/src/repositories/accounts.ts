@@ -18,10 +18,23 @@ export async function updateVaultWrites(db: Db, accountId: string, on: boolean):
 }
 
 /** A member of a workspace, with all its quota shards, empty (see MemberQuotaShard). */
-export async function insertUser(db: Db | Prisma.TransactionClient, workspaceId: string): Promise<string> {
+/** How the organization lists a member (all optional; a member without an e-mail lists it as ""). */
+export interface MemberProfile {
+  email?: string
+  firstName?: string
+  lastName?: string
+  role?: 'org:admin' | 'org:member'
+}
+
+export async function insertUser(
+  db: Db | Prisma.TransactionClient,
+  workspaceId: string,
+  profile: MemberProfile = {},
+): Promise<string> {
   const user = await db.user.create({
     data: {
       workspaceId,
+      ...profile,
       quotaShards: { createMany: { data: Array.from({ length: QUOTA_SHARDS }, (_, shard) => ({ shard })) } },
     },
     select: { id: true },
@@ -55,4 +68,25 @@ export async function addCredits(db: Db, accountId: string, micros: bigint, maxM
 export async function accountCredits(db: Db, accountId: string): Promise<bigint | null | undefined> {
   const row = await db.account.findUnique({ where: { id: accountId }, select: { creditsMicros: true } })
   return row ? row.creditsMicros : undefined
+}
+
+export interface OrganizationMemberRow {
+  id: string
+  email: string | null
+  first_name: string | null
+  last_name: string | null
+  role: string
+}
+
+/** A page of an account's members (the users of its workspaces), oldest first, with how many there are. */
+export async function organizationMembers(db: Db, accountId: string, offset: number, limit: number) {
+  const [rows, total] = await Promise.all([
+    db.$queryRaw<OrganizationMemberRow[]>`
+      SELECT u.id, u.email, u.first_name, u.last_name, u.role FROM users u JOIN workspaces w ON w.id = u.workspace_id
+      WHERE w.account_id = ${accountId}::uuid ORDER BY u.created_at, u.id LIMIT ${limit} OFFSET ${offset}`,
+    db.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM users u JOIN workspaces w ON w.id = u.workspace_id
+      WHERE w.account_id = ${accountId}::uuid`,
+  ])
+  return { rows, total: total[0]?.n ?? 0 }
 }
