@@ -129,7 +129,7 @@ describe('API keys through @openrouter/sdk', () => {
     expect(await keyRows()).toBe(before)
   })
 
-  it('lists the workspace’s keys (disabled ones when asked), pages by offset, and another workspace of the account by id', async () => {
+  it('lists the workspace’s keys (disabled ones when asked), pages by offset, and another workspace of the account by id or slug', async () => {
     const tenant = await makeTenant(env.t.db)
     const admin = client(tenant.keys.management)
     for (let i = 0; i < 3; i++) await admin.apiKeys.create({ requestBody: { name: `k${i}` } })
@@ -146,6 +146,11 @@ describe('API keys through @openrouter/sdk', () => {
     const { workspace_id } = await createWorkspace(env.t.db, { accountId: tenant.accountId })
     await admin.apiKeys.create({ requestBody: { name: 'elsewhere', workspaceId: workspace_id } })
     expect(names(await admin.apiKeys.list({ workspaceId: workspace_id }))).toEqual(['elsewhere'])
+    // By its slug too, as the other groups take a workspace.
+    const { slug } = (await env.t.db.workspace.findUniqueOrThrow({ where: { id: workspace_id } })) as { slug: string }
+    expect(names(await admin.apiKeys.list({ workspaceId: slug }))).toEqual(['elsewhere'])
+    const bySlug = await admin.apiKeys.create({ requestBody: { name: 'by slug', workspaceId: slug } })
+    expect(bySlug.data.workspaceId).toBe(workspace_id)
     // Another account's workspace is not this account's to list or fill.
     expect(await failure(admin.apiKeys.list({ workspaceId: env.tenant.workspaceId }))).toBeInstanceOf(
       BadRequestResponseError,

@@ -13,7 +13,7 @@ import {
   type ManagedKeyRow,
 } from './repositories/api-keys.js'
 import { insertUser } from './repositories/accounts.js'
-import { isMember, workspaceAccount } from './repositories/workspaces.js'
+import { isMember, workspaceByRef } from './repositories/workspaces.js'
 import { spendOf } from './repositories/generations.js'
 import { PICO_PER_MICRO, spendPeriods, usdOfPico } from './generations.js'
 
@@ -200,13 +200,15 @@ export interface KeyScope {
 }
 export const scopeOf = (caller: Caller): KeyScope => ({ accountId: caller.accountId, workspaceId: caller.workspaceId })
 
-/** The workspace a key op names (the scope's own when none is named): one of the scope's account's, or 400. */
+/**
+ * The workspace a key op names, by id or slug as every other group takes it (the scope's own when
+ * none is named): one of the scope's account's, or 400.
+ */
 async function workspaceFor(db: Db, scope: KeyScope, workspaceId: string | undefined): Promise<string> {
   if (workspaceId === undefined) return scope.workspaceId
-  const ok = z.uuid().safeParse(workspaceId).success && (await workspaceAccount(db, workspaceId)) === scope.accountId
-  if (!ok)
-    throw new AppError('invalid_body', `no workspace ${JSON.stringify(workspaceId.slice(0, 80))} in this account`)
-  return workspaceId
+  const w = workspaceId.length <= 64 ? await workspaceByRef(db, scope.accountId, workspaceId) : undefined
+  if (!w) throw new AppError('invalid_body', `no workspace ${JSON.stringify(workspaceId.slice(0, 80))} in this account`)
+  return w.id
 }
 
 export interface KeyDeps {
