@@ -816,3 +816,65 @@ export async function benchDoorInstructions({ key, base, apiPid }) {
     await pool.close()
   }
 }
+
+/**
+ * Governance's cost (`npm run bench -- governance`): the same /chat/completions request through
+ * Roster, from a key under no policy and from a key in a workspace with a monthly budget, a default
+ * guardrail (an allow-list, an e-mail redaction, a weekly limit per key and member) and a guardrail
+ * of its own (a daily limit), in alternating rounds of one run: each one's
+ * CPU per request of the API process, and their ratio.
+ */
+export async function benchGovernance({ key, managementKey, base, apiPid }) {
+  const rate = Number(process.env.BENCH_RATE ?? 1000)
+  const seconds = Number(process.env.BENCH_SECONDS ?? 10)
+  const call = async (method, path, body) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${managementKey}`, 'content-type': 'application/json' },
+      body: body && JSON.stringify(body),
+    })
+    const text = await res.text()
+    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text}`)
+    return JSON.parse(text)
+  }
+  const me = await (await fetch(`${base}/key`, { headers: { authorization: `Bearer ${key}` } })).json()
+  const userId = me.data.creator_user_id
+  const ws = (await call('POST', '/workspaces', { name: 'Governed', slug: 'governed' })).data
+  await call('POST', '/workspaces/governed/members/add', { user_ids: [userId] })
+  await call('PUT', '/workspaces/governed/budgets/monthly', { limit_usd: 1_000_000 })
+  await call('PATCH', `/guardrails/${ws.default_guardrail_id}`, {
+    allowed_models: ['bench/chat'],
+    content_filter_builtins: [{ slug: 'email', action: 'redact' }],
+    limit_usd: 500_000,
+    reset_interval: 'weekly',
+  })
+  const governed = await call('POST', '/keys', { name: 'governed', workspace_id: ws.id, creator_user_id: userId })
+  const own = await call('POST', '/guardrails', {
+    name: 'own',
+    workspace_id: ws.id,
+    limit_usd: 100_000,
+    reset_interval: 'daily',
+  })
+  await call('POST', `/guardrails/${own.data.id}/assignments/keys`, { key_hashes: [governed.data.hash] })
+  const plain = doorTargets(base, key)['roster-chat']
+  const all = {
+    'roster-chat': plain,
+    'roster-chat-governed': { ...plain, headers: { ...plain.headers, authorization: `Bearer ${governed.key}` } },
+  }
+  const { lat, cpu, stolen, rounds } = await measureTargets(all, apiPid, rate, seconds)
+  const f = (x) => x.toFixed(2)
+  return [
+    ...Object.keys(all).map((name) => ({
+      scenario: `governance, /chat/completions at ${rate}/s (${seconds} s in ${rounds} rounds): ${name}`,
+      metric: 'p50 / p99 ms; CPU µs/request',
+      value: `${f(lat[name].p50)} / ${f(lat[name].p99)}; ${cpu[name].toFixed(0)}`,
+      target: lat[name].errors ? `${lat[name].errors} errors!` : `stolen ${percentStolen(stolen[name])} %`,
+    })),
+    {
+      scenario: '  CPU per request: governed / plain',
+      metric: '×',
+      value: (cpu['roster-chat-governed'] / cpu['roster-chat']).toFixed(2),
+      target: '≤ 1.05',
+    },
+  ]
+}

@@ -9,6 +9,7 @@
 //                                 | doors-instructions (the doors' instructions per request under valgrind; only when named)
 //                                 | fair-use (one key's attacks against another key's latency; only when named)
 //                                 | generations (the ledger: drain rate into Postgres, GET /generation; only when named)
+//                                 | analytics (queries over 10 million generations' rollups; only when named)
 //                                 | fleet-provision | failover | snapshots | fleet-chat (the fleet of runtime hosts: bench/fleet.mjs; only when named)
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
@@ -24,6 +25,7 @@ import { benchFairUse, makeKeyWith } from './fair-use.mjs'
 import { benchFailover, benchFleetChat, benchFleetProvision, benchSnapshots } from './fleet.mjs'
 import { firstText as firstTextOf } from './first-text.mjs'
 import { benchGenerations } from './generations.mjs'
+import { benchAnalytics } from './analytics.mjs'
 import {
   benchCatalogue,
   benchDoorInstructions,
@@ -35,6 +37,7 @@ import {
   keepingAwake,
   pin,
   startUpstreams,
+  benchGovernance,
 } from './gateway.mjs'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..')
@@ -170,7 +173,8 @@ async function withStack(
       env: { ...process.env, DATABASE_URL: env.DATABASE_URL },
       encoding: 'utf8',
     })
-    const key = JSON.parse(boot.stdout).keys.user
+    const booted = JSON.parse(boot.stdout)
+    const key = booted.keys.user
     const startWorker = () => procs.push(start('worker', env))
     /** Another runtime host joins (index `i`, its own port and id). */
     const addHost = async (i) => {
@@ -181,6 +185,7 @@ async function withStack(
     }
     return await work({
       key,
+      managementKey: booted.keys.management,
       db: dbUrl(BENCH_DB),
       startWorker,
       base,
@@ -823,6 +828,8 @@ const scenarios = {
   snapshots: [(ctx) => benchSnapshots(fleetTools), { named: true, bare: true }],
   'fleet-chat': [(ctx) => benchFleetChat(fleetTools), { named: true, bare: true }],
   generations: [benchGenerations, { worker: true, named: true }],
+  analytics: [benchAnalytics, { worker: false, named: true }],
+  governance: [benchGovernance, { worker: true, gateway: true, named: true }],
   'doors-instructions': [
     benchDoorInstructions,
     { worker: false, gateway: true, named: true, apiWrap: callgrind.wrap, apiFlags: callgrind.nodeFlags },

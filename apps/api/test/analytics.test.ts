@@ -183,6 +183,23 @@ describe('analytics', () => {
     byModel.body.data.data.forEach((r: any, i: number) => expect(r.usage).toBeCloseTo(expected[i]!.usage as number, 12))
     expect(byModel.body.data.metadata).toMatchObject({ row_count: 3, truncated: false })
 
+    // A range that cuts days: its whole days from the daily rollups, its edges from the hourly ones.
+    const cutStart = new Date(today - 10 * DAY + 3 * 3_600_000 + 1_234).toISOString()
+    const cutEnd = new Date(today - 2 * DAY + 5 * 3_600_000 + 60_000).toISOString()
+    // Every hour the range touches counts (rollups are hourly).
+    const hourOf = (iso: string, up = false) =>
+      new Date((up ? Math.ceil : Math.floor)(Date.parse(iso) / 3_600_000) * 3_600_000).toISOString()
+    const inRange = await sums(`created_at >= '${hourOf(cutStart)}' AND created_at < '${hourOf(cutEnd, true)}'`, `'x'`)
+    for (const granularity of [undefined, 'hour', 'day']) {
+      const cut = await query({
+        metrics: ['request_count', 'usage'],
+        ...(granularity ? { granularity } : {}),
+        time_range: { start: cutStart, end: cutEnd },
+      })
+      const total = cut.body.data.data.reduce((n: number, r: any) => n + r.request_count, 0)
+      expect(total, String(granularity)).toBe(inRange[0]!.requests)
+    }
+
     // By day for one key (by its number), in another workspace (by slug), with a key filtered by hash.
     const perDay = await query({
       metrics: ['request_count'],

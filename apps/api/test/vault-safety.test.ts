@@ -93,4 +93,57 @@ describe('secret values', () => {
       'ws_secret',
     ])
   })
+
+  it('never shows a provider key (BYOK) or a destination’s secret header in a dump, a log line or an answer, though the key is used', async () => {
+    const byok = `sk-byok-${randomBytes(12).toString('hex')}`
+    const header = `hdr-${randomBytes(12).toString('hex')}`
+    const admin = (method: string, path: string, body?: unknown) =>
+      fetch(`${stack.apiUrl}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${env.tenant.keys.management}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
+    const answers: string[] = []
+    const made = await admin('POST', '/byok', { provider: 'upstream-sim', key: byok })
+    expect(made.status).toBe(201)
+    answers.push(await made.text())
+    // A refused rotation (too long) with the value in it: not logged either.
+    answers.push(
+      await (
+        await admin('PATCH', `/byok/${JSON.parse(answers[0]!).data.id}`, { key: `${byok}${'x'.repeat(9000)}` })
+      ).text(),
+    )
+    const dest = await admin('POST', '/observability/destinations', {
+      name: 'hook',
+      type: 'webhook',
+      config: { url: 'http://127.0.0.1:9/hook', headers: { authorization: header } },
+    })
+    expect(dest.status).toBe(201)
+    answers.push(await dest.text(), await (await admin('GET', '/byok')).text())
+    answers.push(await (await admin('GET', '/observability/destinations')).text())
+    // The key is used: a model call through the workspace's own key.
+    const res = await call('POST', '/chat/completions', {
+      model: 'roster-sim/chat',
+      messages: [{ role: 'user', content: 'hi' }],
+    })
+    expect(res.status).toBe(200)
+    const body = await res.json()
+    expect(body.usage.is_byok).toBe(true)
+    answers.push(JSON.stringify(body))
+
+    const dump = execFileSync('pg_dump', ['--data-only', '--no-owner', env.t.url], {
+      encoding: 'utf8',
+      maxBuffer: 256 * 1024 * 1024,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    })
+    expect(dump).toContain('upstream-sim')
+    const logs = stack.api.output + stack.workers.map((w) => w.output).join('')
+    for (const v of [byok, header]) {
+      expect(dump).not.toContain(v)
+      expect(dump).not.toContain(Buffer.from(v).toString('hex'))
+      expect(logs).not.toContain(v)
+      for (const a of answers) expect(a).not.toContain(v)
+    }
+    await admin('DELETE', `/byok/${JSON.parse(answers[0]!).data.id}`)
+  })
 })

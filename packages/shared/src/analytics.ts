@@ -57,11 +57,11 @@ type Metric = keyof typeof METRICS
 
 /** The dimensions a query may group and filter by: their rollup column, and how the client shows them. */
 const DIMENSIONS = {
-  model: { sql: 'r.model', label: 'Model' },
-  provider: { sql: 'r.provider', label: 'Provider' },
-  workspace: { sql: 'r.workspace_id', label: 'Workspace' },
-  api_key_id: { sql: 'r.key_id', label: 'API key' },
-  user: { sql: 'r.user_id', label: 'Member' },
+  model: { sql: 'r.model', label: 'Model', id: false },
+  provider: { sql: 'r.provider', label: 'Provider', id: false },
+  workspace: { sql: 'r.workspace_id', label: 'Workspace', id: true },
+  api_key_id: { sql: 'r.key_id', label: 'API key', id: true },
+  user: { sql: 'r.user_id', label: 'Member', id: true },
 } as const
 type Dimension = keyof typeof DIMENSIONS
 
@@ -191,12 +191,15 @@ export async function queryAnalytics(db: Db, caller: Caller, q: Query) {
     if (scalar === Array.isArray(f.value))
       throw new AppError('invalid_body', `filters: ${f.operator} takes ${scalar ? 'one value' : 'an array of values'}`)
     const values = await resolved(db, accountId, f.field, Array.isArray(f.value) ? f.value : [f.value], warnings)
-    const col = Prisma.raw(`${DIMENSIONS[f.field].sql}::text`)
+    // Ids compared as uuids, so a key's or a workspace's rows are read through their index.
+    const isId = DIMENSIONS[f.field].id
+    const col = Prisma.raw(DIMENSIONS[f.field].sql)
+    const type = Prisma.raw(isId ? 'uuid[]' : 'text[]')
     const negated = f.operator === 'neq' || f.operator === 'not_in'
     const match = values.length
-      ? Prisma.sql`${col} ${Prisma.raw(negated ? '<>' : '=')} ${Prisma.raw(negated ? 'ALL' : 'ANY')}(${values}::text[])`
+      ? Prisma.sql`${col} ${Prisma.raw(negated ? '<>' : '=')} ${Prisma.raw(negated ? 'ALL' : 'ANY')}(${values}::${type})`
       : Prisma.raw(negated ? 'true' : 'false')
-    const unset = Prisma.sql`${col} IN (${NIL}, '')`
+    const unset = isId ? Prisma.sql`${col} = ${NIL}::uuid` : Prisma.sql`${col} = ''`
     where.push(f.include_unset ? Prisma.sql`(${match} OR ${unset})` : match)
   }
 
@@ -217,36 +220,32 @@ export async function queryAnalytics(db: Db, caller: Caller, q: Query) {
       'invalid_body',
       `order_by.field: order by a metric of the query, request_count, a dimension of the query${bucket ? ', or date' : ''}`,
     )
-  const orderSql = (field: string, direction: 'asc' | 'desc') => {
-    const expr =
-      field === 'date'
-        ? bucket!
-        : (dimensionNames as string[]).includes(field)
-          ? Prisma.raw(DIMENSIONS[field as Dimension].sql)
-          : Prisma.raw(`(${METRICS[field as Metric].sql})`)
-    return Prisma.sql`${expr} ${Prisma.raw(direction === 'asc' ? 'ASC' : 'DESC')} NULLS LAST`
-  }
-  const orderBy = order
-    ? orderSql(order.field, order.direction)
-    : bucket
-      ? Prisma.sql`${bucket} ASC`
-      : orderSql(metrics[0]!, 'desc')
+  // What the rows are ordered by, as an expression over the rollups (a hidden column of the groups).
+  const orderField = order?.field ?? (bucket ? 'date' : metrics[0]!)
+  const orderExpr =
+    orderField === 'date'
+      ? bucket!
+      : (dimensionNames as string[]).includes(orderField)
+        ? Prisma.raw(DIMENSIONS[orderField as Dimension].sql)
+        : Prisma.raw(`(${METRICS[orderField as Metric].sql})`)
+  const direction = order?.direction ?? (orderField === 'date' ? 'asc' : 'desc')
   const limit = q.limit ?? 1000
-  const dimensionGroups = dimensions.map((d) => Prisma.raw(DIMENSIONS[d].sql))
   let rows: Record<string, unknown>[]
   try {
     rows = await analyticsRows(db, {
       accountId,
       start,
       end,
+      hourly: q.granularity === 'hour',
       select,
+      columns: [...(bucket ? ['date'] : []), ...dimensions, ...metrics],
       groups,
       where,
-      orderBy,
+      order: { expr: orderExpr, direction },
       limit,
       top:
-        q.group_limit && dimensionGroups.length
-          ? { count: q.group_limit, groups: dimensionGroups, measure: Prisma.raw(`(${METRICS[metrics[0]!].sql})`) }
+        q.group_limit && dimensions.length
+          ? { count: q.group_limit, dimensions, measure: Prisma.raw(`(${METRICS[metrics[0]!].sql})`) }
           : undefined,
       timeoutMs: QUERY_TIMEOUT_MS,
     })

@@ -1,10 +1,40 @@
-import type { Db, Prisma } from '../db.js'
+import { Prisma, type Db } from '../db.js'
 import type { GenerationContentRecord, GenerationRecord, GenerationRow } from '../generations.js'
 
 // The generations, spend, generation_rollups and generation_content tables' statements.
 
 /** The rollups' stand-in for a missing owner (their key has no nulls). */
 export const NIL = '00000000-0000-0000-0000-000000000000'
+
+/**
+ * The written generations (`written`) added to a rollup table per `bucket` (an hour, a UTC day):
+ * summed per bucket and who, in key order (concurrent drains upsert alike, never deadlocking).
+ */
+const rollup = (table: Prisma.Sql, column: Prisma.Sql, bucket: Prisma.Sql) => Prisma.sql`
+      INSERT INTO ${table} (account_id, workspace_id, key_id, user_id, model, provider, ${column}, requests,
+        tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
+        ttft_count, cancelled)
+      SELECT w.account_id, coalesce(w.workspace_id, ${NIL}::uuid), coalesce(w.key_id, ${NIL}::uuid),
+             coalesce(w.user_id, ${NIL}::uuid), w.model, coalesce(w.provider, ''), ${bucket},
+             count(*), sum(w.tokens_prompt), sum(w.tokens_completion), sum(w.tokens_reasoning), sum(w.tokens_cached),
+             sum(CASE WHEN w.is_byok THEN 0 ELSE w.cost_pico END), sum(CASE WHEN w.is_byok THEN w.cost_pico ELSE 0 END),
+             sum(coalesce(w.latency_ms, 0)), sum(coalesce(w.ttft_ms, 0)), count(w.ttft_ms),
+             count(*) FILTER (WHERE w.cancelled)
+      FROM written w WHERE w.account_id IS NOT NULL
+      GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 7, 2, 3, 4, 5, 6
+      ON CONFLICT (account_id, ${column}, workspace_id, key_id, user_id, model, provider) DO UPDATE
+        SET requests = ${table}.requests + EXCLUDED.requests,
+            tokens_prompt = ${table}.tokens_prompt + EXCLUDED.tokens_prompt,
+            tokens_completion = ${table}.tokens_completion + EXCLUDED.tokens_completion,
+            tokens_reasoning = ${table}.tokens_reasoning + EXCLUDED.tokens_reasoning,
+            tokens_cached = ${table}.tokens_cached + EXCLUDED.tokens_cached,
+            credits_pico = ${table}.credits_pico + EXCLUDED.credits_pico,
+            byok_pico = ${table}.byok_pico + EXCLUDED.byok_pico,
+            latency_ms = ${table}.latency_ms + EXCLUDED.latency_ms,
+            ttft_ms = ${table}.ttft_ms + EXCLUDED.ttft_ms,
+            ttft_count = ${table}.ttft_count + EXCLUDED.ttft_count,
+            cancelled = ${table}.cancelled + EXCLUDED.cancelled
+      RETURNING 1`
 
 /**
  * Writes generations, each once (a record already written is skipped, so a retried batch counts
@@ -62,31 +92,12 @@ export async function insertGenerations(
         SET credits_pico = spend.credits_pico + EXCLUDED.credits_pico,
             byok_pico = spend.byok_pico + EXCLUDED.byok_pico
       RETURNING 1
-    ), rolled AS (
-      INSERT INTO generation_rollups (account_id, workspace_id, key_id, user_id, model, provider, hour, requests,
-        tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
-        ttft_count, cancelled)
-      SELECT w.account_id, coalesce(w.workspace_id, ${NIL}::uuid), coalesce(w.key_id, ${NIL}::uuid),
-             coalesce(w.user_id, ${NIL}::uuid), w.model, coalesce(w.provider, ''), date_trunc('hour', w.created_at),
-             count(*), sum(w.tokens_prompt), sum(w.tokens_completion), sum(w.tokens_reasoning), sum(w.tokens_cached),
-             sum(CASE WHEN w.is_byok THEN 0 ELSE w.cost_pico END), sum(CASE WHEN w.is_byok THEN w.cost_pico ELSE 0 END),
-             sum(coalesce(w.latency_ms, 0)), sum(coalesce(w.ttft_ms, 0)), count(w.ttft_ms),
-             count(*) FILTER (WHERE w.cancelled)
-      FROM written w WHERE w.account_id IS NOT NULL
-      GROUP BY 1, 2, 3, 4, 5, 6, 7 ORDER BY 1, 7, 2, 3, 4, 5, 6
-      ON CONFLICT (account_id, hour, workspace_id, key_id, user_id, model, provider) DO UPDATE
-        SET requests = generation_rollups.requests + EXCLUDED.requests,
-            tokens_prompt = generation_rollups.tokens_prompt + EXCLUDED.tokens_prompt,
-            tokens_completion = generation_rollups.tokens_completion + EXCLUDED.tokens_completion,
-            tokens_reasoning = generation_rollups.tokens_reasoning + EXCLUDED.tokens_reasoning,
-            tokens_cached = generation_rollups.tokens_cached + EXCLUDED.tokens_cached,
-            credits_pico = generation_rollups.credits_pico + EXCLUDED.credits_pico,
-            byok_pico = generation_rollups.byok_pico + EXCLUDED.byok_pico,
-            latency_ms = generation_rollups.latency_ms + EXCLUDED.latency_ms,
-            ttft_ms = generation_rollups.ttft_ms + EXCLUDED.ttft_ms,
-            ttft_count = generation_rollups.ttft_count + EXCLUDED.ttft_count,
-            cancelled = generation_rollups.cancelled + EXCLUDED.cancelled
-      RETURNING 1
+    ), rolled AS (${rollup(Prisma.raw('generation_rollups'), Prisma.raw('hour'), Prisma.raw("date_trunc('hour', w.created_at)"))}
+    ), rolled_daily AS (${rollup(
+      Prisma.raw('generation_rollups_daily'),
+      Prisma.raw('day'),
+      Prisma.raw("date_trunc('day', w.created_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'"),
+    )}
     ), kept AS (
       INSERT INTO generation_content (request_id, account_id, input, output, error)
       SELECT g.request_id, g.account_id, g.content->'input', g.content->'output', g.content->'error'
@@ -96,7 +107,7 @@ export async function insertGenerations(
       RETURNING 1
     )
     SELECT (SELECT array_agg(id) FROM written) AS written, (SELECT count(*) FROM counted)::int AS counted,
-           (SELECT count(*) FROM rolled)::int AS rolled,
+           (SELECT count(*) FROM rolled)::int AS rolled, (SELECT count(*) FROM rolled_daily)::int AS rolled_daily,
            (SELECT count(*) FROM kept)::int AS kept`
   const written = new Set(rows[0]?.written ?? [])
   return records.filter((r) => written.delete(r.id))
