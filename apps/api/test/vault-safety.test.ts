@@ -1,19 +1,28 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
+import { catalogueFile, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import { simulatorCatalogue } from '@roster/gateway'
 
 // Secret values at rest and in logs, with the real processes logging everything (trace): a dump
 // of every table plus every line the API and worker wrote holds none of them; deleting an intern
 // deletes its vault and secrets.
 const env = useTestTenant()
 let stack: Stack
+let sim: Simulator
 
 beforeAll(async () => {
-  stack = await startStack({ databaseUrl: env.t.url, env: { LOG_LEVEL: 'trace' } })
+  // The simulator answers the model calls a provider key (BYOK) is used for.
+  sim = await startSimulator({ replyTokens: 3 })
+  stack = await startStack({
+    databaseUrl: env.t.url,
+    env: { LOG_LEVEL: 'trace', MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)) },
+  })
 })
 afterAll(async () => {
   await stack?.stop()
+  await sim?.close()
 })
 
 const call = (method: string, path: string, body?: unknown) =>
@@ -96,6 +105,7 @@ describe('secret values', () => {
 
   it('never shows a provider key (BYOK) or a destination’s secret header in a dump, a log line or an answer, though the key is used', async () => {
     const byok = `sk-byok-${randomBytes(12).toString('hex')}`
+    const before = sim.stats.credentials.length
     const header = `hdr-${randomBytes(12).toString('hex')}`
     const admin = (method: string, path: string, body?: unknown) =>
       fetch(`${stack.apiUrl}${path}`, {
@@ -129,6 +139,8 @@ describe('secret values', () => {
     expect(res.status).toBe(200)
     const body = await res.json()
     expect(body.usage.is_byok).toBe(true)
+    // It reached the provider, and only there.
+    expect(sim.stats.credentials.slice(before)).toEqual([byok])
     answers.push(JSON.stringify(body))
 
     const dump = execFileSync('pg_dump', ['--data-only', '--no-owner', env.t.url], {
