@@ -275,8 +275,12 @@ async function fixedRate(t, rate, seconds, shared) {
     const p = pool
       .request({ method: 'POST', path: t.path, headers: t.headers, body: t.body })
       .then(async (res) => {
-        await res.body.text()
-        if (res.statusCode !== 200) errors++
+        const text = await res.body.text()
+        if (res.statusCode !== 200) {
+          errors++
+          // BENCH_WHY: the first refusals' bodies, to tell a limit from a fault.
+          if (process.env.BENCH_WHY && errors <= 3) process.stderr.write(`bench: ${res.statusCode} ${text.slice(0, 300)}\n`)
+        }
         else {
           const ms = performance.now() - t0
           latencies.push(ms)

@@ -10,6 +10,8 @@
 //                                 | fair-use (one key's attacks against another key's latency; only when named)
 //                                 | generations (the ledger: drain rate into Postgres, GET /generation; only when named)
 //                                 | analytics (queries over 10 million generations' rollups; only when named)
+//                                 | governance (a governed key's CPU per request against a plain one; only when named)
+//                                 | destinations (generations delivered per second to a webhook; only when named)
 //                                 | fleet-provision | failover | snapshots | fleet-chat (the fleet of runtime hosts: bench/fleet.mjs; only when named)
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
@@ -26,6 +28,7 @@ import { benchFailover, benchFleetChat, benchFleetProvision, benchSnapshots } fr
 import { firstText as firstTextOf } from './first-text.mjs'
 import { benchGenerations } from './generations.mjs'
 import { benchAnalytics } from './analytics.mjs'
+import { benchDestinations } from './destinations.mjs'
 import {
   benchCatalogue,
   benchDoorInstructions,
@@ -830,6 +833,7 @@ const scenarios = {
   generations: [benchGenerations, { worker: true, named: true }],
   analytics: [benchAnalytics, { worker: false, named: true }],
   governance: [benchGovernance, { worker: true, gateway: true, named: true }],
+  destinations: [benchDestinations, { worker: true, named: true, env: { DESTINATION_PRIVATE_NETWORKS: 'allow' } }],
   'doors-instructions': [
     benchDoorInstructions,
     { worker: false, gateway: true, named: true, apiWrap: callgrind.wrap, apiFlags: callgrind.nodeFlags },

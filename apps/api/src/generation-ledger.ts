@@ -142,14 +142,11 @@ export class StreamGenerationLedger implements GenerationLedger {
       await withTimeout(this.redis.xadd(this.stream, '*', 'b', entry), APPEND_WAIT_MS)
       return
     }
-    const tx = this.redis.multi().xadd(this.stream, '*', 'b', entry)
-    for (const [counter, { by, ttl }] of counters) {
-      tx.incrby(counter, by.toString())
-      if (ttl) tx.expire(counter, ttl)
-    }
-    const results = await withTimeout(tx.exec(), APPEND_WAIT_MS)
-    const failed = results?.find(([err]) => err)
-    if (!results || failed) throw failed?.[0] ?? new Error('the append was discarded')
+    // The entry and its counters in one script: atomic as a transaction, but one command on the
+    // socket instead of two per counter (the keys share the prefix's hash tag: one cluster slot).
+    const keys = [this.stream, ...counters.keys()]
+    const args = [entry, ...[...counters.values()].flatMap(({ by, ttl }) => [by.toString(), String(ttl)])]
+    await withTimeout(appendWithCounters(this.redis)(keys.length, ...keys, ...args), APPEND_WAIT_MS)
   }
 
   private async toPostgres(records: GenerationRecord[]): Promise<void> {
@@ -166,4 +163,23 @@ export class StreamGenerationLedger implements GenerationLedger {
       throw err
     }
   }
+}
+
+/** XADD the entry (ARGV[1]) to KEYS[1], then INCRBY each counter KEYS[i] and set its TTL (0: none). */
+const APPEND_WITH_COUNTERS = `
+redis.call('XADD', KEYS[1], '*', 'b', ARGV[1])
+for i = 2, #KEYS do
+  redis.call('INCRBY', KEYS[i], ARGV[2 * i - 2])
+  local ttl = tonumber(ARGV[2 * i - 1])
+  if ttl > 0 then redis.call('EXPIRE', KEYS[i], ttl) end
+end
+return 1`
+
+type AppendCommand = (numKeys: number, ...keysAndArgs: string[]) => Promise<unknown>
+
+/** The append script as a command of this client (sent by its digest; the body once, when Redis lacks it). */
+function appendWithCounters(redis: RedisClient): AppendCommand {
+  const client = redis as unknown as { rosterAppend?: AppendCommand; defineCommand: RedisClient['defineCommand'] }
+  if (!client.rosterAppend) client.defineCommand('rosterAppend', { lua: APPEND_WITH_COUNTERS })
+  return client.rosterAppend!.bind(client)
 }

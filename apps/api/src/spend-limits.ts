@@ -43,12 +43,15 @@ export class SpendLimits {
     const limits = ctx?.limits
     if (!limits?.length) return undefined
     const at = new Date(this.now())
-    return Promise.all(limits.map((l) => this.checkLimit(l, at))).then(() => undefined)
+    const periods = limits.map((l) => limitPeriod(l, at))
+    // Every limit's counter in one command: a request under several limits reads Redis once.
+    return Promise.all([
+      this.counters(limits, periods),
+      ...limits.map((l, i) => this.ledger(l.owner, periods[i]!)),
+    ]).then(([counted, ...ledgers]) => limits.forEach((l, i) => this.refuseIfSpent(l, counted[i]!, ledgers[i]!)))
   }
 
-  private async checkLimit(limit: SpendLimit, at: Date): Promise<void> {
-    const period = limitPeriod(limit, at)
-    const [counted, ledger] = await Promise.all([this.counter(limit, period), this.ledger(limit.owner, period)])
+  private refuseIfSpent(limit: SpendLimit, counted: bigint, ledger: { credits: bigint; byok: bigint }): void {
     const inLedger = ledger.credits + (limit.includeByok ? ledger.byok : 0n)
     const spend = counted > inLedger ? counted : inLedger
     if (spend < limit.pico) return
@@ -79,13 +82,15 @@ export class SpendLimits {
     )
   }
 
-  /** Redis's count (0 while Redis is away: the ledger's then stands alone). */
-  private async counter(limit: SpendLimit, period: string): Promise<bigint> {
-    if (this.redis.status !== 'ready') return 0n
+  /** Redis's counts (0 while Redis is away: the ledger's then stands alone). */
+  private async counters(limits: readonly SpendLimit[], periods: string[]): Promise<bigint[]> {
+    const none = () => limits.map(() => 0n)
+    if (this.redis.status !== 'ready') return none()
     try {
-      return BigInt((await this.redis.get(spendCounter(this.queuePrefix, limit, period))) ?? 0)
+      const values = await this.redis.mget(limits.map((l, i) => spendCounter(this.queuePrefix, l, periods[i]!)))
+      return values.map((v) => BigInt(v ?? 0))
     } catch {
-      return 0n
+      return none()
     }
   }
 

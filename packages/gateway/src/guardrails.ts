@@ -131,11 +131,15 @@ function vendorOf(modelId: string): Vendor {
   return (VENDORS as readonly string[]).includes(author) ? (author as Vendor) : 'other'
 }
 
-/** The vendors whose models a guardrail sends only to zero-data-retention endpoints (the deprecated switch fills in for the others). */
-function zdrVendors(g: AppliedGuardrail): Set<Vendor> {
+const zdrOf = new WeakMap<AppliedGuardrail, ReadonlySet<Vendor>>()
+/** The vendors whose models a guardrail sends only to zero-data-retention endpoints (the deprecated switch fills in for the others); once per guardrail. */
+function zdrVendors(g: AppliedGuardrail): ReadonlySet<Vendor> {
+  let on = zdrOf.get(g)
+  if (on) return on
   const r = g.rules
-  const on = new Set<Vendor>()
-  for (const v of [...VENDORS, 'other'] as const) if (r[`enforce_zdr_${v}`] ?? r.enforce_zdr) on.add(v)
+  const vendors = new Set<Vendor>()
+  for (const v of [...VENDORS, 'other'] as const) if (r[`enforce_zdr_${v}`] ?? r.enforce_zdr) vendors.add(v)
+  zdrOf.set(g, (on = vendors))
   return on
 }
 

@@ -39,6 +39,7 @@ const spec: Record<string, [number, boolean]> = {
   intern_unreachable: [502, true],
   intern_rejected: [502, false],
   vault_conflict: [409, false],
+  destination_limit_reached: [409, false],
   vault_writes_disabled: [503, true],
   payload_too_large: [413, false],
   unsupported_media_type: [415, false],

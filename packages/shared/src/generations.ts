@@ -155,6 +155,16 @@ export const usdOfPico = (pico: bigint) => Number(pico) / 1e12
  * its UTC week (named by its Monday) and its UTC month.
  */
 export function spendPeriods(at: Date): { all: string; day: string; week: string; month: string } {
+  // The same all day long: worked out once per UTC day (it is asked for per limit, per request).
+  const dayNumber = Math.floor(at.getTime() / 86_400_000)
+  if (dayNumber === lastPeriods.dayNumber) return lastPeriods.periods
+  const periods = periodsOf(at)
+  lastPeriods = { dayNumber, periods }
+  return periods
+}
+let lastPeriods = { dayNumber: NaN, periods: { all: 'all', day: '', week: '', month: '' } }
+
+function periodsOf(at: Date): { all: string; day: string; week: string; month: string } {
   const day = at.toISOString().slice(0, 10)
   const monday = new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()))
   monday.setUTCDate(monday.getUTCDate() - ((monday.getUTCDay() + 6) % 7))
