@@ -279,9 +279,9 @@ async function fixedRate(t, rate, seconds, shared) {
         if (res.statusCode !== 200) {
           errors++
           // BENCH_WHY: the first refusals' bodies, to tell a limit from a fault.
-          if (process.env.BENCH_WHY && errors <= 3) process.stderr.write(`bench: ${res.statusCode} ${text.slice(0, 300)}\n`)
-        }
-        else {
+          if (process.env.BENCH_WHY && errors <= 3)
+            process.stderr.write(`bench: ${res.statusCode} ${text.slice(0, 300)}\n`)
+        } else {
           const ms = performance.now() - t0
           latencies.push(ms)
           timeline?.push([performance.timeOrigin + t0, ms])
