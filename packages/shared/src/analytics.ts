@@ -6,6 +6,7 @@ import { assertManagementKey } from './managed-keys.js'
 import { activityRows, analyticsRows, keyIdsOf, keyNumbers } from './repositories/generation-rollups.js'
 import { NIL } from './repositories/generations.js'
 import { accountUsers, workspaceByRef } from './repositories/workspaces.js'
+import { isUuid } from './interns/access.js'
 
 // Analytics (`client.analytics`, governance-contract.md §9): where the money and the tokens went,
 // for an account's management keys. Everything is read from the hourly rollups kept as generations
@@ -134,8 +135,6 @@ export function analyticsMeta(caller: Caller) {
   }
 }
 
-const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s)
-
 /**
  * A filter's values as the rollups hold them (ids): workspaces by id or slug, keys by number or
  * hash, members and models as given. Values that name nothing of the account are dropped, with a
@@ -145,7 +144,7 @@ async function resolved(db: Db, accountId: string, field: Dimension, values: (st
   const out: string[] = []
   if (field === 'workspace') {
     for (const v of values) {
-      const w = String(v).length <= 64 ? await workspaceByRef(db, accountId, String(v)) : undefined
+      const w = await workspaceByRef(db, accountId, String(v))
       if (w) out.push(w.id)
       else warnings.push(`workspace ${JSON.stringify(String(v).slice(0, 80))} is not one of this account's`)
     }
@@ -302,7 +301,7 @@ export async function userActivity(db: Db, caller: Caller, q: z.infer<typeof Act
     throw new AppError('invalid_body', 'group_by: only "workspace"')
   let workspaceId: string | undefined
   if (q.workspace_id !== undefined) {
-    const w = q.workspace_id.length <= 64 ? await workspaceByRef(db, accountId, q.workspace_id) : undefined
+    const w = await workspaceByRef(db, accountId, q.workspace_id)
     if (!w)
       throw new AppError('not_found', `no workspace ${JSON.stringify(q.workspace_id.slice(0, 80))} in this account`)
     workspaceId = w.id

@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { AppError } from './errors.js'
 import type { Db } from './db.js'
 import type { Caller } from './caller.js'
-import { assertManagementKey } from './managed-keys.js'
+import { assertManagementKey, keysNamedByHash } from './managed-keys.js'
 import { seal, unseal } from './vault/seal.js'
 import {
   byokById,
@@ -15,9 +15,9 @@ import {
   type ByokFields,
   type ByokRow,
 } from './repositories/byok-keys.js'
-import { keysOfAccount } from './repositories/guardrails.js'
-import { accountUsers, defaultWorkspaceOf, workspaceByRef } from './repositories/workspaces.js'
-import { PageQuery } from './workspaces.js'
+import { accountUsers } from './repositories/workspaces.js'
+import { isUuid } from './interns/access.js'
+import { namedWorkspace, PageQuery } from './workspaces.js'
 
 // Bring your own key (`client.byok`, governance-contract.md §11): an account's own provider
 // credentials, per workspace or global, managed with a management key. The value is sealed with a
@@ -117,7 +117,6 @@ const account = (caller: Caller, op: 'create' | 'other' = 'other') =>
 
 const notFound = (id: string) =>
   new AppError('not_found', `no provider key ${JSON.stringify(id.slice(0, 80))} in this account`)
-const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s)
 
 async function found(db: Db, accountId: string, id: string) {
   const row = isUuid(id) ? await byokById(db, accountId, id) : undefined
@@ -151,24 +150,9 @@ async function fieldsOf(deps: ByokDeps, accountId: string, body: Body, current?:
       throw new AppError('invalid_body', `allowed_models: no model ${JSON.stringify(m.slice(0, 80))} in the catalogue`)
     return id
   })
-  let hashes = body.allowed_api_key_hashes
-  if (hashes) {
-    hashes = [...new Set(hashes.map((h) => h.toLowerCase()))]
-    const bad = hashes.find((h) => !/^[0-9a-f]{64}$/.test(h))
-    if (bad)
-      throw new AppError(
-        'invalid_body',
-        `allowed_api_key_hashes: ${JSON.stringify(bad.slice(0, 80))} is not a key's hash`,
-      )
-    const keys = await keysOfAccount(
-      deps.db,
-      accountId,
-      hashes.map((h) => Buffer.from(h, 'hex')),
-    )
-    const known = new Set(keys.map((k) => Buffer.from(k.hash).toString('hex')))
-    const stranger = hashes.find((h) => !known.has(h))
-    if (stranger) throw new AppError('invalid_body', `allowed_api_key_hashes: no API key ${stranger} in this account`)
-  }
+  const hashes = body.allowed_api_key_hashes && [
+    ...(await keysNamedByHash(deps.db, accountId, body.allowed_api_key_hashes, 'allowed_api_key_hashes')).keys(),
+  ]
   let users = body.allowed_user_ids
   if (users) {
     users = [...new Set(users)]
@@ -195,16 +179,8 @@ async function fieldsOf(deps: ByokDeps, accountId: string, body: Body, current?:
 
 export async function listByok(deps: ByokDeps, caller: Caller, q: z.infer<typeof ByokListQuery>) {
   const accountId = account(caller)
-  let workspaceId: string | undefined
-  if (q.workspace_id !== undefined) {
-    const w = q.workspace_id.length <= 64 ? await workspaceByRef(deps.db, accountId, q.workspace_id) : undefined
-    if (!w)
-      throw new AppError(
-        'invalid_body',
-        `workspace_id: no workspace ${JSON.stringify(q.workspace_id.slice(0, 80))} in this account`,
-      )
-    workspaceId = w.id
-  }
+  const workspaceId =
+    q.workspace_id === undefined ? undefined : (await namedWorkspace(deps.db, accountId, q.workspace_id)).id
   const { rows, total } = await byokPage(deps.db, { accountId, workspaceId, provider: q.provider }, q.offset, q.limit)
   return { data: rows.map(byokView), total_count: total }
 }
@@ -218,24 +194,9 @@ export async function addByok(deps: ByokDeps, caller: Caller, body: z.infer<type
       'invalid_body',
       `provider: Roster routes to no provider ${JSON.stringify(body.provider)} (it routes to ${known.join(', ')})`,
     )
-  let workspaceId: string | null = null
-  if (body.workspace_id !== null) {
-    const ref = body.workspace_id
-    const w =
-      ref === undefined
-        ? await defaultWorkspaceOf(deps.db, accountId)
-        : ref.length <= 64
-          ? await workspaceByRef(deps.db, accountId, ref)
-          : undefined
-    if (!w)
-      throw new AppError(
-        'invalid_body',
-        ref === undefined
-          ? 'this account has no default workspace: name one with workspace_id'
-          : `workspace_id: no workspace ${JSON.stringify(ref.slice(0, 80))} in this account`,
-      )
-    workspaceId = w.id
-  }
+  // null: global, usable in every workspace of the account.
+  const workspaceId =
+    body.workspace_id === null ? null : (await namedWorkspace(deps.db, accountId, body.workspace_id)).id
   const fields = await fieldsOf(deps, accountId, body)
   const id = randomUUID()
   const row = await insertByok(deps.db, {

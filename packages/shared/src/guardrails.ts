@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { AppError } from './errors.js'
 import type { Db } from './db.js'
 import type { Caller } from './caller.js'
-import { assertManagementKey, MAX_KEY_LIMIT_USD } from './managed-keys.js'
+import { assertManagementKey, keysNamedByHash, MAX_KEY_LIMIT_USD } from './managed-keys.js'
 import { BUILTIN_DETECTORS, DATA_REGIONS, type GuardrailRules } from './guardrail-policy.js'
 import {
   assignKeys,
@@ -13,7 +13,6 @@ import {
   guardrailPage,
   insertGuardrail,
   keyAssignmentPage,
-  keysOfAccount,
   lockGuardrail,
   memberAssignmentPage,
   unassignKeys,
@@ -24,14 +23,9 @@ import {
   type KeyAssignmentRow,
   type MemberAssignmentRow,
 } from './repositories/guardrails.js'
-import {
-  accountWorkspaces,
-  defaultWorkspaceOf,
-  isMember,
-  workspaceByRef,
-  type WorkspaceRow,
-} from './repositories/workspaces.js'
-import { defaultGuardrailId, PageQuery } from './workspaces.js'
+import { accountWorkspaces, isMember } from './repositories/workspaces.js'
+import { defaultGuardrailId, namedWorkspace, PageQuery } from './workspaces.js'
+import { isUuid } from './interns/access.js'
 
 // Guardrails (`client.guardrails`, governance-contract.md §8): policies on what keys and members
 // may use, managed with a management key of the account. A new guardrail enforces nothing until
@@ -165,25 +159,6 @@ export function guardrailView(g: GuardrailRow) {
 
 const notFound = (id: string) =>
   new AppError('not_found', `no guardrail ${JSON.stringify(id.slice(0, 80))} in this account`)
-const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s)
-
-/** A workspace of the account named in a body or query (by id or slug), or its default one. */
-async function workspaceOf(db: Db, accountId: string, ref: string | undefined): Promise<WorkspaceRow> {
-  const w =
-    ref === undefined
-      ? await defaultWorkspaceOf(db, accountId)
-      : ref.length <= 64
-        ? await workspaceByRef(db, accountId, ref)
-        : undefined
-  if (!w)
-    throw new AppError(
-      'invalid_body',
-      ref === undefined
-        ? 'this account has no default workspace: name one with workspace_id'
-        : `workspace_id: no workspace ${JSON.stringify(ref.slice(0, 80))} in this account`,
-    )
-  return w
-}
 
 /**
  * One of the account's guardrails. A workspace's default guardrail exists before it is stored: read,
@@ -292,14 +267,14 @@ function merged(rules: GuardrailRules, set: Partial<GuardrailRules>): GuardrailR
 
 export async function listGuardrails(deps: GuardrailDeps, caller: Caller, q: z.infer<typeof GuardrailListQuery>) {
   const accountId = account(caller)
-  const w = await workspaceOf(deps.db, accountId, q.workspace_id)
+  const w = await namedWorkspace(deps.db, accountId, q.workspace_id)
   const { rows, total } = await guardrailPage(deps.db, w.id, q.offset, q.limit)
   return { data: rows.map(guardrailView), total_count: total }
 }
 
 export async function addGuardrail(deps: GuardrailDeps, caller: Caller, body: z.infer<typeof CreateGuardrailBody>) {
   const accountId = account(caller, 'create')
-  const w = await workspaceOf(deps.db, accountId, body.workspace_id)
+  const w = await namedWorkspace(deps.db, accountId, body.workspace_id)
   const limit = limitOf(body)
   const row = await insertGuardrail(deps.db, {
     id: randomUUID(),
@@ -381,30 +356,16 @@ function assignable(g: GuardrailRow) {
     )
 }
 
-/** The account's live keys named by their hashes (400 naming the first that is not one, or is in another workspace). */
+/** The account's live keys named by their hashes, of the guardrail's workspace (400 naming the first that is not). */
 async function keysNamed(db: Db, accountId: string, g: GuardrailRow, hashes: string[]) {
-  const bad = hashes.find((h) => !/^[0-9a-f]{64}$/i.test(h))
-  if (bad)
-    throw new AppError(
-      'invalid_body',
-      `key_hashes: ${JSON.stringify(bad.slice(0, 80))} is not a key's hash (64 hex digits)`,
-    )
-  const wanted = [...new Set(hashes.map((h) => h.toLowerCase()))]
-  const keys = await keysOfAccount(
-    db,
-    accountId,
-    wanted.map((h) => Buffer.from(h, 'hex')),
-  )
-  const byHash = new Map(keys.map((k) => [Buffer.from(k.hash).toString('hex'), k]))
-  const missing = wanted.find((h) => !byHash.has(h))
-  if (missing) throw new AppError('invalid_body', `key_hashes: no API key ${missing} in this account`)
-  const elsewhere = keys.find((k) => k.workspace_id !== g.workspace_id)
+  const keys = [...(await keysNamedByHash(db, accountId, hashes, 'key_hashes'))]
+  const elsewhere = keys.find(([, k]) => k.workspace_id !== g.workspace_id)
   if (elsewhere)
     throw new AppError(
       'invalid_body',
-      `key_hashes: the key ${Buffer.from(elsewhere.hash).toString('hex')} is in another workspace than this guardrail's`,
+      `key_hashes: the key ${elsewhere[0]} is in another workspace than this guardrail's`,
     )
-  return keys.map((k) => k.id)
+  return keys.map(([, k]) => k.id)
 }
 
 export async function assignGuardrailKeys(deps: GuardrailDeps, caller: Caller, id: string, hashes: string[]) {

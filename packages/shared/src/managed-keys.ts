@@ -6,6 +6,7 @@ import { generateApiKey, hashApiKey } from './api-keys.js'
 import {
   insertManagedKey,
   keyById,
+  keysOfAccount,
   managedKeyByHash,
   managedKeyPage,
   revokeKey,
@@ -206,7 +207,7 @@ export const scopeOf = (caller: Caller): KeyScope => ({ accountId: caller.accoun
  */
 async function workspaceFor(db: Db, scope: KeyScope, workspaceId: string | undefined): Promise<string> {
   if (workspaceId === undefined) return scope.workspaceId
-  const w = workspaceId.length <= 64 ? await workspaceByRef(db, scope.accountId, workspaceId) : undefined
+  const w = await workspaceByRef(db, scope.accountId, workspaceId)
   if (!w) throw new AppError('invalid_body', `no workspace ${JSON.stringify(workspaceId.slice(0, 80))} in this account`)
   return w.id
 }
@@ -325,4 +326,27 @@ export async function currentKey(deps: KeyDeps, keyId: string) {
       rate_limit: { requests: -1, interval: '10s', note: 'deprecated: always -1' },
     },
   }
+}
+
+/**
+ * The account's live keys named by hash in a body's `field` (64 hex digits each, any case), by
+ * lowercase hash: 400 naming the first that is not a hash, or not a key of the account.
+ */
+export async function keysNamedByHash(db: Db, accountId: string, hashes: string[], field: string) {
+  const wanted = [...new Set(hashes.map((h) => h.toLowerCase()))]
+  const bad = wanted.find((h) => !/^[0-9a-f]{64}$/.test(h))
+  if (bad)
+    throw new AppError(
+      'invalid_body',
+      `${field}: ${JSON.stringify(bad.slice(0, 80))} is not a key's hash (64 hex digits)`,
+    )
+  const keys = await keysOfAccount(
+    db,
+    accountId,
+    wanted.map((h) => Buffer.from(h, 'hex')),
+  )
+  const byHash = new Map(keys.map((k) => [Buffer.from(k.hash).toString('hex'), k]))
+  const missing = wanted.find((h) => !byHash.has(h))
+  if (missing) throw new AppError('invalid_body', `${field}: no API key ${missing} in this account`)
+  return byHash
 }

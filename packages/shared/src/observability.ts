@@ -5,7 +5,7 @@ import { AppError } from './errors.js'
 import type { Db } from './db.js'
 import type { Caller } from './caller.js'
 import type { GenerationRecord } from './generations.js'
-import { assertManagementKey } from './managed-keys.js'
+import { assertManagementKey, keysNamedByHash } from './managed-keys.js'
 import { seal, unseal } from './vault/seal.js'
 import {
   deleteDestination,
@@ -17,9 +17,8 @@ import {
   type DestinationFields,
   type DestinationRow,
 } from './repositories/observability-destinations.js'
-import { keysOfAccount } from './repositories/guardrails.js'
-import { defaultWorkspaceOf, workspaceByRef } from './repositories/workspaces.js'
-import { PageQuery } from './workspaces.js'
+import { isUuid } from './interns/access.js'
+import { namedWorkspace, PageQuery } from './workspaces.js'
 
 // Observability destinations (`client.observability`, governance-contract.md §10): where a
 // workspace's generations are sent as they are recorded. Roster delivers to `webhook` (JSON) and
@@ -227,7 +226,6 @@ const account = (caller: Caller, op: 'create' | 'other' = 'other') =>
   assertManagementKey(caller, op, 'managing observability destinations')
 const notFound = (id: string) =>
   new AppError('not_found', `no observability destination ${JSON.stringify(id.slice(0, 80))} in this account`)
-const isUuid = (s: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s)
 
 async function found(db: Db, accountId: string, id: string) {
   const row = isUuid(id) ? await destinationById(db, accountId, id) : undefined
@@ -263,18 +261,8 @@ function mergedConfig(current: DestinationConfig, sent: Record<string, unknown>)
 
 async function keyIdsOf(db: Db, accountId: string, hashes: string[] | null | undefined) {
   if (!hashes) return hashes
-  const wanted = [...new Set(hashes.map((h) => h.toLowerCase()))]
-  const bad = wanted.find((h) => !/^[0-9a-f]{64}$/.test(h))
-  if (bad) throw new AppError('invalid_body', `api_key_hashes: ${JSON.stringify(bad.slice(0, 80))} is not a key's hash`)
-  const keys = await keysOfAccount(
-    db,
-    accountId,
-    wanted.map((h) => Buffer.from(h, 'hex')),
-  )
-  const known = new Map(keys.map((k) => [Buffer.from(k.hash).toString('hex'), k.id]))
-  const stranger = wanted.find((h) => !known.has(h))
-  if (stranger) throw new AppError('invalid_body', `api_key_hashes: no API key ${stranger} in this account`)
-  return { hashes: wanted, ids: wanted.map((h) => known.get(h)!) }
+  const keys = await keysNamedByHash(db, accountId, hashes, 'api_key_hashes')
+  return { hashes: [...keys.keys()], ids: [...keys.values()].map((k) => k.id) }
 }
 
 type Body = z.infer<typeof UpdateDestinationBody>
@@ -298,16 +286,8 @@ async function fieldsOf(deps: DestinationDeps, accountId: string, body: Body): P
 
 export async function listDestinations(deps: DestinationDeps, caller: Caller, q: z.infer<typeof DestinationListQuery>) {
   const accountId = account(caller)
-  let workspaceId: string | undefined
-  if (q.workspace_id !== undefined) {
-    const w = q.workspace_id.length <= 64 ? await workspaceByRef(deps.db, accountId, q.workspace_id) : undefined
-    if (!w)
-      throw new AppError(
-        'invalid_body',
-        `workspace_id: no workspace ${JSON.stringify(q.workspace_id.slice(0, 80))} in this account`,
-      )
-    workspaceId = w.id
-  }
+  const workspaceId =
+    q.workspace_id === undefined ? undefined : (await namedWorkspace(deps.db, accountId, q.workspace_id)).id
   const { rows, total } = await destinationPage(deps.db, accountId, workspaceId, q.offset, q.limit)
   return { data: rows.map((r) => destinationView(r, deps.masterKey)), total_count: total }
 }
@@ -326,17 +306,7 @@ export async function addDestination(
   const type = body.type as DeliveredType
   const config = configOf(type, body.config)
   const key = keyOf(deps)
-  const w =
-    body.workspace_id === undefined
-      ? await defaultWorkspaceOf(deps.db, accountId)
-      : body.workspace_id.length <= 64
-        ? await workspaceByRef(deps.db, accountId, body.workspace_id)
-        : undefined
-  if (!w)
-    throw new AppError(
-      'invalid_body',
-      `workspace_id: no workspace ${JSON.stringify(String(body.workspace_id).slice(0, 80))} in this account`,
-    )
+  const w = await namedWorkspace(deps.db, accountId, body.workspace_id)
   const fields = await fieldsOf(deps, accountId, body)
   const id = randomUUID()
   const row = await deps.db.$transaction(async (tx) => {

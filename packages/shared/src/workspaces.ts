@@ -7,6 +7,7 @@ import { assertManagementKey, MAX_KEY_LIMIT_USD } from './managed-keys.js'
 import {
   accountUsers,
   budgetsOf,
+  defaultWorkspaceOf,
   deleteBudget,
   deleteMembers,
   deleteWorkspace,
@@ -99,6 +100,22 @@ export interface WorkspaceDeps {
 const managementAccount = (caller: Caller, op: 'create' | 'other' = 'other') =>
   assertManagementKey(caller, op, 'managing workspaces')
 
+/**
+ * The workspace a body or query names in `workspace_id` (by id or slug), the account's default one
+ * when it names none: 400 naming it when it is not one of the account's.
+ */
+export async function namedWorkspace(db: Db, accountId: string, ref: string | undefined): Promise<WorkspaceRow> {
+  const w = ref === undefined ? await defaultWorkspaceOf(db, accountId) : await workspaceByRef(db, accountId, ref)
+  if (!w)
+    throw new AppError(
+      'invalid_body',
+      ref === undefined
+        ? 'this account has no default workspace: name one with workspace_id'
+        : `workspace_id: no workspace ${JSON.stringify(ref.slice(0, 80))} in this account`,
+    )
+  return w
+}
+
 /** The workspace's default guardrail's id: derived from the workspace's, so it is known before it exists. */
 export function defaultGuardrailId(workspaceId: string): string {
   const h = createHash('sha256').update(`roster default guardrail ${workspaceId}`).digest('hex')
@@ -133,7 +150,7 @@ const notFound = (ref: string) =>
   new AppError('not_found', `no workspace ${JSON.stringify(ref.slice(0, 80))} in this account`)
 
 async function found(db: Db, accountId: string, ref: string): Promise<WorkspaceRow> {
-  const w = ref.length <= 64 ? await workspaceByRef(db, accountId, ref) : undefined
+  const w = await workspaceByRef(db, accountId, ref)
   if (!w) throw notFound(ref)
   return w
 }

@@ -242,3 +242,10 @@ export async function revokeKey(db: Db, id: string): Promise<boolean> {
     await db.$executeRaw`UPDATE api_keys SET revoked_at = now(), updated_at = now() WHERE id = ${id}::uuid AND revoked_at IS NULL`
   return n > 0
 }
+
+/** Of `hashes`, the keys of `accountId` that are not deleted, with their workspace. */
+export async function keysOfAccount(db: Db | Prisma.TransactionClient, accountId: string, hashes: Buffer[]) {
+  return db.$queryRaw<{ id: string; hash: Uint8Array; workspace_id: string; kind: string }[]>`
+    SELECT k.id, k.hash, k.workspace_id, k.kind::text AS kind FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id
+    WHERE w.account_id = ${accountId}::uuid AND k.revoked_at IS NULL AND k.hash = ANY(${hashes}::bytea[])`
+}

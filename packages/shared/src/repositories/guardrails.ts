@@ -117,13 +117,6 @@ export interface MemberAssignmentRow {
   created_at: Date
 }
 
-/** Of `hashes`, the keys of `accountId` that are not deleted, with their workspace. */
-export async function keysOfAccount(db: Db | Prisma.TransactionClient, accountId: string, hashes: Buffer[]) {
-  return db.$queryRaw<{ id: string; hash: Uint8Array; workspace_id: string; kind: string }[]>`
-    SELECT k.id, k.hash, k.workspace_id, k.kind::text AS kind FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id
-    WHERE w.account_id = ${accountId}::uuid AND k.revoked_at IS NULL AND k.hash = ANY(${hashes}::bytea[])`
-}
-
 /** Gives keys a guardrail, replacing any they had; how many were assigned (or moved here). */
 export async function assignKeys(
   db: Db | Prisma.TransactionClient,

@@ -97,6 +97,8 @@ export async function workspaceByRef(
   accountId: string,
   ref: string,
 ): Promise<WorkspaceRow | undefined> {
+  // Longer than any id or slug: names none, and is not sent to the database.
+  if (ref.length > 64) return undefined
   const byId = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(ref)
   const rows = await db.$queryRaw<WorkspaceRow[]>`
     SELECT ${COLUMNS} FROM workspaces w
