@@ -5,41 +5,7 @@
 // append to the last generation the receiver got.
 import { createServer } from 'node:http'
 import Redis from 'ioredis'
-
-const record = (i, accountId, workspaceId) => ({
-  id: `resp_dest${String(i).padStart(10, '0')}`,
-  request_id: `resp_dest${String(i).padStart(10, '0')}`,
-  created_at: new Date().toISOString(),
-  key_id: null,
-  workspace_id: workspaceId,
-  account_id: accountId,
-  user_id: null,
-  intern_id: null,
-  model: 'bench/chat',
-  provider: 'bench',
-  upstream_model: 'sim',
-  door: 'chat_completions',
-  tokens_prompt: 12,
-  tokens_completion: 6,
-  tokens_reasoning: 0,
-  tokens_cached: 0,
-  cost_pico: '24000000',
-  is_byok: false,
-  latency_ms: 3,
-  generation_time_ms: 2,
-  ttft_ms: 1,
-  streamed: false,
-  cancelled: false,
-  finish_reason: 'stop',
-  upstream_id: null,
-  session_id: null,
-  http_referer: null,
-  app_title: null,
-  user_agent: 'bench',
-  external_user: null,
-  preset_id: null,
-  provider_responses: [],
-})
+import { record } from './generations.mjs'
 
 export async function benchDestinations({ managementKey, base, queuePrefix }) {
   const n = Number(process.env.BENCH_DESTINATION_GENERATIONS ?? 50_000)
@@ -71,7 +37,12 @@ export async function benchDestinations({ managementKey, base, queuePrefix }) {
   for (let i = 0; i < n; i += 1_000) {
     const p = redis.pipeline()
     for (let j = i; j < Math.min(n, i + 1_000); j++)
-      p.xadd(stream, '*', 'g', JSON.stringify(record(j, me.data.organization_id, me.data.workspace_id)))
+      p.xadd(
+        stream,
+        '*',
+        'g',
+        JSON.stringify(record(j, me.data.organization_id, { prefix: 'resp_dest', workspaceId: me.data.workspace_id })),
+      )
     await p.exec()
   }
   while (got.size < n) {

@@ -5,12 +5,13 @@ import autocannon from 'autocannon'
 import pg from 'pg'
 import Redis from 'ioredis'
 
-const record = (i, accountId) => ({
-  id: `resp_bench${String(i).padStart(10, '0')}`,
-  request_id: `resp_bench${String(i).padStart(10, '0')}`,
+/** One generation as the API appends it (`prefix` + i as its id), of `accountId` (and `workspaceId`). */
+export const record = (i, accountId, { prefix = 'resp_bench', workspaceId = null } = {}) => ({
+  id: `${prefix}${String(i).padStart(10, '0')}`,
+  request_id: `${prefix}${String(i).padStart(10, '0')}`,
   created_at: new Date().toISOString(),
   key_id: null,
-  workspace_id: null,
+  workspace_id: workspaceId,
   account_id: accountId,
   user_id: null,
   intern_id: null,

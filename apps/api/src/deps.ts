@@ -135,6 +135,11 @@ export function createAppDeps(
   )
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
   const catalogueProviders = providersOf(catalogue).data.map((p) => p.name)
+  /** How guardrails and provider keys check the models and providers they name. */
+  const catalogueNames = {
+    canonicalModel: (id: string) => findModel(catalogue, id)?.id,
+    providers: () => catalogueProviders,
+  }
   // Made the first time a failing destination is updated (its failed deliveries go again).
   let deliveriesQueue: Queue | undefined
   const byokDirectory = new ByokDirectory(db, config.VAULT_MASTER_KEY, Math.max(config.AUTH_CACHE_MS, 1_000))
@@ -227,16 +232,14 @@ export function createAppDeps(
     guardrails: {
       db,
       changed: accountChanged,
-      canonicalModel: (id) => findModel(catalogue, id)?.id,
-      providers: () => catalogueProviders,
+      ...catalogueNames,
       patternError,
     },
     byok: {
       db,
       masterKey: config.VAULT_MASTER_KEY,
       changed: accountChanged,
-      canonicalModel: (id) => findModel(catalogue, id)?.id,
-      providers: () => catalogueProviders,
+      ...catalogueNames,
     },
     byokDirectory,
     destinations: {

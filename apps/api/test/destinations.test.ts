@@ -187,6 +187,12 @@ describe('observability destinations', () => {
         config: { url: 'http://x' },
         filter_rules: { groups: [{ rules: [{ field: 'password', operator: 'eq', value: 1 }] }] },
       },
+      {
+        name: 'x',
+        type: 'webhook',
+        config: { url: 'http://x' },
+        filter_rules: { groups: [{ rules: [{ field: 'constructor', operator: 'exists' }] }] },
+      },
     ]) {
       const res = await fetch(`${base}/observability/destinations`, {
         method: 'POST',

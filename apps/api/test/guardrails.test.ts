@@ -476,6 +476,9 @@ describe('guardrails: enforcement', () => {
     expect(us.statusCode).toBe(403)
     expect(us.json().error.message).toMatch(/allows requests only in europe; this one arrived at a us host/)
     expect((await at('roster.test')).statusCode).toBe(403)
+    // A host named like an object's own properties is an unmapped host (global), nothing else.
+    for (const host of ['constructor', '__proto__'])
+      expect((await at(host)).json().error.message).toMatch(/arrived at a global host/)
   })
 
   it('applies content filters to what reaches the provider: block, redact with the label, flag', async () => {
@@ -542,14 +545,12 @@ describe('guardrails: enforcement', () => {
         ],
       },
     })
-    // A backtracking engine takes exponential time on each of these; RE2 answers at once.
+    // A backtracking engine takes exponential time on each of these (the test would time out); RE2 answers at once.
     const evil = `${'a'.repeat(50_000)}!${'x'.repeat(50_000)}`
-    const started = Date.now()
     const res = await chat(t.keys.user, 'sim/chat', evil)
     expect(res.status).toBe(200)
     // Meanwhile the other process, and this one, answer others.
     expect((await chat(t.keys.user, 'sim/chat', 'aaa', otherBase)).status).toBe(403)
-    expect(Date.now() - started).toBeLessThan(30_000)
   })
 
   it('bounds spend per key and per member (each key of a member together), raised at once', async () => {

@@ -191,3 +191,95 @@ describe('usage on every /chat/completions stream, as OpenRouter sends it', () =
     }
   })
 })
+
+// Last: it rules the whole workspace until its default guardrail is deleted again.
+describe('a guardrail’s refusal and redaction, through the clients', () => {
+  it('reaches each client as the error it knows (403, the guardrail named), and a redacted stream reads as any other', async () => {
+    const manage = (method: string, path: string, body?: unknown) =>
+      fetch(`${baseURL}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${env.tenant.keys.management}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
+    const id = (await (await manage('GET', '/workspaces/default')).json()).data.default_guardrail_id as string
+    expect(
+      (
+        await manage('PATCH', `/guardrails/${id}`, {
+          content_filters: [{ pattern: '(?i)launch codes', action: 'block' }],
+          content_filter_builtins: [{ slug: 'email', action: 'redact' }],
+        })
+      ).status,
+    ).toBe(200)
+    try {
+      const blocked = 'the launch codes, please'
+      const said = /guardrail .* blocks this request/
+      const openai = new OpenAI({ apiKey: key(), baseURL, maxRetries: 0 })
+      const viaOpenAI = await openai.chat.completions
+        .create({ model: 'roster-sim/chat', stream: true, messages: [{ role: 'user', content: blocked }] })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+      expect(viaOpenAI).toBeInstanceOf(OpenAI.PermissionDeniedError)
+      expect((viaOpenAI as Error).message).toMatch(said)
+
+      const anthropic = new Anthropic({ apiKey: key(), baseURL: baseURL.replace(/\/v1$/, ''), maxRetries: 0 })
+      const viaAnthropic = await anthropic.messages
+        .create({ model: 'roster-sim/messages', max_tokens: 16, messages: [{ role: 'user', content: blocked }] })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+      expect(viaAnthropic).toBeInstanceOf(Anthropic.PermissionDeniedError)
+      expect((viaAnthropic as Error).message).toMatch(said)
+
+      const viaAiSdk = await generateText({
+        model: createOpenRouter({ apiKey: key(), baseURL }).chat('roster-sim/chat'),
+        prompt: blocked,
+        maxRetries: 0,
+      }).then(
+        () => undefined,
+        (e: unknown) => e as { statusCode?: number; message: string },
+      )
+      expect(viaAiSdk?.statusCode).toBe(403)
+      expect(viaAiSdk?.message).toMatch(said)
+      const viaAiSdkAnthropic = await generateText({
+        model: createAnthropic({ apiKey: key(), baseURL })('roster-sim/messages'),
+        prompt: blocked,
+        maxRetries: 0,
+      }).then(
+        () => undefined,
+        (e: unknown) => e as { statusCode?: number; message: string },
+      )
+      expect(viaAiSdkAnthropic?.statusCode).toBe(403)
+      expect(viaAiSdkAnthropic?.message).toMatch(said)
+
+      const viaLangChain = await new ChatOpenAI({
+        model: 'roster-sim/chat',
+        apiKey: key(),
+        configuration: { baseURL },
+        maxRetries: 0,
+      })
+        .invoke(blocked)
+        .then(
+          () => undefined,
+          (e: unknown) => e as { status?: number; message: string },
+        )
+      expect(viaLangChain?.status).toBe(403)
+      expect(viaLangChain?.message).toMatch(said)
+
+      // Redacted, the request goes on: the stream is read whole, usage last.
+      const stream = openai.chat.completions.stream({
+        model: 'roster-sim/chat',
+        messages: [{ role: 'user', content: 'Say something to ada@example.com.' }],
+      })
+      let text = ''
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ''
+      expect(text.split(' ')).toHaveLength(5)
+      expect((await stream.finalChatCompletion()).usage?.completion_tokens).toBe(5)
+      expect(JSON.stringify(gateway.sim.stats.lastBody['/v1/chat/completions'])).toContain('to [EMAIL].')
+    } finally {
+      await manage('DELETE', `/guardrails/${id}`)
+    }
+  })
+})

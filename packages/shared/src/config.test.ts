@@ -10,6 +10,14 @@ describe('loadConfig', () => {
     expect(sut.VAULT_MASTER_KEY).toBeUndefined()
   })
 
+  it('reads host=region pairs into a map where only the hosts given name a region', () => {
+    const sut = loadConfig(ApiConfig, { DATA_REGION_HOSTS: 'EU.example.com=eu, us.example.com = US' })
+    expect({ ...sut.DATA_REGION_HOSTS }).toEqual({ 'eu.example.com': 'europe', 'us.example.com': 'us' })
+    for (const name of ['constructor', '__proto__', 'toString']) expect(sut.DATA_REGION_HOSTS[name]).toBeUndefined()
+    expect(() => loadConfig(ApiConfig, { DATA_REGION_HOSTS: 'a.example=mars' })).toThrow(ConfigError)
+    expect(() => loadConfig(ApiConfig, { DATA_REGION_HOSTS: 'a.example' })).toThrow(ConfigError)
+  })
+
   it('coerces numbers and lists, and treats empty strings as unset', () => {
     const sut = loadConfig(ApiConfig, {
       PORT: '8080',

@@ -1,3 +1,4 @@
+import { DATA_REGIONS, type DataRegion } from './guardrail-policy.js'
 import { isIP } from 'node:net'
 import { z } from 'zod'
 import { listenerSettings } from './listener-limits.js'
@@ -109,22 +110,30 @@ const shared = {
   ...metricsSettings,
 }
 
+/**
+ * `name=value` pairs, comma-separated (names lowercased), as a record without a prototype: a name
+ * such as `constructor` or `__proto__` names nothing it was not given.
+ */
+const namePairs = <V extends string>(what: string, valueOf: (raw: string) => V | undefined) =>
+  z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      const map = Object.create(null) as Record<string, V>
+      for (const pair of v
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean)) {
+        const [name, raw] = pair.split('=').map((s) => s.trim())
+        const value = raw ? valueOf(raw) : undefined
+        if (!name || value === undefined) ctx.addIssue({ code: 'custom', message: `${pair} is not ${what}` })
+        else map[name.toLowerCase()] = value
+      }
+      return map
+    })
+
 /** Fixed answers for names (`name=address,…`), instead of DNS: tests map their hostnames to the loopback. */
-const egressHosts = z
-  .string()
-  .default('')
-  .transform((v, ctx) => {
-    const map: Record<string, string> = {}
-    for (const pair of v
-      .split(',')
-      .map((p) => p.trim())
-      .filter(Boolean)) {
-      const [name, address] = pair.split('=')
-      if (!name || !address) ctx.addIssue({ code: 'custom', message: `${pair} is not name=address` })
-      else map[name.toLowerCase()] = address
-    }
-    return map
-  })
+const egressHosts = namePairs('name=address', (address) => address)
 
 /** The fleet of runtime hosts, as the API and the workers keep its record. */
 const fleetSettings = {
@@ -280,28 +289,12 @@ export const ApiConfig = z
     VAULT_MASTER_KEY: masterKey.describe(
       "32 bytes (64 hex characters or base64); seals every vault's data key, never stored in the database. Without it reads are served and intern creation answers `500 configuration_error`; `npm start` uses the database's own development key. A key that is not the one that sealed the database's vaults stops the process at start-up, naming the fix.",
     ),
-    DATA_REGION_HOSTS: z
-      .string()
-      .default('')
-      .transform((v, ctx) => {
-        const map: Record<string, 'global' | 'europe' | 'us'> = {}
-        for (const pair of v
-          .split(',')
-          .map((s) => s.trim().toLowerCase())
-          .filter(Boolean)) {
-          const [host, region] = pair.split('=').map((s) => s.trim())
-          const r = region === 'eu' ? 'europe' : region
-          if (!host || (r !== 'global' && r !== 'europe' && r !== 'us')) {
-            ctx.addIssue({ code: 'custom', message: `"${pair}" is not host=region (region: global, europe or us)` })
-            return z.NEVER
-          }
-          map[host] = r
-        }
-        return map
-      })
-      .describe(
-        "Which region each `Host` name (no port) serves, for guardrails' `allowed_data_regions`: `host=region` pairs, comma-separated (e.g. `eu.roster.example=europe,us.roster.example=us`; `eu` means `europe`). A request at any other host is in `global`.",
-      ),
+    DATA_REGION_HOSTS: namePairs('host=region (region: global, europe or us)', (raw) => {
+      const region = raw.toLowerCase() === 'eu' ? 'europe' : raw.toLowerCase()
+      return (DATA_REGIONS as readonly string[]).includes(region) ? (region as DataRegion) : undefined
+    }).describe(
+      "Which region each `Host` name (no port) serves, for guardrails' `allowed_data_regions`: `host=region` pairs, comma-separated (e.g. `eu.roster.example=europe,us.roster.example=us`; `eu` means `europe`). A request at any other host is in `global`.",
+    ),
     REGIONAL_HOSTS: list
       .default([])
       .describe('`Host` names (no port), comma-separated, on which intern operations answer 403.'),

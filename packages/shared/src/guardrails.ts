@@ -416,15 +416,19 @@ export async function unassignGuardrailMembers(deps: GuardrailDeps, caller: Call
   return { unassigned_count: unassigned }
 }
 
+/** Whose assignments a list shows: one guardrail's (404 when it is not the account's), or the account's. */
+async function assignmentScope(deps: GuardrailDeps, caller: Caller, id: string | undefined) {
+  const accountId = account(caller)
+  return { accountId, guardrailId: id === undefined ? undefined : (await found(deps.db, accountId, id)).id }
+}
+
 export async function listKeyAssignments(
   deps: GuardrailDeps,
   caller: Caller,
   id: string | undefined,
   q: z.infer<typeof PageQuery>,
 ) {
-  const accountId = account(caller)
-  const guardrailId = id === undefined ? undefined : (await found(deps.db, accountId, id)).id
-  const { rows, total } = await keyAssignmentPage(deps.db, { accountId, guardrailId }, q.offset, q.limit)
+  const { rows, total } = await keyAssignmentPage(deps.db, await assignmentScope(deps, caller, id), q.offset, q.limit)
   return { data: rows.map(keyAssignmentView), total_count: total }
 }
 
@@ -434,8 +438,7 @@ export async function listMemberAssignments(
   id: string | undefined,
   q: z.infer<typeof PageQuery>,
 ) {
-  const accountId = account(caller)
-  const guardrailId = id === undefined ? undefined : (await found(deps.db, accountId, id)).id
-  const { rows, total } = await memberAssignmentPage(deps.db, { accountId, guardrailId }, q.offset, q.limit)
+  const scope = await assignmentScope(deps, caller, id)
+  const { rows, total } = await memberAssignmentPage(deps.db, scope, q.offset, q.limit)
   return { data: rows.map(memberAssignmentView), total_count: total }
 }

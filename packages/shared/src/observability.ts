@@ -112,7 +112,7 @@ const FILTER_OPERATORS = [
   'not_exists',
 ] as const
 const Rule = z.strictObject({
-  field: z.string().refine((f) => f in FILTER_FIELDS, {
+  field: z.string().refine((f) => Object.hasOwn(FILTER_FIELDS, f), {
     message: `not a field rules may test (they test ${Object.keys(FILTER_FIELDS).join(', ')})`,
   }),
   operator: z.enum(FILTER_OPERATORS),

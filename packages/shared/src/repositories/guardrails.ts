@@ -152,6 +152,13 @@ export async function unassignMembers(db: Db, guardrailId: string, userIds: stri
   return (await db.guardrailMemberAssignment.deleteMany({ where: { guardrailId, userId: { in: userIds } } })).count
 }
 
+/** Assignments of one guardrail (`g`), or of every guardrail of the account. */
+const scopeOf = (scope: {
+  accountId: string
+  guardrailId?: string
+}) => Prisma.sql`g.account_id = ${scope.accountId}::uuid
+    ${scope.guardrailId ? Prisma.sql`AND g.id = ${scope.guardrailId}::uuid` : Prisma.empty}`
+
 /** A page of key assignments: one guardrail's, or every guardrail's of the account; oldest first. */
 export async function keyAssignmentPage(
   db: Db,
@@ -159,8 +166,7 @@ export async function keyAssignmentPage(
   offset: number,
   limit: number,
 ) {
-  const where = Prisma.sql`g.account_id = ${scope.accountId}::uuid
-    ${scope.guardrailId ? Prisma.sql`AND g.id = ${scope.guardrailId}::uuid` : Prisma.empty}`
+  const where = scopeOf(scope)
   const [rows, total] = await Promise.all([
     db.$queryRaw<KeyAssignmentRow[]>`
       SELECT a.id, a.guardrail_id, k.hash AS key_hash, k.name AS key_name, k.label AS key_label, k.prefix AS key_prefix,
@@ -180,8 +186,7 @@ export async function memberAssignmentPage(
   offset: number,
   limit: number,
 ) {
-  const where = Prisma.sql`g.account_id = ${scope.accountId}::uuid
-    ${scope.guardrailId ? Prisma.sql`AND g.id = ${scope.guardrailId}::uuid` : Prisma.empty}`
+  const where = scopeOf(scope)
   const [rows, total] = await Promise.all([
     db.$queryRaw<MemberAssignmentRow[]>`
       SELECT a.id, a.guardrail_id, a.user_id, g.account_id AS organization_id, a.assigned_by, a.created_at
