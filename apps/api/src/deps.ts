@@ -147,8 +147,20 @@ export function createAppDeps(
   const accountChanged = (accountId: string) => {
     authenticate.forgetAccount(accountId)
     byokDirectory.forgetAccount(accountId)
-    if (redis.status === 'ready') redis.publish(keyEventsChannel(config.QUEUE_PREFIX), `a:${accountId}`).catch(() => {})
+    return tellOthers(`a:${accountId}`)
   }
+  /**
+   * Tells the other API processes to forget what they cached. Awaited before the change is
+   * answered: Redis has then written the event to every subscriber's socket, so a request sent
+   * to another process after the answer finds it there first (a failure leaves the cache's expiry).
+   */
+  const tellOthers = (event: string): Promise<void> =>
+    redis.status === 'ready'
+      ? redis.publish(keyEventsChannel(config.QUEUE_PREFIX), event).then(
+          () => undefined,
+          () => undefined,
+        )
+      : Promise.resolve()
   const spendLimits = new SpendLimits(redis, config.QUEUE_PREFIX, db)
   const metrics = config.METRICS_PORT ? createMetrics('api') : undefined
   const vault = new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS })
@@ -216,16 +228,14 @@ export function createAppDeps(
       usage: spendFromLedger(db),
       changed(digest) {
         authenticate.forget(digest)
-        if (redis.status === 'ready')
-          redis.publish(keyEventsChannel(config.QUEUE_PREFIX), digest.toString('base64')).catch(() => {})
+        return tellOthers(digest.toString('base64'))
       },
     },
     workspaces: {
       db,
       changed(workspaceId) {
         authenticate.forgetWorkspace(workspaceId)
-        if (redis.status === 'ready')
-          redis.publish(keyEventsChannel(config.QUEUE_PREFIX), `w:${workspaceId}`).catch(() => {})
+        return tellOthers(`w:${workspaceId}`)
       },
       knownModel: (id) => !!findModel(catalogue, id),
     },

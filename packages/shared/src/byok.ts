@@ -56,7 +56,7 @@ export interface ByokDeps {
   /** The vault's master key (absent: credentials cannot be sealed, and creation is refused). */
   masterKey: Buffer | undefined
   /** Told of a change to an account's credentials, so every process forgets them. */
-  changed: (accountId: string) => void
+  changed: (accountId: string) => void | Promise<void>
   canonicalModel: (id: string) => string | undefined
   providers: () => readonly string[]
 }
@@ -208,7 +208,7 @@ export async function addByok(deps: ByokDeps, caller: Caller, body: z.infer<type
     sealed: seal(key, Buffer.from(body.key, 'utf8'), aad(id)),
     label: maskedLabel(body.key),
   })
-  deps.changed(accountId)
+  await deps.changed(accountId)
   return { data: byokView(row) }
 }
 
@@ -226,7 +226,7 @@ export async function patchByok(deps: ByokDeps, caller: Caller, id: string, body
     fields.label = maskedLabel(body.key)
   }
   const row = await updateByok(deps.db, current, fields)
-  deps.changed(accountId)
+  await deps.changed(accountId)
   return { data: byokView(row) }
 }
 
@@ -235,6 +235,6 @@ export async function dropByok(deps: ByokDeps, caller: Caller, id: string) {
   const accountId = account(caller)
   const row = await found(deps.db, accountId, id)
   await deleteByok(deps.db, row.id)
-  deps.changed(accountId)
+  await deps.changed(accountId)
   return { deleted: true as const }
 }

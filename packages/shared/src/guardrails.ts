@@ -115,7 +115,7 @@ type UpdateBody = z.infer<typeof UpdateGuardrailBody>
 export interface GuardrailDeps {
   db: Db
   /** Told of a change to an account's guardrails, so every process forgets the account's keys. */
-  changed: (accountId: string) => void
+  changed: (accountId: string) => void | Promise<void>
   /** The catalogue's id of a model named by slug or canonical slug (undefined: not served). */
   canonicalModel: (id: string) => string | undefined
   /** The providers the catalogue routes to. */
@@ -314,7 +314,7 @@ export async function patchGuardrail(deps: GuardrailDeps, caller: Caller, id: st
       rules: merged(now.rules, set),
     })
   })
-  deps.changed(accountId)
+  await deps.changed(accountId)
   return { data: guardrailView(row) }
 }
 
@@ -323,7 +323,7 @@ export async function dropGuardrail(deps: GuardrailDeps, caller: Caller, id: str
   const accountId = account(caller)
   const g = await found(deps.db, accountId, id)
   await deleteGuardrail(deps.db, g.id)
-  deps.changed(accountId)
+  await deps.changed(accountId)
   return { deleted: true as const }
 }
 
@@ -374,7 +374,7 @@ export async function assignGuardrailKeys(deps: GuardrailDeps, caller: Caller, i
   assignable(g)
   const keyIds = await keysNamed(deps.db, accountId, g, hashes)
   const assigned = await assignKeys(deps.db, g.id, keyIds, caller.userId)
-  deps.changed(accountId)
+  await deps.changed(accountId)
   return { assigned_count: assigned }
 }
 
@@ -383,7 +383,7 @@ export async function unassignGuardrailKeys(deps: GuardrailDeps, caller: Caller,
   const g = await found(deps.db, accountId, id)
   const keyIds = await keysNamed(deps.db, accountId, g, hashes)
   const unassigned = await unassignKeys(deps.db, g.id, keyIds)
-  deps.changed(accountId)
+  await deps.changed(accountId)
   return { unassigned_count: unassigned }
 }
 
@@ -404,7 +404,7 @@ export async function assignGuardrailMembers(deps: GuardrailDeps, caller: Caller
   const g = await found(deps.db, accountId, id)
   assignable(g)
   const assigned = await assignMembers(deps.db, g.id, await membersNamed(deps.db, g, userIds), caller.userId)
-  deps.changed(accountId)
+  await deps.changed(accountId)
   return { assigned_count: assigned }
 }
 
@@ -412,7 +412,7 @@ export async function unassignGuardrailMembers(deps: GuardrailDeps, caller: Call
   const accountId = account(caller)
   const g = await found(deps.db, accountId, id)
   const unassigned = await unassignMembers(deps.db, g.id, await membersNamed(deps.db, g, userIds))
-  deps.changed(accountId)
+  await deps.changed(accountId)
   return { unassigned_count: unassigned }
 }
 

@@ -216,7 +216,7 @@ export interface KeyDeps {
   db: Db
   usage: KeyUsageSource
   /** Told of a key whose settings changed or that was deleted (its digest), so every process forgets what it cached of it. */
-  changed: (hash: Buffer) => void
+  changed: (hash: Buffer) => void | Promise<void>
   now?: () => number
 }
 
@@ -291,7 +291,7 @@ export async function updateKey(deps: KeyDeps, scope: KeyScope, hash: string, bo
     })
   })
   if (!row) throw keyNotFound(hash)
-  deps.changed(digest)
+  await deps.changed(digest)
   return { data: apiKeyView(row, await deps.usage(row.id)) }
 }
 
@@ -300,7 +300,7 @@ export async function deleteKey(deps: KeyDeps, scope: KeyScope, hash: string) {
   const digest = digestOf(hash)
   const row = await managedKeyByHash(deps.db, scope.accountId, digest)
   if (!row || !(await revokeKey(deps.db, row.id))) throw keyNotFound(hash)
-  deps.changed(digest)
+  await deps.changed(digest)
   return { deleted: true as const }
 }
 

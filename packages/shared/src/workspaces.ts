@@ -91,7 +91,7 @@ export const INTERVALS = ['daily', 'weekly', 'monthly', 'lifetime'] as const
 export interface WorkspaceDeps {
   db: Db
   /** Told of a workspace whose budgets or switches changed, so every process forgets its keys. */
-  changed: (workspaceId: string) => void
+  changed: (workspaceId: string) => void | Promise<void>
   /** Whether the catalogue has a model (default models must name one). */
   knownModel: (id: string) => boolean
 }
@@ -215,7 +215,7 @@ export async function patchWorkspace(deps: WorkspaceDeps, caller: Caller, ref: s
   const w = await found(deps.db, accountId, ref)
   try {
     const row = await updateWorkspace(deps.db, w, fieldsOf(deps, body))
-    deps.changed(w.id)
+    await deps.changed(w.id)
     return { data: workspaceView(row) }
   } catch (err) {
     if (isSlugTaken(err)) throw slugTaken(body.slug)
@@ -238,7 +238,7 @@ export async function dropWorkspace(deps: WorkspaceDeps, caller: Caller, ref: st
       'this workspace has active API keys (interns’ included), or its members hold active keys in other workspaces: delete or disable them first',
     )
   await deleteWorkspace(deps.db, w.id)
-  deps.changed(w.id)
+  await deps.changed(w.id)
   return { deleted: true as const }
 }
 
@@ -368,7 +368,7 @@ export async function setBudget(
     if (body.include_byok_in_budgets !== undefined) await updateByokInBudgets(tx, w.id, body.include_byok_in_budgets)
     return { row, byok: body.include_byok_in_budgets ?? w.include_byok_in_budgets }
   })
-  deps.changed(w.id)
+  await deps.changed(w.id)
   return { data: budgetView(row), include_byok_in_budgets: byok }
 }
 
@@ -377,6 +377,6 @@ export async function removeBudget(deps: WorkspaceDeps, caller: Caller, ref: str
   const which = intervalOf(interval)
   const w = await found(deps.db, managementAccount(caller), ref)
   await deleteBudget(deps.db, w.id, which)
-  deps.changed(w.id)
+  await deps.changed(w.id)
   return { deleted: true as const }
 }
