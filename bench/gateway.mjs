@@ -70,10 +70,10 @@ export function keepCoresAwake() {
 }
 
 /** Process ids of what startUpstreams started, to measure each one's CPU. */
-const pids = {}
+export const pids = {}
 
 /** CPU seconds (user + system) a process has used so far, from /proc. */
-function cpuSeconds(pid) {
+export function cpuSeconds(pid) {
   if (!pid) return NaN
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
   return (Number(fields[11]) + Number(fields[12])) / 100 // utime, stime in clock ticks (USER_HZ 100)
@@ -84,17 +84,17 @@ function cpuSeconds(pid) {
  * this VM's cores to someone else). A run whose rounds lost a good share to steal measured the host's
  * neighbours, not the gateways; the table says how much each target's rounds lost.
  */
-function machineTicks() {
+export function machineTicks() {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number)
   return { total: f.slice(0, 8).reduce((a, b) => a + b, 0), steal: f[7] ?? 0 }
 }
 /** Adds what was stolen between two readings to a tally; answers the tally. */
-const addStolen = (tally, before, after) =>
+export const addStolen = (tally, before, after) =>
   Object.assign(tally, {
     total: tally.total + after.total - before.total,
     steal: tally.steal + after.steal - before.steal,
   })
-const percentStolen = (tally) => ((100 * tally.steal) / (tally.total || 1)).toFixed(1)
+export const percentStolen = (tally) => ((100 * tally.steal) / (tally.total || 1)).toFixed(1)
 
 /** Starts the simulator, Portkey and the floor proxies; answers a stop function. */
 export async function startUpstreams(root, waitHttp) {
@@ -189,7 +189,7 @@ function targets(base, key, model = 'bench/responses') {
  * upstream, straight to the simulator, through each of Roster's three doors, and through Portkey's
  * own /chat/completions.
  */
-function doorTargets(base, key) {
+export function doorTargets(base, key) {
   const chat = (m) =>
     JSON.stringify({
       model: m,
@@ -247,16 +247,16 @@ function doorTargets(base, key) {
 const DOORS = ['roster-responses', 'roster-chat', 'roster-messages']
 
 /** Which targets are Roster's API (their CPU is the API process's). */
-const isRoster = (name) => name === 'roster' || name.startsWith('roster-')
+export const isRoster = (name) => name === 'roster' || name.startsWith('roster-')
 
-const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]
+export const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]
 
 /**
  * Open-loop load at a fixed rate with sub-millisecond timing (autocannon reports whole
  * milliseconds, too coarse for a gateway's added latency). Latency is measured from each
  * request's send to the end of its body.
  */
-async function fixedRate(t, rate, seconds, shared) {
+export async function fixedRate(t, rate, seconds, shared) {
   // A shared pool carries its warmed connections from a warm-up into the measured run.
   const pool = shared ?? new Pool(t.origin, { connections: 128, pipelining: 1 })
   const latencies = []
@@ -273,7 +273,8 @@ async function fixedRate(t, rate, seconds, shared) {
     if (wait > 1) await new Promise((r) => setTimeout(r, wait))
     const t0 = performance.now()
     const p = pool
-      .request({ method: 'POST', path: t.path, headers: t.headers, body: t.body })
+      // `t.keyed`: the same request from several keys in turn (each key's share of a loaded process).
+      .request({ method: 'POST', path: t.path, headers: t.keyed?.[i % t.keyed.length] ?? t.headers, body: t.body })
       .then(async (res) => {
         const text = await res.body.text()
         if (res.statusCode !== 200) {
@@ -381,13 +382,20 @@ async function benchResponsesLatency({ key, base, apiPid }) {
  * Round r's order of the targets: each round starts one later, so no target always opens the rounds.
  * The order within a round stays: a target mostly follows the same one.
  */
-const rotated = (list, r) => [...list.slice(r % list.length), ...list.slice(0, r % list.length)]
+export const rotated = (list, r) => [...list.slice(r % list.length), ...list.slice(0, r % list.length)]
 
 /**
  * Latency at a fixed rate, round by round across the targets, and each one's CPU per request; then
  * throughput with 64 connections (BENCH_THROUGHPUT_SECONDS, 0: none).
  */
-async function measureTargets(all, apiPid, rate, seconds) {
+/** `thrSeconds`: each target's throughput run (0: none); BENCH_THROUGHPUT_SECONDS, else `seconds`. */
+export async function measureTargets(
+  all,
+  apiPid,
+  rate,
+  seconds,
+  thrSeconds = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? seconds),
+) {
   // The measured seconds are split into rounds that take the targets in turn (direct, floor, …,
   // direct, floor, …): this VM's slow spells then land on every target alike, so the difference
   // between two targets is not the difference between two moments. Each target is warmed at the
@@ -418,7 +426,7 @@ async function measureTargets(all, apiPid, rate, seconds) {
   for (const [r, [name, t]] of schedule) {
     await fixedRate(t, rate, r === 0 ? Number(process.env.BENCH_WARMUP_SECONDS ?? 10) : 1, pools[name])
     // The process behind the target: its CPU per request is the cost least disturbed by neighbours.
-    const pid = isRoster(name) ? apiPid : pids[name.replace(/-chat$/, '')]
+    const pid = isRoster(name) ? apiPid : pids[name.split('-')[0]]
     const before = cpuSeconds(pid)
     const machineBefore = machineTicks()
     const started = performance.now()
@@ -447,7 +455,6 @@ async function measureTargets(all, apiPid, rate, seconds) {
   }
   const thr = {}
   // BENCH_THROUGHPUT_SECONDS=0 skips the throughput runs (latency alone, when comparing builds).
-  const thrSeconds = Number(process.env.BENCH_THROUGHPUT_SECONDS ?? seconds)
   for (const [name, t] of Object.entries(all).filter(() => thrSeconds > 0)) {
     const r = await autocannon({
       url: t.origin + t.path,
@@ -831,6 +838,53 @@ export async function benchDoorInstructions({ key, base, apiPid }) {
 export async function benchGovernance({ key, managementKey, base, apiPid }) {
   const rate = Number(process.env.BENCH_RATE ?? 1000)
   const seconds = Number(process.env.BENCH_SECONDS ?? 10)
+  const [governed] = await governedKeys({ key, managementKey, base })
+  const plain = doorTargets(base, key)['roster-chat']
+  const all = {
+    'roster-chat': plain,
+    'roster-chat-governed': { ...plain, headers: { ...plain.headers, authorization: `Bearer ${governed}` } },
+  }
+  const { lat, cpu, stolen, rounds } = await measureTargets(all, apiPid, rate, seconds)
+  const f = (x) => x.toFixed(2)
+  return [
+    ...Object.keys(all).map((name) => ({
+      scenario: `governance, /chat/completions at ${rate}/s (${seconds} s in ${rounds} rounds): ${name}`,
+      metric: 'p50 / p99 ms; CPU µs/request',
+      value: `${f(lat[name].p50)} / ${f(lat[name].p99)}; ${cpu[name].toFixed(0)}`,
+      target: lat[name].errors ? `${lat[name].errors} errors!` : `stolen ${percentStolen(stolen[name])} %`,
+    })),
+    {
+      scenario: '  CPU per request: governed / plain',
+      metric: '×',
+      value: (cpu['roster-chat-governed'] / cpu['roster-chat']).toFixed(2),
+      target: '≤ 1.05',
+    },
+  ]
+}
+
+/** `count` keys under no policy (the account's default workspace, no limit). */
+export async function plainKeys({ managementKey, base }, count = 1) {
+  const keys = []
+  for (let i = 0; i < count; i++) {
+    const res = await fetch(`${base}/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${managementKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: `plain ${i + 1}` }),
+    })
+    const made = await res.json()
+    if (res.status >= 300) throw new Error(`POST /keys: ${res.status} ${JSON.stringify(made)}`)
+    keys.push(made.key)
+  }
+  return keys
+}
+
+/**
+ * A key under every policy there is, made through the API: a workspace with a monthly budget, whose
+ * default guardrail has an allow-list, an e-mail redaction and a weekly limit per key and per
+ * member; a guardrail of the keys' own with a daily limit; and a limit on each key itself. Answers
+ * `count` such keys. `key` is a plain key of the account (its creator becomes the workspace's member).
+ */
+export async function governedKeys({ key, managementKey, base }, count = 1) {
   const call = async (method, path, body) => {
     const res = await fetch(`${base}${path}`, {
       method,
@@ -852,33 +906,23 @@ export async function benchGovernance({ key, managementKey, base, apiPid }) {
     limit_usd: 500_000,
     reset_interval: 'weekly',
   })
-  const governed = await call('POST', '/keys', { name: 'governed', workspace_id: ws.id, creator_user_id: userId })
   const own = await call('POST', '/guardrails', {
     name: 'own',
     workspace_id: ws.id,
     limit_usd: 100_000,
     reset_interval: 'daily',
   })
-  await call('POST', `/guardrails/${own.data.id}/assignments/keys`, { key_hashes: [governed.data.hash] })
-  const plain = doorTargets(base, key)['roster-chat']
-  const all = {
-    'roster-chat': plain,
-    'roster-chat-governed': { ...plain, headers: { ...plain.headers, authorization: `Bearer ${governed.key}` } },
+  const keys = []
+  for (let i = 0; i < count; i++) {
+    const governed = await call('POST', '/keys', {
+      name: `governed ${i + 1}`,
+      workspace_id: ws.id,
+      creator_user_id: userId,
+      limit: 1_000_000,
+      limit_reset: 'monthly',
+    })
+    keys.push(governed)
   }
-  const { lat, cpu, stolen, rounds } = await measureTargets(all, apiPid, rate, seconds)
-  const f = (x) => x.toFixed(2)
-  return [
-    ...Object.keys(all).map((name) => ({
-      scenario: `governance, /chat/completions at ${rate}/s (${seconds} s in ${rounds} rounds): ${name}`,
-      metric: 'p50 / p99 ms; CPU µs/request',
-      value: `${f(lat[name].p50)} / ${f(lat[name].p99)}; ${cpu[name].toFixed(0)}`,
-      target: lat[name].errors ? `${lat[name].errors} errors!` : `stolen ${percentStolen(stolen[name])} %`,
-    })),
-    {
-      scenario: '  CPU per request: governed / plain',
-      metric: '×',
-      value: (cpu['roster-chat-governed'] / cpu['roster-chat']).toFixed(2),
-      target: '≤ 1.05',
-    },
-  ]
+  await call('POST', `/guardrails/${own.data.id}/assignments/keys`, { key_hashes: keys.map((k) => k.data.hash) })
+  return keys.map((k) => k.key)
 }

@@ -12,6 +12,7 @@
 //                                 | analytics (queries over 10 million generations' rollups; only when named)
 //                                 | governance (a governed key's CPU per request against a plain one; only when named)
 //                                 | destinations (generations delivered per second to a webhook; only when named)
+//                                 | floor (the doors, streamed and not, all features on, against a bare Fastify proxy; only when named)
 //                                 | fleet-provision | failover | snapshots | fleet-chat (the fleet of runtime hosts: bench/fleet.mjs; only when named)
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
@@ -29,6 +30,7 @@ import { firstText as firstTextOf } from './first-text.mjs'
 import { benchGenerations } from './generations.mjs'
 import { benchAnalytics } from './analytics.mjs'
 import { benchDestinations } from './destinations.mjs'
+import { benchFloor } from './floor.mjs'
 import {
   benchCatalogue,
   benchDoorInstructions,
@@ -106,7 +108,15 @@ async function hostAuth(db, masterKey, hostId) {
  */
 async function withStack(
   work,
-  { worker = true, gateway = false, apiWrap: wrapper, apiFlags = [], runtimes = 1, env: extraEnv = {} } = {},
+  {
+    worker = true,
+    gateway = false,
+    apiWrap: wrapper,
+    apiFlags = [],
+    runtimes = 1,
+    env: extraEnv = {},
+    apiEnv = {},
+  } = {},
 ) {
   // A tool the API runs under (the command line before node's), asked for when the stack starts.
   const apiWrap = wrapper?.() ?? []
@@ -160,7 +170,7 @@ async function withStack(
     // BENCH_API_FLAGS: node flags for the API process, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
     start(
       'api',
-      { ...env, PORT: String(API_PORT) },
+      { ...env, ...apiEnv, PORT: String(API_PORT) },
       [...apiFlags, ...(process.env.BENCH_API_FLAGS ?? '').split(' ').filter(Boolean)],
       apiWrap,
     ),
@@ -833,6 +843,8 @@ const scenarios = {
   generations: [benchGenerations, { worker: true, named: true }],
   analytics: [benchAnalytics, { worker: false, named: true }],
   governance: [benchGovernance, { worker: true, gateway: true, named: true }],
+  // Metrics on (the API's own listener), tracing off: everything a request pays for.
+  floor: [benchFloor, { worker: true, gateway: true, named: true, apiEnv: { METRICS_PORT: '3998' } }],
   destinations: [benchDestinations, { worker: true, named: true, env: { DESTINATION_PRIVATE_NETWORKS: 'allow' } }],
   'doors-instructions': [
     benchDoorInstructions,

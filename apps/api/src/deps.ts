@@ -24,6 +24,7 @@ import {
   type Db,
   type Metrics,
   type ParentLogger,
+  type ConnectionOptions,
   type RedisClient,
   type VaultService,
 } from '@roster/shared'
@@ -52,6 +53,8 @@ export interface AppDeps {
   redis: RedisClient
   vault: VaultService
   authenticate: Authenticator
+  /** Refuses (402) a request whose key, workspace, member or account has spent its limit. */
+  spendLimits: SpendLimits
   /** Told by the domain after each committed change to interns: wakes the relay, evicts, publishes. */
   afterCommit: AfterCommit
   /** Group commit of concurrent secret stores (absent: one statement per store). */
@@ -96,6 +99,19 @@ export interface AppDeps {
   destinations: DestinationDeps
   /** The runtime hosts, each intern's calls to its own (the chat route). */
   runtime: FleetDriver
+}
+
+/**
+ * The API's connection to Redis (main.ts and the tests alike). It never needs Redis to accept a
+ * create (the outbox carries the work), so it queues no commands while Redis is away: /ready
+ * reports it instead. (Not ioredis's auto-pipelining: it holds every command to the end of the
+ * event loop's turn, so a spend check begun as a request arrives would leave after its body was
+ * parsed; SpendLimits batches its own reads.)
+ */
+export const API_REDIS_OPTIONS: ConnectionOptions = {
+  lazyConnect: true,
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 1,
 }
 
 /** Everything the API needs besides its connections; main.ts and the tests build it the same way. */
@@ -223,6 +239,7 @@ export function createAppDeps(
       : undefined,
     runtime: new FleetDriver(db, credentialKey, { timeoutMs: config.RUNTIME_ANSWER_TIMEOUT_MS }),
     authenticate,
+    spendLimits,
     keys: {
       db,
       usage: spendFromLedger(db),
@@ -278,7 +295,7 @@ export function createAppDeps(
         log,
         metrics && spendMetrics(metrics, config.METRICS_WORKSPACES),
       ),
-      admit: (opts) => spendLimits.check(opts.generation),
+      admit: (opts) => spendLimits.check(opts.generation?.limits),
       upstream: {
         connections: config.UPSTREAM_CONNECTIONS,
         connectionsPerTenant: config.UPSTREAM_CONNECTIONS_PER_KEY,

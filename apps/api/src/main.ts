@@ -11,7 +11,7 @@ import {
   stopOnSignals,
 } from '@roster/shared'
 import { buildApp } from './app.js'
-import { createAppDeps } from './deps.js'
+import { API_REDIS_OPTIONS, createAppDeps } from './deps.js'
 import { CatalogueError, loadCatalogue, type Catalogue } from '@roster/gateway'
 
 const config = loadConfigOrExit(ApiConfig, 'api')
@@ -41,9 +41,7 @@ if (config.VAULT_MASTER_KEY) {
     process.exit(78)
   }
 }
-// The API never needs Redis to accept a create (the outbox carries the work), so it must not queue
-// commands while Redis is away: /ready reports it instead.
-const redis = connectRedis(config, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
+const redis = connectRedis(config, API_REDIS_OPTIONS)
 const log = createLogger('api', config.LOG_LEVEL)
 reportConnectionErrors(redis, log, 'api: redis')
 redis.connect().catch(() => {})

@@ -4,7 +4,6 @@ import {
   spendOf,
   usdOfPico,
   type Db,
-  type GenerationContext,
   type RedisClient,
   type SpendLimit,
 } from '@roster/shared'
@@ -30,6 +29,9 @@ const POSTGRES_READ_MS = 1_000
  */
 export class SpendLimits {
   private readonly fromPostgres = new Map<string, { at: number; credits: bigint; byok: bigint }>()
+  /** Counter reads asked for while an MGET is in flight (they go together when it returns). */
+  private waiting: { keys: string[]; resolve: (v: (string | null)[]) => void; reject: (e: unknown) => void }[] = []
+  private reading = false
 
   constructor(
     private readonly redis: RedisClient,
@@ -39,8 +41,7 @@ export class SpendLimits {
   ) {}
 
   /** Nothing to wait for (undefined) when no limit applies: most requests pay nothing for this. */
-  check(ctx: GenerationContext | undefined): Promise<void> | undefined {
-    const limits = ctx?.limits
+  check(limits: readonly SpendLimit[] | undefined): Promise<void> | undefined {
     if (!limits?.length) return undefined
     const at = new Date(this.now())
     const periods = limits.map((l) => limitPeriod(l, at))
@@ -87,11 +88,42 @@ export class SpendLimits {
     const none = () => limits.map(() => 0n)
     if (this.redis.status !== 'ready') return none()
     try {
-      const values = await this.redis.mget(limits.map((l, i) => spendCounter(this.queuePrefix, l, periods[i]!)))
+      const values = await this.read(limits.map((l, i) => spendCounter(this.queuePrefix, l, periods[i]!)))
       return values.map((v) => BigInt(v ?? 0))
     } catch {
       return none()
     }
+  }
+
+  /**
+   * Reads counters with at most one MGET in flight: sent at once when none is, else with every
+   * read asked for meanwhile, in one MGET when it returns. Under load the requests that arrive
+   * during one round trip share the next (one socket write for all, where each paid its own);
+   * alone, a read leaves at once. Every read still leaves after its request arrived.
+   */
+  private read(keys: string[]): Promise<(string | null)[]> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ keys, resolve, reject })
+      if (!this.reading) this.readWaiting()
+    })
+  }
+
+  private readWaiting() {
+    const batch = this.waiting
+    this.waiting = []
+    this.reading = batch.length > 0
+    if (!this.reading) return
+    this.redis.mget(batch.flatMap((r) => r.keys)).then(
+      (values) => {
+        let at = 0
+        for (const r of batch) r.resolve(values.slice(at, (at += r.keys.length)))
+        this.readWaiting()
+      },
+      (err: unknown) => {
+        for (const r of batch) r.reject(err)
+        this.readWaiting()
+      },
+    )
   }
 
   private async ledger(ownerId: string, period: string) {

@@ -320,6 +320,14 @@ describe('limits, enforced before the upstream call', () => {
       expect(refused.status, `${path}: ${refused.text}`).toBe(402)
       expect(refused.text).toMatch(/spent its limit/)
     }
+    // The spend check begins as the request arrives, but a body that is no request is still the 400
+    // it always was (the refusal nobody awaited is not an unhandled rejection: vitest would fail).
+    for (const [path, body] of [
+      ['/chat/completions', { model: 'sim/chat', messages: 'not a list' }],
+      ['/messages', { model: 'sim/messages', max_tokens: 'many', messages: [{ role: 'user', content: 'x' }] }],
+      ['/responses', { model: 7 }],
+    ] as const)
+      expect((await post(path, made.key, body)).status, path).toBe(400)
     // Read back as the clients people use read it: each sees a 402 of its own kind.
     const official = await sdk(made.key)
       .chat.send({ chatRequest: { model: 'sim/chat', messages: [{ role: 'user', content: 'sdk' }] } })

@@ -7,7 +7,7 @@ import { ApiConfig, connectRedis, createLogger, loadConfig, WorkerConfig, type D
 import { redisUrl, waitFor } from '@roster/testing'
 import { buildApp } from '../src/app.js'
 import { GenerationDrain } from '../../worker/src/generation-drain.js'
-import { createAppDeps } from '../src/deps.js'
+import { API_REDIS_OPTIONS, createAppDeps } from '../src/deps.js'
 import { simulatorCatalogue, type Catalogue, type CatalogueModel, type Endpoint, type Protocol } from '@roster/gateway'
 
 export const TEST_MASTER_KEY = 'ab'.repeat(32)
@@ -26,7 +26,7 @@ export async function buildTestApp(
     INTERN_CACHE_MS: '0',
     ...env,
   })
-  const redis = connectRedis(config, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 })
+  const redis = connectRedis(config, API_REDIS_OPTIONS)
   redis.on('error', () => {})
   await redis.connect().catch(() => {})
   const app = await buildApp(createAppDeps(config, db, redis, catalogue, providerEnv, createLogger('api', 'silent')), {

@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { randomUUID } from 'node:crypto'
+import { connectRedis, limitPeriod, spendCounter, type SpendLimit } from '@roster/shared'
+import { createTestDatabase, redisUrl, type TestDatabase } from '@roster/testing'
+import { GatewayError } from '@roster/gateway'
+import { SpendLimits } from './spend-limits.js'
+
+// The spend check's reads against a real Redis and Postgres: checks asked for while one MGET is in
+// flight share the next, and each still gets its own owners' counters.
+const redis = connectRedis({ REDIS_URL: redisUrl() })
+let t: TestDatabase
+beforeAll(async () => {
+  t = await createTestDatabase(2)
+})
+afterAll(async () => {
+  redis.disconnect()
+  await t?.drop()
+})
+
+describe('SpendLimits', () => {
+  it('reads the counters of checks that came during one MGET in the next, each answered by its own', async () => {
+    await redis.ping()
+    const prefix = `{t-spend-${randomUUID().slice(0, 8)}}`
+    const spend = new SpendLimits(redis, prefix, t.db)
+    const limitOf = (i: number): SpendLimit => ({
+      owner: randomUUID(),
+      of: 'key',
+      pico: 1_000n,
+      reset: i % 2 ? 'daily' : null,
+      includeByok: false,
+    })
+    const limits = Array.from({ length: 40 }, (_, i) => limitOf(i))
+    // Every third owner has spent its limit (the counter at it), the others have not.
+    const period = (l: SpendLimit) => limitPeriod(l, new Date())
+    for (const [i, l] of limits.entries()) await redis.set(spendCounter(prefix, l, period(l)), i % 3 ? '999' : '1000')
+    // Warm the Postgres side (each owner's ledger is read once a second), so the reads race alone.
+    await Promise.allSettled(limits.map((l) => spend.check([l])))
+
+    const mget = vi.spyOn(redis, 'mget')
+    try {
+      const outcomes = await Promise.allSettled(limits.map((l) => spend.check([l])))
+      outcomes.forEach((o, i) => {
+        if (i % 3) expect(o.status, `owner ${i}`).toBe('fulfilled')
+        else {
+          expect(o.status, `owner ${i}`).toBe('rejected')
+          expect((o as PromiseRejectedResult).reason).toBeInstanceOf(GatewayError)
+          expect(((o as PromiseRejectedResult).reason as GatewayError).status).toBe(402)
+        }
+      })
+      // The first left at once; the 39 asked for while it was in flight went together.
+      expect(mget).toHaveBeenCalledTimes(2)
+      expect(mget.mock.calls.map((c) => (c[0] as unknown as string[]).length)).toEqual([1, 39])
+      // Alone, a check reads at once.
+      mget.mockClear()
+      await expect(spend.check([limits[1]!])).resolves.toBeUndefined()
+      expect(mget).toHaveBeenCalledTimes(1)
+    } finally {
+      mget.mockRestore()
+    }
+  })
+
+  it('answers every waiting check when Redis fails the read under way: the ledger counts alone', async () => {
+    // A real failure: the connection is killed from another one while reads are in flight.
+    const doomed = connectRedis(
+      { REDIS_URL: redisUrl() },
+      { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false },
+    )
+    await doomed.connect()
+    const spend = new SpendLimits(doomed, `{t-spend-${randomUUID().slice(0, 8)}}`, t.db)
+    const limit: SpendLimit = { owner: randomUUID(), of: 'key', pico: 1_000n, reset: null, includeByok: false }
+    await spend.check([limit])
+    const id = await doomed.client('ID')
+    const mget = vi.spyOn(doomed, 'mget')
+    try {
+      const checks = Array.from({ length: 5 }, () => spend.check([limit]))
+      await redis.client('KILL', 'ID', String(id))
+      // Nothing spent in the ledger: every check goes ahead, none hangs.
+      const outcomes = await Promise.allSettled(checks)
+      expect(outcomes.map((o) => o.status)).toEqual(Array(5).fill('fulfilled'))
+      const reads = await Promise.allSettled(mget.mock.results.map((r) => r.value as Promise<unknown>))
+      // The kill failed a read under way (the first, or the next one behind it).
+      expect(reads.map((r) => r.status)).toContain('rejected')
+    } finally {
+      mget.mockRestore()
+      doomed.disconnect()
+    }
+  })
+})
