@@ -1,5 +1,11 @@
 import { once } from 'node:events'
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchemaCompiler, onRequestHookHandler } from 'fastify'
+import type {
+  FastifyPluginAsync,
+  FastifyReply,
+  FastifyRequest,
+  FastifySchemaCompiler,
+  onRequestHookHandler,
+} from 'fastify'
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import type { z } from 'zod'
 import { designatedPresetVersion, type GenerationContext } from '@roster/shared'
