@@ -59,6 +59,46 @@ describe('SpendLimits', () => {
     }
   })
 
+  it('reads the ledger sums a check needs in one statement, shared by the checks that come meanwhile, kept a second', async () => {
+    const prefix = `{t-spend-${randomUUID().slice(0, 8)}}`
+    let now = Date.parse('2026-11-26T12:00:00Z')
+    const spend = new SpendLimits(redis, prefix, t.db, () => now)
+    const owners = Array.from({ length: 4 }, () => randomUUID())
+    const limits: SpendLimit[] = owners.map((owner, i) => ({
+      owner,
+      of: i === 3 ? 'workspace' : 'key',
+      pico: 1_000n,
+      reset: i % 2 ? 'monthly' : null,
+      includeByok: i === 3,
+    }))
+    const period = (l: SpendLimit) => limitPeriod(l, new Date(now))
+    // Nothing in Redis: the ledger alone says the last owner spent its limit, through its own keys
+    // (BYOK counts for it), and the others are under theirs (the first spent BYOK, not counted).
+    const row = (l: SpendLimit, credits: number, byok: number) =>
+      t.db.$executeRaw`INSERT INTO spend (owner_id, period, credits_pico, byok_pico)
+        VALUES (${l.owner}::uuid, ${period(l)}, ${credits}, ${byok})`
+    await row(limits[0]!, 10, 5_000)
+    await row(limits[3]!, 400, 600)
+    const reads = vi.spyOn(t.db, '$queryRaw')
+    try {
+      const first = await Promise.allSettled([spend.check(limits), spend.check(limits.slice(0, 3))])
+      expect(first.map((o) => o.status)).toEqual(['rejected', 'fulfilled'])
+      expect(((first[0] as PromiseRejectedResult).reason as GatewayError).message).toMatch(/workspace has reached/)
+      // One statement for the four sums; the second check, under way meanwhile, shared it.
+      expect(reads).toHaveBeenCalledTimes(1)
+      now += 500
+      await expect(spend.check(limits.slice(0, 3))).resolves.toBeUndefined()
+      expect(reads).toHaveBeenCalledTimes(1)
+      // A second on, they are read again: spend the ledger took meanwhile counts.
+      await row(limits[1]!, 1_000, 0)
+      now += 600
+      await expect(spend.check(limits.slice(0, 3))).rejects.toThrow(/spent its limit/)
+      expect(reads).toHaveBeenCalledTimes(2)
+    } finally {
+      reads.mockRestore()
+    }
+  })
+
   it('answers every waiting check when Redis fails the read under way: the ledger counts alone', async () => {
     // A real failure: the connection is killed from another one while reads are in flight.
     const doomed = connectRedis(

@@ -1,7 +1,7 @@
 import {
   limitPeriod,
   spendCounter,
-  spendOf,
+  spendOfOwners,
   usdOfPico,
   type Db,
   type RedisClient,
@@ -10,6 +10,10 @@ import {
 import { GatewayError } from '@roster/gateway'
 
 const WINDOW = { daily: 'day', weekly: 'week', monthly: 'month' } as const
+
+/** What an owner spent in a period: through the shared credential, and through its own keys (BYOK). */
+type Spend = { credits: bigint; byok: bigint }
+const NOTHING: Spend = Object.freeze({ credits: 0n, byok: 0n })
 
 /** How long an owner's spend read from Postgres is trusted by this process (ms). */
 const POSTGRES_READ_MS = 1_000
@@ -28,7 +32,7 @@ const POSTGRES_READ_MS = 1_000
  * the cost of that many requests.
  */
 export class SpendLimits {
-  private readonly fromPostgres = new Map<string, { at: number; credits: bigint; byok: bigint }>()
+  private readonly fromPostgres = new Map<string, { at: number; spend: Promise<Spend> }>()
   /** Counter reads asked for while an MGET is in flight (they go together when it returns). */
   private waiting: { keys: string[]; resolve: (v: (string | null)[]) => void; reject: (e: unknown) => void }[] = []
   private reading = false
@@ -45,14 +49,42 @@ export class SpendLimits {
     if (!limits?.length) return undefined
     const at = new Date(this.now())
     const periods = limits.map((l) => limitPeriod(l, at))
-    // Every limit's counter in one command: a request under several limits reads Redis once.
-    return Promise.all([
-      this.counters(limits, periods),
-      ...limits.map((l, i) => this.ledger(l.owner, periods[i]!)),
-    ]).then(([counted, ...ledgers]) => limits.forEach((l, i) => this.refuseIfSpent(l, counted[i]!, ledgers[i]!)))
+    // Every limit's counter in one command, and the ledger's sums that are due in one statement: a
+    // request under several limits reads Redis once and Postgres at most once.
+    return Promise.all([this.counters(limits, periods), this.ledgers(limits, periods)]).then(([counted, ledgers]) =>
+      limits.forEach((l, i) => this.refuseIfSpent(l, counted[i]!, ledgers[i]!)),
+    )
   }
 
-  private refuseIfSpent(limit: SpendLimit, counted: bigint, ledger: { credits: bigint; byok: bigint }): void {
+  /**
+   * Each limit's sum in the ledger, trusted for POSTGRES_READ_MS: those due are read together, and
+   * the checks that come while that read is under way share it. A failed read is not kept.
+   */
+  private ledgers(limits: readonly SpendLimit[], periods: string[]): Promise<Spend[]> {
+    const now = this.now()
+    const due: { key: string; owner: string; period: string }[] = []
+    const sums = limits.map((l, i) => {
+      const key = `${l.owner}/${periods[i]}`
+      const hit = this.fromPostgres.get(key)
+      if (hit && now - hit.at < POSTGRES_READ_MS) return hit.spend
+      due.push({ key, owner: l.owner, period: periods[i]! })
+      return undefined
+    })
+    if (due.length) {
+      if (this.fromPostgres.size > 50_000) this.fromPostgres.clear()
+      const read = spendOfOwners(this.db, due)
+      for (const d of due) {
+        const entry = { at: now, spend: read.then((found) => found.get(d.key) ?? NOTHING) }
+        this.fromPostgres.set(d.key, entry)
+        entry.spend.catch(() => {
+          if (this.fromPostgres.get(d.key) === entry) this.fromPostgres.delete(d.key)
+        })
+      }
+    }
+    return Promise.all(sums.map((s, i) => s ?? this.fromPostgres.get(`${limits[i]!.owner}/${periods[i]}`)!.spend))
+  }
+
+  private refuseIfSpent(limit: SpendLimit, counted: bigint, ledger: Spend): void {
     const inLedger = ledger.credits + (limit.includeByok ? ledger.byok : 0n)
     const spend = counted > inLedger ? counted : inLedger
     if (spend < limit.pico) return
@@ -124,16 +156,5 @@ export class SpendLimits {
         this.readWaiting()
       },
     )
-  }
-
-  private async ledger(ownerId: string, period: string) {
-    const cacheKey = `${ownerId}/${period}`
-    const hit = this.fromPostgres.get(cacheKey)
-    if (hit && this.now() - hit.at < POSTGRES_READ_MS) return hit
-    const row = (await spendOf(this.db, ownerId, [period])).get(period) ?? { credits: 0n, byok: 0n }
-    if (this.fromPostgres.size > 50_000) this.fromPostgres.clear()
-    const entry = { at: this.now(), ...row }
-    this.fromPostgres.set(cacheKey, entry)
-    return entry
   }
 }

@@ -121,6 +121,19 @@ export async function spendOf(db: Db, ownerId: string, periods: string[]) {
   return new Map(rows.map((r) => [r.period, { credits: BigInt(r.credits), byok: BigInt(r.byok) }]))
 }
 
+/**
+ * What each owner spent in its period, in one statement: a map from `owner/period` to the spend
+ * (absent: nothing spent). The spend check's read of every limit a request counts against.
+ */
+export async function spendOfOwners(db: Db, wanted: readonly { owner: string; period: string }[]) {
+  const rows = await db.$queryRaw<{ owner: string; period: string; credits: string; byok: string }[]>`
+    SELECT s.owner_id::text AS owner, s.period, s.credits_pico::text AS credits, s.byok_pico::text AS byok
+    FROM spend s
+    JOIN unnest(${wanted.map((w) => w.owner)}::uuid[], ${wanted.map((w) => w.period)}::text[]) AS w(owner_id, period)
+      ON s.owner_id = w.owner_id AND s.period = w.period`
+  return new Map(rows.map((r) => [`${r.owner}/${r.period}`, { credits: BigInt(r.credits), byok: BigInt(r.byok) }]))
+}
+
 /** A generation of `accountId` by id (undefined: none, or another account's). */
 export async function generationById(db: Db, accountId: string, id: string) {
   const rows = await db.$queryRaw<GenerationRow[]>`
