@@ -11,6 +11,8 @@
 // - throughput with 64 connections (autocannon), BENCH_FLOOR_THR_ROUNDS rounds of
 //   BENCH_FLOOR_THR_SECONDS each per target after a warm-up;
 // - a streamed reply's first byte, one request at a time (BENCH_TTFB_RUNS per round).
+// With BENCH_BEFORE_ROOT (a checkout of the build before, built), every Roster target also runs
+// through that build's API beside this one's, in the same rounds: each step's ratio in one run.
 import autocannon from 'autocannon'
 import { Pool } from 'undici'
 import {
@@ -46,7 +48,7 @@ const parts = (process.env.BENCH_FLOOR_PARTS ?? 'cpu,throughput,ttfb').split(','
 /** BENCH_FLOOR_DOORS: some of responses,chat,messages (all by default). */
 const DOORS = (process.env.BENCH_FLOOR_DOORS ?? 'responses,chat,messages').split(',')
 
-export async function benchFloor({ key, managementKey, base, apiPid }) {
+export async function benchFloor({ key, managementKey, base, apiPid, before }) {
   // Requests come from 16 keys in turn: one key alone would meet its fair share while the process
   // is loaded (KEY_CONCURRENCY_UNDER_LOAD, 8) and measure the refusals.
   const governed = await governedKeys({ key, managementKey, base }, 16)
@@ -59,6 +61,13 @@ export async function benchFloor({ key, managementKey, base, apiPid }) {
       .filter(([n]) => n.startsWith('roster-'))
       .map(([n, t]) => [`${n}-off`, fromKeys(t, plain)]),
   )
+  // BENCH_BEFORE_ROOT: every Roster target again through the earlier build's API (`<name>@before`),
+  // in the same rounds, for the step's ratio in one run.
+  if (before)
+    for (const group of [on, off])
+      for (const [n, t] of Object.entries(group))
+        if (n.startsWith('roster-'))
+          group[`${n}@before`] = { ...t, origin: new URL(before.base).origin, pid: before.pid }
   // BENCH_FLOOR_ONLY: load on these targets alone, nothing measured (for a profile or a trace), e.g.
   // roster-chat-off: with BENCH_FLOOR_SEQUENTIAL=N, N requests one at a time; with BENCH_RATE, that
   // rate for BENCH_SECONDS; else 64 connections for BENCH_FLOOR_THR_SECONDS.
@@ -103,6 +112,14 @@ async function cpuPerRequest(all, apiPid) {
       value: `${cpu[name].toFixed(0)} (${cpu[`${name}-off`].toFixed(0)}); ${f2(cpu[name] / cpu[floor])}; ${f2(cpu[name] / cpu[`${name}-off`])}`,
       target: '≤ 1.10; ≤ 1.05',
     })),
+    ...(!Object.keys(cpu).some((n) => n.endsWith('@before'))
+      ? []
+      : perDoor((name) => ({
+          scenario: `  ${name}: CPU this build / the one before, on (off)`,
+          metric: '×',
+          value: `${f2(cpu[name] / cpu[`${name}@before`])} (${f2(cpu[`${name}-off`] / cpu[`${name}-off@before`])})`,
+          target: '',
+        }))),
   ]
 }
 
@@ -126,9 +143,9 @@ async function throughput(on) {
       target: '',
     },
     ...perDoor((name, floor) => ({
-      scenario: `  ${name}: req/s; / floor`,
+      scenario: `  ${name}: req/s; / floor${thr[`${name}@before`] ? '; / the build before' : ''}`,
       metric: '×',
-      value: `${rps(name).toFixed(0)}; ${f2(rps(name) / rps(floor))}`,
+      value: `${rps(name).toFixed(0)}; ${f2(rps(name) / rps(floor))}${thr[`${name}@before`] ? `; ${f2(rps(name) / rps(`${name}@before`))}` : ''}`,
       target: thr[name].bad ? `${thr[name].bad} errors!` : '≥ 0.90',
     })),
   ]
@@ -153,7 +170,7 @@ async function autocannonKeyed(t, duration) {
 async function firstBytes(on) {
   const runs = Number(process.env.BENCH_TTFB_RUNS ?? 300)
   const rounds = Number(process.env.BENCH_TTFB_ROUNDS ?? 3)
-  const streamed = Object.keys(on).filter((n) => n.endsWith('-stream') || n.endsWith('-stream-off'))
+  const streamed = Object.keys(on).filter((n) => /-stream(-off)?(@before)?$/.test(n))
   const times = Object.fromEntries(streamed.map((n) => [n, []]))
   const machineBefore = machineTicks()
   for (let r = -1; r < rounds; r++)
@@ -173,10 +190,11 @@ async function firstBytes(on) {
     },
     ...DOORS.map((d) => {
       const name = `roster-${d}-stream`
+      const then = times[`${name}@before`]
       return {
-        scenario: `  ${name}: p50 ms; over the floor's (features off: over the floor's)`,
+        scenario: `  ${name}: p50 ms; over the floor's (features off: over the floor's)${then ? '; the build before: the same' : ''}`,
         metric: 'ms',
-        value: `${f2(mid(times[name]))}; ${f2(mid(times[name]) - floor)} (${f2(mid(times[`${name}-off`]) - floor)})`,
+        value: `${f2(mid(times[name]))}; ${f2(mid(times[name]) - floor)} (${f2(mid(times[`${name}-off`]) - floor)})${then ? `; ${f2(mid(then) - floor)} (${f2(mid(times[`${name}-off@before`]) - floor)})` : ''}`,
         target: '≤ 0.20',
       }
     }),

@@ -426,7 +426,7 @@ export async function measureTargets(
   for (const [r, [name, t]] of schedule) {
     await fixedRate(t, rate, r === 0 ? Number(process.env.BENCH_WARMUP_SECONDS ?? 10) : 1, pools[name])
     // The process behind the target: its CPU per request is the cost least disturbed by neighbours.
-    const pid = isRoster(name) ? apiPid : pids[name.split('-')[0]]
+    const pid = t.pid ?? (isRoster(name) ? apiPid : pids[name.split('-')[0]])
     const before = cpuSeconds(pid)
     const machineBefore = machineTicks()
     const started = performance.now()

@@ -51,6 +51,7 @@ const serverUrl = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5
 const dbUrl = (name) => Object.assign(new URL(serverUrl), { pathname: `/${name}` }).toString()
 const BENCH_DB = 'roster_bench'
 const API_PORT = 3900
+const BEFORE_API_PORT = 3910
 const RUNTIME_PORT = 3901
 const base = `http://127.0.0.1:${API_PORT}/api/v1`
 
@@ -64,10 +65,10 @@ async function admin(sql) {
   }
 }
 
-function start(app, env, extraFlags = [], wrap = []) {
+function start(app, env, extraFlags = [], wrap = [], from = root) {
   // Roster's processes run with the flags `npm start` gives them; `wrap` runs one under a tool
-  // (valgrind: the same process, so the same pid).
-  const command = [...wrap, process.execPath, ...nodeFlags(), ...extraFlags, join(root, 'apps', app, 'dist', 'main.js')]
+  // (valgrind: the same process, so the same pid); `from`, another checkout's build.
+  const command = [...wrap, process.execPath, ...nodeFlags(), ...extraFlags, join(from, 'apps', app, 'dist', 'main.js')]
   const child = spawn(command[0], command.slice(1), {
     env: { ...process.env, ...env },
     stdio: ['ignore', process.env.BENCH_API_FLAGS && app === 'api' ? 'inherit' : 'ignore', 'inherit'],
@@ -116,6 +117,7 @@ async function withStack(
     runtimes = 1,
     env: extraEnv = {},
     apiEnv = {},
+    beforeApi = false,
   } = {},
 ) {
   // A tool the API runs under (the command line before node's), asked for when the stack starts.
@@ -176,10 +178,29 @@ async function withStack(
     ),
     ...(worker ? [start('worker', env)] : []),
   ]
-  if (gateway) pin(procs[0].pid, 1)
+  // BENCH_BEFORE_ROOT (a checkout of an earlier build, built, over the same schema): its API beside this
+  // one, over the same database, Redis and worker, for scenarios that alternate the two builds.
+  const before =
+    beforeApi && process.env.BENCH_BEFORE_ROOT
+      ? start(
+          'api',
+          {
+            ...env,
+            ...apiEnv,
+            ...(apiEnv.METRICS_PORT && { METRICS_PORT: String(Number(apiEnv.METRICS_PORT) - 1) }),
+            PORT: String(BEFORE_API_PORT),
+          },
+          [],
+          [],
+          process.env.BENCH_BEFORE_ROOT,
+        )
+      : undefined
+  if (before) procs.push(before)
+  if (gateway) for (const p of [procs[0], before].filter(Boolean)) pin(p.pid, 1)
   try {
     // Under valgrind the API takes a minute or so to come up.
     await waitHttp(`http://127.0.0.1:${API_PORT}/ready`, apiWrap.length ? 300 : 10)
+    if (before) await waitHttp(`http://127.0.0.1:${BEFORE_API_PORT}/ready`, 10)
     for (const h of hosts) await waitHttp(`${h.url}/ready`, 20)
     await new Promise((r) => setTimeout(r, 500)) // the worker connects
     const boot = spawnSync(process.execPath, [join(root, 'apps/cli/dist/main.js'), 'bootstrap', '--json'], {
@@ -203,6 +224,11 @@ async function withStack(
       startWorker,
       base,
       apiPid: procs[0].pid,
+      before: before && {
+        base: `http://127.0.0.1:${BEFORE_API_PORT}/api/v1`,
+        pid: before.pid,
+        root: process.env.BENCH_BEFORE_ROOT,
+      },
       hosts,
       addHost,
       hostAuth: (hostId) => hostAuth(dbUrl(BENCH_DB), env.VAULT_MASTER_KEY, hostId),
@@ -844,7 +870,7 @@ const scenarios = {
   analytics: [benchAnalytics, { worker: false, named: true }],
   governance: [benchGovernance, { worker: true, gateway: true, named: true }],
   // Metrics on (the API's own listener), tracing off: everything a request pays for.
-  floor: [benchFloor, { worker: true, gateway: true, named: true, apiEnv: { METRICS_PORT: '3998' } }],
+  floor: [benchFloor, { worker: true, gateway: true, named: true, beforeApi: true, apiEnv: { METRICS_PORT: '3998' } }],
   destinations: [benchDestinations, { worker: true, named: true, env: { DESTINATION_PRIVATE_NETWORKS: 'allow' } }],
   'doors-instructions': [
     benchDoorInstructions,
