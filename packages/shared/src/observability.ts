@@ -411,10 +411,20 @@ function holds(
   }
 }
 
-/** Failed deliveries of a destination go again (it came back, or was updated). */
+/**
+ * Failed deliveries of a destination go again (it came back, or was updated). The API (an update)
+ * and the worker (a delivery that got through) may both do it at once: a job another already sent
+ * again is no longer failed, and BullMQ refuses its retry; that one is done, not an error.
+ */
 export async function retryFailedDeliveries(queue: Queue, destinationId: string) {
   const failed = await queue.getFailed(0, 100_000)
   await Promise.all(
-    failed.filter((j) => (j.data as { destinationId?: string }).destinationId === destinationId).map((j) => j.retry()),
+    failed
+      .filter((j) => (j.data as { destinationId?: string }).destinationId === destinationId)
+      .map((j) =>
+        j.retry().catch(async (err: unknown) => {
+          if (await j.isFailed()) throw err
+        }),
+      ),
   )
 }
