@@ -47,8 +47,6 @@ import { sweepPeriodically } from './fleet/snapshots.js'
 declare module 'fastify' {
   interface FastifyRequest {
     caller?: Caller
-    /** The spend check a model door began as the request arrived (routes/gateway-run.ts). */
-    spendCheck?: Promise<void>
   }
 }
 

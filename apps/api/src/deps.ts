@@ -53,8 +53,6 @@ export interface AppDeps {
   redis: RedisClient
   vault: VaultService
   authenticate: Authenticator
-  /** Refuses (402) a request whose key, workspace, member or account has spent its limit. */
-  spendLimits: SpendLimits
   /** Told by the domain after each committed change to interns: wakes the relay, evicts, publishes. */
   afterCommit: AfterCommit
   /** Group commit of concurrent secret stores (absent: one statement per store). */
@@ -105,8 +103,7 @@ export interface AppDeps {
  * The API's connection to Redis (main.ts and the tests alike). It never needs Redis to accept a
  * create (the outbox carries the work), so it queues no commands while Redis is away: /ready
  * reports it instead. (Not ioredis's auto-pipelining: it holds every command to the end of the
- * event loop's turn, so a spend check begun as a request arrives would leave after its body was
- * parsed; SpendLimits batches its own reads.)
+ * event loop's turn and builds a pipeline for it; SpendLimits batches its own reads.)
  */
 export const API_REDIS_OPTIONS: ConnectionOptions = {
   lazyConnect: true,
@@ -114,8 +111,8 @@ export const API_REDIS_OPTIONS: ConnectionOptions = {
   maxRetriesPerRequest: 1,
 }
 
-/** Everything the API needs besides its connections; main.ts and the tests build it the same way. */
 /**
+ * Everything the API needs besides its connections; main.ts and the tests build it the same way.
  * `providerEnv` is where provider credentials are found, by the variable names the catalogue gives
  * (they are looked up per call, never copied into configuration or logs).
  */
@@ -239,7 +236,6 @@ export function createAppDeps(
       : undefined,
     runtime: new FleetDriver(db, credentialKey, { timeoutMs: config.RUNTIME_ANSWER_TIMEOUT_MS }),
     authenticate,
-    spendLimits,
     keys: {
       db,
       usage: spendFromLedger(db),
@@ -254,7 +250,7 @@ export function createAppDeps(
         authenticate.forgetWorkspace(workspaceId)
         return tellOthers(`w:${workspaceId}`)
       },
-      knownModel: (id) => !!findModel(catalogue, id),
+      knownModel: (id) => catalogueNames.canonicalModel(id) !== undefined,
     },
     guardrails: {
       db,

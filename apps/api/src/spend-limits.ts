@@ -131,7 +131,7 @@ export class SpendLimits {
    * Reads counters with at most one MGET in flight: sent at once when none is, else with every
    * read asked for meanwhile, in one MGET when it returns. Under load the requests that arrive
    * during one round trip share the next (one socket write for all, where each paid its own);
-   * alone, a read leaves at once. Every read still leaves after its request arrived.
+   * alone, a read leaves at once. Every read still leaves after its request was checked.
    */
   private read(keys: string[]): Promise<(string | null)[]> {
     return new Promise((resolve, reject) => {

@@ -320,8 +320,7 @@ describe('limits, enforced before the upstream call', () => {
       expect(refused.status, `${path}: ${refused.text}`).toBe(402)
       expect(refused.text).toMatch(/spent its limit/)
     }
-    // The spend check begins as the request arrives, but a body that is no request is still the 400
-    // it always was (the refusal nobody awaited is not an unhandled rejection: vitest would fail).
+    // A body that is no request is the 400 it always was, whatever the spend check would say.
     for (const [path, body] of [
       ['/chat/completions', { model: 'sim/chat', messages: 'not a list' }],
       ['/messages', { model: 'sim/messages', max_tokens: 'many', messages: [{ role: 'user', content: 'x' }] }],

@@ -95,17 +95,9 @@ export class ResponsesEngine {
     }
   }
 
-  /** The request's spend check: the one its route began, else the engine's own `admit`. */
-  private admission(opts: CallOptions): Promise<void> | undefined {
-    const begun = opts.admission
-    if (!begun) return this.options.admit?.(opts)
-    opts.admission = undefined
-    return begun
-  }
-
   /** A whole Response object. */
   async respond(req: ResponsesRequest, opts: CallOptions = {}): Promise<ResponseObject> {
-    const admitted = this.admission(opts)
+    const admitted = this.options.admit?.(opts)
     if (admitted) await admitted
     const run = startRun(this.parts, req, opts)
     try {
@@ -181,7 +173,7 @@ export class ResponsesEngine {
    * failure ends the stream with `error` and `response.failed`.
    */
   async stream(req: ResponsesRequest, opts: CallOptions, sink: StreamSink): Promise<void> {
-    const admitted = this.admission(opts)
+    const admitted = this.options.admit?.(opts)
     if (admitted) await admitted
     const run = startRun(this.parts, req, opts)
     const live: Live = { sink, seq: 0, opened: false, sinceAttempt: 0, backlog: false, held: false }

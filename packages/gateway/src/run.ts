@@ -38,11 +38,6 @@ export interface CallOptions {
   onFilterMatch?: (m: FilterMatch) => void
   /** The workspace's own provider credentials, and who the request is for as their allow-lists name it. */
   byok?: { credentials: readonly ByokCredential[]; caller: ByokCaller }
-  /**
-   * The spend check, when the route began it as the request arrived (its Redis read then overlaps
-   * the body's parsing); taken by the first call that admits, later ones run `admit` afresh.
-   */
-  admission?: Promise<void>
 }
 
 /** One model call that reached a provider: what the ledger records of it. */

@@ -1,11 +1,5 @@
 import { once } from 'node:events'
-import type {
-  FastifyPluginAsync,
-  FastifyReply,
-  FastifyRequest,
-  FastifySchemaCompiler,
-  onRequestHookHandler,
-} from 'fastify'
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify'
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import type { z } from 'zod'
 import { designatedPresetVersion, type GenerationContext } from '@roster/shared'
@@ -85,7 +79,6 @@ export function callOptions(
     doorStream: more.doorStream,
     tenant: req.caller?.keyId,
     generation,
-    admission: req.spendCheck,
     disabledTools: req.caller?.disabledServerTools,
     // Most callers have no guardrail: they pay for no region lookup and no closure.
     ...(guardrails && {
@@ -172,23 +165,6 @@ export interface DoorRoute<Body> {
   reply?: (response: ResponseObject, body: Body) => unknown
 }
 
-/**
- * Begins the caller's spend check as the request arrives, so its Redis read overlaps the reading
- * and parsing of the body; the engine awaits it before any upstream call (a body that fails
- * validation is still a 400, whatever the check says).
- */
-function beginSpendCheck(spendLimits: AppDeps['spendLimits']): onRequestHookHandler {
-  return (req, _reply, done) => {
-    const check = spendLimits.check(req.caller?.limits)
-    if (check) {
-      // Handled here too: a refusal no handler awaits (the body failed) is not an unhandled one.
-      check.catch(() => {})
-      req.spendCheck = check
-    }
-    done()
-  }
-}
-
 /** POST <path> for one door: wiring only; the engine (packages/gateway) does the work. Any valid key. */
 export const doorRoute =
   <Body>(deps: AppDeps, door: DoorRoute<Body>): FastifyPluginAsync =>
@@ -199,7 +175,6 @@ export const doorRoute =
         onRequest: [
           requireKey(deps.authenticate, { xApiKey: door.anthropic, inference: true }),
           admit(deps.admission, RESPONSES_BODY_LIMIT),
-          beginSpendCheck(deps.spendLimits),
         ],
         bodyLimit: RESPONSES_BODY_LIMIT,
         config: { errorWire: door.anthropic ? 'anthropic' : 'gateway' },
