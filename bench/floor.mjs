@@ -76,9 +76,12 @@ export async function benchFloor({ key, managementKey, base, apiPid, before }) {
     const n = Number(process.env.BENCH_FLOOR_SEQUENTIAL ?? 0)
     for (const [name, t] of Object.entries({ ...on, ...off }).filter(([name]) => only.includes(name)))
       if (n) await firstByte(t, n)
-      else if (process.env.BENCH_RATE)
-        await fixedRate(t, Number(process.env.BENCH_RATE), Number(process.env.BENCH_SECONDS ?? 10))
-      else await autocannonKeyed(t, Number(process.env.BENCH_FLOOR_THR_SECONDS ?? 10))
+      else if (process.env.BENCH_RATE) {
+        const r = await fixedRate(t, Number(process.env.BENCH_RATE), Number(process.env.BENCH_SECONDS ?? 10))
+        process.stderr.write(
+          `bench: ${name}: p50 ${r.p50?.toFixed(2)} ms, p99 ${r.p99?.toFixed(2)} ms, ${r.errors} errors, ${Math.round(r.achieved)}/s\n`,
+        )
+      } else await autocannonKeyed(t, Number(process.env.BENCH_FLOOR_THR_SECONDS ?? 10))
     return []
   }
   return [

@@ -129,15 +129,14 @@ export function createAppDeps(
   const trusted = () => watch.live
   const reader = new InternReader(db, config.INTERN_CACHE_MS, trusted)
   const lists = new ListCache(config.INTERN_CACHE_MS, trusted)
-  const watch = new InternWatch(
-    config,
-    config.QUEUE_PREFIX,
-    (ids) => {
+  const watch = new InternWatch(config, config.QUEUE_PREFIX, log, {
+    interns(ids) {
       reader.evict(ids)
       lists.clear()
     },
-    log,
-    (entries) => {
+    keys(entries) {
+      // A limit may have changed with them: spend counters are read afresh.
+      spendLimits.forget()
       for (const e of entries)
         if (e.startsWith('w:')) authenticate.forgetWorkspace(e.slice(2))
         else if (e.startsWith('a:')) {
@@ -145,7 +144,9 @@ export function createAppDeps(
           byokDirectory.forgetAccount(e.slice(2))
         } else authenticate.forget(Buffer.from(e, 'base64'))
     },
-  )
+    spend: (counter, value) => spendLimits.saw(counter, value),
+    gap: () => spendLimits.forget(),
+  })
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
   const catalogueProviders = providersOf(catalogue).data.map((p) => p.name)
   /** How guardrails and provider keys check the models and providers they name. */
@@ -167,14 +168,17 @@ export function createAppDeps(
    * answered: Redis has then written the event to every subscriber's socket, so a request sent
    * to another process after the answer finds it there first (a failure leaves the cache's expiry).
    */
-  const tellOthers = (event: string): Promise<void> =>
-    redis.status === 'ready'
+  const tellOthers = (event: string): Promise<void> => {
+    // A limit may have changed: this process reads spend counters afresh at once, the others on the event.
+    spendLimits.forget()
+    return redis.status === 'ready'
       ? redis.publish(keyEventsChannel(config.QUEUE_PREFIX), event).then(
           () => undefined,
           () => undefined,
         )
       : Promise.resolve()
-  const spendLimits = new SpendLimits(redis, config.QUEUE_PREFIX, db)
+  }
+  const spendLimits = new SpendLimits(redis, config.QUEUE_PREFIX, db, Date.now, trusted)
   const metrics = config.METRICS_PORT ? createMetrics('api') : undefined
   const vault = new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS })
   const credentialKey = config.VAULT_MASTER_KEY && hostCredentialKey(config.VAULT_MASTER_KEY)
@@ -284,13 +288,10 @@ export function createAppDeps(
         ? createHmac('sha256', config.VAULT_MASTER_KEY).update('roster upstream user id').digest()
         : randomBytes(32),
       keepAliveMs: config.STREAM_KEEPALIVE_MS,
-      ledger: new StreamGenerationLedger(
-        redis,
-        config.QUEUE_PREFIX,
-        db,
-        log,
-        metrics && spendMetrics(metrics, config.METRICS_WORKSPACES),
-      ),
+      ledger: new StreamGenerationLedger(redis, config.QUEUE_PREFIX, db, log, {
+        onWritten: metrics && spendMetrics(metrics, config.METRICS_WORKSPACES),
+        onCounted: (counter, value) => spendLimits.saw(counter, value),
+      }),
       admit: (opts) => spendLimits.check(opts.generation?.limits),
       upstream: {
         connections: config.UPSTREAM_CONNECTIONS,

@@ -1,5 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { connectRedis, generationsStream, limitPeriod, spendCounter, type GenerationRecord } from '@roster/shared'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import {
+  connectRedis,
+  generationsStream,
+  limitPeriod,
+  spendCounter,
+  spendEventsChannel,
+  type GenerationRecord,
+} from '@roster/shared'
 import { createTestDatabase, generationRecord, redisUrl, type TestDatabase } from '@roster/testing'
 import { StreamGenerationLedger } from './generation-ledger.js'
 
@@ -57,5 +64,34 @@ describe('StreamGenerationLedger', () => {
       .map(([, f]) => JSON.parse(f[1]!) as GenerationRecord[])
     expect(later.map((records) => records.map((r) => r.id))).toEqual([['first'], ['then-1', 'then-2', 'then-3']])
     await redis.del(stream, spendCounter(prefix, limit, limitPeriod(limit, new Date())))
+  })
+
+  it('publishes a counter with its new value when it reaches the lowest limit of it, compared exactly past 2^53', async () => {
+    const events = connectRedis({ REDIS_URL: redisUrl() })
+    const heard: string[] = []
+    events.on('message', (_channel: string, message: string) => heard.push(message))
+    await events.subscribe(spendEventsChannel(prefix))
+    const told: [string, bigint][] = []
+    const ledger = new StreamGenerationLedger(redis, prefix, t.db, silent, {
+      onCounted: (counter, value) => told.push([counter, value]),
+    })
+    const owner = '00000000-0000-4000-8000-00000000000b'
+    // Two limits on one counter (a key's own and its guardrail's): the lower one counts. 10^18 + 1
+    // is no double: Lua's numbers would take it for 10^18.
+    const big = 10n ** 18n
+    const lower = { owner, of: 'key' as const, pico: big + 1n, reset: null, includeByok: false }
+    const higher = { ...lower, of: 'guardrail' as const, pico: big * 2n }
+    const counter = spendCounter(prefix, lower, limitPeriod(lower, new Date()))
+    try {
+      await ledger.append([generationRecord({ id: 'big-1', key_id: owner, cost_pico: String(big) })], [higher, lower])
+      expect(await redis.get(counter)).toBe(String(big))
+      expect(told).toEqual([])
+      await ledger.append([generationRecord({ id: 'big-2', key_id: owner, cost_pico: '1' })], [lower, higher])
+      expect(told).toEqual([[counter, big + 1n]])
+      await vi.waitFor(() => expect(heard).toEqual([JSON.stringify([counter, String(big + 1n)])]))
+    } finally {
+      events.disconnect()
+      await redis.del(counter)
+    }
   })
 })

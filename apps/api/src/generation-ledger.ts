@@ -5,6 +5,7 @@ import {
   limitPeriod,
   spendCounter,
   spendCounterTtl,
+  spendEventsChannel,
   type SpendLimit,
   type Db,
   type GenerationLedger,
@@ -47,6 +48,7 @@ interface Waiting {
  */
 export class StreamGenerationLedger implements GenerationLedger {
   private readonly stream: string
+  private readonly channel: string
   private queued: Waiting[] = []
   private sending = false
   private scheduled = false
@@ -56,10 +58,15 @@ export class StreamGenerationLedger implements GenerationLedger {
     private readonly queuePrefix: string,
     private readonly db: Db,
     private readonly log: Pick<ParentLogger, 'warn' | 'error'>,
-    /** Told of the records written here (the spend metrics count them; the drain counts the rest). */
-    private readonly onWritten?: OnWritten,
+    private readonly told: {
+      /** The records written here (the spend metrics count them; the drain counts the rest). */
+      onWritten?: OnWritten
+      /** A counter an append took to a limit of its request, with its new value (SpendLimits). */
+      onCounted?: (counter: string, value: bigint) => void
+    } = {},
   ) {
     this.stream = generationsStream(queuePrefix)
+    this.channel = spendEventsChannel(queuePrefix)
   }
 
   append(records: GenerationRecord[], limits: readonly SpendLimit[] = []): Promise<void> {
@@ -121,12 +128,13 @@ export class StreamGenerationLedger implements GenerationLedger {
   /**
    * One stream entry for the batch's records. Each limit's counter for its window rises in the same
    * transaction as the append, so a call counts against a limit exactly when it is accounted
-   * (spend-limits.ts). Owners without a limit pay for no counter: a limit set later counts what came
-   * before from the ledger.
+   * (spend-limits.ts); a counter that reaches the lowest limit of it among the batch's requests is
+   * published with its new value in that transaction too. Owners without a limit pay for no
+   * counter: a limit set later counts what came before from the ledger.
    */
   private async toRedis(batch: Waiting[]): Promise<void> {
     const entry = JSON.stringify(batch.length === 1 ? batch[0]!.records : batch.flatMap((w) => w.records))
-    const counters = new Map<string, { by: bigint; ttl: number; last: Waiting }>()
+    const counters = new Map<string, { by: bigint; ttl: number; limit: bigint; last: Waiting }>()
     const at = new Date()
     for (const w of batch)
       for (const limit of w.limits) {
@@ -134,9 +142,17 @@ export class StreamGenerationLedger implements GenerationLedger {
         const counter = spendCounter(this.queuePrefix, limit, period)
         const seen = counters.get(counter)
         // Two limits of one request on one counter (a key's own and its guardrail's) raise it once.
-        if (seen?.last === w) continue
+        if (seen?.last === w) {
+          if (limit.pico < seen.limit) seen.limit = limit.pico
+          continue
+        }
         const by = w.records.reduce((sum, r) => sum + countedAgainst(limit, r), 0n)
-        counters.set(counter, { by: (seen?.by ?? 0n) + by, ttl: spendCounterTtl(period), last: w })
+        counters.set(counter, {
+          by: (seen?.by ?? 0n) + by,
+          ttl: spendCounterTtl(period),
+          limit: seen && seen.limit < limit.pico ? seen.limit : limit.pico,
+          last: w,
+        })
       }
     if (counters.size === 0) {
       await withTimeout(this.redis.xadd(this.stream, '*', 'b', entry), APPEND_WAIT_MS)
@@ -145,14 +161,21 @@ export class StreamGenerationLedger implements GenerationLedger {
     // The entry and its counters in one script: atomic as a transaction, but one command on the
     // socket instead of two per counter (the keys share the prefix's hash tag: one cluster slot).
     const keys = [this.stream, ...counters.keys()]
-    const args = [entry, ...[...counters.values()].flatMap(({ by, ttl }) => [by.toString(), String(ttl)])]
-    await withTimeout(appendWithCounters(this.redis)(keys.length, ...keys, ...args), APPEND_WAIT_MS)
+    const args = [this.channel, entry]
+    for (const c of counters.values()) args.push(c.by.toString(), String(c.ttl), c.limit.toString())
+    const reached = (await withTimeout(
+      appendWithCounters(this.redis)(keys.length, ...keys, ...args),
+      APPEND_WAIT_MS,
+    )) as string[] | null
+    const onCounted = this.told.onCounted
+    if (onCounted && reached)
+      for (let i = 0; i + 1 < reached.length; i += 2) onCounted(reached[i]!, BigInt(reached[i + 1]!))
   }
 
   private async toPostgres(records: GenerationRecord[]): Promise<void> {
     try {
       const written = await insertGenerations(this.db, records)
-      if (written.length) this.onWritten?.(written)
+      if (written.length) this.told.onWritten?.(written)
     } catch (err) {
       // Neither could take them: the caller fails a reply that has not gone out, but one that has (a
       // failed run's calls) is lost, so it is said here, with what was lost.
@@ -165,15 +188,29 @@ export class StreamGenerationLedger implements GenerationLedger {
   }
 }
 
-/** XADD the entry (ARGV[1]) to KEYS[1], then INCRBY each counter KEYS[i] and set its TTL (0: none). */
+/**
+ * XADD the entry (ARGV[2]) to KEYS[1], then for each counter KEYS[i] INCRBY its amount, set its TTL
+ * (0: none), and when it reaches its limit (decimal strings compared by length, then digit by
+ * digit: Lua's numbers are doubles) note its value. The noted counters are published on ARGV[1]
+ * and returned: counter, value, counter, value…
+ */
 const APPEND_WITH_COUNTERS = `
-redis.call('XADD', KEYS[1], '*', 'b', ARGV[1])
+redis.call('XADD', KEYS[1], '*', 'b', ARGV[2])
+local reached = {}
 for i = 2, #KEYS do
-  redis.call('INCRBY', KEYS[i], ARGV[2 * i - 2])
-  local ttl = tonumber(ARGV[2 * i - 1])
+  local at = 3 * i - 3
+  redis.call('INCRBY', KEYS[i], ARGV[at])
+  local ttl = tonumber(ARGV[at + 1])
   if ttl > 0 then redis.call('EXPIRE', KEYS[i], ttl) end
+  local limit = ARGV[at + 2]
+  local value = redis.call('GET', KEYS[i])
+  if #value > #limit or (#value == #limit and value >= limit) then
+    reached[#reached + 1] = KEYS[i]
+    reached[#reached + 1] = value
+  end
 end
-return 1`
+if #reached > 0 then redis.call('PUBLISH', ARGV[1], cjson.encode(reached)) end
+return reached`
 
 type AppendCommand = (numKeys: number, ...keysAndArgs: string[]) => Promise<unknown>
 

@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { randomUUID } from 'node:crypto'
-import { connectRedis, limitPeriod, spendCounter, type SpendLimit } from '@roster/shared'
-import { createTestDatabase, redisUrl, type TestDatabase } from '@roster/testing'
+import { connectRedis, limitPeriod, spendCounter, spendEventsChannel, type SpendLimit } from '@roster/shared'
+import { createTestDatabase, generationRecord, redisUrl, type TestDatabase } from '@roster/testing'
 import { GatewayError } from '@roster/gateway'
 import { SpendLimits } from './spend-limits.js'
+import { StreamGenerationLedger } from './generation-ledger.js'
+import { InternWatch } from './plugins/intern-watch.js'
 
 // The spend check's reads against a real Redis and Postgres: checks asked for while one MGET is in
 // flight share the next, and each still gets its own owners' counters.
@@ -123,6 +125,71 @@ describe('SpendLimits', () => {
     } finally {
       mget.mockRestore()
       doomed.disconnect()
+    }
+  })
+
+  it('trusts a counter it read for a second while it hears events, and hears at once of an append that reaches a limit', async () => {
+    const prefix = `{t-spend-${randomUUID().slice(0, 8)}}`
+    const silent = { warn() {}, info() {}, error() {} }
+    // Two API processes over one Redis and Postgres: A appends (and tells its own check of what
+    // reached a limit), B checks, hearing A through its own subscriber connection.
+    const spendA = new SpendLimits(redis, prefix, t.db, Date.now, () => true)
+    const ledgerA = new StreamGenerationLedger(redis, prefix, t.db, silent, {
+      onCounted: (counter, value) => spendA.saw(counter, value),
+    })
+    const watchB = new InternWatch({ REDIS_URL: redisUrl() }, prefix, silent, {
+      interns() {},
+      keys: () => spendB.forget(),
+      spend: (counter, value) => spendB.saw(counter, value),
+      gap: () => spendB.forget(),
+    })
+    const spendB = new SpendLimits(redis, prefix, t.db, Date.now, () => watchB.live)
+    const verdict = (spend: SpendLimits, limits: SpendLimit[]) => {
+      try {
+        return Promise.resolve(spend.check(limits))
+      } catch (err) {
+        return Promise.reject(err as Error)
+      }
+    }
+    const owner = randomUUID()
+    const limit: SpendLimit = { owner, of: 'key', pico: 1_000n, reset: 'daily', includeByok: false }
+    const other: SpendLimit = { owner: randomUUID(), of: 'workspace', pico: 10n ** 18n, reset: null, includeByok: true }
+    const mget = vi.spyOn(redis, 'mget')
+    try {
+      await vi.waitFor(async () =>
+        expect(await redis.pubsub('NUMSUB', spendEventsChannel(prefix))).toEqual([spendEventsChannel(prefix), 1]),
+      )
+      await verdict(spendB, [limit, other])
+      expect(mget).toHaveBeenCalledTimes(1)
+      // Read once, known for a second: checks need no read and no promise.
+      for (let i = 0; i < 20; i++) expect(spendB.check([limit, other])).toBeUndefined()
+      // A's spend below the limit publishes nothing, and B goes on without reading.
+      await ledgerA.append([generationRecord({ id: randomUUID(), key_id: owner, cost_pico: '600' })], [limit, other])
+      expect(await redis.get(spendCounter(prefix, limit, limitPeriod(limit, new Date())))).toBe('600')
+      expect(spendB.check([limit, other])).toBeUndefined()
+      expect(mget).toHaveBeenCalledTimes(1)
+      // The append that reaches the limit: A's own check knows at once, B as soon as it reads its socket.
+      await ledgerA.append([generationRecord({ id: randomUUID(), key_id: owner, cost_pico: '400' })], [limit, other])
+      await expect(verdict(spendA, [limit])).rejects.toThrow(/spent its limit of \$0\.000000/)
+      await vi.waitFor(() => expect(() => spendB.check([limit])).toThrow(/spent its limit/), { timeout: 200 })
+      // Neither read the counter for it (B's one read was the first).
+      expect(mget).toHaveBeenCalledTimes(1)
+      // The other limit on the same request was not reached: it is no reason to refuse.
+      expect(spendB.check([other])).toBeUndefined()
+
+      // A change to keys or limits: B reads afresh.
+      spendB.forget()
+      await expect(verdict(spendB, [other])).resolves.toBeUndefined()
+      expect(mget).toHaveBeenCalledTimes(2)
+      // Without its subscriber B hears nothing, so it trusts nothing: every check reads.
+      watchB.close()
+      await vi.waitFor(() => expect(watchB.live).toBe(false))
+      await expect(verdict(spendB, [other])).resolves.toBeUndefined()
+      await expect(verdict(spendB, [limit])).rejects.toThrow(/spent its limit/)
+      expect(mget).toHaveBeenCalledTimes(4)
+    } finally {
+      mget.mockRestore()
+      watchB.close()
     }
   })
 })

@@ -17,6 +17,13 @@ const NOTHING: Spend = Object.freeze({ credits: 0n, byok: 0n })
 
 /** How long an owner's spend read from Postgres is trusted by this process (ms). */
 const POSTGRES_READ_MS = 1_000
+/** How long a counter read from Redis (or heard of) is trusted while spend events arrive (ms). */
+const COUNTER_READ_MS = 1_000
+/** Entries kept before a cache starts afresh (bounds the memory of many owners and periods). */
+const MAX_ENTRIES = 50_000
+
+/** A value kept with when it was read; `value` is set once a read resolves. */
+type Kept<T> = { at: number; read: Promise<T>; value?: T }
 
 /**
  * Refuses a request, before any upstream call, when a limit it counts against is spent in its
@@ -26,13 +33,23 @@ const POSTGRES_READ_MS = 1_000
  * the moment it is accounted), and the ledger's own sum in Postgres (the spend table: what the
  * drain wrote, and what the API wrote itself while Redis was away), read at most once a second.
  *
+ * A counter once read is known here for COUNTER_READ_MS while this process hears spend events
+ * (`trusted`): the append that takes a counter to a limit of its request publishes the counter's
+ * new value in the same script (generation-ledger.ts), before its reply's last byte, and `saw`
+ * takes it in. Below its limits a counter need not be read again for each request; at a limit,
+ * every process knows it before a request sent after that reply arrives. Any change to keys,
+ * workspaces or guardrails (`forget`), and a gap in the events, drop what is known: a lowered
+ * limit meets a counter read afresh.
+ *
  * Overspend is bounded by what was admitted before the limit was crossed: requests already past
  * this check when the counter reached the limit finish, and are counted; the next is refused.
  * At most KEY_CONCURRENCY requests of a key run at once, so a key can exceed its limit by at most
  * the cost of that many requests.
  */
 export class SpendLimits {
-  private readonly fromPostgres = new Map<string, { at: number; spend: Promise<Spend> }>()
+  private readonly fromPostgres = new Map<string, Kept<Spend>>()
+  /** Counters read or heard of, by key: trusted for COUNTER_READ_MS while `trusted()`. */
+  private readonly counted = new Map<string, { at: number; value: bigint }>()
   /** Counter reads asked for while an MGET is in flight (they go together when it returns). */
   private waiting: { keys: string[]; resolve: (v: (string | null)[]) => void; reject: (e: unknown) => void }[] = []
   private reading = false
@@ -42,46 +59,93 @@ export class SpendLimits {
     private readonly queuePrefix: string,
     private readonly db: Db,
     private readonly now: () => number = Date.now,
+    /** Whether spend events arrive now (the API's subscriber is connected); without, every check reads. */
+    private readonly trusted: () => boolean = () => false,
   ) {}
 
-  /** Nothing to wait for (undefined) when no limit applies: most requests pay nothing for this. */
+  /** A counter's value, from an append that reached a limit (this process's or, by event, another's). */
+  saw(counter: string, value: bigint): void {
+    this.keep(counter, value, this.now())
+  }
+
+  /** Keeps a counter's value as of `at`; a fresher one known here (counters only rise) stands. */
+  private keep(counter: string, value: bigint, at: number) {
+    const k = this.counted.get(counter)
+    if (k && at - k.at < COUNTER_READ_MS) {
+      if (k.value > value) value = k.value
+      if (k.at > at) at = k.at
+    } else if (!k && this.counted.size >= MAX_ENTRIES) this.counted.clear()
+    this.counted.set(counter, { at, value })
+  }
+
+  /** Limits changed, or events may have been missed: every counter is read afresh. */
+  forget(): void {
+    this.counted.clear()
+  }
+
+  /**
+   * Nothing to wait for (undefined) when no limit applies, or when every count it needs is known
+   * here: most requests pay no promise for this. A spent limit throws (402), at once when known.
+   */
   check(limits: readonly SpendLimit[] | undefined): Promise<void> | undefined {
     if (!limits?.length) return undefined
-    const at = new Date(this.now())
+    const now = this.now()
+    const at = new Date(now)
     const periods = limits.map((l) => limitPeriod(l, at))
+    const counters = limits.map((l, i) => spendCounter(this.queuePrefix, l, periods[i]!))
+    const known = this.known(counters, now)
+    const ledgers = this.ledgers(limits, periods, now)
+    if (known && ledgers.every((l) => l.value)) {
+      limits.forEach((l, i) => this.refuseIfSpent(l, known[i]!, ledgers[i]!.value!))
+      return undefined
+    }
     // Every limit's counter in one command, and the ledger's sums that are due in one statement: a
     // request under several limits reads Redis once and Postgres at most once.
-    return Promise.all([this.counters(limits, periods), this.ledgers(limits, periods)]).then(([counted, ledgers]) =>
-      limits.forEach((l, i) => this.refuseIfSpent(l, counted[i]!, ledgers[i]!)),
+    return Promise.all([known ?? this.counters(counters, now), Promise.all(ledgers.map((l) => l.read))]).then(
+      ([counted, spent]) => limits.forEach((l, i) => this.refuseIfSpent(l, counted[i]!, spent[i]!)),
     )
+  }
+
+  /** Every counter's value when all are known and fresh, else undefined (they are read together). */
+  private known(counters: string[], now: number): bigint[] | undefined {
+    if (!this.trusted()) return undefined
+    const values: bigint[] = []
+    for (const c of counters) {
+      const k = this.counted.get(c)
+      if (!k || now - k.at >= COUNTER_READ_MS) return undefined
+      values.push(k.value)
+    }
+    return values
   }
 
   /**
    * Each limit's sum in the ledger, trusted for POSTGRES_READ_MS: those due are read together, and
    * the checks that come while that read is under way share it. A failed read is not kept.
    */
-  private ledgers(limits: readonly SpendLimit[], periods: string[]): Promise<Spend[]> {
-    const now = this.now()
+  private ledgers(limits: readonly SpendLimit[], periods: string[], now: number): Kept<Spend>[] {
     const due: { key: string; owner: string; period: string }[] = []
-    const sums = limits.map((l, i) => {
+    const kept = limits.map((l, i) => {
       const key = `${l.owner}/${periods[i]}`
       const hit = this.fromPostgres.get(key)
-      if (hit && now - hit.at < POSTGRES_READ_MS) return hit.spend
+      if (hit && now - hit.at < POSTGRES_READ_MS) return hit
       due.push({ key, owner: l.owner, period: periods[i]! })
       return undefined
     })
     if (due.length) {
-      if (this.fromPostgres.size > 50_000) this.fromPostgres.clear()
+      if (this.fromPostgres.size > MAX_ENTRIES) this.fromPostgres.clear()
       const read = spendOfOwners(this.db, due)
       for (const d of due) {
-        const entry = { at: now, spend: read.then((found) => found.get(d.key) ?? NOTHING) }
+        const entry: Kept<Spend> = { at: now, read: read.then((found) => found.get(d.key) ?? NOTHING) }
+        entry.read.then(
+          (spend) => (entry.value = spend),
+          () => {
+            if (this.fromPostgres.get(d.key) === entry) this.fromPostgres.delete(d.key)
+          },
+        )
         this.fromPostgres.set(d.key, entry)
-        entry.spend.catch(() => {
-          if (this.fromPostgres.get(d.key) === entry) this.fromPostgres.delete(d.key)
-        })
       }
     }
-    return Promise.all(sums.map((s, i) => s ?? this.fromPostgres.get(`${limits[i]!.owner}/${periods[i]}`)!.spend))
+    return kept.map((k, i) => k ?? this.fromPostgres.get(`${limits[i]!.owner}/${periods[i]}`)!)
   }
 
   private refuseIfSpent(limit: SpendLimit, counted: bigint, ledger: Spend): void {
@@ -115,13 +179,15 @@ export class SpendLimits {
     )
   }
 
-  /** Redis's counts (0 while Redis is away: the ledger's then stands alone). */
-  private async counters(limits: readonly SpendLimit[], periods: string[]): Promise<bigint[]> {
-    const none = () => limits.map(() => 0n)
+  /** Redis's counts (0 while Redis is away: the ledger's then stands alone), kept as read. */
+  private async counters(counters: string[], sent: number): Promise<bigint[]> {
+    const none = () => counters.map(() => 0n)
     if (this.redis.status !== 'ready') return none()
     try {
-      const values = await this.read(limits.map((l, i) => spendCounter(this.queuePrefix, l, periods[i]!)))
-      return values.map((v) => BigInt(v ?? 0))
+      const values = (await this.read(counters)).map((v) => BigInt(v ?? 0))
+      // Kept as of when the read left: an event heard meanwhile (a higher value) stands.
+      if (this.trusted()) counters.forEach((c, i) => this.keep(c, values[i]!, sent))
+      return values
     } catch {
       return none()
     }

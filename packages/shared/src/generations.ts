@@ -283,6 +283,12 @@ export const spendCounter = (queuePrefix: string, limit: Pick<SpendLimit, 'owner
   `${queuePrefix}:spend:${limit.owner}:${period}${limit.includeByok ? ':byok' : ''}`
 
 /**
+ * Where an append that takes counters to a limit of its request publishes their new values (a JSON
+ * array: counter, value, counter, value…), so every API process knows a spent limit at once.
+ */
+export const spendEventsChannel = (queuePrefix: string) => `${queuePrefix}:spend-events`
+
+/**
  * Whose spend a member guardrail bounds: the member's in one workspace, all its keys together
  * (the spend statement names the owner the same way: md5 of "workspace/user" as a uuid).
  */
