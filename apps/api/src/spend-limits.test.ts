@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { randomUUID } from 'node:crypto'
+import net, { type AddressInfo } from 'node:net'
 import { connectRedis, limitPeriod, spendCounter, spendEventsChannel, type SpendLimit } from '@roster/shared'
 import { createTestDatabase, generationRecord, redisUrl, type TestDatabase } from '@roster/testing'
 import { GatewayError } from '@roster/gateway'
@@ -192,4 +193,67 @@ describe('SpendLimits', () => {
       watchB.close()
     }
   })
+
+  it('goes on with the ledger’s count when Redis stops answering a read (a host cut off), and reads again once it answers', async () => {
+    const proxy = await stallingProxy(redisUrl())
+    const stalled = connectRedis(
+      { REDIS_URL: proxy.url },
+      { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false },
+    )
+    await stalled.connect()
+    const prefix = `{t-spend-${randomUUID().slice(0, 8)}}`
+    const spend = new SpendLimits(stalled, prefix, t.db)
+    // Spent by Redis's counter; the ledger in Postgres has nothing of it yet.
+    const limit: SpendLimit = { owner: randomUUID(), of: 'key', pico: 1_000n, reset: null, includeByok: false }
+    await redis.set(spendCounter(prefix, limit, limitPeriod(limit, new Date())), '1000')
+    try {
+      await expect(spend.check([limit])).rejects.toThrow(/spent its limit/)
+      proxy.freeze()
+      // The connection still looks ready, and nothing answers: the checks go on with the ledger's
+      // count alone (nothing spent there), those waiting behind the stuck read as well, none hangs.
+      const first = spend.check([limit])
+      const behind = spend.check([limit])
+      await expect(Promise.all([first, behind])).resolves.toEqual([undefined, undefined])
+      await expect(spend.check([limit])).resolves.toBeUndefined()
+      proxy.thaw()
+      await expect(spend.check([limit])).rejects.toThrow(/spent its limit/)
+    } finally {
+      stalled.disconnect()
+      await proxy.close()
+    }
+  })
 })
+
+/** A TCP proxy to Redis that, frozen, holds Redis's answers (a host cut off) until thawed. */
+async function stallingProxy(target: string) {
+  const to = new URL(target)
+  let frozen = false
+  const held: (() => void)[] = []
+  const sockets = new Set<net.Socket>()
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(to.port || 6379), to.hostname)
+    for (const s of [client, upstream]) {
+      sockets.add(s)
+      s.on('error', () => {})
+      s.on('close', () => (client.destroy(), upstream.destroy()))
+    }
+    client.pipe(upstream)
+    upstream.on('data', (d: Buffer) => (frozen ? held.push(() => client.write(d)) : client.write(d)))
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const url = new URL(target)
+  url.hostname = '127.0.0.1'
+  url.port = String((server.address() as AddressInfo).port)
+  return {
+    url: url.toString(),
+    freeze: () => void (frozen = true),
+    thaw() {
+      frozen = false
+      for (const write of held.splice(0)) write()
+    },
+    async close() {
+      for (const s of sockets) s.destroy()
+      await new Promise((r) => server.close(r))
+    },
+  }
+}

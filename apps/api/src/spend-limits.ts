@@ -19,6 +19,8 @@ const NOTHING: Spend = Object.freeze({ credits: 0n, byok: 0n })
 const POSTGRES_READ_MS = 1_000
 /** How long a counter read from Redis (or heard of) is trusted while spend events arrive (ms). */
 const COUNTER_READ_MS = 1_000
+/** How long a counter read waits for Redis before the check goes on with the ledger's count alone (ms). */
+const COUNTER_WAIT_MS = 1_000
 /** Entries kept before a cache starts afresh (bounds the memory of many owners and periods). */
 const MAX_ENTRIES = 50_000
 
@@ -211,16 +213,29 @@ export class SpendLimits {
     this.waiting = []
     this.reading = batch.length > 0
     if (!this.reading) return
+    // A Redis that stops answering (a host cut off: its connection still looks ready) must not hold
+    // the requests: past COUNTER_WAIT_MS the batch fails (the ledger's count then stands alone) and
+    // the next read may go.
+    let settled = false
+    const settle = (answer: () => void) => {
+      if (settled) return
+      settled = true
+      clearTimeout(late)
+      answer()
+      this.readWaiting()
+    }
+    const late = setTimeout(
+      () =>
+        settle(() => batch.forEach((r) => r.reject(new Error(`Redis did not answer within ${COUNTER_WAIT_MS} ms`)))),
+      COUNTER_WAIT_MS,
+    )
     this.redis.mget(batch.flatMap((r) => r.keys)).then(
-      (values) => {
-        let at = 0
-        for (const r of batch) r.resolve(values.slice(at, (at += r.keys.length)))
-        this.readWaiting()
-      },
-      (err: unknown) => {
-        for (const r of batch) r.reject(err)
-        this.readWaiting()
-      },
+      (values) =>
+        settle(() => {
+          let at = 0
+          for (const r of batch) r.resolve(values.slice(at, (at += r.keys.length)))
+        }),
+      (err: unknown) => settle(() => batch.forEach((r) => r.reject(err))),
     )
   }
 }
