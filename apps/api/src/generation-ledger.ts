@@ -2,14 +2,14 @@ import {
   generationsStream,
   insertGenerations,
   countedAgainst,
-  limitPeriod,
-  spendCounter,
+  limitNames,
   spendCounterTtl,
   spendEventsChannel,
   type SpendLimit,
   type Db,
   type GenerationLedger,
   type GenerationRecord,
+  type LimitNames,
   type OnWritten,
   type ParentLogger,
   type RedisClient,
@@ -49,6 +49,7 @@ interface Waiting {
 export class StreamGenerationLedger implements GenerationLedger {
   private readonly stream: string
   private readonly channel: string
+  private readonly names: (limit: SpendLimit, at: number) => LimitNames
   private queued: Waiting[] = []
   private sending = false
   private scheduled = false
@@ -67,6 +68,7 @@ export class StreamGenerationLedger implements GenerationLedger {
   ) {
     this.stream = generationsStream(queuePrefix)
     this.channel = spendEventsChannel(queuePrefix)
+    this.names = limitNames(queuePrefix)
   }
 
   append(records: GenerationRecord[], limits: readonly SpendLimit[] = []): Promise<void> {
@@ -135,11 +137,10 @@ export class StreamGenerationLedger implements GenerationLedger {
   private async toRedis(batch: Waiting[]): Promise<void> {
     const entry = JSON.stringify(batch.length === 1 ? batch[0]!.records : batch.flatMap((w) => w.records))
     const counters = new Map<string, { by: bigint; ttl: number; limit: bigint; last: Waiting }>()
-    const at = new Date()
+    const at = Date.now()
     for (const w of batch)
       for (const limit of w.limits) {
-        const period = limitPeriod(limit, at)
-        const counter = spendCounter(this.queuePrefix, limit, period)
+        const { counter, period } = this.names(limit, at)
         const seen = counters.get(counter)
         // Two limits of one request on one counter (a key's own and its guardrail's) raise it once.
         if (seen?.last === w) {

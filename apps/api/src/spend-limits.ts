@@ -1,7 +1,7 @@
 import {
-  limitPeriod,
-  spendCounter,
+  limitNames,
   spendOfOwners,
+  type LimitNames,
   usdOfPico,
   type Db,
   type RedisClient,
@@ -55,6 +55,7 @@ export class SpendLimits {
   /** Counter reads asked for while an MGET is in flight (they go together when it returns). */
   private waiting: { keys: string[]; resolve: (v: (string | null)[]) => void; reject: (e: unknown) => void }[] = []
   private reading = false
+  private readonly names: (limit: SpendLimit, at: number) => LimitNames
 
   constructor(
     private readonly redis: RedisClient,
@@ -63,7 +64,9 @@ export class SpendLimits {
     private readonly now: () => number = Date.now,
     /** Whether spend events arrive now (the API's subscriber is connected); without, every check reads. */
     private readonly trusted: () => boolean = () => false,
-  ) {}
+  ) {
+    this.names = limitNames(queuePrefix)
+  }
 
   /** A counter's value, from an append that reached a limit (this process's or, by event, another's). */
   saw(counter: string, value: bigint): void {
@@ -92,28 +95,27 @@ export class SpendLimits {
   check(limits: readonly SpendLimit[] | undefined): Promise<void> | undefined {
     if (!limits?.length) return undefined
     const now = this.now()
-    const at = new Date(now)
-    const periods = limits.map((l) => limitPeriod(l, at))
-    const counters = limits.map((l, i) => spendCounter(this.queuePrefix, l, periods[i]!))
-    const known = this.known(counters, now)
-    const ledgers = this.ledgers(limits, periods, now)
+    const names = limits.map((l) => this.names(l, now))
+    const known = this.known(names, now)
+    const ledgers = this.ledgers(limits, names, now)
     if (known && ledgers.every((l) => l.value)) {
       limits.forEach((l, i) => this.refuseIfSpent(l, known[i]!, ledgers[i]!.value!))
       return undefined
     }
     // Every limit's counter in one command, and the ledger's sums that are due in one statement: a
     // request under several limits reads Redis once and Postgres at most once.
+    const counters = names.map((n) => n.counter)
     return Promise.all([known ?? this.counters(counters, now), Promise.all(ledgers.map((l) => l.read))]).then(
       ([counted, spent]) => limits.forEach((l, i) => this.refuseIfSpent(l, counted[i]!, spent[i]!)),
     )
   }
 
   /** Every counter's value when all are known and fresh, else undefined (they are read together). */
-  private known(counters: string[], now: number): bigint[] | undefined {
+  private known(names: LimitNames[], now: number): bigint[] | undefined {
     if (!this.trusted()) return undefined
     const values: bigint[] = []
-    for (const c of counters) {
-      const k = this.counted.get(c)
+    for (const n of names) {
+      const k = this.counted.get(n.counter)
       if (!k || now - k.at >= COUNTER_READ_MS) return undefined
       values.push(k.value)
     }
@@ -124,13 +126,12 @@ export class SpendLimits {
    * Each limit's sum in the ledger, trusted for POSTGRES_READ_MS: those due are read together, and
    * the checks that come while that read is under way share it. A failed read is not kept.
    */
-  private ledgers(limits: readonly SpendLimit[], periods: string[], now: number): Kept<Spend>[] {
+  private ledgers(limits: readonly SpendLimit[], names: LimitNames[], now: number): Kept<Spend>[] {
     const due: { key: string; owner: string; period: string }[] = []
-    const kept = limits.map((l, i) => {
-      const key = `${l.owner}/${periods[i]}`
-      const hit = this.fromPostgres.get(key)
+    const kept = names.map((n, i) => {
+      const hit = this.fromPostgres.get(n.ledger)
       if (hit && now - hit.at < POSTGRES_READ_MS) return hit
-      due.push({ key, owner: l.owner, period: periods[i]! })
+      due.push({ key: n.ledger, owner: limits[i]!.owner, period: n.period })
       return undefined
     })
     if (due.length) {
@@ -147,7 +148,7 @@ export class SpendLimits {
         this.fromPostgres.set(d.key, entry)
       }
     }
-    return kept.map((k, i) => k ?? this.fromPostgres.get(`${limits[i]!.owner}/${periods[i]}`)!)
+    return kept.map((k, i) => k ?? this.fromPostgres.get(names[i]!.ledger)!)
   }
 
   private refuseIfSpent(limit: SpendLimit, counted: bigint, ledger: Spend): void {

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { canonicalGenerationId, costPico, limitPeriod, picoOf } from './generations.js'
+import {
+  canonicalGenerationId,
+  costPico,
+  limitNames,
+  limitPeriod,
+  picoOf,
+  spendCounter,
+  type SpendLimit,
+} from './generations.js'
 
 describe('costs in pico-dollars', () => {
   it('reads decimal prices exactly, plain or with an exponent', () => {
@@ -58,5 +66,25 @@ describe('ids and periods', () => {
     expect(limitPeriod({ reset: 'weekly' }, at)).toBe('w2026-11-23')
     expect(limitPeriod({ reset: 'monthly' }, at)).toBe('m2026-11')
     expect(limitPeriod({ reset: null }, at)).toBe('all')
+  })
+
+  it('names a limit’s counter and ledger row once per limit and UTC day, the same strings for every request', () => {
+    const names = limitNames('{p}')
+    const limit: SpendLimit = { owner: 'o-1', of: 'key', pico: 1n, reset: 'weekly', includeByok: true }
+    const monday = Date.parse('2026-11-23T00:00:00Z')
+    const first = names(limit, monday + 1)
+    expect(first).toMatchObject({
+      period: 'w2026-11-23',
+      counter: spendCounter('{p}', limit, 'w2026-11-23'),
+      ledger: 'o-1/w2026-11-23',
+    })
+    expect(names(limit, monday + 86_399_999)).toBe(first)
+    // A new UTC day is worked out again (the same week here), and a new week moves the names.
+    const tuesday = names(limit, monday + 86_400_000)
+    expect(tuesday).not.toBe(first)
+    expect(tuesday.counter).toBe(first.counter)
+    expect(names(limit, monday + 7 * 86_400_000).ledger).toBe('o-1/w2026-11-30')
+    // A changed limit is a new object: its own names.
+    expect(names({ ...limit, includeByok: false }, monday + 1).counter).toBe('{p}:spend:o-1:w2026-11-23')
   })
 })

@@ -282,6 +282,33 @@ const PERIOD_OF_RESET = { daily: 'day', weekly: 'week', monthly: 'month', none: 
 export const spendCounter = (queuePrefix: string, limit: Pick<SpendLimit, 'owner' | 'includeByok'>, period: string) =>
   `${queuePrefix}:spend:${limit.owner}:${period}${limit.includeByok ? ':byok' : ''}`
 
+/** A limit's period at an instant, and the names its spend goes by then (spendCounter; the ledger's owner/period). */
+export interface LimitNames {
+  day: number
+  period: string
+  counter: string
+  ledger: string
+}
+
+/**
+ * A limit's names at an instant, worked out once per limit and UTC day: callers' limits are kept
+ * with their keys (a changed limit is a new object), so the same objects come with every request,
+ * and the same strings (their hashes computed once) serve every lookup.
+ */
+export function limitNames(queuePrefix: string): (limit: SpendLimit, at: number) => LimitNames {
+  const kept = new WeakMap<SpendLimit, LimitNames>()
+  return (limit, at) => {
+    const day = Math.floor(at / 86_400_000)
+    let names = kept.get(limit)
+    if (names?.day !== day) {
+      const period = limitPeriod(limit, new Date(at))
+      names = { day, period, counter: spendCounter(queuePrefix, limit, period), ledger: `${limit.owner}/${period}` }
+      kept.set(limit, names)
+    }
+    return names
+  }
+}
+
 /**
  * Where an append that takes counters to a limit of its request publishes their new values (a JSON
  * array: counter, value, counter, value…), so every API process knows a spent limit at once.
