@@ -56,7 +56,7 @@ export class StreamGenerationLedger implements GenerationLedger {
 
   constructor(
     private readonly redis: RedisClient,
-    private readonly queuePrefix: string,
+    queuePrefix: string,
     private readonly db: Db,
     private readonly log: Pick<ParentLogger, 'warn' | 'error'>,
     private readonly told: {

@@ -59,7 +59,7 @@ export class SpendLimits {
 
   constructor(
     private readonly redis: RedisClient,
-    private readonly queuePrefix: string,
+    queuePrefix: string,
     private readonly db: Db,
     private readonly now: () => number = Date.now,
     /** Whether spend events arrive now (the API's subscriber is connected); without, every check reads. */
