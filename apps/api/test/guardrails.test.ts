@@ -617,6 +617,7 @@ describe('guardrails: enforcement', () => {
       }
     })
     await new Promise((r) => setTimeout(r, 300))
+    const assigning = performance.now()
     await admin.guardrails.bulkAssignKeys({ id: g.data.id, bulkAssignKeysRequest: { keyHashes: [key.data.hash] } })
     const assigned = performance.now()
     await new Promise((r) => setTimeout(r, 400))
@@ -626,15 +627,16 @@ describe('guardrails: enforcement', () => {
     await new Promise((r) => setTimeout(r, 300))
     running = false
     await Promise.all(load)
-    const before = shots.filter((s) => s.startedAt < assigned - 50)
-    // Pub/sub reaches the other process within a few milliseconds: the window is kept to that.
-    const during = shots.filter((s) => s.startedAt > assigned + 50 && s.startedAt < unassigning)
+    // Each window leaves out the requests sent while a change was under way (its commit may come
+    // before or after them: on a loaded machine the call itself takes a while) and 50 ms past it.
+    const before = shots.filter((s) => s.startedAt < assigning - 50)
+    const during = shots.filter((s) => s.startedAt > assigned + 50 && s.startedAt < unassigning - 50)
     const after = shots.filter((s) => s.startedAt > unassigned + 50)
     expect(before.length).toBeGreaterThan(0)
     expect(during.length).toBeGreaterThan(0)
     expect(after.length).toBeGreaterThan(0)
-    expect(before.every((s) => s.status === 200)).toBe(true)
+    expect(before.map((s) => s.status).filter((s) => s !== 200)).toEqual([])
     expect(during.map((s) => s.status).filter((s) => s !== 403)).toEqual([])
-    expect(after.every((s) => s.status === 200)).toBe(true)
+    expect(after.map((s) => s.status).filter((s) => s !== 200)).toEqual([])
   })
 })
