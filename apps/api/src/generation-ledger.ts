@@ -1,4 +1,5 @@
 import {
+  answeredWithin,
   generationsStream,
   insertGenerations,
   countedAgainst,
@@ -17,14 +18,6 @@ import {
 
 /** How long an append waits for Redis before writing to Postgres instead. */
 const APPEND_WAIT_MS = 2_000
-
-function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms)
-  })
-  return Promise.race([work, late]).finally(() => clearTimeout(timer))
-}
 
 /** One request's records, waiting to be appended. */
 interface Waiting {
@@ -156,7 +149,7 @@ export class StreamGenerationLedger implements GenerationLedger {
         })
       }
     if (counters.size === 0) {
-      await withTimeout(this.redis.xadd(this.stream, '*', 'b', entry), APPEND_WAIT_MS)
+      await answeredWithin(this.redis.xadd(this.stream, '*', 'b', entry), APPEND_WAIT_MS)
       return
     }
     // The entry and its counters in one script: atomic as a transaction, but one command on the
@@ -164,7 +157,7 @@ export class StreamGenerationLedger implements GenerationLedger {
     const keys = [this.stream, ...counters.keys()]
     const args = [this.channel, entry]
     for (const c of counters.values()) args.push(c.by.toString(), String(c.ttl), c.limit.toString())
-    const reached = (await withTimeout(
+    const reached = (await answeredWithin(
       appendWithCounters(this.redis)(keys.length, ...keys, ...args),
       APPEND_WAIT_MS,
     )) as string[] | null

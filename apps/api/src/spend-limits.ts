@@ -1,4 +1,5 @@
 import {
+  answeredWithin,
   limitNames,
   spendOfOwners,
   type LimitNames,
@@ -217,26 +218,16 @@ export class SpendLimits {
     // A Redis that stops answering (a host cut off: its connection still looks ready) must not hold
     // the requests: past COUNTER_WAIT_MS the batch fails (the ledger's count then stands alone) and
     // the next read may go.
-    let settled = false
-    const settle = (answer: () => void) => {
-      if (settled) return
-      settled = true
-      clearTimeout(late)
-      answer()
-      this.readWaiting()
-    }
-    const late = setTimeout(
-      () =>
-        settle(() => batch.forEach((r) => r.reject(new Error(`Redis did not answer within ${COUNTER_WAIT_MS} ms`)))),
-      COUNTER_WAIT_MS,
-    )
-    this.redis.mget(batch.flatMap((r) => r.keys)).then(
-      (values) =>
-        settle(() => {
-          let at = 0
-          for (const r of batch) r.resolve(values.slice(at, (at += r.keys.length)))
-        }),
-      (err: unknown) => settle(() => batch.forEach((r) => r.reject(err))),
+    answeredWithin(this.redis.mget(batch.flatMap((r) => r.keys)), COUNTER_WAIT_MS).then(
+      (values) => {
+        let at = 0
+        for (const r of batch) r.resolve(values.slice(at, (at += r.keys.length)))
+        this.readWaiting()
+      },
+      (err: unknown) => {
+        for (const r of batch) r.reject(err)
+        this.readWaiting()
+      },
     )
   }
 }

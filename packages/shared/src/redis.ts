@@ -37,3 +37,15 @@ export function connectRedis(settings: RedisSettings, options: ConnectionOptions
     },
   })
 }
+
+/**
+ * `work` (a Redis command), failed when Redis does not answer within `ms`: a Redis host cut off
+ * keeps its connection looking ready, and a request must not wait on it forever.
+ */
+export function answeredWithin<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis did not answer within ${ms} ms`)), ms)
+  })
+  return Promise.race([work, late]).finally(() => clearTimeout(timer))
+}
