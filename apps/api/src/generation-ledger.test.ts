@@ -66,6 +66,38 @@ describe('StreamGenerationLedger', () => {
     await redis.del(stream, spendCounter(prefix, limit, limitPeriod(limit, new Date())))
   })
 
+  it('gives a counter its window’s TTL when an append makes it, and tells each append that reaches the limit', async () => {
+    const told: [string, bigint][] = []
+    const ledger = new StreamGenerationLedger(redis, prefix, t.db, silent, {
+      onCounted: (counter, value) => told.push([counter, value]),
+    })
+    const owner = '00000000-0000-4000-8000-00000000000c'
+    const limit = { owner, of: 'key' as const, pico: 100n, reset: 'daily' as const, includeByok: false }
+    const counter = spendCounter(prefix, limit, limitPeriod(limit, new Date()))
+    const spend = (id: string, cost: number) =>
+      ledger.append([generationRecord({ id, key_id: owner, cost_pico: String(cost) })], [limit])
+    try {
+      await spend('ttl-1', 40)
+      expect(await redis.get(counter)).toBe('40')
+      const made = await redis.ttl(counter)
+      expect(made).toBeGreaterThan(3 * 86_400 - 60)
+      expect(made).toBeLessThanOrEqual(3 * 86_400)
+      // Set when the counter was made, not pushed back by each append.
+      await redis.expire(counter, 1_000)
+      await spend('ttl-2', 59)
+      expect(await redis.ttl(counter)).toBeLessThanOrEqual(1_000)
+      expect(told).toEqual([])
+      await spend('ttl-3', 1)
+      await spend('ttl-4', 1)
+      expect(told).toEqual([
+        [counter, 100n],
+        [counter, 101n],
+      ])
+    } finally {
+      await redis.del(counter)
+    }
+  })
+
   it('publishes a counter with its new value when it reaches the lowest limit of it, compared exactly past 2^53', async () => {
     const events = connectRedis({ REDIS_URL: redisUrl() })
     const heard: string[] = []
