@@ -102,6 +102,43 @@ describe('SpendLimits', () => {
     }
   })
 
+  it('reads the sums checks used, half through their second, with the one that is due: one statement for them', async () => {
+    const prefix = `{t-spend-${randomUUID().slice(0, 8)}}`
+    let now = Date.parse('2026-11-26T12:00:00Z')
+    const spend = new SpendLimits(redis, prefix, t.db, () => now)
+    const [a, b, c] = Array.from({ length: 3 }, (): SpendLimit => ({
+      owner: randomUUID(),
+      of: 'key',
+      pico: 1_000n,
+      reset: null,
+      includeByok: false,
+    }))
+    const reads = vi.spyOn(t.db, '$queryRaw')
+    const owners = () => reads.mock.calls.map((call) => (call[1] as string[]).length)
+    try {
+      await spend.check([a!]) // A read at 0
+      now += 600
+      await spend.check([b!]) // B read at 600
+      await spend.check([c!]) // C read at 600 too
+      now += 200
+      await spend.check([b!]) // B used at 800; C not used since its read
+      expect(owners()).toEqual([1, 1, 1])
+      // B's owner spends its limit in the ledger; A falls due at 1,100 and B, half through its
+      // second and used, goes in the same statement (C, unused since, does not).
+      await t.db.$executeRaw`INSERT INTO spend (owner_id, period, credits_pico, byok_pico)
+        VALUES (${b!.owner}::uuid, ${limitPeriod(b!, new Date(now))}, ${1_000}, ${0})`
+      now += 300
+      await spend.check([a!])
+      expect(owners()).toEqual([1, 1, 1, 2])
+      // At 1,650 B's own second (from 600) would be up; read at 1,100, it is not, and it knows.
+      now += 550
+      await expect(spend.check([b!])).rejects.toThrow(/spent its limit/)
+      expect(owners()).toHaveLength(4)
+    } finally {
+      reads.mockRestore()
+    }
+  })
+
   it('answers every waiting check when Redis fails the read under way: the ledger counts alone', async () => {
     // A real failure: the connection is killed from another one while reads are in flight.
     const doomed = connectRedis(

@@ -25,8 +25,20 @@ const COUNTER_WAIT_MS = 1_000
 /** Entries kept before a cache starts afresh (bounds the memory of many owners and periods). */
 const MAX_ENTRIES = 50_000
 
-/** A value kept with when it was read; `value` is set once a read resolves. */
-type Kept<T> = { at: number; read: Promise<T>; value?: T }
+/**
+ * An owner's spend in a period as the ledger last said it: `value` read when `at`, `pending` while a
+ * read is under way (the value before it still serves until its time is up), `used` by a check
+ * since that read.
+ */
+type Sum = {
+  key: string
+  owner: string
+  period: string
+  at: number
+  value?: Spend
+  pending?: Promise<Spend>
+  used: boolean
+}
 
 /**
  * Refuses a request, before any upstream call, when a limit it counts against is spent in its
@@ -50,7 +62,7 @@ type Kept<T> = { at: number; read: Promise<T>; value?: T }
  * the cost of that many requests.
  */
 export class SpendLimits {
-  private readonly fromPostgres = new Map<string, Kept<Spend>>()
+  private readonly fromPostgres = new Map<string, Sum>()
   /** Counters read or heard of, by key: trusted for COUNTER_READ_MS while `trusted()`. */
   private readonly counted = new Map<string, { at: number; value: bigint }>()
   /** Counter reads asked for while an MGET is in flight (they go together when it returns). */
@@ -99,15 +111,15 @@ export class SpendLimits {
     const names = limits.map((l) => this.names(l, now))
     const known = this.known(names, now)
     const ledgers = this.ledgers(limits, names, now)
-    if (known && ledgers.every((l) => l.value)) {
-      limits.forEach((l, i) => this.refuseIfSpent(l, known[i]!, ledgers[i]!.value!))
+    if (known && !(ledgers instanceof Promise)) {
+      limits.forEach((l, i) => this.refuseIfSpent(l, known[i]!, ledgers[i]!))
       return undefined
     }
     // Every limit's counter in one command, and the ledger's sums that are due in one statement: a
     // request under several limits reads Redis once and Postgres at most once.
     const counters = names.map((n) => n.counter)
-    return Promise.all([known ?? this.counters(counters, now), Promise.all(ledgers.map((l) => l.read))]).then(
-      ([counted, spent]) => limits.forEach((l, i) => this.refuseIfSpent(l, counted[i]!, spent[i]!)),
+    return Promise.all([known ?? this.counters(counters, now), ledgers]).then(([counted, spent]) =>
+      limits.forEach((l, i) => this.refuseIfSpent(l, counted[i]!, spent[i]!)),
     )
   }
 
@@ -124,32 +136,64 @@ export class SpendLimits {
   }
 
   /**
-   * Each limit's sum in the ledger, trusted for POSTGRES_READ_MS: those due are read together, and
-   * the checks that come while that read is under way share it. A failed read is not kept.
+   * Each limit's sum in the ledger, trusted for POSTGRES_READ_MS; the checks that come while a read
+   * is under way share it. When any is due, every other sum a check used since its last read and
+   * half through its time goes in the same statement: the owners a process serves are read together
+   * about once a second, not each at its own moment (a statement's cost is mostly its own, not its
+   * rows'). A failed read keeps what was known, trusted until its time is up; a sum never read is
+   * then forgotten.
    */
-  private ledgers(limits: readonly SpendLimit[], names: LimitNames[], now: number): Kept<Spend>[] {
-    const due: { key: string; owner: string; period: string }[] = []
-    const kept = names.map((n, i) => {
-      const hit = this.fromPostgres.get(n.ledger)
-      if (hit && now - hit.at < POSTGRES_READ_MS) return hit
-      due.push({ key: n.ledger, owner: limits[i]!.owner, period: n.period })
-      return undefined
-    })
-    if (due.length) {
-      if (this.fromPostgres.size > MAX_ENTRIES) this.fromPostgres.clear()
-      const read = spendOfOwners(this.db, due)
-      for (const d of due) {
-        const entry: Kept<Spend> = { at: now, read: read.then((found) => found.get(d.key) ?? NOTHING) }
-        entry.read.then(
-          (spend) => (entry.value = spend),
-          () => {
-            if (this.fromPostgres.get(d.key) === entry) this.fromPostgres.delete(d.key)
-          },
-        )
-        this.fromPostgres.set(d.key, entry)
+  private ledgers(limits: readonly SpendLimit[], names: LimitNames[], now: number): Spend[] | Promise<Spend[]> {
+    const fresh = (sum: Sum) => sum.value !== undefined && now - sum.at < POSTGRES_READ_MS
+    const sums = names.map((n, i) => {
+      let sum = this.fromPostgres.get(n.ledger)
+      if (!sum) {
+        if (this.fromPostgres.size >= MAX_ENTRIES) this.fromPostgres.clear()
+        sum = { key: n.ledger, owner: limits[i]!.owner, period: n.period, at: now, used: true }
+        this.fromPostgres.set(n.ledger, sum)
       }
+      sum.used = true
+      return sum
+    })
+    if (sums.every(fresh)) return sums.map((sum) => sum.value!)
+    if (sums.some((sum) => !fresh(sum) && !sum.pending)) this.readSums(sums, now)
+    return Promise.all(sums.map((sum) => (fresh(sum) ? sum.value! : sum.pending!)))
+  }
+
+  /**
+   * Reads a check's sums that are not fresh, with every other sum a check used since its last read
+   * and half through its time.
+   */
+  private readSums(sums: Sum[], now: number): void {
+    const due = sums.filter((sum) => !sum.pending && (sum.value === undefined || now - sum.at >= POSTGRES_READ_MS))
+    const asked = new Set(due)
+    for (const sum of this.fromPostgres.values())
+      if (
+        sum.used &&
+        !sum.pending &&
+        sum.value !== undefined &&
+        now - sum.at >= POSTGRES_READ_MS / 2 &&
+        !asked.has(sum)
+      )
+        due.push(sum)
+    const read = spendOfOwners(this.db, due)
+    for (const sum of due) {
+      sum.used = false
+      sum.pending = read.then(
+        (found) => {
+          sum.pending = undefined
+          sum.at = now
+          return (sum.value = found.get(sum.key) ?? NOTHING)
+        },
+        (err: unknown) => {
+          sum.pending = undefined
+          if (sum.value === undefined && this.fromPostgres.get(sum.key) === sum) this.fromPostgres.delete(sum.key)
+          throw err
+        },
+      )
+      // A sum read with the others may have no check waiting: its failure is the next check's to meet.
+      sum.pending.catch(() => {})
     }
-    return kept.map((k, i) => k ?? this.fromPostgres.get(names[i]!.ledger)!)
   }
 
   private refuseIfSpent(limit: SpendLimit, counted: bigint, ledger: Spend): void {
