@@ -583,6 +583,27 @@ describe('private logging (a workspace’s prompts and completions)', () => {
   })
 })
 
+describe('kept content Postgres cannot hold as text', () => {
+  it('writes the generation and what it cost, with a NUL or a lone surrogate in the prompt kept as U+FFFD', async () => {
+    const them = await makeTenant(env.t.db)
+    await setIoLogging(env.t.db, { workspaceId: them.workspaceId, on: true })
+    // Valid JSON, and text to a model; not text to Postgres.
+    const body = '{"model":"sim/chat","messages":[{"role":"user","content":"nul \\u0000 and half \\ud800 a pair"}]}'
+    const res = await fetch(`${base}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${them.keys.user}`, 'content-type': 'application/json' },
+      body,
+    })
+    expect(res.status).toBe(200)
+    const id = idOf(await res.text(), false)
+    const written = await generation(them.keys.user, id)
+    expect(written.totalCost).toBeGreaterThan(0)
+    const content = (await sdk(them.keys.user).generations.listGenerationContent({ id })).data
+    const [message] = (content.input as { messages: Record<string, unknown>[] }).messages
+    expect(message).toMatchObject({ content: 'nul \uFFFD and half \uFFFD a pair' })
+  })
+})
+
 describe('the drain', () => {
   it('drops what is not a record without holding the stream up, writes a record appended twice once, and outlives the loss of its stream', async () => {
     const { connectRedis, generationsStream } = await import('@roster/shared')

@@ -49,7 +49,7 @@ export async function insertGenerations(
   if (records.length === 0) return []
   const rows = await db.$queryRaw<{ written: string[] | null }[]>`
     WITH g AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS t(
+      SELECT * FROM jsonb_to_recordset(${storableJson(records)}::jsonb) AS t(
         id text, request_id text, created_at timestamptz, key_id uuid, workspace_id uuid, account_id uuid,
         user_id uuid, intern_id uuid, model text, provider text, upstream_model text, door text,
         tokens_prompt int, tokens_completion int, tokens_reasoning int, tokens_cached int, cost_pico bigint,
@@ -112,6 +112,30 @@ export async function insertGenerations(
   const written = new Set(rows[0]?.written ?? [])
   return records.filter((r) => written.delete(r.id))
 }
+
+/**
+ * `value` as JSON Postgres takes: a NUL character or a lone surrogate in a string or a key (a prompt
+ * kept by private logging, a model's output) is not text to Postgres, which would refuse the whole
+ * record, and with it the generation and what it cost; such characters are written as U+FFFD (the
+ * replacement character). JSON.stringify writes both as escapes (`\u0000`, `\ud800`–`\udfff`), so a
+ * value without them pays one scan of its JSON.
+ */
+export function storableJson(value: unknown): string {
+  const json = JSON.stringify(value)
+  return UNSTORABLE_ESCAPE.test(json) ? JSON.stringify(storable(value)) : json
+}
+const UNSTORABLE_ESCAPE = /\\u(0000|d[89a-f])/i
+
+function storable(value: unknown): unknown {
+  if (typeof value === 'string') return storableText(value)
+  if (Array.isArray(value)) return value.map(storable)
+  if (typeof value !== 'object' || value === null) return value
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(value)) out[storableText(k)] = storable(v)
+  return out
+}
+// String.prototype.toWellFormed is in Node 20 (ES2024); the project's lib is ES2023.
+const storableText = (s: string) => (s.replaceAll('\0', '\uFFFD') as string & { toWellFormed(): string }).toWellFormed()
 
 /** What a key, workspace or account spent in each of `periods`, in pico-dollars (absent periods: nothing spent). */
 export async function spendOf(db: Db, ownerId: string, periods: string[]) {
