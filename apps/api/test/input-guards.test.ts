@@ -118,6 +118,30 @@ describe('JSON nested without end', () => {
   })
 })
 
+describe('bodies that are not JSON', () => {
+  it('bytes that are not UTF-8, broken syntax and prototype keys are 400 saying which; nothing is written', async () => {
+    const before = await counts()
+    const invalidUtf8 = Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}')])
+    const send = (url: string, payload: string | Buffer) =>
+      app.inject({ method: 'POST', url, headers: headers(), payload })
+    expectRefused(await send('/api/v1/interns', invalidUtf8), 400, /the body is not valid UTF-8/, true)
+    expectRefused(await send('/api/v1/chat/completions', invalidUtf8), 400, /the body is not valid UTF-8/)
+    expectRefused(await send('/api/v1/interns', '{"name":'), 400, /the body is not valid JSON \(.+\)/, true)
+    for (const poison of ['{"name":"p","__proto__":{"x":1}}', '{"name":"p","constructor":{"prototype":{"x":1}}}'])
+      expectRefused(await send('/api/v1/interns', poison), 400, /"__proto__" or "constructor.prototype" key/, true)
+    expect(await counts()).toBe(before)
+    // UTF-8 that is well formed, in every plane, is read as sent.
+    const named = await app.inject({
+      method: 'POST',
+      url: '/api/v1/keys',
+      headers: headers(env.tenant.keys.management),
+      payload: Buffer.from(JSON.stringify({ name: 'é 😀 名' }), 'utf8'),
+    })
+    expect(named.statusCode).toBe(201)
+    expect(named.json().data.name).toBe('é 😀 名')
+  })
+})
+
 describe("the router's refusals", () => {
   it('bad percent-encoding and over-long path segments answer in the documented body', async () => {
     for (const url of [

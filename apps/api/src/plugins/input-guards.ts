@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, errorBody, rawErrorResponse, REQUEST_TIMEOUT_RESPONSE, vaultErrorBody } from '@roster/shared'
@@ -65,11 +66,15 @@ export function unstorableText(value: unknown, path = ''): string | undefined {
 const storable = (s: string) => !s.includes('\0') && (s as string & { isWellFormed(): boolean }).isWellFormed()
 
 export function registerInputGuards(app: FastifyInstance) {
-  // Fastify's own JSON parser (with its prototype-poisoning checks), then the depth limit.
+  // Bytes that are not UTF-8 are not JSON (RFC 8259 §8.1): refused, not read with U+FFFD in their
+  // place. Then Fastify's own JSON parser (with its prototype-poisoning checks), then the depth limit.
   const parseJson = app.getDefaultJsonParser('error', 'error')
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    void parseJson(req, body as string, (err, value) => {
-      if (err) return done(err, undefined)
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, bytes, done) => {
+    if (!isUtf8(bytes as Buffer))
+      return done(new AppError('invalid_body', 'invalid request: the body is not valid UTF-8'), undefined)
+    const text = (bytes as Buffer).toString('utf8')
+    void parseJson(req, text, (err, value) => {
+      if (err) return done(whyNotJson(err, text), undefined)
       if (nestsDeeperThan(value, MAX_JSON_DEPTH))
         return done(
           new AppError('invalid_body', `invalid request: the body nests deeper than ${MAX_JSON_DEPTH} levels`),
@@ -78,6 +83,24 @@ export function registerInputGuards(app: FastifyInstance) {
       done(null, value)
     })
   })
+}
+
+/**
+ * Fastify's parser says only that a body is not JSON; the client is told why: where the syntax
+ * breaks (JSON.parse's own words), or that it is JSON with a key that could poison a prototype.
+ * Only refused bodies pay for the second parse.
+ */
+function whyNotJson(err: Error & { code?: string }, text: string): Error {
+  if (err.code !== 'FST_ERR_CTP_INVALID_JSON_BODY') return err
+  try {
+    JSON.parse(text)
+  } catch (syntax) {
+    return new AppError('invalid_body', `invalid request: the body is not valid JSON (${(syntax as Error).message})`)
+  }
+  return new AppError(
+    'invalid_body',
+    'invalid request: the body holds a "__proto__" or "constructor.prototype" key, which no request may hold',
+  )
 }
 
 /**
