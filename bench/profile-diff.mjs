@@ -6,7 +6,7 @@
 // minus b). Both profiles from the same load (BENCH_API_FLAGS='--cpu-prof --cpu-prof-dir=DIR
 // --cpu-prof-interval=200' with BENCH_FLOOR_ONLY=<target> BENCH_RATE=<rate> BENCH_SECONDS=25), e.g.
 // a target with every feature on against the same target from a plain key (`<target>-off`).
-import { readFileSync } from 'node:fs'
+import { busySamples } from './cpu-profile.mjs'
 
 const [a, b, rate, seconds = '22'] = process.argv.slice(2)
 if (!a || !b || !rate) throw new Error('usage: profile-diff.mjs <a.cpuprofile> <b.cpuprofile> <requests/s> [seconds]')
@@ -14,26 +14,15 @@ const requests = Number(rate) * Number(seconds)
 
 /** Each function's (name, file, line) self time in the window, in µs per request. */
 function selfTimes(file) {
-  const profile = JSON.parse(readFileSync(file, 'utf8'))
-  const frames = new Map(profile.nodes.map((n) => [n.id, n.callFrame]))
-  let at = profile.startTime
-  const times = profile.timeDeltas.map((d) => (at += d))
-  const end = times.at(-1) - 1e6
-  const start = end - Number(seconds) * 1e6
-  // Each sample stands for the time until the next (as DevTools counts it), in µs per request.
-  const counts = new Map()
-  let busy = 0
-  profile.samples.forEach((id, i) => {
-    if (times[i] < start || times[i] > end) return
-    const f = frames.get(id)
-    if (f.functionName === '(idle)') return
-    const us = (times[i + 1] - times[i]) / requests
-    busy += us
+  const us = new Map()
+  let total = 0
+  busySamples(file, seconds, (f, time) => {
     const where = f.url.replace(/.*node_modules\//, '').replace(/^file:\/\/.*?\/(apps|packages|bench)\//, '$1/')
     const key = `${f.functionName || '(anonymous)'} ${where}${where ? `:${f.lineNumber + 1}` : ''}`
-    counts.set(key, (counts.get(key) ?? 0) + us)
+    us.set(key, (us.get(key) ?? 0) + time / requests)
+    total += time / requests
   })
-  return { us: counts, total: busy }
+  return { us, total }
 }
 
 const A = selfTimes(a)

@@ -5,7 +5,7 @@
 // CPU per request (from `npm run bench -- floor`) turns the shares into microseconds. The profile
 // comes from BENCH_API_FLAGS or BENCH_FASTIFY_FLAGS='--cpu-prof --cpu-prof-dir=DIR
 // --cpu-prof-interval=200' with BENCH_FLOOR_ONLY=<target> BENCH_RATE=1000 (bench/floor.mjs).
-import { readFileSync } from 'node:fs'
+import { busySamples } from './cpu-profile.mjs'
 
 const has =
   (...parts) =>
@@ -40,23 +40,14 @@ const PARTS = [
 
 const [file, seconds = '20', perRequest] = process.argv.slice(2)
 if (!file) throw new Error('usage: profile-split.mjs <file.cpuprofile> [seconds] [µs per request]')
-const profile = JSON.parse(readFileSync(file, 'utf8'))
-const frames = new Map(profile.nodes.map((n) => [n.id, n.callFrame]))
-let at = profile.startTime
-const times = profile.timeDeltas.map((d) => (at += d))
-const end = times.at(-1) - 1e6
-const start = end - Number(seconds) * 1e6
 const counts = new Map()
 let busy = 0
-profile.samples.forEach((id, i) => {
-  if (times[i] < start || times[i] > end) return
-  const { functionName: fn, url } = frames.get(id)
-  if (fn === '(idle)') return
-  busy++
+busySamples(file, seconds, ({ functionName: fn, url }, us) => {
+  busy += us
   const part = PARTS.find(([, test]) => test(fn, url))?.[0] ?? 'other'
-  counts.set(part, (counts.get(part) ?? 0) + 1)
+  counts.set(part, (counts.get(part) ?? 0) + us)
 })
-console.log(`${busy} busy samples in the last ${seconds} s`)
+console.log(`${(busy / 1e6).toFixed(1)} s busy in the last ${seconds} s`)
 for (const [part, n] of [...counts].sort((a, b) => b[1] - a[1])) {
   const share = n / busy
   const us = perRequest ? ` ${(share * Number(perRequest)).toFixed(0).padStart(4)} µs` : ''
