@@ -1,7 +1,14 @@
 import { isUtf8 } from 'node:buffer'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { AppError, errorBody, rawErrorResponse, REQUEST_TIMEOUT_RESPONSE, vaultErrorBody } from '@roster/shared'
+import {
+  AppError,
+  errorBody,
+  isStorableText,
+  rawErrorResponse,
+  REQUEST_TIMEOUT_RESPONSE,
+  vaultErrorBody,
+} from '@roster/shared'
 
 // What no route can take, refused before any route runs, in the documented error body.
 
@@ -41,29 +48,24 @@ export function nestsDeeperThan(value: unknown, limit: number): boolean {
   return false
 }
 
-/**
- * Where in `value` a string (or key) holds what Postgres cannot store as text: a NUL character,
- * or a lone surrogate (not Unicode at all; it would be stored as U+FFFD, silently changed).
- */
+/** Where in `value` a string (or key) holds text Postgres cannot store (isStorableText). */
 export function unstorableText(value: unknown, path = ''): string | undefined {
   const stack: [unknown, string][] = [[value, path]]
   while (stack.length) {
     const [node, at] = stack.pop()!
     if (typeof node === 'string') {
-      if (!storable(node)) return at || '/'
+      if (!isStorableText(node)) return at || '/'
     } else if (Array.isArray(node)) {
       node.forEach((v, i) => stack.push([v, `${at}/${i}`]))
     } else if (typeof node === 'object' && node !== null) {
       for (const k in node) {
-        if (!storable(k)) return `${at}/${k.replace(/\0/g, '\\u0000')}`
+        if (!isStorableText(k)) return `${at}/${k.replace(/\0/g, '\\u0000')}`
         stack.push([(node as Record<string, unknown>)[k], `${at}/${k}`])
       }
     }
   }
   return undefined
 }
-// String.prototype.isWellFormed is in Node 20 (ES2024); the project's lib is ES2023.
-const storable = (s: string) => !s.includes('\0') && (s as string & { isWellFormed(): boolean }).isWellFormed()
 
 export function registerInputGuards(app: FastifyInstance) {
   // Bytes that are not UTF-8 are not JSON (RFC 8259 §8.1): refused, not read with U+FFFD in their

@@ -1,5 +1,5 @@
 import { Prisma, type Db } from '../db.js'
-import { storableJson } from '../storable-json.js'
+import { storableJson } from '../storable-text.js'
 import type { GenerationContentRecord, GenerationRecord, GenerationRow } from '../generations.js'
 
 // The generations, spend, generation_rollups and generation_content tables' statements.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { storableJson } from './storable-json.js'
+import { storableJson } from './storable-text.js'
 
 describe('storableJson', () => {
   it('leaves JSON Postgres takes as JSON.stringify writes it, a surrogate pair included', () => {
