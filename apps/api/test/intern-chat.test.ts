@@ -627,6 +627,39 @@ describe('chatting with an intern', () => {
     },
   )
 
+  it('makes a model call the provider refused for a passing reason again, twice at most, before the turn fails', async () => {
+    const calls = () => sim.stats.requests['/v1/chat/completions'] ?? 0
+    const turn = async (content: string) => {
+      const before = calls()
+      const { events, done } = sseEvents(await (await chat({ messages: [{ role: 'user', content }] })).text())
+      expect(done).toBe(true)
+      const chunks = events.map((e) => e.data)
+      return {
+        text: chunks.map((c) => c.choices[0]?.delta?.content ?? '').join(''),
+        finish: chunks.at(-2),
+        calls: calls() - before,
+      }
+    }
+    // Two 503s, then the answer: the user sees only the answer.
+    const through = await turn(`[sim] fail 503 2\n[sim] say Came through ${Date.now()}.`)
+    expect(through.text).toMatch(/^Came through \d+\.$/)
+    expect(through.finish.choices[0].finish_reason).toBe('stop')
+    expect(through.calls).toBe(3)
+    // A 429 whose Retry-After (2 s) is waited for, then the answer.
+    const started = Date.now()
+    const waited = await turn(`[sim] fail 429 1\n[sim] say Waited ${started}.`)
+    expect(waited.text).toBe(`Waited ${started}.`)
+    expect(waited.calls).toBe(2)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2_000)
+    // Three refusals: the turn fails, retryable, after three calls and no more.
+    const failed = await turn(`[sim] fail 503 5\n[sim] say Never ${Date.now()}.`)
+    expect(failed.text).toBe('')
+    expect(failed.calls).toBe(3)
+    expect(failed.finish.choices[0].finish_reason).toBe('error')
+    expect(failed.finish.error).toMatchObject({ metadata: { reason: 'turn_failed', retryable: true } })
+    expect(failed.finish.error.message).toMatch(/answered 503/)
+  })
+
   it('holds an intern’s model calls to its workspace’s default guardrail: filters what reaches the provider, refuses a model it does not allow', async () => {
     const admin = new OpenRouter({
       apiKey: env.tenant.keys.management,

@@ -119,6 +119,20 @@ function decide(ask: Ask, settings: SimSettings, seenPrompts: Set<string>): Plan
   return { id, model: ask.model, text, reasoning, finish, usage }
 }
 
+/**
+ * `[sim] fail <429|500|503> <n>` on a line of the latest prompt: the first n calls with this very
+ * input fail with that status (`failed` counts them), the next are answered; for tests of retries.
+ */
+export function scriptedFault(ask: Ask, failed: Map<string, number>): '429' | '500' | '503' | undefined {
+  if (!ask.promptText.includes('[sim]')) return undefined
+  const m = /^\s*\[sim\]\s+fail\s+(429|500|503)\s+(\d+)\s*$/m.exec(ask.promptText)
+  if (!m) return undefined
+  const times = failed.get(ask.inputText) ?? 0
+  if (times >= Number(m[2])) return undefined
+  if (failed.size < 100_000) failed.set(ask.inputText, times + 1)
+  return m[1] as '429' | '500' | '503'
+}
+
 export type ScriptStep = { kind: 'call'; tool: string; arguments: string } | { kind: 'say'; text: string }
 
 /**

@@ -209,6 +209,20 @@ describe('settings and faults', () => {
     expect((await overloaded.json()).error.type).toBe('overloaded_error')
   })
 
+  it('fails the first n calls of a conversation whose prompt says `[sim] fail <status> <n>`, then answers', async () => {
+    const scripted = (content: string) => ({ model: 'm', messages: [{ role: 'user', content }] })
+    const prompt = `again please\n[sim] fail 503 2\n[sim] say Third time.`
+    const statuses = []
+    for (let i = 0; i < 3; i++) statuses.push((await post('/v1/chat/completions', scripted(prompt))).status)
+    expect(statuses).toEqual([503, 503, 200])
+    // Counted per conversation: another one with the same script fails afresh.
+    expect((await post('/v1/chat/completions', scripted(`${prompt} `))).status).toBe(503)
+    const limited = await post('/v1/responses', { model: 'm', input: '[sim] fail 429 1' })
+    expect(limited.status).toBe(429)
+    expect(limited.headers.get('retry-after')).toBe('2')
+    expect((await post('/v1/responses', { model: 'm', input: '[sim] fail 429 1' })).status).toBe(200)
+  })
+
   it('cuts a stream in the middle, and can hang until the caller gives up', async () => {
     // A cut stream either fails while reading or ends early; either way it never completes.
     const text = await post('/v1/chat/completions', { ...ask, stream: true }, { 'x-sim-fault': 'cut' })

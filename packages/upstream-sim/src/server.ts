@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { timingSafeEqual } from 'node:crypto'
 import { defaultSettings, requestSettings, type SimSettings } from './settings.js'
-import { plan, type Ask, type Plan } from './plan.js'
+import { plan, scriptedFault, type Ask, type Plan } from './plan.js'
 import { StreamWriter } from './writer.js'
 import { obj, type Json } from './json-view.js'
 import { askFromChat, chatError, chatResponse, chatStream } from './protocols/chat-completions.js'
@@ -62,6 +62,7 @@ export async function startSimulator(
 ): Promise<Simulator> {
   const base: SimSettings = { ...defaultSettings, ...options }
   const seenPrompts = new Set<string>()
+  const scriptedFailures = new Map<string, number>()
   const stats: Simulator['stats'] = { requests: {}, lastBody: {}, lastHeaders: {}, cancelled: 0, credentials: [] }
 
   const server = createServer((req, res) => {
@@ -102,7 +103,9 @@ export async function startSimulator(
     stats.lastBody[path] = body
     if (settings.latencyMs > 0) await new Promise((r) => setTimeout(r, settings.latencyMs))
 
-    switch (settings.fault) {
+    const ask = protocol.ask(body)
+    const fault = settings.fault === 'none' ? (scriptedFault(ask, scriptedFailures) ?? 'none') : settings.fault
+    switch (fault) {
       case 'timeout':
         return // never answers; the caller's timeout decides
       case '429':
@@ -110,9 +113,9 @@ export async function startSimulator(
         return json(res, 429, protocol.error(429, 'rate limited by the simulator'))
       case '500':
       case '503':
-        return json(res, Number(settings.fault), protocol.error(Number(settings.fault), 'simulated upstream failure'))
+        return json(res, Number(fault), protocol.error(Number(fault), 'simulated upstream failure'))
     }
-    const answer = plan(protocol.ask(body), settings, seenPrompts)
+    const answer = plan(ask, settings, seenPrompts)
     if (body.stream === true) {
       const out = new StreamWriter(res, settings, Math.max(1, Math.floor(answer.text.length / 2)))
       return protocol.stream(answer, out, body, settings)

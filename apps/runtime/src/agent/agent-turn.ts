@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
 import { EgressRequest, injectTrace, readEventStream } from '@roster/shared'
 import type { CommandLimits, CommandResult } from '../sandbox.js'
@@ -86,12 +87,45 @@ export class TurnFailed extends Error {
     message: string,
     /** The HTTP status the model call answered (a retryable one: 429 or 5xx). */
     readonly status: number,
+    /** How long the answer asked the caller to wait before trying again (Retry-After), in ms. */
+    readonly retryAfterMs?: number,
   ) {
     super(message)
   }
   get retryable() {
     return this.status === 429 || this.status >= 500
   }
+}
+
+/**
+ * A model call the API refused for a passing reason (429, 5xx, or a connection that broke before
+ * its answer) is made again, as the official clients do (OpenAI's and Anthropic's: twice, backing
+ * off from half a second, Retry-After obeyed): a provider's hiccup or a moment of load on the API is
+ * not the user's failed turn. A refused call showed nothing and is not charged, so the second call
+ * duplicates nothing. A wait asked for longer than MAX_RETRY_WAIT_MS fails the turn at once, saying
+ * so: the user, not a hidden sleep, decides whether to wait that long.
+ */
+export const MODEL_CALL_RETRIES = 2
+const FIRST_RETRY_WAIT_MS = 500
+const MAX_RETRY_WAIT_MS = 8_000
+
+/** How long to wait before the `attempt`-th retry of a call that failed with `err`; undefined: do not retry. */
+export function retryWait(err: unknown, attempt: number): number | undefined {
+  if (!(err instanceof TurnFailed) || !err.retryable || attempt > MODEL_CALL_RETRIES) return undefined
+  if (err.retryAfterMs !== undefined) return err.retryAfterMs <= MAX_RETRY_WAIT_MS ? err.retryAfterMs : undefined
+  // Exponential with jitter (a quarter either way), so interns failed together do not retry together.
+  const base = FIRST_RETRY_WAIT_MS * 2 ** (attempt - 1)
+  return Math.round(base * (0.75 + Math.random() * 0.5))
+}
+
+/** Retry-After as milliseconds: delta-seconds or an HTTP date; undefined when absent or unreadable. */
+function retryAfterMs(header: string | string[] | undefined): number | undefined {
+  const value = Array.isArray(header) ? header[0] : header
+  if (value === undefined || value.trim() === '') return undefined
+  const seconds = Number(value)
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
+  const at = Date.parse(value)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
 }
 
 const TOOLS = [
@@ -240,12 +274,37 @@ export async function runAgentTurn(
   }
 }
 
-/** One streamed call of /responses as the intern: text and reasoning leave as they come. */
+/**
+ * One streamed call of /responses as the intern: text and reasoning leave as they come. Made again
+ * (retryWait) when it fails for a passing reason before the API has answered 200.
+ */
 async function modelTurn(
   setup: AgentSetup,
   input: Json[],
   last: boolean,
   emit: (e: AgentEvent) => void,
+  signal?: AbortSignal,
+): Promise<ModelReply> {
+  for (let attempt = 1; ; attempt++) {
+    const call = { answered: false }
+    try {
+      return await modelCall(setup, input, last, emit, call, signal)
+    } catch (err) {
+      // Once the API has answered 200 the call is under way (and may be charged): a failure in its
+      // stream fails the turn, as the official clients do not retry a stream either.
+      const wait = call.answered || signal?.aborted ? undefined : retryWait(err, attempt)
+      if (wait === undefined) throw err
+      await sleep(wait, undefined, { signal })
+    }
+  }
+}
+
+async function modelCall(
+  setup: AgentSetup,
+  input: Json[],
+  last: boolean,
+  emit: (e: AgentEvent) => void,
+  call: { answered: boolean },
   signal?: AbortSignal,
 ): Promise<ModelReply> {
   const body = {
@@ -265,6 +324,10 @@ async function modelTurn(
     }),
     body: JSON.stringify(body),
     signal,
+  }).catch((err: Error) => {
+    // The API could not be reached, or the connection broke before its answer: a passing failure.
+    if (signal?.aborted) throw err
+    throw new TurnFailed(`the model call could not reach the API: ${err.message}`, 502)
   })
   if (res.statusCode !== 200) {
     const text = await res.body.text()
@@ -274,8 +337,13 @@ async function modelTurn(
     } catch {
       // Not JSON: the text itself says what went wrong.
     }
-    throw new TurnFailed(`the model call answered ${res.statusCode}: ${message}`, res.statusCode)
+    throw new TurnFailed(
+      `the model call answered ${res.statusCode}: ${message}`,
+      res.statusCode,
+      retryAfterMs(res.headers['retry-after']),
+    )
   }
+  call.answered = true
   let final: ModelReply | undefined
   let failure: string | undefined
   for await (const event of readEventStream(res.body, (data) =>
