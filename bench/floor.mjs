@@ -13,6 +13,7 @@
 // - a streamed reply's first byte, one request at a time (BENCH_TTFB_RUNS per round).
 // With BENCH_BEFORE_ROOT (a checkout of the build before, built), every Roster target also runs
 // through that build's API beside this one's, in the same rounds: each step's ratio in one run.
+import { writeFileSync } from 'node:fs'
 import autocannon from 'autocannon'
 import { Pool } from 'undici'
 import {
@@ -81,6 +82,7 @@ export async function benchFloor({ key, managementKey, base, apiPid, before }) {
         process.stderr.write(
           `bench: ${name}: p50 ${r.p50?.toFixed(2)} ms, p99 ${r.p99?.toFixed(2)} ms, ${r.errors} errors, ${Math.round(r.achieved)}/s\n`,
         )
+        if (process.env.BENCH_DUMP) writeFileSync(process.env.BENCH_DUMP, JSON.stringify({ [name]: r.timeline }))
       } else await autocannonKeyed(t, Number(process.env.BENCH_FLOOR_THR_SECONDS ?? 10))
     return []
   }
