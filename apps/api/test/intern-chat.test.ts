@@ -645,6 +645,14 @@ describe('chatting with an intern', () => {
     expect(through.text).toMatch(/^Came through \d+\.$/)
     expect(through.finish.choices[0].finish_reason).toBe('stop')
     expect(through.calls).toBe(3)
+    // The host says so in its log, each time with the status and the wait.
+    const retries = stack.runtimes[0]!.process.output.split('\n')
+      .filter((l) => l.includes(internId) && l.includes('making it again'))
+      .map((l) => JSON.parse(l) as { status: number; waitMs: number; attempt: number })
+    expect(retries.slice(-2)).toMatchObject([
+      { status: 503, attempt: 1 },
+      { status: 503, attempt: 2 },
+    ])
     // A 429 whose Retry-After (2 s) is waited for, then the answer.
     const started = Date.now()
     const waited = await turn(`[sim] fail 429 1\n[sim] say Waited ${started}.`)

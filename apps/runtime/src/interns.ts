@@ -332,6 +332,11 @@ export class Interns {
               maxSteps: config.RUN_MAX_STEPS,
               commandTimeoutMs: config.COMMAND_TIMEOUT_MS,
               steered: run.steered,
+              onRetry: (err, waitMs, attempt) =>
+                this.deps.log.warn(
+                  { intern: intern.id, session: run.sessionId, status: err.status, waitMs, attempt },
+                  `an intern's model call was refused (${err.message}); making it again`,
+                ),
               // Secrets are released by the API's egress, for the intern placed here and no other.
               http: (args, signal) => fleet.send(intern.id, args, signal),
               approval: run.approval,

@@ -54,6 +54,8 @@ export interface AgentSetup {
   /** Model turns at most per run (tool calls in between); then one last turn without tools. */
   maxSteps: number
   commandTimeoutMs: number
+  /** Told of a model call made again after a passing refusal (for the host's log). */
+  onRetry?: (err: TurnFailed, waitMs: number, attempt: number) => void
   /** Prompts sent into this running turn (steering): taken between model calls, answered in this turn. */
   steered?: () => string[]
   /** The intern's HTTP requests, through the egress that releases its secrets by host (absent: no http_request tool). */
@@ -294,6 +296,7 @@ async function modelTurn(
       // stream fails the turn, as the official clients do not retry a stream either.
       const wait = call.answered || signal?.aborted ? undefined : retryWait(err, attempt)
       if (wait === undefined) throw err
+      setup.onRetry?.(err as TurnFailed, wait, attempt)
       await sleep(wait, undefined, { signal })
     }
   }
