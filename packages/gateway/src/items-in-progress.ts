@@ -52,10 +52,19 @@ export class MessageInProgress {
     const p = this.part!
     p.text += delta
     if (logprobs) for (const l of logprobs) p.logprobs.push(l)
-    const at = { item_id: this.item.id, output_index: this.index, content_index: p.index }
+    const emit = this.sink.emit
+    if (!emit) return
+    const item_id = this.item.id
     if (kind === 'text')
-      this.sink.emit?.({ type: 'response.output_text.delta', ...at, delta, logprobs: logprobs ?? [] })
-    else this.sink.emit?.({ type: 'response.refusal.delta', ...at, delta })
+      emit({
+        type: 'response.output_text.delta',
+        item_id,
+        output_index: this.index,
+        content_index: p.index,
+        delta,
+        logprobs: logprobs ?? [],
+      })
+    else emit({ type: 'response.refusal.delta', item_id, output_index: this.index, content_index: p.index, delta })
   }
 
   close() {

@@ -41,7 +41,19 @@ function writeOpenResponses(run: Run, event: StreamEvent) {
     live.pendingDebug = undefined
     send(live, 'response.debug', JSON.stringify({ type: 'response.debug', debug: { echo_upstream_body: body } }))
   }
-  send(live, event.type, JSON.stringify(event))
+  write(live, openResponsesEvent(event, live.seq++))
+}
+
+/**
+ * An Open Responses event as Server-Sent Events text, `sequence_number` `seq`. A text delta, most of
+ * a stream's events, is written from a template: the same bytes as the event's JSON spliced
+ * (stream-writer.test.ts holds them equal for any text), without the object's serialization, the
+ * splice's copies and its check (~1.5 µs an event, measured, against ~0.5).
+ */
+export function openResponsesEvent(event: StreamEvent, seq: number): string {
+  if (event.type === 'response.output_text.delta' && event.logprobs.length === 0)
+    return `event: response.output_text.delta\ndata: {"type":"response.output_text.delta","sequence_number":${seq},"item_id":${JSON.stringify(event.item_id)},"output_index":${event.output_index},"content_index":${event.content_index},"delta":${JSON.stringify(event.delta)},"logprobs":[]}\n\n`
+  return splicedEvent(event.type, JSON.stringify(event), seq)
 }
 
 /** The stream's first bytes (once): Open Responses' created and in_progress, or the door's opening. */
@@ -62,14 +74,19 @@ function openStream(run: Run) {
   send(live, 'response.in_progress', `{"type":"response.in_progress","response":${response}}`)
 }
 
-/**
- * Writes an event given as JSON that starts with its `type`, `sequence_number` spliced in after it
- * (spliced, not parsed and serialized again).
- */
+/** Writes an event given as JSON that starts with its `type` (splicedEvent). */
 function send(live: Live, type: string, json: string) {
+  write(live, splicedEvent(type, json, live.seq++))
+}
+
+/**
+ * An event given as JSON that starts with its `type`, as Server-Sent Events text with
+ * `sequence_number` spliced in after the type (spliced, not parsed and serialized again).
+ */
+export function splicedEvent(type: string, json: string, seq: number): string {
   const head = `{"type":${JSON.stringify(type)}`
   if (!json.startsWith(head)) throw new Error(`an event's JSON must begin with its type (${type})`)
-  write(live, sseEvent(`${head},"sequence_number":${live.seq++}${json.slice(head.length)}`, type))
+  return sseEvent(`${head},"sequence_number":${seq}${json.slice(head.length)}`, type)
 }
 
 /** Writes a piece of the stream, counting it against the attempt and noting when the client falls behind. */
