@@ -103,9 +103,11 @@ export class TurnFailed extends Error {
  * A model call the API refused for a passing reason (429, 5xx, or a connection that broke before
  * its answer) is made again, as the official clients do (OpenAI's and Anthropic's: twice, backing
  * off from half a second, Retry-After obeyed): a provider's hiccup or a moment of load on the API is
- * not the user's failed turn. A refused call showed nothing and is not charged, so the second call
- * duplicates nothing. A wait asked for longer than MAX_RETRY_WAIT_MS fails the turn at once, saying
- * so: the user, not a hidden sleep, decides whether to wait that long.
+ * not the user's failed turn. A refused call showed nothing and was not charged, so the second call
+ * duplicates nothing (a connection that broke mid-call is the exception: the API records, cancelled,
+ * a call its provider had begun answering, and that part is charged, as for any client that leaves).
+ * A wait asked for longer than MAX_RETRY_WAIT_MS fails the turn at once, saying so: the user, not a
+ * hidden sleep, decides whether to wait that long.
  */
 export const MODEL_CALL_RETRIES = 2
 const FIRST_RETRY_WAIT_MS = 500
