@@ -7,6 +7,7 @@ import {
   GatewayErrors,
   gatewayErrorBody,
   Reasons,
+  retryableAnswer,
   vaultErrorBody,
   webSocketErrorEvent,
 } from './errors.js'
@@ -106,5 +107,19 @@ describe('the one table of errors', () => {
     expect(vaultErrorBody('invalid_body', 'invalid request: name is empty')).toEqual({
       error: { code: 400, message: 'Invalid vault request: name is empty' },
     })
+  })
+
+  it('reads back from each body it renders whether trying again may help, as the row says', () => {
+    for (const [reason, row] of Object.entries(Reasons)) {
+      const { error } = errorBody(reason as keyof typeof Reasons, 'x') as { error: { metadata?: object } }
+      // 401 carries no metadata: its status decides (not retryable), as its row says.
+      expect(retryableAnswer(row.status, error.metadata), reason).toBe(row.retryable)
+    }
+    for (const [type, row] of Object.entries(GatewayErrors))
+      expect(retryableAnswer(row.status, gatewayErrorBody(row.type, 'x').error.metadata), type).toBe(row.retryable)
+    // A body that is not ours: the status alone.
+    expect(retryableAnswer(503)).toBe(true)
+    expect(retryableAnswer(429, { error_type: 'not a type' })).toBe(true)
+    expect(retryableAnswer(400)).toBe(false)
   })
 })

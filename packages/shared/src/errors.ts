@@ -162,6 +162,17 @@ export function errorTypeOfStatus(status: number): ErrorType {
 
 const isErrorType = (type: string | undefined): type is ErrorType => !!type && Object.hasOwn(GatewayErrors, type)
 
+/**
+ * Whether trying again may help, as one of our error bodies says it (a client of the API reading
+ * its answer): the body's own `metadata.retryable` (a reason's row), else its canonical type's
+ * (`metadata.error_type`), else its status's.
+ */
+export function retryableAnswer(status: number, metadata?: { retryable?: unknown; error_type?: unknown }): boolean {
+  if (typeof metadata?.retryable === 'boolean') return metadata.retryable
+  const type = typeof metadata?.error_type === 'string' ? metadata.error_type : undefined
+  return GatewayErrors[isErrorType(type) ? type : errorTypeOfStatus(status)].retryable
+}
+
 // ——— The renderers, one per wire format ———
 
 /** The lifecycle envelope (InternLifecycleError): `metadata.reason` and `retryable`; 401 has no metadata, as the spec's table says. */

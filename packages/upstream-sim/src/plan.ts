@@ -129,7 +129,9 @@ export function scriptedFault(ask: Ask, failed: Map<string, number>): '429' | '5
   if (!m) return undefined
   const times = failed.get(ask.inputText) ?? 0
   if (times >= Number(m[2])) return undefined
-  if (failed.size < 100_000) failed.set(ask.inputText, times + 1)
+  // Bounded: past 100,000 conversations the counts start again (a count not kept would fail forever).
+  if (failed.size >= 100_000) failed.clear()
+  failed.set(ask.inputText, times + 1)
   return m[1] as '429' | '500' | '503'
 }
 

@@ -15,9 +15,25 @@ describe('when a refused model call is made again', () => {
   })
 
   it('waits as Retry-After asks, and not at all when it asks for more than 8 s', () => {
-    expect(retryWait(new TurnFailed('429', 429, 2_000), 1)).toBe(2_000)
-    expect(retryWait(new TurnFailed('429', 429, 8_000), 2)).toBe(8_000)
-    expect(retryWait(new TurnFailed('429', 429, 60_000), 1)).toBeUndefined()
+    expect(retryWait(new TurnFailed('429', 429, { retryAfterMs: 2_000 }), 1)).toBe(2_000)
+    expect(retryWait(new TurnFailed('429', 429, { retryAfterMs: 8_000 }), 2)).toBe(8_000)
+    expect(retryWait(new TurnFailed('429', 429, { retryAfterMs: 60_000 }), 1)).toBeUndefined()
+  })
+
+  it('takes the API’s word for whether trying again may help, before the status’s', () => {
+    // A 500 the API says retrying will not mend (its configuration_error row).
+    const misconfigured = new TurnFailed('500', 500, {
+      error: { metadata: { reason: 'configuration_error', retryable: false, error_type: 'server' } },
+    })
+    expect(misconfigured.retryable).toBe(false)
+    expect(retryWait(misconfigured, 1)).toBeUndefined()
+    // The gateway's envelope names a canonical type only: its row decides.
+    expect(new TurnFailed('503', 503, { error: { metadata: { error_type: 'provider_overloaded' } } }).retryable).toBe(
+      true,
+    )
+    expect(
+      new TurnFailed('400', 400, { error: { metadata: { error_type: 'context_length_exceeded' } } }).retryable,
+    ).toBe(false)
   })
 
   it('never makes again a call refused for good, or one that failed for another reason', () => {

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
-import { EgressRequest, injectTrace, readEventStream } from '@roster/shared'
+import { EgressRequest, injectTrace, readEventStream, retryableAnswer } from '@roster/shared'
 import type { CommandLimits, CommandResult } from '../sandbox.js'
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from '../workspace-files.js'
 import type { SessionStore } from './session-store.js'
@@ -21,7 +21,7 @@ interface ModelReply {
     arguments?: string
   }[]
   usage?: { input_tokens?: number; output_tokens?: number; total_tokens?: number; cost?: number }
-  error?: { message?: string }
+  error?: { message?: string; metadata?: { retryable?: unknown; error_type?: unknown } }
 }
 /** What the turn reads of /responses' stream events. */
 interface ReplyEvent {
@@ -85,17 +85,19 @@ export interface TurnUsage {
 
 export class TurnFailed extends Error {
   override name = 'TurnFailed'
+  /** Whether trying again may help: the API's word for it (retryableAnswer), else its status's. */
+  readonly retryable: boolean
+  /** How long the answer asked the caller to wait before trying again (Retry-After), in ms. */
+  readonly retryAfterMs?: number
   constructor(
     message: string,
-    /** The HTTP status the model call answered (a retryable one: 429 or 5xx). */
+    /** The HTTP status the model call answered. */
     readonly status: number,
-    /** How long the answer asked the caller to wait before trying again (Retry-After), in ms. */
-    readonly retryAfterMs?: number,
+    answer: { error?: ModelReply['error']; retryAfterMs?: number } = {},
   ) {
     super(message)
-  }
-  get retryable() {
-    return this.status === 429 || this.status >= 500
+    this.retryable = retryableAnswer(status, answer.error?.metadata)
+    this.retryAfterMs = answer.retryAfterMs
   }
 }
 
@@ -336,21 +338,24 @@ async function modelCall(
   })
   if (res.statusCode !== 200) {
     const text = await res.body.text()
-    let message = text.slice(0, 300)
+    let error: ModelReply['error']
     try {
-      message = (JSON.parse(text) as ModelReply).error?.message ?? message
+      error = (JSON.parse(text) as ModelReply).error
     } catch {
       // Not JSON: the text itself says what went wrong.
     }
     throw new TurnFailed(
-      `the model call answered ${res.statusCode}: ${message}`,
+      `the model call answered ${res.statusCode}: ${error?.message ?? text.slice(0, 300)}`,
       res.statusCode,
-      retryAfterMs(res.headers['retry-after']),
+      {
+        error,
+        retryAfterMs: retryAfterMs(res.headers['retry-after']),
+      },
     )
   }
   call.answered = true
   let final: ModelReply | undefined
-  let failure: string | undefined
+  let failure: ModelReply['error'] | undefined
   for await (const event of readEventStream(res.body, (data) =>
     data === '[DONE]' ? undefined : (JSON.parse(data) as ReplyEvent),
   )) {
@@ -360,9 +365,10 @@ async function modelCall(
     else if (event.type === 'response.reasoning_summary_text.delta')
       emit({ type: 'reasoning', delta: event.delta ?? '', model })
     else if (event.type === 'response.completed' || event.type === 'response.incomplete') final = event.response
-    else if (event.type === 'response.failed') failure = event.response?.error?.message ?? 'the model call failed'
+    else if (event.type === 'response.failed') failure = event.response?.error ?? {}
   }
-  if (failure || !final) throw new TurnFailed(failure ?? 'the model stream ended before the reply was finished', 502)
+  if (failure) throw new TurnFailed(failure.message ?? 'the model call failed', 502, { error: failure })
+  if (!final) throw new TurnFailed('the model stream ended before the reply was finished', 502)
   return final
 }
 
