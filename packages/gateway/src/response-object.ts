@@ -14,8 +14,6 @@ export function responseObject(
   const { req, assembler } = run
   const done = status !== 'in_progress'
   const c = run.route.candidates[run.chosen]!
-  const u = assembler.usage
-  const cost = dollars(run.cost.input + run.cost.output)
   let text = ''
   if (done)
     for (const o of assembler.output)
@@ -34,25 +32,7 @@ export function responseObject(
       status === 'incomplete'
         ? { reason: assembler.finish === 'length' ? 'max_output_tokens' : 'content_filter' }
         : null,
-    usage: done
-      ? {
-          input_tokens: u.input,
-          input_tokens_details: {
-            cached_tokens: u.cached,
-            ...(u.cacheWrite ? { cache_write_tokens: u.cacheWrite } : {}),
-          },
-          output_tokens: u.output,
-          output_tokens_details: { reasoning_tokens: u.reasoning },
-          total_tokens: u.input + u.output,
-          cost,
-          is_byok: isByok(c.endpoint),
-          cost_details: {
-            upstream_inference_cost: cost,
-            upstream_inference_input_cost: dollars(run.cost.input),
-            upstream_inference_output_cost: dollars(run.cost.output),
-          },
-        }
-      : null,
+    usage: done ? usageReport(run, isByok(c.endpoint)) : null,
   }
   echoSettings(req, servedTier(req.service_tier, c.endpoint.tiers), body)
   const m = run.opts.metadata
@@ -62,6 +42,29 @@ export function responseObject(
     if (m.openrouter) body.openrouter_metadata = meta
   }
   return body
+}
+
+/** A finished run's usage, with its cost (worked out only once the run is done: it is not free). */
+function usageReport(run: Run, byok: boolean): NonNullable<ResponseObject['usage']> {
+  const u = run.assembler.usage
+  const cost = dollars(run.cost.input + run.cost.output)
+  return {
+    input_tokens: u.input,
+    input_tokens_details: {
+      cached_tokens: u.cached,
+      ...(u.cacheWrite ? { cache_write_tokens: u.cacheWrite } : {}),
+    },
+    output_tokens: u.output,
+    output_tokens_details: { reasoning_tokens: u.reasoning },
+    total_tokens: u.input + u.output,
+    cost,
+    is_byok: byok,
+    cost_details: {
+      upstream_inference_cost: cost,
+      upstream_inference_input_cost: dollars(run.cost.input),
+      upstream_inference_output_cost: dollars(run.cost.output),
+    },
+  }
 }
 
 function routingMetadata(run: Run): Record<string, unknown> {
