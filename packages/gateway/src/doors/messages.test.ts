@@ -22,7 +22,10 @@ describe('the Messages door’s event stream', () => {
       }),
       { numRuns: 2_000 },
     )
-    expect(JSON.parse(written.at(-1)!.split('data: ')[1]!)).toMatchObject({ type: 'content_block_delta', index: 0 })
+    // And it is JSON a client reads back (the text may hold `data: ` itself: take the first line's rest).
+    const last = written.at(-1)!
+    const data = last.slice(last.indexOf('\ndata: ') + '\ndata: '.length, -2)
+    expect(JSON.parse(data)).toMatchObject({ type: 'content_block_delta', index: 0 })
   })
 
   it('numbers a later block’s deltas by that block, and writes a tool call’s input as its object serialized', () => {

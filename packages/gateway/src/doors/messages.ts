@@ -393,7 +393,7 @@ function sse(type: string, data: object): string {
  * A text delta, most of a stream's events, from a template: the same bytes as `sse` makes of it
  * (messages.test.ts holds them equal for any text), without an object serialized, sliced and spliced.
  */
-export const textDeltaEvent = (index: number, text: string) =>
+const textDeltaEvent = (index: number, text: string) =>
   `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":{"type":"text_delta","text":${JSON.stringify(text)}}}\n\n`
 
 /** The engine's events as the Messages event stream: message_start, content blocks, message_delta, message_stop. */
