@@ -28,6 +28,8 @@ let sim: Simulator
 let slow: Simulator
 let limited: Simulator
 let paced: Simulator
+let garbled: Simulator
+let cut: Simulator
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let drain: GenerationDrain
 let base: string
@@ -37,6 +39,8 @@ beforeAll(async () => {
   slow = await startSimulator({ replyTokens: 200, tokensPerSecond: 40 })
   limited = await startSimulator({ fault: '429' })
   paced = await startSimulator({ replyTokens: 20, tokensPerSecond: 400 })
+  garbled = await startSimulator({ fault: 'garbled' })
+  cut = await startSimulator({ fault: 'truncate', replyTokens: 40 })
   const catalogue: Catalogue = {
     models: [
       simModel('sim/chat', [simEndpoint(sim.url, 'openai-chat')]),
@@ -49,6 +53,11 @@ beforeAll(async () => {
       ]),
       simModel('sim/down', [simEndpoint(limited.url, 'openai-chat', { provider: 'busy-provider' })]),
       simModel('sim/paced', [simEndpoint(paced.url, 'openai-chat')]),
+      simModel('sim/garbled-then-fallback', [
+        simEndpoint(garbled.url, 'openai-chat', { provider: 'broken-provider' }),
+        simEndpoint(sim.url, 'openai-chat'),
+      ]),
+      simModel('sim/cut', [simEndpoint(cut.url, 'anthropic-messages', { provider: 'cut-provider' })]),
     ],
   }
   app = await buildTestApp(env.t.db, { QUEUE_PREFIX: prefix }, catalogue)
@@ -58,7 +67,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await drain?.stop()
   await app?.closeAll()
-  await Promise.all([sim?.close(), slow?.close(), limited?.close(), paced?.close()])
+  await Promise.all([sim?.close(), slow?.close(), limited?.close(), paced?.close(), garbled?.close(), cut?.close()])
 })
 
 const post = async (path: string, key: string, body: object) => {
@@ -161,6 +170,52 @@ describe('generations: one per model call, through every door', () => {
     })
     await generation(key, idOf(other.text, false))
     expect(await env.t.db.generation.count({ where: { keyId: (await keyIdOf(key))! } })).toBe(2)
+  })
+
+  it('records a call its provider answered and then broke: given up for a fallback, or ending a stream, with what it reported', async () => {
+    const { key } = await makeUserKey(env.t.db, env.tenant.workspaceId)
+    const keyId = (await keyIdOf(key))!
+    // A whole reply that broke off after its 200: the next endpoint serves, and both are generations.
+    const res = await post('/responses', key, {
+      model: 'sim/garbled-then-fallback',
+      input: 'hello',
+      provider: { order: ['broken-provider', 'upstream-sim'] },
+    })
+    expect(res.status, res.text).toBe(200)
+    const id = idOf(res.text, false)
+    // The id the client got names the call that served it.
+    const served = await generation(key, id)
+    expect(served).toMatchObject({ providerName: 'upstream-sim', finishReason: 'stop' })
+    const broken = await generation(key, `${id}-2`)
+    expect(broken).toMatchObject({
+      providerName: 'broken-provider',
+      finishReason: 'error',
+      tokensPrompt: 0,
+      totalCost: 0,
+    })
+    expect(broken.providerResponses).toEqual([
+      expect.objectContaining({ providerName: 'broken-provider', status: 200 }),
+    ])
+
+    // A stream that broke mid-way: one generation, with the input its provider reported when it began.
+    const streamed = await post('/messages', key, {
+      model: 'sim/cut',
+      max_tokens: 100,
+      stream: true,
+      messages: [{ role: 'user', content: 'Tell me something long.' }],
+    })
+    expect(streamed.status, streamed.text).toBe(200)
+    expect(streamed.text).toContain('event: error')
+    const row = await waitFor(
+      async () => (await env.t.db.generation.count({ where: { keyId, model: 'sim/cut' } })) === 1,
+      {
+        what: 'the cut stream’s generation',
+      },
+    ).then(() => env.t.db.generation.findFirstOrThrow({ where: { keyId, model: 'sim/cut' } }))
+    expect(row).toMatchObject({ provider: 'cut-provider', finishReason: 'error', cancelled: false, streamed: true })
+    expect(row.tokensPrompt).toBeGreaterThan(0)
+    expect(row.costPico).toBe(expectedPico(row.tokensPrompt, row.tokensCompletion))
+    expect(await env.t.db.generation.count({ where: { keyId } })).toBe(3)
   })
 
   it('over WebSocket, compaction, a preset and server tools: one generation per model call, under the id the client got', async () => {

@@ -32,7 +32,42 @@ const debugEvent = {
   properties: { type: { const: 'response.debug' }, sequence_number: { type: 'integer' }, debug: { type: 'object' } },
 }
 
-schemas.ItemField = { ...schemas.ItemField, oneOf: [...schemas.ItemField.oneOf, extensionItem] }
+// Named exceptions (issue 43: what a provider sends arrives as it came). A provider's own items that
+// Open Responses does not define are passed through on /responses as the provider sent them: the
+// OpenAI Responses item kinds of the openai client's ResponseOutputItem (the official client lists
+// most of them too), each with its type and id; nothing else passes. Likewise OpenAI's annotation
+// kinds beside url_citation (the official client's OpenAIResponsesAnnotation).
+const providerItem = {
+  type: 'object',
+  required: ['type', 'id'],
+  properties: {
+    type: {
+      enum: [
+        'web_search_call',
+        'file_search_call',
+        'code_interpreter_call',
+        'image_generation_call',
+        'computer_call',
+        'custom_tool_call',
+        'apply_patch_call',
+        'shell_call',
+        'shell_call_output',
+        'local_shell_call',
+        'mcp_call',
+        'mcp_list_tools',
+        'mcp_approval_request',
+      ],
+    },
+    id: { type: 'string' },
+  },
+}
+const openaiAnnotation = {
+  type: 'object',
+  required: ['type'],
+  properties: { type: { enum: ['file_citation', 'container_file_citation', 'file_path'] } },
+}
+schemas.ItemField = { ...schemas.ItemField, oneOf: [...schemas.ItemField.oneOf, extensionItem, providerItem] }
+schemas.Annotation = { oneOf: [{ $ref: '#/components/schemas/UrlCitationBody' }, openaiAnnotation] }
 schemas.Tool = { oneOf: [{ $ref: '#/components/schemas/FunctionTool' }, extensionTool] }
 const streamed = document.paths['/responses'].post.responses['200'].content['text/event-stream'].schema
 const StreamingEvent = { oneOf: [...streamed.oneOf, extensionEvent, debugEvent] }

@@ -155,3 +155,52 @@ describe('ResponseAssembler', () => {
     expect(a.usage).toEqual({ input: 12, cached: 5, cacheWrite: 0, output: 4, reasoning: 0 })
   })
 })
+
+describe('ResponseAssembler, with what real providers send', () => {
+  it('keeps a reasoning item the provider sent empty, splits items it names apart, and carries their opaque state', () => {
+    const { a, types } = run([
+      { type: 'reasoning', delta: '', item: 'oi:0' },
+      { type: 'reasoning', delta: 'one', item: 'oi:1', part: 0 },
+      { type: 'reasoning', delta: 'two', item: 'oi:1', part: 1 },
+      { type: 'reasoning_state', state: 'sig' },
+      { type: 'reasoning_redacted', data: 'sealed', item: 'b:2' },
+    ])
+    expect(a.output).toMatchObject([
+      { type: 'reasoning', summary: [] },
+      {
+        type: 'reasoning',
+        summary: [
+          { type: 'summary_text', text: 'one' },
+          { type: 'summary_text', text: 'two' },
+        ],
+        encrypted_content: 'sig',
+      },
+      { type: 'reasoning', summary: [], encrypted_content: 'sealed' },
+    ])
+    // The empty item: added and done, no parts.
+    expect(types.slice(0, 2)).toEqual(['response.output_item.added', 'response.output_item.done'])
+  })
+
+  it('gives a call with no arguments `{}` (streamed as a delta too), and places annotations by what they cover', () => {
+    const { a, events } = run([
+      { type: 'text', delta: 'See the source.' },
+      {
+        type: 'annotation',
+        annotation: { type: 'url_citation', url: 'https://a.example', title: 'A', start_index: 0, end_index: 0 },
+        covers: 'the source.'.length,
+      },
+      { type: 'tool_call', index: 0, id: 'call_1', name: 'ping', arguments: '' },
+    ])
+    expect((a.output[0] as MessageItem).content[0]).toMatchObject({
+      annotations: [{ type: 'url_citation', start_index: 4, end_index: 15 }],
+    })
+    expect(events.find((e) => e.type === 'response.output_text.annotation.added')).toMatchObject({
+      annotation_index: 0,
+      annotation: { start_index: 4, end_index: 15 },
+    })
+    expect(events.filter((e) => e.type === 'response.function_call_arguments.delta').map((e) => e.delta)).toEqual([
+      '{}',
+    ])
+    expect(a.output[1]).toMatchObject({ type: 'function_call', arguments: '{}' })
+  })
+})

@@ -3,11 +3,12 @@ import {
   CallInProgress,
   MessageInProgress,
   ReasoningInProgress,
+  spanning,
   type Emit,
   type ItemSink,
   type TurnCall,
 } from './items-in-progress.js'
-import type { OutputItem, ServerToolItem } from './wire.js'
+import { isProviderItem, type Annotation, type OutputItem, type ProviderItem, type ServerToolItem } from './wire.js'
 
 export { itemId } from './item-id.js'
 export type { Emit, TurnCall } from './items-in-progress.js'
@@ -26,6 +27,8 @@ export class ResponseAssembler implements ItemSink {
   private reasoning?: ReasoningInProgress
   private calls = new Map<number, CallInProgress>()
   private turnCalls: TurnCall[] = []
+  /** The provider's items of this turn by their key, with their place in the output and whether they are done. */
+  private providerItems = new Map<string, { index: number; done: boolean }>()
 
   constructor(
     /** Set when streaming: each event goes here as it is made. */
@@ -42,11 +45,31 @@ export class ResponseAssembler implements ItemSink {
         this.message ??= new MessageInProgress(this)
         this.message.delta(d.type, d.delta, d.type === 'text' ? d.logprobs : undefined)
         return
-      case 'reasoning':
-        if (!d.delta) return
+      case 'reasoning': {
+        // A piece naming another item starts one (an empty item is an item too); an unnamed one continues.
+        const another = d.item !== undefined && d.item !== this.reasoning?.key
+        if (!d.delta && !another) return
         this.closeMessage()
-        this.reasoning ??= new ReasoningInProgress(this)
-        this.reasoning.delta(d.delta)
+        if (another) this.closeReasoning()
+        this.reasoning ??= new ReasoningInProgress(this, d.item)
+        this.reasoning.delta(d.delta, d.part)
+        return
+      }
+      case 'reasoning_state':
+        this.closeMessage()
+        this.reasoning ??= new ReasoningInProgress(this, undefined)
+        this.reasoning.state(d.state)
+        return
+      case 'reasoning_redacted':
+        this.closeMessage()
+        this.closeReasoning()
+        this.reasoning = new ReasoningInProgress(this, d.item, d.data)
+        return
+      case 'annotation':
+        this.annotate(d.annotation, d.covers)
+        return
+      case 'provider_item':
+        this.providerItem(d.key, d.item, d.done)
         return
       case 'tool_call': {
         let call = this.calls.get(d.index)
@@ -80,9 +103,15 @@ export class ResponseAssembler implements ItemSink {
     const usage = this.turnUsage
     for (const k of Object.keys(usage) as (keyof Usage)[]) this.usage[k] += usage[k]
     const calls = this.turnCalls
+    this.closeProviderItems()
     this.turnUsage = emptyUsage()
     this.turnCalls = []
     return { usage, calls }
+  }
+
+  /** The usage the turn under way has reported so far (a call that broke is accounted with it). */
+  get usageSoFar(): Usage {
+    return { ...this.turnUsage }
   }
 
   /** Forgets a turn that failed before anything of it was shown, so another endpoint can redo it. */
@@ -90,6 +119,7 @@ export class ResponseAssembler implements ItemSink {
     this.turnUsage = emptyUsage()
     this.turnCalls = []
     this.calls.clear()
+    this.providerItems.clear()
     this.message = undefined
     this.reasoning = undefined
     this.finish = 'stop'
@@ -113,6 +143,66 @@ export class ResponseAssembler implements ItemSink {
     const index = this.output.push(item) - 1
     this.emit?.({ type: 'response.output_item.added', output_index: index, item: { ...item } })
     return index
+  }
+
+  /**
+   * An annotation goes on the message being written, or, if none is open, on the last text part
+   * written (a provider may send its citations after the text they cite).
+   */
+  private annotate(annotation: Annotation, covers: number | undefined) {
+    if (this.message) return this.message.annotate(annotation, covers)
+    for (let index = this.output.length - 1; index >= 0; index--) {
+      const item = this.output[index]!
+      if (isProviderItem(item) || item.type !== 'message') continue
+      const content_index = item.content.findLastIndex((p) => p.type === 'output_text')
+      const part = item.content[content_index]
+      if (part?.type !== 'output_text') continue
+      const a = covers === undefined ? annotation : spanning(annotation, part.text.length, covers)
+      part.annotations.push(a)
+      this.emit?.({
+        type: 'response.output_text.annotation.added',
+        item_id: item.id,
+        output_index: index,
+        content_index,
+        annotation_index: part.annotations.length - 1,
+        annotation: a,
+      })
+      return
+    }
+    // Nothing was written to cite: the annotation opens the message it belongs to.
+    this.message = new MessageInProgress(this)
+    this.message.annotate(annotation, covers)
+  }
+
+  /** A provider's own item: added when first seen, replaced by each later form, announced done once. */
+  private providerItem(key: string, item: ProviderItem, done: boolean) {
+    const known = this.providerItems.get(key)
+    if (!known) {
+      this.closeReasoning()
+      this.closeMessage()
+      const index = this.addItem(item)
+      this.providerItems.set(key, { index, done })
+      if (done) this.emit?.({ type: 'response.output_item.done', output_index: index, item })
+      return
+    }
+    if (known.done) return
+    this.output[known.index] = item
+    known.done = done
+    if (done) this.emit?.({ type: 'response.output_item.done', output_index: known.index, item })
+  }
+
+  /** The turn's provider items the provider never said were done are closed as they last were. */
+  private closeProviderItems() {
+    for (const known of this.providerItems.values())
+      if (!known.done) {
+        known.done = true
+        this.emit?.({
+          type: 'response.output_item.done',
+          output_index: known.index,
+          item: this.output[known.index]!,
+        })
+      }
+    this.providerItems.clear()
   }
 
   private closeMessage() {

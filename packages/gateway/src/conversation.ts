@@ -1,3 +1,4 @@
+import { isProviderRunInput } from './provider-items.js'
 import { inputItems, isMessage, type InputItem, type ResponsesRequest } from './request.js'
 import { invalid } from './errors.js'
 
@@ -97,8 +98,9 @@ export function conversation(req: ResponsesRequest, extra: InputItem[] = []): En
         arguments: asText(item.arguments ?? '{}'),
       })
       out.push({ kind: 'result', callId, output: asText(item.output) })
-    } else if (item.type === 'reasoning') {
-      // Earlier reasoning is the provider's own state; it is not replayed to another turn.
+    } else if (item.type === 'reasoning' || (typeof item.type === 'string' && isProviderRunInput(item.type))) {
+      // Earlier reasoning, and tools the provider ran (web search, MCP…), are the provider's own
+      // state; they are not replayed to another turn (the text that followed holds their results).
     } else {
       throw invalid(`${where} input items of type ${String(item.type)} are not served by this Roster`)
     }

@@ -14,7 +14,7 @@ export interface Usage {
 
 export const emptyUsage = (): Usage => ({ input: 0, cached: 0, cacheWrite: 0, output: 0, reasoning: 0 })
 
-import type { LogProb, TopLogProb } from './wire.js'
+import type { Annotation, LogProb, ProviderItem, TopLogProb } from './wire.js'
 
 export type Finish = 'stop' | 'length' | 'tool_calls' | 'content_filter'
 
@@ -22,7 +22,26 @@ export type Delta =
   /** A piece of text, with its tokens' log probabilities where the endpoint gives them. */
   | { type: 'text'; delta: string; logprobs?: LogProb[] }
   | { type: 'refusal'; delta: string }
-  | { type: 'reasoning'; delta: string }
+  /**
+   * A piece of reasoning. `item` names the provider's reasoning item or block (a different one
+   * starts a new reasoning item, even with no text: an empty one is an item too); `part`, the
+   * summary part within it. Absent, the piece continues what is open.
+   */
+  | { type: 'reasoning'; delta: string; item?: string; part?: number }
+  /** The provider's opaque state for the open reasoning item (a thinking signature, encrypted content), appended. */
+  | { type: 'reasoning_state'; state: string }
+  /** Anthropic's redacted thinking: a reasoning item of its own, whose text only the provider can read. */
+  | { type: 'reasoning_redacted'; data: string; item?: string }
+  /**
+   * An annotation on the text: given with its own indices (Responses), or `covers` the last so many
+   * characters of the text so far (Anthropic's citations, which name no indices).
+   */
+  | { type: 'annotation'; annotation: Annotation; covers?: number }
+  /**
+   * An item the provider made that is none of Roster's kinds (see ProviderItem): `key` tells items
+   * apart within the turn; a later delta with the same key replaces it, and `done` closes it.
+   */
+  | { type: 'provider_item'; key: string; item: ProviderItem; done: boolean }
   /** A function call's start (id and name) or a piece of its arguments; `index` tells calls apart. */
   | { type: 'tool_call'; index: number; id?: string; name?: string; arguments: string }
   /** Usage as reported so far; later reports replace the fields they carry. */

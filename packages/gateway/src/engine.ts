@@ -22,9 +22,9 @@ import type { ResponseObject } from './wire.js'
 import type { GatewayObserver } from './observer.js'
 import type { CallOptions, Run, Timing } from './run.js'
 import type { Candidate } from './routing.js'
-import { emptyUsage, type Usage } from './deltas.js'
+import type { Usage } from './deltas.js'
 import { generationRecords } from './generation-records.js'
-import type { GenerationLedger } from '@roster/shared/generations'
+import { costPicoParts, usdOfPico, type GenerationLedger } from '@roster/shared/generations'
 import { outcome, responseObject } from './response-object.js'
 import { endStream, failStream, writeEvent, type Live, type StreamSink } from './stream-writer.js'
 import { startRun, type EngineParts } from './run-setup.js'
@@ -224,9 +224,10 @@ export class ResponsesEngine {
       const { usage, calls } = await this.turn(run, extra, final)
       const c = run.route.candidates[run.chosen]!
       const prices = c.endpoint.pricing ?? c.model.pricing
-      run.cost.input +=
-        (usage.input - usage.cached) * Number(prices.input) + usage.cached * Number(prices.cached_input ?? prices.input)
-      run.cost.output += usage.output * Number(prices.output)
+      // Priced as the generation is (costPicoParts): exactly, reasoning and cached tokens at their own prices.
+      const cost = costPicoParts(prices, usage)
+      run.cost.input += usdOfPico(cost.input)
+      run.cost.output += usdOfPico(cost.output)
       if (final || !calls.some((k) => k.server)) return
       for (const call of calls)
         if (call.server) extra.push(...(await runServerTool(run, call, this.options.keepAliveMs)))
@@ -268,9 +269,12 @@ export class ResponsesEngine {
         modelCall(run, candidate, timing, sentAt, turn.usage, run.assembler.finish, false)
         return turn
       } catch (err) {
-        // A call the provider had begun answering when the client left is a generation too (cancelled).
-        if (run.opts.cancel?.aborted && timing.firstByte !== undefined)
-          modelCall(run, candidate, timing, sentAt, emptyUsage(), null, true)
+        // A call the provider had begun answering (it answered 200) is a generation however it
+        // ended: the client left (cancelled), or the reply broke or said it failed. The provider
+        // likely charged for what it sent, so it is recorded with the usage it reported so far.
+        const cancelled = !!run.opts.cancel?.aborted
+        if (timing.firstByte !== undefined)
+          modelCall(run, candidate, timing, sentAt, run.assembler.usageSoFar, cancelled ? null : 'error', cancelled)
         else
           run.tried.push({
             provider_name: candidate.endpoint.provider,

@@ -20,6 +20,9 @@ describe('provider errors as canonical types', () => {
       [503, '', 503, 'provider_overloaded'],
       [504, '', 504, 'timeout'],
       [500, 'not json', 502, 'provider_unavailable'],
+      // Out of funds or quota is Roster's credential's state, not the caller's: 502, so another endpoint may serve.
+      [402, body('add credits'), 502, 'payment_required'],
+      [429, body('You exceeded your current quota', 'insufficient_quota'), 502, 'payment_required'],
     ]
     for (const [status, text, want, type] of cases) {
       const e = upstreamError('acme', status, text)

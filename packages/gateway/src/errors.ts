@@ -36,6 +36,50 @@ export const invalid = (message: string) => gatewayError('invalid_request', mess
 export const retryable = (e: GatewayError) => e.status === 429 || e.status >= 500
 
 /**
+ * The HTTP status a provider's error code or type stands for, where it names one: OpenAI's `code`
+ * and `type`, Anthropic's `error.type`, as they come in an error body or in a stream (where the
+ * HTTP status was already 200, and only the code says what went wrong).
+ */
+const PROVIDER_ERROR_STATUS: Record<string, number> = {
+  invalid_request_error: 400,
+  invalid_prompt: 400,
+  context_length_exceeded: 400,
+  authentication_error: 401,
+  invalid_api_key: 401,
+  insufficient_quota: 402,
+  billing_error: 402,
+  permission_error: 403,
+  not_found_error: 404,
+  model_not_found: 404,
+  request_too_large: 413,
+  rate_limit_exceeded: 429,
+  rate_limit_error: 429,
+  api_error: 500,
+  server_error: 500,
+  overloaded_error: 529,
+  server_is_overloaded: 503,
+  timeout_error: 504,
+}
+
+const text = (v: unknown) => (typeof v === 'string' ? v : undefined)
+
+/**
+ * A provider's error reported inside a stream (or a reply that says it failed), read wherever
+ * providers put it: the event's own `code`/`message` (OpenAI's `error` event), its `error` object
+ * (Anthropic's, and OpenAI's newer events), or a failed Response's `response.error`. The code picks
+ * the canonical type; the provider's message is kept.
+ */
+export function providerError(provider: string, event: unknown, response?: unknown): GatewayError {
+  const e = (event && typeof event === 'object' ? event : {}) as Record<string, unknown>
+  const nested = (e.error && typeof e.error === 'object' ? e.error : {}) as Record<string, unknown>
+  const failed = ((response as { error?: unknown } | undefined)?.error ?? {}) as Record<string, unknown>
+  const code = text(nested.code) ?? text(nested.type) ?? text(e.code) ?? text(failed.code) ?? text(failed.type)
+  const message = text(nested.message) ?? text(e.message) ?? text(failed.message)
+  const status = (code && PROVIDER_ERROR_STATUS[code]) || 502
+  return upstreamError(provider, status, JSON.stringify({ error: { message, type: code } }))
+}
+
+/**
  * A provider's error as the spec's canonical type. The provider's message is kept (trimmed) since
  * it usually says what was wrong with the request; credentials never appear in it because Roster
  * never sends them in a body.
@@ -55,7 +99,13 @@ export function upstreamError(
   } catch {}
   const said = detail ? `: ${detail}` : ''
   const after = Array.isArray(retryAfter) ? retryAfter[0] : retryAfter
-  if (status === 429 || kind === 'rate_limit_error')
+  // Out of funds or quota is the state of Roster's credential with that provider, not the caller's
+  // (as a refused credential is): another endpoint may serve, so it is a 502, not a 402.
+  if (status === 402 || kind === 'insufficient_quota' || kind === 'billing_error')
+    return gatewayError('payment_required', `${provider} refused Roster's credential for payment or quota${said}`, {
+      status: 502,
+    })
+  if (status === 429 || kind === 'rate_limit_error' || kind === 'rate_limit_exceeded')
     return gatewayError('rate_limit_exceeded', `${provider} is rate limiting${said}`, { retryAfter: after })
   if (
     /context[ _]length|context window|too many tokens|prompt is too long/i.test(detail) ||
@@ -67,7 +117,6 @@ export function upstreamError(
   if (status === 401) return gatewayError('authentication', `${provider} refused Roster's credential`, { status: 502 })
   if (status === 403)
     return gatewayError('permission_denied', `${provider} denied Roster's credential this request`, { status: 502 })
-  if (status === 402) return gatewayError('payment_required', `${provider} asks for payment${said}`)
   if (status === 404)
     return gatewayError('not_found', `${provider} does not know the configured model${said}`, { status: 502 })
   if (status === 413) return gatewayError('payload_too_large', `${provider} found the request too large${said}`)

@@ -2,19 +2,27 @@ import { costPico, type GenerationContentRecord, type GenerationRecord } from '@
 import { GatewayError } from './errors.js'
 import type { Run } from './run.js'
 import { isByok } from './byok.js'
+import { isProviderItem } from './wire.js'
 
-// What the ledger records of a run: one generation per model call that reached a provider. The
-// first takes the response's id (the id the client got, which getGeneration answers for); a run
-// with server tools makes more, numbered after it, all with the response's id as their request_id.
+// What the ledger records of a run: one generation per model call that reached a provider (one
+// that broke after its provider began answering too). The call that served the reply takes the
+// response's id (the id the client got, which getGeneration answers for): the first that did not
+// break, else the first; the others are numbered after it, all with the response's id as their
+// request_id (a run with server tools makes more than one, as does a fallback after a broken call).
 
 export function generationRecords(run: Run, err?: unknown): GenerationRecord[] {
   const ctx = run.opts.generation
   if (!ctx) return []
+  const served = Math.max(
+    0,
+    run.calls.findIndex((c) => c.finish !== 'error'),
+  )
+  let next = 2
   const records = run.calls.map((call, i): GenerationRecord => {
     const { candidate: c, usage } = call
     const prices = c.endpoint.pricing ?? c.model.pricing
     return {
-      id: i === 0 ? run.id : `${run.id}-${i + 1}`,
+      id: i === served ? run.id : `${run.id}-${next++}`,
       request_id: run.id,
       created_at: new Date(call.sentAt).toISOString(),
       key_id: ctx.keyId,
@@ -48,8 +56,8 @@ export function generationRecords(run: Run, err?: unknown): GenerationRecord[] {
       provider_responses: call.tried,
     }
   })
-  // Private logging: the request's content rides on its first record (the others share its request_id).
-  if (ctx.keepContent && records[0]) records[0].content = contentOf(run, err)
+  // Private logging: the request's content rides on the record with the response's id (the others share its request_id).
+  if (ctx.keepContent && records[served]) records[served].content = contentOf(run, err)
   return records
 }
 
@@ -59,6 +67,7 @@ function contentOf(run: Run, err: unknown): GenerationContentRecord {
   const texts = (kind: 'message' | 'reasoning') => {
     const parts: string[] = []
     for (const item of run.assembler.output) {
+      if (isProviderItem(item)) continue
       if (item.type === 'message' && kind === 'message')
         for (const part of item.content) if (part.type === 'output_text') parts.push(part.text)
       if (item.type === 'reasoning' && kind === 'reasoning') for (const part of item.summary) parts.push(part.text)

@@ -1,14 +1,17 @@
 import type { Delta } from './deltas.js'
 import { itemId } from './item-id.js'
-import type {
-  FunctionCallItem,
-  ItemEvent,
-  LogProb,
-  MessageItem,
-  OutputItem,
-  OutputText,
-  ReasoningItem,
-  Refusal,
+import {
+  REDACTED_THINKING,
+  type Annotation,
+  type FunctionCallItem,
+  type ItemEvent,
+  type LogProb,
+  type MessageItem,
+  type OutputItem,
+  type OutputText,
+  type ReasoningItem,
+  type Refusal,
+  type SummaryText,
 } from './wire.js'
 
 // The output items a model's turn makes, each while it is being streamed: its `.added` event when it
@@ -29,6 +32,7 @@ interface OpenPart {
   index: number
   text: string
   logprobs: LogProb[]
+  annotations: Annotation[]
 }
 
 /** An assistant message: content parts of text or refusal, one after another. */
@@ -67,6 +71,25 @@ export class MessageInProgress {
     else emit({ type: 'response.refusal.delta', item_id, output_index: this.index, content_index: p.index, delta })
   }
 
+  /**
+   * An annotation on the text part that is open (a text part is opened for it if none is): with
+   * `covers`, it spans the last `covers` characters of that part's text.
+   */
+  annotate(annotation: Annotation, covers: number | undefined) {
+    if (this.part?.kind !== 'text') this.openPart('text')
+    const p = this.part!
+    const a = covers === undefined ? annotation : spanning(annotation, p.text.length, covers)
+    p.annotations.push(a)
+    this.sink.emit?.({
+      type: 'response.output_text.annotation.added',
+      item_id: this.item.id,
+      output_index: this.index,
+      content_index: p.index,
+      annotation_index: p.annotations.length - 1,
+      annotation: a,
+    })
+  }
+
   close() {
     this.closePart()
     this.item.status = 'completed'
@@ -81,7 +104,7 @@ export class MessageInProgress {
         ? { type: 'output_text', text: '', annotations: [], logprobs: [] }
         : { type: 'refusal', refusal: '' }
     this.item.content.push(part)
-    this.part = { kind, index: contentIndex, text: '', logprobs: [] }
+    this.part = { kind, index: contentIndex, text: '', logprobs: [], annotations: [] }
     this.sink.emit?.({
       type: 'response.content_part.added',
       item_id: this.item.id,
@@ -97,7 +120,7 @@ export class MessageInProgress {
     const at = { item_id: this.item.id, output_index: this.index, content_index: p.index }
     const part: OutputText | Refusal =
       p.kind === 'text'
-        ? { type: 'output_text', text: p.text, annotations: [], logprobs: p.logprobs }
+        ? { type: 'output_text', text: p.text, annotations: p.annotations, logprobs: p.logprobs }
         : { type: 'refusal', refusal: p.text }
     this.item.content[p.index] = part
     const emit = this.sink.emit
@@ -108,42 +131,85 @@ export class MessageInProgress {
   }
 }
 
-/** Reasoning, as one summary part. */
+/** An annotation that spans the last `covers` characters of a text `length` long (Anthropic's citations name no indices). */
+export function spanning(annotation: Annotation, length: number, covers: number): Annotation {
+  const start = Math.max(0, length - covers)
+  return Object.assign(annotation, { start_index: start, end_index: length })
+}
+
+/**
+ * Reasoning: summary parts one after another (a part opens with its first text, so an item the
+ * provider sent empty stays empty), and the provider's opaque state for it (encrypted content, a
+ * thinking signature), given back with the item.
+ */
 export class ReasoningInProgress {
   readonly item: ReasoningItem = { type: 'reasoning', id: itemId('rs'), summary: [] }
   readonly index: number
-  private text = ''
+  private parts: SummaryText[] = []
+  private partKey?: number
+  private open = false
 
-  constructor(private readonly sink: ItemSink) {
+  constructor(
+    private readonly sink: ItemSink,
+    /** The provider's name for it (see Delta): pieces naming another item start a new one. */
+    readonly key: string | undefined,
+    redacted?: string,
+  ) {
+    if (redacted !== undefined) {
+      this.item.encrypted_content = redacted
+      this.item[REDACTED_THINKING] = true
+    }
     this.index = sink.addItem(this.item)
-    sink.emit?.({
-      type: 'response.reasoning_summary_part.added',
-      item_id: this.item.id,
-      output_index: this.index,
-      summary_index: 0,
-      part: { type: 'summary_text', text: '' },
-    })
   }
 
-  delta(delta: string) {
-    this.text += delta
+  delta(delta: string, part: number | undefined) {
+    if (!delta) return
+    if (!this.open || (part !== undefined && part !== this.partKey)) this.openPart(part)
+    const p = this.parts.at(-1)!
+    p.text += delta
     this.sink.emit?.({
       type: 'response.reasoning_summary_text.delta',
       item_id: this.item.id,
       output_index: this.index,
-      summary_index: 0,
+      summary_index: this.parts.length - 1,
       delta,
     })
   }
 
+  /** The provider's opaque state, appended (a signature may come in pieces). */
+  state(piece: string) {
+    this.item.encrypted_content = (this.item.encrypted_content ?? '') + piece
+  }
+
   close() {
-    const part = { type: 'summary_text' as const, text: this.text }
-    this.item.summary = [part]
-    const at = { item_id: this.item.id, output_index: this.index, summary_index: 0 }
+    this.closePart()
+    this.item.summary = this.parts.map((p) => ({ type: 'summary_text', text: p.text }))
+    this.sink.emit?.({ type: 'response.output_item.done', output_index: this.index, item: this.item })
+  }
+
+  private openPart(key: number | undefined) {
+    this.closePart()
+    this.parts.push({ type: 'summary_text', text: '' })
+    this.partKey = key
+    this.open = true
+    this.sink.emit?.({
+      type: 'response.reasoning_summary_part.added',
+      item_id: this.item.id,
+      output_index: this.index,
+      summary_index: this.parts.length - 1,
+      part: { type: 'summary_text', text: '' },
+    })
+  }
+
+  private closePart() {
+    if (!this.open) return
+    this.open = false
+    const index = this.parts.length - 1
+    const part = { type: 'summary_text' as const, text: this.parts[index]!.text }
+    const at = { item_id: this.item.id, output_index: this.index, summary_index: index }
     const emit = this.sink.emit
-    emit?.({ type: 'response.reasoning_summary_text.done', ...at, text: this.text })
+    emit?.({ type: 'response.reasoning_summary_text.done', ...at, text: part.text })
     emit?.({ type: 'response.reasoning_summary_part.done', ...at, part })
-    emit?.({ type: 'response.output_item.done', output_index: this.index, item: this.item })
   }
 }
 
@@ -192,6 +258,9 @@ export class CallInProgress {
 
   close(): TurnCall {
     const { item } = this
+    // A call with no arguments is sent as none by some providers (Anthropic's `input: {}` streams
+    // as an empty string): the arguments are JSON, and no arguments is the empty object.
+    if (item.arguments === '') this.delta('{}')
     if (!this.server) {
       item.status = 'completed'
       this.sink.emit?.({

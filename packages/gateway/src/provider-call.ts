@@ -95,10 +95,10 @@ async function callOnce(
     }
     if (!reply || typeof reply !== 'object')
       throw gatewayError('provider_unavailable', `${c.endpoint.provider} answered JSON that is not an object`)
-    for (const d of adapter.reply(reply)) run.assembler.push(d)
+    for (const d of adapter.reply(reply, c.endpoint.provider)) run.assembler.push(d)
   } else {
     if (run.req.debug?.echo_upstream_body) live.pendingDebug = body
-    const translate = adapter.streamer()
+    const translate = adapter.streamer(c.endpoint.provider)
     const reader = new EventStreamDecoder()
     let finished = false
     hooks.onChunk = (chunk) => {
@@ -130,6 +130,11 @@ async function callOnce(
       return live.sink.drain()
     }
     await engine.transport.call(c.endpoint, adapter, body, hooks)
+    // What the protocol says only by ending (a Chat Completions stream's [DONE] with no finish reason).
+    for (const d of translate('end')) {
+      if (d.type === 'finish') finished = true
+      run.assembler.push(d)
+    }
     // A stream that ends without saying how it finished was cut short, however cleanly it closed.
     if (!finished)
       throw gatewayError(

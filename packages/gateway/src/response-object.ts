@@ -1,7 +1,7 @@
 import { echoSettings, servedTier } from './echo.js'
 import type { Run } from './run.js'
 import { isByok } from './byok.js'
-import type { OutputItem, ResponseObject } from './wire.js'
+import { isProviderItem, type OutputItem, type ResponseObject } from './wire.js'
 
 // The Response object of a run, as it stands (in progress) or as it ended: every key
 // ResponseResource requires, null only where it allows null.
@@ -17,7 +17,8 @@ export function responseObject(
   let text = ''
   if (done)
     for (const o of assembler.output)
-      if (o.type === 'message') for (const p of o.content) if (p.type === 'output_text') text += p.text
+      if (!isProviderItem(o) && o.type === 'message')
+        for (const p of o.content) if (p.type === 'output_text') text += p.text
   const body: ResponseObject = {
     id: run.id,
     object: 'response',

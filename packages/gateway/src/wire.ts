@@ -11,10 +11,23 @@ export interface LogProb extends TopLogProb {
   top_logprobs: TopLogProb[]
 }
 
+/**
+ * An annotation on output text, as the Responses wire has it (`url_citation`, and the provider's own
+ * kinds such as `file_citation` passed through). A citation that came from Anthropic keeps what
+ * Anthropic sent under ANTHROPIC_CITATION, so the Messages door gives it back unchanged.
+ */
+export interface Annotation {
+  type: string
+  [field: string]: unknown
+  [ANTHROPIC_CITATION]?: Record<string, unknown>
+}
+/** Where an annotation keeps the citation Anthropic sent (never serialized: a symbol key). */
+export const ANTHROPIC_CITATION = Symbol('anthropic citation')
+
 export interface OutputText {
   type: 'output_text'
   text: string
-  annotations: unknown[]
+  annotations: Annotation[]
   logprobs: LogProb[]
 }
 export interface Refusal {
@@ -36,7 +49,12 @@ export interface ReasoningItem {
   type: 'reasoning'
   id: string
   summary: SummaryText[]
+  /** The provider's opaque reasoning state: OpenAI's encrypted content, Anthropic's thinking signature. */
+  encrypted_content?: string
+  /** Anthropic's redacted thinking (its `data` is the encrypted_content): the Messages door gives it back as such. */
+  [REDACTED_THINKING]?: true
 }
+export const REDACTED_THINKING = Symbol('redacted thinking')
 export interface FunctionCallItem {
   type: 'function_call'
   id: string
@@ -54,7 +72,37 @@ export interface ServerToolItem {
   arguments: string
   output: string | null
 }
-export type OutputItem = MessageItem | ReasoningItem | FunctionCallItem | ServerToolItem
+/**
+ * What Roster knows of an item its provider made that is none of Roster's own kinds (a provider-run
+ * tool such as web search or MCP, or a call for the client of a kind Roster does not translate).
+ */
+export interface ProviderItemInfo {
+  /**
+   * The provider ran it and its result is in the reply (web search, MCP, code interpreter, file
+   * search): a door that cannot show it leaves it out. Otherwise the client is meant to act on it,
+   * and a door that cannot show it fails, naming its kind.
+   */
+  ranByProvider: boolean
+  /** The item as the Messages door shows it: Anthropic's own blocks (the call and its result). Absent: it has none. */
+  anthropicBlocks?: Record<string, unknown>[]
+}
+/** Where a provider's item keeps what Roster knows of it (a symbol key: never serialized). */
+export const PROVIDER_ITEM = Symbol('provider item')
+/**
+ * An item a provider made, as the Responses door shows it: the provider's own Responses item as it
+ * came (`web_search_call`, `local_shell_call`…), or one translated from another protocol
+ * (`web_search_call`, `mcp_call`, or `anthropic:<tool>` for Anthropic tools with no Responses kind).
+ */
+export interface ProviderItem {
+  type: string
+  id?: string
+  status?: string
+  [field: string]: unknown
+  [PROVIDER_ITEM]: ProviderItemInfo
+}
+export const isProviderItem = (item: OutputItem): item is ProviderItem => PROVIDER_ITEM in item
+
+export type OutputItem = MessageItem | ReasoningItem | FunctionCallItem | ServerToolItem | ProviderItem
 
 export interface ResponseUsage {
   input_tokens: number
@@ -113,6 +161,7 @@ export type ItemEvent =
   | ({ type: 'response.output_text.done'; text: string; logprobs: LogProb[] } & PartAt)
   | ({ type: 'response.refusal.delta'; delta: string } & PartAt)
   | ({ type: 'response.refusal.done'; refusal: string } & PartAt)
+  | ({ type: 'response.output_text.annotation.added'; annotation_index: number; annotation: Annotation } & PartAt)
   | ({
       type: 'response.reasoning_summary_part.added' | 'response.reasoning_summary_part.done'
       part: SummaryText
@@ -146,5 +195,5 @@ export type StopReason = 'stop' | 'tool_calls' | 'length' | 'content_filter'
 export function stopReasonOf(response: ResponseObject): StopReason {
   if (response.incomplete_details?.reason === 'max_output_tokens') return 'length'
   if (response.incomplete_details?.reason === 'content_filter') return 'content_filter'
-  return response.output.some((o) => o.type === 'function_call') ? 'tool_calls' : 'stop'
+  return response.output.some((o) => !isProviderItem(o) && o.type === 'function_call') ? 'tool_calls' : 'stop'
 }

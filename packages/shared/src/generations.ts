@@ -131,18 +131,28 @@ export interface Tokens {
   reasoning: number
 }
 
-/** What a model call costs, in pico-dollars, exactly. */
-export function costPico(prices: Prices, t: Tokens): bigint {
+/**
+ * What a model call costs, in pico-dollars, exactly, in its two parts: the input (cached tokens at
+ * their price, and the request's own price) and the output (reasoning tokens, within the output, at
+ * theirs). The Response's cost and the generation's are both these, so a token is priced once.
+ */
+export function costPicoParts(prices: Prices, t: Tokens): { input: bigint; output: bigint } {
   const n = (x: number) => BigInt(Math.max(0, Math.trunc(x)))
   const cached = Math.min(t.cached, t.input)
   const reasoning = prices.reasoning ? Math.min(t.reasoning, t.output) : 0
-  return (
-    n(t.input - cached) * picoOf(prices.input) +
-    n(cached) * picoOf(prices.cached_input ?? prices.input) +
-    n(t.output - reasoning) * picoOf(prices.output) +
-    n(reasoning) * picoOf(prices.reasoning ?? prices.output) +
-    (prices.request ? picoOf(prices.request) : 0n)
-  )
+  return {
+    input:
+      n(t.input - cached) * picoOf(prices.input) +
+      n(cached) * picoOf(prices.cached_input ?? prices.input) +
+      (prices.request ? picoOf(prices.request) : 0n),
+    output: n(t.output - reasoning) * picoOf(prices.output) + n(reasoning) * picoOf(prices.reasoning ?? prices.output),
+  }
+}
+
+/** What a model call costs, in pico-dollars, exactly. */
+export function costPico(prices: Prices, t: Tokens): bigint {
+  const parts = costPicoParts(prices, t)
+  return parts.input + parts.output
 }
 
 export const PICO_PER_MICRO = 1_000_000n

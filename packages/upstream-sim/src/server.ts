@@ -7,6 +7,7 @@ import { obj, type Json } from './json-view.js'
 import { askFromChat, chatError, chatResponse, chatStream } from './protocols/chat-completions.js'
 import { askFromResponses, responsesResponse, responsesStream } from './protocols/responses.js'
 import { askFromMessages, messagesError, messagesResponse, messagesStream } from './protocols/anthropic.js'
+import { replay } from './replay.js'
 
 interface Protocol {
   ask(body: Json): Ask
@@ -102,6 +103,9 @@ export async function startSimulator(
     }
     stats.lastBody[path] = body
     if (settings.latencyMs > 0) await new Promise((r) => setTimeout(r, settings.latencyMs))
+    // A recording of real provider traffic, replayed as it was sent (replay.ts).
+    if (typeof body.model === 'string' && body.model.startsWith('replay/'))
+      return replay(res, path, body.model, body.stream === true, settings.cutSeed)
 
     const ask = protocol.ask(body)
     const fault = settings.fault === 'none' ? (scriptedFault(ask, scriptedFailures) ?? 'none') : settings.fault
@@ -114,6 +118,10 @@ export async function startSimulator(
       case '500':
       case '503':
         return json(res, Number(fault), protocol.error(Number(fault), 'simulated upstream failure'))
+      case 'garbled':
+        // The provider answered, then its body broke off.
+        res.writeHead(200, { 'content-type': 'application/json' })
+        return res.end('{"id":"garbled-')
     }
     const answer = plan(ask, settings, seenPrompts)
     if (body.stream === true) {

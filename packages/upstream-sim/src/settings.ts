@@ -16,11 +16,14 @@ export interface SimSettings {
   sampleUrl: string
   /**
    * A fault to produce: none, 429 (with Retry-After), 500, 503, timeout (never answers), cut (a
-   * stream's connection drops mid-way), truncate (a stream ends cleanly mid-way, unfinished).
+   * stream's connection drops mid-way), truncate (a stream ends cleanly mid-way, unfinished),
+   * garbled (a 200 whose body breaks off: not JSON).
    */
-  fault: 'none' | '429' | '500' | '503' | 'timeout' | 'cut' | 'truncate'
+  fault: 'none' | '429' | '500' | '503' | 'timeout' | 'cut' | 'truncate' | 'garbled'
   /** The credential callers must present (Bearer or x-api-key); empty accepts any. */
   apiKey: string
+  /** Where a replayed recording is cut into pieces (the seed of its cuts; replay.ts). */
+  cutSeed: number
 }
 
 export const defaultSettings: SimSettings = {
@@ -33,6 +36,7 @@ export const defaultSettings: SimSettings = {
   sampleUrl: 'http://127.0.0.1/',
   fault: 'none',
   apiKey: '',
+  cutSeed: 1,
 }
 
 /** Settings for one request: the server's, overridden by `x-sim-*` headers. */
@@ -62,7 +66,9 @@ export function requestSettings(
     repeatToolCalls: bool('repeat-tool-calls', base.repeatToolCalls),
     sampleUrl: header('sample-url') ?? base.sampleUrl,
     fault:
-      (['none', '429', '500', '503', 'timeout', 'cut', 'truncate'] as const).find((f) => f === fault) ?? base.fault,
+      (['none', '429', '500', '503', 'timeout', 'cut', 'truncate', 'garbled'] as const).find((f) => f === fault) ??
+      base.fault,
     apiKey: base.apiKey,
+    cutSeed: num('cut-seed', base.cutSeed),
   }
 }

@@ -45,8 +45,12 @@ export interface StreamEvent {
   data: string
 }
 
-/** Translates one streamed reply; stateful, so make one per call. Throws GatewayError on a stream error. */
-export type StreamTranslator = (e: StreamEvent) => Delta[]
+/**
+ * Translates one streamed reply; stateful, so make one per call. Throws GatewayError on a stream
+ * error. Called once more with `end` when the stream has ended, for what the protocol says only by
+ * ending (a Chat Completions stream that ends with [DONE] and no finish reason).
+ */
+export type StreamTranslator = (e: StreamEvent | 'end') => Delta[]
 
 /** One protocol: the body it is sent (`Body`), and its whole reply (`Reply`) as deltas. */
 export interface Adapter<Body extends object = object, Reply = never> {
@@ -54,8 +58,9 @@ export interface Adapter<Body extends object = object, Reply = never> {
   path: string
   headers(apiKey: string | undefined): Record<string, string>
   body(spec: CallSpec): Body
-  reply(reply: AsSent<Reply>): Delta[]
-  streamer(): StreamTranslator
+  /** `provider` names who answered, in the errors a reply that reports a failure becomes. */
+  reply(reply: AsSent<Reply>, provider: string): Delta[]
+  streamer(provider: string): StreamTranslator
 }
 
 /** Any protocol's adapter, as the engine holds them. */

@@ -11,8 +11,12 @@ import type {
 } from '@anthropic-ai/sdk/resources/messages'
 import type { Entry, Part } from '../conversation.js'
 import type { Delta, Finish } from '../deltas.js'
-import { upstreamError } from '../errors.js'
+import { providerError } from '../errors.js'
+import { anthropicToolItem } from '../provider-items.js'
+import { ANTHROPIC_CITATION, type Annotation } from '../wire.js'
 import type { Adapter, AsSent, CallSpec, StreamTranslator } from './adapter.js'
+
+type Fields = Record<string, unknown>
 
 // Responses ⇄ Anthropic Messages. Shapes are the Anthropic client's.
 
@@ -96,12 +100,6 @@ function usage(u: AsSent<Usage | MessageDeltaUsage> | null | undefined): Delta[]
   ]
 }
 
-/** An error event mid-stream (not among the client's stream event types: the client raises it). */
-interface StreamError {
-  type: 'error'
-  error: { type: string; message: string }
-}
-
 /**
  * Sampling settings the client's types no longer list: older models and Anthropic-compatible
  * servers take them, and a request that sets them means them.
@@ -168,49 +166,123 @@ export const anthropic: Adapter<Body, Message> = {
   reply(r): Delta[] {
     const out: Delta[] = []
     let call = 0
-    for (const b of r.content ?? []) {
-      if (b?.type === 'thinking') out.push({ type: 'reasoning', delta: String(b.thinking ?? '') })
-      else if (b?.type === 'text')
-        out.push({ type: r.stop_reason === 'refusal' ? 'refusal' : 'text', delta: String(b.text ?? '') })
-      else if (b?.type === 'tool_use')
+    const blocks = (r.content ?? []) as (Fields | null)[]
+    // A server tool's call is shown with its result, which names it by tool_use_id.
+    const resultOf = new Map<string, Fields>()
+    for (const b of blocks)
+      if (b && typeof b.tool_use_id === 'string' && isToolResult(b)) resultOf.set(b.tool_use_id, b)
+    blocks.forEach((b, index) => {
+      if (!b) return
+      if (b.type === 'thinking') {
+        out.push({ type: 'reasoning', delta: String(b.thinking ?? ''), item: `b:${index}` })
+        if (typeof b.signature === 'string' && b.signature) out.push({ type: 'reasoning_state', state: b.signature })
+      } else if (b.type === 'redacted_thinking')
+        out.push({ type: 'reasoning_redacted', data: String(b.data ?? ''), item: `b:${index}` })
+      else if (b.type === 'text') {
+        const text = String(b.text ?? '')
+        out.push({ type: r.stop_reason === 'refusal' ? 'refusal' : 'text', delta: text })
+        for (const c of Array.isArray(b.citations) ? b.citations : []) out.push(citation(c, text.length))
+      } else if (b.type === 'tool_use')
         out.push({
           type: 'tool_call',
           index: call++,
-          id: b.id ?? undefined,
-          name: b.name ?? undefined,
+          id: typeof b.id === 'string' ? b.id : undefined,
+          name: typeof b.name === 'string' ? b.name : undefined,
           arguments: JSON.stringify(b.input ?? {}),
         })
-    }
-    out.push(...usage(r.usage), { type: 'finish', reason: finish(r.stop_reason) })
+      else if (isServerCall(b)) {
+        const id = String(b.id ?? '')
+        out.push({ type: 'provider_item', key: id, item: anthropicToolItem(b, resultOf.get(id)), done: true })
+      }
+    })
+    out.push(...usage(r.usage as AsSent<Usage>), { type: 'finish', reason: finish(r.stop_reason) })
     return out
   },
 
-  streamer(): StreamTranslator {
-    return ({ data }) => {
-      const e = JSON.parse(data) as AsSent<RawMessageStreamEvent> | AsSent<StreamError>
+  streamer(provider): StreamTranslator {
+    /** The content blocks of the message so far by index: their type, and what streamed into them. */
+    const open = new Map<number, { block: Fields; json: string; text: number; citations: Fields[] }>()
+    /** Server tool calls waiting for their result (a result may not come: the turn paused). */
+    const pending = new Map<string, Fields>()
+    return (event) => {
+      if (event === 'end') return flush(pending)
+      const e = JSON.parse(event.data) as AsSent<RawMessageStreamEvent> & Fields
+      const index = typeof e.index === 'number' ? e.index : 0
+      // An error mid-stream (not among the client's stream event types: the client raises it).
+      if ((e.type as string) === 'error') throw providerError(provider, e)
       switch (e.type) {
         case 'message_start':
           return usage(e.message?.usage)
-        case 'content_block_start':
-          return e.content_block?.type === 'tool_use'
-            ? [
-                {
-                  type: 'tool_call',
-                  index: e.index ?? 0,
-                  id: e.content_block.id ?? undefined,
-                  name: e.content_block.name ?? undefined,
-                  arguments: '',
-                },
-              ]
-            : e.content_block?.type === 'text' && e.content_block.text
-              ? [{ type: 'text', delta: e.content_block.text }]
-              : []
+        case 'content_block_start': {
+          const block = (e.content_block ?? {}) as Fields
+          open.set(index, { block, json: '', text: 0, citations: [] })
+          if (block.type === 'tool_use')
+            return [
+              {
+                type: 'tool_call',
+                index,
+                id: typeof block.id === 'string' ? block.id : undefined,
+                name: typeof block.name === 'string' ? block.name : undefined,
+                arguments: '',
+              },
+            ]
+          if (block.type === 'thinking')
+            return [{ type: 'reasoning', delta: String(block.thinking ?? ''), item: `b:${index}` }]
+          if (block.type === 'redacted_thinking')
+            return [{ type: 'reasoning_redacted', data: String(block.data ?? ''), item: `b:${index}` }]
+          if (block.type === 'text' && typeof block.text === 'string' && block.text) {
+            open.get(index)!.text += block.text.length
+            return [{ type: 'text', delta: block.text }]
+          }
+          if (isToolResult(block) && typeof block.tool_use_id === 'string') {
+            const call = pending.get(block.tool_use_id)
+            if (!call) return []
+            pending.delete(block.tool_use_id)
+            return [{ type: 'provider_item', key: block.tool_use_id, item: anthropicToolItem(call, block), done: true }]
+          }
+          return []
+        }
         case 'content_block_delta': {
-          const d = e.delta
-          if (d?.type === 'text_delta') return [{ type: 'text', delta: String(d.text ?? '') }]
-          if (d?.type === 'thinking_delta') return [{ type: 'reasoning', delta: String(d.thinking ?? '') }]
-          if (d?.type === 'input_json_delta')
-            return [{ type: 'tool_call', index: e.index ?? 0, arguments: String(d.partial_json ?? '') }]
+          const d = (e.delta ?? {}) as Fields
+          const at = open.get(index)
+          if (d.type === 'text_delta') {
+            const text = String(d.text ?? '')
+            if (at) at.text += text.length
+            return [{ type: 'text', delta: text }]
+          }
+          if (d.type === 'thinking_delta')
+            return [{ type: 'reasoning', delta: String(d.thinking ?? ''), item: `b:${index}` }]
+          if (d.type === 'signature_delta') return [{ type: 'reasoning_state', state: String(d.signature ?? '') }]
+          if (d.type === 'citations_delta') {
+            // Citations name no indices: each covers its text block, known once the block ends.
+            if (at && d.citation && typeof d.citation === 'object') at.citations.push(d.citation as Fields)
+            return []
+          }
+          if (d.type === 'input_json_delta') {
+            const piece = String(d.partial_json ?? '')
+            if (at && isServerCall(at.block)) {
+              at.json += piece
+              return []
+            }
+            return [{ type: 'tool_call', index, arguments: piece }]
+          }
+          return []
+        }
+        case 'content_block_stop': {
+          const at = open.get(index)
+          open.delete(index)
+          if (!at) return []
+          if (at.citations.length) return at.citations.map((c) => citation(c, at.text))
+          if (isServerCall(at.block)) {
+            let input: unknown = at.block.input ?? {}
+            try {
+              if (at.json) input = JSON.parse(at.json)
+            } catch {}
+            const call: Fields = { ...at.block, input }
+            const id = String(at.block.id ?? '')
+            pending.set(id, call)
+            return [{ type: 'provider_item', key: id, item: anthropicToolItem(call, undefined), done: false }]
+          }
           return []
         }
         case 'message_delta':
@@ -218,21 +290,48 @@ export const anthropic: Adapter<Body, Message> = {
             ...usage(e.usage),
             ...(e.delta?.stop_reason ? [{ type: 'finish' as const, reason: finish(e.delta.stop_reason) }] : []),
           ]
-        case 'error': {
-          const type = e.error?.type
-          const status =
-            type === 'overloaded_error'
-              ? 529
-              : type === 'rate_limit_error'
-                ? 429
-                : type === 'invalid_request_error'
-                  ? 400
-                  : 500
-          throw upstreamError('the provider', status, JSON.stringify(e))
-        }
         default:
           return []
       }
     }
   },
+}
+
+/** Server tool calls the turn ended before their result came: closed as they were. */
+function flush(pending: Map<string, Fields>): Delta[] {
+  const out: Delta[] = [...pending].map(([key, call]) => ({
+    type: 'provider_item' as const,
+    key,
+    item: anthropicToolItem(call, undefined),
+    done: true,
+  }))
+  pending.clear()
+  return out
+}
+
+/** A block for a tool the provider runs itself (web search, web fetch, code execution, MCP…). */
+const isServerCall = (b: Fields) => b.type === 'server_tool_use' || b.type === 'mcp_tool_use'
+/** The result of such a tool (`web_search_tool_result`, `mcp_tool_result`, `code_execution_tool_result`…). */
+const isToolResult = (b: Fields) =>
+  typeof b.type === 'string' && b.type !== 'tool_result' && b.type.endsWith('_tool_result')
+
+/**
+ * An Anthropic citation as the Responses wire's annotation: a web search result's as `url_citation`
+ * (covering its text block), any other kind as it came, under its own type; either way the
+ * citation Anthropic sent rides along for the Messages door.
+ */
+function citation(c: unknown, covers: number): Delta {
+  const raw = (c && typeof c === 'object' ? c : {}) as Fields
+  const annotation: Annotation =
+    typeof raw.url === 'string'
+      ? {
+          type: 'url_citation',
+          url: raw.url,
+          title: typeof raw.title === 'string' ? raw.title : '',
+          start_index: 0,
+          end_index: 0,
+        }
+      : { ...raw, type: typeof raw.type === 'string' ? raw.type : 'citation' }
+  annotation[ANTHROPIC_CITATION] = raw
+  return { type: 'annotation', annotation, covers }
 }

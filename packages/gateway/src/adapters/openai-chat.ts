@@ -10,8 +10,9 @@ import type {
 } from 'openai/resources/chat/completions'
 import type { CompletionUsage } from 'openai/resources/completions'
 import type { CacheMark, Entry, Part } from '../conversation.js'
-import { logprobsOf, type Delta, type Finish } from '../deltas.js'
-import { gatewayError } from '../errors.js'
+import { logprobsOf, type Delta, type Finish, type Usage } from '../deltas.js'
+import { providerError } from '../errors.js'
+import type { Annotation } from '../wire.js'
 import { copyGiven, type Adapter, type AsSent, type CallSpec, type StreamTranslator } from './adapter.js'
 import { logprobsWanted, type ResponsesRequest } from '../request.js'
 
@@ -26,22 +27,39 @@ interface ReasoningFields {
   reasoning_content?: string | null
   reasoning?: string | null
 }
-/** Usage as OpenAI-compatible providers report it, with the cache writes some add. */
-type ChatUsage = CompletionUsage & { prompt_tokens_details?: { cache_write_tokens?: number } }
-type ChatReply = Omit<ChatCompletion, 'choices' | 'usage'> & {
-  choices: (ChatCompletion['choices'][number] & {
-    message: ChatCompletion['choices'][number]['message'] & ReasoningFields
-  })[]
-  usage?: ChatUsage
+/** Usage as OpenAI-compatible providers report it, with the cache writes some add and DeepSeek's cache hits. */
+type ChatUsage = CompletionUsage & {
+  prompt_tokens_details?: { cache_write_tokens?: number }
+  prompt_cache_hit_tokens?: number
 }
-type ChatChunk = Omit<ChatCompletionChunk, 'choices' | 'usage'> & {
-  choices: (ChatCompletionChunk['choices'][number] & {
-    delta: ChatCompletionChunk['choices'][number]['delta'] & ReasoningFields
-  })[]
-  usage?: ChatUsage | null
-  /** A failure mid-stream, as OpenRouter and others report it. */
-  error?: { message?: string }
+/**
+ * Content as some providers send it: a list of parts instead of a string (Mistral's, with its
+ * thinking as a part of its own holding text parts).
+ */
+type ContentParts = { type: string; text?: string; thinking?: { type: string; text?: string }[] }[]
+/** Citations beside the reply, as Perplexity sends them: the cited URLs, and (newer) their titles. */
+interface CitationFields {
+  citations?: string[]
+  search_results?: { url?: string; title?: string }[]
 }
+type ChatReply = Omit<ChatCompletion, 'choices' | 'usage'> &
+  CitationFields & {
+    choices: (ChatCompletion['choices'][number] & {
+      message: Omit<ChatCompletion['choices'][number]['message'], 'content'> &
+        ReasoningFields & { content: string | ContentParts | null }
+    })[]
+    usage?: ChatUsage
+  }
+type ChatChunk = Omit<ChatCompletionChunk, 'choices' | 'usage'> &
+  CitationFields & {
+    choices: (ChatCompletionChunk['choices'][number] & {
+      delta: Omit<ChatCompletionChunk['choices'][number]['delta'], 'content'> &
+        ReasoningFields & { content?: string | ContentParts | null; annotations?: unknown[] }
+    })[]
+    usage?: ChatUsage | null
+    /** A failure mid-stream, as OpenRouter and others report it. */
+    error?: { message?: string; code?: string | number }
+  }
 
 const DETAILS = ['auto', 'low', 'high'] as const
 
@@ -97,20 +115,92 @@ const FINISH: Record<string, Finish> = {
 }
 const finish = (reason: string | null | undefined): Finish => FINISH[reason ?? ''] ?? 'stop'
 
+/**
+ * Usage in Chat Completions' terms, as the neutral usage (docs/gateway.md, "Tokens"):
+ * - `prompt_tokens` counts every input token; cached ones are within it
+ *   (`prompt_tokens_details.cached_tokens`, or DeepSeek's `prompt_cache_hit_tokens`).
+ * - `completion_tokens` counts every output token, reasoning ones within it
+ *   (`completion_tokens_details.reasoning_tokens`): OpenAI, DeepSeek, Groq. Except where the
+ *   provider's own total says otherwise: xAI counts reasoning apart, and its `total_tokens` is
+ *   prompt + completion + reasoning. There the reasoning is added to the output, so that it is
+ *   reported, and priced, once.
+ */
+export function chatUsage(u: AsSent<ChatUsage>): Partial<Usage> {
+  const input = u.prompt_tokens ?? 0
+  const completion = u.completion_tokens ?? 0
+  const reasoning = u.completion_tokens_details?.reasoning_tokens ?? 0
+  const outside = reasoning > 0 && u.total_tokens === input + completion + reasoning
+  return {
+    input,
+    cached: u.prompt_tokens_details?.cached_tokens ?? u.prompt_cache_hit_tokens ?? 0,
+    cacheWrite: u.prompt_tokens_details?.cache_write_tokens ?? 0,
+    output: outside ? completion + reasoning : completion,
+    reasoning,
+  }
+}
+
 function usageDelta(u: AsSent<ChatUsage> | null | undefined): Delta[] {
-  if (!u) return []
-  return [
-    {
-      type: 'usage',
-      usage: {
-        input: u.prompt_tokens ?? 0,
-        cached: u.prompt_tokens_details?.cached_tokens ?? 0,
-        cacheWrite: u.prompt_tokens_details?.cache_write_tokens ?? 0,
-        output: u.completion_tokens ?? 0,
-        reasoning: u.completion_tokens_details?.reasoning_tokens ?? 0,
-      },
-    },
-  ]
+  return u ? [{ type: 'usage', usage: chatUsage(u) }] : []
+}
+
+/** Content given as a string or as parts: its text, and the reasoning among its parts. */
+function contentDeltas(content: unknown): Delta[] {
+  if (typeof content === 'string') return content ? [{ type: 'text', delta: content }] : []
+  if (!Array.isArray(content)) return []
+  const out: Delta[] = []
+  for (const part of content as AsSent<ContentParts>) {
+    if (part?.type === 'text' && typeof part.text === 'string' && part.text)
+      out.push({ type: 'text', delta: part.text })
+    else if (part?.type === 'thinking')
+      for (const t of part.thinking ?? [])
+        if (t?.type === 'text' && typeof t.text === 'string' && t.text) out.push({ type: 'reasoning', delta: t.text })
+  }
+  return out
+}
+
+/**
+ * Annotations as OpenAI and OpenRouter give them on a Chat Completions message
+ * (`{type: "url_citation", url_citation: {url, title, start_index, end_index}}`), in the Responses
+ * wire's terms.
+ */
+function annotationDeltas(list: unknown): Delta[] {
+  if (!Array.isArray(list)) return []
+  return list.flatMap((a: { type?: unknown; url_citation?: Record<string, unknown> } | null) => {
+    const c = a?.type === 'url_citation' ? a.url_citation : undefined
+    if (!c || typeof c.url !== 'string') return []
+    const annotation: Annotation = {
+      type: 'url_citation',
+      url: c.url,
+      title: typeof c.title === 'string' ? c.title : '',
+      start_index: Number.isInteger(c.start_index) ? (c.start_index as number) : 0,
+      end_index: Number.isInteger(c.end_index) ? (c.end_index as number) : 0,
+    }
+    return [{ type: 'annotation' as const, annotation }]
+  })
+}
+
+/**
+ * Perplexity's citations (URLs beside the reply, cited in the text as [1], [2]…) as url_citation
+ * annotations, each spanning the first mark that cites it (none: the start of the text).
+ */
+function citationDeltas(r: AsSent<CitationFields>, text: string): Delta[] {
+  const urls = Array.isArray(r.citations) ? r.citations : []
+  const titles = new Map<string, string>()
+  for (const s of Array.isArray(r.search_results) ? r.search_results : [])
+    if (typeof s?.url === 'string' && typeof s.title === 'string') titles.set(s.url, s.title)
+  return urls.flatMap((url, i) => {
+    if (typeof url !== 'string') return []
+    const mark = `[${i + 1}]`
+    const at = text.indexOf(mark)
+    const annotation: Annotation = {
+      type: 'url_citation',
+      url,
+      title: titles.get(url) ?? '',
+      start_index: Math.max(0, at),
+      end_index: at < 0 ? 0 : at + mark.length,
+    }
+    return [{ type: 'annotation' as const, annotation }]
+  })
 }
 
 export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
@@ -188,9 +278,16 @@ export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
     const out: Delta[] = []
     const reasoning = m?.reasoning_content ?? m?.reasoning
     if (typeof reasoning === 'string') out.push({ type: 'reasoning', delta: reasoning })
-    if (typeof m?.content === 'string')
-      out.push({ type: 'text', delta: m.content, logprobs: logprobsOf(choice?.logprobs?.content) })
+    const content = contentDeltas(m?.content)
+    // Log probabilities belong to the text: the first text delta carries them.
+    const logprobs = logprobsOf(choice?.logprobs?.content)
+    const first = content.find((d) => d.type === 'text')
+    if (first?.type === 'text' && logprobs) first.logprobs = logprobs
+    out.push(...content)
     if (typeof m?.refusal === 'string') out.push({ type: 'refusal', delta: m.refusal })
+    out.push(...annotationDeltas(m?.annotations))
+    const text = content.map((d) => (d.type === 'text' ? d.delta : '')).join('')
+    out.push(...citationDeltas(reply, text))
     ;(m?.tool_calls ?? []).forEach((c, index) => {
       const f = c && 'function' in c ? c.function : undefined
       out.push({
@@ -206,25 +303,49 @@ export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
     return out
   },
 
-  streamer(): StreamTranslator {
-    return ({ data }) => {
-      if (data === '[DONE]') return []
-      const chunk = JSON.parse(data) as AsSent<ChatChunk>
-      if (chunk.error)
-        throw gatewayError(
-          'provider_unavailable',
-          `the provider failed mid-stream: ${String(chunk.error.message ?? '').slice(0, 300)}`,
-        )
+  streamer(provider): StreamTranslator {
+    let finished = false
+    let calls = false
+    let text = ''
+    /** Perplexity repeats its citations on every chunk: the last ones are given at the end. */
+    let citations: AsSent<CitationFields> | undefined
+    // The end of the reply's text: its citations, then how it finished.
+    const ending = (reason: Finish | undefined): Delta[] => {
+      const out = citations ? citationDeltas(citations, text) : []
+      citations = undefined
+      if (reason && !finished) {
+        finished = true
+        out.push({ type: 'finish', reason })
+      }
+      return out
+    }
+    return (event) => {
+      // A stream that says it is done ([DONE]) but never said how it finished (some OpenRouter
+      // providers) finished as its content says: with its calls, or its text.
+      if (event === 'end') return []
+      if (event.data === '[DONE]') return ending(calls ? 'tool_calls' : 'stop')
+      const chunk = JSON.parse(event.data) as AsSent<ChatChunk>
+      if (chunk.error) throw providerError(provider, chunk)
+      if (Array.isArray(chunk.citations)) citations = chunk
       const out: Delta[] = []
       const choice = chunk.choices?.[0]
       const d = choice?.delta
       if (d) {
         const reasoning = d.reasoning_content ?? d.reasoning
         if (typeof reasoning === 'string' && reasoning) out.push({ type: 'reasoning', delta: reasoning })
-        if (typeof d.content === 'string' && d.content)
-          out.push({ type: 'text', delta: d.content, logprobs: logprobsOf(choice.logprobs?.content) })
+        const content = contentDeltas(d.content)
+        const logprobs = logprobsOf(choice.logprobs?.content)
+        for (const c of content) {
+          if (c.type === 'text') {
+            text += c.delta
+            if (logprobs) c.logprobs = logprobs
+          }
+          out.push(c)
+        }
         if (typeof d.refusal === 'string' && d.refusal) out.push({ type: 'refusal', delta: d.refusal })
+        out.push(...annotationDeltas(d.annotations))
         for (const c of d.tool_calls ?? []) {
+          calls = true
           out.push({
             type: 'tool_call',
             index: c?.index ?? 0,
@@ -234,7 +355,7 @@ export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
           })
         }
       }
-      if (choice?.finish_reason) out.push({ type: 'finish', reason: finish(choice.finish_reason) })
+      if (choice?.finish_reason) out.push(...ending(finish(choice.finish_reason)))
       out.push(...usageDelta(chunk.usage))
       return out
     }

@@ -12,7 +12,9 @@ import type {
 import type { Entry, Part } from '../conversation.js'
 import { logprobsOf, type Delta, type Finish } from '../deltas.js'
 import { logprobsWanted, type ResponsesRequest } from '../request.js'
-import { type GatewayError, upstreamError } from '../errors.js'
+import { providerError } from '../errors.js'
+import { responsesItem } from '../provider-items.js'
+import type { Annotation } from '../wire.js'
 import { copyGiven, type Adapter, type AsSent, type CallSpec, type StreamTranslator } from './adapter.js'
 
 // Responses ⇄ OpenAI Responses: the same format upstream, so mostly a rewrite of what Roster adds
@@ -67,20 +69,60 @@ function usageDelta(u: AsSent<ResponseUsage> | null | undefined): Delta[] {
 }
 
 type Reply = AsSent<Response>
+type Fields = Record<string, unknown>
 
 function finishOf(r: Reply): Finish {
   if (r.status === 'incomplete') return r.incomplete_details?.reason === 'content_filter' ? 'content_filter' : 'length'
   return (r.output ?? []).some((o) => o?.type === 'function_call') ? 'tool_calls' : 'stop'
 }
 
-function failed(r: Reply | null | undefined): GatewayError {
-  const e = r?.error ?? {}
-  const status = e.code === 'rate_limit_exceeded' ? 429 : e.code === 'invalid_prompt' ? 400 : 502
-  return upstreamError(
-    'the provider',
-    status,
-    JSON.stringify({ error: { message: e.message ?? 'the response failed', type: e.code } }),
-  )
+const KNOWN = new Set(['message', 'reasoning', 'function_call'])
+
+/** A reasoning item's text: its summary parts, or, where it has none, its reasoning text (DeepSeek, xAI). */
+function reasoningParts(item: Fields): string[] {
+  const from = (list: unknown, type: string) =>
+    (Array.isArray(list) ? list : []).flatMap((p: Fields | null) =>
+      p && p.type === type && typeof p.text === 'string' && p.text ? [p.text] : [],
+    )
+  const summary = from(item.summary, 'summary_text')
+  return summary.length ? summary : from(item.content, 'reasoning_text')
+}
+
+/** A whole reasoning item as deltas: an item of its own, its parts, and its opaque state. */
+function reasoningDeltas(item: Fields, key: string): Delta[] {
+  const out: Delta[] = [{ type: 'reasoning', delta: '', item: key }]
+  reasoningParts(item).forEach((text, part) => out.push({ type: 'reasoning', delta: text, item: key, part }))
+  if (typeof item.encrypted_content === 'string' && item.encrypted_content)
+    out.push({ type: 'reasoning_state', state: item.encrypted_content })
+  return out
+}
+
+/** A message's content as deltas: text with its annotations, refusals. */
+function messageDeltas(item: Fields): Delta[] {
+  const out: Delta[] = []
+  for (const c of (Array.isArray(item.content) ? item.content : []) as (Fields | null)[]) {
+    if (c?.type === 'output_text') {
+      out.push({ type: 'text', delta: String(c.text ?? ''), logprobs: logprobsOf(c.logprobs) })
+      for (const a of Array.isArray(c.annotations) ? c.annotations : [])
+        if (a && typeof a === 'object' && typeof (a as Fields).type === 'string')
+          out.push({ type: 'annotation', annotation: a as Annotation })
+    } else if (c?.type === 'refusal') out.push({ type: 'refusal', delta: String(c.refusal ?? '') })
+  }
+  return out
+}
+
+/**
+ * What was streamed of each output item, by its output_index: a provider that sends an item's
+ * content only in its `.done` events (function arguments, reasoning, text) has it taken from there.
+ */
+class Streamed {
+  private readonly seen = new Map<number, string>()
+  add(index: number, piece: string) {
+    this.seen.set(index, (this.seen.get(index) ?? '') + piece)
+  }
+  of(index: number) {
+    return this.seen.get(index) ?? ''
+  }
 }
 
 export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
@@ -133,74 +175,124 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
     return body
   },
 
-  reply(r): Delta[] {
+  reply(r, provider): Delta[] {
     const out: Delta[] = []
     let call = 0
-    for (const item of r.output ?? []) {
-      if (item?.type === 'reasoning') {
-        const text = (item.summary ?? []).map((s) => s?.text ?? '').join('')
-        if (text) out.push({ type: 'reasoning', delta: text })
-      } else if (item?.type === 'message') {
-        for (const c of item.content ?? []) {
-          if (c?.type === 'output_text')
-            out.push({ type: 'text', delta: String(c.text ?? ''), logprobs: logprobsOf(c.logprobs) })
-          else if (c?.type === 'refusal') out.push({ type: 'refusal', delta: String(c.refusal ?? '') })
-        }
-      } else if (item?.type === 'function_call') {
+    ;(r.output ?? []).forEach((raw, index) => {
+      const item = (raw ?? {}) as Fields
+      if (item.type === 'reasoning') out.push(...reasoningDeltas(item, `oi:${index}`))
+      else if (item.type === 'message') out.push(...messageDeltas(item))
+      else if (item.type === 'function_call')
         out.push({
           type: 'tool_call',
           index: call++,
-          id: item.call_id ?? undefined,
-          name: item.name ?? undefined,
+          id: typeof item.call_id === 'string' ? item.call_id : undefined,
+          name: typeof item.name === 'string' ? item.name : undefined,
           arguments: String(item.arguments ?? ''),
         })
-      }
-    }
-    if (r.status === 'failed') throw failed(r)
+      else if (typeof item.type === 'string')
+        out.push({ type: 'provider_item', key: `oi:${index}`, item: responsesItem(item), done: true })
+    })
+    if (r.status === 'failed') throw providerError(provider, {}, r)
     out.push(...usageDelta(r.usage), { type: 'finish', reason: finishOf(r) })
     return out
   },
 
-  streamer(): StreamTranslator {
-    return ({ data }) => {
-      if (data === '[DONE]') return []
-      const e = JSON.parse(data) as AsSent<ResponseStreamEvent>
+  streamer(provider): StreamTranslator {
+    const streamed = new Streamed()
+    return (event) => {
+      if (event === 'end' || event.data === '[DONE]') return []
+      const e = JSON.parse(event.data) as AsSent<ResponseStreamEvent> & Fields
+      const index = typeof e.output_index === 'number' ? e.output_index : 0
       switch (e.type) {
         case 'response.output_text.delta':
+          streamed.add(index, String(e.delta ?? ''))
           return [{ type: 'text', delta: String(e.delta ?? ''), logprobs: logprobsOf(e.logprobs) }]
         case 'response.refusal.delta':
+          streamed.add(index, String(e.delta ?? ''))
           return [{ type: 'refusal', delta: String(e.delta ?? '') }]
-        case 'response.reasoning_summary_text.delta':
-        case 'response.reasoning_text.delta':
-          return [{ type: 'reasoning', delta: String(e.delta ?? '') }]
-        case 'response.output_item.added':
-          return e.item?.type === 'function_call'
-            ? [
-                {
-                  type: 'tool_call',
-                  index: e.output_index ?? 0,
-                  id: e.item.call_id ?? undefined,
-                  name: e.item.name ?? undefined,
-                  arguments: String(e.item.arguments ?? ''),
-                },
-              ]
+        case 'response.output_text.annotation.added':
+          return e.annotation && typeof e.annotation === 'object'
+            ? [{ type: 'annotation', annotation: e.annotation as unknown as Annotation }]
             : []
+        case 'response.reasoning_summary_text.delta':
+          streamed.add(index, String(e.delta ?? ''))
+          return [
+            {
+              type: 'reasoning',
+              delta: String(e.delta ?? ''),
+              item: `oi:${index}`,
+              part: typeof e.summary_index === 'number' ? e.summary_index : undefined,
+            },
+          ]
+        case 'response.reasoning_text.delta':
+          streamed.add(index, String(e.delta ?? ''))
+          return [{ type: 'reasoning', delta: String(e.delta ?? ''), item: `oi:${index}` }]
+        case 'response.output_item.added': {
+          // Item ids change from event to event on some providers (GitHub Copilot): items are told apart by output_index.
+          const item = (e.item ?? {}) as Fields
+          if (item.type === 'function_call')
+            return [
+              {
+                type: 'tool_call',
+                index,
+                id: typeof item.call_id === 'string' ? item.call_id : undefined,
+                name: typeof item.name === 'string' ? item.name : undefined,
+                arguments: String(item.arguments ?? ''),
+              },
+            ]
+          if (item.type === 'reasoning') return [{ type: 'reasoning', delta: '', item: `oi:${index}` }]
+          if (typeof item.type === 'string' && !KNOWN.has(item.type))
+            return [{ type: 'provider_item', key: `oi:${index}`, item: responsesItem(item), done: false }]
+          return []
+        }
         case 'response.function_call_arguments.delta':
-          return [{ type: 'tool_call', index: e.output_index ?? 0, arguments: String(e.delta ?? '') }]
+          streamed.add(index, String(e.delta ?? ''))
+          return [{ type: 'tool_call', index, arguments: String(e.delta ?? '') }]
+        case 'response.function_call_arguments.done':
+          return rest(streamed, index, e.arguments, (piece) => [{ type: 'tool_call', index, arguments: piece }])
+        case 'response.output_item.done': {
+          const item = (e.item ?? {}) as Fields
+          if (item.type === 'function_call')
+            return rest(streamed, index, item.arguments, (piece) => [{ type: 'tool_call', index, arguments: piece }])
+          if (item.type === 'reasoning') {
+            const out: Delta[] = streamed.of(index)
+              ? []
+              : reasoningParts(item).map((text, part) => ({
+                  type: 'reasoning',
+                  delta: text,
+                  item: `oi:${index}`,
+                  part,
+                }))
+            if (typeof item.encrypted_content === 'string' && item.encrypted_content)
+              out.push({ type: 'reasoning_state', state: item.encrypted_content })
+            return out
+          }
+          if (item.type === 'message') return streamed.of(index) ? [] : messageDeltas(item)
+          if (typeof item.type === 'string' && !KNOWN.has(item.type))
+            return [{ type: 'provider_item', key: `oi:${index}`, item: responsesItem(item), done: true }]
+          return []
+        }
         case 'response.completed':
         case 'response.incomplete':
           return [...usageDelta(e.response?.usage), { type: 'finish', reason: finishOf(e.response ?? {}) }]
         case 'response.failed':
-          throw failed(e.response)
+          throw providerError(provider, {}, e.response)
         case 'error':
-          throw upstreamError(
-            'the provider',
-            e.code === 'rate_limit_exceeded' ? 429 : 502,
-            JSON.stringify({ error: { message: e.message } }),
-          )
+          throw providerError(provider, e)
         default:
           return []
       }
     }
   },
+}
+
+/** What a `.done` event holds beyond what was streamed of the item (all of it, when nothing was). */
+function rest(streamed: Streamed, index: number, whole: unknown, deltas: (piece: string) => Delta[]): Delta[] {
+  if (typeof whole !== 'string') return []
+  const so = streamed.of(index)
+  if (!whole.startsWith(so) || whole.length === so.length) return []
+  const piece = whole.slice(so.length)
+  streamed.add(index, piece)
+  return deltas(piece)
 }

@@ -16,8 +16,17 @@ import {
   type InputItem,
   type ResponsesRequest,
 } from '../request.js'
-import { stopReasonOf, type ItemEvent, type LogProb, type ResponseObject, type StopReason } from '../wire.js'
+import {
+  isProviderItem,
+  stopReasonOf,
+  type Annotation,
+  type ItemEvent,
+  type LogProb,
+  type ResponseObject,
+  type StopReason,
+} from '../wire.js'
 import type { DoorStream } from './door.js'
+import { leftOut } from './provider-items.js'
 
 /** The end of a chat completions stream. */
 const DONE = sseEvent('[DONE]')
@@ -374,6 +383,30 @@ const chatLogprobs = (content: LogProb[]) => ({ content, refusal: null })
 const metadataOf = (response: ResponseObject) =>
   response.openrouter_metadata ? { openrouter_metadata: response.openrouter_metadata } : {}
 
+const DOOR = '/chat/completions'
+
+/** A citation as OpenAI and OpenRouter give it on a Chat Completions message. */
+type ChatAnnotation = ChatCompletionMessage.Annotation
+
+/**
+ * A url_citation as Chat Completions names it, its indices counted in the message's whole text
+ * (`offset`: where its text part begins there). Other kinds of annotation have no Chat Completions
+ * form, and are left out.
+ */
+function chatAnnotation(a: Annotation, offset: number): ChatAnnotation | undefined {
+  if (a.type !== 'url_citation' || typeof a.url !== 'string') return undefined
+  const at = (v: unknown) => (typeof v === 'number' ? v + offset : offset)
+  return {
+    type: 'url_citation',
+    url_citation: {
+      url: a.url,
+      title: typeof a.title === 'string' ? a.title : '',
+      start_index: at(a.start_index),
+      end_index: at(a.end_index),
+    },
+  }
+}
+
 /** The finished Response as a `chat.completion`. */
 export function toChatCompletion(response: ResponseObject, options: ChatReplyOptions): ChatCompletionReply {
   let text = ''
@@ -381,11 +414,17 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
   let reasoning = ''
   const toolCalls: ChatCompletionMessageFunctionToolCall[] = []
   const logprobs: LogProb[] = []
+  const annotations: ChatAnnotation[] = []
   for (const item of response.output) {
-    if (item.type === 'message') {
+    if (isProviderItem(item)) leftOut(item, DOOR)
+    else if (item.type === 'message') {
       for (const p of item.content) {
         if (p.type === 'refusal') refusal += p.refusal
         else {
+          for (const a of p.annotations) {
+            const c = chatAnnotation(a, text.length)
+            if (c) annotations.push(c)
+          }
           text += p.text
           for (const l of p.logprobs) logprobs.push(l)
         }
@@ -401,6 +440,7 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
   }
   if (reasoning && !options.hideReasoning) message.reasoning = reasoning
   if (toolCalls.length) message.tool_calls = toolCalls
+  if (annotations.length) message.annotations = annotations
   return {
     id: chatId(response.id),
     object: 'chat.completion',
@@ -426,6 +466,9 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
 export class ChatCompletionStream implements DoorStream {
   private head = ''
   private readonly toolIndex = new Map<string, number>()
+  /** The length of the text sent so far, and where each text part began in it (for annotations' indices). */
+  private sent = 0
+  private readonly partStart = new Map<string, number>()
 
   constructor(private readonly options: ChatReplyOptions) {}
 
@@ -436,14 +479,23 @@ export class ChatCompletionStream implements DoorStream {
 
   event(e: ItemEvent): string {
     switch (e.type) {
+      case 'response.content_part.added':
+        this.partStart.set(`${e.item_id}:${e.content_index}`, this.sent)
+        return ''
       case 'response.output_text.delta':
+        this.sent += e.delta.length
         return this.delta(`{"content":${JSON.stringify(e.delta)}}`, e.logprobs)
+      case 'response.output_text.annotation.added': {
+        const a = chatAnnotation(e.annotation, this.partStart.get(`${e.item_id}:${e.content_index}`) ?? 0)
+        return a ? this.delta(JSON.stringify({ annotations: [a] })) : ''
+      }
       case 'response.refusal.delta':
         return this.delta(`{"refusal":${JSON.stringify(e.delta)}}`)
       case 'response.reasoning_summary_text.delta':
         return this.options.hideReasoning ? '' : this.delta(`{"reasoning":${JSON.stringify(e.delta)}}`)
       case 'response.output_item.added': {
         const item = e.item
+        if (isProviderItem(item)) return leftOut(item, DOOR) && ''
         if (item.type !== 'function_call') return ''
         const index = this.toolIndex.size
         this.toolIndex.set(item.id, index)

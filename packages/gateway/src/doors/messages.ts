@@ -4,6 +4,7 @@ import type {
   MessageDeltaUsage,
   RawContentBlockDeltaEvent,
   TextBlock,
+  TextCitation,
   Usage,
 } from '@anthropic-ai/sdk/resources/messages'
 import { z } from 'zod'
@@ -11,8 +12,20 @@ import { anthropicErrorBody } from '@roster/shared/errors'
 import { sseEvent } from '@roster/shared/event-stream'
 import { invalid, type GatewayError } from '../errors.js'
 import { ServiceTier, sparseParser, type InputItem, type ResponsesRequest } from '../request.js'
-import { stopReasonOf, type ItemEvent, type ResponseObject, type StopReason } from '../wire.js'
+import {
+  ANTHROPIC_CITATION,
+  isProviderItem,
+  PROVIDER_ITEM,
+  REDACTED_THINKING,
+  stopReasonOf,
+  type Annotation,
+  type ItemEvent,
+  type ReasoningItem,
+  type ResponseObject,
+  type StopReason,
+} from '../wire.js'
 import type { DoorStream } from './door.js'
+import { leftOut } from './provider-items.js'
 
 // POST /messages: the Anthropic Messages request and reply (and its event stream), translated to
 // the engine's neutral request on the way in and from the engine's Response and events on the way
@@ -212,9 +225,15 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
         case 'redacted_thinking':
           // Earlier reasoning is the provider's own state; it is not replayed (as on the other doors).
           return
+        case 'server_tool_use':
+        case 'mcp_tool_use':
+          // A tool the provider ran (the reply gave it back): its state too; the text after it holds its result.
+          if (m.role !== 'assistant') throw invalid(`${at} ${b.type} belongs in assistant messages`)
+          return
         default:
+          if (m.role === 'assistant' && b.type !== 'tool_result' && b.type.endsWith('_tool_result')) return
           throw invalid(
-            `${at} content blocks of type ${b.type} are not served by this Roster (served: text, image, tool_use, tool_result, thinking)`,
+            `${at} content blocks of type ${b.type} are not served by this Roster (served: text, image, tool_use, tool_result, thinking, redacted_thinking, and in assistant messages the server tools' blocks)`,
           )
       }
     })
@@ -356,10 +375,25 @@ export type MessageReply = Omit<Message, 'usage' | 'content'> & {
 export function toMessage(response: ResponseObject): MessageReply {
   const content: ContentBlock[] = []
   for (const item of response.output) {
-    if (item.type === 'reasoning')
-      content.push({ type: 'thinking', thinking: item.summary.map((s) => s.text).join(''), signature: '' })
-    else if (item.type === 'message')
-      for (const p of item.content) content.push({ type: 'text', text: p.type === 'output_text' ? p.text : p.refusal })
+    if (isProviderItem(item)) {
+      const blocks = item[PROVIDER_ITEM].anthropicBlocks
+      if (blocks) content.push(...(blocks as unknown as ContentBlock[]))
+      else leftOut(item, DOOR)
+    } else if (item.type === 'reasoning') {
+      const block = reasoningBlock(item)
+      if (block) content.push(block)
+    } else if (item.type === 'message')
+      for (const p of item.content) {
+        if (p.type === 'refusal') content.push({ type: 'text', text: p.refusal })
+        else {
+          const citations = p.annotations.flatMap((a) => citationOf(a, p.text) ?? [])
+          content.push(
+            citations.length
+              ? ({ type: 'text', text: p.text, citations } as ContentBlock)
+              : { type: 'text', text: p.text },
+          )
+        }
+      }
     else if (item.type === 'function_call')
       content.push({
         type: 'tool_use',
@@ -378,6 +412,40 @@ export function toMessage(response: ResponseObject): MessageReply {
   )
   if (response.openrouter_metadata) reply.openrouter_metadata = response.openrouter_metadata
   return reply
+}
+
+const DOOR = '/messages'
+
+/**
+ * A reasoning item as Anthropic's block: redacted thinking as it came, thinking with its signature
+ * (another provider's encrypted content rides there too). An item with neither text nor state is
+ * not a block (OpenAI sends empty reasoning items).
+ */
+function reasoningBlock(item: ReasoningItem): ContentBlock | undefined {
+  if (item[REDACTED_THINKING]) return { type: 'redacted_thinking', data: item.encrypted_content ?? '' }
+  const thinking = item.summary.map((s) => s.text).join('')
+  if (!thinking && !item.encrypted_content) return undefined
+  return { type: 'thinking', thinking, signature: item.encrypted_content ?? '' }
+}
+
+/**
+ * An annotation as Anthropic's citation: the one Anthropic sent, as it came; a url_citation as a
+ * web search result's location, citing the text it spans (Anthropic's sealed index is not known,
+ * and is empty). Other kinds have no Anthropic form.
+ */
+function citationOf(a: Annotation, text: string): TextCitation | undefined {
+  const raw = a[ANTHROPIC_CITATION]
+  if (raw) return raw as unknown as TextCitation
+  if (a.type !== 'url_citation' || typeof a.url !== 'string') return undefined
+  const start = typeof a.start_index === 'number' ? a.start_index : 0
+  const end = typeof a.end_index === 'number' ? a.end_index : start
+  return {
+    type: 'web_search_result_location',
+    url: a.url,
+    title: typeof a.title === 'string' ? a.title : null,
+    cited_text: text.slice(start, end),
+    encrypted_index: '',
+  }
 }
 
 /** Who called a tool: the model itself (Anthropic's `caller`). */
@@ -401,6 +469,8 @@ export class MessagesStream implements DoorStream {
   private blocks = 0
   /** Open blocks by what opened them (a reasoning item, a message's content part, a call). */
   private readonly open_ = new Map<string, number>()
+  /** Each text part's text so far. */
+  private readonly texts = new Map<string, string>()
 
   open(started: { id: string; model: string; createdAt: number }): string {
     // The usage is known at the end: message_delta carries it whole.
@@ -409,36 +479,72 @@ export class MessagesStream implements DoorStream {
 
   event(e: ItemEvent): string {
     switch (e.type) {
-      case 'response.reasoning_summary_part.added':
-        return this.start(`r:${e.item_id}`, { type: 'thinking', thinking: '', signature: '' })
       case 'response.reasoning_summary_text.delta':
-        return this.delta(`r:${e.item_id}`, { type: 'thinking_delta', thinking: e.delta })
-      case 'response.reasoning_summary_part.done':
-        return this.stop(`r:${e.item_id}`)
+        // A thinking block opens with its first text, so that an empty reasoning item makes none.
+        return (
+          (this.open_.has(`r:${e.item_id}`)
+            ? ''
+            : this.start(`r:${e.item_id}`, { type: 'thinking', thinking: '', signature: '' })) +
+          this.delta(`r:${e.item_id}`, { type: 'thinking_delta', thinking: e.delta })
+        )
+      case 'response.output_text.annotation.added': {
+        const citation = citationOf(e.annotation, this.texts.get(`t:${e.item_id}:${e.content_index}`) ?? '')
+        return citation ? this.delta(`t:${e.item_id}:${e.content_index}`, { type: 'citations_delta', citation }) : ''
+      }
       case 'response.content_part.added':
         return this.start(`t:${e.item_id}:${e.content_index}`, { type: 'text', text: '' })
       case 'response.output_text.delta':
-      case 'response.refusal.delta':
-        return this.delta(`t:${e.item_id}:${e.content_index}`, { type: 'text_delta', text: e.delta })
+      case 'response.refusal.delta': {
+        const key = `t:${e.item_id}:${e.content_index}`
+        // The text so far of each part, for the span a citation on it cites.
+        if (e.type === 'response.output_text.delta') this.texts.set(key, (this.texts.get(key) ?? '') + e.delta)
+        return this.delta(key, { type: 'text_delta', text: e.delta })
+      }
       case 'response.content_part.done':
         return this.stop(`t:${e.item_id}:${e.content_index}`)
-      case 'response.output_item.added':
-        return e.item.type === 'function_call'
-          ? this.start(`f:${e.item.id}`, {
+      case 'response.output_item.added': {
+        const item = e.item
+        if (isProviderItem(item)) return item[PROVIDER_ITEM].anthropicBlocks ? '' : leftOut(item, DOOR) && ''
+        if (item.type === 'reasoning' && item[REDACTED_THINKING])
+          return this.start(`r:${item.id}`, { type: 'redacted_thinking', data: item.encrypted_content ?? '' })
+        return item.type === 'function_call'
+          ? this.start(`f:${item.id}`, {
               type: 'tool_use',
-              id: e.item.call_id,
-              name: e.item.name,
+              id: item.call_id,
+              name: item.name,
               input: {},
               caller: DIRECT,
             })
           : ''
+      }
       case 'response.function_call_arguments.delta':
         return this.delta(`f:${e.item_id}`, { type: 'input_json_delta', partial_json: e.delta })
-      case 'response.output_item.done':
-        return e.item.type === 'function_call' ? this.stop(`f:${e.item.id}`) : ''
+      case 'response.output_item.done': {
+        const item = e.item
+        if (isProviderItem(item)) return this.blocks_(item[PROVIDER_ITEM].anthropicBlocks ?? [])
+        if (item.type === 'function_call') return this.stop(`f:${item.id}`)
+        if (item.type !== 'reasoning' || item[REDACTED_THINKING]) return this.stop(`r:${item.id}`)
+        // A thinking block's signature comes last, before it stops (opened for it if no text came).
+        const key = `r:${item.id}`
+        if (!item.encrypted_content) return this.stop(key)
+        const opening = this.open_.has(key) ? '' : this.start(key, { type: 'thinking', thinking: '', signature: '' })
+        return (
+          opening + this.delta(key, { type: 'signature_delta', signature: item.encrypted_content }) + this.stop(key)
+        )
+      }
       default:
         return ''
     }
+  }
+
+  /** Blocks given whole (a provider-run tool's call and result): each started and stopped at once. */
+  private blocks_(blocks: Record<string, unknown>[]): string {
+    let out = ''
+    for (const block of blocks) {
+      const index = this.blocks++
+      out += sse('content_block_start', { index, content_block: block }) + sse('content_block_stop', { index })
+    }
+    return out
   }
 
   end(response: ResponseObject): string {
