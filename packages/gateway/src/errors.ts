@@ -75,7 +75,9 @@ export function providerError(provider: string, event: unknown, response?: unkno
   const failed = ((response as { error?: unknown } | undefined)?.error ?? {}) as Record<string, unknown>
   const code = text(nested.code) ?? text(nested.type) ?? text(e.code) ?? text(failed.code) ?? text(failed.type)
   const message = text(nested.message) ?? text(e.message) ?? text(failed.message)
-  const status = (code && PROVIDER_ERROR_STATUS[code]) || 502
+  // OpenRouter's chunks name an HTTP status as the code.
+  const numeric = typeof nested.code === 'number' && nested.code >= 400 && nested.code < 600 ? nested.code : undefined
+  const status = (code && PROVIDER_ERROR_STATUS[code]) || numeric || 502
   return upstreamError(provider, status, JSON.stringify({ error: { message, type: code } }))
 }
 

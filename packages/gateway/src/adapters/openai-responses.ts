@@ -114,14 +114,22 @@ function messageDeltas(item: Fields): Delta[] {
 /**
  * What was streamed of each output item, by its output_index: a provider that sends an item's
  * content only in its `.done` events (function arguments, reasoning, text) has it taken from there.
+ * Of a call, its arguments so far (a `.done` may hold only the rest); of anything else, whether any came.
  */
 class Streamed {
-  private readonly seen = new Map<number, string>()
-  add(index: number, piece: string) {
-    this.seen.set(index, (this.seen.get(index) ?? '') + piece)
+  private readonly args = new Map<number, string>()
+  private readonly any = new Set<number>()
+  add(index: number) {
+    this.any.add(index)
   }
-  of(index: number) {
-    return this.seen.get(index) ?? ''
+  addArgs(index: number, piece: string) {
+    this.args.set(index, (this.args.get(index) ?? '') + piece)
+  }
+  argsOf(index: number) {
+    return this.args.get(index) ?? ''
+  }
+  seen(index: number) {
+    return this.any.has(index)
   }
 }
 
@@ -206,17 +214,17 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
       const index = typeof e.output_index === 'number' ? e.output_index : 0
       switch (e.type) {
         case 'response.output_text.delta':
-          streamed.add(index, String(e.delta ?? ''))
+          streamed.add(index)
           return [{ type: 'text', delta: String(e.delta ?? ''), logprobs: logprobsOf(e.logprobs) }]
         case 'response.refusal.delta':
-          streamed.add(index, String(e.delta ?? ''))
+          streamed.add(index)
           return [{ type: 'refusal', delta: String(e.delta ?? '') }]
         case 'response.output_text.annotation.added':
           return e.annotation && typeof e.annotation === 'object'
             ? [{ type: 'annotation', annotation: e.annotation as unknown as Annotation }]
             : []
         case 'response.reasoning_summary_text.delta':
-          streamed.add(index, String(e.delta ?? ''))
+          streamed.add(index)
           return [
             {
               type: 'reasoning',
@@ -226,7 +234,7 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
             },
           ]
         case 'response.reasoning_text.delta':
-          streamed.add(index, String(e.delta ?? ''))
+          streamed.add(index)
           return [{ type: 'reasoning', delta: String(e.delta ?? ''), item: `oi:${index}` }]
         case 'response.output_item.added': {
           // Item ids change from event to event on some providers (GitHub Copilot): items are told apart by output_index.
@@ -247,7 +255,7 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
           return []
         }
         case 'response.function_call_arguments.delta':
-          streamed.add(index, String(e.delta ?? ''))
+          streamed.addArgs(index, String(e.delta ?? ''))
           return [{ type: 'tool_call', index, arguments: String(e.delta ?? '') }]
         case 'response.function_call_arguments.done':
           return rest(streamed, index, e.arguments, (piece) => [{ type: 'tool_call', index, arguments: piece }])
@@ -256,7 +264,7 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
           if (item.type === 'function_call')
             return rest(streamed, index, item.arguments, (piece) => [{ type: 'tool_call', index, arguments: piece }])
           if (item.type === 'reasoning') {
-            const out: Delta[] = streamed.of(index)
+            const out: Delta[] = streamed.seen(index)
               ? []
               : reasoningParts(item).map((text, part) => ({
                   type: 'reasoning',
@@ -268,7 +276,7 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
               out.push({ type: 'reasoning_state', state: item.encrypted_content })
             return out
           }
-          if (item.type === 'message') return streamed.of(index) ? [] : messageDeltas(item)
+          if (item.type === 'message') return streamed.seen(index) ? [] : messageDeltas(item)
           if (typeof item.type === 'string' && !KNOWN.has(item.type))
             return [{ type: 'provider_item', key: `oi:${index}`, item: responsesItem(item), done: true }]
           return []
@@ -290,9 +298,9 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
 /** What a `.done` event holds beyond what was streamed of the item (all of it, when nothing was). */
 function rest(streamed: Streamed, index: number, whole: unknown, deltas: (piece: string) => Delta[]): Delta[] {
   if (typeof whole !== 'string') return []
-  const so = streamed.of(index)
+  const so = streamed.argsOf(index)
   if (!whole.startsWith(so) || whole.length === so.length) return []
   const piece = whole.slice(so.length)
-  streamed.add(index, piece)
+  streamed.addArgs(index, piece)
   return deltas(piece)
 }
