@@ -48,6 +48,23 @@ export type Delta =
   | { type: 'usage'; usage: Partial<Usage> }
   | { type: 'finish'; reason: Finish }
 
+/** A function call's start, from the provider's call object as it came (its id under `idField`). */
+export function callStart(
+  index: number,
+  call: Record<string, unknown>,
+  idField: 'id' | 'call_id',
+  args: string,
+): Delta {
+  const id = call[idField]
+  return {
+    type: 'tool_call',
+    index,
+    id: typeof id === 'string' ? id : undefined,
+    name: typeof call.name === 'string' ? call.name : undefined,
+    arguments: args,
+  }
+}
+
 const utf8 = new TextEncoder()
 
 function topLogprob(raw: unknown): TopLogProb | undefined {

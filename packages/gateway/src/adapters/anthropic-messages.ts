@@ -10,7 +10,7 @@ import type {
   Usage,
 } from '@anthropic-ai/sdk/resources/messages'
 import type { Entry, Part } from '../conversation.js'
-import type { Delta, Finish } from '../deltas.js'
+import { callStart, type Delta, type Finish } from '../deltas.js'
 import { providerError } from '../errors.js'
 import { anthropicToolItem } from '../provider-items.js'
 import { ANTHROPIC_CITATION, type Annotation } from '../wire.js'
@@ -182,14 +182,7 @@ export const anthropic: Adapter<Body, Message> = {
         const text = String(b.text ?? '')
         out.push({ type: r.stop_reason === 'refusal' ? 'refusal' : 'text', delta: text })
         for (const c of Array.isArray(b.citations) ? b.citations : []) out.push(citation(c, text.length))
-      } else if (b.type === 'tool_use')
-        out.push({
-          type: 'tool_call',
-          index: call++,
-          id: typeof b.id === 'string' ? b.id : undefined,
-          name: typeof b.name === 'string' ? b.name : undefined,
-          arguments: JSON.stringify(b.input ?? {}),
-        })
+      } else if (b.type === 'tool_use') out.push(callStart(call++, b, 'id', JSON.stringify(b.input ?? {})))
       else if (isServerCall(b)) {
         const id = String(b.id ?? '')
         out.push({ type: 'provider_item', key: id, item: anthropicToolItem(b, resultOf.get(id)), done: true })
@@ -216,16 +209,7 @@ export const anthropic: Adapter<Body, Message> = {
         case 'content_block_start': {
           const block = (e.content_block ?? {}) as Fields
           open.set(index, { block, json: '', text: 0, citations: [] })
-          if (block.type === 'tool_use')
-            return [
-              {
-                type: 'tool_call',
-                index,
-                id: typeof block.id === 'string' ? block.id : undefined,
-                name: typeof block.name === 'string' ? block.name : undefined,
-                arguments: '',
-              },
-            ]
+          if (block.type === 'tool_use') return [callStart(index, block, 'id', '')]
           if (block.type === 'thinking')
             return [{ type: 'reasoning', delta: String(block.thinking ?? ''), item: `b:${index}` }]
           if (block.type === 'redacted_thinking')

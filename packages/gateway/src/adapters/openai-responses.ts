@@ -10,7 +10,7 @@ import type {
   ResponseUsage,
 } from 'openai/resources/responses/responses'
 import type { Entry, Part } from '../conversation.js'
-import { logprobsOf, type Delta, type Finish } from '../deltas.js'
+import { callStart, logprobsOf, type Delta, type Finish } from '../deltas.js'
 import { logprobsWanted, type ResponsesRequest } from '../request.js'
 import { providerError } from '../errors.js'
 import { responsesItem } from '../provider-items.js'
@@ -190,14 +190,7 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
       const item = (raw ?? {}) as Fields
       if (item.type === 'reasoning') out.push(...reasoningDeltas(item, `oi:${index}`))
       else if (item.type === 'message') out.push(...messageDeltas(item))
-      else if (item.type === 'function_call')
-        out.push({
-          type: 'tool_call',
-          index: call++,
-          id: typeof item.call_id === 'string' ? item.call_id : undefined,
-          name: typeof item.name === 'string' ? item.name : undefined,
-          arguments: String(item.arguments ?? ''),
-        })
+      else if (item.type === 'function_call') out.push(callStart(call++, item, 'call_id', String(item.arguments ?? '')))
       else if (typeof item.type === 'string')
         out.push({ type: 'provider_item', key: `oi:${index}`, item: responsesItem(item), done: true })
     })
@@ -239,16 +232,7 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
         case 'response.output_item.added': {
           // Item ids change from event to event on some providers (GitHub Copilot): items are told apart by output_index.
           const item = (e.item ?? {}) as Fields
-          if (item.type === 'function_call')
-            return [
-              {
-                type: 'tool_call',
-                index,
-                id: typeof item.call_id === 'string' ? item.call_id : undefined,
-                name: typeof item.name === 'string' ? item.name : undefined,
-                arguments: String(item.arguments ?? ''),
-              },
-            ]
+          if (item.type === 'function_call') return [callStart(index, item, 'call_id', String(item.arguments ?? ''))]
           if (item.type === 'reasoning') return [{ type: 'reasoning', delta: '', item: `oi:${index}` }]
           if (typeof item.type === 'string' && !KNOWN.has(item.type))
             return [{ type: 'provider_item', key: `oi:${index}`, item: responsesItem(item), done: false }]
