@@ -71,6 +71,8 @@ export const EXPECTED: Record<string, Expected> = {
   },
   'anthropic-thinking-signature.chunks': { finish: 'stop', usage: { input: 47, output: 373, reasoning: 62 } },
   'anthropic-thinking-stream.sse': { finish: 'stop', usage: { input: 45, output: 94 } },
+  // Two redacted thinking blocks in a row: two reasoning items, their data kept.
+  'anthropic-redacted-thinking.sse': { finish: 'stop', usage: { input: 92, output: 189 } },
   'anthropic-refusal.sse': { finish: 'content_filter', usage: { input: 97, output: 0 } },
   'anthropic-mcp.chunks': {
     finish: 'stop',

@@ -111,6 +111,8 @@ function oracle(r: Recording): { text: string; reasoning: string; state: string 
         if (e.type === 'content_block_start' && e.content_block.type === 'text') text += e.content_block.text
         if (e.type === 'content_block_start' && e.content_block.type === 'thinking')
           reasoning += e.content_block.thinking
+        if (e.type === 'content_block_start' && e.content_block.type === 'redacted_thinking')
+          state += e.content_block.data
         if (e.type !== 'content_block_delta') continue
         if (e.delta.type === 'text_delta') text += e.delta.text
         if (e.delta.type === 'thinking_delta') reasoning += e.delta.thinking
@@ -123,6 +125,7 @@ function oracle(r: Recording): { text: string; reasoning: string; state: string 
           reasoning += b.thinking
           state += b.signature
         }
+        if (b.type === 'redacted_thinking') state += b.data
       }
   } else if (r.protocol === 'openai-responses') {
     const reasoningOf = (item: Json) => {
