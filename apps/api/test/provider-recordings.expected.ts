@@ -101,6 +101,12 @@ export const EXPECTED: Record<string, Expected> = {
   'anthropic-invalid-request.json': {
     error: { status: 400, type: 'invalid_request', says: 'unexpected `tool_use_id` found in `tool_result` blocks' },
   },
+  // Four calls in one reply.
+  'anthropic-parallel-tool-calls.json': {
+    finish: 'tool_calls',
+    usage: { input: 423, output: 202 },
+    tools: ['Alice', 'Bob', 'Charlie', 'Daisy'].map((name) => ({ name: 'retrieve_entity_info', args: { name } })),
+  },
   // Anthropic's OpenAI-compatible endpoint: a call numbered 1 with none numbered 0, and no usage.
   'anthropic-openai-compat-tool-call.sse': {
     finish: 'tool_calls',
@@ -118,6 +124,12 @@ export const EXPECTED: Record<string, Expected> = {
     finish: 'tool_calls',
     usage: { input: 58, output: 23 },
     tools: [{ name: 'multiply', args: { a: 1231, b: 2331 } }],
+  },
+  // LM Studio: the call's arguments only in .done events, none in deltas.
+  'lmstudio-tool-call-done-only.chunks': {
+    finish: 'tool_calls',
+    usage: { input: 182, cached: 2, output: 61, reasoning: 48 },
+    tools: [weatherSF],
   },
   'openai-local-shell.chunks': {
     usage: { input: 407, output: 151, reasoning: 128 },
@@ -161,6 +173,18 @@ export const EXPECTED: Record<string, Expected> = {
     items: ['code_interpreter_call', 'code_interpreter_call', 'code_interpreter_call'],
     otherAnnotations: 1,
   },
+  'openai-file-search.chunks': {
+    finish: 'stop',
+    usage: { input: 3748, cached: 2304, output: 543, reasoning: 448 },
+    items: ['file_search_call'],
+    otherAnnotations: 1,
+  },
+  'openai-file-search.json': {
+    finish: 'stop',
+    usage: { input: 3678, cached: 2304, output: 536, reasoning: 448 },
+    items: ['file_search_call'],
+    otherAnnotations: 1,
+  },
   'openai-error-mid-stream.chunks': {
     error: { status: 502, type: 'payment_required', says: 'You exceeded your current quota' },
   },
@@ -172,6 +196,21 @@ export const EXPECTED: Record<string, Expected> = {
 
   // ——— Chat Completions, from many providers ———
   'openai-chat-long-text.json': { finish: 'stop', usage: { input: 16, output: 363 } },
+  // Two calls in parallel, each its own index.
+  'openai-chat-parallel-tool-calls.sse': {
+    finish: 'tool_calls',
+    usage: { input: 364, output: 40 },
+    tools: [
+      { name: 'get_country', args: {} },
+      { name: 'get_product_name', args: {} },
+    ],
+  },
+  // Azure's content filter refusing the prompt (400, code content_filter).
+  'azure-content-filter.json': {
+    error: { status: 400, type: 'invalid_request', says: "triggering Azure OpenAI's content management policy" },
+  },
+  // Cut at max_tokens: 400 tokens of long text, finish length.
+  'deepseek-length.chunks': { finish: 'length', usage: { input: 13, output: 400 } },
   // Azure: a first chunk with empty choices (its prompt filter results).
   'azure-empty-choices.chunks': { finish: 'stop', usage: { input: 15, output: 78, reasoning: 64 } },
   'deepseek-tool-call.chunks': {
