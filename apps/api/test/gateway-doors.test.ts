@@ -474,6 +474,14 @@ describe('POST /messages', () => {
         delta: { stop_reason: 'tool_use' },
         usage: { output_tokens: expect.any(Number) },
       })
+      // The input is counted as the stream opens, as Anthropic does: the provider's own count where
+      // it reports one first (Anthropic's message_start), else Roster's estimate (the prompt's 66
+      // bytes and the tool's definition: some 30 tokens), never 0.
+      const opening = events[0]!.data.message.usage.input_tokens
+      const final = events.at(-2)!.data.usage.input_tokens
+      if (protocol === 'anthropic-messages') expect(opening).toBe(final)
+      else expect(opening).toBeGreaterThan(15)
+      expect(opening).toBeLessThan(80)
     })
   })
 
@@ -486,7 +494,13 @@ describe('POST /messages', () => {
     })
     let text = ''
     stream.on('text', (t) => (text += t))
+    // What LangChain's and LiteLLM's Anthropic integrations read: the input as the stream opens.
+    let opening: number | undefined
+    stream.on('streamEvent', (e) => {
+      if (e.type === 'message_start') opening = e.message.usage.input_tokens
+    })
     const final = await stream.finalMessage()
+    expect(opening).toBeGreaterThan(0)
     expect(anthropicMessage(final)).toEqual([])
     expect(final.content).toEqual([{ type: 'text', text }])
     expect(text.split(' ')).toHaveLength(6)

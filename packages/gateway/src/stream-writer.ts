@@ -1,7 +1,9 @@
 import { openResponsesError, responseObjectError } from '@roster/shared/errors'
 import { sseEvent } from '@roster/shared/event-stream'
 import type { GatewayError } from './errors.js'
+import type { Usage } from './deltas.js'
 import { responseObject } from './response-object.js'
+import { estimateInputTokens } from './token-estimate.js'
 import type { Live, Run, StreamSink } from './run.js'
 import type { ItemEvent, StreamEvent } from './wire.js'
 
@@ -66,12 +68,24 @@ function openStream(run: Run) {
   if (door)
     return write(
       live,
-      door.open({ id: run.id, model: run.route.candidates[run.chosen]!.model.id, createdAt: run.createdAt }),
+      door.open({
+        id: run.id,
+        model: run.route.candidates[run.chosen]!.model.id,
+        createdAt: run.createdAt,
+        usage: () => openingUsage(run),
+      }),
     )
   // The first byte waits on this: the starting Response is serialized once for both events.
   const response = JSON.stringify(responseObject(run, 'in_progress'))
   send(live, 'response.created', `{"type":"response.created","response":${response}}`)
   send(live, 'response.in_progress', `{"type":"response.in_progress","response":${response}}`)
+}
+
+/** The usage known as the stream opens: the provider's so far, its input estimated by Roster where it has not counted it yet. */
+function openingUsage(run: Run): Usage {
+  const usage = run.assembler.usageSoFar
+  if (!usage.input) usage.input = estimateInputTokens(run.req)
+  return usage
 }
 
 /** Writes an event given as JSON that starts with its `type` (splicedEvent). */

@@ -25,7 +25,7 @@ import {
   type ResponseObject,
   type StopReason,
 } from '../wire.js'
-import type { DoorStream } from './door.js'
+import type { DoorStream, StreamStart } from './door.js'
 import { leftOut } from './provider-items.js'
 
 /** The end of a chat completions stream. */
@@ -472,7 +472,7 @@ export class ChatCompletionStream implements DoorStream {
 
   constructor(private readonly options: ChatReplyOptions) {}
 
-  open(started: { id: string; model: string; createdAt: number }): string {
+  open(started: StreamStart): string {
     this.head = `{"id":${JSON.stringify(chatId(started.id))},"object":"chat.completion.chunk","created":${started.createdAt},"model":${JSON.stringify(started.model)},"choices":`
     return this.delta('{"role":"assistant","content":""}')
   }

@@ -1,5 +1,18 @@
+import type { Usage } from '../deltas.js'
 import type { GatewayError } from '../errors.js'
 import type { ItemEvent, ResponseObject } from '../wire.js'
+
+/** What is known when a stream opens. */
+export interface StreamStart {
+  id: string
+  model: string
+  createdAt: number
+  /**
+   * The usage known so far: the input as the provider counted it where it reports that first
+   * (Anthropic's message_start), else Roster's estimate of it (token-estimate.ts). Made when asked.
+   */
+  usage(): Usage
+}
 
 /**
  * A door: one wire format of the gateway (Open Responses, OpenAI Chat Completions, Anthropic
@@ -9,7 +22,7 @@ import type { ItemEvent, ResponseObject } from '../wire.js'
  */
 export interface DoorStream {
   /** The first bytes of the stream, written when the first event is made. */
-  open(started: { id: string; model: string; createdAt: number }): string
+  open(started: StreamStart): string
   /** One of the engine's events (Open Responses event types and fields) as this door's, or ''. */
   event(event: ItemEvent): string
   /** The end of a stream that did not fail: the finished Response. */

@@ -24,7 +24,8 @@ import {
   type ResponseObject,
   type StopReason,
 } from '../wire.js'
-import type { DoorStream } from './door.js'
+import type { Usage as NeutralUsage } from '../deltas.js'
+import type { DoorStream, StreamStart } from './door.js'
 import { leftOut } from './provider-items.js'
 
 // POST /messages: the Anthropic Messages request and reply (and its event stream), translated to
@@ -332,6 +333,22 @@ function messagesUsage(response?: ResponseObject): Usage & Cost {
   }
 }
 
+/** message_start's usage, from what is known as the stream opens (Anthropic counts cache reads and writes apart from input). */
+function startUsage(u: NeutralUsage): Usage & Cost {
+  return {
+    input_tokens: Math.max(0, u.input - u.cached - u.cacheWrite),
+    output_tokens: u.output,
+    cache_creation_input_tokens: u.cacheWrite,
+    cache_read_input_tokens: u.cached,
+    output_tokens_details: u.reasoning ? { thinking_tokens: u.reasoning } : null,
+    server_tool_use: null,
+    cache_creation: null,
+    inference_geo: null,
+    service_tier: 'standard',
+    speed: null,
+  }
+}
+
 /** A Message with every field the Anthropic client's has (those Roster has nothing for are null). */
 function message(
   id: string,
@@ -472,9 +489,12 @@ export class MessagesStream implements DoorStream {
   /** Each text part's text so far. */
   private readonly texts = new Map<string, string>()
 
-  open(started: { id: string; model: string; createdAt: number }): string {
-    // The usage is known at the end: message_delta carries it whole.
-    return sse('message_start', { message: message(messageId(started.id), started.model, [], null, messagesUsage()) })
+  open(started: StreamStart): string {
+    // As Anthropic does, the input is counted here (clients and cost trackers read it from
+    // message_start): the provider's count where it came first, else Roster's estimate; the output
+    // so far (none, or what the provider reported). message_delta carries the final usage whole.
+    const usage = startUsage(started.usage())
+    return sse('message_start', { message: message(messageId(started.id), started.model, [], null, usage) })
   }
 
   event(e: ItemEvent): string {
