@@ -112,6 +112,17 @@ describe('POST /chat/completions', () => {
       const call = first.choices[0].message.tool_calls[0]
       expect(call).toMatchObject({ type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } })
       expect(first.choices[0].message.reasoning).toEqual(expect.any(String))
+      // The reasoning as OpenRouter's reasoning_details too, with the provider's signature where it
+      // signs its thinking: the client gives it back with the message (below), as a tool loop with
+      // thinking on requires of Anthropic (the simulator refuses the next turn without it).
+      expect(first.choices[0].message.reasoning_details).toEqual([
+        {
+          type: 'reasoning.text',
+          text: first.choices[0].message.reasoning,
+          ...(protocol === 'anthropic-messages' ? { signature: expect.stringMatching(/^sim-sig-/) } : {}),
+          index: 0,
+        },
+      ])
       expect(first.usage).toMatchObject({
         prompt_tokens: expect.any(Number),
         completion_tokens: expect.any(Number),
@@ -149,6 +160,13 @@ describe('POST /chat/completions', () => {
       expect(new Set(chunks.map((c) => c.id)).size).toBe(1)
       expect(chunks[0].choices[0].delta).toEqual({ role: 'assistant', content: '' })
       expect(chunks.some((c) => c.choices[0]?.delta.reasoning)).toBe(true)
+      // reasoning_details streamed: the text as it comes, the signature when the item is done.
+      const details = chunks.flatMap((c) => c.choices[0]?.delta.reasoning_details ?? [])
+      expect(details.map((d: any) => d.text ?? '').join('')).toBe(
+        chunks.map((c) => c.choices[0]?.delta.reasoning ?? '').join(''),
+      )
+      expect(details.every((d: any) => d.type === 'reasoning.text' && d.index === 0)).toBe(true)
+      expect(details.some((d: any) => d.signature)).toBe(protocol === 'anthropic-messages')
       const calls = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? [])
       expect(calls[0]).toMatchObject({
         index: 0,
@@ -482,6 +500,113 @@ describe('POST /messages', () => {
       if (protocol === 'anthropic-messages') expect(opening).toBe(final)
       else expect(opening).toBeGreaterThan(15)
       expect(opening).toBeLessThan(80)
+    })
+  })
+
+  // Anthropic refuses a tool loop's next turn with thinking on unless its last assistant turn
+  // begins with that turn's thinking, signed as it was sent (the simulator checks both, in
+  // Anthropic's words): the thinking goes back through every door that can carry it.
+  describe.each(SIM_PROTOCOLS)('a thinking + tools loop served by a model speaking %s', (protocol) => {
+    const thinking = { type: 'enabled', budget_tokens: 1024 } as const
+    const tools: Anthropic.Tool[] = [{ name: 'get_weather', input_schema: WEATHER as Anthropic.Tool.InputSchema }]
+
+    it('continues on /messages, the thinking streamed with its signature and given back as it came', async () => {
+      const anthropic = new Anthropic({ apiKey: key(), baseURL: anthropicBase(), maxRetries: 0 })
+      const messages: Anthropic.MessageParam[] = [{ role: 'user', content: SCRIPT }]
+      const first = await anthropic.messages
+        .stream({ model: modelOf(protocol), max_tokens: 4000, messages, tools, thinking })
+        .finalMessage()
+      expect(first.content.map((b) => b.type)).toEqual(['thinking', 'tool_use'])
+      const signed = first.content[0] as Anthropic.ThinkingBlock
+      if (protocol === 'anthropic-messages') expect(signed.signature).toMatch(/^sim-sig-/)
+      const use = first.content[1] as Anthropic.ToolUseBlock
+      messages.push(
+        { role: 'assistant', content: first.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny' }] },
+      )
+      const second = await anthropic.messages.create({
+        model: modelOf(protocol),
+        max_tokens: 4000,
+        messages,
+        tools,
+        thinking,
+      })
+      expect(anthropicMessage(second)).toEqual([])
+      expect(second.content.at(-1)).toEqual({ type: 'text', text: 'It is sunny.' })
+      if (protocol === 'anthropic-messages') {
+        expect((sim.stats.lastBody['/v1/messages'] as any).thinking).toMatchObject({ type: 'enabled' })
+        const sent = (sim.stats.lastBody['/v1/messages'] as any).messages[1]
+        expect(sent.content.slice(0, 2)).toEqual([
+          { type: 'thinking', thinking: signed.thinking, signature: signed.signature },
+          { type: 'tool_use', id: use.id, name: 'get_weather', input: { city: 'Paris' } },
+        ])
+      }
+      // Thinking altered on its way back is refused, in the provider's words, as the client raises it.
+      const tampered = messages.map((m, i) =>
+        i === 1 ? { ...m, content: [{ ...signed, thinking: signed.thinking + ' (edited)' }, use] } : m,
+      )
+      const refused = await anthropic.messages
+        .create({ model: modelOf(protocol), max_tokens: 4000, messages: tampered, tools, thinking })
+        .catch((e: unknown) => e)
+      if (protocol === 'anthropic-messages') {
+        expect(refused).toBeInstanceOf(Anthropic.BadRequestError)
+        expect(String((refused as Error).message)).toMatch(/Invalid `signature` in `thinking` block/)
+      } else expect(refused).not.toBeInstanceOf(Error)
+    })
+
+    it('continues on /responses, the reasoning item and its encrypted_content given back', async () => {
+      const openai = new OpenAI({ apiKey: key(), baseURL, maxRetries: 0 })
+      const input: OpenAI.Responses.ResponseInput = [{ role: 'user', content: SCRIPT }]
+      const fn = [{ type: 'function' as const, name: 'get_weather', parameters: WEATHER, strict: false }]
+      const first = await openai.responses.create({
+        model: modelOf(protocol),
+        input,
+        tools: fn,
+        reasoning: { effort: 'low' },
+        include: ['reasoning.encrypted_content'],
+      })
+      expect(first.output.map((i) => i.type)).toEqual(['reasoning', 'function_call'])
+      const call = first.output[1] as OpenAI.Responses.ResponseFunctionToolCall
+      const second = await openai.responses.create({
+        model: modelOf(protocol),
+        input: [
+          ...input,
+          ...(first.output as OpenAI.Responses.ResponseInputItem[]),
+          { type: 'function_call_output', call_id: call.call_id, output: 'sunny' },
+        ],
+        tools: fn,
+        reasoning: { effort: 'low' },
+      })
+      expect(second.output_text).toBe('It is sunny.')
+      if (protocol === 'anthropic-messages') {
+        expect((sim.stats.lastBody['/v1/messages'] as any).thinking).toMatchObject({ type: 'enabled' })
+        const sent = (sim.stats.lastBody['/v1/messages'] as any).messages[1]
+        expect(sent.content[0]).toMatchObject({
+          type: 'thinking',
+          signature: (first.output[0] as any).encrypted_content,
+        })
+      }
+    })
+
+    it("continues through Roster's own server tools, each turn's thinking given back", async () => {
+      const res = await post('/messages', {
+        model: modelOf(protocol),
+        max_tokens: 4000,
+        thinking,
+        messages: [
+          { role: 'user', content: 'What time is it?\n[sim] call datetime {}\n[sim] say The tool said {{result}}' },
+        ],
+        tools: [{ type: 'openrouter:datetime' }],
+      })
+      const body = (await res.json()) as any
+      expect(res.status, JSON.stringify(body)).toBe(200)
+      expect(body.content.at(-1).text).toMatch(/^The tool said \{.*"datetime"/)
+      if (protocol === 'anthropic-messages') {
+        // The second turn kept thinking on, the first turn's signed thinking before its call.
+        const sent = sim.stats.lastBody['/v1/messages'] as any
+        expect(sent.thinking).toMatchObject({ type: 'enabled' })
+        expect(sent.messages[1].content.map((b: any) => b.type)).toEqual(['thinking', 'tool_use'])
+      }
     })
   })
 

@@ -103,9 +103,14 @@ describe('each provider protocol, whole replies', () => {
       input: { city: 'Paris' },
     })
     expect(sent.messages[2].content[0]).toEqual({ type: 'tool_result', tool_use_id: 'c1', content: 'sunny' })
-    expect(sent.thinking).toEqual({ type: 'enabled', budget_tokens: 2048 })
+    // A tool loop with no signed thinking to give back: Anthropic would refuse it with thinking on
+    // (the simulator does, in its words), so that turn is asked without it.
+    expect(sent.thinking).toBeUndefined()
     expect(sent.max_tokens).toBe(4000)
-    expect(res.output.map((o: any) => o.type)).toEqual(['reasoning', 'message'])
+    expect(res.output.map((o: any) => o.type)).toEqual(['message'])
+    // With nothing to give back, thinking is asked as the request says.
+    await answer({ model: 'roster-sim/messages', reasoning: { effort: 'low' }, max_output_tokens: 4000, input: 'hi' })
+    expect((sim.stats.lastBody['/v1/messages'] as any).thinking).toEqual({ type: 'enabled', budget_tokens: 2048 })
   })
 
   it('cache_control: a breakpoint on the last block, cached tokens reported on the repeat; explicit mode places none', async () => {

@@ -8,7 +8,14 @@ import {
   type ItemSink,
   type TurnCall,
 } from './items-in-progress.js'
-import { isProviderItem, type Annotation, type OutputItem, type ProviderItem, type ServerToolItem } from './wire.js'
+import {
+  isProviderItem,
+  type Annotation,
+  type OutputItem,
+  type ProviderItem,
+  type ReasoningItem,
+  type ServerToolItem,
+} from './wire.js'
 
 export { itemId } from './item-id.js'
 export type { Emit, TurnCall } from './items-in-progress.js'
@@ -29,6 +36,8 @@ export class ResponseAssembler implements ItemSink {
   private turnCalls: TurnCall[] = []
   /** The provider's items of this turn by their key, with their place in the output and whether they are done. */
   private providerItems = new Map<string, { index: number; done: boolean }>()
+  /** Where the turn under way began in the output. */
+  private turnStart = 0
 
   constructor(
     /** Set when streaming: each event goes here as it is made. */
@@ -93,8 +102,12 @@ export class ResponseAssembler implements ItemSink {
     }
   }
 
-  /** Closes what is open, adds the turn's usage, and says which calls the model made. */
-  endTurn(): { usage: Usage; calls: TurnCall[] } {
+  /**
+   * Closes what is open, adds the turn's usage, and says which calls the model made, and what it
+   * reasoned before them (a tool loop's next turn gives that back: Anthropic requires it with
+   * thinking on, and its signature with it).
+   */
+  endTurn(): { usage: Usage; calls: TurnCall[]; reasoning: ReasoningItem[] } {
     this.closeReasoning()
     this.closeMessage()
     // In the order the calls began (a Map keeps insertion order).
@@ -106,7 +119,9 @@ export class ResponseAssembler implements ItemSink {
     this.closeProviderItems()
     this.turnUsage = emptyUsage()
     this.turnCalls = []
-    return { usage, calls }
+    const reasoning = this.output.slice(this.turnStart).filter((i): i is ReasoningItem => i.type === 'reasoning')
+    this.turnStart = this.output.length
+    return { usage, calls, reasoning }
   }
 
   /** The usage the turn under way has reported so far (a call that broke is accounted with it). */

@@ -1,6 +1,7 @@
 import { isProviderRunInput } from './provider-items.js'
 import { inputItems, isMessage, type InputItem, type ResponsesRequest } from './request.js'
 import { invalid } from './errors.js'
+import type { ReasoningItem } from './wire.js'
 
 // The request's conversation in one neutral form that every adapter writes out in its own
 // protocol: instructions first, developer folded into system, calls and their results paired by
@@ -16,6 +17,14 @@ export type Entry =
   | { kind: 'message'; role: 'system' | 'user' | 'assistant'; parts: Part[] }
   | { kind: 'call'; callId: string; name: string; arguments: string }
   | { kind: 'result'; callId: string; output: string }
+  /**
+   * Earlier reasoning given back: its text (absent where the item had no text parts at all:
+   * Anthropic's redacted thinking), and the provider's opaque state (Anthropic's thinking
+   * signature, or its redacted thinking's data; OpenAI's encrypted content).
+   * Only a protocol that needs it back writes it out (Anthropic, whose thinking with tools requires
+   * the last turn's thinking, signed); the others leave it out.
+   */
+  | { kind: 'reasoning'; text?: string; state?: string }
 
 /** A content part as sent: its `type`, other fields unchecked until read. */
 type PartInput = { type: string; [field: string]: unknown }
@@ -98,9 +107,11 @@ export function conversation(req: ResponsesRequest, extra: InputItem[] = []): En
         arguments: asText(item.arguments ?? '{}'),
       })
       out.push({ kind: 'result', callId, output: asText(item.output) })
-    } else if (item.type === 'reasoning' || (typeof item.type === 'string' && isProviderRunInput(item.type))) {
-      // Earlier reasoning, and tools the provider ran (web search, MCP…), are the provider's own
-      // state; they are not replayed to another turn (the text that followed holds their results).
+    } else if (item.type === 'reasoning') {
+      out.push(reasoningEntry(item))
+    } else if (typeof item.type === 'string' && isProviderRunInput(item.type)) {
+      // Tools the provider ran (web search, MCP…) are the provider's own state; they are not
+      // replayed to another turn (the text that followed holds their results).
     } else {
       throw invalid(`${where} input items of type ${String(item.type)} are not served by this Roster`)
     }
@@ -108,6 +119,29 @@ export function conversation(req: ResponsesRequest, extra: InputItem[] = []): En
   placeAutomaticBreakpoint(req, out)
   return out
 }
+
+/** A reasoning input item's text (its summary parts, else its reasoning text, joined as they came) and state. */
+function reasoningEntry(item: InputItem): Entry {
+  const r = item as { summary?: unknown; content?: unknown; encrypted_content?: unknown }
+  const texts = (parts: unknown, type: string) =>
+    Array.isArray(parts)
+      ? parts.flatMap((p: { type?: unknown; text?: unknown }) =>
+          p && p.type === type && typeof p.text === 'string' ? [p.text] : [],
+        )
+      : []
+  const summary = texts(r.summary, 'summary_text')
+  const parts = summary.length ? summary : texts(r.content, 'reasoning_text')
+  const state = typeof r.encrypted_content === 'string' && r.encrypted_content ? r.encrypted_content : undefined
+  return { kind: 'reasoning', ...(parts.length ? { text: parts.join('') } : {}), ...(state ? { state } : {}) }
+}
+
+/** An output reasoning item as the input item that gives it back to the next turn (its text and state, as they came). */
+export const reasoningInput = (r: ReasoningItem): InputItem => ({
+  type: 'reasoning',
+  id: r.id,
+  summary: r.summary.map((p) => ({ type: 'summary_text', text: p.text })),
+  ...(r.encrypted_content ? { encrypted_content: r.encrypted_content } : {}),
+})
 
 /**
  * Top-level cache_control puts one breakpoint on the last cacheable block (the last text part of

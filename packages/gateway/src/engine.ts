@@ -4,7 +4,7 @@ import type { AnyAdapter, CallSpec } from './adapters/adapter.js'
 import { openaiChat } from './adapters/openai-chat.js'
 import { openaiResponses } from './adapters/openai-responses.js'
 import { anthropic } from './adapters/anthropic-messages.js'
-import { conversation } from './conversation.js'
+import { conversation, reasoningInput } from './conversation.js'
 import { itemId, type TurnCall } from './assembler.js'
 import { GatewayError, gatewayError, retryable } from './errors.js'
 import { Router } from './routing.js'
@@ -221,7 +221,7 @@ export class ResponsesEngine {
     const limit = maxToolSteps(run.req)
     let final = false
     for (let steps = 0; ;) {
-      const { usage, calls } = await this.turn(run, extra, final)
+      const { usage, calls, reasoning } = await this.turn(run, extra, final)
       const c = run.route.candidates[run.chosen]!
       const prices = c.endpoint.pricing ?? c.model.pricing
       // Priced as the generation is (costPicoParts): exactly, reasoning and cached tokens at their own prices.
@@ -229,6 +229,8 @@ export class ResponsesEngine {
       run.cost.input += usdOfPico(cost.input)
       run.cost.output += usdOfPico(cost.output)
       if (final || !calls.some((k) => k.server)) return
+      // The turn's reasoning goes back before its calls, as the provider gave it (reasoningInput).
+      extra.push(...reasoning.map(reasoningInput))
       for (const call of calls)
         if (call.server) extra.push(...(await runServerTool(run, call, this.options.keepAliveMs)))
       // Calls the client must answer end the loop: the response hands them over.

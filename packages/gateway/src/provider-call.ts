@@ -1,7 +1,6 @@
 import { EventStreamDecoder } from '@roster/shared/event-stream'
 import type { AnyAdapter } from './adapters/adapter.js'
-import type { TurnCall } from './assembler.js'
-import type { Usage } from './deltas.js'
+import type { ResponseAssembler } from './assembler.js'
 import { GatewayError, gatewayError } from './errors.js'
 import type { GatewayObserver } from './observer.js'
 import type { Candidate, Router } from './routing.js'
@@ -9,6 +8,9 @@ import type { Run, Timing } from './run.js'
 import { holdForTick } from './stream-writer.js'
 import { traceOf, type TraceLogger } from './trace.js'
 import type { CallHooks, Transport } from './upstream.js'
+
+/** What one turn came to (ResponseAssembler.endTurn). */
+type TurnResult = ReturnType<ResponseAssembler['endTurn']>
 
 // One call of a model turn to a provider: sent through the transport, its reply (whole, or its
 // stream of events as they come) turned into deltas for the run's assembler, and reported.
@@ -28,7 +30,7 @@ export async function callProvider(
   adapter: AnyAdapter,
   body: object,
   timing: Timing,
-): Promise<{ usage: Usage; calls: TurnCall[] }> {
+): Promise<TurnResult> {
   const observer = engine.options.observer
   if (!observer) return callOnce(engine, run, c, adapter, body, timing)
   const req = run.req
@@ -71,7 +73,7 @@ async function callOnce(
   adapter: AnyAdapter,
   body: object,
   timing?: Timing,
-): Promise<{ usage: Usage; calls: TurnCall[] }> {
+): Promise<TurnResult> {
   const trace = traceOf(run.req)
   const sent = performance.now()
   const hooks: CallHooks = {

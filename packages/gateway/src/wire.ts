@@ -55,6 +55,11 @@ export interface ReasoningItem {
   [REDACTED_THINKING]?: true
 }
 export const REDACTED_THINKING = Symbol('redacted thinking')
+/**
+ * Whether a reasoning item's opaque state is OpenAI's encrypted content (a Fernet token, `gAAAAA…`)
+ * rather than a signature of Anthropic's: the one can never be given to the other's API.
+ */
+export const isOpenAIEncrypted = (state: string) => state.startsWith('gAAAAA')
 export interface FunctionCallItem {
   type: 'function_call'
   id: string

@@ -6,7 +6,13 @@ import { StreamWriter } from './writer.js'
 import { obj, type Json } from './json-view.js'
 import { askFromChat, chatError, chatResponse, chatStream } from './protocols/chat-completions.js'
 import { askFromResponses, responsesResponse, responsesStream } from './protocols/responses.js'
-import { askFromMessages, messagesError, messagesResponse, messagesStream } from './protocols/anthropic.js'
+import {
+  askFromMessages,
+  messagesError,
+  messagesResponse,
+  messagesStream,
+  refuseMessages,
+} from './protocols/anthropic.js'
 import { replay } from './replay.js'
 
 interface Protocol {
@@ -14,6 +20,8 @@ interface Protocol {
   reply(p: Plan, settings: SimSettings): unknown
   stream(p: Plan, out: StreamWriter, body: Json, settings: SimSettings): Promise<void>
   error(status: number, message: string): unknown
+  /** What the provider refuses of a well-formed request (400, its words), if anything. */
+  refuse?(body: Json): string | undefined
 }
 
 const protocols: Record<string, Protocol> = {
@@ -34,6 +42,7 @@ const protocols: Record<string, Protocol> = {
     reply: (p) => messagesResponse(p),
     stream: (p, out) => messagesStream(p, out),
     error: messagesError,
+    refuse: refuseMessages,
   },
 }
 
@@ -107,6 +116,8 @@ export async function startSimulator(
     if (typeof body.model === 'string' && body.model.startsWith('replay/'))
       return replay(res, path, body.model, body.stream === true, settings.cutSeed)
 
+    const refused = protocol.refuse?.(body)
+    if (refused) return json(res, 400, protocol.error(400, refused))
     const ask = protocol.ask(body)
     const fault = settings.fault === 'none' ? (scriptedFault(ask, scriptedFailures) ?? 'none') : settings.fault
     switch (fault) {

@@ -13,7 +13,7 @@ import type { Entry, Part } from '../conversation.js'
 import { callStart, type Delta, type Finish } from '../deltas.js'
 import { providerError } from '../errors.js'
 import { anthropicToolItem } from '../provider-items.js'
-import { ANTHROPIC_CITATION, type Annotation } from '../wire.js'
+import { ANTHROPIC_CITATION, isOpenAIEncrypted, type Annotation } from '../wire.js'
 import type { Adapter, AsSent, CallSpec, StreamTranslator } from './adapter.js'
 
 type Fields = Record<string, unknown>
@@ -43,6 +43,29 @@ function block(p: Part, caching: boolean): TextBlockParam | ImageBlockParam {
   }
 }
 
+/**
+ * Earlier reasoning as Anthropic takes it back (with thinking on, a tool loop's last assistant turn
+ * must begin with it): thinking with its signature, or, with no text part, redacted thinking's data.
+ * Reasoning without a signature cannot be given back (Anthropic refuses unsigned thinking), nor
+ * OpenAI's encrypted content (a Fernet token, `gAAAAA…`), which is no signature of Anthropic's.
+ */
+function thinkingBlock(e: Extract<Entry, { kind: 'reasoning' }>): ContentBlockParam | undefined {
+  if (!e.state || isOpenAIEncrypted(e.state)) return undefined
+  return e.text !== undefined
+    ? { type: 'thinking', thinking: e.text, signature: e.state }
+    : { type: 'redacted_thinking', data: e.state }
+}
+
+/** Whether the messages end in tool results whose assistant turn does not begin with (signed or redacted) thinking. */
+function unsignedToolLoop(messages: MessageParam[]): boolean {
+  const last = messages.at(-1)
+  if (!Array.isArray(last?.content) || !last.content.some((b) => b.type === 'tool_result')) return false
+  const turn = messages.at(-2)
+  if (turn?.role !== 'assistant') return false
+  const first = typeof turn.content === 'string' ? undefined : turn.content[0]
+  return first?.type !== 'thinking' && first?.type !== 'redacted_thinking'
+}
+
 /** System entries become the system blocks; the rest alternate user/assistant as Anthropic requires. */
 function anthropicMessages(entries: Entry[], caching: boolean): { system: TextBlockParam[]; messages: MessageParam[] } {
   const system: TextBlockParam[] = []
@@ -67,6 +90,9 @@ function anthropicMessages(entries: Entry[], caching: boolean): { system: TextBl
         input = JSON.parse(e.arguments || '{}')
       } catch {}
       append('assistant', [{ type: 'tool_use', id: e.callId, name: e.name, input }])
+    } else if (e.kind === 'reasoning') {
+      const block = thinkingBlock(e)
+      if (block) append('assistant', [block])
     } else append('user', [{ type: 'tool_result', tool_use_id: e.callId, content: e.output }])
   }
   return { system, messages }
@@ -146,8 +172,11 @@ export const anthropic: Adapter<Body, Message> = {
       r && r.effort !== 'none' && r.enabled !== false
         ? (r.max_tokens ?? (r.effort ? BUDGET[r.effort] : r.enabled ? BUDGET.medium : undefined))
         : undefined
-    // The budget counts within max_tokens and must be at least 1024.
-    if (wanted !== undefined && maxTokens > 1024)
+    // The budget counts within max_tokens and must be at least 1024. A tool loop whose last
+    // assistant turn has no signed thinking to begin with (its reasoning came from another provider,
+    // or the client did not give it back) is refused by Anthropic with thinking on; as Anthropic's
+    // refusal advises, that turn is asked without thinking (docs/gateway.md).
+    if (wanted !== undefined && maxTokens > 1024 && !unsignedToolLoop(body.messages))
       body.thinking = { type: 'enabled', budget_tokens: Math.max(1024, Math.min(wanted, maxTokens - 1)) }
     // Structured outputs: Anthropic takes the schema as output_config.format.
     const format = req.text?.format

@@ -101,7 +101,8 @@ function chatMessages(entries: Entry[], caching: boolean): ChatCompletionMessage
           content: null,
           tool_calls: [call],
         } satisfies ChatCompletionAssistantMessageParam)
-    } else messages.push({ role: 'tool', tool_call_id: e.callId, content: e.output })
+    } else if (e.kind === 'result') messages.push({ role: 'tool', tool_call_id: e.callId, content: e.output })
+    // Earlier reasoning (e.kind 'reasoning') is left out: Chat Completions has no field that takes it back.
   }
   return messages
 }

@@ -29,7 +29,10 @@ function inputPart(p: Part): ResponseInputContent {
 }
 
 function items(entries: Entry[]): ResponseInputItem[] {
-  return entries.map((e): ResponseInputItem => {
+  // Earlier reasoning is left out: OpenAI keeps its own (stored, or by previous_response_id), and an
+  // item's encrypted content may be another provider's.
+  return entries.flatMap((e): ResponseInputItem | [] => {
+    if (e.kind === 'reasoning') return []
     if (e.kind === 'call') return { type: 'function_call', call_id: e.callId, name: e.name, arguments: e.arguments }
     if (e.kind === 'result') return { type: 'function_call_output', call_id: e.callId, output: e.output }
     // An assistant's earlier turn is its text, given back as the model's own output text.

@@ -19,6 +19,7 @@ import {
 import {
   isProviderItem,
   stopReasonOf,
+  type ReasoningItem,
   type Annotation,
   type ItemEvent,
   type LogProb,
@@ -27,6 +28,12 @@ import {
 } from '../wire.js'
 import type { DoorStream, StreamStart } from './door.js'
 import { leftOut } from './provider-items.js'
+import {
+  reasoningDetails,
+  reasoningFromDetails,
+  reasoningStateDetail,
+  type ReasoningDetail,
+} from './reasoning-details.js'
 
 /** The end of a chat completions stream. */
 const DONE = sseEvent('[DONE]')
@@ -55,6 +62,8 @@ const Message = z.discriminatedUnion('role', [
     content: Content.nullable().optional(),
     tool_calls: z.array(ToolCall).optional(),
     refusal: z.string().nullable().optional(),
+    /** OpenRouter's: the reasoning items given back (reasoning-details.ts checks them). */
+    reasoning_details: z.array(z.unknown()).nullable().optional(),
   }),
   z.looseObject({ role: z.literal('tool'), tool_call_id: z.string().min(1).max(256), content: Content }),
 ])
@@ -242,6 +251,8 @@ export function chatToNeutral(req: ChatCompletionRequest): ResponsesRequest {
         input.push({ role: m.role, content: inputContent(m.content, where) })
         return
       case 'assistant': {
+        // Its reasoning first, as it came before the text and calls.
+        input.push(...reasoningFromDetails(m.reasoning_details, where))
         const text = textOf(m.content)
         if (text) input.push({ role: 'assistant', content: [{ type: 'output_text', text }] })
         for (const call of m.tool_calls ?? [])
@@ -336,7 +347,9 @@ type ChatUsage = CompletionUsage & {
 }
 /** A `chat.completion`: the openai client's, with the reasoning and metadata the official client reads. */
 export type ChatCompletionReply = Omit<ChatCompletion, 'choices' | 'usage'> & {
-  choices: (Omit<ChatCompletion.Choice, 'message'> & { message: ChatCompletionMessage & { reasoning?: string } })[]
+  choices: (Omit<ChatCompletion.Choice, 'message'> & {
+    message: ChatCompletionMessage & { reasoning?: string; reasoning_details?: ReasoningDetail[] }
+  })[]
   usage?: ChatUsage
   openrouter_metadata?: Record<string, unknown>
 }
@@ -412,6 +425,8 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
   let text = ''
   let refusal = ''
   let reasoning = ''
+  const details: ReasoningDetail[] = []
+  let reasonings = 0
   const toolCalls: ChatCompletionMessageFunctionToolCall[] = []
   const logprobs: LogProb[] = []
   const annotations: ChatAnnotation[] = []
@@ -429,8 +444,10 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
           for (const l of p.logprobs) logprobs.push(l)
         }
       }
-    } else if (item.type === 'reasoning') reasoning += item.summary.map((s) => s.text).join('')
-    else if (item.type === 'function_call')
+    } else if (item.type === 'reasoning') {
+      reasoning += item.summary.map((s) => s.text).join('')
+      details.push(...reasoningDetails(item, reasonings++))
+    } else if (item.type === 'function_call')
       toolCalls.push({ id: item.call_id, type: 'function', function: { name: item.name, arguments: item.arguments } })
   }
   const message: ChatCompletionReply['choices'][number]['message'] = {
@@ -439,6 +456,7 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
     refusal: refusal || null,
   }
   if (reasoning && !options.hideReasoning) message.reasoning = reasoning
+  if (details.length && !options.hideReasoning) message.reasoning_details = details
   if (toolCalls.length) message.tool_calls = toolCalls
   if (annotations.length) message.annotations = annotations
   return {
@@ -466,6 +484,8 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
 export class ChatCompletionStream implements DoorStream {
   private head = ''
   private readonly toolIndex = new Map<string, number>()
+  /** Each reasoning item's place among the reply's reasoning items (reasoning_details' `index`). */
+  private readonly reasonings = new Map<string, number>()
   /** The length of the text sent so far, and where each text part began in it (for annotations' indices). */
   private sent = 0
   private readonly partStart = new Map<string, number>()
@@ -491,8 +511,13 @@ export class ChatCompletionStream implements DoorStream {
       }
       case 'response.refusal.delta':
         return this.delta(`{"refusal":${JSON.stringify(e.delta)}}`)
-      case 'response.reasoning_summary_text.delta':
-        return this.options.hideReasoning ? '' : this.delta(`{"reasoning":${JSON.stringify(e.delta)}}`)
+      case 'response.reasoning_summary_text.delta': {
+        if (this.options.hideReasoning) return ''
+        const text = JSON.stringify(e.delta)
+        return this.delta(
+          `{"reasoning":${text},"reasoning_details":[{"type":"reasoning.text","text":${text},"index":${this.reasoningIndex(e.item_id)}}]}`,
+        )
+      }
       case 'response.output_item.added': {
         const item = e.item
         if (isProviderItem(item)) return leftOut(item, DOOR) && ''
@@ -505,6 +530,13 @@ export class ChatCompletionStream implements DoorStream {
           }),
         )
       }
+      case 'response.output_item.done': {
+        // A reasoning item's state (a signature, redacted or encrypted data) comes when it is done.
+        const item = e.item
+        if (item.type !== 'reasoning' || this.options.hideReasoning || isProviderItem(item)) return ''
+        const detail = reasoningStateDetail(item as ReasoningItem, this.reasoningIndex(item.id))
+        return detail ? this.delta(JSON.stringify({ reasoning_details: [detail] })) : ''
+      }
       case 'response.function_call_arguments.delta': {
         const index = this.toolIndex.get(e.item_id)
         return index === undefined
@@ -514,6 +546,12 @@ export class ChatCompletionStream implements DoorStream {
       default:
         return ''
     }
+  }
+
+  private reasoningIndex(itemId: string): number {
+    let index = this.reasonings.get(itemId)
+    if (index === undefined) this.reasonings.set(itemId, (index = this.reasonings.size))
+    return index
   }
 
   end(response: ResponseObject): string {

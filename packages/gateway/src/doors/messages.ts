@@ -223,9 +223,19 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
           })
           return
         case 'thinking':
-        case 'redacted_thinking':
-          // Earlier reasoning is the provider's own state; it is not replayed (as on the other doors).
+        case 'redacted_thinking': {
+          // Earlier reasoning goes back as it came (Anthropic requires a tool loop's thinking, signed):
+          // a reasoning item, the signature (or the redacted data) as its state.
+          if (m.role !== 'assistant') throw invalid(`${at} ${b.type} belongs in assistant messages`)
+          flush()
+          const state = b.type === 'thinking' ? b.signature : b.data
+          input.push({
+            type: 'reasoning',
+            summary: b.type === 'thinking' ? [{ type: 'summary_text', text: String(b.thinking ?? '') }] : [],
+            ...(typeof state === 'string' && state ? { encrypted_content: state } : {}),
+          })
           return
+        }
         case 'server_tool_use':
         case 'mcp_tool_use':
           // A tool the provider ran (the reply gave it back): its state too; the text after it holds its result.

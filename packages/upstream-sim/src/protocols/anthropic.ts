@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { Ask, Plan } from '../plan.js'
 import { sincePrompt, textOf, wantsCache } from '../plan.js'
 import { pieces, type StreamWriter } from '../writer.js'
@@ -37,6 +38,43 @@ export function askFromMessages(body: Json): Ask {
   }
 }
 
+/**
+ * A thinking block's signature: Anthropic's is opaque and checked (thinking given back altered, or
+ * unsigned, is refused); the simulator's is a digest of the thinking, so that it can check it too.
+ */
+export const signatureOf = (thinking: string) =>
+  'sim-sig-' + createHash('sha256').update(thinking).digest('base64url').slice(0, 32)
+
+const THINKING_DOCS =
+  'Please consult our documentation at https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking'
+
+/**
+ * What Anthropic refuses (400 invalid_request_error, its words) of a conversation with thinking:
+ * with thinking on, the last assistant turn before the lastmost tool results must begin with its
+ * thinking (or redacted thinking) block; and thinking given back must carry the signature it was
+ * sent with.
+ */
+export function refuseMessages(body: Json): string | undefined {
+  const messages = list(body.messages)
+  for (const [i, m] of messages.entries())
+    for (const [j, b] of list(m.content).entries())
+      if (b.type === 'thinking' && b.signature !== signatureOf(String(b.thinking ?? '')))
+        return `messages.${i}.content.${j}: Invalid \`signature\` in \`thinking\` block`
+  if (obj(body.thinking).type !== 'enabled') return undefined
+  const last = messages.length - 1
+  if (!list(messages[last]?.content).some((b) => b.type === 'tool_result')) return undefined
+  const turn = messages[last - 1]
+  if (turn?.role !== 'assistant') return undefined
+  const first = typeof turn.content === 'string' ? 'text' : String(list(turn.content)[0]?.type)
+  if (first === 'thinking' || first === 'redacted_thinking') return undefined
+  return (
+    `messages.${last - 1}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${first}\`. ` +
+    'When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the ' +
+    'lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous ' +
+    `turns. To avoid this requirement, disable \`thinking\`. ${THINKING_DOCS}`
+  )
+}
+
 const stopReason = (p: Plan) => (p.finish === 'tool' ? 'tool_use' : p.finish === 'length' ? 'max_tokens' : 'end_turn')
 
 function usageOf(p: Plan) {
@@ -52,7 +90,10 @@ function usageOf(p: Plan) {
 
 function blocks(p: Plan) {
   const out: Json[] = []
-  if (p.reasoning.length) out.push({ type: 'thinking', thinking: p.reasoning.join(''), signature: `sig_${p.id}` })
+  if (p.reasoning.length) {
+    const thinking = p.reasoning.join('')
+    out.push({ type: 'thinking', thinking, signature: signatureOf(thinking) })
+  }
   if (p.toolCall)
     out.push({ type: 'tool_use', id: p.toolCall.id, name: p.toolCall.name, input: JSON.parse(p.toolCall.arguments) })
   else out.push({ type: 'text', text: p.text.join('') })
@@ -81,8 +122,8 @@ export async function messagesStream(p: Plan, out: StreamWriter) {
     if (!(await send('content_block_start', { index, content_block: { type: 'thinking', thinking: '' } }))) return
     for (const r of p.reasoning)
       if (!(await send('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: r } }, true))) return
-    if (!(await send('content_block_delta', { index, delta: { type: 'signature_delta', signature: `sig_${p.id}` } })))
-      return
+    const signature = signatureOf(p.reasoning.join(''))
+    if (!(await send('content_block_delta', { index, delta: { type: 'signature_delta', signature } }))) return
     if (!(await send('content_block_stop', { index }))) return
     index++
   }
@@ -122,6 +163,8 @@ export function messagesError(status: number, message: string) {
         ? 'authentication_error'
         : status === 529 || status === 503
           ? 'overloaded_error'
-          : 'api_error'
+          : status === 400
+            ? 'invalid_request_error'
+            : 'api_error'
   return { type: 'error', error: { type, message } }
 }
