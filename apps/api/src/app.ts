@@ -26,7 +26,7 @@ import { modelRoutes } from './routes/models.js'
 import { compactRoutes, RESPONSES_BODY_LIMIT, responsesRoutes } from './routes/responses.js'
 import { responsesWebSocketRoutes } from './routes/responses-ws.js'
 import { chatCompletionsRoutes } from './routes/chat-completions.js'
-import { messagesRoutes } from './routes/messages.js'
+import { countTokensRoutes, messagesRoutes } from './routes/messages.js'
 import { keyRoutes } from './routes/keys.js'
 import { generationRoutes } from './routes/generations.js'
 import { creditRoutes } from './routes/credits.js'
@@ -38,6 +38,7 @@ import { observabilityRoutes } from './routes/observability.js'
 import { presetRoutes } from './routes/presets.js'
 import { vaultRoutes } from './routes/vault.js'
 import { registerErrorHandling } from './plugins/errors.js'
+import { anthropicClient } from './plugins/anthropic-clients.js'
 import { clientErrorHandler, frameworkErrors, registerInputGuards } from './plugins/input-guards.js'
 import { internRoutes } from './routes/interns/index.js'
 import { healthRoutes } from './routes/health.js'
@@ -92,6 +93,8 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
   // A callback hook, not an async one: it runs on every response and needs no promise.
   app.addHook('onSend', (req, reply, payload, done) => {
     reply.header('x-request-id', req.id)
+    // The Anthropic client reads the id from `request-id` (its `_request_id`, an error's `request_id`).
+    if (anthropicClient(req)) reply.header('request-id', req.id)
     done(null, payload)
   })
   registerErrorHandling(app)
@@ -140,6 +143,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(responsesWebSocketRoutes(deps))
       await v1.register(chatCompletionsRoutes(deps))
       await v1.register(messagesRoutes(deps))
+      await v1.register(countTokensRoutes(deps))
       await v1.register(presetRoutes(deps))
       await v1.register(keyRoutes(deps))
       await v1.register(generationRoutes(deps))

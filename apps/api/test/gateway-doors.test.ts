@@ -633,6 +633,77 @@ describe('POST /messages', () => {
     expect(final.stop_reason).toBe('end_turn')
   })
 
+  it("answers the routes around the door as Anthropic's clients call them: count_tokens, the models list, request-id", async () => {
+    const anthropic = new Anthropic({ apiKey: key(), baseURL: anthropicBase(), maxRetries: 0 })
+    const ask = {
+      model: modelOf('openai-chat'),
+      messages: [{ role: 'user' as const, content: SCRIPT }],
+      tools: [{ name: 'get_weather', input_schema: WEATHER as Anthropic.Tool.InputSchema }],
+    }
+    // count_tokens: Roster's estimate, the same that a stream's message_start gives before a provider counts.
+    const counted = await anthropic.messages.countTokens(ask)
+    expect(counted.input_tokens).toBeGreaterThan(15)
+    expect(counted._request_id).toMatch(/\S/)
+    let opening: number | undefined
+    await anthropic.messages
+      .stream({ ...ask, max_tokens: 100 })
+      .on('streamEvent', (e) => {
+        if (e.type === 'message_start') opening = e.message.usage.input_tokens
+      })
+      .finalMessage()
+    expect(opening).toBe(counted.input_tokens)
+    const unknown = await anthropic.messages.countTokens({ ...ask, model: 'nobody/nothing' }).catch((e: unknown) => e)
+    expect(unknown).toBeInstanceOf(Anthropic.NotFoundError)
+    expect((unknown as InstanceType<typeof Anthropic.NotFoundError>).requestID).toMatch(/\S/)
+    const invalid = await anthropic.messages.countTokens({ ...ask, messages: [] }).catch((e: unknown) => e)
+    expect(invalid).toBeInstanceOf(Anthropic.BadRequestError)
+
+    // The models list in Anthropic's page shape, with x-api-key, paged as the client pages it.
+    const ids: string[] = []
+    for await (const m of anthropic.models.list({ limit: 2 })) {
+      expect(m).toMatchObject({ type: 'model', id: expect.any(String), display_name: expect.any(String) })
+      expect(Number.isNaN(Date.parse(m.created_at))).toBe(false)
+      ids.push(m.id)
+    }
+    const catalogue = (
+      (await (await fetch(`${baseURL}/models`, { headers: { authorization: `Bearer ${key()}` } })).json()) as any
+    ).data
+    expect(ids.sort()).toEqual(catalogue.map((m: any) => m.id).sort())
+    const nobody = await new Anthropic({ apiKey: 'sk-nope', baseURL: anthropicBase(), maxRetries: 0 }).models
+      .list()
+      .catch((e: unknown) => e)
+    expect(nobody).toBeInstanceOf(Anthropic.AuthenticationError)
+    expect((nobody as InstanceType<typeof Anthropic.AuthenticationError>).requestID).toMatch(/\S/)
+
+    // request-id on every /messages answer: whole, streamed, refused.
+    const whole = await anthropic.messages.create({ ...ask, max_tokens: 20 }).withResponse()
+    expect(whole.response.headers.get('request-id')).toBe(whole.response.headers.get('x-request-id'))
+    expect(whole.data._request_id).toBe(whole.response.headers.get('request-id'))
+    const streamed = await post('/messages', { ...ask, max_tokens: 20, stream: true })
+    expect(streamed.headers.get('request-id')).toMatch(/\S/)
+    await streamed.text()
+    const refused = await post('/messages', { ...ask, max_tokens: 0 })
+    expect(refused.status).toBe(400)
+    expect(refused.headers.get('request-id')).toMatch(/\S/)
+  })
+
+  it('refuses a bad key on the gateway routes in the documented envelope, error_type included', async () => {
+    for (const path of ['/models', '/responses', '/chat/completions']) {
+      const res = await fetch(`${baseURL}${path}`, {
+        method: path === '/models' ? 'GET' : 'POST',
+        headers: { authorization: 'Bearer sk-nope', 'content-type': 'application/json' },
+        ...(path === '/models' ? {} : { body: '{}' }),
+      })
+      expect(res.status, path).toBe(401)
+      expect(await res.json(), path).toEqual({
+        error: { code: 401, message: expect.any(String), metadata: { error_type: 'authentication' } },
+      })
+    }
+    const openai = new OpenAI({ apiKey: 'sk-nope', baseURL, maxRetries: 0 })
+    const thrown = await openai.models.list().catch((e: unknown) => e)
+    expect(thrown).toBeInstanceOf(OpenAI.AuthenticationError)
+  })
+
   it('takes the key as x-api-key or bearer, and refuses in the shape the Anthropic client parses', async () => {
     const viaHeader = await fetch(`${baseURL}/messages`, {
       method: 'POST',

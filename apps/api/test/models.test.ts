@@ -27,7 +27,10 @@ describe('GET /api/v1/models', () => {
   it('answers 401 in the standard error shape without a valid key', async () => {
     const res = await sut.inject({ method: 'GET', url: '/api/v1/models' })
     expect(res.statusCode).toBe(401)
-    expect(res.json()).toEqual({ error: { code: 401, message: 'a valid API key is required' } })
+    // The gateway's envelope, its canonical type named (the intern lifecycle's 401 alone has no metadata).
+    expect(res.json()).toEqual({
+      error: { code: 401, message: 'a valid API key is required', metadata: { error_type: 'authentication' } },
+    })
   })
 })
 

@@ -20,8 +20,11 @@ export {
   toChatCompletion,
 } from './doors/chat-completions.js'
 export {
+  CountTokensRequest,
+  countTokens,
   MessagesRequest,
   MessagesStream,
+  parseCountTokensRequest,
   messagesToNeutral,
   parseMessagesRequest,
   toMessage,

@@ -257,3 +257,35 @@ export function modelEndpoints(catalogue: Catalogue, id: string) {
 export function zdrEndpoints(catalogue: Catalogue) {
   return { data: catalogue.models.flatMap((m) => m.endpoints.filter((e) => e.zdr).map((e) => publicEndpoint(m, e))) }
 }
+
+/** `GET /models` as the Anthropic client lists models: its page shape, newest first, by `after_id` / `before_id`. */
+export const AnthropicModelsQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(20),
+  after_id: z.string().max(256).optional(),
+  before_id: z.string().max(256).optional(),
+})
+export type AnthropicModelsQuery = z.infer<typeof AnthropicModelsQuery>
+
+export function anthropicModelsPage(catalogue: Catalogue, q: AnthropicModelsQuery) {
+  const all = [...catalogue.models].sort((a, b) => b.created - a.created || a.id.localeCompare(b.id))
+  const at = (id: string | undefined) => (id === undefined ? -1 : all.findIndex((m) => m.id === id))
+  let from = 0
+  let to = all.length
+  if (q.after_id !== undefined) from = at(q.after_id) + 1
+  if (q.before_id !== undefined) to = Math.max(0, at(q.before_id))
+  // An id that names no model pages from nothing, as a cursor past the end does.
+  if ((q.after_id !== undefined && at(q.after_id) < 0) || (q.before_id !== undefined && at(q.before_id) < 0))
+    return { data: [], has_more: false, first_id: null, last_id: null }
+  // before_id pages backwards: the `limit` models just before it.
+  const slice =
+    q.before_id !== undefined ? all.slice(Math.max(from, to - q.limit), to) : all.slice(from, from + q.limit)
+  const data = slice.map((m) => ({
+    type: 'model' as const,
+    id: m.id,
+    display_name: m.name,
+    created_at: new Date(m.created * 1000).toISOString(),
+  }))
+  const first = all.indexOf(slice[0]!)
+  const has_more = q.before_id !== undefined ? first > from : from + slice.length < to
+  return { data, has_more, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null }
+}

@@ -10,6 +10,7 @@ import {
   type Reason,
 } from '@roster/shared'
 import { GatewayError, explainIssue } from '@roster/gateway'
+import { anthropicClient } from './anthropic-clients.js'
 
 // Fastify's own request errors, mapped onto the spec's reasons.
 const fastifyCodes: Record<string, Reason> = {
@@ -27,7 +28,7 @@ const fastifyCodes: Record<string, Reason> = {
  */
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((err: FastifyError, req, reply) => {
-    const wire = req.routeOptions.config.errorWire ?? 'lifecycle'
+    const wire = anthropicClient(req) ? 'anthropic' : (req.routeOptions.config.errorWire ?? 'lifecycle')
     const failure = err instanceof GatewayError ? err : (toAppError(err) ?? unhandled(err, req))
     if (failure.retryAfter) reply.header('retry-after', String(failure.retryAfter))
     return reply.code(failure.status).type('application/json').send(render(wire, failure))
@@ -97,6 +98,8 @@ declare module 'fastify' {
      * canonical error type: responses, chat completions); the Anthropic client's (messages).
      */
     errorWire?: ErrorWire
+    /** A route the Anthropic client calls besides /messages (models): its errors in its shape when it calls. */
+    anthropicClients?: boolean
   }
 }
 

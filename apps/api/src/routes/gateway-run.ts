@@ -16,6 +16,7 @@ import {
   type ResponsesRequest,
 } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
+import { anthropicClient } from '../plugins/anthropic-clients.js'
 import { admit } from '../plugins/fair-use.js'
 import type { AppDeps } from '../deps.js'
 
@@ -236,6 +237,7 @@ export async function runGateway(
           connection: 'keep-alive',
           'x-accel-buffering': 'no',
           'x-request-id': req.id,
+          ...(anthropicClient(req) ? { 'request-id': req.id } : {}),
         })
       },
       write: (chunk) => raw.write(chunk),

@@ -2,11 +2,14 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
+  AnthropicModelsQuery,
+  anthropicModelsPage,
   countModels,
   findModel,
   modelEndpoints,
   modelObject,
   modelsList,
+  describeIssues,
   ModelsQuery,
   modelsQueryProblem,
   providersOf,
@@ -28,7 +31,10 @@ export const modelRoutes =
   (deps: AppDeps): FastifyPluginAsync =>
   async (app) => {
     const api = app.withTypeProvider<ZodTypeProvider>()
-    const anyKey = requireKey(deps.authenticate)
+    // The key as a bearer token, or as `x-api-key` (Anthropic's clients list models too).
+    const anyKey = requireKey(deps.authenticate, { xApiKey: true })
+    // Errors in the gateway's envelope (`metadata.error_type`), or the Anthropic client's to it.
+    const config = { errorWire: 'gateway' as const, anthropicClients: true }
     const whole = JSON.stringify(modelsList(deps.catalogue))
     const wholeList = (reply: FastifyReply) => reply.type('application/json; charset=utf-8').send(whole)
     const page = (req: FastifyRequest, q: ModelsQuery, path: string) => {
@@ -41,15 +47,27 @@ export const modelRoutes =
       '/models',
       {
         onRequest: anyKey,
+        config,
         schema: { operationId: 'listModels', summary: 'The models this Roster serves', querystring: ModelsQuery },
       },
-      async (req, reply) => page(req, req.query, '/api/v1/models') ?? wholeList(reply),
+      async (req, reply) => {
+        // The Anthropic client (it always sends anthropic-version) reads its own page shape.
+        if (req.headers['anthropic-version'] !== undefined) {
+          // Its own parameters (after_id, before_id), which the official client's query schema leaves out.
+          const given = Object.fromEntries(new URL(req.url, 'http://roster').searchParams)
+          const q = AnthropicModelsQuery.safeParse(given)
+          if (!q.success) throw new AppError('invalid_body', `the query is invalid: ${describeIssues(q.error)}`)
+          return anthropicModelsPage(deps.catalogue, q.data)
+        }
+        return page(req, req.query, '/api/v1/models') ?? wholeList(reply)
+      },
     )
     // The client sends this one's key as its own bearer argument, or none at all: then 401.
     api.get(
       '/models/user',
       {
         onRequest: anyKey,
+        config,
         schema: {
           operationId: 'listModelsUser',
           summary: 'The models this key may use (the whole catalogue until guardrails narrow it)',
@@ -62,6 +80,7 @@ export const modelRoutes =
       '/models/count',
       {
         onRequest: anyKey,
+        config,
         schema: { operationId: 'listModelsCount', summary: 'How many models are served', querystring: CountQuery },
       },
       async (req) => countModels(deps.catalogue, req.query.output_modalities),
@@ -70,6 +89,7 @@ export const modelRoutes =
       '/model/:author/:slug',
       {
         onRequest: anyKey,
+        config,
         schema: { operationId: 'getModel', summary: 'One model', params: ModelParams },
       },
       async (req) => {
@@ -84,6 +104,7 @@ export const modelRoutes =
       '/models/:author/:slug/endpoints',
       {
         onRequest: anyKey,
+        config,
         schema: {
           operationId: 'listEndpoints',
           summary: 'The provider endpoints that serve one model',
@@ -101,13 +122,18 @@ export const modelRoutes =
       '/endpoints/zdr',
       {
         onRequest: anyKey,
+        config,
         schema: { operationId: 'listEndpointsZdr', summary: 'Endpoints whose providers keep no data' },
       },
       async () => zdrEndpoints(deps.catalogue),
     )
     api.get(
       '/providers',
-      { onRequest: anyKey, schema: { operationId: 'listProviders', summary: 'The providers the catalogue routes to' } },
+      {
+        onRequest: anyKey,
+        config,
+        schema: { operationId: 'listProviders', summary: 'The providers the catalogue routes to' },
+      },
       async () => providersOf(deps.catalogue),
     )
   }

@@ -25,6 +25,7 @@ import {
   type StopReason,
 } from '../wire.js'
 import type { Usage as NeutralUsage } from '../deltas.js'
+import { estimateInputTokens } from '../token-estimate.js'
 import type { DoorStream, StreamStart } from './door.js'
 import { leftOut } from './provider-items.js'
 
@@ -110,6 +111,20 @@ export const MessagesRequest = z.looseObject({
 export type MessagesRequest = z.infer<typeof MessagesRequest>
 /** `MessagesRequest.safeParse`, checking only the fields the request carries. */
 export const parseMessagesRequest = sparseParser<MessagesRequest>(MessagesRequest.shape)
+
+/** POST /messages/count_tokens: a Messages request with neither max_tokens nor stream. */
+export const CountTokensRequest = MessagesRequest.omit({ max_tokens: true, stream: true })
+export type CountTokensRequest = z.infer<typeof CountTokensRequest>
+export const parseCountTokensRequest = sparseParser<CountTokensRequest>(CountTokensRequest.shape)
+
+/**
+ * A Messages request's input tokens, as Anthropic's count_tokens answers: Roster's estimate
+ * (token-estimate.ts), the same as a stream's message_start gives before a provider has counted;
+ * no provider is asked, and what is billed is always the provider's count.
+ */
+export const countTokens = (req: CountTokensRequest) => ({
+  input_tokens: estimateInputTokens(messagesToNeutral({ ...req, max_tokens: 1 })),
+})
 
 const SAME = [
   'model',
