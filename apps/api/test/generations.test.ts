@@ -16,7 +16,7 @@ import type { Catalogue } from '@roster/gateway'
 import { createLogger, grantCredits, insertGenerations, loadConfig, setIoLogging, WorkerConfig } from '@roster/shared'
 import { generationRecord, makeTenant, makeUserKey, redisUrl, useTestTenant, waitFor } from '@roster/testing'
 import { GenerationDrain } from '../../worker/src/generation-drain.js'
-import { buildTestApp, startDrain, leaveMidStream, simEndpoint, simModel } from './helpers.js'
+import { buildTestApp, startDrain, leaveMidStream, simEndpoint, simModel, sseEvents } from './helpers.js'
 
 // Every model call through every door is one generation, costed exactly from the catalogue's
 // prices, appended before the reply ends and drained into Postgres by the worker's drain (run here
@@ -187,12 +187,19 @@ describe('generations: one per model call, through every door', () => {
     const served = await generation(key, id)
     expect(served).toMatchObject({ providerName: 'upstream-sim', finishReason: 'stop' })
     const broken = await generation(key, `${id}-2`)
+    // It reported nothing: its input is Roster's count ('hello': 2 tokens and 4 for the message),
+    // priced, and marked as Roster's (the provider's own counts null).
     expect(broken).toMatchObject({
       providerName: 'broken-provider',
       finishReason: 'error',
-      tokensPrompt: 0,
-      totalCost: 0,
+      tokensPrompt: 6,
+      tokensCompletion: 0,
+      nativeTokensPrompt: null,
+      nativeTokensCompletion: null,
     })
+    expect(broken.totalCost).toBeCloseTo(6e-6, 12)
+    expect((await env.t.db.generation.findUniqueOrThrow({ where: { id: `${id}-2` } })).tokensCountedBy).toBe('roster')
+    expect((await env.t.db.generation.findUniqueOrThrow({ where: { id } })).tokensCountedBy).toBe('provider')
     expect(broken.providerResponses).toEqual([
       expect.objectContaining({ providerName: 'broken-provider', status: 200 }),
     ])
@@ -277,10 +284,10 @@ describe('generations: one per model call, through every door', () => {
     expect(await env.t.db.generation.count({ where: { requestId: tooledId } })).toBe(2)
   })
 
-  it('records a stream the client left mid-way as cancelled', async () => {
+  it('records a stream the client left mid-way as cancelled, with what it was given, counted by Roster and priced', async () => {
     const { key } = await makeUserKey(env.t.db, env.tenant.workspaceId)
     const keyId = (await keyIdOf(key))!
-    await leaveMidStream(
+    const seen = await leaveMidStream(
       `${base}/chat/completions`,
       {
         headers: { authorization: `Bearer ${key}` },
@@ -293,7 +300,18 @@ describe('generations: one per model call, through every door', () => {
       timeoutMs: 10_000,
       what: 'the cancelled call recorded',
     })
-    expect(await env.t.db.generation.findFirst({ where: { keyId } })).toMatchObject({ cancelled: true, streamed: true })
+    const row = await env.t.db.generation.findFirstOrThrow({ where: { keyId } })
+    expect(row).toMatchObject({ cancelled: true, streamed: true, tokensCountedBy: 'roster' })
+    // The provider (Chat Completions) reports usage only at the end: Roster counts what it passed
+    // on, at least what the client read (~4 bytes a token), and the input, and prices them.
+    const read = sseEvents(seen.slice(0, seen.lastIndexOf('\n\n') + 2))
+      .events.map((e) => e.data.choices?.[0]?.delta?.content ?? '')
+      .join('')
+    expect(read.length).toBeGreaterThan(0)
+    expect(row.tokensCompletion).toBeGreaterThanOrEqual(Math.ceil(Buffer.byteLength(read) / 4))
+    expect(row.tokensPrompt).toBeGreaterThan(0)
+    expect(row.costPico).toBe(expectedPico(row.tokensPrompt, row.tokensCompletion))
+    expect(await generation(key, row.id)).toMatchObject({ cancelled: true, nativeTokensCompletion: null })
   })
 
   it('adds up: a key’s usage (GET /key) is the sum of its generations’ costs, to the pico-dollar', async () => {

@@ -113,12 +113,13 @@ export function sseEvents(text: string): { events: { name: string | undefined; d
  * Opens a stream, reads until `marker` shows (the first text), then goes away; resolves once the
  * upstream simulator saw its request cancelled.
  */
+/** Reads a stream until `marker` shows, then leaves; answers what it read. */
 export async function leaveMidStream(
   url: string,
   init: { headers: Record<string, string>; body: object },
   marker: string,
   upstream: { stats: { cancelled: number } },
-) {
+): Promise<string> {
   const abort = new AbortController()
   const res = await fetch(url, {
     method: 'POST',
@@ -136,6 +137,7 @@ export async function leaveMidStream(
     timeoutMs: 3_000,
     what: 'the upstream stream to be cancelled',
   })
+  return seen
 }
 
 /**

@@ -38,6 +38,8 @@ export class ResponseAssembler implements ItemSink {
   private providerItems = new Map<string, { index: number; done: boolean }>()
   /** Where the turn under way began in the output. */
   private turnStart = 0
+  /** The bytes of text, reasoning and call arguments the turn under way has passed on (for Roster's own count). */
+  private turnBytes = 0
 
   constructor(
     /** Set when streaming: each event goes here as it is made. */
@@ -50,6 +52,7 @@ export class ResponseAssembler implements ItemSink {
       case 'text':
       case 'refusal':
         if (!d.delta) return
+        this.turnBytes += Buffer.byteLength(d.delta, 'utf8')
         this.closeReasoning()
         this.message ??= new MessageInProgress(this)
         this.message.delta(d.type, d.delta, d.type === 'text' ? d.logprobs : undefined)
@@ -58,6 +61,7 @@ export class ResponseAssembler implements ItemSink {
         // A piece naming another item starts one (an empty item is an item too); an unnamed one continues.
         const another = d.item !== undefined && d.item !== this.reasoning?.key
         if (!d.delta && !another) return
+        this.turnBytes += Buffer.byteLength(d.delta, 'utf8')
         this.closeMessage()
         if (another) this.closeReasoning()
         this.reasoning ??= new ReasoningInProgress(this, d.item)
@@ -88,7 +92,10 @@ export class ResponseAssembler implements ItemSink {
           call = new CallInProgress(this, d, this.serverTools.has(d.name ?? ''))
           this.calls.set(d.index, call)
         }
-        if (d.arguments) call.delta(d.arguments)
+        if (d.arguments) {
+          this.turnBytes += Buffer.byteLength(d.arguments, 'utf8')
+          call.delta(d.arguments)
+        }
         return
       }
       case 'usage':
@@ -119,6 +126,7 @@ export class ResponseAssembler implements ItemSink {
     this.closeProviderItems()
     this.turnUsage = emptyUsage()
     this.turnCalls = []
+    this.turnBytes = 0
     const reasoning = this.output.slice(this.turnStart).filter((i): i is ReasoningItem => i.type === 'reasoning')
     this.turnStart = this.output.length
     return { usage, calls, reasoning }
@@ -129,9 +137,15 @@ export class ResponseAssembler implements ItemSink {
     return { ...this.turnUsage }
   }
 
+  /** The bytes of text, reasoning and call arguments the turn under way has passed on. */
+  get bytesSoFar(): number {
+    return this.turnBytes
+  }
+
   /** Forgets a turn that failed before anything of it was shown, so another endpoint can redo it. */
   abandonTurn() {
     this.turnUsage = emptyUsage()
+    this.turnBytes = 0
     this.turnCalls = []
     this.calls.clear()
     this.providerItems.clear()

@@ -30,6 +30,7 @@ import { endStream, failStream, writeEvent, type Live, type StreamSink } from '.
 import { startRun, type EngineParts } from './run-setup.js'
 import { callProvider, type ProviderParts } from './provider-call.js'
 import { runServerTool } from './server-tool-turn.js'
+import { estimateInputTokens, tokensOfBytes } from './token-estimate.js'
 
 export type { CallOptions } from './run.js'
 export type { StreamSink } from './stream-writer.js'
@@ -275,9 +276,10 @@ export class ResponsesEngine {
         // ended: the client left (cancelled), or the reply broke or said it failed. The provider
         // likely charged for what it sent, so it is recorded with the usage it reported so far.
         const cancelled = !!run.opts.cancel?.aborted
-        if (timing.firstByte !== undefined)
-          modelCall(run, candidate, timing, sentAt, run.assembler.usageSoFar, cancelled ? null : 'error', cancelled)
-        else
+        if (timing.firstByte !== undefined) {
+          const { usage, countedByRoster } = usageOfUnfinishedCall(run)
+          modelCall(run, candidate, timing, sentAt, usage, cancelled ? null : 'error', cancelled, countedByRoster)
+        } else
           run.tried.push({
             provider_name: candidate.endpoint.provider,
             status: err instanceof GatewayError ? err.status : null,
@@ -303,6 +305,7 @@ function modelCall(
   usage: Usage,
   finish: string | null,
   cancelled: boolean,
+  countedByRoster = false,
 ) {
   const now = performance.now()
   const totalMs = now - timing.sent
@@ -320,8 +323,30 @@ function modelCall(
     totalMs,
     endedAfterMs: now - run.started,
     cancelled,
+    ...(countedByRoster ? { countedByRoster: true as const } : {}),
     tried: run.tried.splice(0),
   })
+}
+
+/**
+ * The usage of a call that ended before its provider reported it whole (the client left, or the
+ * reply broke): what the provider reported so far, where it counts at least what Roster passed on;
+ * else Roster's own count (token-estimate.ts) of the output it passed on and, where the provider
+ * had not counted it, of the input. The provider likely charged for what it sent.
+ */
+function usageOfUnfinishedCall(run: Run): { usage: Usage; countedByRoster: boolean } {
+  const usage = run.assembler.usageSoFar
+  const passedOn = tokensOfBytes(run.assembler.bytesSoFar)
+  let countedByRoster = false
+  if (usage.output < passedOn) {
+    usage.output = passedOn
+    countedByRoster = true
+  }
+  if (!usage.input) {
+    usage.input = estimateInputTokens(run.req)
+    countedByRoster = true
+  }
+  return { usage, countedByRoster }
 }
 
 /** Whether any stop_server_tools_when condition fired after this step (OR). */

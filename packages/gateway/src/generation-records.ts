@@ -45,6 +45,7 @@ export function generationRecords(run: Run, err?: unknown): GenerationRecord[] {
       ttft_ms: call.firstByteMs === undefined ? null : Math.round(call.firstByteMs),
       streamed: !!run.live,
       cancelled: call.cancelled,
+      tokens_counted_by: call.countedByRoster ? 'roster' : 'provider',
       finish_reason: call.finish,
       upstream_id: null,
       session_id: ctx.sessionId,

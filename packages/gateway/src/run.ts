@@ -52,6 +52,8 @@ export interface ModelCall {
   /** When it ended, in ms since the request began (the generation's latency). */
   endedAfterMs: number
   cancelled: boolean
+  /** Roster counted its tokens (it ended before its provider reported them); absent: the provider did. */
+  countedByRoster?: true
   /** Endpoints tried for it before (failed), then itself. */
   tried: ProviderAttempt[]
 }

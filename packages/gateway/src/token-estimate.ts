@@ -13,7 +13,10 @@ const BYTES_A_TOKEN = 4
 const TOKENS_A_MESSAGE = 4
 const TOKENS_AN_IMAGE = 765
 
-const textTokens = (s: string) => Math.ceil(Buffer.byteLength(s, 'utf8') / BYTES_A_TOKEN)
+/** Roster's estimate of the tokens in this many bytes of UTF-8 text. */
+export const tokensOfBytes = (bytes: number) => Math.ceil(bytes / BYTES_A_TOKEN)
+
+const textTokens = (s: string) => tokensOfBytes(Buffer.byteLength(s, 'utf8'))
 
 /** An estimate of the tokens a value's text holds (every string in it; images and files by their kind). */
 function valueTokens(v: unknown, depth = 0): number {

@@ -35,6 +35,12 @@ export interface GenerationRecord {
   ttft_ms: number | null
   streamed: boolean
   cancelled: boolean
+  /**
+   * Who counted the tokens: the provider (absent: a record from before this field), or Roster, for
+   * a call that ended before its provider reported them (what it passed on, and the input, counted
+   * as docs/gateway.md says).
+   */
+  tokens_counted_by?: 'provider' | 'roster'
   finish_reason: string | null
   upstream_id: string | null
   session_id: string | null
@@ -187,6 +193,7 @@ export type GenerationRow = Omit<GenerationRecord, 'cost_pico' | 'created_at'> &
 /** The Generation object (§3.1): 45 keys; what Roster does not track is null. */
 export function generationView(g: GenerationRow) {
   const cost = usdOfPico(g.cost_pico)
+  const roster = g.tokens_counted_by === 'roster'
   return {
     id: g.id,
     model: g.model,
@@ -203,8 +210,9 @@ export function generationView(g: GenerationRow) {
     moderation_latency: null,
     tokens_prompt: g.tokens_prompt,
     tokens_completion: g.tokens_completion,
-    native_tokens_prompt: g.tokens_prompt,
-    native_tokens_completion: g.tokens_completion,
+    // As the provider reported them: none where Roster counted (tokens_* hold its count).
+    native_tokens_prompt: roster ? null : g.tokens_prompt,
+    native_tokens_completion: roster ? null : g.tokens_completion,
     native_tokens_cached: g.tokens_cached,
     native_tokens_reasoning: g.tokens_reasoning,
     native_tokens_completion_images: null,
