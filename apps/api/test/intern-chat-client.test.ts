@@ -133,6 +133,8 @@ describe('pauses through the official client', () => {
     for (const chunk of chunks)
       expect(InternChatCompletionChunk$inboundSchema.safeParse(chunk).success, JSON.stringify(chunk)).toBe(true)
     expect(chunks[1].choices[0].delta.tool_calls[0].function.name).toBe('openrouter.provide_input')
+    // One stream, one model name.
+    expect(new Set(chunks.map((c) => c.model))).toEqual(new Set([chunks[0].model]))
   })
 
   it('cancels a run whose question is not answered in time: a late reply is not pending', async () => {

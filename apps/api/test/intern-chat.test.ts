@@ -162,7 +162,9 @@ describe('chatting with an intern', () => {
     let text = ''
     let session: string | null | undefined
     let finish: string | null | undefined
+    const models = new Set<string>()
     for await (const chunk of res.result as AsyncIterable<any>) {
+      models.add(chunk.model)
       text += chunk.choices?.[0]?.delta?.content ?? ''
       finish ??= chunk.choices?.[0]?.finishReason ?? undefined
       if (chunk.sessionId !== undefined) session = chunk.sessionId
@@ -170,6 +172,8 @@ describe('chatting with an intern', () => {
     expect(finish).toBe('stop')
     expect(text).toBe('Hello from the intern.')
     expect(session).toMatch(/^ses_/)
+    // One stream, one model name: the one the intern reports, from the first (role) chunk on.
+    expect([...models]).toEqual(['roster-sim/chat'])
     // The turn's model call is a generation of the intern's own, written by the stack's worker.
     await waitFor(async () => (await env.t.db.generation.count({ where: { internId } })) > 0, {
       timeoutMs: 10_000,

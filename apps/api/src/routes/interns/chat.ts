@@ -318,8 +318,25 @@ async function relay(
   let model = 'openrouter/intern'
   let sessionId: string | null = null
   let finished = false
-  const write = (chunk: Record<string, unknown>) =>
+  // The role chunk waits for the first chunk of the turn, so that it names the model the intern
+  // reports with its first event: one stream, one model name (`openrouter/intern` only where the
+  // intern reports none, or where the API ends the turn itself).
+  let opened = false
+  const write = (chunk: Record<string, unknown>) => {
+    if (!opened) {
+      opened = true
+      raw.write(
+        sseEvent({
+          id,
+          object: 'chat.completion.chunk',
+          created,
+          model,
+          choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }],
+        }),
+      )
+    }
     raw.write(sseEvent({ id, object: 'chat.completion.chunk', created, model, ...chunk }))
+  }
   const delta = (d: Record<string, unknown>) => write({ choices: [{ index: 0, delta: d, finish_reason: null }] })
   const finish = (
     reason: 'stop' | 'tool_calls' | 'error',
@@ -354,7 +371,6 @@ async function relay(
     })
     upstream.abort()
   }, budgetMs)
-  delta({ role: 'assistant', content: '' })
   const onEvent = (event: RunEvent) => {
     if ('model' in event && event.model) model = event.model
     if (event.type === 'session') sessionId = event.session_id
