@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomBytes } from 'node:crypto'
 import { Agent, request } from 'undici'
+import OpenAI from 'openai'
+import { buildTestApp } from './helpers.js'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import {
@@ -196,6 +198,36 @@ describe('fair shares', () => {
     expect(statuses[429]).toBeGreaterThan(0)
     expect(Object.keys(statuses).sort()).toEqual(['200', '429'])
     expect(victim.every((s) => s === 200)).toBe(true)
+  })
+
+  it("admits a lone client's first burst whole while the process reads as loaded (a cold start: the compliance suite's 17 at once)", async () => {
+    const app = await buildTestApp(
+      env.t.db,
+      { KEY_CONCURRENCY: '17', KEY_CONCURRENCY_UNDER_LOAD: '1' },
+      simulatorCatalogue(sim.url),
+    )
+    try {
+      // The loop read as busy twice, as while a process warms up: the share falls to its floor (1).
+      app.deps.admission.adjust(0.99)
+      app.deps.admission.adjust(0.99)
+      expect(app.deps.admission.share).toBe(1)
+      const openai = new OpenAI({
+        apiKey: env.tenant.keys.user,
+        baseURL: `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`,
+        maxRetries: 0,
+      })
+      const burst = await Promise.allSettled(
+        Array.from({ length: 17 }, (_, i) =>
+          openai.responses.create({ model: 'roster-sim/chat', input: `test ${i}`, max_output_tokens: 3 }),
+        ),
+      )
+      // Squeezing is for other keys: with none there, the lone client keeps KEY_CONCURRENCY.
+      expect(
+        burst.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason)),
+      ).toEqual([])
+    } finally {
+      await app.closeAll()
+    }
   })
 
   it('counts a key’s requests per minute across API processes', async () => {

@@ -7,7 +7,7 @@ import { ApiConfig, connectRedis, createLogger, loadConfig, WorkerConfig, type D
 import { redisUrl, waitFor } from '@roster/testing'
 import { buildApp } from '../src/app.js'
 import { GenerationDrain } from '../../worker/src/generation-drain.js'
-import { API_REDIS_OPTIONS, createAppDeps } from '../src/deps.js'
+import { API_REDIS_OPTIONS, createAppDeps, type AppDeps } from '../src/deps.js'
 import { simulatorCatalogue, type Catalogue, type CatalogueModel, type Endpoint, type Protocol } from '@roster/gateway'
 
 export const TEST_MASTER_KEY = 'ab'.repeat(32)
@@ -18,7 +18,7 @@ export async function buildTestApp(
   env: Record<string, string> = {},
   catalogue?: Catalogue,
   providerEnv: NodeJS.ProcessEnv = {},
-): Promise<FastifyInstance & { closeAll(): Promise<void> }> {
+): Promise<FastifyInstance & { deps: AppDeps; closeAll(): Promise<void> }> {
   const config = loadConfig(ApiConfig, {
     VAULT_MASTER_KEY: TEST_MASTER_KEY,
     REDIS_URL: redisUrl(),
@@ -29,10 +29,10 @@ export async function buildTestApp(
   const redis = connectRedis(config, API_REDIS_OPTIONS)
   redis.on('error', () => {})
   await redis.connect().catch(() => {})
-  const app = await buildApp(createAppDeps(config, db, redis, catalogue, providerEnv, createLogger('api', 'silent')), {
-    logger: false,
-  })
+  const deps = createAppDeps(config, db, redis, catalogue, providerEnv, createLogger('api', 'silent'))
+  const app = await buildApp(deps, { logger: false })
   return Object.assign(app, {
+    deps,
     async closeAll() {
       await app.close()
       redis.disconnect()

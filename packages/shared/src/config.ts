@@ -168,7 +168,9 @@ const fairUseSettings = {
     .int()
     .min(0)
     .default(8)
-    .describe("While the process is loaded, each key's share shrinks, never below this; 0: it never shrinks."),
+    .describe(
+      "While the process is loaded and other keys have requests open, each key's share shrinks, never below this; 0: it never shrinks.",
+    ),
   WORKSPACE_CONCURRENCY: z.coerce
     .number()
     .int()

@@ -52,6 +52,35 @@ describe('Admission', () => {
     }
   })
 
+  it('squeezes a key only while other keys have requests open: a lone client keeps its whole share', () => {
+    const sut = new Admission({ perKey: 16, perKeyUnderLoad: 4, perWorkspace: 0, bodyBytes: 0 })
+    try {
+      // A cold start's busy loop: the share falls to the floor.
+      sut.adjust(0.99)
+      sut.adjust(0.99)
+      expect(sut.share).toBe(4)
+      // A lone client's burst of 16 (the compliance suite sends 17 at once) is admitted whole…
+      const lone = Array.from({ length: 16 }, () => sut.enter(caller('lone')))
+      expect(lone.every((l) => typeof l === 'function')).toBe(true)
+      expect(sut.enter(caller('lone'))).toMatchObject({
+        status: 429,
+        message: expect.stringMatching(/\(KEY_CONCURRENCY\)/),
+      })
+      // …while another key, once it is there, is protected by the squeeze.
+      const other = sut.enter(caller('other'))
+      expect(typeof other).toBe('function')
+      expect(sut.enter(caller('lone'))).toMatchObject({
+        message: expect.stringMatching(/share is 4 while this server is loaded/),
+      })
+      ;(other as () => void)()
+      for (const leave of lone.slice(0, 15)) (leave as () => void)()
+      // The other key gone, the last of the burst alone again: the whole share.
+      expect(typeof sut.enter(caller('lone'))).toBe('function')
+    } finally {
+      sut.close()
+    }
+  })
+
   it('holds the process to its body bytes, answering 503', () => {
     const sut = new Admission({ perKey: 0, perWorkspace: 0, bodyBytes: 100 })
     const big = sut.enter(caller('a'), 80)

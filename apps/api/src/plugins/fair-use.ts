@@ -9,7 +9,8 @@ import { AppError, type Caller } from '@roster/shared'
 //
 // Under load the key's share shrinks: while the event loop is busy more than OVERLOADED of the time,
 // every key is held to the share of the busiest one halved (never below KEY_CONCURRENCY_UNDER_LOAD),
-// and it grows back as the load eases. A key that floods the process is squeezed to a share like
+// and it grows back as the load eases; but only while other keys have requests open on the process:
+// squeezing is for them, and a key alone keeps KEY_CONCURRENCY. A key that floods the process is squeezed to a share like
 // anyone else's, so the others' requests do not queue behind its own (the limit adapts as
 // Envoy's adaptive concurrency and Netflix's concurrency-limits do, on the loop's busyness here).
 
@@ -91,7 +92,10 @@ export class Admission {
   enter(caller: Pick<Caller, 'keyId' | 'workspaceId'>, bytes = 0): (() => void) | Refusal {
     const { perKey, perWorkspace, bodyBytes } = this.limits
     const key = this.keys.get(caller.keyId) ?? 0
-    const share = this.keyShare
+    // Squeezing protects other keys: a key alone on the process (a lone client's burst, a cold
+    // start's busy loop) keeps its whole share.
+    const others = this.keys.size - (key > 0 ? 1 : 0) > 0
+    const share = others ? this.keyShare : perKey
     if (share && key >= share) {
       const why =
         share < perKey
