@@ -271,6 +271,7 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'createInternChatCompletion',
         'sendChatCompletionRequest',
         'createMessage',
+        'countMessageTokens',
         'compactResponse',
         'createKeys',
         'list',
@@ -354,7 +355,7 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         // The route reached decides the body's shape: a path with `..` is resolved (as clients do) before routing.
         const reached = new URL(path, 'http://roster.test').pathname
         if (reached.startsWith('/api/v1/interns')) InternLifecycleError.parse(error)
-        else if (reached === '/api/v1/messages') {
+        else if (reached === '/api/v1/messages' || reached === '/api/v1/messages/count_tokens') {
           // The Anthropic door refuses in the shape the Anthropic client parses.
           expect(Object.keys(error).sort(), context).toEqual(['error', 'type'])
           expect(error.type, context).toBe('error')

@@ -22,7 +22,9 @@ function admin(...args: string[]) {
 const json = (r: { stdout: string }) => JSON.parse(r.stdout.trim())
 const uuid = /^[0-9a-f-]{36}$/
 
-describe('npm run -s admin', () => {
+// Each command is a process of its own that loads the Prisma client: a dozen of them take seconds alone
+// and far longer while the rest of the suite shares the machine's cores.
+describe('npm run -s admin', { timeout: 180_000 }, () => {
   it('bootstrap --json prints exactly the documented keys, and a fresh set each time', async () => {
     const first = admin('bootstrap', '--json')
     expect(first.code).toBe(0)
