@@ -247,7 +247,7 @@ describe('pauses through the official client', () => {
       // The error is the chunk's own (where the client reads it), not its choice's.
       expect(streamError(slow)).toEqual({
         finishReason: 'error',
-        model: 'openrouter/intern',
+        model: 'roster-sim/chat', // the stream's one model name, on the chunks the API makes too
         error: {
           code: 504,
           message: expect.stringMatching(/outlived this request/),
@@ -336,7 +336,7 @@ describe('pauses through the official client', () => {
     )
     expect(streamError(severed)).toEqual({
       finishReason: 'error',
-      model: 'openrouter/intern',
+      model: 'roster-sim/chat', // the stream's one model name, on the chunks the API makes too
       error: {
         code: 502,
         message: expect.stringMatching(/link to the intern broke/),

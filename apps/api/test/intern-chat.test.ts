@@ -441,7 +441,7 @@ describe('chatting with an intern', () => {
       )
       expect(streamError(chunks)).toEqual({
         finishReason: 'error',
-        model: 'openrouter/intern',
+        model: 'roster-sim/chat', // the stream's one model name, on the chunks the API makes too
         error: { code: 410, message: expect.any(String), metadata: { reason: 'run_ended', retryable: false } },
         final: expect.objectContaining({ choices: [], usage: null }),
       })

@@ -79,7 +79,7 @@ await describeNeeding(['bubblewrap'], 'the API shutting down (a relayed turn run
     // As the official client reads the end: the chunk's error, then the final chunk.
     expect(streamError(chunks)).toEqual({
       finishReason: 'error',
-      model: 'openrouter/intern',
+      model: 'roster-sim/chat', // the stream's one model name, on the chunks the API makes too
       error: {
         code: 502,
         message: expect.stringMatching(/shutting down.*same session/),

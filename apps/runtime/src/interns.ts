@@ -305,22 +305,25 @@ export class Interns {
       append: (sessionId, from, items) => fleet.appendSession(intern.id, sessionId, from, items),
     })
     const workspace = join(this.dir(intern.id), 'workspace')
+    // The configuration as it is now (a PATCH may have changed the model or instructions since).
+    const spec = () => (this.all.get(intern.id) ?? intern).spec
+    const model = () => spec().model ?? config.INTERN_DEFAULT_MODEL
     return (intern.daemon = new InternDaemon({
       sessions,
       deadlineMs: config.INTERACTION_DEADLINE_MS,
       maxPaused: config.RUN_MAX_PAUSED,
+      model,
       onError: (err, sessionId) =>
         this.deps.log.warn({ err, intern: intern.id, session: sessionId }, 'an intern turn failed'),
       execute: async (run) => {
-        // The configuration as it is now (a PATCH may have changed the model or instructions since).
-        const spec = (this.all.get(intern.id) ?? intern).spec
+        const { token, instructions } = spec()
         try {
           return await runAgentTurn(
             {
               apiBase: config.ROSTER_API_URL,
-              apiKey: spec.token,
-              model: spec.model ?? config.INTERN_DEFAULT_MODEL,
-              instructions: spec.instructions,
+              apiKey: token,
+              model: model(),
+              instructions,
               workspace,
               runCommand: async (command, { network, ...limits }, signal) =>
                 commands.run(

@@ -56,7 +56,8 @@ export type TurnUsage = z.infer<typeof TurnUsage>
 
 /** The events of a run, as the host streams them (one Server-Sent Event each). */
 export const RunEvent = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('session'), session_id: z.string() }),
+  /** The run's stream opens: its session and (hosts since issue 44) the model the intern calls. */
+  z.object({ type: z.literal('session'), session_id: z.string(), model: z.string().optional() }),
   z.object({ type: z.literal('text'), delta: z.string(), model: z.string() }),
   z.object({ type: z.literal('reasoning'), delta: z.string(), model: z.string() }),
   z.object({ type: z.literal('tool'), name: z.string(), arguments: z.string(), output: z.string() }),

@@ -59,6 +59,7 @@ function daemon(opts: { deadlineMs?: number; maxPaused?: number; dir?: string } 
     execute,
     deadlineMs: opts.deadlineMs ?? 60_000,
     maxPaused: opts.maxPaused ?? 4,
+    model: () => 'm',
     onError: () => {},
   })
 }
@@ -90,7 +91,8 @@ describe("an intern's daemon", () => {
     expect(await d.reply('s1', pause.interaction_id, 'allow_once', second)).toEqual({ resumed: true })
     await second.until('done')
     expect(second.events).toEqual([
-      { type: 'session', session_id: 's1' },
+      // The stream opens naming the model the intern calls, before it has answered.
+      { type: 'session', session_id: 's1', model: 'm' },
       { type: 'text', delta: 'answers: allow_once', model: 'm' },
       { type: 'done', usage },
     ])

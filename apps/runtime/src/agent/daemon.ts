@@ -11,7 +11,7 @@ import type { SessionStore } from './session-store.js'
 // gives each run a stream and turns outcomes into statuses.
 
 export type RunEvent =
-  | { type: 'session'; session_id: string }
+  | { type: 'session'; session_id: string; model?: string }
   | AgentEvent
   | { type: 'pause'; interaction_id: string; arguments: string }
   | { type: 'done'; usage: TurnUsage }
@@ -46,6 +46,8 @@ export interface DaemonOptions {
   /** Runs one intern may hold paused at once; past it a new prompt is refused (503 busy). */
   maxPaused: number
   onError: (err: unknown, sessionId: string) => void
+  /** The model the intern calls now: named when a run's stream opens, before any model has answered. */
+  model?: () => string
 }
 
 export type PromptOutcome = { started: true } | { steered: true } | { busy: string; status: 409 | 503 }
@@ -98,6 +100,12 @@ export class InternDaemon {
     return n
   }
 
+  /** A run's stream opens: its session, and the model the intern calls (what the client's first chunk names). */
+  private opened(stream: RunStream, sessionId: string) {
+    const model = this.options.model?.()
+    stream.send({ type: 'session', session_id: sessionId, ...(model ? { model } : {}) })
+  }
+
   /** A user prompt: steered into the session's going turn, or a new run, or refused. */
   prompt(sessionId: string, text: string, approval: Approval, stream: RunStream): PromptOutcome {
     if (this.turn) {
@@ -123,7 +131,7 @@ export class InternDaemon {
     run.stream = stream
     this.turn = run
     this.runs.set(sessionId, run)
-    stream.send({ type: 'session', session_id: sessionId })
+    this.opened(stream, sessionId)
     const work = this.execute(run, text).finally(() => this.working.delete(work))
     this.working.add(work)
     return { started: true }
@@ -142,7 +150,7 @@ export class InternDaemon {
       run.pending = undefined
       run.stream = stream
       this.turn = run
-      stream.send({ type: 'session', session_id: sessionId })
+      this.opened(stream, sessionId)
       pending.answer(read.answer)
       return { resumed: true }
     }

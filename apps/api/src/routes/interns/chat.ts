@@ -318,23 +318,25 @@ async function relay(
   let model = 'openrouter/intern'
   let sessionId: string | null = null
   let finished = false
-  // The role chunk waits for the first chunk of the turn, so that it names the model the intern
-  // reports with its first event: one stream, one model name (`openrouter/intern` only where the
-  // intern reports none, or where the API ends the turn itself).
+  // One stream, one model name: the role chunk opens the stream when the run does, naming the model
+  // the host says the intern calls (a host that names none: `openrouter/intern`), and every chunk
+  // after it names the same, whatever the model's own events call it.
   let opened = false
+  const open = () => {
+    if (opened) return
+    opened = true
+    raw.write(
+      sseEvent({
+        id,
+        object: 'chat.completion.chunk',
+        created,
+        model,
+        choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }],
+      }),
+    )
+  }
   const write = (chunk: Record<string, unknown>) => {
-    if (!opened) {
-      opened = true
-      raw.write(
-        sseEvent({
-          id,
-          object: 'chat.completion.chunk',
-          created,
-          model,
-          choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }],
-        }),
-      )
-    }
+    open()
     raw.write(sseEvent({ id, object: 'chat.completion.chunk', created, model, ...chunk }))
   }
   const delta = (d: Record<string, unknown>) => write({ choices: [{ index: 0, delta: d, finish_reason: null }] })
@@ -346,8 +348,6 @@ async function relay(
     if (finished) return
     finished = true
     ended(error ? error.reason : reason)
-    // Chunks the API makes itself (timeout, run ended, link severed), and the final one after them, name no runtime model.
-    if (error && error.reason !== 'turn_failed') model = 'openrouter/intern'
     // The error sits on the chunk, beside its choice, where the official client reads it (§1.4).
     write({
       choices: [{ index: 0, delta: {}, finish_reason: reason }],
@@ -372,9 +372,11 @@ async function relay(
     upstream.abort()
   }, budgetMs)
   const onEvent = (event: RunEvent) => {
-    if ('model' in event && event.model) model = event.model
-    if (event.type === 'session') sessionId = event.session_id
-    else if (event.type === 'text') delta({ content: event.delta })
+    if (!opened && 'model' in event && event.model) model = event.model
+    if (event.type === 'session') {
+      sessionId = event.session_id
+      open()
+    } else if (event.type === 'text') delta({ content: event.delta })
     else if (event.type === 'reasoning') delta({ reasoning: event.delta })
     else if (event.type === 'pause') {
       // One complete tool call in one chunk; after it the run waits, and usage is always null.
