@@ -5,7 +5,8 @@
 // the loopback; every attack bounded in count and time.
 //
 // Knobs: BENCH_FAIR_SECONDS (each measurement, default 6); BENCH_API_ROOT (another checkout, built: its
-// API is measured instead, e.g. the build before, to compare in one session).
+// API is measured instead, e.g. the build before, to compare in one session); BENCH_FAIR_ONLY_FLOODS=1
+// (only the floods probed one call at a time, the first table).
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
@@ -76,6 +77,71 @@ async function victim(key, seconds) {
   latencies.sort((a, b) => a - b)
   const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN
   return { p50: at(0.5), p99: at(0.99), failed, ok: latencies.length }
+}
+
+/**
+ * The other key as one client making one quick call at a time (no concurrency to average a stall
+ * away): its latencies (ms) until `until()` says stop, at least `min` of them.
+ */
+async function probe(key, until, min = 200, port = API_PORT) {
+  const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 1 })
+  // Roster's door, or the bare proxy's (the floor: the same call, straight to the simulator).
+  const call =
+    port === API_PORT
+      ? { path: '/api/v1/responses', body: '{"model":"bench/quick","input":"hi","max_output_tokens":4}' }
+      : { path: '/v1/chat/completions', body: BARE_BODY }
+  const latencies = []
+  let failed = 0
+  while (latencies.length + failed < min || !until()) {
+    const started = performance.now()
+    try {
+      const res = await pool.request({
+        path: call.path,
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: call.body,
+      })
+      await res.body.dump()
+      if (res.statusCode === 200) latencies.push(performance.now() - started)
+      else failed++
+    } catch {
+      failed++
+    }
+    if (latencies.length + failed > 20_000) break
+  }
+  await pool.close()
+  latencies.sort((a, b) => a - b)
+  const at = (q) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN
+  return { p50: at(0.5), p99: at(0.99), max: latencies.at(-1) ?? NaN, failed, ok: latencies.length }
+}
+
+/**
+ * The floods of the issue that found another key's stalls: 10,000 requests at 256 at a time from
+ * one key, or with random unknown keys, from a process of their own at nice 19; the other key
+ * probed one call at a time throughout, and alone before (the target: p99 and max ≤ 3× alone).
+ */
+const name0 = '10,000 calls at 256 at a time, one client'
+const FLOODS = {
+  '10,000 /responses at 256 at a time, one key': 'one-key',
+  '10,000 requests with random unknown keys at 256 at a time': 'unknown-keys',
+}
+
+/** The floor's call: what the bare proxy passes to the simulator as it came. */
+const BARE_BODY = '{"model":"sim","messages":[{"role":"user","content":"hi"}],"max_tokens":4}'
+const FLOOR_PORT = 3922
+
+async function flooded(root, mode, key, url = base) {
+  const child = spawn(
+    'nice',
+    ['-n', '19', process.execPath, join(root, 'bench/fair-use-flood.mjs'), url, mode, key, '10000', '256'],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  )
+  let out = ''
+  child.stdout.on('data', (d) => (out += d))
+  const done = new Promise((r) => child.once('exit', r))
+  let ended = false
+  done.then(() => (ended = true))
+  return { ended: () => ended, statuses: async () => (await done, out) }
 }
 
 const ATTACKS = {
@@ -211,6 +277,10 @@ export async function benchFairUse({ db, key: attacker, makeKey, root, nodeFlags
       env: { ...process.env, PORT: String(SIM_PORT), SIM_TOKENS_PER_SECOND: '5', SIM_REPLY_TOKENS: '200' },
       stdio: 'ignore',
     }),
+    spawn(process.execPath, [join(root, 'bench/floor-proxy.mjs')], {
+      env: { ...process.env, PORT: String(FLOOR_PORT), UPSTREAM: `http://127.0.0.1:${SIM_PORT}` },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    }),
   ]
   const api = spawn(
     process.execPath,
@@ -237,6 +307,47 @@ export async function benchFairUse({ db, key: attacker, makeKey, root, nodeFlags
     const other = makeKey()
     // Warm the path (keys cached, connections open), then the floor: the other key alone.
     await victim(other, 1)
+    // The floor: the bare proxy beside Roster, flooded the same way (one client, 256 at a time), so
+    // that what the machine does to a one-at-a-time caller (two cores, four busy processes) is
+    // read apart from what Roster does.
+    const floors = [
+      [
+        `${name0}: the bare proxy (the floor), one call at a time`,
+        'bare',
+        FLOOR_PORT,
+        `http://127.0.0.1:${FLOOR_PORT}/v1`,
+      ],
+      ...Object.entries(FLOODS).map(([name, mode]) => [
+        `${name}: the other key, one call at a time`,
+        mode,
+        API_PORT,
+        base,
+      ]),
+    ]
+    for (const [scenario, mode, port, url] of floors) {
+      const alone = await probe(other, () => true, 400, port)
+      const flood = await flooded(root, mode, attacker, url)
+      await sleep(300)
+      const loud = await probe(other, flood.ended, 100, port)
+      const statuses = await flood.statuses()
+      const ms = (r) => `${r.p50.toFixed(1)} / ${r.p99.toFixed(1)} / ${r.max.toFixed(1)}`
+      rows.push(
+        {
+          scenario,
+          metric: 'p50 / p99 / max ms alone → flooded',
+          value: `${ms(alone)} → ${ms(loud)}`,
+          target: mode === 'bare' ? 'the floor' : 'p99, max ≤ 3× alone',
+        },
+        {
+          scenario: '  p99 and max flooded ÷ alone; failed calls; the flood got',
+          metric: 'ratios; count; statuses',
+          value: `${(loud.p99 / alone.p99).toFixed(2)}, ${(loud.max / alone.max).toFixed(2)}; ${loud.failed} of ${loud.ok + loud.failed}; ${statuses}`,
+          target: mode === 'bare' ? '' : '≤ 3; 0',
+        },
+      )
+      await sleep(2_000)
+    }
+    if (process.env.BENCH_FAIR_ONLY_FLOODS) return rows
     for (const [name, attack] of Object.entries(ATTACKS)) {
       const quiet = await victim(other, SECONDS)
       const before = rss(api.pid)

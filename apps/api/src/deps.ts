@@ -189,6 +189,7 @@ export function createAppDeps(
     entries: config.AUTH_CACHE_ENTRIES,
     unknownLookups: config.AUTH_UNKNOWN_LOOKUPS,
     unknownPerAddress: config.UNKNOWN_KEYS_PER_MINUTE,
+    refusalDelayMs: config.REFUSAL_DELAY_MS,
     rate: requestRate,
     observe: (outcome) => {
       if (outcome === 'rate_limited') metrics?.fairUseRefusals.inc({ limit: 'requests_per_minute' })

@@ -184,7 +184,7 @@ const fairUseSettings = {
     .max(10_000)
     .default(1_000)
     .describe(
-      "How long a request refused for its key's or workspace's share waits for its 429 (a client retrying at once must not make its refusals a load).",
+      "How long a request refused for its key's or workspace's share, or for unknown keys past UNKNOWN_KEYS_PER_MINUTE, waits for its 429 (spread over half to one and a half times it): a client retrying at once must not make its refusals a load.",
     ),
   KEY_REQUESTS_PER_MINUTE: z.coerce
     .number()

@@ -15,8 +15,21 @@ export interface AuthenticatorOptions {
   observe?: (outcome: 'valid' | 'unknown' | 'throttled' | 'rate_limited') => void
   /** Requests per minute per key (KEY_REQUESTS_PER_MINUTE): the seconds to wait when a key is over, else 0. */
   rate?: { take(keyId: string): number }
+  /**
+   * How long a refusal for unknown keys past UNKNOWN_KEYS_PER_MINUTE waits for its 429
+   * (REFUSAL_DELAY_MS, spread): a client that sends again the moment it is refused would otherwise
+   * make its refusals a load on everyone else.
+   */
+  refusalDelayMs?: number
   now?: () => number
 }
+
+/**
+ * A refusal's delay, spread over half to one and a half times `ms`: refusals made in the same
+ * moment (a flood's connections, refused together) are answered apart, not as one wave that
+ * blocks the process for everyone at once, and come back apart.
+ */
+export const spread = (ms: number) => Math.round(ms * (0.5 + Math.random()))
 
 /** Lookups of never-seen keys that may wait for their turn; past it they are refused at once. */
 const MAX_WAITING_LOOKUPS = 1_024
@@ -119,11 +132,13 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     const wait = overBudget(req.ip)
     if (wait) {
       observe('throttled')
-      throw new AppError(
+      const refusal = new AppError(
         'rate_limited',
         `too many requests with unknown API keys from this address; retry in ${wait} s`,
         { retryAfter: wait },
       )
+      if (!options.refusalDelayMs) throw refusal
+      return new Promise((_, reject) => setTimeout(() => reject(refusal), spread(options.refusalDelayMs!)).unref())
     }
     return slots
       .run(() => lookUp(id, token))

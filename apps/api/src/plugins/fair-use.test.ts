@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { Admission } from './fair-use.js'
 import { Lru } from './lru.js'
 
@@ -73,11 +73,29 @@ describe('Admission', () => {
         message: expect.stringMatching(/share is 4 while this server is loaded/),
       })
       ;(other as () => void)()
-      for (const leave of lone.slice(0, 15)) (leave as () => void)()
-      // The other key gone, the last of the burst alone again: the whole share.
-      expect(typeof sut.enter(caller('lone'))).toBe('function')
+      for (const leave of lone) (leave as () => void)()
     } finally {
       sut.close()
+    }
+  })
+
+  it('counts a key that calls one at a time as about between its calls, for a second', () => {
+    let now = 1_000_000
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => now)
+    const sut = new Admission({ perKey: 16, perKeyUnderLoad: 4, perWorkspace: 0, bodyBytes: 0 })
+    try {
+      sut.adjust(0.99)
+      sut.adjust(0.99)
+      ;(sut.enter(caller('probe')) as () => void)() // one call, ended
+      now += 500
+      const flood = Array.from({ length: 4 }, () => sut.enter(caller('flood')))
+      expect(sut.enter(caller('flood'))).toMatchObject({ message: expect.stringMatching(/share is 4 while/) })
+      now += 1_001 // the probe has not called for a second: the flood is alone
+      expect(typeof sut.enter(caller('flood'))).toBe('function')
+      for (const leave of flood) (leave as () => void)()
+    } finally {
+      sut.close()
+      clock.mockRestore()
     }
   })
 

@@ -1,5 +1,6 @@
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { AppError, type Caller } from '@roster/shared'
+import { spread } from './auth.js'
 
 // Fair shares of one API process: how many requests and streams one key, and one workspace, may
 // have open at once, and how many request-body bytes all clients together may have in flight. Past a
@@ -9,10 +10,11 @@ import { AppError, type Caller } from '@roster/shared'
 //
 // Under load the key's share shrinks: while the event loop is busy more than OVERLOADED of the time,
 // every key is held to the share of the busiest one halved (never below KEY_CONCURRENCY_UNDER_LOAD),
-// and it grows back as the load eases; but only while other keys have requests open on the process:
-// squeezing is for them, and a key alone keeps KEY_CONCURRENCY. A key that floods the process is squeezed to a share like
-// anyone else's, so the others' requests do not queue behind its own (the limit adapts as
-// Envoy's adaptive concurrency and Netflix's concurrency-limits do, on the loop's busyness here).
+// and it grows back as the load eases; but only while other keys have requests open on the process,
+// or made one in the last second: squeezing is for them, and a key alone keeps KEY_CONCURRENCY. A
+// key that floods the process is squeezed to a share like anyone else's, so the others' requests do
+// not queue behind its own (the limit adapts as Envoy's adaptive concurrency and Netflix's
+// concurrency-limits do, on the loop's busyness here).
 
 export interface AdmissionLimits {
   /** Open requests and streams per key (0: no limit). */
@@ -34,6 +36,8 @@ export type Refusal = { status: 429 | 503; message: string }
 export const OVERLOADED = 0.9
 /** How often the load is read and the share adjusted. */
 const ADJUST_EVERY_MS = 250
+/** How lately another key must have made a request for a key to be squeezed for it. */
+const OTHERS_RECENT_MS = 1_000
 
 export class Admission {
   private readonly keys = new Map<string, number>()
@@ -41,6 +45,8 @@ export class Admission {
   private bodyBytes = 0
   /** The per-key share now: the setting, or less under load. */
   private keyShare: number
+  /** The two keys to have entered last, distinct (noteActive). */
+  private recent: { keyId: string; at: number }[] = []
   private timer?: NodeJS.Timeout
 
   constructor(
@@ -94,8 +100,9 @@ export class Admission {
     const key = this.keys.get(caller.keyId) ?? 0
     // Squeezing protects other keys: a key alone on the process (a lone client's burst, a cold
     // start's busy loop) keeps its whole share.
-    const others = this.keys.size - (key > 0 ? 1 : 0) > 0
-    const share = others ? this.keyShare : perKey
+    const now = performance.now()
+    const share = this.othersAbout(caller.keyId, key, now) ? this.keyShare : perKey
+    this.noteActive(caller.keyId, now)
     if (share && key >= share) {
       const why =
         share < perKey
@@ -131,6 +138,22 @@ export class Admission {
       decrement(this.keys, caller.keyId)
       decrement(this.workspaces, caller.workspaceId)
     }
+  }
+
+  /**
+   * Whether another key has requests open, or made one in the last OTHERS_RECENT_MS (a client
+   * that calls one at a time is about between its calls too).
+   */
+  private othersAbout(keyId: string, open: number, now: number): boolean {
+    if (this.keys.size - (open > 0 ? 1 : 0) > 0) return true
+    return this.recent.some((r) => r.keyId !== keyId && now - r.at < OTHERS_RECENT_MS)
+  }
+
+  /** Keeps the two keys to have entered last, distinct, and when (whether another key is about, in O(1)). */
+  private noteActive(keyId: string, now: number) {
+    const last = this.recent[0]
+    if (last?.keyId === keyId) last.at = now
+    else this.recent = last ? [{ keyId, at: now }, last] : [{ keyId, at: now }]
   }
 
   private refuse(
@@ -178,7 +201,7 @@ export function admit(admission: Admission, bodyLimit: number): onRequestHookHan
     const entered = admission.enter(req.caller!, declaredBytes(req, bodyLimit))
     if (typeof entered !== 'function') {
       if (!refusalDelayMs) return done(refusalError(entered))
-      setTimeout(() => done(refusalError(entered)), refusalDelayMs).unref()
+      setTimeout(() => done(refusalError(entered)), spread(refusalDelayMs)).unref()
       return
     }
     reply.raw.once('close', entered)
