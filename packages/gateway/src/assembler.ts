@@ -1,4 +1,5 @@
 import { emptyUsage, type Delta, type Finish, type Usage } from './deltas.js'
+import type { NamespacedName } from './namespaces.js'
 import {
   CallInProgress,
   MessageInProgress,
@@ -45,6 +46,8 @@ export class ResponseAssembler implements ItemSink {
     /** Set when streaming: each event goes here as it is made. */
     public emit: Emit | undefined,
     private readonly serverTools: ReadonlySet<string> = new Set(),
+    /** Flat names of namespace tools' functions, and the names the client gave them (namespaces.ts). */
+    private readonly namespaced?: ReadonlyMap<string, NamespacedName>,
   ) {}
 
   push(d: Delta) {
@@ -89,7 +92,12 @@ export class ResponseAssembler implements ItemSink {
         if (!call) {
           this.closeReasoning()
           this.closeMessage()
-          call = new CallInProgress(this, d, this.serverTools.has(d.name ?? ''))
+          call = new CallInProgress(
+            this,
+            d,
+            this.serverTools.has(d.name ?? ''),
+            d.name ? this.namespaced?.get(d.name) : undefined,
+          )
           this.calls.set(d.index, call)
         }
         if (d.arguments) {

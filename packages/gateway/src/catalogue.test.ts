@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { OpenRouter } from '@openrouter/sdk'
 import { createServer } from 'node:http'
-import { loadCatalogue, simulatorCatalogue } from './catalogue.js'
+import { aliasOf, loadCatalogue, simulatorCatalogue } from './catalogue.js'
 import { modelsList } from './model-directory.js'
 
 const write = (content: unknown) => {
@@ -49,6 +49,32 @@ describe('the model catalogue', () => {
     expect(String(err)).not.toContain('sk-secret')
     await expect(loadCatalogue(write('{not json'))).rejects.toThrow(/cannot be read as JSON/)
     await expect(loadCatalogue(write({ models: [model] }), {})).rejects.toThrow(/needs OPENAI_API_KEY/)
+  })
+
+  it("maps a provider's own model names to models, per provider, and refuses an alias that is taken", async () => {
+    const env = { OPENAI_API_KEY: 'sk-test' }
+    const other = { ...model, id: 'openai/gpt-5' }
+    const c = await loadCatalogue(
+      write({
+        models: [
+          { ...model, aliases: { openai: ['gpt-4o-mini'] } },
+          { ...other, aliases: { anthropic: ['gpt-4o-mini'] } },
+        ],
+      }),
+      env,
+    )
+    expect(aliasOf(c, 'openai', 'gpt-4o-mini')).toBe('openai/gpt-4o-mini')
+    expect(aliasOf(c, 'anthropic', 'gpt-4o-mini')).toBe('openai/gpt-5')
+    expect(aliasOf(c, 'openai', 'openai/gpt-5')).toBeUndefined()
+    const taken = write({
+      models: [
+        { ...model, aliases: { openai: ['mini', 'openai/gpt-5'] } },
+        { ...other, aliases: { openai: ['mini'] } },
+      ],
+    })
+    const err = String(await loadCatalogue(taken, env).catch((e: Error) => e))
+    expect(err).toMatch(/models\.0\.aliases\.openai\.1: openai\/gpt-5 is a model's id/)
+    expect(err).toMatch(/models\.1\.aliases\.openai\.0: mini is already an alias of openai\/gpt-4o-mini/)
   })
 
   it('lists models in the shape the official client accepts', async () => {

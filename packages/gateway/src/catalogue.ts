@@ -63,6 +63,17 @@ export const CatalogueModel = z.strictObject({
     .default({ tools: true, reasoning: false, images: false, caching: false }),
   endpoints: z.array(Endpoint).min(1),
   created: z.int().min(0).default(0),
+  /**
+   * Other names the model answers to: a provider's own (`claude-haiku-4-5-20251001`), as agents
+   * built for that provider send them. Anthropic's names are matched on /messages, OpenAI's on
+   * /responses and /chat/completions: the doors that speak each provider's protocol.
+   */
+  aliases: z
+    .strictObject({
+      anthropic: z.array(z.string().min(1).max(200)).optional(),
+      openai: z.array(z.string().min(1).max(200)).optional(),
+    })
+    .optional(),
 })
 export type CatalogueModel = z.infer<typeof CatalogueModel>
 
@@ -73,7 +84,43 @@ export const Catalogue = z.strictObject({ models: z.array(CatalogueModel) }).sup
       ctx.addIssue({ code: 'custom', path: ['models', i, 'id'], message: `model ${m.id} is listed twice` })
     seen.add(m.id)
   })
+  // An alias names one model of its family, and never another model's id.
+  for (const family of ALIAS_FAMILIES) {
+    const owner = new Map<string, string>()
+    c.models.forEach((m, i) =>
+      m.aliases?.[family]?.forEach((alias, j) => {
+        const path = ['models', i, 'aliases', family, j]
+        if (seen.has(alias))
+          ctx.addIssue({ code: 'custom', path, message: `${alias} is a model's id; an alias cannot shadow it` })
+        else if (owner.has(alias))
+          ctx.addIssue({ code: 'custom', path, message: `${alias} is already an alias of ${owner.get(alias)}` })
+        owner.set(alias, m.id)
+      }),
+    )
+  }
 })
+
+/** The provider families whose own model names a catalogue may map (catalogue `aliases`). */
+export const ALIAS_FAMILIES = ['anthropic', 'openai'] as const
+export type AliasFamily = (typeof ALIAS_FAMILIES)[number]
+
+const aliasIndexes = new WeakMap<object, Map<string, string>[]>()
+
+/** The catalogue id an alias of `family` stands for, if it is one. */
+export function aliasOf(
+  catalogue: { models: CatalogueModel[] },
+  family: AliasFamily,
+  name: string,
+): string | undefined {
+  let index = aliasIndexes.get(catalogue)
+  if (!index) {
+    index = ALIAS_FAMILIES.map(
+      (f) => new Map(catalogue.models.flatMap((m) => (m.aliases?.[f] ?? []).map((a) => [a, m.id]))),
+    )
+    aliasIndexes.set(catalogue, index)
+  }
+  return index[ALIAS_FAMILIES.indexOf(family)]!.get(name)
+}
 export type Catalogue = z.infer<typeof Catalogue>
 
 export class CatalogueError extends Error {

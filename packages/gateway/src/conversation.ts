@@ -1,6 +1,7 @@
 import { isProviderRunInput } from './provider-items.js'
 import { inputItems, isMessage, type InputItem, type ResponsesRequest } from './request.js'
 import { invalid } from './errors.js'
+import { flatName } from './namespaces.js'
 import type { ReasoningItem } from './wire.js'
 
 // The request's conversation in one neutral form that every adapter writes out in its own
@@ -16,7 +17,12 @@ export type Part =
 export type Entry =
   | { kind: 'message'; role: 'system' | 'user' | 'assistant'; parts: Part[] }
   | { kind: 'call'; callId: string; name: string; arguments: string }
-  | { kind: 'result'; callId: string; output: string }
+  /**
+   * A tool's result: its text, and where it holds an image (a screenshot a tool read), its parts
+   * (text and images, in order), for the protocols that take images in tool results; routing
+   * sends such a request only to those (never is an image read to a model as text).
+   */
+  | { kind: 'result'; callId: string; output: string; parts?: Part[] }
   /**
    * Earlier reasoning given back: its text (absent where the item had no text parts at all:
    * Anthropic's redacted thinking), and the provider's opaque state (Anthropic's thinking
@@ -89,14 +95,16 @@ export function conversation(req: ResponsesRequest, extra: InputItem[] = []): En
         parts: parts(item.content, where),
       })
     } else if (item.type === 'function_call') {
+      // A namespace tool's function goes back under the flat name it was offered by (namespaces.ts).
+      const name = String(item.name)
       out.push({
         kind: 'call',
         callId: String(item.call_id),
-        name: String(item.name),
+        name: typeof item.namespace === 'string' && item.namespace ? flatName(item.namespace, name) : name,
         arguments: asText(item.arguments ?? '{}'),
       })
     } else if (item.type === 'function_call_output') {
-      out.push({ kind: 'result', callId: String(item.call_id), output: asText(item.output) })
+      out.push(resultEntry(String(item.call_id), item.output, where))
     } else if (typeof item.type === 'string' && item.type.startsWith('openrouter:') && item.call_id) {
       // A server tool's item echoed back from an earlier response: the model sees the call and result.
       const callId = String(item.call_id)
@@ -118,6 +126,40 @@ export function conversation(req: ResponsesRequest, extra: InputItem[] = []): En
   }
   placeAutomaticBreakpoint(req, out)
   return out
+}
+
+/**
+ * A function call's output: a string, or content parts (the Responses API's input_text and
+ * input_image, as Codex's view_image sends). Text parts alone are the text they hold; with an
+ * image, the parts are kept as they are.
+ */
+function resultEntry(callId: string, output: unknown, where: string): Entry {
+  if (!Array.isArray(output)) return { kind: 'result', callId, output: asText(output) }
+  const given = output.map((p: PartInput, i) => {
+    if (p?.type === 'input_file')
+      throw invalid(
+        `${where}/output/${i} files in tool outputs are not served by this Roster (served: input_text, input_image)`,
+      )
+    return part(p ?? { type: 'none' }, `${where}/output/${i}`)
+  })
+  const resultParts = given.filter((p): p is Part => p !== null)
+  const text = resultParts.map((p) => (p.kind === 'text' ? p.text : '')).join('')
+  return resultParts.some((p) => p.kind === 'image')
+    ? { kind: 'result', callId, output: text, parts: resultParts }
+    : { kind: 'result', callId, output: text }
+}
+
+/** Whether a request's input holds an image in a tool's output (routing sends it only where an endpoint takes one). */
+export function hasToolResultImage(input: unknown): boolean {
+  return (
+    Array.isArray(input) &&
+    input.some(
+      (item: { type?: unknown; output?: unknown }) =>
+        item?.type === 'function_call_output' &&
+        Array.isArray(item.output) &&
+        item.output.some((p: { type?: unknown }) => p?.type === 'input_image'),
+    )
+  )
 }
 
 /** A reasoning input item's text (its summary parts, else its reasoning text, joined as they came) and state. */

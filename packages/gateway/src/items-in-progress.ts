@@ -1,5 +1,6 @@
 import type { Delta } from './deltas.js'
 import { itemId } from './item-id.js'
+import type { NamespacedName } from './namespaces.js'
 import {
   REDACTED_THINKING,
   type Annotation,
@@ -233,12 +234,15 @@ export class CallInProgress {
     private readonly sink: ItemSink,
     d: Extract<Delta, { type: 'tool_call' }>,
     private readonly server: boolean,
+    /** The client's name for a namespace tool's function (the provider called it by its flat name). */
+    named?: NamespacedName,
   ) {
     this.item = {
       type: 'function_call',
       id: itemId('fc'),
       call_id: d.id || itemId('call'),
-      name: d.name ?? '',
+      name: named?.name ?? d.name ?? '',
+      ...(named ? { namespace: named.namespace } : {}),
       arguments: '',
       status: 'in_progress',
     }

@@ -142,4 +142,46 @@ describe('Router', () => {
     expect(() => router.route(req({ model: 'a/two', input: image }), undefined)).toThrow(/cannot take image input/)
     expect(providers(router.route(req({ model: 'a/plain' }), undefined))).toEqual(['plain'])
   })
+
+  it('sends an image in a tool result only to an endpoint whose protocol carries one (Chat Completions tool messages carry text)', () => {
+    const mixed = Catalogue.parse({
+      models: [
+        {
+          id: 'a/mixed',
+          name: 'mixed',
+          context_length: 1000,
+          pricing: { input: '0.000001', output: '0.000001' },
+          capabilities: { images: true },
+          endpoints: [endpoint('chatty'), endpoint('responder', { protocol: 'openai-responses' })],
+        },
+        {
+          id: 'a/chat-only',
+          name: 'chat only',
+          context_length: 1000,
+          pricing: { input: '0.000001', output: '0.000001' },
+          capabilities: { images: true },
+          endpoints: [endpoint('chatty')],
+        },
+      ],
+    })
+    const router = new Router(mixed)
+    const input = [
+      { type: 'function_call', call_id: 'c', name: 'view', arguments: '{}' },
+      {
+        type: 'function_call_output',
+        call_id: 'c',
+        output: [{ type: 'input_image', image_url: 'https://x.test/a.png' }],
+      },
+    ]
+    for (let i = 0; i < 4; i++)
+      expect(providers(router.route(req({ model: 'a/mixed', input }), undefined))).toEqual(['responder'])
+    // Without the image, both endpoints serve it, in turn.
+    const text = [input[0], { type: 'function_call_output', call_id: 'c', output: 'seen' }]
+    expect(providers(router.route(req({ model: 'a/mixed', input: text }), undefined))).toHaveLength(2)
+    // Both before and after its one route is cached.
+    router.route(req({ model: 'a/chat-only' }), undefined)
+    expect(() => router.route(req({ model: 'a/chat-only', input }), undefined)).toThrow(
+      /a\/chat-only: no endpoint takes images in tool results/,
+    )
+  })
 })

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import type { Catalogue, CatalogueModel, Endpoint } from './catalogue.js'
 import { describeIssues, gatewayError, invalid } from './errors.js'
 import { partitionFromRoute, tierPreference, type ResponsesRequest } from './request.js'
+import { hasToolResultImage } from './conversation.js'
 
 // Which endpoints a request may use, in the order they are tried. Routing is stateless apart
 // from what endpoints have been measured to do (latency, throughput), so replicas of the API agree
@@ -85,18 +86,27 @@ const weight = (session: string, c: Candidate) =>
     .digest()
     .readUInt32BE(0)
 
-/** What the request needs of a model beyond text. */
-function needsOf(req: ResponsesRequest): { tools: boolean; images: boolean } {
+/** What the request needs of a model beyond text (toolImages: an image in a tool's output). */
+function needsOf(req: ResponsesRequest): { tools: boolean; images: boolean; toolImages: boolean } {
   const tools = (req.tools?.length ?? 0) > 0
-  let images = false
+  const toolImages = hasToolResultImage(req.input)
+  let images = toolImages
   if (Array.isArray(req.input)) {
     images = (req.input as { content?: unknown }[]).some(
       (item) =>
         Array.isArray(item.content) && (item.content as { type?: string }[]).some((p) => p?.type === 'input_image'),
     )
   }
-  return { tools, images }
+  return { tools, images, toolImages }
 }
+
+/** Whether an endpoint's protocol carries images in tool results (Chat Completions' tool messages are text). */
+const takesToolImages = (e: Endpoint) => e.protocol !== 'openai-chat'
+
+const noToolImages = (models: CatalogueModel[]) =>
+  invalid(
+    `/model ${models.map((m) => m.id).join(', ')}: no endpoint takes images in tool results (its providers' Chat Completions tool messages carry text only); send the image in a user message, or choose a model served over the Responses or Anthropic protocol`,
+  )
 
 const noEndpoint = (models: CatalogueModel[]) =>
   gatewayError(
@@ -137,6 +147,7 @@ export class Router {
     }
     // The common case, one model with one endpoint and no preferences, has one answer per tier.
     if (models.length === 1 && models[0]!.endpoints.length === 1 && req.provider == null && req.route == null) {
+      if (needs.toolImages && !takesToolImages(models[0]!.endpoints[0]!)) throw noToolImages(models)
       const key = `${models[0]!.id}\n${req.service_tier ?? ''}`
       let route = this.single.get(key)
       if (!route) {
@@ -163,6 +174,7 @@ export class Router {
 
     const eligible = (c: Candidate) => {
       const e = c.endpoint
+      if (needs.toolImages && !takesToolImages(e)) return false
       if (prefs.only && !prefs.only.includes(e.provider)) return false
       if (prefs.ignore?.includes(e.provider)) return false
       if (!allowFallbacks && prefs.order && !prefs.order.includes(e.provider)) return false
@@ -210,7 +222,8 @@ export class Router {
       candidates = candidates.filter((c) => !seen.has(c.model.id) && !!seen.add(c.model.id))
     }
     if (!candidates.length) {
-      throw noEndpoint(models)
+      const anyTakes = models.some((m) => m.endpoints.some(takesToolImages))
+      throw needs.toolImages && !anyTakes ? noToolImages(models) : noEndpoint(models)
     }
     const strategy =
       [

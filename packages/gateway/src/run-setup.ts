@@ -9,6 +9,7 @@ import { sessionKey, type ResponsesRequest } from './request.js'
 import type { Router } from './routing.js'
 import type { CallOptions, Run } from './run.js'
 import type { ServerTool } from './server-tools.js'
+import { flatName, type NamespacedName } from './namespaces.js'
 
 // A request made ready to run: its tools sorted into functions the client answers and server tools
 // Roster runs (and what it refuses to serve), its tool choice in neutral terms, its route.
@@ -40,22 +41,38 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   const tools = offered ? new Map<string, ServerTool>() : NO_SERVER_TOOLS
   const functions: FunctionDef[] = offered ? [] : NO_FUNCTIONS
   const refused = new Set<string>()
+  const dropped = new Set<string>()
+  let namespaced: Map<string, NamespacedName> | undefined
   for (const t of offered ?? []) {
     if (opts.disabledTools?.has(t.type))
       throw gatewayError('permission_denied', `the server tool ${t.type} is disabled in this workspace`)
-    if (isFunctionTool(t))
-      functions.push({
-        name: t.name,
-        description: t.description ?? undefined,
-        parameters: t.parameters ?? { type: 'object', properties: {} },
-        strict: t.strict,
-      })
+    if (isFunctionTool(t)) functions.push(functionDef(t.name, t))
     else if (engine.serverTools.has(t.type)) tools.set(t.type, engine.serverTools.get(t.type)!)
-    else refused.add(t.type)
+    else if (t.type === 'namespace') {
+      // Each function of the group under a flat name; the calls come back as the client named them.
+      const ns = namespaceOf(t)
+      namespaced ??= new Map()
+      for (const f of ns.tools) {
+        if (f?.type !== 'function' || typeof f.name !== 'string' || !f.name) {
+          dropped.add(`${String(f?.type)} in namespace ${ns.name}`)
+          continue
+        }
+        const flat = flatName(ns.name, f.name)
+        namespaced.set(flat, { namespace: ns.name, name: f.name })
+        functions.push(functionDef(flat, f))
+      }
+    } else if (t.type.startsWith('openrouter:')) refused.add(t.type)
+    else dropped.add(t.type)
   }
   if (refused.size)
     throw invalid(
-      `/tools kinds not implemented by this Roster: ${[...refused].join(', ')} (served: function, ${[...engine.serverTools.keys()].join(', ')})`,
+      `/tools server tools not served by this Roster: ${[...refused].join(', ')} (served: ${[...engine.serverTools.keys()].join(', ')})`,
+    )
+  // A kind of tool Roster cannot offer (a provider's own, such as web_search) must not fail a
+  // request the model can answer without it: it is left out, and the answer says so (a warning).
+  if (dropped.size)
+    opts.warnings?.push(
+      `tools not offered to the model, as this Roster does not serve their kinds: ${[...dropped].join(', ')}`,
     )
   if (req.modalities?.includes('image'))
     throw invalid('/modalities image output is not served by this Roster; ask for text')
@@ -82,7 +99,7 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
     createdAt: Math.floor(Date.now() / 1000),
     started: performance.now(),
     route,
-    assembler: new ResponseAssembler(undefined, serverNames),
+    assembler: new ResponseAssembler(undefined, serverNames, namespaced),
     functions: offeredFunctions,
     tools,
     toolChoice: choiceOf(req, tools),
@@ -95,6 +112,25 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
     chosenOnce: false,
     opts,
   }
+}
+
+/** A function as offered upstream, under `name`. */
+const functionDef = (name: string, f: { [k: string]: unknown }): FunctionDef => ({
+  name,
+  description: typeof f.description === 'string' ? f.description : undefined,
+  parameters: (f.parameters as FunctionDef['parameters'] | null | undefined) ?? { type: 'object', properties: {} },
+  strict: typeof f.strict === 'boolean' ? f.strict : undefined,
+})
+
+/** A namespace tool's name and functions, checked (the request's schema lets other kinds of tool pass unread). */
+function namespaceOf(t: { [k: string]: unknown }): {
+  name: string
+  tools: { type?: unknown; name?: unknown; [k: string]: unknown }[]
+} {
+  if (typeof t.name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(t.name))
+    throw invalid('/tools a namespace tool needs a name (letters, digits, _ and -, at most 64)')
+  if (!Array.isArray(t.tools)) throw invalid(`/tools the namespace ${t.name} needs tools (an array)`)
+  return { name: t.name, tools: t.tools as { type?: unknown; name?: unknown; [k: string]: unknown }[] }
 }
 
 /** A function tool (checked by the request's schema), as opposed to a server tool named by its kind. */

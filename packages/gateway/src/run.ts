@@ -38,6 +38,8 @@ export interface CallOptions {
   onFilterMatch?: (m: FilterMatch) => void
   /** The workspace's own provider credentials, and who the request is for as their allow-lists name it. */
   byok?: { credentials: readonly ByokCredential[]; caller: ByokCaller }
+  /** Where the run says what it left out of the request (a tool it cannot offer): the answer carries them. */
+  warnings?: string[]
 }
 
 /** One model call that reached a provider: what the ledger records of it. */

@@ -65,6 +65,8 @@ export interface FunctionCallItem {
   id: string
   call_id: string
   name: string
+  /** The namespace tool the function belongs to, as the client offered it (namespaces.ts). */
+  namespace?: string
   arguments: string
   status: string
 }

@@ -17,6 +17,7 @@ import { doorRoute } from './gateway-run.js'
  */
 export const chatCompletionsRoutes = (deps: AppDeps) =>
   doorRoute(deps, {
+    aliases: 'openai',
     path: '/chat/completions',
     operationId: 'sendChatCompletionRequest',
     summary: 'Run a model request (OpenAI Chat Completions format)',

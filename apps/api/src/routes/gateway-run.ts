@@ -2,9 +2,13 @@ import { once } from 'node:events'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify'
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import type { z } from 'zod'
-import { designatedPresetVersion, type GenerationContext } from '@roster/shared'
+import { AppError, designatedPresetVersion, type GenerationContext } from '@roster/shared'
 import {
+  aliasOf,
   Cancellation,
+  findModel,
+  type AliasFamily,
+  type Catalogue,
   PresetInputError,
   gatewayError,
   applyPreset,
@@ -164,6 +168,20 @@ export interface DoorRoute<Body> {
   stream?: (body: Body) => DoorStream
   /** The door's reply from the finished Response (absent: the Response itself). */
   reply?: (response: ResponseObject, body: Body) => unknown
+  /** The door's checks of the request's headers (throws a gateway error to refuse it). */
+  checkHeaders?: (headers: FastifyRequest['headers']) => void
+  /** Whose model names the door takes as the catalogue's aliases (the provider whose protocol it speaks). */
+  aliases: AliasFamily
+}
+
+/**
+ * The request's models by their catalogue ids: a provider's own name the catalogue gives as an
+ * alias (of the door's provider) becomes the model's id.
+ */
+function resolveAliases(catalogue: Catalogue, req: ResponsesRequest, family: AliasFamily) {
+  const id = (name: string) => (findModel(catalogue, name) ? name : (aliasOf(catalogue, family, name) ?? name))
+  if (req.model) req.model = id(req.model)
+  if (req.models) req.models = req.models.map(id)
 }
 
 /** POST <path> for one door: wiring only; the engine (packages/gateway) does the work. Any valid key. */
@@ -183,8 +201,19 @@ export const doorRoute =
         schema: { operationId: door.operationId, summary: door.summary, body: door.schema },
       },
       async (req, reply) => {
+        door.checkHeaders?.(req.headers)
         const body = req.body as Body
         const neutral = door.toNeutral ? door.toNeutral(body) : (body as ResponsesRequest)
+        resolveAliases(deps.catalogue, neutral, door.aliases)
+        // Anthropic answers a model it does not serve with 404 (its clients and agents read that);
+        // the OpenRouter doors refuse it as the request's error (400), as OpenRouter does.
+        if (
+          door.anthropic &&
+          neutral.model &&
+          !neutral.model.startsWith('@preset/') &&
+          !findModel(deps.catalogue, neutral.model)
+        )
+          throw new AppError('not_found', `model: ${neutral.model}`)
         const response = await runGateway(deps, req, reply, neutral, {
           name: door.name,
           stream: neutral.stream ? door.stream?.(body) : undefined,
@@ -194,6 +223,14 @@ export const doorRoute =
       },
     )
   }
+
+/**
+ * What the engine left out of a request, in HTTP's Warning header (RFC 7234 §5.5, code 299:
+ * "miscellaneous persistent warning"; the field is obsolete for caches, RFC 9111, but the one place
+ * every client and proxy can show a note beside an answer whose body has no room for one).
+ */
+const warningHeader = (warnings: string[]) =>
+  warnings.map((w) => `299 roster ${JSON.stringify(w.replace(/[^\x20-\x7e]/g, '?'))}`)
 
 /**
  * One gateway request through the engine, whichever door it came by: the preset resolved, the
@@ -216,9 +253,13 @@ export async function runGateway(
   const opts = callOptions(deps, req, cancel, door.name, { doorStream: door.stream, presetId: merged?.presetId })
   const byok = ownKeys(deps, req)
   if (byok) opts.byok = await byok
+  const warnings: string[] = []
+  opts.warnings = warnings
   if (!body.stream) {
     try {
-      return await deps.responses.respond(body, opts)
+      const response = await deps.responses.respond(body, opts)
+      if (warnings.length) reply.header('warning', warningHeader(warnings))
+      return response
     } catch (err) {
       // The client went away and the upstream call was cancelled with it: no one to answer.
       if (cancel.aborted) throw gatewayError('unmapped', 'the client closed the connection')
@@ -231,14 +272,16 @@ export async function runGateway(
       open() {
         reply.hijack()
         // Hijacked, so Fastify's onSend hooks do not run: the request id is set here.
-        raw.writeHead(200, {
+        const headers: Record<string, string | string[]> = {
           'content-type': 'text/event-stream; charset=utf-8',
           'cache-control': 'no-cache',
           connection: 'keep-alive',
           'x-accel-buffering': 'no',
           'x-request-id': req.id,
           ...(anthropicClient(req) ? { 'request-id': req.id } : {}),
-        })
+        }
+        if (warnings.length) headers.warning = warningHeader(warnings)
+        raw.writeHead(200, headers)
       },
       write: (chunk) => raw.write(chunk),
       cork: () => raw.cork(),

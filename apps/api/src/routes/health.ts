@@ -7,6 +7,14 @@ export const healthRoutes =
   (deps: AppDeps): FastifyPluginAsync =>
   async (app) => {
     app.get('/health', { schema: { hide: true } }, async () => ({ status: 'ok' }))
+    // The API's base URLs, as clients configure them (ANTHROPIC_BASE_URL=…/api, a base_url of
+    // …/api/v1): agents warm their connection with a HEAD there (Fastify answers HEAD for a GET route).
+    for (const url of ['/api', '/api/v1'])
+      app.get(url, { schema: { hide: true } }, async () => ({
+        status: 'ok',
+        api: '/api/v1',
+        openapi: '/api/v1/openapi.json',
+      }))
     app.get('/ready', { schema: { hide: true } }, async (_req, reply) => {
       const [postgres, redis] = await Promise.all([
         pingDatabase(deps.db).then(

@@ -1,5 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import {
+  aliasOf,
+  checkAnthropicBetas,
   CountTokensRequest,
   countTokens,
   findModel,
@@ -17,12 +19,14 @@ import { doorRoute, RESPONSES_BODY_LIMIT, sparseValidator } from './gateway-run.
 
 /**
  * POST /messages: the Anthropic Messages door of the same engine as /responses. The key may come
- * as `x-api-key` (the Anthropic client's header) or as a bearer token; `anthropic-version` and
- * `anthropic-beta` are accepted and change nothing. Errors leave in the shape the Anthropic
- * client parses (`{type: "error", error: {type, message}}`).
+ * as `x-api-key` (the Anthropic client's header) or as a bearer token; `anthropic-version` is
+ * accepted, and `anthropic-beta` may name the features Roster serves (anthropic-betas.ts; others
+ * are refused in Anthropic's words). Errors leave in the shape the Anthropic client parses
+ * (`{type: "error", error: {type, message}}`).
  */
 export const messagesRoutes = (deps: AppDeps) =>
   doorRoute(deps, {
+    aliases: 'anthropic',
     path: '/messages',
     operationId: 'createMessage',
     summary: 'Run a model request (Anthropic Messages format)',
@@ -33,6 +37,7 @@ export const messagesRoutes = (deps: AppDeps) =>
     toNeutral: messagesToNeutral,
     stream: () => new MessagesStream(),
     reply: toMessage,
+    checkHeaders: (headers) => checkAnthropicBetas(headers['anthropic-beta']),
   })
 
 /**
@@ -57,9 +62,12 @@ export const countTokensRoutes =
         },
       },
       async (req) => {
+        checkAnthropicBetas(req.headers['anthropic-beta'])
         const body = req.body as CountTokensRequest
-        if (!body.model.startsWith('@preset/') && !findModel(deps.catalogue, body.model))
-          throw new AppError('not_found', `no model named ${body.model} is served here; GET /api/v1/models lists them`)
+        const model = findModel(deps.catalogue, body.model)
+          ? body.model
+          : aliasOf(deps.catalogue, 'anthropic', body.model)
+        if (!body.model.startsWith('@preset/') && !model) throw new AppError('not_found', `model: ${body.model}`)
         return countTokens(body)
       },
     )

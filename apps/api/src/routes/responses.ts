@@ -11,6 +11,7 @@ export { RESPONSES_BODY_LIMIT } from './gateway-run.js'
 /** POST /responses: the engine's own door, its request the neutral one and its stream the engine's events. */
 export const responsesRoutes = (deps: AppDeps) =>
   doorRoute(deps, {
+    aliases: 'openai',
     path: '/responses',
     operationId: 'createResponse',
     summary: 'Run a model request (Open Responses format)',

@@ -93,7 +93,14 @@ function anthropicMessages(entries: Entry[], caching: boolean): { system: TextBl
     } else if (e.kind === 'reasoning') {
       const block = thinkingBlock(e)
       if (block) append('assistant', [block])
-    } else append('user', [{ type: 'tool_result', tool_use_id: e.callId, content: e.output }])
+    } else
+      append('user', [
+        {
+          type: 'tool_result',
+          tool_use_id: e.callId,
+          content: e.parts ? e.parts.map((p) => block(p, caching)) : e.output,
+        },
+      ])
   }
   return { system, messages }
 }

@@ -11,7 +11,7 @@ import type {
 import type { CompletionUsage } from 'openai/resources/completions'
 import type { CacheMark, Entry, Part } from '../conversation.js'
 import { logprobsOf, type Delta, type Finish, type Usage } from '../deltas.js'
-import { providerError } from '../errors.js'
+import { invalid, providerError } from '../errors.js'
 import type { Annotation } from '../wire.js'
 import { copyGiven, type Adapter, type AsSent, type CallSpec, type StreamTranslator } from './adapter.js'
 import { logprobsWanted, type ResponsesRequest } from '../request.js'
@@ -101,7 +101,12 @@ function chatMessages(entries: Entry[], caching: boolean): ChatCompletionMessage
           content: null,
           tool_calls: [call],
         } satisfies ChatCompletionAssistantMessageParam)
-    } else if (e.kind === 'result') messages.push({ role: 'tool', tool_call_id: e.callId, content: e.output })
+    } else if (e.kind === 'result') {
+      // Chat Completions' tool messages carry text only; routing sends a request with an image in a
+      // tool result elsewhere, so one here is refused rather than read to the model as text.
+      if (e.parts) throw invalid('this endpoint (Chat Completions) cannot take images in tool results')
+      messages.push({ role: 'tool', tool_call_id: e.callId, content: e.output })
+    }
     // Earlier reasoning (e.kind 'reasoning') is left out: Chat Completions has no field that takes it back.
   }
   return messages

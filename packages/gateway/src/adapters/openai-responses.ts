@@ -2,6 +2,7 @@ import type {
   Response,
   ResponseCreateParams,
   ResponseFormatTextConfig,
+  ResponseFunctionCallOutputItemList,
   ResponseIncludable,
   ResponseInputContent,
   ResponseInputItem,
@@ -34,7 +35,12 @@ function items(entries: Entry[]): ResponseInputItem[] {
   return entries.flatMap((e): ResponseInputItem | [] => {
     if (e.kind === 'reasoning') return []
     if (e.kind === 'call') return { type: 'function_call', call_id: e.callId, name: e.name, arguments: e.arguments }
-    if (e.kind === 'result') return { type: 'function_call_output', call_id: e.callId, output: e.output }
+    if (e.kind === 'result')
+      return {
+        type: 'function_call_output',
+        call_id: e.callId,
+        output: e.parts ? (e.parts.map(inputPart) as ResponseFunctionCallOutputItemList) : e.output,
+      }
     // An assistant's earlier turn is its text, given back as the model's own output text.
     if (e.role === 'assistant')
       return {

@@ -58,14 +58,11 @@ const ClientTool = z.looseObject({
   input_schema: z.record(z.string(), z.unknown()),
   cache_control: CacheControl.nullable().optional(),
 })
-/** Client tools are checked; a typed tool is a server tool: `openrouter:<name>` ones go to the engine, others are refused. */
-const Tool = z.union([
-  ClientTool,
-  z.looseObject({ type: z.string().min(1) }).refine((t) => t.type.startsWith('openrouter:'), {
-    message:
-      'server tools are served as openrouter:<name> (openrouter:datetime, openrouter:web_fetch); other typed tools are not served by this Roster',
-  }),
-])
+/**
+ * Client tools are checked; a typed tool is a server tool, which goes to the engine: `openrouter:<name>`
+ * ones are Roster's; a provider's own (web_search_20250305…) it leaves out, with a warning.
+ */
+const Tool = z.union([ClientTool, z.looseObject({ type: z.string().min(1) })])
 const ToolChoice = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('auto'), disable_parallel_tool_use: z.boolean().optional() }),
   z.looseObject({ type: z.literal('any'), disable_parallel_tool_use: z.boolean().optional() }),
@@ -86,8 +83,10 @@ export const MessagesRequest = z.looseObject({
   model: z.string().min(1).max(200),
   models: z.array(z.string().min(1).max(200)).max(16).optional(),
   max_tokens: z.int().min(1),
+  // `system` inside the conversation: Anthropic's mid-conversation system messages (the SDK's
+  // BetaSystemMessageParam), which Claude Code sends.
   messages: z
-    .array(z.looseObject({ role: z.enum(['user', 'assistant']), content: Content }))
+    .array(z.looseObject({ role: z.enum(['user', 'assistant', 'system']), content: Content }))
     .min(1, 'give at least one message'),
   system: z.union([z.string(), z.array(SystemBlock)]).optional(),
   stop_sequences: z.array(z.string()).max(4, 'at most 4 stop sequences').optional(),
@@ -150,19 +149,34 @@ function imageUrl(b: BlockIn, where: string): string {
   throw invalid(`${where}/source an image needs a base64 source (media_type, data) or a url source`)
 }
 
-/** A tool result's content as the text the model reads. */
-function resultText(content: unknown, where: string): string {
-  if (content === undefined || content === null) return ''
+/**
+ * A tool result's content as the function call's output: its text, or with images (a screenshot a
+ * tool read) its parts in order, which routing sends only to an endpoint that takes them.
+ */
+function resultOutput(content: unknown, isError: boolean, where: string): string | Fields[] {
+  const prefix = isError ? 'Error: ' : ''
+  if (content === undefined || content === null) return prefix
+  if (typeof content === 'string') return prefix + content
+  if (!Array.isArray(content)) throw invalid(`${where}/content must be a string or content blocks`)
+  const parts = content.map((b: BlockIn, i): Fields => {
+    if (b.type === 'text') return { type: 'input_text', text: String(b.text ?? '') }
+    if (b.type === 'image') return { type: 'input_image', image_url: imageUrl(b, `${where}/content/${i}`) }
+    throw invalid(
+      `${where}/content/${i} tool results of type ${String(b.type)} are not served by this Roster (served: text, image)`,
+    )
+  })
+  if (!parts.some((p) => p.type === 'input_image')) return prefix + parts.map((p) => p.text).join('')
+  return prefix ? [{ type: 'input_text', text: prefix }, ...parts] : parts
+}
+
+/** A system message's content: its text, as a string or text blocks (nothing else instructs). */
+function systemContent(content: string | BlockIn[], where: string): string | ({ type: string } & Fields)[] {
   if (typeof content === 'string') return content
-  if (!Array.isArray(content)) throw invalid(`${where}/content must be a string or text blocks`)
-  return content
-    .map((b: Fields, i) => {
-      if (b.type === 'text') return String(b.text ?? '')
-      throw invalid(
-        `${where}/content/${i} tool results of type ${String(b.type)} are not served by this Roster (served: text)`,
-      )
-    })
-    .join('')
+  return content.map((b, j) => {
+    if (b.type !== 'text' || typeof b.text !== 'string')
+      throw invalid(`${where}/content/${j} a system message holds text blocks only`)
+    return { type: 'input_text', text: b.text, ...cache(b) }
+  })
 }
 
 type ClientToolIn = z.infer<typeof ClientTool>
@@ -190,6 +204,12 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
   }
   req.messages.forEach((m, i) => {
     const where = `/messages/${i}`
+    if (m.role === 'system') {
+      // Where it stands in the conversation: each protocol's adapter carries it as a system (or
+      // developer) message there, or folds it into the instructions where the provider has no other place.
+      input.push({ role: 'system', content: systemContent(m.content, where) })
+      return
+    }
     if (typeof m.content === 'string') {
       input.push(
         m.role === 'user'
@@ -234,7 +254,7 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
           input.push({
             type: 'function_call_output',
             call_id: b.tool_use_id,
-            output: (b.is_error ? 'Error: ' : '') + resultText(b.content, at),
+            output: resultOutput(b.content, b.is_error === true, at),
           })
           return
         case 'thinking':

@@ -1,0 +1,332 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import OpenAI from 'openai'
+import Anthropic from '@anthropic-ai/sdk'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import type { Catalogue, Protocol } from '@roster/gateway'
+import { useTestTenant } from '@roster/testing'
+import { buildTestApp, SIM_PATHS, SIM_PROTOCOLS, simEndpoint, simModel } from './helpers.js'
+
+// What coding agents send (Claude Code on /messages, Codex on /responses), through the clients
+// they are built on, each over every upstream protocol: system messages inside the conversation
+// and the beta header that names them, images in tool results, namespace tools and the tool kinds
+// Roster cannot offer, the provider's own model names, the base URL's warm-up.
+const env = useTestTenant()
+let sim: Simulator
+let app: Awaited<ReturnType<typeof buildTestApp>>
+let baseURL: string
+
+const modelOf = (p: Protocol) => `roster-sim/${SIM_PATHS[p]}`
+const UPSTREAM_PATH: Record<Protocol, string> = {
+  'openai-chat': '/v1/chat/completions',
+  'openai-responses': '/v1/responses',
+  'anthropic-messages': '/v1/messages',
+}
+const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=='
+const HAIKU = 'claude-haiku-4-5-20251001'
+
+beforeAll(async () => {
+  sim = await startSimulator({ replyTokens: 4 })
+  const catalogue: Catalogue = {
+    models: [
+      ...SIM_PROTOCOLS.map((p) => ({
+        ...simModel(modelOf(p), [simEndpoint(sim.url, p)]),
+        // Anthropic's name for the Anthropic-protocol model, OpenAI's for the Responses one.
+        ...(p === 'anthropic-messages' ? { aliases: { anthropic: [HAIKU] } } : {}),
+        ...(p === 'openai-responses' ? { aliases: { openai: ['gpt-5-codex'] } } : {}),
+      })),
+    ],
+  }
+  app = await buildTestApp(env.t.db, {}, catalogue)
+  baseURL = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
+})
+afterAll(async () => {
+  await app?.closeAll()
+  await sim?.close()
+})
+
+const anthropic = (headers: Record<string, string> = {}) =>
+  new Anthropic({
+    apiKey: env.tenant.keys.user,
+    baseURL: baseURL.replace(/\/v1$/, ''),
+    maxRetries: 0,
+    defaultHeaders: headers,
+  })
+const openai = () => new OpenAI({ apiKey: env.tenant.keys.user, baseURL, maxRetries: 0 })
+const upstreamBody = (p: Protocol) => JSON.stringify(sim.stats.lastBody[UPSTREAM_PATH[p]])
+
+describe('Claude Code on /messages', () => {
+  it.each(SIM_PROTOCOLS)(
+    'takes a system message inside the conversation, with the beta that names it, to %s',
+    async (p) => {
+      const reply = await anthropic({
+        'anthropic-beta': 'claude-code-20250219,mid-conversation-system-2026-04-07,interleaved-thinking-2025-05-14',
+      }).messages.create({
+        model: modelOf(p),
+        max_tokens: 64,
+        system: 'You are a coding agent.',
+        messages: [
+          { role: 'user', content: 'hello' },
+          { role: 'assistant', content: 'Hi.' },
+          // The SDK types it as BetaSystemMessageParam; the standard type has no system role.
+          { role: 'system', content: [{ type: 'text', text: 'Reminder: the repository is clean.' }] } as never,
+          { role: 'user', content: 'go on' },
+        ],
+      })
+      expect(reply.type).toBe('message')
+      // It reached the provider as an instruction, in its place or folded into the system prompt.
+      const sent = JSON.parse(upstreamBody(p))
+      if (p === 'anthropic-messages') {
+        expect(sent.system.map((b: { text: string }) => b.text)).toEqual([
+          'You are a coding agent.',
+          'Reminder: the repository is clean.',
+        ])
+        expect(JSON.stringify(sent.messages)).not.toContain('Reminder')
+      } else {
+        const turns: { role: string; content: unknown }[] = p === 'openai-chat' ? sent.messages : sent.input
+        expect(turns.map((t) => t.role)).toEqual(['system', 'user', 'assistant', 'system', 'user'])
+        expect(JSON.stringify(turns[3]!.content)).toContain('Reminder: the repository is clean.')
+      }
+    },
+  )
+
+  it("refuses a beta feature Roster does not serve in Anthropic's words, which Claude Code reads to drop it", async () => {
+    const err = await anthropic({ 'anthropic-beta': 'claude-code-20250219,files-api-2025-04-14,made-up-2099-01-01' })
+      .messages.create({
+        model: modelOf('anthropic-messages'),
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'hi' }],
+      })
+      .catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError)
+    const message = (err as InstanceType<typeof Anthropic.BadRequestError>).error as {
+      error: { type: string; message: string }
+    }
+    expect(message.error.type).toBe('invalid_request_error')
+    // Claude Code's own pattern for this refusal, as its binary holds it.
+    const quoted = /Unexpected value\(s\) ((?:`[^`]+`(?:, )?)+) for the `anthropic[-_]beta`/.exec(message.error.message)
+    expect(quoted?.[1]).toBe('`files-api-2025-04-14`, `made-up-2099-01-01`')
+    // Nothing reached a provider, and the same request without them is answered.
+    const again = await anthropic({ 'anthropic-beta': 'claude-code-20250219' }).messages.create({
+      model: modelOf('anthropic-messages'),
+      max_tokens: 8,
+      messages: [{ role: 'user', content: 'hi' }],
+    })
+    expect(again.type).toBe('message')
+  })
+
+  it.each(['openai-responses', 'anthropic-messages'] as Protocol[])(
+    'carries an image a tool returned to %s as an image',
+    async (p) => {
+      const reply = await anthropic().messages.create({
+        model: modelOf(p),
+        max_tokens: 16,
+        tools: [{ name: 'screenshot', input_schema: { type: 'object', properties: {} } }],
+        messages: [
+          { role: 'user', content: 'look' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'screenshot', input: {} }] },
+          {
+            role: 'user',
+            content: [
+              {
+                type: 'tool_result',
+                tool_use_id: 'toolu_1',
+                content: [
+                  { type: 'text', text: 'the screen:' },
+                  { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+                ],
+              },
+            ],
+          },
+        ],
+      })
+      expect(reply.type).toBe('message')
+      const sent = JSON.parse(upstreamBody(p))
+      if (p === 'anthropic-messages') {
+        const result = sent.messages.at(-1).content[0]
+        expect(result).toMatchObject({
+          type: 'tool_result',
+          tool_use_id: 'toolu_1',
+          content: [
+            { type: 'text', text: 'the screen:' },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+          ],
+        })
+      } else {
+        const output = sent.input.find((i: { type?: string }) => i.type === 'function_call_output')
+        expect(output.output).toEqual([
+          { type: 'input_text', text: 'the screen:' },
+          { type: 'input_image', image_url: `data:image/png;base64,${PNG}`, detail: 'auto' },
+        ])
+      }
+    },
+  )
+
+  it('says, naming the model, that a Chat Completions endpoint cannot take an image in a tool result', async () => {
+    const before = sim.stats.requests
+    const err = await anthropic()
+      .messages.create({
+        model: modelOf('openai-chat'),
+        max_tokens: 16,
+        messages: [
+          { role: 'user', content: 'look' },
+          { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'screenshot', input: {} }] },
+          {
+            role: 'user',
+            content: [
+              {
+                type: 'tool_result',
+                tool_use_id: 'toolu_1',
+                content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } }],
+              },
+            ],
+          },
+        ],
+      })
+      .catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(Anthropic.BadRequestError)
+    expect((err as Error).message).toMatch(/roster-sim\/chat.*images in tool results/)
+    expect(sim.stats.requests).toBe(before)
+  })
+
+  it("answers Anthropic's own model names the catalogue gives as aliases, and an unknown model 404 as Anthropic does", async () => {
+    const reply = await anthropic().messages.create({
+      model: HAIKU,
+      max_tokens: 8,
+      messages: [{ role: 'user', content: 'a title for this session' }],
+    })
+    expect(reply.model).toBe(modelOf('anthropic-messages'))
+    const counted = await anthropic().messages.countTokens({
+      model: HAIKU,
+      messages: [{ role: 'user', content: 'hi' }],
+    })
+    expect(counted.input_tokens).toBeGreaterThan(0)
+    for (const call of [
+      () =>
+        anthropic().messages.create({
+          model: 'claude-opus-9',
+          max_tokens: 8,
+          messages: [{ role: 'user', content: 'hi' }],
+        }),
+      () => anthropic().messages.countTokens({ model: 'claude-opus-9', messages: [{ role: 'user', content: 'hi' }] }),
+    ]) {
+      const err = await call().catch((e: unknown) => e)
+      expect(err).toBeInstanceOf(Anthropic.NotFoundError)
+      expect((err as InstanceType<typeof Anthropic.NotFoundError>).error).toMatchObject({
+        type: 'error',
+        error: { type: 'not_found_error', message: 'model: claude-opus-9' },
+      })
+    }
+    // An alias is the door's provider's name: Anthropic's are not OpenAI's.
+    const elsewhere = await openai()
+      .chat.completions.create({ model: HAIKU, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e)
+    expect(elsewhere).toBeInstanceOf(OpenAI.BadRequestError)
+  })
+
+  it('answers the warm-up request agents make on the base URL', async () => {
+    for (const url of [baseURL.replace(/\/v1$/, ''), baseURL]) {
+      const res = await fetch(url, { method: 'HEAD' })
+      expect(res.status, url).toBe(200)
+    }
+  })
+})
+
+describe('Codex on /responses', () => {
+  const VIEWED = [
+    { type: 'input_text', text: 'the picture:' },
+    { type: 'input_image', image_url: `data:image/png;base64,${PNG}` },
+  ]
+  const viewImage = (model: string) =>
+    openai().responses.create({
+      model,
+      input: [
+        { role: 'user', content: 'look at the picture' },
+        { type: 'function_call', call_id: 'call_1', name: 'view_image', arguments: '{"path":"a.png"}' },
+        { type: 'function_call_output', call_id: 'call_1', output: VIEWED as never },
+      ],
+      tools: [{ type: 'function', name: 'view_image', parameters: { type: 'object', properties: {} }, strict: false }],
+    })
+
+  it.each(['openai-responses', 'anthropic-messages'] as Protocol[])(
+    'carries an image in a function call output to %s as an image, never as text',
+    async (p) => {
+      expect((await viewImage(modelOf(p))).status).toBe('completed')
+      const sent = JSON.parse(upstreamBody(p))
+      if (p === 'openai-responses') {
+        const output = sent.input.find((i: { type?: string }) => i.type === 'function_call_output')
+        expect(output.output).toEqual([
+          { type: 'input_text', text: 'the picture:' },
+          { type: 'input_image', image_url: `data:image/png;base64,${PNG}`, detail: 'auto' },
+        ])
+      } else {
+        expect(sent.messages.at(-1).content[0].content).toEqual([
+          { type: 'text', text: 'the picture:' },
+          { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+        ])
+      }
+    },
+  )
+
+  it('refuses an image in a function call output where the model is served only over Chat Completions', async () => {
+    const err = await viewImage(modelOf('openai-chat')).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(OpenAI.BadRequestError)
+    expect((err as Error).message).toMatch(/roster-sim\/chat: no endpoint takes images in tool results/)
+  })
+
+  it.each(SIM_PROTOCOLS)(
+    'offers namespace tools to %s, and a call comes back as the client named it; other kinds are left out, with a warning',
+    async (p) => {
+      const tools = [
+        {
+          type: 'namespace',
+          name: 'crm',
+          description: 'the CRM',
+          tools: [
+            {
+              type: 'function',
+              name: 'lookup',
+              parameters: { type: 'object', properties: { id: { type: 'string' } } },
+            },
+          ],
+        },
+        { type: 'web_search', external_web_access: false },
+        { type: 'function', name: 'shell', parameters: { type: 'object', properties: {} } },
+      ]
+      const res = await fetch(`${baseURL}/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: modelOf(p), input: '[sim] call crm__lookup {"id":"7"}', tools }),
+      })
+      expect(res.status).toBe(200)
+      expect(res.headers.get('warning')).toMatch(/^299 roster ".*web_search.*"$/)
+      const body = (await res.json()) as {
+        output: { type: string; name?: string; namespace?: string; call_id?: string }[]
+      }
+      const call = body.output.find((o) => o.type === 'function_call')!
+      expect(call).toMatchObject({ name: 'lookup', namespace: 'crm', arguments: '{"id":"7"}' })
+      // The provider was offered the group's function under one flat name, and nothing of web_search.
+      const offered = upstreamBody(p)
+      expect(offered).toContain('crm__lookup')
+      expect(offered).not.toContain('web_search')
+
+      // The call given back, namespace and all, with its output: answered.
+      const next = await openai().responses.create({
+        model: modelOf(p),
+        input: [
+          { role: 'user', content: 'look up 7' },
+          {
+            type: 'function_call',
+            call_id: call.call_id!,
+            name: 'lookup',
+            namespace: 'crm',
+            arguments: '{"id":"7"}',
+          } as never,
+          { type: 'function_call_output', call_id: call.call_id!, output: 'found' },
+        ],
+        tools: tools as never,
+      })
+      expect(next.status).toBe('completed')
+      expect(upstreamBody(p)).toContain('crm__lookup')
+    },
+  )
+})
