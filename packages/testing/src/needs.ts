@@ -7,7 +7,16 @@ import { describe } from 'vitest'
 // that. With ROSTER_TEST_TOOLS=require (CI, which installs everything) a lack is a failure instead.
 
 export type Need =
-  'bubblewrap' | 'socat' | 'curl' | 'root' | 'iproute2' | 'prometheus' | 'chromium' | 'docker' | 'redis-server'
+  | 'bubblewrap'
+  | 'socat'
+  | 'curl'
+  | 'root'
+  | 'iproute2'
+  | 'prometheus'
+  | 'chromium'
+  | 'docker'
+  | 'redis-server'
+  | 'coding-agents'
 
 interface Requirement {
   /** Why this machine cannot give it, or undefined when it can. */
@@ -75,6 +84,12 @@ export const REQUIREMENTS: Record<Need, Requirement> = {
       runs('redis-server') && runs('redis-cli') ? undefined : 'redis-server and redis-cli are not installed',
     debian: 'sudo apt-get install redis-server',
     macos: 'brew install redis',
+  },
+  'coding-agents': {
+    // Claude Code and Codex, installed from npm by the test itself (once per checkout).
+    missing: async () => (await import('./coding-agents.js')).installCodingAgents(),
+    debian: 'let npm reach its registry (the test installs the agents into node_modules/.cache)',
+    macos: "the same, on linux-x64 (the tests run the agents' Linux binaries)",
   },
   docker: {
     missing: async () => {
