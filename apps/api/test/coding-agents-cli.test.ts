@@ -69,8 +69,10 @@ function place() {
 const upstreamSince = (path: string, from: number) => (sim.stats.requests[path] ?? 0) - from
 
 await describeNeeding(['coding-agents'], 'coding agents through Roster', () => {
-  const claude = async (prompt: string, tools: string[] = []) => {
+  /** One Claude Code run in print mode; `prepare` puts files in its working directory first. */
+  const claude = async (prompt: string, tools: string[] = [], prepare?: (cwd: string) => string) => {
     const { cwd, home } = place()
+    if (prepare) prompt = prompt.replace('$FILE', prepare(cwd))
     const r = await run(
       codingAgentPaths.claude,
       ['-p', prompt, '--output-format', 'json', ...(tools.length ? ['--allowedTools', tools.join(' ')] : [])],
@@ -87,12 +89,13 @@ await describeNeeding(['coding-agents'], 'coding agents through Roster', () => {
       },
     )
     const line = r.stdout.trim().split('\n').at(-1) ?? ''
-    let result: { is_error?: boolean; result?: string } = {}
-    try {
-      result = JSON.parse(line)
-    } catch {
-      throw new Error(`claude printed no result (exit ${r.code}): ${r.stdout.slice(-500)} ${r.stderr.slice(-500)}`)
-    }
+    const result = (() => {
+      try {
+        return JSON.parse(line) as { is_error?: boolean; result?: string }
+      } catch {
+        throw new Error(`claude printed no result (exit ${r.code}): ${r.stdout.slice(-500)} ${r.stderr.slice(-500)}`)
+      }
+    })()
     return { ...result, cwd, code: r.code }
   }
 
@@ -117,31 +120,11 @@ await describeNeeding(['coding-agents'], 'coding agents through Roster', () => {
 
     // An image read by its Read tool goes to the provider as an image in the tool result.
     const seen = sim.stats.requests['/v1/messages'] ?? 0
-    const { cwd, home } = place()
-    writeFileSync(join(cwd, 'pixel.png'), PNG)
-    const image = await run(
-      codingAgentPaths.claude,
-      [
-        '-p',
-        `look\n[sim] call Read {"file_path":"${join(cwd, 'pixel.png')}"}\n[sim] say Seen.`,
-        '--output-format',
-        'json',
-        '--allowedTools',
-        'Read',
-      ],
-      {
-        cwd,
-        env: {
-          HOME: home,
-          ANTHROPIC_BASE_URL: api.url.replace(/\/v1$/, ''),
-          ANTHROPIC_API_KEY: env.tenant.keys.user,
-          ANTHROPIC_MODEL: 'roster-sim/messages',
-          DISABLE_AUTOUPDATER: '1',
-          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-        },
-      },
-    )
-    expect(JSON.parse(image.stdout.trim().split('\n').at(-1)!)).toMatchObject({ is_error: false, result: 'Seen.' })
+    const image = await claude('look\n[sim] call Read {"file_path":"$FILE"}\n[sim] say Seen.', ['Read'], (cwd) => {
+      writeFileSync(join(cwd, 'pixel.png'), PNG)
+      return join(cwd, 'pixel.png')
+    })
+    expect(image).toMatchObject({ code: 0, is_error: false, result: 'Seen.' })
     expect(upstreamSince('/v1/messages', seen)).toBeGreaterThanOrEqual(2)
     const sent = JSON.stringify(sim.stats.lastBody['/v1/messages'])
     expect(sent).toMatch(
