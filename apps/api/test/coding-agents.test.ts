@@ -53,6 +53,16 @@ const anthropic = (headers: Record<string, string> = {}) =>
   })
 const openai = () => new OpenAI({ apiKey: env.tenant.keys.user, baseURL, maxRetries: 0 })
 const upstreamBody = (p: Protocol) => JSON.stringify(sim.stats.lastBody[UPSTREAM_PATH[p]])
+const IMAGE_BLOCK = {
+  type: 'image' as const,
+  source: { type: 'base64' as const, media_type: 'image/png' as const, data: PNG },
+}
+/** A conversation in which a screenshot tool returned `content`. */
+const screenshotTaken = (content: Anthropic.ToolResultBlockParam['content']): Anthropic.MessageParam[] => [
+  { role: 'user', content: 'look' },
+  { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'screenshot', input: {} }] },
+  { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content }] },
+]
 
 describe('Claude Code on /messages', () => {
   it.each(SIM_PROTOCOLS)(
@@ -121,23 +131,7 @@ describe('Claude Code on /messages', () => {
         model: modelOf(p),
         max_tokens: 16,
         tools: [{ name: 'screenshot', input_schema: { type: 'object', properties: {} } }],
-        messages: [
-          { role: 'user', content: 'look' },
-          { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'screenshot', input: {} }] },
-          {
-            role: 'user',
-            content: [
-              {
-                type: 'tool_result',
-                tool_use_id: 'toolu_1',
-                content: [
-                  { type: 'text', text: 'the screen:' },
-                  { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
-                ],
-              },
-            ],
-          },
-        ],
+        messages: screenshotTaken([{ type: 'text', text: 'the screen:' }, IMAGE_BLOCK]),
       })
       expect(reply.type).toBe('message')
       const sent = JSON.parse(upstreamBody(p))
@@ -162,30 +156,17 @@ describe('Claude Code on /messages', () => {
   )
 
   it('says, naming the model, that a Chat Completions endpoint cannot take an image in a tool result', async () => {
-    const before = sim.stats.requests
+    const before = sim.stats.requests['/v1/chat/completions'] ?? 0
     const err = await anthropic()
       .messages.create({
         model: modelOf('openai-chat'),
         max_tokens: 16,
-        messages: [
-          { role: 'user', content: 'look' },
-          { role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_1', name: 'screenshot', input: {} }] },
-          {
-            role: 'user',
-            content: [
-              {
-                type: 'tool_result',
-                tool_use_id: 'toolu_1',
-                content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } }],
-              },
-            ],
-          },
-        ],
+        messages: screenshotTaken([IMAGE_BLOCK]),
       })
       .catch((e: unknown) => e)
     expect(err).toBeInstanceOf(Anthropic.BadRequestError)
     expect((err as Error).message).toMatch(/roster-sim\/chat.*images in tool results/)
-    expect(sim.stats.requests).toBe(before)
+    expect(sim.stats.requests['/v1/chat/completions'] ?? 0).toBe(before)
   })
 
   it("answers Anthropic's own model names the catalogue gives as aliases, and an unknown model 404 as Anthropic does", async () => {

@@ -210,7 +210,7 @@ export const doorRoute =
         if (
           door.anthropic &&
           neutral.model &&
-          !neutral.model.startsWith('@preset/') &&
+          !neutral.model.includes('@preset/') &&
           !findModel(deps.catalogue, neutral.model)
         )
           throw new AppError('not_found', `model: ${neutral.model}`)

@@ -67,7 +67,7 @@ export const countTokensRoutes =
         const model = findModel(deps.catalogue, body.model)
           ? body.model
           : aliasOf(deps.catalogue, 'anthropic', body.model)
-        if (!body.model.startsWith('@preset/') && !model) throw new AppError('not_found', `model: ${body.model}`)
+        if (!body.model.includes('@preset/') && !model) throw new AppError('not_found', `model: ${body.model}`)
         return countTokens(body)
       },
     )
