@@ -310,4 +310,50 @@ describe('Codex on /responses', () => {
       expect(upstreamBody(p)).toContain('crm__lookup')
     },
   )
+
+  it('refuses what it cannot carry, naming it, and sends nothing upstream', async () => {
+    const before = sim.stats.requests['/v1/responses'] ?? 0
+    const cases: [object, RegExp][] = [
+      [{ tools: [{ type: 'namespace', name: 'bad name!', tools: [] }] }, /namespace tool needs a name/],
+      [{ tools: [{ type: 'namespace', name: 'crm', tools: 'lookup' }] }, /namespace crm needs tools/],
+      [
+        {
+          tools: [
+            {
+              type: 'namespace',
+              name: 'crm',
+              tools: Array.from({ length: 129 }, (_, i) => ({ type: 'function', name: `f${i}` })),
+            },
+          ],
+        },
+        /at most 128/,
+      ],
+      [
+        {
+          input: [
+            { type: 'function_call', call_id: 'c', name: 'read', arguments: '{}' },
+            { type: 'function_call_output', call_id: 'c', output: [{ type: 'input_file', file_id: 'file_1' }] },
+          ],
+        },
+        /files in tool outputs are not served/,
+      ],
+    ]
+    for (const [body, message] of cases) {
+      const err = await openai()
+        .responses.create({ model: modelOf('openai-responses'), input: 'x', ...body } as never)
+        .catch((e: unknown) => e)
+      expect(err, JSON.stringify(body).slice(0, 100)).toBeInstanceOf(OpenAI.BadRequestError)
+      expect((err as Error).message).toMatch(message)
+    }
+    const system = await anthropic()
+      .messages.create({
+        model: modelOf('anthropic-messages'),
+        max_tokens: 8,
+        messages: [{ role: 'system', content: [IMAGE_BLOCK] } as never, { role: 'user', content: 'hi' }],
+      })
+      .catch((e: unknown) => e)
+    expect(system).toBeInstanceOf(Anthropic.BadRequestError)
+    expect((system as Error).message).toMatch(/a system message holds text blocks only/)
+    expect(sim.stats.requests['/v1/responses'] ?? 0).toBe(before)
+  })
 })

@@ -122,6 +122,9 @@ const functionDef = (name: string, f: { [k: string]: unknown }): FunctionDef => 
   strict: typeof f.strict === 'boolean' ? f.strict : undefined,
 })
 
+/** The functions one namespace may hold (as many as a request's tools). */
+const MAX_NAMESPACE_TOOLS = 128
+
 /** A namespace tool's name and functions, checked (the request's schema lets other kinds of tool pass unread). */
 function namespaceOf(t: { [k: string]: unknown }): {
   name: string
@@ -129,7 +132,8 @@ function namespaceOf(t: { [k: string]: unknown }): {
 } {
   if (typeof t.name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(t.name))
     throw invalid('/tools a namespace tool needs a name (letters, digits, _ and -, at most 64)')
-  if (!Array.isArray(t.tools)) throw invalid(`/tools the namespace ${t.name} needs tools (an array)`)
+  if (!Array.isArray(t.tools) || t.tools.length > MAX_NAMESPACE_TOOLS)
+    throw invalid(`/tools the namespace ${t.name} needs tools: an array of at most ${MAX_NAMESPACE_TOOLS}`)
   return { name: t.name, tools: t.tools as { type?: unknown; name?: unknown; [k: string]: unknown }[] }
 }
 
