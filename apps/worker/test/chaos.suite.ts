@@ -242,7 +242,11 @@ export async function chaosSuite(redisKind: 'server' | 'cluster') {
       await stack.runtime.waitForOutput(/listening/)
       await waitFor(
         async () => {
-          const hosted = ((await (await stack.runtimeFetch('/v1/interns')).json()) as any).data as {
+          // Back from a restart, the host answers for no intern until the fleet's record has
+          // confirmed its placements (503 placement_unverified): not yet agreed, ask again.
+          const answer = await stack.runtimeFetch('/v1/interns')
+          if (!answer.ok) return false
+          const hosted = ((await answer.json()) as any).data as {
             id: string
             running: boolean
           }[]
