@@ -312,10 +312,29 @@ describe('Codex on /responses', () => {
   )
 
   it('refuses what it cannot carry, naming it, and sends nothing upstream', async () => {
-    const before = sim.stats.requests['/v1/responses'] ?? 0
+    const upstream = () => Object.values(sim.stats.requests).reduce((a, b) => a + b, 0)
+    const before = upstream()
     const cases: [object, RegExp][] = [
       [{ tools: [{ type: 'namespace', name: 'bad name!', tools: [] }] }, /namespace tool needs a name/],
       [{ tools: [{ type: 'namespace', name: 'crm', tools: 'lookup' }] }, /namespace crm needs tools/],
+      [
+        {
+          tools: [
+            { type: 'namespace', name: 'crm', tools: [{ type: 'function', name: 'lookup' }] },
+            { type: 'function', name: 'crm__lookup' },
+          ],
+        },
+        /crm__lookup takes the name a namespace's function/,
+      ],
+      [
+        {
+          tools: [
+            { type: 'function', name: 'crm__lookup' },
+            { type: 'namespace', name: 'crm', tools: [{ type: 'function', name: 'lookup' }] },
+          ],
+        },
+        /lookup in namespace crm is offered upstream as crm__lookup, a name another tool takes/,
+      ],
       [
         {
           tools: [
@@ -354,6 +373,6 @@ describe('Codex on /responses', () => {
       .catch((e: unknown) => e)
     expect(system).toBeInstanceOf(Anthropic.BadRequestError)
     expect((system as Error).message).toMatch(/a system message holds text blocks only/)
-    expect(sim.stats.requests['/v1/responses'] ?? 0).toBe(before)
+    expect(upstream()).toBe(before)
   })
 })

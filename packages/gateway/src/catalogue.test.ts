@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { OpenRouter } from '@openrouter/sdk'
 import { createServer } from 'node:http'
-import { aliasOf, loadCatalogue, simulatorCatalogue } from './catalogue.js'
+import { catalogueIdOf, loadCatalogue, simulatorCatalogue } from './catalogue.js'
 import { modelsList } from './model-directory.js'
 
 const write = (content: unknown) => {
@@ -63,9 +63,12 @@ describe('the model catalogue', () => {
       }),
       env,
     )
-    expect(aliasOf(c, 'openai', 'gpt-4o-mini')).toBe('openai/gpt-4o-mini')
-    expect(aliasOf(c, 'anthropic', 'gpt-4o-mini')).toBe('openai/gpt-5')
-    expect(aliasOf(c, 'openai', 'openai/gpt-5')).toBeUndefined()
+    expect(catalogueIdOf(c, 'openai', 'gpt-4o-mini')).toBe('openai/gpt-4o-mini')
+    expect(catalogueIdOf(c, 'anthropic', 'gpt-4o-mini')).toBe('openai/gpt-5')
+    // A model's id is its name on every door; a name nothing answers to is no model.
+    expect(catalogueIdOf(c, 'openai', 'openai/gpt-5')).toBe('openai/gpt-5')
+    expect(catalogueIdOf(c, 'anthropic', 'openai/gpt-4o-mini')).toBe('openai/gpt-4o-mini')
+    expect(catalogueIdOf(c, 'openai', 'gpt-5')).toBeUndefined()
     const taken = write({
       models: [
         { ...model, aliases: { openai: ['mini', 'openai/gpt-5'] } },

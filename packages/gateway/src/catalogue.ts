@@ -104,22 +104,32 @@ export const Catalogue = z.strictObject({ models: z.array(CatalogueModel) }).sup
 export const ALIAS_FAMILIES = ['anthropic', 'openai'] as const
 export type AliasFamily = (typeof ALIAS_FAMILIES)[number]
 
-const aliasIndexes = new WeakMap<object, Map<string, string>[]>()
+/** Per catalogue: each family's names (every model's id, and that family's aliases) to model ids. */
+const nameIndexes = new WeakMap<object, Record<AliasFamily, Map<string, string>>>()
 
-/** The catalogue id an alias of `family` stands for, if it is one. */
-export function aliasOf(
+/**
+ * The catalogue id a model name sent on a door of `family`'s protocol stands for: a model's own id,
+ * or an alias of that family (`aliases`); undefined when it names no model. One map lookup: it runs
+ * on every gateway request.
+ */
+export function catalogueIdOf(
   catalogue: { models: CatalogueModel[] },
   family: AliasFamily,
   name: string,
 ): string | undefined {
-  let index = aliasIndexes.get(catalogue)
+  let index = nameIndexes.get(catalogue)
   if (!index) {
-    index = ALIAS_FAMILIES.map(
-      (f) => new Map(catalogue.models.flatMap((m) => (m.aliases?.[f] ?? []).map((a) => [a, m.id]))),
-    )
-    aliasIndexes.set(catalogue, index)
+    const names = (f: AliasFamily) =>
+      new Map(
+        catalogue.models.flatMap((m) => [
+          [m.id, m.id] as const,
+          ...(m.aliases?.[f] ?? []).map((a) => [a, m.id] as const),
+        ]),
+      )
+    index = { anthropic: names('anthropic'), openai: names('openai') }
+    nameIndexes.set(catalogue, index)
   }
-  return index[ALIAS_FAMILIES.indexOf(family)]!.get(name)
+  return index[family].get(name)
 }
 export type Catalogue = z.infer<typeof Catalogue>
 

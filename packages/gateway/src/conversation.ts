@@ -149,19 +149,6 @@ function resultEntry(callId: string, output: unknown, where: string): Entry {
     : { kind: 'result', callId, output: text }
 }
 
-/** Whether a request's input holds an image in a tool's output (routing sends it only where an endpoint takes one). */
-export function hasToolResultImage(input: unknown): boolean {
-  return (
-    Array.isArray(input) &&
-    input.some(
-      (item: { type?: unknown; output?: unknown }) =>
-        item?.type === 'function_call_output' &&
-        Array.isArray(item.output) &&
-        item.output.some((p: { type?: unknown }) => p?.type === 'input_image'),
-    )
-  )
-}
-
 /** A reasoning input item's text (its summary parts, else its reasoning text, joined as they came) and state. */
 function reasoningEntry(item: InputItem): Entry {
   const r = item as { summary?: unknown; content?: unknown; encrypted_content?: unknown }

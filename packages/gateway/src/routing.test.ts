@@ -183,5 +183,9 @@ describe('Router', () => {
     expect(() => router.route(req({ model: 'a/chat-only', input }), undefined)).toThrow(
       /a\/chat-only: no endpoint takes images in tool results/,
     )
+    // An image in a tool's output is image input: a model that cannot take images is no candidate.
+    expect(() => new Router(catalogue).route(req({ model: 'a/plain', input }), undefined)).toThrow(
+      /a\/plain cannot take image input/,
+    )
   })
 })

@@ -3,7 +3,6 @@ import { z } from 'zod'
 import type { Catalogue, CatalogueModel, Endpoint } from './catalogue.js'
 import { describeIssues, gatewayError, invalid } from './errors.js'
 import { partitionFromRoute, tierPreference, type ResponsesRequest } from './request.js'
-import { hasToolResultImage } from './conversation.js'
 
 // Which endpoints a request may use, in the order they are tried. Routing is stateless apart
 // from what endpoints have been measured to do (latency, throughput), so replicas of the API agree
@@ -86,16 +85,21 @@ const weight = (session: string, c: Candidate) =>
     .digest()
     .readUInt32BE(0)
 
-/** What the request needs of a model beyond text (toolImages: an image in a tool's output). */
+/**
+ * What the request needs of a model beyond text: tools, image input (in a message, or in a tool's
+ * output), and whether an image is in a tool's output (only some protocols carry that).
+ */
 function needsOf(req: ResponsesRequest): { tools: boolean; images: boolean; toolImages: boolean } {
   const tools = (req.tools?.length ?? 0) > 0
-  const toolImages = hasToolResultImage(req.input)
-  let images = toolImages
+  let images = false
+  let toolImages = false
   if (Array.isArray(req.input)) {
-    images = (req.input as { content?: unknown }[]).some(
-      (item) =>
-        Array.isArray(item.content) && (item.content as { type?: string }[]).some((p) => p?.type === 'input_image'),
-    )
+    const hasImage = (parts: unknown) =>
+      Array.isArray(parts) && (parts as { type?: unknown }[]).some((p) => p?.type === 'input_image')
+    for (const item of req.input as { type?: unknown; content?: unknown; output?: unknown }[]) {
+      if (hasImage(item.content)) images = true
+      else if (item.type === 'function_call_output' && hasImage(item.output)) images = toolImages = true
+    }
   }
   return { tools, images, toolImages }
 }

@@ -46,8 +46,11 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   for (const t of offered ?? []) {
     if (opts.disabledTools?.has(t.type))
       throw gatewayError('permission_denied', `the server tool ${t.type} is disabled in this workspace`)
-    if (isFunctionTool(t)) functions.push(functionDef(t.name, t))
-    else if (engine.serverTools.has(t.type)) tools.set(t.type, engine.serverTools.get(t.type)!)
+    if (isFunctionTool(t)) {
+      if (namespaced?.has(t.name))
+        throw invalid(`/tools the function ${t.name} takes the name a namespace's function is offered by upstream`)
+      functions.push(functionDef(t.name, t))
+    } else if (engine.serverTools.has(t.type)) tools.set(t.type, engine.serverTools.get(t.type)!)
     else if (t.type === 'namespace') {
       // Each function of the group under a flat name; the calls come back as the client named them.
       const ns = namespaceOf(t)
@@ -58,6 +61,11 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
           continue
         }
         const flat = flatName(ns.name, f.name)
+        // Two functions under one name upstream: the calls of one would come back as the other's.
+        if (functions.some((g) => g.name === flat))
+          throw invalid(
+            `/tools ${f.name} in namespace ${ns.name} is offered upstream as ${flat}, a name another tool takes`,
+          )
         namespaced.set(flat, { namespace: ns.name, name: f.name })
         functions.push(functionDef(flat, f))
       }

@@ -3,6 +3,7 @@ import { hash } from 'node:crypto'
 import { AppError, bearerToken, resolveCaller, type Caller, type Db } from '@roster/shared'
 import { GatewayError } from '@roster/gateway'
 import { Lru } from './lru.js'
+import { afterRefusalDelay } from './refusal-delay.js'
 
 export interface AuthenticatorOptions {
   /** Keys whose answer is kept (LRU). Unknown keys are kept apart, so they cannot push known ones out. */
@@ -17,19 +18,11 @@ export interface AuthenticatorOptions {
   rate?: { take(keyId: string): number }
   /**
    * How long a refusal for unknown keys past UNKNOWN_KEYS_PER_MINUTE waits for its 429
-   * (REFUSAL_DELAY_MS, spread): a client that sends again the moment it is refused would otherwise
-   * make its refusals a load on everyone else.
+   * (REFUSAL_DELAY_MS; refusal-delay.ts).
    */
   refusalDelayMs?: number
   now?: () => number
 }
-
-/**
- * A refusal's delay, spread over half to one and a half times `ms`: refusals made in the same
- * moment (a flood's connections, refused together) are answered apart, not as one wave that
- * blocks the process for everyone at once, and come back apart.
- */
-export const spread = (ms: number) => Math.round(ms * (0.5 + Math.random()))
 
 /** Lookups of never-seen keys that may wait for their turn; past it they are refused at once. */
 const MAX_WAITING_LOOKUPS = 1_024
@@ -137,8 +130,7 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
         `too many requests with unknown API keys from this address; retry in ${wait} s`,
         { retryAfter: wait },
       )
-      if (!options.refusalDelayMs) throw refusal
-      return new Promise((_, reject) => setTimeout(() => reject(refusal), spread(options.refusalDelayMs!)).unref())
+      return new Promise((_, reject) => afterRefusalDelay(options.refusalDelayMs ?? 0, () => reject(refusal)))
     }
     return slots
       .run(() => lookUp(id, token))

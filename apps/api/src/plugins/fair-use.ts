@@ -1,6 +1,6 @@
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { AppError, type Caller } from '@roster/shared'
-import { spread } from './auth.js'
+import { afterRefusalDelay } from './refusal-delay.js'
 
 // Fair shares of one API process: how many requests and streams one key, and one workspace, may
 // have open at once, and how many request-body bytes all clients together may have in flight. Past a
@@ -45,8 +45,9 @@ export class Admission {
   private bodyBytes = 0
   /** The per-key share now: the setting, or less under load. */
   private keyShare: number
-  /** The two keys to have entered last, distinct (noteActive). */
-  private recent: { keyId: string; at: number }[] = []
+  /** The key to have entered last, and the last other key before it, with when (noteActive). */
+  private latest = { keyId: '', at: -Infinity }
+  private previous = { keyId: '', at: -Infinity }
   private timer?: NodeJS.Timeout
 
   constructor(
@@ -146,14 +147,19 @@ export class Admission {
    */
   private othersAbout(keyId: string, open: number, now: number): boolean {
     if (this.keys.size - (open > 0 ? 1 : 0) > 0) return true
-    return this.recent.some((r) => r.keyId !== keyId && now - r.at < OTHERS_RECENT_MS)
+    const other = this.latest.keyId === keyId ? this.previous : this.latest
+    return other.keyId !== '' && now - other.at < OTHERS_RECENT_MS
   }
 
-  /** Keeps the two keys to have entered last, distinct, and when (whether another key is about, in O(1)). */
+  /** Keeps the last two distinct keys to have entered, and when, in place (it runs on every request). */
   private noteActive(keyId: string, now: number) {
-    const last = this.recent[0]
-    if (last?.keyId === keyId) last.at = now
-    else this.recent = last ? [{ keyId, at: now }, last] : [{ keyId, at: now }]
+    if (this.latest.keyId !== keyId) {
+      const spare = this.previous
+      this.previous = this.latest
+      this.latest = spare
+      spare.keyId = keyId
+    }
+    this.latest.at = now
   }
 
   private refuse(
@@ -192,18 +198,13 @@ function declaredBytes(req: FastifyRequest, limit: number): number {
 /**
  * onRequest hook, after the key is known: the request holds its share (and its body's bytes)
  * until its response has ended or its connection closed, streams included. A refusal is answered
- * after `refusalDelayMs`: a client that sends again the moment it is refused would otherwise turn its
- * refusals into a load of their own (an HTTP/1.1 connection waits for its answer before the next).
+ * after `refusalDelayMs` (refusal-delay.ts).
  */
 export function admit(admission: Admission, bodyLimit: number): onRequestHookHandler {
   const refusalDelayMs = admission.refusalDelayMs
   return (req, reply, done) => {
     const entered = admission.enter(req.caller!, declaredBytes(req, bodyLimit))
-    if (typeof entered !== 'function') {
-      if (!refusalDelayMs) return done(refusalError(entered))
-      setTimeout(() => done(refusalError(entered)), spread(refusalDelayMs)).unref()
-      return
-    }
+    if (typeof entered !== 'function') return afterRefusalDelay(refusalDelayMs, () => done(refusalError(entered)))
     reply.raw.once('close', entered)
     done()
   }

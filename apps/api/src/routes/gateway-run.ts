@@ -4,9 +4,8 @@ import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-z
 import type { z } from 'zod'
 import { AppError, designatedPresetVersion, type GenerationContext } from '@roster/shared'
 import {
-  aliasOf,
   Cancellation,
-  findModel,
+  catalogueIdOf,
   type AliasFamily,
   type Catalogue,
   PresetInputError,
@@ -175,13 +174,24 @@ export interface DoorRoute<Body> {
 }
 
 /**
- * The request's models by their catalogue ids: a provider's own name the catalogue gives as an
- * alias (of the door's provider) becomes the model's id.
+ * The request's models by their catalogue ids (a provider's own name the catalogue gives as an
+ * alias of the door's provider becomes the model's id); `model`'s id, undefined if it names none.
  */
-function resolveAliases(catalogue: Catalogue, req: ResponsesRequest, family: AliasFamily) {
-  const id = (name: string) => (findModel(catalogue, name) ? name : (aliasOf(catalogue, family, name) ?? name))
-  if (req.model) req.model = id(req.model)
-  if (req.models) req.models = req.models.map(id)
+function resolveModels(catalogue: Catalogue, req: ResponsesRequest, family: AliasFamily): string | undefined {
+  if (req.models) req.models = req.models.map((name) => catalogueIdOf(catalogue, family, name) ?? name)
+  if (!req.model) return undefined
+  const id = catalogueIdOf(catalogue, family, req.model)
+  if (id) req.model = id
+  return id
+}
+
+/**
+ * Anthropic answers a model it does not serve with 404 "model: <name>" (its clients and agents read
+ * that; a preset form is resolved later); the OpenRouter doors refuse it as the request's error
+ * (400, by routing), as OpenRouter does.
+ */
+export function anthropicModelNotFound(name: string): AppError | undefined {
+  return name.includes('@preset/') ? undefined : new AppError('not_found', `model: ${name}`)
 }
 
 /** POST <path> for one door: wiring only; the engine (packages/gateway) does the work. Any valid key. */
@@ -204,16 +214,9 @@ export const doorRoute =
         door.checkHeaders?.(req.headers)
         const body = req.body as Body
         const neutral = door.toNeutral ? door.toNeutral(body) : (body as ResponsesRequest)
-        resolveAliases(deps.catalogue, neutral, door.aliases)
-        // Anthropic answers a model it does not serve with 404 (its clients and agents read that);
-        // the OpenRouter doors refuse it as the request's error (400), as OpenRouter does.
-        if (
-          door.anthropic &&
-          neutral.model &&
-          !neutral.model.includes('@preset/') &&
-          !findModel(deps.catalogue, neutral.model)
-        )
-          throw new AppError('not_found', `model: ${neutral.model}`)
+        const id = resolveModels(deps.catalogue, neutral, door.aliases)
+        const notFound = door.anthropic && !id && neutral.model ? anthropicModelNotFound(neutral.model) : undefined
+        if (notFound) throw notFound
         const response = await runGateway(deps, req, reply, neutral, {
           name: door.name,
           stream: neutral.stream ? door.stream?.(body) : undefined,

@@ -1,10 +1,9 @@
 import type { FastifyPluginAsync } from 'fastify'
 import {
-  aliasOf,
+  catalogueIdOf,
   checkAnthropicBetas,
   CountTokensRequest,
   countTokens,
-  findModel,
   MessagesRequest,
   MessagesStream,
   messagesToNeutral,
@@ -12,10 +11,9 @@ import {
   parseMessagesRequest,
   toMessage,
 } from '@roster/gateway'
-import { AppError } from '@roster/shared'
 import type { AppDeps } from '../deps.js'
 import { requireKey } from '../plugins/auth.js'
-import { doorRoute, RESPONSES_BODY_LIMIT, sparseValidator } from './gateway-run.js'
+import { anthropicModelNotFound, doorRoute, RESPONSES_BODY_LIMIT, sparseValidator } from './gateway-run.js'
 
 /**
  * POST /messages: the Anthropic Messages door of the same engine as /responses. The key may come
@@ -64,10 +62,10 @@ export const countTokensRoutes =
       async (req) => {
         checkAnthropicBetas(req.headers['anthropic-beta'])
         const body = req.body as CountTokensRequest
-        const model = findModel(deps.catalogue, body.model)
-          ? body.model
-          : aliasOf(deps.catalogue, 'anthropic', body.model)
-        if (!body.model.includes('@preset/') && !model) throw new AppError('not_found', `model: ${body.model}`)
+        const notFound = catalogueIdOf(deps.catalogue, 'anthropic', body.model)
+          ? undefined
+          : anthropicModelNotFound(body.model)
+        if (notFound) throw notFound
         return countTokens(body)
       },
     )
