@@ -5,6 +5,7 @@ import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue, Protocol } from '@roster/gateway'
 import { useTestTenant } from '@roster/testing'
 import { buildTestApp, SIM_PATHS, SIM_PROTOCOLS, simEndpoint, simModel } from './helpers.js'
+import { invalidEvents, responseErrors } from './open-responses.js'
 
 // What coding agents send (Claude Code on /messages, Codex on /responses), through the clients
 // they are built on, each over every upstream protocol: system messages inside the conversation
@@ -285,6 +286,19 @@ describe('Codex on /responses', () => {
       }
       const call = body.output.find((o) => o.type === 'function_call')!
       expect(call).toMatchObject({ name: 'lookup', namespace: 'crm', arguments: '{"id":"7"}' })
+      expect(responseErrors(body)).toEqual([])
+      // Streamed, through the openai client: every event valid, the call as the client named it.
+      const events: { type: string; item?: { type: string; name?: string; namespace?: string } }[] = []
+      const stream = await openai().responses.create({
+        model: modelOf(p),
+        input: '[sim] call crm__lookup {"id":"7"}',
+        tools: tools as never,
+        stream: true,
+      })
+      for await (const e of stream) events.push(e as (typeof events)[number])
+      expect(invalidEvents(events)).toEqual([])
+      const done = events.filter((e) => e.type === 'response.output_item.done' && e.item?.type === 'function_call')
+      expect(done.map((e) => [e.item!.namespace, e.item!.name])).toEqual([['crm', 'lookup']])
       // The provider was offered the group's function under one flat name, and nothing of web_search.
       const offered = upstreamBody(p)
       expect(offered).toContain('crm__lookup')
@@ -317,6 +331,11 @@ describe('Codex on /responses', () => {
     const cases: [object, RegExp][] = [
       [{ tools: [{ type: 'namespace', name: 'bad name!', tools: [] }] }, /namespace tool needs a name/],
       [{ tools: [{ type: 'namespace', name: 'crm', tools: 'lookup' }] }, /namespace crm needs tools/],
+      // Its functions are checked as function tools are (a name of 1 to 64 characters).
+      [
+        { tools: [{ type: 'namespace', name: 'crm', tools: [{ type: 'function', name: 'x'.repeat(65) }] }] },
+        /namespace crm's tools\/0: name: Too big/,
+      ],
       [
         {
           tools: [

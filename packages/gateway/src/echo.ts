@@ -1,5 +1,6 @@
 import { tierPreference, type ResponsesRequest } from './request.js'
 import type { ResponseObject } from './wire.js'
+import { flatName } from './namespaces.js'
 
 type Tool = NonNullable<ResponsesRequest['tools']>[number]
 
@@ -32,9 +33,32 @@ export function servedTier(requested: ResponsesRequest['service_tier'], offered:
 }
 
 /** A function tool as the schema's FunctionTool has it: every key present, strict as sent upstream. */
-function echoTool(t: Tool): Tool {
-  if (t.type !== 'function') return t
-  return { ...t, description: t.description ?? null, parameters: t.parameters ?? null, strict: t.strict ?? false }
+const echoFunction = (t: Record<string, unknown>, name = t.name): Tool =>
+  ({
+    ...t,
+    type: 'function',
+    name,
+    description: t.description ?? null,
+    parameters: t.parameters ?? null,
+    strict: t.strict ?? false,
+  }) as Tool
+
+/**
+ * The tools the model was offered, as the schema's tools are (function tools, and `prefix:name`
+ * tools such as Roster's server tools): a namespace tool's functions under the names they were
+ * offered by (namespaces.ts); kinds Roster left out (the answer's Warning names them) are not reported.
+ */
+function echoTools(tools: ResponsesRequest['tools']): Tool[] {
+  if (!tools?.length) return []
+  return tools.flatMap((t): Tool[] => {
+    if (t.type === 'function') return [echoFunction(t)]
+    if (t.type.includes(':')) return [t]
+    if (t.type !== 'namespace' || !Array.isArray(t.tools)) return []
+    const ns = String(t.name)
+    return (t.tools as Record<string, unknown>[])
+      .filter((f) => f?.type === 'function')
+      .map((f) => echoFunction(f, flatName(ns, String(f.name))))
+  })
 }
 
 /** An allowed_tools choice without its mode runs as `auto`, and a Response says so. */
@@ -83,7 +107,7 @@ export function echoSettings(req: ResponsesRequest, tier: string, body: Response
   body.top_logprobs = req.top_logprobs ?? EFFECTIVE_DEFAULTS.top_logprobs
   body.parallel_tool_calls = req.parallel_tool_calls ?? true
   body.tool_choice = echoToolChoice(req.tool_choice)
-  body.tools = req.tools?.length ? req.tools.map(echoTool) : []
+  body.tools = echoTools(req.tools)
   body.max_output_tokens = req.max_output_tokens ?? null
   body.max_tool_calls = req.max_tool_calls ?? null
   body.previous_response_id = null

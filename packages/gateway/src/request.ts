@@ -34,7 +34,8 @@ const nullMeansAbsent = <T extends z.ZodType>(type: T) =>
 
 export const ServiceTier = z.enum(['auto', 'default', 'fast', 'flex', 'priority', 'scale', 'ultrafast'])
 
-const FunctionTool = z.looseObject({
+/** A function tool; a namespace tool's functions are checked by it too (run-setup.ts). */
+export const FunctionTool = z.looseObject({
   type: z.literal('function'),
   name: z.string().min(1).max(64),
   description: z.string().nullable().optional(),

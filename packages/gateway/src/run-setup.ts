@@ -2,10 +2,10 @@ import { createHmac } from 'node:crypto'
 import type { ChoiceSpec, FunctionDef } from './adapters/adapter.js'
 import { ResponseAssembler, itemId } from './assembler.js'
 import type { CompactionSeal } from './compaction.js'
-import { gatewayError, invalid } from './errors.js'
+import { describeIssues, gatewayError, invalid } from './errors.js'
 import { checkRegion, constrainRoute, filterContent } from './guardrails.js'
 import { withByok } from './byok.js'
-import { sessionKey, type ResponsesRequest } from './request.js'
+import { FunctionTool, sessionKey, type ResponsesRequest } from './request.js'
 import type { Router } from './routing.js'
 import type { CallOptions, Run } from './run.js'
 import type { ServerTool } from './server-tools.js'
@@ -55,11 +55,16 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
       // Each function of the group under a flat name; the calls come back as the client named them.
       const ns = namespaceOf(t)
       namespaced ??= new Map()
-      for (const f of ns.tools) {
-        if (f?.type !== 'function' || typeof f.name !== 'string' || !f.name) {
-          dropped.add(`${String(f?.type)} in namespace ${ns.name}`)
+      for (const [i, given] of ns.tools.entries()) {
+        if (given?.type !== 'function') {
+          dropped.add(`${String(given?.type)} in namespace ${ns.name}`)
           continue
         }
+        // Checked as a function tool offered by itself is.
+        const checked = FunctionTool.safeParse(given)
+        if (!checked.success)
+          throw invalid(`/tools the namespace ${ns.name}'s tools/${i}: ${describeIssues(checked.error)}`)
+        const f = checked.data
         const flat = flatName(ns.name, f.name)
         // Two functions under one name upstream: the calls of one would come back as the other's.
         if (functions.some((g) => g.name === flat))
@@ -134,15 +139,12 @@ const functionDef = (name: string, f: { [k: string]: unknown }): FunctionDef => 
 const MAX_NAMESPACE_TOOLS = 128
 
 /** A namespace tool's name and functions, checked (the request's schema lets other kinds of tool pass unread). */
-function namespaceOf(t: { [k: string]: unknown }): {
-  name: string
-  tools: { type?: unknown; name?: unknown; [k: string]: unknown }[]
-} {
+function namespaceOf(t: { [k: string]: unknown }): { name: string; tools: ({ type?: unknown } | null)[] } {
   if (typeof t.name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(t.name))
     throw invalid('/tools a namespace tool needs a name (letters, digits, _ and -, at most 64)')
   if (!Array.isArray(t.tools) || t.tools.length > MAX_NAMESPACE_TOOLS)
     throw invalid(`/tools the namespace ${t.name} needs tools: an array of at most ${MAX_NAMESPACE_TOOLS}`)
-  return { name: t.name, tools: t.tools as { type?: unknown; name?: unknown; [k: string]: unknown }[] }
+  return { name: t.name, tools: t.tools as ({ type?: unknown } | null)[] }
 }
 
 /** A function tool (checked by the request's schema), as opposed to a server tool named by its kind. */
