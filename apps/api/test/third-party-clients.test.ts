@@ -68,6 +68,47 @@ describe('@ai-sdk/anthropic on /messages', () => {
     expect(tooled.text).toBe('It is sunny.')
   })
 
+  it('carries an image a tool returned (toModelOutput image-data) to a provider that takes one, and refuses it, naming the model, where none can', async () => {
+    const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=='
+    const screenshot = tool({
+      description: 'A screenshot',
+      inputSchema: z.object({}),
+      execute: async () => PNG,
+      toModelOutput: ({ output }) => ({
+        type: 'content',
+        value: [
+          { type: 'text', text: 'the screen:' },
+          { type: 'image-data', data: output, mediaType: 'image/png' },
+        ],
+      }),
+    })
+    const prompt = 'Look.\n[sim] call screenshot {}\n[sim] say Seen.'
+    const seen = await generateText({
+      model: anthropic()('roster-sim/messages'),
+      prompt,
+      tools: { screenshot },
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+    })
+    expect(seen.text).toBe('Seen.')
+    const sent = gateway.sim.stats.lastBody['/v1/messages'] as { messages: { content: unknown[] }[] }
+    expect(sent.messages.at(-1)!.content[0]).toMatchObject({
+      type: 'tool_result',
+      content: [
+        { type: 'text', text: 'the screen:' },
+        { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
+      ],
+    })
+    const refused = await generateText({
+      model: anthropic()('roster-sim/chat'),
+      prompt,
+      tools: { screenshot },
+      stopWhen: stepCountIs(3),
+      maxRetries: 0,
+    }).catch((e: unknown) => e)
+    expect(String((refused as Error).message)).toMatch(/roster-sim\/chat: no endpoint takes images in tool results/)
+  })
+
   it('is sent what the Anthropic API sends: no `citations` on a text block, whole or streamed, which its own client reads too', async () => {
     const headers = { 'x-api-key': key(), 'anthropic-version': '2023-06-01', 'content-type': 'application/json' }
     const body = { model: 'roster-sim/chat', max_tokens: 100, messages: [{ role: 'user', content: 'hello' }] }
