@@ -82,14 +82,15 @@ describe('@ai-sdk/anthropic on /messages', () => {
         ],
       }),
     })
-    const prompt = 'Look.\n[sim] call screenshot {}\n[sim] say Seen.'
-    const seen = await generateText({
-      model: anthropic()('roster-sim/messages'),
-      prompt,
-      tools: { screenshot },
-      stopWhen: stepCountIs(3),
-      maxRetries: 0,
-    })
+    const look = (model: string) =>
+      generateText({
+        model: anthropic()(model),
+        prompt: 'Look.\n[sim] call screenshot {}\n[sim] say Seen.',
+        tools: { screenshot },
+        stopWhen: stepCountIs(3),
+        maxRetries: 0,
+      })
+    const seen = await look('roster-sim/messages')
     expect(seen.text).toBe('Seen.')
     const sent = gateway.sim.stats.lastBody['/v1/messages'] as { messages: { content: unknown[] }[] }
     expect(sent.messages.at(-1)!.content[0]).toMatchObject({
@@ -99,13 +100,7 @@ describe('@ai-sdk/anthropic on /messages', () => {
         { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
       ],
     })
-    const refused = await generateText({
-      model: anthropic()('roster-sim/chat'),
-      prompt,
-      tools: { screenshot },
-      stopWhen: stepCountIs(3),
-      maxRetries: 0,
-    }).catch((e: unknown) => e)
+    const refused = await look('roster-sim/chat').catch((e: unknown) => e)
     expect(String((refused as Error).message)).toMatch(/roster-sim\/chat: no endpoint takes images in tool results/)
   })
 

@@ -144,24 +144,18 @@ describe('Router', () => {
   })
 
   it('sends an image in a tool result only to an endpoint whose protocol carries one (Chat Completions tool messages carry text)', () => {
+    const model = (id: string, endpoints: object[]) => ({
+      id,
+      name: id,
+      context_length: 1000,
+      pricing: { input: '0.000001', output: '0.000001' },
+      capabilities: { images: true },
+      endpoints,
+    })
     const mixed = Catalogue.parse({
       models: [
-        {
-          id: 'a/mixed',
-          name: 'mixed',
-          context_length: 1000,
-          pricing: { input: '0.000001', output: '0.000001' },
-          capabilities: { images: true },
-          endpoints: [endpoint('chatty'), endpoint('responder', { protocol: 'openai-responses' })],
-        },
-        {
-          id: 'a/chat-only',
-          name: 'chat only',
-          context_length: 1000,
-          pricing: { input: '0.000001', output: '0.000001' },
-          capabilities: { images: true },
-          endpoints: [endpoint('chatty')],
-        },
+        model('a/mixed', [endpoint('chatty'), endpoint('responder', { protocol: 'openai-responses' })]),
+        model('a/chat-only', [endpoint('chatty')]),
       ],
     })
     const router = new Router(mixed)
