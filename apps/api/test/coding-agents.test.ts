@@ -22,6 +22,8 @@ const UPSTREAM_PATH: Record<Protocol, string> = {
   'openai-responses': '/v1/responses',
   'anthropic-messages': '/v1/messages',
 }
+const SEARCHING = ['openai-responses', 'anthropic-messages'] as const
+const searchModelOf = (p: Protocol) => `roster-sim/search-${SIM_PATHS[p]}`
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=='
 const HAIKU = 'claude-haiku-4-5-20251001'
 
@@ -35,6 +37,13 @@ beforeAll(async () => {
         ...(p === 'anthropic-messages' ? { aliases: { anthropic: [HAIKU] } } : {}),
         ...(p === 'openai-responses' ? { aliases: { openai: ['gpt-5-codex'] } } : {}),
       })),
+      // Endpoints whose providers search the web themselves (catalogue web_search).
+      ...SEARCHING.map((p) => simModel(searchModelOf(p), [simEndpoint(sim.url, p, { web_search: true })])),
+      // One model, two providers: one without a search, listed first, one with.
+      simModel('roster-sim/search-routed', [
+        simEndpoint(sim.url, 'openai-chat', { provider: 'plain' }),
+        simEndpoint(sim.url, 'openai-responses', { provider: 'searching', web_search: true }),
+      ]),
     ],
   }
   app = await buildTestApp(env.t.db, {}, catalogue)
@@ -393,5 +402,138 @@ describe('Codex on /responses', () => {
     expect(system).toBeInstanceOf(Anthropic.BadRequestError)
     expect((system as Error).message).toMatch(/a system message holds text blocks only/)
     expect(upstream()).toBe(before)
+  })
+})
+
+describe("a client's web search, to the provider's own", () => {
+  const sentTools = (p: Protocol) => (JSON.parse(upstreamBody(p)) as { tools?: { type?: string }[] }).tools ?? []
+  const responses = (model: string, tool: object) =>
+    fetch(`${baseURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model, input: '[sim] say Searched.', tools: [tool] }),
+    })
+  const messages = (model: string, tool: object) =>
+    anthropic()
+      .messages.create({
+        model,
+        max_tokens: 16,
+        messages: [{ role: 'user', content: '[sim] say Searched.' }],
+        tools: [tool as never],
+      })
+      .withResponse()
+  const codexSearch = {
+    type: 'web_search',
+    filters: { allowed_domains: ['example.com'] },
+    user_location: { type: 'approximate', country: 'NO', city: 'Oslo' },
+  }
+  const crmOnly = { type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} } }
+  const claudeSearch = {
+    type: 'web_search_20250305',
+    name: 'web_search',
+    max_uses: 3,
+    allowed_domains: ['example.com'],
+  }
+
+  it('sends a Responses web_search as it came to a Responses provider, and as web_search_20250305 to Anthropic', async () => {
+    const same = await responses(searchModelOf('openai-responses'), codexSearch)
+    expect(same.status).toBe(200)
+    expect(same.headers.get('warning')).toBeNull()
+    expect(sentTools('openai-responses')).toEqual([codexSearch])
+    expect(responseErrors(await same.json())).toEqual([])
+
+    const other = await responses(searchModelOf('anthropic-messages'), codexSearch)
+    expect(other.status).toBe(200)
+    expect(other.headers.get('warning')).toBeNull()
+    expect(sentTools('anthropic-messages')).toEqual([
+      {
+        type: 'web_search_20250305',
+        name: 'web_search',
+        allowed_domains: ['example.com'],
+        user_location: { type: 'approximate', country: 'NO', city: 'Oslo' },
+      },
+    ])
+    expect((await other.json()).output.at(-1).content[0].text).toBe('Searched.')
+  })
+
+  it("sends Claude Code's web_search_20250305 as it came to Anthropic, and as web_search capped by max_tool_calls to a Responses provider", async () => {
+    const same = await messages(searchModelOf('anthropic-messages'), claudeSearch)
+    expect(same.response.headers.get('warning')).toBeNull()
+    expect(sentTools('anthropic-messages')).toEqual([claudeSearch])
+    expect(same.data.content).toEqual([expect.objectContaining({ type: 'text', text: 'Searched.' })])
+
+    const other = await messages(searchModelOf('openai-responses'), claudeSearch)
+    expect(other.response.headers.get('warning')).toBeNull()
+    const sent = JSON.parse(upstreamBody('openai-responses'))
+    expect(sent.tools).toEqual([{ type: 'web_search', filters: { allowed_domains: ['example.com'] } }])
+    expect(sent.max_tool_calls).toBe(3)
+  })
+
+  it("leaves the search out, with a warning, where the provider has none or cannot honour the client's limits", async () => {
+    const cases: [string, object, Protocol][] = [
+      // No web search on the endpoint (the catalogue does not say it has one).
+      [modelOf('openai-responses'), codexSearch, 'openai-responses'],
+      [modelOf('anthropic-messages'), claudeSearch, 'anthropic-messages'],
+      // Chat Completions has no such tool.
+      [searchModelOf('openai-responses').replace('search-responses', 'chat'), codexSearch, 'openai-chat'],
+      // Codex's cached-only search cannot be Anthropic's live one.
+      [searchModelOf('anthropic-messages'), { type: 'web_search', external_web_access: false }, 'anthropic-messages'],
+      // OpenAI's tool has no blocked domains.
+      [searchModelOf('openai-responses'), { ...claudeSearch, blocked_domains: ['evil.example'] }, 'openai-responses'],
+    ]
+    for (const [model, tool, p] of cases) {
+      const res = await responses(model, tool)
+      expect(res.status, `${model} ${JSON.stringify(tool)}`).toBe(200)
+      expect(res.headers.get('warning')).toMatch(/^299 roster "tools not offered to the model: web_search.*runs none"$/)
+      expect(JSON.stringify(sentTools(p))).not.toContain('web_search')
+      expect(responseErrors(await res.json())).toEqual([])
+    }
+  })
+
+  it('routes a request with web search to the provider that searches, and one without as usual', async () => {
+    const count = (path: string) => sim.stats.requests[path] ?? 0
+    const before = { chat: count('/v1/chat/completions'), responses: count('/v1/responses') }
+    for (let i = 0; i < 4; i++) {
+      const res = await responses('roster-sim/search-routed', codexSearch)
+      expect(res.status).toBe(200)
+      expect(res.headers.get('warning')).toBeNull()
+    }
+    expect(count('/v1/responses')).toBe(before.responses + 4)
+    expect(count('/v1/chat/completions')).toBe(before.chat)
+    // Without a search, the two take turns.
+    for (let i = 0; i < 4; i++) expect((await responses('roster-sim/search-routed', crmOnly)).status).toBe(200)
+    expect(count('/v1/chat/completions')).toBe(before.chat + 2)
+  })
+
+  it('maps tool_choice naming a namespace function to its flat name, and refuses one naming the web search', async () => {
+    const crm = {
+      type: 'namespace',
+      name: 'crm',
+      tools: [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: {} } }],
+    }
+    const res = await fetch(`${baseURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: modelOf('openai-responses'),
+        input: 'look it up',
+        tools: [crm],
+        tool_choice: { type: 'function', name: 'lookup', namespace: 'crm' },
+      }),
+    })
+    expect(res.status).toBe(200)
+    expect(JSON.parse(upstreamBody('openai-responses')).tool_choice).toEqual({ type: 'function', name: 'crm__lookup' })
+    const refused = await fetch(`${baseURL}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: searchModelOf('openai-responses'),
+        input: 'x',
+        tools: [codexSearch],
+        tool_choice: { type: 'web_search' },
+      }),
+    })
+    expect(refused.status).toBe(400)
+    expect((await refused.json()).error.message).toMatch(/tool_choice of type web_search is not served/)
   })
 })

@@ -39,8 +39,8 @@ let drain: GenerationDrain
 let base: string
 let key: string
 
-/** The catalogue's prices: 1e-6 a token in, 1e-7 a cached one, 2e-6 out (pico-dollars below). */
-const PRICING = { input: '0.000001', cached_input: '0.0000001', output: '0.000002' }
+/** The catalogue's prices: 1e-6 a token in, 1e-7 a cached one, 2e-6 out, a cent a web search (pico-dollars below). */
+const PRICING = { input: '0.000001', cached_input: '0.0000001', output: '0.000002', web_search: '0.01' }
 const model = (r: Recording) => `rec/${r.file}`
 
 beforeAll(async () => {
@@ -432,8 +432,11 @@ async function generationOf(id: string) {
 }
 
 /** What the catalogue charges for a call's tokens, in pico-dollars. */
-const pico = (u: { input: number; cached: number; output: number }) =>
-  BigInt(u.input - u.cached) * 1_000_000n + BigInt(u.cached) * 100_000n + BigInt(u.output) * 2_000_000n
+const pico = (u: { input: number; cached: number; output: number }, searches: number) =>
+  BigInt(u.input - u.cached) * 1_000_000n +
+  BigInt(u.cached) * 100_000n +
+  BigInt(u.output) * 2_000_000n +
+  BigInt(searches) * 10_000_000_000n
 
 const fullUsage = (e: Expected) => ({ cached: 0, reasoning: 0, ...e.usage! })
 
@@ -510,15 +513,16 @@ describe(`real provider traffic through every door (cut with seed ${seed})`, () 
       expect(seen.otherAnnotations).toBe(e.otherAnnotations ?? 0)
       // A Responses provider's own items pass through as they came.
       if (r.protocol === 'openai-responses') expect(seen.raw).toEqual(providerItemsOf(r))
-      // The call is a generation: the provider's tokens, priced by the catalogue.
+      // The call is a generation: the provider's tokens and searches, priced by the catalogue.
       const g = await generationOf(id)
       const u = fullUsage(e)
+      const searches = (e.items ?? []).filter((i) => i === 'web_search_call').length
       expect(g).toMatchObject({
         tokensPrompt: u.input,
         tokensCached: u.cached,
         tokensCompletion: u.output,
         tokensReasoning: u.reasoning,
-        costPico: pico(u),
+        costPico: pico(u, searches),
         provider: r.provider,
         streamed: r.stream,
       })

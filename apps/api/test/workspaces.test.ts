@@ -34,6 +34,7 @@ beforeAll(async () => {
     models: [
       simModel('sim/chat', [simEndpoint(sim.url, 'openai-chat')]),
       simModel('sim/slow', [simEndpoint(slow.url, 'openai-chat')]),
+      simModel('sim/search', [simEndpoint(sim.url, 'openai-responses', { web_search: true })]),
     ],
   }
   // Two API processes that trust a cached key for a minute: changes must reach both through events.
@@ -394,5 +395,28 @@ describe('disabled server tools', () => {
       expect(refused.text).toMatch(/openrouter:datetime is disabled in this workspace/)
       expect((await chat(t.keys.user, url)).status).toBe(200)
     }
+  })
+
+  it("disabling openrouter:web_search leaves a provider's own web search out too, with a warning", async () => {
+    const t = await makeTenant(env.t.db)
+    const search = () =>
+      fetch(`${base}/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${t.keys.user}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'sim/search', input: 'hi', tools: [{ type: 'web_search' }] }),
+      })
+    const sentTools = () => (sim.stats.lastBody['/v1/responses'] as { tools?: unknown }).tools
+    const offered = await search()
+    expect(offered.status).toBe(200)
+    expect(offered.headers.get('warning')).toBeNull()
+    expect(sentTools()).toEqual([{ type: 'web_search' }])
+    await sdk(t.keys.management).workspaces.update({
+      id: 'default',
+      updateWorkspaceRequest: { disabledServerTools: ['openrouter:web_search'] },
+    })
+    const left = await search()
+    expect(left.status).toBe(200)
+    expect(left.headers.get('warning')).toMatch(/web_search, as web search is disabled in this workspace/)
+    expect(sentTools()).toBeUndefined()
   })
 })

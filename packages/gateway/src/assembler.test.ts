@@ -152,7 +152,23 @@ describe('ResponseAssembler', () => {
     a.endTurn()
     a.push({ type: 'usage', usage: { input: 7, cached: 5, output: 1 } })
     a.endTurn()
-    expect(a.usage).toEqual({ input: 12, cached: 5, cacheWrite: 0, output: 4, reasoning: 0 })
+    expect(a.usage).toEqual({ input: 12, cached: 5, cacheWrite: 0, output: 4, reasoning: 0, searches: 0 })
+  })
+
+  it("counts the provider's web searches as they finish, once each, and not its other actions", () => {
+    const a = new ResponseAssembler(undefined)
+    const search = (id: string, action: object, done: boolean) =>
+      a.push({ type: 'provider_item', key: id, item: { type: 'web_search_call', id, action } as never, done })
+    search('ws_1', { type: 'search', query: 'a' }, false)
+    search('ws_1', { type: 'search', query: 'a' }, true)
+    search('ws_1', { type: 'search', query: 'a' }, true)
+    search('ws_2', { type: 'open_page', url: 'https://a.example' }, true)
+    a.abandonTurn()
+    search('ws_3', { type: 'search', query: 'b' }, true)
+    search('ws_4', { type: 'search', query: 'c' }, true)
+    a.push({ type: 'provider_item', key: 'mcp', item: { type: 'mcp_call', id: 'mcp' } as never, done: true })
+    a.endTurn()
+    expect(a.usage.searches).toBe(2)
   })
 })
 

@@ -212,6 +212,13 @@ export class ResponseAssembler implements ItemSink {
   }
 
   /** A provider's own item: added when first seen, replaced by each later form, announced done once. */
+  /** A web search the provider ran (OpenAI's item, or Anthropic's blocks read as one): priced per search. */
+  private countSearch(item: ProviderItem) {
+    const action = (item as { action?: { type?: unknown } }).action
+    if (item.type === 'web_search_call' && (action?.type === undefined || action.type === 'search'))
+      this.turnUsage.searches++
+  }
+
   private providerItem(key: string, item: ProviderItem, done: boolean) {
     const known = this.providerItems.get(key)
     if (!known) {
@@ -219,12 +226,16 @@ export class ResponseAssembler implements ItemSink {
       this.closeMessage()
       const index = this.addItem(item)
       this.providerItems.set(key, { index, done })
-      if (done) this.emit?.({ type: 'response.output_item.done', output_index: index, item })
+      if (done) {
+        this.countSearch(item)
+        this.emit?.({ type: 'response.output_item.done', output_index: index, item })
+      }
       return
     }
     if (known.done) return
     this.output[known.index] = item
     known.done = done
+    if (done) this.countSearch(item)
     if (done) this.emit?.({ type: 'response.output_item.done', output_index: known.index, item })
   }
 

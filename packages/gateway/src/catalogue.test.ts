@@ -51,6 +51,18 @@ describe('the model catalogue', () => {
     await expect(loadCatalogue(write({ models: [model] }), {})).rejects.toThrow(/needs OPENAI_API_KEY/)
   })
 
+  it('takes web_search on the protocols whose providers have a web search tool only', async () => {
+    const env = { OPENAI_API_KEY: 'sk-test' }
+    const on = (protocol: string) => ({
+      models: [{ ...model, endpoints: [{ ...model.endpoints[0], protocol, web_search: true }] }],
+    })
+    expect((await loadCatalogue(write(on('openai-responses')), env)).models[0]!.endpoints[0]!.web_search).toBe(true)
+    await expect(loadCatalogue(write(on('anthropic-messages')), env)).resolves.toBeDefined()
+    await expect(loadCatalogue(write(on('openai-chat')), env)).rejects.toThrow(
+      /models\.0\.endpoints\.0\.web_search.*Chat Completions has no web search tool/s,
+    )
+  })
+
   it("maps a provider's own model names to models, per provider, and refuses an alias that is taken", async () => {
     const env = { OPENAI_API_KEY: 'sk-test' }
     const other = { ...model, id: 'openai/gpt-5' }

@@ -21,6 +21,8 @@ const Pricing = z.strictObject({
   request: Price.optional(),
   /** Per input image. */
   image: Price.optional(),
+  /** Per web search the provider runs (endpoints with `web_search`). */
+  web_search: Price.optional(),
 })
 
 export const Endpoint = z.strictObject({
@@ -43,6 +45,12 @@ export const Endpoint = z.strictObject({
   timeout_ms: z.int().min(100).max(600_000).default(120_000),
   /** The provider keeps no prompt or completion (zero data retention), as its terms say. */
   zdr: z.boolean().optional(),
+  /**
+   * The provider runs its own web search on this endpoint (OpenAI's Responses `web_search` tool,
+   * Anthropic's `web_search_20250305`): a client's web search tool is sent to it. Not every
+   * endpoint of those protocols has one (a self-hosted server rarely does), hence a setting.
+   */
+  web_search: z.boolean().optional(),
 })
 export type Endpoint = z.infer<typeof Endpoint>
 
@@ -83,6 +91,15 @@ export const Catalogue = z.strictObject({ models: z.array(CatalogueModel) }).sup
     if (seen.has(m.id))
       ctx.addIssue({ code: 'custom', path: ['models', i, 'id'], message: `model ${m.id} is listed twice` })
     seen.add(m.id)
+    m.endpoints.forEach((e, j) => {
+      if (e.web_search && e.protocol === 'openai-chat')
+        ctx.addIssue({
+          code: 'custom',
+          path: ['models', i, 'endpoints', j, 'web_search'],
+          message:
+            'Chat Completions has no web search tool: web_search is for openai-responses and anthropic-messages endpoints',
+        })
+    })
   })
   // An alias names one model of its family, and never another model's id.
   for (const family of ALIAS_FAMILIES) {

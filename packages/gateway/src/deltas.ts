@@ -10,9 +10,11 @@ export interface Usage {
   /** All output tokens, reasoning ones included. */
   output: number
   reasoning: number
+  /** Web searches the provider ran (its tool's calls, counted as they finish): priced per search. */
+  searches: number
 }
 
-export const emptyUsage = (): Usage => ({ input: 0, cached: 0, cacheWrite: 0, output: 0, reasoning: 0 })
+export const emptyUsage = (): Usage => ({ input: 0, cached: 0, cacheWrite: 0, output: 0, reasoning: 0, searches: 0 })
 
 import type { Annotation, LogProb, ProviderItem, TopLogProb } from './wire.js'
 

@@ -1,4 +1,4 @@
-import type { Catalogue } from './catalogue.js'
+import type { Catalogue, Endpoint } from './catalogue.js'
 import { maxToolSteps, type InputItem, type ResponsesRequest } from './request.js'
 import type { AnyAdapter, CallSpec } from './adapters/adapter.js'
 import { openaiChat } from './adapters/openai-chat.js'
@@ -31,6 +31,7 @@ import { startRun, type EngineParts } from './run-setup.js'
 import { callProvider, type ProviderParts } from './provider-call.js'
 import { runServerTool } from './server-tool-turn.js'
 import { estimateInputTokens, tokensOfBytes } from './token-estimate.js'
+import { webSearchFor } from './web-search.js'
 
 export type { CallOptions } from './run.js'
 export type { StreamSink } from './stream-writer.js'
@@ -253,6 +254,7 @@ export class ResponsesEngine {
         req: run.req,
         entries,
         tools: run.functions,
+        search: run.webSearch && searchOn(run, candidate.endpoint),
         toolChoice: final ? 'none' : run.toolChoice,
         upstreamModel: candidate.endpoint.upstream_model,
         user: run.user,
@@ -294,6 +296,21 @@ export class ResponsesEngine {
     }
     throw last ?? gatewayError('provider_unavailable', 'no endpoint was left to try')
   }
+}
+
+/**
+ * The client's web search as this endpoint's provider takes it; where it takes none, the answer
+ * warns (once) that the model was not offered it.
+ */
+function searchOn(run: Run, endpoint: Endpoint) {
+  const search = endpoint.web_search ? webSearchFor(endpoint.protocol, run.webSearch!) : undefined
+  if (!search && !run.searchLeftOut) {
+    run.searchLeftOut = true
+    run.opts.warnings?.push(
+      `tools not offered to the model: ${String(run.webSearch!.given.type)}, as the endpoint chosen (${endpoint.provider}, ${endpoint.protocol}) has no web search of its provider's that can take it, and this Roster runs none`,
+    )
+  }
+  return search
 }
 
 /** Records a model call that reached its provider, with the attempts that failed before it. */

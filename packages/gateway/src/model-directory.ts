@@ -33,6 +33,7 @@ export const pricingOf = (p: CatalogueModel['pricing']) => ({
   ...(p.reasoning ? { internal_reasoning: p.reasoning } : {}),
   ...(p.request ? { request: p.request } : {}),
   ...(p.image ? { image: p.image } : {}),
+  ...(p.web_search ? { web_search: p.web_search } : {}),
 })
 
 /** The Model object (§4.1). */

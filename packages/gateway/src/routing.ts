@@ -3,6 +3,7 @@ import { z } from 'zod'
 import type { Catalogue, CatalogueModel, Endpoint } from './catalogue.js'
 import { describeIssues, gatewayError, invalid } from './errors.js'
 import { partitionFromRoute, tierPreference, type ResponsesRequest } from './request.js'
+import { isWebSearchKind } from './web-search.js'
 
 // Which endpoints a request may use, in the order they are tried. Routing is stateless apart
 // from what endpoints have been measured to do (latency, throughput), so replicas of the API agree
@@ -89,8 +90,9 @@ const weight = (session: string, c: Candidate) =>
  * What the request needs of a model beyond text: tools, image input (in a message, or in a tool's
  * output), and whether an image is in a tool's output (only some protocols carry that).
  */
-function needsOf(req: ResponsesRequest): { tools: boolean; images: boolean; toolImages: boolean } {
+function needsOf(req: ResponsesRequest): { tools: boolean; images: boolean; toolImages: boolean; search: boolean } {
   const tools = (req.tools?.length ?? 0) > 0
+  const search = tools && req.tools!.some((t) => isWebSearchKind(t.type))
   let images = false
   let toolImages = false
   if (Array.isArray(req.input)) {
@@ -101,7 +103,7 @@ function needsOf(req: ResponsesRequest): { tools: boolean; images: boolean; tool
       else if (item.type === 'function_call_output' && hasImage(item.output)) images = toolImages = true
     }
   }
-  return { tools, images, toolImages }
+  return { tools, images, toolImages, search }
 }
 
 /** Whether an endpoint's protocol carries images in tool results (Chat Completions' tool messages are text). */
@@ -189,6 +191,8 @@ export class Router {
       return true
     }
     const tierRank = (c: Candidate) => Math.min(...c.endpoint.tiers.map((t) => tiers.indexOf(t)).filter((i) => i >= 0))
+    // A provider that runs the client's web search is preferred to one that would leave it out.
+    const searchRank = needs.search ? (c: Candidate) => (c.endpoint.web_search ? 0 : 1) : () => 0
     const orderRank = (c: Candidate) => {
       const i = prefs.order?.indexOf(c.endpoint.provider) ?? -1
       return i < 0 ? Infinity : i
@@ -209,7 +213,13 @@ export class Router {
       const n = group.length
       const keyed = group.map((c, i) => ({
         c,
-        keys: [orderRank(c), tierRank(c), measure ? measure(c) : 0, spread ? spread(c) : (i - (start % n) + n) % n],
+        keys: [
+          orderRank(c),
+          searchRank(c),
+          tierRank(c),
+          measure ? measure(c) : 0,
+          spread ? spread(c) : (i - (start % n) + n) % n,
+        ],
       }))
       keyed.sort((a, b) => {
         for (let k = 0; k < a.keys.length; k++) if (a.keys[k] !== b.keys[k]) return a.keys[k]! - b.keys[k]!

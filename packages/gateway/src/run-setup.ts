@@ -10,6 +10,10 @@ import type { Router } from './routing.js'
 import type { CallOptions, Run } from './run.js'
 import type { ServerTool } from './server-tools.js'
 import { flatName, type NamespacedName } from './namespaces.js'
+import { isWebSearchKind, webSearchOf, type WebSearch } from './web-search.js'
+
+/** The workspace setting that disables web search (`disabled_server_tools`) disables a provider's too. */
+const WEB_SEARCH_SERVER_TOOL = 'openrouter:web_search'
 
 // A request made ready to run: its tools sorted into functions the client answers and server tools
 // Roster runs (and what it refuses to serve), its tool choice in neutral terms, its route.
@@ -43,6 +47,7 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   const refused = new Set<string>()
   const dropped = new Set<string>()
   let namespaced: Map<string, NamespacedName> | undefined
+  let webSearch: WebSearch | undefined
   for (const t of offered ?? []) {
     if (opts.disabledTools?.has(t.type))
       throw gatewayError('permission_denied', `the server tool ${t.type} is disabled in this workspace`)
@@ -75,6 +80,11 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
         functions.push(functionDef(flat, f))
       }
     } else if (t.type.startsWith('openrouter:')) refused.add(t.type)
+    else if (isWebSearchKind(t.type) && !webSearch && !opts.disabledTools?.has(WEB_SEARCH_SERVER_TOOL))
+      // Sent to the endpoints whose provider searches (engine turn), left out with a warning elsewhere.
+      webSearch = webSearchOf(t)
+    else if (isWebSearchKind(t.type) && opts.disabledTools?.has(WEB_SEARCH_SERVER_TOOL))
+      opts.warnings?.push(`tools not offered to the model: ${t.type}, as web search is disabled in this workspace`)
     else dropped.add(t.type)
   }
   if (refused.size)
@@ -115,6 +125,7 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
     assembler: new ResponseAssembler(undefined, serverNames, namespaced),
     functions: offeredFunctions,
     tools,
+    ...(webSearch ? { webSearch } : {}),
     toolChoice: choiceOf(req, tools),
     user: req.user ? createHmac('sha256', engine.userHashKey).update(req.user).digest('hex') : undefined,
     cost: { input: 0, output: 0 },
@@ -157,10 +168,14 @@ function choiceOf(req: ResponsesRequest, tools: Map<string, ServerTool>): Choice
   const c = req.tool_choice
   if (c == null) return 'auto'
   if (typeof c === 'string') return c
-  if (c.type === 'function') return { name: String(c.name) }
+  if (c.type === 'function') return { name: functionName(c) }
   if (c.type === 'allowed_tools') return c.mode === 'required' ? 'required' : 'auto'
   const server = tools.get(c.type)
   if (server) return { name: server.definition.name }
+  if (isWebSearchKind(c.type))
+    throw invalid(
+      `/tool_choice of type ${c.type} is not served by this Roster (a provider's search may be left out); use auto`,
+    )
   throw invalid(`/tool_choice of type ${c.type} names a tool this request does not offer`)
 }
 
@@ -172,9 +187,13 @@ function allowedToolNames(
   if (typeof choice !== 'object' || choice === null || choice.type !== 'allowed_tools' || !Array.isArray(choice.tools))
     return undefined
   const names = new Set<string>()
-  for (const t of choice.tools as { type?: unknown; name?: unknown }[]) {
-    if (t?.type === 'function' && typeof t.name === 'string') names.add(t.name)
+  for (const t of choice.tools as { type?: unknown; name?: unknown; namespace?: unknown }[]) {
+    if (t?.type === 'function' && typeof t.name === 'string') names.add(functionName(t))
     else if (typeof t?.type === 'string' && serverTools.has(t.type)) names.add(serverTools.get(t.type)!.definition.name)
   }
   return names
 }
+
+/** The upstream name of the function a choice names: a namespace's function (`namespace` given) by its flat name. */
+const functionName = (c: { [k: string]: unknown }) =>
+  typeof c.namespace === 'string' ? flatName(c.namespace, String(c.name)) : String(c.name)

@@ -9,6 +9,7 @@ import type { GenerationContext } from '@roster/shared/generations'
 import type { AppliedGuardrail, DataRegion } from '@roster/shared/guardrail-policy'
 import type { FilterMatch } from './guardrails.js'
 import type { ByokCaller, ByokCredential } from './byok.js'
+import type { WebSearch } from './web-search.js'
 import type { ServerTool } from './server-tools.js'
 
 // One request as the engine runs it: what came with it, and its state as it goes.
@@ -81,6 +82,10 @@ export interface Run {
   assembler: ResponseAssembler
   functions: FunctionDef[]
   tools: Map<string, ServerTool>
+  /** The client's web search tool, for the endpoints whose provider searches itself. */
+  webSearch?: WebSearch
+  /** The web search was left out of a call (its warning given). */
+  searchLeftOut?: boolean
   toolChoice: ChoiceSpec
   user?: string
   cost: { input: number; output: number }

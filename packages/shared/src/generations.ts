@@ -128,6 +128,8 @@ export interface Prices {
   output: string
   reasoning?: string
   request?: string
+  /** Per web search the provider ran. */
+  web_search?: string
 }
 /** A model call's tokens: input includes cached; output includes reasoning. */
 export interface Tokens {
@@ -135,6 +137,8 @@ export interface Tokens {
   cached: number
   output: number
   reasoning: number
+  /** Web searches the provider ran (each priced at `web_search`). */
+  searches?: number
 }
 
 /**
@@ -150,7 +154,8 @@ export function costPicoParts(prices: Prices, t: Tokens): { input: bigint; outpu
     input:
       n(t.input - cached) * picoOf(prices.input) +
       n(cached) * picoOf(prices.cached_input ?? prices.input) +
-      (prices.request ? picoOf(prices.request) : 0n),
+      (prices.request ? picoOf(prices.request) : 0n) +
+      (prices.web_search && t.searches ? n(t.searches) * picoOf(prices.web_search) : 0n),
     output: n(t.output - reasoning) * picoOf(prices.output) + n(reasoning) * picoOf(prices.reasoning ?? prices.output),
   }
 }

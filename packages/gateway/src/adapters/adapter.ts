@@ -1,6 +1,7 @@
 import type { Entry } from '../conversation.js'
 import type { Delta } from '../deltas.js'
 import type { ResponsesRequest } from '../request.js'
+import type { ProviderWebSearch } from '../web-search.js'
 
 /**
  * A provider's reply read as its protocol's shape (the official clients' types), any part of it
@@ -28,6 +29,8 @@ export interface CallSpec {
   req: ResponsesRequest
   entries: Entry[]
   tools: FunctionDef[]
+  /** The provider's own web search, in its protocol, where the endpoint has one and the client offered it. */
+  search?: ProviderWebSearch
   toolChoice: ChoiceSpec
   upstreamModel: string
   /** `user`, already replaced by its keyed hash. */

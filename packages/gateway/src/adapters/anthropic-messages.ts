@@ -7,6 +7,7 @@ import type {
   MessageParam,
   RawMessageStreamEvent,
   TextBlockParam,
+  ToolUnion,
   Usage,
 } from '@anthropic-ai/sdk/resources/messages'
 import type { Entry, Part } from '../conversation.js'
@@ -157,12 +158,13 @@ export const anthropic: Adapter<Body, Message> = {
     if (req.top_p != null) body.top_p = req.top_p
     if (req.top_k != null) body.top_k = req.top_k
     if (req.stop != null) body.stop_sequences = typeof req.stop === 'string' ? [req.stop] : req.stop
-    if (spec.tools.length) {
+    if (spec.tools.length || spec.search) {
       body.tools = spec.tools.map((t) => ({
         name: t.name,
         ...(t.description ? { description: t.description } : {}),
         input_schema: { type: 'object' as const, ...t.parameters },
       }))
+      if (spec.search) body.tools.push(spec.search.tool as unknown as ToolUnion)
       const c = spec.toolChoice
       const alone = req.parallel_tool_calls === false ? { disable_parallel_tool_use: true } : {}
       body.tool_choice =

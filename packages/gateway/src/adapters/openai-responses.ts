@@ -9,6 +9,7 @@ import type {
   ResponseStreamEvent,
   ResponseTextConfig,
   ResponseUsage,
+  Tool,
 } from 'openai/resources/responses/responses'
 import type { Entry, Part } from '../conversation.js'
 import { callStart, logprobsOf, type Delta, type Finish } from '../deltas.js'
@@ -170,7 +171,7 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
       body.include = [...new Set<ResponseIncludable>([...(req.include ?? []), 'message.output_text.logprobs'])]
       body.top_logprobs = logprobs
     }
-    if (spec.tools.length) {
+    if (spec.tools.length || spec.search) {
       body.tools = spec.tools.map((t) => ({
         type: 'function',
         name: t.name,
@@ -178,6 +179,11 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
         parameters: t.parameters,
         strict: t.strict ?? false,
       }))
+      if (spec.search) {
+        body.tools.push(spec.search.tool as unknown as Tool)
+        // The client's openai types predate max_tool_calls; OpenAI's API takes it.
+        if (spec.search.maxCalls) Object.assign(body, { max_tool_calls: spec.search.maxCalls })
+      }
       body.tool_choice =
         typeof spec.toolChoice === 'string' ? spec.toolChoice : { type: 'function', name: spec.toolChoice.name }
     }

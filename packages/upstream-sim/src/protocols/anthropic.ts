@@ -15,7 +15,8 @@ export function askFromMessages(body: Json): Ask {
     inputText: [textOf(body.system ?? ''), ...messages.map((m) => textOf(m.content))].filter(Boolean).join('\n'),
     tools: list(body.tools).flatMap((t) => {
       const name = str(t.name)
-      return name ? [{ name, parameters: t.input_schema }] : []
+      // A typed tool (web_search_20250305…) is one Anthropic runs itself: not the client's to call.
+      return name && (t.type == null || t.type === 'custom') ? [{ name, parameters: t.input_schema }] : []
     }),
     toolChoice:
       choice.type === 'tool'
