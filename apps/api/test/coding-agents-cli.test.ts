@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
-import { simulatorCatalogue } from '@roster/gateway'
+import { CLAUDE_CODE_MODEL_NAMES, simulatorCatalogue } from '@roster/gateway'
 import {
   catalogueFile,
   codingAgentPaths,
@@ -14,10 +14,11 @@ import {
   type ApiProcess,
 } from '@roster/testing'
 
-// Claude Code and Codex themselves (installed from npm by the test, at the versions the issue
-// found them failing with), pointed at a Roster API process on the simulator with nothing but the
+// Claude Code, Codex and opencode themselves (installed from npm by the test, at the versions the
+// issue found them with), pointed at a Roster API process on the simulator with nothing but the
 // base URL, a key and a model: a plain answer, a shell command, a file written and read back, an
-// image read. The simulator's scripts ([sim] call / say) make the model call the agents' own tools.
+// image read, a subagent on a side model. The simulator's scripts ([sim] call / say) make the model
+// call the agents' own tools.
 const env = useTestTenant()
 let sim: Simulator
 let api: ApiProcess
@@ -29,10 +30,11 @@ const PNG = Buffer.from(
 beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 6 })
   const catalogue = simulatorCatalogue(sim.url)
-  // The side model Claude Code calls by Anthropic's name, served by the Anthropic-protocol model.
-  catalogue.models.find((m) => m.id === 'roster-sim/messages')!.aliases = {
-    anthropic: ['claude-haiku-4-5-20251001', 'claude-haiku-4-5'],
-  }
+  // The side models Claude Code calls by Anthropic's names, served here by a model of their own
+  // (the simulator catalogue gives them to roster-sim/messages), so a call by alias shows.
+  const messages = catalogue.models.find((m) => m.id === 'roster-sim/messages')!
+  delete messages.aliases
+  catalogue.models.push({ ...messages, id: 'roster-sim/side', aliases: { anthropic: [...CLAUDE_CODE_MODEL_NAMES] } })
   api = await startApi({ databaseUrl: env.t.url, env: { MODEL_CATALOGUE: catalogueFile(catalogue) } })
 }, 60_000)
 afterAll(async () => {
@@ -41,14 +43,14 @@ afterAll(async () => {
 })
 
 /** Runs a program to its end: its exit code and output. */
-function run(command: string, args: string[], opts: { cwd: string; env: Record<string, string> }) {
+function run(command: string, args: string[], opts: { cwd: string; env: Record<string, string>; stdin?: string }) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
     const child = spawn(command, args, { cwd: opts.cwd, env: { PATH: process.env.PATH!, ...opts.env } })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (d) => (stdout += d))
     child.stderr.on('data', (d) => (stderr += d))
-    child.stdin.end()
+    child.stdin.end(opts.stdin)
     const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
     child.on('error', reject)
     child.on('close', (code) => (clearTimeout(timer), resolve({ code, stdout, stderr })))
@@ -91,7 +93,7 @@ await describeNeeding(['coding-agents'], 'coding agents through Roster', () => {
     const line = r.stdout.trim().split('\n').at(-1) ?? ''
     const result = (() => {
       try {
-        return JSON.parse(line) as { is_error?: boolean; result?: string }
+        return JSON.parse(line) as { is_error?: boolean; result?: string; modelUsage?: Record<string, unknown> }
       } catch {
         throw new Error(`claude printed no result (exit ${r.code}): ${r.stdout.slice(-500)} ${r.stderr.slice(-500)}`)
       }
@@ -130,6 +132,25 @@ await describeNeeding(['coding-agents'], 'coding agents through Roster', () => {
     expect(sent).toMatch(
       /"type":"tool_result","tool_use_id":"[^"]+","content":\[[^\]]*"type":"image","source":\{"type":"base64","media_type":"image\/png"/,
     )
+  }, 240_000)
+
+  it("Claude Code runs a subagent on its side model (haiku), called by Anthropic's name", async () => {
+    const agent = {
+      description: 'look around',
+      prompt: '[sim] say sub-done',
+      subagent_type: 'general-purpose',
+      model: 'haiku',
+      run_in_background: false,
+    }
+    const r = (await claude(`delegate\n[sim] call Agent ${JSON.stringify(agent)}\n[sim] say Agent said: {{result}}`, [
+      'Agent',
+    ])) as { code: number | null; is_error?: boolean; result?: string; modelUsage?: Record<string, unknown> }
+    expect(r).toMatchObject({ code: 0, is_error: false })
+    // The subagent's answer came back through the Agent tool, from the side model.
+    expect(r.result).toMatch(/^Agent said: .*sub-done/s)
+    const side = Object.keys(r.modelUsage ?? {}).filter((m) => m !== 'roster-sim/messages')
+    expect(side.length).toBe(1)
+    expect(CLAUDE_CODE_MODEL_NAMES).toContain(side[0])
   }, 240_000)
 
   it('Codex answers, runs a command, and views an image', async () => {
@@ -178,5 +199,72 @@ await describeNeeding(['coding-agents'], 'coding agents through Roster', () => {
     const sent = JSON.stringify(sim.stats.lastBody['/v1/responses'])
     expect(sent).toMatch(/"type":"function_call_output","call_id":"[^"]+","output":\[[^\]]*"type":"input_image"/)
     expect(sent).not.toMatch(/\\"input_image\\"/)
+  }, 240_000)
+
+  it('opencode answers, runs a shell command, and writes and reads a file', async () => {
+    const opencode = async (prompt: string) => {
+      const { cwd, home } = place()
+      writeFileSync(
+        join(cwd, 'opencode.json'),
+        JSON.stringify({
+          provider: {
+            roster: {
+              npm: '@ai-sdk/openai-compatible',
+              name: 'Roster',
+              options: { baseURL: api.url, apiKey: '{env:ROSTER_API_KEY}' },
+              models: { 'roster-sim/chat': {} },
+            },
+          },
+          model: 'roster/roster-sim/chat',
+        }),
+      )
+      // The prompt on stdin: opencode quotes an argument that holds spaces, scripts and all.
+      const r = await run(codingAgentPaths.opencode, ['run', '--format', 'json'], {
+        cwd,
+        env: { HOME: home, ROSTER_API_KEY: env.tenant.keys.user },
+        stdin: prompt.replaceAll('$CWD', cwd),
+      })
+      const events = r.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map(
+          (l) =>
+            JSON.parse(l) as { type: string; part?: { text?: string; tool?: string; state?: { status?: string } } },
+        )
+      return {
+        ...r,
+        cwd,
+        events,
+        text: events
+          .filter((e) => e.type === 'text')
+          .map((e) => e.part!.text)
+          .join(''),
+      }
+    }
+    const seen = sim.stats.requests['/v1/chat/completions'] ?? 0
+    const hello = await opencode('[sim] say Hello from Roster.')
+    expect(hello.code, hello.stderr.slice(-1000)).toBe(0)
+    expect(hello.text).toBe('Hello from Roster.')
+    expect(upstreamSince('/v1/chat/completions', seen)).toBeGreaterThanOrEqual(1)
+
+    const work = await opencode(
+      [
+        'do as scripted',
+        '[sim] call bash {"command":"echo from-bash > bash.txt","description":"write a file"}',
+        '[sim] call write {"filePath":"$CWD/notes.txt","content":"roster notes"}',
+        '[sim] call read {"filePath":"$CWD/notes.txt"}',
+        '[sim] say Read: {{result}}',
+      ].join('\n'),
+    )
+    expect(work.code, work.stderr.slice(-1000)).toBe(0)
+    const tools = work.events.filter((e) => e.type === 'tool_use').map((e) => [e.part!.tool, e.part!.state?.status])
+    expect(tools).toEqual([
+      ['bash', 'completed'],
+      ['write', 'completed'],
+      ['read', 'completed'],
+    ])
+    expect(readFileSync(join(work.cwd, 'bash.txt'), 'utf8')).toBe('from-bash\n')
+    expect(readFileSync(join(work.cwd, 'notes.txt'), 'utf8')).toBe('roster notes')
+    expect(work.text).toMatch(/Read: [\s\S]*roster notes/)
   }, 240_000)
 })

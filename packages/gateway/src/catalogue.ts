@@ -206,7 +206,20 @@ export function simulatorCatalogue(simulatorUrl: string): Catalogue {
     models: [
       model('chat', 'OpenAI Chat Completions protocol', 'openai-chat', '/v1'),
       model('responses', 'OpenAI Responses protocol', 'openai-responses', '/v1'),
-      model('messages', 'Anthropic Messages protocol', 'anthropic-messages', '/v1'),
+      {
+        ...model('messages', 'Anthropic Messages protocol', 'anthropic-messages', '/v1'),
+        // The names Claude Code calls side models and subagents by, so it works here unconfigured.
+        aliases: { anthropic: [...CLAUDE_CODE_MODEL_NAMES] },
+      },
     ],
   }
 }
+
+/** Anthropic model names Claude Code sends by itself (2.1: `haiku`, `sonnet`, `opus` for subagents; haiku for side calls). */
+export const CLAUDE_CODE_MODEL_NAMES = [
+  'claude-haiku-4-5-20251001',
+  'claude-haiku-4-5',
+  'claude-haiku-5-5',
+  'claude-sonnet-5-5',
+  'claude-opus-5-5',
+] as const

@@ -7,7 +7,11 @@ import { repoRoot } from './processes.js'
 // ships its binary in its packages), at the versions the tests were written against, once per
 // checkout (node_modules/.cache), without running their install scripts.
 
-export const CODING_AGENTS = { '@anthropic-ai/claude-code': '2.1.332', '@openai/codex': '0.171.0' } as const
+export const CODING_AGENTS = {
+  '@anthropic-ai/claude-code': '2.1.332',
+  '@openai/codex': '0.171.0',
+  'opencode-ai': '1.18.33',
+} as const
 
 const dir = join(repoRoot, 'node_modules', '.cache', 'roster-coding-agents')
 const modules = join(dir, 'node_modules')
@@ -18,6 +22,8 @@ export const codingAgentPaths = {
   claude: join(modules, '@anthropic-ai', 'claude-code-linux-x64', 'claude'),
   /** Codex's Node launcher, which finds its native binary and sandbox helper. */
   codex: join(modules, '@openai', 'codex', 'bin', 'codex.js'),
+  /** opencode's native binary (its launcher is put in place by the install script). */
+  opencode: join(modules, 'opencode-linux-x64', 'bin', 'opencode'),
 }
 
 /** Installs the agents if they are not installed yet: undefined when they are there, else why not. */

@@ -86,7 +86,7 @@ export const REQUIREMENTS: Record<Need, Requirement> = {
     macos: 'brew install redis',
   },
   'coding-agents': {
-    // Claude Code and Codex, installed from npm by the test itself (once per checkout).
+    // Claude Code, Codex and opencode, installed from npm by the test itself (once per checkout).
     missing: async () => (await import('./coding-agents.js')).installCodingAgents(),
     debian: 'let npm reach its registry (the test installs the agents into node_modules/.cache)',
     macos: "the same, on linux-x64 (the tests run the agents' Linux binaries)",
