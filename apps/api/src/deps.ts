@@ -45,6 +45,7 @@ import { InternWatch } from './plugins/intern-watch.js'
 import { ListCache } from './plugins/list-cache.js'
 import { gatewayMetrics } from './plugins/gateway-metrics.js'
 import { gatewayTracing } from './plugins/gateway-tracing.js'
+import { slackDeps, type SlackDeps } from './slack/slack-deps.js'
 
 /** What the routes are given (built by createAppDeps; the tests build it the same way). */
 export interface AppDeps {
@@ -94,6 +95,8 @@ export interface AppDeps {
   byok: ByokDeps
   /** The provider keys (BYOK) of workspaces that have some, unsealed and cached. */
   byokDirectory: ByokDirectory
+  /** Slack links: the install's settings and Slack's code exchange. */
+  slack: SlackDeps
   destinations: DestinationDeps
   /** The runtime hosts, each intern's calls to its own (the chat route). */
   runtime: FleetDriver
@@ -270,6 +273,7 @@ export function createAppDeps(
       ...catalogueNames,
     },
     byokDirectory,
+    slack: slackDeps(config),
     destinations: {
       db,
       masterKey: config.VAULT_MASTER_KEY,

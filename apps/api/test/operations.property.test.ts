@@ -327,6 +327,9 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'updateObservabilityDestination',
         'deleteObservabilityDestination',
         'listOrganizationMembers',
+        'getInternSlackLink',
+        'getInternSlackManifest',
+        'installInternSlackApp',
       ].sort(),
     )
   })

@@ -327,6 +327,36 @@ export const ApiConfig = z
       .describe(
         "Path of the model catalogue (JSON), validated at start-up. Unset: the API serves no models (`npm start` then serves the upstream simulator's demo catalogue).",
       ),
+    PUBLIC_URL: z
+      .url()
+      .refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL')
+      .transform((u) => u.replace(/\/+$/, ''))
+      .optional()
+      .describe(
+        "Roster's base URL as browsers and Slack reach it (e.g. `https://roster.example`), for the links it hands out: Slack install links, the app manifest's event and redirect URLs. Unset: `http://HOST:PORT`.",
+      ),
+    SLACK_API_URL: z
+      .url()
+      .default('https://slack.com/api/')
+      .describe("Slack's Web API (the Slack stand-in's in tests and `npm run slack-sim`)."),
+    SLACK_AUTHORIZE_URL: z
+      .url()
+      .default('https://slack.com/oauth/v2/authorize')
+      .describe("Slack's OAuth v2 authorize page, where an install link sends a person."),
+    SLACK_INSTALL_LINK_TTL_S: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .max(30 * 86_400)
+      .default(7 * 86_400)
+      .describe('How long an install link (`GET /interns/{id}/slack` `install_url`) stays good, in seconds.'),
+    SLACK_STATE_TTL_S: z.coerce
+      .number()
+      .int()
+      .min(30)
+      .max(3_600)
+      .default(600)
+      .describe("How long a person has on Slack's authorize page before the install's state expires, in seconds."),
     WEB_FETCH_PRIVATE_NETWORKS: z
       .enum(['refuse', 'allow'])
       .default('refuse')

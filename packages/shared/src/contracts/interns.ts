@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { CreateSlackLink } from './slack.js'
 
 export const InternStatus = z.enum([
   'awaiting_slack_install',
@@ -26,6 +27,8 @@ export const CreateInternRequest = z
     provision: z.boolean().default(false),
     vault_id: z.uuid().optional(),
     workspace_id: z.uuid().optional(),
+    /** Ours: link the intern to a Slack app of its own; it waits in awaiting_slack_install until installed. */
+    slack: CreateSlackLink.optional(),
   })
   .meta({ id: 'CreateInternRequest' })
 export type CreateInternRequest = z.infer<typeof CreateInternRequest>

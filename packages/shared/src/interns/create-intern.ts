@@ -12,6 +12,8 @@ import { activeCarrier } from '../tracing.js'
 import { assertOwnWorkspace, nameTaken } from './access.js'
 import { idempotencyRecord, insertOne, refusedReason, type PreparedCreate } from '../repositories/interns.js'
 import type { CreateBatcher } from './create-batcher.js'
+import { sealSlackSecrets } from '../slack/sealed-credentials.js'
+import { insertSlackLink } from '../repositories/slack-links.js'
 
 export interface CreateInternDeps {
   db: Db
@@ -21,6 +23,8 @@ export interface CreateInternDeps {
   batcher?: CreateBatcher
   /** Told after the create committed (the relay woken when it queued provisioning; readers told). */
   after: AfterCommit
+  /** Seals a Slack-linked intern's app credentials (absent: Slack links are refused). */
+  masterKey?: Buffer
 }
 
 export interface CreateInternResult {
@@ -49,6 +53,9 @@ export async function createIntern(
   if (!userId) throw new AppError('no_acting_user', 'this key acts for no member')
   assertOwnWorkspace(caller, body.workspace_id)
   const request = { ...body, workspace_id: caller.workspaceId }
+  const slack = body.slack
+  if (slack && !deps.masterKey)
+    throw new AppError('configuration_error', 'Slack links need VAULT_MASTER_KEY to seal the app credentials')
   const fingerprint = sha256('POST /interns', canonicalJson(request))
   const internId = randomUUID()
   const job = { internId, generation: 1 }
@@ -64,10 +71,11 @@ export async function createIntern(
     name: request.name,
     description: request.description ?? null,
     instructions: request.instructions ?? null,
-    status: request.provision ? 'queued' : 'stopped',
-    generation: request.provision ? 1 : 0,
+    // A Slack-linked intern waits for its install; the intent to provision is kept on its link.
+    status: slack ? 'awaiting_slack_install' : request.provision ? 'queued' : 'stopped',
+    generation: request.provision && !slack ? 1 : 0,
     borrow: request.vault_id ?? null,
-    provision: request.provision,
+    provision: request.provision && !slack,
     jobId: Jobs['intern.provision'].jobId(job),
     job,
     trace: trace && JSON.stringify(trace),
@@ -75,9 +83,23 @@ export async function createIntern(
 
   let outcome
   try {
-    outcome = await (deps.batcher
-      ? deps.batcher.submit(prepared)
-      : insertOne(deps.db, prepared, deps.internLimitPerMember))
+    outcome = slack
+      ? // The intern and its link in one transaction: never an intern awaiting an install it has no link for.
+        await deps.db.$transaction(async (tx) => {
+          const made = await insertOne(tx as unknown as Db, prepared, deps.internLimitPerMember)
+          if (made.outcome === 'created')
+            await insertSlackLink(tx, {
+              internId,
+              clientId: slack.app.client_id,
+              provisionOnInstall: request.provision,
+              sealed: sealSlackSecrets(deps.masterKey!, internId, {
+                client_secret: slack.app.client_secret,
+                signing_secret: slack.app.signing_secret,
+              }),
+            })
+          return made
+        })
+      : await (deps.batcher ? deps.batcher.submit(prepared) : insertOne(deps.db, prepared, deps.internLimitPerMember))
   } catch (err) {
     throw refusal(err, prepared, deps.internLimitPerMember) ?? err
   }

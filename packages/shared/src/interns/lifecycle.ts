@@ -74,6 +74,11 @@ export async function provisionIntern(db: Db, after: AfterCommit, caller: Caller
     const row = await lockVisible(tx, caller, internId)
     refuseWhileDeleting(row.status, internId)
     if (row.status === 'running') throw new AppError('already_running', `intern ${internId} is already running`)
+    if (row.status === 'awaiting_slack_install')
+      throw new AppError(
+        'slack_install_pending',
+        `intern ${internId} is provisioned once its Slack app is installed (GET /interns/${internId}/slack names the install URL)`,
+      )
     if (row.status === 'queued' || row.status === 'provisioning') {
       throw new AppError(
         'already_provisioning',

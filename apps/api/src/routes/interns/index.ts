@@ -24,6 +24,8 @@ import {
   UpdateInternRequest,
   updateIntern,
   isAppError,
+  AppError,
+  slackInstallUrl,
   type InternAccess,
 } from '@roster/shared'
 import type { AppDeps } from '../../deps.js'
@@ -32,6 +34,7 @@ import { refuseUnstorableText } from '../../plugins/input-guards.js'
 import { sendWithEtag } from '../../plugins/etag.js'
 import { registerInternEvents } from './events.js'
 import { registerInternChat } from './chat.js'
+import { registerInternSlack } from './slack.js'
 import { internIconRoutes } from './icon.js'
 
 const CreateHeaders = z.object({
@@ -85,6 +88,7 @@ export const internRoutes =
               internLimitPerMember: deps.config.INTERN_LIMIT_PER_MEMBER,
               batcher: deps.createBatcher,
               after: deps.afterCommit,
+              masterKey: deps.config.VAULT_MASTER_KEY,
             },
             req.caller!,
             req.body,
@@ -101,6 +105,7 @@ export const internRoutes =
 
     registerInternEvents(app, deps, gate({ collection: false, write: false }))
     registerInternChat(app, deps, gate({ collection: false, write: false }))
+    registerInternSlack(app, deps, gate({ collection: false, write: false }))
     await app.register(
       internIconRoutes(deps, gate({ collection: false, write: false }), gate({ collection: false, write: true })),
     )
@@ -166,7 +171,15 @@ export const internRoutes =
         },
       },
       async (req, reply) => {
-        await provisionIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId)
+        await provisionIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId).catch((err: unknown) => {
+          // Provisioned once installed: the refusal names where to install it.
+          if (isAppError(err) && err.reason === 'slack_install_pending' && deps.slack.install)
+            throw new AppError(
+              'slack_install_pending',
+              `intern ${req.params.internId} is provisioned once its Slack app is installed: ${slackInstallUrl(deps.slack.install, req.params.internId)}`,
+            )
+          throw err
+        })
         return reply.code(202).send({ provisioning: true })
       },
     )

@@ -1,0 +1,279 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { createServer } from 'node:net'
+import { startSlackSim, type SlackSim } from '@roster/slack-sim'
+import { signToken } from '@roster/shared'
+import { makeTenant, useTestTenant } from '@roster/testing'
+import { buildTestApp, TEST_MASTER_KEY } from './helpers.js'
+
+// Linking an intern to Slack and installing its app (issue 46): the intern waits in
+// awaiting_slack_install, nothing queued, until a person installs the app through Slack's OAuth v2
+// (the Slack stand-in's authorize page and oauth.v2.access); a declined install, a forged, replayed
+// or expired state and a refused code leave it waiting, the reason on its link.
+const env = useTestTenant()
+let slack: SlackSim
+let app: Awaited<ReturnType<typeof buildTestApp>>
+let base: string
+
+/** A free port, so PUBLIC_URL (Slack's redirect URL) is where the API listens. */
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number }
+      s.close(() => resolve(port))
+    })
+  })
+
+beforeAll(async () => {
+  slack = await startSlackSim()
+  const port = await freePort()
+  app = await buildTestApp(env.t.db, {
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    SLACK_API_URL: slack.apiUrl,
+    SLACK_AUTHORIZE_URL: slack.authorizeUrl,
+  })
+  await app.listen({ port, host: '127.0.0.1' })
+  base = `http://127.0.0.1:${port}/api/v1`
+})
+afterAll(async () => {
+  await app?.closeAll()
+  await slack?.close()
+})
+beforeEach(() => {
+  slack.decision = 'approve'
+})
+
+const call = (method: string, path: string, key: string | undefined, body?: object) =>
+  fetch(`${base}${path}`, {
+    method,
+    redirect: 'manual',
+    headers: {
+      ...(key ? { authorization: `Bearer ${key}` } : {}),
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
+    body: body && JSON.stringify(body),
+  })
+
+let n = 0
+/** A Slack-linked intern made with a fresh app of the stand-in's. */
+async function linked(provision: boolean, key = env.tenant.keys.user) {
+  const slackApp = slack.addApp()
+  const res = await call('POST', '/interns', key, {
+    name: `slacker${++n}`,
+    provision,
+    slack: {
+      app: { client_id: slackApp.clientId, client_secret: slackApp.clientSecret, signing_secret: 's'.repeat(32) },
+    },
+  })
+  expect(res.status, await res.clone().text()).toBe(201)
+  const intern = (await res.json()) as { id: string; status: string }
+  return { intern, slackApp }
+}
+
+const linkOf = async (id: string, key = env.tenant.keys.user) =>
+  (await (await call('GET', `/interns/${id}/slack`, key)).json()) as Record<string, any>
+const statusOf = async (id: string) => (await env.t.db.intern.findUniqueOrThrow({ where: { id } })).status
+const outboxFor = (id: string) =>
+  env.t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: id } } })
+
+/** A browser following the install link to Slack: where Slack sends it back (the callback URL). */
+async function toSlackAndBack(installUrl: string) {
+  const install = await fetch(installUrl, { redirect: 'manual' })
+  expect(install.status).toBe(302)
+  const authorize = install.headers.get('location')!
+  const back = await fetch(authorize, { redirect: 'manual' })
+  expect(back.status).toBe(302)
+  return { authorize: new URL(authorize), callback: back.headers.get('location')! }
+}
+
+describe('an intern linked to Slack', () => {
+  it('waits for its install with nothing queued, even asked to provision; provisioning it first names the install link', async () => {
+    const { intern, slackApp } = await linked(true)
+    expect(intern.status).toBe('awaiting_slack_install')
+    expect(await outboxFor(intern.id)).toBe(0)
+    const link = await linkOf(intern.id)
+    expect(link).toMatchObject({
+      intern_id: intern.id,
+      state: 'awaiting_install',
+      reason: null,
+      origin: 'team',
+      client_id: slackApp.clientId,
+      team: null,
+      provision_on_install: true,
+    })
+    expect(link.install_url).toMatch(new RegExp(`^${base}/interns/${intern.id}/slack/install\\?grant=`))
+    const provision = await call('POST', `/interns/${intern.id}/provision`, env.tenant.keys.user)
+    expect(provision.status).toBe(409)
+    const refused = (await provision.json()) as { error: { message: string; metadata?: { reason?: string } } }
+    expect(refused.error.message).toContain(link.install_url.split('?')[0])
+    expect(await statusOf(intern.id)).toBe('awaiting_slack_install')
+    expect(await outboxFor(intern.id)).toBe(0)
+  })
+
+  it('keeps the app credentials sealed: never in an answer, never in plaintext in the database', async () => {
+    const { intern, slackApp } = await linked(false)
+    const answers = [
+      await (await call('GET', `/interns/${intern.id}`, env.tenant.keys.user)).text(),
+      JSON.stringify(await linkOf(intern.id)),
+      await (await call('GET', `/interns/${intern.id}/slack/manifest`, env.tenant.keys.user)).text(),
+    ]
+    for (const a of answers) {
+      expect(a).not.toContain(slackApp.clientSecret)
+      expect(a).not.toContain('s'.repeat(32))
+    }
+    const row = await env.t.db.slackLink.findUniqueOrThrow({ where: { internId: intern.id } })
+    expect(Buffer.from(row.sealed).toString('latin1')).not.toContain(slackApp.clientSecret)
+  })
+
+  it('serves the manifest a team makes its app from: its scopes, and the URLs Slack must reach', async () => {
+    const { intern } = await linked(false)
+    const res = await call('GET', `/interns/${intern.id}/slack/manifest`, env.tenant.keys.user)
+    expect(res.status).toBe(200)
+    const m = (await res.json()) as Record<string, any>
+    const publicUrl = base.replace(/\/api\/v1$/, '')
+    expect(m.display_information.name).toBe(`slacker${n}`)
+    expect(m.oauth_config.redirect_urls).toEqual([`${publicUrl}/api/v1/slack/oauth/callback`])
+    expect(m.oauth_config.scopes.bot).toEqual(expect.arrayContaining(['app_mentions:read', 'chat:write', 'im:history']))
+    expect(m.settings.event_subscriptions.request_url).toBe(`${publicUrl}/api/v1/slack/events/${intern.id}`)
+    expect(m.settings.event_subscriptions.bot_events).toEqual(expect.arrayContaining(['app_mention', 'message.im']))
+    expect(m.settings.interactivity).toEqual({
+      is_enabled: true,
+      request_url: `${publicUrl}/api/v1/slack/interactivity/${intern.id}`,
+    })
+  })
+
+  it('installs through Slack: the code exchanged, the bot token sealed, the intern queued with its provisioning job', async () => {
+    const { intern, slackApp } = await linked(true)
+    const link = await linkOf(intern.id)
+    const { authorize, callback } = await toSlackAndBack(link.install_url)
+    expect(authorize.searchParams.get('client_id')).toBe(slackApp.clientId)
+    expect(authorize.searchParams.get('scope')).toContain('chat:write')
+    expect(authorize.searchParams.get('redirect_uri')).toBe(`${base}/slack/oauth/callback`)
+    const done = await fetch(callback)
+    expect(done.status).toBe(200)
+    expect(done.headers.get('content-type')).toMatch(/^text\/html/)
+    expect(await done.text()).toContain('Installed in Roster Test Workspace')
+    expect(await statusOf(intern.id)).toBe('queued')
+    expect(await outboxFor(intern.id)).toBe(1)
+    const installed = await linkOf(intern.id)
+    expect(installed).toMatchObject({
+      state: 'installed',
+      reason: null,
+      app_id: slackApp.appId,
+      team: slack.team,
+      bot_user_id: expect.stringMatching(/^U/),
+      installed_by: expect.stringMatching(/^U/),
+      installed_at: expect.any(String),
+    })
+    // The exchange sent the app's credentials and the code to oauth.v2.access, once.
+    const exchanges = slack.calls.filter(
+      (c) => c.method === 'oauth.v2.access' && c.params.client_id === slackApp.clientId,
+    )
+    expect(exchanges).toHaveLength(1)
+    expect(exchanges[0]!.params.redirect_uri).toBe(`${base}/slack/oauth/callback`)
+    // The bot token is sealed, never shown.
+    const token = slack.tokens.get(slackApp.appId)!
+    expect(JSON.stringify(installed)).not.toContain(token)
+    const row = await env.t.db.slackLink.findUniqueOrThrow({ where: { internId: intern.id } })
+    expect(Buffer.from(row.sealed).toString('latin1')).not.toContain(token)
+
+    // The same callback again (a reload, a replay): refused, nothing changed, no second exchange.
+    const again = await fetch(callback)
+    expect(again.status).toBe(400)
+    expect(await again.text()).toContain('already completed')
+    expect(await outboxFor(intern.id)).toBe(1)
+    expect(
+      slack.calls.filter((c) => c.method === 'oauth.v2.access' && c.params.client_id === slackApp.clientId),
+    ).toHaveLength(1)
+    // Installed: the install link starts no new install.
+    expect((await fetch(link.install_url, { redirect: 'manual' })).status).toBe(409)
+  })
+
+  it('stays waiting when the install is declined, with the reason, and installs when tried again (stopped: provisioning was not asked)', async () => {
+    const { intern } = await linked(false)
+    slack.decision = 'deny'
+    const link = await linkOf(intern.id)
+    const declined = await toSlackAndBack(link.install_url)
+    expect(new URL(declined.callback).searchParams.get('error')).toBe('access_denied')
+    const page = await fetch(declined.callback)
+    expect(page.status).toBe(400)
+    expect(await page.text()).toContain('not approved in Slack (access_denied)')
+    expect(await statusOf(intern.id)).toBe('awaiting_slack_install')
+    expect((await linkOf(intern.id)).reason).toMatch(/not approved in Slack/)
+
+    slack.decision = 'approve'
+    const { callback } = await toSlackAndBack((await linkOf(intern.id)).install_url)
+    expect((await fetch(callback)).status).toBe(200)
+    expect(await statusOf(intern.id)).toBe('stopped')
+    expect(await outboxFor(intern.id)).toBe(0)
+    expect(await linkOf(intern.id)).toMatchObject({ state: 'installed', reason: null })
+  })
+
+  it('refuses a forged, expired or superseded state and a code Slack does not know, changing nothing but the reason', async () => {
+    const { intern } = await linked(true)
+    const callbackUrl = `${base}/slack/oauth/callback`
+    const forged = await fetch(`${callbackUrl}?code=x&state=${encodeURIComponent('e30.bm90IGEgc2lnbmF0dXJl')}`)
+    expect(forged.status).toBe(400)
+    expect(await forged.text()).toContain('state Roster did not sign')
+    const expired = signToken(Buffer.from(TEST_MASTER_KEY, 'hex'), 'oauth-state', { intern: intern.id, nonce: 'n' }, -5)
+    const late = await fetch(`${callbackUrl}?code=x&state=${expired}`)
+    expect(late.status).toBe(400)
+    expect(await late.text()).toContain('expired')
+
+    // An install begun, then another: the first one's state is no longer good.
+    const first = await toSlackAndBack((await linkOf(intern.id)).install_url)
+    const second = await toSlackAndBack((await linkOf(intern.id)).install_url)
+    const stale = await fetch(first.callback)
+    expect(stale.status).toBe(400)
+    expect(await stale.text()).toContain('replaced by a newer one')
+
+    // A code Slack does not know: its refusal is the reason; the install may be tried again.
+    const wrong = new URL(second.callback)
+    wrong.searchParams.set('code', 'not-a-code')
+    const refused = await fetch(wrong)
+    expect(refused.status).toBe(400)
+    expect(await refused.text()).toContain('invalid_code')
+    expect((await linkOf(intern.id)).reason).toMatch(/invalid_code/)
+    expect(await statusOf(intern.id)).toBe('awaiting_slack_install')
+    expect(await outboxFor(intern.id)).toBe(0)
+  })
+
+  it("answers an install link that is not valid 401, and another tenant's intern 404", async () => {
+    const { intern } = await linked(false)
+    const forgedGrant = await fetch(`${base}/interns/${intern.id}/slack/install?grant=abc.def`, { redirect: 'manual' })
+    expect(forgedGrant.status).toBe(401)
+    // A good grant is for its own intern only.
+    const other = await linked(false)
+    const grant = new URL((await linkOf(other.intern.id)).install_url).searchParams.get('grant')!
+    expect(
+      (await fetch(`${base}/interns/${intern.id}/slack/install?grant=${grant}`, { redirect: 'manual' })).status,
+    ).toBe(401)
+    const stranger = await makeTenant(env.t.db)
+    for (const path of [
+      `/interns/${intern.id}/slack`,
+      `/interns/${intern.id}/slack/manifest`,
+      `/interns/${intern.id}/slack/install`,
+    ])
+      expect((await call('GET', path, stranger.keys.user)).status, path).toBe(404)
+    // An intern without a link has no Slack page.
+    const plain = await call('POST', '/interns', env.tenant.keys.user, { name: `plain${++n}` })
+    const id = ((await plain.json()) as { id: string; status: string }).id
+    expect((await call('GET', `/interns/${id}/slack`, env.tenant.keys.user)).status).toBe(404)
+  })
+
+  it('refuses bad link input with the field named, and creates nothing', async () => {
+    const before = await env.t.db.intern.count()
+    const bad: [object, RegExp][] = [
+      [{ app: { client_id: 'nope', client_secret: 'x'.repeat(20), signing_secret: 'y'.repeat(20) } }, /client_id/],
+      [{ app: { client_id: '1.2', client_secret: 'short', signing_secret: 'y'.repeat(20) } }, /client_secret/],
+      [{ app: { client_id: '1.2', client_secret: 'x'.repeat(20) } }, /signing_secret/],
+      [{ app: { client_id: '1.2', client_secret: 'x'.repeat(20), signing_secret: 'y'.repeat(20), extra: 1 } }, /extra/],
+      [{}, /app/],
+    ]
+    for (const [slackBody, message] of bad) {
+      const res = await call('POST', '/interns', env.tenant.keys.user, { name: `bad${++n}`, slack: slackBody })
+      expect(res.status, JSON.stringify(slackBody)).toBe(400)
+      expect(await res.text()).toMatch(message)
+    }
+    expect(await env.t.db.intern.count()).toBe(before)
+  })
+})

@@ -1,0 +1,40 @@
+import { z } from 'zod'
+
+// An intern's link to Slack, as the API takes and shows it (docs/slack.md). Credentials go in,
+// never out: the view names the app and the workspace it is installed in, not a secret.
+
+/** A team-made app's credentials, from its Basic Information page (the app made from Roster's manifest). */
+export const SlackAppCredentials = z
+  .strictObject({
+    client_id: z.string().regex(/^\d+\.\d+$/, "the app's Client ID, such as 1234567890.1234567890"),
+    client_secret: z.string().min(16).max(200),
+    signing_secret: z.string().min(16).max(200),
+  })
+  .meta({ id: 'SlackAppCredentials' })
+
+/** `slack` on `POST /interns`: the intern waits in awaiting_slack_install until the app is installed. */
+export const CreateSlackLink = z.strictObject({ app: SlackAppCredentials }).meta({ id: 'CreateSlackLink' })
+export type CreateSlackLink = z.infer<typeof CreateSlackLink>
+
+export const SlackLinkState = z.enum(['awaiting_install', 'installed', 'revoked'])
+export type SlackLinkState = z.infer<typeof SlackLinkState>
+
+export const SlackLinkView = z
+  .object({
+    intern_id: z.uuid(),
+    state: SlackLinkState,
+    /** Why the last install did not complete, or why the link was revoked; null otherwise. */
+    reason: z.string().nullable(),
+    origin: z.enum(['team', 'minted']),
+    client_id: z.string(),
+    /** Where a person installs the app (a browser link, valid for a while; GET this again for a fresh one). */
+    install_url: z.url(),
+    app_id: z.string().nullable(),
+    team: z.object({ id: z.string(), name: z.string().nullable() }).nullable(),
+    bot_user_id: z.string().nullable(),
+    installed_by: z.string().nullable(),
+    installed_at: z.iso.datetime().nullable(),
+    provision_on_install: z.boolean(),
+  })
+  .meta({ id: 'SlackLink' })
+export type SlackLinkView = z.infer<typeof SlackLinkView>

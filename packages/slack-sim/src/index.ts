@@ -1,0 +1,1 @@
+export { startSlackSim, type SlackSim, type SlackSimApp, type SlackSimCall } from './server.js'
