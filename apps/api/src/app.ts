@@ -42,6 +42,7 @@ import { anthropicClient } from './plugins/anthropic-clients.js'
 import { clientErrorHandler, frameworkErrors, registerInputGuards } from './plugins/input-guards.js'
 import { internRoutes } from './routes/interns/index.js'
 import { slackOAuthRoutes } from './routes/slack-oauth.js'
+import { slackEventRoutes } from './routes/slack-events.js'
 import { healthRoutes } from './routes/health.js'
 import { fleetRoutes } from './routes/fleet.js'
 import { sweepPeriodically } from './fleet/snapshots.js'
@@ -156,6 +157,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(observabilityRoutes(deps))
       await v1.register(vaultRoutes(deps))
       await v1.register(slackOAuthRoutes(deps))
+      await v1.register(slackEventRoutes(deps))
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
     },
     { prefix: '/api/v1' },

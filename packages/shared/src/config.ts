@@ -62,6 +62,10 @@ const metricsSettings = {
     .describe(
       'Workspaces named in the spend metrics (`roster_spend_*`) per process; spend of the workspaces past them is labelled `other` (keeps the series bounded).',
     ),
+  SLACK_API_URL: z
+    .url()
+    .default('https://slack.com/api/')
+    .describe("Slack's Web API, for the interns linked to Slack (a Slack stand-in's in tests)."),
   OTEL_EXPORTER_OTLP_ENDPOINT: z
     .url()
     .refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL')
@@ -335,10 +339,6 @@ export const ApiConfig = z
       .describe(
         "Roster's base URL as browsers and Slack reach it (e.g. `https://roster.example`), for the links it hands out: Slack install links, the app manifest's event and redirect URLs. Unset: `http://HOST:PORT`.",
       ),
-    SLACK_API_URL: z
-      .url()
-      .default('https://slack.com/api/')
-      .describe("Slack's Web API (the Slack stand-in's in tests and `npm run slack-sim`)."),
     SLACK_AUTHORIZE_URL: z
       .url()
       .default('https://slack.com/oauth/v2/authorize')

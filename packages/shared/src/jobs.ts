@@ -34,6 +34,13 @@ export const Jobs = {
     schema: z.object({ internId: z.uuid(), request: z.uuid(), skipArchive: z.boolean() }),
     jobId: (p: { internId: string; request: string }) => `intern.destroy.${p.internId}.${p.request}`,
   },
+  /** A Slack message to an intern (a mention, a direct message): its turn, answered in its thread. */
+  'slack.turn': {
+    retry: runtimeWork,
+    schema: z.object({ internId: z.uuid(), eventId: z.string().min(1).max(200) }),
+    /** One job per Slack event: a delivery Slack retries is still one turn. */
+    jobId: (p: { internId: string; eventId: string }) => `slack.turn.${p.internId}.${p.eventId}`,
+  },
 } as const
 
 export type JobKind = keyof typeof Jobs

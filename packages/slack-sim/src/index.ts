@@ -1,1 +1,9 @@
-export { startSlackSim, type SlackSim, type SlackSimApp, type SlackSimCall } from './server.js'
+export {
+  eventCallback,
+  startSlackSim,
+  type SlackSim,
+  type SlackSimApp,
+  type SlackSimCall,
+  type SlackSimFault,
+  type SlackSimMessage,
+} from './server.js'

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import { randomBytes } from 'node:crypto'
+import { createHmac, randomBytes } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 
 // A stand-in for Slack, shaped as Slack documents it (docs.slack.dev), for Roster's tests and for
@@ -19,6 +19,24 @@ export interface SlackSimCall {
   params: Record<string, string>
 }
 
+/** A message the bot posted, as it reads now, with every text it had before (its updates). */
+export interface SlackSimMessage {
+  channel: string
+  ts: string
+  thread_ts?: string
+  text: string
+  history: string[]
+}
+
+/** A fault the next calls of a method get: an `ok: false` error, or an HTTP status (429 with Retry-After). */
+export interface SlackSimFault {
+  method: string
+  error?: string
+  status?: number
+  retryAfter?: number
+  times: number
+}
+
 export interface SlackSim {
   url: string
   /** The Web API's base URL (`SLACK_API_URL`). */
@@ -35,7 +53,32 @@ export interface SlackSim {
   calls: SlackSimCall[]
   /** Bot tokens issued, by app id. */
   tokens: Map<string, string>
+  /** Messages posted, in order. */
+  messages: SlackSimMessage[]
+  /** Faults to inject (consumed as they fire). */
+  faults: SlackSimFault[]
+  /** Revokes a token, as an uninstall does: its calls answer invalid_auth. */
+  revoke(token: string): void
+  /** Sends an Events API payload to `url`, signed with the app's signing secret, as Slack does. */
+  sendEvent(url: string, signingSecret: string, payload: object, headers?: Record<string, string>): Promise<Response>
   close(): Promise<void>
+}
+
+/** A Events API event_callback envelope around `event`, as Slack sends one. */
+export function eventCallback(
+  teamId: string,
+  event: Record<string, unknown>,
+  eventId = `Ev${randomBytes(5).toString('hex').toUpperCase()}`,
+) {
+  return {
+    token: 'deprecated-verification-token',
+    team_id: teamId,
+    api_app_id: 'A0',
+    event: { event_ts: event.ts, ...event },
+    type: 'event_callback',
+    event_id: eventId,
+    event_time: Math.floor(Date.now() / 1000),
+  }
 }
 
 const id = (prefix: string) => `${prefix}${randomBytes(5).toString('hex').toUpperCase()}`
@@ -45,6 +88,10 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
   /** Authorization codes not yet exchanged: single use, bound to the app and redirect URL. */
   const codes = new Map<string, { clientId: string; redirectUri: string; user: string }>()
   const team = { id: id('T'), name: 'Roster Test Workspace' }
+  const revoked = new Set<string>()
+  let clock = 0
+  /** Slack's message timestamps: seconds and a unique suffix. */
+  const nextTs = () => `${Math.floor(Date.now() / 1000)}.${String(++clock).padStart(6, '0')}`
 
   const sim: SlackSim = {
     url: '',
@@ -54,6 +101,24 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     decision: 'approve',
     calls: [],
     tokens: new Map(),
+    messages: [],
+    faults: [],
+    revoke: (token) => void revoked.add(token),
+    async sendEvent(url, signingSecret, payload, headers = {}) {
+      const body = JSON.stringify(payload)
+      const timestamp = String(Math.floor(Date.now() / 1000))
+      const signature = `v0=${createHmac('sha256', signingSecret).update(`v0:${timestamp}:${body}`).digest('hex')}`
+      return fetch(url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-slack-request-timestamp': timestamp,
+          'x-slack-signature': signature,
+          ...headers,
+        },
+        body,
+      })
+    },
     addApp() {
       const app = {
         clientId: `${Date.now()}.${Math.floor(Math.random() * 1e10)}`,
@@ -104,6 +169,38 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     }
   }
 
+  /** chat.postMessage, chat.update, assistant.threads.setStatus, auth.revoke: as Slack answers them. */
+  function botMethod(method: string, p: Record<string, string>): object {
+    if (method === 'chat.postMessage') {
+      if (!p.channel) return { ok: false, error: 'channel_not_found' }
+      if (!p.text && !p.blocks) return { ok: false, error: 'no_text' }
+      const message: SlackSimMessage = {
+        channel: p.channel,
+        ts: nextTs(),
+        ...(p.thread_ts ? { thread_ts: p.thread_ts } : {}),
+        text: p.text ?? '',
+        history: [],
+      }
+      sim.messages.push(message)
+      return {
+        ok: true,
+        channel: p.channel,
+        ts: message.ts,
+        message: { type: 'message', text: message.text, ts: message.ts },
+      }
+    }
+    if (method === 'chat.update') {
+      const message = sim.messages.find((m) => m.channel === p.channel && m.ts === p.ts)
+      if (!message) return { ok: false, error: 'message_not_found' }
+      message.history.push(message.text)
+      message.text = p.text ?? ''
+      return { ok: true, channel: p.channel, ts: p.ts, text: message.text }
+    }
+    if (method === 'assistant.threads.setStatus') return { ok: true }
+    if (method === 'auth.revoke') return { ok: true, revoked: true }
+    return { ok: false, error: 'unknown_method' }
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', sim.url)
     if (req.method === 'GET' && url.pathname === '/oauth/v2/authorize') {
@@ -133,8 +230,24 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
         ? (JSON.parse(raw || '{}') as Record<string, string>)
         : Object.fromEntries(new URLSearchParams(raw))
       sim.calls.push({ method, params })
+      const fault = sim.faults.find((f) => f.method === method && f.times > 0)
+      if (fault) {
+        fault.times--
+        if (fault.status) {
+          res.writeHead(fault.status, {
+            'content-type': 'application/json',
+            ...(fault.retryAfter !== undefined ? { 'retry-after': String(fault.retryAfter) } : {}),
+          })
+          return res.end(JSON.stringify({ ok: false, error: fault.status === 429 ? 'ratelimited' : 'fatal_error' }))
+        }
+        return json(res, { ok: false, error: fault.error ?? 'fatal_error' })
+      }
       if (method === 'oauth.v2.access') return json(res, oauthAccess(params, req.headers.authorization))
-      return json(res, { ok: false, error: 'unknown_method' })
+      // The bot's own methods: its token, as issued and not revoked.
+      const token = (req.headers.authorization ?? '').replace(/^Bearer /, '') || params.token
+      if (!token || ![...sim.tokens.values()].includes(token)) return json(res, { ok: false, error: 'not_authed' })
+      if (revoked.has(token)) return json(res, { ok: false, error: 'invalid_auth' })
+      return json(res, botMethod(method, params))
     }
     res.writeHead(404).end()
   }

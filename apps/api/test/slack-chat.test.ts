@@ -1,0 +1,225 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import { eventCallback, startSlackSim, type SlackSim } from '@roster/slack-sim'
+import { simulatorCatalogue } from '@roster/gateway'
+import { catalogueFile, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
+
+// Talking to an intern in Slack (issue 46), over the whole system as processes (API, worker,
+// runtime host) and the Slack stand-in: an installed intern's event URL checks Slack's signature,
+// answers Slack's URL check, turns a mention or a direct message into a turn (once, however often
+// Slack delivers it), and its reply lands in the thread; a thread is one session.
+const env = useTestTenant()
+let sim: Simulator
+let slack: SlackSim
+let stack: Stack
+let internId: string
+let signingSecret: string
+let eventsUrl: string
+let botUserId: string
+
+const api = (path: string, init: RequestInit = {}) =>
+  fetch(`${stack.apiUrl}${path}`, {
+    ...init,
+    redirect: 'manual',
+    headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json', ...init.headers },
+  })
+
+beforeAll(async () => {
+  sim = await startSimulator({ replyTokens: 3 })
+  slack = await startSlackSim()
+  stack = await startStack({
+    databaseUrl: env.t.url,
+    env: {
+      MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)),
+      INTERN_DEFAULT_MODEL: 'roster-sim/chat',
+      SLACK_API_URL: slack.apiUrl,
+      SLACK_AUTHORIZE_URL: slack.authorizeUrl,
+    },
+  })
+  const app = slack.addApp()
+  signingSecret = 'signing-'.repeat(4)
+  const created = await api('/interns', {
+    method: 'POST',
+    body: JSON.stringify({
+      name: 'slackbot',
+      provision: true,
+      slack: { app: { client_id: app.clientId, client_secret: app.clientSecret, signing_secret: signingSecret } },
+    }),
+  })
+  internId = ((await created.json()) as { id: string }).id
+  eventsUrl = `${stack.apiUrl}/slack/events/${internId}`
+  // Slack checks the event URL when the team saves its app, before any install.
+  const check = await slack.sendEvent(eventsUrl, signingSecret, { type: 'url_verification', challenge: 'c-123' })
+  expect(check.status).toBe(200)
+  expect(await check.json()).toEqual({ challenge: 'c-123' })
+  // The install, as a browser does it.
+  const link = (await (await api(`/interns/${internId}/slack`)).json()) as { install_url: string }
+  const toSlack = await fetch(link.install_url, { redirect: 'manual' })
+  const back = await fetch(toSlack.headers.get('location')!, { redirect: 'manual' })
+  expect((await fetch(back.headers.get('location')!)).status).toBe(200)
+  botUserId = ((await (await api(`/interns/${internId}/slack`)).json()) as { bot_user_id: string }).bot_user_id
+  await waitFor(
+    async () => ((await (await api(`/interns/${internId}`)).json()) as { status: string }).status === 'running',
+    {
+      timeoutMs: 30_000,
+      what: 'the installed intern to run',
+    },
+  )
+}, 90_000)
+afterAll(async () => {
+  await stack?.stop()
+  await slack?.close()
+  await sim?.close()
+})
+
+let clock = 1_800_000_000
+const nextTs = () => `${++clock}.000100`
+const mention = (text: string, extra: Record<string, unknown> = {}) => ({
+  type: 'app_mention',
+  user: 'U0PERSON',
+  text: `<@${botUserId}> ${text}`,
+  ts: nextTs(),
+  channel: 'C0GENERAL',
+  ...extra,
+})
+/** The bot's messages in a thread, once `n` of them read `done`. */
+const replies = (thread: string) => slack.messages.filter((m) => m.thread_ts === thread)
+const answered = (thread: string, text: RegExp) =>
+  waitFor(() => replies(thread).some((m) => text.test(m.text)), { timeoutMs: 20_000, what: `a reply in ${thread}` })
+const eventsOf = () => env.t.db.slackEvent.count({ where: { internId } })
+
+describe('an intern in Slack', () => {
+  it('answers a mention in its thread, once however often Slack delivers the event', async () => {
+    const event = mention('[sim] say Hello from Slack.')
+    const payload = eventCallback(slack.team.id, event)
+    const first = await slack.sendEvent(eventsUrl, signingSecret, payload)
+    expect(first.status).toBe(200)
+    // Slack's retries of the same event (X-Slack-Retry-Num) change nothing.
+    for (const n of ['1', '2'])
+      expect(
+        (
+          await slack.sendEvent(eventsUrl, signingSecret, payload, {
+            'x-slack-retry-num': n,
+            'x-slack-retry-reason': 'http_timeout',
+          })
+        ).status,
+      ).toBe(200)
+    await answered(event.ts, /^Hello from Slack\.$/)
+    await waitFor(
+      async () =>
+        (await env.t.db.slackEvent.findFirst({ where: { internId, eventId: payload.event_id } }))?.state === 'done',
+      {
+        timeoutMs: 10_000,
+        what: 'the turn to finish',
+      },
+    )
+    expect(replies(event.ts)).toHaveLength(1)
+    expect(await env.t.db.slackEvent.count({ where: { internId, eventId: payload.event_id } })).toBe(1)
+    // The thread is a session of its own, named by the Slack workspace, channel and thread.
+    const session = `slack:${slack.team.id}:C0GENERAL:${event.ts}`
+    expect(await env.t.db.sessionEntry.count({ where: { internId, sessionId: session } })).toBeGreaterThan(0)
+  })
+
+  it('keeps a thread one session over its turns, and answers direct messages', async () => {
+    const opening = mention('[sim] say First.')
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, opening))
+    await answered(opening.ts, /^First\.$/)
+    const followUp = mention('[sim] say Second.', { thread_ts: opening.ts })
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, followUp))
+    await answered(opening.ts, /^Second\.$/)
+    const session = `slack:${slack.team.id}:C0GENERAL:${opening.ts}`
+    const items = await env.t.db.sessionEntry.findMany({
+      where: { internId, sessionId: session },
+      orderBy: { seq: 'asc' },
+    })
+    const said = JSON.stringify(items.map((i) => i.item))
+    expect(said).toContain('First.')
+    expect(said).toContain('Second.')
+
+    const dm = {
+      type: 'message',
+      channel_type: 'im',
+      user: 'U0PERSON',
+      text: '[sim] say In private.',
+      ts: nextTs(),
+      channel: 'D0DIRECT',
+    }
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, dm))
+    await answered(dm.ts, /^In private\.$/)
+  })
+
+  it('ignores bots, edits, channel chatter and other workspaces, and refuses what Slack did not sign', async () => {
+    const before = await eventsOf()
+    const ignored = [
+      { ...mention('[sim] say no'), bot_id: 'B0OTHER' },
+      { ...mention('[sim] say no'), subtype: 'message_changed' },
+      {
+        type: 'message',
+        channel_type: 'channel',
+        user: 'U0PERSON',
+        text: 'chatter',
+        ts: nextTs(),
+        channel: 'C0GENERAL',
+      },
+      { ...mention('[sim] say no'), user: botUserId },
+    ]
+    for (const event of ignored)
+      expect((await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))).status).toBe(200)
+    expect((await slack.sendEvent(eventsUrl, signingSecret, eventCallback('T0ELSEWHERE', mention('x')))).status).toBe(
+      200,
+    )
+    // Not signed by the app: a wrong secret, no signature, a stale timestamp.
+    const payload = eventCallback(slack.team.id, mention('[sim] say forged'))
+    expect((await slack.sendEvent(eventsUrl, 'not-the-secret-at-all', payload)).status).toBe(401)
+    const unsigned = await fetch(eventsUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(payload),
+    })
+    expect(unsigned.status).toBe(401)
+    const stale = await slack.sendEvent(eventsUrl, signingSecret, payload, {
+      'x-slack-request-timestamp': String(Math.floor(Date.now() / 1000) - 600),
+    })
+    expect(stale.status).toBe(401)
+    // Another intern's URL, an id that is none.
+    expect((await slack.sendEvent(`${stack.apiUrl}/slack/events/not-an-id`, signingSecret, payload)).status).toBe(401)
+    expect(await eventsOf()).toBe(before)
+  })
+
+  it('waits out Slack’s 429 and posts once', async () => {
+    slack.faults.push({ method: 'chat.postMessage', status: 429, retryAfter: 1, times: 1 })
+    const event = mention('[sim] say Patiently.')
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+    await answered(event.ts, /^Patiently\.$/)
+    expect(replies(event.ts)).toHaveLength(1)
+    expect(slack.faults[0]!.times).toBe(0)
+  })
+
+  it('stops posting once uninstalled: the link is revoked, HTTP chat goes on', async () => {
+    const uninstall = await slack.sendEvent(
+      eventsUrl,
+      signingSecret,
+      eventCallback(slack.team.id, { type: 'app_uninstalled' }),
+    )
+    expect(uninstall.status).toBe(200)
+    const link = (await (await api(`/interns/${internId}/slack`)).json()) as { state: string; reason: string }
+    expect(link).toMatchObject({ state: 'revoked', reason: expect.stringMatching(/app_uninstalled/) })
+    const before = await eventsOf()
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, mention('[sim] say unheard')))
+    expect(await eventsOf()).toBe(before)
+    const chat = await api(`/interns/${internId}/chat/completions`, {
+      method: 'POST',
+      body: JSON.stringify({ stream: true, messages: [{ role: 'user', content: '[sim] say Still here.' }] }),
+    })
+    expect(chat.status).toBe(200)
+    const said = (await chat.text())
+      .split('\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map(
+        (l) =>
+          (JSON.parse(l.slice(6)) as { choices: { delta?: { content?: string } }[] }).choices[0]?.delta?.content ?? '',
+      )
+      .join('')
+    expect(said).toBe('Still here.')
+  })
+})

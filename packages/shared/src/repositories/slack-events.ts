@@ -1,0 +1,54 @@
+import type { Db, Prisma } from '../db.js'
+import { enqueueInTx } from './outbox.js'
+
+// slack_events: the Slack messages that became turns, by (intern, Slack's event_id), with the
+// reply's message ts once posted; and the link's revocation, which a Slack event can bring.
+
+type Tx = Db | Prisma.TransactionClient
+
+export interface NewSlackEvent {
+  internId: string
+  eventId: string
+  teamId: string
+  channel: string
+  threadTs: string
+  userId: string
+  text: string
+}
+
+/** Records the event and queues its turn, once: false when Slack delivered it before (a retry). */
+export function recordSlackEvent(db: Db, e: NewSlackEvent): Promise<boolean> {
+  return db.$transaction(async (tx) => {
+    const made = await tx.slackEvent.createMany({ data: [e], skipDuplicates: true })
+    if (made.count === 0) return false
+    await enqueueInTx(tx, 'slack.turn', { internId: e.internId, eventId: e.eventId })
+    return true
+  })
+}
+
+export function slackEventOf(db: Tx, internId: string, eventId: string) {
+  return db.slackEvent.findUnique({
+    where: { internId_eventId: { internId, eventId } },
+    include: { link: { include: { intern: { select: { status: true } } } } },
+  })
+}
+
+export async function updateSlackEvent(
+  db: Tx,
+  internId: string,
+  eventId: string,
+  set: { state?: 'running' | 'done'; replyTs?: string; outcome?: string },
+) {
+  await db.slackEvent.update({
+    where: { internId_eventId: { internId, eventId } },
+    data: { ...set, updatedAt: new Date() },
+  })
+}
+
+/** The link can no longer be used (uninstalled, token revoked): nothing more is posted. */
+export async function revokeSlackLink(db: Tx, internId: string, reason: string) {
+  await db.slackLink.updateMany({
+    where: { internId, state: 'installed' },
+    data: { state: 'revoked', reason, updatedAt: new Date() },
+  })
+}

@@ -1,0 +1,86 @@
+import { z } from 'zod'
+import type { Db } from '../db.js'
+import { recordSlackEvent, revokeSlackLink } from '../repositories/slack-events.js'
+
+// What Slack sends to an intern's event URL (Events API), once its signature is checked: the URL
+// check (url_verification), and event callbacks. A mention or a direct message from a person is a
+// turn (recorded once by event_id, its job queued in the same transaction); the app's uninstall or
+// token revocation revokes the link; everything else (bots' messages, edits, joins) is ignored.
+
+const Envelope = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('url_verification'), challenge: z.string().max(200) }),
+  z.looseObject({
+    type: z.literal('event_callback'),
+    team_id: z.string().max(64),
+    event_id: z.string().min(1).max(200),
+    event: z.looseObject({ type: z.string() }),
+  }),
+])
+
+const PersonMessage = z.looseObject({
+  type: z.enum(['app_mention', 'message']),
+  user: z.string().min(1).max(64),
+  text: z.string().max(40_000),
+  ts: z.string().min(1).max(32),
+  channel: z.string().min(1).max(64),
+  thread_ts: z.string().min(1).max(32).optional(),
+  channel_type: z.string().optional(),
+  subtype: z.string().optional(),
+  bot_id: z.string().optional(),
+})
+
+export type SlackEventOutcome =
+  | { kind: 'challenge'; challenge: string }
+  | { kind: 'turn'; eventId: string; duplicate: boolean }
+  | { kind: 'revoked' }
+  | { kind: 'ignored'; why: string }
+  | { kind: 'malformed' }
+
+/** The link the event is for, as the route read it. */
+export interface EventLink {
+  internId: string
+  teamId: string | null
+  botUserId: string | null
+  /** Installed and not revoked: only then does a message become a turn. */
+  live: boolean
+}
+
+export async function receiveSlackEvent(db: Db, link: EventLink, body: unknown): Promise<SlackEventOutcome> {
+  const envelope = Envelope.safeParse(body)
+  if (!envelope.success) return { kind: 'malformed' }
+  if (envelope.data.type === 'url_verification') return { kind: 'challenge', challenge: envelope.data.challenge }
+  const { team_id: team, event_id: eventId, event } = envelope.data
+  if (link.teamId && team !== link.teamId) return { kind: 'ignored', why: 'another Slack workspace' }
+  if (event.type === 'app_uninstalled' || event.type === 'tokens_revoked') {
+    await revokeSlackLink(
+      db,
+      link.internId,
+      `Slack said ${event.type}: install the app again to talk to the intern in Slack`,
+    )
+    return { kind: 'revoked' }
+  }
+  if (!link.live) return { kind: 'ignored', why: 'the link is not installed' }
+  const m = PersonMessage.safeParse(event)
+  if (!m.success) return { kind: 'ignored', why: `event ${event.type}` }
+  const msg = m.data
+  // Bots (itself included) and edits, joins and other subtypes are not a person's prompt.
+  if (msg.bot_id || msg.subtype || msg.user === link.botUserId) return { kind: 'ignored', why: 'not a person' }
+  // Direct messages come as `message` events; in channels only mentions are for the intern.
+  if (msg.type === 'message' && msg.channel_type !== 'im') return { kind: 'ignored', why: 'not a direct message' }
+  const text = link.botUserId ? msg.text.replaceAll(`<@${link.botUserId}>`, '').trim() : msg.text.trim()
+  if (!text) return { kind: 'ignored', why: 'nothing said' }
+  const recorded = await recordSlackEvent(db, {
+    internId: link.internId,
+    eventId,
+    teamId: team,
+    channel: msg.channel,
+    threadTs: msg.thread_ts ?? msg.ts,
+    userId: msg.user,
+    text: text.slice(0, 30_000),
+  })
+  return { kind: 'turn', eventId, duplicate: !recorded }
+}
+
+/** The session a thread is: it keeps its history on any host, after a failover too. */
+export const slackSessionId = (team: string, channel: string, threadTs: string) =>
+  `slack:${team}:${channel}:${threadTs}`
