@@ -84,8 +84,14 @@ const mention = (text: string, extra: Record<string, unknown> = {}) => ({
 })
 /** The bot's messages in a thread, once `n` of them read `done`. */
 const replies = (thread: string) => slack.messages.filter((m) => m.thread_ts === thread)
+/** Every turn of the thread done, and a reply in it reading `text`. */
 const answered = (thread: string, text: RegExp) =>
-  waitFor(() => replies(thread).some((m) => text.test(m.text)), { timeoutMs: 20_000, what: `a reply in ${thread}` })
+  waitFor(
+    async () =>
+      replies(thread).some((m) => text.test(m.text)) &&
+      (await env.t.db.slackEvent.count({ where: { internId, threadTs: thread, state: { not: 'done' } } })) === 0,
+    { timeoutMs: 20_000, what: `a reply in ${thread}` },
+  )
 const eventsOf = () => env.t.db.slackEvent.count({ where: { internId } })
 
 describe('an intern in Slack', () => {
@@ -195,6 +201,32 @@ describe('an intern in Slack', () => {
     expect(slack.faults[0]!.times).toBe(0)
   })
 
+  it('a turn cut off midway is not run again: its retry says so in the same message', async () => {
+    // The first streamed update fails, as a worker dying mid-turn would leave it: the job is retried.
+    slack.faults.push({ method: 'chat.update', error: 'fatal_error', times: 1 })
+    const event = mention('[sim] say Interrupted answer.')
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+    await answered(event.ts, /cut off/)
+    expect(replies(event.ts)).toHaveLength(1)
+    const row = await env.t.db.slackEvent.findFirstOrThrow({ where: { internId, threadTs: event.ts } })
+    expect(row).toMatchObject({ state: 'done', outcome: 'interrupted' })
+  })
+
+  it('revokes the link when Slack refuses the bot token, posting nothing more', async () => {
+    slack.faults.push({ method: 'chat.postMessage', error: 'invalid_auth', times: 1 })
+    const event = mention('[sim] say Never posted.')
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+    await waitFor(
+      async () => ((await (await api(`/interns/${internId}/slack`)).json()) as { state: string }).state === 'revoked',
+      {
+        timeoutMs: 10_000,
+        what: 'the link to be revoked',
+      },
+    )
+    expect(replies(event.ts)).toHaveLength(0)
+    await reinstall()
+  })
+
   it('stops posting once uninstalled: the link is revoked, HTTP chat goes on', async () => {
     const uninstall = await slack.sendEvent(
       eventsUrl,
@@ -222,4 +254,25 @@ describe('an intern in Slack', () => {
       .join('')
     expect(said).toBe('Still here.')
   })
+
+  it('installs again after an uninstall, and a suspended intern says so in the thread', async () => {
+    await reinstall()
+    expect(((await (await api(`/interns/${internId}`)).json()) as { status: string }).status).toBe('running')
+    expect((await api(`/interns/${internId}/suspend`, { method: 'POST', body: '{}' })).status).toBe(200)
+    const event = mention('[sim] say asleep')
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+    await answered(event.ts, /I am suspended/)
+    expect(replies(event.ts)).toHaveLength(1)
+  })
 })
+
+/** The install again, through Slack, as after an uninstall. */
+async function reinstall() {
+  const link = (await (await api(`/interns/${internId}/slack`)).json()) as { install_url: string }
+  const toSlack = await fetch(link.install_url, { redirect: 'manual' })
+  expect(toSlack.status).toBe(302)
+  const back = await fetch(toSlack.headers.get('location')!, { redirect: 'manual' })
+  const done = await fetch(back.headers.get('location')!)
+  expect(done.status, await done.clone().text()).toBe(200)
+  expect(((await (await api(`/interns/${internId}/slack`)).json()) as { state: string }).state).toBe('installed')
+}

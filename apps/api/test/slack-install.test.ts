@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { createServer } from 'node:net'
 import { startSlackSim, type SlackSim } from '@roster/slack-sim'
 import { signToken } from '@roster/shared'
-import { makeTenant, useTestTenant } from '@roster/testing'
+import { freePort, makeTenant, useTestTenant } from '@roster/testing'
 import { buildTestApp, TEST_MASTER_KEY } from './helpers.js'
 
 // Linking an intern to Slack and installing its app (issue 46): the intern waits in
@@ -14,17 +13,9 @@ let slack: SlackSim
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let base: string
 
-/** A free port, so PUBLIC_URL (Slack's redirect URL) is where the API listens. */
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => resolve(port))
-    })
-  })
-
 beforeAll(async () => {
   slack = await startSlackSim()
+  // PUBLIC_URL (Slack's redirect URL) is where the API listens.
   const port = await freePort()
   app = await buildTestApp(env.t.db, {
     PUBLIC_URL: `http://127.0.0.1:${port}`,

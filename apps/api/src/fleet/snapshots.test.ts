@@ -3,10 +3,9 @@ import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomBytes } from 'node:crypto'
-import { createServer } from 'node:net'
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3'
 import S3rver from 's3rver'
-import { useTestTenant } from '@roster/testing'
+import { freePort, useTestTenant } from '@roster/testing'
 import { PostgresSnapshots, S3Snapshots, type SnapshotStore } from './snapshots.js'
 
 // Both snapshot stores against real Postgres, the S3 one against s3rver (an S3-compatible server
@@ -16,14 +15,6 @@ const env = useTestTenant()
 const bucket = 'roster-snapshots'
 let s3rver: S3rver
 let endpoint = ''
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 
 beforeAll(async () => {
   const port = await freePort()

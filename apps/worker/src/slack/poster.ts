@@ -26,7 +26,14 @@ export class SlackPoster {
     private readonly channel: string,
     private readonly threadTs: string,
   ) {
-    this.client = new WebClient(token, { slackApiUrl: apiUrl, allowAbsoluteUrls: false, timeout: 15_000 })
+    this.client = new WebClient(token, {
+      slackApiUrl: apiUrl,
+      allowAbsoluteUrls: false,
+      timeout: 15_000,
+      // A few quick tries within the job (Slack's default keeps one going for half an hour); the job's
+      // own retries come after, and a retried job never posts twice.
+      retryConfig: { retries: 4, factor: 2, minTimeout: 250, maxTimeout: 4_000 },
+    })
   }
 
   /** A new message in the thread: its ts. */

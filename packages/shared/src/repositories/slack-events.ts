@@ -2,7 +2,7 @@ import type { Db, Prisma } from '../db.js'
 import { enqueueInTx } from './outbox.js'
 
 // slack_events: the Slack messages that became turns, by (intern, Slack's event_id), with the
-// reply's message ts once posted; and the link's revocation, which a Slack event can bring.
+// reply's message ts once posted.
 
 type Tx = Db | Prisma.TransactionClient
 
@@ -42,13 +42,5 @@ export async function updateSlackEvent(
   await db.slackEvent.update({
     where: { internId_eventId: { internId, eventId } },
     data: { ...set, updatedAt: new Date() },
-  })
-}
-
-/** The link can no longer be used (uninstalled, token revoked): nothing more is posted. */
-export async function revokeSlackLink(db: Tx, internId: string, reason: string) {
-  await db.slackLink.updateMany({
-    where: { internId, state: 'installed' },
-    data: { state: 'revoked', reason, updatedAt: new Date() },
   })
 }

@@ -81,3 +81,11 @@ export async function markInstalled(db: Tx, internId: string, i: Installed) {
     },
   })
 }
+
+/** The link can no longer be used (uninstalled, token revoked): nothing more is posted. */
+export async function revokeSlackLink(db: Tx, internId: string, reason: string) {
+  await db.slackLink.updateMany({
+    where: { internId, state: 'installed' },
+    data: { state: 'revoked', reason, updatedAt: new Date() },
+  })
+}

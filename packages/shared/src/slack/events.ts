@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import type { Db } from '../db.js'
-import { recordSlackEvent, revokeSlackLink } from '../repositories/slack-events.js'
+import { recordSlackEvent } from '../repositories/slack-events.js'
+import { revokeSlackLink } from '../repositories/slack-links.js'
 
 // What Slack sends to an intern's event URL (Events API), once its signature is checked: the URL
 // check (url_verification), and event callbacks. A mention or a direct message from a person is a
