@@ -121,6 +121,10 @@ describe('an intern in Slack', () => {
     )
     expect(replies(event.ts)).toHaveLength(1)
     expect(await env.t.db.slackEvent.count({ where: { internId, eventId: payload.event_id } })).toBe(1)
+    // It showed it was working on the thread while the turn ran.
+    expect(slack.calls.some((c) => c.method === 'assistant.threads.setStatus' && c.params.thread_ts === event.ts)).toBe(
+      true,
+    )
     // The thread is a session of its own, named by the Slack workspace, channel and thread.
     const session = `slack:${slack.team.id}:C0GENERAL:${event.ts}`
     expect(await env.t.db.sessionEntry.count({ where: { internId, sessionId: session } })).toBeGreaterThan(0)
@@ -190,6 +194,33 @@ describe('an intern in Slack', () => {
     // Another intern's URL, an id that is none.
     expect((await slack.sendEvent(`${stack.apiUrl}/slack/events/not-an-id`, signingSecret, payload)).status).toBe(401)
     expect(await eventsOf()).toBe(before)
+  })
+
+  it('steers the running turn with a message in its thread', async () => {
+    sim.settings.latencyMs = 2_000
+    try {
+      const opening = mention('[sim] say Slowly answered.')
+      await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, opening))
+      await waitFor(
+        async () =>
+          (await env.t.db.slackEvent.count({ where: { internId, threadTs: opening.ts, state: 'running' } })) === 1,
+        { timeoutMs: 10_000, what: 'the first turn to run' },
+      )
+      const steer = mention('and keep it short', { thread_ts: opening.ts })
+      await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, steer))
+      // The steer's own message says where it went; the answer (the model read the steer too) is the other.
+      await answered(opening.ts, /added to the answer I am working on/)
+      const texts = replies(opening.ts).map((m) => m.text)
+      expect(texts).toHaveLength(2)
+      expect(texts[0]).not.toMatch(/^…$|added to the answer/)
+      const rows = await env.t.db.slackEvent.findMany({
+        where: { internId, threadTs: opening.ts },
+        orderBy: { createdAt: 'asc' },
+      })
+      expect(rows.map((r) => r.outcome)).toEqual(['answered', 'steered'])
+    } finally {
+      sim.settings.latencyMs = 0
+    }
   })
 
   it('waits out Slack’s 429 and posts once', async () => {
@@ -263,6 +294,18 @@ describe('an intern in Slack', () => {
     await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
     await answered(event.ts, /I am suspended/)
     expect(replies(event.ts)).toHaveLength(1)
+  })
+
+  it('revokes the bot token when the intern is deleted', async () => {
+    const token = [...slack.tokens.values()].at(-1)!
+    expect(slack.isRevoked(token)).toBe(false)
+    expect((await api(`/interns/${internId}`, { method: 'DELETE', body: '{}' })).status).toBe(202)
+    await waitFor(async () => (await env.t.db.intern.count({ where: { id: internId } })) === 0, {
+      timeoutMs: 30_000,
+      what: 'the intern to be deleted',
+    })
+    expect(slack.calls.some((c) => c.method === 'auth.revoke')).toBe(true)
+    expect(slack.isRevoked(token)).toBe(true)
   })
 })
 

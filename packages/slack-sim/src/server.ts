@@ -59,6 +59,8 @@ export interface SlackSim {
   faults: SlackSimFault[]
   /** Revokes a token, as an uninstall does: its calls answer invalid_auth. */
   revoke(token: string): void
+  /** Whether a token was revoked (by auth.revoke or `revoke`). */
+  isRevoked(token: string): boolean
   /** Sends an Events API payload to `url`, signed with the app's signing secret, as Slack does. */
   sendEvent(url: string, signingSecret: string, payload: object, headers?: Record<string, string>): Promise<Response>
   close(): Promise<void>
@@ -104,6 +106,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     messages: [],
     faults: [],
     revoke: (token) => void revoked.add(token),
+    isRevoked: (token) => revoked.has(token),
     async sendEvent(url, signingSecret, payload, headers = {}) {
       const body = JSON.stringify(payload)
       const timestamp = String(Math.floor(Date.now() / 1000))
@@ -170,7 +173,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
   }
 
   /** chat.postMessage, chat.update, assistant.threads.setStatus, auth.revoke: as Slack answers them. */
-  function botMethod(method: string, p: Record<string, string>): object {
+  function botMethod(method: string, p: Record<string, string>, token: string): object {
     if (method === 'chat.postMessage') {
       if (!p.channel) return { ok: false, error: 'channel_not_found' }
       if (!p.text && !p.blocks) return { ok: false, error: 'no_text' }
@@ -197,7 +200,10 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
       return { ok: true, channel: p.channel, ts: p.ts, text: message.text }
     }
     if (method === 'assistant.threads.setStatus') return { ok: true }
-    if (method === 'auth.revoke') return { ok: true, revoked: true }
+    if (method === 'auth.revoke') {
+      revoked.add(token)
+      return { ok: true, revoked: true }
+    }
     return { ok: false, error: 'unknown_method' }
   }
 
@@ -247,7 +253,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
       const token = (req.headers.authorization ?? '').replace(/^Bearer /, '') || params.token
       if (!token || ![...sim.tokens.values()].includes(token)) return json(res, { ok: false, error: 'not_authed' })
       if (revoked.has(token)) return json(res, { ok: false, error: 'invalid_auth' })
-      return json(res, botMethod(method, params))
+      return json(res, botMethod(method, params, token))
     }
     res.writeHead(404).end()
   }

@@ -59,6 +59,8 @@ export interface Simulator {
     /** The credential each request carried (bearer or x-api-key; '' for none), in the order they came. */
     credentials: string[]
   }
+  /** The server's settings, read by every request: a test may change them (a slower model, say). */
+  settings: SimSettings
   close(): Promise<void>
 }
 
@@ -148,6 +150,7 @@ export async function startSimulator(
     url: `http://${options.host ?? '127.0.0.1'}:${port}`,
     server,
     stats,
+    settings: base,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()

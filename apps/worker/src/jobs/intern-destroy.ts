@@ -5,11 +5,28 @@ import {
   internStatus,
   lockTeardown,
   markArchiveFailed,
+  revokeSlackLink,
+  slackLinkOf,
   transition,
+  unsealSlackSecrets,
   type JobPayload,
 } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { hostIsLive } from '../fleet.js'
+import { revokeBotToken } from '../slack/poster.js'
+
+/** An installed Slack link's bot token is revoked with the intern (best effort: Slack away is logged, not fatal). */
+async function revokeSlack(deps: WorkerDeps, ctx: JobContext, internId: string) {
+  const link = await slackLinkOf(deps.db, internId)
+  if (link?.state !== 'installed' || !deps.config.VAULT_MASTER_KEY) return
+  const token = unsealSlackSecrets(deps.config.VAULT_MASTER_KEY, internId, link.sealed).bot_token
+  if (token && !(await revokeBotToken(token, deps.config.SLACK_API_URL)))
+    ctx.log.warn(
+      { internId },
+      'Slack could not be reached to revoke the intern’s bot token; it is deleted with the intern',
+    )
+  await revokeSlackLink(deps.db, internId, 'the intern was deleted')
+}
 
 /**
  * Tears an intern down: its host takes a last snapshot of its workspace (unless the caller
@@ -40,6 +57,8 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'intern.destr
       )
     step = 'removing the runtime'
     if (live) await deps.runtime.remove(at, internId)
+    step = 'revoking its Slack token'
+    await revokeSlack(deps, ctx, internId)
     step = 'deleting the intern and its vault'
     await deps.db.$transaction(async (tx) => {
       const intern = await lockTeardown(tx, internId)

@@ -8,7 +8,7 @@ import {
   type JobPayload,
 } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
-import { SlackPoster, isRevocation } from '../slack/poster.js'
+import { SlackPoster, isRevocation, setThreadStatus } from '../slack/poster.js'
 
 // A Slack message's turn: a reply in its thread, posted first as a placeholder (its ts recorded, so
 // a retried job updates it rather than posting another), then updated as the intern's text streams
@@ -50,6 +50,7 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'slack.turn'>
       return finish(deps, event, `not running: ${status}`)
     }
     await updateSlackEvent(deps.db, internId, eventId, { state: 'running' })
+    await setThreadStatus(token, deps.config.SLACK_API_URL, event.channel, event.threadTs, 'is working on it…')
     const outcome = await runTurn(deps, event, slack, replyTs)
     return finish(deps, event, outcome)
   } catch (err) {

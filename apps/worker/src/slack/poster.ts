@@ -55,4 +55,41 @@ export class SlackPoster {
   }
 }
 
+/**
+ * Revokes an intern's bot token as the intern is deleted: best effort (a few tries), since Slack
+ * being away must not keep an intern from being deleted; false when it could not be done.
+ */
+export async function revokeBotToken(token: string, apiUrl: string): Promise<boolean> {
+  const client = new WebClient(token, {
+    slackApiUrl: apiUrl,
+    allowAbsoluteUrls: false,
+    timeout: 10_000,
+    retryConfig: { retries: 3, factor: 2, minTimeout: 250, maxTimeout: 2_000 },
+  })
+  try {
+    await client.auth.revoke()
+    return true
+  } catch (err) {
+    // Already revoked or uninstalled: nothing is left to revoke.
+    return isRevocation(err)
+  }
+}
+
+/** Shows that the intern works on the thread (Slack clears it when the reply comes); best effort. */
+export async function setThreadStatus(
+  token: string,
+  apiUrl: string,
+  channel: string,
+  threadTs: string,
+  status: string,
+) {
+  const client = new WebClient(token, {
+    slackApiUrl: apiUrl,
+    allowAbsoluteUrls: false,
+    timeout: 5_000,
+    retryConfig: { retries: 0 },
+  })
+  await client.assistant.threads.setStatus({ channel_id: channel, thread_ts: threadTs, status }).catch(() => undefined)
+}
+
 const clip = (text: string) => (text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}…` : text)
