@@ -34,6 +34,8 @@ beforeAll(async () => {
       INTERN_DEFAULT_MODEL: 'roster-sim/chat',
       SLACK_API_URL: slack.apiUrl,
       SLACK_AUTHORIZE_URL: slack.authorizeUrl,
+      // A question nobody answers ends its run quickly (the expired card).
+      INTERACTION_DEADLINE_MS: '3000',
     },
   })
   const app = slack.addApp()
@@ -206,7 +208,7 @@ describe('an intern in Slack', () => {
           (await env.t.db.slackEvent.count({ where: { internId, threadTs: opening.ts, state: 'running' } })) === 1,
         { timeoutMs: 10_000, what: 'the first turn to run' },
       )
-      const steer = mention('and keep it short', { thread_ts: opening.ts })
+      const steer = mention('and keep it short\n[sim] say Short.', { thread_ts: opening.ts })
       await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, steer))
       // The steer's own message says where it went; the answer (the model read the steer too) is the other.
       await answered(opening.ts, /added to the answer I am working on/)
@@ -221,6 +223,67 @@ describe('an intern in Slack', () => {
     } finally {
       sim.settings.latencyMs = 0
     }
+  })
+
+  it('asks for permission with a card in the thread: a stranger is refused, the asker allows, the turn goes on', async () => {
+    const event = mention('run it\n[sim] call shell {"command":"echo from-slack"}\n[sim] say It said: {{result}}')
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+    await waitFor(() => replies(event.ts).some((m) => m.blocks), { timeoutMs: 20_000, what: 'the question card' })
+    const card = replies(event.ts).find((m) => m.blocks)!
+    expect(card.text).toMatch(/permission/)
+    expect(JSON.stringify(card.blocks)).toContain('echo from-slack')
+    const buttons = (card.blocks!.find((b) => b.type === 'actions') as { elements: { text: { text: string } }[] })
+      .elements
+    expect(buttons.map((b) => b.text.text)).toEqual(['Allow once', 'Allow always', 'Reject', 'Reject always'])
+    const interactivity = `${stack.apiUrl}/slack/interactivity/${internId}`
+    const asked = structuredClone(card)
+
+    // Someone else: told so, only they see it; the card stays as it was.
+    expect((await slack.click(interactivity, signingSecret, 'U0STRANGER', card, 0)).status).toBe(200)
+    await waitFor(() => slack.ephemerals.some((e) => e.user === 'U0STRANGER'), {
+      timeoutMs: 10_000,
+      what: 'the refusal',
+    })
+    expect(slack.ephemerals.find((e) => e.user === 'U0STRANGER')!.text).toMatch(/Only <@U0PERSON>/)
+    expect(card.blocks!.some((b) => b.type === 'actions')).toBe(true)
+    // A click not signed by the app: refused.
+    expect((await slack.click(interactivity, 'not-the-secret-at-all', 'U0PERSON', card, 0)).status).toBe(401)
+
+    // The one who asked allows it: the card says who and when, and the turn goes on in the thread.
+    expect((await slack.click(interactivity, signingSecret, 'U0PERSON', card, 0)).status).toBe(200)
+    await answered(event.ts, /^It said: .*from-slack/)
+    expect(card.blocks!.some((b) => b.type === 'actions')).toBe(false)
+    expect(JSON.stringify(card.blocks)).toMatch(/Allow once\* by <@U0PERSON>/)
+    const question = await env.t.db.slackQuestion.findFirstOrThrow({ where: { internId, cardTs: card.ts } })
+    expect(question).toMatchObject({ state: 'answered', answer: 'allow_once', answeredBy: 'U0PERSON' })
+    // A click on the card as it was (a stale view of it) changes nothing.
+    const before = { replies: replies(event.ts).length, ephemerals: slack.ephemerals.length }
+    expect((await slack.click(interactivity, signingSecret, 'U0PERSON', asked, 2)).status).toBe(200)
+    await waitFor(async () => (await env.t.db.outboxMessage.count({ where: { kind: 'slack.click' } })) === 0, {
+      timeoutMs: 10_000,
+      what: 'the click to be handed to the worker',
+    })
+    expect(replies(event.ts).length).toBe(before.replies)
+    expect(slack.ephemerals.length).toBe(before.ephemerals)
+    expect(await env.t.db.slackQuestion.findFirstOrThrow({ where: { internId, cardTs: card.ts } })).toMatchObject({
+      answer: 'allow_once',
+    })
+  })
+
+  it('marks a card nobody answered in time expired', async () => {
+    const event = mention('run it\n[sim] call shell {"command":"echo late"}\n[sim] say never')
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+    await waitFor(() => replies(event.ts).some((m) => m.blocks), { timeoutMs: 20_000, what: 'the question card' })
+    const card = replies(event.ts).find((m) => m.blocks)!
+    // Past the run's question deadline (INTERACTION_DEADLINE_MS: 3 s, a lower bound: a slower machine
+    // only waits longer), the answer finds no run.
+    await new Promise((r) => setTimeout(r, 3_500))
+    await slack.click(`${stack.apiUrl}/slack/interactivity/${internId}`, signingSecret, 'U0PERSON', card, 0)
+    await waitFor(() => JSON.stringify(card.blocks).includes('Expired'), {
+      timeoutMs: 10_000,
+      what: 'the card to expire',
+    })
+    expect(replies(event.ts).some((m) => /never/.test(m.text))).toBe(false)
   })
 
   it('waits out Slack’s 429 and posts once', async () => {

@@ -4,6 +4,7 @@ import * as internProvision from './jobs/intern-provision.js'
 import * as internSuspend from './jobs/intern-suspend.js'
 import * as internDestroy from './jobs/intern-destroy.js'
 import * as slackTurn from './jobs/slack-turn.js'
+import * as slackClick from './jobs/slack-click.js'
 
 type Handlers = { [K in JobKind]: (deps: WorkerDeps, payload: JobPayload<K>, ctx: JobContext) => Promise<unknown> }
 type Run = (deps: WorkerDeps, data: unknown, ctx: JobContext) => Promise<unknown>
@@ -13,6 +14,7 @@ const handlers: Handlers = {
   'intern.suspend': internSuspend.handle,
   'intern.destroy': internDestroy.handle,
   'slack.turn': slackTurn.handle,
+  'slack.click': slackClick.handle,
 }
 
 /** A kind's handler, given the job's data once it has passed the kind's schema (a job from an older or foreign producer fails here, not midway). */

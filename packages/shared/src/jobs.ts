@@ -41,6 +41,20 @@ export const Jobs = {
     /** One job per Slack event: a delivery Slack retries is still one turn. */
     jobId: (p: { internId: string; eventId: string }) => `slack.turn.${p.internId}.${p.eventId}`,
   },
+  /** A click on a question's card in Slack: its answer given to the paused run, or the clicker refused. */
+  'slack.click': {
+    retry: runtimeWork,
+    schema: z.object({
+      internId: z.uuid(),
+      interactionId: z.string().min(1).max(200),
+      user: z.string().min(1).max(64),
+      answer: z.string().min(1).max(200),
+      /** Slack's action_ts: a click Slack delivers twice is one job. */
+      actionTs: z.string().min(1).max(64),
+    }),
+    jobId: (p: { internId: string; interactionId: string; actionTs: string }) =>
+      `slack.click.${p.internId}.${p.interactionId}.${p.actionTs}`,
+  },
 } as const
 
 export type JobKind = keyof typeof Jobs

@@ -26,6 +26,8 @@ export interface SlackSimMessage {
   thread_ts?: string
   text: string
   history: string[]
+  /** Its Block Kit blocks, as last posted or updated. */
+  blocks?: Record<string, unknown>[]
 }
 
 /** A fault the next calls of a method get: an `ok: false` error, or an HTTP status (429 with Retry-After). */
@@ -61,6 +63,16 @@ export interface SlackSim {
   revoke(token: string): void
   /** Whether a token was revoked (by auth.revoke or `revoke`). */
   isRevoked(token: string): boolean
+  /** Messages only one user sees (chat.postEphemeral). */
+  ephemerals: { channel: string; user: string; thread_ts?: string; text: string }[]
+  /** A click on a button of a message's card, sent to `url` (form-encoded, signed) as Slack sends block_actions. */
+  click(
+    url: string,
+    signingSecret: string,
+    user: string,
+    message: SlackSimMessage,
+    buttonIndex: number,
+  ): Promise<Response>
   /** Sends an Events API payload to `url`, signed with the app's signing secret, as Slack does. */
   sendEvent(url: string, signingSecret: string, payload: object, headers?: Record<string, string>): Promise<Response>
   close(): Promise<void>
@@ -81,6 +93,13 @@ export function eventCallback(
     event_id: eventId,
     event_time: Math.floor(Date.now() / 1000),
   }
+}
+
+/** Slack's v0 signature headers over a body, as Slack signs what it sends. */
+function signed(signingSecret: string, body: string) {
+  const timestamp = String(Math.floor(Date.now() / 1000))
+  const signature = `v0=${createHmac('sha256', signingSecret).update(`v0:${timestamp}:${body}`).digest('hex')}`
+  return { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature }
 }
 
 const id = (prefix: string) => `${prefix}${randomBytes(5).toString('hex').toUpperCase()}`
@@ -104,21 +123,48 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     calls: [],
     tokens: new Map(),
     messages: [],
+    ephemerals: [],
     faults: [],
     revoke: (token) => void revoked.add(token),
     isRevoked: (token) => revoked.has(token),
-    async sendEvent(url, signingSecret, payload, headers = {}) {
-      const body = JSON.stringify(payload)
-      const timestamp = String(Math.floor(Date.now() / 1000))
-      const signature = `v0=${createHmac('sha256', signingSecret).update(`v0:${timestamp}:${body}`).digest('hex')}`
+    async click(url, signingSecret, user, message, buttonIndex) {
+      const actions = (message.blocks ?? []).find((b) => b.type === 'actions') as
+        { block_id?: string; elements: { action_id: string; value: string; text: unknown }[] } | undefined
+      const button = actions?.elements[buttonIndex]
+      if (!button) throw new Error(`the message has no button ${buttonIndex}`)
+      const payload = {
+        type: 'block_actions',
+        user: { id: user, username: user.toLowerCase(), team_id: team.id },
+        api_app_id: 'A0',
+        team,
+        container: { type: 'message', message_ts: message.ts, channel_id: message.channel, is_ephemeral: false },
+        trigger_id: `${Date.now()}.${randomBytes(4).toString('hex')}`,
+        channel: { id: message.channel },
+        message: { type: 'message', ts: message.ts, text: message.text, blocks: message.blocks },
+        response_url: `${sim.url}/actions/${message.ts}`,
+        actions: [
+          {
+            type: 'button',
+            block_id: actions!.block_id,
+            action_id: button.action_id,
+            text: button.text,
+            value: button.value,
+            action_ts: `${Date.now() / 1000}`,
+          },
+        ],
+      }
+      const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString()
       return fetch(url, {
         method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-slack-request-timestamp': timestamp,
-          'x-slack-signature': signature,
-          ...headers,
-        },
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...signed(signingSecret, body) },
+        body,
+      })
+    },
+    async sendEvent(url, signingSecret, payload, headers = {}) {
+      const body = JSON.stringify(payload)
+      return fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...signed(signingSecret, body), ...headers },
         body,
       })
     },
@@ -183,6 +229,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
         ...(p.thread_ts ? { thread_ts: p.thread_ts } : {}),
         text: p.text ?? '',
         history: [],
+        ...(p.blocks ? { blocks: JSON.parse(p.blocks) as Record<string, unknown>[] } : {}),
       }
       sim.messages.push(message)
       return {
@@ -197,7 +244,18 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
       if (!message) return { ok: false, error: 'message_not_found' }
       message.history.push(message.text)
       message.text = p.text ?? ''
+      if (p.blocks) message.blocks = JSON.parse(p.blocks) as Record<string, unknown>[]
       return { ok: true, channel: p.channel, ts: p.ts, text: message.text }
+    }
+    if (method === 'chat.postEphemeral') {
+      if (!p.channel || !p.user) return { ok: false, error: 'channel_not_found' }
+      sim.ephemerals.push({
+        channel: p.channel,
+        user: p.user,
+        ...(p.thread_ts ? { thread_ts: p.thread_ts } : {}),
+        text: p.text ?? '',
+      })
+      return { ok: true, message_ts: nextTs() }
     }
     if (method === 'assistant.threads.setStatus') return { ok: true }
     if (method === 'auth.revoke') {

@@ -9,6 +9,7 @@ import {
 } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { SlackPoster, isRevocation, setThreadStatus } from '../slack/poster.js'
+import { relayRun } from '../slack/relay.js'
 
 // A Slack message's turn: a reply in its thread, posted first as a placeholder (its ts recorded, so
 // a retried job updates it rather than posting another), then updated as the intern's text streams
@@ -71,7 +72,15 @@ async function finish(deps: WorkerDeps, event: { internId: string; eventId: stri
 /** Runs the turn on the intern's host and streams its text into the reply. */
 async function runTurn(
   deps: WorkerDeps,
-  event: { internId: string; teamId: string; channel: string; threadTs: string; userId: string; text: string },
+  event: {
+    internId: string
+    eventId: string
+    teamId: string
+    channel: string
+    threadTs: string
+    userId: string
+    text: string
+  },
   slack: SlackPoster,
   replyTs: string,
 ): Promise<string> {
@@ -81,15 +90,18 @@ async function runTurn(
     return 'not placed'
   }
   const abort = new AbortController()
+  const sessionId = slackSessionId(event.teamId, event.channel, event.threadTs)
   let outcome
   try {
     outcome = await deps.runtime.chat(
       placed,
       event.internId,
       {
-        session_id: slackSessionId(event.teamId, event.channel, event.threadTs),
+        session_id: sessionId,
         // The prompt names who asked: many people talk to one intern in a channel.
         message: `<@${event.userId}> says:\n${event.text}`,
+        // What it would do on someone's behalf is asked in the thread, as a card (docs/slack.md).
+        approval_mode: 'manual',
       },
       abort.signal,
       HOST_ANSWER_TIMEOUT_MS,
@@ -114,23 +126,5 @@ async function runTurn(
     )
     return `refused: ${outcome.error.error}`
   }
-  let text = ''
-  let ended = 'answered'
-  for await (const e of outcome.events) {
-    if (e.type === 'text') {
-      text += e.delta
-      await slack.streaming(replyTs, text)
-    } else if (e.type === 'error' || e.type === 'ended') {
-      text += `${text ? '\n\n' : ''}_${e.message}_`
-      ended = e.type
-    } else if (e.type === 'pause') {
-      // Approvals in Slack come with their cards (a later part of issue 46): the run is let go.
-      text += `${text ? '\n\n' : ''}_I need an answer that Slack cannot give yet; continue in the API chat._`
-      ended = 'paused'
-      abort.abort()
-      break
-    }
-  }
-  await slack.update(replyTs, text || '_(no answer)_')
-  return ended
+  return relayRun(deps, { internId: event.internId, eventId: event.eventId, sessionId }, slack, replyTs, outcome.events)
 }

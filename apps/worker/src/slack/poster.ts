@@ -48,6 +48,27 @@ export class SlackPoster {
     await this.client.chat.update({ channel: this.channel, ts, text: clip(text) })
   }
 
+  /** A card (Block Kit) in the thread; `text` is what notifications show. */
+  async postCard(blocks: object[], text: string): Promise<string> {
+    const r = await this.client.chat.postMessage({
+      channel: this.channel,
+      thread_ts: this.threadTs,
+      text: clip(text),
+      blocks: blocks as never,
+    })
+    if (!r.ts) throw new Error('Slack posted the card but named no ts')
+    return r.ts
+  }
+
+  async updateCard(ts: string, blocks: object[], text: string) {
+    await this.client.chat.update({ channel: this.channel, ts, text: clip(text), blocks: blocks as never })
+  }
+
+  /** A message only `user` sees, in the thread. */
+  async ephemeral(user: string, text: string) {
+    await this.client.chat.postEphemeral({ channel: this.channel, thread_ts: this.threadTs, user, text: clip(text) })
+  }
+
   /** An update while the text streams, if a second has passed since the last. */
   async streaming(ts: string, text: string) {
     if (Date.now() - this.lastUpdate < STREAM_EVERY_MS) return

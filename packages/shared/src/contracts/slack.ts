@@ -13,7 +13,16 @@ export const SlackAppCredentials = z
   .meta({ id: 'SlackAppCredentials' })
 
 /** `slack` on `POST /interns`: the intern waits in awaiting_slack_install until the app is installed. */
-export const CreateSlackLink = z.strictObject({ app: SlackAppCredentials }).meta({ id: 'CreateSlackLink' })
+export const CreateSlackLink = z
+  .strictObject({
+    app: SlackAppCredentials,
+    /** Slack user ids who may answer the intern's questions in any thread (a thread's starter always may). */
+    approvers: z
+      .array(z.string().regex(/^[UW][A-Z0-9]{2,20}$/, 'a Slack user id, such as U0123ABCD'))
+      .max(50)
+      .optional(),
+  })
+  .meta({ id: 'CreateSlackLink' })
 export type CreateSlackLink = z.infer<typeof CreateSlackLink>
 
 export const SlackLinkState = z.enum(['awaiting_install', 'installed', 'revoked'])
@@ -35,6 +44,7 @@ export const SlackLinkView = z
     installed_by: z.string().nullable(),
     installed_at: z.iso.datetime().nullable(),
     provision_on_install: z.boolean(),
+    approvers: z.array(z.string()),
   })
   .meta({ id: 'SlackLink' })
 export type SlackLinkView = z.infer<typeof SlackLinkView>

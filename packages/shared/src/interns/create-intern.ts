@@ -92,6 +92,7 @@ export async function createIntern(
               internId,
               clientId: slack.app.client_id,
               provisionOnInstall: request.provision,
+              approvers: slack.approvers ?? [],
               sealed: sealSlackSecrets(deps.masterKey!, internId, {
                 client_secret: slack.app.client_secret,
                 signing_secret: slack.app.signing_secret,

@@ -9,6 +9,7 @@ export interface NewSlackLink {
   internId: string
   clientId: string
   provisionOnInstall: boolean
+  approvers: string[]
   sealed: Buffer
 }
 
@@ -18,6 +19,7 @@ export async function insertSlackLink(db: Tx, link: NewSlackLink) {
       internId: link.internId,
       clientId: link.clientId,
       provisionOnInstall: link.provisionOnInstall,
+      approvers: link.approvers,
       sealed: new Uint8Array(link.sealed),
     },
   })

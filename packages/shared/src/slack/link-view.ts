@@ -21,5 +21,6 @@ export async function slackLinkView(db: Db, s: SlackInstallSettings, internId: s
     installed_by: link.installerId,
     installed_at: link.installedAt?.toISOString() ?? null,
     provision_on_install: link.provisionOnInstall,
+    approvers: link.approvers,
   }
 }

@@ -1,0 +1,71 @@
+import {
+  RuntimeUnavailableError,
+  claimSlackQuestion,
+  expireSlackQuestion,
+  slackQuestionOf,
+  unsealSlackSecrets,
+  type JobPayload,
+} from '@roster/shared'
+import type { JobContext, WorkerDeps } from '../context.js'
+import { decidedCard, expiredCard, questionText, type Question } from '../slack/cards.js'
+import { SlackPoster } from '../slack/poster.js'
+import { relayRun } from '../slack/relay.js'
+
+// A click on a question's card: accepted from the thread's starter or one of the link's approvers
+// (anyone else is told so, in a message only they see); the question is taken once (a second click
+// finds it answered), the card says who decided and when, and the answer goes to the paused run,
+// whose continuation streams into a new reply in the thread. A run that ended meanwhile (its
+// deadline passed, the intern was suspended): the card says it expired.
+
+/** How long the host may take to take the answer (the chat route's RUNTIME_ANSWER_TIMEOUT_MS default). */
+const HOST_ANSWER_TIMEOUT_MS = 30_000
+
+export async function handle(deps: WorkerDeps, payload: JobPayload<'slack.click'>, _ctx: JobContext) {
+  const { internId, interactionId, user, answer } = payload
+  const q = await slackQuestionOf(deps.db, internId, interactionId)
+  if (!q) return 'gone'
+  const { event } = q
+  const link = event.link
+  if (link.state !== 'installed' || !deps.config.VAULT_MASTER_KEY) return 'revoked'
+  const token = unsealSlackSecrets(deps.config.VAULT_MASTER_KEY, internId, link.sealed).bot_token
+  if (!token) return 'revoked'
+  const slack = new SlackPoster(token, deps.config.SLACK_API_URL, event.channel, event.threadTs)
+  const question = q.question as Question
+  if (user !== event.userId && !link.approvers.includes(user)) {
+    await slack.ephemeral(
+      user,
+      `Only <@${event.userId}>${link.approvers.length ? ' or one of the intern’s approvers' : ''} can answer this.`,
+    )
+    return 'refused'
+  }
+  if (!(await claimSlackQuestion(deps.db, internId, interactionId, answer, user))) return 'answered already'
+  if (q.cardTs)
+    await slack.updateCard(q.cardTs, decidedCard(question, answer, user, new Date()), questionText(question))
+  const expired = async () => {
+    await expireSlackQuestion(deps.db, internId, interactionId)
+    if (q.cardTs) await slack.updateCard(q.cardTs, expiredCard(question), questionText(question))
+    return 'expired'
+  }
+  const placed = await deps.runtime.placement(internId)
+  if (!placed || placed.status !== 'running') return expired()
+  let outcome
+  try {
+    outcome = await deps.runtime.chat(
+      placed,
+      internId,
+      { session_id: q.sessionId, reply: { interaction_id: interactionId, content: answer } },
+      new AbortController().signal,
+      HOST_ANSWER_TIMEOUT_MS,
+    )
+  } catch (err) {
+    if (err instanceof RuntimeUnavailableError) return expired()
+    throw err
+  }
+  if (outcome.kind === 'refused')
+    return ['interaction_not_pending', 'interaction_unknown'].includes(outcome.error.error)
+      ? expired()
+      : `refused: ${outcome.error.error}`
+  if (outcome.kind !== 'stream') return outcome.kind
+  const replyTs = await slack.post('…')
+  return relayRun(deps, { internId, eventId: event.eventId, sessionId: q.sessionId }, slack, replyTs, outcome.events)
+}

@@ -1,0 +1,72 @@
+// A turn's question in Slack as a Block Kit card: what is asked, and a button per answer. A
+// permission request offers its options; an elicitation (a form) can be declined or cancelled here
+// and filled in through the API chat. Once answered or expired, the card says so and loses its buttons.
+
+type Block = Record<string, unknown>
+
+const LABELS: Record<string, string> = {
+  allow_once: 'Allow once',
+  allow_always: 'Allow always',
+  reject_once: 'Reject',
+  reject_always: 'Reject always',
+}
+
+export interface Question {
+  kind?: string
+  operation?: string | null
+  message?: string
+  options?: string[]
+}
+
+/** What the question asks, as the card's text. */
+export function questionText(q: Question): string {
+  if (q.kind === 'permission') return `*I need your permission* ${q.operation ? `for \`${q.operation}\`` : 'to go on'}.`
+  return `*I have a question:* ${q.message ?? ''}`.trim()
+}
+
+/** The answers a card offers: its options, or declining / cancelling a form. */
+export function answersOf(q: Question): { label: string; answer: string }[] {
+  if (q.kind === 'permission' && q.options?.length) return q.options.map((o) => ({ label: LABELS[o] ?? o, answer: o }))
+  return [
+    { label: 'Decline', answer: JSON.stringify({ action: 'decline' }) },
+    { label: 'Cancel', answer: JSON.stringify({ action: 'cancel' }) },
+  ]
+}
+
+export function questionCard(interactionId: string, q: Question): Block[] {
+  return [
+    { type: 'section', text: { type: 'mrkdwn', text: questionText(q) } },
+    {
+      type: 'actions',
+      block_id: 'roster_question',
+      elements: answersOf(q).map((a, i) => ({
+        type: 'button',
+        action_id: `answer_${i}`,
+        text: { type: 'plain_text', text: a.label },
+        value: JSON.stringify({ i: interactionId, a: a.answer }),
+        ...(a.answer.startsWith('allow')
+          ? { style: 'primary' }
+          : a.answer.startsWith('reject')
+            ? { style: 'danger' }
+            : {}),
+      })),
+    },
+  ]
+}
+
+/** The card once decided: who answered what, and when (Slack shows the date in the reader's time zone). */
+export function decidedCard(q: Question, answer: string, by: string, at: Date): Block[] {
+  const label = answersOf(q).find((a) => a.answer === answer)?.label ?? answer
+  const when = `<!date^${Math.floor(at.getTime() / 1000)}^{date_short_pretty} at {time}|${at.toISOString()}>`
+  return [
+    { type: 'section', text: { type: 'mrkdwn', text: questionText(q) } },
+    { type: 'context', elements: [{ type: 'mrkdwn', text: `*${label}* by <@${by}>, ${when}` }] },
+  ]
+}
+
+export function expiredCard(q: Question): Block[] {
+  return [
+    { type: 'section', text: { type: 'mrkdwn', text: questionText(q) } },
+    { type: 'context', elements: [{ type: 'mrkdwn', text: 'Expired: nobody answered in time, and the turn ended.' }] },
+  ]
+}

@@ -1,0 +1,53 @@
+import { insertSlackQuestion, setQuestionCard, type RunEvent } from '@roster/shared'
+import type { WorkerDeps } from '../context.js'
+import { questionCard, questionText, type Question } from './cards.js'
+import type { SlackPoster } from './poster.js'
+
+// A run's events into Slack: its text streamed into the reply message, and a question it asks
+// posted as a card in the thread (recorded first, so a click finds it); the run then waits on its
+// host for the card's answer (the stream ends at the pause; the run stays).
+
+export interface RunInThread {
+  internId: string
+  eventId: string
+  sessionId: string
+}
+
+export async function relayRun(
+  deps: WorkerDeps,
+  run: RunInThread,
+  slack: SlackPoster,
+  replyTs: string,
+  events: AsyncIterable<RunEvent>,
+): Promise<string> {
+  let text = ''
+  let ended = 'answered'
+  const note = (line: string) => (text += `${text ? '\n\n' : ''}_${line}_`)
+  for await (const e of events) {
+    if (e.type === 'text') {
+      text += e.delta
+      await slack.streaming(replyTs, text)
+    } else if (e.type === 'error' || e.type === 'ended') {
+      note(e.message)
+      ended = e.type
+    } else if (e.type === 'pause') {
+      const question = parsed(e.arguments)
+      await insertSlackQuestion(deps.db, { ...run, interactionId: e.interaction_id, question })
+      const cardTs = await slack.postCard(questionCard(e.interaction_id, question), questionText(question))
+      await setQuestionCard(deps.db, run.internId, e.interaction_id, cardTs)
+      note('Waiting for an answer to the question below.')
+      ended = 'asked'
+    }
+  }
+  await slack.update(replyTs, text || '_(no answer)_')
+  return ended
+}
+
+function parsed(args: string): Question {
+  try {
+    const q = JSON.parse(args) as unknown
+    return q && typeof q === 'object' ? (q as Question) : {}
+  } catch {
+    return {}
+  }
+}

@@ -1,0 +1,46 @@
+import type { Db, Prisma } from '../db.js'
+import { enqueueInTx } from './outbox.js'
+
+// slack_questions: a turn's questions posted in Slack as cards, and how each was answered.
+
+type Tx = Db | Prisma.TransactionClient
+
+export async function insertSlackQuestion(
+  db: Tx,
+  q: { internId: string; interactionId: string; eventId: string; sessionId: string; question: object },
+) {
+  await db.slackQuestion.createMany({ data: [q], skipDuplicates: true })
+}
+
+export async function setQuestionCard(db: Tx, internId: string, interactionId: string, cardTs: string) {
+  await db.slackQuestion.update({ where: { internId_interactionId: { internId, interactionId } }, data: { cardTs } })
+}
+
+/** A question with its thread's event and link. */
+export function slackQuestionOf(db: Tx, internId: string, interactionId: string) {
+  return db.slackQuestion.findUnique({
+    where: { internId_interactionId: { internId, interactionId } },
+    include: { event: { include: { link: true } } },
+  })
+}
+
+/** Takes the question for an answer, once: false when it was answered or expired already. */
+export async function claimSlackQuestion(db: Tx, internId: string, interactionId: string, answer: string, by: string) {
+  const n = await db.slackQuestion.updateMany({
+    where: { internId, interactionId, state: 'pending' },
+    data: { state: 'answered', answer, answeredBy: by, answeredAt: new Date() },
+  })
+  return n.count === 1
+}
+
+export async function expireSlackQuestion(db: Tx, internId: string, interactionId: string) {
+  await db.slackQuestion.updateMany({ where: { internId, interactionId }, data: { state: 'expired' } })
+}
+
+/** A click on a card: its job queued (the outbox), once per Slack action. */
+export async function recordSlackClick(
+  db: Db,
+  click: { internId: string; interactionId: string; user: string; answer: string; actionTs: string },
+) {
+  await db.$transaction((tx) => enqueueInTx(tx, 'slack.click', click))
+}
