@@ -2,7 +2,7 @@
 // permission request offers its options; an elicitation (a form) can be declined or cancelled here
 // and filled in through the API chat. Once answered or expired, the card says so and loses its buttons.
 
-type Block = Record<string, unknown>
+import type { Button, KnownBlock } from '@slack/types'
 
 const LABELS: Record<string, string> = {
   allow_once: 'Allow once',
@@ -33,13 +33,13 @@ export function answersOf(q: Question): { label: string; answer: string }[] {
   ]
 }
 
-export function questionCard(interactionId: string, q: Question): Block[] {
+export function questionCard(interactionId: string, q: Question): KnownBlock[] {
   return [
     { type: 'section', text: { type: 'mrkdwn', text: questionText(q) } },
     {
       type: 'actions',
       block_id: 'roster_question',
-      elements: answersOf(q).map((a, i) => ({
+      elements: answersOf(q).map((a, i): Button => ({
         type: 'button',
         action_id: `answer_${i}`,
         text: { type: 'plain_text', text: a.label },
@@ -55,7 +55,7 @@ export function questionCard(interactionId: string, q: Question): Block[] {
 }
 
 /** The card once decided: who answered what, and when (Slack shows the date in the reader's time zone). */
-export function decidedCard(q: Question, answer: string, by: string, at: Date): Block[] {
+export function decidedCard(q: Question, answer: string, by: string, at: Date): KnownBlock[] {
   const label = answersOf(q).find((a) => a.answer === answer)?.label ?? answer
   const when = `<!date^${Math.floor(at.getTime() / 1000)}^{date_short_pretty} at {time}|${at.toISOString()}>`
   return [
@@ -64,7 +64,7 @@ export function decidedCard(q: Question, answer: string, by: string, at: Date): 
   ]
 }
 
-export function expiredCard(q: Question): Block[] {
+export function expiredCard(q: Question): KnownBlock[] {
   return [
     { type: 'section', text: { type: 'mrkdwn', text: questionText(q) } },
     { type: 'context', elements: [{ type: 'mrkdwn', text: 'Expired: nobody answered in time, and the turn ended.' }] },

@@ -1,3 +1,4 @@
+import type { KnownBlock } from '@slack/types'
 import { WebClient } from '@slack/web-api'
 
 // Posting a turn's reply into its Slack thread with Slack's own client (which waits out a 429's
@@ -49,19 +50,19 @@ export class SlackPoster {
   }
 
   /** A card (Block Kit) in the thread; `text` is what notifications show. */
-  async postCard(blocks: object[], text: string): Promise<string> {
+  async postCard(blocks: KnownBlock[], text: string): Promise<string> {
     const r = await this.client.chat.postMessage({
       channel: this.channel,
       thread_ts: this.threadTs,
       text: clip(text),
-      blocks: blocks as never,
+      blocks,
     })
     if (!r.ts) throw new Error('Slack posted the card but named no ts')
     return r.ts
   }
 
-  async updateCard(ts: string, blocks: object[], text: string) {
-    await this.client.chat.update({ channel: this.channel, ts, text: clip(text), blocks: blocks as never })
+  async updateCard(ts: string, blocks: KnownBlock[], text: string) {
+    await this.client.chat.update({ channel: this.channel, ts, text: clip(text), blocks })
   }
 
   /** A message only `user` sees, in the thread. */
