@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { startSlackSim, type SlackSim } from '@roster/slack-sim'
 import { signToken } from '@roster/shared'
-import { freePort, makeTenant, useTestTenant } from '@roster/testing'
+import { spawnSync } from 'node:child_process'
+import { freePort, makeTenant, repoRoot, useTestTenant } from '@roster/testing'
 import { buildTestApp, TEST_MASTER_KEY } from './helpers.js'
 
 // Linking an intern to Slack and installing its app (issue 46): the intern waits in
@@ -177,6 +178,17 @@ describe('an intern linked to Slack', () => {
     ).toHaveLength(1)
     // Installed: the install link starts no new install.
     expect((await fetch(link.install_url, { redirect: 'manual' })).status).toBe(409)
+    // The operator's CLI shows the same link (but the signed install link), and no secret.
+    const cli = spawnSync(process.execPath, ['scripts/admin.mjs', 'slack', 'show', '--intern', intern.id, '--json'], {
+      cwd: repoRoot,
+      env: { ...process.env, DATABASE_URL: env.t.url },
+      encoding: 'utf8',
+    })
+    expect(cli.status, cli.stderr).toBe(0)
+    const { install_url: _url, ...rest } = installed
+    expect(JSON.parse(cli.stdout)).toEqual(rest)
+    expect(cli.stdout).not.toContain(slackApp.clientSecret)
+    expect(cli.stdout).not.toContain(token)
   })
 
   it('stays waiting when the install is declined, with the reason, and installs when tried again (stopped: provisioning was not asked)', async () => {

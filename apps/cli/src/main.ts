@@ -28,6 +28,7 @@ import {
   setVaultWrites,
   setIoLogging,
   grantCredits,
+  slackLinkSummary,
   type ApiKeyKind,
   type Db,
 } from '@roster/shared'
@@ -53,6 +54,7 @@ const usage = `usage: npm run -s admin -- <command> [--json]
   runtime list                                      each runtime host: state (live, draining, dead), interns, free room
   runtime drain HOST                                the host takes no new interns; its interns move to others
   archive list [--workspace ID]                     what was kept of deleted interns, newest first
+  slack show --intern ID                            an intern's Slack link: its state (and why), the Slack workspace and bot once installed
   archive export ID --out FILE                      an archive's workspace (a gzipped tar) to FILE, with its configuration and sessions beside it (FILE.json)
 Reads DATABASE_URL. With --json, prints exactly one JSON object.`
 
@@ -92,7 +94,7 @@ const { values, positionals } = parseArgs({
 
 class UsageError extends Error {}
 
-function need(name: 'account' | 'workspace' | 'kind'): string {
+function need(name: 'account' | 'workspace' | 'kind' | 'intern'): string {
   const v = values[name]
   if (!v) throw new UsageError(`--${name} is required`)
   return v
@@ -297,6 +299,8 @@ async function run(db: Db, command: string): Promise<Record<string, unknown>> {
         internId: values.intern,
       })
     }
+    case 'slack show':
+      return slackLinkSummary(db, need('intern'))
     default:
       throw new UsageError(command ? `unknown command: ${command}` : 'no command given')
   }

@@ -4,8 +4,8 @@ import type { SlackLinkView } from '../contracts/slack.js'
 import { slackLinkOf } from '../repositories/slack-links.js'
 import { slackInstallUrl, type SlackInstallSettings } from './install.js'
 
-/** An intern's Slack link as the API shows it (never a secret); 404 when it has none. */
-export async function slackLinkView(db: Db, s: SlackInstallSettings, internId: string): Promise<SlackLinkView> {
+/** An intern's Slack link as an operator reads it (the admin CLI): all the API shows but the signed install link. */
+export async function slackLinkSummary(db: Db, internId: string): Promise<Omit<SlackLinkView, 'install_url'>> {
   const link = await slackLinkOf(db, internId)
   if (!link) throw new AppError('not_found', `intern ${internId} is not linked to Slack`)
   return {
@@ -14,7 +14,6 @@ export async function slackLinkView(db: Db, s: SlackInstallSettings, internId: s
     reason: link.reason,
     origin: link.origin as SlackLinkView['origin'],
     client_id: link.clientId,
-    install_url: slackInstallUrl(s, internId),
     app_id: link.appId,
     team: link.teamId ? { id: link.teamId, name: link.teamName } : null,
     bot_user_id: link.botUserId,
@@ -23,4 +22,10 @@ export async function slackLinkView(db: Db, s: SlackInstallSettings, internId: s
     provision_on_install: link.provisionOnInstall,
     approvers: link.approvers,
   }
+}
+
+/** An intern's Slack link as the API shows it (never a secret); 404 when it has none. */
+export async function slackLinkView(db: Db, s: SlackInstallSettings, internId: string): Promise<SlackLinkView> {
+  const summary = await slackLinkSummary(db, internId)
+  return { ...summary, install_url: slackInstallUrl(s, internId) }
 }
