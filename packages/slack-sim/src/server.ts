@@ -11,6 +11,8 @@ import type { AddressInfo } from 'node:net'
 export interface SlackSimApp {
   clientId: string
   clientSecret: string
+  /** What Slack signs the app's events and clicks with (Roster is given it with the app). */
+  signingSecret: string
   appId: string
 }
 
@@ -172,6 +174,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
       const app = {
         clientId: `${Date.now()}.${Math.floor(Math.random() * 1e10)}`,
         clientSecret: randomBytes(16).toString('hex'),
+        signingSecret: randomBytes(16).toString('hex'),
         appId: id('A'),
       }
       apps.set(app.clientId, app)
@@ -265,8 +268,47 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     return { ok: false, error: 'unknown_method' }
   }
 
+  /** The stand-in's own controls, for a person trying Roster's Slack flow by hand (docs/slack.md). */
+  async function control(path: string, body: Record<string, unknown>, res: ServerResponse) {
+    const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : undefined)
+    const app = [...apps.values()].find((a) => a.clientId === str('client_id')) ?? [...apps.values()][0]
+    if (path === '/sim/messages') return json(res, { messages: sim.messages, ephemerals: sim.ephemerals })
+    if (!app) return json(res, { ok: false, error: 'no app registered' })
+    if (path === '/sim/say') {
+      const url = str('events_url')
+      if (!url || !str('text')) return json(res, { ok: false, error: 'events_url and text are required' })
+      const dm = str('channel')?.startsWith('D')
+      const event = {
+        type: dm ? 'message' : 'app_mention',
+        ...(dm ? { channel_type: 'im' } : {}),
+        user: str('user') ?? 'U0LOCAL',
+        text: str('text'),
+        ts: nextTs(),
+        channel: str('channel') ?? 'C0LOCAL',
+        ...(str('thread_ts') ? { thread_ts: str('thread_ts') } : {}),
+      }
+      const sent = await sim.sendEvent(url, app.signingSecret, eventCallback(team.id, event))
+      return json(res, { ok: sent.ok, status: sent.status, ts: event.ts, channel: event.channel })
+    }
+    if (path === '/sim/click') {
+      const message = sim.messages.find((m) => m.ts === str('ts'))
+      const url = str('interactivity_url')
+      if (!message || !url)
+        return json(res, { ok: false, error: 'interactivity_url and the ts of a card are required' })
+      const sent = await sim.click(url, app.signingSecret, str('user') ?? 'U0LOCAL', message, Number(body.button ?? 0))
+      return json(res, { ok: sent.ok, status: sent.status })
+    }
+    res.writeHead(404).end()
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', sim.url)
+    if (url.pathname.startsWith('/sim/')) {
+      const chunks: Buffer[] = []
+      for await (const c of req) chunks.push(c as Buffer)
+      const raw = Buffer.concat(chunks).toString('utf8')
+      return control(url.pathname, raw ? (JSON.parse(raw) as Record<string, unknown>) : {}, res)
+    }
     if (req.method === 'GET' && url.pathname === '/oauth/v2/authorize') {
       const q = Object.fromEntries(url.searchParams)
       const app = q.client_id ? apps.get(q.client_id) : undefined
