@@ -13,6 +13,7 @@
 //                                 | governance (a governed key's CPU per request against a plain one; only when named)
 //                                 | destinations (generations delivered per second to a webhook; only when named)
 //                                 | floor (the doors, streamed and not, all features on, against a bare Fastify proxy; only when named)
+//                                 | slack (a Slack message to the first text in its thread, against the HTTP chat; only when named)
 //                                 | fleet-provision | failover | snapshots | fleet-chat (the fleet of runtime hosts: bench/fleet.mjs; only when named)
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
@@ -31,6 +32,7 @@ import { benchGenerations } from './generations.mjs'
 import { benchAnalytics } from './analytics.mjs'
 import { benchDestinations } from './destinations.mjs'
 import { benchFloor } from './floor.mjs'
+import { benchSlack, slackEnv } from './slack.mjs'
 import {
   benchCatalogue,
   benchDoorInstructions,
@@ -871,6 +873,7 @@ const scenarios = {
   governance: [benchGovernance, { worker: true, gateway: true, named: true }],
   // Metrics on (the API's own listener), tracing off: everything a request pays for.
   floor: [benchFloor, { worker: true, gateway: true, named: true, beforeApi: true, apiEnv: { METRICS_PORT: '3998' } }],
+  slack: [(ctx) => benchSlack({ ...ctx, base }), { worker: true, gateway: true, named: true, env: slackEnv }],
   destinations: [benchDestinations, { worker: true, named: true, env: { DESTINATION_PRIVATE_NETWORKS: 'allow' } }],
   'doors-instructions': [
     benchDoorInstructions,

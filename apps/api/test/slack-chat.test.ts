@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { eventCallback, startSlackSim, type SlackSim } from '@roster/slack-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
+import { catalogueFile, lacking, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
 
 // Talking to an intern in Slack (issue 46), over the whole system as processes (API, worker,
 // runtime host) and the Slack stand-in: an installed intern's event URL checks Slack's signature,
@@ -73,6 +73,9 @@ afterAll(async () => {
   await slack?.close()
   await sim?.close()
 })
+
+// The allowed command runs in the intern's sandbox.
+const noSandbox = await lacking(['bubblewrap'], 'the Slack permission test that runs a shell command')
 
 let clock = 1_800_000_000
 const nextTs = () => `${++clock}.000100`
@@ -225,50 +228,53 @@ describe('an intern in Slack', () => {
     }
   })
 
-  it('asks for permission with a card in the thread: a stranger is refused, the asker allows, the turn goes on', async () => {
-    const event = mention('run it\n[sim] call shell {"command":"echo from-slack"}\n[sim] say It said: {{result}}')
-    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
-    await waitFor(() => replies(event.ts).some((m) => m.blocks), { timeoutMs: 20_000, what: 'the question card' })
-    const card = replies(event.ts).find((m) => m.blocks)!
-    expect(card.text).toMatch(/permission/)
-    expect(JSON.stringify(card.blocks)).toContain('echo from-slack')
-    const buttons = (card.blocks!.find((b) => b.type === 'actions') as { elements: { text: { text: string } }[] })
-      .elements
-    expect(buttons.map((b) => b.text.text)).toEqual(['Allow once', 'Allow always', 'Reject', 'Reject always'])
-    const interactivity = `${stack.apiUrl}/slack/interactivity/${internId}`
-    const asked = structuredClone(card)
+  it.skipIf(noSandbox)(
+    'asks for permission with a card in the thread: a stranger is refused, the asker allows, the turn goes on',
+    async () => {
+      const event = mention('run it\n[sim] call shell {"command":"echo from-slack"}\n[sim] say It said: {{result}}')
+      await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+      await waitFor(() => replies(event.ts).some((m) => m.blocks), { timeoutMs: 20_000, what: 'the question card' })
+      const card = replies(event.ts).find((m) => m.blocks)!
+      expect(card.text).toMatch(/permission/)
+      expect(JSON.stringify(card.blocks)).toContain('echo from-slack')
+      const buttons = (card.blocks!.find((b) => b.type === 'actions') as { elements: { text: { text: string } }[] })
+        .elements
+      expect(buttons.map((b) => b.text.text)).toEqual(['Allow once', 'Allow always', 'Reject', 'Reject always'])
+      const interactivity = `${stack.apiUrl}/slack/interactivity/${internId}`
+      const asked = structuredClone(card)
 
-    // Someone else: told so, only they see it; the card stays as it was.
-    expect((await slack.click(interactivity, signingSecret, 'U0STRANGER', card, 0)).status).toBe(200)
-    await waitFor(() => slack.ephemerals.some((e) => e.user === 'U0STRANGER'), {
-      timeoutMs: 10_000,
-      what: 'the refusal',
-    })
-    expect(slack.ephemerals.find((e) => e.user === 'U0STRANGER')!.text).toMatch(/Only <@U0PERSON>/)
-    expect(card.blocks!.some((b) => b.type === 'actions')).toBe(true)
-    // A click not signed by the app: refused.
-    expect((await slack.click(interactivity, 'not-the-secret-at-all', 'U0PERSON', card, 0)).status).toBe(401)
+      // Someone else: told so, only they see it; the card stays as it was.
+      expect((await slack.click(interactivity, signingSecret, 'U0STRANGER', card, 0)).status).toBe(200)
+      await waitFor(() => slack.ephemerals.some((e) => e.user === 'U0STRANGER'), {
+        timeoutMs: 10_000,
+        what: 'the refusal',
+      })
+      expect(slack.ephemerals.find((e) => e.user === 'U0STRANGER')!.text).toMatch(/Only <@U0PERSON>/)
+      expect(card.blocks!.some((b) => b.type === 'actions')).toBe(true)
+      // A click not signed by the app: refused.
+      expect((await slack.click(interactivity, 'not-the-secret-at-all', 'U0PERSON', card, 0)).status).toBe(401)
 
-    // The one who asked allows it: the card says who and when, and the turn goes on in the thread.
-    expect((await slack.click(interactivity, signingSecret, 'U0PERSON', card, 0)).status).toBe(200)
-    await answered(event.ts, /^It said: .*from-slack/)
-    expect(card.blocks!.some((b) => b.type === 'actions')).toBe(false)
-    expect(JSON.stringify(card.blocks)).toMatch(/Allow once\* by <@U0PERSON>/)
-    const question = await env.t.db.slackQuestion.findFirstOrThrow({ where: { internId, cardTs: card.ts } })
-    expect(question).toMatchObject({ state: 'answered', answer: 'allow_once', answeredBy: 'U0PERSON' })
-    // A click on the card as it was (a stale view of it) changes nothing.
-    const before = { replies: replies(event.ts).length, ephemerals: slack.ephemerals.length }
-    expect((await slack.click(interactivity, signingSecret, 'U0PERSON', asked, 2)).status).toBe(200)
-    await waitFor(async () => (await env.t.db.outboxMessage.count({ where: { kind: 'slack.click' } })) === 0, {
-      timeoutMs: 10_000,
-      what: 'the click to be handed to the worker',
-    })
-    expect(replies(event.ts).length).toBe(before.replies)
-    expect(slack.ephemerals.length).toBe(before.ephemerals)
-    expect(await env.t.db.slackQuestion.findFirstOrThrow({ where: { internId, cardTs: card.ts } })).toMatchObject({
-      answer: 'allow_once',
-    })
-  })
+      // The one who asked allows it: the card says who and when, and the turn goes on in the thread.
+      expect((await slack.click(interactivity, signingSecret, 'U0PERSON', card, 0)).status).toBe(200)
+      await answered(event.ts, /^It said: .*from-slack/)
+      expect(card.blocks!.some((b) => b.type === 'actions')).toBe(false)
+      expect(JSON.stringify(card.blocks)).toMatch(/Allow once\* by <@U0PERSON>/)
+      const question = await env.t.db.slackQuestion.findFirstOrThrow({ where: { internId, cardTs: card.ts } })
+      expect(question).toMatchObject({ state: 'answered', answer: 'allow_once', answeredBy: 'U0PERSON' })
+      // A click on the card as it was (a stale view of it) changes nothing.
+      const before = { replies: replies(event.ts).length, ephemerals: slack.ephemerals.length }
+      expect((await slack.click(interactivity, signingSecret, 'U0PERSON', asked, 2)).status).toBe(200)
+      await waitFor(async () => (await env.t.db.outboxMessage.count({ where: { kind: 'slack.click' } })) === 0, {
+        timeoutMs: 10_000,
+        what: 'the click to be handed to the worker',
+      })
+      expect(replies(event.ts).length).toBe(before.replies)
+      expect(slack.ephemerals.length).toBe(before.ephemerals)
+      expect(await env.t.db.slackQuestion.findFirstOrThrow({ where: { internId, cardTs: card.ts } })).toMatchObject({
+        answer: 'allow_once',
+      })
+    },
+  )
 
   it('marks a card nobody answered in time expired', async () => {
     const event = mention('run it\n[sim] call shell {"command":"echo late"}\n[sim] say never')

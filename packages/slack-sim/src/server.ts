@@ -65,6 +65,8 @@ export interface SlackSim {
   revoke(token: string): void
   /** Whether a token was revoked (by auth.revoke or `revoke`). */
   isRevoked(token: string): boolean
+  /** Told of every message posted or updated, as it happens (a benchmark times replies with it). */
+  watchers: Set<(message: SlackSimMessage) => void>
   /** Messages only one user sees (chat.postEphemeral). */
   ephemerals: { channel: string; user: string; thread_ts?: string; text: string }[]
   /** A click on a button of a message's card, sent to `url` (form-encoded, signed) as Slack sends block_actions. */
@@ -125,6 +127,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     calls: [],
     tokens: new Map(),
     messages: [],
+    watchers: new Set(),
     ephemerals: [],
     faults: [],
     revoke: (token) => void revoked.add(token),
@@ -235,6 +238,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
         ...(p.blocks ? { blocks: JSON.parse(p.blocks) as Record<string, unknown>[] } : {}),
       }
       sim.messages.push(message)
+      for (const w of sim.watchers) w(message)
       return {
         ok: true,
         channel: p.channel,
@@ -248,6 +252,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
       message.history.push(message.text)
       message.text = p.text ?? ''
       if (p.blocks) message.blocks = JSON.parse(p.blocks) as Record<string, unknown>[]
+      for (const w of sim.watchers) w(message)
       return { ok: true, channel: p.channel, ts: p.ts, text: message.text }
     }
     if (method === 'chat.postEphemeral') {
