@@ -44,15 +44,17 @@ export async function benchSlack({ key, base }) {
     const prompt = '[sim] say hello there from the bench'
     const eventsUrl = `${base}/slack/events/${intern.id}`
     let clock = 1_900_000_000
-    /** From the event sent to the first reply text in its thread (the placeholder does not count). */
-    const slackFirst = async () => {
+    /**
+     * From the event sent to the first reply text in its thread (the placeholder does not count);
+     * undefined when the intern was still ending the turn before (busy: sent again).
+     */
+    const slackOnce = async () => {
       const ts = `${++clock}.000100`
       const seen = new Promise((resolve) => {
         const watch = (m) => {
-          if (m.thread_ts === ts && m.text.startsWith('hello')) {
-            sim.watchers.delete(watch)
-            resolve(performance.now())
-          }
+          if (m.thread_ts !== ts || !/^(hello|I am busy)/.test(m.text)) return
+          sim.watchers.delete(watch)
+          resolve(m.text.startsWith('hello') ? performance.now() : undefined)
         }
         sim.watchers.add(watch)
       })
@@ -60,12 +62,12 @@ export async function benchSlack({ key, base }) {
       const event = { type: 'app_mention', user: 'U0BENCH', text: prompt, ts, channel: 'C0BENCH' }
       const sent = await sim.sendEvent(eventsUrl, app.signingSecret, eventCallback(sim.team.id, event))
       if (sent.status !== 200) throw new Error(`the event was refused: ${sent.status}`)
-      const at = (await seen) - t0
-      // The turn's job finishes (its last update) before the next turn starts: one turn at a time.
-      await new Promise((r) => setTimeout(r, 50))
-      return at
+      const at = await seen
+      // The turn's job ends with a last update after its text: let it finish before the next turn.
+      await new Promise((r) => setTimeout(r, 100))
+      return at === undefined ? undefined : at - t0
     }
-    const httpFirst = (i) =>
+    const httpOnce = (i) =>
       firstText(
         `${base}/interns/${intern.id}/chat/completions`,
         {
@@ -77,7 +79,21 @@ export async function benchSlack({ key, base }) {
           }),
         },
         (t) => t.includes('"content":"hello'),
-      )
+      ).catch((err) => {
+        if (/"busy"/.test(err.message)) return undefined
+        throw err
+      })
+    // One turn runs at a time per intern: a turn that finds the one before still ending is sent again.
+    const again = async (once) => {
+      for (let tries = 0; tries < 50; tries++) {
+        const at = await once()
+        if (at !== undefined) return at
+        await new Promise((r) => setTimeout(r, 50))
+      }
+      throw new Error('the intern stayed busy')
+    }
+    const slackFirst = () => again(slackOnce)
+    const httpFirst = (i) => again(() => httpOnce(i))
     const slack = []
     const http = []
     for (let i = 0; i < runs + 10; i++) {
