@@ -201,6 +201,18 @@ describe('an intern in Slack', () => {
     expect(await eventsOf()).toBe(before)
   })
 
+  it("takes odd bytes in what a person says, and refuses ids that are not Slack's", async () => {
+    const event = mention('odd \u0000 \ud800 bytes\n[sim] say Odd bytes taken.')
+    expect((await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))).status).toBe(200)
+    await answered(event.ts, /^Odd bytes taken\.$/)
+    const row = await env.t.db.slackEvent.findFirstOrThrow({ where: { internId, threadTs: event.ts } })
+    expect(row.text).toContain('odd \uFFFD \uFFFD bytes')
+    const before = await eventsOf()
+    const bad = await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, mention('x'), 'Ev\u0000x'))
+    expect(bad.status).toBe(400)
+    expect(await eventsOf()).toBe(before)
+  })
+
   it('steers the running turn with a message in its thread', async () => {
     sim.settings.latencyMs = 2_000
     try {
@@ -281,6 +293,9 @@ describe('an intern in Slack', () => {
     await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
     await waitFor(() => replies(event.ts).some((m) => m.blocks), { timeoutMs: 20_000, what: 'the question card' })
     const card = replies(event.ts).find((m) => m.blocks)!
+    // A click whose user is no Slack id (odd bytes): refused, nothing queued.
+    const odd = await slack.click(`${stack.apiUrl}/slack/interactivity/${internId}`, signingSecret, 'U\u0000X', card, 0)
+    expect(odd.status).toBe(400)
     // Past the run's question deadline (INTERACTION_DEADLINE_MS: 3 s, a lower bound: a slower machine
     // only waits longer), the answer finds no run.
     await new Promise((r) => setTimeout(r, 3_500))

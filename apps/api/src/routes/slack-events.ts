@@ -4,6 +4,7 @@ import {
   AppError,
   assertInternId,
   checkSlackSignature,
+  isStorableText,
   receiveSlackEvent,
   recordSlackClick,
   slackLinkOf,
@@ -22,12 +23,14 @@ import { slackSettings } from './interns/slack.js'
 /** Events are small; Slack's own limit on a message's text is 40,000 characters. */
 const BODY_LIMIT = 256 * 1024
 
+/** Slack's ids and timestamps, and our interaction ids: nothing a database or a log could choke on. */
+const SlackId = z.string().regex(/^[\w.-]{1,200}$/)
 const BlockAction = z.looseObject({
   type: z.literal('block_actions'),
-  user: z.looseObject({ id: z.string().min(1).max(64) }),
-  actions: z.array(z.looseObject({ value: z.string().max(2000), action_ts: z.string().min(1).max(64) })).min(1),
+  user: z.looseObject({ id: SlackId }),
+  actions: z.array(z.looseObject({ value: z.string().max(2000), action_ts: SlackId })).min(1),
 })
-const ButtonValue = z.object({ i: z.string().min(1).max(200), a: z.string().min(1).max(200) })
+const ButtonValue = z.object({ i: SlackId, a: z.string().min(1).max(200).refine(isStorableText) })
 
 const json = (text: string | null | undefined): unknown => {
   try {

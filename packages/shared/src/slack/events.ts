@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import type { Db } from '../db.js'
+import { storableText } from '../storable-text.js'
 import { recordSlackEvent } from '../repositories/slack-events.js'
 import { revokeSlackLink } from '../repositories/slack-links.js'
 
@@ -8,23 +9,26 @@ import { revokeSlackLink } from '../repositories/slack-links.js'
 // turn (recorded once by event_id, its job queued in the same transaction); the app's uninstall or
 // token revocation revokes the link; everything else (bots' messages, edits, joins) is ignored.
 
+/** Slack's ids and timestamps: letters, digits, dots, dashes (nothing a database or a log could choke on). */
+const SlackId = z.string().regex(/^[\w.-]{1,200}$/)
+
 const Envelope = z.discriminatedUnion('type', [
   z.object({ type: z.literal('url_verification'), challenge: z.string().max(200) }),
   z.looseObject({
     type: z.literal('event_callback'),
-    team_id: z.string().max(64),
-    event_id: z.string().min(1).max(200),
+    team_id: SlackId,
+    event_id: SlackId,
     event: z.looseObject({ type: z.string() }),
   }),
 ])
 
 const PersonMessage = z.looseObject({
   type: z.enum(['app_mention', 'message']),
-  user: z.string().min(1).max(64),
+  user: SlackId,
   text: z.string().max(40_000),
-  ts: z.string().min(1).max(32),
-  channel: z.string().min(1).max(64),
-  thread_ts: z.string().min(1).max(32).optional(),
+  ts: SlackId,
+  channel: SlackId,
+  thread_ts: SlackId.optional(),
   channel_type: z.string().optional(),
   subtype: z.string().optional(),
   bot_id: z.string().optional(),
@@ -68,7 +72,9 @@ export async function receiveSlackEvent(db: Db, link: EventLink, body: unknown):
   if (msg.bot_id || msg.subtype || msg.user === link.botUserId) return { kind: 'ignored', why: 'not a person' }
   // Direct messages come as `message` events; in channels only mentions are for the intern.
   if (msg.type === 'message' && msg.channel_type !== 'im') return { kind: 'ignored', why: 'not a direct message' }
-  const text = link.botUserId ? msg.text.replaceAll(`<@${link.botUserId}>`, '').trim() : msg.text.trim()
+  // What a person typed is kept as text a database can hold (a NUL, a lone surrogate replaced).
+  const said = storableText(msg.text)
+  const text = link.botUserId ? said.replaceAll(`<@${link.botUserId}>`, '').trim() : said.trim()
   if (!text) return { kind: 'ignored', why: 'nothing said' }
   const recorded = await recordSlackEvent(db, {
     internId: link.internId,
