@@ -6,6 +6,7 @@ import {
   unsealSlackSecrets,
   updateSlackEvent,
   type JobPayload,
+  type NewSlackEvent,
 } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { SlackPoster, isRevocation, setThreadStatus } from '../slack/poster.js'
@@ -70,20 +71,7 @@ async function finish(deps: WorkerDeps, event: { internId: string; eventId: stri
 }
 
 /** Runs the turn on the intern's host and streams its text into the reply. */
-async function runTurn(
-  deps: WorkerDeps,
-  event: {
-    internId: string
-    eventId: string
-    teamId: string
-    channel: string
-    threadTs: string
-    userId: string
-    text: string
-  },
-  slack: SlackPoster,
-  replyTs: string,
-): Promise<string> {
+async function runTurn(deps: WorkerDeps, event: NewSlackEvent, slack: SlackPoster, replyTs: string): Promise<string> {
   const placed = await deps.runtime.placement(event.internId)
   if (!placed || placed.status !== 'running') {
     await slack.update(replyTs, 'I am not running right now; try again shortly.')
