@@ -263,6 +263,35 @@ describe('an intern linked to Slack', () => {
     expect((await call('GET', `/interns/${id}/slack`, env.tenant.keys.user)).status).toBe(404)
   })
 
+  it("counts against the member's intern limit exactly, as other creates do", async () => {
+    // Two interns per member: most quota shards hold none, so a create lands on a full one first.
+    const small = await buildTestApp(env.t.db, { INTERN_LIMIT_PER_MEMBER: '2' })
+    try {
+      const url = `${await small.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
+      const member = await makeTenant(env.t.db)
+      const create = (name: string) => {
+        const app = slack.addApp()
+        return fetch(`${url}/interns`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${member.keys.user}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            name,
+            slack: {
+              app: { client_id: app.clientId, client_secret: app.clientSecret, signing_secret: app.signingSecret },
+            },
+          }),
+        })
+      }
+      expect((await create('first')).status).toBe(201)
+      expect((await create('second')).status).toBe(201)
+      const third = await create('third')
+      expect(third.status).toBe(409)
+      expect(await third.text()).toContain('intern_limit_reached')
+    } finally {
+      await small.closeAll()
+    }
+  })
+
   it('refuses bad link input with the field named, and creates nothing', async () => {
     const before = await env.t.db.intern.count()
     const bad: [object, RegExp][] = [

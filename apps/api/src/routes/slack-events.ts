@@ -5,6 +5,7 @@ import {
   assertInternId,
   checkSlackSignature,
   isStorableText,
+  SlackId,
   receiveSlackEvent,
   recordSlackClick,
   slackLinkOf,
@@ -23,8 +24,6 @@ import { slackSettings } from './interns/slack.js'
 /** Events are small; Slack's own limit on a message's text is 40,000 characters. */
 const BODY_LIMIT = 256 * 1024
 
-/** Slack's ids and timestamps, and our interaction ids: nothing a database or a log could choke on. */
-const SlackId = z.string().regex(/^[\w.-]{1,200}$/)
 const BlockAction = z.looseObject({
   type: z.literal('block_actions'),
   user: z.looseObject({ id: SlackId }),

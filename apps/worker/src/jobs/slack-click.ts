@@ -3,13 +3,12 @@ import {
   claimSlackQuestion,
   expireSlackQuestion,
   slackQuestionOf,
-  unsealSlackSecrets,
   type JobPayload,
 } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { decidedCard, expiredCard, questionText, type Question } from '../slack/cards.js'
-import { SlackPoster } from '../slack/poster.js'
-import { relayRun } from '../slack/relay.js'
+import { posterFor, revokedBy } from '../slack/poster.js'
+import { HOST_ANSWER_TIMEOUT_MS, relayRun } from '../slack/relay.js'
 
 // A click on a question's card: accepted from the thread's starter or one of the link's approvers
 // (anyone else is told so, in a message only they see); the question is taken once (a second click
@@ -17,19 +16,23 @@ import { relayRun } from '../slack/relay.js'
 // whose continuation streams into a new reply in the thread. A run that ended meanwhile (its
 // deadline passed, the intern was suspended): the card says it expired.
 
-/** How long the host may take to take the answer (the chat route's RUNTIME_ANSWER_TIMEOUT_MS default). */
-const HOST_ANSWER_TIMEOUT_MS = 30_000
-
 export async function handle(deps: WorkerDeps, payload: JobPayload<'slack.click'>, _ctx: JobContext) {
+  try {
+    return await answerClick(deps, payload)
+  } catch (err) {
+    if (await revokedBy(deps.db, payload.internId, err)) return 'revoked'
+    throw err
+  }
+}
+
+async function answerClick(deps: WorkerDeps, payload: JobPayload<'slack.click'>) {
   const { internId, interactionId, user, answer } = payload
   const q = await slackQuestionOf(deps.db, internId, interactionId)
   if (!q) return 'gone'
   const { event } = q
   const link = event.link
-  if (link.state !== 'installed' || !deps.config.VAULT_MASTER_KEY) return 'revoked'
-  const token = unsealSlackSecrets(deps.config.VAULT_MASTER_KEY, internId, link.sealed).bot_token
-  if (!token) return 'revoked'
-  const slack = new SlackPoster(token, deps.config.SLACK_API_URL, event.channel, event.threadTs)
+  const slack = posterFor(deps.config, link, event.channel, event.threadTs)
+  if (!slack) return 'revoked'
   const question = q.question as Question
   if (user !== event.userId && !link.approvers.includes(user)) {
     await slack.ephemeral(

@@ -1,16 +1,14 @@
 import {
   RuntimeUnavailableError,
-  revokeSlackLink,
   slackEventOf,
   slackSessionId,
-  unsealSlackSecrets,
   updateSlackEvent,
   type JobPayload,
   type NewSlackEvent,
 } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
-import { SlackPoster, isRevocation, setThreadStatus } from '../slack/poster.js'
-import { relayRun } from '../slack/relay.js'
+import { posterFor, revokedBy, type SlackPoster } from '../slack/poster.js'
+import { HOST_ANSWER_TIMEOUT_MS, relayRun } from '../slack/relay.js'
 
 // A Slack message's turn: a reply in its thread, posted first as a placeholder (its ts recorded, so
 // a retried job updates it rather than posting another), then updated as the intern's text streams
@@ -18,19 +16,13 @@ import { relayRun } from '../slack/relay.js'
 // that finds its turn already running was cut off midway (a worker died): the turn is not run twice
 // (what the intern did stands); the thread is told to ask again.
 
-/** How long the host may take to start the turn (the chat route's RUNTIME_ANSWER_TIMEOUT_MS default). */
-const HOST_ANSWER_TIMEOUT_MS = 30_000
-
 export async function handle(deps: WorkerDeps, payload: JobPayload<'slack.turn'>, ctx: JobContext) {
   const { internId, eventId } = payload
   const event = await slackEventOf(deps.db, internId, eventId)
   if (!event || event.state === 'done') return 'done'
   const link = event.link
-  if (link.state !== 'installed') return finish(deps, event, 'revoked')
-  if (!deps.config.VAULT_MASTER_KEY) throw new Error('Slack turns need VAULT_MASTER_KEY to open the bot token')
-  const token = unsealSlackSecrets(deps.config.VAULT_MASTER_KEY, internId, link.sealed).bot_token
-  if (!token) return finish(deps, event, 'revoked')
-  const slack = new SlackPoster(token, deps.config.SLACK_API_URL, event.channel, event.threadTs)
+  const slack = posterFor(deps.config, link, event.channel, event.threadTs)
+  if (!slack) return finish(deps, event, 'revoked')
   try {
     let replyTs = event.replyTs
     if (!replyTs) {
@@ -52,14 +44,11 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'slack.turn'>
       return finish(deps, event, `not running: ${status}`)
     }
     await updateSlackEvent(deps.db, internId, eventId, { state: 'running' })
-    await setThreadStatus(token, deps.config.SLACK_API_URL, event.channel, event.threadTs, 'is working on it…')
+    slack.showWorking()
     const outcome = await runTurn(deps, event, slack, replyTs)
     return finish(deps, event, outcome)
   } catch (err) {
-    if (isRevocation(err)) {
-      await revokeSlackLink(deps.db, internId, `Slack refused the bot token (${(err as Error).message}); install again`)
-      return finish(deps, event, 'revoked')
-    }
+    if (await revokedBy(deps.db, internId, err)) return finish(deps, event, 'revoked')
     if (ctx.finalAttempt) await finish(deps, event, `failed: ${(err as Error).message}`)
     throw err
   }

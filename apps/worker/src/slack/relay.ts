@@ -7,6 +7,9 @@ import type { SlackPoster } from './poster.js'
 // posted as a card in the thread (recorded first, so a click finds it); the run then waits on its
 // host for the card's answer (the stream ends at the pause; the run stays).
 
+/** How long a host may take to start a turn or take an answer (the chat route's RUNTIME_ANSWER_TIMEOUT_MS default). */
+export const HOST_ANSWER_TIMEOUT_MS = 30_000
+
 export interface RunInThread {
   internId: string
   eventId: string

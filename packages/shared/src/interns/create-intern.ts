@@ -10,7 +10,13 @@ import { canonicalJson, sha256 } from '../canonical-json.js'
 import { Jobs } from '../jobs.js'
 import { activeCarrier } from '../tracing.js'
 import { assertOwnWorkspace, nameTaken } from './access.js'
-import { idempotencyRecord, insertOne, refusedReason, type PreparedCreate } from '../repositories/interns.js'
+import {
+  idempotencyRecord,
+  insertOne,
+  insertOneInTx,
+  refusedReason,
+  type PreparedCreate,
+} from '../repositories/interns.js'
 import type { CreateBatcher } from './create-batcher.js'
 import { sealSlackSecrets } from '../slack/sealed-credentials.js'
 import { insertSlackLink } from '../repositories/slack-links.js'
@@ -86,7 +92,7 @@ export async function createIntern(
     outcome = slack
       ? // The intern and its link in one transaction: never an intern awaiting an install it has no link for.
         await deps.db.$transaction(async (tx) => {
-          const made = await insertOne(tx as unknown as Db, prepared, deps.internLimitPerMember)
+          const made = await insertOneInTx(tx, prepared, deps.internLimitPerMember)
           if (made.outcome === 'created')
             await insertSlackLink(tx, {
               internId,

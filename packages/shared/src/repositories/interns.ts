@@ -7,6 +7,9 @@ import { INTERN_COLUMNS, type InternRecord } from '../interns/view.js'
 import { QUOTA_SHARDS } from '../interns/quota.js'
 import type { FleetTimes } from '../fleet/times.js'
 
+/** The database, or a transaction a caller writes beside (a create with rows of its own). */
+type Tx = Db | Prisma.TransactionClient
+
 // The interns table's statements, all of them, with the records an intern's create and teardown
 // write beside it in the same statement or transaction (its idempotency record, its place in the
 // member's quota shards, its private vault). Sections: create · reads · status · placement · upkeep.
@@ -67,7 +70,7 @@ const cap = (shard: Prisma.Sql, limit: number) =>
  * or, with `firstWithRoom`, on the first shard that still has room, locked as it is chosen (so a
  * shard filled meanwhile is passed over for the next, not refused).
  */
-function insertStatement(db: Db, items: PreparedCreate[], limit: number, firstWithRoom: boolean) {
+function insertStatement(db: Tx, items: PreparedCreate[], limit: number, firstWithRoom: boolean) {
   const col = <T>(f: (p: PreparedCreate) => T) => items.map(f)
   const shards = col(() => (firstWithRoom ? null : randomInt(QUOTA_SHARDS)))
   return db.$queryRaw<{ interns: InternRecord[] | null }[]>`
@@ -137,7 +140,7 @@ function insertStatement(db: Db, items: PreparedCreate[], limit: number, firstWi
 }
 
 /** Each create's outcome by intern id: created with its row, or a replay of a key claimed already. */
-async function insert(db: Db, items: PreparedCreate[], limit: number, firstWithRoom: boolean) {
+async function insert(db: Tx, items: PreparedCreate[], limit: number, firstWithRoom: boolean) {
   const rows = await insertStatement(db, items, limit, firstWithRoom)
   const created = new Map((rows[0]?.interns ?? []).map((r) => [r.id, r]))
   return new Map<string, InsertOutcome>(
@@ -161,6 +164,15 @@ export async function insertOne(db: Db, p: PreparedCreate, limit: number): Promi
     outcomes = await insert(db, [p], limit, true)
   }
   return outcomes.get(p.internId)!
+}
+
+/**
+ * One create inside the caller's transaction (with rows of its own written beside it): the first
+ * shard with room is taken at once, as a refused statement would abort the transaction and leave
+ * no second pass.
+ */
+export async function insertOneInTx(tx: Prisma.TransactionClient, p: PreparedCreate, limit: number) {
+  return (await insert(tx, [p], limit, true)).get(p.internId)!
 }
 
 /**

@@ -10,7 +10,7 @@ import { revokeSlackLink } from '../repositories/slack-links.js'
 // token revocation revokes the link; everything else (bots' messages, edits, joins) is ignored.
 
 /** Slack's ids and timestamps: letters, digits, dots, dashes (nothing a database or a log could choke on). */
-const SlackId = z.string().regex(/^[\w.-]{1,200}$/)
+export const SlackId = z.string().regex(/^[\w.-]{1,200}$/)
 
 const Envelope = z.discriminatedUnion('type', [
   z.object({ type: z.literal('url_verification'), challenge: z.string().max(200) }),

@@ -11,6 +11,7 @@ import {
   slackAppManifest,
   SlackLinkView,
   slackLinkView,
+  slackLinkSummary,
   type SlackInstallSettings,
 } from '@roster/shared'
 import type { AppDeps } from '../../deps.js'
@@ -60,8 +61,8 @@ export function registerInternSlack(app: FastifyInstance, deps: AppDeps, gate: (
     },
     async (req) => {
       const intern = await getIntern(deps.internReader, req.caller!, req.params.internId)
-      // Only for an intern linked to Slack (its view 404s otherwise).
-      await slackLinkView(deps.db, slackSettings(deps), intern.id)
+      // Only for an intern linked to Slack (404 otherwise).
+      await slackLinkSummary(deps.db, intern.id)
       return slackAppManifest(slackSettings(deps), intern)
     },
   )
