@@ -80,11 +80,10 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
         functions.push(functionDef(flat, f))
       }
     } else if (t.type.startsWith('openrouter:')) refused.add(t.type)
-    else if (isWebSearchKind(t.type) && !webSearch && !opts.disabledTools?.has(WEB_SEARCH_SERVER_TOOL))
-      // Sent to the endpoints whose provider searches (engine turn), left out with a warning elsewhere.
-      webSearch = webSearchOf(t)
     else if (isWebSearchKind(t.type) && opts.disabledTools?.has(WEB_SEARCH_SERVER_TOOL))
       opts.warnings?.push(`tools not offered to the model: ${t.type}, as web search is disabled in this workspace`)
+    // Sent to the endpoints whose provider searches (engine turn), left out with a warning elsewhere.
+    else if (isWebSearchKind(t.type) && !webSearch) webSearch = webSearchOf(t)
     else dropped.add(t.type)
   }
   if (refused.size)
