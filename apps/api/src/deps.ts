@@ -273,7 +273,7 @@ export function createAppDeps(
       ...catalogueNames,
     },
     byokDirectory,
-    slack: slackDeps(config),
+    slack: slackDeps(config, db, log),
     destinations: {
       db,
       masterKey: config.VAULT_MASTER_KEY,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { startSlackSim, type SlackSim } from '@roster/slack-sim'
-import { signToken } from '@roster/shared'
-import { spawnSync } from 'node:child_process'
+import { signToken, slackAppsApi, storeSlackConfigToken } from '@roster/shared'
+import { spawn, spawnSync } from 'node:child_process'
 import { freePort, makeTenant, repoRoot, useTestTenant } from '@roster/testing'
 import { buildTestApp, TEST_MASTER_KEY } from './helpers.js'
 
@@ -299,7 +299,6 @@ describe('an intern linked to Slack', () => {
       [{ app: { client_id: '1.2', client_secret: 'short', signing_secret: 'y'.repeat(20) } }, /client_secret/],
       [{ app: { client_id: '1.2', client_secret: 'x'.repeat(20) } }, /signing_secret/],
       [{ app: { client_id: '1.2', client_secret: 'x'.repeat(20), signing_secret: 'y'.repeat(20), extra: 1 } }, /extra/],
-      [{}, /app/],
     ]
     for (const [slackBody, message] of bad) {
       const res = await call('POST', '/interns', env.tenant.keys.user, { name: `bad${++n}`, slack: slackBody })
@@ -307,5 +306,159 @@ describe('an intern linked to Slack', () => {
       expect(await res.text()).toMatch(message)
     }
     expect(await env.t.db.intern.count()).toBe(before)
+  })
+})
+
+// Minted apps: an operator stores the workspace's app configuration token (its refresh token on
+// the CLI's stdin); a Slack link naming no app gets one made with it (apps.manifest.create, from the
+// intern's manifest), the token rotated before it expires, under a lock.
+describe('an intern whose Slack app Roster mints', () => {
+  // Not spawnSync: the Slack stand-in answering the CLI lives in this process's event loop.
+  const adminCli = (args: string[], input?: string) =>
+    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, ['scripts/admin.mjs', ...args, '--json'], {
+        cwd: repoRoot,
+        env: {
+          ...process.env,
+          DATABASE_URL: env.t.url,
+          VAULT_MASTER_KEY: TEST_MASTER_KEY,
+          SLACK_API_URL: slack.apiUrl,
+        },
+      })
+      let stdout = ''
+      let stderr = ''
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+      child.on('close', (status) => resolve({ status, stdout, stderr }))
+      child.stdin.end(input ?? '')
+    })
+  const mintedCreate = (name: string, extra: object = {}) =>
+    call('POST', '/interns', env.tenant.keys.user, {
+      name,
+      provision: true,
+      slack: { approvers: ['U0BOSS'] },
+      ...extra,
+    })
+
+  it('is refused 409 while the workspace holds no configuration token, nothing made', async () => {
+    const before = await env.t.db.intern.count()
+    const res = await mintedCreate(`unminted${++n}`)
+    expect(res.status).toBe(409)
+    expect(((await res.json()) as any).error.metadata.reason).toBe('slack_not_configured')
+    expect(await env.t.db.intern.count()).toBe(before)
+    expect(slack.calls.some((c) => c.method === 'apps.manifest.create')).toBe(false)
+  })
+
+  it('stores the token from its refresh token on the CLI (rotated at once), and never shows it', async () => {
+    const { refreshToken } = slack.issueConfigToken()
+    const bad = await adminCli(['slack', 'config-token', 'set', '--workspace', env.tenant.workspaceId], 'xoxe-1-spent')
+    expect(bad.status).not.toBe(0)
+    expect(bad.stderr, bad.stderr).toContain('invalid_refresh_token')
+    const cli = await adminCli(
+      ['slack', 'config-token', 'set', '--workspace', env.tenant.workspaceId],
+      `${refreshToken}\n`,
+    )
+    expect(cli.status, cli.stderr).toBe(0)
+    const stored = JSON.parse(cli.stdout)
+    expect(stored).toEqual({
+      workspace_id: env.tenant.workspaceId,
+      team_id: slack.team.id,
+      expires_at: expect.any(String),
+    })
+    expect(new Date(stored.expires_at).getTime()).toBeGreaterThan(Date.now() + 11 * 3600_000)
+    // The refresh token was spent by the rotation; what is stored is sealed.
+    const rotations = slack.calls.filter((c) => c.method === 'tooling.tokens.rotate')
+    expect(rotations.at(-1)!.params.refresh_token).toBe(refreshToken)
+    const row = await env.t.db.slackConfigToken.findUniqueOrThrow({ where: { workspaceId: env.tenant.workspaceId } })
+    expect(Buffer.from(row.sealed).toString('latin1')).not.toContain('xoxe')
+    const shown = await adminCli(['slack', 'config-token', 'show', '--workspace', env.tenant.workspaceId])
+    expect(JSON.parse(shown.stdout)).toEqual(stored)
+    expect(shown.stdout).not.toContain('xoxe')
+  })
+
+  it('mints the intern its app from its manifest, and installs it as a team-made one', async () => {
+    const made = slack.calls.filter((c) => c.method === 'apps.manifest.create').length
+    const res = await mintedCreate(`minted${++n}`)
+    expect(res.status, await res.clone().text()).toBe(201)
+    const intern = (await res.json()) as { id: string; status: string }
+    expect(intern.status).toBe('awaiting_slack_install')
+    const creates = slack.calls.filter((c) => c.method === 'apps.manifest.create')
+    expect(creates).toHaveLength(made + 1)
+    const app = [...slack.minted.values()].at(-1)!
+    expect(app.manifest).toMatchObject({
+      display_information: { name: `minted${n}` },
+      settings: {
+        event_subscriptions: { request_url: `${base}/slack/events/${intern.id}` },
+        interactivity: { request_url: `${base}/slack/interactivity/${intern.id}` },
+      },
+      oauth_config: { redirect_urls: [`${base}/slack/oauth/callback`] },
+    })
+    const link = await linkOf(intern.id)
+    expect(link).toMatchObject({ origin: 'minted', app_id: app.appId, client_id: app.clientId, approvers: ['U0BOSS'] })
+    expect(JSON.stringify(link)).not.toContain(app.clientSecret)
+    expect(JSON.stringify(link)).not.toContain(app.signingSecret)
+    const { callback } = await toSlackAndBack(link.install_url)
+    expect((await fetch(callback)).status).toBe(200)
+    expect(await statusOf(intern.id)).toBe('queued')
+    expect(await linkOf(intern.id)).toMatchObject({ state: 'installed', app_id: app.appId, team: slack.team })
+  })
+
+  it('mints once for a create sent twice, and deletes the app of a create that did not happen', async () => {
+    const name = `twice${++n}`
+    const first = await mintedCreate(name, {}).then((r) => r.json() as Promise<{ id: string }>)
+    const made = slack.calls.filter((c) => c.method === 'apps.manifest.create').length
+    const again = await mintedCreate(name)
+    expect(again.status).toBe(200)
+    expect(((await again.json()) as { id: string }).id).toBe(first.id)
+    expect(slack.calls.filter((c) => c.method === 'apps.manifest.create')).toHaveLength(made)
+    // The same name with another body: the app is made, the create refused (name taken), the app deleted.
+    const clash = await call('POST', '/interns', env.tenant.keys.user, { name, slack: {} })
+    expect(clash.status).toBe(409)
+    const orphan = [...slack.minted.values()].at(-1)!
+    expect(orphan.deleted).toBe(true)
+  })
+
+  it('answers 502 and makes nothing when Slack refuses the manifest or is away', async () => {
+    const before = await env.t.db.intern.count()
+    slack.faults.push({ method: 'apps.manifest.create', error: 'invalid_manifest', times: 1 })
+    const refused = await mintedCreate(`refused${++n}`)
+    expect(refused.status).toBe(502)
+    expect(await refused.text()).toContain('invalid_manifest')
+    slack.faults.push({ method: 'apps.manifest.create', status: 503, times: 5 })
+    const away = await mintedCreate(`away${++n}`)
+    expect(away.status).toBe(502)
+    expect(await env.t.db.intern.count()).toBe(before)
+  })
+
+  it('rotates the token before it expires, once however many creates need it at once', async () => {
+    // A token with ten minutes left (inside the rotation margin), as stored twelve hours ago.
+    const api = slackAppsApi(slack.apiUrl)
+    const short = slack.issueConfigToken(600)
+    await storeSlackConfigToken(
+      { db: env.t.db, masterKey: Buffer.from(TEST_MASTER_KEY, 'hex'), api },
+      env.tenant.workspaceId,
+      short.refreshToken,
+    )
+    await env.t.db.slackConfigToken.update({
+      where: { workspaceId: env.tenant.workspaceId },
+      data: { expiresAt: new Date(Date.now() + 600_000) },
+    })
+    const rotations = slack.calls.filter((c) => c.method === 'tooling.tokens.rotate').length
+    const results = await Promise.all([1, 2, 3, 4].map(() => mintedCreate(`rotated${++n}`)))
+    expect(results.map((r) => r.status)).toEqual([201, 201, 201, 201])
+    // One rotation: the others saw the fresh token under the row's lock (a second would have spent
+    // a used refresh token and failed).
+    expect(slack.calls.filter((c) => c.method === 'tooling.tokens.rotate')).toHaveLength(rotations + 1)
+    const row = await env.t.db.slackConfigToken.findUniqueOrThrow({ where: { workspaceId: env.tenant.workspaceId } })
+    expect(row.expiresAt.getTime()).toBeGreaterThan(Date.now() + 11 * 3600_000)
+  })
+
+  it('a token Slack says expired is rotated and the call made again', async () => {
+    const row = await env.t.db.slackConfigToken.findUniqueOrThrow({ where: { workspaceId: env.tenant.workspaceId } })
+    slack.faults.push({ method: 'apps.manifest.create', error: 'token_expired', times: 1 })
+    const res = await mintedCreate(`expired${++n}`)
+    expect(res.status, await res.clone().text()).toBe(201)
+    const after = await env.t.db.slackConfigToken.findUniqueOrThrow({ where: { workspaceId: env.tenant.workspaceId } })
+    expect(after.rotatedAt.getTime()).toBeGreaterThan(row.rotatedAt.getTime())
   })
 })

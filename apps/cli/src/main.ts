@@ -29,6 +29,10 @@ import {
   setIoLogging,
   grantCredits,
   slackLinkSummary,
+  slackAppsApi,
+  slackConfigSummary,
+  storeSlackConfigToken,
+  forgetSlackConfigToken,
   type ApiKeyKind,
   type Db,
 } from '@roster/shared'
@@ -55,6 +59,9 @@ const usage = `usage: npm run -s admin -- <command> [--json]
   runtime drain HOST                                the host takes no new interns; its interns move to others
   archive list [--workspace ID]                     what was kept of deleted interns, newest first
   slack show --intern ID                            an intern's Slack link: its state (and why), the Slack workspace and bot once installed
+  slack config-token set --workspace ID             store the workspace's Slack app configuration token, from its refresh token
+                                                    on stdin (rotated at once); Slack-linked interns then get apps minted with it
+  slack config-token show|forget --workspace ID     its Slack workspace and expiry (never the token), or forget it
   archive export ID --out FILE                      an archive's workspace (a gzipped tar) to FILE, with its configuration and sessions beside it (FILE.json)
 Reads DATABASE_URL. With --json, prints exactly one JSON object.`
 
@@ -231,6 +238,30 @@ async function keys(db: Db, op: string | undefined): Promise<Record<string, unkn
   }
 }
 
+/** A workspace's Slack app configuration token: the refresh token comes on stdin, never in argv (ps, history). */
+async function slackConfigToken(db: Db, op: string, workspaceId: string): Promise<Record<string, unknown>> {
+  if (!UUID.test(workspaceId)) throw new Error(`no workspace ${workspaceId}`)
+  if (op === 'show') {
+    const stored = await slackConfigSummary(db, workspaceId)
+    if (!stored) throw new Error(`workspace ${workspaceId} holds no Slack app configuration token`)
+    return { ...stored }
+  }
+  if (op === 'forget') return { workspace_id: workspaceId, forgotten: await forgetSlackConfigToken(db, workspaceId) }
+  if (!config.VAULT_MASTER_KEY)
+    throw new UsageError('slack config-token set needs VAULT_MASTER_KEY (the API’s) to seal it')
+  const chunks: Buffer[] = []
+  for await (const c of process.stdin) chunks.push(c as Buffer)
+  const refreshToken = Buffer.concat(chunks).toString('utf8').trim()
+  if (!/^xoxe-\S+$/.test(refreshToken))
+    throw new UsageError('give the refresh token (xoxe-…) Slack issued with the app configuration token on stdin')
+  const stored = await storeSlackConfigToken(
+    { db, masterKey: config.VAULT_MASTER_KEY, api: slackAppsApi(config.SLACK_API_URL) },
+    workspaceId,
+    refreshToken,
+  )
+  return { ...stored }
+}
+
 async function run(db: Db, command: string): Promise<Record<string, unknown>> {
   if (positionals[0] === 'keys') return keys(db, positionals[1])
   if (command === 'archive list') return archiveList(db)
@@ -301,6 +332,10 @@ async function run(db: Db, command: string): Promise<Record<string, unknown>> {
     }
     case 'slack show':
       return slackLinkSummary(db, need('intern'))
+    case 'slack config-token set':
+    case 'slack config-token show':
+    case 'slack config-token forget':
+      return slackConfigToken(db, command.split(' ')[2]!, need('workspace'))
     default:
       throw new UsageError(command ? `unknown command: ${command}` : 'no command given')
   }

@@ -729,7 +729,14 @@ export const RuntimeConfig = z.object({
 })
 export type RuntimeConfig = z.infer<typeof RuntimeConfig>
 
-export const CliConfig = z.object({ DATABASE_URL: shared.DATABASE_URL, ...fleetSettings })
+export const CliConfig = z.object({
+  DATABASE_URL: shared.DATABASE_URL,
+  ...fleetSettings,
+  VAULT_MASTER_KEY: masterKey.describe(
+    "The API's key: `slack config-token set` seals a workspace's Slack configuration token with it.",
+  ),
+  SLACK_API_URL: shared.SLACK_API_URL,
+})
 export type CliConfig = z.infer<typeof CliConfig>
 
 /** `npm start`'s own settings (scripts/start.mjs): how it runs everything on one machine. */

@@ -29,6 +29,7 @@ const spec: Record<string, [number, boolean]> = {
   already_provisioning: [409, false],
   already_stopped: [409, false],
   slack_install_pending: [409, false],
+  slack_not_configured: [409, false],
   intern_deleting: [409, false],
   workspace_loss_unacknowledged: [409, false],
   management_key_required: [403, false],

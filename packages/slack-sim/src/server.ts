@@ -30,14 +30,27 @@ export interface SlackSimMessage {
   history: string[]
   /** Its Block Kit blocks, as last posted or updated. */
   blocks?: Record<string, unknown>[]
+  /** Its message metadata (event_type and event_payload), as posted. */
+  metadata?: { event_type: string; event_payload: Record<string, unknown> }
 }
 
-/** A fault the next calls of a method get: an `ok: false` error, or an HTTP status (429 with Retry-After). */
+/** An app made through the App Manifest API (apps.manifest.create), with the manifest it was made from. */
+export interface SlackSimMintedApp extends SlackSimApp {
+  manifest: Record<string, unknown>
+  deleted: boolean
+}
+
+/**
+ * A fault the next calls of a method get: an `ok: false` error, an HTTP status (429 with
+ * Retry-After), or a slow answer (`delayMs`: the call takes effect at once, its answer comes late,
+ * as when Slack is slow or the caller dies waiting).
+ */
 export interface SlackSimFault {
   method: string
   error?: string
   status?: number
   retryAfter?: number
+  delayMs?: number
   times: number
 }
 
@@ -51,6 +64,13 @@ export interface SlackSim {
   team: { id: string; name: string }
   /** Registers an app (a team-made one): its credentials. */
   addApp(): SlackSimApp
+  /**
+   * Issues an app configuration token and its refresh token, as a person does at api.slack.com/apps
+   * ("Your App Configuration Tokens"); the token lasts `ttlSeconds` (Slack's: 12 hours).
+   */
+  issueConfigToken(ttlSeconds?: number): { token: string; refreshToken: string }
+  /** Apps made with apps.manifest.create, by app id (deleted ones marked). */
+  minted: Map<string, SlackSimMintedApp>
   /** What the authorize page does: approve (redirects with a code) or deny (`error=access_denied`). */
   decision: 'approve' | 'deny'
   /** Every Web API call, in order (secrets included: the stand-in is the other side). */
@@ -114,6 +134,16 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
   const codes = new Map<string, { clientId: string; redirectUri: string; user: string }>()
   const team = { id: id('T'), name: 'Roster Test Workspace' }
   const revoked = new Set<string>()
+  /** App configuration tokens (by token: when it expires) and the refresh tokens not yet spent. */
+  const configTokens = new Map<string, number>()
+  const refreshTokens = new Set<string>()
+  const issueConfigToken = (ttlSeconds = 12 * 3600) => {
+    const token = `xoxe.xoxp-1-${randomBytes(12).toString('hex')}`
+    const refreshToken = `xoxe-1-${randomBytes(12).toString('hex')}`
+    configTokens.set(token, Date.now() + ttlSeconds * 1000)
+    refreshTokens.add(refreshToken)
+    return { token, refreshToken, exp: Math.floor(Date.now() / 1000) + ttlSeconds }
+  }
   let clock = 0
   /** Slack's message timestamps: seconds and a unique suffix. */
   const nextTs = () => `${Math.floor(Date.now() / 1000)}.${String(++clock).padStart(6, '0')}`
@@ -130,6 +160,11 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     watchers: new Set(),
     ephemerals: [],
     faults: [],
+    minted: new Map(),
+    issueConfigToken: (ttlSeconds) => {
+      const { token, refreshToken } = issueConfigToken(ttlSeconds)
+      return { token, refreshToken }
+    },
     revoke: (token) => void revoked.add(token),
     isRevoked: (token) => revoked.has(token),
     async click(url, signingSecret, user, message, buttonIndex) {
@@ -224,6 +259,61 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     }
   }
 
+  /** tooling.tokens.rotate, apps.manifest.create and .delete: the App Manifest API, with a configuration token. */
+  function manifestMethod(method: string, p: Record<string, string>, token: string | undefined): object {
+    if (method === 'tooling.tokens.rotate') {
+      if (!p.refresh_token || !refreshTokens.delete(p.refresh_token))
+        return { ok: false, error: 'invalid_refresh_token' }
+      const fresh = issueConfigToken()
+      return {
+        ok: true,
+        token: fresh.token,
+        refresh_token: fresh.refreshToken,
+        team_id: team.id,
+        user_id: 'U0CONFIG',
+        iat: fresh.exp - 12 * 3600,
+        exp: fresh.exp,
+      }
+    }
+    const expires = token ? configTokens.get(token) : undefined
+    if (expires === undefined) return { ok: false, error: 'invalid_auth' }
+    if (expires <= Date.now()) return { ok: false, error: 'token_expired' }
+    if (method === 'apps.manifest.create') {
+      let manifest: Record<string, unknown>
+      try {
+        manifest = JSON.parse(p.manifest ?? '') as Record<string, unknown>
+      } catch {
+        return { ok: false, error: 'invalid_manifest', errors: [{ message: 'not JSON', pointer: '/' }] }
+      }
+      const errors = manifestErrors(manifest)
+      if (errors.length) return { ok: false, error: 'invalid_manifest', errors }
+      const app = { ...sim.addApp(), manifest, deleted: false }
+      sim.minted.set(app.appId, app)
+      return {
+        ok: true,
+        app_id: app.appId,
+        credentials: {
+          client_id: app.clientId,
+          client_secret: app.clientSecret,
+          verification_token: randomBytes(12).toString('hex'),
+          signing_secret: app.signingSecret,
+        },
+        oauth_authorize_url: `${sim.authorizeUrl}?client_id=${app.clientId}`,
+      }
+    }
+    if (method === 'apps.manifest.delete') {
+      const app = p.app_id ? sim.minted.get(p.app_id) : undefined
+      if (!p.app_id) return { ok: false, error: 'invalid_app_id' }
+      if (!app || app.deleted) return { ok: false, error: 'app_not_found' }
+      app.deleted = true
+      apps.delete(app.clientId)
+      const botToken = sim.tokens.get(app.appId)
+      if (botToken) revoked.add(botToken)
+      return { ok: true }
+    }
+    return { ok: false, error: 'unknown_method' }
+  }
+
   /** chat.postMessage, chat.update, assistant.threads.setStatus, auth.revoke: as Slack answers them. */
   function botMethod(method: string, p: Record<string, string>, token: string): object {
     if (method === 'chat.postMessage') {
@@ -236,6 +326,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
         text: p.text ?? '',
         history: [],
         ...(p.blocks ? { blocks: JSON.parse(p.blocks) as Record<string, unknown>[] } : {}),
+        ...(p.metadata ? { metadata: JSON.parse(p.metadata) as SlackSimMessage['metadata'] } : {}),
       }
       sim.messages.push(message)
       for (const w of sim.watchers) w(message)
@@ -264,6 +355,22 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
         text: p.text ?? '',
       })
       return { ok: true, message_ts: nextTs() }
+    }
+    if (method === 'conversations.replies') {
+      // The thread's messages, oldest first (the bot's own, as this stand-in knows no others);
+      // metadata only when asked for, as Slack does.
+      if (!p.channel || !p.ts) return { ok: false, error: 'thread_not_found' }
+      const withMeta = p.include_all_metadata === 'true' || (p.include_all_metadata as unknown) === true
+      const messages = sim.messages
+        .filter((m) => m.channel === p.channel && (m.thread_ts === p.ts || m.ts === p.ts))
+        .map((m) => ({
+          type: 'message',
+          ts: m.ts,
+          thread_ts: m.thread_ts,
+          text: m.text,
+          ...(withMeta && m.metadata ? { metadata: m.metadata } : {}),
+        }))
+      return { ok: true, messages, has_more: false }
     }
     if (method === 'assistant.threads.setStatus') return { ok: true }
     if (method === 'auth.revoke') {
@@ -306,6 +413,18 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     res.writeHead(404).end()
   }
 
+  /** A Web API call's answer, by the method and the token it came with. */
+  async function answerFor(method: string, params: Record<string, string>, authorization: string | undefined) {
+    if (method === 'oauth.v2.access') return oauthAccess(params, authorization)
+    const token = (authorization ?? '').replace(/^Bearer /, '') || params.token
+    if (method.startsWith('apps.manifest.') || method === 'tooling.tokens.rotate')
+      return manifestMethod(method, params, token)
+    // The bot's own methods: its token, as issued and not revoked.
+    if (!token || ![...sim.tokens.values()].includes(token)) return { ok: false, error: 'not_authed' }
+    if (revoked.has(token)) return { ok: false, error: 'invalid_auth' }
+    return botMethod(method, params, token)
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', sim.url)
     if (url.pathname.startsWith('/sim/')) {
@@ -342,6 +461,13 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
         : Object.fromEntries(new URLSearchParams(raw))
       sim.calls.push({ method, params })
       const fault = sim.faults.find((f) => f.method === method && f.times > 0)
+      if (fault?.delayMs !== undefined) {
+        // A slow answer: the call takes effect now; its answer comes late (or to nobody).
+        fault.times--
+        const answer = await answerFor(method, params, req.headers.authorization)
+        await new Promise((r) => setTimeout(r, fault.delayMs))
+        return json(res, answer)
+      }
       if (fault) {
         fault.times--
         if (fault.status) {
@@ -353,12 +479,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
         }
         return json(res, { ok: false, error: fault.error ?? 'fatal_error' })
       }
-      if (method === 'oauth.v2.access') return json(res, oauthAccess(params, req.headers.authorization))
-      // The bot's own methods: its token, as issued and not revoked.
-      const token = (req.headers.authorization ?? '').replace(/^Bearer /, '') || params.token
-      if (!token || ![...sim.tokens.values()].includes(token)) return json(res, { ok: false, error: 'not_authed' })
-      if (revoked.has(token)) return json(res, { ok: false, error: 'invalid_auth' })
-      return json(res, botMethod(method, params, token))
+      return json(res, await answerFor(method, params, req.headers.authorization))
     }
     res.writeHead(404).end()
   }
@@ -374,4 +495,28 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
   sim.apiUrl = `${sim.url}/api/`
   sim.authorizeUrl = `${sim.url}/oauth/v2/authorize`
   return sim
+}
+
+/** What apps.manifest.create would refuse in a manifest (the parts Roster sets; Slack checks more). */
+function manifestErrors(m: Record<string, unknown>): { code: string; message: string; pointer: string }[] {
+  const errors: { code: string; message: string; pointer: string }[] = []
+  const at = (...path: string[]) =>
+    path.reduce<unknown>((v, k) => (v && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined), m)
+  const name = at('display_information', 'name')
+  if (typeof name !== 'string' || name.length < 1 || name.length > 35)
+    errors.push({ code: 'invalid_value', message: 'must be 1 to 35 characters', pointer: '/display_information/name' })
+  const bot = at('features', 'bot_user', 'display_name')
+  if (typeof bot !== 'string' || bot.length < 1 || bot.length > 80)
+    errors.push({
+      code: 'invalid_value',
+      message: 'a bot user needs a display name',
+      pointer: '/features/bot_user/display_name',
+    })
+  const url = at('settings', 'event_subscriptions', 'request_url')
+  if (typeof url !== 'string' || !/^https?:\/\//.test(url))
+    errors.push({ code: 'invalid_url', message: 'must be a URL', pointer: '/settings/event_subscriptions/request_url' })
+  const scopes = at('oauth_config', 'scopes', 'bot')
+  if (!Array.isArray(scopes) || scopes.length === 0)
+    errors.push({ code: 'invalid_value', message: 'a bot needs scopes', pointer: '/oauth_config/scopes/bot' })
+  return errors
 }

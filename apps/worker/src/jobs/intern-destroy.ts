@@ -6,7 +6,10 @@ import {
   lockTeardown,
   markArchiveFailed,
   revokeSlackLink,
+  slackAppsApi,
+  slackErrorCode,
   slackLinkOf,
+  withSlackConfigToken,
   transition,
   unsealSlackSecrets,
   type JobPayload,
@@ -15,17 +18,39 @@ import type { JobContext, WorkerDeps } from '../context.js'
 import { hostIsLive } from '../fleet.js'
 import { revokeBotToken } from '../slack/poster.js'
 
-/** An installed Slack link's bot token is revoked with the intern (best effort: Slack away is logged, not fatal). */
+/**
+ * An installed Slack link's bot token is revoked with the intern, and an app Roster minted for it
+ * deleted (best effort: Slack away is retried with the job, then logged, never fatal).
+ */
 async function revokeSlack(deps: WorkerDeps, ctx: JobContext, internId: string) {
   const link = await slackLinkOf(deps.db, internId)
-  if (link?.state !== 'installed' || !deps.config.VAULT_MASTER_KEY) return
-  const token = unsealSlackSecrets(deps.config.VAULT_MASTER_KEY, internId, link.sealed).bot_token
-  if (token && !(await revokeBotToken(token, deps.config.SLACK_API_URL)))
-    ctx.log.warn(
-      { internId },
-      'Slack could not be reached to revoke the intern’s bot token; it is deleted with the intern',
+  const masterKey = deps.config.VAULT_MASTER_KEY
+  if (!link || !masterKey) return
+  if (link.state === 'installed') {
+    const token = unsealSlackSecrets(masterKey, internId, link.sealed).bot_token
+    if (token && !(await revokeBotToken(token, deps.config.SLACK_API_URL)))
+      ctx.log.warn(
+        { internId },
+        'Slack could not be reached to revoke the intern’s bot token; it is deleted with the intern',
+      )
+    await revokeSlackLink(deps.db, internId, 'the intern was deleted')
+  }
+  if (link.origin !== 'minted' || !link.appId) return
+  const api = slackAppsApi(deps.config.SLACK_API_URL)
+  try {
+    await withSlackConfigToken({ db: deps.db, masterKey, api }, link.intern.workspaceId, (token) =>
+      api.deleteApp(token, link.appId!),
     )
-  await revokeSlackLink(deps.db, internId, 'the intern was deleted')
+  } catch (err) {
+    const code = slackErrorCode(err)
+    // Already gone (deleted by hand in Slack): nothing is left to delete.
+    if (code === 'app_not_found' || code === 'invalid_app_id') return
+    if (!ctx.finalAttempt) throw err
+    ctx.log.warn(
+      { internId, appId: link.appId, error: code ?? (err as Error).message },
+      'the intern’s minted Slack app could not be deleted; delete it by hand in Slack',
+    )
+  }
 }
 
 /**

@@ -12,10 +12,13 @@ export const SlackAppCredentials = z
   })
   .meta({ id: 'SlackAppCredentials' })
 
-/** `slack` on `POST /interns`: the intern waits in awaiting_slack_install until the app is installed. */
+/**
+ * `slack` on `POST /interns`: the intern waits in awaiting_slack_install until the app is installed.
+ * Without `app`, Roster mints the intern an app with the workspace's configuration token.
+ */
 export const CreateSlackLink = z
   .strictObject({
-    app: SlackAppCredentials,
+    app: SlackAppCredentials.optional(),
     /** Slack user ids who may answer the intern's questions in any thread (a thread's starter always may). */
     approvers: z
       .array(z.string().regex(/^[UW][A-Z0-9]{2,20}$/, 'a Slack user id, such as U0123ABCD'))

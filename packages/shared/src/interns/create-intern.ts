@@ -20,6 +20,14 @@ import {
 import type { CreateBatcher } from './create-batcher.js'
 import { sealSlackSecrets } from '../slack/sealed-credentials.js'
 import { insertSlackLink } from '../repositories/slack-links.js'
+import type { MintedSlackApp } from '../slack/slack-apps-api.js'
+
+/** Makes a Slack-linked intern its own app with its workspace's configuration token, and deletes one. */
+export interface SlackAppMinter {
+  mint(intern: { id: string; name: string; description: string | null; workspaceId: string }): Promise<MintedSlackApp>
+  /** Best effort: an app made for a create that did not happen. */
+  drop(workspaceId: string, appId: string): Promise<void>
+}
 
 export interface CreateInternDeps {
   db: Db
@@ -31,6 +39,8 @@ export interface CreateInternDeps {
   after: AfterCommit
   /** Seals a Slack-linked intern's app credentials (absent: Slack links are refused). */
   masterKey?: Buffer
+  /** Mints the app of a Slack link that names none (absent: such links are refused). */
+  slackApps?: SlackAppMinter
 }
 
 export interface CreateInternResult {
@@ -87,29 +97,52 @@ export async function createIntern(
     trace: trace && JSON.stringify(trace),
   }
 
+  // A link naming no app gets one minted: after a replay is ruled out (no app made for nothing).
+  let minted: MintedSlackApp | undefined
+  if (slack && !slack.app) {
+    if (await idempotencyRecord(deps.db, prepared.keyId, prepared.key, prepared.fingerprint))
+      return replay(deps.db, prepared)
+    if (!deps.slackApps)
+      throw new AppError('slack_not_configured', 'this server mints no Slack apps: give slack.app (docs/slack.md)')
+    minted = await deps.slackApps.mint({
+      id: internId,
+      name: prepared.name,
+      description: prepared.description,
+      workspaceId: prepared.workspaceId,
+    })
+  }
+  const app =
+    slack?.app ??
+    (minted && { client_id: minted.clientId, client_secret: minted.clientSecret, signing_secret: minted.signingSecret })
+
   let outcome
   try {
-    outcome = slack
-      ? // The intern and its link in one transaction: never an intern awaiting an install it has no link for.
-        await deps.db.$transaction(async (tx) => {
-          const made = await insertOneInTx(tx, prepared, deps.internLimitPerMember)
-          if (made.outcome === 'created')
-            await insertSlackLink(tx, {
-              internId,
-              clientId: slack.app.client_id,
-              provisionOnInstall: request.provision,
-              approvers: slack.approvers ?? [],
-              sealed: sealSlackSecrets(deps.masterKey!, internId, {
-                client_secret: slack.app.client_secret,
-                signing_secret: slack.app.signing_secret,
-              }),
-            })
-          return made
-        })
-      : await (deps.batcher ? deps.batcher.submit(prepared) : insertOne(deps.db, prepared, deps.internLimitPerMember))
+    outcome =
+      slack && app
+        ? // The intern and its link in one transaction: never an intern awaiting an install it has no link for.
+          await deps.db.$transaction(async (tx) => {
+            const made = await insertOneInTx(tx, prepared, deps.internLimitPerMember)
+            if (made.outcome === 'created')
+              await insertSlackLink(tx, {
+                internId,
+                origin: minted ? 'minted' : 'team',
+                appId: minted?.appId ?? null,
+                clientId: app.client_id,
+                provisionOnInstall: request.provision,
+                approvers: slack.approvers ?? [],
+                sealed: sealSlackSecrets(deps.masterKey!, internId, {
+                  client_secret: app.client_secret,
+                  signing_secret: app.signing_secret,
+                }),
+              })
+            return made
+          })
+        : await (deps.batcher ? deps.batcher.submit(prepared) : insertOne(deps.db, prepared, deps.internLimitPerMember))
   } catch (err) {
+    if (minted) await deps.slackApps!.drop(prepared.workspaceId, minted.appId)
     throw refusal(err, prepared, deps.internLimitPerMember) ?? err
   }
+  if (minted && outcome.outcome !== 'created') await deps.slackApps!.drop(prepared.workspaceId, minted.appId)
   if (outcome.outcome === 'created') {
     if (prepared.provision) deps.after.outboxWritten()
     deps.after.internsChanged([outcome.intern.id])

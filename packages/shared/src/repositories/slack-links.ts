@@ -7,6 +7,9 @@ type Tx = Db | Prisma.TransactionClient
 
 export interface NewSlackLink {
   internId: string
+  origin: 'team' | 'minted'
+  /** A minted app's id (a team-made app's is learnt at its install). */
+  appId: string | null
   clientId: string
   provisionOnInstall: boolean
   approvers: string[]
@@ -17,6 +20,8 @@ export async function insertSlackLink(db: Tx, link: NewSlackLink) {
   await db.slackLink.create({
     data: {
       internId: link.internId,
+      origin: link.origin,
+      appId: link.appId,
       clientId: link.clientId,
       provisionOnInstall: link.provisionOnInstall,
       approvers: link.approvers,
@@ -73,7 +78,8 @@ export async function markInstalled(db: Tx, internId: string, i: Installed) {
       state: 'installed',
       reason: null,
       sealed: new Uint8Array(i.sealed),
-      appId: i.appId,
+      // A minted app's id is known from its making; the install names the same.
+      ...(i.appId ? { appId: i.appId } : {}),
       teamId: i.teamId,
       teamName: i.teamName,
       botUserId: i.botUserId,

@@ -18,3 +18,19 @@ export const sealSlackSecrets = (masterKey: Buffer, internId: string, secrets: S
 
 export const unsealSlackSecrets = (masterKey: Buffer, internId: string, sealed: Uint8Array): SlackSecrets =>
   JSON.parse(unseal(sealingKey(masterKey), Buffer.from(sealed), aad(internId)).toString('utf8')) as SlackSecrets
+
+/** A workspace's app configuration token and its refresh token, sealed together, bound to the workspace. */
+export interface SlackConfigSecrets {
+  token: string
+  refresh_token: string
+}
+
+const configAad = (workspaceId: string) => `slack-config:${workspaceId}`
+
+export const sealSlackConfig = (masterKey: Buffer, workspaceId: string, secrets: SlackConfigSecrets): Buffer =>
+  seal(sealingKey(masterKey), Buffer.from(JSON.stringify(secrets)), configAad(workspaceId))
+
+export const unsealSlackConfig = (masterKey: Buffer, workspaceId: string, sealed: Uint8Array): SlackConfigSecrets =>
+  JSON.parse(
+    unseal(sealingKey(masterKey), Buffer.from(sealed), configAad(workspaceId)).toString('utf8'),
+  ) as SlackConfigSecrets

@@ -89,6 +89,7 @@ export const internRoutes =
               batcher: deps.createBatcher,
               after: deps.afterCommit,
               masterKey: deps.config.VAULT_MASTER_KEY,
+              slackApps: deps.slack.apps,
             },
             req.caller!,
             req.body,
