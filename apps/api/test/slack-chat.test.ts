@@ -37,6 +37,8 @@ beforeAll(async () => {
       // A question nobody answers ends its run quickly (the expired card).
       INTERACTION_DEADLINE_MS: '3000',
     },
+    // A killed worker's jobs come back quickly; a reply waiting for Slack is tried again quickly.
+    workerEnv: { JOB_LOCK_MS: '2000', SLACK_BACKOFF_MS: '200' },
   })
   const app = slack.addApp()
   signingSecret = 'signing-'.repeat(4)
@@ -316,15 +318,91 @@ describe('an intern in Slack', () => {
     expect(slack.faults[0]!.times).toBe(0)
   })
 
-  it('a turn cut off midway is not run again: its retry says so in the same message', async () => {
-    // The first streamed update fails, as a worker dying mid-turn would leave it: the job is retried.
-    slack.faults.push({ method: 'chat.update', error: 'fatal_error', times: 1 })
-    const event = mention('[sim] say Interrupted answer.')
+  it('a streamed update Slack fails does not cut the turn: the whole reply lands at the end', async () => {
+    sim.settings.latencyMs = 1_500
+    try {
+      slack.faults.push({ method: 'chat.update', error: 'fatal_error', times: 1 })
+      const event = mention('[sim] say Streamed through a hiccup.')
+      await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+      await answered(event.ts, /^Streamed through a hiccup\.$/)
+      expect(replies(event.ts)).toHaveLength(1)
+      const row = await env.t.db.slackEvent.findFirstOrThrow({ where: { internId, threadTs: event.ts } })
+      expect(row).toMatchObject({ state: 'done', outcome: 'answered', replyText: null })
+    } finally {
+      sim.settings.latencyMs = 0
+    }
+  })
+
+  it('runs turns while Slack is away, and posts their replies in the thread’s order once it is back', async () => {
+    // Every post and update fails, as when Slack is down (5xx), until the fault is lifted.
+    const away = [
+      { method: 'chat.postMessage', status: 503, times: 10_000 },
+      { method: 'chat.update', status: 503, times: 10_000 },
+    ]
+    slack.faults.push(...away)
+    const first = mention('[sim] say First, while Slack was away.')
+    try {
+      await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, first))
+      const kept = (text: RegExp) =>
+        waitFor(
+          async () =>
+            (await env.t.db.slackEvent.findMany({ where: { internId, threadTs: first.ts, state: 'answered' } })).some(
+              (r) => text.test(r.replyText ?? ''),
+            ),
+          { timeoutMs: 20_000, what: 'a turn run and its reply kept' },
+        )
+      await kept(/^First, while Slack was away\.$/)
+      const second = mention('[sim] say Second, also while away.', { thread_ts: first.ts })
+      await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, second))
+      await kept(/^Second, also while away\.$/)
+      expect(replies(first.ts)).toHaveLength(0)
+    } finally {
+      for (const f of away) f.times = 0
+    }
+    await answered(first.ts, /Second, also while away/)
+    const texts = replies(first.ts).map((m) => m.text)
+    expect(texts).toEqual(['First, while Slack was away.', 'Second, also while away.'])
+    // Both turns are over, their kept replies handed to Slack.
+    const rows = await env.t.db.slackEvent.findMany({ where: { internId, threadTs: first.ts } })
+    expect(rows.map((r) => r.state)).toEqual(['done', 'done'])
+  })
+
+  it('a worker killed while Slack takes its post: the post is found in the thread, not posted again', async () => {
+    // Slack takes the post at once and answers it late: the worker dies before it learns the ts.
+    slack.faults.push({ method: 'chat.postMessage', delayMs: 5_000, times: 1 })
+    const event = mention('[sim] say Posted once.')
     await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
-    await answered(event.ts, /cut off/)
+    await waitFor(() => replies(event.ts).length === 1, { timeoutMs: 10_000, what: 'Slack to take the post' })
+    const worker = stack.workers.find((w) => w.running)!
+    await worker.kill('SIGKILL')
+    await stack.addWorker()
+    await answered(event.ts, /^Posted once\.$/)
     expect(replies(event.ts)).toHaveLength(1)
+    expect(slack.calls.some((c) => c.method === 'conversations.replies' && c.params.ts === event.ts)).toBe(true)
     const row = await env.t.db.slackEvent.findFirstOrThrow({ where: { internId, threadTs: event.ts } })
-    expect(row).toMatchObject({ state: 'done', outcome: 'interrupted' })
+    expect(row).toMatchObject({ state: 'done', outcome: 'answered', replyTs: replies(event.ts)[0]!.ts })
+  })
+
+  it('a worker killed mid-turn: the turn is not run again, and the same message says so', async () => {
+    sim.settings.latencyMs = 4_000
+    try {
+      const event = mention('[sim] say Never finished here.')
+      await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+      await waitFor(
+        async () =>
+          (await env.t.db.slackEvent.count({ where: { internId, threadTs: event.ts, state: 'running' } })) === 1,
+        { timeoutMs: 10_000, what: 'the turn to run' },
+      )
+      const worker = stack.workers.find((w) => w.running)!
+      await worker.kill('SIGKILL')
+      await stack.addWorker()
+      await answered(event.ts, /cut off/)
+      expect(replies(event.ts)).toHaveLength(1)
+      const row = await env.t.db.slackEvent.findFirstOrThrow({ where: { internId, threadTs: event.ts } })
+      expect(row).toMatchObject({ state: 'done', outcome: 'interrupted' })
+    } finally {
+      sim.settings.latencyMs = 0
+    }
   })
 
   it('revokes the link when Slack refuses the bot token, posting nothing more', async () => {

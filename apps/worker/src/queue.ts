@@ -13,7 +13,7 @@ export type JobOptionsFor = (kind: JobKind) => JobsOptions
 
 /** Job options per kind: its retries from the job catalogue, their numbers from the configuration. */
 export function jobOptionsFor(
-  config: Pick<WorkerConfig, 'PROVISION_ATTEMPTS' | 'PROVISION_BACKOFF_MS'>,
+  config: Pick<WorkerConfig, 'PROVISION_ATTEMPTS' | 'PROVISION_BACKOFF_MS' | 'SLACK_ATTEMPTS' | 'SLACK_BACKOFF_MS'>,
 ): JobOptionsFor {
   return (kind) => {
     const retry = Jobs[kind].retry

@@ -532,6 +532,16 @@ export const WorkerConfig = z.object({
     .default(5)
     .describe('Attempts of a lifecycle job (provision, suspend, destroy) before its intern is marked failed.'),
   PROVISION_BACKOFF_MS: ms.default(1_000).describe('The first wait between attempts (it doubles each time).'),
+  SLACK_ATTEMPTS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(50)
+    .default(14)
+    .describe(
+      "Attempts of a Slack job (a turn's reply, a click) before it gives up: with the doubling backoff, 14 wait out about two hours of Slack being away (the turn runs meanwhile; its reply is posted when Slack is back).",
+    ),
+  SLACK_BACKOFF_MS: ms.default(1_000).describe("The first wait between a Slack job's attempts (it doubles each time)."),
   HEALTH_TIMEOUT_MS: ms.default(10_000).describe('How long a started intern may take to answer healthy, per attempt.'),
   JOB_LOCK_MS: ms
     .default(30_000)

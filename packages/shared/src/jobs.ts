@@ -5,11 +5,13 @@ export const INTERN_QUEUE = 'interns'
 
 /** How a kind's failed attempts are retried: its attempts and first backoff, as settings of the worker. */
 export interface JobRetry {
-  attempts: 'PROVISION_ATTEMPTS'
-  backoffMs: 'PROVISION_BACKOFF_MS'
+  attempts: 'PROVISION_ATTEMPTS' | 'SLACK_ATTEMPTS'
+  backoffMs: 'PROVISION_BACKOFF_MS' | 'SLACK_BACKOFF_MS'
 }
 /** Every lifecycle step talks to the runtime host the same way, so they retry alike (their handlers mark the intern when retries run out). */
 const runtimeWork: JobRetry = { attempts: 'PROVISION_ATTEMPTS', backoffMs: 'PROVISION_BACKOFF_MS' }
+/** Slack's jobs outlast Slack being away for a while: a reply waits to be posted, in its thread's order. */
+const slackWork: JobRetry = { attempts: 'SLACK_ATTEMPTS', backoffMs: 'SLACK_BACKOFF_MS' }
 
 /**
  * Job kinds with their payload schema, job id and retries: the one table the producer (the outbox
@@ -36,14 +38,14 @@ export const Jobs = {
   },
   /** A Slack message to an intern (a mention, a direct message): its turn, answered in its thread. */
   'slack.turn': {
-    retry: runtimeWork,
+    retry: slackWork,
     schema: z.object({ internId: z.uuid(), eventId: z.string().min(1).max(200) }),
     /** One job per Slack event: a delivery Slack retries is still one turn. */
     jobId: (p: { internId: string; eventId: string }) => `slack.turn.${p.internId}.${p.eventId}`,
   },
   /** A click on a question's card in Slack: its answer given to the paused run, or the clicker refused. */
   'slack.click': {
-    retry: runtimeWork,
+    retry: slackWork,
     schema: z.object({
       internId: z.uuid(),
       interactionId: z.string().min(1).max(200),

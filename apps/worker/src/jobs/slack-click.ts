@@ -69,6 +69,10 @@ async function answerClick(deps: WorkerDeps, payload: JobPayload<'slack.click'>)
       ? expired()
       : `refused: ${outcome.error.error}`
   if (outcome.kind !== 'stream') return outcome.kind
-  const replyTs = await slack.post('…')
-  return relayRun(deps, { internId, eventId: event.eventId, sessionId: q.sessionId }, slack, replyTs, outcome.events)
+  // The run's continuation, in a message of its own below the card.
+  const replyTs = await slack.post('…', `${event.eventId}:${interactionId}`)
+  const run = { internId, eventId: event.eventId, sessionId: q.sessionId }
+  const { text, outcome: ended } = await relayRun(deps, run, slack, replyTs, outcome.events)
+  await slack.update(replyTs, text)
+  return ended
 }

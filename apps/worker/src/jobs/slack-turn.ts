@@ -1,4 +1,5 @@
 import {
+  earlierReplyPending,
   RuntimeUnavailableError,
   slackEventOf,
   slackSessionId,
@@ -7,46 +8,60 @@ import {
   type NewSlackEvent,
 } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
-import { posterFor, revokedBy, type SlackPoster } from '../slack/poster.js'
+import { isRevocation, posterFor, revokedBy, type SlackPoster } from '../slack/poster.js'
 import { HOST_ANSWER_TIMEOUT_MS, relayRun } from '../slack/relay.js'
 
-// A Slack message's turn: a reply in its thread, posted first as a placeholder (its ts recorded, so
-// a retried job updates it rather than posting another), then updated as the intern's text streams
-// (about once a second, within Slack's rate limits), and a last time with the whole answer. A job
-// that finds its turn already running was cut off midway (a worker died): the turn is not run twice
-// (what the intern did stands); the thread is told to ask again.
+// A Slack message's turn: a reply in its thread. The turn runs whether or not Slack answers: a
+// placeholder is posted first when Slack takes it (its ts recorded), the intern's text streams into
+// it about once a second, and when the turn is over its whole reply is kept (state `answered`) and
+// posted: as an update of the placeholder, or as a new message. A reply is posted only after every
+// earlier message of its thread has had its own (Slack away, the job waits and tries again, with
+// the kind's long backoff), so a thread reads in order. A post whose answer was lost (the worker
+// died waiting) is found in the thread by its metadata, not posted twice. A job that finds its
+// turn already running was cut off midway: the turn is not run twice (what the intern did stands);
+// the thread is told to ask again.
+
+type Event = NonNullable<Awaited<ReturnType<typeof slackEventOf>>>
+
+/** A reply waits for an earlier one of its thread: the job is tried again later. */
+class EarlierReplyPending extends Error {
+  constructor() {
+    super('an earlier reply in this thread is not posted yet')
+  }
+}
 
 export async function handle(deps: WorkerDeps, payload: JobPayload<'slack.turn'>, ctx: JobContext) {
   const { internId, eventId } = payload
   const event = await slackEventOf(deps.db, internId, eventId)
   if (!event || event.state === 'done') return 'done'
-  const link = event.link
-  const slack = posterFor(deps.config, link, event.channel, event.threadTs)
+  const slack = posterFor(deps.config, event.link, event.channel, event.threadTs)
   if (!slack) return finish(deps, event, 'revoked')
   try {
-    let replyTs = event.replyTs
-    if (!replyTs) {
-      replyTs = await slack.post('…')
-      await updateSlackEvent(deps.db, internId, eventId, { replyTs })
-    }
-    if (event.state === 'running') {
-      await slack.update(replyTs, 'My answer was cut off (Roster restarted while I worked). Ask me again to continue.')
-      return finish(deps, event, 'interrupted')
-    }
-    const status = link.intern.status
-    if (status !== 'running') {
-      await slack.update(
-        replyTs,
+    if (event.state === 'answered') return await deliver(deps, event, slack, event.replyText ?? '')
+    if (event.state === 'running')
+      return await answer(
+        deps,
+        event,
+        slack,
+        'My answer was cut off (Roster restarted while I worked). Ask me again to continue.',
+        'interrupted',
+      )
+    const status = event.link.intern.status
+    if (status !== 'running')
+      return await answer(
+        deps,
+        event,
+        slack,
         status === 'stopped'
           ? 'I am suspended: provision me to talk here again.'
           : `I am not running (status ${status}).`,
+        `not running: ${status}`,
       )
-      return finish(deps, event, `not running: ${status}`)
-    }
+    const replyTs = await placeholder(deps, event, slack)
     await updateSlackEvent(deps.db, internId, eventId, { state: 'running' })
     slack.showWorking()
-    const outcome = await runTurn(deps, event, slack, replyTs)
-    return finish(deps, event, outcome)
+    const { text, outcome } = await runTurn(deps, event, slack, replyTs)
+    return await answer(deps, event, slack, text, outcome)
   } catch (err) {
     if (await revokedBy(deps.db, internId, err)) return finish(deps, event, 'revoked')
     if (ctx.finalAttempt) await finish(deps, event, `failed: ${(err as Error).message}`)
@@ -54,18 +69,77 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'slack.turn'>
   }
 }
 
-async function finish(deps: WorkerDeps, event: { internId: string; eventId: string }, outcome: string) {
-  await updateSlackEvent(deps.db, event.internId, event.eventId, { state: 'done', outcome: outcome.slice(0, 500) })
+/**
+ * The reply's message before the turn runs, when Slack takes it now and no earlier reply of the
+ * thread waits (it would then come first); undefined otherwise: the reply is posted at the end.
+ */
+async function placeholder(deps: WorkerDeps, event: Event, slack: SlackPoster): Promise<string | undefined> {
+  if (await earlierReplyPending(deps.db, event)) return undefined
+  try {
+    return await placeReply(deps, event, slack, '…')
+  } catch (err) {
+    if (isRevocation(err)) throw err
+    return undefined // Slack away: the turn runs regardless.
+  }
+}
+
+/** The turn is over: its reply kept (so it survives Slack being away, and this worker), then posted. */
+async function answer(deps: WorkerDeps, event: Event, slack: SlackPoster, text: string, outcome: string) {
+  await updateSlackEvent(deps.db, event.internId, event.eventId, { state: 'answered', replyText: text, outcome })
+  return deliver(deps, { ...event, outcome }, slack, text)
+}
+
+/**
+ * Posts a kept reply, after every earlier one of its thread (but the note that a message steered the
+ * running turn: it is about that turn, and says so at once).
+ */
+async function deliver(deps: WorkerDeps, event: Event, slack: SlackPoster, text: string) {
+  if (event.outcome !== 'steered' && (await earlierReplyPending(deps.db, event))) throw new EarlierReplyPending()
+  await placeReply(deps, event, slack, text)
+  return finish(deps, event, event.outcome ?? 'answered', true)
+}
+
+/**
+ * Makes the event's reply read `text`: an update of its message when it has one (recorded, or found
+ * in the thread by its metadata after a post whose answer was lost), else a new post (its start
+ * recorded first, its ts after).
+ */
+async function placeReply(deps: WorkerDeps, event: Event, slack: SlackPoster, text: string): Promise<string> {
+  let ts = event.replyTs ?? (event.postBegunAt ? await slack.findReply(event.eventId) : undefined)
+  if (ts) {
+    await slack.update(ts, text)
+  } else {
+    await updateSlackEvent(deps.db, event.internId, event.eventId, { postBegunAt: new Date() })
+    event.postBegunAt = new Date()
+    ts = await slack.post(text, event.eventId)
+  }
+  if (ts !== event.replyTs) {
+    await updateSlackEvent(deps.db, event.internId, event.eventId, { replyTs: ts })
+    event.replyTs = ts
+  }
+  return ts
+}
+
+async function finish(deps: WorkerDeps, event: Event, outcome: string, posted = false) {
+  await updateSlackEvent(deps.db, event.internId, event.eventId, {
+    state: 'done',
+    outcome: outcome.slice(0, 500),
+    // Posted: the kept text is Slack's now.
+    ...(posted ? { replyText: null } : {}),
+  })
   return outcome
 }
 
-/** Runs the turn on the intern's host and streams its text into the reply. */
-async function runTurn(deps: WorkerDeps, event: NewSlackEvent, slack: SlackPoster, replyTs: string): Promise<string> {
+/** Runs the turn on the intern's host, streaming its text into the reply while Slack takes it; its whole reply. */
+async function runTurn(
+  deps: WorkerDeps,
+  event: NewSlackEvent,
+  slack: SlackPoster,
+  replyTs: string | undefined,
+): Promise<{ text: string; outcome: string }> {
   const placed = await deps.runtime.placement(event.internId)
-  if (!placed || placed.status !== 'running') {
-    await slack.update(replyTs, 'I am not running right now; try again shortly.')
-    return 'not placed'
-  }
+  if (!placed || placed.status !== 'running')
+    return { text: 'I am not running right now; try again shortly.', outcome: 'not placed' }
   const abort = new AbortController()
   const sessionId = slackSessionId(event.teamId, event.channel, event.threadTs)
   let outcome
@@ -84,24 +158,18 @@ async function runTurn(deps: WorkerDeps, event: NewSlackEvent, slack: SlackPoste
       HOST_ANSWER_TIMEOUT_MS,
     )
   } catch (err) {
-    if (err instanceof RuntimeUnavailableError) {
-      await slack.update(replyTs, 'I could not be reached; try again shortly.')
-      return 'unreachable'
-    }
+    if (err instanceof RuntimeUnavailableError)
+      return { text: 'I could not be reached; try again shortly.', outcome: 'unreachable' }
     throw err
   }
-  if (outcome.kind === 'steered') {
-    await slack.update(replyTs, '_(added to the answer I am working on)_')
-    return 'steered'
-  }
-  if (outcome.kind === 'refused') {
-    await slack.update(
-      replyTs,
-      outcome.error.error === 'busy'
-        ? 'I am busy with another conversation; ask again shortly.'
-        : outcome.error.message,
-    )
-    return `refused: ${outcome.error.error}`
-  }
+  if (outcome.kind === 'steered') return { text: '_(added to the answer I am working on)_', outcome: 'steered' }
+  if (outcome.kind === 'refused')
+    return {
+      text:
+        outcome.error.error === 'busy'
+          ? 'I am busy with another conversation; ask again shortly.'
+          : outcome.error.message,
+      outcome: `refused: ${outcome.error.error}`,
+    }
   return relayRun(deps, { internId: event.internId, eventId: event.eventId, sessionId }, slack, replyTs, outcome.events)
 }

@@ -4,7 +4,9 @@ import { revokeSlackLink, unsealSlackSecrets, type Db } from '@roster/shared'
 
 // Posting a turn's reply into its Slack thread with Slack's own client (which waits out a 429's
 // Retry-After and retries): a post, then updates, the streaming ones at most about once a second
-// (chat.update is a Tier 3 method: ~50 a minute per workspace).
+// (chat.update is a Tier 3 method: ~50 a minute per workspace), tried once each and given up while
+// Slack is away (the whole reply is posted after). A reply carries its event's id in its message
+// metadata, so a job that died between Slack taking the post and recording its ts finds it again.
 
 /** Slack cuts a message's text at 40,000 characters; a reply keeps under it. */
 const MAX_TEXT = 39_000
@@ -27,15 +29,19 @@ export async function revokedBy(db: Db, internId: string, err: unknown): Promise
 
 /**
  * Slack's client for a bot token, at the configured API URL: a few quick tries within a job (Slack's
- * default keeps one going for half an hour); the job's own retries come after.
+ * default keeps one going for half an hour); the job's own retries come after. `once`: no retries
+ * (a streamed update a later one replaces).
  */
-const botClient = (token: string, apiUrl: string) =>
+const botClient = (token: string, apiUrl: string, once = false) =>
   new WebClient(token, {
     slackApiUrl: apiUrl,
     allowAbsoluteUrls: false,
-    timeout: 15_000,
-    retryConfig: { retries: 4, factor: 2, minTimeout: 250, maxTimeout: 4_000 },
+    timeout: once ? 5_000 : 15_000,
+    retryConfig: once ? { retries: 0 } : { retries: 4, factor: 2, minTimeout: 250, maxTimeout: 4_000 },
   })
+
+/** The metadata a reply carries: which event it answers. */
+const REPLY_EVENT_TYPE = 'roster_reply'
 
 /**
  * The poster for a link's thread, with the link's bot token; undefined when the link is not
@@ -55,7 +61,10 @@ export function posterFor(
 
 export class SlackPoster {
   private readonly client: WebClient
+  private readonly streamer: WebClient
   private lastUpdate = 0
+  /** Set once a streamed update failed: Slack is away, and the rest of the reply waits for the end. */
+  private streamingOff = false
 
   constructor(
     token: string,
@@ -64,13 +73,41 @@ export class SlackPoster {
     private readonly threadTs: string,
   ) {
     this.client = botClient(token, apiUrl)
+    this.streamer = botClient(token, apiUrl, true)
   }
 
-  /** A new message in the thread: its ts. */
-  async post(text: string): Promise<string> {
-    const r = await this.client.chat.postMessage({ channel: this.channel, thread_ts: this.threadTs, text: clip(text) })
+  /** A new message in the thread answering `eventId` (named in its metadata): its ts. */
+  async post(text: string, eventId: string): Promise<string> {
+    const r = await this.client.chat.postMessage({
+      channel: this.channel,
+      thread_ts: this.threadTs,
+      text: clip(text),
+      metadata: { event_type: REPLY_EVENT_TYPE, event_payload: { event_id: eventId } },
+    })
     if (!r.ts) throw new Error('Slack posted the message but named no ts')
     return r.ts
+  }
+
+  /** The ts of the reply to `eventId` already in the thread (a post whose answer was lost), if any. */
+  async findReply(eventId: string): Promise<string | undefined> {
+    let cursor: string | undefined
+    do {
+      const page = await this.client.conversations.replies({
+        channel: this.channel,
+        ts: this.threadTs,
+        include_all_metadata: true,
+        limit: 200,
+        ...(cursor ? { cursor } : {}),
+      })
+      const mine = page.messages?.find(
+        (m) =>
+          m.metadata?.event_type === REPLY_EVENT_TYPE &&
+          (m.metadata.event_payload as { event_id?: unknown } | undefined)?.event_id === eventId,
+      )
+      if (mine?.ts) return mine.ts
+      cursor = page.response_metadata?.next_cursor || undefined
+    } while (cursor)
+    return undefined
   }
 
   async update(ts: string, text: string) {
@@ -109,10 +146,19 @@ export class SlackPoster {
       .catch(() => undefined)
   }
 
-  /** An update while the text streams, if a second has passed since the last. */
-  async streaming(ts: string, text: string) {
-    if (Date.now() - this.lastUpdate < STREAM_EVERY_MS) return
-    await this.update(ts, text)
+  /**
+   * An update while the text streams, if a second has passed since the last; tried once. Slack
+   * away stops the streaming (the whole reply is posted at the end); a refused token is thrown.
+   */
+  async streaming(ts: string | undefined, text: string) {
+    if (!ts || this.streamingOff || Date.now() - this.lastUpdate < STREAM_EVERY_MS) return
+    this.lastUpdate = Date.now()
+    try {
+      await this.streamer.chat.update({ channel: this.channel, ts, text: clip(text) })
+    } catch (err) {
+      if (isRevocation(err)) throw err
+      this.streamingOff = true
+    }
   }
 }
 

@@ -3,9 +3,10 @@ import type { WorkerDeps } from '../context.js'
 import { questionCard, questionText, type Question } from './cards.js'
 import type { SlackPoster } from './poster.js'
 
-// A run's events into Slack: its text streamed into the reply message, and a question it asks
-// posted as a card in the thread (recorded first, so a click finds it); the run then waits on its
-// host for the card's answer (the stream ends at the pause; the run stays).
+// A run's events into Slack: its text streamed into the reply message (while Slack takes it), and a
+// question it asks posted as a card in the thread (recorded first, so a click finds it); the run
+// then waits on its host for the card's answer (the stream ends at the pause; the run stays). What
+// it returns is the whole reply, which the turn then posts.
 
 /** How long a host may take to start a turn or take an answer (the chat route's RUNTIME_ANSWER_TIMEOUT_MS default). */
 export const HOST_ANSWER_TIMEOUT_MS = 30_000
@@ -20,9 +21,9 @@ export async function relayRun(
   deps: WorkerDeps,
   run: RunInThread,
   slack: SlackPoster,
-  replyTs: string,
+  replyTs: string | undefined,
   events: AsyncIterable<RunEvent>,
-): Promise<string> {
+): Promise<{ text: string; outcome: string }> {
   let text = ''
   let ended = 'answered'
   const note = (line: string) => (text += `${text ? '\n\n' : ''}_${line}_`)
@@ -42,8 +43,7 @@ export async function relayRun(
       ended = 'asked'
     }
   }
-  await slack.update(replyTs, text || '_(no answer)_')
-  return ended
+  return { text: text || '_(no answer)_', outcome: ended }
 }
 
 function parsed(args: string): Question {

@@ -2,7 +2,7 @@ import type { Db, Prisma } from '../db.js'
 import { enqueueInTx } from './outbox.js'
 
 // slack_events: the Slack messages that became turns, by (intern, Slack's event_id), with the
-// reply's message ts once posted.
+// reply's message ts once posted, and the reply's text while it waits to be posted.
 
 type Tx = Db | Prisma.TransactionClient
 
@@ -37,10 +37,36 @@ export async function updateSlackEvent(
   db: Tx,
   internId: string,
   eventId: string,
-  set: { state?: 'running' | 'done'; replyTs?: string; outcome?: string },
+  set: {
+    state?: 'running' | 'answered' | 'done'
+    replyTs?: string
+    replyText?: string | null
+    postBegunAt?: Date
+    outcome?: string
+  },
 ) {
   await db.slackEvent.update({
     where: { internId_eventId: { internId, eventId } },
     data: { ...set, updatedAt: new Date() },
   })
+}
+
+/**
+ * Whether a message that came earlier in the same thread still has its reply to post: a thread's
+ * replies are posted in the order its messages came, even after Slack was away.
+ */
+export async function earlierReplyPending(
+  db: Tx,
+  e: { internId: string; eventId: string; channel: string; threadTs: string; createdAt: Date },
+): Promise<boolean> {
+  const n = await db.slackEvent.count({
+    where: {
+      internId: e.internId,
+      channel: e.channel,
+      threadTs: e.threadTs,
+      state: { not: 'done' },
+      OR: [{ createdAt: { lt: e.createdAt } }, { createdAt: e.createdAt, eventId: { lt: e.eventId } }],
+    },
+  })
+  return n > 0
 }
