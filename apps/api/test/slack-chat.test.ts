@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { eventCallback, startSlackSim, type SlackSim } from '@roster/slack-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, lacking, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
+import { catalogueFile, lacking, startStack, STACK_MASTER_KEY, waitFor, type Stack, useTestTenant } from '@roster/testing'
+import { slackAppsApi, storeSlackConfigToken } from '@roster/shared'
 
 // Talking to an intern in Slack (issue 46), over the whole system as processes (API, worker,
 // runtime host) and the Slack stand-in: an installed intern's event URL checks Slack's signature,
@@ -468,6 +469,47 @@ describe('an intern in Slack', () => {
     })
     expect(slack.calls.some((c) => c.method === 'auth.revoke')).toBe(true)
     expect(slack.isRevoked(token)).toBe(true)
+  })
+
+  it('mints an app for an intern that names none: installed, running, answering, and deleted with the intern', async () => {
+    const { refreshToken } = slack.issueConfigToken()
+    await storeSlackConfigToken(
+      { db: env.t.db, masterKey: Buffer.from(STACK_MASTER_KEY, 'hex'), api: slackAppsApi(slack.apiUrl) },
+      env.tenant.workspaceId,
+      refreshToken,
+    )
+    const created = await api('/interns', {
+      method: 'POST',
+      body: JSON.stringify({ name: 'minted-bot', provision: true, slack: {} }),
+    })
+    expect(created.status, await created.clone().text()).toBe(201)
+    const id = ((await created.json()) as { id: string }).id
+    const app = [...slack.minted.values()].at(-1)!
+    expect(app.manifest).toMatchObject({ settings: { event_subscriptions: { request_url: `${stack.apiUrl}/slack/events/${id}` } } })
+    const link = (await (await api(`/interns/${id}/slack`)).json()) as { install_url: string; origin: string }
+    expect(link.origin).toBe('minted')
+    const toSlack = await fetch(link.install_url, { redirect: 'manual' })
+    const back = await fetch(toSlack.headers.get('location')!, { redirect: 'manual' })
+    expect((await fetch(back.headers.get('location')!)).status).toBe(200)
+    await waitFor(async () => ((await (await api(`/interns/${id}`)).json()) as { status: string }).status === 'running', {
+      timeoutMs: 30_000,
+      what: 'the minted intern to run',
+    })
+    // Slack signs the minted app's events with the secret apps.manifest.create gave Roster.
+    const bot = ((await (await api(`/interns/${id}/slack`)).json()) as { bot_user_id: string }).bot_user_id
+    const event = { ...mention('[sim] say Minted and talking.'), text: `<@${bot}> [sim] say Minted and talking.` }
+    await slack.sendEvent(`${stack.apiUrl}/slack/events/${id}`, app.signingSecret, eventCallback(slack.team.id, event))
+    await waitFor(() => replies(event.ts).some((m) => m.text === 'Minted and talking.'), {
+      timeoutMs: 20_000,
+      what: 'the minted intern to answer',
+    })
+    expect((await api(`/interns/${id}`, { method: 'DELETE', body: '{}' })).status).toBe(202)
+    await waitFor(async () => (await env.t.db.intern.count({ where: { id } })) === 0, {
+      timeoutMs: 30_000,
+      what: 'the minted intern to be deleted',
+    })
+    expect(app.deleted).toBe(true)
+    expect(slack.calls.filter((c) => c.method === 'apps.manifest.delete' && c.params.app_id === app.appId)).toHaveLength(1)
   })
 })
 
