@@ -2,7 +2,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { eventCallback, startSlackSim, type SlackSim } from '@roster/slack-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, lacking, startStack, STACK_MASTER_KEY, waitFor, type Stack, useTestTenant } from '@roster/testing'
+import {
+  catalogueFile,
+  lacking,
+  startStack,
+  STACK_MASTER_KEY,
+  waitFor,
+  type Stack,
+  useTestTenant,
+} from '@roster/testing'
 import { slackAppsApi, storeSlackConfigToken } from '@roster/shared'
 
 // Talking to an intern in Slack (issue 46), over the whole system as processes (API, worker,
@@ -17,6 +25,7 @@ let internId: string
 let signingSecret: string
 let eventsUrl: string
 let botUserId: string
+let mainAppId: string
 
 const api = (path: string, init: RequestInit = {}) =>
   fetch(`${stack.apiUrl}${path}`, {
@@ -42,6 +51,7 @@ beforeAll(async () => {
     workerEnv: { JOB_LOCK_MS: '2000', SLACK_BACKOFF_MS: '200' },
   })
   const app = slack.addApp()
+  mainAppId = app.appId
   signingSecret = 'signing-'.repeat(4)
   const created = await api('/interns', {
     method: 'POST',
@@ -459,8 +469,44 @@ describe('an intern in Slack', () => {
     expect(replies(event.ts)).toHaveLength(1)
   })
 
+  it('answers 100 threads at once across ten interns: each once, in its own thread', async () => {
+    const interns = await Promise.all(Array.from({ length: 10 }, (_, i) => installedIntern(`crowd-${i}`)))
+    const threads = Array.from({ length: 100 }, (_, k) => {
+      const to = interns[k % interns.length]!
+      const event = { ...mention(''), text: `<@${to.bot}> [sim] say Thread ${k} answered.` }
+      return { k, to, event }
+    })
+    const sent = await Promise.all(
+      threads.map(({ to, event }) =>
+        slack.sendEvent(`${stack.apiUrl}/slack/events/${to.id}`, to.signingSecret, eventCallback(slack.team.id, event)),
+      ),
+    )
+    expect(sent.map((r) => r.status)).toEqual(threads.map(() => 200))
+    await waitFor(
+      () => threads.every(({ k, event }) => replies(event.ts).some((m) => m.text === `Thread ${k} answered.`)),
+      {
+        timeoutMs: 120_000,
+        what: 'every thread answered',
+      },
+    )
+    for (const { k, event } of threads) expect(replies(event.ts).map((m) => m.text)).toEqual([`Thread ${k} answered.`])
+    const rows = await env.t.db.slackEvent.findMany({ where: { threadTs: { in: threads.map((t) => t.event.ts) } } })
+    expect(rows).toHaveLength(100)
+    await waitFor(
+      async () =>
+        (await env.t.db.slackEvent.count({
+          where: { threadTs: { in: threads.map((t) => t.event.ts) }, state: { not: 'done' } },
+        })) === 0,
+      {
+        timeoutMs: 10_000,
+        what: 'every turn done',
+      },
+    )
+    expect(new Set(rows.map((r) => r.outcome))).toEqual(new Set(['answered']))
+  }, 180_000)
+
   it('revokes the bot token when the intern is deleted', async () => {
-    const token = [...slack.tokens.values()].at(-1)!
+    const token = slack.tokens.get(mainAppId)!
     expect(slack.isRevoked(token)).toBe(false)
     expect((await api(`/interns/${internId}`, { method: 'DELETE', body: '{}' })).status).toBe(202)
     await waitFor(async () => (await env.t.db.intern.count({ where: { id: internId } })) === 0, {
@@ -485,16 +531,21 @@ describe('an intern in Slack', () => {
     expect(created.status, await created.clone().text()).toBe(201)
     const id = ((await created.json()) as { id: string }).id
     const app = [...slack.minted.values()].at(-1)!
-    expect(app.manifest).toMatchObject({ settings: { event_subscriptions: { request_url: `${stack.apiUrl}/slack/events/${id}` } } })
+    expect(app.manifest).toMatchObject({
+      settings: { event_subscriptions: { request_url: `${stack.apiUrl}/slack/events/${id}` } },
+    })
     const link = (await (await api(`/interns/${id}/slack`)).json()) as { install_url: string; origin: string }
     expect(link.origin).toBe('minted')
     const toSlack = await fetch(link.install_url, { redirect: 'manual' })
     const back = await fetch(toSlack.headers.get('location')!, { redirect: 'manual' })
     expect((await fetch(back.headers.get('location')!)).status).toBe(200)
-    await waitFor(async () => ((await (await api(`/interns/${id}`)).json()) as { status: string }).status === 'running', {
-      timeoutMs: 30_000,
-      what: 'the minted intern to run',
-    })
+    await waitFor(
+      async () => ((await (await api(`/interns/${id}`)).json()) as { status: string }).status === 'running',
+      {
+        timeoutMs: 30_000,
+        what: 'the minted intern to run',
+      },
+    )
     // Slack signs the minted app's events with the secret apps.manifest.create gave Roster.
     const bot = ((await (await api(`/interns/${id}/slack`)).json()) as { bot_user_id: string }).bot_user_id
     const event = { ...mention('[sim] say Minted and talking.'), text: `<@${bot}> [sim] say Minted and talking.` }
@@ -509,9 +560,37 @@ describe('an intern in Slack', () => {
       what: 'the minted intern to be deleted',
     })
     expect(app.deleted).toBe(true)
-    expect(slack.calls.filter((c) => c.method === 'apps.manifest.delete' && c.params.app_id === app.appId)).toHaveLength(1)
+    expect(
+      slack.calls.filter((c) => c.method === 'apps.manifest.delete' && c.params.app_id === app.appId),
+    ).toHaveLength(1)
   })
 })
+
+/** Another intern with a team-made app, installed and running: its id, signing secret and bot user. */
+async function installedIntern(name: string) {
+  const app = slack.addApp()
+  const secret = `secret-${name}-`.padEnd(32, 'x')
+  const created = await api('/interns', {
+    method: 'POST',
+    body: JSON.stringify({
+      name,
+      provision: true,
+      slack: { app: { client_id: app.clientId, client_secret: app.clientSecret, signing_secret: secret } },
+    }),
+  })
+  expect(created.status, await created.clone().text()).toBe(201)
+  const id = ((await created.json()) as { id: string }).id
+  const link = (await (await api(`/interns/${id}/slack`)).json()) as { install_url: string }
+  const toSlack = await fetch(link.install_url, { redirect: 'manual' })
+  const back = await fetch(toSlack.headers.get('location')!, { redirect: 'manual' })
+  expect((await fetch(back.headers.get('location')!)).status).toBe(200)
+  await waitFor(async () => ((await (await api(`/interns/${id}`)).json()) as { status: string }).status === 'running', {
+    timeoutMs: 60_000,
+    what: `${name} to run`,
+  })
+  const bot = ((await (await api(`/interns/${id}/slack`)).json()) as { bot_user_id: string }).bot_user_id
+  return { id, signingSecret: secret, bot }
+}
 
 /** The install again, through Slack, as after an uninstall. */
 async function reinstall() {

@@ -30,6 +30,19 @@ class EarlierReplyPending extends Error {
   }
 }
 
+/** The intern stayed busy with other threads: the turn has not run, and its job is tried again later. */
+class InternBusy extends Error {
+  constructor() {
+    super('the intern is busy with other conversations')
+  }
+}
+
+/**
+ * How long a turn waits for the intern to finish other threads' turns (it runs one at a time) before
+ * its job gives its place back and is tried again later.
+ */
+const BUSY_WAIT_MS = 60_000
+
 export async function handle(deps: WorkerDeps, payload: JobPayload<'slack.turn'>, ctx: JobContext) {
   const { internId, eventId } = payload
   const event = await slackEventOf(deps.db, internId, eventId)
@@ -60,8 +73,13 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'slack.turn'>
     const replyTs = await placeholder(deps, event, slack)
     await updateSlackEvent(deps.db, internId, eventId, { state: 'running' })
     slack.showWorking()
-    const { text, outcome } = await runTurn(deps, event, slack, replyTs)
-    return await answer(deps, event, slack, text, outcome)
+    const ran = await runTurn(deps, event, slack, replyTs)
+    if (ran === 'busy') {
+      // Not run: the next attempt starts it afresh (not as a turn cut off).
+      await updateSlackEvent(deps.db, internId, eventId, { state: 'received' })
+      throw new InternBusy()
+    }
+    return await answer(deps, event, slack, ran.text, ran.outcome)
   } catch (err) {
     if (await revokedBy(deps.db, internId, err)) return finish(deps, event, 'revoked')
     if (ctx.finalAttempt) await finish(deps, event, `failed: ${(err as Error).message}`)
@@ -130,46 +148,50 @@ async function finish(deps: WorkerDeps, event: Event, outcome: string, posted = 
   return outcome
 }
 
-/** Runs the turn on the intern's host, streaming its text into the reply while Slack takes it; its whole reply. */
+/**
+ * Runs the turn on the intern's host, streaming its text into the reply while Slack takes it; its
+ * whole reply. An intern busy with another thread's turn is waited for (people in many threads talk
+ * to one intern); `busy` when it stayed so.
+ */
 async function runTurn(
   deps: WorkerDeps,
   event: NewSlackEvent,
   slack: SlackPoster,
   replyTs: string | undefined,
-): Promise<{ text: string; outcome: string }> {
+): Promise<{ text: string; outcome: string } | 'busy'> {
   const placed = await deps.runtime.placement(event.internId)
   if (!placed || placed.status !== 'running')
     return { text: 'I am not running right now; try again shortly.', outcome: 'not placed' }
   const abort = new AbortController()
   const sessionId = slackSessionId(event.teamId, event.channel, event.threadTs)
+  const until = Date.now() + BUSY_WAIT_MS
   let outcome
-  try {
-    outcome = await deps.runtime.chat(
-      placed,
-      event.internId,
-      {
-        session_id: sessionId,
-        // The prompt names who asked: many people talk to one intern in a channel.
-        message: `<@${event.userId}> says:\n${event.text}`,
-        // What it would do on someone's behalf is asked in the thread, as a card (docs/slack.md).
-        approval_mode: 'manual',
-      },
-      abort.signal,
-      HOST_ANSWER_TIMEOUT_MS,
-    )
-  } catch (err) {
-    if (err instanceof RuntimeUnavailableError)
-      return { text: 'I could not be reached; try again shortly.', outcome: 'unreachable' }
-    throw err
+  for (;;) {
+    try {
+      outcome = await deps.runtime.chat(
+        placed,
+        event.internId,
+        {
+          session_id: sessionId,
+          // The prompt names who asked: many people talk to one intern in a channel.
+          message: `<@${event.userId}> says:\n${event.text}`,
+          // What it would do on someone's behalf is asked in the thread, as a card (docs/slack.md).
+          approval_mode: 'manual',
+        },
+        abort.signal,
+        HOST_ANSWER_TIMEOUT_MS,
+      )
+    } catch (err) {
+      if (err instanceof RuntimeUnavailableError)
+        return { text: 'I could not be reached; try again shortly.', outcome: 'unreachable' }
+      throw err
+    }
+    if (outcome.kind !== 'refused' || outcome.error.error !== 'busy') break
+    if (Date.now() > until) return 'busy'
+    // Jittered, so the threads waiting on one intern do not all ask at once.
+    await new Promise((r) => setTimeout(r, 100 + Math.random() * 400))
   }
   if (outcome.kind === 'steered') return { text: '_(added to the answer I am working on)_', outcome: 'steered' }
-  if (outcome.kind === 'refused')
-    return {
-      text:
-        outcome.error.error === 'busy'
-          ? 'I am busy with another conversation; ask again shortly.'
-          : outcome.error.message,
-      outcome: `refused: ${outcome.error.error}`,
-    }
+  if (outcome.kind === 'refused') return { text: outcome.error.message, outcome: `refused: ${outcome.error.error}` }
   return relayRun(deps, { internId: event.internId, eventId: event.eventId, sessionId }, slack, replyTs, outcome.events)
 }

@@ -38,7 +38,7 @@ export async function updateSlackEvent(
   internId: string,
   eventId: string,
   set: {
-    state?: 'running' | 'answered' | 'done'
+    state?: 'received' | 'running' | 'answered' | 'done'
     replyTs?: string
     replyText?: string | null
     postBegunAt?: Date
