@@ -48,7 +48,7 @@ beforeAll(async () => {
       INTERACTION_DEADLINE_MS: '3000',
     },
     // A killed worker's jobs come back quickly; a reply waiting for Slack is tried again quickly.
-    workerEnv: { JOB_LOCK_MS: '2000', SLACK_BACKOFF_MS: '200' },
+    workerEnv: { JOB_LOCK_MS: '2000', SLACK_BACKOFF_MS: '200', SLACK_FILE_MAX_MB: '1' },
   })
   const app = slack.addApp()
   mainAppId = app.appId
@@ -298,6 +298,29 @@ describe('an intern in Slack', () => {
       expect(await env.t.db.slackQuestion.findFirstOrThrow({ where: { internId, cardTs: card.ts } })).toMatchObject({
         answer: 'allow_once',
       })
+    },
+  )
+
+  it.skipIf(noSandbox)(
+    'fetches the files shared with a message into the workspace with the bot token, and names the ones it could not',
+    async () => {
+      const notes = slack.addFile('notes.txt', 'quarterly numbers: 42\n')
+      const big = slack.addFile('huge.bin', Buffer.alloc(2 * 1024 * 1024, 1), 'application/octet-stream')
+      const foreign = { ...slack.addFile('elsewhere.txt', 'x'), url_private_download: 'https://files.example.com/x' }
+      const ts = nextTs()
+      const event = mention(`[sim] call read_file {"path":"slack-files/${ts}/notes.txt"}\n[sim] say Read: {{result}}`, {
+        ts,
+        files: [notes, big, foreign],
+      })
+      await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+      await answered(event.ts, /quarterly numbers: 42/)
+      // Fetched once with a good token; the large one (past SLACK_FILE_MAX_MB) not kept; the foreign link never sent the token.
+      expect(slack.downloads.filter((d) => d.fileId === notes.id)).toEqual([{ fileId: notes.id, authorized: true }])
+      expect(slack.downloads.some((d) => d.fileId === foreign.id)).toBe(false)
+      const prompt = JSON.stringify(sim.stats.lastBody)
+      expect(prompt).toContain(`/workspace/slack-files/${ts}/notes.txt (22 bytes)`)
+      expect(prompt).toMatch(/huge\.bin: not fetched \(\d+ bytes, more than the 1 MiB allowed\)/)
+      expect(prompt).toContain("elsewhere.txt: not fetched (its link is not Slack's (https://files.example.com))")
     },
   )
 

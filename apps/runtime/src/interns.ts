@@ -1,7 +1,14 @@
 import { createHash } from 'node:crypto'
 import { mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { hostError, type HostErrorBody, type InternSpec, type Placement, type RuntimeConfig } from '@roster/shared'
+import {
+  hostError,
+  WORKSPACE_FILE_MAX_BYTES,
+  type HostErrorBody,
+  type InternSpec,
+  type Placement,
+  type RuntimeConfig,
+} from '@roster/shared'
 import type { FastifyBaseLogger } from 'fastify'
 import { SessionStore } from './agent/session-store.js'
 import { runAgentTurn } from './agent/agent-turn.js'
@@ -11,6 +18,7 @@ import type { EgressProxies } from './egress-proxy.js'
 import type { CommandRunner } from './sandbox.js'
 import { ownWorkspace } from './confinement.js'
 import { restoreSnapshot, SnapshotTooLarge, takeSnapshot, workspaceFingerprint } from './workspace-snapshots.js'
+import { writeWorkspaceFile } from './workspace-files.js'
 
 // The interns one runtime host runs, as it holds them: each under the placement the fleet's record
 // gave it (the generation), with its daemon (its runs and sessions), its workspace and its egress
@@ -158,6 +166,14 @@ export class Interns {
     }
     await restoreSnapshot(this.deps.commands.run, workspace, snapshot)
     return workspaceFingerprint(workspace)
+  }
+
+  /** Puts a file into the intern's workspace, as its own file tools write (in its sandbox). */
+  putFile(intern: HostedIntern, path: string, bytes: Uint8Array) {
+    return writeWorkspaceFile(join(this.dir(intern.id), 'workspace'), path, bytes, {
+      timeoutMs: 30_000,
+      maxBytes: WORKSPACE_FILE_MAX_BYTES,
+    })
   }
 
   /** Checks that a call names the placement the intern runs under here. */

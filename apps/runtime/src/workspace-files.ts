@@ -64,12 +64,12 @@ export async function readWorkspaceFile(
 export async function writeWorkspaceFile(
   workspace: string,
   path: string,
-  content: string,
+  content: string | Uint8Array,
   limits = DEFAULT_FILE_LIMITS,
 ): Promise<{ path: string; bytes: number }> {
   const target = workspacePath(path)
   if (target === '/workspace') throw new WorkspacePathError('give a file path, not the workspace itself')
-  const bytes = Buffer.from(content, 'utf8')
+  const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : Buffer.from(content)
   if (bytes.length > limits.maxBytes)
     throw new WorkspacePathError(`${path}: ${bytes.length} bytes is more than the ${limits.maxBytes} a write may hold`)
   const res = await runSandboxed('mkdir -p -- "$(dirname -- "$1")" && cat > "$1"', {

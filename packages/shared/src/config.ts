@@ -542,6 +542,15 @@ export const WorkerConfig = z.object({
       "Attempts of a Slack job (a turn's reply, a click) before it gives up: with the doubling backoff, 14 wait out about two hours of Slack being away (the turn runs meanwhile; its reply is posted when Slack is back).",
     ),
   SLACK_BACKOFF_MS: ms.default(1_000).describe("The first wait between a Slack job's attempts (it doubles each time)."),
+  SLACK_FILE_MAX_MB: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(16)
+    .default(10)
+    .describe(
+      'Largest file shared with a Slack message that is fetched into the intern’s workspace, in MiB (a larger one is named to the intern, not fetched).',
+    ),
   HEALTH_TIMEOUT_MS: ms.default(10_000).describe('How long a started intern may take to answer healthy, per attempt.'),
   JOB_LOCK_MS: ms
     .default(30_000)

@@ -30,6 +30,19 @@ export const InternSpec = z.object({
 })
 export type InternSpec = z.infer<typeof InternSpec>
 
+/** The most bytes a file put into an intern's workspace holds (PUT /v1/interns/:id/files). */
+export const WORKSPACE_FILE_MAX_BYTES = 16 * 1024 * 1024
+
+/**
+ * A file put into an intern's workspace from outside its turns (a file a person shared in Slack):
+ * its path in the workspace's view (`/workspace/…` or relative to it) and its bytes, as base64.
+ */
+export const WorkspaceFilePut = z.strictObject({
+  path: z.string().min(1).max(1024),
+  content_base64: z.base64().max(Math.ceil(WORKSPACE_FILE_MAX_BYTES / 3) * 4),
+})
+export type WorkspaceFilePut = z.infer<typeof WorkspaceFilePut>
+
 export const Approval = z.enum(['self-drive', 'manual'])
 
 /** A prompt for an intern, or the answer to what its paused run asked (POST /v1/interns/:id/chat). */

@@ -71,6 +71,13 @@ export interface SlackSim {
   issueConfigToken(ttlSeconds?: number): { token: string; refreshToken: string }
   /** Apps made with apps.manifest.create, by app id (deleted ones marked). */
   minted: Map<string, SlackSimMintedApp>
+  /**
+   * A file a person uploads, to share with a message (the event's `files`): Slack's file object,
+   * its private download URL answering a bot token and a sign-in page to anything else.
+   */
+  addFile(name: string, content: Buffer | string, mimetype?: string): Record<string, unknown>
+  /** Downloads of shared files, in order (with whether the token was good). */
+  downloads: { fileId: string; authorized: boolean }[]
   /** What the authorize page does: approve (redirects with a code) or deny (`error=access_denied`). */
   decision: 'approve' | 'deny'
   /** Every Web API call, in order (secrets included: the stand-in is the other side). */
@@ -134,6 +141,8 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
   const codes = new Map<string, { clientId: string; redirectUri: string; user: string }>()
   const team = { id: id('T'), name: 'Roster Test Workspace' }
   const revoked = new Set<string>()
+  /** Files people uploaded, by id. */
+  const files = new Map<string, Buffer>()
   /** App configuration tokens (by token: when it expires) and the refresh tokens not yet spent. */
   const configTokens = new Map<string, number>()
   const refreshTokens = new Set<string>()
@@ -161,6 +170,25 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     ephemerals: [],
     faults: [],
     minted: new Map(),
+    downloads: [],
+    addFile(name, content, mimetype = 'text/plain') {
+      const fileId = id('F')
+      const bytes = Buffer.from(content)
+      files.set(fileId, bytes)
+      const url = `${sim.url}/files-pri/${team.id}-${fileId}/${encodeURIComponent(name)}`
+      return {
+        id: fileId,
+        name,
+        title: name,
+        mimetype,
+        filetype: 'text',
+        size: bytes.length,
+        mode: 'hosted',
+        is_external: false,
+        url_private: url,
+        url_private_download: `${sim.url}/files-pri/${team.id}-${fileId}/download/${encodeURIComponent(name)}`,
+      }
+    },
     issueConfigToken: (ttlSeconds) => {
       const { token, refreshToken } = issueConfigToken(ttlSeconds)
       return { token, refreshToken }
@@ -432,6 +460,20 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
       for await (const c of req) chunks.push(c as Buffer)
       const raw = Buffer.concat(chunks).toString('utf8')
       return control(url.pathname, raw ? (JSON.parse(raw) as Record<string, unknown>) : {}, res)
+    }
+    const filePath = /^\/files-pri\/[A-Z0-9]+-(F[A-Z0-9]+)\//.exec(url.pathname)
+    if (req.method === 'GET' && filePath) {
+      // A bot token that is good reads the file; anything else gets Slack's sign-in page (HTTP 200).
+      const token = (req.headers.authorization ?? '').replace(/^Bearer /, '')
+      const authorized = [...sim.tokens.values()].includes(token) && !revoked.has(token)
+      const bytes = files.get(filePath[1]!)
+      sim.downloads.push({ fileId: filePath[1]!, authorized })
+      if (!authorized || !bytes) {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+        return res.end('<!DOCTYPE html><html><body>Sign in to Slack</body></html>')
+      }
+      res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': bytes.length })
+      return res.end(bytes)
     }
     if (req.method === 'GET' && url.pathname === '/oauth/v2/authorize') {
       const q = Object.fromEntries(url.searchParams)

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { InternId, InternSpec } from '@roster/shared'
+import { InternId, InternSpec, WORKSPACE_FILE_MAX_BYTES, WorkspaceFilePut } from '@roster/shared'
+import { WorkspacePathError } from '../workspace-files.js'
 import { Refused, type Interns } from '../interns.js'
 
 // The host's control API, for the workers (and the reconciler): configure, start, stop, archive and
@@ -33,6 +34,23 @@ export function controlRoutes(app: FastifyInstance, interns: Interns) {
       return answerRefusal(reply, err)
     }
   })
+
+  // A file from outside the intern's turns (one a person shared in Slack), into its workspace.
+  app.put<{ Params: { id: string } }>(
+    '/v1/interns/:id/files',
+    { bodyLimit: Math.ceil(WORKSPACE_FILE_MAX_BYTES / 3) * 4 + 4096 },
+    async (req, reply) => {
+      const put = WorkspaceFilePut.safeParse(req.body)
+      if (!put.success) return reply.code(400).send({ error: 'bad_request', message: put.error.message })
+      try {
+        const intern = interns.check(req.params.id, generationOf(req))
+        return await interns.putFile(intern, put.data.path, Buffer.from(put.data.content_base64, 'base64'))
+      } catch (err) {
+        if (err instanceof WorkspacePathError) return reply.code(400).send({ error: 'bad_request', message: err.message })
+        return answerRefusal(reply, err)
+      }
+    },
+  )
 
   app.post<{ Params: { id: string } }>('/v1/interns/:id/stop', async (req, reply) => {
     const intern = interns.get(req.params.id)

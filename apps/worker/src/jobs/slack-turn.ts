@@ -5,11 +5,12 @@ import {
   slackSessionId,
   updateSlackEvent,
   type JobPayload,
-  type NewSlackEvent,
+  type SlackFile,
 } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { isRevocation, posterFor, revokedBy, type SlackPoster } from '../slack/poster.js'
 import { HOST_ANSWER_TIMEOUT_MS, relayRun } from '../slack/relay.js'
+import { fetchSharedFiles } from '../slack/shared-files.js'
 
 // A Slack message's turn: a reply in its thread. The turn runs whether or not Slack answers: a
 // placeholder is posted first when Slack takes it (its ts recorded), the intern's text streams into
@@ -21,7 +22,7 @@ import { HOST_ANSWER_TIMEOUT_MS, relayRun } from '../slack/relay.js'
 // turn already running was cut off midway: the turn is not run twice (what the intern did stands);
 // the thread is told to ask again.
 
-type Event = NonNullable<Awaited<ReturnType<typeof slackEventOf>>>
+type Event = Omit<NonNullable<Awaited<ReturnType<typeof slackEventOf>>>, 'files'> & { files: SlackFile[] }
 
 /** A reply waits for an earlier one of its thread: the job is tried again later. */
 class EarlierReplyPending extends Error {
@@ -45,8 +46,9 @@ const BUSY_WAIT_MS = 60_000
 
 export async function handle(deps: WorkerDeps, payload: JobPayload<'slack.turn'>, ctx: JobContext) {
   const { internId, eventId } = payload
-  const event = await slackEventOf(deps.db, internId, eventId)
-  if (!event || event.state === 'done') return 'done'
+  const row = await slackEventOf(deps.db, internId, eventId)
+  if (!row || row.state === 'done') return 'done'
+  const event: Event = { ...row, files: row.files as unknown as SlackFile[] }
   const slack = posterFor(deps.config, event.link, event.channel, event.threadTs)
   if (!slack) return finish(deps, event, 'revoked')
   try {
@@ -155,7 +157,7 @@ async function finish(deps: WorkerDeps, event: Event, outcome: string, posted = 
  */
 async function runTurn(
   deps: WorkerDeps,
-  event: NewSlackEvent,
+  event: Event,
   slack: SlackPoster,
   replyTs: string | undefined,
 ): Promise<{ text: string; outcome: string } | 'busy'> {
@@ -164,6 +166,12 @@ async function runTurn(
     return { text: 'I am not running right now; try again shortly.', outcome: 'not placed' }
   const abort = new AbortController()
   const sessionId = slackSessionId(event.teamId, event.channel, event.threadTs)
+  const shared = event.files.length ? await fetchSharedFiles(deps, placed, event, slack) : []
+  // The prompt names who asked (many people talk to one intern in a channel) and the files they shared.
+  const message = [
+    `<@${event.userId}> says:\n${event.text}`,
+    ...(shared.length ? [`They shared files, now in your workspace:\n${shared.join('\n')}`] : []),
+  ].join('\n\n')
   const until = Date.now() + BUSY_WAIT_MS
   let outcome
   for (;;) {
@@ -173,8 +181,7 @@ async function runTurn(
         event.internId,
         {
           session_id: sessionId,
-          // The prompt names who asked: many people talk to one intern in a channel.
-          message: `<@${event.userId}> says:\n${event.text}`,
+          message,
           // What it would do on someone's behalf is asked in the thread, as a card (docs/slack.md).
           approval_mode: 'manual',
         },

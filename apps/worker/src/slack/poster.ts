@@ -59,6 +59,9 @@ export function posterFor(
   return token ? new SlackPoster(token, config.SLACK_API_URL, channel, threadTs) : undefined
 }
 
+/** A file a person shared, fetched with the bot token: its bytes, or why not. */
+export type Download = { ok: true; bytes: Uint8Array } | { ok: false; why: string }
+
 export class SlackPoster {
   private readonly client: WebClient
   private readonly streamer: WebClient
@@ -67,13 +70,54 @@ export class SlackPoster {
   private streamingOff = false
 
   constructor(
-    token: string,
-    apiUrl: string,
+    private readonly token: string,
+    private readonly apiUrl: string,
     private readonly channel: string,
     private readonly threadTs: string,
   ) {
     this.client = botClient(token, apiUrl)
     this.streamer = botClient(token, apiUrl, true)
+  }
+
+  /**
+   * A shared file's bytes, from its private URL with the bot token (files:read), at most `maxBytes`.
+   * Only Slack's own hosts are sent the token: files.slack.com, or the configured API's host.
+   */
+  async download(url: string, maxBytes: number): Promise<Download> {
+    let target: URL
+    try {
+      target = new URL(url)
+    } catch {
+      return { ok: false, why: 'Slack gave no usable link to it' }
+    }
+    const slackHosts = [new URL(this.apiUrl).origin, 'https://files.slack.com']
+    if (!slackHosts.includes(target.origin)) return { ok: false, why: `its link is not Slack's (${target.origin})` }
+    const res = await fetch(target, {
+      headers: { authorization: `Bearer ${this.token}` },
+      // A redirect elsewhere is not followed with the token.
+      redirect: 'manual',
+      signal: AbortSignal.timeout(60_000),
+    })
+    if (res.status !== 200) {
+      await res.body?.cancel()
+      return { ok: false, why: `Slack answered ${res.status} for it` }
+    }
+    // Slack answers a request it does not authorise with its sign-in page, not the file.
+    if ((res.headers.get('content-type') ?? '').startsWith('text/html')) {
+      await res.body?.cancel()
+      return { ok: false, why: 'Slack did not let the app read it (the files:read scope)' }
+    }
+    const chunks: Uint8Array[] = []
+    let size = 0
+    for await (const chunk of res.body ?? []) {
+      size += chunk.byteLength
+      if (size > maxBytes) {
+        await res.body?.cancel().catch(() => undefined)
+        return { ok: false, why: `it is larger than the ${Math.round(maxBytes / 1048576)} MiB a shared file may be` }
+      }
+      chunks.push(chunk)
+    }
+    return { ok: true, bytes: Buffer.concat(chunks) }
   }
 
   /** A new message in the thread answering `eventId` (named in its metadata): its ts. */

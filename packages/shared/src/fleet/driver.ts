@@ -9,6 +9,7 @@ import {
   Steered,
   type ChatRequest,
   type InternSpec,
+  type WorkspaceFilePut,
 } from '../runtime-protocol.js'
 import { hostCredential } from './hosts.js'
 import { placementOf, type PlacedOn } from '../repositories/interns.js'
@@ -95,6 +96,15 @@ export class FleetDriver {
   async archive(at: PlacedOn, internId: string) {
     return (await this.call(at, 'POST', `/v1/interns/${internId}/archive`, undefined, at.generation)) as {
       archived: boolean
+    }
+  }
+
+  /** Puts a file into the intern's workspace (its directories made); where it landed and its size. */
+  async putFile(at: PlacedOn, internId: string, path: string, bytes: Uint8Array) {
+    const body: WorkspaceFilePut = { path, content_base64: Buffer.from(bytes).toString('base64') }
+    return (await this.call(at, 'PUT', `/v1/interns/${internId}/files`, body, at.generation)) as {
+      path: string
+      bytes: number
     }
   }
 

@@ -6,6 +6,14 @@ import { enqueueInTx } from './outbox.js'
 
 type Tx = Db | Prisma.TransactionClient
 
+/** A file shared with a message, as a turn keeps it: fetched with the bot token before the turn runs. */
+export interface SlackFile {
+  id: string
+  name: string
+  size: number | null
+  url: string | null
+}
+
 export interface NewSlackEvent {
   internId: string
   eventId: string
@@ -14,12 +22,16 @@ export interface NewSlackEvent {
   threadTs: string
   userId: string
   text: string
+  files: SlackFile[]
 }
 
 /** Records the event and queues its turn, once: false when Slack delivered it before (a retry). */
 export function recordSlackEvent(db: Db, e: NewSlackEvent): Promise<boolean> {
   return db.$transaction(async (tx) => {
-    const made = await tx.slackEvent.createMany({ data: [e], skipDuplicates: true })
+    const made = await tx.slackEvent.createMany({
+      data: [{ ...e, files: e.files as unknown as Prisma.InputJsonValue }],
+      skipDuplicates: true,
+    })
     if (made.count === 0) return false
     await enqueueInTx(tx, 'slack.turn', { internId: e.internId, eventId: e.eventId })
     return true

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { Db } from '../db.js'
 import { storableText } from '../storable-text.js'
-import { recordSlackEvent } from '../repositories/slack-events.js'
+import { recordSlackEvent, type SlackFile } from '../repositories/slack-events.js'
 import { revokeSlackLink } from '../repositories/slack-links.js'
 
 // What Slack sends to an intern's event URL (Events API), once its signature is checked: the URL
@@ -22,6 +22,18 @@ const Envelope = z.discriminatedUnion('type', [
   }),
 ])
 
+/** A file shared with a message, as Slack describes it (the parts Roster fetches it by). */
+const SharedFile = z.looseObject({
+  id: SlackId,
+  name: z.string().max(1024).optional(),
+  size: z.number().int().nonnegative().optional(),
+  url_private_download: z.url().optional(),
+  url_private: z.url().optional(),
+})
+
+/** Files a message may bring (Slack allows ten per message; more are left out). */
+const MAX_FILES = 10
+
 const PersonMessage = z.looseObject({
   type: z.enum(['app_mention', 'message']),
   user: SlackId,
@@ -32,6 +44,7 @@ const PersonMessage = z.looseObject({
   channel_type: z.string().optional(),
   subtype: z.string().optional(),
   bot_id: z.string().optional(),
+  files: z.array(SharedFile).optional(),
 })
 
 export type SlackEventOutcome =
@@ -68,14 +81,22 @@ export async function receiveSlackEvent(db: Db, link: EventLink, body: unknown):
   const m = PersonMessage.safeParse(event)
   if (!m.success) return { kind: 'ignored', why: `event ${event.type}` }
   const msg = m.data
-  // Bots (itself included) and edits, joins and other subtypes are not a person's prompt.
-  if (msg.bot_id || msg.subtype || msg.user === link.botUserId) return { kind: 'ignored', why: 'not a person' }
+  // Bots (itself included) and edits, joins and other subtypes are not a person's prompt (a message
+  // sharing a file is: Slack marks a direct message with one `file_share`).
+  if (msg.bot_id || (msg.subtype && msg.subtype !== 'file_share') || msg.user === link.botUserId)
+    return { kind: 'ignored', why: 'not a person' }
   // Direct messages come as `message` events; in channels only mentions are for the intern.
   if (msg.type === 'message' && msg.channel_type !== 'im') return { kind: 'ignored', why: 'not a direct message' }
   // What a person typed is kept as text a database can hold (a NUL, a lone surrogate replaced).
   const said = storableText(msg.text)
   const text = link.botUserId ? said.replaceAll(`<@${link.botUserId}>`, '').trim() : said.trim()
-  if (!text) return { kind: 'ignored', why: 'nothing said' }
+  const files: SlackFile[] = (msg.files ?? []).slice(0, MAX_FILES).map((f) => ({
+    id: f.id,
+    name: storableText(f.name ?? f.id),
+    size: f.size ?? null,
+    url: f.url_private_download ?? f.url_private ?? null,
+  }))
+  if (!text && files.length === 0) return { kind: 'ignored', why: 'nothing said' }
   const recorded = await recordSlackEvent(db, {
     internId: link.internId,
     eventId,
@@ -84,6 +105,7 @@ export async function receiveSlackEvent(db: Db, link: EventLink, body: unknown):
     threadTs: msg.thread_ts ?? msg.ts,
     userId: msg.user,
     text: text.slice(0, 30_000),
+    files,
   })
   return { kind: 'turn', eventId, duplicate: !recorded }
 }

@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "slack_events" ADD COLUMN     "files" JSONB NOT NULL DEFAULT '[]';
