@@ -324,6 +324,64 @@ describe('an intern in Slack', () => {
     },
   )
 
+  it('takes a question’s answer through a form: opened for the asker only, checked, then sent to the run', async () => {
+    const ask = {
+      message: 'Which region, and how many?',
+      fields: [
+        { name: 'region', type: 'string', options: ['eu', 'us'] },
+        { name: 'count', type: 'integer' },
+        { name: 'note', type: 'string', required: false },
+      ],
+    }
+    const event = mention(`[sim] call ask_user ${JSON.stringify(ask)}\n[sim] say Noted: {{result}}`)
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+    await waitFor(() => replies(event.ts).some((m) => m.blocks), { timeoutMs: 20_000, what: 'the question card' })
+    const card = replies(event.ts).find((m) => m.blocks)!
+    const buttons = (card.blocks!.find((b) => b.type === 'actions') as { elements: { text: { text: string } }[] })
+      .elements
+    expect(buttons.map((b) => b.text.text)).toEqual(['Answer…', 'Decline', 'Cancel'])
+    const interactivity = `${stack.apiUrl}/slack/interactivity/${internId}`
+    const views = slack.views.length
+
+    // A stranger's click opens nothing: they are told, only they see it.
+    await slack.click(interactivity, signingSecret, 'U0STRANGER2', card, 0)
+    await waitFor(() => slack.ephemerals.some((e) => e.user === 'U0STRANGER2'), {
+      timeoutMs: 10_000,
+      what: 'the refusal',
+    })
+    expect(slack.views).toHaveLength(views)
+
+    // The asker's click opens the form (within Slack's 3 seconds of the click): a field per question field.
+    expect((await slack.click(interactivity, signingSecret, 'U0PERSON', card, 0)).status).toBe(200)
+    expect(slack.views).toHaveLength(views + 1)
+    const form = slack.views.at(-1)!
+    expect(form.user).toBe('U0PERSON')
+    const inputs = (form.view.blocks as { type: string; element?: { type: string } }[]).filter(
+      (b) => b.type === 'input',
+    )
+    expect(inputs.map((b) => b.element!.type)).toEqual(['static_select', 'number_input', 'plain_text_input'])
+
+    // A value that does not fit is shown beside its field; nothing is sent.
+    const bad = await slack.submitView(interactivity, signingSecret, 'U0PERSON', form.id, {
+      field_0: 'eu',
+      field_1: '2.5',
+    })
+    expect(await bad.json()).toEqual({ response_action: 'errors', errors: { field_1: 'A whole number, please.' } })
+    expect(JSON.stringify(card.blocks)).toContain('Answer…')
+
+    const good = await slack.submitView(interactivity, signingSecret, 'U0PERSON', form.id, {
+      field_0: 'eu',
+      field_1: '3',
+    })
+    expect(good.status).toBe(200)
+    await answered(event.ts, /Noted: .*eu/)
+    expect(JSON.stringify(card.blocks)).toContain('Answered (region: eu, count: 3)')
+    expect(JSON.stringify(card.blocks)).toContain('<@U0PERSON>')
+    const row = await env.t.db.slackQuestion.findFirstOrThrow({ where: { internId, cardTs: card.ts } })
+    expect(row).toMatchObject({ state: 'answered', answeredBy: 'U0PERSON' })
+    expect(JSON.parse(row.answer!)).toEqual({ action: 'accept', content: { region: 'eu', count: 3 } })
+  })
+
   it('marks a card nobody answered in time expired', async () => {
     const event = mention('run it\n[sim] call shell {"command":"echo late"}\n[sim] say never')
     await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))

@@ -50,8 +50,9 @@ export const Jobs = {
       internId: z.uuid(),
       interactionId: z.string().min(1).max(200),
       user: z.string().min(1).max(64),
-      answer: z.string().min(1).max(200),
-      /** Slack's action_ts: a click Slack delivers twice is one job. */
+      /** A button's answer, or a submitted form's ({"action":"accept","content":{…}}). */
+      answer: z.string().min(1).max(20_000),
+      /** Slack's action_ts (a form's view id): a click Slack delivers twice is one job. */
       actionTs: z.string().min(1).max(64),
     }),
     jobId: (p: { internId: string; interactionId: string; actionTs: string }) =>

@@ -76,6 +76,19 @@ export interface SlackSim {
    * its private download URL answering a bot token and a sign-in page to anything else.
    */
   addFile(name: string, content: Buffer | string, mimetype?: string): Record<string, unknown>
+  /** Modals opened (views.open), in order, with the view as given. */
+  views: { id: string; user?: string; view: Record<string, unknown> }[]
+  /**
+   * A person submitting an open modal (view_submission), signed, to `url`: `values` by block id
+   * (a text, a number, or the chosen option's value). Slack's answer comes back as the response.
+   */
+  submitView(
+    url: string,
+    signingSecret: string,
+    user: string,
+    viewId: string,
+    values: Record<string, string>,
+  ): Promise<Response>
   /** Downloads of shared files, in order (with whether the token was good). */
   downloads: { fileId: string; authorized: boolean }[]
   /** What the authorize page does: approve (redirects with a code) or deny (`error=access_denied`). */
@@ -141,6 +154,13 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
   const codes = new Map<string, { clientId: string; redirectUri: string; user: string }>()
   const team = { id: id('T'), name: 'Roster Test Workspace' }
   const revoked = new Set<string>()
+  /** Triggers a click issued (good for 3 seconds, once), with who clicked. */
+  const triggers = new Map<string, { user: string; at: number }>()
+  const issueTrigger = (user: string) => {
+    const trigger = `${Date.now()}.${randomBytes(6).toString('hex')}`
+    triggers.set(trigger, { user, at: Date.now() })
+    return trigger
+  }
   /** Files people uploaded, by id. */
   const files = new Map<string, Buffer>()
   /** App configuration tokens (by token: when it expires) and the refresh tokens not yet spent. */
@@ -171,6 +191,37 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     faults: [],
     minted: new Map(),
     downloads: [],
+    views: [],
+    async submitView(url, signingSecret, user, viewId, values) {
+      const opened = sim.views.find((v) => v.id === viewId)
+      if (!opened) throw new Error(`no view ${viewId} was opened`)
+      const blocks = (opened.view.blocks ?? []) as { block_id?: string; element?: { type: string; action_id: string } }[]
+      const state: Record<string, Record<string, unknown>> = {}
+      for (const b of blocks) {
+        if (!b.block_id || !b.element) continue
+        const given = values[b.block_id]
+        state[b.block_id] = {
+          [b.element.action_id]:
+            b.element.type === 'static_select'
+              ? { type: 'static_select', selected_option: given === undefined ? null : { value: given } }
+              : { type: b.element.type, value: given ?? null },
+        }
+      }
+      const payload = {
+        type: 'view_submission',
+        team: { id: team.id },
+        user: { id: user, team_id: team.id },
+        api_app_id: 'A0',
+        trigger_id: `${Date.now()}.${randomBytes(4).toString('hex')}`,
+        view: { ...opened.view, id: viewId, state: { values: state }, hash: randomBytes(6).toString('hex') },
+      }
+      const body = new URLSearchParams({ payload: JSON.stringify(payload) }).toString()
+      return fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...signed(signingSecret, body) },
+        body,
+      })
+    },
     addFile(name, content, mimetype = 'text/plain') {
       const fileId = id('F')
       const bytes = Buffer.from(content)
@@ -206,7 +257,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
         api_app_id: 'A0',
         team,
         container: { type: 'message', message_ts: message.ts, channel_id: message.channel, is_ephemeral: false },
-        trigger_id: `${Date.now()}.${randomBytes(4).toString('hex')}`,
+        trigger_id: issueTrigger(user),
         channel: { id: message.channel },
         message: { type: 'message', ts: message.ts, text: message.text, blocks: message.blocks },
         response_url: `${sim.url}/actions/${message.ts}`,
@@ -399,6 +450,22 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
           ...(withMeta && m.metadata ? { metadata: m.metadata } : {}),
         }))
       return { ok: true, messages, has_more: false }
+    }
+    if (method === 'views.open') {
+      const trigger = p.trigger_id ? triggers.get(p.trigger_id) : undefined
+      if (!trigger) return { ok: false, error: 'invalid_trigger_id' }
+      triggers.delete(p.trigger_id!)
+      if (Date.now() - trigger.at > 3_000) return { ok: false, error: 'expired_trigger_id' }
+      let view: Record<string, unknown>
+      try {
+        view = JSON.parse(p.view ?? '') as Record<string, unknown>
+      } catch {
+        return { ok: false, error: 'invalid_arguments' }
+      }
+      if (view.type !== 'modal' || !Array.isArray(view.blocks)) return { ok: false, error: 'invalid_arguments' }
+      const opened = { id: id('V'), user: trigger.user, view }
+      sim.views.push(opened)
+      return { ok: true, view: { id: opened.id, ...view } }
     }
     if (method === 'assistant.threads.setStatus') return { ok: true }
     if (method === 'auth.revoke') {

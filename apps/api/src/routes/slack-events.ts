@@ -13,6 +13,13 @@ import {
   unsealSlackSecrets,
 } from '@roster/shared'
 import type { AppDeps } from '../deps.js'
+import {
+  ANSWER_FORM_CALLBACK,
+  OPEN_FORM,
+  answerFormView,
+  answerFromForm,
+  type FormQuestion,
+} from '../slack/answer-form.js'
 import { slackSettings } from './interns/slack.js'
 
 // What an intern's Slack app sends to Roster: events (POST /slack/events/{internId}) and clicks on
@@ -27,8 +34,32 @@ const BODY_LIMIT = 256 * 1024
 const BlockAction = z.looseObject({
   type: z.literal('block_actions'),
   user: z.looseObject({ id: SlackId }),
+  trigger_id: z.string().max(200).optional(),
   actions: z.array(z.looseObject({ value: z.string().max(2000), action_ts: SlackId })).min(1),
 })
+/** A question's form, submitted (view_submission): who, which question, the values given. */
+const ViewSubmission = z.looseObject({
+  type: z.literal('view_submission'),
+  user: z.looseObject({ id: SlackId }),
+  view: z.looseObject({
+    id: SlackId,
+    callback_id: z.literal(ANSWER_FORM_CALLBACK),
+    private_metadata: z.string().max(3000),
+    state: z.looseObject({
+      values: z.record(
+        z.string().max(255),
+        z.record(
+          z.string().max(255),
+          z.looseObject({
+            value: z.string().max(3000).refine(isStorableText).nullish(),
+            selected_option: z.looseObject({ value: z.string().max(150).refine(isStorableText) }).nullish(),
+          }),
+        ),
+      ),
+    }),
+  }),
+})
+const FormMetadata = z.object({ i: SlackId })
 const ButtonValue = z.object({ i: SlackId, a: z.string().min(1).max(200).refine(isStorableText) })
 
 const json = (text: string | null | undefined): unknown => {
@@ -40,14 +71,24 @@ const json = (text: string | null | undefined): unknown => {
 }
 
 /** A button click on a question's card: who, which question, which answer; undefined for anything else. */
-function clickOf(payload: string | null) {
-  const action = BlockAction.safeParse(json(payload))
+function clickOf(payload: unknown) {
+  const action = BlockAction.safeParse(payload)
   if (!action.success) return undefined
   const first = action.data.actions[0]!
   const value = ButtonValue.safeParse(json(first.value))
   if (!value.success) return undefined
-  return { interactionId: value.data.i, answer: value.data.a, user: action.data.user.id, actionTs: first.action_ts }
+  return {
+    interactionId: value.data.i,
+    answer: value.data.a,
+    user: action.data.user.id,
+    actionTs: first.action_ts,
+    triggerId: action.data.trigger_id,
+  }
 }
+
+/** Whether `user` may answer the question: the thread's starter, or one of the link's approvers. */
+const mayAnswer = (q: { event: { userId: string; link: { approvers: string[] } } }, user: string) =>
+  user === q.event.userId || q.event.link.approvers.includes(user)
 
 export const slackEventRoutes =
   (deps: AppDeps): FastifyPluginAsync =>
@@ -84,7 +125,7 @@ export const slackEventRoutes =
           'the request’s timestamp is more than five minutes away: Slack’s signature is not accepted',
         )
       if (check !== 'ok') throw refuse()
-      return { link, raw, internId }
+      return { link, raw, internId, secrets }
     }
 
     app.post<{ Params: { internId: string } }>(
@@ -112,13 +153,53 @@ export const slackEventRoutes =
       '/slack/interactivity/:internId',
       { schema: { hide: true } },
       async (req, reply) => {
-        const { link, raw, internId } = await signedLink(req)
-        const click = clickOf(new URLSearchParams(raw).get('payload'))
-        if (!click) throw new AppError('invalid_body', 'invalid request: not a Slack block action')
-        if (link.state === 'installed' && (await slackQuestionOf(deps.db, internId, click.interactionId))) {
-          await recordSlackClick(deps.db, { internId, ...click })
+        const { link, raw, internId, secrets } = await signedLink(req)
+        const payload = json(new URLSearchParams(raw).get('payload'))
+        const live = link.state === 'installed' && secrets.bot_token
+        const submitted = ViewSubmission.safeParse(payload)
+        if (submitted.success) {
+          const meta = FormMetadata.safeParse(json(submitted.data.view.private_metadata))
+          const q = meta.success && live ? await slackQuestionOf(deps.db, internId, meta.data.i) : null
+          if (!q) return reply.code(200).send()
+          const user = submitted.data.user.id
+          const given = answerFromForm(q.question as FormQuestion, submitted.data.view.state.values)
+          // Slack shows errors beside the fields and keeps the form open.
+          if ('errors' in given && mayAnswer(q, user))
+            return reply.type('application/json').send({ response_action: 'errors', errors: given.errors })
+          const answer = 'answer' in given ? given.answer : OPEN_FORM
+          await recordSlackClick(deps.db, {
+            internId,
+            interactionId: q.interactionId,
+            user,
+            answer,
+            actionTs: submitted.data.view.id,
+          })
           deps.afterCommit.outboxWritten()
+          return reply.code(200).send()
         }
+        const click = clickOf(payload)
+        if (!click) throw new AppError('invalid_body', 'invalid request: not a Slack block action or form')
+        const q = live ? await slackQuestionOf(deps.db, internId, click.interactionId) : null
+        if (!q) return reply.code(200).send()
+        // The form opens within Slack's 3 seconds of the click, so here, not in a job; anyone else's
+        // click goes to the worker, which tells them they may not answer.
+        if (click.answer === OPEN_FORM && mayAnswer(q, click.user)) {
+          if (q.state === 'pending' && click.triggerId)
+            await deps.slack
+              .openView(
+                secrets.bot_token!,
+                click.triggerId,
+                answerFormView(q.interactionId, q.question as FormQuestion),
+              )
+              // The trigger lasts 3 seconds; a form that did not open is clicked again.
+              .catch((err: unknown) =>
+                req.log.warn({ internId, err: (err as Error).message }, 'the Slack answer form did not open'),
+              )
+          return reply.code(200).send()
+        }
+        const { triggerId: _trigger, ...recorded } = click
+        await recordSlackClick(deps.db, { internId, ...recorded })
+        deps.afterCommit.outboxWritten()
         return reply.code(200).send()
       },
     )

@@ -1,3 +1,4 @@
+import type { ModalView } from '@slack/types'
 import { WebClient } from '@slack/web-api'
 import {
   AppError,
@@ -21,6 +22,8 @@ export interface SlackDeps {
   install?: SlackInstallSettings
   exchange: ExchangeCode
   apps?: SlackAppMinter
+  /** Opens a modal for the person who clicked (views.open, with the bot token and the click's trigger). */
+  openView(botToken: string, triggerId: string, view: ModalView): Promise<void>
 }
 
 export function slackDeps(config: ApiConfig, db: Db, log: Pick<ParentLogger, 'warn'>): SlackDeps {
@@ -44,6 +47,9 @@ export function slackDeps(config: ApiConfig, db: Db, log: Pick<ParentLogger, 'wa
     apps:
       install &&
       slackAppMinter({ db, masterKey: install.masterKey, api: slackAppsApi(config.SLACK_API_URL) }, install, log),
+    async openView(botToken, triggerId, view) {
+      await client.views.open({ token: botToken, trigger_id: triggerId, view })
+    },
     async exchange(clientId, clientSecret, code, redirectUri) {
       try {
         const r = await client.oauth.v2.access({

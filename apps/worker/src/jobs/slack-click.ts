@@ -41,6 +41,8 @@ async function answerClick(deps: WorkerDeps, payload: JobPayload<'slack.click'>)
     )
     return 'refused'
   }
+  // Opening the form is the API's (within Slack's 3 seconds); it is no answer.
+  if (answer === '__form__') return 'form'
   if (!(await claimSlackQuestion(deps.db, internId, interactionId, answer, user))) return 'answered already'
   if (q.cardTs)
     await slack.updateCard(q.cardTs, decidedCard(question, answer, user, new Date()), questionText(question))

@@ -1,6 +1,7 @@
 // A turn's question in Slack as a Block Kit card: what is asked, and a button per answer. A
-// permission request offers its options; an elicitation (a form) can be declined or cancelled here
-// and filled in through the API chat. Once answered or expired, the card says so and loses its buttons.
+// permission request offers its options; an elicitation (a form) is answered through a modal its
+// "Answer…" button opens (the API opens it: apps/api/src/slack/answer-form.ts), or declined or
+// cancelled here. Once answered or expired, the card says so and loses its buttons.
 
 import type { Button, KnownBlock } from '@slack/types'
 
@@ -28,6 +29,8 @@ export function questionText(q: Question): string {
 export function answersOf(q: Question): { label: string; answer: string }[] {
   if (q.kind === 'permission' && q.options?.length) return q.options.map((o) => ({ label: LABELS[o] ?? o, answer: o }))
   return [
+    // The API opens the form for this one (views.open needs the click's trigger, good for 3 s).
+    { label: 'Answer…', answer: '__form__' },
     { label: 'Decline', answer: JSON.stringify({ action: 'decline' }) },
     { label: 'Cancel', answer: JSON.stringify({ action: 'cancel' }) },
   ]
@@ -44,7 +47,7 @@ export function questionCard(interactionId: string, q: Question): KnownBlock[] {
         action_id: `answer_${i}`,
         text: { type: 'plain_text', text: a.label },
         value: JSON.stringify({ i: interactionId, a: a.answer }),
-        ...(a.answer.startsWith('allow')
+        ...(a.answer.startsWith('allow') || a.answer === '__form__'
           ? { style: 'primary' }
           : a.answer.startsWith('reject')
             ? { style: 'danger' }
@@ -56,12 +59,23 @@ export function questionCard(interactionId: string, q: Question): KnownBlock[] {
 
 /** The card once decided: who answered what, and when (Slack shows the date in the reader's time zone). */
 export function decidedCard(q: Question, answer: string, by: string, at: Date): KnownBlock[] {
-  const label = answersOf(q).find((a) => a.answer === answer)?.label ?? answer
+  const label = answersOf(q).find((a) => a.answer === answer)?.label ?? formAnswerLabel(answer)
   const when = `<!date^${Math.floor(at.getTime() / 1000)}^{date_short_pretty} at {time}|${at.toISOString()}>`
   return [
     { type: 'section', text: { type: 'mrkdwn', text: questionText(q) } },
     { type: 'context', elements: [{ type: 'mrkdwn', text: `*${label}* by <@${by}>, ${when}` }] },
   ]
+}
+
+/** A form's answer as the card shows it: its values. */
+function formAnswerLabel(answer: string): string {
+  try {
+    const { content } = JSON.parse(answer) as { content?: Record<string, unknown> }
+    const given = Object.entries(content ?? {}).map(([k, v]) => `${k}: ${String(v)}`)
+    return `Answered${given.length ? ` (${given.join(', ')})` : ''}`.slice(0, 2000)
+  } catch {
+    return answer.slice(0, 200)
+  }
 }
 
 export function expiredCard(q: Question): KnownBlock[] {
