@@ -195,7 +195,10 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     async submitView(url, signingSecret, user, viewId, values) {
       const opened = sim.views.find((v) => v.id === viewId)
       if (!opened) throw new Error(`no view ${viewId} was opened`)
-      const blocks = (opened.view.blocks ?? []) as { block_id?: string; element?: { type: string; action_id: string } }[]
+      const blocks = (opened.view.blocks ?? []) as {
+        block_id?: string
+        element?: { type: string; action_id: string }
+      }[]
       const state: Record<string, Record<string, unknown>> = {}
       for (const b of blocks) {
         if (!b.block_id || !b.element) continue
@@ -480,6 +483,8 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     const str = (k: string) => (typeof body[k] === 'string' ? (body[k] as string) : undefined)
     const app = [...apps.values()].find((a) => a.clientId === str('client_id')) ?? [...apps.values()][0]
     if (path === '/sim/messages') return json(res, { messages: sim.messages, ephemerals: sim.ephemerals })
+    // An app configuration token, as a workspace admin generates one: its refresh token is what Roster's CLI stores.
+    if (path === '/sim/config-token') return json(res, { ok: true, refresh_token: sim.issueConfigToken().refreshToken })
     if (!app) return json(res, { ok: false, error: 'no app registered' })
     if (path === '/sim/say') {
       const url = str('events_url')
