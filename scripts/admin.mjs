@@ -13,4 +13,13 @@ if (!existsSync(cli)) {
   const build = spawnSync('npm', ['run', '-s', 'build'], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] })
   if (build.status !== 0) process.exit(build.status ?? 1)
 }
+// Sealing a Slack configuration token needs the API's vault master key: without VAULT_MASTER_KEY,
+// the development key `npm start` uses for this database (scripts/dev-master-key.mjs).
+const argv = process.argv.slice(2)
+if (!process.env.VAULT_MASTER_KEY && argv.includes('config-token') && argv.includes('set')) {
+  const { devMasterKey } = await import('./dev-master-key.mjs')
+  const { defaultDatabaseUrl } = await import('../prisma/migrate.mjs')
+  const databaseUrl = process.env.DATABASE_URL ?? defaultDatabaseUrl
+  process.env.VAULT_MASTER_KEY = (await devMasterKey({ databaseUrl, legacyFile: join(root, '.roster', 'vault-master-key') })).key
+}
 await import(pathToFileURL(cli).href)
