@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createServer, type Server } from 'node:http'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { eventCallback, startSlackSim, type SlackSim } from '@roster/slack-sim'
 import { simulatorCatalogue } from '@roster/gateway'
@@ -34,7 +35,19 @@ const api = (path: string, init: RequestInit = {}) =>
     headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json', ...init.headers },
   })
 
+// A service on the loopback that echoes the authorization it was sent (the worst a service can do
+// with a secret), reached by the intern as api.bound.test.
+let echo: Server
+let echoPort = 0
+
 beforeAll(async () => {
+  echo = createServer((req, res) =>
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ echoed: req.headers.authorization ?? null })),
+  )
+  await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r))
+  echoPort = (echo.address() as { port: number }).port
   sim = await startSimulator({ replyTokens: 3 })
   slack = await startSlackSim()
   stack = await startStack({
@@ -46,6 +59,8 @@ beforeAll(async () => {
       SLACK_AUTHORIZE_URL: slack.authorizeUrl,
       // A question nobody answers ends its run quickly (the expired card).
       INTERACTION_DEADLINE_MS: '3000',
+      EGRESS_PRIVATE_NETWORKS: 'allow',
+      EGRESS_HOSTS: 'api.bound.test=127.0.0.1',
     },
     // A killed worker's jobs come back quickly; a reply waiting for Slack is tried again quickly.
     workerEnv: { JOB_LOCK_MS: '2000', SLACK_BACKOFF_MS: '200', SLACK_FILE_MAX_MB: '1' },
@@ -85,6 +100,7 @@ afterAll(async () => {
   await stack?.stop()
   await slack?.close()
   await sim?.close()
+  await new Promise((r) => echo?.close(r))
 })
 
 // The allowed command runs in the intern's sandbox.
@@ -380,6 +396,32 @@ describe('an intern in Slack', () => {
     const row = await env.t.db.slackQuestion.findFirstOrThrow({ where: { internId, cardTs: card.ts } })
     expect(row).toMatchObject({ state: 'answered', answeredBy: 'U0PERSON' })
     expect(JSON.parse(row.answer!)).toEqual({ action: 'accept', content: { region: 'eu', count: 3 } })
+  })
+
+  it('never posts a secret’s value in Slack: what the intern got back carries the placeholder', async () => {
+    const value = `slack-secret-${Date.now()}`
+    const put = await api('/vault/secrets/svc_token', {
+      method: 'PUT',
+      body: JSON.stringify({ value, hosts: ['api.bound.test'] }),
+    })
+    expect(put.status).toBe(200)
+    const call = JSON.stringify({
+      url: `http://api.bound.test:${echoPort}/v1/me`,
+      headers: { authorization: 'Bearer {{secret:svc_token}}' },
+    })
+    const event = mention(`[sim] call http_request ${call}\n[sim] say It answered: {{result}}`)
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+    // Manual mode may ask first: allow it, as the asker.
+    await waitFor(() => replies(event.ts).some((m) => m.blocks || /It answered/.test(m.text)), {
+      timeoutMs: 20_000,
+      what: 'the card or the answer',
+    })
+    const card = replies(event.ts).find((m) => m.blocks)
+    if (card) await slack.click(`${stack.apiUrl}/slack/interactivity/${internId}`, signingSecret, 'U0PERSON', card, 0)
+    await answered(event.ts, /It answered/)
+    const posted = JSON.stringify([...replies(event.ts), ...slack.calls.map((c) => c.params)])
+    expect(posted).toContain('{{secret:svc_token}}')
+    expect(posted).not.toContain(value)
   })
 
   it('marks a card nobody answered in time expired', async () => {
