@@ -20,6 +20,8 @@ if (!process.env.VAULT_MASTER_KEY && argv.includes('config-token') && argv.inclu
   const { devMasterKey } = await import('./dev-master-key.mjs')
   const { defaultDatabaseUrl } = await import('../prisma/migrate.mjs')
   const databaseUrl = process.env.DATABASE_URL ?? defaultDatabaseUrl
-  process.env.VAULT_MASTER_KEY = (await devMasterKey({ databaseUrl, legacyFile: join(root, '.roster', 'vault-master-key') })).key
+  process.env.VAULT_MASTER_KEY = (
+    await devMasterKey({ databaseUrl, legacyFile: join(root, '.roster', 'vault-master-key') })
+  ).key
 }
 await import(pathToFileURL(cli).href)

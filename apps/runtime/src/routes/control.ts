@@ -46,7 +46,8 @@ export function controlRoutes(app: FastifyInstance, interns: Interns) {
         const intern = interns.check(req.params.id, generationOf(req))
         return await interns.putFile(intern, put.data.path, Buffer.from(put.data.content_base64, 'base64'))
       } catch (err) {
-        if (err instanceof WorkspacePathError) return reply.code(400).send({ error: 'bad_request', message: err.message })
+        if (err instanceof WorkspacePathError)
+          return reply.code(400).send({ error: 'bad_request', message: err.message })
         return answerRefusal(reply, err)
       }
     },
