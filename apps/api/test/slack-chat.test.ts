@@ -13,6 +13,7 @@ import {
   useTestTenant,
 } from '@roster/testing'
 import { slackAppsApi, storeSlackConfigToken } from '@roster/shared'
+import { installedSlackIntern, installThroughSlack, waitRunning } from './slack-helpers.js'
 
 // Talking to an intern in Slack (issue 46), over the whole system as processes (API, worker,
 // runtime host) and the Slack stand-in: an installed intern's event URL checks Slack's signature,
@@ -65,36 +66,13 @@ beforeAll(async () => {
     // A killed worker's jobs come back quickly; a reply waiting for Slack is tried again quickly.
     workerEnv: { JOB_LOCK_MS: '2000', SLACK_BACKOFF_MS: '200', SLACK_FILE_MAX_MB: '1' },
   })
-  const app = slack.addApp()
-  mainAppId = app.appId
-  signingSecret = 'signing-'.repeat(4)
-  const created = await api('/interns', {
-    method: 'POST',
-    body: JSON.stringify({
-      name: 'slackbot',
-      provision: true,
-      slack: { app: { client_id: app.clientId, client_secret: app.clientSecret, signing_secret: signingSecret } },
-    }),
-  })
-  internId = ((await created.json()) as { id: string }).id
+  const main = await installedSlackIntern(api, slack, 'slackbot')
+  ;({ id: internId, appId: mainAppId, signingSecret, bot: botUserId } = main)
   eventsUrl = `${stack.apiUrl}/slack/events/${internId}`
-  // Slack checks the event URL when the team saves its app, before any install.
+  // Slack checks the event URL when the team saves its app (before any install too).
   const check = await slack.sendEvent(eventsUrl, signingSecret, { type: 'url_verification', challenge: 'c-123' })
   expect(check.status).toBe(200)
   expect(await check.json()).toEqual({ challenge: 'c-123' })
-  // The install, as a browser does it.
-  const link = (await (await api(`/interns/${internId}/slack`)).json()) as { install_url: string }
-  const toSlack = await fetch(link.install_url, { redirect: 'manual' })
-  const back = await fetch(toSlack.headers.get('location')!, { redirect: 'manual' })
-  expect((await fetch(back.headers.get('location')!)).status).toBe(200)
-  botUserId = ((await (await api(`/interns/${internId}/slack`)).json()) as { bot_user_id: string }).bot_user_id
-  await waitFor(
-    async () => ((await (await api(`/interns/${internId}`)).json()) as { status: string }).status === 'running',
-    {
-      timeoutMs: 30_000,
-      what: 'the installed intern to run',
-    },
-  )
 }, 90_000)
 afterAll(async () => {
   await stack?.stop()
@@ -127,6 +105,16 @@ const answered = (thread: string, text: RegExp) =>
     { timeoutMs: 20_000, what: `a reply in ${thread}` },
   )
 const eventsOf = () => env.t.db.slackEvent.count({ where: { internId } })
+/** A mention sent, once its turn runs (the model made slow by the caller). */
+async function runningTurn(text: string) {
+  const event = mention(text)
+  await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+  await waitFor(
+    async () => (await env.t.db.slackEvent.count({ where: { internId, threadTs: event.ts, state: 'running' } })) === 1,
+    { timeoutMs: 10_000, what: 'the turn to run' },
+  )
+  return event
+}
 
 describe('an intern in Slack', () => {
   it('answers a mention in its thread, once however often Slack delivers the event', async () => {
@@ -245,13 +233,7 @@ describe('an intern in Slack', () => {
   it('steers the running turn with a message in its thread', async () => {
     sim.settings.latencyMs = 2_000
     try {
-      const opening = mention('[sim] say Slowly answered.')
-      await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, opening))
-      await waitFor(
-        async () =>
-          (await env.t.db.slackEvent.count({ where: { internId, threadTs: opening.ts, state: 'running' } })) === 1,
-        { timeoutMs: 10_000, what: 'the first turn to run' },
-      )
+      const opening = await runningTurn('[sim] say Slowly answered.')
       const steer = mention('and keep it short\n[sim] say Short.', { thread_ts: opening.ts })
       await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, steer))
       // The steer's own message says where it went; the answer (the model read the steer too) is the other.
@@ -520,13 +502,7 @@ describe('an intern in Slack', () => {
   it('a worker killed mid-turn: the turn is not run again, and the same message says so', async () => {
     sim.settings.latencyMs = 4_000
     try {
-      const event = mention('[sim] say Never finished here.')
-      await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
-      await waitFor(
-        async () =>
-          (await env.t.db.slackEvent.count({ where: { internId, threadTs: event.ts, state: 'running' } })) === 1,
-        { timeoutMs: 10_000, what: 'the turn to run' },
-      )
+      const event = await runningTurn('[sim] say Never finished here.')
       const worker = stack.workers.find((w) => w.running)!
       await worker.kill('SIGKILL')
       await stack.addWorker()
@@ -593,7 +569,9 @@ describe('an intern in Slack', () => {
   })
 
   it('answers 100 threads at once across ten interns: each once, in its own thread', async () => {
-    const interns = await Promise.all(Array.from({ length: 10 }, (_, i) => installedIntern(`crowd-${i}`)))
+    const interns = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => installedSlackIntern(api, slack, `crowd-${i}`)),
+    )
     const threads = Array.from({ length: 100 }, (_, k) => {
       const to = interns[k % interns.length]!
       const event = { ...mention(''), text: `<@${to.bot}> [sim] say Thread ${k} answered.` }
@@ -659,16 +637,8 @@ describe('an intern in Slack', () => {
     })
     const link = (await (await api(`/interns/${id}/slack`)).json()) as { install_url: string; origin: string }
     expect(link.origin).toBe('minted')
-    const toSlack = await fetch(link.install_url, { redirect: 'manual' })
-    const back = await fetch(toSlack.headers.get('location')!, { redirect: 'manual' })
-    expect((await fetch(back.headers.get('location')!)).status).toBe(200)
-    await waitFor(
-      async () => ((await (await api(`/interns/${id}`)).json()) as { status: string }).status === 'running',
-      {
-        timeoutMs: 30_000,
-        what: 'the minted intern to run',
-      },
-    )
+    await installThroughSlack(api, id)
+    await waitRunning(api, id, 'the minted intern to run')
     // Slack signs the minted app's events with the secret apps.manifest.create gave Roster.
     const bot = ((await (await api(`/interns/${id}/slack`)).json()) as { bot_user_id: string }).bot_user_id
     const event = { ...mention('[sim] say Minted and talking.'), text: `<@${bot}> [sim] say Minted and talking.` }
@@ -689,39 +659,8 @@ describe('an intern in Slack', () => {
   })
 })
 
-/** Another intern with a team-made app, installed and running: its id, signing secret and bot user. */
-async function installedIntern(name: string) {
-  const app = slack.addApp()
-  const secret = `secret-${name}-`.padEnd(32, 'x')
-  const created = await api('/interns', {
-    method: 'POST',
-    body: JSON.stringify({
-      name,
-      provision: true,
-      slack: { app: { client_id: app.clientId, client_secret: app.clientSecret, signing_secret: secret } },
-    }),
-  })
-  expect(created.status, await created.clone().text()).toBe(201)
-  const id = ((await created.json()) as { id: string }).id
-  const link = (await (await api(`/interns/${id}/slack`)).json()) as { install_url: string }
-  const toSlack = await fetch(link.install_url, { redirect: 'manual' })
-  const back = await fetch(toSlack.headers.get('location')!, { redirect: 'manual' })
-  expect((await fetch(back.headers.get('location')!)).status).toBe(200)
-  await waitFor(async () => ((await (await api(`/interns/${id}`)).json()) as { status: string }).status === 'running', {
-    timeoutMs: 60_000,
-    what: `${name} to run`,
-  })
-  const bot = ((await (await api(`/interns/${id}/slack`)).json()) as { bot_user_id: string }).bot_user_id
-  return { id, signingSecret: secret, bot }
-}
-
 /** The install again, through Slack, as after an uninstall. */
 async function reinstall() {
-  const link = (await (await api(`/interns/${internId}/slack`)).json()) as { install_url: string }
-  const toSlack = await fetch(link.install_url, { redirect: 'manual' })
-  expect(toSlack.status).toBe(302)
-  const back = await fetch(toSlack.headers.get('location')!, { redirect: 'manual' })
-  const done = await fetch(back.headers.get('location')!)
-  expect(done.status, await done.clone().text()).toBe(200)
+  await installThroughSlack(api, internId)
   expect(((await (await api(`/interns/${internId}/slack`)).json()) as { state: string }).state).toBe('installed')
 }

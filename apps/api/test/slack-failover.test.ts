@@ -3,6 +3,7 @@ import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { eventCallback, startSlackSim, type SlackSim } from '@roster/slack-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import { catalogueFile, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
+import { installedSlackIntern } from './slack-helpers.js'
 
 // A Slack thread is a session that outlives the runtime host its intern ran on (issue 46): the host
 // is killed after the thread's first turn, the fleet declares it dead and places the intern on the
@@ -48,23 +49,7 @@ const statusOf = async (id: string) => (await env.t.db.intern.findUniqueOrThrow(
 
 describe('a Slack thread whose intern’s host is killed', () => {
   it('goes on on the intern’s new host with its history', async () => {
-    const app = slack.addApp()
-    const signingSecret = 'failover-secret-'.repeat(2)
-    const created = await api('/interns', {
-      method: 'POST',
-      body: JSON.stringify({
-        name: 'survivor',
-        provision: true,
-        slack: { app: { client_id: app.clientId, client_secret: app.clientSecret, signing_secret: signingSecret } },
-      }),
-    })
-    const id = ((await created.json()) as { id: string }).id
-    const link = (await (await api(`/interns/${id}/slack`)).json()) as { install_url: string }
-    const toSlack = await fetch(link.install_url, { redirect: 'manual' })
-    const back = await fetch(toSlack.headers.get('location')!, { redirect: 'manual' })
-    expect((await fetch(back.headers.get('location')!)).status).toBe(200)
-    await waitFor(async () => (await statusOf(id)) === 'running', { timeoutMs: 30_000, what: 'the intern to run' })
-    const bot = ((await (await api(`/interns/${id}/slack`)).json()) as { bot_user_id: string }).bot_user_id
+    const { id, signingSecret, bot } = await installedSlackIntern(api, slack, 'survivor')
     const eventsUrl = `${stack.apiUrl}/slack/events/${id}`
     const thread = '1800000000.000100'
     const say = (text: string, ts: string) =>
