@@ -44,12 +44,15 @@ import { internRoutes } from './routes/interns/index.js'
 import { slackOAuthRoutes } from './routes/slack-oauth.js'
 import { slackEventRoutes } from './routes/slack-events.js'
 import { healthRoutes } from './routes/health.js'
+import { consoleSessionRoutes } from './routes/console-session.js'
 import { fleetRoutes } from './routes/fleet.js'
 import { sweepPeriodically } from './fleet/snapshots.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
     caller?: Caller
+    /** Authenticated by a web console session's cookie rather than a key (console/session-cookie.ts). */
+    viaConsoleSession: boolean
   }
 }
 
@@ -133,6 +136,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
 
   // The WebSocket transport of /responses; a message may be as large as a /responses body.
   await app.register(websocket, { options: { maxPayload: RESPONSES_BODY_LIMIT }, errorHandler: websocketError })
+  app.decorateRequest('viaConsoleSession', false)
   await app.register(healthRoutes(deps))
   // The runtime hosts' own API (outside /api/v1: it is not the public API).
   await app.register(fleetRoutes(deps))
@@ -158,6 +162,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(vaultRoutes(deps))
       await v1.register(slackOAuthRoutes(deps))
       await v1.register(slackEventRoutes(deps))
+      await v1.register(consoleSessionRoutes(deps))
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
     },
     { prefix: '/api/v1' },

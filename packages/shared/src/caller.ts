@@ -43,8 +43,12 @@ export interface Caller {
   hasByok: boolean
 }
 
-export async function resolveCaller(db: Db, token: string): Promise<Caller | undefined> {
-  const hash = hashApiKey(token)
+export function resolveCaller(db: Db, token: string): Promise<Caller | undefined> {
+  return resolveCallerByHash(db, hashApiKey(token))
+}
+
+/** The caller of the key with this digest (a console session holds the digest, never the key). */
+export async function resolveCallerByHash(db: Db, hash: Buffer): Promise<Caller | undefined> {
   const row = await keyByHash(db, hash)
   if (!row || !digestsEqual(Buffer.from(row.hash), hash)) return undefined
   return {

@@ -357,6 +357,13 @@ export const ApiConfig = z
       .max(3_600)
       .default(600)
       .describe("How long a person has on Slack's authorize page before the install's state expires, in seconds."),
+    CONSOLE_SESSION_TTL_S: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .max(30 * 86_400)
+      .default(12 * 3_600)
+      .describe('How long a web console sign-in lasts, in seconds (signing out ends it sooner).'),
     WEB_FETCH_PRIVATE_NETWORKS: z
       .enum(['refuse', 'allow'])
       .default('refuse')

@@ -32,6 +32,7 @@ const spec: Record<string, [number, boolean]> = {
   slack_not_configured: [409, false],
   intern_deleting: [409, false],
   workspace_loss_unacknowledged: [409, false],
+  cross_site_refused: [403, false],
   management_key_required: [403, false],
   preset_conflict: [409, true],
   intern_not_ready: [409, true],

@@ -1,6 +1,15 @@
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { hash } from 'node:crypto'
-import { AppError, bearerToken, resolveCaller, type Caller, type Db } from '@roster/shared'
+import {
+  AppError,
+  bearerToken,
+  liveConsoleSession,
+  resolveCaller,
+  resolveCallerByHash,
+  type Caller,
+  type Db,
+} from '@roster/shared'
+import { assertSameOriginChange, sessionIdHash, sessionIdOf } from '../console/session-cookie.js'
 import { GatewayError } from '@roster/gateway'
 import { Lru } from './lru.js'
 import { afterRefusalDelay } from './refusal-delay.js'
@@ -100,12 +109,40 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     return caller
   }
 
-  /** The key is the bearer token, unless the caller says where else it may be (`token`). */
+  /**
+   * A web console session's caller (the key it was signed in with, as that key is now), cached as a
+   * key is; a change made with it must come from the console (session-cookie.ts).
+   */
+  const sessionCaller = (req: FastifyRequest, sessionId: string): Caller | undefined | Promise<Caller | undefined> => {
+    assertSameOriginChange(req)
+    req.viaConsoleSession = true
+    const idHash = sessionIdHash(sessionId)
+    const id = `session:${idHash.toString('base64')}`
+    const hit = known.get(id)
+    if (hit && hit.expires > now()) return counted(hit.caller)
+    const began = epoch
+    return (async () => {
+      const session = await liveConsoleSession(db, idHash)
+      const caller = session && (await resolveCallerByHash(db, session.keyHash))
+      if (caller && began === epoch)
+        known.set(id, { caller, expires: Math.min(now() + cacheMs, session.expiresAt.getTime()) })
+      return counted(caller)
+    })()
+  }
+
+  /**
+   * The key is the bearer token, unless the caller says where else it may be (`token`); with none,
+   * a web console session's cookie (an Authorization header always wins).
+   */
   function authenticate(
     req: FastifyRequest,
     token = bearerToken(req.headers.authorization),
   ): Caller | undefined | Promise<Caller | undefined> {
-    if (!token || token.length > 512) return undefined
+    if (!token) {
+      const sessionId = sessionIdOf(req)
+      return sessionId ? sessionCaller(req, sessionId) : undefined
+    }
+    if (token.length > 512) return undefined
     if (cacheMs === 0) return resolveCaller(db, token).then(counted)
     // One-shot hashing: no Hash object per request (createHash showed up in the gateway's profile).
     const id = hash('sha256', token, 'base64')
@@ -147,6 +184,11 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     // A disabled key refused meanwhile may be enabled again: its refusal is forgotten too.
     unknown.delete(id)
   }
+  /** Forgets a console session signed out here (other processes drop it within AUTH_CACHE_MS). */
+  const forgetSession = (idHash: Buffer) => {
+    epoch++
+    known.delete(`session:${idHash.toString('base64')}`)
+  }
   /** Forgets every cached key of a workspace (its budgets or switches changed, or it was deleted). */
   const forgetWorkspace = (workspaceId: string) => {
     epoch++
@@ -157,7 +199,7 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     epoch++
     known.deleteWhere((e) => e.caller.accountId === accountId)
   }
-  return Object.assign(authenticate, { forget, forgetWorkspace, forgetAccount })
+  return Object.assign(authenticate, { forget, forgetWorkspace, forgetAccount, forgetSession })
 }
 
 /** At most `size` tasks at once; the rest wait in turn, up to `waiting` of them (then refused with 429). */
@@ -215,6 +257,9 @@ export function requireKey(
 ): onRequestHookHandler {
   const admit = (req: FastifyRequest, caller: Caller | undefined, done: (err?: Error) => void) => {
     if (!caller) return done(new AppError('unauthorized', 'a valid API key is required'))
+    // Model calls are made with a key, never with a browser's console session.
+    if (options.inference && req.viaConsoleSession)
+      return done(new AppError('unauthorized', 'a valid API key is required (a console session makes no model calls)'))
     if (options.inference && caller.kind === 'management') return done(MANAGEMENT_KEY_INFERENCE)
     req.caller = caller
     done()

@@ -1,0 +1,73 @@
+import type { FastifyPluginAsync } from 'fastify'
+import { z } from 'zod'
+import { AppError, insertConsoleSession, liveConsoleSession, revokeConsoleSession } from '@roster/shared'
+import type { AppDeps } from '../deps.js'
+import {
+  assertSameOriginChange,
+  clearedCookie,
+  newSessionId,
+  sessionCookie,
+  sessionIdHash,
+  sessionIdOf,
+} from '../console/session-cookie.js'
+
+// Signing in to the web console (docs/console.md): an API key exchanged once for a server-side
+// session, whose opaque id the browser keeps in an HttpOnly cookie (the key itself never sits in
+// the browser); what the session is (the key's kind and workspace, when it ends); signing out,
+// which ends it. Sign-in and sign-out come from the console itself (its header, its origin), so no
+// other site can sign a browser in or out.
+
+const SignIn = z.strictObject({ key: z.string().min(1).max(512) })
+const COOKIE_PATH = '/'
+
+export const consoleSessionRoutes =
+  (deps: AppDeps): FastifyPluginAsync =>
+  async (app) => {
+    app.post('/console/session', { schema: { hide: true } }, async (req, reply) => {
+      assertSameOriginChange(req)
+      const body = SignIn.safeParse(req.body)
+      if (!body.success) throw new AppError('invalid_body', 'invalid request: give {"key": "<an API key>"}')
+      // Through the authenticator: unknown keys are throttled here as on every other route.
+      const caller = await deps.authenticate(req, body.data.key)
+      if (!caller) throw new AppError('unauthorized', 'a valid API key is required')
+      const ttl = deps.config.CONSOLE_SESSION_TTL_S
+      const id = newSessionId()
+      const expiresAt = new Date(Date.now() + ttl * 1000)
+      await insertConsoleSession(deps.db, {
+        idHash: sessionIdHash(id),
+        keyHash: Buffer.from(caller.keyHash, 'hex'),
+        keyId: caller.keyId,
+        kind: caller.kind,
+        workspaceId: caller.workspaceId,
+        expiresAt,
+      })
+      return reply
+        .code(201)
+        .header('set-cookie', sessionCookie(req, id, ttl, COOKIE_PATH))
+        .header('cache-control', 'no-store')
+        .send({ kind: caller.kind, workspace_id: caller.workspaceId, expires_at: expiresAt.toISOString() })
+    })
+
+    app.get('/console/session', { schema: { hide: true } }, async (req, reply) => {
+      const id = sessionIdOf(req)
+      const session = id && (await liveConsoleSession(deps.db, sessionIdHash(id)))
+      const caller = session && (await deps.authenticate(req))
+      if (!session || !caller) throw new AppError('unauthorized', 'not signed in to the console')
+      return reply.header('cache-control', 'no-store').send({
+        kind: caller.kind,
+        workspace_id: caller.workspaceId,
+        expires_at: session.expiresAt.toISOString(),
+      })
+    })
+
+    app.delete('/console/session', { schema: { hide: true } }, async (req, reply) => {
+      assertSameOriginChange(req)
+      const id = sessionIdOf(req)
+      if (id) {
+        const idHash = sessionIdHash(id)
+        await revokeConsoleSession(deps.db, idHash)
+        deps.authenticate.forgetSession(idHash)
+      }
+      return reply.code(204).header('set-cookie', clearedCookie(req, COOKIE_PATH)).send()
+    })
+  }

@@ -1,0 +1,41 @@
+import type { Db } from '../db.js'
+
+// console_sessions: web console sign-ins, by the SHA-256 of their opaque id (the browser's cookie
+// holds the id; a database read gives no one a session).
+
+export interface NewConsoleSession {
+  idHash: Buffer
+  keyHash: Buffer
+  keyId: string
+  kind: string
+  workspaceId: string
+  expiresAt: Date
+}
+
+export async function insertConsoleSession(db: Db, s: NewConsoleSession) {
+  await db.consoleSession.create({
+    data: { ...s, idHash: new Uint8Array(s.idHash), keyHash: new Uint8Array(s.keyHash) },
+  })
+}
+
+/** A session that is neither signed out nor past its end: the key it acts as, and when it ends. */
+export async function liveConsoleSession(db: Db, idHash: Buffer) {
+  const row = await db.consoleSession.findUnique({ where: { idHash: new Uint8Array(idHash) } })
+  if (!row || row.revokedAt || row.expiresAt.getTime() <= Date.now()) return undefined
+  return { keyHash: Buffer.from(row.keyHash), expiresAt: row.expiresAt, kind: row.kind, workspaceId: row.workspaceId }
+}
+
+/** Signs a session out: false when it was not live. */
+export async function revokeConsoleSession(db: Db, idHash: Buffer): Promise<boolean> {
+  const n = await db.consoleSession.updateMany({
+    where: { idHash: new Uint8Array(idHash), revokedAt: null },
+    data: { revokedAt: new Date() },
+  })
+  return n.count === 1
+}
+
+/** Forgets sessions that ended more than a day ago. */
+export async function pruneConsoleSessions(db: Db): Promise<number> {
+  const n = await db.consoleSession.deleteMany({ where: { expiresAt: { lt: new Date(Date.now() - 86_400_000) } } })
+  return n.count
+}
