@@ -130,4 +130,7 @@ if (simulator) {
     `roster: no MODEL_CATALOGUE set, so /responses serves the demo catalogue ${env.MODEL_CATALOGUE}: models roster-sim/chat, roster-sim/responses and roster-sim/messages, all answered by the upstream simulator (not a real model) on port ${env.SIM_PORT}`,
   )
 }
+console.log(
+  `roster: the web console on http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/console/ (sign in with an API key)`,
+)
 console.log('roster: make keys with `npm run -s admin -- bootstrap`; Ctrl-C stops everything')

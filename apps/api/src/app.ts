@@ -45,6 +45,7 @@ import { slackOAuthRoutes } from './routes/slack-oauth.js'
 import { slackEventRoutes } from './routes/slack-events.js'
 import { healthRoutes } from './routes/health.js'
 import { consoleSessionRoutes } from './routes/console-session.js'
+import { consoleStaticRoutes } from './routes/console-static.js'
 import { fleetRoutes } from './routes/fleet.js'
 import { sweepPeriodically } from './fleet/snapshots.js'
 
@@ -138,6 +139,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
   await app.register(websocket, { options: { maxPayload: RESPONSES_BODY_LIMIT }, errorHandler: websocketError })
   app.decorateRequest('viaConsoleSession', false)
   await app.register(healthRoutes(deps))
+  await app.register(consoleStaticRoutes)
   // The runtime hosts' own API (outside /api/v1: it is not the public API).
   await app.register(fleetRoutes(deps))
   await app.register(

@@ -1,0 +1,124 @@
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { createServer, request, type Server } from 'node:http'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { chromiumPath, describeNeeding, freePort, useTestTenant } from '@roster/testing'
+import { buildTestApp } from './helpers.js'
+
+// The web console in a real browser (Debian's Chromium through playwright-core), served by the API
+// from its build under /console/: static files cached as they should be, behind a Content Security
+// Policy; signing in with a key (which then lives nowhere in the page), the member's interns shown
+// as text (markup in a server's text stays inert), signing out; and the same under a proxy's path
+// prefix.
+const env = useTestTenant()
+let app: Awaited<ReturnType<typeof buildTestApp>>
+let browser: Browser
+let origin: string
+let proxy: Server
+let proxied: string
+
+beforeAll(async () => {
+  const port = await freePort()
+  app = await buildTestApp(env.t.db, {})
+  await app.listen({ port, host: '127.0.0.1' })
+  origin = `http://127.0.0.1:${port}`
+  // A reverse proxy that serves Roster under /roster/ (the prefix stripped, the Host kept).
+  proxy = createServer((req, res) => {
+    if (!req.url?.startsWith('/roster/')) return res.writeHead(404).end()
+    const upstream = request(
+      { host: '127.0.0.1', port, path: req.url.slice('/roster'.length), method: req.method, headers: req.headers },
+      (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers)
+        r.pipe(res)
+      },
+    )
+    req.pipe(upstream)
+  })
+  const proxyPort = await freePort()
+  await new Promise<void>((r) => proxy.listen(proxyPort, '127.0.0.1', r))
+  proxied = `http://127.0.0.1:${proxyPort}/roster`
+  browser = await chromium.launch({
+    executablePath: chromiumPath(),
+    args: ['--headless', '--no-sandbox', '--disable-gpu'],
+  })
+})
+afterAll(async () => {
+  await browser?.close()
+  await new Promise((r) => proxy?.close(r))
+  await app?.closeAll()
+})
+
+it('serves the console with its caching, compression and Content Security Policy', async () => {
+  const redirect = await fetch(`${origin}/console`, { redirect: 'manual' })
+  expect(redirect.status).toBe(308)
+  const index = await fetch(`${origin}/console/`, { headers: { 'accept-encoding': 'br' } })
+  expect(index.status).toBe(200)
+  expect(index.headers.get('cache-control')).toBe('no-cache')
+  expect(index.headers.get('content-security-policy')).toContain("script-src 'self'")
+  const html = await index.text()
+  const script = /src="\.\/(assets\/[^"]+\.js)"/.exec(html)![1]!
+  const asset = await fetch(`${origin}/console/${script}`, { headers: { 'accept-encoding': 'br, gzip' } })
+  expect(asset.status).toBe(200)
+  expect(asset.headers.get('cache-control')).toBe('public, max-age=31536000, immutable')
+  expect(asset.headers.get('content-encoding')).toBe('br')
+  // The initial bundle stays within 200 KB gzipped.
+  const gz = await fetch(`${origin}/console/${script}`, { headers: { 'accept-encoding': 'gzip' } })
+  expect(gz.headers.get('content-encoding')).toBe('gzip')
+  // (fetch decompresses the body; the length sent is the compressed one's)
+  expect(Number(gz.headers.get('content-length'))).toBeGreaterThan(1000)
+  expect(Number(gz.headers.get('content-length'))).toBeLessThan(200 * 1024)
+})
+
+async function signIn(page: Page, url: string, key: string) {
+  await page.goto(`${url}/console/`)
+  await page.getByLabel('API key').fill(key)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('heading', { name: 'Interns' }).waitFor()
+}
+
+await describeNeeding(['chromium'], 'the web console in a browser', () => {
+  it('signs in with a key it then forgets, shows the interns as text, and signs out', async () => {
+    const made = await fetch(`${origin}/api/v1/interns`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'shown-in-console' }),
+    })
+    const id = ((await made.json()) as { id: string }).id
+    const markup = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
+    await env.t.db.intern.update({ where: { id }, data: { lastFailureMessage: markup } })
+
+    const page = await browser.newPage()
+    const errors: string[] = []
+    page.on('pageerror', (e) => errors.push(e.message))
+    await page.goto(`${origin}/console/`)
+    await page.getByLabel('API key').fill('sk-or-v1-not-a-key')
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('alert').getByText('That key is not valid.').waitFor()
+
+    await signIn(page, origin, env.tenant.keys.user)
+    const row = page.getByRole('row', { name: /shown-in-console/ })
+    await row.waitFor()
+    expect(await row.textContent()).toContain(markup)
+    expect(await page.evaluate(() => (window as { pwned?: number }).pwned)).toBeUndefined()
+    // The key lives nowhere the page can read: not in a cookie script sees, not in storage, not in the DOM.
+    const readable = await page.evaluate(() =>
+      JSON.stringify([document.cookie, { ...localStorage }, { ...sessionStorage }, document.documentElement.outerHTML]),
+    )
+    expect(readable).not.toContain(env.tenant.keys.user)
+    expect(await page.evaluate(() => document.cookie)).toBe('')
+    const cookies = await page.context().cookies()
+    expect(cookies.find((c) => c.name === 'roster_session')).toMatchObject({ httpOnly: true, sameSite: 'Strict' })
+
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.getByLabel('API key').waitFor()
+    expect((await page.context().cookies()).some((c) => c.name === 'roster_session')).toBe(false)
+    expect(errors).toEqual([])
+    await page.close()
+  })
+
+  it('works under a proxy’s path prefix', async () => {
+    const page = await browser.newPage()
+    await signIn(page, proxied, env.tenant.keys.user)
+    await page.getByRole('row', { name: /shown-in-console/ }).waitFor()
+    await page.close()
+  })
+})
