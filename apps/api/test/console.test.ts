@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { createServer, request, type Server } from 'node:http'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { chromiumPath, describeNeeding, freePort, useTestTenant } from '@roster/testing'
+import { createRequire } from 'node:module'
+import { chromiumPath, describeNeeding, freePort, useTestTenant, waitFor } from '@roster/testing'
 import { buildTestApp } from './helpers.js'
 
 // The web console in a real browser (Debian's Chromium through playwright-core), served by the API
@@ -10,6 +11,7 @@ import { buildTestApp } from './helpers.js'
 // as text (markup in a server's text stays inert), signing out; and the same under a proxy's path
 // prefix.
 const env = useTestTenant()
+const require = createRequire(import.meta.url)
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let browser: Browser
 let origin: string
@@ -68,6 +70,16 @@ it('serves the console with its caching, compression and Content Security Policy
   expect(Number(gz.headers.get('content-length'))).toBeLessThan(200 * 1024)
 })
 
+/** axe-core's violations on the page (WCAG 2 A and AA), by rule id. */
+async function axeViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ path: require.resolve('axe-core') })
+  return page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(o: object): Promise<{ violations: { id: string }[] }> } }).axe
+    const result = await axe.run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } })
+    return result.violations.map((v) => v.id)
+  })
+}
+
 async function signIn(page: Page, url: string, key: string) {
   await page.goto(`${url}/console/`)
   await page.getByLabel('API key').fill(key)
@@ -86,7 +98,8 @@ await describeNeeding(['chromium'], 'the web console in a browser', () => {
     const markup = '<script>window.pwned=1</script><img src=x onerror="window.pwned=2">'
     await env.t.db.intern.update({ where: { id }, data: { lastFailureMessage: markup } })
 
-    const page = await browser.newPage()
+    // CSP bypassed for the test's own script (axe) only; the console's pages run under it.
+    const page = await (await browser.newContext({ bypassCSP: true })).newPage()
     const errors: string[] = []
     page.on('pageerror', (e) => errors.push(e.message))
     await page.goto(`${origin}/console/`)
@@ -107,6 +120,21 @@ await describeNeeding(['chromium'], 'the web console in a browser', () => {
     expect(await page.evaluate(() => document.cookie)).toBe('')
     const cookies = await page.context().cookies()
     expect(cookies.find((c) => c.name === 'roster_session')).toMatchObject({ httpOnly: true, sameSite: 'Strict' })
+
+    // Accessible, as axe checks it (WCAG A and AA rules).
+    expect(await axeViolations(page)).toEqual([])
+
+    // Create and start one from the console; delete it after confirming.
+    await page.getByLabel('Name').fill('made-in-console')
+    await page.getByRole('button', { name: 'Create and start' }).click()
+    await page.getByRole('row', { name: /made-in-console/ }).waitFor()
+    const created = await env.t.db.intern.findFirstOrThrow({ where: { name: 'made-in-console' } })
+    expect(created.status).toBe('queued')
+    page.once('dialog', (d) => void d.accept())
+    await page.getByRole('button', { name: 'Delete made-in-console' }).click()
+    await waitFor(async () => (await env.t.db.intern.findUnique({ where: { id: created.id } }))?.status !== 'queued', {
+      what: 'the delete to be taken',
+    })
 
     await page.getByRole('button', { name: 'Sign out' }).click()
     await page.getByLabel('API key').waitFor()

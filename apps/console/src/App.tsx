@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react'
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { api, ApiError, type Intern, type Session } from './api'
 
 // The console's shell: sign in with an API key (exchanged for a session cookie, then forgotten),
@@ -83,16 +83,35 @@ function Signed({ session }: { session: Session }) {
 }
 
 function Interns() {
-  const interns = useQuery({
+  const client = useQueryClient()
+  // Pages of 50, newest first, with the API's cursor; live enough without polling faster than 5 s.
+  const interns = useInfiniteQuery({
     queryKey: ['interns'],
-    queryFn: () => api<{ data: Intern[] }>('interns'),
+    queryFn: ({ pageParam }) =>
+      api<{ data: Intern[]; next_cursor?: string | null }>(
+        `interns?limit=50${pageParam ? `&cursor=${encodeURIComponent(pageParam)}` : ''}`,
+      ),
+    initialPageParam: '',
+    getNextPageParam: (last) => last.next_cursor ?? undefined,
+    refetchInterval: 5_000,
+  })
+  const changed = () => client.invalidateQueries({ queryKey: ['interns'] })
+  const act = useMutation({
+    mutationFn: ({ id, action }: { id: string; action: 'provision' | 'suspend' | 'delete' }) =>
+      action === 'delete'
+        ? api<unknown>(`interns/${id}`, { method: 'DELETE', body: '{}' })
+        : api<unknown>(`interns/${id}/${action}`, { method: 'POST', body: '{}' }),
+    onSettled: changed,
   })
   if (interns.isPending) return <p aria-busy="true">Loading interns…</p>
   if (interns.isError) return <p role="alert">{interns.error.message}</p>
+  const rows = interns.data.pages.flatMap((p) => p.data)
   return (
     <section aria-labelledby="interns-title">
       <h2 id="interns-title">Interns</h2>
-      {interns.data.data.length === 0 ? (
+      <CreateIntern onCreated={changed} />
+      {act.isError && <p role="alert">{act.error.message}</p>}
+      {rows.length === 0 ? (
         <p>No interns yet.</p>
       ) : (
         <table>
@@ -101,19 +120,82 @@ function Interns() {
               <th scope="col">Name</th>
               <th scope="col">Status</th>
               <th scope="col">Last failure</th>
+              <th scope="col">Actions</th>
             </tr>
           </thead>
           <tbody>
-            {interns.data.data.map((i) => (
+            {rows.map((i) => (
               <tr key={i.id}>
                 <td>{i.name}</td>
                 <td>{i.status}</td>
                 <td>{i.last_failure_message ?? ''}</td>
+                <td className="actions">
+                  {(i.status === 'stopped' || i.status === 'failed') && (
+                    <button type="button" onClick={() => act.mutate({ id: i.id, action: 'provision' })}>
+                      {i.status === 'stopped' ? `Start ${i.name}` : `Retry ${i.name}`}
+                    </button>
+                  )}
+                  {i.status === 'running' && (
+                    <button type="button" onClick={() => act.mutate({ id: i.id, action: 'suspend' })}>
+                      Suspend {i.name}
+                    </button>
+                  )}
+                  {i.status !== 'destroying' && (
+                    <button
+                      type="button"
+                      className="danger"
+                      onClick={() => {
+                        if (window.confirm(`Delete ${i.name}? Its workspace is archived, its vault deleted.`))
+                          act.mutate({ id: i.id, action: 'delete' })
+                      }}
+                    >
+                      Delete {i.name}
+                    </button>
+                  )}
+                </td>
               </tr>
             ))}
           </tbody>
         </table>
       )}
+      {interns.hasNextPage && (
+        <button type="button" onClick={() => interns.fetchNextPage()} disabled={interns.isFetchingNextPage}>
+          More interns
+        </button>
+      )}
     </section>
+  )
+}
+
+function CreateIntern({ onCreated }: { onCreated: () => void }) {
+  const [name, setName] = useState('')
+  const [instructions, setInstructions] = useState('')
+  const create = useMutation({
+    mutationFn: () =>
+      api<Intern>('interns', {
+        method: 'POST',
+        body: JSON.stringify({ name, provision: true, ...(instructions ? { instructions } : {}) }),
+      }),
+    onSuccess: () => {
+      setName('')
+      setInstructions('')
+      onCreated()
+    },
+  })
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    create.mutate()
+  }
+  return (
+    <form className="create" onSubmit={submit} aria-label="New intern">
+      <label htmlFor="new-name">Name</label>
+      <input id="new-name" value={name} onChange={(e) => setName(e.target.value)} required maxLength={17} />
+      <label htmlFor="new-instructions">Instructions</label>
+      <textarea id="new-instructions" value={instructions} onChange={(e) => setInstructions(e.target.value)} />
+      <button type="submit" disabled={create.isPending}>
+        Create and start
+      </button>
+      {create.isError && <p role="alert">{create.error.message}</p>}
+    </form>
   )
 }
