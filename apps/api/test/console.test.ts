@@ -45,6 +45,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await browser?.close()
+  proxy?.closeAllConnections()
   await new Promise((r) => proxy?.close(r))
   await app?.closeAll()
 })
@@ -88,6 +89,13 @@ async function signIn(page: Page, url: string, key: string) {
 }
 
 await describeNeeding(['chromium'], 'the web console in a browser', () => {
+  beforeAll(async () => {
+    browser = await chromium.launch({
+      executablePath: chromiumPath(),
+      args: ['--headless', '--no-sandbox', '--disable-gpu'],
+    })
+  })
+
   it('signs in with a key it then forgets, shows the interns as text, and signs out', async () => {
     const made = await fetch(`${origin}/api/v1/interns`, {
       method: 'POST',
