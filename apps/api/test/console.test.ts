@@ -38,10 +38,6 @@ beforeAll(async () => {
   const proxyPort = await freePort()
   await new Promise<void>((r) => proxy.listen(proxyPort, '127.0.0.1', r))
   proxied = `http://127.0.0.1:${proxyPort}/roster`
-  browser = await chromium.launch({
-    executablePath: chromiumPath(),
-    args: ['--headless', '--no-sandbox', '--disable-gpu'],
-  })
 })
 afterAll(async () => {
   await browser?.close()
