@@ -46,6 +46,7 @@ import { slackEventRoutes } from './routes/slack-events.js'
 import { healthRoutes } from './routes/health.js'
 import { consoleSessionRoutes } from './routes/console-session.js'
 import { consoleStaticRoutes } from './routes/console-static.js'
+import { guardrailDryRunRoutes } from './routes/guardrail-dry-run.js'
 import { fleetRoutes } from './routes/fleet.js'
 import { sweepPeriodically } from './fleet/snapshots.js'
 
@@ -158,6 +159,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(creditRoutes(deps))
       await v1.register(workspaceRoutes(deps))
       await v1.register(guardrailRoutes(deps))
+      await v1.register(guardrailDryRunRoutes(deps))
       await v1.register(byokRoutes(deps))
       await v1.register(analyticsRoutes(deps))
       await v1.register(observabilityRoutes(deps))

@@ -7,7 +7,7 @@ import { anthropic } from './adapters/anthropic-messages.js'
 import { conversation, reasoningInput } from './conversation.js'
 import { itemId, type TurnCall } from './assembler.js'
 import { GatewayError, gatewayError, retryable } from './errors.js'
-import { Router } from './routing.js'
+import { Router, type Candidate, type Route } from './routing.js'
 import { serverTools, type WebFetchOptions } from './server-tools.js'
 import { Upstream, type Transport, type UpstreamOptions } from './upstream.js'
 import type { TraceLogger } from './trace.js'
@@ -21,7 +21,6 @@ import {
 import type { ResponseObject } from './wire.js'
 import type { GatewayObserver } from './observer.js'
 import type { CallOptions, Run, Timing } from './run.js'
-import type { Candidate } from './routing.js'
 import type { Usage } from './deltas.js'
 import { generationRecords } from './generation-records.js'
 import { costPicoParts, usdOfPico, type GenerationLedger } from '@roster/shared/generations'
@@ -95,6 +94,17 @@ export class ResponsesEngine {
       transport: options.transport ?? new Upstream(options.env, options.upstream),
       options,
     }
+  }
+
+  /**
+   * What a request would come to, with no model called: its setup run as a real request's is (the
+   * guardrails' region, content filters and routing limits, the workspace's own keys, its tools),
+   * throwing the error the request would get, else its request as it would go upstream (redactions
+   * made) and the endpoints it would try, in order. The guardrail dry run's engine.
+   */
+  plan(req: ResponsesRequest, opts: CallOptions = {}): { req: ResponsesRequest; route: Route } {
+    const run = startRun(this.parts, req, opts)
+    return { req: run.req, route: run.route }
   }
 
   /** A whole Response object. */
