@@ -473,6 +473,8 @@ describe('an intern in Slack', () => {
       await kept(/^Second, also while away\.$/)
       expect(replies(first.ts)).toHaveLength(0)
     } finally {
+      // Back, but slow to take the first reply: the second waits for it rather than going first.
+      slack.faults.push({ method: 'chat.postMessage', match: 'First, while', holdMs: 3_000, times: 1 })
       for (const f of away) f.times = 0
     }
     await answered(first.ts, /Second, also while away/)

@@ -41,16 +41,19 @@ export interface SlackSimMintedApp extends SlackSimApp {
 }
 
 /**
- * A fault the next calls of a method get: an `ok: false` error, an HTTP status (429 with
- * Retry-After), or a slow answer (`delayMs`: the call takes effect at once, its answer comes late,
- * as when Slack is slow or the caller dies waiting).
+ * A fault the next calls of a method get (those whose parameters contain `match`, if given): an
+ * `ok: false` error, an HTTP status (429 with Retry-After), a slow answer (`delayMs`: the call
+ * takes effect at once, its answer comes late, as when the caller dies waiting), or a slow take
+ * (`holdMs`: the call takes effect only after that long, as when Slack is slow to take it).
  */
 export interface SlackSimFault {
   method: string
+  match?: string
   error?: string
   status?: number
   retryAfter?: number
   delayMs?: number
+  holdMs?: number
   times: number
 }
 
@@ -574,7 +577,17 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
         ? (JSON.parse(raw || '{}') as Record<string, string>)
         : Object.fromEntries(new URLSearchParams(raw))
       sim.calls.push({ method, params })
-      const fault = sim.faults.find((f) => f.method === method && f.times > 0)
+      const fault = sim.faults.find(
+        (f) =>
+          f.method === method &&
+          f.times > 0 &&
+          (f.match === undefined || Object.values(params).some((v) => String(v).includes(f.match!))),
+      )
+      if (fault?.holdMs !== undefined) {
+        fault.times--
+        await new Promise((r) => setTimeout(r, fault.holdMs))
+        return json(res, await answerFor(method, params, req.headers.authorization))
+      }
       if (fault?.delayMs !== undefined) {
         // A slow answer: the call takes effect now; its answer comes late (or to nobody).
         fault.times--
