@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort, makeTenant, useTestTenant } from '@roster/testing'
+import { pruneConsoleSessions } from '@roster/shared'
 import { buildTestApp } from './helpers.js'
 
 // Signing in to the web console (issue 47): an API key exchanged once for a server-side session in
@@ -22,8 +23,7 @@ afterAll(async () => {
   await app?.closeAll()
 })
 
-const fromConsole = { 'x-roster-console': '1', origin: '' }
-const consoleHeaders = () => ({ ...fromConsole, origin, 'content-type': 'application/json' })
+const consoleHeaders = () => ({ 'x-roster-console': '1', origin, 'content-type': 'application/json' })
 
 async function signIn(key: string) {
   const res = await fetch(`${base}/console/session`, {
@@ -125,6 +125,15 @@ describe('a console session', () => {
     app.deps.authenticate.forgetWorkspace(env.tenant.workspaceId)
     expect((await fetch(`${base}/console/session`, { headers: { cookie: second } })).status).toBe(401)
     expect((await fetch(`${base}/interns`, { headers: { cookie: second } })).status).toBe(401)
+    // The worker's minute sweep forgets sessions ended more than a day ago, and only those.
+    await env.t.db.consoleSession.updateMany({
+      where: { revokedAt: null, expiresAt: { lt: new Date() } },
+      data: { expiresAt: new Date(Date.now() - 2 * 86_400_000) },
+    })
+    const live = await env.t.db.consoleSession.count({ where: { expiresAt: { gt: new Date() } } })
+    expect(await pruneConsoleSessions(env.t.db)).toBeGreaterThan(0)
+    expect(await env.t.db.consoleSession.count({ where: { expiresAt: { lt: new Date() } } })).toBe(0)
+    expect(await env.t.db.consoleSession.count()).toBe(live)
 
     // A key disabled ends the sessions signed in with it (they act as the key is now).
     const other = await makeTenant(env.t.db)

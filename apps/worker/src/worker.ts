@@ -1,6 +1,7 @@
 import { DelayedError, UnrecoverableError, Worker } from 'bullmq'
 import {
   pingDatabase,
+  pruneConsoleSessions,
   connectRedis,
   createDb,
   createLogger,
@@ -159,10 +160,10 @@ export async function startWorker(
   })
   const reconcileTimer = setInterval(() => passes.forEach((pass) => pass()), config.RECONCILE_INTERVAL_MS)
   // Several workers may sweep at once; the deletes are idempotent, so no coordination is needed.
-  const sweepTimer = setInterval(
-    () => void safely('idempotency sweep', () => reconciler.sweepIdempotencyRecords()),
-    60_000,
-  )
+  const sweepTimer = setInterval(() => {
+    void safely('idempotency sweep', () => reconciler.sweepIdempotencyRecords())
+    void safely('console session sweep', () => pruneConsoleSessions(db))
+  }, 60_000)
   await relay.start()
   // The generations the API appended to Redis, written to Postgres.
   // Deliveries to observability destinations: queued as the drain writes, sent by this consumer.

@@ -1,6 +1,12 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { z } from 'zod'
-import { AppError, insertConsoleSession, liveConsoleSession, revokeConsoleSession } from '@roster/shared'
+import {
+  AppError,
+  insertConsoleSession,
+  liveConsoleSession,
+  resolveCallerByHash,
+  revokeConsoleSession,
+} from '@roster/shared'
 import type { AppDeps } from '../deps.js'
 import {
   assertSameOriginChange,
@@ -49,9 +55,10 @@ export const consoleSessionRoutes =
     })
 
     app.get('/console/session', { schema: { hide: true } }, async (req, reply) => {
+      // The session's own key as it is now (not an Authorization header sent beside the cookie).
       const id = sessionIdOf(req)
       const session = id && (await liveConsoleSession(deps.db, sessionIdHash(id)))
-      const caller = session && (await deps.authenticate(req))
+      const caller = session && (await resolveCallerByHash(deps.db, session.keyHash))
       if (!session || !caller) throw new AppError('unauthorized', 'not signed in to the console')
       return reply.header('cache-control', 'no-store').send({
         kind: caller.kind,

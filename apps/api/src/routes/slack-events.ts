@@ -6,6 +6,7 @@ import {
   checkSlackSignature,
   isStorableText,
   SlackId,
+  SLACK_OPEN_FORM,
   receiveSlackEvent,
   recordSlackClick,
   slackLinkOf,
@@ -13,13 +14,7 @@ import {
   unsealSlackSecrets,
 } from '@roster/shared'
 import type { AppDeps } from '../deps.js'
-import {
-  ANSWER_FORM_CALLBACK,
-  OPEN_FORM,
-  answerFormView,
-  answerFromForm,
-  type FormQuestion,
-} from '../slack/answer-form.js'
+import { ANSWER_FORM_CALLBACK, answerFormView, answerFromForm, type FormQuestion } from '../slack/answer-form.js'
 import { slackSettings } from './interns/slack.js'
 
 // What an intern's Slack app sends to Roster: events (POST /slack/events/{internId}) and clicks on
@@ -166,7 +161,7 @@ export const slackEventRoutes =
           // Slack shows errors beside the fields and keeps the form open.
           if ('errors' in given && mayAnswer(q, user))
             return reply.type('application/json').send({ response_action: 'errors', errors: given.errors })
-          const answer = 'answer' in given ? given.answer : OPEN_FORM
+          const answer = 'answer' in given ? given.answer : SLACK_OPEN_FORM
           await recordSlackClick(deps.db, {
             internId,
             interactionId: q.interactionId,
@@ -183,7 +178,7 @@ export const slackEventRoutes =
         if (!q) return reply.code(200).send()
         // The form opens within Slack's 3 seconds of the click, so here, not in a job; anyone else's
         // click goes to the worker, which tells them they may not answer.
-        if (click.answer === OPEN_FORM && mayAnswer(q, click.user)) {
+        if (click.answer === SLACK_OPEN_FORM && mayAnswer(q, click.user)) {
           if (q.state === 'pending' && click.triggerId)
             await deps.slack
               .openView(

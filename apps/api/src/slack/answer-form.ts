@@ -7,8 +7,6 @@ import type { KnownBlock, ModalView } from '@slack/types'
 // that does not fit its field is shown beside it, as Slack's modals show errors, and nothing is sent.
 
 export const ANSWER_FORM_CALLBACK = 'roster_answer'
-/** What the card's "Answer…" button carries as its answer: open the form. */
-export const OPEN_FORM = '__form__'
 
 export interface FormField {
   name: string

@@ -1,5 +1,6 @@
 import {
   RuntimeUnavailableError,
+  SLACK_OPEN_FORM,
   claimSlackQuestion,
   expireSlackQuestion,
   slackQuestionOf,
@@ -42,7 +43,7 @@ async function answerClick(deps: WorkerDeps, payload: JobPayload<'slack.click'>)
     return 'refused'
   }
   // Opening the form is the API's (within Slack's 3 seconds); it is no answer.
-  if (answer === '__form__') return 'form'
+  if (answer === SLACK_OPEN_FORM) return 'form'
   if (!(await claimSlackQuestion(deps.db, internId, interactionId, answer, user))) return 'answered already'
   if (q.cardTs)
     await slack.updateCard(q.cardTs, decidedCard(question, answer, user, new Date()), questionText(question))

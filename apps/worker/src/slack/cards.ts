@@ -4,6 +4,7 @@
 // cancelled here. Once answered or expired, the card says so and loses its buttons.
 
 import type { Button, KnownBlock } from '@slack/types'
+import { SLACK_OPEN_FORM } from '@roster/shared'
 
 const LABELS: Record<string, string> = {
   allow_once: 'Allow once',
@@ -30,7 +31,7 @@ export function answersOf(q: Question): { label: string; answer: string }[] {
   if (q.kind === 'permission' && q.options?.length) return q.options.map((o) => ({ label: LABELS[o] ?? o, answer: o }))
   return [
     // The API opens the form for this one (views.open needs the click's trigger, good for 3 s).
-    { label: 'Answer…', answer: '__form__' },
+    { label: 'Answer…', answer: SLACK_OPEN_FORM },
     { label: 'Decline', answer: JSON.stringify({ action: 'decline' }) },
     { label: 'Cancel', answer: JSON.stringify({ action: 'cancel' }) },
   ]
@@ -47,7 +48,7 @@ export function questionCard(interactionId: string, q: Question): KnownBlock[] {
         action_id: `answer_${i}`,
         text: { type: 'plain_text', text: a.label },
         value: JSON.stringify({ i: interactionId, a: a.answer }),
-        ...(a.answer.startsWith('allow') || a.answer === '__form__'
+        ...(a.answer.startsWith('allow') || a.answer === SLACK_OPEN_FORM
           ? { style: 'primary' }
           : a.answer.startsWith('reject')
             ? { style: 'danger' }

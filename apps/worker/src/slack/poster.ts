@@ -1,6 +1,6 @@
 import type { KnownBlock } from '@slack/types'
 import { WebClient } from '@slack/web-api'
-import { revokeSlackLink, unsealSlackSecrets, type Db } from '@roster/shared'
+import { revokeSlackLink, slackErrorCode, unsealSlackSecrets, type Db } from '@roster/shared'
 
 // Posting a turn's reply into its Slack thread with Slack's own client (which waits out a 429's
 // Retry-After and retries): a post, then updates, the streaming ones at most about once a second
@@ -15,10 +15,7 @@ const STREAM_EVERY_MS = 1_000
 /** Slack's answers that mean the bot token is no longer any good: the link is revoked. */
 const REVOKED = new Set(['invalid_auth', 'token_revoked', 'account_inactive', 'not_authed', 'token_expired'])
 
-export const isRevocation = (err: unknown) => {
-  const code = (err as { data?: { error?: unknown } }).data?.error
-  return typeof code === 'string' && REVOKED.has(code)
-}
+export const isRevocation = (err: unknown) => REVOKED.has(slackErrorCode(err) ?? '')
 
 /** Revokes the link when Slack refused its bot token (nothing more is posted); whether it did. */
 export async function revokedBy(db: Db, internId: string, err: unknown): Promise<boolean> {

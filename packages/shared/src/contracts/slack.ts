@@ -51,3 +51,9 @@ export const SlackLinkView = z
   })
   .meta({ id: 'SlackLink' })
 export type SlackLinkView = z.infer<typeof SlackLinkView>
+
+/**
+ * What a question card's "Answer…" button carries instead of an answer: open the question's form
+ * (the API opens it, within Slack's 3 seconds of the click); never an answer given to a run.
+ */
+export const SLACK_OPEN_FORM = '__form__'

@@ -22,7 +22,7 @@ export async function insertConsoleSession(db: Db, s: NewConsoleSession) {
 export async function liveConsoleSession(db: Db, idHash: Buffer) {
   const row = await db.consoleSession.findUnique({ where: { idHash: new Uint8Array(idHash) } })
   if (!row || row.revokedAt || row.expiresAt.getTime() <= Date.now()) return undefined
-  return { keyHash: Buffer.from(row.keyHash), expiresAt: row.expiresAt, kind: row.kind, workspaceId: row.workspaceId }
+  return { keyHash: Buffer.from(row.keyHash), expiresAt: row.expiresAt }
 }
 
 /** Signs a session out: false when it was not live. */
