@@ -104,6 +104,10 @@ describe('a guardrail dry run', () => {
     ).toBe(404)
     expect((await post(user, '/guardrails/dry-run', { request: { input: 5 } })).status).toBe(400)
     expect((await post(user, '/guardrails/dry-run', { nope: true })).status).toBe(400)
+    // What a real request would meet otherwise is answered the same way: an unknown preset or model.
+    const preset = await post(user, '/guardrails/dry-run', { request: { model: '@preset/nope', input: 'x' } })
+    expect(preset.body).toMatchObject({ allowed: false, status: 404 })
+    expect(preset.body.reason).toContain('no preset nope')
     // No guardrail on the member's key: allowed, with the endpoints.
     const free = await post(user, '/guardrails/dry-run', { request: { model: 'sim/other', input: 'hi' } })
     expect(free.body).toMatchObject({ allowed: true, guardrails: [], matches: [] })

@@ -38,8 +38,6 @@ export const guardrailDryRunRoutes =
         if (!parsed.success)
           throw new AppError('invalid_body', `invalid request: /request ${parsed.error.issues[0]?.message}`)
         const caller = await asKey(deps, req.caller!, body.data.key_hash)
-        const merging = presetMerge(deps, caller.workspaceId, parsed.data)
-        const request = merging ? (await merging).body : parsed.data
         const matches: FilterMatch[] = []
         const guardrails = caller.guardrails ?? undefined
         const opts: CallOptions = {
@@ -55,6 +53,9 @@ export const guardrailDryRunRoutes =
           matches.map((m) => ({ guardrail: names.get(m.guardrail) ?? m.guardrail, filter: m.filter, action: m.action }))
         const inForce = (guardrails ?? []).map((g) => ({ id: g.id, name: g.name }))
         try {
+          // A preset the request names is merged as a real request's is (one that is missing refuses it).
+          const merging = presetMerge(deps, caller.workspaceId, parsed.data)
+          const request = merging ? (await merging).body : parsed.data
           const plan = deps.responses.plan(request, opts)
           return {
             allowed: true,
