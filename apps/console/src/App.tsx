@@ -11,7 +11,12 @@ export function App() {
     queryFn: () => api<Session>('console/session'),
     retry: false,
   })
-  if (session.isPending) return <main aria-busy="true" />
+  if (session.isPending)
+    return (
+      <main aria-busy="true">
+        <p>Checking whether you are signed in…</p>
+      </main>
+    )
   if (session.isError) return <SignIn />
   return <Signed session={session.data} />
 }
@@ -114,49 +119,51 @@ function Interns() {
       {rows.length === 0 ? (
         <p>No interns yet.</p>
       ) : (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Status</th>
-              <th scope="col">Last failure</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((i) => (
-              <tr key={i.id}>
-                <td>{i.name}</td>
-                <td>{i.status}</td>
-                <td>{i.last_failure_message ?? ''}</td>
-                <td className="actions">
-                  {(i.status === 'stopped' || i.status === 'failed') && (
-                    <button type="button" onClick={() => act.mutate({ id: i.id, action: 'provision' })}>
-                      {i.status === 'stopped' ? `Start ${i.name}` : `Retry ${i.name}`}
-                    </button>
-                  )}
-                  {i.status === 'running' && (
-                    <button type="button" onClick={() => act.mutate({ id: i.id, action: 'suspend' })}>
-                      Suspend {i.name}
-                    </button>
-                  )}
-                  {i.status !== 'destroying' && (
-                    <button
-                      type="button"
-                      className="danger"
-                      onClick={() => {
-                        if (window.confirm(`Delete ${i.name}? Its workspace is archived, its vault deleted.`))
-                          act.mutate({ id: i.id, action: 'delete' })
-                      }}
-                    >
-                      Delete {i.name}
-                    </button>
-                  )}
-                </td>
+        <div className="table-scroll">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Status</th>
+                <th scope="col">Last failure</th>
+                <th scope="col">Actions</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {rows.map((i) => (
+                <tr key={i.id}>
+                  <td>{i.name}</td>
+                  <td>{i.status}</td>
+                  <td>{i.last_failure_message ?? ''}</td>
+                  <td className="actions">
+                    {(i.status === 'stopped' || i.status === 'failed') && (
+                      <button type="button" onClick={() => act.mutate({ id: i.id, action: 'provision' })}>
+                        {i.status === 'stopped' ? `Start ${i.name}` : `Retry ${i.name}`}
+                      </button>
+                    )}
+                    {i.status === 'running' && (
+                      <button type="button" onClick={() => act.mutate({ id: i.id, action: 'suspend' })}>
+                        Suspend {i.name}
+                      </button>
+                    )}
+                    {i.status !== 'destroying' && (
+                      <button
+                        type="button"
+                        className="danger"
+                        onClick={() => {
+                          if (window.confirm(`Delete ${i.name}? Its workspace is archived, its vault deleted.`))
+                            act.mutate({ id: i.id, action: 'delete' })
+                        }}
+                      >
+                        Delete {i.name}
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {interns.hasNextPage && (
         <button type="button" onClick={() => interns.fetchNextPage()} disabled={interns.isFetchingNextPage}>

@@ -36,7 +36,8 @@ export const consoleStaticRoutes: FastifyPluginAsync = async (app) => {
     prefix: '/console/',
     preCompressed: true,
     index: ['index.html'],
-    wildcard: false,
+    // Files are looked up as they are asked for, so a new build is served without a restart.
+    wildcard: true,
     schemaHide: true,
     cacheControl: false,
     setHeaders(res, path) {
