@@ -25,7 +25,8 @@ import { checkToken, signToken } from './signed-token.js'
 /** The bot scopes an intern's app asks for, and why (docs/slack.md). */
 export const SLACK_BOT_SCOPES = {
   'app_mentions:read': 'hear the messages that mention it in channels it is in',
-  'chat:write': 'answer in threads, and update its answer as it streams',
+  // chat:write also covers assistant.threads.setStatus (Slack retires assistant:write for it, 2026-03).
+  'chat:write': 'answer in threads, update its answer as it streams, and show that it is working',
   'im:history': 'read the direct messages people send it',
   'im:read': 'know its direct-message conversations',
   'im:write': 'answer in direct messages',
@@ -33,7 +34,6 @@ export const SLACK_BOT_SCOPES = {
   'groups:history': "read a thread's earlier messages in private channels it is in",
   'files:read': 'fetch the files people share with a message, into its workspace',
   'users:read': 'name who asked, in the prompt',
-  'assistant:write': 'show that it is working (the thread status)',
 } as const
 
 /** Events the app subscribes to. */

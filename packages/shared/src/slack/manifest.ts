@@ -1,4 +1,8 @@
+import type { AppsManifestCreateArguments } from '@slack/web-api'
 import { SLACK_BOT_EVENTS, SLACK_BOT_SCOPES, slackCallbackUrl, type SlackInstallSettings } from './install.js'
+
+/** Slack's app manifest, as Slack's own client types it. */
+export type SlackManifest = AppsManifestCreateArguments['manifest']
 
 // The Slack app manifest for an intern's own app (Slack's app manifest schema): a team pastes it
 // into "Create an app → From a manifest", then gives Roster the app's credentials.
@@ -6,7 +10,7 @@ import { SLACK_BOT_EVENTS, SLACK_BOT_SCOPES, slackCallbackUrl, type SlackInstall
 export function slackAppManifest(
   s: SlackInstallSettings,
   intern: { id: string; name: string; description: string | null },
-) {
+): SlackManifest {
   // Slack: the app's name and bot's display name at most 35 characters, the description 140.
   const name = intern.name.slice(0, 35)
   return {
@@ -20,7 +24,8 @@ export function slackAppManifest(
     },
     oauth_config: {
       redirect_urls: [slackCallbackUrl(s)],
-      scopes: { bot: Object.keys(SLACK_BOT_SCOPES) },
+      // Object.keys loses the literal names; Slack's type then checks each is a bot scope it knows.
+      scopes: { bot: Object.keys(SLACK_BOT_SCOPES) as (keyof typeof SLACK_BOT_SCOPES)[] },
     },
     settings: {
       event_subscriptions: {

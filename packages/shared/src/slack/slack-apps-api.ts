@@ -1,4 +1,5 @@
-import { WebClient, type AppsManifestCreateArguments } from '@slack/web-api'
+import { WebClient } from '@slack/web-api'
+import type { SlackManifest } from './manifest.js'
 
 // Slack's App Manifest API, through Slack's own client at the configured Slack API URL: a
 // workspace's app configuration token rotated (tooling.tokens.rotate) and an intern's own app made
@@ -23,7 +24,7 @@ export interface MintedSlackApp {
 
 export interface SlackAppsApi {
   rotate(refreshToken: string): Promise<RotatedConfigToken>
-  createApp(configToken: string, manifest: object): Promise<MintedSlackApp>
+  createApp(configToken: string, manifest: SlackManifest): Promise<MintedSlackApp>
   deleteApp(configToken: string, appId: string): Promise<void>
 }
 
@@ -52,8 +53,7 @@ export function slackAppsApi(apiUrl: string): SlackAppsApi {
     async createApp(configToken, manifest) {
       const r = await client.apps.manifest.create({
         token: configToken,
-        // Roster's manifest (slack/manifest.ts) follows Slack's schema; the client sends it as JSON.
-        manifest: manifest as AppsManifestCreateArguments['manifest'],
+        manifest,
       })
       const c = r.credentials
       if (!r.app_id || !c?.client_id || !c.client_secret || !c.signing_secret)
