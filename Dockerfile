@@ -16,14 +16,17 @@ RUN apt-get update -qq \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-# Dependencies first (their layer is reused until the lockfile or a package manifest changes).
+# Dependencies first (their layer is reused until the lockfile or a package manifest changes). Every
+# workspace's manifest, or `npm ci` leaves that workspace's dependencies out (scripts/dockerfile.test.ts).
 COPY package.json package-lock.json ./
 COPY apps/api/package.json apps/api/
 COPY apps/cli/package.json apps/cli/
+COPY apps/console/package.json apps/console/
 COPY apps/runtime/package.json apps/runtime/
 COPY apps/worker/package.json apps/worker/
 COPY packages/gateway/package.json packages/gateway/
 COPY packages/shared/package.json packages/shared/
+COPY packages/slack-sim/package.json packages/slack-sim/
 COPY packages/testing/package.json packages/testing/
 COPY packages/testcontainers/package.json packages/testcontainers/
 COPY packages/upstream-sim/package.json packages/upstream-sim/
