@@ -94,3 +94,49 @@ describe('GET /interns/{id}/events', () => {
     expect((await res.json()).error.metadata.reason).toBe('not_found')
   })
 })
+
+describe('GET /interns/events?ids=…', () => {
+  it('follows several interns on one stream; one the key cannot see is deleted at once, and the stream goes on', async () => {
+    const api = apiClient(stack.apiUrl, env.tenant.keys.user)
+    const stranger = await makeTenant(env.t.db)
+    const mine = [
+      (await api.createIntern({ name: 'pair-a' })).body.id,
+      (await api.createIntern({ name: 'pair-b' })).body.id,
+    ]
+    const theirs = (await apiClient(stack.apiUrl, stranger.keys.user).createIntern({ name: 'theirs' })).body.id
+    let subscribed!: () => void
+    const ready = new Promise<void>((resolve) => (subscribed = resolve))
+    const streaming = collect(
+      `${stack.apiUrl}/interns/events?ids=${[...mine, theirs].join(',')}`,
+      env.tenant.keys.user,
+      (e) => e.some((x) => x.data.id === mine[1] && x.data.status === 'queued'),
+      subscribed,
+    )
+    await ready
+    await fetch(`${stack.apiUrl}/interns/${mine[1]}/provision`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: '{}',
+    })
+    const events = await streaming
+    // Each of mine as it was, the stranger's as gone (nothing of it shown), then the change.
+    expect(events.slice(0, 3).map((e) => [e.event, e.data.id, e.data.status])).toEqual([
+      ['intern', mine[0], 'stopped'],
+      ['intern', mine[1], 'stopped'],
+      ['deleted', theirs, undefined],
+    ])
+    expect(events.find((e) => e.data.id === theirs && e.event === 'intern')).toBeUndefined()
+    expect(events.at(-1)!.data).toMatchObject({ id: mine[1], status: 'queued' })
+  })
+
+  it('refuses a missing, malformed or overlong list of ids with 400', async () => {
+    const ids = Array.from({ length: 101 }, () => crypto.randomUUID()).join(',')
+    for (const query of ['', '?ids=', '?ids=not-a-uuid', `?ids=${ids}`]) {
+      const res = await fetch(`${stack.apiUrl}/interns/events${query}`, {
+        headers: { authorization: `Bearer ${env.tenant.keys.user}` },
+      })
+      expect(res.status, query).toBe(400)
+      expect((await res.json()).error.code).toBe(400)
+    }
+  })
+})

@@ -84,6 +84,7 @@ export const ListKeysQuery = z.object({
   include_disabled: z.enum(['true', 'false']).optional(),
   offset: z.coerce.number().int().min(0).max(1_000_000).optional(),
   workspace_id: z.string().optional(),
+  q: z.string().trim().min(1).max(100).optional().describe('Only keys whose name or label holds this text (any case)'),
 })
 export type ListKeysQuery = z.infer<typeof ListKeysQuery>
 
@@ -264,6 +265,7 @@ export async function listKeys(deps: KeyDeps, scope: KeyScope, q: ListKeysQuery)
     accountId: scope.accountId,
     workspaceId,
     includeDisabled: q.include_disabled === 'true',
+    nameHolds: q.q,
     offset: q.offset ?? 0,
     limit: KEYS_PAGE_SIZE,
   })

@@ -143,6 +143,7 @@ export const ListInternsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(500).default(50),
   starting_after: z.string().max(200).optional(),
   workspace_id: z.uuid().optional(),
+  q: z.string().trim().min(1).max(100).optional().describe('Only interns whose name holds this text (any case)'),
 })
 export type ListInternsQuery = z.infer<typeof ListInternsQuery>
 

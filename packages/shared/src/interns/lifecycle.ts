@@ -32,7 +32,12 @@ export interface AfterCommit {
 export async function listInterns(db: Db, caller: Caller, query: ListInternsQuery): Promise<InternList> {
   assertOwnWorkspace(caller, query.workspace_id)
   const after = query.starting_after === undefined ? undefined : decodeCursor(query.starting_after)
-  const rows = await internPage(db, caller.workspaceId, { status: query.status, after, limit: query.limit })
+  const rows = await internPage(db, caller.workspaceId, {
+    status: query.status,
+    nameHolds: query.q,
+    after,
+    limit: query.limit,
+  })
   const page = rows.slice(0, query.limit)
   const last = page.at(-1)
   const list: InternList = { data: page.map((r) => toInternView(r, caller)), has_more: rows.length > query.limit }

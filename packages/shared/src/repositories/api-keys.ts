@@ -1,4 +1,5 @@
 import { Prisma, type Db } from '../db.js'
+import { likeLiteral } from '../like-pattern.js'
 import type { ApiKeyKind } from '../api-keys.js'
 import type { GuardrailRules } from '../guardrail-policy.js'
 
@@ -178,12 +179,22 @@ export async function insertManagedKey(db: Db | Prisma.TransactionClient, k: New
  */
 export function managedKeyPage(
   db: Db,
-  q: { accountId: string; workspaceId: string; includeDisabled: boolean; offset: number; limit: number },
+  q: {
+    accountId: string
+    workspaceId: string
+    includeDisabled: boolean
+    /** Only keys whose name or label holds this text, in any case. */
+    nameHolds?: string
+    offset: number
+    limit: number
+  },
 ) {
+  const holds = q.nameHolds === undefined ? undefined : `%${likeLiteral(q.nameHolds)}%`
   return db.$queryRaw<ManagedKeyRow[]>`
     SELECT ${MANAGED_COLUMNS} FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id
     WHERE k.workspace_id = ${q.workspaceId}::uuid AND w.account_id = ${q.accountId}::uuid
       AND k.kind = 'user' AND k.revoked_at IS NULL AND (${q.includeDisabled} OR NOT k.disabled)
+      ${holds ? Prisma.sql`AND (k.name ILIKE ${holds} OR k.label ILIKE ${holds})` : Prisma.empty}
     ORDER BY k.created_at DESC, k.id DESC
     LIMIT ${q.limit} OFFSET ${q.offset}`
 }

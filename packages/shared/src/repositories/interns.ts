@@ -6,6 +6,7 @@ import type { NewVault } from '../vault/local-vault.js'
 import { INTERN_COLUMNS, type InternRecord } from '../interns/view.js'
 import { QUOTA_SHARDS } from '../interns/quota.js'
 import type { FleetTimes } from '../fleet/times.js'
+import { likeLiteral } from '../like-pattern.js'
 
 /** The database, or a transaction a caller writes beside (a create with rows of its own). */
 type Tx = Db | Prisma.TransactionClient
@@ -229,12 +230,13 @@ export async function internScope(db: Db, id: string) {
 export function internPage(
   db: Db,
   workspaceId: string,
-  q: { status?: InternStatus[]; after?: { createdAt: string; id: string }; limit: number },
+  q: { status?: InternStatus[]; nameHolds?: string; after?: { createdAt: string; id: string }; limit: number },
 ) {
   return db.$queryRaw<(InternRecord & { created_at_exact: string })[]>`
     SELECT ${INTERN_COLUMNS}, created_at::text AS created_at_exact FROM interns
     WHERE workspace_id = ${workspaceId}::uuid
       ${q.status ? Prisma.sql`AND status = ANY(${q.status}::intern_status[])` : Prisma.empty}
+      ${q.nameHolds ? Prisma.sql`AND name ILIKE ${`%${likeLiteral(q.nameHolds)}%`}` : Prisma.empty}
       ${q.after ? Prisma.sql`AND (created_at, id) < (${q.after.createdAt}::timestamptz, ${q.after.id}::uuid)` : Prisma.empty}
     ORDER BY created_at DESC, id DESC
     LIMIT ${q.limit + 1}`

@@ -46,3 +46,34 @@ export async function appendSessionEntries(
     SELECT EXISTS (SELECT 1 FROM here) AS placed, (SELECT count(*) FROM written) AS written`
   return result?.placed === true
 }
+
+/**
+ * An intern's sessions, the most recently active first: each with how many items it holds, when it
+ * began and last changed, and the text of its first user message (its title).
+ */
+export function sessionSummaries(db: Db, internId: string, limit: number) {
+  return db.$queryRaw<
+    { session_id: string; items: number; started_at: Date; updated_at: Date; first_prompt: unknown }[]
+  >`
+    SELECT s.session_id, s.items, s.started_at, s.updated_at,
+      (SELECT e.item->'content' FROM session_entries e
+        WHERE e.intern_id = ${internId}::uuid AND e.session_id = s.session_id
+          AND e.item->>'type' = 'message' AND e.item->>'role' = 'user'
+        ORDER BY e.seq LIMIT 1) AS first_prompt
+    FROM (
+      SELECT session_id, count(*)::int AS items, min(created_at) AS started_at, max(created_at) AS updated_at
+      FROM session_entries WHERE intern_id = ${internId}::uuid
+      GROUP BY session_id ORDER BY max(created_at) DESC LIMIT ${limit}
+    ) s
+    ORDER BY s.updated_at DESC`
+}
+
+/** The last `limit` items of a session, in order, each with its number. */
+export function sessionTail(db: Db, internId: string, sessionId: string, limit: number) {
+  return db.$queryRaw<{ seq: number; item: Record<string, unknown>; created_at: Date }[]>`
+    SELECT seq, item, created_at FROM (
+      SELECT seq, item, created_at FROM session_entries
+      WHERE intern_id = ${internId}::uuid AND session_id = ${sessionId}
+      ORDER BY seq DESC LIMIT ${limit}
+    ) t ORDER BY seq`
+}

@@ -1,16 +1,45 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
-import { getIntern, InternIdParams, isAppError, sseEvent, SSE_COMMENT, type Caller } from '@roster/shared'
+import { z } from 'zod'
+import {
+  getIntern,
+  InternIdParams,
+  isAppError,
+  sseEvent,
+  SSE_COMMENT,
+  type Caller,
+  type InternView,
+} from '@roster/shared'
 import type { AppDeps } from '../../deps.js'
 
 const SAFETY_POLL_MS = 5_000
 const KEEPALIVE_MS = 15_000
+/** Interns one list stream follows: a page of a list, not a workspace. */
+const MAX_WATCHED = 100
+
+const WatchQuery = z.strictObject({
+  ids: z
+    .string()
+    .transform((v) => [
+      ...new Set(
+        v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      ),
+    ])
+    .pipe(z.array(z.uuid()).min(1).max(MAX_WATCHED))
+    .describe(`The interns to follow: 1 to ${MAX_WATCHED} comma-separated ids`),
+})
 
 /**
  * GET /interns/{id}/events: the intern as server-sent events, so a client need not poll. The first
  * event is the intern as it is; then one `intern` event per change (status, progress, hostname…),
  * driven by change events, re-read every few seconds in case one was lost, and a final `deleted`
  * event when the intern is gone. Each `data` is the same object GET /interns/{id} answers.
+ * GET /interns/events?ids=… does the same for up to 100 interns at once (a page of a list: the
+ * console's), on one connection; `deleted` then does not end it, and an id the caller cannot see
+ * is `deleted` at once, as one since gone would be (nothing tells which ids exist elsewhere).
  */
 export function registerInternEvents(
   app: FastifyInstance,
@@ -23,7 +52,92 @@ export function registerInternEvents(
     for (const end of open) end()
   })
 
-  app.withTypeProvider<ZodTypeProvider>().get(
+  /** Streams the interns `ids`, from what each is now, until the client goes (or `endWhenGone` and all are gone). */
+  const stream = async (req: FastifyRequest, reply: FastifyReply, ids: string[], endWhenGone: boolean) => {
+    const caller = req.caller as Caller
+    const read = async (id: string): Promise<InternView | undefined> => {
+      try {
+        return await getIntern(deps.internReader, caller, id)
+      } catch (err) {
+        if (isAppError(err) && err.reason === 'not_found') return undefined
+        throw err
+      }
+    }
+    const firsts = await Promise.all(ids.map(read))
+    // One intern asked for by its own path: refusals answer as usual, before streaming.
+    if (endWhenGone && !firsts[0]) await getIntern(deps.internReader, caller, ids[0]!)
+    reply.hijack()
+    const res = reply.raw
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-request-id': req.id,
+    })
+    const last = new Map<string, string>()
+    const gone = new Set<string>()
+    const send = (id: string, intern: InternView | undefined) => {
+      if (gone.has(id)) return
+      if (!intern) {
+        gone.add(id)
+        res.write(sseEvent(JSON.stringify({ id }), 'deleted'))
+        if (endWhenGone || gone.size === ids.length) end()
+        return
+      }
+      const text = JSON.stringify(intern)
+      if (text === last.get(id)) return
+      last.set(id, text)
+      res.write(sseEvent(text, 'intern'))
+    }
+
+    // One read at a time per intern; a change during a read reads it again after.
+    const loading = new Set<string>()
+    const again = new Set<string>()
+    const refresh = async (id: string) => {
+      if (loading.has(id)) return void again.add(id)
+      loading.add(id)
+      try {
+        do {
+          again.delete(id)
+          send(id, await read(id))
+        } while (again.has(id))
+      } catch (err) {
+        req.log.warn({ err }, 'intern event stream could not read an intern')
+      } finally {
+        loading.delete(id)
+      }
+    }
+    const stops = ids.map((id) => deps.watch.listen(id, () => void refresh(id)))
+    const poll = setInterval(() => {
+      for (const id of ids) if (!gone.has(id)) void refresh(id)
+    }, SAFETY_POLL_MS)
+    const keepalive = setInterval(() => res.write(SSE_COMMENT), KEEPALIVE_MS)
+    const end = () => {
+      for (const stop of stops) stop()
+      clearInterval(poll)
+      clearInterval(keepalive)
+      open.delete(end)
+      if (!res.writableEnded) res.end()
+    }
+    open.add(end)
+    req.raw.on('close', end)
+    ids.forEach((id, i) => send(id, firsts[i]))
+  }
+
+  const api = app.withTypeProvider<ZodTypeProvider>()
+  api.get(
+    '/interns/events',
+    {
+      onRequest: gate,
+      schema: {
+        operationId: 'streamInternsEvents',
+        summary: 'Status and progress changes of up to 100 interns, as server-sent events',
+        querystring: WatchQuery,
+      },
+    },
+    (req, reply) => stream(req, reply, req.query.ids, false),
+  )
+  api.get(
     '/interns/:internId/events',
     {
       onRequest: gate,
@@ -33,59 +147,6 @@ export function registerInternEvents(
         params: InternIdParams,
       },
     },
-    async (req, reply) => {
-      const caller = req.caller as Caller
-      const id = req.params.internId
-      const first = await getIntern(deps.internReader, caller, id) // refusals answer as usual, before streaming
-      reply.hijack()
-      const res = reply.raw
-      res.writeHead(200, {
-        'content-type': 'text/event-stream; charset=utf-8',
-        'cache-control': 'no-cache',
-        connection: 'keep-alive',
-        'x-request-id': req.id,
-      })
-      let last = ''
-      const send = (event: string, data: unknown) => {
-        const text = JSON.stringify(data)
-        if (event === 'intern' && text === last) return
-        last = text
-        res.write(sseEvent(text, event))
-      }
-      send('intern', first)
-
-      let loading = false
-      let again = false
-      const refresh = async () => {
-        if (loading) return void (again = true)
-        loading = true
-        try {
-          do {
-            again = false
-            send('intern', await getIntern(deps.internReader, caller, id))
-          } while (again)
-        } catch (err) {
-          if (isAppError(err) && err.reason === 'not_found') {
-            send('deleted', { id })
-            return end()
-          }
-          req.log.warn({ err }, 'intern event stream could not read the intern')
-        } finally {
-          loading = false
-        }
-      }
-      const stopListening = deps.watch.listen(id, () => void refresh())
-      const poll = setInterval(() => void refresh(), SAFETY_POLL_MS)
-      const keepalive = setInterval(() => res.write(SSE_COMMENT), KEEPALIVE_MS)
-      const end = () => {
-        stopListening()
-        clearInterval(poll)
-        clearInterval(keepalive)
-        open.delete(end)
-        if (!res.writableEnded) res.end()
-      }
-      open.add(end)
-      req.raw.on('close', end)
-    },
+    (req, reply) => stream(req, reply, [req.params.internId], true),
   )
 }

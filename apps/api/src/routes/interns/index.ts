@@ -33,6 +33,7 @@ import { withDeadline } from '../../plugins/deadline.js'
 import { refuseUnstorableText } from '../../plugins/input-guards.js'
 import { sendWithEtag } from '../../plugins/etag.js'
 import { registerInternEvents } from './events.js'
+import { registerInternSessions } from './sessions.js'
 import { registerInternChat } from './chat.js'
 import { registerInternSlack } from './slack.js'
 import { internIconRoutes } from './icon.js'
@@ -105,6 +106,7 @@ export const internRoutes =
     )
 
     registerInternEvents(app, deps, gate({ collection: false, write: false }))
+    registerInternSessions(app, deps, gate({ collection: false, write: false }))
     registerInternChat(app, deps, gate({ collection: false, write: false }))
     registerInternSlack(app, deps, gate({ collection: false, write: false }))
     await app.register(
@@ -125,14 +127,16 @@ export const internRoutes =
       async (req, reply) => {
         const caller = req.caller!
         // Everything that shapes the page: whose view (created_by_you), which filter, where.
-        const key = [
+        // JSON, not a joined string: a searched name may hold any separator.
+        const key = JSON.stringify([
           caller.workspaceId,
           caller.kind,
           caller.userId,
           req.query.status?.join(','),
+          req.query.q,
           req.query.limit,
           req.query.starting_after,
-        ].join('|')
+        ])
         const body = await deps.listCache.get(key, () => listInterns(deps.db, caller, req.query))
         // Already serialized (and cached as bytes); the schema stays for validation and OpenAPI.
         return reply
