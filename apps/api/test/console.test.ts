@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { createServer, request, type Server } from 'node:http'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { createRequire } from 'node:module'
 import { chromiumPath, describeNeeding, freePort, useTestTenant, waitFor } from '@roster/testing'
 import { buildTestApp } from './helpers.js'
+import { axeViolations } from './console-helpers.js'
 
 // The web console in a real browser (Debian's Chromium through playwright-core), served by the API
 // from its build under /console/: static files cached as they should be, behind a Content Security
@@ -11,7 +11,6 @@ import { buildTestApp } from './helpers.js'
 // as text (markup in a server's text stays inert), signing out; and the same under a proxy's path
 // prefix.
 const env = useTestTenant()
-const require = createRequire(import.meta.url)
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let browser: Browser
 let origin: string
@@ -67,16 +66,6 @@ it('serves the console with its caching, compression and Content Security Policy
   expect(Number(gz.headers.get('content-length'))).toBeLessThan(200 * 1024)
 })
 
-/** axe-core's violations on the page (WCAG 2 A and AA), by rule id. */
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ path: require.resolve('axe-core') })
-  return page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(o: object): Promise<{ violations: { id: string }[] }> } }).axe
-    const result = await axe.run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } })
-    return result.violations.map((v) => v.id)
-  })
-}
-
 async function signIn(page: Page, url: string, key: string) {
   await page.goto(`${url}/console/`)
   await page.getByLabel('API key').fill(key)
@@ -129,7 +118,7 @@ await describeNeeding(['chromium'], 'the web console in a browser', () => {
     expect(await axeViolations(page)).toEqual([])
 
     // Create and start one from the console; delete it after confirming.
-    await page.getByLabel('Name').fill('made-in-console')
+    await page.getByLabel('Name', { exact: true }).fill('made-in-console')
     await page.getByRole('button', { name: 'Create and start' }).click()
     await page.getByRole('row', { name: /made-in-console/ }).waitFor()
     const created = await env.t.db.intern.findFirstOrThrow({ where: { name: 'made-in-console' } })

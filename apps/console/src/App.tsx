@@ -1,9 +1,17 @@
-import { useState, type FormEvent } from 'react'
-import { useInfiniteQuery, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { api, ApiError, type Intern, type Session } from './api'
+import { lazy, Suspense, useState, type FormEvent } from 'react'
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { api, ApiError, type Session } from './api'
+import { href, useRoute, type Route } from './router'
+import { Interns } from './pages/Interns'
+import { Intern } from './pages/Intern'
+import { Keys } from './pages/Keys'
+import { DryRun } from './pages/DryRun'
+
+// The chat (with its Markdown renderer) loads when first opened, not with the console.
+const Chat = lazy(() => import('./pages/Chat'))
 
 // The console's shell: sign in with an API key (exchanged for a session cookie, then forgotten),
-// the interns the key can see, and signing out. Every text from the server is rendered as text.
+// the pages the key's kind may use, and signing out. Every text from the server is rendered as text.
 
 export function App() {
   const session = useQuery({
@@ -63,16 +71,43 @@ function SignIn() {
   )
 }
 
+/** The pages a key's kind may use, the first its home (a management key governs; the others use interns). */
+const PAGES: Record<Session['kind'], { path: string; title: string }[]> = {
+  user: [
+    { path: 'interns', title: 'Interns' },
+    { path: 'dry-run', title: 'Guardrail dry run' },
+  ],
+  organization: [
+    { path: 'interns', title: 'Interns' },
+    { path: 'dry-run', title: 'Guardrail dry run' },
+  ],
+  intern: [{ path: 'interns', title: 'Interns' }],
+  management: [
+    { path: 'keys', title: 'API keys' },
+    { path: 'dry-run', title: 'Guardrail dry run' },
+  ],
+}
+
 function Signed({ session }: { session: Session }) {
   const client = useQueryClient()
+  const route = useRoute()
   const signOut = useMutation({
     mutationFn: () => api<void>('console/session', { method: 'DELETE' }),
     onSettled: () => client.clear(),
   })
+  const pages = PAGES[session.kind]
+  const here = route.parts[0] ?? pages[0]!.path
   return (
     <>
       <header>
         <strong>Roster</strong>
+        <nav aria-label="Pages">
+          {pages.map((p) => (
+            <a key={p.path} href={href([p.path])} aria-current={here === p.path ? 'page' : undefined}>
+              {p.title}
+            </a>
+          ))}
+        </nav>
         <span>
           {session.kind} key · workspace {session.workspace_id}
         </span>
@@ -81,128 +116,27 @@ function Signed({ session }: { session: Session }) {
         </button>
       </header>
       <main>
-        <Interns />
+        <Suspense fallback={<p aria-busy="true">Loading…</p>}>
+          <Page route={route} home={here} allowed={pages.some((p) => p.path === here)} />
+        </Suspense>
       </main>
     </>
   )
 }
 
-function Interns() {
-  const client = useQueryClient()
-  // Pages of 50, newest first, with the API's cursor; live enough without polling faster than 5 s.
-  const interns = useInfiniteQuery({
-    queryKey: ['interns'],
-    queryFn: ({ pageParam }) =>
-      api<{ data: Intern[]; next_cursor?: string | null }>(
-        `interns?limit=50${pageParam ? `&cursor=${encodeURIComponent(pageParam)}` : ''}`,
-      ),
-    initialPageParam: '',
-    getNextPageParam: (last) => last.next_cursor ?? undefined,
-    refetchInterval: 5_000,
-  })
-  const changed = () => client.invalidateQueries({ queryKey: ['interns'] })
-  const act = useMutation({
-    mutationFn: ({ id, action }: { id: string; action: 'provision' | 'suspend' | 'delete' }) =>
-      action === 'delete'
-        ? api<unknown>(`interns/${id}`, { method: 'DELETE', body: '{}' })
-        : api<unknown>(`interns/${id}/${action}`, { method: 'POST', body: '{}' }),
-    onSettled: changed,
-  })
-  if (interns.isPending) return <p aria-busy="true">Loading interns…</p>
-  if (interns.isError) return <p role="alert">{interns.error.message}</p>
-  const rows = interns.data.pages.flatMap((p) => p.data)
-  return (
-    <section aria-labelledby="interns-title">
-      <h2 id="interns-title">Interns</h2>
-      <CreateIntern onCreated={changed} />
-      {act.isError && <p role="alert">{act.error.message}</p>}
-      {rows.length === 0 ? (
-        <p>No interns yet.</p>
-      ) : (
-        <div className="table-scroll">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Status</th>
-                <th scope="col">Last failure</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((i) => (
-                <tr key={i.id}>
-                  <td>{i.name}</td>
-                  <td>{i.status}</td>
-                  <td>{i.last_failure_message ?? ''}</td>
-                  <td className="actions">
-                    {(i.status === 'stopped' || i.status === 'failed') && (
-                      <button type="button" onClick={() => act.mutate({ id: i.id, action: 'provision' })}>
-                        {i.status === 'stopped' ? `Start ${i.name}` : `Retry ${i.name}`}
-                      </button>
-                    )}
-                    {i.status === 'running' && (
-                      <button type="button" onClick={() => act.mutate({ id: i.id, action: 'suspend' })}>
-                        Suspend {i.name}
-                      </button>
-                    )}
-                    {i.status !== 'destroying' && (
-                      <button
-                        type="button"
-                        className="danger"
-                        onClick={() => {
-                          if (window.confirm(`Delete ${i.name}? Its workspace is archived, its vault deleted.`))
-                            act.mutate({ id: i.id, action: 'delete' })
-                        }}
-                      >
-                        Delete {i.name}
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-      {interns.hasNextPage && (
-        <button type="button" onClick={() => interns.fetchNextPage()} disabled={interns.isFetchingNextPage}>
-          More interns
-        </button>
-      )}
-    </section>
-  )
-}
-
-function CreateIntern({ onCreated }: { onCreated: () => void }) {
-  const [name, setName] = useState('')
-  const [instructions, setInstructions] = useState('')
-  const create = useMutation({
-    mutationFn: () =>
-      api<Intern>('interns', {
-        method: 'POST',
-        body: JSON.stringify({ name, provision: true, ...(instructions ? { instructions } : {}) }),
-      }),
-    onSuccess: () => {
-      setName('')
-      setInstructions('')
-      onCreated()
-    },
-  })
-  const submit = (e: FormEvent) => {
-    e.preventDefault()
-    create.mutate()
+function Page({ route, home, allowed }: { route: Route; home: string; allowed: boolean }) {
+  if (!allowed) return <p role="alert">This page is not for this kind of key.</p>
+  const [, id, sub] = route.parts
+  switch (home) {
+    case 'interns':
+      if (id && sub === 'chat') return <Chat key={id} id={id} route={route} />
+      if (id) return <Intern key={id} id={id} />
+      return <Interns route={route} />
+    case 'keys':
+      return <Keys route={route} />
+    case 'dry-run':
+      return <DryRun route={route} />
+    default:
+      return <p role="alert">No such page.</p>
   }
-  return (
-    <form className="create" onSubmit={submit} aria-label="New intern">
-      <label htmlFor="new-name">Name</label>
-      <input id="new-name" value={name} onChange={(e) => setName(e.target.value)} required maxLength={17} />
-      <label htmlFor="new-instructions">Instructions</label>
-      <textarea id="new-instructions" value={instructions} onChange={(e) => setInstructions(e.target.value)} />
-      <button type="submit" disabled={create.isPending}>
-        Create and start
-      </button>
-      {create.isError && <p role="alert">{create.error.message}</p>}
-    </form>
-  )
 }

@@ -9,13 +9,15 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly reason?: string,
   ) {
     super(message)
   }
 }
 
-export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
-  const res = await fetch(new URL(path, apiBase), {
+/** A call with the session: the console's header marks it as the console's (changes need it). */
+export function call(path: string, init: RequestInit = {}): Promise<Response> {
+  return fetch(new URL(path, apiBase), {
     ...init,
     credentials: 'same-origin',
     headers: {
@@ -24,14 +26,46 @@ export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
       ...init.headers,
     },
   })
+}
+
+/** The error a refused call's body describes. */
+export async function refusal(res: Response): Promise<ApiError> {
+  const body = (await res.json().catch(() => ({}))) as { error?: { message?: string; metadata?: { reason?: string } } }
+  return new ApiError(res.status, body.error?.message ?? `HTTP ${res.status}`, body.error?.metadata?.reason)
+}
+
+export async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
+  const res = await call(path, init)
+  if (!res.ok) throw await refusal(res)
   if (res.status === 204) return undefined as T
-  const body = (await res.json().catch(() => ({}))) as { error?: { message?: string } }
-  if (!res.ok) throw new ApiError(res.status, body.error?.message ?? `HTTP ${res.status}`)
-  return body as T
+  return (await res.json()) as T
+}
+
+/** Reads a server-sent-events body, one `(event, data)` per event, until it ends or `signal` aborts. */
+export async function readEvents(res: Response, onEvent: (event: string, data: string) => void) {
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
+  let buffer = ''
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) return
+    buffer += value
+    let cut: number
+    while ((cut = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, cut)
+      buffer = buffer.slice(cut + 2)
+      let event = 'message'
+      const data: string[] = []
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event:')) event = line.slice(6).trim()
+        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''))
+      }
+      if (data.length) onEvent(event, data.join('\n'))
+    }
+  }
 }
 
 export interface Session {
-  kind: string
+  kind: 'user' | 'organization' | 'management' | 'intern'
   workspace_id: string
   expires_at: string
 }
@@ -40,5 +74,11 @@ export interface Intern {
   id: string
   name: string
   status: string
+  model?: string | null
+  instructions?: string | null
+  description?: string | null
+  hostname?: string | null
+  created_at: string
   last_failure_message: string | null
+  progress: { step_label: string; step_number: number; total_steps: number } | null
 }

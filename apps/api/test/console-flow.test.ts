@@ -1,0 +1,183 @@
+import { afterAll, beforeAll, expect, it } from 'vitest'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import { simulatorCatalogue } from '@roster/gateway'
+import { axeViolations } from './console-helpers.js'
+import { catalogueFile, chromiumPath, describeNeeding, startStack, useTestTenant, type Stack } from '@roster/testing'
+
+// The console against a real stack (API, worker, runtime host, the model simulator behind the
+// gateway) in a real browser: an intern created in the console reaches running as its status
+// streams in; a chat whose turn asks permission is approved on its card, steered while it runs,
+// stopped, and shown again after a reload; a management key creates a key, checks a request with
+// the guardrail dry run, and disables the key, whose next call is refused.
+const env = useTestTenant()
+let sim: Simulator
+let stack: Stack
+let origin: string
+let browser: Browser
+
+beforeAll(async () => {
+  sim = await startSimulator({ replyTokens: 4 })
+  stack = await startStack({
+    databaseUrl: env.t.url,
+    env: { MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)), INTERN_DEFAULT_MODEL: 'roster-sim/chat' },
+  })
+  origin = new URL(stack.apiUrl).origin
+})
+afterAll(async () => {
+  await browser?.close()
+  await stack?.stop()
+  await sim?.close()
+})
+
+async function signIn(page: Page, key: string, heading: string) {
+  await page.goto(`${origin}/console/`)
+  await page.getByLabel('API key').fill(key)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.getByRole('heading', { name: heading, level: 1 }).waitFor()
+}
+
+/** Sends a message from the chat page's composer. */
+async function say(page: Page, text: string) {
+  await page.getByRole('textbox', { name: /Message|Steer the running turn/ }).fill(text)
+  await page.getByRole('textbox', { name: /Message|Steer the running turn/ }).press('Enter')
+}
+
+await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real stack', () => {
+  beforeAll(async () => {
+    browser = await chromium.launch({
+      executablePath: chromiumPath(),
+      args: ['--headless', '--no-sandbox', '--disable-gpu'],
+    })
+  })
+
+  it('creates an intern that reaches running as its status streams in, and chats with it: a permission approved on its card, steering, stop, and the session after a reload', async () => {
+    const page = await (await browser.newContext({ bypassCSP: true })).newPage()
+    const errors: string[] = []
+    page.on('pageerror', (e) => errors.push(e.stack ?? e.message))
+    const lists: string[] = []
+    page.on('request', (r) => {
+      if (/\/api\/v1\/interns(\?|$)/.test(r.url()) && r.method() === 'GET') lists.push(r.url())
+    })
+    await signIn(page, env.tenant.keys.user, 'Interns')
+
+    await page.getByLabel('Name', { exact: true }).fill('flow')
+    await page.getByRole('button', { name: 'Create and start' }).click()
+    const row = page.getByRole('row', { name: /flow/ })
+    await row.getByText('running', { exact: true }).waitFor({ timeout: 30_000 })
+    // The way there was streamed: the list was read once for the page and once after the create.
+    expect(lists.length).toBeLessThanOrEqual(2)
+
+    await row.getByRole('link', { name: 'Chat with flow' }).click()
+    await page.getByRole('heading', { name: 'Chat with flow' }).waitFor()
+    // Markup in a message stays text.
+    await say(
+      page,
+      '<script>window.pwned=1</script> Write it down.\n[sim] call shell {"command":"echo approved > proof.txt; cat proof.txt"}\n[sim] say Wrote **it**: {{result}}',
+    )
+    const card = page.getByRole('group', { name: 'Permission request' })
+    await card.waitFor()
+    await card.getByRole('button', { name: 'Allow once' }).click()
+    await page.getByText(/Wrote it: .*approved/).waitFor()
+    expect(await page.locator('.markdown strong', { hasText: 'it' }).count()).toBeGreaterThan(0)
+    expect(await page.evaluate(() => (window as { pwned?: number }).pwned)).toBeUndefined()
+    expect(await page.getByText('<script>window.pwned=1</script> Write it down.').count()).toBe(1)
+    await card.getByText('Answered: Allow once').waitFor()
+    expect(await axeViolations(page)).toEqual([])
+
+    // Steering while a turn runs (self-driven: no permission asked), then a stopped turn.
+    await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' }) // the turn has ended
+    await page.getByLabel('Ask before running commands').uncheck()
+    await say(page, '[sim] call shell {"command":"sleep 2"}\n[sim] say Not steered.')
+    // Steerable once the turn has started (its first chunk came).
+    await page.getByRole('textbox', { name: 'Steer the running turn' }).waitFor()
+    await say(page, '[sim] say Steered.')
+    await page.getByText('Sent into the running turn.').waitFor()
+    await page.getByText('Steered.', { exact: true }).waitFor()
+    await page.getByRole('button', { name: 'Stop' }).waitFor({ state: 'detached' })
+    await say(page, '[sim] call shell {"command":"sleep 30"}\n[sim] say Never.')
+    await page.getByRole('button', { name: 'Stop' }).click()
+    await page.getByText('Stopped: the run was cancelled.').waitFor()
+    // The run ended on the host too: once the console has let the stop settle, the intern takes
+    // the next message as a turn of its own (not steered into the cancelled one, not 409 busy).
+    await page.getByRole('button', { name: 'Send' }).waitFor()
+    await say(page, '[sim] say Back again.')
+    await page.getByText('Back again.', { exact: true }).waitFor()
+
+    // The session is in the URL: a reload shows its history, the approved command folded.
+    const session = new URL(page.url().replace('#/', '')).searchParams.get('session')
+    expect(session).toMatch(/^console-/)
+    await page.reload()
+    await page.getByText(/Wrote it: .*approved/).waitFor()
+    await page.getByText('Used shell').first().waitFor()
+    // Markup in a message is shown as the text it is, and never runs.
+    expect(await page.getByText('<script>window.pwned=1</script> Write it down.').count()).toBe(1)
+    expect(await page.evaluate(() => (window as { pwned?: number }).pwned)).toBeUndefined()
+
+    // The intern's page lists the session.
+    await page.getByRole('link', { name: 'flow', exact: true }).click()
+    await page.getByRole('heading', { name: 'flow', level: 1 }).waitFor()
+    await page.getByRole('link', { name: /Write it down/ }).waitFor()
+    expect(await axeViolations(page)).toEqual([])
+    expect(errors).toEqual([])
+    await page.close()
+  })
+
+  it('lets a management key create a key (shown once), dry-run a request as it, and disable it: its next call is refused', async () => {
+    const page = await (await browser.newContext({ bypassCSP: true })).newPage()
+    await signIn(page, env.tenant.keys.management, 'API keys')
+    await page.getByLabel('Name', { exact: true }).fill('console-made')
+    await page.getByRole('button', { name: 'Create key' }).click()
+    const secret = (await page.locator('.secret code').textContent())!
+    expect(secret).toMatch(/^sk-/)
+    const call = () =>
+      fetch(`${stack.apiUrl}/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'roster-sim/chat', input: 'hello' }),
+      })
+    expect((await call()).status).toBe(200)
+
+    // A guardrail on it, made over the API; the dry run names it.
+    const admin = { authorization: `Bearer ${env.tenant.keys.management}`, 'content-type': 'application/json' }
+    const hash = (await page.getByRole('link', { name: 'Dry run as console-made' }).getAttribute('href'))!.split(
+      'key=',
+    )[1]!
+    const g = await (
+      await fetch(`${stack.apiUrl}/guardrails`, {
+        method: 'POST',
+        headers: admin,
+        body: JSON.stringify({
+          name: 'careful',
+          content_filters: [{ pattern: 'secret-project', action: 'block', label: 'project name' }],
+        }),
+      })
+    ).json()
+    await fetch(`${stack.apiUrl}/guardrails/${g.data.id}/assignments/keys`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ key_hashes: [hash] }),
+    })
+    await page.getByRole('link', { name: 'Dry run as console-made' }).click()
+    await page.getByLabel('Model').fill('roster-sim/chat')
+    await page.getByLabel('Prompt').fill('all about secret-project')
+    await page.getByRole('button', { name: 'Check' }).click()
+    const verdict = page.getByRole('status')
+    await verdict.getByText('It would be refused (403).').waitFor()
+    expect(await verdict.textContent()).toContain('careful: project name (block)')
+    expect(await axeViolations(page)).toEqual([])
+
+    await page.getByRole('link', { name: 'API keys' }).click()
+    await page.getByRole('button', { name: 'Disable console-made' }).click()
+    await page.getByRole('button', { name: 'Enable console-made' }).waitFor()
+    expect(await axeViolations(page)).toEqual([])
+    const refused = await call()
+    expect(refused.status).toBeGreaterThanOrEqual(400)
+    expect(refused.status).toBeLessThan(500)
+    // Searched on the server.
+    await page.getByLabel('Search by name or label').fill('nothing-like-it')
+    await page.getByText('No key’s name or label holds “nothing-like-it”.').waitFor()
+    expect(page.url()).toContain('q=nothing-like-it')
+    await page.close()
+  })
+})

@@ -1,0 +1,252 @@
+import { useEffect, useRef, useState, type FormEvent } from 'react'
+import { useInfiniteQuery, useMutation, useQueryClient, type InfiniteData } from '@tanstack/react-query'
+import { api, apiBase, type Intern } from '../api'
+import { href, replaceQuery, type Route } from '../router'
+
+type Page = { data: Intern[]; has_more: boolean; next_cursor?: string }
+
+/** At most this many rows are followed live (the API's limit for one stream). */
+const FOLLOWED = 100
+
+// The member's interns: searched on the server by name, newest first in pages of 50, each row's
+// status and provisioning step streamed (one event stream for the rows shown), not polled.
+export function Interns({ route }: { route: Route }) {
+  const client = useQueryClient()
+  const q = route.query.get('q') ?? ''
+  const [typed, setTyped] = useState(q)
+  // The search waits for a pause in typing, and lands in the URL.
+  useEffect(() => {
+    const t = setTimeout(() => typed !== q && replaceQuery(route, { q: typed.trim() || undefined }), 300)
+    return () => clearTimeout(t)
+  }, [typed, q, route])
+
+  const key = ['interns', q]
+  const interns = useInfiniteQuery({
+    queryKey: key,
+    queryFn: ({ pageParam }) => {
+      const params = new URLSearchParams({ limit: '50' })
+      if (q) params.set('q', q)
+      if (pageParam) params.set('starting_after', pageParam)
+      return api<Page>(`interns?${params}`)
+    },
+    initialPageParam: '',
+    getNextPageParam: (last) => last.next_cursor,
+    // Statuses stream; this only finds interns created elsewhere.
+    refetchInterval: 30_000,
+  })
+  const rows = interns.data?.pages.flatMap((p) => p.data) ?? []
+  const followed = rows
+    .slice(0, FOLLOWED)
+    .map((r) => r.id)
+    .join(',')
+  useInternStream(followed, (changed) =>
+    client.setQueryData<InfiniteData<Page>>(key, (data) => data && replaceRow(data, changed)),
+  )
+
+  const changed = () => client.invalidateQueries({ queryKey: ['interns'] })
+  const act = useInternAction(changed)
+  return (
+    <section aria-labelledby="interns-title">
+      <h1 id="interns-title">Interns</h1>
+      <CreateIntern onCreated={changed} />
+      <label className="search">
+        Search by name <input type="search" value={typed} onChange={(e) => setTyped(e.target.value)} maxLength={100} />
+      </label>
+      {act.isError && <p role="alert">{act.error.message}</p>}
+      {interns.isPending ? (
+        <p aria-busy="true">Loading interns…</p>
+      ) : interns.isError ? (
+        <p role="alert">{interns.error.message}</p>
+      ) : rows.length === 0 ? (
+        <p>{q ? `No intern’s name holds “${q}”.` : 'No interns yet.'}</p>
+      ) : (
+        <div className="table-scroll">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Status</th>
+                <th scope="col">Last failure</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((i) => (
+                <tr key={i.id}>
+                  <td>
+                    <a href={href(['interns', i.id])}>{i.name}</a>
+                  </td>
+                  <td>
+                    <Status intern={i} />
+                  </td>
+                  <td>{i.last_failure_message ?? ''}</td>
+                  <td className="actions">
+                    <InternActions intern={i} act={act.mutate} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {interns.hasNextPage && (
+        <button type="button" onClick={() => interns.fetchNextPage()} disabled={interns.isFetchingNextPage}>
+          More interns
+        </button>
+      )}
+    </section>
+  )
+}
+
+export function Status({ intern }: { intern: Intern }) {
+  const p = intern.progress
+  return (
+    <span className={`status status-${intern.status}`}>
+      {intern.status}
+      {p && intern.status === 'provisioning' && ` (step ${p.step_number} of ${p.total_steps}: ${p.step_label})`}
+    </span>
+  )
+}
+
+function replaceRow(data: InfiniteData<Page>, changed: Intern | { id: string; deleted: true }): InfiniteData<Page> {
+  return {
+    ...data,
+    pages: data.pages.map((p) => ({
+      ...p,
+      data:
+        'deleted' in changed
+          ? p.data.filter((r) => r.id !== changed.id)
+          : p.data.map((r) => (r.id === changed.id ? { ...r, ...changed } : r)),
+    })),
+  }
+}
+
+/** Follows the interns `ids` (comma-separated) on one event stream while they are shown. */
+export function useInternStream(
+  ids: string,
+  onChange: (i: Intern | { id: string; deleted: true }) => void,
+  /** The stream was refused (it is not tried again). */
+  onRefused?: () => void,
+) {
+  // The stream follows the ids; the latest callback is used without opening it again.
+  const latest = useRef(onChange)
+  latest.current = onChange
+  const onRefusedRef = useRef(onRefused)
+  onRefusedRef.current = onRefused
+  useEffect(() => {
+    if (!ids) return
+    const source = new EventSource(new URL(`interns/events?ids=${ids}`, apiBase), { withCredentials: true })
+    source.addEventListener('intern', (e) => latest.current(JSON.parse((e as MessageEvent<string>).data) as Intern))
+    source.addEventListener('deleted', (e) =>
+      latest.current({ ...(JSON.parse((e as MessageEvent<string>).data) as { id: string }), deleted: true }),
+    )
+    // A stream that drops is reconnected by the browser; one refused outright is closed.
+    source.onerror = () => {
+      if (source.readyState === EventSource.CLOSED) onRefusedRef.current?.()
+    }
+    return () => source.close()
+  }, [ids])
+}
+
+type Action = 'provision' | 'suspend' | 'delete'
+
+export function useInternAction(settled: () => void) {
+  return useMutation({
+    mutationFn: ({ id, action }: { id: string; action: Action }) =>
+      action === 'delete'
+        ? api<unknown>(`interns/${id}`, { method: 'DELETE', body: '{}' })
+        : api<unknown>(`interns/${id}/${action}`, { method: 'POST', body: '{}' }),
+    onSettled: settled,
+  })
+}
+
+export function InternActions({
+  intern: i,
+  act,
+}: {
+  intern: Intern
+  act: (a: { id: string; action: Action }) => void
+}) {
+  return (
+    <>
+      {(i.status === 'stopped' || i.status === 'failed') && (
+        <button type="button" onClick={() => act({ id: i.id, action: 'provision' })}>
+          {i.status === 'stopped' ? `Start ${i.name}` : `Retry ${i.name}`}
+        </button>
+      )}
+      {i.status === 'running' && (
+        <>
+          <a className="button" href={href(['interns', i.id, 'chat'])}>
+            Chat with {i.name}
+          </a>
+          <button type="button" onClick={() => act({ id: i.id, action: 'suspend' })}>
+            Suspend {i.name}
+          </button>
+        </>
+      )}
+      {i.status !== 'destroying' && (
+        <button
+          type="button"
+          className="danger"
+          onClick={() => {
+            if (window.confirm(`Delete ${i.name}? Its workspace is archived, its vault deleted.`))
+              act({ id: i.id, action: 'delete' })
+          }}
+        >
+          Delete {i.name}
+        </button>
+      )}
+    </>
+  )
+}
+
+function CreateIntern({ onCreated }: { onCreated: () => void }) {
+  const [name, setName] = useState('')
+  const [instructions, setInstructions] = useState('')
+  const [model, setModel] = useState('')
+  // The model is set before provisioning starts (create, then the model, then provision), so the
+  // first boot already runs it.
+  const create = useMutation({
+    mutationFn: async () => {
+      const intern = await api<Intern>('interns', {
+        method: 'POST',
+        body: JSON.stringify({ name, provision: !model, ...(instructions ? { instructions } : {}) }),
+      })
+      if (model) {
+        await api<Intern>(`interns/${intern.id}`, { method: 'PATCH', body: JSON.stringify({ model }) })
+        await api<unknown>(`interns/${intern.id}/provision`, { method: 'POST', body: '{}' })
+      }
+      return intern
+    },
+    onSuccess: () => {
+      setName('')
+      setInstructions('')
+      setModel('')
+    },
+    onSettled: onCreated,
+  })
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    create.mutate()
+  }
+  return (
+    <form className="create" onSubmit={submit} aria-label="New intern">
+      <label htmlFor="new-name">Name</label>
+      <input id="new-name" value={name} onChange={(e) => setName(e.target.value)} required maxLength={17} />
+      <label htmlFor="new-instructions">Instructions</label>
+      <textarea id="new-instructions" value={instructions} onChange={(e) => setInstructions(e.target.value)} />
+      <label htmlFor="new-model">Model</label>
+      <input
+        id="new-model"
+        value={model}
+        onChange={(e) => setModel(e.target.value)}
+        placeholder="the workspace’s default"
+        maxLength={256}
+      />
+      <button type="submit" disabled={create.isPending}>
+        Create and start
+      </button>
+      {create.isError && <p role="alert">{create.error.message}</p>}
+    </form>
+  )
+}

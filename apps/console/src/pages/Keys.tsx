@@ -1,0 +1,188 @@
+import { useEffect, useState, type FormEvent } from 'react'
+import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import { api } from '../api'
+import { href, replaceQuery, type Route } from '../router'
+
+interface Key {
+  hash: string
+  name: string
+  label: string
+  disabled: boolean
+  limit: number | null
+  limit_remaining: number | null
+  limit_reset: string | null
+  usage: number
+  usage_monthly: number
+  created_at: string
+}
+
+const PAGE = 100 // GET /keys answers pages of 100
+
+const usd = (n: number) => `$${n.toFixed(n >= 100 ? 0 : 4)}`
+
+// A workspace's keys (a management key's page): searched and paged on the server, so a workspace
+// with 100,000 keys opens as fast as one with ten; create (the secret shown once), disable, enable.
+export function Keys({ route }: { route: Route }) {
+  const client = useQueryClient()
+  const q = route.query.get('q') ?? ''
+  const offset = Number(route.query.get('offset') ?? 0) || 0
+  const withDisabled = route.query.get('disabled') !== 'hide'
+  const [typed, setTyped] = useState(q)
+  useEffect(() => {
+    const t = setTimeout(
+      () => typed !== q && replaceQuery(route, { q: typed.trim() || undefined, offset: undefined }),
+      300,
+    )
+    return () => clearTimeout(t)
+  }, [typed, q, route])
+  const keys = useQuery({
+    queryKey: ['keys', q, offset, withDisabled],
+    queryFn: () => {
+      const params = new URLSearchParams({ include_disabled: String(withDisabled), offset: String(offset) })
+      if (q) params.set('q', q)
+      return api<{ data: Key[] }>(`keys?${params}`)
+    },
+    placeholderData: keepPreviousData,
+  })
+  const change = useMutation({
+    mutationFn: ({ hash, disabled }: { hash: string; disabled: boolean }) =>
+      api<unknown>(`keys/${hash}`, { method: 'PATCH', body: JSON.stringify({ disabled }) }),
+    onSettled: () => client.invalidateQueries({ queryKey: ['keys'] }),
+  })
+  const rows = keys.data?.data ?? []
+  return (
+    <section aria-labelledby="keys-title">
+      <h1 id="keys-title">API keys</h1>
+      <CreateKey onCreated={() => client.invalidateQueries({ queryKey: ['keys'] })} />
+      <div className="filters">
+        <label>
+          Search by name or label{' '}
+          <input type="search" value={typed} onChange={(e) => setTyped(e.target.value)} maxLength={100} />
+        </label>
+        <label className="inline">
+          <input
+            type="checkbox"
+            checked={withDisabled}
+            onChange={(e) =>
+              replaceQuery(route, { disabled: e.target.checked ? undefined : 'hide', offset: undefined })
+            }
+          />{' '}
+          Show disabled keys
+        </label>
+      </div>
+      {change.isError && <p role="alert">{change.error.message}</p>}
+      {keys.isPending ? (
+        <p aria-busy="true">Loading keys…</p>
+      ) : keys.isError ? (
+        <p role="alert">{keys.error.message}</p>
+      ) : rows.length === 0 ? (
+        <p>{q ? `No key’s name or label holds “${q}”.` : 'No keys here.'}</p>
+      ) : (
+        <div className="table-scroll">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Label</th>
+                <th scope="col">Limit</th>
+                <th scope="col">Left</th>
+                <th scope="col">Spent (month)</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((k) => (
+                <tr key={k.hash}>
+                  <td>{k.name}</td>
+                  <td>
+                    <code>{k.label}</code>
+                  </td>
+                  <td>{k.limit === null ? 'none' : `${usd(k.limit)}${k.limit_reset ? ` ${k.limit_reset}` : ''}`}</td>
+                  <td>{k.limit_remaining === null ? '' : usd(k.limit_remaining)}</td>
+                  <td>{usd(k.usage_monthly)}</td>
+                  <td className="actions">
+                    <a href={href(['dry-run'], { key: k.hash })}>Dry run as {k.name}</a>
+                    <button
+                      type="button"
+                      className={k.disabled ? undefined : 'danger'}
+                      onClick={() => change.mutate({ hash: k.hash, disabled: !k.disabled })}
+                    >
+                      {k.disabled ? `Enable ${k.name}` : `Disable ${k.name}`}
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <nav className="pager" aria-label="Pages of keys">
+        {offset > 0 && (
+          <button
+            type="button"
+            onClick={() => replaceQuery(route, { offset: String(Math.max(0, offset - PAGE)) || undefined })}
+          >
+            Previous keys
+          </button>
+        )}
+        {rows.length === PAGE && (
+          <button type="button" onClick={() => replaceQuery(route, { offset: String(offset + PAGE) })}>
+            Next keys
+          </button>
+        )}
+      </nav>
+    </section>
+  )
+}
+
+function CreateKey({ onCreated }: { onCreated: () => void }) {
+  const [name, setName] = useState('')
+  const [limit, setLimit] = useState('')
+  const [reset, setReset] = useState('')
+  const create = useMutation({
+    mutationFn: () =>
+      api<{ key: string }>('keys', {
+        method: 'POST',
+        body: JSON.stringify({
+          name,
+          ...(limit ? { limit: Number(limit) } : {}),
+          ...(reset ? { limit_reset: reset } : {}),
+        }),
+      }),
+    onSuccess: () => {
+      setName('')
+      setLimit('')
+      setReset('')
+      onCreated()
+    },
+  })
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    create.mutate()
+  }
+  return (
+    <form className="create" onSubmit={submit} aria-label="New key">
+      <label htmlFor="key-name">Name</label>
+      <input id="key-name" value={name} onChange={(e) => setName(e.target.value)} required maxLength={100} />
+      <label htmlFor="key-limit">Limit (USD)</label>
+      <input id="key-limit" type="number" min="0" step="any" value={limit} onChange={(e) => setLimit(e.target.value)} />
+      <label htmlFor="key-reset">Resets</label>
+      <select id="key-reset" value={reset} onChange={(e) => setReset(e.target.value)}>
+        <option value="">never</option>
+        <option value="daily">daily</option>
+        <option value="weekly">weekly</option>
+        <option value="monthly">monthly</option>
+      </select>
+      <button type="submit" disabled={create.isPending}>
+        Create key
+      </button>
+      {create.isError && <p role="alert">{create.error.message}</p>}
+      {create.data && (
+        <div className="secret" role="status">
+          <p>The new key, shown this once: copy it now.</p>
+          <code>{create.data.key}</code>
+        </div>
+      )}
+    </form>
+  )
+}
