@@ -253,6 +253,35 @@ describe('analytics', () => {
     expect(unknown.body.data.data[0].request_count).toBeNull()
   })
 
+  it('buckets days in a chosen time zone: each bucket starts at that zone’s midnight and holds that day’s calls', async () => {
+    for (const zone of ['America/New_York', 'Asia/Tokyo', 'UTC']) {
+      const res = await query({
+        metrics: ['request_count', 'usage'],
+        granularity: 'day',
+        time_zone: zone,
+        time_range: { start: new Date(today - 45 * DAY).toISOString(), end: new Date(today + 2 * DAY).toISOString() },
+      })
+      expect(res.status, JSON.stringify(res.body)).toBe(200)
+      const expected = await env.t.db.$queryRawUnsafe<{ day: Date; requests: number }[]>(`
+        SELECT (date_trunc('day', created_at AT TIME ZONE '${zone}') AT TIME ZONE '${zone}') AS day, count(*)::int AS requests
+        FROM generations WHERE account_id = '${t.accountId}' GROUP BY 1 ORDER BY 1`)
+      expect(
+        res.body.data.data.map((r: { date: string; request_count: number }) => [r.date, r.request_count]),
+        zone,
+      ).toEqual(expected.map((r) => [r.day.toISOString(), r.requests]))
+      // Every bucket starts at a midnight of the zone.
+      for (const r of res.body.data.data as { date: string }[]) {
+        const local = new Intl.DateTimeFormat('en-GB', {
+          timeZone: zone,
+          hour: '2-digit',
+          minute: '2-digit',
+          hourCycle: 'h23',
+        })
+        expect(local.format(new Date(r.date))).toBe('00:00')
+      }
+    }
+  })
+
   it('refuses bad queries (400) and other keys (403)', async () => {
     for (const body of [
       {},
@@ -268,6 +297,8 @@ describe('analytics', () => {
       { metrics: ['request_count'], time_range: { start: '2020-01-01T00:00:00Z', end: '2026-01-01T00:00:00Z' } },
       { metrics: ['request_count'], limit: 0 },
       { metrics: ['request_count'], sql: 'DROP TABLE generations' },
+      { metrics: ['request_count'], granularity: 'day', time_zone: 'Mars/Olympus_Mons' },
+      { metrics: ['request_count'], granularity: 'day', time_zone: "UTC'; DROP TABLE generations; --" },
     ]) {
       const res = await query(body)
       expect(res.status, JSON.stringify(body)).toBe(400)

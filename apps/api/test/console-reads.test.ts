@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { makeIntern, makeTenant, useTestTenant } from '@roster/testing'
+import { createHash } from 'node:crypto'
+import { insertGenerations } from '@roster/shared'
+import { generationRecord, makeIntern, makeTenant, useTestTenant } from '@roster/testing'
 import { auth, buildTestApp, json } from './helpers.js'
 
 // What the console reads beside the API's own operations (docs/console.md): interns and keys
@@ -156,5 +158,67 @@ describe('an intern’s sessions', () => {
       expect((await app.inject({ method: 'GET', url: `/api/v1${path}` })).statusCode).toBe(401)
     }
     expect((await get(`/interns/${intern.id}/sessions/${'x'.repeat(257)}`)).status).toBe(400)
+  })
+})
+
+describe('GET /generations', () => {
+  it('searches the account’s generations (a management key) or the key’s own, newest first, by session, key, model and time, with a cursor', async () => {
+    const t = await makeTenant(env.t.db)
+    const keyOf = async (key: string) =>
+      env.t.db.apiKey.findFirstOrThrow({ where: { hash: createHash('sha256').update(key).digest() } })
+    const user = await keyOf(t.keys.user)
+    const org = await keyOf(t.keys.organization)
+    const base = Date.UTC(2026, 10, 20, 12)
+    await insertGenerations(
+      env.t.db,
+      Array.from({ length: 6 }, (_, i) =>
+        generationRecord({
+          id: `gen-search-${i}`,
+          created_at: new Date(base + i * 60_000).toISOString(),
+          account_id: t.accountId,
+          workspace_id: t.workspaceId,
+          key_id: i % 2 ? org.id : user.id,
+          model: i < 3 ? 'sim/a' : 'sim/b',
+          session_id: i % 3 === 0 ? 'ses-x' : null,
+          cost_pico: String(1_000_000 * (i + 1)),
+        }),
+      ),
+    )
+    const ids = async (query: string, key = t.keys.management) => {
+      const res = await get(`/generations${query}`, key)
+      expect(res.status, JSON.stringify(res.body)).toBe(200)
+      return (res.body.data as { id: string }[]).map((g) => g.id)
+    }
+    expect(await ids('')).toEqual([5, 4, 3, 2, 1, 0].map((i) => `gen-search-${i}`))
+    expect(await ids('?session_id=ses-x')).toEqual(['gen-search-3', 'gen-search-0'])
+    expect(await ids('?model=sim/a')).toEqual(['gen-search-2', 'gen-search-1', 'gen-search-0'])
+    expect(await ids(`?key=${user.number}`)).toEqual(['gen-search-4', 'gen-search-2', 'gen-search-0'])
+    expect(await ids(`?key=${Buffer.from(user.hash).toString('hex')}`)).toEqual(await ids(`?key=${user.number}`))
+    const from = new Date(base + 60_000).toISOString()
+    const to = new Date(base + 3 * 60_000).toISOString()
+    expect(await ids(`?from=${from}&to=${to}`)).toEqual(['gen-search-2', 'gen-search-1'])
+    expect(await ids('?id=gen-search-4')).toEqual(['gen-search-4'])
+    // A user key finds its own calls only, and may not ask for another key's.
+    expect(await ids('', t.keys.user)).toEqual(['gen-search-4', 'gen-search-2', 'gen-search-0'])
+    expect(await ids('?id=gen-search-5', t.keys.user)).toEqual([])
+    expect((await get(`/generations?key=${org.number}`, t.keys.user)).status).toBe(403)
+    // Pages of two, the cursor leading through all six once.
+    const seen: string[] = []
+    let cursor = ''
+    for (;;) {
+      const page = await get(`/generations?limit=2${cursor ? `&cursor=${cursor}` : ''}`, t.keys.management)
+      seen.push(...page.body.data.map((g: { id: string }) => g.id))
+      if (!page.body.has_more) break
+      cursor = page.body.next_cursor
+    }
+    expect(seen).toEqual(await ids(''))
+    // Each carries its cost, tokens, key and provider attempts.
+    const one = (await get('/generations?id=gen-search-5', t.keys.management)).body.data[0]
+    expect(one).toMatchObject({ id: 'gen-search-5', total_cost: 0.000006, api_key_number: Number(org.number) })
+    expect(Array.isArray(one.provider_responses)).toBe(true)
+    // Another account sees none of them.
+    expect(await ids('', env.tenant.keys.management)).not.toContain('gen-search-0')
+    for (const bad of ['?cursor=nope', `?from=${to}&to=${from}`, '?limit=500', '?key=abc', '?from=yesterday'])
+      expect((await get(`/generations${bad}`, t.keys.management)).status, bad).toBe(400)
   })
 })

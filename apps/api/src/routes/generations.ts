@@ -9,6 +9,8 @@ import {
   generationContent,
   generationView,
   insertFeedback,
+  listGenerations,
+  ListGenerationsQuery,
 } from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
@@ -45,6 +47,19 @@ export const generationRoutes =
       if (!row) throw notFound(id)
       return row
     }
+
+    api.get(
+      '/generations',
+      {
+        onRequest: anyKey,
+        schema: {
+          operationId: 'listGenerations',
+          summary: 'Search generations: the account’s (a management key) or the key’s own, newest first, with a cursor',
+          querystring: ListGenerationsQuery,
+        },
+      },
+      async (req) => listGenerations(deps.db, req.caller!, req.query),
+    )
 
     api.get(
       '/generation',

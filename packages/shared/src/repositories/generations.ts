@@ -161,3 +161,35 @@ export async function insertFeedback(
     INSERT INTO generation_feedback (id, generation_id, key_id, category, comment)
     VALUES (gen_random_uuid(), ${f.generationId}, ${f.keyId}::uuid, ${f.category}, ${f.comment})`
 }
+
+/**
+ * A page of an account's generations, newest first, keyset-paged on (created_at, id): only one
+ * key's when `keyId` is given, and only those matching the other filters; up to `limit + 1` rows
+ * (one more says there are more).
+ */
+export function generationPage(
+  db: Db,
+  q: {
+    accountId: string
+    keyId?: string
+    sessionId?: string
+    model?: string
+    from?: Date
+    to?: Date
+    after?: { createdAt: Date; id: string }
+    limit: number
+  },
+) {
+  const and = (cond: boolean, sql: Prisma.Sql) => (cond ? sql : Prisma.empty)
+  return db.$queryRaw<(GenerationRow & { key_number: bigint | null })[]>`
+    SELECT g.*, k.number AS key_number FROM generations g LEFT JOIN api_keys k ON k.id = g.key_id
+    WHERE g.account_id = ${q.accountId}::uuid
+      ${and(q.keyId !== undefined, Prisma.sql`AND g.key_id = ${q.keyId}::uuid`)}
+      ${and(q.sessionId !== undefined, Prisma.sql`AND g.session_id = ${q.sessionId}`)}
+      ${and(q.model !== undefined, Prisma.sql`AND g.model = ${q.model}`)}
+      ${and(q.from !== undefined, Prisma.sql`AND g.created_at >= ${q.from}`)}
+      ${and(q.to !== undefined, Prisma.sql`AND g.created_at < ${q.to}`)}
+      ${and(q.after !== undefined, Prisma.sql`AND (g.created_at, g.id) < (${q.after?.createdAt}, ${q.after?.id})`)}
+    ORDER BY g.created_at DESC, g.id DESC
+    LIMIT ${q.limit + 1}`
+}

@@ -1,0 +1,93 @@
+import { z } from 'zod'
+import type { Db } from './db.js'
+import { AppError } from './errors.js'
+import type { Caller } from './caller.js'
+import { canonicalGenerationId, generationView } from './generations.js'
+import { generationById, generationPage } from './repositories/generations.js'
+import { keyIdsOf, keyNumbers } from './repositories/generation-rollups.js'
+
+// GET /generations (Roster's, beside the client's GET /generation?id=): an account's generations
+// searched on the server, newest first, with a cursor. A management key searches the account's;
+// any other key its own calls only. Filters: one id, a session, a key (its hash or number), a
+// model, and a time range [from, to), as the console's spend chart opens the calls behind a bar.
+
+const When = z.iso.datetime({ offset: true }).transform((s) => new Date(s))
+
+export const ListGenerationsQuery = z.strictObject({
+  id: z.string().min(1).max(200).optional(),
+  session_id: z.string().min(1).max(256).optional(),
+  key: z
+    .string()
+    .regex(/^([0-9a-f]{64}|\d{1,18})$/i, 'a key’s hash (64 hex digits) or its number')
+    .optional(),
+  model: z.string().min(1).max(256).optional(),
+  from: When.optional(),
+  to: When.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  cursor: z.string().max(200).optional(),
+})
+export type ListGenerationsQuery = z.infer<typeof ListGenerationsQuery>
+
+const cursorOf = (createdAt: Date, id: string) =>
+  Buffer.from(JSON.stringify([createdAt.toISOString(), id])).toString('base64url')
+
+function readCursor(cursor: string): { createdAt: Date; id: string } {
+  try {
+    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown[]
+    const createdAt = new Date(String(at))
+    if (typeof id === 'string' && !Number.isNaN(createdAt.getTime())) return { createdAt, id }
+  } catch {
+    // not ours: refused below
+  }
+  throw new AppError('invalid_body', 'cursor is not one this API returned')
+}
+
+type Listed = ReturnType<typeof generationView> & { api_key_number: number | null }
+
+export async function listGenerations(db: Db, caller: Caller, q: ListGenerationsQuery) {
+  if (q.from && q.to && !(q.from < q.to)) throw new AppError('invalid_body', 'from must be before to')
+  const accountId = caller.accountId
+  let keyId = caller.kind === 'management' ? undefined : caller.keyId
+  if (q.key !== undefined) {
+    if (caller.kind !== 'management')
+      throw new AppError('management_key_required', 'searching another key’s generations needs a management key')
+    const ref = q.key.toLowerCase()
+    const found = await keyIdsOf(db, accountId, {
+      numbers: /^\d+$/.test(ref) ? [BigInt(ref)] : [],
+      hashes: ref.length === 64 ? [Buffer.from(ref, 'hex')] : [],
+    })
+    // A key of no key of this account: nothing to find (not an error: ids are not confirmed to strangers).
+    if (!found[0]) return { data: [] as Listed[], has_more: false }
+    keyId = found[0].id
+  }
+  if (q.id !== undefined) {
+    const row = await generationById(db, accountId, canonicalGenerationId(q.id))
+    if (!row || (keyId !== undefined && row.key_id !== keyId)) return { data: [] as Listed[], has_more: false }
+    const numbers = row.key_id ? await keyNumbers(db, [row.key_id]) : new Map<string, number>()
+    return {
+      data: [{ ...generationView(row), api_key_number: (row.key_id && numbers.get(row.key_id)) ?? null }],
+      has_more: false,
+    }
+  }
+  const rows = await generationPage(db, {
+    accountId,
+    keyId,
+    sessionId: q.session_id,
+    model: q.model,
+    from: q.from,
+    to: q.to,
+    after: q.cursor === undefined ? undefined : readCursor(q.cursor),
+    limit: q.limit,
+  })
+  const page = rows.slice(0, q.limit)
+  const last = page.at(-1)
+  const has_more = rows.length > q.limit
+  return {
+    data: page.map((r): Listed => ({
+      ...generationView(r),
+      api_key_number: r.key_number === null ? null : Number(r.key_number),
+    })),
+    has_more,
+    ...(has_more && last ? { next_cursor: cursorOf(last.created_at, last.id) } : {}),
+  }
+}
