@@ -37,6 +37,16 @@ async function signIn(page: Page, key: string, heading: string) {
   await page.getByRole('heading', { name: heading, level: 1 }).waitFor()
 }
 
+/** Waits for a row a page shows once the ledger has the call (written within a second), reloading until then. */
+async function waitForRow(page: Page, row: ReturnType<Page['getByRole']>) {
+  for (let tries = 0; tries < 20; tries++) {
+    if (await row.count()) return
+    await page.waitForTimeout(500)
+    await page.reload()
+  }
+  await row.waitFor()
+}
+
 /** Sends a message from the chat page's composer. */
 async function say(page: Page, text: string) {
   await page.getByRole('textbox', { name: /Message|Steer the running turn/ }).fill(text)
@@ -137,6 +147,28 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
         body: JSON.stringify({ model: 'roster-sim/chat', input: 'hello' }),
       })
     expect((await call()).status).toBe(200)
+
+    // The call shows in the spend (a total that is the sum of its rows), and its day opens it.
+    await page.getByRole('link', { name: 'Spend' }).click()
+    await page.getByRole('heading', { name: 'Spend', level: 1 }).waitFor()
+    const modelRow = page.getByRole('row', { name: /roster-sim\/chat/ })
+    await waitForRow(page, modelRow)
+    await page.locator('.chart canvas').first().waitFor()
+    // One model here: the total is its row's.
+    const totalRow = page.getByRole('row', { name: /Total/ })
+    expect(await totalRow.getByRole('cell').nth(0).textContent()).toBe(
+      await modelRow.getByRole('cell').nth(1).textContent(),
+    )
+    expect(await totalRow.getByRole('cell').nth(1).textContent()).toBe('1')
+    await page.locator('.days a').first().click()
+    await page.getByRole('heading', { name: 'Generations', level: 1 }).waitFor()
+    await page
+      .getByRole('cell', { name: /roster-sim\/chat/ })
+      .first()
+      .waitFor()
+    expect(page.url()).toMatch(/from=.*&to=/)
+    expect(await axeViolations(page)).toEqual([])
+    await page.getByRole('link', { name: 'API keys' }).click()
 
     // A guardrail on it, made over the API; the dry run names it.
     const admin = { authorization: `Bearer ${env.tenant.keys.management}`, 'content-type': 'application/json' }

@@ -6,9 +6,12 @@ import { Interns } from './pages/Interns'
 import { Intern } from './pages/Intern'
 import { Keys } from './pages/Keys'
 import { DryRun } from './pages/DryRun'
+import { Generations } from './pages/Generations'
 
 // The chat (with its Markdown renderer) loads when first opened, not with the console.
 const Chat = lazy(() => import('./pages/Chat'))
+// The spend page brings its chart library with it.
+const Spend = lazy(() => import('./pages/Spend'))
 
 // The console's shell: sign in with an API key (exchanged for a session cookie, then forgotten),
 // the pages the key's kind may use, and signing out. Every text from the server is rendered as text.
@@ -75,15 +78,19 @@ function SignIn() {
 const PAGES: Record<Session['kind'], { path: string; title: string }[]> = {
   user: [
     { path: 'interns', title: 'Interns' },
+    { path: 'generations', title: 'Generations' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
   organization: [
     { path: 'interns', title: 'Interns' },
+    { path: 'generations', title: 'Generations' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
   intern: [{ path: 'interns', title: 'Interns' }],
   management: [
     { path: 'keys', title: 'API keys' },
+    { path: 'spend', title: 'Spend' },
+    { path: 'generations', title: 'Generations' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
 }
@@ -134,6 +141,10 @@ function Page({ route, home, allowed }: { route: Route; home: string; allowed: b
       return <Interns route={route} />
     case 'keys':
       return <Keys route={route} />
+    case 'spend':
+      return <Spend route={route} />
+    case 'generations':
+      return <Generations route={route} />
     case 'dry-run':
       return <DryRun route={route} />
     default:
