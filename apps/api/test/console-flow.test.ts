@@ -61,7 +61,7 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     })
   })
 
-  it('creates an intern that reaches running as its status streams in, and chats with it: a permission approved on its card, steering, stop, and the session after a reload', async () => {
+  it('creates an intern that reaches running as its status streams in, and chats with it: a permission approved on its card, steering, stop, the session after a reload, and a question answered from the inbox', async () => {
     const page = await (await browser.newContext({ bypassCSP: true })).newPage()
     const errors: string[] = []
     page.on('pageerror', (e) => errors.push(e.stack ?? e.message))
@@ -129,6 +129,29 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     await page.getByRole('heading', { name: 'flow', level: 1 }).waitFor()
     await page.getByRole('link', { name: /Write it down/ }).waitFor()
     expect(await axeViolations(page)).toEqual([])
+
+    // A question asked elsewhere (over the API) waits in the inbox, and is answered there.
+    const internId = page.url().split('#/interns/')[1]!.split(/[/?]/)[0]!
+    const paused = await fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        stream: true,
+        approval_mode: 'manual',
+        session_id: 'from-elsewhere',
+        messages: [
+          { role: 'user', content: '[sim] call shell {"command":"echo inbox"}\n[sim] say Inbox answered: {{result}}' },
+        ],
+      }),
+    })
+    const pausedText = await paused.text()
+    expect(pausedText, pausedText).toContain('provide_input')
+    await page.getByRole('link', { name: 'Questions' }).click()
+    const waiting = page.getByRole('article', { name: 'Question from flow' })
+    await waiting.getByRole('button', { name: 'Allow once' }).click()
+    await waiting.getByText(/Inbox answered: .*inbox/).waitFor()
+    await page.getByText('No intern is waiting on an answer.').waitFor()
+    expect(await axeViolations(page)).toEqual([])
     expect(errors).toEqual([])
     await page.close()
   })
@@ -159,7 +182,9 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     expect(await totalRow.getByRole('cell').nth(0).textContent()).toBe(
       await modelRow.getByRole('cell').nth(1).textContent(),
     )
-    expect(await totalRow.getByRole('cell').nth(1).textContent()).toBe('1')
+    expect(await totalRow.getByRole('cell').nth(1).textContent()).toBe(
+      await modelRow.getByRole('cell').nth(2).textContent(),
+    )
     await page.locator('.days a').first().click()
     await page.getByRole('heading', { name: 'Generations', level: 1 }).waitFor()
     await page

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createHash } from 'node:crypto'
 import { insertGenerations } from '@roster/shared'
-import { generationRecord, makeIntern, makeTenant, useTestTenant } from '@roster/testing'
+import { generationRecord, makeIntern, makeInternKey, makeTenant, useTestTenant } from '@roster/testing'
 import { auth, buildTestApp, json } from './helpers.js'
 
 // What the console reads beside the API's own operations (docs/console.md): interns and keys
@@ -220,5 +220,63 @@ describe('GET /generations', () => {
     expect(await ids('', env.tenant.keys.management)).not.toContain('gen-search-0')
     for (const bad of ['?cursor=nope', `?from=${to}&to=${from}`, '?limit=500', '?key=abc', '?from=yesterday'])
       expect((await get(`/generations${bad}`, t.keys.management)).status, bad).toBe(400)
+  })
+})
+
+describe('GET /interns/questions', () => {
+  it('lists the questions still waiting for an answer: not answered or ended, not past the deadline, of running interns the key can see', async () => {
+    const t = await makeTenant(env.t.db)
+    const running = await makeIntern(env.t.db, t, { status: 'running', name: 'asker' })
+    const other = await makeIntern(env.t.db, t, { status: 'running', name: 'other-asker' })
+    const stopped = await makeIntern(env.t.db, t, { status: 'stopped', name: 'stopped-asker' })
+    const stranger = await makeTenant(env.t.db)
+    const theirs = await makeIntern(env.t.db, stranger, { status: 'running', name: 'their-asker' })
+    const now = Date.now()
+    const question = { kind: 'permission', operation: 'shell', options: ['allow_once', 'reject_once'] }
+    const asked = (internId: string, sessionId: string, seq: number, id: string, agoMs = 1_000) => ({
+      internId,
+      sessionId,
+      seq,
+      item: { type: 'roster.interaction', id, question },
+      createdAt: new Date(now - agoMs),
+    })
+    await env.t.db.sessionEntry.createMany({
+      data: [
+        asked(running.id, 's1', 0, 'ia_open'),
+        asked(running.id, 's2', 0, 'ia_answered'),
+        {
+          internId: running.id,
+          sessionId: 's2',
+          seq: 1,
+          item: { type: 'roster.interaction_closed', id: 'ia_answered', outcome: 'answered' },
+        },
+        asked(running.id, 's3', 0, 'ia_ended'),
+        {
+          internId: running.id,
+          sessionId: 's3',
+          seq: 1,
+          item: { type: 'roster.interaction_closed', id: 'ia_ended', outcome: 'ended' },
+        },
+        asked(running.id, 's4', 0, 'ia_too_old', 301_000),
+        asked(other.id, 's1', 0, 'ia_other', 2_000),
+        asked(stopped.id, 's1', 0, 'ia_stopped'),
+        asked(theirs.id, 's1', 0, 'ia_theirs'),
+      ],
+    })
+    const res = await get('/interns/questions', t.keys.user)
+    expect(res.status).toBe(200)
+    expect(res.body.data.map((q: { interaction_id: string }) => q.interaction_id)).toEqual(['ia_open', 'ia_other'])
+    expect(res.body.data[0]).toMatchObject({
+      intern_id: running.id,
+      intern_name: 'asker',
+      session_id: 's1',
+      question,
+    })
+    expect(Date.parse(res.body.data[0].expires_at) - Date.parse(res.body.data[0].asked_at)).toBe(300_000)
+    // An intern's own key sees its own questions only.
+    const internKey = await makeInternKey(env.t.db, t.workspaceId, other.id)
+    const own = await get('/interns/questions', internKey)
+    expect(own.body.data.map((q: { interaction_id: string }) => q.interaction_id)).toEqual(['ia_other'])
+    expect((await get('/interns/questions', t.keys.management)).status).toBe(401)
   })
 })

@@ -10,6 +10,7 @@ import { Generations } from './pages/Generations'
 
 // The chat (with its Markdown renderer) loads when first opened, not with the console.
 const Chat = lazy(() => import('./pages/Chat'))
+const Inbox = lazy(() => import('./pages/Inbox'))
 // The spend page brings its chart library with it.
 const Spend = lazy(() => import('./pages/Spend'))
 
@@ -78,15 +79,20 @@ function SignIn() {
 const PAGES: Record<Session['kind'], { path: string; title: string }[]> = {
   user: [
     { path: 'interns', title: 'Interns' },
+    { path: 'questions', title: 'Questions' },
     { path: 'generations', title: 'Generations' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
   organization: [
     { path: 'interns', title: 'Interns' },
+    { path: 'questions', title: 'Questions' },
     { path: 'generations', title: 'Generations' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
-  intern: [{ path: 'interns', title: 'Interns' }],
+  intern: [
+    { path: 'interns', title: 'Interns' },
+    { path: 'questions', title: 'Questions' },
+  ],
   management: [
     { path: 'keys', title: 'API keys' },
     { path: 'spend', title: 'Spend' },
@@ -141,6 +147,8 @@ function Page({ route, home, allowed }: { route: Route; home: string; allowed: b
       return <Interns route={route} />
     case 'keys':
       return <Keys route={route} />
+    case 'questions':
+      return <Inbox />
     case 'spend':
       return <Spend route={route} />
     case 'generations':

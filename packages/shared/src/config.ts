@@ -304,6 +304,11 @@ export const ApiConfig = z
     REGIONAL_HOSTS: list
       .default([])
       .describe('`Host` names (no port), comma-separated, on which intern operations answer 403.'),
+    INTERACTION_DEADLINE_MS: ms
+      .default(300_000)
+      .describe(
+        "The runtime hosts' deadline for an answer to a question (as they have it): the console's inbox lists questions no older.",
+      ),
     INTERN_CREATE_DEADLINE_MS: ms
       .default(10_000)
       .describe(

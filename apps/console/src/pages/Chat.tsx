@@ -1,6 +1,8 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react'
 import { useQuery } from '@tanstack/react-query'
-import { api, call, readEvents, refusal, type Intern } from '../api'
+import { api, type Intern } from '../api'
+import { answerMessages, sendTurn, type Question } from '../chat-stream'
+import { QuestionCard } from '../question-card'
 import { Text } from '../markdown'
 import { href, replaceQuery, type Route } from '../router'
 
@@ -11,14 +13,6 @@ import { href, replaceQuery, type Route } from '../router'
 
 /** How long sending waits after a stop (the host ends the run within milliseconds). */
 const STOP_SETTLE_MS = 1_000
-
-type Question =
-  | { kind: 'permission'; operation: string | null; options: string[] }
-  | {
-      kind: 'elicitation'
-      message: string
-      fields: { name: string; type: string; required?: boolean; options?: string[] }[]
-    }
 
 type Entry =
   | { kind: 'user'; text: string }
@@ -119,59 +113,29 @@ export default function Chat({ id, route }: { id: string; route: Route }) {
     let reply: number | undefined
     if (owns) setStreaming({ controller, started: false })
     try {
-      const res = await call(`interns/${id}/chat/completions`, {
-        method: 'POST',
-        body: JSON.stringify({
-          stream: true,
-          session_id: sessionId,
-          approval_mode: manual ? 'manual' : 'self-drive',
-          messages,
-        }),
-        signal: controller.signal,
-      })
+      const outcome = await sendTurn(
+        id,
+        { session_id: sessionId, approval_mode: manual ? 'manual' : 'self-drive', messages },
+        controller.signal,
+        {
+          started: () => setStreaming({ controller, started: true }),
+          content: (text) => toReply(reply!, (r) => (r.text += text)),
+          reasoning: (text) => toReply(reply!, (r) => (r.reasoning += text)),
+          question: (qid, args, question) => add({ kind: 'question', id: qid, args, question }),
+          failed: (message) => add({ kind: 'note', text: `The turn failed: ${message}`, alert: true }),
+        },
+        () => {
+          // A message meant to steer that the intern took as a turn of its own streams like any.
+          if (!owns) {
+            owns = true
+            setStreaming({ controller, started: false })
+          }
+          reply = ++replies.current
+          add({ kind: 'assistant', reply, text: '', reasoning: '' })
+        },
+      )
       // Taken into a turn already running (a steer, or a turn started elsewhere in this session).
-      if (res.status === 202) return add({ kind: 'note', text: 'Sent into the running turn.' })
-      if (!res.ok) throw await refusal(res)
-      if (!owns) {
-        owns = true
-        setStreaming({ controller, started: false })
-      }
-      const mine = ++replies.current
-      reply = mine
-      add({ kind: 'assistant', reply: mine, text: '', reasoning: '' })
-      let started = false
-      await readEvents(res, (_event, data) => {
-        if (!started) {
-          started = true
-          setStreaming({ controller, started: true })
-        }
-        if (data === '[DONE]') return
-        const chunk = JSON.parse(data) as {
-          choices: {
-            delta: {
-              content?: string
-              reasoning?: string
-              tool_calls?: { id: string; function: { name: string; arguments: string } }[]
-            }
-            finish_reason: string | null
-          }[]
-          error?: { message: string }
-        }
-        const choice = chunk.choices[0]
-        if (!choice) return
-        const { content, reasoning, tool_calls } = choice.delta
-        if (content) toReply(mine, (r) => (r.text += content))
-        if (reasoning) toReply(mine, (r) => (r.reasoning += reasoning))
-        for (const tc of tool_calls ?? [])
-          add({
-            kind: 'question',
-            id: tc.id,
-            args: tc.function.arguments,
-            question: JSON.parse(tc.function.arguments) as Question,
-          })
-        if (choice.finish_reason === 'error')
-          add({ kind: 'note', text: `The turn failed: ${chunk.error?.message ?? 'no reason given'}`, alert: true })
-      })
+      if (outcome === 'steered') add({ kind: 'note', text: 'Sent into the running turn.' })
     } catch (err) {
       if (controller.signal.aborted) add({ kind: 'note', text: 'Stopped: the run was cancelled.' })
       else add({ kind: 'note', text: (err as Error).message, alert: true })
@@ -203,19 +167,7 @@ export default function Chat({ id, route }: { id: string; route: Route }) {
 
   const answer = (q: Extract<Entry, { kind: 'question' }>, content: string, shown: string) => {
     setEntries((all) => all.map((e) => (e === q ? { ...q, answered: shown } : e)))
-    void run(
-      [
-        {
-          role: 'assistant',
-          content: null,
-          tool_calls: [
-            { id: q.id, type: 'function', function: { name: 'openrouter.provide_input', arguments: q.args } },
-          ],
-        },
-        { role: 'tool', tool_call_id: q.id, content },
-      ],
-      session!,
-    )
+    void run(answerMessages(q.id, q.args, content), session!)
   }
 
   const name = intern.data?.name ?? 'the intern'
@@ -305,106 +257,13 @@ function EntryView({
     case 'note':
       return <p role={e.alert ? 'alert' : 'status'}>{e.text}</p>
     case 'question':
-      return <QuestionCard q={e} disabled={busy || e.answered !== undefined} answer={answer} />
+      return (
+        <QuestionCard
+          question={e.question}
+          answered={e.answered}
+          disabled={busy || e.answered !== undefined}
+          onAnswer={(content, shown) => answer(e, content, shown)}
+        />
+      )
   }
-}
-
-const OPTION_LABELS: Record<string, string> = {
-  allow_once: 'Allow once',
-  allow_always: 'Allow always',
-  reject_once: 'Reject',
-  reject_always: 'Reject always',
-}
-
-function QuestionCard({
-  q,
-  disabled,
-  answer,
-}: {
-  q: Extract<Entry, { kind: 'question' }>
-  disabled: boolean
-  answer: (q: Extract<Entry, { kind: 'question' }>, content: string, shown: string) => void
-}) {
-  const [values, setValues] = useState<Record<string, string>>({})
-  const question = q.question
-  const done = q.answered ? <p className="muted">Answered: {q.answered}</p> : null
-  if (question.kind === 'permission')
-    return (
-      <div className="card" role="group" aria-label="Permission request">
-        <p>
-          <strong>May the intern run {question.operation ?? 'this'}?</strong>
-        </p>
-        {done ?? (
-          <div className="actions">
-            {question.options.map((o) => (
-              <button
-                key={o}
-                type="button"
-                disabled={disabled}
-                className={o.startsWith('reject') ? 'danger' : undefined}
-                onClick={() => answer(q, o, OPTION_LABELS[o] ?? o)}
-              >
-                {OPTION_LABELS[o] ?? o}
-              </button>
-            ))}
-          </div>
-        )}
-      </div>
-    )
-  const submit = (e: FormEvent) => {
-    e.preventDefault()
-    const content: Record<string, string | number | boolean> = {}
-    for (const f of question.fields) {
-      const v = values[f.name]
-      if (v === undefined || v === '') continue
-      content[f.name] =
-        f.type === 'boolean' ? v === 'true' : f.type === 'number' || f.type === 'integer' ? Number(v) : v
-    }
-    answer(q, JSON.stringify({ action: 'accept', content }), Object.values(content).join(', ') || 'accepted')
-  }
-  return (
-    <form className="card" aria-label="Question" onSubmit={submit}>
-      <Text>{question.message}</Text>
-      {done ?? (
-        <>
-          {question.fields.map((f) => (
-            <label key={f.name}>
-              {f.name}{' '}
-              {f.options ? (
-                <select
-                  required={f.required !== false}
-                  value={values[f.name] ?? ''}
-                  onChange={(e) => setValues({ ...values, [f.name]: e.target.value })}
-                >
-                  <option value="" />
-                  {f.options.map((o) => (
-                    <option key={o}>{o}</option>
-                  ))}
-                </select>
-              ) : (
-                <input
-                  required={f.required !== false}
-                  type={f.type === 'number' || f.type === 'integer' ? 'number' : 'text'}
-                  value={values[f.name] ?? ''}
-                  onChange={(e) => setValues({ ...values, [f.name]: e.target.value })}
-                />
-              )}
-            </label>
-          ))}
-          <div className="actions">
-            <button type="submit" disabled={disabled}>
-              Answer
-            </button>
-            <button
-              type="button"
-              disabled={disabled}
-              onClick={() => answer(q, JSON.stringify({ action: 'decline' }), 'declined')}
-            >
-              Decline
-            </button>
-          </div>
-        </>
-      )}
-    </form>
-  )
 }

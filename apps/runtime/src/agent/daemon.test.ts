@@ -66,7 +66,8 @@ function daemon(opts: { deadlineMs?: number; maxPaused?: number; dir?: string } 
 
 describe("an intern's daemon", () => {
   it('pauses a run on a question, frees the intern meanwhile, and goes on with the answer on the reply stream', async () => {
-    const d = daemon()
+    const dir = mkdtempSync(join(tmpdir(), 'roster-daemon-'))
+    const d = daemon({ dir })
     const first = new Listener()
     expect(d.prompt('s1', 'do it?', 'manual', first)).toEqual({ started: true })
     const pause = (await first.until('pause')) as Extract<RunEvent, { type: 'pause' }>
@@ -102,6 +103,11 @@ describe("an intern's daemon", () => {
     })
     expect(await d.reply('s1', 'ia_never', 'allow_once', new Listener())).toEqual({ unknown: expect.any(String) })
     expect(d.idle).toBe(true)
+    // The question and how it closed are kept with the session (what is still waiting can be listed).
+    expect((await new SessionStore(dir).records('s1')).map((r) => [r.type, r.id, r.outcome])).toEqual([
+      ['roster.interaction', pause.interaction_id, undefined],
+      ['roster.interaction_closed', pause.interaction_id, 'answered'],
+    ])
   })
 
   it('cancels a run whose question outlives its deadline; a late answer is not pending, here or on a restarted host', async () => {
@@ -117,6 +123,10 @@ describe("an intern's daemon", () => {
     expect(await daemon({ dir }).reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({
       notPending: expect.stringMatching(/has ended/),
     })
+    expect((await new SessionStore(dir).records('s1')).map((r) => [r.type, r.outcome])).toEqual([
+      ['roster.interaction', undefined],
+      ['roster.interaction_closed', 'ended'],
+    ])
   })
 
   it('steers a prompt for the going turn into it, and refuses the rest: busy for a running turn (409) or too many paused runs (503)', async () => {

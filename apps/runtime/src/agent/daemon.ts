@@ -243,9 +243,16 @@ export class InternDaemon {
           ),
         this.options.deadlineMs,
       )
+      // How the question closed, kept beside it: what is still waiting for an answer can be listed
+      // from the record (the console's inbox), without asking every host.
+      const closed = (outcome: 'answered' | 'ended') =>
+        void this.options.sessions
+          .record(run.sessionId, { type: 'roster.interaction_closed', id, outcome })
+          .catch((err: unknown) => this.options.onError(err, run.sessionId))
       const ended = () => {
         clearTimeout(deadline)
         run.pending = undefined
+        closed('ended')
         reject(signal.reason)
       }
       signal.addEventListener('abort', ended, { once: true })
@@ -256,6 +263,7 @@ export class InternDaemon {
         answer(answer) {
           clearTimeout(deadline)
           signal.removeEventListener('abort', ended)
+          closed('answered')
           resolve(answer)
         },
       }

@@ -1,4 +1,4 @@
-import type { Db } from '../db.js'
+import { Prisma, type Db } from '../db.js'
 import { HELD_BY_HOST } from './interns.js'
 
 // Interns' sessions as the record keeps them (session_entries): every item of every session, in
@@ -76,4 +76,26 @@ export function sessionTail(db: Db, internId: string, sessionId: string, limit: 
       WHERE intern_id = ${internId}::uuid AND session_id = ${sessionId}
       ORDER BY seq DESC LIMIT ${limit}
     ) t ORDER BY seq`
+}
+
+/**
+ * The questions interns' runs asked since `since` that have not closed (no answer and no end of
+ * their run recorded after them), the newest first: those of a workspace's running interns, or of
+ * one intern.
+ */
+export function openQuestions(db: Db, q: { workspaceId: string; internId?: string; since: Date; limit: number }) {
+  return db.$queryRaw<
+    { intern_id: string; intern_name: string; session_id: string; item: Record<string, unknown>; created_at: Date }[]
+  >`
+    SELECT e.intern_id, i.name AS intern_name, e.session_id, e.item, e.created_at
+    FROM session_entries e JOIN interns i ON i.id = e.intern_id
+    WHERE e.item->>'type' = 'roster.interaction' AND e.created_at > ${q.since}
+      AND i.workspace_id = ${q.workspaceId}::uuid AND i.status = 'running'
+      ${q.internId ? Prisma.sql`AND i.id = ${q.internId}::uuid` : Prisma.empty}
+      AND NOT EXISTS (
+        SELECT 1 FROM session_entries c
+        WHERE c.intern_id = e.intern_id AND c.session_id = e.session_id AND c.seq > e.seq
+          AND c.item->>'type' = 'roster.interaction_closed' AND c.item->>'id' = e.item->>'id')
+    ORDER BY e.created_at DESC
+    LIMIT ${q.limit}`
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { getIntern, InternIdParams, sessionSummaries, sessionTail, type Caller } from '@roster/shared'
+import { getIntern, InternIdParams, openQuestions, sessionSummaries, sessionTail, type Caller } from '@roster/shared'
 import type { AppDeps } from '../../deps.js'
 
 // An intern's sessions as the record keeps them (session_entries), read back for people: the
@@ -9,6 +9,7 @@ import type { AppDeps } from '../../deps.js'
 // Roster's extension of the API; what the intern keeps is already scrubbed of secrets' values.
 
 const SESSIONS_LISTED = 100
+const QUESTIONS_LISTED = 200
 const ITEMS_SHOWN = 500
 const TITLE_CHARS = 120
 
@@ -34,6 +35,18 @@ const SessionTranscript = z
   })
   .meta({ id: 'InternSessionTranscript' })
 
+const OpenQuestion = z
+  .object({
+    intern_id: z.uuid(),
+    intern_name: z.string(),
+    session_id: z.string(),
+    interaction_id: z.string().describe('The `tool_call_id` a `tool` reply answers'),
+    question: z.record(z.string(), z.unknown()).describe('The arguments of its `provide_input` call'),
+    asked_at: z.string(),
+    expires_at: z.string(),
+  })
+  .meta({ id: 'OpenQuestion' })
+
 /** A message's text, whether its content is a string or a list of text parts. */
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content
@@ -49,6 +62,39 @@ export function registerInternSessions(
   gate: (req: FastifyRequest) => Promise<void>,
 ) {
   const api = app.withTypeProvider<ZodTypeProvider>()
+  api.get(
+    '/interns/questions',
+    {
+      onRequest: gate,
+      schema: {
+        operationId: 'listOpenQuestions',
+        summary: `Questions interns' runs asked that wait for an answer, newest first (at most ${QUESTIONS_LISTED})`,
+        response: { 200: z.object({ data: z.array(OpenQuestion) }) },
+      },
+    },
+    async (req) => {
+      const caller = req.caller as Caller
+      const deadline = deps.config.INTERACTION_DEADLINE_MS
+      const rows = await openQuestions(deps.db, {
+        workspaceId: caller.workspaceId,
+        // An intern's own key sees its own questions only.
+        internId: caller.kind === 'intern' ? (caller.internId ?? undefined) : undefined,
+        since: new Date(Date.now() - deadline),
+        limit: QUESTIONS_LISTED,
+      })
+      return {
+        data: rows.map((r) => ({
+          intern_id: r.intern_id,
+          intern_name: r.intern_name,
+          session_id: r.session_id,
+          interaction_id: String(r.item.id),
+          question: (r.item.question ?? {}) as Record<string, unknown>,
+          asked_at: r.created_at.toISOString(),
+          expires_at: new Date(r.created_at.getTime() + deadline).toISOString(),
+        })),
+      }
+    },
+  )
   api.get(
     '/interns/:internId/sessions',
     {
