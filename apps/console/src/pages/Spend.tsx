@@ -152,7 +152,7 @@ export default function Spend({ route }: { route: Route }) {
             </strong>
             {spend.data.data.metadata.truncated && ' (the first 10,000 rows: narrow the range)'}
           </p>
-          <Bars days={byDay} label={dayLabel} onOpen={(iso) => (window.location.hash = dayHref(iso))} />
+          <Bars days={byDay} range={range} label={dayLabel} onOpen={(iso) => (window.location.hash = dayHref(iso))} />
           <h2>By {BY[group].toLowerCase()}</h2>
           <div className="table-scroll">
             <table>
@@ -204,10 +204,13 @@ function zones(current: string): string[] {
 /** Each day's cost as a bar (uPlot); a click on a bar opens that day. The list below is its text. */
 function Bars({
   days,
+  range,
   label,
   onOpen,
 }: {
   days: [string, { cost: number }][]
+  /** The time shown, whatever days had spend. */
+  range: { start: string; end: string }
   label: (iso: string) => string
   onOpen: (iso: string) => void
 }) {
@@ -223,13 +226,18 @@ function Bars({
         width: Math.max(300, el.clientWidth),
         height: 220,
         legend: { show: false },
-        scales: { x: { time: true } },
+        scales: {
+          // The days asked for, whichever had spend (half a day's margin for the bars at the edges).
+          x: { time: true, range: [Date.parse(range.start) / 1000 - 43_200, Date.parse(range.end) / 1000 + 43_200] },
+          y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
+        },
         axes: [
           {
             stroke: 'currentColor',
+            space: 80,
             values: (_u, splits) => splits.map((s) => label(new Date(s * 1000).toISOString())),
           },
-          { stroke: 'currentColor', values: (_u, splits) => splits.map((s) => `$${s}`) },
+          { stroke: 'currentColor', size: 80, values: (_u, splits) => splits.map((s) => `$${s}`) },
         ],
         series: [
           {},
@@ -255,6 +263,6 @@ function Bars({
       el,
     )
     return () => plot.destroy()
-  }, [days, label])
+  }, [days, range, label])
   return <div ref={box} className="chart" role="img" aria-label="Cost per day (the list below gives each day)" />
 }
