@@ -16,61 +16,7 @@ export async function benchAnalytics({ managementKey, db, base }) {
   const me = await (await fetch(`${base}/key`, { headers: { authorization: `Bearer ${managementKey}` } })).json()
   const accountId = me.data.organization_id
   const workspaceId = me.data.workspace_id
-  const t0 = performance.now()
-  // Keys (in the default workspace: they only need to be the account's) and the generations.
-  await client.query(
-    `INSERT INTO api_keys (id, kind, workspace_id, hash, prefix, name)
-     SELECT gen_random_uuid(), 'user', $1::uuid, sha256(('bench-key-' || k)::bytea), 'sk-bench', 'bench ' || k
-     FROM generate_series(0, 198) k`,
-    [workspaceId],
-  )
-  await client.query('SET synchronous_commit = off')
-  const start = Date.now() - 30 * DAY
-  const chunk = 1_000_000
-  // Key kk of 199 (each in one of 10 workspaces, for one of 100 members) calls model m of 23 (on
-  // one of 4 providers): coprime cycles, so every key uses every model within the hour, the most
-  // rollup rows 10 million generations can make here (a worst case: real keys use a few models).
-  for (let from = 0; from < n; from += chunk) {
-    await client.query(
-      `WITH ks AS (SELECT array_agg(id ORDER BY (substr(name, 7))::int) AS ids FROM api_keys WHERE name LIKE 'bench %')
-       INSERT INTO generations (id, request_id, created_at, key_id, workspace_id, account_id, user_id, model, provider,
-         door, tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, cost_pico, is_byok, latency_ms, ttft_ms,
-         streamed, cancelled)
-       SELECT 'gen-bench-' || i, 'gen-bench-' || i,
-              to_timestamp(($2::bigint + (i::bigint * 2592000000 / $3)) / 1000.0),
-              ks.ids[1 + (i * 37) % 199], md5('ws' || ((i * 37) % 199 % 10))::uuid, $1::uuid,
-              md5('user' || ((i * 37) % 199 % 100))::uuid,
-              'bench/model-' || ((i * 13) % 23), 'provider-' || ((i * 13) % 23 % 4), 'chat_completions',
-              10 + i % 500, 5 + i % 300, i % 50, i % 7, (1000000 + i % 100000)::bigint, i % 10 = 0,
-              100 + i % 900, 20 + i % 80, i % 2 = 0, i % 97 = 0
-       FROM generate_series($4::bigint, $5::bigint) i, ks`,
-      [accountId, start, n, from, Math.min(n, from + chunk) - 1],
-    )
-    process.stderr.write(`bench: analytics: ${Math.min(n, from + chunk).toLocaleString('en-US')} generations\n`)
-  }
-  const filled = performance.now() - t0
-  const t1 = performance.now()
-  await client.query(`
-    INSERT INTO generation_rollups (account_id, workspace_id, key_id, user_id, model, provider, hour, requests,
-      tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
-      ttft_count, cancelled)
-    SELECT g.account_id, g.workspace_id, g.key_id, g.user_id, g.model, g.provider, date_trunc('hour', g.created_at),
-           count(*), sum(g.tokens_prompt), sum(g.tokens_completion), sum(g.tokens_reasoning), sum(g.tokens_cached),
-           sum(CASE WHEN g.is_byok THEN 0 ELSE g.cost_pico END), sum(CASE WHEN g.is_byok THEN g.cost_pico ELSE 0 END),
-           sum(g.latency_ms), sum(g.ttft_ms), count(g.ttft_ms), count(*) FILTER (WHERE g.cancelled)
-    FROM generations g WHERE g.id LIKE 'gen-bench-%' GROUP BY 1, 2, 3, 4, 5, 6, 7`)
-  await client.query(`
-    INSERT INTO generation_rollups_daily (account_id, workspace_id, key_id, user_id, model, provider, day, requests,
-      tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
-      ttft_count, cancelled)
-    SELECT account_id, workspace_id, key_id, user_id, model, provider,
-           date_trunc('day', hour AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', sum(requests), sum(tokens_prompt),
-           sum(tokens_completion), sum(tokens_reasoning), sum(tokens_cached), sum(credits_pico), sum(byok_pico),
-           sum(latency_ms), sum(ttft_ms), sum(ttft_count), sum(cancelled)
-    FROM generation_rollups GROUP BY 1, 2, 3, 4, 5, 6, 7`)
-  await client.query('ANALYZE generation_rollups')
-  await client.query('ANALYZE generation_rollups_daily')
-  const rolled = performance.now() - t1
+  const { filled, rolled } = await seedGenerations(client, { accountId, workspaceId, n })
   const rollups = Number((await client.query('SELECT count(*) FROM generation_rollups')).rows[0].count)
   const daily = Number((await client.query('SELECT count(*) FROM generation_rollups_daily')).rows[0].count)
   const aKey = (await client.query(`SELECT number FROM api_keys WHERE name = 'bench 7'`)).rows[0].number
@@ -143,4 +89,68 @@ export async function benchAnalytics({ managementKey, db, base }) {
   }
   await client.end()
   return rows
+}
+
+/**
+ * `n` generations over the last 30 days in the account (199 keys of its workspace, 100 members, 23
+ * models on 4 providers), written straight into Postgres, and their hourly and daily rollups, as
+ * the drain would keep them. Answers how long each part took (ms).
+ */
+export async function seedGenerations(client, { accountId, workspaceId, n }) {
+  const t0 = performance.now()
+  // Keys (in the default workspace: they only need to be the account's) and the generations.
+  await client.query(
+    `INSERT INTO api_keys (id, kind, workspace_id, hash, prefix, name)
+     SELECT gen_random_uuid(), 'user', $1::uuid, sha256(('bench-key-' || k)::bytea), 'sk-bench', 'bench ' || k
+     FROM generate_series(0, 198) k`,
+    [workspaceId],
+  )
+  await client.query('SET synchronous_commit = off')
+  const start = Date.now() - 30 * DAY
+  const chunk = 1_000_000
+  // Key kk of 199 (each in one of 10 workspaces, for one of 100 members) calls model m of 23 (on
+  // one of 4 providers): coprime cycles, so every key uses every model within the hour, the most
+  // rollup rows 10 million generations can make here (a worst case: real keys use a few models).
+  for (let from = 0; from < n; from += chunk) {
+    await client.query(
+      `WITH ks AS (SELECT array_agg(id ORDER BY (substr(name, 7))::int) AS ids FROM api_keys WHERE name LIKE 'bench %')
+       INSERT INTO generations (id, request_id, created_at, key_id, workspace_id, account_id, user_id, model, provider,
+         door, tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, cost_pico, is_byok, latency_ms, ttft_ms,
+         streamed, cancelled)
+       SELECT 'gen-bench-' || i, 'gen-bench-' || i,
+              to_timestamp(($2::bigint + (i::bigint * 2592000000 / $3)) / 1000.0),
+              ks.ids[1 + (i * 37) % 199], md5('ws' || ((i * 37) % 199 % 10))::uuid, $1::uuid,
+              md5('user' || ((i * 37) % 199 % 100))::uuid,
+              'bench/model-' || ((i * 13) % 23), 'provider-' || ((i * 13) % 23 % 4), 'chat_completions',
+              10 + i % 500, 5 + i % 300, i % 50, i % 7, (1000000 + i % 100000)::bigint, i % 10 = 0,
+              100 + i % 900, 20 + i % 80, i % 2 = 0, i % 97 = 0
+       FROM generate_series($4::bigint, $5::bigint) i, ks`,
+      [accountId, start, n, from, Math.min(n, from + chunk) - 1],
+    )
+    process.stderr.write(`bench: analytics: ${Math.min(n, from + chunk).toLocaleString('en-US')} generations\n`)
+  }
+  const filled = performance.now() - t0
+  const t1 = performance.now()
+  await client.query(`
+    INSERT INTO generation_rollups (account_id, workspace_id, key_id, user_id, model, provider, hour, requests,
+      tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
+      ttft_count, cancelled)
+    SELECT g.account_id, g.workspace_id, g.key_id, g.user_id, g.model, g.provider, date_trunc('hour', g.created_at),
+           count(*), sum(g.tokens_prompt), sum(g.tokens_completion), sum(g.tokens_reasoning), sum(g.tokens_cached),
+           sum(CASE WHEN g.is_byok THEN 0 ELSE g.cost_pico END), sum(CASE WHEN g.is_byok THEN g.cost_pico ELSE 0 END),
+           sum(g.latency_ms), sum(g.ttft_ms), count(g.ttft_ms), count(*) FILTER (WHERE g.cancelled)
+    FROM generations g WHERE g.id LIKE 'gen-bench-%' GROUP BY 1, 2, 3, 4, 5, 6, 7`)
+  await client.query(`
+    INSERT INTO generation_rollups_daily (account_id, workspace_id, key_id, user_id, model, provider, day, requests,
+      tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
+      ttft_count, cancelled)
+    SELECT account_id, workspace_id, key_id, user_id, model, provider,
+           date_trunc('day', hour AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', sum(requests), sum(tokens_prompt),
+           sum(tokens_completion), sum(tokens_reasoning), sum(tokens_cached), sum(credits_pico), sum(byok_pico),
+           sum(latency_ms), sum(ttft_ms), sum(ttft_count), sum(cancelled)
+    FROM generation_rollups GROUP BY 1, 2, 3, 4, 5, 6, 7`)
+  await client.query('ANALYZE generation_rollups')
+  await client.query('ANALYZE generation_rollups_daily')
+  const rolled = performance.now() - t1
+  return { filled, rolled }
 }

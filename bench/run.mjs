@@ -14,6 +14,7 @@
 //                                 | destinations (generations delivered per second to a webhook; only when named)
 //                                 | floor (the doors, streamed and not, all features on, against a bare Fastify proxy; only when named)
 //                                 | slack (a Slack message to the first text in its thread, against the HTTP chat; only when named)
+//                                 | console (50 members refreshing the spend page at once, against the gateway's p99; only when named)
 //                                 | fleet-provision | failover | snapshots | fleet-chat (the fleet of runtime hosts: bench/fleet.mjs; only when named)
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
@@ -30,6 +31,7 @@ import { benchFailover, benchFleetChat, benchFleetProvision, benchSnapshots } fr
 import { firstText as firstTextOf } from './first-text.mjs'
 import { benchGenerations } from './generations.mjs'
 import { benchAnalytics } from './analytics.mjs'
+import { benchConsole } from './console.mjs'
 import { benchDestinations } from './destinations.mjs'
 import { benchFloor } from './floor.mjs'
 import { benchSlack, slackEnv } from './slack.mjs'
@@ -870,6 +872,7 @@ const scenarios = {
   'fleet-chat': [(ctx) => benchFleetChat(fleetTools), { named: true, bare: true }],
   generations: [benchGenerations, { worker: true, named: true }],
   analytics: [benchAnalytics, { worker: false, named: true }],
+  console: [benchConsole, { worker: true, gateway: true, named: true }],
   governance: [benchGovernance, { worker: true, gateway: true, named: true }],
   // Metrics on (the API's own listener), tracing off: everything a request pays for.
   floor: [benchFloor, { worker: true, gateway: true, named: true, beforeApi: true, apiEnv: { METRICS_PORT: '3998' } }],

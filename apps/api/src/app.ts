@@ -45,6 +45,7 @@ import { slackOAuthRoutes } from './routes/slack-oauth.js'
 import { slackEventRoutes } from './routes/slack-events.js'
 import { healthRoutes } from './routes/health.js'
 import { consoleSessionRoutes } from './routes/console-session.js'
+import { consoleLane } from './console/lane.js'
 import { consoleStaticRoutes } from './routes/console-static.js'
 import { guardrailDryRunRoutes } from './routes/guardrail-dry-run.js'
 import { fleetRoutes } from './routes/fleet.js'
@@ -85,6 +86,8 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
   })
   // A ceiling on connections, below the file-descriptor limit: the process keeps its descriptors for its own work.
   guardConnections(app.server, maxConnections(deps.config), (reason) => deps.metrics?.connectionsCut.inc({ reason }))
+  // The console's requests take turns, so that a crowd on its pages cannot hold the gateway's (lane.ts).
+  app.addHook('onRequest', consoleLane(deps.config.CONSOLE_CONCURRENCY))
   app.addHook('onRequest', (req, _reply, done) => {
     cutStalledBody(req.raw, deps.config.BODY_IDLE_TIMEOUT_MS, () =>
       deps.metrics?.connectionsCut.inc({ reason: 'body_idle' }),

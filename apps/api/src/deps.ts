@@ -42,6 +42,7 @@ import { StreamGenerationLedger } from './generation-ledger.js'
 import { SpendLimits } from './spend-limits.js'
 import { ByokDirectory } from './byok-directory.js'
 import { InternWatch } from './plugins/intern-watch.js'
+import { AnalyticsAnswers } from './analytics-answers.js'
 import { ListCache } from './plugins/list-cache.js'
 import { gatewayMetrics } from './plugins/gateway-metrics.js'
 import { gatewayTracing } from './plugins/gateway-tracing.js'
@@ -64,6 +65,7 @@ export interface AppDeps {
   internReader: InternReader
   /** Serialized list pages, cleared by change events. */
   listCache: ListCache
+  analytics: AnalyticsAnswers
   /** Change events, for the SSE stream. */
   watch: InternWatch
   /** The models served (loaded once at start-up). */
@@ -313,6 +315,7 @@ export function createAppDeps(
     }),
     internReader: reader,
     listCache: lists,
+    analytics: new AnalyticsAnswers({ ttlMs: config.ANALYTICS_CACHE_MS, concurrency: config.ANALYTICS_CONCURRENCY }),
     watch,
     afterCommit: {
       outboxWritten: createOutboxBell(redis, config.QUEUE_PREFIX),

@@ -323,6 +323,30 @@ export const ApiConfig = z
     VAULT_LOCK_TIMEOUT_MS: ms
       .default(2_000)
       .describe('How long vault creation waits for a busy keyring before answering `502 upstream_unavailable`.'),
+    CONSOLE_CONCURRENCY: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(256)
+      .default(2)
+      .describe(
+        "Web console requests (its files, and calls with its session cookie) one API process serves at once; the rest take turns, so the console's crowds never hold the gateway's requests.",
+      ),
+    ANALYTICS_CACHE_MS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(5_000)
+      .describe(
+        'How long an analytics answer is shared with every identical query of the same account (a spend page open on many screens); 0: never.',
+      ),
+    ANALYTICS_CONCURRENCY: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(2)
+      .describe('Analytics queries one API process runs at once; the rest wait their turn.'),
     AUTH_CACHE_MS: z.coerce
       .number()
       .int()

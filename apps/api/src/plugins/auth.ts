@@ -52,7 +52,8 @@ const MAX_WAITING_LOOKUPS = 1_024
 export function createAuthenticator(db: Db, cacheMs: number, options: AuthenticatorOptions = {}) {
   const entries = options.entries ?? 10_000
   const now = options.now ?? Date.now
-  const known = new Lru<string, { caller: Caller; expires: number }>(entries)
+  // A console session's entry also keeps when the session itself ends.
+  const known = new Lru<string, { caller: Caller; expires: number; sessionEnds?: number }>(entries)
   const unknown = new Lru<string, number>(entries)
   /** Digests that resolved to a key once (revoked since or not): their lookups never wait behind strangers'. */
   const seenValid = new Lru<string, true>(entries)
@@ -116,17 +117,26 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
   const sessionCaller = (req: FastifyRequest, sessionId: string): Caller | undefined | Promise<Caller | undefined> => {
     assertSameOriginChange(req)
     req.viaConsoleSession = true
+    const found = consoleSession(sessionId)
+    return found instanceof Promise ? found.then((s) => counted(s?.caller)) : counted(found?.caller)
+  }
+
+  /** A live console session (its caller, and when it ends), from the cache or the database. */
+  function consoleSession(
+    sessionId: string,
+  ): { caller: Caller; endsAt: number } | undefined | Promise<{ caller: Caller; endsAt: number } | undefined> {
     const idHash = sessionIdHash(sessionId)
     const id = `session:${idHash.toString('base64')}`
     const hit = known.get(id)
-    if (hit && hit.expires > now()) return counted(hit.caller)
+    if (hit && hit.expires > now() && hit.sessionEnds) return { caller: hit.caller, endsAt: hit.sessionEnds }
     const began = epoch
     return (async () => {
       const session = await liveConsoleSession(db, idHash)
       const caller = session && (await resolveCallerByHash(db, session.keyHash))
-      if (caller && began === epoch)
-        known.set(id, { caller, expires: Math.min(now() + cacheMs, session.expiresAt.getTime()) })
-      return counted(caller)
+      if (!session || !caller) return undefined
+      const endsAt = session.expiresAt.getTime()
+      if (began === epoch) known.set(id, { caller, expires: Math.min(now() + cacheMs, endsAt), sessionEnds: endsAt })
+      return { caller, endsAt }
     })()
   }
 
@@ -199,7 +209,7 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     epoch++
     known.deleteWhere((e) => e.caller.accountId === accountId)
   }
-  return Object.assign(authenticate, { forget, forgetWorkspace, forgetAccount, forgetSession })
+  return Object.assign(authenticate, { forget, forgetWorkspace, forgetAccount, forgetSession, consoleSession })
 }
 
 /** At most `size` tasks at once; the rest wait in turn, up to `waiting` of them (then refused with 429). */

@@ -4,6 +4,7 @@ import {
   ActivityQuery,
   AnalyticsQueryBody,
   analyticsMeta,
+  assertManagementKey,
   listOrganizationMembers,
   PageQuery,
   queryAnalytics,
@@ -49,7 +50,11 @@ export const analyticsRoutes =
         bodyLimit: 64 * 1024,
         schema: { operationId: 'queryAnalytics', summary: 'Sum generations any way', body: AnalyticsQueryBody },
       },
-      async (req) => queryAnalytics(deps.db, req.caller!, req.body),
+      async (req) => {
+        // Only a management key's answer is shared, and only with its own account.
+        const accountId = assertManagementKey(req.caller!, 'create', 'reading analytics')
+        return deps.analytics.get(accountId, req.body, () => queryAnalytics(deps.db, req.caller!, req.body))
+      },
     )
     // The organization's members: who the activity's user_id and the analytics' `user` name.
     api.get(

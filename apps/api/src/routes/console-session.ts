@@ -1,12 +1,6 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { z } from 'zod'
-import {
-  AppError,
-  insertConsoleSession,
-  liveConsoleSession,
-  resolveCallerByHash,
-  revokeConsoleSession,
-} from '@roster/shared'
+import { AppError, insertConsoleSession, revokeConsoleSession } from '@roster/shared'
 import type { AppDeps } from '../deps.js'
 import {
   assertSameOriginChange,
@@ -56,14 +50,14 @@ export const consoleSessionRoutes =
 
     app.get('/console/session', { schema: { hide: true } }, async (req, reply) => {
       // The session's own key as it is now (not an Authorization header sent beside the cookie).
+      // Cached as the session's key is (AUTH_CACHE_MS): a page load asks this every time.
       const id = sessionIdOf(req)
-      const session = id && (await liveConsoleSession(deps.db, sessionIdHash(id)))
-      const caller = session && (await resolveCallerByHash(deps.db, session.keyHash))
-      if (!session || !caller) throw new AppError('unauthorized', 'not signed in to the console')
+      const session = id ? await deps.authenticate.consoleSession(id) : undefined
+      if (!session) throw new AppError('unauthorized', 'not signed in to the console')
       return reply.header('cache-control', 'no-store').send({
-        kind: caller.kind,
-        workspace_id: caller.workspaceId,
-        expires_at: session.expiresAt.toISOString(),
+        kind: session.caller.kind,
+        workspace_id: session.caller.workspaceId,
+        expires_at: new Date(session.endsAt).toISOString(),
       })
     })
 

@@ -1,0 +1,39 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import pLimit from 'p-limit'
+import { SESSION_COOKIE } from './session-cookie.js'
+
+// The console's own lane. A console page is a burst of requests (50 members refreshing the spend
+// page at once make 150), each a fraction of a millisecond of this process's one thread; handled
+// as they arrive, a burst holds every gateway request that lands behind it for its whole length.
+// So the console's requests (its static files, and calls made with its session cookie) take turns:
+// at most `concurrency` at once, each admitted after a turn of the event loop, in which requests
+// waiting on I/O (the gateway's) go first. A burst then takes a little longer, and the gateway's
+// requests wait for one console request at most, not for all of them. Streams (an intern's events,
+// a chat) are not held in the lane: they last as long as they are open.
+
+function inLane(req: FastifyRequest): boolean {
+  // A key in a header: an API client, never the console.
+  if (req.headers.authorization || req.headers['x-api-key']) return false
+  const url = req.url
+  if (url.startsWith('/console/')) return true
+  if (!req.headers.cookie?.includes(`${SESSION_COOKIE}=`)) return false
+  return !url.includes('/events') && !url.includes('/chat/completions')
+}
+
+/** An onRequest hook that queues the console's requests in a lane of `concurrency`. */
+export function consoleLane(concurrency: number) {
+  const limit = pLimit(concurrency)
+  return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (!inLane(req)) return
+    await new Promise<void>((admitted) => {
+      void limit(
+        () =>
+          new Promise<void>((done) => {
+            // The slot is held until the response is over (sent, failed or cut off).
+            reply.raw.once('close', done)
+            setImmediate(admitted)
+          }),
+      )
+    })
+  }
+}
