@@ -136,6 +136,21 @@ await describeNeeding(['chromium'], 'the web console in a browser', () => {
     await page.close()
   })
 
+  it('goes back to signing in when its session has expired, saying so', async () => {
+    const page = await browser.newPage()
+    await signIn(page, origin, env.tenant.keys.user)
+    await env.t.db.consoleSession.updateMany({
+      where: { revokedAt: null, expiresAt: { gt: new Date() } },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    })
+    // The next call the page makes is refused: the page says why and asks for a key again.
+    await page.getByRole('link', { name: 'Generations' }).click()
+    await page.getByRole('status').getByText('Your session has ended: sign in again.').waitFor()
+    await page.getByLabel('API key').waitFor()
+    await signIn(page, origin, env.tenant.keys.user)
+    await page.close()
+  })
+
   it('works under a proxy’s path prefix', async () => {
     const page = await browser.newPage()
     await signIn(page, proxied, env.tenant.keys.user)

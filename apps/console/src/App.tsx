@@ -1,6 +1,6 @@
-import { lazy, Suspense, useState, type FormEvent } from 'react'
+import { lazy, Suspense, useEffect, useState, type FormEvent } from 'react'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { api, ApiError, type Session } from './api'
+import { api, ApiError, SESSION_ENDED, type Session } from './api'
 import { href, useRoute, type Route } from './router'
 import { Interns } from './pages/Interns'
 import { Intern } from './pages/Intern'
@@ -18,22 +18,35 @@ const Spend = lazy(() => import('./pages/Spend'))
 // the pages the key's kind may use, and signing out. Every text from the server is rendered as text.
 
 export function App() {
+  const client = useQueryClient()
   const session = useQuery({
     queryKey: ['session'],
     queryFn: () => api<Session>('console/session'),
     retry: false,
   })
+  const [ended, setEnded] = useState(false)
+  // A call refused for want of a session (it expired, or was ended elsewhere): back to signing in.
+  useEffect(() => {
+    const over = () => {
+      if (!client.getQueryData(['session'])) return
+      setEnded(true)
+      client.clear()
+      void client.invalidateQueries({ queryKey: ['session'] })
+    }
+    window.addEventListener(SESSION_ENDED, over)
+    return () => window.removeEventListener(SESSION_ENDED, over)
+  }, [client])
   if (session.isPending)
     return (
       <main aria-busy="true">
         <p>Checking whether you are signed in…</p>
       </main>
     )
-  if (session.isError) return <SignIn />
+  if (session.isError) return <SignIn ended={ended} />
   return <Signed session={session.data} />
 }
 
-function SignIn() {
+function SignIn({ ended }: { ended: boolean }) {
   const client = useQueryClient()
   const [key, setKey] = useState('')
   const signIn = useMutation({
@@ -50,6 +63,7 @@ function SignIn() {
   return (
     <main className="sign-in">
       <h1>Roster</h1>
+      {ended && <p role="status">Your session has ended: sign in again.</p>}
       <form onSubmit={submit}>
         <label htmlFor="key">API key</label>
         <input

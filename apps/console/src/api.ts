@@ -28,8 +28,12 @@ export function call(path: string, init: RequestInit = {}): Promise<Response> {
   })
 }
 
+/** Told when a call finds the session over (expired, signed out elsewhere, its key disabled). */
+export const SESSION_ENDED = 'roster:session-ended'
+
 /** The error a refused call's body describes. */
 export async function refusal(res: Response): Promise<ApiError> {
+  if (res.status === 401) window.dispatchEvent(new Event(SESSION_ENDED))
   const body = (await res.json().catch(() => ({}))) as { error?: { message?: string; metadata?: { reason?: string } } }
   return new ApiError(res.status, body.error?.message ?? `HTTP ${res.status}`, body.error?.metadata?.reason)
 }
