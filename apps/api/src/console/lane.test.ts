@@ -4,7 +4,9 @@ import { consoleLane } from './lane.js'
 
 // The console's lane on a bare server: requests with the session cookie (and the console's files)
 // take turns, one at a time here; an API client's request, and a stream, never wait in it.
-const app = Fastify()
+// Connections closed by force at the end: the request whose client left mid-way leaves its
+// connection to the server's own shutdown cut (as the API's main does after its grace).
+const app = Fastify({ forceCloseConnections: true })
 let base = ''
 let inside = 0
 let most = 0
@@ -31,7 +33,9 @@ beforeAll(async () => {
   })
   base = await app.listen({ port: 0, host: '127.0.0.1' })
 })
-afterAll(() => app.close())
+afterAll(async () => {
+  await app.close()
+})
 
 const cookie = { cookie: 'roster_session=abc' }
 const until = async (what: () => boolean) => {
@@ -54,7 +58,25 @@ it('lets one console request in at a time, and never holds an API client or a st
     releases.shift()?.()
     await new Promise((r) => setImmediate(r))
   }
-  for (const res of await all) expect(res.status).toBe(200)
+  for (const res of await all) expect([res.status, await res.text()]).toEqual([200, '{"ok":true}'])
   // At most the lane's one, the client's and the stream's at once.
   expect(most).toBe(3)
+})
+
+it('runs nothing for a request whose client left while it waited its turn, and frees its slot', async () => {
+  const first = fetch(`${base}/api/v1/slow`, { headers: cookie })
+  await until(() => inside === 1)
+  // Another console request waits; its client gives up.
+  const leaving = new AbortController()
+  const gone = fetch(`${base}/api/v1/slow`, { headers: cookie, signal: leaving.signal }).catch(() => 'left')
+  await new Promise((r) => setTimeout(r, 50))
+  leaving.abort()
+  expect(await gone).toBe('left')
+  releases.shift()!()
+  expect(await (await first).text()).toBe('{"ok":true}')
+  // The one that left is not run at all; the lane is free.
+  const next = fetch(`${base}/api/v1/slow`, { headers: cookie })
+  await until(() => releases.length === 1)
+  releases.shift()!()
+  expect(await (await next).text()).toBe('{"ok":true}')
 })

@@ -11,6 +11,9 @@ import { SESSION_COOKIE } from './session-cookie.js'
 // requests wait for one console request at most, not for all of them. Streams (an intern's events,
 // a chat) are not held in the lane: they last as long as they are open.
 
+/** The longest a console request holds its place in the lane (a stream's lasts as long as it is open: never in it). */
+const HOLD_AT_MOST_MS = 10_000
+
 function inLane(req: FastifyRequest): boolean {
   // A key in a header: an API client, never the console.
   if (req.headers.authorization || req.headers['x-api-key']) return false
@@ -25,15 +28,32 @@ export function consoleLane(concurrency: number) {
   const limit = pLimit(concurrency)
   return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (!inLane(req)) return
+    const gone = () => reply.raw.destroyed || req.raw.destroyed || req.raw.socket?.destroyed === true
     await new Promise<void>((admitted) => {
       void limit(
         () =>
           new Promise<void>((done) => {
-            // The slot is held until the response is over (sent, failed or cut off).
-            reply.raw.once('close', done)
+            // The slot is held until the response is over (sent, failed or cut off), and never
+            // longer than HOLD_AT_MOST_MS: a lost event cannot close the lane.
+            const free = () => {
+              clearTimeout(timer)
+              done()
+            }
+            const timer = setTimeout(free, HOLD_AT_MOST_MS)
+            timer.unref()
+            if (gone()) free()
+            else {
+              reply.raw.once('close', free)
+              reply.raw.once('finish', free)
+            }
             setImmediate(admitted)
           }),
       )
     })
+    // Its client left while it waited: nothing is done for it, nothing is written.
+    if (gone()) {
+      reply.hijack()
+      reply.raw.destroy()
+    }
   }
 }

@@ -1,4 +1,5 @@
-import { useEffect, useRef, useState, type FormEvent } from 'react'
+import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react'
+import { useWindowVirtualizer } from '@tanstack/react-virtual'
 import { useInfiniteQuery, useMutation, useQueryClient, type InfiniteData } from '@tanstack/react-query'
 import { api, apiBase, type Intern } from '../api'
 import { href, replaceQuery, type Route } from '../router'
@@ -31,12 +32,15 @@ export function Interns({ route }: { route: Route }) {
     },
     initialPageParam: '',
     getNextPageParam: (last) => last.next_cursor,
-    // Statuses stream; this only finds interns created elsewhere.
-    refetchInterval: 30_000,
+    // Statuses stream; this only finds interns created elsewhere (on the first page alone: a
+    // refetch of a long list would read every page it holds again).
+    refetchInterval: (query) => ((query.state.data?.pages.length ?? 0) <= 1 ? 30_000 : false),
   })
-  const rows = interns.data?.pages.flatMap((p) => p.data) ?? []
+  const rows = useMemo(() => interns.data?.pages.flatMap((p) => p.data) ?? [], [interns.data])
+  // The rows on screen are followed (a list of thousands is never streamed whole).
+  const [shown, setShown] = useState<[number, number]>([0, FOLLOWED])
   const followed = rows
-    .slice(0, FOLLOWED)
+    .slice(shown[0], Math.min(shown[1], shown[0] + FOLLOWED))
     .map((r) => r.id)
     .join(',')
   useInternStream(followed, (changed) =>
@@ -60,34 +64,12 @@ export function Interns({ route }: { route: Route }) {
       ) : rows.length === 0 ? (
         <p>{q ? `No intern’s name holds “${q}”.` : 'No interns yet.'}</p>
       ) : (
-        <div className="table-scroll">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Status</th>
-                <th scope="col">Last failure</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((i) => (
-                <tr key={i.id}>
-                  <td>
-                    <a href={href(['interns', i.id])}>{i.name}</a>
-                  </td>
-                  <td>
-                    <Status intern={i} />
-                  </td>
-                  <td>{i.last_failure_message ?? ''}</td>
-                  <td className="actions">
-                    <InternActions intern={i} act={act.mutate} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <InternRows
+          rows={rows}
+          act={act.mutate}
+          onShown={setShown}
+          nearEnd={() => interns.hasNextPage && !interns.isFetchingNextPage && void interns.fetchNextPage()}
+        />
       )}
       {interns.hasNextPage && (
         <button type="button" onClick={() => interns.fetchNextPage()} disabled={interns.isFetchingNextPage}>
@@ -95,6 +77,76 @@ export function Interns({ route }: { route: Route }) {
         </button>
       )}
     </section>
+  )
+}
+
+/**
+ * The rows as a table that renders only those near the screen (a list of 10,000 scrolls as one of
+ * 50 does); nearing its end asks for the next page.
+ */
+function InternRows({
+  rows,
+  act,
+  onShown,
+  nearEnd,
+}: {
+  rows: Intern[]
+  act: (a: { id: string; action: Action }) => void
+  onShown: (range: [number, number]) => void
+  nearEnd: () => void
+}) {
+  const body = useRef<HTMLTableSectionElement>(null)
+  const list = useWindowVirtualizer({
+    count: rows.length,
+    estimateSize: () => 48,
+    overscan: 10,
+    scrollMargin: body.current?.offsetTop ?? 0,
+  })
+  const items = list.getVirtualItems()
+  const first = items[0]?.index ?? 0
+  const last = items.at(-1)?.index ?? 0
+  useEffect(() => onShown([first, last + 1]), [first, last, onShown])
+  const more = useRef(nearEnd)
+  more.current = nearEnd
+  useEffect(() => {
+    if (last >= rows.length - 20) more.current()
+  }, [last, rows.length])
+  const before = items.length ? items[0]!.start - list.options.scrollMargin : 0
+  const after = items.length ? list.getTotalSize() - items.at(-1)!.end : 0
+  return (
+    <div className="table-scroll">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Name</th>
+            <th scope="col">Status</th>
+            <th scope="col">Last failure</th>
+            <th scope="col">Actions</th>
+          </tr>
+        </thead>
+        <tbody ref={body}>
+          {before > 0 && <tr aria-hidden="true" style={{ height: before }} />}
+          {items.map((v) => {
+            const i = rows[v.index]!
+            return (
+              <tr key={i.id} data-index={v.index} ref={list.measureElement}>
+                <td>
+                  <a href={href(['interns', i.id])}>{i.name}</a>
+                </td>
+                <td>
+                  <Status intern={i} />
+                </td>
+                <td>{i.last_failure_message ?? ''}</td>
+                <td className="actions">
+                  <InternActions intern={i} act={act} />
+                </td>
+              </tr>
+            )
+          })}
+          {after > 0 && <tr aria-hidden="true" style={{ height: after }} />}
+        </tbody>
+      </table>
+    </div>
   )
 }
 

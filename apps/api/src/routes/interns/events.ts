@@ -63,11 +63,15 @@ export function registerInternEvents(
         throw err
       }
     }
+    // A client may leave while the interns are read: then nothing is started for it.
+    let left = false
+    reply.raw.once('close', () => (left = true))
     const firsts = await Promise.all(ids.map(read))
     // One intern asked for by its own path: refusals answer as usual, before streaming.
     if (endWhenGone && !firsts[0]) await getIntern(deps.internReader, caller, ids[0]!)
     reply.hijack()
     const res = reply.raw
+    if (left || res.destroyed) return void res.end()
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
@@ -120,7 +124,7 @@ export function registerInternEvents(
       if (!res.writableEnded) res.end()
     }
     open.add(end)
-    req.raw.on('close', end)
+    res.once('close', end)
     ids.forEach((id, i) => send(id, firsts[i]))
   }
 
