@@ -3,13 +3,13 @@
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
-const sources = ['apps/*/src/**/*.ts', 'packages/*/src/**/*.ts']
+const sources = ['apps/*/src/**/*.ts', 'apps/*/src/**/*.tsx', 'packages/*/src/**/*.ts']
 const tests = ['**/*.test.ts', '**/test/**/*.ts', 'packages/testing/src/**/*.ts']
 
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', 'packages/shared/src/generated/**', '**/*.d.ts', '**/*.d.mts'] },
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     extends: [js.configs.recommended, ...tseslint.configs.recommended],
     rules: {
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],

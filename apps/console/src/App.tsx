@@ -89,20 +89,17 @@ function SignIn({ ended }: { ended: boolean }) {
   )
 }
 
+const MEMBER_PAGES = [
+  { path: 'interns', title: 'Interns' },
+  { path: 'questions', title: 'Questions' },
+  { path: 'generations', title: 'Generations' },
+  { path: 'dry-run', title: 'Guardrail dry run' },
+]
+
 /** The pages a key's kind may use, the first its home (a management key governs; the others use interns). */
 const PAGES: Record<Session['kind'], { path: string; title: string }[]> = {
-  user: [
-    { path: 'interns', title: 'Interns' },
-    { path: 'questions', title: 'Questions' },
-    { path: 'generations', title: 'Generations' },
-    { path: 'dry-run', title: 'Guardrail dry run' },
-  ],
-  organization: [
-    { path: 'interns', title: 'Interns' },
-    { path: 'questions', title: 'Questions' },
-    { path: 'generations', title: 'Generations' },
-    { path: 'dry-run', title: 'Guardrail dry run' },
-  ],
+  user: MEMBER_PAGES,
+  organization: MEMBER_PAGES,
   intern: [
     { path: 'interns', title: 'Interns' },
     { path: 'questions', title: 'Questions' },

@@ -38,3 +38,21 @@ export function replaceQuery(route: Route, query: Record<string, string | undefi
   window.history.replaceState(null, '', next)
   window.dispatchEvent(new HashChangeEvent('hashchange'))
 }
+
+/**
+ * A filter typed into a box and kept in the URL as `name`: the URL follows the box after a pause
+ * in typing (`also` changes other filters with it, such as going back to the first page).
+ */
+export function useTypedFilter(route: Route, name: string, also: Record<string, undefined> = {}) {
+  const value = route.query.get(name) ?? ''
+  const [typed, setTyped] = useState(value)
+  useEffect(() => {
+    const t = setTimeout(
+      () => typed !== value && replaceQuery(route, { [name]: typed.trim() || undefined, ...also }),
+      300,
+    )
+    return () => clearTimeout(t)
+    // (`also` is a literal of the caller's, new each render: not a reason to wait again.)
+  }, [typed, value, route, name])
+  return { value, typed, setTyped }
+}

@@ -2,7 +2,7 @@ import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react'
 import { useWindowVirtualizer } from '@tanstack/react-virtual'
 import { useInfiniteQuery, useMutation, useQueryClient, type InfiniteData } from '@tanstack/react-query'
 import { api, apiBase, type Intern } from '../api'
-import { href, replaceQuery, type Route } from '../router'
+import { href, useTypedFilter, type Route } from '../router'
 
 type Page = { data: Intern[]; has_more: boolean; next_cursor?: string }
 
@@ -13,13 +13,7 @@ const FOLLOWED = 100
 // status and provisioning step streamed (one event stream for the rows shown), not polled.
 export function Interns({ route }: { route: Route }) {
   const client = useQueryClient()
-  const q = route.query.get('q') ?? ''
-  const [typed, setTyped] = useState(q)
-  // The search waits for a pause in typing, and lands in the URL.
-  useEffect(() => {
-    const t = setTimeout(() => typed !== q && replaceQuery(route, { q: typed.trim() || undefined }), 300)
-    return () => clearTimeout(t)
-  }, [typed, q, route])
+  const { value: q, typed, setTyped } = useTypedFilter(route, 'q')
 
   const key = ['interns', q]
   const interns = useInfiniteQuery({

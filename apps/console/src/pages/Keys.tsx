@@ -1,7 +1,7 @@
-import { useEffect, useState, type FormEvent } from 'react'
+import { useState, type FormEvent } from 'react'
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { api } from '../api'
-import { href, replaceQuery, type Route } from '../router'
+import { href, replaceQuery, useTypedFilter, type Route } from '../router'
 
 interface Key {
   hash: string
@@ -24,17 +24,9 @@ const usd = (n: number) => `$${n.toFixed(n >= 100 ? 0 : 4)}`
 // with 100,000 keys opens as fast as one with ten; create (the secret shown once), disable, enable.
 export function Keys({ route }: { route: Route }) {
   const client = useQueryClient()
-  const q = route.query.get('q') ?? ''
+  const { value: q, typed, setTyped } = useTypedFilter(route, 'q', { offset: undefined })
   const offset = Number(route.query.get('offset') ?? 0) || 0
   const withDisabled = route.query.get('disabled') !== 'hide'
-  const [typed, setTyped] = useState(q)
-  useEffect(() => {
-    const t = setTimeout(
-      () => typed !== q && replaceQuery(route, { q: typed.trim() || undefined, offset: undefined }),
-      300,
-    )
-    return () => clearTimeout(t)
-  }, [typed, q, route])
   const keys = useQuery({
     queryKey: ['keys', q, offset, withDisabled],
     queryFn: () => {
