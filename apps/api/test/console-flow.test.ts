@@ -224,6 +224,16 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     expect(await verdict.textContent()).toContain('careful: project name (block)')
     expect(await axeViolations(page)).toEqual([])
 
+    // Governance shows the guardrail, and a workspace's budgets and members.
+    await page.getByRole('link', { name: 'Governance', exact: true }).click()
+    await page.getByRole('heading', { name: 'Governance', level: 1 }).waitFor()
+    await page.getByRole('row', { name: /careful/ }).waitFor()
+    expect(await axeViolations(page)).toEqual([])
+    await page.getByRole('heading', { name: 'Workspaces' }).waitFor()
+    await page.locator('table').first().getByRole('link').first().click()
+    await page.getByRole('heading', { name: 'Budgets' }).waitFor()
+    await page.getByRole('heading', { name: 'Members' }).waitFor()
+
     await page.getByRole('link', { name: 'API keys' }).click()
     await page.getByRole('button', { name: 'Disable console-made' }).click()
     await page.getByRole('button', { name: 'Enable console-made' }).waitFor()

@@ -381,6 +381,14 @@ describe('observability destinations', () => {
       { last_error: string }[]
     >`SELECT last_error FROM observability_destinations WHERE id = ${id}::uuid`
     expect(marked!.last_error).toMatch(/webhook answered 500/)
+    // Its delivery health is shown with it (the console's destinations list reads it).
+    const shown = await (
+      await fetch(`${base}/observability/destinations/${id}`, {
+        headers: { authorization: `Bearer ${tenant.keys.management}` },
+      })
+    ).json()
+    expect(shown.data.delivery).toMatchObject({ last_error: expect.stringMatching(/webhook answered 500/) })
+    expect(shown.data.delivery.failures).toBeGreaterThan(1)
     expect([...ids(missed)].some((m) => hookIds(hook, 'flaky').has(m))).toBe(false)
     // Back, and updated: what it missed goes again.
     hook.status = 200

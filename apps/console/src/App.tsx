@@ -7,6 +7,7 @@ import { Intern } from './pages/Intern'
 import { Keys } from './pages/Keys'
 import { DryRun } from './pages/DryRun'
 import { Generations } from './pages/Generations'
+import { Governance, WorkspacePage } from './pages/Governance'
 
 // The chat (with its Markdown renderer) loads when first opened, not with the console.
 const Chat = lazy(() => import('./pages/Chat'))
@@ -108,6 +109,7 @@ const PAGES: Record<Session['kind'], { path: string; title: string }[]> = {
     { path: 'keys', title: 'API keys' },
     { path: 'spend', title: 'Spend' },
     { path: 'generations', title: 'Generations' },
+    { path: 'governance', title: 'Governance' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
 }
@@ -164,6 +166,8 @@ function Page({ route, home, allowed }: { route: Route; home: string; allowed: b
       return <Spend route={route} />
     case 'generations':
       return <Generations route={route} />
+    case 'governance':
+      return id === 'workspaces' && sub ? <WorkspacePage key={sub} id={sub} /> : <Governance />
     case 'dry-run':
       return <DryRun route={route} />
     default:

@@ -219,6 +219,12 @@ export function destinationView(row: DestinationRow, masterKey: Buffer | undefin
     config: row.config && masterKey ? maskedConfig(openConfig(masterKey, row)) : {},
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
+    // Roster's, beyond the contract's fields (clients that check them drop it): how deliveries go.
+    delivery: {
+      failures: row.failures,
+      last_error: row.last_error,
+      last_delivered_at: row.last_delivered_at?.toISOString() ?? null,
+    },
   }
 }
 
