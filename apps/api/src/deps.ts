@@ -66,6 +66,8 @@ export interface AppDeps {
   /** Serialized list pages, cleared by change events. */
   listCache: ListCache
   analytics: AnalyticsAnswers
+  /** The spend checks' counts, read to show what a key has left under each limit. */
+  spendLimits: SpendLimits
   /** Change events, for the SSE stream. */
   watch: InternWatch
   /** The models served (loaded once at start-up). */
@@ -315,6 +317,7 @@ export function createAppDeps(
     }),
     internReader: reader,
     listCache: lists,
+    spendLimits,
     analytics: new AnalyticsAnswers({ ttlMs: config.ANALYTICS_CACHE_MS, concurrency: config.ANALYTICS_CONCURRENCY }),
     watch,
     afterCommit: {

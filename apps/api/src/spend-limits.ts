@@ -123,6 +123,24 @@ export class SpendLimits {
     )
   }
 
+  /**
+   * What each limit has left, counted as `check` counts it (the larger of Redis's counter and the
+   * ledger's sum): for showing which limit binds a key (the console's keys page), not for refusing.
+   */
+  async standing(limits: readonly SpendLimit[]): Promise<{ limit: SpendLimit; spentPico: bigint }[]> {
+    if (!limits.length) return []
+    const now = this.now()
+    const names = limits.map((l) => this.names(l, now))
+    const [counted, spent] = await Promise.all([
+      this.known(names, now) ?? this.counters(names.map((n) => n.counter), now),
+      this.ledgers(limits, names, now),
+    ])
+    return limits.map((limit, i) => {
+      const inLedger = spent[i]!.credits + (limit.includeByok ? spent[i]!.byok : 0n)
+      return { limit, spentPico: counted[i]! > inLedger ? counted[i]! : inLedger }
+    })
+  }
+
   /** Every counter's value when all are known and fresh, else undefined (they are read together). */
   private known(names: LimitNames[], now: number): bigint[] | undefined {
     if (!this.trusted()) return undefined

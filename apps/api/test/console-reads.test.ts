@@ -280,3 +280,59 @@ describe('GET /interns/questions', () => {
     expect((await get('/interns/questions', t.keys.management)).status).toBe(401)
   })
 })
+
+describe('GET /keys/{hash}/limits', () => {
+  it('lists every limit a key counts against with what is left, and which binds', async () => {
+    const t = await makeTenant(env.t.db)
+    const call = async (method: string, path: string, body?: unknown, key = t.keys.management) => {
+      const res = await app.inject({
+        method: method as 'GET',
+        url: `/api/v1${path}`,
+        headers: { ...auth(key), ...(body === undefined ? {} : json) },
+        payload: body === undefined ? undefined : JSON.stringify(body),
+      })
+      return { status: res.statusCode, body: res.json() }
+    }
+    const made = await call('POST', '/keys', {
+      name: 'bounded',
+      limit: 10,
+      limit_reset: 'monthly',
+      creator_user_id: t.userId,
+    })
+    expect(made.status).toBe(201)
+    const hash = made.body.data.hash as string
+    const g = await call('POST', '/guardrails', { name: 'tight', limit_usd: 5, reset_interval: 'daily' })
+    expect(g.status, JSON.stringify(g.body)).toBe(201)
+    expect((await call('POST', `/guardrails/${g.body.data.id}/assignments/keys`, { key_hashes: [hash] })).status).toBe(
+      200,
+    )
+    expect((await call('PUT', `/workspaces/${t.workspaceId}/budgets/monthly`, { limit_usd: 100 })).status).toBe(200)
+    const key = await env.t.db.apiKey.findFirstOrThrow({ where: { hash: Buffer.from(hash, 'hex') } })
+    await insertGenerations(env.t.db, [
+      generationRecord({
+        id: `limits-${hash.slice(0, 8)}`,
+        created_at: new Date().toISOString(),
+        account_id: t.accountId,
+        workspace_id: t.workspaceId,
+        key_id: key.id,
+        user_id: t.userId,
+        cost_pico: String(2n * 10n ** 12n),
+      }),
+    ])
+    const res = await call('GET', `/keys/${hash}/limits`)
+    expect(res.status).toBe(200)
+    const byKind = Object.fromEntries(
+      (res.body.data as { of: string; remaining_usd: number; binds: boolean; spent_usd: number }[]).map((l) => [
+        l.of,
+        l,
+      ]),
+    )
+    expect(byKind.key).toMatchObject({ limit_usd: 10, spent_usd: 2, remaining_usd: 8, binds: false })
+    expect(byKind.guardrail).toMatchObject({ name: 'tight', limit_usd: 5, remaining_usd: 3, binds: true })
+    expect(byKind.workspace).toMatchObject({ limit_usd: 100, remaining_usd: 98, binds: false })
+    // Another account's key, or a key that is not a management key asking: refused.
+    const stranger = await makeTenant(env.t.db)
+    expect((await call('GET', `/keys/${hash}/limits`, undefined, stranger.keys.management)).status).toBe(404)
+    expect((await call('GET', `/keys/${hash}/limits`, undefined, t.keys.user)).status).toBe(401)
+  })
+})

@@ -247,6 +247,7 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'getInternSession',
         'listOpenQuestions',
         'listGenerations',
+        'getKeyLimits',
         'getInternIcon',
         'setInternIcon',
         'deleteInternIcon',

@@ -13,6 +13,8 @@ import {
   UpdateKeyBody,
   updateKey,
   scopeOf,
+  resolveCallerByHash,
+  usdOfPico,
   type KeyScope,
 } from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
@@ -68,6 +70,33 @@ export const keyRoutes =
         schema: { operationId: 'getKey', summary: 'One API key (management key)', params: HashParams },
       },
       async (req) => getKey(deps.keys, manager(req), req.params.hash),
+    )
+    api.get(
+      '/keys/:hash/limits',
+      {
+        onRequest: anyKey,
+        schema: {
+          operationId: 'getKeyLimits',
+          summary: 'Every limit a key counts against, what is left of each, and which binds (management key)',
+          params: HashParams,
+        },
+      },
+      async (req) => {
+        await getKey(deps.keys, manager(req), req.params.hash) // another account's: 404, as for GET
+        const key = await resolveCallerByHash(deps.db, Buffer.from(req.params.hash, 'hex'))
+        const standing = await deps.spendLimits.standing(key?.limits ?? [])
+        const rows = standing.map(({ limit, spentPico }) => ({
+          of: limit.member ? 'member' : limit.of,
+          name: limit.name ?? null,
+          limit_usd: usdOfPico(limit.pico),
+          reset: limit.reset,
+          spent_usd: usdOfPico(spentPico),
+          remaining_usd: usdOfPico(limit.pico > spentPico ? limit.pico - spentPico : 0n),
+        }))
+        // The one that binds: the least left (the first such, in the order the spend check counts them).
+        const least = rows.reduce((m, r, i) => (r.remaining_usd < rows[m]!.remaining_usd ? i : m), 0)
+        return { data: rows.map((r, i) => ({ ...r, binds: i === least })) }
+      },
     )
     api.patch(
       '/keys/:hash',

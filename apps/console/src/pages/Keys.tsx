@@ -90,7 +90,9 @@ export function Keys({ route }: { route: Route }) {
                     <code>{k.label}</code>
                   </td>
                   <td>{k.limit === null ? 'none' : `${usd(k.limit)}${k.limit_reset ? ` ${k.limit_reset}` : ''}`}</td>
-                  <td>{k.limit_remaining === null ? '' : usd(k.limit_remaining)}</td>
+                  <td>
+                    <KeyLimits hash={k.hash} name={k.name} own={k.limit_remaining} />
+                  </td>
                   <td>{usd(k.usage_monthly)}</td>
                   <td className="actions">
                     <a href={href(['dry-run'], { key: k.hash })}>Dry run as {k.name}</a>
@@ -124,6 +126,59 @@ export function Keys({ route }: { route: Route }) {
         )}
       </nav>
     </section>
+  )
+}
+
+interface Standing {
+  of: string
+  name: string | null
+  limit_usd: number
+  reset: string | null
+  remaining_usd: number
+  binds: boolean
+}
+
+const LIMIT_NAMES: Record<string, string> = {
+  key: 'its own limit',
+  guardrail: 'guardrail',
+  member: 'guardrail, per member',
+  workspace: 'the workspace’s budget',
+  account: 'the account’s credits',
+}
+
+/** What is left of the key's own limit; opened, every limit it counts against and the one that binds (one call). */
+function KeyLimits({ hash, name, own }: { hash: string; name: string; own: number | null }) {
+  const [open, setOpen] = useState(false)
+  const limits = useQuery({
+    queryKey: ['key-limits', hash],
+    queryFn: () => api<{ data: Standing[] }>(`keys/${hash}/limits`),
+    enabled: open,
+  })
+  return (
+    <details onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>
+        {own === null ? 'no own limit' : usd(own)}
+        <span className="visually-hidden"> (every limit of {name})</span>
+      </summary>
+      {limits.isError ? (
+        <p role="alert">{limits.error.message}</p>
+      ) : !limits.data ? (
+        open && <p aria-busy="true">Reading…</p>
+      ) : limits.data.data.length === 0 ? (
+        <p>No limit applies.</p>
+      ) : (
+        <ul className="limits">
+          {limits.data.data.map((l, n) => (
+            <li key={n} className={l.binds ? 'binds' : undefined}>
+              {LIMIT_NAMES[l.of] ?? l.of}
+              {l.name ? ` “${l.name}”` : ''}: {usd(l.remaining_usd)} left of {usd(l.limit_usd)}
+              {l.reset ? ` ${l.reset}` : ''}
+              {l.binds && <strong> (binds)</strong>}
+            </li>
+          ))}
+        </ul>
+      )}
+    </details>
   )
 }
 
