@@ -132,7 +132,11 @@ export class SpendLimits {
     const now = this.now()
     const names = limits.map((l) => this.names(l, now))
     const [counted, spent] = await Promise.all([
-      this.known(names, now) ?? this.counters(names.map((n) => n.counter), now),
+      this.known(names, now) ??
+        this.counters(
+          names.map((n) => n.counter),
+          now,
+        ),
       this.ledgers(limits, names, now),
     ])
     return limits.map((limit, i) => {

@@ -236,8 +236,14 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
 
     await page.getByRole('link', { name: 'API keys' }).click()
     // Every limit the key counts against, read when asked for.
-    await page.getByRole('row', { name: /console-made/ }).locator('summary').click()
-    await page.getByText(/No limit applies\.|left of/).first().waitFor()
+    await page
+      .getByRole('row', { name: /console-made/ })
+      .locator('summary')
+      .click()
+    await page
+      .getByText(/No limit applies\.|left of/)
+      .first()
+      .waitFor()
     await page.getByRole('button', { name: 'Disable console-made' }).click()
     await page.getByRole('button', { name: 'Enable console-made' }).waitFor()
     expect(await axeViolations(page)).toEqual([])
