@@ -16,6 +16,15 @@ const WINDOW = { daily: 'day', weekly: 'week', monthly: 'month' } as const
 type Spend = { credits: bigint; byok: bigint }
 const NOTHING: Spend = Object.freeze({ credits: 0n, byok: 0n })
 
+/**
+ * What counts as spent against `limit`: the larger of Redis's counter and the ledger's sum (with
+ * spend through the owner's own provider keys only where the limit counts it).
+ */
+function spentAgainst(limit: SpendLimit, counted: bigint, ledger: Spend): bigint {
+  const inLedger = ledger.credits + (limit.includeByok ? ledger.byok : 0n)
+  return counted > inLedger ? counted : inLedger
+}
+
 /** How long an owner's spend read from Postgres is trusted by this process (ms). */
 const POSTGRES_READ_MS = 1_000
 /** How long a counter read from Redis (or heard of) is trusted while spend events arrive (ms). */
@@ -139,10 +148,7 @@ export class SpendLimits {
         ),
       this.ledgers(limits, names, now),
     ])
-    return limits.map((limit, i) => {
-      const inLedger = spent[i]!.credits + (limit.includeByok ? spent[i]!.byok : 0n)
-      return { limit, spentPico: counted[i]! > inLedger ? counted[i]! : inLedger }
-    })
+    return limits.map((limit, i) => ({ limit, spentPico: spentAgainst(limit, counted[i]!, spent[i]!) }))
   }
 
   /** Every counter's value when all are known and fresh, else undefined (they are read together). */
@@ -219,9 +225,7 @@ export class SpendLimits {
   }
 
   private refuseIfSpent(limit: SpendLimit, counted: bigint, ledger: Spend): void {
-    const inLedger = ledger.credits + (limit.includeByok ? ledger.byok : 0n)
-    const spend = counted > inLedger ? counted : inLedger
-    if (spend < limit.pico) return
+    if (spentAgainst(limit, counted, ledger) < limit.pico) return
     const usd = `$${usdOfPico(limit.pico).toFixed(6)}`
     if (limit.of === 'account')
       throw new GatewayError(

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createHash } from 'node:crypto'
-import { insertGenerations } from '@roster/shared'
+import { insertGenerations, InternReader } from '@roster/shared'
 import { generationRecord, makeIntern, makeInternKey, makeTenant, useTestTenant } from '@roster/testing'
 import { auth, buildTestApp, json } from './helpers.js'
 
@@ -334,5 +334,20 @@ describe('GET /keys/{hash}/limits', () => {
     const stranger = await makeTenant(env.t.db)
     expect((await call('GET', `/keys/${hash}/limits`, undefined, stranger.keys.management)).status).toBe(404)
     expect((await call('GET', `/keys/${hash}/limits`, undefined, t.keys.user)).status).toBe(401)
+  })
+})
+
+describe('InternReader.getMany (the event streams’ reads)', () => {
+  it('answers in the order asked, undefined for none, keeping what it read until a change evicts it', async () => {
+    const reader = new InternReader(env.t.db, 60_000, () => true)
+    const a = await makeIntern(env.t.db, env.tenant, { name: 'many-a' })
+    const b = await makeIntern(env.t.db, env.tenant, { name: 'many-b' })
+    const none = crypto.randomUUID()
+    expect((await reader.getMany([b.id, none, a.id])).map((r) => r?.name)).toEqual(['many-b', undefined, 'many-a'])
+    await env.t.db.intern.update({ where: { id: a.id }, data: { name: 'many-a2' } })
+    // Kept: the same answer without a read, until the change is heard.
+    expect((await reader.getMany([a.id]))[0]?.name).toBe('many-a')
+    reader.evict([a.id])
+    expect((await reader.getMany([a.id, b.id])).map((r) => r?.name)).toEqual(['many-a2', 'many-b'])
   })
 })

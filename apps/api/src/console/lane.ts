@@ -23,37 +23,35 @@ function inLane(req: FastifyRequest): boolean {
   return !url.includes('/events') && !url.includes('/chat/completions')
 }
 
-/** An onRequest hook that queues the console's requests in a lane of `concurrency`. */
+/**
+ * An onRequest hook that queues the console's requests in a lane of `concurrency`. A callback hook,
+ * not an async one: every request passes it (the gateway's first), and only the console's wait.
+ */
 export function consoleLane(concurrency: number) {
   const limit = pLimit(concurrency)
-  return async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    if (!inLane(req)) return
-    const gone = () => reply.raw.destroyed || req.raw.destroyed || req.raw.socket?.destroyed === true
-    await new Promise<void>((admitted) => {
-      void limit(
-        () =>
-          new Promise<void>((done) => {
-            // The slot is held until the response is over (sent, failed or cut off), and never
-            // longer than HOLD_AT_MOST_MS: a lost event cannot close the lane.
-            const free = () => {
-              clearTimeout(timer)
-              done()
-            }
-            const timer = setTimeout(free, HOLD_AT_MOST_MS)
-            timer.unref()
-            if (gone()) free()
-            else {
-              reply.raw.once('close', free)
-              reply.raw.once('finish', free)
-            }
-            setImmediate(admitted)
-          }),
-      )
-    })
-    // Its client left while it waited: nothing is done for it, nothing is written.
-    if (gone()) {
-      reply.hijack()
-      reply.raw.destroy()
-    }
+  return (req: FastifyRequest, reply: FastifyReply, next: () => void): void => {
+    if (!inLane(req)) return next()
+    const gone = () => reply.raw.destroyed || req.raw.socket?.destroyed === true
+    void limit(
+      () =>
+        new Promise<void>((done) => {
+          // The slot is held until the response is over (sent, failed or cut off), and never
+          // longer than HOLD_AT_MOST_MS: a lost event cannot close the lane.
+          const free = () => {
+            clearTimeout(timer)
+            done()
+          }
+          const timer = setTimeout(free, HOLD_AT_MOST_MS)
+          timer.unref()
+          if (gone()) free()
+          else reply.raw.once('close', free)
+          setImmediate(() => {
+            // Its client left while it waited: nothing is done for it, nothing is written.
+            if (!gone()) return next()
+            reply.hijack()
+            reply.raw.destroy()
+          })
+        }),
+    )
   }
 }

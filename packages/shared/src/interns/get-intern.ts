@@ -1,6 +1,6 @@
 import type { Caller } from '../caller.js'
 import type { InternView } from '../contracts/interns.js'
-import { assertInternId, visibleOrNotFound } from './access.js'
+import { assertInternId, canSeeIntern, visibleOrNotFound } from './access.js'
 import { toInternView } from './view.js'
 import type { InternReader } from './intern-reader.js'
 
@@ -9,4 +9,16 @@ export async function getIntern(reader: InternReader, caller: Caller, internId: 
   assertInternId(internId)
   const row = visibleOrNotFound(caller, await reader.get(internId), internId, (r) => r.workspace_id)
   return toInternView(row, caller)
+}
+
+/** Several interns (valid ids) as the caller may see them, in the order asked: undefined for one it cannot. */
+export async function getInterns(
+  reader: InternReader,
+  caller: Caller,
+  internIds: readonly string[],
+): Promise<(InternView | undefined)[]> {
+  const rows = await reader.getMany(internIds)
+  return rows.map((row) =>
+    row && canSeeIntern(caller, { id: row.id, workspaceId: row.workspace_id }) ? toInternView(row, caller) : undefined,
+  )
 }

@@ -1,6 +1,6 @@
 import type { Db } from '../db.js'
 import type { InternRecord } from './view.js'
-import { internRecord } from '../repositories/interns.js'
+import { internRecord, internRecords } from '../repositories/interns.js'
 
 /**
  * Reads interns by id for pollers. Rows are kept for at most `ttlMs` and dropped as soon as a
@@ -38,6 +38,31 @@ export class InternReader {
       .finally(() => this.loading.delete(id))
     this.loading.set(id, load)
     return load
+  }
+
+  /** Several interns, in the order asked (undefined: none): those not kept here in one query. */
+  async getMany(ids: readonly string[]): Promise<(InternRecord | undefined)[]> {
+    const now = Date.now()
+    const trusted = this.trusted()
+    const found = new Map<string, InternRecord | undefined>()
+    const missing: string[] = []
+    for (const id of ids) {
+      const hit = this.rows.get(id)
+      if (hit && hit.until > now && trusted) found.set(id, hit.row)
+      else missing.push(id)
+    }
+    if (missing.length) {
+      const epoch = this.epoch
+      const rows = new Map((await internRecords(this.db, missing)).map((r) => [r.id, r]))
+      const cache = epoch === this.epoch && this.ttlMs > 0
+      for (const id of missing) {
+        found.set(id, rows.get(id))
+        if (!cache) continue
+        if (this.rows.size >= this.maxEntries) this.rows.delete(this.rows.keys().next().value!)
+        this.rows.set(id, { row: rows.get(id), until: Date.now() + this.ttlMs })
+      }
+    }
+    return ids.map((id) => found.get(id))
   }
 
   evict(ids: Iterable<string>) {

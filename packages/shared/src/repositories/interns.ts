@@ -210,6 +210,11 @@ export async function internRecord(db: Db, id: string): Promise<InternRecord | u
   return rows[0]
 }
 
+/** Interns by id, those that exist (in no order). */
+export function internRecords(db: Db, ids: readonly string[]): Promise<InternRecord[]> {
+  return db.$queryRaw<InternRecord[]>`SELECT ${INTERN_COLUMNS} FROM interns WHERE id = ANY(${ids}::uuid[])`
+}
+
 /** An intern's status (undefined: no such intern). */
 export async function internStatus(db: Db, id: string): Promise<InternStatus | undefined> {
   return (await db.intern.findUnique({ where: { id }, select: { status: true } }))?.status

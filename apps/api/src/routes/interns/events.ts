@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
   getIntern,
+  getInterns,
   InternIdParams,
   isAppError,
   sseEvent,
@@ -66,7 +67,7 @@ export function registerInternEvents(
     // A client may leave while the interns are read: then nothing is started for it.
     let left = false
     reply.raw.once('close', () => (left = true))
-    const firsts = await Promise.all(ids.map(read))
+    const firsts = await getInterns(deps.internReader, caller, ids)
     // One intern asked for by its own path: refusals answer as usual, before streaming.
     if (endWhenGone && !firsts[0]) await getIntern(deps.internReader, caller, ids[0]!)
     reply.hijack()
@@ -81,7 +82,8 @@ export function registerInternEvents(
     const last = new Map<string, string>()
     const gone = new Set<string>()
     const send = (id: string, intern: InternView | undefined) => {
-      if (gone.has(id)) return
+      // A read that lands after the stream ended (the client left meanwhile) writes nothing.
+      if (gone.has(id) || res.writableEnded) return
       if (!intern) {
         gone.add(id)
         res.write(sseEvent(JSON.stringify({ id }), 'deleted'))
@@ -97,6 +99,8 @@ export function registerInternEvents(
     // One read at a time per intern; a change during a read reads it again after.
     const loading = new Set<string>()
     const again = new Set<string>()
+    /** Change events heard per intern: a poll's read older than one is not sent (the change's own read is). */
+    const heard = new Map<string, number>()
     const refresh = async (id: string) => {
       if (loading.has(id)) return void again.add(id)
       loading.add(id)
@@ -111,10 +115,27 @@ export function registerInternEvents(
         loading.delete(id)
       }
     }
-    const stops = ids.map((id) => deps.watch.listen(id, () => void refresh(id)))
-    const poll = setInterval(() => {
-      for (const id of ids) if (!gone.has(id)) void refresh(id)
-    }, SAFETY_POLL_MS)
+    const stops = ids.map((id) =>
+      deps.watch.listen(id, () => {
+        heard.set(id, (heard.get(id) ?? 0) + 1)
+        void refresh(id)
+      }),
+    )
+    // Every followed intern read again in one query, in case a change event was lost.
+    const pollAll = async () => {
+      const due = ids.filter((id) => !gone.has(id) && !loading.has(id))
+      if (!due.length) return
+      const before = due.map((id) => heard.get(id) ?? 0)
+      try {
+        const now = await getInterns(deps.internReader, caller, due)
+        due.forEach((id, i) => {
+          if ((heard.get(id) ?? 0) === before[i] && !loading.has(id)) send(id, now[i])
+        })
+      } catch (err) {
+        req.log.warn({ err }, 'intern event stream could not read its interns')
+      }
+    }
+    const poll = setInterval(() => void pollAll(), SAFETY_POLL_MS)
     const keepalive = setInterval(() => res.write(SSE_COMMENT), KEEPALIVE_MS)
     const end = () => {
       for (const stop of stops) stop()
