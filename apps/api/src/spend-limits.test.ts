@@ -102,6 +102,21 @@ describe('SpendLimits', () => {
     }
   })
 
+  // CI's find: a budget changed to count BYOK was checked against a ledger sum read before the
+  // BYOK call was written (kept its second), and let the next request through.
+  it('reads the ledger afresh once limits changed (forget): a changed limit never meets a sum read before', async () => {
+    const prefix = `{t-spend-${randomUUID().slice(0, 8)}}`
+    const now = Date.parse('2026-11-26T12:00:00Z')
+    const spend = new SpendLimits(redis, prefix, t.db, () => now)
+    const excluding: SpendLimit = { owner: randomUUID(), of: 'workspace', pico: 1_000n, reset: 'daily', includeByok: false }
+    await expect(spend.check([excluding])).resolves.toBeUndefined()
+    // Spent through the workspace's own key meanwhile, then the budget counts BYOK.
+    await t.db.$executeRaw`INSERT INTO spend (owner_id, period, credits_pico, byok_pico)
+      VALUES (${excluding.owner}::uuid, ${limitPeriod(excluding, new Date(now))}, 0, 5000)`
+    spend.forget()
+    await expect(spend.check([{ ...excluding, includeByok: true }])).rejects.toThrow(/workspace has reached/)
+  })
+
   it('reads the sums checks used, half through their second, with the one that is due: one statement for them', async () => {
     const prefix = `{t-spend-${randomUUID().slice(0, 8)}}`
     let now = Date.parse('2026-11-26T12:00:00Z')

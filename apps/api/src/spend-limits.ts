@@ -105,9 +105,13 @@ export class SpendLimits {
     this.counted.set(counter, { at, value })
   }
 
-  /** Limits changed, or events may have been missed: every counter is read afresh. */
+  /**
+   * Limits changed, or events may have been missed: every counter and ledger sum is read afresh (a
+   * budget that now counts BYOK must not meet a sum read before the spend it now counts).
+   */
   forget(): void {
     this.counted.clear()
+    this.fromPostgres.clear()
   }
 
   /**

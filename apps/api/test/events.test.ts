@@ -93,6 +93,15 @@ describe('GET /interns/{id}/events', () => {
     expect(res.status).toBe(404)
     expect((await res.json()).error.metadata.reason).toBe('not_found')
   })
+
+  // The fuzzer's find: an empty or malformed id reached the database as a uuid cast (500).
+  it.each(['', 'not-a-uuid'])('answers 404, not 500, for the malformed id %j', async (id) => {
+    const res = await fetch(`${stack.apiUrl}/interns/${id}/events`, {
+      headers: { authorization: `Bearer ${env.tenant.keys.user}` },
+    })
+    expect(res.status).toBe(404)
+    expect((await res.json()).error.metadata.reason).toBe('not_found')
+  })
 })
 
 describe('GET /interns/events?ids=…', () => {

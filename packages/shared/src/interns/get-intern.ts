@@ -1,6 +1,6 @@
 import type { Caller } from '../caller.js'
 import type { InternView } from '../contracts/interns.js'
-import { assertInternId, canSeeIntern, visibleOrNotFound } from './access.js'
+import { assertInternId, canSeeIntern, isUuid, visibleOrNotFound } from './access.js'
 import { toInternView } from './view.js'
 import type { InternReader } from './intern-reader.js'
 
@@ -11,14 +11,15 @@ export async function getIntern(reader: InternReader, caller: Caller, internId: 
   return toInternView(row, caller)
 }
 
-/** Several interns (valid ids) as the caller may see them, in the order asked: undefined for one it cannot. */
+/** Several interns as the caller may see them, in the order asked: undefined for one it cannot (or a malformed id). */
 export async function getInterns(
   reader: InternReader,
   caller: Caller,
   internIds: readonly string[],
 ): Promise<(InternView | undefined)[]> {
-  const rows = await reader.getMany(internIds)
-  return rows.map((row) =>
+  const wellFormed = internIds.filter(isUuid)
+  const byId = new Map((await reader.getMany(wellFormed)).map((row, i) => [wellFormed[i]!, row]))
+  return internIds.map((id) => byId.get(id)).map((row) =>
     row && canSeeIntern(caller, { id: row.id, workspaceId: row.workspace_id }) ? toInternView(row, caller) : undefined,
   )
 }

@@ -67,9 +67,10 @@ export function registerInternEvents(
     // A client may leave while the interns are read: then nothing is started for it.
     let left = false
     reply.raw.once('close', () => (left = true))
-    const firsts = await getInterns(deps.internReader, caller, ids)
-    // One intern asked for by its own path: refusals answer as usual, before streaming.
-    if (endWhenGone && !firsts[0]) await getIntern(deps.internReader, caller, ids[0]!)
+    // One intern asked for by its own path: refusals (a malformed or unseen id) answer as usual, before streaming.
+    const firsts = endWhenGone
+      ? [await getIntern(deps.internReader, caller, ids[0]!)]
+      : await getInterns(deps.internReader, caller, ids)
     reply.hijack()
     const res = reply.raw
     if (left || res.destroyed) return void res.end()
