@@ -108,7 +108,13 @@ describe('SpendLimits', () => {
     const prefix = `{t-spend-${randomUUID().slice(0, 8)}}`
     const now = Date.parse('2026-11-26T12:00:00Z')
     const spend = new SpendLimits(redis, prefix, t.db, () => now)
-    const excluding: SpendLimit = { owner: randomUUID(), of: 'workspace', pico: 1_000n, reset: 'daily', includeByok: false }
+    const excluding: SpendLimit = {
+      owner: randomUUID(),
+      of: 'workspace',
+      pico: 1_000n,
+      reset: 'daily',
+      includeByok: false,
+    }
     await expect(spend.check([excluding])).resolves.toBeUndefined()
     // Spent through the workspace's own key meanwhile, then the budget counts BYOK.
     await t.db.$executeRaw`INSERT INTO spend (owner_id, period, credits_pico, byok_pico)

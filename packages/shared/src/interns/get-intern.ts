@@ -19,7 +19,11 @@ export async function getInterns(
 ): Promise<(InternView | undefined)[]> {
   const wellFormed = internIds.filter(isUuid)
   const byId = new Map((await reader.getMany(wellFormed)).map((row, i) => [wellFormed[i]!, row]))
-  return internIds.map((id) => byId.get(id)).map((row) =>
-    row && canSeeIntern(caller, { id: row.id, workspaceId: row.workspace_id }) ? toInternView(row, caller) : undefined,
-  )
+  return internIds
+    .map((id) => byId.get(id))
+    .map((row) =>
+      row && canSeeIntern(caller, { id: row.id, workspaceId: row.workspace_id })
+        ? toInternView(row, caller)
+        : undefined,
+    )
 }
