@@ -73,6 +73,13 @@ if (!env.MODEL_CATALOGUE) {
   simulator = true
 }
 
+// With OPERATOR_TOKEN set, the operator's ways in open: the console's fleet page (signed in with the
+// token) and the worker's queue dashboard, which the fleet page links to.
+if (env.OPERATOR_TOKEN) {
+  env.OPERATOR_PORT ||= '3200'
+  env.OPERATOR_DASHBOARD_URL ||= `http://${env.HOST ?? '127.0.0.1'}:${env.OPERATOR_PORT}/queues`
+}
+
 const children = []
 const flags = nodeFlags(env)
 function run(name, script, extra = {}) {
@@ -132,5 +139,10 @@ if (simulator) {
 }
 console.log(
   `roster: the web console on http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/console/ (sign in with an API key)`,
+)
+console.log(
+  env.OPERATOR_TOKEN
+    ? `roster: operators sign in to the console with OPERATOR_TOKEN (the fleet page); the queue dashboard on ${env.OPERATOR_DASHBOARD_URL}`
+    : 'roster: set OPERATOR_TOKEN (32+ characters) for the fleet page and the queue dashboard',
 )
 console.log('roster: make keys with `npm run -s admin -- bootstrap`; Ctrl-C stops everything')

@@ -45,6 +45,7 @@ import { slackOAuthRoutes } from './routes/slack-oauth.js'
 import { slackEventRoutes } from './routes/slack-events.js'
 import { healthRoutes } from './routes/health.js'
 import { consoleSessionRoutes } from './routes/console-session.js'
+import { operatorRoutes } from './routes/operator.js'
 import { consoleLane } from './console/lane.js'
 import { consoleStaticRoutes } from './routes/console-static.js'
 import { guardrailDryRunRoutes } from './routes/guardrail-dry-run.js'
@@ -170,6 +171,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(slackOAuthRoutes(deps))
       await v1.register(slackEventRoutes(deps))
       await v1.register(consoleSessionRoutes(deps))
+      await v1.register(operatorRoutes(deps))
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
     },
     { prefix: '/api/v1' },

@@ -29,7 +29,8 @@ import {
   type VaultService,
 } from '@roster/shared'
 import { createHmac, randomBytes } from 'node:crypto'
-import { Queue } from 'bullmq'
+import { apiQueues, type ApiQueues } from './queues.js'
+import { operatorAccess, type OperatorAccess } from './operator/operator-access.js'
 import { findModel, observers, patternError, providersOf, ResponsesEngine, type Catalogue } from '@roster/gateway'
 import { createAuthenticator, type Authenticator } from './plugins/auth.js'
 import { Egress } from './fleet/egress.js'
@@ -70,6 +71,10 @@ export interface AppDeps {
   spendLimits: SpendLimits
   /** Change events, for the SSE stream. */
   watch: InternWatch
+  /** The workers' queues (a destination's failed deliveries sent again; the operators' queue depths). */
+  queues: ApiQueues
+  /** The operator's way in (OPERATOR_TOKEN): its reads, drain, and console sessions. */
+  operator: OperatorAccess
   /** The models served (loaded once at start-up). */
   catalogue: Catalogue
   /** The responses engine over that catalogue. */
@@ -161,8 +166,7 @@ export function createAppDeps(
     canonicalModel: (id: string) => findModel(catalogue, id)?.id,
     providers: () => catalogueProviders,
   }
-  // Made the first time a failing destination is updated (its failed deliveries go again).
-  let deliveriesQueue: Queue | undefined
+  const queues = apiQueues(redis, config.QUEUE_PREFIX)
   const byokDirectory = new ByokDirectory(db, config.VAULT_MASTER_KEY, Math.max(config.AUTH_CACHE_MS, 1_000))
   /** An account's keys, guardrails or provider keys changed: every process forgets what it cached of them. */
   const accountChanged = (accountId: string) => {
@@ -277,14 +281,14 @@ export function createAppDeps(
       ...catalogueNames,
     },
     byokDirectory,
+    queues,
+    operator: operatorAccess(db, config.OPERATOR_TOKEN),
     slack: slackDeps(config, db, log),
     destinations: {
       db,
       masterKey: config.VAULT_MASTER_KEY,
-      async retryFailed(destinationId) {
-        deliveriesQueue ??= new Queue(DESTINATIONS_QUEUE, { connection: redis, prefix: config.QUEUE_PREFIX })
-        await retryFailedDeliveries(deliveriesQueue, destinationId)
-      },
+      // A failing destination updated: its failed deliveries go again.
+      retryFailed: (destinationId) => retryFailedDeliveries(queues.get(DESTINATIONS_QUEUE), destinationId),
     },
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
     secretStores: new SecretStoreBatcher(db),

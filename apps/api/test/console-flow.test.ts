@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { randomBytes } from 'node:crypto'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
@@ -9,8 +10,10 @@ import { catalogueFile, chromiumPath, describeNeeding, startStack, useTestTenant
 // gateway) in a real browser: an intern created in the console reaches running as its status
 // streams in; a chat whose turn asks permission is approved on its card, steered while it runs,
 // stopped, and shown again after a reload; a management key creates a key, checks a request with
-// the guardrail dry run, and disables the key, whose next call is refused.
+// the guardrail dry run, and disables the key, whose next call is refused; the operator signs in with
+// OPERATOR_TOKEN and drains the stack's runtime host from the fleet page.
 const env = useTestTenant()
+const OPERATOR_TOKEN = randomBytes(24).toString('hex')
 let sim: Simulator
 let stack: Stack
 let origin: string
@@ -20,7 +23,12 @@ beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 4 })
   stack = await startStack({
     databaseUrl: env.t.url,
-    env: { MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)), INTERN_DEFAULT_MODEL: 'roster-sim/chat' },
+    env: {
+      MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)),
+      INTERN_DEFAULT_MODEL: 'roster-sim/chat',
+      OPERATOR_TOKEN,
+      OPERATOR_DASHBOARD_URL: 'http://127.0.0.1:3200/queues',
+    },
   })
   origin = new URL(stack.apiUrl).origin
 })
@@ -254,6 +262,34 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     await page.getByLabel('Search by name or label').fill('nothing-like-it')
     await page.getByText('No key’s name or label holds “nothing-like-it”.').waitFor()
     expect(page.url()).toContain('q=nothing-like-it')
+    await page.close()
+  })
+
+  // Last: it drains the stack's only host.
+  it('lets the operator sign in with its token, see the fleet (hosts, queues, the dashboard) and drain a host after confirming', async () => {
+    const page = await (await browser.newContext({ bypassCSP: true })).newPage()
+    await signIn(page, OPERATOR_TOKEN, 'Fleet')
+    const hostId = stack.runtimes[0]!.id
+    const row = page.getByRole('row', { name: new RegExp(hostId) })
+    await row.getByText('live', { exact: true }).waitFor()
+    // The interns the earlier tests made are placed on it.
+    expect(await row.getByRole('cell').nth(2).textContent()).toMatch(/^[1-9]\d* of \d+$/)
+    await page.getByRole('row', { name: /^interns / }).waitFor()
+    expect(await page.getByRole('link', { name: 'the queue dashboard' }).getAttribute('href')).toBe(
+      'http://127.0.0.1:3200/queues',
+    )
+    // A member's pages are not the operator's.
+    expect(await page.getByRole('link', { name: 'Interns' }).count()).toBe(0)
+    expect(await axeViolations(page)).toEqual([])
+    // Dismissing the confirmation drains nothing; accepting it drains.
+    page.once('dialog', (d) => void d.dismiss())
+    await row.getByRole('button', { name: `Drain ${hostId}` }).click()
+    expect(await row.getByText('live', { exact: true }).count()).toBe(1)
+    page.once('dialog', (d) => void d.accept())
+    await row.getByRole('button', { name: `Drain ${hostId}` }).click()
+    await page.getByRole('status').getByText(`${hostId} is draining`).waitFor()
+    await row.getByText(/^(draining|drained)$/).waitFor()
+    expect(await row.getByRole('button').count()).toBe(0)
     await page.close()
   })
 })

@@ -9,12 +9,12 @@ import {
   createDb,
   createUser,
   createWorkspace,
-  drainHost,
+  drainHostOrExplain,
   getArchive,
   listArchives,
   fleetTimes,
   isAppError,
-  listHosts,
+  hostsView,
   createKey,
   CreateKeyBody,
   deleteKey,
@@ -108,30 +108,12 @@ function need(name: 'account' | 'workspace' | 'kind' | 'intern'): string {
 }
 
 async function runtimeList(db: Db) {
-  const hosts = await listHosts(db, fleetTimes(config))
-  const fleet = hosts.map((h) => ({
-    id: h.id,
-    address: h.address,
-    state: h.state === 'draining' && h.drained ? 'drained' : h.state,
-    interns: h.interns,
-    capacity: h.capacity,
-    free: h.state === 'live' ? h.free : 0,
-    last_heartbeat_at: h.heartbeat_at.toISOString(),
-  }))
-  return { hosts: fleet }
+  return { hosts: await hostsView(db, fleetTimes(config)) }
 }
 
 async function runtimeDrain(db: Db, hostId: string | undefined) {
   if (!hostId) throw new UsageError('runtime drain needs the host id (see runtime list)')
-  if (!(await drainHost(db, hostId))) {
-    const known = (await listHosts(db, fleetTimes(config))).find((h) => h.id === hostId)
-    throw new Error(
-      known
-        ? `host ${hostId} is ${known.state}: only a live host can be drained`
-        : `no runtime host ${hostId} (see runtime list)`,
-    )
-  }
-  return { host: hostId, state: 'draining' }
+  return drainHostOrExplain(db, fleetTimes(config), hostId)
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i

@@ -8,6 +8,7 @@ import { Keys } from './pages/Keys'
 import { DryRun } from './pages/DryRun'
 import { Generations } from './pages/Generations'
 import { Governance, WorkspacePage } from './pages/Governance'
+import { Fleet } from './pages/Fleet'
 
 // The chat (with its Markdown renderer) loads when first opened, not with the console.
 const Chat = lazy(() => import('./pages/Chat'))
@@ -66,7 +67,7 @@ function SignIn({ ended }: { ended: boolean }) {
       <h1>Roster</h1>
       {ended && <p role="status">Your session has ended: sign in again.</p>}
       <form onSubmit={submit}>
-        <label htmlFor="key">API key</label>
+        <label htmlFor="key">API key (or the operator's token)</label>
         <input
           id="key"
           type="password"
@@ -112,6 +113,7 @@ const PAGES: Record<Session['kind'], { path: string; title: string }[]> = {
     { path: 'governance', title: 'Governance' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
+  operator: [{ path: 'fleet', title: 'Fleet' }],
 }
 
 function Signed({ session }: { session: Session }) {
@@ -134,9 +136,7 @@ function Signed({ session }: { session: Session }) {
             </a>
           ))}
         </nav>
-        <span>
-          {session.kind} key · workspace {session.workspace_id}
-        </span>
+        <span>{session.workspace_id ? `${session.kind} key · workspace ${session.workspace_id}` : 'operator'}</span>
         <button type="button" onClick={() => signOut.mutate(undefined, { onSuccess: () => location.reload() })}>
           Sign out
         </button>
@@ -170,6 +170,8 @@ function Page({ route, home, allowed }: { route: Route; home: string; allowed: b
       return id === 'workspaces' && sub ? <WorkspacePage key={sub} id={sub} /> : <Governance />
     case 'dry-run':
       return <DryRun route={route} />
+    case 'fleet':
+      return <Fleet />
     default:
       return <p role="alert">No such page.</p>
   }

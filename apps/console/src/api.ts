@@ -69,8 +69,9 @@ export async function readEvents(res: Response, onEvent: (event: string, data: s
 }
 
 export interface Session {
-  kind: 'user' | 'organization' | 'management' | 'intern'
-  workspace_id: string
+  /** A key's kind, or the operator (signed in with OPERATOR_TOKEN: the fleet page). */
+  kind: 'user' | 'organization' | 'management' | 'intern' | 'operator'
+  workspace_id: string | null
   expires_at: string
 }
 

@@ -386,6 +386,19 @@ export const ApiConfig = z
       .max(3_600)
       .default(600)
       .describe("How long a person has on Slack's authorize page before the install's state expires, in seconds."),
+    OPERATOR_TOKEN: z
+      .string()
+      .min(32, 'must be at least 32 characters')
+      .optional()
+      .describe(
+        "The operator's credential for the fleet's reads and drain under `/api/v1/operator/` (bearer) and the web console's fleet page (signed in with it); unset: none. The worker's value, where both run.",
+      ),
+    OPERATOR_DASHBOARD_URL: z
+      .url()
+      .optional()
+      .describe(
+        "Where the queue dashboard (the worker's operator surface) is reached; the console's fleet page links to it.",
+      ),
     CONSOLE_SESSION_TTL_S: z.coerce
       .number()
       .int()

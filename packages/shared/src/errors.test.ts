@@ -33,6 +33,7 @@ const spec: Record<string, [number, boolean]> = {
   intern_deleting: [409, false],
   workspace_loss_unacknowledged: [409, false],
   cross_site_refused: [403, false],
+  host_not_drainable: [409, false],
   management_key_required: [403, false],
   preset_conflict: [409, true],
   intern_not_ready: [409, true],

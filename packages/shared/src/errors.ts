@@ -60,6 +60,8 @@ export const Reasons = {
   intern_deleting: { status: 409, retryable: false, type: 'precondition_failed' },
   /** Ours: deleting a destroy_failed intern whose workspace archive failed needs acknowledge_workspace_loss. */
   workspace_loss_unacknowledged: { status: 409, retryable: false, type: 'precondition_failed' },
+  /** Ours: only a live runtime host can be drained (the message says what the host is). */
+  host_not_drainable: { status: 409, retryable: false, type: 'precondition_failed' },
   /** Ours: a change made with a web console session but without the console's header or from another origin. */
   cross_site_refused: { status: 403, retryable: false, type: 'permission_denied' },
   /** Ours: preset creation needs a management key. */

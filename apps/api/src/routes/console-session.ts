@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { z } from 'zod'
-import { AppError, insertConsoleSession, revokeConsoleSession } from '@roster/shared'
+import { AppError, insertConsoleSession, revokeConsoleSession, type Caller } from '@roster/shared'
 import type { AppDeps } from '../deps.js'
+import { OPERATOR_KIND } from '../operator/operator-access.js'
 import {
   assertSameOriginChange,
   clearedCookie,
@@ -13,11 +14,19 @@ import {
 
 // Signing in to the web console (docs/console.md): an API key exchanged once for a server-side
 // session, whose opaque id the browser keeps in an HttpOnly cookie (the key itself never sits in
-// the browser); what the session is (the key's kind and workspace, when it ends); signing out,
+// the browser), or the operator's token (OPERATOR_TOKEN) for the fleet page; what the session is
+// (the key's kind and workspace, or the operator, and when it ends); signing out,
 // which ends it. Sign-in and sign-out come from the console itself (its header, its origin), so no
 // other site can sign a browser in or out.
 
 const SignIn = z.strictObject({ key: z.string().min(1).max(512) })
+
+/** What a session is: a key's kind and workspace, or the operator's (no workspace). */
+const sessionView = (caller: Caller | undefined, endsAt: number) => ({
+  kind: caller?.kind ?? OPERATOR_KIND,
+  workspace_id: caller?.workspaceId ?? null,
+  expires_at: new Date(endsAt).toISOString(),
+})
 const COOKIE_PATH = '/'
 
 export const consoleSessionRoutes =
@@ -27,25 +36,27 @@ export const consoleSessionRoutes =
       assertSameOriginChange(req)
       const body = SignIn.safeParse(req.body)
       if (!body.success) throw new AppError('invalid_body', 'invalid request: give {"key": "<an API key>"}')
-      // Through the authenticator: unknown keys are throttled here as on every other route.
-      const caller = await deps.authenticate(req, body.data.key)
-      if (!caller) throw new AppError('unauthorized', 'a valid API key is required')
+      // The operator's token signs in to the fleet page; anything else is an API key, through the
+      // authenticator (unknown keys are throttled here as on every other route).
+      const asOperator = deps.operator.isToken(body.data.key)
+      const caller = asOperator ? undefined : await deps.authenticate(req, body.data.key)
+      if (!asOperator && !caller) throw new AppError('unauthorized', 'a valid API key is required')
       const ttl = deps.config.CONSOLE_SESSION_TTL_S
       const id = newSessionId()
       const expiresAt = new Date(Date.now() + ttl * 1000)
       await insertConsoleSession(deps.db, {
         idHash: sessionIdHash(id),
-        keyHash: Buffer.from(caller.keyHash, 'hex'),
-        keyId: caller.keyId,
-        kind: caller.kind,
-        workspaceId: caller.workspaceId,
+        keyHash: caller ? Buffer.from(caller.keyHash, 'hex') : deps.operator.tokenDigest!,
+        keyId: caller?.keyId ?? null,
+        kind: caller?.kind ?? OPERATOR_KIND,
+        workspaceId: caller?.workspaceId ?? null,
         expiresAt,
       })
       return reply
         .code(201)
         .header('set-cookie', sessionCookie(req, id, ttl, COOKIE_PATH))
         .header('cache-control', 'no-store')
-        .send({ kind: caller.kind, workspace_id: caller.workspaceId, expires_at: expiresAt.toISOString() })
+        .send(sessionView(caller, expiresAt.getTime()))
     })
 
     app.get('/console/session', { schema: { hide: true } }, async (req, reply) => {
@@ -53,12 +64,11 @@ export const consoleSessionRoutes =
       // Cached as the session's key is (AUTH_CACHE_MS): a page load asks this every time.
       const id = sessionIdOf(req)
       const session = id ? await deps.authenticate.consoleSession(id) : undefined
-      if (!session) throw new AppError('unauthorized', 'not signed in to the console')
-      return reply.header('cache-control', 'no-store').send({
-        kind: session.caller.kind,
-        workspace_id: session.caller.workspaceId,
-        expires_at: new Date(session.endsAt).toISOString(),
-      })
+      const operator = id && !session ? await deps.operator.session(req) : undefined
+      if (!session && !operator) throw new AppError('unauthorized', 'not signed in to the console')
+      return reply
+        .header('cache-control', 'no-store')
+        .send(sessionView(session?.caller, session?.endsAt ?? operator!.endsAt))
     })
 
     app.delete('/console/session', { schema: { hide: true } }, async (req, reply) => {

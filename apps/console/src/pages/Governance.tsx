@@ -1,6 +1,7 @@
 import { useQuery } from '@tanstack/react-query'
 import { api } from '../api'
 import { href } from '../router'
+import { Listed } from '../listed'
 
 interface Workspace {
   id: string
@@ -33,57 +34,6 @@ interface Destination {
 
 const money = (usd: number | null, interval: string | null) =>
   usd === null ? 'none' : `$${usd}${interval ? ` ${interval}` : ''}`
-
-/** A list read for the page, shown as a table, or why it could not be. */
-function Listed<T>({
-  title,
-  query,
-  empty,
-  head,
-  row,
-}: {
-  title: string
-  query: { data?: { data: T[] }; isError: boolean; error: Error | null }
-  empty: string
-  head: string[]
-  row: (item: T) => React.ReactNode[]
-}) {
-  return (
-    <>
-      <h2>{title}</h2>
-      {query.isError ? (
-        <p role="alert">{query.error?.message}</p>
-      ) : !query.data ? (
-        <p aria-busy="true">Loading…</p>
-      ) : query.data.data.length === 0 ? (
-        <p>{empty}</p>
-      ) : (
-        <div className="table-scroll">
-          <table>
-            <thead>
-              <tr>
-                {head.map((h) => (
-                  <th key={h} scope="col">
-                    {h}
-                  </th>
-                ))}
-              </tr>
-            </thead>
-            <tbody>
-              {query.data.data.map((item, n) => (
-                <tr key={n}>
-                  {row(item).map((cell, i) => (
-                    <td key={i}>{cell}</td>
-                  ))}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      )}
-    </>
-  )
-}
 
 // Governance, for a management key: the account's workspaces (each opening its members and
 // budgets), its guardrails, its provider keys (masked: the API never returns a value) and its

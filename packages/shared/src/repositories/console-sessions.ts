@@ -6,9 +6,10 @@ import type { Db } from '../db.js'
 export interface NewConsoleSession {
   idHash: Buffer
   keyHash: Buffer
-  keyId: string
+  /** The key's id and workspace; null for the operator's session (kind "operator"). */
+  keyId: string | null
   kind: string
-  workspaceId: string
+  workspaceId: string | null
   expiresAt: Date
 }
 
@@ -18,11 +19,11 @@ export async function insertConsoleSession(db: Db, s: NewConsoleSession) {
   })
 }
 
-/** A session that is neither signed out nor past its end: the key it acts as, and when it ends. */
+/** A session that is neither signed out nor past its end: what it acts as (a key, or the operator), and when it ends. */
 export async function liveConsoleSession(db: Db, idHash: Buffer) {
   const row = await db.consoleSession.findUnique({ where: { idHash: new Uint8Array(idHash) } })
   if (!row || row.revokedAt || row.expiresAt.getTime() <= Date.now()) return undefined
-  return { keyHash: Buffer.from(row.keyHash), expiresAt: row.expiresAt }
+  return { kind: row.kind, keyHash: Buffer.from(row.keyHash), expiresAt: row.expiresAt }
 }
 
 /** Signs a session out: false when it was not live. */

@@ -74,6 +74,14 @@ export async function destinationPage(
   return { rows, total: total[0]?.n ?? 0 }
 }
 
+/** Every account's destinations whose deliveries are failing (the operators' fleet page), most failures first. */
+export async function failingDestinations(db: Db, limit: number) {
+  return db.$queryRaw<DestinationRow[]>`
+    SELECT ${COLUMNS} FROM observability_destinations d
+    WHERE d.failures > 0 AND d.deleted_at IS NULL
+    ORDER BY d.failures DESC, d.updated_at DESC, d.id LIMIT ${limit}`
+}
+
 /** How many live destinations of a type an account has (locked against a concurrent create). */
 export async function destinationsOfType(tx: Prisma.TransactionClient, accountId: string, type: string) {
   await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`destinations:${accountId}`}))`
