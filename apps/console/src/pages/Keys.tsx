@@ -91,7 +91,13 @@ export function Keys({ route }: { route: Route }) {
                   </td>
                   <td>{k.limit === null ? 'none' : `${usd(k.limit)}${k.limit_reset ? ` ${k.limit_reset}` : ''}`}</td>
                   <td>
-                    <KeyLimits hash={k.hash} name={k.name} own={k.limit_remaining} />
+                    <KeyLimits
+                      hash={k.hash}
+                      name={k.name}
+                      own={k.limit_remaining}
+                      limit={k.limit}
+                      reset={k.limit_reset}
+                    />
                   </td>
                   <td>{usd(k.usage_monthly)}</td>
                   <td className="actions">
@@ -146,8 +152,23 @@ const LIMIT_NAMES: Record<string, string> = {
   account: 'the account’s credits',
 }
 
-/** What is left of the key's own limit; opened, every limit it counts against and the one that binds (one call). */
-function KeyLimits({ hash, name, own }: { hash: string; name: string; own: number | null }) {
+/**
+ * What is left of the key's own limit; opened, every limit it counts against and the one that binds
+ * (one call), and its own limit and reset to change.
+ */
+function KeyLimits({
+  hash,
+  name,
+  own,
+  limit,
+  reset,
+}: {
+  hash: string
+  name: string
+  own: number | null
+  limit: number | null
+  reset: string | null
+}) {
   const [open, setOpen] = useState(false)
   const limits = useQuery({
     queryKey: ['key-limits', hash],
@@ -178,7 +199,63 @@ function KeyLimits({ hash, name, own }: { hash: string; name: string; own: numbe
           ))}
         </ul>
       )}
+      {open && <EditLimit hash={hash} name={name} limit={limit} reset={reset} />}
     </details>
+  )
+}
+
+/** A key's own limit and when it resets, changed (an empty limit: none). */
+function EditLimit({
+  hash,
+  name,
+  limit,
+  reset,
+}: {
+  hash: string
+  name: string
+  limit: number | null
+  reset: string | null
+}) {
+  const client = useQueryClient()
+  const [amount, setAmount] = useState(limit === null ? '' : String(limit))
+  const [every, setEvery] = useState(reset ?? '')
+  const save = useMutation({
+    mutationFn: () =>
+      api<unknown>(`keys/${hash}`, {
+        method: 'PATCH',
+        body: JSON.stringify({ limit: amount === '' ? null : Number(amount), limit_reset: every || null }),
+      }),
+    onSuccess: () =>
+      Promise.all([
+        client.invalidateQueries({ queryKey: ['keys'] }),
+        client.invalidateQueries({ queryKey: ['key-limits', hash] }),
+      ]),
+  })
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    save.mutate()
+  }
+  return (
+    <form className="edit-limit" onSubmit={submit} aria-label={`Limit of ${name}`}>
+      <label>
+        Own limit (USD, empty: none){' '}
+        <input type="number" min="0" step="any" value={amount} onChange={(e) => setAmount(e.target.value)} />
+      </label>
+      <label>
+        Resets{' '}
+        <select value={every} onChange={(e) => setEvery(e.target.value)}>
+          <option value="">never</option>
+          <option value="daily">daily</option>
+          <option value="weekly">weekly</option>
+          <option value="monthly">monthly</option>
+        </select>
+      </label>
+      <button type="submit" disabled={save.isPending}>
+        Save the limit of {name}
+      </button>
+      {save.isError && <p role="alert">{save.error.message}</p>}
+      {save.isSuccess && <p role="status">Saved.</p>}
+    </form>
   )
 }
 
