@@ -258,7 +258,10 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     await limitForm.getByLabel('Resets').selectOption('weekly')
     await limitForm.getByRole('button', { name: 'Save the limit of console-made' }).click()
     await limitForm.getByText('Saved.').waitFor()
-    await page.getByRole('row', { name: /console-made/ }).getByText('$0.5000 weekly', { exact: true }).waitFor()
+    await page
+      .getByRole('row', { name: /console-made/ })
+      .getByText('$0.5000 weekly', { exact: true })
+      .waitFor()
     await page.getByText(/its own limit: \$0\.\d+ left of \$0\.5000 weekly/).waitFor()
     await page.getByRole('button', { name: 'Disable console-made' }).click()
     await page.getByRole('button', { name: 'Enable console-made' }).waitFor()
@@ -278,7 +281,10 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     await signIn(page, env.tenant.keys.user, 'Interns')
     const row = page.getByRole('row', { name: /flow/ })
     await row.getByText('running', { exact: true }).waitFor()
-    const id = new URL((await row.getByRole('link', { name: 'flow', exact: true }).getAttribute('href'))!, origin).hash.split('/')[2]!
+    const id = new URL(
+      (await row.getByRole('link', { name: 'flow', exact: true }).getAttribute('href'))!,
+      origin,
+    ).hash.split('/')[2]!
     stack.api.child!.kill('SIGKILL')
     await stack.api.exited()
     stack.api.start()
