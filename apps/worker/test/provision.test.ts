@@ -179,3 +179,49 @@ describe('provisioning that cannot succeed', () => {
     }
   })
 })
+
+describe('a provisioning run that loses its intern after starting the runtime', () => {
+  // The defect issue 48 found: the run stopped what it started only `if (stepsDone >= 5)`, from when
+  // there were six steps; with five, a run that lost its intern after the start step left the
+  // runtime running (the reconciler's sweep, off here, hid it).
+  it('stops the runtime it started', async () => {
+    const stack = await startStack({
+      databaseUrl: env.t.url,
+      workerEnv: { RECONCILE_INTERVAL_MS: '600000' },
+    })
+    try {
+      // The intern is suspended (status stopped, a newer generation) in the same breath as its run
+      // records the start step: the run starts the runtime, then finds its intern gone.
+      await env.t.db.$executeRawUnsafe(`
+        CREATE FUNCTION lose_after_start() RETURNS trigger AS $$
+        BEGIN
+          IF NEW.name = 'lost-after-start' AND NEW.progress->>'step_label' = 'Starting the runtime'
+             AND (OLD.progress IS NULL OR OLD.progress->>'step_label' <> 'Starting the runtime') THEN
+            UPDATE interns SET status = 'stopped', progress = NULL, provision_generation = provision_generation + 1
+            WHERE id = NEW.id;
+          END IF;
+          RETURN NULL;
+        END $$ LANGUAGE plpgsql`)
+      await env.t.db.$executeRawUnsafe(`
+        CREATE TRIGGER lose_after_start AFTER UPDATE ON interns FOR EACH ROW EXECUTE FUNCTION lose_after_start()`)
+      const api = apiClient(stack.apiUrl, env.tenant.keys.user)
+      const { id } = (await api.createIntern({ name: 'lost-after-start', provision: true })).body
+      // The run got as far as starting it.
+      await waitFor(async () => ((await (await stack.runtimeFetch(`/v1/interns/${id}`)).json()) as any).starts >= 1, {
+        what: 'the runtime started by the run',
+      })
+      expect((await api.getIntern(id)).body.status).toBe('stopped')
+      await waitFor(
+        async () => ((await (await stack.runtimeFetch(`/v1/interns/${id}`)).json()) as any).running === false,
+        {
+          timeoutMs: 10_000,
+          what: 'the run that lost its intern to stop the runtime it started',
+        },
+      )
+    } finally {
+      await env.t.db.$executeRawUnsafe('DROP TRIGGER IF EXISTS lose_after_start ON interns')
+      await env.t.db.$executeRawUnsafe('DROP FUNCTION IF EXISTS lose_after_start')
+      await stack.stop()
+    }
+  })
+})

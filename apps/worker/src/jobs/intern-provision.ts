@@ -246,13 +246,16 @@ export async function handle(
   return done ? 'running' : stale(deps, internId, provisionSteps.length)
 }
 
+/** The steps done once the runtime has been started (found by name: the steps' count has changed before). */
+const STARTED_AFTER = provisionSteps.findIndex((s) => s.metric === 'start') + 1
+
 /**
  * This run lost its intern to a newer request (suspend, delete, another provision). If it had
  * already started the runtime and the intern is now meant to be stopped, stop it again: the
  * suspend's own job may have run before this run's start.
  */
 async function stale(deps: WorkerDeps, internId: string, stepsDone: number): Promise<ProvisionOutcome> {
-  if (stepsDone >= 5) {
+  if (stepsDone >= STARTED_AFTER) {
     const now = await internStatus(deps.db, internId)
     const at = await deps.runtime.placement(internId)
     if ((now === 'stopped' || now === 'failed') && at) await deps.runtime.stop(at, internId).catch(() => {})
