@@ -1,9 +1,17 @@
 import { z } from 'zod'
-import { Prisma, type Db } from './db.js'
+import type { Db } from './db.js'
 import { AppError } from './errors.js'
 import type { Caller } from './caller.js'
 import { assertManagementKey } from './managed-keys.js'
-import { activityRows, analyticsRows, keyIdsOf, keyNumbers } from './repositories/generation-rollups.js'
+import {
+  activityRows,
+  analyticsRows,
+  keyIdsOf,
+  keyNumbers,
+  type AnalyticsPlan,
+  type RollupDimension,
+  type RollupMetric,
+} from './repositories/generation-rollups.js'
 import { NIL } from './repositories/generations.js'
 import { accountUsers, workspaceByRef } from './repositories/workspaces.js'
 import { isUuid } from './interns/access.js'
@@ -14,57 +22,32 @@ import { isUuid } from './interns/access.js'
 
 const PICO = 1e12
 
-/** The metrics a query may ask for: their SQL over the rollups (`r`), and how the client shows them. */
+/** How the client shows each metric a query may ask for (their sums: ROLLUP_METRICS). */
 const METRICS = {
-  request_count: { sql: 'sum(r.requests)', label: 'Requests', format: 'number', rate: false },
-  prompt_tokens: { sql: 'sum(r.tokens_prompt)', label: 'Prompt tokens', format: 'number', rate: false },
-  completion_tokens: { sql: 'sum(r.tokens_completion)', label: 'Completion tokens', format: 'number', rate: false },
-  reasoning_tokens: { sql: 'sum(r.tokens_reasoning)', label: 'Reasoning tokens', format: 'number', rate: false },
-  cached_tokens: { sql: 'sum(r.tokens_cached)', label: 'Cached prompt tokens', format: 'number', rate: false },
-  total_tokens: {
-    sql: 'sum(r.tokens_prompt + r.tokens_completion)',
-    label: 'Total tokens',
-    format: 'number',
-    rate: false,
-  },
-  usage: { sql: `sum(r.credits_pico) / ${PICO}`, label: 'Spend (credits)', format: 'currency', rate: false },
-  byok_usage: {
-    sql: `sum(r.byok_pico) / ${PICO}`,
-    label: 'Spend (own provider keys)',
-    format: 'currency',
-    rate: false,
-  },
-  total_cost: {
-    sql: `sum(r.credits_pico + r.byok_pico) / ${PICO}`,
-    label: 'Total cost',
-    format: 'currency',
-    rate: false,
-  },
-  avg_latency: {
-    sql: 'sum(r.latency_ms)::float8 / nullif(sum(r.requests), 0)',
-    label: 'Average latency (ms)',
-    format: 'latency',
-    rate: true,
-  },
-  avg_ttft: {
-    sql: 'sum(r.ttft_ms)::float8 / nullif(sum(r.ttft_count), 0)',
-    label: 'Average time to first token (ms)',
-    format: 'latency',
-    rate: true,
-  },
-  cancelled_count: { sql: 'sum(r.cancelled)', label: 'Cancelled requests', format: 'number', rate: false },
-} as const
-type Metric = keyof typeof METRICS
+  request_count: { label: 'Requests', format: 'number', rate: false },
+  prompt_tokens: { label: 'Prompt tokens', format: 'number', rate: false },
+  completion_tokens: { label: 'Completion tokens', format: 'number', rate: false },
+  reasoning_tokens: { label: 'Reasoning tokens', format: 'number', rate: false },
+  cached_tokens: { label: 'Cached prompt tokens', format: 'number', rate: false },
+  total_tokens: { label: 'Total tokens', format: 'number', rate: false },
+  usage: { label: 'Spend (credits)', format: 'currency', rate: false },
+  byok_usage: { label: 'Spend (own provider keys)', format: 'currency', rate: false },
+  total_cost: { label: 'Total cost', format: 'currency', rate: false },
+  avg_latency: { label: 'Average latency (ms)', format: 'latency', rate: true },
+  avg_ttft: { label: 'Average time to first token (ms)', format: 'latency', rate: true },
+  cancelled_count: { label: 'Cancelled requests', format: 'number', rate: false },
+} as const satisfies Record<RollupMetric, { label: string; format: string; rate: boolean }>
+type Metric = RollupMetric
 
-/** The dimensions a query may group and filter by: their rollup column, and how the client shows them. */
+/** How the client shows each dimension a query may group and filter by (their columns: ROLLUP_DIMENSIONS). */
 const DIMENSIONS = {
-  model: { sql: 'r.model', label: 'Model', id: false },
-  provider: { sql: 'r.provider', label: 'Provider', id: false },
-  workspace: { sql: 'r.workspace_id', label: 'Workspace', id: true },
-  api_key_id: { sql: 'r.key_id', label: 'API key', id: true },
-  user: { sql: 'r.user_id', label: 'Member', id: true },
-} as const
-type Dimension = keyof typeof DIMENSIONS
+  model: { label: 'Model' },
+  provider: { label: 'Provider' },
+  workspace: { label: 'Workspace' },
+  api_key_id: { label: 'API key' },
+  user: { label: 'Member' },
+} as const satisfies Record<RollupDimension, { label: string }>
+type Dimension = RollupDimension
 
 const GRANULARITIES = { hour: 'Hour', day: 'Day', week: 'Week', month: 'Month' } as const
 const OPERATORS = { eq: 'scalar', neq: 'scalar', in: 'array', not_in: 'array' } as const
@@ -201,57 +184,28 @@ export async function queryAnalytics(db: Db, caller: Caller, q: Query) {
   const metrics = [...new Set(q.metrics)] as Metric[]
   const warnings: string[] = []
 
-  const where: Prisma.Sql[] = []
+  const filters: AnalyticsPlan['filters'] = []
   for (const f of q.filters ?? []) {
     const scalar = OPERATORS[f.operator as keyof typeof OPERATORS] === 'scalar'
     if (scalar === Array.isArray(f.value))
       throw new AppError('invalid_body', `filters: ${f.operator} takes ${scalar ? 'one value' : 'an array of values'}`)
-    const values = await resolved(db, accountId, f.field, Array.isArray(f.value) ? f.value : [f.value], warnings)
-    // Ids compared as uuids, so a key's or a workspace's rows are read through their index.
-    const isId = DIMENSIONS[f.field].id
-    const col = Prisma.raw(DIMENSIONS[f.field].sql)
-    const type = Prisma.raw(isId ? 'uuid[]' : 'text[]')
-    const negated = f.operator === 'neq' || f.operator === 'not_in'
-    const match = values.length
-      ? Prisma.sql`${col} ${Prisma.raw(negated ? '<>' : '=')} ${Prisma.raw(negated ? 'ALL' : 'ANY')}(${values}::${type})`
-      : Prisma.raw(negated ? 'true' : 'false')
-    const unset = isId ? Prisma.sql`${col} = ${NIL}::uuid` : Prisma.sql`${col} = ''`
-    where.push(f.include_unset ? Prisma.sql`(${match} OR ${unset})` : match)
+    filters.push({
+      field: f.field,
+      values: await resolved(db, accountId, f.field, Array.isArray(f.value) ? f.value : [f.value], warnings),
+      negated: f.operator === 'neq' || f.operator === 'not_in',
+      includeUnset: f.include_unset ?? false,
+    })
   }
 
-  // Buckets start at the zone's midnights (weeks on its Mondays), each named by that instant. The
-  // rollups are hourly: a zone whose offset is not whole hours puts each hour in the bucket its start
-  // falls in. The daily rollups are UTC days, so another zone's days are summed from the hours.
-  const zone = q.time_zone ?? 'UTC'
-  const utc = zone === 'UTC' || zone === 'Etc/UTC'
-  const bucket = q.granularity
-    ? Prisma.raw(`(date_trunc('${q.granularity}', r.hour AT TIME ZONE '${zone}') AT TIME ZONE '${zone}')`)
-    : undefined
-  const groups = [...(bucket ? [bucket] : []), ...dimensions.map((d) => Prisma.raw(DIMENSIONS[d].sql))]
-  const select = Prisma.join(
-    [
-      ...(bucket ? [Prisma.sql`${bucket} AS date`] : []),
-      ...dimensions.map((d) => Prisma.raw(`${DIMENSIONS[d].sql}::text AS "${d}"`)),
-      ...metrics.map((m) => Prisma.raw(`(${METRICS[m].sql})::float8 AS "${m}"`)),
-    ],
-    ', ',
-  )
+  const bucketed = q.granularity !== undefined
   const order = q.order_by
-  const orderable = new Set<string>([...metrics, 'request_count', ...dimensions, ...(bucket ? ['date'] : [])])
+  const orderable = new Set<string>([...metrics, 'request_count', ...dimensions, ...(bucketed ? ['date'] : [])])
   if (order && !orderable.has(order.field))
     throw new AppError(
       'invalid_body',
-      `order_by.field: order by a metric of the query, request_count, a dimension of the query${bucket ? ', or date' : ''}`,
+      `order_by.field: order by a metric of the query, request_count, a dimension of the query${bucketed ? ', or date' : ''}`,
     )
-  // What the rows are ordered by, as an expression over the rollups (a hidden column of the groups).
-  const orderField = order?.field ?? (bucket ? 'date' : metrics[0]!)
-  const orderExpr =
-    orderField === 'date'
-      ? bucket!
-      : (dimensionNames as string[]).includes(orderField)
-        ? Prisma.raw(DIMENSIONS[orderField as Dimension].sql)
-        : Prisma.raw(`(${METRICS[orderField as Metric].sql})`)
-  const direction = order?.direction ?? (orderField === 'date' ? 'asc' : 'desc')
+  const orderField = (order?.field ?? (bucketed ? 'date' : metrics[0]!)) as AnalyticsPlan['order']['field']
   const limit = q.limit ?? 1000
   let rows: Record<string, unknown>[]
   try {
@@ -259,17 +213,13 @@ export async function queryAnalytics(db: Db, caller: Caller, q: Query) {
       accountId,
       start,
       end,
-      hourly: q.granularity === 'hour' || (q.granularity !== undefined && !utc),
-      select,
-      columns: [...(bucket ? ['date'] : []), ...dimensions, ...metrics],
-      groups,
-      where,
-      order: { expr: orderExpr, direction },
+      bucket: q.granularity ? { granularity: q.granularity, zone: q.time_zone ?? 'UTC' } : undefined,
+      dimensions,
+      metrics,
+      filters,
+      order: { field: orderField, direction: order?.direction ?? (orderField === 'date' ? 'asc' : 'desc') },
       limit,
-      top:
-        q.group_limit && dimensions.length
-          ? { count: q.group_limit, dimensions, measure: Prisma.raw(`(${METRICS[metrics[0]!].sql})`) }
-          : undefined,
+      top: q.group_limit,
       timeoutMs: QUERY_TIMEOUT_MS,
     })
   } catch (err) {
@@ -291,7 +241,7 @@ export async function queryAnalytics(db: Db, caller: Caller, q: Query) {
     : undefined
   const data = page.map((r) => {
     const row: Record<string, unknown> = {}
-    if (bucket) row.date = (r.date as Date).toISOString()
+    if (bucketed) row.date = (r.date as Date).toISOString()
     for (const d of dimensions) {
       const v = String(r[d])
       row[d] = v === NIL || v === '' ? null : d === 'api_key_id' ? (numbers!.get(v) ?? null) : v

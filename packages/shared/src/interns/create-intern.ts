@@ -51,7 +51,7 @@ export interface CreateInternResult {
 
 /**
  * Creates an intern with its private vault, the borrowed-vault attachment and (when provisioning)
- * the outbox message, atomically, in one SQL statement (see create-statements.ts). Everything the
+ * the outbox message, atomically, in one SQL statement (insertOne in repositories/interns.ts). Everything the
  * statement needs (ids, the idempotency key and fingerprint, the sealed vault key) is decided
  * first, so the write itself is one round trip, possibly shared with concurrent creates.
  *

@@ -1,8 +1,7 @@
-import { Prisma } from '../db.js'
 import type { Intern, InternProgress, InternStatus, InternView } from '../contracts/interns.js'
 import type { Caller } from '../caller.js'
 
-/** An intern row as our raw queries select it (INTERN_COLUMNS); timestamps as Date or JSON text. */
+/** An intern row as our raw queries select it (repositories/interns.ts's INTERN_COLUMNS); timestamps as Date or JSON text. */
 export interface InternRecord {
   id: string
   name: string
@@ -21,11 +20,6 @@ export interface InternRecord {
   creator_user_id: string | null
   icon_sha256: string | null
 }
-
-/** The columns every intern read selects, in one place. */
-export const INTERN_COLUMNS = Prisma.raw(`id, name, description, instructions, model, status::text AS status,
-  last_failure_message, progress, hostname, workspace_id, vault_id, attached_vault_id, created_at, updated_at,
-  creator_user_id, icon_sha256`)
 
 const iso = (t: Date | string) => new Date(t).toISOString()
 

@@ -1,4 +1,8 @@
 import { Prisma, type Db } from '../db.js'
+import { NIL } from './generations.js'
+
+/** Pico-dollars in a dollar. */
+const PICO = 1e12
 
 // Analytics' reads of the generation_rollups and generation_rollups_daily tables (insertGenerations
 // in generations.ts writes both, in the statement that writes the generations). A query never scans
@@ -45,38 +49,105 @@ export function activityRows(
     GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
 }
 
+/** Each metric an analytics query may ask for, as its sum over the rollups (`r`). */
+export const ROLLUP_METRICS = {
+  request_count: 'sum(r.requests)',
+  prompt_tokens: 'sum(r.tokens_prompt)',
+  completion_tokens: 'sum(r.tokens_completion)',
+  reasoning_tokens: 'sum(r.tokens_reasoning)',
+  cached_tokens: 'sum(r.tokens_cached)',
+  total_tokens: 'sum(r.tokens_prompt + r.tokens_completion)',
+  usage: `sum(r.credits_pico) / ${PICO}`,
+  byok_usage: `sum(r.byok_pico) / ${PICO}`,
+  total_cost: `sum(r.credits_pico + r.byok_pico) / ${PICO}`,
+  avg_latency: 'sum(r.latency_ms)::float8 / nullif(sum(r.requests), 0)',
+  avg_ttft: 'sum(r.ttft_ms)::float8 / nullif(sum(r.ttft_count), 0)',
+  cancelled_count: 'sum(r.cancelled)',
+} as const
+export type RollupMetric = keyof typeof ROLLUP_METRICS
+
+/** Each dimension a query may group and filter by: its rollup column, and whether it holds ids (uuids). */
+export const ROLLUP_DIMENSIONS = {
+  model: { column: 'r.model', id: false },
+  provider: { column: 'r.provider', id: false },
+  workspace: { column: 'r.workspace_id', id: true },
+  api_key_id: { column: 'r.key_id', id: true },
+  user: { column: 'r.user_id', id: true },
+} as const
+export type RollupDimension = keyof typeof ROLLUP_DIMENSIONS
+
+/** One analytics query, as names and values (its SQL is made here, from the tables above alone). */
+export interface AnalyticsPlan {
+  accountId: string
+  start: Date
+  end: Date
+  /** Buckets of the zone's hours, days, weeks or months, named by the instant each starts (an IANA zone, already checked). */
+  bucket?: { granularity: 'hour' | 'day' | 'week' | 'month'; zone: string }
+  dimensions: RollupDimension[]
+  metrics: RollupMetric[]
+  /** Rows whose dimension is (or, negated, is not) one of `values`; `includeUnset` also takes rows without it. */
+  filters: { field: RollupDimension; values: string[]; negated: boolean; includeUnset: boolean }[]
+  order: { field: 'date' | RollupDimension | RollupMetric; direction: 'asc' | 'desc' }
+  limit: number
+  /** Only the `top` groups of the dimensions with the most of the first metric. */
+  top?: number
+  timeoutMs: number
+}
+
+const UTC_ZONES = new Set(['UTC', 'Etc/UTC'])
+
 /**
- * One analytics query, its parts built by the caller from whitelisted column expressions (never
- * from what a request said): the rollups of the range grouped by `groups` and summed as `select`
- * (its output `columns`), filtered by `where`, ordered by `order`; `top` keeps only the groups of
- * `dimensions` with the most of `measure`, ranked over the grouped rows (one pass over the rollups).
- * Runs under a statement timeout; more than `limit` rows means truncated.
+ * One analytics query: the rollups of the range grouped by the bucket and the dimensions, summed
+ * as the metrics, filtered, ordered; `top` keeps only the groups of the dimensions with the most of
+ * the first metric, ranked over the grouped rows (one pass over the rollups). Runs under a
+ * statement timeout; more than `limit` rows means truncated.
  */
-export async function analyticsRows(
-  db: Db,
-  q: {
-    accountId: string
-    start: Date
-    end: Date
-    /** Hour buckets asked for: the hourly rollups alone. */
-    hourly: boolean
-    select: Prisma.Sql
-    columns: string[]
-    groups: Prisma.Sql[]
-    where: Prisma.Sql[]
-    order: { expr: Prisma.Sql; direction: 'asc' | 'desc' }
-    limit: number
-    top?: { count: number; dimensions: string[]; measure: Prisma.Sql }
-    timeoutMs: number
-  },
-): Promise<Record<string, unknown>[]> {
-  const from = rollupsIn(q.accountId, q.start, q.end, q.hourly)
-  const where = q.where.length ? Prisma.sql`WHERE ${Prisma.join(q.where, ' AND ')}` : Prisma.empty
+export async function analyticsRows(db: Db, q: AnalyticsPlan): Promise<Record<string, unknown>[]> {
+  const column = (d: RollupDimension) => Prisma.raw(ROLLUP_DIMENSIONS[d].column)
+  const metric = (m: RollupMetric) => Prisma.raw(`(${ROLLUP_METRICS[m]})`)
+  // Buckets start at the zone's midnights (weeks on its Mondays), each named by that instant. The
+  // rollups are hourly: a zone whose offset is not whole hours puts each hour in the bucket its start
+  // falls in. The daily rollups are UTC days, so another zone's days are summed from the hours.
+  const { bucket: b } = q
+  const bucket = b
+    ? Prisma.raw(`(date_trunc('${b.granularity}', r.hour AT TIME ZONE '${b.zone}') AT TIME ZONE '${b.zone}')`)
+    : undefined
+  const hourly = b !== undefined && (b.granularity === 'hour' || !UTC_ZONES.has(b.zone))
+  const from = rollupsIn(q.accountId, q.start, q.end, hourly)
+  const conditions = q.filters.map((f) => {
+    const col = column(f.field)
+    const id = ROLLUP_DIMENSIONS[f.field].id
+    // Ids compared as uuids, so a key's or a workspace's rows are read through their index.
+    const match = f.values.length
+      ? Prisma.sql`${col} ${Prisma.raw(f.negated ? '<>' : '=')} ${Prisma.raw(f.negated ? 'ALL' : 'ANY')}(${f.values}::${Prisma.raw(id ? 'uuid[]' : 'text[]')})`
+      : Prisma.raw(f.negated ? 'true' : 'false')
+    const unset = id ? Prisma.sql`${col} = ${NIL}::uuid` : Prisma.sql`${col} = ''`
+    return f.includeUnset ? Prisma.sql`(${match} OR ${unset})` : match
+  })
+  const where = conditions.length ? Prisma.sql`WHERE ${Prisma.join(conditions, ' AND ')}` : Prisma.empty
+  const groups = [...(bucket ? [bucket] : []), ...q.dimensions.map(column)]
+  const select = Prisma.join(
+    [
+      ...(bucket ? [Prisma.sql`${bucket} AS date`] : []),
+      ...q.dimensions.map((d) => Prisma.raw(`${ROLLUP_DIMENSIONS[d].column}::text AS "${d}"`)),
+      ...q.metrics.map((m) => Prisma.raw(`(${ROLLUP_METRICS[m]})::float8 AS "${m}"`)),
+    ],
+    ', ',
+  )
+  const { field } = q.order
+  const order =
+    field === 'date'
+      ? bucket!
+      : field in ROLLUP_DIMENSIONS
+        ? column(field as RollupDimension)
+        : metric(field as RollupMetric)
+  const columns = [...(bucket ? ['date'] : []), ...q.dimensions, ...q.metrics]
   const quoted = (names: string[]) => Prisma.raw(names.map((n) => `"${n}"`).join(', '))
-  const top = q.top
-    ? Prisma.sql`WHERE (${quoted(q.top.dimensions)}) IN (
-        SELECT ${quoted(q.top.dimensions)} FROM g GROUP BY ${quoted(q.top.dimensions)}
-        ORDER BY sum(g.__rank) DESC NULLS LAST LIMIT ${q.top.count})`
+  const ranked = q.top && q.dimensions.length
+  const top = ranked
+    ? Prisma.sql`WHERE (${quoted(q.dimensions)}) IN (
+        SELECT ${quoted(q.dimensions)} FROM g GROUP BY ${quoted(q.dimensions)}
+        ORDER BY sum(g.__rank) DESC NULLS LAST LIMIT ${q.top})`
     : Prisma.empty
   const direction = Prisma.raw(q.order.direction === 'asc' ? 'ASC' : 'DESC')
   return db.$transaction(
@@ -84,10 +155,10 @@ export async function analyticsRows(
       await tx.$executeRawUnsafe(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(q.timeoutMs))}`)
       return tx.$queryRaw<Record<string, unknown>[]>`
         WITH g AS (
-          SELECT ${q.select}, ${q.order.expr} AS __order, ${q.top?.measure ?? Prisma.raw('NULL')} AS __rank
+          SELECT ${select}, ${order} AS __order, ${ranked ? metric(q.metrics[0]!) : Prisma.raw('NULL')} AS __rank
           FROM ${from} r ${where}
-          ${q.groups.length ? Prisma.sql`GROUP BY ${Prisma.join(q.groups)}` : Prisma.empty})
-        SELECT ${quoted(q.columns)} FROM g ${top}
+          ${groups.length ? Prisma.sql`GROUP BY ${Prisma.join(groups)}` : Prisma.empty})
+        SELECT ${quoted(columns)} FROM g ${top}
         ORDER BY g.__order ${direction} NULLS LAST LIMIT ${q.limit + 1}`
     },
     // The statement timeout bounds the query; the transaction waits for it.

@@ -3,10 +3,15 @@ import { pgErrorCode, Prisma, type Db } from '../db.js'
 import { Reasons, type Reason } from '../errors.js'
 import type { InternProgress, InternStatus } from '../contracts/interns.js'
 import type { NewVault } from '../vault/local-vault.js'
-import { INTERN_COLUMNS, type InternRecord } from '../interns/view.js'
+import type { InternRecord } from '../interns/view.js'
 import { QUOTA_SHARDS } from '../interns/quota.js'
 import type { FleetTimes } from '../fleet/times.js'
 import { likeLiteral } from '../like-pattern.js'
+
+/** The columns every intern read selects (an InternRecord), in one place. */
+export const INTERN_COLUMNS = Prisma.raw(`id, name, description, instructions, model, status::text AS status,
+  last_failure_message, progress, hostname, workspace_id, vault_id, attached_vault_id, created_at, updated_at,
+  creator_user_id, icon_sha256`)
 
 /** The database, or a transaction a caller writes beside (a create with rows of its own). */
 type Tx = Db | Prisma.TransactionClient
