@@ -3,10 +3,12 @@ import { dirname, join, relative } from 'node:path'
 import { expect, it } from 'vitest'
 import { repoRoot } from '@roster/testing'
 
-// Every link between the README and the pages of docs/ leads somewhere: to a file that exists and,
+// Every link between the README, the pages of docs/ and the benchmark pages leads somewhere: to a file that exists and,
 // with an anchor, to a heading of that file (as GitHub makes anchors of headings).
 const pages = [
   'README.md',
+  'bench/RESULTS.md',
+  'bench/HISTORY.md',
   ...readdirSync(join(repoRoot, 'docs'))
     .filter((f) => f.endsWith('.md'))
     .map((f) => `docs/${f}`),
