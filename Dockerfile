@@ -25,6 +25,8 @@ COPY apps/console/package.json apps/console/
 COPY apps/runtime/package.json apps/runtime/
 COPY apps/worker/package.json apps/worker/
 COPY packages/gateway/package.json packages/gateway/
+COPY packages/platform/package.json packages/platform/
+COPY packages/protocol/package.json packages/protocol/
 COPY packages/shared/package.json packages/shared/
 COPY packages/slack-sim/package.json packages/slack-sim/
 COPY packages/testing/package.json packages/testing/

@@ -56,7 +56,7 @@ if (!env.VAULT_MASTER_KEY) {
 // The fleet's credential: runtime hosts join the fleet with it (the API gives each its own then);
 // started together, the API and the hosts share one made for this run (it is not kept).
 env.RUNTIME_TOKEN ||= randomBytes(32).toString('hex')
-const { StartConfig, loadConfigOrExit } = await import('../packages/shared/dist/config.js')
+const { StartConfig, loadConfigOrExit } = await import('../packages/protocol/dist/config.js')
 const start = loadConfigOrExit(StartConfig, 'roster', env)
 const hosts = start.RUNTIME_HOSTS
 

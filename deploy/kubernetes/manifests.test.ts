@@ -95,7 +95,7 @@ describe('the Kubernetes manifests', () => {
     for (const state of ['waiting', 'prioritized', 'delayed']) expect(prometheus.metadata.query).toContain(state)
     // The gauge it reads is one the workers export.
     const metric = /([a-z_]+)\{/.exec(prometheus.metadata.query)![1]!
-    expect(readFileSync(join(root, 'packages/shared/src/metrics.ts'), 'utf8')).toContain(`name: '${metric}'`)
+    expect(readFileSync(join(root, 'packages/platform/src/metrics.ts'), 'utf8')).toContain(`name: '${metric}'`)
     // The wait list of the interns queue under the default prefix (BullMQ's key), on a Redis the worker knows.
     const redis = scaled.spec.triggers.find((t: any) => t.type === 'redis')
     const config = named('ConfigMap', 'roster-config')!

@@ -81,7 +81,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
     // The router's and Node's own refusals leave in the documented error body too.
     frameworkErrors,
     clientErrorHandler: clientErrorHandler((reason) => deps.metrics?.connectionsCut.inc({ reason })),
-    // Timeouts on headers, bodies and idle keep-alive connections (packages/shared/src/listener-limits.ts).
+    // Timeouts on headers, bodies and idle keep-alive connections (packages/platform/src/listener-limits.ts).
     ...fastifyListenerOptions(deps.config),
     trustProxy: deps.config.TRUST_PROXY,
   })

@@ -3,11 +3,11 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { mkdir, mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { hostError, type RuntimeConfig } from '@roster/protocol'
 import {
   cutStalledBody,
   fastifyListenerOptions,
   guardConnections,
-  hostError,
   loggerOptions,
   logsEachRequest,
   maxConnections,
@@ -17,8 +17,7 @@ import {
   traceHttpServer,
   tracing,
   type Metrics,
-  type RuntimeConfig,
-} from '@roster/shared'
+} from '@roster/platform'
 import { EgressProxies } from './egress-proxy.js'
 import { chooseEgressForwarder, commandRunner, confineCommands } from './sandbox.js'
 import { prepareConfinement, reachableBySandboxUser } from './confinement.js'

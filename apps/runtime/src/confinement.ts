@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { chmod, lchown, lstat, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { RuntimeConfig } from '@roster/shared'
+import type { RuntimeConfig } from '@roster/protocol'
 import { Cgroups } from './cgroups.js'
 import type { Confinement } from './sandbox.js'
 

@@ -4,13 +4,8 @@ import { chmod, chown, mkdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Agent, request } from 'undici'
 import { guardedLookup, refusedLiteral } from '@roster/gateway'
-import {
-  httpServerOptions,
-  limitHttpServer,
-  SECRET_PLACEHOLDER,
-  type ListenerSettings,
-  type SecretEgress,
-} from '@roster/shared'
+import { SECRET_PLACEHOLDER, type ListenerSettings, type SecretEgress } from '@roster/protocol'
+import { httpServerOptions, limitHttpServer } from '@roster/platform'
 
 // How an intern's shell commands reach the network. A sandbox has no network of its own (no
 // interface but its own loopback); a command granted the network gets this intern's HTTP proxy,

@@ -11,7 +11,7 @@ import {
   type HeartbeatRequest,
   type JoinRequest,
   type SecretEgress,
-} from '@roster/shared'
+} from '@roster/protocol'
 
 // The runtime host's side of the fleet: it joins through the API with the fleet's credential, is
 // given its own, and from then on beats and asks the API (and only the API: a host holds no

@@ -8,7 +8,7 @@ import {
   type InternSpec,
   type Placement,
   type RuntimeConfig,
-} from '@roster/shared'
+} from '@roster/protocol'
 import type { FastifyBaseLogger } from 'fastify'
 import { SessionStore } from './agent/session-store.js'
 import { runAgentTurn } from './agent/agent-turn.js'

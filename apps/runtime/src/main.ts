@@ -1,11 +1,5 @@
-import {
-  createMetrics,
-  loadConfigOrExit,
-  RuntimeConfig,
-  serveMetrics,
-  startTracing,
-  stopOnSignals,
-} from '@roster/shared'
+import { loadConfigOrExit, RuntimeConfig } from '@roster/protocol'
+import { createMetrics, serveMetrics, startTracing, stopOnSignals } from '@roster/platform'
 import { buildRuntimeHost } from './app.js'
 import { hostIdentity, startMembership } from './membership.js'
 

@@ -1,6 +1,6 @@
 import { totalmem } from 'node:os'
 import type { FastifyBaseLogger } from 'fastify'
-import type { RuntimeConfig } from '@roster/shared'
+import type { RuntimeConfig } from '@roster/protocol'
 import { FleetError, type FleetClient } from './fleet-client.js'
 import type { Interns } from './interns.js'
 

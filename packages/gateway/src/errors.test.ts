@@ -112,7 +112,7 @@ describe('zod issues in error messages', () => {
 
 describe('the table of gateway errors', () => {
   it('gives each canonical type its status and its name on every wire', async () => {
-    const { GatewayErrors, openResponsesErrorType, anthropicErrorType } = await import('@roster/shared/errors')
+    const { GatewayErrors, openResponsesErrorType, anthropicErrorType } = await import('@roster/protocol')
     const { gatewayError } = await import('./errors.js')
     for (const [type, row] of Object.entries(GatewayErrors)) {
       expect(gatewayError(row.type, 'x').status).toBe(row.status)

@@ -1,7 +1,7 @@
 import type { z } from 'zod'
-import { GatewayErrors, type ErrorType } from '@roster/shared/errors'
+import { GatewayErrors, type ErrorType } from '@roster/protocol'
 
-/** The canonical error types (the one table of errors: packages/shared/src/errors.ts). */
+/** The canonical error types (the one table of errors: packages/protocol/src/errors.ts). */
 export type GatewayErrorType = ErrorType
 
 /** A failure with its HTTP status and the spec's canonical error type. */

@@ -1,4 +1,4 @@
-import { costPico, type GenerationContentRecord, type GenerationRecord } from '@roster/shared/generations'
+import { costPico, type GenerationContentRecord, type GenerationRecord } from '@roster/protocol'
 import { GatewayError } from './errors.js'
 import type { Run } from './run.js'
 import { isByok } from './byok.js'

@@ -5,7 +5,7 @@ import {
   type BuiltinDetector,
   type DataRegion,
   type FilterAction,
-} from '@roster/shared/guardrail-policy'
+} from '@roster/protocol'
 import { gatewayError } from './errors.js'
 import { isMessage, type InputItem, type ResponsesRequest } from './request.js'
 import type { Candidate, Route } from './routing.js'

@@ -1,4 +1,4 @@
-import type { ErrorType } from '@roster/shared/errors'
+import type { ErrorType } from '@roster/protocol'
 import type { Usage } from './deltas.js'
 
 /** What the engine reports as it works, for metrics and traces. Models and providers are the catalogue's. */

@@ -1,4 +1,4 @@
-import { EventStreamDecoder } from '@roster/shared/event-stream'
+import { EventStreamDecoder } from '@roster/platform'
 import type { AnyAdapter } from './adapters/adapter.js'
 import type { ResponseAssembler } from './assembler.js'
 import { GatewayError, gatewayError } from './errors.js'

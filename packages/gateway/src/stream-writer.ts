@@ -1,5 +1,5 @@
-import { openResponsesError, responseObjectError } from '@roster/shared/errors'
-import { sseEvent } from '@roster/shared/event-stream'
+import { openResponsesError, responseObjectError } from '@roster/protocol'
+import { sseEvent } from '@roster/protocol'
 import type { GatewayError } from './errors.js'
 import type { Usage } from './deltas.js'
 import { responseObject } from './response-object.js'

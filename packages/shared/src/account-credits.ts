@@ -1,6 +1,6 @@
-import { AppError } from './errors.js'
+import { AppError } from '@roster/protocol'
 import type { Db } from './db.js'
-import { PICO_PER_MICRO, usdOfPico } from './generations.js'
+import { PICO_PER_MICRO, usdOfPico } from '@roster/protocol'
 import { MAX_KEY_LIMIT_USD } from './managed-keys.js'
 import { accountCredits, addCredits, updateCredits } from './repositories/accounts.js'
 import { spendOf } from './repositories/generations.js'

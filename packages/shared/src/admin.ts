@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { AppError } from './errors.js'
+import { AppError } from '@roster/protocol'
 import type { Db } from './db.js'
 import { generateApiKey, type ApiKeyKind } from './api-keys.js'
 import {

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import type { Db } from './db.js'
-import { AppError } from './errors.js'
+import { AppError } from '@roster/protocol'
 import type { Caller } from './caller.js'
 import { assertManagementKey } from './managed-keys.js'
 import {

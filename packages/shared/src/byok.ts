@@ -1,6 +1,6 @@
 import { createHmac, randomUUID } from 'node:crypto'
 import { z } from 'zod'
-import { AppError } from './errors.js'
+import { AppError } from '@roster/protocol'
 import type { Db } from './db.js'
 import type { Caller } from './caller.js'
 import { assertManagementKey, keysNamedByHash } from './managed-keys.js'

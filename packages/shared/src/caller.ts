@@ -2,8 +2,8 @@ import type { Db } from './db.js'
 import type { ApiKeyKind } from './api-keys.js'
 import { digestsEqual, hashApiKey } from './api-keys.js'
 import { keyByHash, type CallerGuardrail } from './repositories/api-keys.js'
-import { memberSpendOwner, PICO_PER_MICRO, type SpendLimit } from './generations.js'
-import type { AppliedGuardrail } from './guardrail-policy.js'
+import { memberSpendOwner, PICO_PER_MICRO, type SpendLimit } from '@roster/protocol'
+import type { AppliedGuardrail } from '@roster/protocol'
 
 /** Who is calling: resolved from the bearer key in one indexed lookup. */
 export interface Caller {

@@ -1,8 +1,8 @@
 import { z } from 'zod'
 import type { Db } from './db.js'
-import { AppError } from './errors.js'
+import { AppError } from '@roster/protocol'
 import type { Caller } from './caller.js'
-import { canonicalGenerationId, generationView } from './generations.js'
+import { canonicalGenerationId, generationView } from '@roster/protocol'
 import { generationById, generationPage } from './repositories/generations.js'
 import { keyIdsOf, keyNumbers } from './repositories/generation-rollups.js'
 

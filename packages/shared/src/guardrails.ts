@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
-import { AppError } from './errors.js'
+import { AppError } from '@roster/protocol'
 import type { Db } from './db.js'
 import type { Caller } from './caller.js'
 import { assertManagementKey, keysNamedByHash, MAX_KEY_LIMIT_USD } from './managed-keys.js'
-import { BUILTIN_DETECTORS, DATA_REGIONS, type GuardrailRules } from './guardrail-policy.js'
+import { BUILTIN_DETECTORS, DATA_REGIONS, type GuardrailRules } from '@roster/protocol'
 import {
   assignKeys,
   assignMembers,

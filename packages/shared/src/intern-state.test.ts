@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { canTransition, Transitions } from './intern-state.js'
-import { InternStatus } from './contracts/interns.js'
+import { InternStatus } from '@roster/protocol'
 
 describe('the intern state machine', () => {
   it('has a row for every status of the spec and targets only known statuses', () => {

@@ -1,5 +1,5 @@
 import type { Db, Prisma } from './db.js'
-import type { InternStatus } from './contracts/interns.js'
+import type { InternStatus } from '@roster/protocol'
 import { GroupCommit } from './group-commit.js'
 import {
   updateStatus,

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { AppError } from './errors.js'
+import { AppError } from '@roster/protocol'
 import type { Db } from './db.js'
 import type { Caller } from './caller.js'
 import { generateApiKey, hashApiKey } from './api-keys.js'
@@ -16,7 +16,7 @@ import {
 import { insertUser } from './repositories/accounts.js'
 import { isMember, workspaceByRef } from './repositories/workspaces.js'
 import { spendOf } from './repositories/generations.js'
-import { PICO_PER_MICRO, spendPeriods, usdOfPico } from './generations.js'
+import { PICO_PER_MICRO, spendPeriods, usdOfPico } from '@roster/protocol'
 
 // API keys managed through the API (`client.apiKeys`: POST/GET/PATCH/DELETE /keys, GET /key), as
 // governance-contract.md §1 describes them. A key made here is a user key: it works everywhere a

@@ -1,10 +1,10 @@
 import { createHash, createHmac, randomUUID } from 'node:crypto'
 import type { Queue } from 'bullmq'
 import { z } from 'zod'
-import { AppError } from './errors.js'
+import { AppError } from '@roster/protocol'
 import type { Db } from './db.js'
 import type { Caller } from './caller.js'
-import type { GenerationRecord } from './generations.js'
+import type { GenerationRecord } from '@roster/protocol'
 import { assertManagementKey, keysNamedByHash } from './managed-keys.js'
 import { seal, unseal } from './vault/seal.js'
 import {

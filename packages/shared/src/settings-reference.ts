@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { ApiConfig, CliConfig, RuntimeConfig, StartConfig, WorkerConfig } from './config.js'
+import { ApiConfig, CliConfig, RuntimeConfig, StartConfig, WorkerConfig } from '@roster/protocol'
 
 // docs/settings.md, written from the schemas every process parses its environment with: the
 // reference cannot say what the code does not (settings-reference.test.ts fails when they differ;
@@ -79,10 +79,10 @@ export function settingsReference(): string {
   return [
     '# Settings',
     '',
-    '<!-- Written by `npm run -s docs:settings` from packages/shared/src/config.ts; edit the schema, not this page. -->',
+    '<!-- Written by `npm run -s docs:settings` from packages/protocol/src/config.ts; edit the schema, not this page. -->',
     '',
     'Every process reads its settings from the environment once, at start-up, through one zod schema',
-    '(`packages/shared/src/config.ts`); a bad value stops it with a message naming the variable. An empty',
+    '(`packages/protocol/src/config.ts`); a bad value stops it with a message naming the variable. An empty',
     'value counts as unset.',
     '',
     '| variable | default | read by | meaning |',

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { createMetrics } from './metrics.js'
+import { createMetrics } from '@roster/platform'
 import { spendMetrics } from './spend-metrics.js'
-import type { GenerationRecord } from './generations.js'
+import type { GenerationRecord } from '@roster/protocol'
 
 const record = (id: string, workspace: string | null, cost: string, is_byok = false) =>
   ({

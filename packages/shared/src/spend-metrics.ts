@@ -1,5 +1,5 @@
-import type { Metrics } from './metrics.js'
-import type { GenerationRecord } from './generations.js'
+import type { Metrics } from '@roster/platform'
+import type { GenerationRecord } from '@roster/protocol'
 
 /**
  * Counts written generations into the spend metrics: cost and tokens by workspace and model. Called

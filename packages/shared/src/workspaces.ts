@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { z } from 'zod'
-import { AppError } from './errors.js'
+import { AppError } from '@roster/protocol'
 import type { Db } from './db.js'
 import type { Caller } from './caller.js'
 import { assertManagementKey, MAX_KEY_LIMIT_USD } from './managed-keys.js'

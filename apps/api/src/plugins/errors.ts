@@ -87,7 +87,7 @@ function unhandled(err: FastifyError, req: FastifyRequest): AppError {
   return new AppError('internal_error', `internal error (request ${req.id}); the same request may be sent again`)
 }
 
-/** The wire formats of the routes' errors (packages/shared/src/errors.ts renders each). */
+/** The wire formats of the routes' errors (packages/protocol/src/errors.ts renders each). */
 type ErrorWire = 'lifecycle' | 'chat' | 'vault' | 'gateway' | 'anthropic'
 
 declare module 'fastify' {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
-import { EgressRequest, injectTrace, readEventStream, retryableAnswer } from '@roster/shared'
+import { EgressRequest, retryableAnswer, type ApprovalMode, type RunEvent, type TurnUsage } from '@roster/protocol'
+import { injectTrace, readEventStream } from '@roster/platform'
 import type { CommandLimits, CommandResult } from '../sandbox.js'
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from '../workspace-files.js'
 import type { SessionStore } from './session-store.js'
@@ -64,24 +65,15 @@ export interface AgentSetup {
    * `manual`: every shell command, network for one, and every HTTP request first asks the user's
    * permission. `self-drive`: nothing asks, and shell commands get the network (when the host can give it).
    */
-  approval: 'self-drive' | 'manual'
+  approval: ApprovalMode
   /** Whether this host can give a shell command the network (through the egress). */
   commandNetwork: boolean
   /** Puts a question to the user and waits for the answer (the run pauses meanwhile; rejects when the run ends). */
   ask: (question: Question) => Promise<Answer>
 }
 
-export type AgentEvent =
-  | { type: 'text'; delta: string; model: string }
-  | { type: 'reasoning'; delta: string; model: string }
-  | { type: 'tool'; name: string; arguments: string; output: string }
-
-export interface TurnUsage {
-  prompt_tokens: number
-  completion_tokens: number
-  total_tokens: number
-  cost: number
-}
+/** What a turn tells as it goes: the protocol's run events of text, reasoning and tools. */
+export type AgentEvent = Extract<RunEvent, { type: 'text' | 'reasoning' | 'tool' }>
 
 export class TurnFailed extends Error {
   override name = 'TurnFailed'

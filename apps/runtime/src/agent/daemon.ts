@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import type { AgentEvent, TurnUsage } from './agent-turn.js'
+import type { ApprovalMode, RunEvent, TurnUsage } from '@roster/protocol'
+import type { AgentEvent } from './agent-turn.js'
 import { questionArguments, readAnswer, type Answer, type Question } from './interactions.js'
 import type { SessionStore } from './session-store.js'
 
@@ -10,28 +11,17 @@ import type { SessionStore } from './session-store.js'
 // is cut while it goes is cancelled with any command it runs. Nothing here touches HTTP: the host
 // gives each run a stream and turns outcomes into statuses.
 
-export type RunEvent =
-  | { type: 'session'; session_id: string; model?: string }
-  | AgentEvent
-  | { type: 'pause'; interaction_id: string; arguments: string }
-  | { type: 'done'; usage: TurnUsage }
-  | { type: 'error'; message: string; retryable: boolean }
-  /** The daemon ended the run (suspended, a question's deadline passed) while a client listened. */
-  | { type: 'ended'; message: string }
-
 /** Where a run's events go: the response of the request attached to it. */
 export interface RunStream {
   send(event: RunEvent): void
   end(): void
 }
 
-export type Approval = 'self-drive' | 'manual'
-
 /** One run's work, as the host does it: the agent loop with the intern's setup. */
 export type ExecuteRun = (run: {
   sessionId: string
   prompt: string
-  approval: Approval
+  approval: ApprovalMode
   emit: (event: AgentEvent) => void
   ask: (question: Question) => Promise<Answer>
   steered: () => string[]
@@ -79,7 +69,7 @@ class Run {
   readonly asked = new Set<string>()
   constructor(
     readonly sessionId: string,
-    readonly approval: Approval,
+    readonly approval: ApprovalMode,
   ) {}
 }
 
@@ -107,7 +97,7 @@ export class InternDaemon {
   }
 
   /** A user prompt: steered into the session's going turn, or a new run, or refused. */
-  prompt(sessionId: string, text: string, approval: Approval, stream: RunStream): PromptOutcome {
+  prompt(sessionId: string, text: string, approval: ApprovalMode, stream: RunStream): PromptOutcome {
     if (this.turn) {
       if (this.turn.sessionId === sessionId) {
         this.turn.steer.push(text)

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyReply } from 'fastify'
-import { ChatRequest, hostError, sseEvent, type RunEvent } from '@roster/shared'
+import { ChatRequest, sseEvent, type RunEvent } from '@roster/protocol'
+import { refuse } from './refuse.js'
 import type { Interns } from '../interns.js'
 import type { RunStream } from '../agent/daemon.js'
 
@@ -14,10 +15,6 @@ import type { RunStream } from '../agent/daemon.js'
  * away while a run streams cancels it, with any command it runs.
  */
 export function chatRoutes(app: FastifyInstance, interns: Interns) {
-  const refuse = (reply: FastifyReply, ...args: Parameters<typeof hostError>) => {
-    const { status, body } = hostError(...args)
-    return reply.code(status).send(body)
-  }
   app.post<{ Params: { id: string } }>('/v1/interns/:id/chat', async (req, reply) => {
     const intern = interns.get(req.params.id)
     if (!intern) return refuse(reply, 'intern_not_ready', `intern ${req.params.id} is not running on this host`)

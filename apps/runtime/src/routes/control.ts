@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { InternId, InternSpec, WORKSPACE_FILE_MAX_BYTES, WorkspaceFilePut } from '@roster/shared'
+import { InternId, InternSpec, WORKSPACE_FILE_MAX_BYTES, WorkspaceFilePut } from '@roster/protocol'
 import { WorkspacePathError } from '../workspace-files.js'
 import { Refused, type Interns } from '../interns.js'
+import { refuse } from './refuse.js'
 
 // The host's control API, for the workers (and the reconciler): configure, start, stop, archive and
 // remove an intern, and list them. Every call about an intern names its placement (the generation,
@@ -13,6 +14,8 @@ const generationOf = (req: FastifyRequest) => {
 }
 const idOf = (req: FastifyRequest) => InternId.safeParse((req.params as { id: string }).id)
 
+const NOT_AN_ID = 'an intern id is a UUID'
+
 /** Answers a refusal in the protocol's body; rethrows anything else. */
 export function answerRefusal(reply: FastifyReply, err: unknown) {
   if (err instanceof Refused) return reply.code(err.status).send(err.body)
@@ -21,9 +24,9 @@ export function answerRefusal(reply: FastifyReply, err: unknown) {
 
 export function controlRoutes(app: FastifyInstance, interns: Interns) {
   app.put<{ Params: { id: string } }>('/v1/interns/:id', async (req, reply) => {
-    if (!idOf(req).success) return reply.code(400).send({ error: 'bad_request', message: 'an intern id is a UUID' })
+    if (!idOf(req).success) return refuse(reply, 'bad_request', NOT_AN_ID)
     const spec = InternSpec.safeParse(req.body)
-    if (!spec.success) return reply.code(400).send({ error: 'bad_request', message: spec.error.message })
+    if (!spec.success) return refuse(reply, 'bad_request', spec.error.message)
     return interns.configure(req.params.id, spec.data).catch((err) => answerRefusal(reply, err))
   })
 
@@ -41,13 +44,12 @@ export function controlRoutes(app: FastifyInstance, interns: Interns) {
     { bodyLimit: Math.ceil(WORKSPACE_FILE_MAX_BYTES / 3) * 4 + 4096 },
     async (req, reply) => {
       const put = WorkspaceFilePut.safeParse(req.body)
-      if (!put.success) return reply.code(400).send({ error: 'bad_request', message: put.error.message })
+      if (!put.success) return refuse(reply, 'bad_request', put.error.message)
       try {
         const intern = interns.check(req.params.id, generationOf(req))
         return await interns.putFile(intern, put.data.path, Buffer.from(put.data.content_base64, 'base64'))
       } catch (err) {
-        if (err instanceof WorkspacePathError)
-          return reply.code(400).send({ error: 'bad_request', message: err.message })
+        if (err instanceof WorkspacePathError) return refuse(reply, 'bad_request', err.message)
         return answerRefusal(reply, err)
       }
     },
@@ -68,7 +70,7 @@ export function controlRoutes(app: FastifyInstance, interns: Interns) {
 
   // An intern this host never had has nothing to archive.
   app.post<{ Params: { id: string } }>('/v1/interns/:id/archive', async (req, reply) => {
-    if (!idOf(req).success) return reply.code(400).send({ error: 'bad_request', message: 'an intern id is a UUID' })
+    if (!idOf(req).success) return refuse(reply, 'bad_request', NOT_AN_ID)
     const intern = interns.get(req.params.id)
     if (!intern) return { archived: false }
     return interns.archive(intern)

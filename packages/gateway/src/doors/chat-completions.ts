@@ -5,8 +5,8 @@ import type {
 } from 'openai/resources/chat/completions'
 import type { CompletionUsage } from 'openai/resources/completions'
 import { z } from 'zod'
-import { gatewayErrorBody } from '@roster/shared/errors'
-import { SSE_COMMENT, sseEvent } from '@roster/shared/event-stream'
+import { gatewayErrorBody } from '@roster/protocol'
+import { SSE_COMMENT, sseEvent } from '@roster/protocol'
 import { invalid, type GatewayError } from '../errors.js'
 import {
   Metadata,

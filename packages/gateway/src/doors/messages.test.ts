@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { sseEvent } from '@roster/shared/event-stream'
+import { sseEvent } from '@roster/protocol'
 import { MessageInProgress } from '../items-in-progress.js'
 import { MessagesStream } from './messages.js'
 

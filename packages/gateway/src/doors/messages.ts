@@ -8,8 +8,8 @@ import type {
   Usage,
 } from '@anthropic-ai/sdk/resources/messages'
 import { z } from 'zod'
-import { anthropicErrorBody } from '@roster/shared/errors'
-import { sseEvent } from '@roster/shared/event-stream'
+import { anthropicErrorBody } from '@roster/protocol'
+import { sseEvent } from '@roster/protocol'
 import { invalid, type GatewayError } from '../errors.js'
 import { ServiceTier, sparseParser, type InputItem, type ResponsesRequest } from '../request.js'
 import {

@@ -1,7 +1,7 @@
 import { Pool, type Dispatcher } from 'undici'
 import type { Db } from '../db.js'
-import { injectTrace, inSpan, SpanKind, tracing } from '../tracing.js'
-import { readEventStream } from '../event-stream.js'
+import { injectTrace, inSpan, SpanKind, tracing } from '@roster/platform'
+import { readEventStream } from '@roster/platform'
 import {
   HostErrorBody,
   HostedIntern,
@@ -10,7 +10,7 @@ import {
   type ChatRequest,
   type InternSpec,
   type WorkspaceFilePut,
-} from '../runtime-protocol.js'
+} from '@roster/protocol'
 import { hostCredential } from './hosts.js'
 import { placementOf, type PlacedOn } from '../repositories/interns.js'
 

@@ -1,7 +1,7 @@
 import type { Db } from '../db.js'
-import { AppError } from '../errors.js'
+import { AppError } from '@roster/protocol'
 import { drainHost, listHosts } from '../repositories/runtime-hosts.js'
-import { HostId } from '../runtime-protocol.js'
+import { HostId } from '@roster/protocol'
 import type { FleetTimes } from './times.js'
 
 // What an operator sees of the fleet and does to it, the same through the admin CLI (`runtime list`,

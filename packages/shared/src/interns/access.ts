@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js'
+import { AppError } from '@roster/protocol'
 import type { Caller } from '../caller.js'
 import type { Db } from '../db.js'
 import { internScope } from '../repositories/interns.js'

@@ -1,5 +1,5 @@
 import type { Caller } from '../caller.js'
-import type { InternView } from '../contracts/interns.js'
+import type { InternView } from '@roster/protocol'
 import { assertInternId, canSeeIntern, isUuid, visibleOrNotFound } from './access.js'
 import { toInternView } from './view.js'
 import type { InternReader } from './intern-reader.js'

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { AppError } from '../errors.js'
+import { AppError } from '@roster/protocol'
 import type { Db } from '../db.js'
 import type { Caller } from '../caller.js'
 import { assertInternId, refuseWhileDeleting, visibleOrNotFound } from './access.js'

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { AppError } from '../errors.js'
+import { AppError } from '@roster/protocol'
 import { isUniqueViolation, type Prisma, type Db } from '../db.js'
 import type { Caller } from '../caller.js'
 import type {
@@ -8,7 +8,7 @@ import type {
   InternView,
   ListInternsQuery,
   UpdateInternRequest,
-} from '../contracts/interns.js'
+} from '@roster/protocol'
 import { transition } from '../intern-state.js'
 import { enqueueInTx } from '../repositories/outbox.js'
 import { internPage, lockIntern, updateInternFields } from '../repositories/interns.js'

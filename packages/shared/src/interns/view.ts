@@ -1,4 +1,4 @@
-import type { Intern, InternProgress, InternStatus, InternView } from '../contracts/interns.js'
+import type { Intern, InternProgress, InternStatus, InternView } from '@roster/protocol'
 import type { Caller } from '../caller.js'
 
 /** An intern row as our raw queries select it (repositories/interns.ts's INTERN_COLUMNS); timestamps as Date or JSON text. */

@@ -1,7 +1,7 @@
 import { Prisma, type Db } from '../db.js'
 import { likeLiteral } from '../like-pattern.js'
 import type { ApiKeyKind } from '../api-keys.js'
-import type { GuardrailRules } from '../guardrail-policy.js'
+import type { GuardrailRules } from '@roster/protocol'
 
 // The api_keys table's statements.
 

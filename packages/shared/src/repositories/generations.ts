@@ -1,6 +1,6 @@
 import { Prisma, type Db } from '../db.js'
-import { storableJson } from '../storable-text.js'
-import type { GenerationContentRecord, GenerationRecord, GenerationRow } from '../generations.js'
+import { storableJson } from '@roster/protocol'
+import type { GenerationContentRecord, GenerationRecord, GenerationRow } from '@roster/protocol'
 
 // The generations, spend, generation_rollups and generation_content tables' statements.
 

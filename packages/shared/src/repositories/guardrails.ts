@@ -1,5 +1,5 @@
 import { Prisma, type Db } from '../db.js'
-import type { GuardrailRules } from '../guardrail-policy.js'
+import type { GuardrailRules } from '@roster/protocol'
 
 // The guardrails, guardrail_key_assignments and guardrail_member_assignments tables' statements.
 

@@ -1,6 +1,6 @@
 import type { Db, Prisma } from '../db.js'
-import { Jobs, type JobKind, type JobPayload } from '../jobs.js'
-import { activeCarrier, type TraceCarrier } from '../tracing.js'
+import { Jobs, type JobKind, type JobPayload } from '@roster/protocol'
+import { activeCarrier, type TraceCarrier } from '@roster/platform'
 
 /**
  * The Redis channel on which writers ring the relay's bell after committing outbox rows. A bell,

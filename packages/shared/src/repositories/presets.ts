@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { Prisma, type Db } from '../db.js'
-import { AppError } from '../errors.js'
+import { AppError } from '@roster/protocol'
 import type { Caller } from '../caller.js'
 
 // Presets in Postgres, scoped to the caller's workspace. A create is one statement: the preset row

@@ -1,5 +1,5 @@
 import type { Db } from '../db.js'
-import type { HeartbeatRequest, HeartbeatResponse, JoinRequest } from '../runtime-protocol.js'
+import type { HeartbeatRequest, HeartbeatResponse, JoinRequest } from '@roster/protocol'
 import type { FleetTimes } from '../fleet/times.js'
 import { placementsOf } from './interns.js'
 

@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js'
+import { AppError } from '@roster/protocol'
 import type { Db } from '../db.js'
 import {
   deleteSlackConfigToken,

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import type { Db } from '../db.js'
-import { storableText } from '../storable-text.js'
+import { storableText } from '@roster/protocol'
 import { recordSlackEvent, type SlackFile } from '../repositories/slack-events.js'
 import { revokeSlackLink } from '../repositories/slack-links.js'
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { AppError } from '../errors.js'
+import { AppError } from '@roster/protocol'
 import type { Db } from '../db.js'
 import type { AfterCommit } from '../interns/lifecycle.js'
 import { transition } from '../intern-state.js'

@@ -1,6 +1,6 @@
-import { AppError } from '../errors.js'
+import { AppError } from '@roster/protocol'
 import type { Db } from '../db.js'
-import type { SlackLinkView } from '../contracts/slack.js'
+import type { SlackLinkView } from '@roster/protocol'
 import { slackLinkOf } from '../repositories/slack-links.js'
 import { slackInstallUrl, type SlackInstallSettings } from './install.js'
 

@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js'
+import { AppError } from '@roster/protocol'
 import type { Caller } from '../caller.js'
 
 export interface VaultAccess {

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto'
-import { AppError } from '../errors.js'
+import { AppError } from '@roster/protocol'
 import { pgErrorCode, type Db, type Prisma } from '../db.js'
 import { masterKeyFingerprint, seal, secretFingerprint, unseal } from './seal.js'
 import {

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto'
 import { z } from 'zod'
-import { AppError } from '../errors.js'
+import { AppError } from '@roster/protocol'
 import type { Db, Prisma } from '../db.js'
 import { GroupCommit } from '../group-commit.js'
 import { seal, unseal } from './seal.js'

@@ -1,7 +1,7 @@
 import { DATA_REGIONS, type DataRegion } from './guardrail-policy.js'
 import { isIP } from 'node:net'
 import { z } from 'zod'
-import { listenerSettings } from './listener-limits.js'
+import { listenerSettings } from './listener-settings.js'
 
 // One schema per process, parsed once at start-up. This is the only module that reads process.env.
 

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
-import { httpServerOptions, limitHttpServer, type ListenerSettings } from './listener-limits.js'
+import type { ListenerSettings } from '@roster/protocol'
+import { httpServerOptions, limitHttpServer } from './listener-limits.js'
 
 // Every metric Roster exports, in one table: each process makes the set and uses the ones that
 // concern it (an unused labelled metric exports only its HELP line). Labels are bounded: routes are

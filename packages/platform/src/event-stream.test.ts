@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { EventStreamDecoder, readEventStream, sseEvent } from './event-stream.js'
+import { sseEvent } from '@roster/protocol'
+import { EventStreamDecoder, readEventStream } from './event-stream.js'
 
 describe('the one reader of Server-Sent Events', () => {
   it('puts back together bytes split anywhere, even inside a character', () => {

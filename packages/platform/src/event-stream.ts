@@ -1,23 +1,10 @@
 import { StringDecoder } from 'node:string_decoder'
 import { createParser } from 'eventsource-parser'
+import type { StreamEvent } from '@roster/protocol'
 
-// Server-Sent Events as Roster reads and writes them: one reader for every stream it reads (a
-// provider's reply in the gateway, a host's run events in the API, the gateway's events in an
-// intern's turn) and the writer of the streams between its processes. No dependencies of ours, so
-// the gateway reads it too (`@roster/shared/event-stream`).
-
-/** One event's `data:` line (and its `event:` name, when it has one). */
-export const sseEvent = (data: unknown, name?: string) =>
-  `${name ? `event: ${name}\n` : ''}data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`
-
-/** A comment line: clients skip it; it keeps idle connections from being cut on the way. */
-export const SSE_COMMENT = ': keepalive\n\n'
-
-/** One event as read: its `data`, and its `event:` name when it has one. */
-export interface StreamEvent {
-  event?: string
-  data: string
-}
+// Server-Sent Events as Roster reads them: one reader for every stream it reads (a provider's reply
+// in the gateway, a host's run events in the API, the gateway's events in an intern's turn). Their
+// writer and shapes are @roster/protocol's (sse.ts).
 
 /**
  * The one reader of Server-Sent Events, fed bytes as they arrive (push): answers the events each

@@ -44,6 +44,8 @@ export const WorkspaceFilePut = z.strictObject({
 export type WorkspaceFilePut = z.infer<typeof WorkspaceFilePut>
 
 export const Approval = z.enum(['self-drive', 'manual'])
+/** `manual`: every command and request asks first; `self-drive`: nothing asks. */
+export type ApprovalMode = z.infer<typeof Approval>
 
 /** A prompt for an intern, or the answer to what its paused run asked (POST /v1/interns/:id/chat). */
 export const ChatRequest = z.union([

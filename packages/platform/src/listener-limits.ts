@@ -1,42 +1,12 @@
 import { readFileSync } from 'node:fs'
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import { z } from 'zod'
-import { errorBody } from './errors.js'
+import { errorBody, type ListenerSettings } from '@roster/protocol'
 
 // Every listener a client can reach (the API, the runtime host, the metrics and health ports, the
 // egress proxies) holds a client to the same limits: the headers and the whole request must arrive in
 // time, a body that stops arriving is cut, an idle keep-alive connection is closed, and connections
 // past a ceiling are refused at once instead of running the process out of file descriptors.
-
-const ms = z.coerce.number().int().positive()
-
-/** The settings every process with a listener reads (see docs/limits.md). */
-export const listenerSettings = {
-  HEADERS_TIMEOUT_MS: ms
-    .default(10_000)
-    .describe(
-      "The request line and headers must arrive within this long of the connection's first byte (or of its opening).",
-    ),
-  REQUEST_TIMEOUT_MS: ms
-    .default(60_000)
-    .describe(
-      'The whole request, body included, must arrive within this long; past it 408 and the connection is closed.',
-    ),
-  BODY_IDLE_TIMEOUT_MS: ms
-    .default(5_000)
-    .describe('A body that stops arriving for this long is cut (408), however long the request may take in all.'),
-  KEEP_ALIVE_TIMEOUT_MS: ms.default(72_000).describe('An idle keep-alive connection is closed after this long.'),
-  MAX_CONNECTIONS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .default(0)
-    .describe(
-      "Connections one process holds at most; past it new ones are closed at once. 0: three quarters of what the file-descriptor limit leaves once the process's own files are reserved.",
-    ),
-}
-export type ListenerSettings = { [K in keyof typeof listenerSettings]: z.infer<(typeof listenerSettings)[K]> }
 
 /** How often Node checks connections against the header and request timeouts (its default, 30 s, would let a stall live that long past them). */
 const CHECK_EVERY_MS = 1_000
