@@ -47,7 +47,7 @@ export function controlRoutes(app: FastifyInstance, interns: Interns) {
       if (!put.success) return refuse(reply, 'bad_request', put.error.message)
       try {
         const intern = interns.check(req.params.id, generationOf(req))
-        return await interns.putFile(intern, put.data.path, Buffer.from(put.data.content_base64, 'base64'))
+        return await interns.workspaces.putFile(intern, put.data.path, Buffer.from(put.data.content_base64, 'base64'))
       } catch (err) {
         if (err instanceof WorkspacePathError) return refuse(reply, 'bad_request', err.message)
         return answerRefusal(reply, err)

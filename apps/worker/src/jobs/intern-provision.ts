@@ -6,9 +6,9 @@ import {
   generateApiKey,
   fleetSize,
   fleetTimes,
-  hostSilent,
   placeIntern,
-  unplace,
+  neverReachedHost,
+  releaseFromSilentHost,
   type PlacedOn,
   isUniqueViolation,
   inSpan,
@@ -166,10 +166,9 @@ async function elsewhereIfUnreachable(run: Run, call: () => Promise<unknown>) {
   try {
     await call()
   } catch (err) {
-    if (!(err instanceof RuntimeUnavailableError && err.undelivered)) throw err
+    if (!neverReachedHost(err)) throw err
     const { deps, intern, placed } = run
-    await unplace(deps.db, intern.id, placed!)
-    if ((await hostSilent(deps.db, placed!.hostId, 2 * deps.config.FLEET_HEARTBEAT_MS)) === false) throw err
+    if (!(await releaseFromSilentHost(deps.db, intern.id, placed!, 2 * deps.config.FLEET_HEARTBEAT_MS))) throw err
     run.ctx.log.warn(
       { internId: intern.id, host: placed!.hostId },
       'the runtime host the intern was placed on cannot be reached and has stopped beating: placing it again',

@@ -36,6 +36,6 @@ export async function drainHostOrExplain(db: Db, times: FleetTimes, hostId: stri
   const valid = HostId.safeParse(hostId).success
   if (valid && (await drainHost(db, hostId))) return { host: hostId, state: 'draining' as const }
   const known = valid && (await hostsView(db, times)).find((h) => h.id === hostId)
-  if (!known) throw new AppError('not_found', `no runtime host ${JSON.stringify(hostId.slice(0, 200))}`)
+  if (!known) throw new AppError('not_found', `no runtime host ${hostId.slice(0, 200)} (see the fleet: runtime list)`)
   throw new AppError('host_not_drainable', `host ${hostId} is ${known.state}: only a live host can be drained`)
 }

@@ -1,0 +1,78 @@
+import { join } from 'node:path'
+import type { InternSpec } from '@roster/protocol'
+import { SessionStore } from './agent/session-store.js'
+import { runAgentTurn } from './agent/agent-turn.js'
+import { InternDaemon } from './agent/daemon.js'
+import type { HostedIntern } from './hosted-intern.js'
+import type { InternsDeps } from './interns.js'
+import type { InternWorkspaces } from './intern-workspaces.js'
+
+/**
+ * An intern's daemon: its sessions kept with the record, its turns run in its sandbox with its own
+ * key and tools, its workspace snapshotted after each. `spec` is its configuration as it is now (a
+ * PATCH may have changed the model or instructions since the daemon was made).
+ */
+export function makeDaemon(
+  deps: InternsDeps,
+  intern: HostedIntern,
+  spec: () => InternSpec,
+  workspaces: InternWorkspaces,
+): InternDaemon {
+  const { config, fleet, commands, proxies, log } = deps
+  const sessions = new SessionStore(join(workspaces.dir(intern.id), 'sessions'), {
+    ids: () => fleet.sessionIds(intern.id),
+    load: (sessionId) => fleet.loadSession(intern.id, sessionId),
+    append: (sessionId, from, items) => fleet.appendSession(intern.id, sessionId, from, items),
+  })
+  const workspace = workspaces.workspace(intern.id)
+  const model = () => spec().model ?? config.INTERN_DEFAULT_MODEL
+  return new InternDaemon({
+    sessions,
+    deadlineMs: config.INTERACTION_DEADLINE_MS,
+    maxPaused: config.RUN_MAX_PAUSED,
+    model,
+    onError: (err, sessionId) => log.warn({ err, intern: intern.id, session: sessionId }, 'an intern turn failed'),
+    execute: async (run) => {
+      const { token, instructions } = spec()
+      try {
+        return await runAgentTurn(
+          {
+            apiBase: config.ROSTER_API_URL,
+            apiKey: token,
+            model: model(),
+            instructions,
+            workspace,
+            runCommand: async (command, { network, ...limits }, signal) =>
+              commands.run(
+                command,
+                { ...limits, workspace, egressSocket: network ? await proxies.socketFor(intern.id) : undefined },
+                signal,
+              ),
+            sessions,
+            maxSteps: config.RUN_MAX_STEPS,
+            commandTimeoutMs: config.COMMAND_TIMEOUT_MS,
+            steered: run.steered,
+            onRetry: (err, waitMs, attempt) =>
+              log.warn(
+                { intern: intern.id, session: run.sessionId, status: err.status, waitMs, attempt },
+                `an intern's model call was refused (${err.message}); making it again`,
+              ),
+            // Secrets are released by the API's egress, for the intern placed here and no other.
+            http: (args, signal) => fleet.send(intern.id, args, signal),
+            approval: run.approval,
+            commandNetwork: commands.mode !== 'refused',
+            ask: run.ask,
+          },
+          run.sessionId,
+          run.prompt,
+          run.emit,
+          run.signal,
+        )
+      } finally {
+        // Whatever the turn changed in the workspace is kept off the host before the turn is
+        // said to be done: a host that dies after it loses nothing of it.
+        await workspaces.snapshot(intern)
+      }
+    },
+  })
+}
