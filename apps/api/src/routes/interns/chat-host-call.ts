@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import {
   AppError,
-  MoveWait,
+  type MoveWait,
   neverReachedHost,
   REFUSED_WHILE_MOVING,
   type ChatOutcome,
