@@ -36,16 +36,19 @@ interface Receiver {
   url: string
   bodies: { path: string; headers: Record<string, string | string[] | undefined>; body: any }[]
   status: number
+  /** Deliveries answered with another status than 200, by path. */
+  refused: Map<string, number>
   server: Server
 }
 async function receiver(): Promise<Receiver> {
-  const r: Receiver = { url: '', bodies: [], status: 200, server: undefined as unknown as Server }
+  const r: Receiver = { url: '', bodies: [], status: 200, refused: new Map(), server: undefined as unknown as Server }
   r.server = createServer((req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
       if (r.status === 200)
         r.bodies.push({ path: req.url ?? '', headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString()) })
+      else r.refused.set(req.url ?? '', (r.refused.get(req.url ?? '') ?? 0) + 1)
       res.writeHead(r.status, { 'content-type': 'application/json' }).end('{}')
     })
   })
@@ -55,6 +58,7 @@ async function receiver(): Promise<Receiver> {
 }
 let hook: Receiver
 let otlp: Receiver
+let clockAhead = 0
 
 beforeAll(async () => {
   sim = await startSimulator({ replyTokens: 4 })
@@ -81,7 +85,8 @@ beforeAll(async () => {
     masterKey: config.VAULT_MASTER_KEY,
   }
   queue = destinationsQueue(config, log)
-  const fanout = new DestinationFanout(env.t.db, queue.queue, settings)
+  // The fanout's clock, moved on by a test instead of waiting out its cache of destinations.
+  const fanout = new DestinationFanout(env.t.db, queue.queue, settings, () => Date.now() + clockAhead)
   deliveries = startDeliveries(env.t.db, config, queue.queue, settings, log)
   drain = new GenerationDrain(env.t.db, config, prefix, log, {
     blockMs: 50,
@@ -351,7 +356,8 @@ describe('observability destinations', () => {
     hook.status = 503
     const sent: string[] = []
     for (let i = 0; i < 5; i++) sent.push(await chat(tenant.keys.user))
-    await new Promise((r) => setTimeout(r, 700))
+    // Tried while it is down (each refused), nothing delivered.
+    await waitFor(async () => (hook.refused.get('/flaky') ?? 0) >= 2, { what: 'deliveries tried and refused' })
     expect(hookIds(hook, 'flaky').size).toBe(0)
     hook.status = 200
     await waitFor(async () => hookIds(hook, 'flaky').size === sent.length, { timeoutMs: 30_000, what: 'the backlog' })
@@ -365,7 +371,7 @@ describe('observability destinations', () => {
     expect(row!.failures).toBe(0)
     await env.t.db.$executeRaw`UPDATE observability_destinations SET failures = 1 WHERE id = ${id}::uuid`
     // A failing destination's deliveries get one try each: they fail at once, and are kept.
-    await new Promise((r) => setTimeout(r, 2_100)) // the fanout's cache of destinations
+    clockAhead += 2_100 // past the fanout's cache of destinations: it reads the failing one afresh
     const missed: string[] = []
     for (let i = 0; i < 3; i++) missed.push(await chat(tenant.keys.user))
     await waitFor(

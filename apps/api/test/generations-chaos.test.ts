@@ -3,8 +3,12 @@ import pg from 'pg'
 import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { hashApiKey } from '@roster/shared'
 import { catalogueFile, describeNeeding, startRedisServer, startStack, useTestTenant, waitFor } from '@roster/testing'
+import { Redis } from 'ioredis'
+import { generationsStream, hashApiKey } from '@roster/shared'
+
+/** A flat [key, value, key, value…] reply as pairs. */
+const pairs = (flat: unknown[]) => Array.from({ length: flat.length / 2 }, (_, i) => [flat[2 * i], flat[2 * i + 1]])
 
 // Accounting under chaos: clients call the doors without pause on three keys while an API process
 // is killed (SIGKILL) and started again, Redis is killed and started again (from its append-only
@@ -114,7 +118,8 @@ await describeNeeding(['redis-server'], 'the generations ledger under chaos', ()
         `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'roster-chaos'`,
         [database],
       )
-      await new Promise((r) => setTimeout(r, 2_000))
+      // Away while the load goes on (replies are accounted to Redis meanwhile), then back.
+      await moreDelivered('Postgres went away')
       await admin2.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`)
       await moreDelivered('Postgres came back')
     } finally {
@@ -130,12 +135,18 @@ await describeNeeding(['redis-server'], 'the generations ledger under chaos', ()
       timeoutMs: 30_000,
       what: `all ${ids.length} delivered replies accounted`,
     })
-    // And the drain is done: nothing left in the stream that is not written.
+    // And the drain is done: its group has read every entry of the stream and holds none unwritten.
+    const streamReader = new Redis(redis.url)
+    onTestFinished(() => void streamReader.quit())
     await waitFor(
       async () => {
-        const before = await env.t.db.generation.count()
-        await new Promise((r) => setTimeout(r, 500))
-        return (await env.t.db.generation.count()) === before
+        const groups = (await streamReader.call(
+          'XINFO',
+          'GROUPS',
+          generationsStream(stack.env.QUEUE_PREFIX!),
+        )) as unknown[][]
+        const drain = groups.map((g) => Object.fromEntries(pairs(g))).find((g) => g.name === 'drain')
+        return drain?.pending === 0 && drain?.lag === 0
       },
       { timeoutMs: 30_000, what: 'the drain to settle' },
     )

@@ -616,15 +616,20 @@ describe('guardrails: enforcement', () => {
         shots.push({ startedAt, status: res.status })
       }
     })
-    await new Promise((r) => setTimeout(r, 300))
+    // Each window lasts until a few requests have been sent in it (past its 50 ms margin), however fast the machine.
+    const sentAfter = (at: number) =>
+      waitFor(() => shots.filter((s) => s.startedAt > at + 50 && s.startedAt < performance.now() - 50).length >= 6, {
+        what: 'requests in the window',
+      })
+    await sentAfter(-Infinity)
     const assigning = performance.now()
     await admin.guardrails.bulkAssignKeys({ id: g.data.id, bulkAssignKeysRequest: { keyHashes: [key.data.hash] } })
     const assigned = performance.now()
-    await new Promise((r) => setTimeout(r, 400))
+    await sentAfter(assigned)
     const unassigning = performance.now()
     await admin.guardrails.bulkUnassignKeys({ id: g.data.id, bulkUnassignKeysRequest: { keyHashes: [key.data.hash] } })
     const unassigned = performance.now()
-    await new Promise((r) => setTimeout(r, 300))
+    await sentAfter(unassigned)
     running = false
     await Promise.all(load)
     // Each window leaves out the requests sent while a change was under way (its commit may come

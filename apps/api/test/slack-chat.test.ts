@@ -414,9 +414,20 @@ describe('an intern in Slack', () => {
     // A click whose user is no Slack id (odd bytes): refused, nothing queued.
     const odd = await slack.click(`${stack.apiUrl}/slack/interactivity/${internId}`, signingSecret, 'U\u0000X', card, 0)
     expect(odd.status).toBe(400)
-    // Past the run's question deadline (INTERACTION_DEADLINE_MS: 3 s, a lower bound: a slower machine
-    // only waits longer), the answer finds no run.
-    await new Promise((r) => setTimeout(r, 3_500))
+    // Past the run's question deadline (INTERACTION_DEADLINE_MS: 3 s), when the host has ended the run
+    // and recorded the question closed, the answer finds no run.
+    await waitFor(
+      async () =>
+        // The thread's session (slack:team:channel:thread).
+        (await env.t.db.sessionEntry.count({
+          where: {
+            internId,
+            sessionId: { endsWith: `:${event.ts}` },
+            item: { path: ['type'], equals: 'roster.interaction_closed' },
+          },
+        })) > 0,
+      { timeoutMs: 15_000, what: 'the question to pass its deadline' },
+    )
     await slack.click(`${stack.apiUrl}/slack/interactivity/${internId}`, signingSecret, 'U0PERSON', card, 0)
     await waitFor(() => JSON.stringify(card.blocks).includes('Expired'), {
       timeoutMs: 10_000,

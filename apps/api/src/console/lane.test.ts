@@ -7,6 +7,7 @@ import { consoleLane } from './lane.js'
 // Connections closed by force at the end: the request whose client left mid-way leaves its
 // connection to the server's own shutdown cut (as the API's main does after its grace).
 const app = Fastify({ forceCloseConnections: true })
+const lane = consoleLane(1)
 let base = ''
 let inside = 0
 let most = 0
@@ -22,7 +23,7 @@ const hold = () =>
   })
 
 beforeAll(async () => {
-  app.addHook('onRequest', consoleLane(1))
+  app.addHook('onRequest', lane)
   app.get('/api/v1/slow', async () => {
     await hold()
     return { ok: true }
@@ -69,7 +70,7 @@ it('runs nothing for a request whose client left while it waited its turn, and f
   // Another console request waits; its client gives up.
   const leaving = new AbortController()
   const gone = fetch(`${base}/api/v1/slow`, { headers: cookie, signal: leaving.signal }).catch(() => 'left')
-  await new Promise((r) => setTimeout(r, 50))
+  await until(() => lane.waiting() === 1)
   leaving.abort()
   expect(await gone).toBe('left')
   releases.shift()!()

@@ -29,7 +29,7 @@ function inLane(req: FastifyRequest): boolean {
  */
 export function consoleLane(concurrency: number) {
   const limit = pLimit(concurrency)
-  return (req: FastifyRequest, reply: FastifyReply, next: () => void): void => {
+  const hook = (req: FastifyRequest, reply: FastifyReply, next: () => void): void => {
     if (!inLane(req)) return next()
     const gone = () => reply.raw.destroyed || req.raw.socket?.destroyed === true
     void limit(
@@ -54,4 +54,6 @@ export function consoleLane(concurrency: number) {
         }),
     )
   }
+  /** How many console requests wait for their turn now (for metrics and tests). */
+  return Object.assign(hook, { waiting: () => limit.pendingCount })
 }
