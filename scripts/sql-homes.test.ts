@@ -63,4 +63,12 @@ it('names each repository after the tables it holds, and docs/development.md lis
     const table = file.replace(/\.ts$/, '').replace(/-/g, '_')
     expect(tables, `${file} is named after a table of the schema`).toContain(table)
   }
+  // A table's statements split into sections live in a directory named after it, beside its module.
+  const directories = readdirSync(join(repoRoot, REPOSITORIES), { withFileTypes: true }).filter((e) => e.isDirectory())
+  for (const dir of directories) {
+    expect(repositories, `repositories/${dir.name}/ sits beside repositories/${dir.name}.ts`).toContain(
+      `${dir.name}.ts`,
+    )
+    expect(docs, `docs/development.md names repositories/${dir.name}/`).toContain(`repositories/${dir.name}/`)
+  }
 })

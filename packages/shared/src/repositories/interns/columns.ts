@@ -1,0 +1,18 @@
+import { Prisma, type Db } from '../../db.js'
+
+// What every statement on the interns table shares.
+
+/** The columns every intern read selects (an InternRecord), in one place. */
+export const INTERN_COLUMNS = Prisma.raw(`id, name, description, instructions, model, status::text AS status,
+  last_failure_message, progress, hostname, workspace_id, vault_id, attached_vault_id, created_at, updated_at,
+  creator_user_id, icon_sha256`)
+
+/** The database, or a transaction a caller writes beside (a create with rows of its own). */
+export type Tx = Db | Prisma.TransactionClient
+
+/**
+ * The statuses in which an intern is held by the host it is placed on: provisioning and running, and
+ * destroying (its host takes the last snapshot of its workspace for the archive, then removes it).
+ * A stopped intern's workspace is its latest snapshot: its host drops it.
+ */
+export const HELD_BY_HOST = Prisma.raw(`('provisioning', 'running', 'destroying')`)
