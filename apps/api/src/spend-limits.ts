@@ -1,16 +1,6 @@
-import {
-  answeredWithin,
-  limitNames,
-  spendOfOwners,
-  type LimitNames,
-  usdOfPico,
-  type Db,
-  type RedisClient,
-  type SpendLimit,
-} from '@roster/shared'
-import { GatewayError } from '@roster/gateway'
-
-const WINDOW = { daily: 'day', weekly: 'week', monthly: 'month' } as const
+import { limitNames, spendOfOwners, type LimitNames, type Db, type RedisClient, type SpendLimit } from '@roster/shared'
+import { spentRefusal } from './spend-refusal.js'
+import { BatchedReads } from './batched-reads.js'
 
 /** What an owner spent in a period: through the shared credential, and through its own keys (BYOK). */
 type Spend = { credits: bigint; byok: bigint }
@@ -29,8 +19,6 @@ function spentAgainst(limit: SpendLimit, counted: bigint, ledger: Spend): bigint
 const POSTGRES_READ_MS = 1_000
 /** How long a counter read from Redis (or heard of) is trusted while spend events arrive (ms). */
 const COUNTER_READ_MS = 1_000
-/** How long a counter read waits for Redis before the check goes on with the ledger's count alone (ms). */
-const COUNTER_WAIT_MS = 1_000
 /** Entries kept before a cache starts afresh (bounds the memory of many owners and periods). */
 const MAX_ENTRIES = 50_000
 
@@ -74,9 +62,7 @@ export class SpendLimits {
   private readonly fromPostgres = new Map<string, Sum>()
   /** Counters read or heard of, by key: trusted for COUNTER_READ_MS while `trusted()`. */
   private readonly counted = new Map<string, { at: number; value: bigint }>()
-  /** Counter reads asked for while an MGET is in flight (they go together when it returns). */
-  private waiting: { keys: string[]; resolve: (v: (string | null)[]) => void; reject: (e: unknown) => void }[] = []
-  private reading = false
+  private readonly reads: BatchedReads
   private readonly names: (limit: SpendLimit, at: number) => LimitNames
 
   constructor(
@@ -88,6 +74,7 @@ export class SpendLimits {
     private readonly trusted: () => boolean = () => false,
   ) {
     this.names = limitNames(queuePrefix)
+    this.reads = new BatchedReads(redis)
   }
 
   /** A counter's value, from an append that reached a limit (this process's or, by event, another's). */
@@ -229,32 +216,7 @@ export class SpendLimits {
   }
 
   private refuseIfSpent(limit: SpendLimit, counted: bigint, ledger: Spend): void {
-    if (spentAgainst(limit, counted, ledger) < limit.pico) return
-    const usd = `$${usdOfPico(limit.pico).toFixed(6)}`
-    if (limit.of === 'account')
-      throw new GatewayError(
-        402,
-        'payment_required',
-        `this account has used its credits (${usd}); an operator grants more with \`admin account credits\``,
-      )
-    const window = limit.reset ? `this ${WINDOW[limit.reset]} (UTC)` : 'its lifetime'
-    if (limit.of === 'guardrail')
-      throw new GatewayError(
-        402,
-        'payment_required',
-        `the guardrail ${JSON.stringify(limit.name ?? '')} limits ${limit.member ? 'this member' : 'this key'} to ${usd} for ${window}, and that is spent; raise its limit (PATCH /api/v1/guardrails/{id}) or wait for the window to reset`,
-      )
-    if (limit.of === 'workspace')
-      throw new GatewayError(
-        402,
-        'payment_required',
-        `this workspace has reached its ${limit.reset ?? 'lifetime'} budget of ${usd} for ${window}; raise it (PUT /api/v1/workspaces/{id}/budgets/${limit.reset ?? 'lifetime'}) or wait for the window to reset`,
-      )
-    throw new GatewayError(
-      402,
-      'payment_required',
-      `this key has spent its limit of ${usd} for ${window}; raise the limit (PATCH /api/v1/keys/{hash}) or wait for the window to reset`,
-    )
+    if (spentAgainst(limit, counted, ledger) >= limit.pico) throw spentRefusal(limit)
   }
 
   /** Redis's counts (0 while Redis is away: the ledger's then stands alone), kept as read. */
@@ -262,46 +224,12 @@ export class SpendLimits {
     const none = () => counters.map(() => 0n)
     if (this.redis.status !== 'ready') return none()
     try {
-      const values = (await this.read(counters)).map((v) => BigInt(v ?? 0))
+      const values = (await this.reads.read(counters)).map((v) => BigInt(v ?? 0))
       // Kept as of when the read left: an event heard meanwhile (a higher value) stands.
       if (this.trusted()) counters.forEach((c, i) => this.keep(c, values[i]!, sent))
       return values
     } catch {
       return none()
     }
-  }
-
-  /**
-   * Reads counters with at most one MGET in flight: sent at once when none is, else with every
-   * read asked for meanwhile, in one MGET when it returns. Under load the requests that arrive
-   * during one round trip share the next (one socket write for all, where each paid its own);
-   * alone, a read leaves at once. Every read still leaves after its request was checked.
-   */
-  private read(keys: string[]): Promise<(string | null)[]> {
-    return new Promise((resolve, reject) => {
-      this.waiting.push({ keys, resolve, reject })
-      if (!this.reading) this.readWaiting()
-    })
-  }
-
-  private readWaiting() {
-    const batch = this.waiting
-    this.waiting = []
-    this.reading = batch.length > 0
-    if (!this.reading) return
-    // A Redis that stops answering (a host cut off: its connection still looks ready) must not hold
-    // the requests: past COUNTER_WAIT_MS the batch fails (the ledger's count then stands alone) and
-    // the next read may go.
-    answeredWithin(this.redis.mget(batch.flatMap((r) => r.keys)), COUNTER_WAIT_MS).then(
-      (values) => {
-        let at = 0
-        for (const r of batch) r.resolve(values.slice(at, (at += r.keys.length)))
-        this.readWaiting()
-      },
-      (err: unknown) => {
-        for (const r of batch) r.reject(err)
-        this.readWaiting()
-      },
-    )
   }
 }

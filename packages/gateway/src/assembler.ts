@@ -4,19 +4,12 @@ import {
   CallInProgress,
   MessageInProgress,
   ReasoningInProgress,
-  spanning,
   type Emit,
   type ItemSink,
   type TurnCall,
 } from './items-in-progress.js'
-import {
-  isProviderItem,
-  type Annotation,
-  type OutputItem,
-  type ProviderItem,
-  type ReasoningItem,
-  type ServerToolItem,
-} from './wire.js'
+import { type Annotation, type OutputItem, type ReasoningItem, type ServerToolItem } from './wire.js'
+import { annotateWritten, ProviderItems } from './written-items.js'
 
 export { itemId } from './item-id.js'
 export type { Emit, TurnCall } from './items-in-progress.js'
@@ -35,8 +28,8 @@ export class ResponseAssembler implements ItemSink {
   private reasoning?: ReasoningInProgress
   private calls = new Map<number, CallInProgress>()
   private turnCalls: TurnCall[] = []
-  /** The provider's items of this turn by their key, with their place in the output and whether they are done. */
-  private providerItems = new Map<string, { index: number; done: boolean }>()
+  /** The provider's own items of this turn. */
+  private readonly providerItems = new ProviderItems(this)
   /** Where the turn under way began in the output. */
   private turnStart = 0
   /** The bytes of text, reasoning and call arguments the turn under way has passed on (for Roster's own count). */
@@ -85,7 +78,7 @@ export class ResponseAssembler implements ItemSink {
         this.annotate(d.annotation, d.covers)
         return
       case 'provider_item':
-        this.providerItem(d.key, d.item, d.done)
+        this.providerItems.put(d.key, d.item, d.done)
         return
       case 'tool_call': {
         let call = this.calls.get(d.index)
@@ -131,7 +124,7 @@ export class ResponseAssembler implements ItemSink {
     const usage = this.turnUsage
     for (const k of Object.keys(usage) as (keyof Usage)[]) this.usage[k] += usage[k]
     const calls = this.turnCalls
-    this.closeProviderItems()
+    this.providerItems.closeAll()
     this.turnUsage = emptyUsage()
     this.turnCalls = []
     this.turnBytes = 0
@@ -156,7 +149,7 @@ export class ResponseAssembler implements ItemSink {
     this.turnBytes = 0
     this.turnCalls = []
     this.calls.clear()
-    this.providerItems.clear()
+    this.providerItems.forget()
     this.message = undefined
     this.reasoning = undefined
     this.finish = 'stop'
@@ -188,69 +181,21 @@ export class ResponseAssembler implements ItemSink {
    */
   private annotate(annotation: Annotation, covers: number | undefined) {
     if (this.message) return this.message.annotate(annotation, covers)
-    for (let index = this.output.length - 1; index >= 0; index--) {
-      const item = this.output[index]!
-      if (isProviderItem(item) || item.type !== 'message') continue
-      const content_index = item.content.findLastIndex((p) => p.type === 'output_text')
-      const part = item.content[content_index]
-      if (part?.type !== 'output_text') continue
-      const a = covers === undefined ? annotation : spanning(annotation, part.text.length, covers)
-      part.annotations.push(a)
-      this.emit?.({
-        type: 'response.output_text.annotation.added',
-        item_id: item.id,
-        output_index: index,
-        content_index,
-        annotation_index: part.annotations.length - 1,
-        annotation: a,
-      })
-      return
-    }
+    if (annotateWritten(this.output, annotation, covers, this.emit)) return
     // Nothing was written to cite: the annotation opens the message it belongs to.
     this.message = new MessageInProgress(this)
     this.message.annotate(annotation, covers)
   }
 
-  /** A provider's own item: added when first seen, replaced by each later form, announced done once. */
-  /** A web search the provider ran (OpenAI's item, or Anthropic's blocks read as one): priced per search. */
-  private countSearch(item: ProviderItem) {
-    const action = (item as { action?: { type?: unknown } }).action
-    if (item.type === 'web_search_call' && (action?.type === undefined || action.type === 'search'))
-      this.turnUsage.searches++
+  /** Web searches the provider ran this turn (priced per search). */
+  searched(n: number) {
+    this.turnUsage.searches += n
   }
 
-  private providerItem(key: string, item: ProviderItem, done: boolean) {
-    const known = this.providerItems.get(key)
-    if (!known) {
-      this.closeReasoning()
-      this.closeMessage()
-      const index = this.addItem(item)
-      this.providerItems.set(key, { index, done })
-      if (done) {
-        this.countSearch(item)
-        this.emit?.({ type: 'response.output_item.done', output_index: index, item })
-      }
-      return
-    }
-    if (known.done) return
-    this.output[known.index] = item
-    known.done = done
-    if (done) this.countSearch(item)
-    if (done) this.emit?.({ type: 'response.output_item.done', output_index: known.index, item })
-  }
-
-  /** The turn's provider items the provider never said were done are closed as they last were. */
-  private closeProviderItems() {
-    for (const known of this.providerItems.values())
-      if (!known.done) {
-        known.done = true
-        this.emit?.({
-          type: 'response.output_item.done',
-          output_index: known.index,
-          item: this.output[known.index]!,
-        })
-      }
-    this.providerItems.clear()
+  /** Closes the message and reasoning being written (a new item begins). */
+  closeOpen() {
+    this.closeReasoning()
+    this.closeMessage()
   }
 
   private closeMessage() {

@@ -22,7 +22,7 @@ import type { ResponseObject } from './wire.js'
 import type { GatewayObserver } from './observer.js'
 import type { CallOptions, Run, Timing } from './run.js'
 import type { Usage } from './deltas.js'
-import { generationRecords } from './generation-records.js'
+import { observeRun, recordRun } from './run-accounting.js'
 import { costPicoParts, usdOfPico, type GenerationLedger } from '@roster/protocol'
 import { outcome, responseObject } from './response-object.js'
 import { endStream, failStream, writeEvent, type Live, type StreamSink } from './stream-writer.js'
@@ -115,33 +115,13 @@ export class ResponsesEngine {
     try {
       await this.loop(run)
     } catch (err) {
-      this.observed(run, err)
-      await this.recorded(run, false, err)
+      observeRun(this.options.observer, run, err)
+      await recordRun(this.options.ledger, run, false, err)
       throw err
     }
-    this.observed(run)
-    await this.recorded(run, true)
+    observeRun(this.options.observer, run)
+    await recordRun(this.options.ledger, run, true)
     return responseObject(run, outcome(run))
-  }
-
-  /**
-   * Appends the run's generations to the ledger, before its reply ends. A reply that would go out
-   * unaccounted fails instead (`mustRecord`); a run that failed anyway keeps its own error.
-   */
-  private async recorded(run: Run, mustRecord: boolean, err?: unknown) {
-    const ledger = this.options.ledger
-    if (!ledger || run.calls.length === 0) return
-    const records = generationRecords(run, err)
-    try {
-      await ledger.append(records, run.opts.generation?.limits)
-    } catch (err) {
-      if (mustRecord)
-        // The ledger logged what failed; the client hears only that the reply was not accounted.
-        throw gatewayError(
-          'server',
-          'the reply could not be accounted (neither Redis nor Postgres took its record); send the request again',
-        )
-    }
   }
 
   /**
@@ -153,29 +133,6 @@ export class ResponsesEngine {
     return compactResource(req, response, this.compaction, {
       message: () => itemId('msg'),
       compaction: () => itemId('cmp'),
-    })
-  }
-
-  /** Reports a finished request to the observer (when there is one). */
-  private observed(run: Run, err?: unknown) {
-    const observer = this.options.observer
-    if (!observer) return
-    const c = run.route.candidates[run.chosen]
-    const outcome = run.opts.cancel?.aborted
-      ? 'cancelled'
-      : err === undefined
-        ? 'ok'
-        : err instanceof GatewayError
-          ? err.errorType
-          : 'server'
-    observer.request({
-      model: c?.model.id ?? '(none)',
-      provider: c?.endpoint.provider ?? '(none)',
-      door: run.opts.door ?? 'responses',
-      outcome,
-      fallbacks: Math.max(0, run.attempts - 1),
-      usage: run.assembler.usage,
-      cost: run.cost.input + run.cost.output,
     })
   }
 
@@ -193,19 +150,19 @@ export class ResponsesEngine {
     try {
       await this.loop(run)
     } catch (err) {
-      this.observed(run, err)
-      await this.recorded(run, false, err)
+      observeRun(this.options.observer, run, err)
+      await recordRun(this.options.ledger, run, false, err)
       if (opts.cancel?.aborted) return
       if (!live.opened || !(err instanceof GatewayError)) throw err
       return failStream(run, err)
     }
-    this.observed(run)
+    observeRun(this.options.observer, run)
     // What the last read brought leaves with the end, after the ledger's append: one write, as without it.
     const holding = live.opened && run.calls.length > 0 && !!this.options.ledger
     if (holding) live.sink.cork()
     try {
       try {
-        await this.recorded(run, !opts.cancel?.aborted)
+        await recordRun(this.options.ledger, run, !opts.cancel?.aborted)
       } catch (err) {
         if (!live.opened) throw err
         return failStream(run, err as GatewayError)

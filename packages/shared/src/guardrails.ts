@@ -3,27 +3,19 @@ import { z } from 'zod'
 import { AppError } from '@roster/protocol'
 import type { Db } from './db.js'
 import type { Caller } from './caller.js'
-import { assertManagementKey, keysNamedByHash, MAX_KEY_LIMIT_USD } from './managed-keys.js'
+import { assertManagementKey, MAX_KEY_LIMIT_USD } from './managed-keys.js'
 import { BUILTIN_DETECTORS, DATA_REGIONS, type GuardrailRules } from '@roster/protocol'
 import {
-  assignKeys,
-  assignMembers,
   deleteGuardrail,
   guardrailById,
   guardrailPage,
   insertGuardrail,
-  keyAssignmentPage,
   lockGuardrail,
-  memberAssignmentPage,
-  unassignKeys,
-  unassignMembers,
   updateGuardrail,
   type GuardrailFields,
   type GuardrailRow,
-  type KeyAssignmentRow,
-  type MemberAssignmentRow,
 } from './repositories/guardrails.js'
-import { accountWorkspaces, isMember } from './repositories/workspaces.js'
+import { accountWorkspaces } from './repositories/workspaces.js'
 import { defaultGuardrailId, namedWorkspace, PageQuery } from './workspaces.js'
 import { isUuid } from './interns/access.js'
 
@@ -128,7 +120,7 @@ export interface GuardrailDeps {
  * A management key's account. The client maps 403 for the operations that change a guardrail or
  * give it keys, 401 for the rest (governance §8's typed errors).
  */
-const account = (caller: Caller, op: 'create' | 'other' = 'other') =>
+export const guardrailsAccount = (caller: Caller, op: 'create' | 'other' = 'other') =>
   assertManagementKey(caller, op, 'managing guardrails')
 
 /** The Guardrail object (§8.1): every rule, null where unset. */
@@ -165,7 +157,7 @@ const notFound = (id: string) =>
  * it answers unconfigured; `materialise` (an update) stores it first, so that
  * `PATCH /guardrails/{default_guardrail_id}` works before anything made it.
  */
-async function found(db: Db, accountId: string, id: string, materialise = false): Promise<GuardrailRow> {
+export async function guardrailOf(db: Db, accountId: string, id: string, materialise = false): Promise<GuardrailRow> {
   if (!isUuid(id)) throw notFound(id)
   const row = await guardrailById(db, accountId, id)
   if (row) return row
@@ -266,14 +258,14 @@ function merged(rules: GuardrailRules, set: Partial<GuardrailRules>): GuardrailR
 }
 
 export async function listGuardrails(deps: GuardrailDeps, caller: Caller, q: z.infer<typeof GuardrailListQuery>) {
-  const accountId = account(caller)
+  const accountId = guardrailsAccount(caller)
   const w = await namedWorkspace(deps.db, accountId, q.workspace_id)
   const { rows, total } = await guardrailPage(deps.db, w.id, q.offset, q.limit)
   return { data: rows.map(guardrailView), total_count: total }
 }
 
 export async function addGuardrail(deps: GuardrailDeps, caller: Caller, body: z.infer<typeof CreateGuardrailBody>) {
-  const accountId = account(caller, 'create')
+  const accountId = guardrailsAccount(caller, 'create')
   const w = await namedWorkspace(deps.db, accountId, body.workspace_id)
   const limit = limitOf(body)
   const row = await insertGuardrail(deps.db, {
@@ -292,16 +284,16 @@ export async function addGuardrail(deps: GuardrailDeps, caller: Caller, body: z.
 }
 
 export async function getGuardrail(deps: GuardrailDeps, caller: Caller, id: string) {
-  return { data: guardrailView(await found(deps.db, account(caller), id)) }
+  return { data: guardrailView(await guardrailOf(deps.db, guardrailsAccount(caller), id)) }
 }
 
 /** PATCH: omitted fields stay; a list sent replaces the list; null removes it. Applies at once everywhere. */
 export async function patchGuardrail(deps: GuardrailDeps, caller: Caller, id: string, body: UpdateBody) {
-  const accountId = account(caller, 'create')
+  const accountId = guardrailsAccount(caller, 'create')
   // Checked before anything is stored (a default guardrail is made by its first update).
   const set = rulesOf(deps, body)
   const limit = limitOf(body)
-  const current = await found(deps.db, accountId, id, true)
+  const current = await guardrailOf(deps.db, accountId, id, true)
   const row = await deps.db.$transaction(async (tx) => {
     // Locked and read again: two updates at once each merge into what the other wrote.
     await lockGuardrail(tx, current.id)
@@ -320,125 +312,9 @@ export async function patchGuardrail(deps: GuardrailDeps, caller: Caller, id: st
 
 /** DELETE: the guardrail and its assignments go; a workspace's default one is left unconfigured. */
 export async function dropGuardrail(deps: GuardrailDeps, caller: Caller, id: string) {
-  const accountId = account(caller)
-  const g = await found(deps.db, accountId, id)
+  const accountId = guardrailsAccount(caller)
+  const g = await guardrailOf(deps.db, accountId, id)
   await deleteGuardrail(deps.db, g.id)
   await deps.changed(accountId)
   return { deleted: true as const }
-}
-
-// ── assignments ──────────────────────────────────────────────────────────────────────────────────
-
-const keyAssignmentView = (a: KeyAssignmentRow) => ({
-  id: a.id,
-  guardrail_id: a.guardrail_id,
-  key_hash: Buffer.from(a.key_hash).toString('hex'),
-  key_name: a.key_name,
-  key_label: a.key_label ?? a.key_prefix,
-  assigned_by: a.assigned_by,
-  created_at: a.created_at.toISOString(),
-})
-
-const memberAssignmentView = (a: MemberAssignmentRow) => ({
-  id: a.id,
-  guardrail_id: a.guardrail_id,
-  user_id: a.user_id,
-  organization_id: a.organization_id,
-  assigned_by: a.assigned_by,
-  created_at: a.created_at.toISOString(),
-})
-
-function assignable(g: GuardrailRow) {
-  if (g.is_default)
-    throw new AppError(
-      'invalid_body',
-      'this is a workspace’s default guardrail: it applies to every key and member of the workspace already',
-    )
-}
-
-/** The account's live keys named by their hashes, of the guardrail's workspace (400 naming the first that is not). */
-async function keysNamed(db: Db, accountId: string, g: GuardrailRow, hashes: string[]) {
-  const keys = [...(await keysNamedByHash(db, accountId, hashes, 'key_hashes'))]
-  const elsewhere = keys.find(([, k]) => k.workspace_id !== g.workspace_id)
-  if (elsewhere)
-    throw new AppError(
-      'invalid_body',
-      `key_hashes: the key ${elsewhere[0]} is in another workspace than this guardrail's`,
-    )
-  return keys.map(([, k]) => k.id)
-}
-
-export async function assignGuardrailKeys(deps: GuardrailDeps, caller: Caller, id: string, hashes: string[]) {
-  const accountId = account(caller, 'create')
-  const g = await found(deps.db, accountId, id)
-  assignable(g)
-  const keyIds = await keysNamed(deps.db, accountId, g, hashes)
-  const assigned = await assignKeys(deps.db, g.id, keyIds, caller.userId)
-  await deps.changed(accountId)
-  return { assigned_count: assigned }
-}
-
-export async function unassignGuardrailKeys(deps: GuardrailDeps, caller: Caller, id: string, hashes: string[]) {
-  const accountId = account(caller)
-  const g = await found(deps.db, accountId, id)
-  const keyIds = await keysNamed(deps.db, accountId, g, hashes)
-  const unassigned = await unassignKeys(deps.db, g.id, keyIds)
-  await deps.changed(accountId)
-  return { unassigned_count: unassigned }
-}
-
-/** Members of the guardrail's workspace named by their ids (400 naming the first that is not one). */
-async function membersNamed(db: Db, g: GuardrailRow, userIds: string[]) {
-  const ids = [...new Set(userIds)]
-  for (const id of ids)
-    if (!isUuid(id) || !(await isMember(db, g.workspace_id, id)))
-      throw new AppError(
-        'invalid_body',
-        `member_user_ids: ${JSON.stringify(id.slice(0, 80))} is not a member of this guardrail's workspace`,
-      )
-  return ids
-}
-
-export async function assignGuardrailMembers(deps: GuardrailDeps, caller: Caller, id: string, userIds: string[]) {
-  const accountId = account(caller)
-  const g = await found(deps.db, accountId, id)
-  assignable(g)
-  const assigned = await assignMembers(deps.db, g.id, await membersNamed(deps.db, g, userIds), caller.userId)
-  await deps.changed(accountId)
-  return { assigned_count: assigned }
-}
-
-export async function unassignGuardrailMembers(deps: GuardrailDeps, caller: Caller, id: string, userIds: string[]) {
-  const accountId = account(caller)
-  const g = await found(deps.db, accountId, id)
-  const unassigned = await unassignMembers(deps.db, g.id, await membersNamed(deps.db, g, userIds))
-  await deps.changed(accountId)
-  return { unassigned_count: unassigned }
-}
-
-/** Whose assignments a list shows: one guardrail's (404 when it is not the account's), or the account's. */
-async function assignmentScope(deps: GuardrailDeps, caller: Caller, id: string | undefined) {
-  const accountId = account(caller)
-  return { accountId, guardrailId: id === undefined ? undefined : (await found(deps.db, accountId, id)).id }
-}
-
-export async function listKeyAssignments(
-  deps: GuardrailDeps,
-  caller: Caller,
-  id: string | undefined,
-  q: z.infer<typeof PageQuery>,
-) {
-  const { rows, total } = await keyAssignmentPage(deps.db, await assignmentScope(deps, caller, id), q.offset, q.limit)
-  return { data: rows.map(keyAssignmentView), total_count: total }
-}
-
-export async function listMemberAssignments(
-  deps: GuardrailDeps,
-  caller: Caller,
-  id: string | undefined,
-  q: z.infer<typeof PageQuery>,
-) {
-  const scope = await assignmentScope(deps, caller, id)
-  const { rows, total } = await memberAssignmentPage(deps.db, scope, q.offset, q.limit)
-  return { data: rows.map(memberAssignmentView), total_count: total }
 }

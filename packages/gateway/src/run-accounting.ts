@@ -1,0 +1,48 @@
+import { GatewayError, gatewayError } from './errors.js'
+import { generationRecords } from './generation-records.js'
+import type { EngineOptions } from './engine.js'
+import type { Run } from './run.js'
+
+// What a finished run leaves behind: its generations in the ledger (before its reply ends), and
+// its request reported to the observer (metrics and traces).
+
+/**
+ * Appends the run's generations to the ledger, before its reply ends. A reply that would go out
+ * unaccounted fails instead (`mustRecord`); a run that failed anyway keeps its own error.
+ */
+export async function recordRun(ledger: EngineOptions['ledger'], run: Run, mustRecord: boolean, err?: unknown) {
+  if (!ledger || run.calls.length === 0) return
+  const records = generationRecords(run, err)
+  try {
+    await ledger.append(records, run.opts.generation?.limits)
+  } catch (err) {
+    if (mustRecord)
+      // The ledger logged what failed; the client hears only that the reply was not accounted.
+      throw gatewayError(
+        'server',
+        'the reply could not be accounted (neither Redis nor Postgres took its record); send the request again',
+      )
+  }
+}
+
+/** Reports a finished request to the observer (when there is one). */
+export function observeRun(observer: EngineOptions['observer'], run: Run, err?: unknown) {
+  if (!observer) return
+  const c = run.route.candidates[run.chosen]
+  const outcome = run.opts.cancel?.aborted
+    ? 'cancelled'
+    : err === undefined
+      ? 'ok'
+      : err instanceof GatewayError
+        ? err.errorType
+        : 'server'
+  observer.request({
+    model: c?.model.id ?? '(none)',
+    provider: c?.endpoint.provider ?? '(none)',
+    door: run.opts.door ?? 'responses',
+    outcome,
+    fallbacks: Math.max(0, run.attempts - 1),
+    usage: run.assembler.usage,
+    cost: run.cost.input + run.cost.output,
+  })
+}
