@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq'
-import { DESTINATIONS_QUEUE, INTERN_QUEUE, type RedisClient } from '@roster/shared'
+import { DESTINATIONS_QUEUE, INTERN_QUEUE, type QueueDepth, type RedisClient } from '@roster/shared'
 
 // The workers' queues as the API reaches them: made the first time one is needed, on the API's own
 // Redis connection (shared, so closing the API's client ends them).
@@ -21,8 +21,14 @@ export function apiQueues(redis: RedisClient, prefix: string) {
   return {
     get,
     /** Each queue's jobs by state, read together. */
-    depths: () =>
-      Promise.all(QUEUE_NAMES.map(async (name) => ({ name, jobs: await get(name).getJobCounts(...DEPTH_STATES) }))),
+    depths: (): Promise<QueueDepth[]> =>
+      Promise.all(
+        QUEUE_NAMES.map(async (name) => {
+          const counts = await get(name).getJobCounts(...DEPTH_STATES)
+          const jobs = Object.fromEntries(DEPTH_STATES.map((s) => [s, counts[s] ?? 0])) as QueueDepth['jobs']
+          return { name, jobs }
+        }),
+      ),
   }
 }
 export type ApiQueues = ReturnType<typeof apiQueues>

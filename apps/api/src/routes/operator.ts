@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { drainHostOrExplain, failingDestinations, fleetTimes, hostsView } from '@roster/shared'
+import { drainHostOrExplain, failingDestinations, fleetTimes, hostsView, type FleetView } from '@roster/shared'
 import type { AppDeps } from '../deps.js'
 
 // The operator's reads and actions (docs/operating.md), for OPERATOR_TOKEN only (operator-access.ts):
@@ -30,7 +30,7 @@ export const operatorRoutes =
         }),
         failingDestinations(deps.db, FAILING_SHOWN),
       ])
-      return reply.header('cache-control', 'no-store').send({
+      const view: FleetView = {
         hosts,
         queues,
         dashboard_url: deps.config.OPERATOR_DASHBOARD_URL ?? null,
@@ -45,7 +45,8 @@ export const operatorRoutes =
           last_error: d.last_error,
           last_delivered_at: d.last_delivered_at?.toISOString() ?? null,
         })),
-      })
+      }
+      return reply.header('cache-control', 'no-store').send(view)
     })
 
     api.post(

@@ -1,37 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { api } from '../api'
 import { Listed } from '../listed'
-
-interface Host {
-  id: string
-  address: string
-  state: 'live' | 'draining' | 'drained' | 'dead'
-  interns: number
-  capacity: number
-  free: number
-  last_heartbeat_at: string
-}
-interface QueueDepth {
-  name: string
-  jobs: Record<'waiting' | 'prioritized' | 'active' | 'delayed' | 'failed' | 'completed', number>
-}
-interface FailingDestination {
-  id: string
-  account_id: string
-  workspace_id: string
-  type: string
-  name: string | null
-  enabled: boolean
-  failures: number
-  last_error: string | null
-  last_delivered_at: string | null
-}
-interface FleetView {
-  hosts: Host[]
-  queues: QueueDepth[] | null
-  dashboard_url: string | null
-  failing_destinations: FailingDestination[]
-}
+import type { FleetView } from '@roster/protocol'
 
 /** How often the page reads the fleet again: never more often than every 5 s. */
 const REFRESH_MS = 5_000

@@ -2,21 +2,11 @@ import type { Db } from '../db.js'
 import { AppError } from '@roster/protocol'
 import { drainHost, listHosts } from '../repositories/runtime-hosts.js'
 import { HostId } from '@roster/protocol'
+import type { HostView } from '@roster/protocol'
 import type { FleetTimes } from './times.js'
 
 // What an operator sees of the fleet and does to it, the same through the admin CLI (`runtime list`,
 // `runtime drain`) and the API's operator reads (the console's fleet page).
-
-/** A host as an operator reads it: a draining host that has finished is `drained`; only a live one has room. */
-export interface HostView {
-  id: string
-  address: string
-  state: 'live' | 'draining' | 'drained' | 'dead'
-  interns: number
-  capacity: number
-  free: number
-  last_heartbeat_at: string
-}
 
 export async function hostsView(db: Db, times: FleetTimes): Promise<HostView[]> {
   return (await listHosts(db, times)).map((h) => ({
