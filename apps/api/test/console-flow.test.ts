@@ -318,13 +318,27 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     // A member's pages are not the operator's.
     expect(await page.getByRole('link', { name: 'Interns' }).count()).toBe(0)
     expect(await axeViolations(page)).toEqual([])
-    // Dismissing the confirmation drains nothing; accepting it drains.
-    page.once('dialog', (d) => void d.dismiss())
+    // Dismissing the confirmation sends nothing; accepting it drains.
+    const drains: string[] = []
+    page.on('request', (r) => {
+      if (r.method() === 'POST' && r.url().includes('/drain')) drains.push(r.url())
+    })
+    const asked = new Promise<void>((resolve) =>
+      page.once('dialog', (d) => {
+        void d.dismiss()
+        resolve()
+      }),
+    )
     await row.getByRole('button', { name: `Drain ${hostId}` }).click()
+    await asked
+    // The page's next read of the fleet comes after whatever the click would have sent.
+    await page.waitForResponse((r) => r.url().includes('/operator/fleet'))
+    expect(drains).toEqual([])
     expect(await row.getByText('live', { exact: true }).count()).toBe(1)
     page.once('dialog', (d) => void d.accept())
     await row.getByRole('button', { name: `Drain ${hostId}` }).click()
     await page.getByRole('status').getByText(`${hostId} is draining`).waitFor()
+    expect(drains).toHaveLength(1)
     await row.getByText(/^(draining|drained)$/).waitFor()
     expect(await row.getByRole('button').count()).toBe(0)
     await page.close()

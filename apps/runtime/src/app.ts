@@ -1,5 +1,4 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
-import { createHash, timingSafeEqual } from 'node:crypto'
 import { mkdir, mkdtemp } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -8,11 +7,13 @@ import {
   cutStalledBody,
   fastifyListenerOptions,
   guardConnections,
+  isSecret,
   loggerOptions,
   logsEachRequest,
   maxConnections,
   observeHttp,
   requestLogger,
+  secretDigest,
   settledWithin,
   traceHttpServer,
   tracing,
@@ -34,8 +35,6 @@ export interface RuntimeHost {
   interns: Interns
   fleet: FleetClient
 }
-
-const digestOf = (text: string) => createHash('sha256').update(text).digest()
 
 /**
  * A runtime host: runs many interns in one process, each answering on its own hostname (routed by
@@ -124,7 +123,7 @@ export async function buildRuntimeHost(
     if (!token)
       return reply.code(503).send(hostError('placement_unverified', 'this host has not joined the fleet yet').body)
     const given = req.headers.authorization
-    if (given === undefined || !timingSafeEqual(digestOf(given), digestOf(`Bearer ${token}`))) {
+    if (!isSecret(given, secretDigest(`Bearer ${token}`))) {
       return reply
         .code(401)
         .header('www-authenticate', 'Bearer realm="roster-runtime"')

@@ -1,20 +1,24 @@
 import Fastify, { type FastifyInstance } from 'fastify'
-import { createHash, timingSafeEqual } from 'node:crypto'
 import type { Queue } from 'bullmq'
 import { createBullBoard } from '@bull-board/api'
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter'
 import { FastifyAdapter } from '@bull-board/fastify'
-import { fastifyListenerOptions, guardConnections, maxConnections, type ListenerSettings } from '@roster/shared'
+import {
+  fastifyListenerOptions,
+  guardConnections,
+  isSecret,
+  maxConnections,
+  secretDigest,
+  type ListenerSettings,
+} from '@roster/shared'
 
 // The operator surface: the queue dashboard (bull-board) on a listener of its own, off unless
 // OPERATOR_PORT is set, and only for whoever holds OPERATOR_TOKEN: as the password of HTTP Basic
 // authentication (what a browser asks for; any user name) or as a bearer token.
 
-const digest = (text: string) => createHash('sha256').update(text).digest()
-
 /** Whether an Authorization header carries the token; both sides hashed, so the comparison takes the same time whatever was sent. */
 export function operatorCheck(token: string) {
-  const expected = digest(token)
+  const expected = secretDigest(token)
   return (authorization: string | undefined) => {
     if (!authorization) return false
     const [scheme, value = ''] = authorization.split(' ', 2)
@@ -24,7 +28,7 @@ export function operatorCheck(token: string) {
       const decoded = Buffer.from(value, 'base64').toString('utf8')
       given = decoded.slice(decoded.indexOf(':') + 1)
     }
-    return given !== undefined && timingSafeEqual(digest(given), expected)
+    return isSecret(given, expected)
   }
 }
 

@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
+import { secretDigest } from '@roster/platform'
 
 export const ApiKeyKinds = ['user', 'organization', 'management', 'intern'] as const
 export type ApiKeyKind = (typeof ApiKeyKinds)[number]
@@ -19,14 +20,7 @@ export function apiKeyParts(plaintext: string): { plaintext: string; hash: Buffe
  * The lookup digest. A fast hash is right here: keys carry 256 bits of entropy, so there is nothing
  * for a slow password hash to protect against, and every request pays for it.
  */
-export function hashApiKey(plaintext: string): Buffer {
-  return createHash('sha256').update(plaintext, 'utf8').digest()
-}
-
-/** Constant-time digest comparison (the row was found by its digest; this guards the match itself). */
-export function digestsEqual(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && timingSafeEqual(a, b)
-}
+export const hashApiKey = (plaintext: string): Buffer => secretDigest(plaintext)
 
 /** The bearer token of an Authorization header, or undefined when absent or malformed. */
 export function bearerToken(header: string | undefined): string | undefined {

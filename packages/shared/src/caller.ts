@@ -1,6 +1,7 @@
 import type { Db } from './db.js'
 import type { ApiKeyKind } from './api-keys.js'
-import { digestsEqual, hashApiKey } from './api-keys.js'
+import { hashApiKey } from './api-keys.js'
+import { digestsEqual } from '@roster/platform'
 import { keyByHash, type CallerGuardrail } from './repositories/api-keys.js'
 import { memberSpendOwner, PICO_PER_MICRO, type SpendLimit } from '@roster/protocol'
 import type { AppliedGuardrail } from '@roster/protocol'

@@ -54,6 +54,6 @@ export function consoleLane(concurrency: number) {
         }),
     )
   }
-  /** How many console requests wait for their turn now (for metrics and tests). */
+  /** How many console requests wait for their turn now (its test waits on it). */
   return Object.assign(hook, { waiting: () => limit.pendingCount })
 }

@@ -1,6 +1,13 @@
 import type { FastifyRequest } from 'fastify'
-import { createHash, timingSafeEqual } from 'node:crypto'
-import { AppError, bearerToken, liveConsoleSession, type Db } from '@roster/shared'
+import {
+  AppError,
+  bearerToken,
+  digestsEqual,
+  isSecret,
+  liveConsoleSession,
+  secretDigest,
+  type Db,
+} from '@roster/shared'
 import { assertSameOriginChange, sessionIdHash, sessionIdOf } from '../console/session-cookie.js'
 
 // The operator's way in (docs/operating.md): OPERATOR_TOKEN as a bearer token, or a web console
@@ -10,19 +17,17 @@ import { assertSameOriginChange, sessionIdHash, sessionIdOf } from '../console/s
 
 export const OPERATOR_KIND = 'operator'
 
-const digest = (text: string) => createHash('sha256').update(text).digest()
-
 export function operatorAccess(db: Db, token: string | undefined) {
-  const expected = token ? digest(token) : undefined
+  const expected = token ? secretDigest(token) : undefined
   /** Whether `given` is the operator token (both sides hashed: the comparison takes the same time whatever was sent). */
   const isToken = (given: string | undefined): boolean =>
-    !!expected && given !== undefined && given.length <= 512 && timingSafeEqual(digest(given), expected)
+    !!expected && given !== undefined && given.length <= 512 && isSecret(given, expected)
   /** A console session signed in as the operator, live and under the current token: when it ends. */
   const session = async (req: FastifyRequest): Promise<{ endsAt: number } | undefined> => {
     const id = sessionIdOf(req)
     if (!id || !expected) return undefined
     const found = await liveConsoleSession(db, sessionIdHash(id))
-    if (!found || found.kind !== OPERATOR_KIND || !timingSafeEqual(found.keyHash, expected)) return undefined
+    if (!found || found.kind !== OPERATOR_KIND || !digestsEqual(found.keyHash, expected)) return undefined
     return { endsAt: found.expiresAt.getTime() }
   }
   /** An onRequest guard: the token as bearer, else an operator session (whose changes come from the console). */

@@ -3,6 +3,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
   appendSessionEntries,
+  isSecret,
+  secretDigest,
   hostRecord,
   sessionIds,
   sessionItems,
@@ -23,7 +25,6 @@ import {
   SNAPSHOT_GENERATION_HEADER,
   type HostRow,
 } from '@roster/shared'
-import { createHash, timingSafeEqual } from 'node:crypto'
 import type { AppDeps } from '../deps.js'
 
 // The fleet's API, for runtime hosts only (not part of the public API, and outside /api/v1): hosts
@@ -45,11 +46,6 @@ const GenerationQuery = z.object({ generation: z.coerce.number().int().min(0) })
 const refuse = (reply: FastifyReply, status: number, error: string, message: string) =>
   reply.code(status).send({ error, message })
 const bearer = (req: FastifyRequest) => /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1]
-const sameSecret = (a: string | undefined, b: string) => {
-  if (!a) return false
-  const [x, y] = [createHash('sha256').update(a).digest(), createHash('sha256').update(b).digest()]
-  return timingSafeEqual(x, y)
-}
 
 export const fleetRoutes =
   (deps: AppDeps): FastifyPluginAsync =>
@@ -125,7 +121,7 @@ export const fleetRoutes =
           'unavailable',
           'this API holds no fleet (VAULT_MASTER_KEY and RUNTIME_TOKEN are needed)',
         )
-      if (!sameSecret(bearer(req), fleet.joinToken))
+      if (!isSecret(bearer(req), secretDigest(fleet.joinToken)))
         return refuse(reply, 401, 'unauthorized', "joining the fleet needs the fleet's credential (RUNTIME_TOKEN)")
     }
 

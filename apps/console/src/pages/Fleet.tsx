@@ -25,11 +25,11 @@ export function Fleet() {
       }),
     onSettled: () => client.invalidateQueries({ queryKey: ['fleet'] }),
   })
-  const part = <T,>(pick: (f: FleetView) => T[] | null) => ({
-    data: fleet.data && pick(fleet.data) ? { data: pick(fleet.data)! } : undefined,
-    isError: fleet.isError,
-    error: fleet.error,
-  })
+  /** One list of the read, as Listed shows a list (absent while loading, or for queues Redis did not give). */
+  const part = <T,>(pick: (f: FleetView) => T[] | null) => {
+    const items = fleet.data && pick(fleet.data)
+    return { data: items ? { data: items } : undefined, isError: fleet.isError, error: fleet.error }
+  }
   const queues = fleet.data?.queues
   return (
     <section aria-labelledby="fleet-title">

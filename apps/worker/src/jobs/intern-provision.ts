@@ -8,7 +8,7 @@ import {
   fleetTimes,
   placeIntern,
   neverReachedHost,
-  releaseFromSilentHost,
+  unplaceFromUnreachableHost,
   type PlacedOn,
   isUniqueViolation,
   inSpan,
@@ -168,7 +168,7 @@ async function elsewhereIfUnreachable(run: Run, call: () => Promise<unknown>) {
   } catch (err) {
     if (!neverReachedHost(err)) throw err
     const { deps, intern, placed } = run
-    if (!(await releaseFromSilentHost(deps.db, intern.id, placed!, 2 * deps.config.FLEET_HEARTBEAT_MS))) throw err
+    if (!(await unplaceFromUnreachableHost(deps.db, intern.id, placed!, 2 * deps.config.FLEET_HEARTBEAT_MS))) throw err
     run.ctx.log.warn(
       { internId: intern.id, host: placed!.hostId },
       'the runtime host the intern was placed on cannot be reached and has stopped beating: placing it again',

@@ -53,11 +53,12 @@ export class MoveWait {
 }
 
 /**
- * A provisioning run's side: the intern's host could not be reached. If it has stopped beating
- * (none for `silentMs`), the intern is given up (unplaced) to be placed again, and true is answered;
- * a host still beating keeps it (the failure is the call's own: false).
+ * A provisioning run's side: the intern's host could not be reached, so its placement is taken back
+ * (the next attempt places it anew). Answers whether the host has also stopped beating (none for
+ * `silentMs`): then it has most likely died, and the run tries again shortly; a host still beating
+ * (a wrong address, a partition) makes the failure the call's own.
  */
-export async function releaseFromSilentHost(
+export async function unplaceFromUnreachableHost(
   db: Db,
   internId: string,
   placed: { hostId: string; generation: number },

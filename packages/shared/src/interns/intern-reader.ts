@@ -21,18 +21,28 @@ export class InternReader {
     private readonly maxEntries = 20_000,
   ) {}
 
-  async get(id: string): Promise<InternRecord | undefined> {
+  /** The row kept for `id` while it may be trusted (undefined inside: known not to exist). */
+  private kept(id: string, now: number, trusted: boolean) {
     const hit = this.rows.get(id)
-    if (hit && hit.until > Date.now() && this.trusted()) return hit.row
+    return hit && hit.until > now && trusted ? hit : undefined
+  }
+
+  /** Keeps a row read since `epoch`, unless a change came meanwhile (it may be older than the change). */
+  private keep(id: string, row: InternRecord | undefined, epoch: number) {
+    if (epoch !== this.epoch || this.ttlMs <= 0) return
+    if (this.rows.size >= this.maxEntries) this.rows.delete(this.rows.keys().next().value!)
+    this.rows.set(id, { row, until: Date.now() + this.ttlMs })
+  }
+
+  async get(id: string): Promise<InternRecord | undefined> {
+    const hit = this.kept(id, Date.now(), this.trusted())
+    if (hit) return hit.row
     const inFlight = this.loading.get(id)
     if (inFlight) return inFlight
     const epoch = this.epoch
     const load = internRecord(this.db, id)
       .then((row) => {
-        if (epoch === this.epoch && this.ttlMs > 0) {
-          if (this.rows.size >= this.maxEntries) this.rows.delete(this.rows.keys().next().value!)
-          this.rows.set(id, { row, until: Date.now() + this.ttlMs })
-        }
+        this.keep(id, row, epoch)
         return row
       })
       .finally(() => this.loading.delete(id))
@@ -47,19 +57,16 @@ export class InternReader {
     const found = new Map<string, InternRecord | undefined>()
     const missing: string[] = []
     for (const id of ids) {
-      const hit = this.rows.get(id)
-      if (hit && hit.until > now && trusted) found.set(id, hit.row)
+      const hit = this.kept(id, now, trusted)
+      if (hit) found.set(id, hit.row)
       else missing.push(id)
     }
     if (missing.length) {
       const epoch = this.epoch
       const rows = new Map((await internRecords(this.db, missing)).map((r) => [r.id, r]))
-      const cache = epoch === this.epoch && this.ttlMs > 0
       for (const id of missing) {
         found.set(id, rows.get(id))
-        if (!cache) continue
-        if (this.rows.size >= this.maxEntries) this.rows.delete(this.rows.keys().next().value!)
-        this.rows.set(id, { row: rows.get(id), until: Date.now() + this.ttlMs })
+        this.keep(id, rows.get(id), epoch)
       }
     }
     return ids.map((id) => found.get(id))
