@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process'
 import { existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { repoRoot } from './processes.js'
+import { repoRoot } from './node-process.js'
 
 // The coding agents people point at gateways, installed from npm as a user installs them (each
 // ships its binary in its packages), at the versions the tests were written against, once per

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
-import { freePort } from './processes.js'
+import { freePort } from './node-process.js'
 import { waitFor } from './wait.js'
 
 /** One redis-server of a test cluster. */

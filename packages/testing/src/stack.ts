@@ -1,93 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { createServer } from 'node:net'
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
-import { waitFor } from './wait.js'
 import { redisUrl } from './env.js'
+import { freePort, NodeProcess, repoRoot } from './node-process.js'
 
-export const repoRoot = join(import.meta.dirname, '..', '..', '..')
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
-
-/** A child process whose output is kept, for tests that start, kill and restart real processes. */
-export class NodeProcess {
-  child: ChildProcess | undefined
-  output = ''
-  constructor(
-    readonly name: string,
-    readonly script: string,
-    /** Merged over this process's environment; a key set to `undefined` is removed from it. */
-    readonly env: Record<string, string | undefined>,
-  ) {}
-
-  start(): this {
-    this.output = ''
-    const merged: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'info', ...this.env }
-    const env = Object.fromEntries(Object.entries(merged).filter((e): e is [string, string] => e[1] !== undefined))
-    const child = spawn(process.execPath, [this.script], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    child.stdout!.on('data', (d) => (this.output += d))
-    child.stderr!.on('data', (d) => (this.output += d))
-    this.child = child
-    return this
-  }
-
-  get running(): boolean {
-    return !!this.child && this.child.exitCode === null && this.child.signalCode === null
-  }
-
-  /**
-   * Waits for the process to print `pattern`. A process that exits first fails the wait at once, and
-   * either failure carries the end of what it printed (a port taken, a bad setting), not a bare timeout.
-   */
-  async waitForOutput(pattern: RegExp, timeoutMs = 30_000): Promise<void> {
-    const tail = () => this.output.slice(-2_000)
-    try {
-      await waitFor(
-        () => {
-          if (pattern.test(this.output)) return true
-          if (this.child && !this.running)
-            throw new Error(
-              `${this.name} exited (${this.child.exitCode ?? this.child.signalCode}) before printing ${pattern}`,
-            )
-          return false
-        },
-        { timeoutMs, what: `${this.name} to print ${pattern}` },
-      )
-    } catch (err) {
-      throw new Error(`${(err as Error).message}; it printed:\n${tail()}`, { cause: err })
-    }
-  }
-
-  /** Resolves with the exit code (null: a signal) once the process has exited, at once if it has. */
-  exited(): Promise<number | null> {
-    const child = this.child
-    if (!child) return Promise.resolve(null)
-    if (!this.running) return Promise.resolve(child.exitCode)
-    return new Promise((resolve) => child.once('exit', (code) => resolve(code)))
-  }
-
-  async kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-    const child = this.child
-    if (!child || !this.running) return child?.exitCode ?? null
-    const exited = this.exited()
-    child.kill(signal)
-    return exited
-  }
-}
+// The whole system (or one API) as real processes of the built code, for tests that kill, pause and
+// restart them.
 
 /** A model catalogue written to a file of its own, for a stack's MODEL_CATALOGUE. */
 export function catalogueFile(catalogue: unknown): string {
@@ -178,7 +97,8 @@ export async function startStack(opts: StackOptions): Promise<Stack> {
 
 async function startStackOnce(opts: StackOptions): Promise<Stack> {
   const apiPort = await freePort()
-  const metricsPort = async () => (opts.metrics ? { METRICS_PORT: String(await freePort()) } : {})
+  const metricsPort = async (): Promise<{ METRICS_PORT?: string }> =>
+    opts.metrics ? { METRICS_PORT: String(await freePort()) } : {}
   const metricsPorts: Stack['metricsPorts'] = { workers: [] }
   const env: Record<string, string> = {
     DATABASE_URL: opts.databaseUrl,
@@ -294,59 +214,6 @@ async function startStackOnce(opts: StackOptions): Promise<Stack> {
   }
 }
 
-/**
- * A private redis-server on its own port, which a test may stop (SIGKILL) and start again. Without
- * `persist` it comes back empty; with it, from its append-only file (as docker-compose.yml runs
- * Redis: a killed process loses nothing it acknowledged).
- */
-export async function startRedisServer(
-  opts: { persist?: boolean } = {},
-): Promise<{ url: string; stop(): Promise<void>; start(): Promise<void> }> {
-  const port = await freePort()
-  const dir = opts.persist ? mkdtempSync(join(tmpdir(), 'roster-redis-')) : undefined
-  let child: ChildProcess | undefined
-  const start = async () => {
-    const persistence = dir ? ['--appendonly', 'yes', '--dir', dir] : ['--appendonly', 'no']
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', ...persistence], {
-      stdio: 'ignore',
-    })
-    // Not installed: said at once (the tests that need it check first: needs.ts), not as a wait that times out.
-    const failed = new Promise<never>((_, reject) =>
-      child!.once('error', (err) => reject(new Error(`redis-server could not be started: ${err.message}`))),
-    )
-    failed.catch(() => {})
-    const { Redis } = await import('ioredis')
-    const up = waitFor(
-      async () => {
-        const probe = new Redis(port, '127.0.0.1', {
-          lazyConnect: true,
-          maxRetriesPerRequest: 0,
-          retryStrategy: () => null,
-        })
-        probe.on('error', () => {})
-        try {
-          await probe.connect()
-          return (await probe.ping()) === 'PONG'
-        } catch {
-          return false
-        } finally {
-          probe.disconnect()
-        }
-      },
-      { timeoutMs: 10_000, what: `redis-server on port ${port}` },
-    )
-    await Promise.race([up, failed])
-  }
-  const stop = async () => {
-    if (!child || child.exitCode !== null) return
-    const exited = new Promise((r) => child!.once('exit', r))
-    child.kill('SIGKILL')
-    await exited
-  }
-  await start()
-  return { url: `redis://127.0.0.1:${port}`, stop, start }
-}
-
 /** A minimal HTTP client for a stack's API, for tests that drive real processes. */
 export function apiClient(baseUrl: string, key: string) {
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
@@ -392,7 +259,7 @@ export async function startApi(opts: {
       DATABASE_URL: opts.databaseUrl,
       REDIS_URL: redisUrl(),
       QUEUE_PREFIX: `{t-${randomUUID().slice(0, 8)}}`,
-      VAULT_MASTER_KEY: 'a'.repeat(64),
+      VAULT_MASTER_KEY: STACK_MASTER_KEY,
       PORT: String(port),
       ...(metricsPort ? { METRICS_PORT: String(metricsPort) } : {}),
       ...opts.env,
@@ -412,59 +279,4 @@ export async function startApi(opts: {
       stop: async () => void (await api.kill()),
     }
   }
-}
-
-/** The value of one sample of a Prometheus text exposition (0 when absent), e.g. `metric(text, 'x_total', { reason: 'a' })`. */
-export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
-  let total = 0
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue
-    if (!Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) continue
-    total += Number(line.slice(line.lastIndexOf(' ') + 1))
-  }
-  return total
-}
-
-/** A process's metrics, scraped now. */
-export async function scrape(port: number): Promise<string> {
-  return (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
-}
-
-/**
- * The command lines of this machine's processes (as `ps -eo args` prints them), read from /proc:
- * no procps needed (a minimal Debian has none). Processes that end while being read are skipped.
- */
-export function processCommandLines(): string[] {
-  const lines: string[] = []
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').filter(Boolean)
-      if (args.length) lines.push(args.join(' '))
-    } catch {
-      // Gone, or not ours to read.
-    }
-  }
-  return lines
-}
-
-/** Every file under a directory (links not followed). */
-export function filesUnder(dir: string): string[] {
-  const out: string[] = []
-  const pending = [dir]
-  while (pending.length) {
-    const at = pending.pop()!
-    let entries
-    try {
-      entries = readdirSync(at, { withFileTypes: true })
-    } catch {
-      continue
-    }
-    for (const e of entries) {
-      const path = join(at, e.name)
-      if (e.isDirectory()) pending.push(path)
-      else if (e.isFile()) out.push(path)
-    }
-  }
-  return out
 }

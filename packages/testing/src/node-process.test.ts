@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { NodeProcess, freePort } from './processes.js'
+import { NodeProcess, freePort } from './node-process.js'
 
 // How a stack's process that does not come up is reported: at once, with what it printed.
 const script = (text: string) => {
