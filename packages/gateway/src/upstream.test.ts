@@ -1,6 +1,6 @@
 import { once } from 'node:events'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { Endpoint } from './catalogue.js'
 import { openaiChat } from './adapters/openai-chat.js'
 import { Cancellation } from './cancellation.js'
@@ -69,18 +69,26 @@ describe('Upstream', () => {
   })
 
   it('hands each streamed chunk over as it arrives', async () => {
+    // The provider writes its next part only once the last one was handed over: a client that held
+    // chunks back until the end would never be sent the second (and the test would time out).
+    let handedOver: () => void = () => {}
     answer = async (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' })
       for (const part of ['one ', 'two ', 'three']) {
+        const next = new Promise<void>((r) => (handedOver = r))
         res.write(part)
-        await new Promise((r) => setTimeout(r, 20))
+        await next
       }
       res.end()
     }
     const arrivals: string[] = []
-    const body = await call({ onChunk: (c) => void arrivals.push(c.toString()) })
+    const body = await call({
+      onChunk: (c) => {
+        arrivals.push(c.toString())
+        handedOver()
+      },
+    })
     expect(body).toBeUndefined()
-    // Written 20 ms apart, so each arrives on its own.
     expect(arrivals).toEqual(['one ', 'two ', 'three'])
   })
 
@@ -88,12 +96,16 @@ describe('Upstream', () => {
     // Far more than the two sockets can buffer between them (~4 MiB here).
     const total = 64 * 1024 * 1024
     let written = 0
+    let heldBack = false
     answer = async (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' })
       const block = Buffer.alloc(64 * 1024, 120)
       while (written < total) {
         written += block.length
-        if (!res.write(block)) await once(res, 'drain')
+        if (res.write(block)) continue
+        heldBack = true
+        await once(res, 'drain')
+        heldBack = false
       }
       res.end()
     }
@@ -107,10 +119,20 @@ describe('Upstream', () => {
         if (first) return paused
       },
     })
-    await new Promise((r) => setTimeout(r, 150))
-    // The provider is held back by the sockets' buffers, far short of the whole body.
+    // The provider is held back by the sockets' buffers, far short of the whole body: its writes wait
+    // for a drain that does not come (however long the buffers take to fill on this machine).
+    let before = -1
+    await vi.waitFor(
+      () => {
+        const settled = heldBack && written === before
+        before = written
+        expect(settled).toBe(true)
+      },
+      { timeout: 10_000, interval: 25 },
+    )
     const writtenWhilePaused = written
     expect(writtenWhilePaused).toBeLessThan(total / 4)
+    // And stays held back while the consumer is paused (a window: nothing should happen in it).
     await new Promise((r) => setTimeout(r, 100))
     expect(written).toBe(writtenWhilePaused)
     release()
