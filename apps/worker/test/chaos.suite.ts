@@ -221,8 +221,9 @@ export async function chaosSuite(redisKind: 'server' | 'cluster') {
               return `${id} want ${want}, is ${r ? `${r.status} gen ${r.provisionGeneration} progress ${JSON.stringify(r.progress)} failure ${r.lastFailureMessage}` : 'gone'}\n    ${said.join('\n    ')}`
             })
           const host = stack.runtime.output.trim().split('\n').slice(-5).join('\n    ')
+          const worker = stack.workers[0]!.output.trim().split('\n').slice(-15).join('\n    ')
           throw new Error(
-            `${(err as Error).message} (chaos: ${chaosLog.join(',')})\n  ${wrong.join('\n  ')}\n  runtime host (${stack.runtime.running ? 'up' : 'down'}):\n    ${host}`,
+            `${(err as Error).message} (chaos: ${chaosLog.join(',')})\n  ${wrong.join('\n  ')}\n  runtime host (${stack.runtime.running ? 'up' : 'down'}):\n    ${host}\n  worker (${stack.workers[0]!.running ? 'up' : 'down'}):\n    ${worker}`,
           )
         },
       )
