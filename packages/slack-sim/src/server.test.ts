@@ -61,4 +61,15 @@ describe('the Slack stand-in, by hand', () => {
     expect(await control('/sim/say', { text: 'x' })).toMatchObject({ ok: false })
     expect(await control('/sim/messages', {})).toEqual({ messages: [], ephemerals: [] })
   })
+
+  it('answers a body that is not a JSON object as Slack does (invalid_json, HTTP 200), to its controls and its Web API', async () => {
+    for (const body of ['{bad', '[1]', 'null'])
+      for (const [path, headers] of [
+        ['/sim/say', {}],
+        ['/api/chat.postMessage', { 'content-type': 'application/json' }],
+      ] as const) {
+        const res = await fetch(`${sim.url}${path}`, { method: 'POST', headers, body })
+        expect([res.status, await res.json()], `${path} ${body}`).toEqual([200, { ok: false, error: 'invalid_json' }])
+      }
+  })
 })

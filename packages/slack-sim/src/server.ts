@@ -69,7 +69,9 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
       const chunks: Buffer[] = []
       for await (const c of req) chunks.push(c as Buffer)
       const raw = Buffer.concat(chunks).toString('utf8')
-      return control(state, url.pathname, raw ? (JSON.parse(raw) as Record<string, unknown>) : {}, res)
+      const body = parsed<Record<string, unknown>>(raw || '{}')
+      if (!body) return json(res, { ok: false, error: 'invalid_json' })
+      return control(state, url.pathname, body, res)
     }
     const filePath = /^\/files-pri\/[A-Z0-9]+-(F[A-Z0-9]+)\//.exec(url.pathname)
     if (req.method === 'GET' && filePath) {
@@ -109,8 +111,10 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
       for await (const c of req) chunks.push(c as Buffer)
       const raw = Buffer.concat(chunks).toString('utf8')
       const params = (req.headers['content-type'] ?? '').includes('json')
-        ? (JSON.parse(raw || '{}') as Record<string, string>)
+        ? parsed<Record<string, string>>(raw || '{}')
         : Object.fromEntries(new URLSearchParams(raw))
+      // Slack's answer to a body that is not JSON (HTTP 200, as every refusal).
+      if (!params) return json(res, { ok: false, error: 'invalid_json' })
       sim.calls.push({ method, params })
       const fault = sim.faults.find(
         (f) =>
@@ -157,4 +161,14 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
   sim.apiUrl = `${sim.url}/api/`
   sim.authorizeUrl = `${sim.url}/oauth/v2/authorize`
   return sim
+}
+
+/** A JSON object, or undefined for anything else (not JSON, or JSON that is not an object). */
+function parsed<T extends object>(raw: string): T | undefined {
+  try {
+    const value: unknown = JSON.parse(raw)
+    return value && typeof value === 'object' && !Array.isArray(value) ? (value as T) : undefined
+  } catch {
+    return undefined
+  }
 }
