@@ -66,9 +66,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = new URL(req.url ?? '/', sim.url)
     if (url.pathname.startsWith('/sim/')) {
-      const chunks: Buffer[] = []
-      for await (const c of req) chunks.push(c as Buffer)
-      const raw = Buffer.concat(chunks).toString('utf8')
+      const raw = await textOf(req)
       const body = parsed<Record<string, unknown>>(raw || '{}')
       if (!body) return json(res, { ok: false, error: 'invalid_json' })
       return control(state, url.pathname, body, res)
@@ -107,9 +105,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     }
     if (req.method === 'POST' && url.pathname.startsWith('/api/')) {
       const method = url.pathname.slice(5)
-      const chunks: Buffer[] = []
-      for await (const c of req) chunks.push(c as Buffer)
-      const raw = Buffer.concat(chunks).toString('utf8')
+      const raw = await textOf(req)
       const params = (req.headers['content-type'] ?? '').includes('json')
         ? parsed<Record<string, string>>(raw || '{}')
         : Object.fromEntries(new URLSearchParams(raw))
@@ -171,4 +167,11 @@ function parsed<T extends object>(raw: string): T | undefined {
   } catch {
     return undefined
   }
+}
+
+/** A request's whole body, as text. */
+async function textOf(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const c of req) chunks.push(c as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
 }
