@@ -38,6 +38,7 @@ import { PostgresSnapshots, S3Snapshots, type SnapshotStore } from './fleet/snap
 import { Admission } from './plugins/fair-use.js'
 import { RequestRate } from './plugins/request-rate.js'
 import { WebSocketBudget } from './plugins/websocket-budget.js'
+import { publishChange } from './plugins/change-events.js'
 import { createOutboxBell } from './plugins/outbox-bell.js'
 import { StreamGenerationLedger } from './generation-ledger.js'
 import { SpendLimits } from './spend-limits.js'
@@ -174,20 +175,11 @@ export function createAppDeps(
     byokDirectory.forgetAccount(accountId)
     return tellOthers(`a:${accountId}`)
   }
-  /**
-   * Tells the other API processes to forget what they cached. Awaited before the change is
-   * answered: Redis has then written the event to every subscriber's socket, so a request sent
-   * to another process after the answer finds it there first (a failure leaves the cache's expiry).
-   */
+  /** Tells the other API processes to forget what they cached; awaited before the change is answered. */
   const tellOthers = (event: string): Promise<void> => {
     // A limit may have changed: this process reads spend counters afresh at once, the others on the event.
     spendLimits.forget()
-    return redis.status === 'ready'
-      ? redis.publish(keyEventsChannel(config.QUEUE_PREFIX), event).then(
-          () => undefined,
-          () => undefined,
-        )
-      : Promise.resolve()
+    return publishChange(redis, keyEventsChannel(config.QUEUE_PREFIX), event)
   }
   const spendLimits = new SpendLimits(redis, config.QUEUE_PREFIX, db, Date.now, trusted)
   const metrics = config.METRICS_PORT ? createMetrics('api') : undefined

@@ -15,6 +15,7 @@ import {
   type ParentLogger,
   type RedisClient,
 } from '@roster/shared'
+import { subscribersHaveHeard } from './plugins/change-events.js'
 
 /** How long an append waits for Redis before writing to Postgres instead. */
 const APPEND_WAIT_MS = 2_000
@@ -161,6 +162,10 @@ export class StreamGenerationLedger implements GenerationLedger {
       appendWithCounters(this.redis)(keys.length, ...keys, ...args),
       APPEND_WAIT_MS,
     )) as string[] | null
+    // A counter at its limit was published: the other processes hear of it before this append's
+    // request is answered. The append itself stands whatever this wait meets.
+    if (reached?.length)
+      await answeredWithin(subscribersHaveHeard(this.redis), APPEND_WAIT_MS).catch(() => undefined)
     const onCounted = this.told.onCounted
     if (onCounted && reached)
       for (let i = 0; i + 1 < reached.length; i += 2) onCounted(reached[i]!, BigInt(reached[i + 1]!))

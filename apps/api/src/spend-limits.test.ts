@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { randomUUID } from 'node:crypto'
-import net, { type AddressInfo } from 'node:net'
 import { connectRedis, limitPeriod, spendCounter, spendEventsChannel, type SpendLimit } from '@roster/shared'
-import { createTestDatabase, generationRecord, redisUrl, type TestDatabase } from '@roster/testing'
+import { createTestDatabase, generationRecord, redisProxy, redisUrl, type TestDatabase } from '@roster/testing'
 import { GatewayError } from '@roster/gateway'
 import { SpendLimits } from './spend-limits.js'
 import { StreamGenerationLedger } from './generation-ledger.js'
@@ -253,7 +252,7 @@ describe('SpendLimits', () => {
   })
 
   it('goes on with the ledger’s count when Redis stops answering a read (a host cut off), and reads again once it answers', async () => {
-    const proxy = await stallingProxy(redisUrl())
+    const proxy = await redisProxy(redisUrl())
     const stalled = connectRedis(
       { REDIS_URL: proxy.url },
       { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false },
@@ -281,37 +280,3 @@ describe('SpendLimits', () => {
     }
   })
 })
-
-/** A TCP proxy to Redis that, frozen, holds Redis's answers (a host cut off) until thawed. */
-async function stallingProxy(target: string) {
-  const to = new URL(target)
-  let frozen = false
-  const held: (() => void)[] = []
-  const sockets = new Set<net.Socket>()
-  const server = net.createServer((client) => {
-    const upstream = net.connect(Number(to.port || 6379), to.hostname)
-    for (const s of [client, upstream]) {
-      sockets.add(s)
-      s.on('error', () => {})
-      s.on('close', () => (client.destroy(), upstream.destroy()))
-    }
-    client.pipe(upstream)
-    upstream.on('data', (d: Buffer) => (frozen ? held.push(() => client.write(d)) : client.write(d)))
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const url = new URL(target)
-  url.hostname = '127.0.0.1'
-  url.port = String((server.address() as AddressInfo).port)
-  return {
-    url: url.toString(),
-    freeze: () => void (frozen = true),
-    thaw() {
-      frozen = false
-      for (const write of held.splice(0)) write()
-    },
-    async close() {
-      for (const s of sockets) s.destroy()
-      await new Promise((r) => server.close(r))
-    },
-  }
-}

@@ -47,8 +47,8 @@ type Sum = {
  *
  * A counter once read is known here for COUNTER_READ_MS while this process hears spend events
  * (`trusted`): the append that takes a counter to a limit of its request publishes the counter's
- * new value in the same script (generation-ledger.ts), before its reply's last byte, and `saw`
- * takes it in. Below its limits a counter need not be read again for each request; at a limit,
+ * new value in the same script (generation-ledger.ts), and waits until every subscriber has it
+ * (plugins/change-events.ts) before its reply's last byte; `saw` takes it in. Below its limits a counter need not be read again for each request; at a limit,
  * every process knows it before a request sent after that reply arrives. Any change to keys,
  * workspaces or guardrails (`forget`), and a gap in the events, drop what is known: a lowered
  * limit meets a counter read afresh.
