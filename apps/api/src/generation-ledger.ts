@@ -164,8 +164,7 @@ export class StreamGenerationLedger implements GenerationLedger {
     )) as string[] | null
     // A counter at its limit was published: the other processes hear of it before this append's
     // request is answered. The append itself stands whatever this wait meets.
-    if (reached?.length)
-      await answeredWithin(subscribersHaveHeard(this.redis), APPEND_WAIT_MS).catch(() => undefined)
+    if (reached?.length) await answeredWithin(subscribersHaveHeard(this.redis), APPEND_WAIT_MS).catch(() => undefined)
     const onCounted = this.told.onCounted
     if (onCounted && reached)
       for (let i = 0; i + 1 < reached.length; i += 2) onCounted(reached[i]!, BigInt(reached[i + 1]!))
