@@ -6,7 +6,6 @@ import { resourceFromAttributes } from '@opentelemetry/resources'
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer'
 import {
-  connectRedis,
   deliverableDestination,
   destinationDelivered,
   destinationFailed,
@@ -22,8 +21,8 @@ import {
   type DestinationRow,
   type GenerationRecord,
   type Logger,
-  type RedisSettings,
 } from '@roster/shared'
+import { consumerConnection, producerConnection, type WorkerRedisSettings } from './redis-connections.js'
 import { guardedLookup } from '@roster/gateway'
 
 // Observability destinations' deliveries (governance-contract.md §10): the drain hands each batch
@@ -268,13 +267,13 @@ function spanOf(d: DestinationRow, g: Row): ReadableSpan {
 /** The delivery queue's consumer: sends each job, counts a job that ran out of tries against its destination. */
 export function startDeliveries(
   db: Db,
-  redis: RedisSettings & { QUEUE_PREFIX: string },
+  redis: WorkerRedisSettings & { QUEUE_PREFIX: string },
   queue: Queue,
   settings: DestinationSettings,
   log: Logger,
 ) {
   const delivery = new DestinationDelivery(db, settings)
-  const connection = connectRedis(redis, { maxRetriesPerRequest: null })
+  const connection = consumerConnection(redis)
   reportConnectionErrors(connection, log, 'destinations: redis')
   const worker = new Worker<DeliveryJob>(
     DESTINATIONS_QUEUE,
@@ -306,8 +305,8 @@ export function startDeliveries(
   }
 }
 
-export const destinationsQueue = (redis: RedisSettings & { QUEUE_PREFIX: string }, log: Logger) => {
-  const connection = connectRedis(redis, { maxRetriesPerRequest: null })
+export const destinationsQueue = (redis: WorkerRedisSettings & { QUEUE_PREFIX: string }, log: Logger) => {
+  const connection = producerConnection(redis)
   reportConnectionErrors(connection, log, 'destinations queue: redis')
   return { queue: new Queue(DESTINATIONS_QUEUE, { connection, prefix: redis.QUEUE_PREFIX }), connection }
 }

@@ -1,6 +1,5 @@
 import { hostname } from 'node:os'
 import {
-  connectRedis,
   generationsStream,
   insertGenerations,
   pgErrorCode,
@@ -10,8 +9,8 @@ import {
   type Logger,
   type OnWritten,
   type RedisClient,
-  type RedisSettings,
 } from '@roster/shared'
+import { consumerConnection, type WorkerRedisSettings } from './redis-connections.js'
 
 const GROUP = 'drain'
 
@@ -59,13 +58,13 @@ export class GenerationDrain {
 
   constructor(
     private readonly db: Db,
-    settings: RedisSettings,
+    settings: WorkerRedisSettings,
     queuePrefix: string,
     private readonly log: Logger,
     options: DrainOptions = {},
   ) {
     // Its own connection: a blocking read holds it.
-    this.redis = connectRedis(settings, { maxRetriesPerRequest: null })
+    this.redis = consumerConnection(settings)
     reportConnectionErrors(this.redis, log, 'generations drain: redis')
     this.stream = generationsStream(queuePrefix)
     this.batch = options.batch ?? 1_000

@@ -1,6 +1,5 @@
 import { Queue, type JobsOptions } from 'bullmq'
 import {
-  connectRedis,
   INTERN_QUEUE,
   Jobs,
   reportConnectionErrors,
@@ -8,6 +7,7 @@ import {
   type ParentLogger,
   type WorkerConfig,
 } from '@roster/shared'
+import { producerConnection, type WorkerRedisSettings } from './redis-connections.js'
 
 export type JobOptionsFor = (kind: JobKind) => JobsOptions
 
@@ -32,10 +32,10 @@ export function jobOptionsFor(
  * (the outbox keeps the work) instead of piling up in memory.
  */
 export function createQueue(
-  config: Pick<WorkerConfig, 'REDIS_URL' | 'REDIS_CLUSTER_NODES' | 'QUEUE_PREFIX'>,
+  config: WorkerRedisSettings & Pick<WorkerConfig, 'QUEUE_PREFIX'>,
   log: Pick<ParentLogger, 'warn' | 'info'>,
 ) {
-  const connection = connectRedis(config, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
+  const connection = producerConnection(config)
   reportConnectionErrors(connection, log, 'queue producer: redis')
   const queue = new Queue(INTERN_QUEUE, { connection, prefix: config.QUEUE_PREFIX })
   reportConnectionErrors(queue, log, 'queue producer')

@@ -5,7 +5,6 @@ import {
   deleteOutboxRows,
   setAsideOutboxRows,
   type OutboxRow,
-  connectRedis,
   isJobKind,
   Jobs,
   outboxBellChannel,
@@ -17,9 +16,9 @@ import {
   type Logger,
   type Metrics,
   type RedisClient,
-  type RedisSettings,
   type Span,
 } from '@roster/shared'
+import { consumerConnection, type WorkerRedisSettings } from './redis-connections.js'
 import type { JobOptionsFor } from './queue.js'
 
 const BATCH = 500
@@ -40,7 +39,7 @@ export class OutboxRelay {
   constructor(
     private readonly db: Db,
     private readonly queue: Queue,
-    private readonly redis: RedisSettings,
+    private readonly redis: WorkerRedisSettings,
     private readonly queuePrefix: string,
     private readonly pollMs: number,
     private readonly jobOptions: JobOptionsFor,
@@ -51,7 +50,7 @@ export class OutboxRelay {
 
   async start() {
     this.timer = setInterval(() => this.wake(), this.pollMs)
-    const bell = connectRedis(this.redis, { maxRetriesPerRequest: null })
+    const bell = consumerConnection(this.redis)
     reportConnectionErrors(bell, this.log, 'outbox bell: redis')
     bell.on('message', () => this.wake())
     // ioredis subscribes again after every reconnect; drain then too, for bells rung meanwhile.

@@ -2,7 +2,6 @@ import { DelayedError, UnrecoverableError, Worker } from 'bullmq'
 import {
   pingDatabase,
   pruneConsoleSessions,
-  connectRedis,
   createDb,
   createLogger,
   FleetDriver,
@@ -23,6 +22,7 @@ import {
   type Logger,
   type WorkerConfig,
 } from '@roster/shared'
+import { consumerConnection } from './redis-connections.js'
 import type { WorkerDeps } from './context.js'
 import { createQueue, jobOptionsFor } from './queue.js'
 import { OutboxRelay } from './relay.js'
@@ -69,7 +69,7 @@ export async function startWorker(
   }
 
   // Workers block on Redis, so their connection must never give up on a command.
-  const workerConnection = connectRedis(config, { maxRetriesPerRequest: null })
+  const workerConnection = consumerConnection(config)
   reportConnectionErrors(workerConnection, log, 'worker: redis')
   const worker = new Worker(
     INTERN_QUEUE,

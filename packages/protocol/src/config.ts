@@ -617,6 +617,11 @@ export const WorkerConfig = z.object({
   RELAY_POLL_MS: ms
     .default(1_000)
     .describe("The outbox relay's safety-net poll (it is normally woken by the database's notification)."),
+  REDIS_COMMAND_TIMEOUT_MS: ms
+    .default(10_000)
+    .describe(
+      "How long the worker waits for Redis to answer a command (publishing jobs, the reconciler's reads) before failing it and trying again; a connection that hears nothing this long while a command waits (a blocking read: its own wait plus this) is closed and opened again. A Redis host cut off, or a cluster connection a failover left hanging, must not stall the outbox, the reconciler or the job consumer for good.",
+    ),
   RECONCILE_INTERVAL_MS: ms
     .default(5_000)
     .describe('How often the reconciler looks for stuck interns (a queued job that vanished, a host that died).'),

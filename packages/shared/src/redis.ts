@@ -9,7 +9,10 @@ export interface RedisSettings {
 }
 
 /** How one connection behaves (the options each caller picks; they mean the same on a cluster). */
-export type ConnectionOptions = Pick<RedisOptions, 'maxRetriesPerRequest' | 'enableOfflineQueue' | 'lazyConnect'>
+export type ConnectionOptions = Pick<
+  RedisOptions,
+  'maxRetriesPerRequest' | 'enableOfflineQueue' | 'lazyConnect' | 'socketTimeout' | 'commandTimeout'
+>
 
 /**
  * Opens a connection the way the settings say: one server (REDIS_URL), or a cluster client over
