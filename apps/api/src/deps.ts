@@ -24,7 +24,7 @@ import {
   type Db,
   type Metrics,
   type ParentLogger,
-  type ConnectionOptions,
+  commandConnection,
   type RedisClient,
   type VaultService,
 } from '@roster/shared'
@@ -113,16 +113,13 @@ export interface AppDeps {
 }
 
 /**
- * The API's connection to Redis (main.ts and the tests alike). It never needs Redis to accept a
- * create (the outbox carries the work), so it queues no commands while Redis is away: /ready
- * reports it instead. (Not ioredis's auto-pipelining: it holds every command to the end of the
- * event loop's turn and builds a pipeline for it; SpendLimits batches its own reads.)
+ * The API's connection to Redis (main.ts and the tests alike), connected by the caller. It never
+ * needs Redis to accept a create (the outbox carries the work), so it queues no commands while
+ * Redis is away (/ready reports it instead), and no command waits on it past
+ * REDIS_COMMAND_TIMEOUT_MS. (Not ioredis's auto-pipelining: it holds every command to the end of
+ * the event loop's turn and builds a pipeline for it; SpendLimits batches its own reads.)
  */
-export const API_REDIS_OPTIONS: ConnectionOptions = {
-  lazyConnect: true,
-  enableOfflineQueue: false,
-  maxRetriesPerRequest: 1,
-}
+export const apiRedis = (config: ApiConfig): RedisClient => commandConnection(config, { lazyConnect: true })
 
 /**
  * Everything the API needs besides its connections; main.ts and the tests build it the same way.

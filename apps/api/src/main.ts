@@ -1,6 +1,5 @@
 import {
   ApiConfig,
-  connectRedis,
   createDb,
   createLogger,
   loadConfigOrExit,
@@ -11,7 +10,7 @@ import {
   stopOnSignals,
 } from '@roster/shared'
 import { buildApp } from './app.js'
-import { API_REDIS_OPTIONS, createAppDeps } from './deps.js'
+import { apiRedis, createAppDeps } from './deps.js'
 import { CatalogueError, loadCatalogue, type Catalogue } from '@roster/gateway'
 
 const config = loadConfigOrExit(ApiConfig, 'api')
@@ -41,7 +40,7 @@ if (config.VAULT_MASTER_KEY) {
     process.exit(78)
   }
 }
-const redis = connectRedis(config, API_REDIS_OPTIONS)
+const redis = apiRedis(config)
 const log = createLogger('api', config.LOG_LEVEL)
 reportConnectionErrors(redis, log, 'api: redis')
 redis.connect().catch(() => {})

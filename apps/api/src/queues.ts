@@ -1,5 +1,5 @@
-import { Queue } from 'bullmq'
-import { DESTINATIONS_QUEUE, INTERN_QUEUE, type QueueDepth, type RedisClient } from '@roster/shared'
+import type { Queue } from 'bullmq'
+import { DESTINATIONS_QUEUE, INTERN_QUEUE, producerQueue, type QueueDepth, type RedisClient } from '@roster/shared'
 
 // The workers' queues as the API reaches them: made the first time one is needed, on the API's own
 // Redis connection (shared, so closing the API's client ends them).
@@ -15,7 +15,7 @@ export function apiQueues(redis: RedisClient, prefix: string) {
   const made = new Map<QueueName, Queue>()
   const get = (name: QueueName) => {
     let queue = made.get(name)
-    if (!queue) made.set(name, (queue = new Queue(name, { connection: redis, prefix })))
+    if (!queue) made.set(name, (queue = producerQueue(name, redis, prefix)))
     return queue
   }
   return {

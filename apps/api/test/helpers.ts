@@ -3,11 +3,11 @@ import type { OpenRouter } from '@openrouter/sdk'
 import type { InternChatCompletionChunk, InternChatCompletionRequest } from '@openrouter/sdk/models'
 import { afterAll, beforeAll } from 'vitest'
 import { startSimulator, type Simulator, type SimSettings } from '@roster/upstream-sim'
-import { ApiConfig, connectRedis, createLogger, loadConfig, WorkerConfig, type Db } from '@roster/shared'
+import { ApiConfig, createLogger, loadConfig, WorkerConfig, type Db } from '@roster/shared'
 import { redisUrl, waitFor } from '@roster/testing'
 import { buildApp } from '../src/app.js'
 import { GenerationDrain } from '../../worker/src/generation-drain.js'
-import { API_REDIS_OPTIONS, createAppDeps, type AppDeps } from '../src/deps.js'
+import { apiRedis, createAppDeps, type AppDeps } from '../src/deps.js'
 import { simulatorCatalogue, type Catalogue, type CatalogueModel, type Endpoint, type Protocol } from '@roster/gateway'
 
 export const TEST_MASTER_KEY = 'ab'.repeat(32)
@@ -26,7 +26,7 @@ export async function buildTestApp(
     INTERN_CACHE_MS: '0',
     ...env,
   })
-  const redis = connectRedis(config, API_REDIS_OPTIONS)
+  const redis = apiRedis(config)
   redis.on('error', () => {})
   await redis.connect().catch(() => {})
   const deps = createAppDeps(config, db, redis, catalogue, providerEnv, createLogger('api', 'silent'))

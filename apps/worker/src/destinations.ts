@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { Agent, request } from 'undici'
-import { Queue, Worker, type Job } from 'bullmq'
+import { type Queue, Worker, type Job } from 'bullmq'
 import { SpanKind, SpanStatusCode, TraceFlags } from '@opentelemetry/api'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
@@ -21,8 +21,12 @@ import {
   type DestinationRow,
   type GenerationRecord,
   type Logger,
+  listeningConnection,
+  commandConnection,
+  producerQueue,
+  type TimedRedisSettings,
 } from '@roster/shared'
-import { consumerConnection, producerConnection, type WorkerRedisSettings } from './redis-connections.js'
+
 import { guardedLookup } from '@roster/gateway'
 
 // Observability destinations' deliveries (governance-contract.md §10): the drain hands each batch
@@ -267,13 +271,13 @@ function spanOf(d: DestinationRow, g: Row): ReadableSpan {
 /** The delivery queue's consumer: sends each job, counts a job that ran out of tries against its destination. */
 export function startDeliveries(
   db: Db,
-  redis: WorkerRedisSettings & { QUEUE_PREFIX: string },
+  redis: TimedRedisSettings & { QUEUE_PREFIX: string },
   queue: Queue,
   settings: DestinationSettings,
   log: Logger,
 ) {
   const delivery = new DestinationDelivery(db, settings)
-  const connection = consumerConnection(redis)
+  const connection = listeningConnection(redis)
   reportConnectionErrors(connection, log, 'destinations: redis')
   const worker = new Worker<DeliveryJob>(
     DESTINATIONS_QUEUE,
@@ -305,8 +309,8 @@ export function startDeliveries(
   }
 }
 
-export const destinationsQueue = (redis: WorkerRedisSettings & { QUEUE_PREFIX: string }, log: Logger) => {
-  const connection = producerConnection(redis)
+export const destinationsQueue = (redis: TimedRedisSettings & { QUEUE_PREFIX: string }, log: Logger) => {
+  const connection = commandConnection(redis)
   reportConnectionErrors(connection, log, 'destinations queue: redis')
-  return { queue: new Queue(DESTINATIONS_QUEUE, { connection, prefix: redis.QUEUE_PREFIX }), connection }
+  return { queue: producerQueue(DESTINATIONS_QUEUE, connection, redis.QUEUE_PREFIX), connection }
 }

@@ -9,8 +9,9 @@ import {
   type Logger,
   type OnWritten,
   type RedisClient,
+  listeningConnection,
+  type TimedRedisSettings,
 } from '@roster/shared'
-import { consumerConnection, type WorkerRedisSettings } from './redis-connections.js'
 
 const GROUP = 'drain'
 
@@ -58,13 +59,13 @@ export class GenerationDrain {
 
   constructor(
     private readonly db: Db,
-    settings: WorkerRedisSettings,
+    settings: TimedRedisSettings,
     queuePrefix: string,
     private readonly log: Logger,
     options: DrainOptions = {},
   ) {
     // Its own connection: a blocking read holds it.
-    this.redis = consumerConnection(settings)
+    this.redis = listeningConnection(settings)
     reportConnectionErrors(this.redis, log, 'generations drain: redis')
     this.stream = generationsStream(queuePrefix)
     this.batch = options.batch ?? 1_000

@@ -1,4 +1,4 @@
-import { Queue, type JobsOptions } from 'bullmq'
+import type { JobsOptions } from 'bullmq'
 import {
   INTERN_QUEUE,
   Jobs,
@@ -6,8 +6,10 @@ import {
   type JobKind,
   type ParentLogger,
   type WorkerConfig,
+  commandConnection,
+  producerQueue,
+  type TimedRedisSettings,
 } from '@roster/shared'
-import { producerConnection, type WorkerRedisSettings } from './redis-connections.js'
 
 export type JobOptionsFor = (kind: JobKind) => JobsOptions
 
@@ -32,12 +34,12 @@ export function jobOptionsFor(
  * (the outbox keeps the work) instead of piling up in memory.
  */
 export function createQueue(
-  config: WorkerRedisSettings & Pick<WorkerConfig, 'QUEUE_PREFIX'>,
+  config: TimedRedisSettings & Pick<WorkerConfig, 'QUEUE_PREFIX'>,
   log: Pick<ParentLogger, 'warn' | 'info'>,
 ) {
-  const connection = producerConnection(config)
+  const connection = commandConnection(config)
   reportConnectionErrors(connection, log, 'queue producer: redis')
-  const queue = new Queue(INTERN_QUEUE, { connection, prefix: config.QUEUE_PREFIX })
+  const queue = producerQueue(INTERN_QUEUE, connection, config.QUEUE_PREFIX)
   reportConnectionErrors(queue, log, 'queue producer')
   return { queue, connection }
 }

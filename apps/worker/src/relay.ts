@@ -17,8 +17,10 @@ import {
   type Metrics,
   type RedisClient,
   type Span,
+  listeningConnection,
+  type TimedRedisSettings,
 } from '@roster/shared'
-import { consumerConnection, type WorkerRedisSettings } from './redis-connections.js'
+
 import type { JobOptionsFor } from './queue.js'
 
 const BATCH = 500
@@ -39,7 +41,7 @@ export class OutboxRelay {
   constructor(
     private readonly db: Db,
     private readonly queue: Queue,
-    private readonly redis: WorkerRedisSettings,
+    private readonly redis: TimedRedisSettings,
     private readonly queuePrefix: string,
     private readonly pollMs: number,
     private readonly jobOptions: JobOptionsFor,
@@ -50,7 +52,7 @@ export class OutboxRelay {
 
   async start() {
     this.timer = setInterval(() => this.wake(), this.pollMs)
-    const bell = consumerConnection(this.redis)
+    const bell = listeningConnection(this.redis)
     reportConnectionErrors(bell, this.log, 'outbox bell: redis')
     bell.on('message', () => this.wake())
     // ioredis subscribes again after every reconnect; drain then too, for bells rung meanwhile.

@@ -21,8 +21,9 @@ import {
   TransitionBatcher,
   type Logger,
   type WorkerConfig,
+  listeningConnection,
 } from '@roster/shared'
-import { consumerConnection } from './redis-connections.js'
+
 import type { WorkerDeps } from './context.js'
 import { createQueue, jobOptionsFor } from './queue.js'
 import { OutboxRelay } from './relay.js'
@@ -69,7 +70,7 @@ export async function startWorker(
   }
 
   // Workers block on Redis, so their connection must never give up on a command.
-  const workerConnection = consumerConnection(config)
+  const workerConnection = listeningConnection(config)
   reportConnectionErrors(workerConnection, log, 'worker: redis')
   const worker = new Worker(
     INTERN_QUEUE,

@@ -105,6 +105,11 @@ const shared = {
     .describe(
       'Redis Cluster: some of its nodes as `host:port,host:port` (the rest are discovered). Set, every connection is a cluster client, and `REDIS_URL` gives only the credentials and TLS (`rediss://`) the nodes share.',
     ),
+  REDIS_COMMAND_TIMEOUT_MS: ms
+    .default(10_000)
+    .describe(
+      "How long a command waits for Redis's answer before it fails and its caller goes on (the API: without Redis, as while Redis is away; the worker: trying again), and how long a connection may hear nothing while a command waits before it is closed and opened again (a blocking read's own wait added). A Redis host cut off, or a cluster connection a failover left hanging, must not stall a process for good. The API's requests wait far less for Redis on their own path (at most a second or two).",
+    ),
   QUEUE_PREFIX: z
     .string()
     .regex(/^\{[^{}]+\}$/, 'must be a hash tag such as {roster}')
@@ -617,11 +622,6 @@ export const WorkerConfig = z.object({
   RELAY_POLL_MS: ms
     .default(1_000)
     .describe("The outbox relay's safety-net poll (it is normally woken by the database's notification)."),
-  REDIS_COMMAND_TIMEOUT_MS: ms
-    .default(10_000)
-    .describe(
-      "How long the worker waits for Redis to answer a command (publishing jobs, the reconciler's reads) before failing it and trying again; a connection that hears nothing this long while a command waits (a blocking read: its own wait plus this) is closed and opened again. A Redis host cut off, or a cluster connection a failover left hanging, must not stall the outbox, the reconciler or the job consumer for good.",
-    ),
   RECONCILE_INTERVAL_MS: ms
     .default(5_000)
     .describe('How often the reconciler looks for stuck interns (a queued job that vanished, a host that died).'),

@@ -11,7 +11,12 @@ export interface RedisSettings {
 /** How one connection behaves (the options each caller picks; they mean the same on a cluster). */
 export type ConnectionOptions = Pick<
   RedisOptions,
-  'maxRetriesPerRequest' | 'enableOfflineQueue' | 'lazyConnect' | 'socketTimeout' | 'commandTimeout'
+  | 'maxRetriesPerRequest'
+  | 'enableOfflineQueue'
+  | 'lazyConnect'
+  | 'socketTimeout'
+  | 'commandTimeout'
+  | 'autoResendUnfulfilledCommands'
 >
 
 /**

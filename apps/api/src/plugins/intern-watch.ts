@@ -1,12 +1,12 @@
 import {
-  connectRedis,
   internEventsChannel,
   keyEventsChannel,
   reportConnectionErrors,
   spendEventsChannel,
   type ParentLogger,
   type RedisClient,
-  type RedisSettings,
+  type TimedRedisSettings,
+  listeningConnection,
 } from '@roster/shared'
 
 /** What the API does with each kind of change event. */
@@ -30,10 +30,15 @@ export class InternWatch {
   private readonly listeners = new Map<string, Set<() => void>>()
   private readonly subscriber: RedisClient
 
-  constructor(redis: RedisSettings, queuePrefix: string, log: Pick<ParentLogger, 'warn' | 'info'>, on: ChangeHandlers) {
+  constructor(
+    redis: TimedRedisSettings,
+    queuePrefix: string,
+    log: Pick<ParentLogger, 'warn' | 'info'>,
+    on: ChangeHandlers,
+  ) {
     const keyChannel = keyEventsChannel(queuePrefix)
     const spendChannel = spendEventsChannel(queuePrefix)
-    this.subscriber = connectRedis(redis, { maxRetriesPerRequest: null, lazyConnect: true })
+    this.subscriber = listeningConnection(redis, { lazyConnect: true })
     reportConnectionErrors(this.subscriber, log, 'intern change events: redis')
     this.subscriber.on('message', (channel: string, message: string) => {
       if (channel === keyChannel) return on.keys(message.split(','))

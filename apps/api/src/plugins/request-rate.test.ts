@@ -1,7 +1,7 @@
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { randomUUID } from 'node:crypto'
-import { connectRedis } from '@roster/shared'
-import { redisUrl } from '@roster/testing'
+import { commandConnection, connectRedis } from '@roster/shared'
+import { redisProxy, redisUrl } from '@roster/testing'
 import { RequestRate } from './request-rate.js'
 
 // Two "processes" (two RequestRates over one Redis) share one key's requests per minute.
@@ -60,6 +60,44 @@ describe('RequestRate', () => {
     } finally {
       sut.close()
       down.disconnect()
+    }
+  })
+
+  it('goes on alone while Redis stops answering (a host cut off), and shares its count again once it answers', async () => {
+    const proxy = await redisProxy(redisUrl())
+    // The API's own kind of connection, with a short REDIS_COMMAND_TIMEOUT_MS.
+    const stalled = commandConnection({ REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: 300 }, { lazyConnect: true })
+    stalled.on('error', () => {})
+    await stalled.connect()
+    const prefix = `{t-${randomUUID().slice(0, 8)}}`
+    const at = 1_800_000_000_000
+    const errors: unknown[] = []
+    const sut = new RequestRate(
+      stalled,
+      prefix,
+      10,
+      (err) => errors.push(err),
+      () => at + 1_000,
+    )
+    try {
+      proxy.freeze()
+      for (let i = 0; i < 4; i++) expect(sut.take('k')).toBe(0)
+      // The sync fails instead of waiting for good (which would stop every later sync: one runs at a time).
+      await sut.sync()
+      expect(errors).toHaveLength(1)
+      proxy.thaw()
+      // The four are still this process's own, added on a later sync once the connection is back.
+      await vi.waitFor(
+        async () => {
+          await sut.sync()
+          expect(await redis.get(`${prefix}:rpm:k:${Math.floor((at + 1_000) / 60_000)}`)).toBe('4')
+        },
+        { timeout: 10_000, interval: 100 },
+      )
+    } finally {
+      sut.close()
+      stalled.disconnect()
+      await proxy.close()
     }
   })
 })

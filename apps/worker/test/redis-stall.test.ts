@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
 import pino from 'pino'
-import { Jobs, type WorkerConfig } from '@roster/shared'
+import { commandConnection, connectRedis, INTERN_QUEUE, Jobs, producerQueue, type WorkerConfig } from '@roster/shared'
 import { redisProxy, redisUrl, useTestTenant, waitFor, type RedisProxy } from '@roster/testing'
 import { createQueue, jobOptionsFor } from '../src/queue.js'
 import { OutboxRelay } from '../src/relay.js'
@@ -75,5 +75,44 @@ describe('the outbox relay, Redis cut off mid-publish', () => {
       { timeoutMs: 20_000, what: 'the outbox to drain once Redis answers' },
     )
     expect((await direct.queue.getJob(jobId))?.data).toEqual(data)
+  })
+})
+
+describe('a queue, Redis silent as it is made', () => {
+  it('publishes once Redis answers (it does not keep the failure of a read made when it was made)', async () => {
+    const proxy = await redisProxy(redisUrl())
+    const connection = commandConnection({ REDIS_URL: proxy.url, REDIS_COMMAND_TIMEOUT_MS: 300 }, { lazyConnect: true })
+    connection.on('error', () => {})
+    const prefix = `{queue-stall-${randomUUID().slice(0, 8)}}`
+    const direct = producerQueue(INTERN_QUEUE, connectRedis({ REDIS_URL: redisUrl() }), prefix)
+    try {
+      await connection.connect()
+      proxy.freeze()
+      // Made while nothing comes back (a worker started just before Redis was killed).
+      const queue = producerQueue(INTERN_QUEUE, connection, prefix)
+      queue.on('error', () => {})
+      await expect(queue.add('intern.provision', { n: 1 }, { jobId: 'before' })).rejects.toThrow()
+      await new Promise((r) => setTimeout(r, 400))
+      proxy.thaw()
+      await expect
+        .poll(
+          () =>
+            queue.add('intern.provision', { n: 2 }, { jobId: 'after' }).then(
+              () => 'added',
+              (e: Error) => e.message,
+            ),
+          {
+            timeout: 10_000,
+            interval: 100,
+          },
+        )
+        .toBe('added')
+      expect((await direct.getJob('after'))?.data).toEqual({ n: 2 })
+    } finally {
+      await direct.obliterate({ force: true })
+      await direct.close()
+      connection.disconnect()
+      await proxy.close()
+    }
   })
 })
