@@ -181,12 +181,23 @@ describe('provisioning that cannot succeed', () => {
 })
 
 describe('a provisioning run that loses its intern after starting the runtime', () => {
+  // A runtime host drops an intern the fleet no longer places there at its next heartbeat's answer
+  // (every 2 s by default), which would stop the runtime before the run does (and, racing the run,
+  // made the first test below flaky: a dropped intern is not hosted at all). With heartbeats a
+  // minute apart, only the run can stop it within the test.
+  const NO_HEARTBEAT_IN_TIME = { FLEET_HEARTBEAT_MS: '60000', FLEET_DEAD_AFTER_MS: '600000' }
+  // The hosts of the tests before (their processes gone) would look alive that long: the record
+  // says they are dead, so that interns are placed on this test's host.
+  const earlierHostsDead = () => env.t.db.runtimeHost.updateMany({ data: { state: 'dead' } })
+
   // The defect issue 48 found: the run stopped what it started only `if (stepsDone >= 5)`, from when
   // there were six steps; with five, a run that lost its intern after the start step left the
   // runtime running (the reconciler's sweep, off here, hid it).
   it('stops the runtime it started', async () => {
+    await earlierHostsDead()
     const stack = await startStack({
       databaseUrl: env.t.url,
+      env: NO_HEARTBEAT_IN_TIME,
       workerEnv: { RECONCILE_INTERVAL_MS: '600000' },
     })
     try {
@@ -221,6 +232,57 @@ describe('a provisioning run that loses its intern after starting the runtime', 
     } finally {
       await env.t.db.$executeRawUnsafe('DROP TRIGGER IF EXISTS lose_after_start ON interns')
       await env.t.db.$executeRawUnsafe('DROP FUNCTION IF EXISTS lose_after_start')
+      await stack.stop()
+    }
+  })
+
+  // Found by a full run under load: an attempt that started the runtime and then failed (a slow
+  // answer, a lost connection) is retried; the retry finds its intern suspended meanwhile at its
+  // first step, and stopped only what it had started itself, so the runtime an earlier attempt
+  // started ran on (the reconciler's sweep, off here, hid it).
+  it('stops the runtime an earlier attempt started, when a retry finds its intern gone', async () => {
+    await earlierHostsDead()
+    const stack = await startStack({
+      databaseUrl: env.t.url,
+      env: NO_HEARTBEAT_IN_TIME,
+      workerEnv: { RECONCILE_INTERVAL_MS: '600000', PROVISION_BACKOFF_MS: '3000' },
+    })
+    try {
+      // The first attempt fails once the runtime is started (its next progress update errs, once).
+      await env.t.db.$executeRawUnsafe('CREATE SEQUENCE fail_after_start')
+      await env.t.db.$executeRawUnsafe(`
+        CREATE FUNCTION fail_after_start() RETURNS trigger AS $$
+        BEGIN
+          IF NEW.name = 'retried-start' AND NEW.progress->>'step_label' = 'Checking the runtime health'
+             AND nextval('fail_after_start') = 1 THEN
+            RAISE EXCEPTION 'the first attempt fails after starting the runtime';
+          END IF;
+          RETURN NEW;
+        END $$ LANGUAGE plpgsql`)
+      await env.t.db.$executeRawUnsafe(`
+        CREATE TRIGGER fail_after_start BEFORE UPDATE ON interns FOR EACH ROW EXECUTE FUNCTION fail_after_start()`)
+      const api = apiClient(stack.apiUrl, env.tenant.keys.user)
+      const { id } = (await api.createIntern({ name: 'retried-start', provision: true })).body
+      await waitFor(
+        async () =>
+          (await env.t.db.$queryRawUnsafe<{ is_called: boolean }[]>('SELECT is_called FROM fail_after_start'))[0]!
+            .is_called,
+        { what: 'the first attempt to fail after starting the runtime' },
+      )
+      expect(((await (await stack.runtimeFetch(`/v1/interns/${id}`)).json()) as any).running).toBe(true)
+      // Suspended while the retry waits (as the trigger of the test above does: no suspend job of its own).
+      await env.t.db.$executeRawUnsafe(
+        `UPDATE interns SET status = 'stopped', progress = NULL, provision_generation = provision_generation + 1 WHERE id = $1::uuid`,
+        id,
+      )
+      await waitFor(
+        async () => ((await (await stack.runtimeFetch(`/v1/interns/${id}`)).json()) as any).running === false,
+        { timeoutMs: 15_000, what: 'the retry to stop the runtime the first attempt started' },
+      )
+    } finally {
+      await env.t.db.$executeRawUnsafe('DROP TRIGGER IF EXISTS fail_after_start ON interns')
+      await env.t.db.$executeRawUnsafe('DROP FUNCTION IF EXISTS fail_after_start')
+      await env.t.db.$executeRawUnsafe('DROP SEQUENCE IF EXISTS fail_after_start')
       await stack.stop()
     }
   })

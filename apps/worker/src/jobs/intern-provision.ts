@@ -201,7 +201,7 @@ export async function handle(
     const current = await recordProgress(deps, { internId, generation }, progress, (clash) =>
       run ? (step.alongProgress?.(run, clash) ?? {}) : {},
     )
-    if (!current) return stale(deps, internId, index)
+    if (!current) return stale(deps, internId, index, ctx)
     run = { ...run, deps, ctx, generation, intern: current }
     const started = performance.now()
     const timed = (outcome: 'ok' | 'error') =>
@@ -242,22 +242,32 @@ export async function handle(
     to: 'running',
     set: { progress: null, lastFailureMessage: null },
   })
-  return done ? 'running' : stale(deps, internId, provisionSteps.length)
+  return done ? 'running' : stale(deps, internId, provisionSteps.length, ctx)
 }
 
 /** The steps done once the runtime has been started (found by name: the steps' count has changed before). */
 const STARTED_AFTER = provisionSteps.findIndex((s) => s.metric === 'start') + 1
 
 /**
- * This run lost its intern to a newer request (suspend, delete, another provision). If it had
- * already started the runtime and the intern is now meant to be stopped, stop it again: the
- * suspend's own job may have run before this run's start.
+ * This run lost its intern to a newer request (suspend, delete, another provision). If it may have
+ * started the runtime (this attempt got past the start step, or an earlier attempt of the run,
+ * which failed after it, may have) and the intern is now meant to be stopped, stop it again: the
+ * suspend's own job may have run before the start. A stop of a runtime never started is a no-op.
  */
-async function stale(deps: WorkerDeps, internId: string, stepsDone: number): Promise<ProvisionOutcome> {
-  if (stepsDone >= STARTED_AFTER) {
+async function stale(
+  deps: WorkerDeps,
+  internId: string,
+  stepsDone: number,
+  ctx: JobContext,
+): Promise<ProvisionOutcome> {
+  if (stepsDone >= STARTED_AFTER || ctx.attempt > 1) {
     const now = await internStatus(deps.db, internId)
     const at = await deps.runtime.placement(internId)
-    if ((now === 'stopped' || now === 'failed') && at) await deps.runtime.stop(at, internId).catch(() => {})
+    if ((now === 'stopped' || now === 'failed') && at)
+      await deps.runtime.stop(at, internId).catch((err: Error) =>
+        // The reconciler's sweep stops it later (a runtime running for an intern meant stopped).
+        ctx.log.warn({ internId, err: err.message }, 'a run that lost its intern could not stop its runtime'),
+      )
   }
   return 'obsolete'
 }
