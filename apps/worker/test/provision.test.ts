@@ -189,6 +189,9 @@ describe('a provisioning run that loses its intern after starting the runtime', 
   // The hosts of the tests before (their processes gone) would look alive that long: the record
   // says they are dead, so that interns are placed on this test's host.
   const earlierHostsDead = () => env.t.db.runtimeHost.updateMany({ data: { state: 'dead' } })
+  /** What the runtime host says of the intern: how often it was started, whether it runs. */
+  const hostedOn = async (stack: Stack, id: string) =>
+    (await (await stack.runtimeFetch(`/v1/interns/${id}`)).json()) as { starts: number; running: boolean }
 
   // The defect issue 48 found: the run stopped what it started only `if (stepsDone >= 5)`, from when
   // there were six steps; with five, a run that lost its intern after the start step left the
@@ -218,17 +221,14 @@ describe('a provisioning run that loses its intern after starting the runtime', 
       const api = apiClient(stack.apiUrl, env.tenant.keys.user)
       const { id } = (await api.createIntern({ name: 'lost-after-start', provision: true })).body
       // The run got as far as starting it.
-      await waitFor(async () => ((await (await stack.runtimeFetch(`/v1/interns/${id}`)).json()) as any).starts >= 1, {
+      await waitFor(async () => (await hostedOn(stack, id)).starts >= 1, {
         what: 'the runtime started by the run',
       })
       expect((await api.getIntern(id)).body.status).toBe('stopped')
-      await waitFor(
-        async () => ((await (await stack.runtimeFetch(`/v1/interns/${id}`)).json()) as any).running === false,
-        {
-          timeoutMs: 10_000,
-          what: 'the run that lost its intern to stop the runtime it started',
-        },
-      )
+      await waitFor(async () => (await hostedOn(stack, id)).running === false, {
+        timeoutMs: 10_000,
+        what: 'the run that lost its intern to stop the runtime it started',
+      })
     } finally {
       await env.t.db.$executeRawUnsafe('DROP TRIGGER IF EXISTS lose_after_start ON interns')
       await env.t.db.$executeRawUnsafe('DROP FUNCTION IF EXISTS lose_after_start')
@@ -269,16 +269,16 @@ describe('a provisioning run that loses its intern after starting the runtime', 
             .is_called,
         { what: 'the first attempt to fail after starting the runtime' },
       )
-      expect(((await (await stack.runtimeFetch(`/v1/interns/${id}`)).json()) as any).running).toBe(true)
+      expect((await hostedOn(stack, id)).running).toBe(true)
       // Suspended while the retry waits (as the trigger of the test above does: no suspend job of its own).
       await env.t.db.$executeRawUnsafe(
         `UPDATE interns SET status = 'stopped', progress = NULL, provision_generation = provision_generation + 1 WHERE id = $1::uuid`,
         id,
       )
-      await waitFor(
-        async () => ((await (await stack.runtimeFetch(`/v1/interns/${id}`)).json()) as any).running === false,
-        { timeoutMs: 15_000, what: 'the retry to stop the runtime the first attempt started' },
-      )
+      await waitFor(async () => (await hostedOn(stack, id)).running === false, {
+        timeoutMs: 15_000,
+        what: 'the retry to stop the runtime the first attempt started',
+      })
     } finally {
       await env.t.db.$executeRawUnsafe('DROP TRIGGER IF EXISTS fail_after_start ON interns')
       await env.t.db.$executeRawUnsafe('DROP FUNCTION IF EXISTS fail_after_start')
