@@ -30,8 +30,8 @@ export function jobOptionsFor(
 }
 
 /**
- * The producer side. enableOfflineQueue is off so that, while Redis is away, adds fail at once
- * (the outbox keeps the work) instead of piling up in memory.
+ * The producer side, on a command connection: while Redis is away or silent, adds fail (at once,
+ * or past REDIS_COMMAND_TIMEOUT_MS) instead of piling up in memory; the outbox keeps the work.
  */
 export function createQueue(
   config: TimedRedisSettings & Pick<WorkerConfig, 'QUEUE_PREFIX'>,
