@@ -109,29 +109,72 @@ describe('Claude Code on /messages', () => {
     },
   )
 
-  it("refuses a beta feature Roster does not serve in Anthropic's words, which Claude Code reads to drop it", async () => {
-    const err = await anthropic({ 'anthropic-beta': 'claude-code-20250219,files-api-2025-04-14,made-up-2099-01-01' })
-      .messages.create({
-        model: modelOf('anthropic-messages'),
+  // What @ai-sdk/anthropic (with tools on a provider/model slug) and an older Claude Code (2.1.197) send.
+  const BETAS =
+    'claude-code-20250219,structured-outputs-2025-11-13,thinking-token-count-2026-05-13,context-management-2025-06-27,prompt-caching-scope-2026-01-05,effort-2025-11-24,made-up-2099-01-01'
+
+  it.each(SIM_PROTOCOLS)('takes any beta name: passed on as sent to Anthropic endpoints, dropped for %s', async (p) => {
+    const reply = await anthropic({ 'anthropic-beta': BETAS }).messages.create({
+      model: modelOf(p),
+      max_tokens: 8,
+      tools: [{ name: 'read', input_schema: { type: 'object', properties: {} } }],
+      messages: [{ role: 'user', content: 'hi' }],
+    })
+    expect(reply.type).toBe('message')
+    const headers = sim.stats.lastHeaders[UPSTREAM_PATH[p]]!
+    if (p === 'anthropic-messages') expect(headers['anthropic-beta']).toBe(BETAS)
+    else expect(headers['anthropic-beta']).toBeUndefined()
+  })
+
+  it("carries a beta's feature where every protocol can (structured output, effort), and refuses by name one only Anthropic serves where no Anthropic endpoint is", async () => {
+    const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] }
+    const client = anthropic({ 'anthropic-beta': 'structured-outputs-2025-11-13,mcp-client-2025-04-04' })
+    // The beta's field (output_format) and the GA one (output_config) reach a Chat Completions provider as its own.
+    for (const field of [
+      { output_format: { type: 'json_schema', schema } },
+      { output_config: { format: { type: 'json_schema', schema }, effort: 'high' } },
+    ]) {
+      const reply = await client.messages.create({
+        model: modelOf('openai-chat'),
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'a number' }],
+        ...(field as object),
+      })
+      expect(reply.type).toBe('message')
+      const sent = JSON.parse(upstreamBody('openai-chat'))
+      expect(sent.response_format).toEqual({
+        type: 'json_schema',
+        json_schema: { name: 'output', schema, strict: true },
+      })
+      if ('output_config' in field) expect(sent.reasoning_effort).toBe('high')
+    }
+    const mcp = { mcp_servers: [{ type: 'url', url: 'https://mcp.example/sse', name: 'docs' }] }
+    const before = sim.stats.requests[UPSTREAM_PATH['openai-chat']] ?? 0
+    const err = await client.messages
+      .create({
+        model: modelOf('openai-chat'),
         max_tokens: 8,
         messages: [{ role: 'user', content: 'hi' }],
-      })
+        ...mcp,
+      } as never)
       .catch((e: unknown) => e)
     expect(err).toBeInstanceOf(Anthropic.BadRequestError)
-    const message = (err as InstanceType<typeof Anthropic.BadRequestError>).error as {
-      error: { type: string; message: string }
-    }
-    expect(message.error.type).toBe('invalid_request_error')
-    // Claude Code's own pattern for this refusal, as its binary holds it.
-    const quoted = /Unexpected value\(s\) ((?:`[^`]+`(?:, )?)+) for the `anthropic[-_]beta`/.exec(message.error.message)
-    expect(quoted?.[1]).toBe('`files-api-2025-04-14`, `made-up-2099-01-01`')
-    // Nothing reached a provider, and the same request without them is answered.
-    const again = await anthropic({ 'anthropic-beta': 'claude-code-20250219' }).messages.create({
+    const message = (err as InstanceType<typeof Anthropic.BadRequestError>).message
+    expect(message).toMatch(/MCP connector \(mcp_servers\) is served only by Anthropic endpoints/)
+    expect(message).not.toMatch(/anthropic-beta/)
+    expect(sim.stats.requests[UPSTREAM_PATH['openai-chat']] ?? 0).toBe(before)
+    // To an Anthropic endpoint it goes as it came, with the beta that names it.
+    const served = await client.messages.create({
       model: modelOf('anthropic-messages'),
       max_tokens: 8,
       messages: [{ role: 'user', content: 'hi' }],
-    })
-    expect(again.type).toBe('message')
+      ...mcp,
+    } as never)
+    expect(served.type).toBe('message')
+    expect(JSON.parse(upstreamBody('anthropic-messages')).mcp_servers).toEqual(mcp.mcp_servers)
+    expect(sim.stats.lastHeaders[UPSTREAM_PATH['anthropic-messages']]!['anthropic-beta']).toBe(
+      'structured-outputs-2025-11-13,mcp-client-2025-04-04',
+    )
   })
 
   it.each(['openai-responses', 'anthropic-messages'] as Protocol[])(

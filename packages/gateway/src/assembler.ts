@@ -8,7 +8,7 @@ import {
   type ItemSink,
   type TurnCall,
 } from './items-in-progress.js'
-import { type Annotation, type OutputItem, type ReasoningItem, type ServerToolItem } from './wire.js'
+import { isProviderItem, type Annotation, type OutputItem, type ReasoningItem, type ServerToolItem } from './wire.js'
 import { annotateWritten, ProviderItems } from './written-items.js'
 
 export { itemId } from './item-id.js'
@@ -141,6 +141,21 @@ export class ResponseAssembler implements ItemSink {
   /** The bytes of text, reasoning and call arguments the turn under way has passed on. */
   get bytesSoFar(): number {
     return this.turnBytes
+  }
+
+  /** The text, reasoning and call arguments the turn under way has written (what its output tokens are). */
+  textsSoFar(): string[] {
+    const texts: string[] = []
+    for (const item of this.output.slice(this.turnStart)) {
+      if (isProviderItem(item)) continue
+      if (item.type === 'message')
+        for (const p of item.content) texts.push(p.type === 'output_text' ? p.text : p.refusal)
+      else if (item.type === 'reasoning') for (const p of item.summary) texts.push(p.text)
+    }
+    // The open message and reasoning hold their text in their parts until they close.
+    for (const open of [this.message, this.reasoning]) if (open) texts.push(open.textSoFar)
+    for (const call of this.calls.values()) texts.push(call.item.arguments)
+    return texts
   }
 
   /** Forgets a turn that failed before anything of it was shown, so another endpoint can redo it. */

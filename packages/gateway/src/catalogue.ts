@@ -14,6 +14,8 @@ export type Protocol = z.infer<typeof Protocol>
 const Pricing = z.strictObject({
   input: Price,
   cached_input: Price.optional(),
+  /** Per input token written to the provider's cache (Anthropic's cache writes, OpenAI's `cache_write_tokens`), where it differs from the input price. */
+  cache_write: Price.optional(),
   output: Price,
   /** Per reasoning token, where it differs from the output price. */
   reasoning: Price.optional(),

@@ -228,6 +228,9 @@ export class ResponsesEngine {
         stream: !!run.live,
         caching: candidate.model.capabilities.caching,
         defaultMaxTokens: candidate.model.max_output_tokens ?? 4096,
+        ...(run.opts.anthropic && candidate.endpoint.protocol === 'anthropic-messages'
+          ? { anthropicFields: run.opts.anthropic.fields }
+          : {}),
       }
       const body = adapter.body(spec)
       if (!run.chosenOnce) run.attempts++
@@ -238,7 +241,7 @@ export class ResponsesEngine {
       try {
         const turn = await callProvider(this.parts, run, candidate, adapter, body, timing)
         run.chosenOnce = true
-        modelCall(run, candidate, timing, sentAt, turn.usage, run.assembler.finish, false)
+        modelCall(run, candidate, timing, sentAt, turn.usage, run.assembler.finish, false, turn.countedByRoster)
         return turn
       } catch (err) {
         // A call the provider had begun answering (it answered 200) is a generation however it

@@ -32,4 +32,4 @@ export {
 export { CompactRequest } from './compaction.js'
 export { patternError, type FilterMatch } from './guardrails.js'
 export { isByok, type ByokCredential, type ByokCaller } from './byok.js'
-export { checkAnthropicBetas, SERVED_ANTHROPIC_BETAS, unservedBetas } from './doors/anthropic-betas.js'
+export { anthropicExtras, ANTHROPIC_FIELDS, betasOf } from './doors/anthropic-betas.js'

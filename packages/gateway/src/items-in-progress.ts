@@ -72,6 +72,11 @@ export class MessageInProgress {
     else emit({ type: 'response.refusal.delta', item_id, output_index: this.index, content_index: p.index, delta })
   }
 
+  /** The open part's text (the parts before it are in the item already). */
+  get textSoFar(): string {
+    return this.part?.text ?? ''
+  }
+
   /**
    * An annotation on the text part that is open (a text part is opened for it if none is): with
    * `covers`, it spans the last `covers` characters of that part's text.
@@ -175,6 +180,11 @@ export class ReasoningInProgress {
       summary_index: this.parts.length - 1,
       delta,
     })
+  }
+
+  /** The text of its parts so far (the item's summary is written when it closes). */
+  get textSoFar(): string {
+    return this.parts.map((p) => p.text).join('')
   }
 
   /** The provider's opaque state, appended (a signature may come in pieces). */

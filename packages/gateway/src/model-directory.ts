@@ -30,6 +30,7 @@ export const pricingOf = (p: CatalogueModel['pricing']) => ({
   prompt: p.input,
   completion: p.output,
   ...(p.cached_input ? { input_cache_read: p.cached_input } : {}),
+  ...(p.cache_write ? { input_cache_write: p.cache_write } : {}),
   ...(p.reasoning ? { internal_reasoning: p.reasoning } : {}),
   ...(p.request ? { request: p.request } : {}),
   ...(p.image ? { image: p.image } : {}),

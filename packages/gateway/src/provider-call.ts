@@ -7,10 +7,13 @@ import type { Candidate, Router } from './routing.js'
 import type { Run, Timing } from './run.js'
 import { holdForTick } from './stream-writer.js'
 import { traceOf, type TraceLogger } from './trace.js'
+import { counterFor } from './token-count.js'
+import { estimateInputTokens } from './token-estimate.js'
+import type { Usage } from './deltas.js'
 import type { CallHooks, Transport } from './upstream.js'
 
-/** What one turn came to (ResponseAssembler.endTurn). */
-type TurnResult = ReturnType<ResponseAssembler['endTurn']>
+/** What one turn came to (ResponseAssembler.endTurn), and whether Roster counted tokens its provider did not. */
+type TurnResult = ReturnType<ResponseAssembler['endTurn']> & { countedByRoster: boolean }
 
 // One call of a model turn to a provider: sent through the transport, its reply (whole, or its
 // stream of events as they come) turned into deltas for the run's assembler, and reported.
@@ -79,7 +82,7 @@ async function callOnce(
   const hooks: CallHooks = {
     cancel: run.opts.cancel,
     tenant: run.opts.tenant,
-    headers: trace?.headers,
+    headers: anthropicHeaders(run, c, trace?.headers),
     onStart: () => {
       const firstByte = performance.now() - sent
       engine.router.stats.record(c.endpoint, firstByte)
@@ -144,7 +147,8 @@ async function callOnce(
         `${c.endpoint.provider} ended the stream before the reply was finished`,
       )
   }
-  const turn = run.assembler.endTurn()
+  const countedByRoster = await countWhatWasNotCounted(run, c)
+  const turn = { ...run.assembler.endTurn(), countedByRoster }
   if (engine.options.traceLogger && trace)
     trace.log(engine.options.traceLogger, {
       model: c.model.id,
@@ -153,4 +157,31 @@ async function callOnce(
       ms: performance.now() - sent,
     })
   return turn
+}
+
+/**
+ * A finished turn's tokens its provider did not count, counted by Roster (token-count.ts) and given
+ * to the assembler as the turn's usage: the input where the provider reported none (or 0), the
+ * output where it reported none (or 0) while text was passed on. A provider that is silent about
+ * usage (a server that ignores `stream_options`) is so never a free call. Answers whether it counted.
+ */
+async function countWhatWasNotCounted(run: Run, c: Candidate): Promise<boolean> {
+  const a = run.assembler
+  const so = a.usageSoFar
+  const input = so.input === 0
+  const output = so.output === 0 && a.bytesSoFar > 0
+  if (!input && !output) return false
+  const counter = await counterFor(c.endpoint.upstream_model)
+  const usage: Partial<Usage> = {}
+  if (input) usage.input = estimateInputTokens(run.req, counter.count)
+  if (output) usage.output = a.textsSoFar().reduce((n, text) => n + counter.count(text), 0)
+  a.push({ type: 'usage', usage })
+  return true
+}
+
+/** An Anthropic client's `anthropic-beta`, passed on as it came to an Anthropic endpoint (beside the trace's headers). */
+function anthropicHeaders(run: Run, c: Candidate, headers: Record<string, string> | undefined) {
+  const betas = run.opts.anthropic?.betas
+  if (!betas?.length || c.endpoint.protocol !== 'anthropic-messages') return headers
+  return { ...headers, 'anthropic-beta': betas.join(',') }
 }

@@ -40,7 +40,50 @@ function withInfo(item: Fields, info: ProviderItemInfo): ProviderItem {
 /** An OpenAI Responses output item Roster has no kind for, as it came. */
 export function responsesItem(item: Fields): ProviderItem {
   const type = String(item.type)
-  return withInfo(item, { ranByProvider: PROVIDER_RUN_ITEMS.has(type), anthropicBlocks: anthropicBlocksOf(item) })
+  const chatToolCall =
+    type === 'custom_tool_call'
+      ? {
+          id: str(item.call_id) ?? '',
+          type: 'custom',
+          custom: { name: str(item.name) ?? '', input: str(item.input) ?? '' },
+        }
+      : undefined
+  return withInfo(item, {
+    ranByProvider: PROVIDER_RUN_ITEMS.has(type),
+    anthropicBlocks: anthropicBlocksOf(item),
+    ...(chatToolCall ? { chatToolCall } : {}),
+  })
+}
+
+/**
+ * A Chat Completions tool call of a kind other than `function`, for the client to act on, as the
+ * Responses door shows it: a `custom` call (GPT-5's free-form tools) is Responses' own
+ * `custom_tool_call`; a kind Roster does not know is `<kind>_tool_call` holding what came under its
+ * kind's name. Either is carried back to Chat Completions as it came (`chatToolCall`), and refused, by
+ * name, where a door has no way to write it (never renamed into a function call).
+ */
+export function chatToolCallItem(call: Fields, id: string, status: 'in_progress' | 'completed'): ProviderItem {
+  const kind = str(call.type) ?? 'custom'
+  const payload = obj(call[kind])
+  const callId = str(call.id) ?? id
+  const chatToolCall = { ...call, id: callId, type: kind }
+  if (kind === 'custom')
+    return withInfo(
+      {
+        type: 'custom_tool_call',
+        id,
+        call_id: callId,
+        name: str(payload.name) ?? '',
+        input: str(payload.input) ?? '',
+        status,
+      },
+      { ranByProvider: false, chatToolCall },
+    )
+  const safe = kind.toLowerCase().replace(/[^a-z0-9_]/g, '_')
+  return withInfo(
+    { type: `${safe}_tool_call`, id, call_id: callId, [kind]: payload, status },
+    { ranByProvider: false, chatToolCall },
+  )
 }
 
 /** The Messages door's blocks for a Responses item, where Anthropic has the same tool. */

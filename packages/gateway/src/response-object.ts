@@ -65,6 +65,8 @@ function usageReport(run: Run, byok: boolean): NonNullable<ResponseObject['usage
       upstream_inference_input_cost: dollars(run.cost.input),
       upstream_inference_output_cost: dollars(run.cost.output),
     },
+    // Tokens a silent provider did not count were counted by Roster (its generation says so too).
+    ...(run.calls.some((c) => c.countedByRoster) ? { tokens_counted_by: 'roster' as const } : {}),
   }
 }
 

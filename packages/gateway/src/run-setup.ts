@@ -6,7 +6,8 @@ import { describeIssues, gatewayError, invalid } from './errors.js'
 import { checkRegion, constrainRoute, filterContent } from './guardrails.js'
 import { withByok } from './byok.js'
 import { FunctionTool, sessionKey, type ResponsesRequest } from './request.js'
-import type { Router } from './routing.js'
+import type { Route, Router } from './routing.js'
+import { ANTHROPIC_FIELDS } from './doors/anthropic-betas.js'
 import type { CallOptions, Run } from './run.js'
 import type { ServerTool } from './server-tools.js'
 import { flatName, type NamespacedName } from './namespaces.js'
@@ -113,7 +114,8 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   const routed = engine.router.route(req, sessionKey(req, opts.sessionHeader))
   // The workspace's own credentials take their places first, so guardrails rule them too.
   const own = opts.byok ? withByok(routed, opts.byok.credentials, opts.byok.caller) : routed
-  const route = guardrails ? constrainRoute(guardrails, own) : own
+  const guarded = guardrails ? constrainRoute(guardrails, own) : own
+  const route = opts.anthropic ? anthropicRoute(guarded, opts) : guarded
   const serverNames = tools.size ? new Set([...tools.values()].map((t) => t.definition.name)) : NO_NAMES
   return {
     req,
@@ -196,3 +198,24 @@ function allowedToolNames(
 /** The upstream name of the function a choice names: a namespace's function (`namespace` given) by its flat name. */
 const functionName = (c: { [k: string]: unknown }) =>
   typeof c.namespace === 'string' ? flatName(c.namespace, String(c.name)) : String(c.name)
+
+/**
+ * The route of a request that uses a feature only Anthropic serves (ANTHROPIC_FIELDS): its Anthropic
+ * endpoints, refused by the feature's name where it has none. A feature other endpoints can do
+ * without is dropped for them, and the answer says so.
+ */
+function anthropicRoute(route: Route, opts: CallOptions): Route {
+  const used = Object.keys(opts.anthropic!.fields).map((k) => ({ field: k, ...ANTHROPIC_FIELDS[k]! }))
+  const needed = used.filter((u) => u.elsewhere === 'refused')
+  if (!needed.length) {
+    if (used.length && route.candidates.some((c) => c.endpoint.protocol !== 'anthropic-messages'))
+      opts.warnings?.push(`left out where the endpoint is not Anthropic's: ${used.map((u) => u.feature).join(', ')}`)
+    return route
+  }
+  const candidates = route.candidates.filter((c) => c.endpoint.protocol === 'anthropic-messages')
+  if (!candidates.length)
+    throw invalid(
+      `/${needed[0]!.field} ${needed.map((u) => u.feature).join(' and ')} is served only by Anthropic endpoints, and no endpoint of ${route.requested} this request may use is one`,
+    )
+  return { ...route, candidates }
+}

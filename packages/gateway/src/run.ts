@@ -41,6 +41,11 @@ export interface CallOptions {
   byok?: { credentials: readonly ByokCredential[]; caller: ByokCaller }
   /** Where the run says what it left out of the request (a tool it cannot offer): the answer carries them. */
   warnings?: string[]
+  /**
+   * What an Anthropic client sent of Anthropic's own (doors/anthropic-betas.ts): the `anthropic-beta`
+   * names and the body's Anthropic-only fields, both passed on to Anthropic endpoints as they came.
+   */
+  anthropic?: { betas: string[]; fields: Record<string, unknown> }
 }
 
 /** One model call that reached a provider: what the ledger records of it. */

@@ -18,13 +18,16 @@ export const tokensOfBytes = (bytes: number) => Math.ceil(bytes / BYTES_A_TOKEN)
 
 const textTokens = (s: string) => tokensOfBytes(Buffer.byteLength(s, 'utf8'))
 
-/** An estimate of the tokens a value's text holds (every string in it; images and files by their kind). */
-function valueTokens(v: unknown, depth = 0): number {
-  if (typeof v === 'string') return textTokens(v)
+/** Counts a text's tokens: the estimate, or a model family's tokenizer (token-count.ts). */
+export type CountText = (text: string) => number
+
+/** An estimate of the tokens a value's text holds (every string in it, each counted by `count`; images and files by their kind). */
+function valueTokens(v: unknown, count: CountText, depth = 0): number {
+  if (typeof v === 'string') return count(v)
   if (!v || typeof v !== 'object' || depth > 64) return 0
   if (Array.isArray(v)) {
     let n = 0
-    for (const x of v) n += valueTokens(x, depth + 1)
+    for (const x of v) n += valueTokens(x, count, depth + 1)
     return n
   }
   const o = v as Record<string, unknown>
@@ -35,16 +38,22 @@ function valueTokens(v: unknown, depth = 0): number {
     // Names of kinds and ids are not sent to the model as text; a file's base64 is ~3/4 its length in bytes.
     if (k === 'type' || k === 'id' || k === 'call_id' || k === 'status' || k === 'cache_control') continue
     if (k === 'file_data' && typeof x === 'string') n += Math.ceil((x.length * 3) / 4 / BYTES_A_TOKEN)
-    else n += valueTokens(x, depth + 1)
+    else n += valueTokens(x, count, depth + 1)
   }
   return n
 }
 
-/** Roster's estimate of a request's input tokens: its instructions, input items and tool definitions. */
-export function estimateInputTokens(req: Pick<ResponsesRequest, 'input' | 'instructions' | 'tools'>): number {
+/**
+ * Roster's estimate of a request's input tokens: its instructions, input items and tool definitions,
+ * each text counted by `count` (the estimate, unless a model's tokenizer is given).
+ */
+export function estimateInputTokens(
+  req: Pick<ResponsesRequest, 'input' | 'instructions' | 'tools'>,
+  count: CountText = textTokens,
+): number {
   const items = typeof req.input === 'string' ? [req.input] : (req.input ?? [])
-  let n = req.instructions ? textTokens(req.instructions) + TOKENS_A_MESSAGE : 0
-  for (const item of items) n += valueTokens(item) + TOKENS_A_MESSAGE
-  if (req.tools?.length) n += valueTokens(req.tools)
+  let n = req.instructions ? count(req.instructions) + TOKENS_A_MESSAGE : 0
+  for (const item of items) n += valueTokens(item, count) + TOKENS_A_MESSAGE
+  if (req.tools?.length) n += valueTokens(req.tools, count)
   return Math.max(1, n)
 }

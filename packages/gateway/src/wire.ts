@@ -92,6 +92,11 @@ export interface ProviderItemInfo {
   ranByProvider: boolean
   /** The item as the Messages door shows it: Anthropic's own blocks (the call and its result). Absent: it has none. */
   anthropicBlocks?: Record<string, unknown>[]
+  /**
+   * The item as the Chat Completions door shows it: a tool call of a kind other than `function`
+   * (a `custom` call, or a kind Roster does not know) as Chat Completions writes it. Absent: it has none.
+   */
+  chatToolCall?: Record<string, unknown>
 }
 /** Where a provider's item keeps what Roster knows of it (a symbol key: never serialized). */
 export const PROVIDER_ITEM = Symbol('provider item')
@@ -124,6 +129,8 @@ export interface ResponseUsage {
     upstream_inference_input_cost: number
     upstream_inference_output_cost: number
   }
+  /** Present where Roster counted tokens the provider did not report (docs/gateway.md, "Tokens"). */
+  tokens_counted_by?: 'roster'
 }
 
 export interface ResponseObject {
@@ -202,5 +209,8 @@ export type StopReason = 'stop' | 'tool_calls' | 'length' | 'content_filter'
 export function stopReasonOf(response: ResponseObject): StopReason {
   if (response.incomplete_details?.reason === 'max_output_tokens') return 'length'
   if (response.incomplete_details?.reason === 'content_filter') return 'content_filter'
-  return response.output.some((o) => !isProviderItem(o) && o.type === 'function_call') ? 'tool_calls' : 'stop'
+  // A call for the client to act on, of any kind (a provider's `custom_tool_call`, `computer_call`…), is a tool call.
+  const forClient = (o: OutputItem) =>
+    isProviderItem(o) ? !o[PROVIDER_ITEM].ranByProvider : o.type === 'function_call'
+  return response.output.some(forClient) ? 'tool_calls' : 'stop'
 }

@@ -125,16 +125,20 @@ function parsePico(price: string): bigint {
 export interface Prices {
   input: string
   cached_input?: string
+  /** Per input token written to the provider's cache, where it differs from the input price. */
+  cache_write?: string
   output: string
   reasoning?: string
   request?: string
   /** Per web search the provider ran. */
   web_search?: string
 }
-/** A model call's tokens: input includes cached; output includes reasoning. */
+/** A model call's tokens: input includes cached and cache writes; output includes reasoning. */
 export interface Tokens {
   input: number
   cached: number
+  /** Input tokens written to the provider's cache (each priced at `cache_write`). */
+  cacheWrite?: number
   output: number
   reasoning: number
   /** Web searches the provider ran (each priced at `web_search`). */
@@ -142,18 +146,20 @@ export interface Tokens {
 }
 
 /**
- * What a model call costs, in pico-dollars, exactly, in its two parts: the input (cached tokens at
- * their price, and the request's own price) and the output (reasoning tokens, within the output, at
+ * What a model call costs, in pico-dollars, exactly, in its two parts: the input (cached tokens and
+ * cache writes at their prices, and the request's own price) and the output (reasoning tokens, within the output, at
  * theirs). The Response's cost and the generation's are both these, so a token is priced once.
  */
 export function costPicoParts(prices: Prices, t: Tokens): { input: bigint; output: bigint } {
   const n = (x: number) => BigInt(Math.max(0, Math.trunc(x)))
   const cached = Math.min(t.cached, t.input)
+  const written = prices.cache_write ? Math.min(t.cacheWrite ?? 0, t.input - cached) : 0
   const reasoning = prices.reasoning ? Math.min(t.reasoning, t.output) : 0
   return {
     input:
-      n(t.input - cached) * picoOf(prices.input) +
+      n(t.input - cached - written) * picoOf(prices.input) +
       n(cached) * picoOf(prices.cached_input ?? prices.input) +
+      n(written) * picoOf(prices.cache_write ?? prices.input) +
       (prices.request ? picoOf(prices.request) : 0n) +
       (prices.web_search && t.searches ? n(t.searches) * picoOf(prices.web_search) : 0n),
     output: n(t.output - reasoning) * picoOf(prices.output) + n(reasoning) * picoOf(prices.reasoning ?? prices.output),

@@ -147,6 +147,8 @@ export interface Door {
   name: 'responses' | 'chat_completions' | 'messages'
   /** Absent: the stream is the engine's own Open Responses events. */
   stream?: DoorStream
+  /** What the door read for the engine beyond the neutral request (DoorRoute.extras). */
+  extras?: Partial<CallOptions>
 }
 
 /** A door's route: its wire format, checked field by field on the way in, and translated both ways. */
@@ -167,8 +169,8 @@ export interface DoorRoute<Body> {
   stream?: (body: Body) => DoorStream
   /** The door's reply from the finished Response (absent: the Response itself). */
   reply?: (response: ResponseObject, body: Body) => unknown
-  /** The door's checks of the request's headers (throws a gateway error to refuse it). */
-  checkHeaders?: (headers: FastifyRequest['headers']) => void
+  /** What the door gives the engine from the request's headers and body beyond the neutral request (throws a gateway error to refuse it). */
+  extras?: (headers: FastifyRequest['headers'], body: Body) => Partial<CallOptions>
   /** Whose model names the door takes as the catalogue's aliases (the provider whose protocol it speaks). */
   aliases: AliasFamily
 }
@@ -211,8 +213,8 @@ export const doorRoute =
         schema: { operationId: door.operationId, summary: door.summary, body: door.schema },
       },
       async (req, reply) => {
-        door.checkHeaders?.(req.headers)
         const body = req.body as Body
+        const extras = door.extras?.(req.headers, body)
         const neutral = door.toNeutral ? door.toNeutral(body) : (body as ResponsesRequest)
         const id = resolveModels(deps.catalogue, neutral, door.aliases)
         const notFound = door.anthropic && !id && neutral.model ? anthropicModelNotFound(neutral.model) : undefined
@@ -220,6 +222,7 @@ export const doorRoute =
         const response = await runGateway(deps, req, reply, neutral, {
           name: door.name,
           stream: neutral.stream ? door.stream?.(body) : undefined,
+          extras,
         })
         if (!response) return reply
         return door.reply ? door.reply(response, body) : response
@@ -254,6 +257,7 @@ export async function runGateway(
   // A client that goes away cancels the upstream request with it.
   const cancel = cancelledOnClose(reply)
   const opts = callOptions(deps, req, cancel, door.name, { doorStream: door.stream, presetId: merged?.presetId })
+  if (door.extras) Object.assign(opts, door.extras)
   const byok = ownKeys(deps, req)
   if (byok) opts.byok = await byok
   const warnings: string[] = []

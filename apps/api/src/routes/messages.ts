@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify'
 import {
   catalogueIdOf,
-  checkAnthropicBetas,
+  anthropicExtras,
+  betasOf,
   CountTokensRequest,
   countTokens,
   MessagesRequest,
@@ -18,8 +19,8 @@ import { anthropicModelNotFound, doorRoute, RESPONSES_BODY_LIMIT, sparseValidato
 /**
  * POST /messages: the Anthropic Messages door of the same engine as /responses. The key may come
  * as `x-api-key` (the Anthropic client's header) or as a bearer token; `anthropic-version` is
- * accepted, and `anthropic-beta` may name the features Roster serves (anthropic-betas.ts; others
- * are refused in Anthropic's words). Errors leave in the shape the Anthropic client parses
+ * accepted, and `anthropic-beta` may name any feature (anthropic-betas.ts: passed on to Anthropic
+ * endpoints, dropped elsewhere; a body that uses a feature no endpoint can serve is refused by its name). Errors leave in the shape the Anthropic client parses
  * (`{type: "error", error: {type, message}}`).
  */
 export const messagesRoutes = (deps: AppDeps) =>
@@ -35,7 +36,7 @@ export const messagesRoutes = (deps: AppDeps) =>
     toNeutral: messagesToNeutral,
     stream: () => new MessagesStream(),
     reply: toMessage,
-    checkHeaders: (headers) => checkAnthropicBetas(headers['anthropic-beta']),
+    extras: (headers, body) => anthropicExtras(headers['anthropic-beta'], body),
   })
 
 /**
@@ -60,7 +61,7 @@ export const countTokensRoutes =
         },
       },
       async (req) => {
-        checkAnthropicBetas(req.headers['anthropic-beta'])
+        betasOf(req.headers['anthropic-beta'])
         const body = req.body as CountTokensRequest
         const notFound = catalogueIdOf(deps.catalogue, 'anthropic', body.model)
           ? undefined

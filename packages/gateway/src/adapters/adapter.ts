@@ -40,6 +40,8 @@ export interface CallSpec {
   caching: boolean
   /** For protocols that require a maximum (Anthropic): the model's, or a sensible default. */
   defaultMaxTokens: number
+  /** To an Anthropic endpoint: the Anthropic client's fields only Anthropic reads (doors/anthropic-betas.ts), as sent. */
+  anthropicFields?: Record<string, unknown>
 }
 
 /** An event of a streamed reply, as the SSE framing gives it. */

@@ -198,6 +198,8 @@ export const anthropic: Adapter<Body, Message> = {
     if (tier === 'priority' || tier === 'fast' || tier === 'ultrafast') body.service_tier = 'auto'
     else if (tier === 'default' || tier === 'flex') body.service_tier = 'standard_only'
     if (spec.user) body.metadata = { user_id: spec.user }
+    // What an Anthropic client sent that only Anthropic reads (mcp_servers, container…), as it came.
+    if (spec.anthropicFields) Object.assign(body, spec.anthropicFields)
     return body
   },
 

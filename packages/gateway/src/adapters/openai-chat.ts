@@ -14,6 +14,9 @@ import { logprobsOf, type Delta, type Finish, type Usage } from '../deltas.js'
 import { invalid, providerError } from '../errors.js'
 import type { Annotation } from '../wire.js'
 import { copyGiven, type Adapter, type AsSent, type CallSpec, type StreamTranslator } from './adapter.js'
+import { ChatToolCalls } from './chat-tool-calls.js'
+import { itemId } from '../item-id.js'
+import { chatToolCallItem } from '../provider-items.js'
 import { logprobsWanted, type ResponsesRequest } from '../request.js'
 
 // Responses ⇄ OpenAI Chat Completions (also vLLM, Ollama, llama.cpp server, LM Studio and most
@@ -53,10 +56,14 @@ type ChatReply = Omit<ChatCompletion, 'choices' | 'usage'> &
 type ChatChunk = Omit<ChatCompletionChunk, 'choices' | 'usage'> &
   CitationFields & {
     choices: (ChatCompletionChunk['choices'][number] & {
+      /** Where Moonshot reports a stream's usage: on its last choice. */
+      usage?: ChatUsage | null
       delta: Omit<ChatCompletionChunk['choices'][number]['delta'], 'content'> &
         ReasoningFields & { content?: string | ContentParts | null; annotations?: unknown[] }
     })[]
     usage?: ChatUsage | null
+    /** Where Groq reports a stream's usage. */
+    x_groq?: { usage?: ChatUsage | null } | null
     /** A failure mid-stream, as OpenRouter and others report it. */
     error?: { message?: string; code?: string | number }
   }
@@ -295,23 +302,30 @@ export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
     const text = content.map((d) => (d.type === 'text' ? d.delta : '')).join('')
     out.push(...citationDeltas(reply, text))
     ;(m?.tool_calls ?? []).forEach((c, index) => {
-      const f = c && 'function' in c ? c.function : undefined
+      const call = (c ?? {}) as Record<string, unknown>
+      // A call of another kind (`custom`, or one Roster does not know) is the provider's item, never a function.
+      if (typeof call.type === 'string' && call.type !== 'function') {
+        const id = itemId('ctc')
+        out.push({ type: 'provider_item', key: id, item: chatToolCallItem(call, id, 'completed'), done: true })
+        return
+      }
+      const f = (call.function ?? {}) as { name?: unknown; arguments?: unknown }
       out.push({
         type: 'tool_call',
         index,
-        id: String(c?.id),
-        name: String(f?.name),
-        arguments: String(f?.arguments ?? ''),
+        id: typeof call.id === 'string' ? call.id : undefined,
+        name: typeof f.name === 'string' ? f.name : undefined,
+        arguments: typeof f.arguments === 'string' ? f.arguments : '',
       })
     })
-    out.push(...usageDelta(reply.usage))
+    out.push(...usageDelta(reply.usage ?? (reply as AsSent<ChatChunk>).x_groq?.usage))
     out.push({ type: 'finish', reason: finish(choice?.finish_reason) })
     return out
   },
 
   streamer(provider): StreamTranslator {
     let finished = false
-    let calls = false
+    const calls = new ChatToolCalls()
     let text = ''
     /** Perplexity repeats its citations on every chunk: the last ones are given at the end. */
     let citations: AsSent<CitationFields> | undefined
@@ -319,6 +333,7 @@ export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
     const ending = (reason: Finish | undefined): Delta[] => {
       const out = citations ? citationDeltas(citations, text) : []
       citations = undefined
+      if (!finished) out.push(...calls.finish())
       if (reason && !finished) {
         finished = true
         out.push({ type: 'finish', reason })
@@ -329,7 +344,7 @@ export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
       // A stream that says it is done ([DONE]) but never said how it finished (some OpenRouter
       // providers) finished as its content says: with its calls, or its text.
       if (event === 'end') return []
-      if (event.data === '[DONE]') return ending(calls ? 'tool_calls' : 'stop')
+      if (event.data === '[DONE]') return ending(calls.any ? 'tool_calls' : 'stop')
       const chunk = JSON.parse(event.data) as AsSent<ChatChunk>
       if (chunk.error) throw providerError(provider, chunk)
       if (Array.isArray(chunk.citations)) citations = chunk
@@ -350,19 +365,11 @@ export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
         }
         if (typeof d.refusal === 'string' && d.refusal) out.push({ type: 'refusal', delta: d.refusal })
         out.push(...annotationDeltas(d.annotations))
-        for (const c of d.tool_calls ?? []) {
-          calls = true
-          out.push({
-            type: 'tool_call',
-            index: c?.index ?? 0,
-            id: c?.id ?? undefined,
-            name: c?.function?.name ?? undefined,
-            arguments: c?.function?.arguments ?? '',
-          })
-        }
+        if (Array.isArray(d.tool_calls)) for (const c of d.tool_calls) out.push(...calls.piece(c))
       }
       if (choice?.finish_reason) out.push(...ending(finish(choice.finish_reason)))
-      out.push(...usageDelta(chunk.usage))
+      // Usage wherever known providers put it; none at all is counted by Roster when the reply ends.
+      out.push(...usageDelta(chunk.usage ?? chunk.x_groq?.usage ?? choice?.usage))
       return out
     }
   },

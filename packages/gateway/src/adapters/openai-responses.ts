@@ -71,6 +71,10 @@ function usageDelta(u: AsSent<ResponseUsage> | null | undefined): Delta[] {
       usage: {
         input: u.input_tokens ?? 0,
         cached: u.input_tokens_details?.cached_tokens ?? 0,
+        // Not in the openai client's types yet: OpenAI reports the tokens written to its cache beside those read.
+        cacheWrite:
+          (u.input_tokens_details as { cache_write_tokens?: number | null } | null | undefined)?.cache_write_tokens ??
+          0,
         output: u.output_tokens ?? 0,
         reasoning: u.output_tokens_details?.reasoning_tokens ?? 0,
       },

@@ -1,20 +1,32 @@
 import { describe, expect, it } from 'vitest'
-import { checkAnthropicBetas, unservedBetas } from './anthropic-betas.js'
+import { anthropicExtras, betasOf } from './anthropic-betas.js'
 
 describe('anthropic-beta', () => {
-  it('names the features Roster does not serve, once each, from one header or several', () => {
-    expect(unservedBetas(undefined)).toEqual([])
-    expect(unservedBetas('claude-code-20250219, mid-conversation-system-2026-04-07')).toEqual([])
-    expect(unservedBetas(['files-api-2025-04-14,claude-code-20250219', ' files-api-2025-04-14 ,x-1'])).toEqual([
+  it('reads every name, once each, from one header or several, refusing none', () => {
+    expect(betasOf(undefined)).toEqual([])
+    expect(betasOf('claude-code-20250219, structured-outputs-2025-11-13')).toEqual([
+      'claude-code-20250219',
+      'structured-outputs-2025-11-13',
+    ])
+    expect(betasOf(['files-api-2025-04-14,thinking-token-count-2026-05-13', ' files-api-2025-04-14 ,x-1'])).toEqual([
       'files-api-2025-04-14',
+      'thinking-token-count-2026-05-13',
       'x-1',
     ])
   })
 
-  it("refuses them in Anthropic's words", () => {
-    expect(() => checkAnthropicBetas('skills-2025-10-02')).toThrow(
-      /^Unexpected value\(s\) `skills-2025-10-02` for the `anthropic-beta` header\. /,
-    )
-    expect(() => checkAnthropicBetas('prompt-caching-2024-07-31')).not.toThrow()
+  it('refuses what is no name at all, and more names than any client sends', () => {
+    expect(() => betasOf('a b')).toThrow(/comma-separated tokens/)
+    expect(() => betasOf('ok,\u00e9')).toThrow(/comma-separated tokens/)
+    expect(() => betasOf(Array.from({ length: 65 }, (_, i) => `b-${i}`).join(','))).toThrow(/more than 64/)
+  })
+
+  it("hands the engine the betas and the body's Anthropic-only fields, and nothing when there are none", () => {
+    expect(anthropicExtras(undefined, { model: 'm', messages: [] })).toEqual({})
+    expect(
+      anthropicExtras('mcp-client-2025-04-04', { mcp_servers: [{ type: 'url', url: 'https://x' }], container: null }),
+    ).toEqual({
+      anthropic: { betas: ['mcp-client-2025-04-04'], fields: { mcp_servers: [{ type: 'url', url: 'https://x' }] } },
+    })
   })
 })

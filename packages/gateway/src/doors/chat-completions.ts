@@ -1,7 +1,7 @@
 import type {
   ChatCompletion,
   ChatCompletionMessage,
-  ChatCompletionMessageFunctionToolCall,
+  ChatCompletionMessageToolCall as ChatToolCall,
 } from 'openai/resources/chat/completions'
 import type { CompletionUsage } from 'openai/resources/completions'
 
@@ -10,6 +10,7 @@ import type { GatewayError } from '../errors.js'
 
 import {
   isProviderItem,
+  PROVIDER_ITEM,
   stopReasonOf,
   type ReasoningItem,
   type Annotation,
@@ -62,6 +63,7 @@ type ChatUsage = CompletionUsage & {
     upstream_inference_completions_cost: number
   }
   prompt_tokens_details: { cached_tokens: number; cache_write_tokens?: number }
+  tokens_counted_by?: 'roster'
 }
 /** A `chat.completion`: the openai client's, with the reasoning and metadata the official client reads. */
 export type ChatCompletionReply = Omit<ChatCompletion, 'choices' | 'usage'> & {
@@ -105,6 +107,7 @@ function chatUsage(response: ResponseObject): ChatUsage | undefined {
         : {}),
     },
     completion_tokens_details: { reasoning_tokens: u.output_tokens_details.reasoning_tokens },
+    ...(u.tokens_counted_by ? { tokens_counted_by: u.tokens_counted_by } : {}),
   }
 }
 
@@ -145,12 +148,15 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
   let reasoning = ''
   const details: ReasoningDetail[] = []
   let reasonings = 0
-  const toolCalls: ChatCompletionMessageFunctionToolCall[] = []
+  const toolCalls: ChatToolCall[] = []
   const logprobs: LogProb[] = []
   const annotations: ChatAnnotation[] = []
   for (const item of response.output) {
-    if (isProviderItem(item)) leftOut(item, DOOR)
-    else if (item.type === 'message') {
+    if (isProviderItem(item)) {
+      const call = item[PROVIDER_ITEM].chatToolCall
+      if (call) toolCalls.push(call as unknown as ChatToolCall)
+      else leftOut(item, DOOR)
+    } else if (item.type === 'message') {
       for (const p of item.content) {
         if (p.type === 'refusal') refusal += p.refusal
         else {
@@ -238,7 +244,8 @@ export class ChatCompletionStream implements DoorStream {
       }
       case 'response.output_item.added': {
         const item = e.item
-        if (isProviderItem(item)) return leftOut(item, DOOR) && ''
+        // A call of another kind is written whole once it is done.
+        if (isProviderItem(item)) return item[PROVIDER_ITEM].chatToolCall ? '' : leftOut(item, DOOR) && ''
         if (item.type !== 'function_call') return ''
         const index = this.toolIndex.size
         this.toolIndex.set(item.id, index)
@@ -251,6 +258,12 @@ export class ChatCompletionStream implements DoorStream {
       case 'response.output_item.done': {
         // A reasoning item's state (a signature, redacted or encrypted data) comes when it is done.
         const item = e.item
+        const call = isProviderItem(item) ? item[PROVIDER_ITEM].chatToolCall : undefined
+        if (call) {
+          const index = this.toolIndex.size
+          this.toolIndex.set(item.id ?? `other:${index}`, index)
+          return this.delta(JSON.stringify({ tool_calls: [{ index, ...call }] }))
+        }
         if (item.type !== 'reasoning' || this.options.hideReasoning || isProviderItem(item)) return ''
         const detail = reasoningStateDetail(item as ReasoningItem, this.reasoningIndex(item.id))
         return detail ? this.delta(JSON.stringify({ reasoning_details: [detail] })) : ''

@@ -49,6 +49,9 @@ const Thinking = z.discriminatedUnion('type', [
   z.looseObject({ type: z.literal('adaptive') }),
 ])
 
+/** Structured outputs: the JSON schema the reply's text must follow. */
+const OutputFormat = z.looseObject({ type: z.literal('json_schema'), schema: z.record(z.string(), z.unknown()) })
+
 export const MessagesRequest = z.looseObject({
   model: z.string().min(1).max(200),
   models: z.array(z.string().min(1).max(200)).max(16).optional(),
@@ -76,6 +79,12 @@ export const MessagesRequest = z.looseObject({
   route: z.enum(['fallback', 'sort']).nullable().optional(),
   trace: z.record(z.string(), z.unknown()).optional(),
   cache_control: CacheControl.optional(),
+  // How the reply is written: its structured output's schema, and how hard the model works (the effort beta).
+  output_config: z
+    .looseObject({ format: OutputFormat.optional(), effort: z.enum(['low', 'medium', 'high', 'max']).optional() })
+    .optional(),
+  /** The structured-outputs beta's name for output_config.format (@ai-sdk/anthropic sends it). */
+  output_format: OutputFormat.optional(),
 })
 export type MessagesRequest = z.infer<typeof MessagesRequest>
 /** `MessagesRequest.safeParse`, checking only the fields the request carries. */
@@ -285,5 +294,10 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
   if (req.thinking?.type === 'enabled') out.reasoning = { enabled: true, max_tokens: req.thinking.budget_tokens }
   else if (req.thinking?.type === 'adaptive') out.reasoning = { enabled: true }
   else if (req.thinking?.type === 'disabled') out.reasoning = { enabled: false }
+  // Features of Anthropic's betas every protocol can carry: the output's schema, the effort.
+  const format = req.output_config?.format ?? req.output_format
+  if (format) out.text = { format: { type: 'json_schema', name: 'output', schema: format.schema, strict: true } }
+  const effort = req.output_config?.effort
+  if (effort) out.reasoning = { ...(out.reasoning as Fields | undefined), effort }
   return out as ResponsesRequest
 }

@@ -51,7 +51,8 @@ const STOP: Record<StopReason, NonNullable<Message['stop_reason']>> = {
 export const messageId = (responseId: string) => `msg_${responseId.replace(/^resp_/, '')}`
 
 /** Beyond Anthropic's fields, as the official client reads it on every door: the cost in USD. */
-type Cost = { cost?: number }
+/** Roster's own fields beside Anthropic's: the cost, and who counted the tokens where Roster did (undefined is left out of the JSON). */
+type Cost = { cost?: number; tokens_counted_by?: 'roster' }
 
 // The usage and the Message are written out field by field, not spread from parts: an object
 // literal that starts with a spread and then adds fields takes V8's slow path (a Message made and
@@ -80,6 +81,7 @@ function counters(response: ResponseObject | undefined): MessageDeltaUsage & { i
     output_tokens_details: thinking ? { thinking_tokens: thinking } : null,
     server_tool_use: null,
     cost: u.cost,
+    tokens_counted_by: u.tokens_counted_by,
   }
 }
 
@@ -94,6 +96,7 @@ function messagesUsage(response?: ResponseObject): Usage & Cost {
     output_tokens_details: c.output_tokens_details,
     server_tool_use: null,
     cost: c.cost,
+    tokens_counted_by: c.tokens_counted_by,
     cache_creation: null,
     inference_geo: null,
     service_tier: 'standard',
