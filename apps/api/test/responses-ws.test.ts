@@ -11,7 +11,7 @@ import { websocketError } from '../src/app.js'
 
 // The WebSocket transport of /responses: one connection, many requests, each answered with the
 // same events as the SSE stream, in order, every event valid under the published schemas; nothing
-// kept between requests.
+// kept between requests but the last completed response, which the next may continue.
 const env = useTestTenant()
 let sim: Simulator
 let slow: Simulator
@@ -120,6 +120,53 @@ describe('/responses over WebSocket', () => {
     await waitFor(ended(c.received, 2), { what: 'the next response' })
     expect(c.received.at(-1).type).toBe('response.completed')
     c.socket.close()
+  })
+
+  it('continues the last response the connection completed by its id with only the new input, and nothing else', async () => {
+    const c = await connect()
+    c.send({ type: 'response.create', model: 'roster-sim/chat', input: 'first question', store: false })
+    await waitFor(ended(c.received, 1), { what: 'the first response' })
+    const first = c.received.at(-1).response
+    expect(first.status).toBe('completed')
+    const answer = first.output.find((o: any) => o.type === 'message').content[0].text
+    c.send({
+      type: 'response.create',
+      model: 'roster-sim/chat',
+      store: false,
+      previous_response_id: first.id,
+      input: [{ type: 'message', role: 'user', content: 'second question' }],
+    })
+    await waitFor(ended(c.received, 2), { what: 'the continuation' })
+    expect(c.received.at(-1).type).toBe('response.completed')
+    expect(invalidEvents(c.received)).toEqual([])
+    // The provider was given the conversation: the first question, its answer, the new one.
+    const sent = JSON.stringify(sim.stats.lastBody['/v1/chat/completions'])
+    const at = (s: string) => sent.indexOf(s)
+    expect(at('first question')).toBeGreaterThan(-1)
+    expect(at(answer)).toBeGreaterThan(at('first question'))
+    expect(at('second question')).toBeGreaterThan(at(answer))
+    // A chain: the continuation's own id continues it; the first one, no longer the last, does not.
+    const second = c.received.at(-1).response.id
+    c.send({ type: 'response.create', model: 'roster-sim/chat', previous_response_id: first.id, input: 'again' })
+    await waitFor(ended(c.received, 3), { what: 'the refusal' })
+    expect(c.received.at(-1)).toMatchObject({ type: 'error', error: { code: 'previous_response_not_found' } })
+    c.send({ type: 'response.create', model: 'roster-sim/chat', previous_response_id: second, input: 'third question' })
+    await waitFor(ended(c.received, 4), { what: 'the third response' })
+    expect(c.received.at(-1).type).toBe('response.completed')
+    expect(JSON.stringify(sim.stats.lastBody['/v1/chat/completions'])).toContain('second question')
+    // A failed request evicts what was held; another connection never had it.
+    const third = c.received.at(-1).response.id
+    c.send({ type: 'response.create', model: 'roster-sim/nope', previous_response_id: third, input: 'x' })
+    await waitFor(ended(c.received, 5), { what: 'the failure' })
+    c.send({ type: 'response.create', model: 'roster-sim/chat', previous_response_id: third, input: 'y' })
+    await waitFor(ended(c.received, 6), { what: 'the refusal after the failure' })
+    expect(c.received.at(-1)).toMatchObject({ type: 'error', error: { code: 'previous_response_not_found' } })
+    const other = await connect()
+    other.send({ type: 'response.create', model: 'roster-sim/chat', previous_response_id: second, input: 'z' })
+    await waitFor(ended(other.received, 1), { what: "the other connection's refusal" })
+    expect(other.received[0]).toMatchObject({ type: 'error', error: { code: 'previous_response_not_found' } })
+    c.socket.close()
+    other.socket.close()
   })
 
   it('refuses bad messages with the schema’s error event, each on its own, and goes on', async () => {

@@ -41,6 +41,8 @@ export class ResponseAssembler implements ItemSink {
     private readonly serverTools: ReadonlySet<string> = new Set(),
     /** Flat names of namespace tools' functions, and the names the client gave them (namespaces.ts). */
     private readonly namespaced?: ReadonlyMap<string, NamespacedName>,
+    /** The provider's items are named by their slug (CallOptions.providerItemNames). */
+    readonly slugged = false,
   ) {}
 
   push(d: Delta) {

@@ -17,7 +17,8 @@ export const PROVIDER_RUN_ITEMS: ReadonlySet<string> = new Set([
 ])
 
 /** Whether an input item is one a provider made and ran itself (given back, it is the provider's state, not the model's input). */
-export const isProviderRunInput = (type: string) => PROVIDER_RUN_ITEMS.has(type) || /^anthropic:/.test(type)
+export const isProviderRunInput = (type: string) =>
+  PROVIDER_RUN_ITEMS.has(type.replace(/^openai:/, '')) || /^anthropic:/.test(type)
 
 const obj = (v: unknown): Fields => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Fields) : {})
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined)

@@ -123,7 +123,7 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
     createdAt: Math.floor(Date.now() / 1000),
     started: performance.now(),
     route,
-    assembler: new ResponseAssembler(undefined, serverNames, namespaced),
+    assembler: new ResponseAssembler(undefined, serverNames, namespaced, opts.providerItemNames === 'slugged'),
     functions: offeredFunctions,
     tools,
     ...(webSearch ? { webSearch } : {}),

@@ -46,6 +46,12 @@ export interface CallOptions {
    * names and the body's Anthropic-only fields, both passed on to Anthropic endpoints as they came.
    */
   anthropic?: { betas: string[]; fields: Record<string, unknown> }
+  /**
+   * How the Responses door names a provider's items of kinds Open Responses does not define: by the
+   * provider's slug (`openai:web_search_call`, Open Responses' rule for extension items), or by
+   * OpenAI's own names, for the clients typed for them (the openai client, the official one). Absent: OpenAI's names.
+   */
+  providerItemNames?: 'slugged' | 'openai'
 }
 
 /** One model call that reached a provider: what the ledger records of it. */

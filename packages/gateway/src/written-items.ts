@@ -40,8 +40,20 @@ function searchesIn(item: ProviderItem): number {
   return item.type === 'web_search_call' && (action?.type === undefined || action.type === 'search') ? 1 : 0
 }
 
+/**
+ * A provider's item as Open Responses names an item it does not define (its "Items are extensible"
+ * rule): its kind prefixed with the slug of the provider whose protocol made it. Items translated
+ * from Anthropic's blocks are `anthropic:` already; the OpenAI Responses kinds (`web_search_call`,
+ * `custom_tool_call`…) become `openai:<kind>`. What Roster knows of it (its symbol key) comes along.
+ */
+export function sluggedItem(item: ProviderItem): ProviderItem {
+  return item.type.includes(':') ? item : { ...item, type: `openai:${item.type}` }
+}
+
 /** What ProviderItems needs of the assembler. */
 interface Assembling {
+  /** The door names the provider's items by their slug (CallOptions.providerItemNames). */
+  readonly slugged: boolean
   readonly output: OutputItem[]
   readonly emit: Emit | undefined
   addItem(item: OutputItem): number
@@ -58,15 +70,16 @@ export class ProviderItems {
 
   constructor(private readonly assembling: Assembling) {}
 
-  put(key: string, item: ProviderItem, done: boolean) {
+  put(key: string, given: ProviderItem, done: boolean) {
     const a = this.assembling
+    const item = a.slugged ? sluggedItem(given) : given
     const known = this.known.get(key)
     if (!known) {
       a.closeOpen()
       const index = a.addItem(item)
       this.known.set(key, { index, done })
       if (done) {
-        a.searched(searchesIn(item))
+        a.searched(searchesIn(given))
         a.emit?.({ type: 'response.output_item.done', output_index: index, item })
       }
       return
@@ -75,7 +88,7 @@ export class ProviderItems {
     a.output[known.index] = item
     known.done = done
     if (done) {
-      a.searched(searchesIn(item))
+      a.searched(searchesIn(given))
       a.emit?.({ type: 'response.output_item.done', output_index: known.index, item })
     }
   }

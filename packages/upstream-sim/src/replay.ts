@@ -119,9 +119,18 @@ export async function replay(
   if (PATHS[r.protocol] !== path) return refuse(`${file} is a ${r.protocol} recording, asked for on ${path}`)
   if (r.stream !== stream && r.status === 200)
     return refuse(`${file} is a ${r.stream ? 'stream' : 'whole reply'}; ask for it ${r.stream ? 'streamed' : 'whole'}`)
-  const bytes = recordingBytes(r)
-  const streamed = r.stream && r.status === 200
-  res.writeHead(r.status, {
+  return sendCut(res, recordingBytes(r), r.status, r.stream && r.status === 200, seed)
+}
+
+/** A reply's bytes as sent, in pieces cut anywhere (each written on its own turn of the event loop). */
+export async function sendCut(
+  res: ServerResponse,
+  bytes: Buffer,
+  status: number,
+  streamed: boolean,
+  seed: number,
+): Promise<void> {
+  res.writeHead(status, {
     'content-type': streamed ? 'text/event-stream; charset=utf-8' : 'application/json',
     ...(streamed ? { 'cache-control': 'no-cache' } : { 'content-length': bytes.length }),
   })

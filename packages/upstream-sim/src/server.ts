@@ -13,7 +13,7 @@ import {
   messagesStream,
   refuseMessages,
 } from './protocols/anthropic.js'
-import { replay } from './replay.js'
+import { replay, sendCut } from './replay.js'
 
 interface Protocol {
   ask(body: Json): Ask
@@ -61,7 +61,21 @@ export interface Simulator {
   }
   /** The server's settings, read by every request: a test may change them (a slower model, say). */
   settings: SimSettings
+  /**
+   * A reply given whole as bytes (a test's provider traffic, generated from a protocol's grammar):
+   * answers the model name it returns (or `name`, replacing what it answered), for every request, cut
+   * anywhere by `seed`.
+   */
+  script(reply: ScriptedReply, name?: `script/${string}`): string
   close(): Promise<void>
+}
+
+/** Bytes a scripted model answers with: a stream (`text/event-stream`) or a whole reply. */
+export interface ScriptedReply {
+  bytes: Buffer
+  stream: boolean
+  status?: number
+  seed?: number
 }
 
 /**
@@ -76,6 +90,7 @@ export async function startSimulator(
   const seenPrompts = new Set<string>()
   const scriptedFailures = new Map<string, number>()
   const stats: Simulator['stats'] = { requests: {}, lastBody: {}, lastHeaders: {}, cancelled: 0, credentials: [] }
+  const scripts = new Map<string, ScriptedReply>()
 
   const server = createServer((req, res) => {
     void handle(req, res).catch(() => {
@@ -117,6 +132,9 @@ export async function startSimulator(
     // A recording of real provider traffic, replayed as it was sent (replay.ts).
     if (typeof body.model === 'string' && body.model.startsWith('replay/'))
       return replay(res, path, body.model, body.stream === true, settings.cutSeed)
+    const scripted = typeof body.model === 'string' ? scripts.get(body.model) : undefined
+    if (scripted)
+      return sendCut(res, scripted.bytes, scripted.status ?? 200, scripted.stream, scripted.seed ?? settings.cutSeed)
 
     const refused = protocol.refuse?.(body)
     if (refused) return json(res, 400, protocol.error(400, refused))
@@ -151,6 +169,10 @@ export async function startSimulator(
     server,
     stats,
     settings: base,
+    script: (reply, name = `script/${scripts.size + 1}`) => {
+      scripts.set(name, reply)
+      return name
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections()

@@ -61,6 +61,22 @@ export const sparseValidator =
   }
 
 /**
+ * Whether the client reads the provider's items by OpenAI's own names: the openai client (its
+ * `OpenAI/<lang>` user agent, or in a browser the `x-stainless-lang` it sends in its stead) and the
+ * official client (`@openrouter/sdk`), whose types name them so. Any other client of /responses is
+ * given them as Open Responses names an item it does not define: by the provider's slug.
+ */
+function readsOpenAINames(req: FastifyRequest): boolean {
+  const agent = req.headers['user-agent'] ?? ''
+  if (agent.startsWith('OpenAI/') || agent.includes('@openrouter/sdk')) return true
+  const speakeasy = req.headers['x-speakeasy-user-agent']
+  return (
+    (typeof speakeasy === 'string' && speakeasy.includes('@openrouter/sdk')) ||
+    (req.headers['x-stainless-lang'] !== undefined && req.headers['x-stainless-package-version'] !== undefined)
+  )
+}
+
+/**
  * A gateway call's options from the request that asked for it, whatever the route or transport:
  * the sticky-session header, the routing-metadata opt-in, the cancellation that ends the upstream
  * call with the client, the door, and (for its generations) the preset the request named.
@@ -84,6 +100,8 @@ export function callOptions(
     tenant: req.caller?.keyId,
     generation,
     disabledTools: req.caller?.disabledServerTools,
+    // Only the Responses doors show the provider's items by their type (the others translate them).
+    ...(door.startsWith('responses') && !readsOpenAINames(req) ? { providerItemNames: 'slugged' as const } : {}),
     // Most callers have no guardrail: they pay for no region lookup and no closure.
     ...(guardrails && {
       guardrails,

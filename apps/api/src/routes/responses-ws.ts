@@ -9,6 +9,9 @@ import type { AppDeps } from '../deps.js'
 import { callOptions, ownKeys, presetMerge } from './gateway-run.js'
 import { refusalError } from '../plugins/fair-use.js'
 
+/** How the engine writes the event that ends a response which completed. */
+const COMPLETED = '{"type":"response.completed"'
+
 /** Bytes queued on a socket past which the engine waits before reading more from the provider. */
 const HIGH_WATER = 1 << 20
 
@@ -16,11 +19,14 @@ const HIGH_WATER = 1 << 20
  * The WebSocket transport of /responses (Open Responses' `x-openresponses-websocket`): one
  * connection, many requests. Each `response.create` message is answered with the same events, in
  * the same order, as the SSE stream of the same request (each event one text message, no `[DONE]`);
- * requests on one connection are answered one after the other. Nothing is kept between them: a
- * non-null `previous_response_id` is answered with the schema's error event and code
- * `previous_response_not_found` (what clients already recover from by sending the whole history),
- * and the connection stays usable, as after any refused request. A client that closes the
- * connection cancels the request in progress.
+ * requests on one connection are answered one after the other. Nothing is stored, but the
+ * connection holds its latest completed response (ContinuationHeld): a request whose
+ * `previous_response_id` names it continues it with only its new input, as OpenAI's WebSocket mode
+ * serves `store: false` responses. Any other `previous_response_id` (an older response, another
+ * connection's, one that failed) is answered with the schema's error event and code
+ * `previous_response_not_found` (what clients recover from by sending the whole history), and the
+ * connection stays usable, as after any refused request. A request that fails evicts what was held.
+ * A client that closes the connection cancels the request in progress and frees what it held.
  */
 export const responsesWebSocketRoutes =
   (deps: AppDeps): FastifyPluginAsync =>
@@ -62,9 +68,11 @@ export const responsesWebSocketRoutes =
           clearTimeout(idle)
           idle = waiting === 0 ? setTimeout(() => socket.close(1000, 'idle'), idleMs).unref() : undefined
         }
+        const held = new ContinuationHeld(budget)
         socket.on('close', () => {
           clearTimeout(idle)
           cancel.cancel()
+          held.evict()
         })
         rest()
         socket.on('message', (data: Buffer, isBinary) => {
@@ -88,7 +96,9 @@ export const responsesWebSocketRoutes =
           waiting++
           clearTimeout(idle)
           queue = queue
-            .then(() => (cancel.aborted ? undefined : answer(deps, req, socket, isBinary ? undefined : data, cancel)))
+            .then(() =>
+              cancel.aborted ? undefined : answer(deps, req, socket, isBinary ? undefined : data, cancel, held),
+            )
             .catch((err) => req.log.error({ err }, 'responses websocket request failed'))
             .finally(() => {
               release()
@@ -112,6 +122,7 @@ async function answer(
   socket: WebSocket,
   data: Buffer | undefined,
   connection: Cancellation,
+  held: ContinuationHeld,
 ) {
   if (data === undefined) return sendError(socket, 400, 'invalid_request', 'messages are JSON text frames')
   let message: Record<string, unknown>
@@ -145,17 +156,30 @@ async function answer(
         field,
       )
   }
-  if (message.previous_response_id !== undefined && message.previous_response_id !== null) {
-    return sendError(
-      socket,
-      404,
-      'previous_response_not_found',
-      'responses are not stored, so no previous response can be found; send the whole conversation in input',
-      'previous_response_id',
-    )
+  const { type: _type, previous_response_id: previous, ...body } = message
+  let earlier: unknown[] = []
+  let earlierBytes = 0
+  if (previous !== undefined && previous !== null) {
+    const items = typeof previous === 'string' ? held.itemsOf(previous) : undefined
+    if (!items)
+      return sendError(
+        socket,
+        404,
+        'previous_response_not_found',
+        `responses are not stored: a connection continues only the last response it completed${held.id ? ` (${held.id})` : ''}; send the whole conversation in input`,
+        'previous_response_id',
+      )
+    earlier = items
+    earlierBytes = held.bytes
   }
-  const { type: _type, ...body } = message
-  const parsed = parseResponsesRequest({ ...body, stream: true })
+  const given = body.input
+  const input = earlier.length
+    ? [
+        ...earlier,
+        ...(typeof given === 'string' ? [{ role: 'user', content: given }] : Array.isArray(given) ? given : []),
+      ]
+    : given
+  const parsed = parseResponsesRequest({ ...body, ...(input !== undefined ? { input } : {}), stream: true })
   if (!parsed.success)
     return sendError(socket, 400, 'invalid_request', `invalid request: ${describeIssues(parsed.error)}`)
 
@@ -171,8 +195,14 @@ async function answer(
     const opts = callOptions(deps, req, connection, 'responses_ws', { presetId: merged?.presetId })
     const byok = ownKeys(deps, req)
     if (byok) opts.byok = await byok
-    await deps.responses.stream(merged ? merged.body : parsed.data, opts, webSocketSink(socket))
+    // What the request's own input was (a preset's may add to it): the conversation a continuation goes on from.
+    held.evict()
+    const sink = webSocketSink(socket, (completed) =>
+      held.keep(completed, parsed.data.input, earlierBytes + data.length),
+    )
+    await deps.responses.stream(merged ? merged.body : parsed.data, opts, sink)
   } catch (err) {
+    held.evict()
     if (connection.aborted) return
     if (err instanceof GatewayError) return sendError(socket, err.status, err.errorType, err.message)
     req.log.error({ err }, 'responses websocket request failed')
@@ -186,7 +216,7 @@ async function answer(
  * The engine's SSE output as WebSocket messages: each event's `data:` JSON one message; the
  * `[DONE]` marker and comment lines (keepalives) have no WebSocket counterpart.
  */
-function webSocketSink(socket: WebSocket): StreamSink {
+function webSocketSink(socket: WebSocket, onCompleted: (response: string) => void): StreamSink {
   return {
     open() {},
     write(chunk) {
@@ -199,7 +229,9 @@ function webSocketSink(socket: WebSocket): StreamSink {
         const data = frame.indexOf('data: ')
         if (frame.startsWith(':') || data < 0) continue
         const json = frame.slice(data + 6)
-        if (json !== '[DONE]') socket.send(json)
+        if (json === '[DONE]') continue
+        if (json.startsWith(COMPLETED)) onCompleted(json)
+        socket.send(json)
       }
       return socket.bufferedAmount < HIGH_WATER
     },
@@ -210,5 +242,46 @@ function webSocketSink(socket: WebSocket): StreamSink {
         await new Promise((r) => setTimeout(r, 5))
     },
     end() {},
+  }
+}
+
+/**
+ * The latest response a connection completed, as the conversation a request may continue by its
+ * id (`previous_response_id`): the request's input, then the response's output as input items. It
+ * lives as long as the connection and counts against the bytes all connections may hold
+ * (WS_WAITING_BYTES); one that does not fit is not held, and its continuation is refused as not found.
+ */
+class ContinuationHeld {
+  private held?: { id: string; items: unknown[]; bytes: number; release: () => void }
+
+  constructor(private readonly budget: { hold(bytes: number): (() => void) | undefined }) {}
+
+  get id(): string | undefined {
+    return this.held?.id
+  }
+
+  /** About how many bytes of JSON what is held came as. */
+  get bytes(): number {
+    return this.held?.bytes ?? 0
+  }
+
+  itemsOf(id: string): unknown[] | undefined {
+    return this.held?.id === id ? this.held.items : undefined
+  }
+
+  /** Holds a completed response (the `response.completed` event's JSON) and the input that made it (`inputBytes` as sent). */
+  keep(completedEvent: string, input: unknown, inputBytes: number) {
+    this.evict()
+    const bytes = inputBytes + completedEvent.length
+    const release = this.budget.hold(bytes)
+    if (!release) return
+    const { response } = JSON.parse(completedEvent) as { response: { id: string; output: unknown[] } }
+    const asked = typeof input === 'string' ? [{ role: 'user', content: input }] : Array.isArray(input) ? input : []
+    this.held = { id: response.id, items: [...asked, ...response.output], bytes, release }
+  }
+
+  evict() {
+    this.held?.release()
+    this.held = undefined
   }
 }
