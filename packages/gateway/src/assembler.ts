@@ -156,7 +156,8 @@ export class ResponseAssembler implements ItemSink {
     }
     // The open message and reasoning hold their text in their parts until they close.
     for (const open of [this.message, this.reasoning]) if (open) texts.push(open.textSoFar)
-    for (const call of this.calls.values()) texts.push(call.item.arguments)
+    // A call's name is the model's output too (a call without arguments is still tokens).
+    for (const call of this.calls.values()) texts.push(call.item.name, call.item.arguments)
     return texts
   }
 

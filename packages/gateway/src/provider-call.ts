@@ -162,19 +162,24 @@ async function callOnce(
 /**
  * A finished turn's tokens its provider did not count, counted by Roster (token-count.ts) and given
  * to the assembler as the turn's usage: the input where the provider reported none (or 0), the
- * output where it reported none (or 0) while text was passed on. A provider that is silent about
+ * output where it reported none (or 0) while something was written (text, reasoning, a call). A provider that is silent about
  * usage (a server that ignores `stream_options`) is so never a free call. Answers whether it counted.
  */
 async function countWhatWasNotCounted(run: Run, c: Candidate): Promise<boolean> {
   const a = run.assembler
   const so = a.usageSoFar
+  const texts = so.output === 0 ? a.textsSoFar().filter(Boolean) : []
   const input = so.input === 0
-  const output = so.output === 0 && a.bytesSoFar > 0
+  const output = texts.length > 0
   if (!input && !output) return false
   const counter = await counterFor(c.endpoint.upstream_model)
   const usage: Partial<Usage> = {}
   if (input) usage.input = estimateInputTokens(run.req, counter.count)
-  if (output) usage.output = a.textsSoFar().reduce((n, text) => n + counter.count(text), 0)
+  if (output)
+    usage.output = Math.max(
+      1,
+      texts.reduce((n, text) => n + counter.count(text), 0),
+    )
   a.push({ type: 'usage', usage })
   return true
 }

@@ -1,3 +1,4 @@
+import { itemId } from './item-id.js'
 import { PROVIDER_ITEM, type ProviderItem, type ProviderItemInfo } from './wire.js'
 
 // Items a provider makes that are none of Roster's own kinds (message, reasoning, function call):
@@ -178,4 +179,20 @@ export function anthropicToolItem(call: Fields, result: Fields | undefined): Pro
   }
   const kind = name.toLowerCase().replace(/[^a-z0-9_.-]/g, '_') || 'server_tool_use'
   return withInfo({ type: `anthropic:${kind}`, id, status, call, result: result ?? null }, info)
+}
+
+/**
+ * An Anthropic content block of a kind Roster does not read (one Anthropic adds, a container's
+ * upload…): `anthropic:<type>` with the block as it came, shown as it came on the Messages door.
+ * Anthropic's protocol asks the client to act on `tool_use` blocks only, so it is content the
+ * provider made, left out where a door has no way to show it.
+ */
+export function anthropicBlockItem(block: Fields): ProviderItem {
+  const kind = String(block.type)
+    .toLowerCase()
+    .replace(/[^a-z0-9_.-]/g, '_')
+  return withInfo(
+    { type: `anthropic:${kind}`, id: str(block.id) ?? itemId('ab'), status: 'completed', block },
+    { ranByProvider: true, anthropicBlocks: [block] },
+  )
 }

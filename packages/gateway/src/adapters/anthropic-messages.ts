@@ -13,7 +13,7 @@ import type {
 import type { Entry, Part } from '../conversation.js'
 import { callStart, type Delta, type Finish } from '../deltas.js'
 import { providerError } from '../errors.js'
-import { anthropicToolItem } from '../provider-items.js'
+import { anthropicBlockItem, anthropicToolItem } from '../provider-items.js'
 import { ANTHROPIC_CITATION, isOpenAIEncrypted, type Annotation } from '../wire.js'
 import type { Adapter, AsSent, CallSpec, StreamTranslator } from './adapter.js'
 
@@ -226,7 +226,8 @@ export const anthropic: Adapter<Body, Message> = {
       else if (isServerCall(b)) {
         const id = String(b.id ?? '')
         out.push({ type: 'provider_item', key: id, item: anthropicToolItem(b, resultOf.get(id)), done: true })
-      }
+      } else if (unknownBlock(b))
+        out.push({ type: 'provider_item', key: `b:${index}`, item: anthropicBlockItem(b), done: true })
     })
     out.push(...usage(r.usage as AsSent<Usage>), { type: 'finish', reason: finish(r.stop_reason) })
     return out
@@ -264,6 +265,8 @@ export const anthropic: Adapter<Body, Message> = {
             pending.delete(block.tool_use_id)
             return [{ type: 'provider_item', key: block.tool_use_id, item: anthropicToolItem(call, block), done: true }]
           }
+          if (unknownBlock(block))
+            return [{ type: 'provider_item', key: `b:${index}`, item: anthropicBlockItem(block), done: true }]
           return []
         }
         case 'content_block_delta': {
@@ -284,10 +287,8 @@ export const anthropic: Adapter<Body, Message> = {
           }
           if (d.type === 'input_json_delta') {
             const piece = String(d.partial_json ?? '')
-            if (at && isServerCall(at.block)) {
-              at.json += piece
-              return []
-            }
+            if (at) at.json += piece
+            if (at && isServerCall(at.block)) return []
             return [{ type: 'tool_call', index, arguments: piece }]
           }
           return []
@@ -297,6 +298,12 @@ export const anthropic: Adapter<Body, Message> = {
           open.delete(index)
           if (!at) return []
           if (at.citations.length) return at.citations.map((c) => citation(c, at.text))
+          // A call whose input came whole with its start and never in pieces (the grammar allows it; some proxies do it).
+          if (at.block.type === 'tool_use' && !at.json) {
+            const input = at.block.input
+            if (input && typeof input === 'object' && Object.keys(input).length)
+              return [{ type: 'tool_call', index, arguments: JSON.stringify(input) }]
+          }
           if (isServerCall(at.block)) {
             let input: unknown = at.block.input ?? {}
             try {
@@ -320,6 +327,11 @@ export const anthropic: Adapter<Body, Message> = {
     }
   },
 }
+
+/** The block kinds Roster reads; any other is carried as the provider's item. */
+const KNOWN_BLOCKS = new Set(['text', 'thinking', 'redacted_thinking', 'tool_use'])
+const unknownBlock = (b: Fields) =>
+  typeof b.type === 'string' && !KNOWN_BLOCKS.has(b.type) && !isServerCall(b) && !isToolResult(b)
 
 /** Server tool calls the turn ended before their result came: closed as they were. */
 function flush(pending: Map<string, Fields>): Delta[] {
