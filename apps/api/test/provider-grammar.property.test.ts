@@ -69,7 +69,7 @@ interface Got {
   calls: { id: string; name: string; args: unknown }[]
   custom?: { id: string; name: string; input: string }
   unknown?: string
-  usage: { input: number; output: number; counted: boolean }
+  usage: { input: number; output: number; counted: boolean; cacheWrite: number }
 }
 
 const joined = (p: string[]) => p.join('')
@@ -130,6 +130,7 @@ async function viaChat(p: GrammarProtocol, stream: boolean): Promise<Got> {
       input: usage.prompt_tokens,
       output: usage.completion_tokens,
       counted: usage.tokens_counted_by === 'roster',
+      cacheWrite: usage.prompt_tokens_details?.cache_write_tokens ?? 0,
     },
   }
 }
@@ -175,6 +176,8 @@ async function viaResponses(p: GrammarProtocol, stream: boolean): Promise<Got> {
       input: response.usage.input_tokens,
       output: response.usage.output_tokens,
       counted: response.usage.tokens_counted_by === 'roster',
+      cacheWrite: response.usage.input_tokens_details.cache_write_tokens ?? 0,
+      cacheWrite: response.usage.input_tokens_details.cache_write_tokens ?? 0,
     },
   }
 }
@@ -217,6 +220,8 @@ async function viaMessages(p: GrammarProtocol, stream: boolean): Promise<Got> {
       input: u.input_tokens + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0),
       output: u.output_tokens,
       counted: counted === 'roster',
+      cacheWrite: u.cache_creation_input_tokens ?? 0,
+      cacheWrite: u.cache_creation_input_tokens ?? 0,
     },
   }
 }
@@ -247,7 +252,13 @@ function holds(p: GrammarProtocol, s: Said, w: Writing, door: DoorName, got: Got
   if (s.unknownKind && door === 'messages' && p === 'anthropic-messages') expect(got.unknown).toBe(s.unknownKind)
   const reported = reportedUsage(s, w, p)
   if (reported) {
-    expect(got.usage).toEqual({ input: reported.input, output: reported.output, counted: false })
+    // Cache writes too, each door in its own words (Anthropic's cache_creation_input_tokens, the others' cache_write_tokens).
+    expect(got.usage).toEqual({
+      input: reported.input,
+      output: reported.output,
+      counted: false,
+      cacheWrite: reported.cacheWrite,
+    })
   } else {
     // The provider said nothing of its usage: Roster counted, and says so.
     expect(got.usage.counted, `${door} marks the usage counted by Roster`).toBe(true)
@@ -256,6 +267,27 @@ function holds(p: GrammarProtocol, s: Said, w: Writing, door: DoorName, got: Got
     if (wrote) expect(got.usage.output).toBeGreaterThan(0)
   }
 }
+
+describe("the provider's items on /responses", () => {
+  it("are named by the provider's slug for an Open Responses client, by OpenAI's names for the openai client", async () => {
+    const s: Said = { reasoning: [], text: ['ok'], calls: [], custom: { id: 'c9', name: 'apply', input: ['x'] } }
+    const w: Writing = {
+      calls: 'indexed',
+      usage: 'absent',
+      terse: false,
+      extra: false,
+      whole: false,
+      reasoningField: 'reasoning',
+    }
+    sim.script({ bytes: wireBytes('openai-responses', s, w, false), stream: false }, 'script/openai-responses')
+    const plain = await viaResponses('openai-responses', false)
+    expect(plain.custom).toEqual({ id: 'c9', name: 'apply', input: 'x' })
+    const openai = new OpenAI({ apiKey: env.tenant.keys.user, baseURL, maxRetries: 0 })
+    const response = await openai.responses.create({ model: model('openai-responses'), input: 'go' })
+    expect(response.output.map((o) => o.type)).toEqual(['message', 'custom_tool_call'])
+    expect(response.output[1]).toMatchObject({ call_id: 'c9', name: 'apply', input: 'x' })
+  })
+})
 
 describe.each(PROTOCOLS)('replies generated from the %s grammar', (p) => {
   it.each([true, false])('come through every door intact (streamed: %s)', async (stream) => {

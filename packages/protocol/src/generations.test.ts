@@ -37,6 +37,27 @@ describe('costs in pico-dollars', () => {
     )
   })
 
+  it('prices cache writes at their own price, within the input, and as input where none is given', () => {
+    const prices = { input: '0.000001', cached_input: '0.0000001', cache_write: '0.00000125', output: '0.000002' }
+    // OpenAI's report: 1220 input tokens, 1217 of them written to the cache.
+    expect(costPico(prices, { input: 1220, cached: 0, cacheWrite: 1217, output: 0, reasoning: 0 })).toBe(
+      3n * 1_000_000n + 1217n * 1_250_000n,
+    )
+    expect(costPico(prices, { input: 100, cached: 40, cacheWrite: 50, output: 0, reasoning: 0 })).toBe(
+      10n * 1_000_000n + 40n * 100_000n + 50n * 1_250_000n,
+    )
+    // Never more writes than the input holds beside what was read.
+    expect(costPico(prices, { input: 10, cached: 8, cacheWrite: 50, output: 0, reasoning: 0 })).toBe(
+      8n * 100_000n + 2n * 1_250_000n,
+    )
+    expect(
+      costPico(
+        { input: '0.000001', output: '0.000002' },
+        { input: 10, cached: 0, cacheWrite: 10, output: 0, reasoning: 0 },
+      ),
+    ).toBe(10n * 1_000_000n)
+  })
+
   it('adds up without drift: the sum of many calls is the cost of their tokens together', () => {
     const prices = { input: '0.00000015', output: '0.0000006' }
     fc.assert(
