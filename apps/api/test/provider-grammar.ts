@@ -153,7 +153,9 @@ export function chatStream(s: Said, w: Writing): string[] {
       ...index,
       ...id,
       ...(first ? { type: 'function' } : {}),
-      function: { ...(first ? { name: c.name } : {}), arguments: c.pieces[piece] ?? '' },
+      // A later piece may repeat its kind and an empty name (GLM on Mistral's API).
+      ...(!first && w.extra ? { type: 'function' } : {}),
+      function: { ...(first ? { name: c.name } : w.extra ? { name: '' } : {}), arguments: c.pieces[piece] ?? '' },
     }
   }
   if (w.calls === 'ids-only') {

@@ -80,9 +80,7 @@ export const MessagesRequest = z.looseObject({
   trace: z.record(z.string(), z.unknown()).optional(),
   cache_control: CacheControl.optional(),
   // How the reply is written: its structured output's schema, and how hard the model works (the effort beta).
-  output_config: z
-    .looseObject({ format: OutputFormat.optional(), effort: z.enum(['low', 'medium', 'high', 'max']).optional() })
-    .optional(),
+  output_config: z.looseObject({ format: OutputFormat.optional(), effort: z.string().max(32).optional() }).optional(),
   /** The structured-outputs beta's name for output_config.format (@ai-sdk/anthropic sends it). */
   output_format: OutputFormat.optional(),
 })
@@ -161,6 +159,9 @@ function systemContent(content: string | BlockIn[], where: string): string | ({ 
 type ClientToolIn = z.infer<typeof ClientTool>
 const isClientTool = (t: NonNullable<MessagesRequest['tools']>[number]): t is ClientToolIn =>
   !t.type || t.type === 'custom'
+
+/** The reasoning efforts the neutral request names (request.ts). */
+const EFFORTS = new Set(['max', 'xhigh', 'high', 'medium', 'low', 'minimal', 'none'])
 
 /** The Messages request as the engine's neutral request. */
 export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
@@ -297,7 +298,8 @@ export function messagesToNeutral(req: MessagesRequest): ResponsesRequest {
   // Features of Anthropic's betas every protocol can carry: the output's schema, the effort.
   const format = req.output_config?.format ?? req.output_format
   if (format) out.text = { format: { type: 'json_schema', name: 'output', schema: format.schema, strict: true } }
+  // An effort the neutral request has no name for is left out (each protocol's adapter writes the effort it takes).
   const effort = req.output_config?.effort
-  if (effort) out.reasoning = { ...(out.reasoning as Fields | undefined), effort }
+  if (effort && EFFORTS.has(effort)) out.reasoning = { ...(out.reasoning as Fields | undefined), effort }
   return out as ResponsesRequest
 }
