@@ -154,12 +154,20 @@ describe('/responses over WebSocket', () => {
     await waitFor(ended(c.received, 4), { what: 'the third response' })
     expect(c.received.at(-1).type).toBe('response.completed')
     expect(JSON.stringify(sim.stats.lastBody['/v1/chat/completions'])).toContain('second question')
+    // What is not an id, or an input of no type the request takes, is refused as such (and the held response stays).
+    const held = c.received.at(-1).response.id
+    c.send({ type: 'response.create', model: 'roster-sim/chat', previous_response_id: 7, input: 'x' })
+    await waitFor(ended(c.received, 5), { what: 'the refusal of a number' })
+    expect(c.received.at(-1)).toMatchObject({ type: 'error', status: 400, error: { param: 'previous_response_id' } })
+    c.send({ type: 'response.create', model: 'roster-sim/chat', previous_response_id: held, input: 42 })
+    await waitFor(ended(c.received, 6), { what: 'the refusal of the input' })
+    expect(c.received.at(-1)).toMatchObject({ type: 'error', status: 400, error: { code: 'invalid_request' } })
     // A failed request evicts what was held; another connection never had it.
-    const third = c.received.at(-1).response.id
+    const third = held
     c.send({ type: 'response.create', model: 'roster-sim/nope', previous_response_id: third, input: 'x' })
-    await waitFor(ended(c.received, 5), { what: 'the failure' })
+    await waitFor(ended(c.received, 7), { what: 'the failure' })
     c.send({ type: 'response.create', model: 'roster-sim/chat', previous_response_id: third, input: 'y' })
-    await waitFor(ended(c.received, 6), { what: 'the refusal after the failure' })
+    await waitFor(ended(c.received, 8), { what: 'the refusal after the failure' })
     expect(c.received.at(-1)).toMatchObject({ type: 'error', error: { code: 'previous_response_not_found' } })
     const other = await connect()
     other.send({ type: 'response.create', model: 'roster-sim/chat', previous_response_id: second, input: 'z' })

@@ -162,8 +162,9 @@ async function callOnce(
 /**
  * A finished turn's tokens its provider did not count, counted by Roster (token-count.ts) and given
  * to the assembler as the turn's usage: the input where the provider reported none (or 0), the
- * output where it reported none (or 0) while something was written (text, reasoning, a call). A provider that is silent about
- * usage (a server that ignores `stream_options`) is so never a free call. Answers whether it counted.
+ * output where it reported none (or 0) while something was written (text, reasoning, a call). A
+ * provider that is silent about usage (a server that ignores `stream_options`) is so never a free
+ * call. Answers whether it counted.
  */
 async function countWhatWasNotCounted(run: Run, c: Candidate): Promise<boolean> {
   const a = run.assembler
@@ -174,12 +175,13 @@ async function countWhatWasNotCounted(run: Run, c: Candidate): Promise<boolean> 
   if (!input && !output) return false
   const counter = await counterFor(c.endpoint.upstream_model)
   const usage: Partial<Usage> = {}
-  if (input) usage.input = estimateInputTokens(run.req, counter.count)
-  if (output)
-    usage.output = Math.max(
-      1,
-      texts.reduce((n, text) => n + counter.count(text), 0),
-    )
+  if (input) {
+    // The estimate's walk of the request gives the texts to count, and what it counts itself (images, messages).
+    const sent: string[] = []
+    const fixed = estimateInputTokens(run.req, (text) => (sent.push(text), 0))
+    usage.input = fixed + (await counter.countAll(sent))
+  }
+  if (output) usage.output = Math.max(1, await counter.countAll(texts))
   a.push({ type: 'usage', usage })
   return true
 }

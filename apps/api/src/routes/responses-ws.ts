@@ -160,7 +160,15 @@ async function answer(
   let earlier: unknown[] = []
   let earlierBytes = 0
   if (previous !== undefined && previous !== null) {
-    const items = typeof previous === 'string' ? held.itemsOf(previous) : undefined
+    if (typeof previous !== 'string')
+      return sendError(
+        socket,
+        400,
+        'invalid_request',
+        'previous_response_id is a string or null',
+        'previous_response_id',
+      )
+    const items = held.itemsOf(previous)
     if (!items)
       return sendError(
         socket,
@@ -173,7 +181,9 @@ async function answer(
     earlierBytes = held.bytes
   }
   const given = body.input
-  const input = earlier.length
+  // An input of another type goes to the request's check as it came, and is refused there.
+  const continued = earlier.length > 0 && (given === undefined || typeof given === 'string' || Array.isArray(given))
+  const input = continued
     ? [
         ...earlier,
         ...(typeof given === 'string' ? [{ role: 'user', content: given }] : Array.isArray(given) ? given : []),
