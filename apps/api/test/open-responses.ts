@@ -33,9 +33,11 @@ const debugEvent = {
 }
 
 // Named exceptions (issue 43: what a provider sends arrives as it came). A provider's own items that
-// Open Responses does not define are passed through on /responses as the provider sent them: the
-// OpenAI Responses item kinds of the openai client's ResponseOutputItem (the official client lists
-// most of them too), each with its type and id; nothing else passes. Likewise OpenAI's annotation
+// Open Responses does not define reach an Open Responses client by their slug (`openai:…`, the
+// extension rule above); the openai client and the official one are typed for OpenAI's own names and
+// are given those (docs/gateway.md, "The provider's own items"): the OpenAI Responses item kinds of
+// the openai client's ResponseOutputItem, each with its type and id, pass for what those clients read;
+// nothing else does. Likewise OpenAI's annotation
 // kinds beside url_citation (the official client's OpenAIResponsesAnnotation).
 const providerItem = {
   type: 'object',
