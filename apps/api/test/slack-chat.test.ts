@@ -252,6 +252,39 @@ describe('an intern in Slack', () => {
   })
 
   it.skipIf(noSandbox)(
+    "lets the thread's starter decide a question someone else's message raised in it, and not that someone",
+    async () => {
+      // Alice starts the thread; Bob, no approver, asks in it for a command.
+      const opening = mention('[sim] say Hello, Alice.')
+      await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, opening))
+      await answered(opening.ts, /Hello, Alice/)
+      const bob = mention('run this\n[sim] call shell {"command":"echo bob-asked"}\n[sim] say Ran: {{result}}', {
+        user: 'U0BOB',
+        thread_ts: opening.ts,
+      })
+      await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, bob))
+      await waitFor(() => replies(opening.ts).some((m) => m.blocks), { timeoutMs: 20_000, what: 'the question card' })
+      const card = replies(opening.ts).find((m) => m.blocks)!
+      const interactivity = `${stack.apiUrl}/slack/interactivity/${internId}`
+      // Bob's own message raised it, but the thread is Alice's: Bob is told so, and nothing is decided.
+      expect((await slack.click(interactivity, signingSecret, 'U0BOB', card, 0)).status).toBe(200)
+      await waitFor(() => slack.ephemerals.some((e) => e.user === 'U0BOB'), { timeoutMs: 10_000, what: 'the refusal' })
+      expect(slack.ephemerals.find((e) => e.user === 'U0BOB')!.text).toMatch(/Only <@U0PERSON>/)
+      expect(await env.t.db.slackQuestion.findFirstOrThrow({ where: { internId, cardTs: card.ts } })).toMatchObject({
+        state: 'pending',
+        answeredBy: null,
+      })
+      // Alice decides it.
+      expect((await slack.click(interactivity, signingSecret, 'U0PERSON', card, 0)).status).toBe(200)
+      await answered(opening.ts, /^Ran: .*bob-asked/)
+      expect(await env.t.db.slackQuestion.findFirstOrThrow({ where: { internId, cardTs: card.ts } })).toMatchObject({
+        state: 'answered',
+        answeredBy: 'U0PERSON',
+      })
+    },
+  )
+
+  it.skipIf(noSandbox)(
     'asks for permission with a card in the thread: a stranger is refused, the asker allows, the turn goes on',
     async () => {
       const event = mention('run it\n[sim] call shell {"command":"echo from-slack"}\n[sim] say It said: {{result}}')

@@ -11,6 +11,7 @@ import {
   recordSlackClick,
   slackLinkOf,
   slackQuestionOf,
+  mayAnswerSlackQuestion,
   unsealSlackSecrets,
 } from '@roster/shared'
 import type { AppDeps } from '../deps.js'
@@ -82,8 +83,6 @@ function clickOf(payload: unknown) {
 }
 
 /** Whether `user` may answer the question: the thread's starter, or one of the link's approvers. */
-const mayAnswer = (q: { event: { userId: string; link: { approvers: string[] } } }, user: string) =>
-  user === q.event.userId || q.event.link.approvers.includes(user)
 
 export const slackEventRoutes =
   (deps: AppDeps): FastifyPluginAsync =>
@@ -159,7 +158,7 @@ export const slackEventRoutes =
           const user = submitted.data.user.id
           const given = answerFromForm(q.question as FormQuestion, submitted.data.view.state.values)
           // Slack shows errors beside the fields and keeps the form open.
-          if ('errors' in given && mayAnswer(q, user))
+          if ('errors' in given && mayAnswerSlackQuestion(q, user))
             return reply.type('application/json').send({ response_action: 'errors', errors: given.errors })
           const answer = 'answer' in given ? given.answer : SLACK_OPEN_FORM
           await recordSlackClick(deps.db, {
@@ -178,7 +177,7 @@ export const slackEventRoutes =
         if (!q) return reply.code(200).send()
         // The form opens within Slack's 3 seconds of the click, so here, not in a job; anyone else's
         // click goes to the worker, which tells them they may not answer.
-        if (click.answer === SLACK_OPEN_FORM && mayAnswer(q, click.user)) {
+        if (click.answer === SLACK_OPEN_FORM && mayAnswerSlackQuestion(q, click.user)) {
           if (q.state === 'pending' && click.triggerId)
             await deps.slack
               .openView(

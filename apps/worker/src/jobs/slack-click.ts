@@ -4,6 +4,7 @@ import {
   claimSlackQuestion,
   expireSlackQuestion,
   slackQuestionOf,
+  mayAnswerSlackQuestion,
   type JobPayload,
 } from '@roster/shared'
 import type { JobContext, WorkerDeps } from '../context.js'
@@ -35,10 +36,10 @@ async function answerClick(deps: WorkerDeps, payload: JobPayload<'slack.click'>)
   const slack = posterFor(deps.config, link, event.channel, event.threadTs)
   if (!slack) return 'revoked'
   const question = q.question as Question
-  if (user !== event.userId && !link.approvers.includes(user)) {
+  if (!mayAnswerSlackQuestion(q, user)) {
     await slack.ephemeral(
       user,
-      `Only <@${event.userId}>${link.approvers.length ? ' or one of the intern’s approvers' : ''} can answer this.`,
+      `Only <@${q.threadStarter}>${link.approvers.length ? ' or one of the intern’s approvers' : ''} can answer this.`,
     )
     return 'refused'
   }

@@ -17,12 +17,31 @@ export async function setQuestionCard(db: Tx, internId: string, interactionId: s
 }
 
 /** A question with its thread's event and link. */
-export function slackQuestionOf(db: Tx, internId: string, interactionId: string) {
-  return db.slackQuestion.findUnique({
+export async function slackQuestionOf(db: Tx, internId: string, interactionId: string) {
+  const q = await db.slackQuestion.findUnique({
     where: { internId_interactionId: { internId, interactionId } },
     include: { event: { include: { link: true } } },
   })
+  if (!q) return null
+  // The thread's starter: whose message first brought the intern into the thread (its oldest event),
+  // not whoever's message in it raised this question.
+  const first = await db.slackEvent.findFirst({
+    where: { internId, channel: q.event.channel, threadTs: q.event.threadTs },
+    orderBy: [{ createdAt: 'asc' }, { eventId: 'asc' }],
+    select: { userId: true },
+  })
+  return { ...q, threadStarter: first?.userId ?? q.event.userId }
 }
+
+/**
+ * Who may answer a question the intern asked in Slack (docs/slack.md): the person who started the
+ * thread and the intern's approvers. Anyone else may post in the thread, and even raise a question
+ * with their message, but not decide it.
+ */
+export const mayAnswerSlackQuestion = (
+  q: { threadStarter: string; event: { link: { approvers: string[] } } },
+  user: string,
+) => user === q.threadStarter || q.event.link.approvers.includes(user)
 
 /** Takes the question for an answer, once: false when it was answered or expired already. */
 export async function claimSlackQuestion(db: Tx, internId: string, interactionId: string, answer: string, by: string) {
