@@ -66,7 +66,9 @@ let simulator = false
 if (!env.MODEL_CATALOGUE) {
   const { simulatorCatalogue } = await import('../packages/gateway/dist/index.js')
   env.SIM_PORT = String(start.SIM_PORT)
-  const file = join(root, '.roster', 'demo-catalogue.json')
+  // One file per simulator: another `npm start` in this checkout (its own SIM_PORT) must not
+  // repoint this instance's models at its simulator, which ends with it.
+  const file = join(root, '.roster', `demo-catalogue-${env.SIM_PORT}.json`)
   mkdirSync(dirname(file), { recursive: true })
   writeFileSync(file, JSON.stringify(simulatorCatalogue(`http://127.0.0.1:${env.SIM_PORT}`), null, 2) + '\n')
   env.MODEL_CATALOGUE = file

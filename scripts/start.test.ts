@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { cpSync, mkdtempSync, symlinkSync } from 'node:fs'
+import { cpSync, mkdtempSync, readFileSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { randomUUID } from 'node:crypto'
@@ -68,6 +68,7 @@ async function start(checkout: string, env: Record<string, string> = {}) {
   await ready
   return {
     base: `http://127.0.0.1:${port}/api/v1`,
+    simPort,
     output: () => output,
     exited,
     async stop() {
@@ -129,5 +130,30 @@ describe('npm start on a database Roster has used before', () => {
       /VAULT_MASTER_KEY is not the key that sealed the vaults in postgres(ql)?:\/\/[^:@]*@/,
     )
     expect(wrong.output()).not.toContain('cd'.repeat(32))
+  })
+})
+
+describe('two npm starts in one checkout', () => {
+  it("keep each its own demo catalogue: one's models still answer after the other has come and gone", async () => {
+    const key = bootstrapKey()
+    const checkout = freshCheckout()
+    const ask = (base: string) =>
+      fetch(`${base}/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'roster-sim/chat', input: 'hello' }),
+      })
+    // Started together, as two terminals do: each writes its catalogue before its API reads one.
+    const [first, second] = await Promise.all([start(checkout), start(checkout)])
+    for (const one of [first, second]) {
+      const catalogue = readFileSync(join(checkout, '.roster', `demo-catalogue-${one.simPort}.json`), 'utf8')
+      expect(catalogue).toContain(`http://127.0.0.1:${one.simPort}`)
+      expect((await ask(one.base)).status).toBe(200)
+    }
+    await second.stop()
+    // The second's simulator is gone with it: the first's models were never pointed at it.
+    const after = await ask(first.base)
+    expect(after.status, await after.text()).toBe(200)
+    await first.stop()
   })
 })
