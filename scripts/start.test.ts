@@ -63,7 +63,7 @@ async function start(checkout: string, env: Record<string, string> = {}) {
         () => false,
       )
     },
-    { timeoutMs: 30_000, what: 'npm start to be ready' },
+    { timeoutMs: 60_000, what: 'npm start to be ready' },
   )
   await ready
   return {
@@ -155,5 +155,5 @@ describe('two npm starts in one checkout', () => {
     const after = await ask(first.base)
     expect(after.status, await after.text()).toBe(200)
     await first.stop()
-  })
+  }, 150_000)
 })
