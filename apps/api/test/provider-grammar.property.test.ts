@@ -2,6 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import fc from 'fast-check'
 import OpenAI from 'openai'
 import Anthropic from '@anthropic-ai/sdk'
+import { generateText, jsonSchema, streamText, tool, type LanguageModel, type ToolSet } from 'ai'
+import { createAnthropic } from '@ai-sdk/anthropic'
+import { createOpenRouter } from '@openrouter/ai-sdk-provider'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
 import { useTestTenant } from '@roster/testing'
@@ -226,6 +229,33 @@ async function viaMessages(p: GrammarProtocol, stream: boolean): Promise<Got> {
   }
 }
 
+/**
+ * Through the Vercel AI SDK, the third-party client people pair with the official one: /messages by
+ * @ai-sdk/anthropic, /chat/completions by @openrouter/ai-sdk-provider (the calls' tools declared,
+ * without execute, so they are handed back). It reads no free-form calls, and no unknown kinds.
+ */
+async function viaAiSdk(languageModel: LanguageModel, s: Said, stream: boolean): Promise<Got> {
+  const tools: ToolSet = Object.fromEntries(
+    s.calls.map((c) => [c.name, tool({ inputSchema: jsonSchema({ type: 'object' }) })]),
+  )
+  const options = { model: languageModel, prompt: 'go', tools, maxRetries: 0 }
+  const result = stream ? streamText({ ...options, onError: () => {} }) : await generateText(options)
+  if (stream)
+    for await (const part of (result as ReturnType<typeof streamText>).fullStream)
+      if (part.type === 'error') throw part.error
+  const usage = await result.usage
+  return {
+    text: await result.text,
+    reasoning: (await result.reasoningText) ?? '',
+    calls: (await result.toolCalls).map((c) => ({ id: c.toolCallId, name: c.toolName, args: c.input })),
+    usage: { input: usage.inputTokens ?? 0, output: usage.outputTokens ?? 0, counted: false, cacheWrite: 0 },
+  }
+}
+const viaAiAnthropic = (p: GrammarProtocol, s: Said, stream: boolean) =>
+  viaAiSdk(createAnthropic({ apiKey: env.tenant.keys.user, baseURL })(model(p)), s, stream)
+const viaAiOpenRouter = (p: GrammarProtocol, s: Said, stream: boolean) =>
+  viaAiSdk(createOpenRouter({ apiKey: env.tenant.keys.user, baseURL }).chat(model(p)), s, stream)
+
 const DOORS = { chat: viaChat, responses: viaResponses, messages: viaMessages }
 type DoorName = keyof typeof DOORS
 
@@ -309,6 +339,24 @@ describe.each(PROTOCOLS)('replies generated from the %s grammar', (p) => {
             holds(p, s, w, door, got)
           }
         }
+        // The AI SDK's readers, where what was said is theirs to read: text, reasoning and calls intact.
+        if (!s.custom && !s.unknownKind)
+          for (const [name, read] of [
+            ['@ai-sdk/anthropic', viaAiAnthropic],
+            ['@openrouter/ai-sdk-provider', viaAiOpenRouter],
+          ] as const) {
+            const got = await read(p, s, stream)
+            expect(got.text, name).toBe(joined(s.text))
+            expect(got.reasoning, name).toBe(joined(s.reasoning))
+            // In the order each call's arguments became whole: the AI SDK hands a call over then, so
+            // interleaved calls may come in another order than they began.
+            const byValue = (calls: { name: string; args: unknown }[]) =>
+              calls.map(({ name, args }) => JSON.stringify([name, args])).sort()
+            expect(byValue(got.calls), name).toEqual(
+              byValue(s.calls.map((c) => ({ name: c.name, args: JSON.parse(joined(c.pieces)) }))),
+            )
+            expect(got.usage.input, name).toBeGreaterThan(0)
+          }
       }),
       { numRuns: RUNS },
     )
