@@ -7,7 +7,7 @@ import {
   spendEventsChannel,
   type GenerationRecord,
 } from '@roster/shared'
-import { createTestDatabase, generationRecord, redisUrl, type TestDatabase } from '@roster/testing'
+import { createTestDatabase, generationRecord, redisUrl, waitFor, type TestDatabase } from '@roster/testing'
 import { StreamGenerationLedger } from './generation-ledger.js'
 
 // The ledger's group commit, against a real Redis: appends that come while one is under way go
@@ -120,7 +120,11 @@ describe('StreamGenerationLedger', () => {
       expect(told).toEqual([])
       await ledger.append([generationRecord({ id: 'big-2', key_id: owner, cost_pico: '1' })], [lower, higher])
       expect(told).toEqual([[counter, big + 1n]])
-      // Heard by the time the append is answered (not a moment later: plugins/change-events.ts).
+      // Written to every subscriber by the time the append is answered (plugins/change-events.ts):
+      // Redis wrote it before its last answer; this process reads the two sockets in the order the
+      // kernel lists them ready, which under load may put the answer first, so its own read is
+      // waited for, briefly.
+      await waitFor(() => heard.length > 0, { timeoutMs: 500, intervalMs: 1, what: 'the published counter' })
       expect(heard).toEqual([JSON.stringify([counter, String(big + 1n)])])
     } finally {
       events.disconnect()
