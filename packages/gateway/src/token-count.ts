@@ -1,5 +1,5 @@
 import type { Tiktoken } from 'js-tiktoken/lite'
-import { tokensOfBytes } from './token-estimate.js'
+import { textTokens as estimated } from './token-estimate.js'
 
 // Roster's own count of a model call's tokens, for a call whose provider reported none (a Chat
 // Completions stream from a server that ignores `stream_options`, a provider that puts its usage
@@ -49,8 +49,6 @@ export interface TextCounter {
   /** What counted: the encoding's name, or `estimate`. */
   readonly by: Encoding | 'estimate'
 }
-
-const estimated = (s: string) => tokensOfBytes(Buffer.byteLength(s, 'utf8'))
 
 export const ESTIMATE: TextCounter = {
   countAll: (texts) => Promise.resolve(texts.reduce((n, s) => n + estimated(s), 0)),

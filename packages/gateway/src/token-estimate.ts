@@ -16,7 +16,8 @@ const TOKENS_AN_IMAGE = 765
 /** Roster's estimate of the tokens in this many bytes of UTF-8 text. */
 export const tokensOfBytes = (bytes: number) => Math.ceil(bytes / BYTES_A_TOKEN)
 
-const textTokens = (s: string) => tokensOfBytes(Buffer.byteLength(s, 'utf8'))
+/** Roster's estimate of the tokens in a text. */
+export const textTokens = (s: string) => tokensOfBytes(Buffer.byteLength(s, 'utf8'))
 
 /** Counts a text's tokens: the estimate, or a model family's tokenizer (token-count.ts). */
 export type CountText = (text: string) => number
