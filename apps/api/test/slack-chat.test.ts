@@ -104,6 +104,23 @@ const answered = (thread: string, text: RegExp) =>
       (await env.t.db.slackEvent.count({ where: { internId, threadTs: thread, state: { not: 'done' } } })) === 0,
     { timeoutMs: 20_000, what: `a reply in ${thread}` },
   )
+/** A person's direct message to the intern, outside any thread. */
+const dm = (channel: string, text: string) => ({
+  type: 'message',
+  channel_type: 'im',
+  user: 'U0PERSON',
+  text,
+  ts: nextTs(),
+  channel,
+})
+/** Every turn of a DM done, and a reply in the DM itself reading `text`. */
+const answeredIn = (channel: string, text: RegExp) =>
+  waitFor(
+    async () =>
+      slack.messages.some((m) => m.channel === channel && !m.thread_ts && text.test(m.text)) &&
+      (await env.t.db.slackEvent.count({ where: { internId, channel, state: { not: 'done' } } })) === 0,
+    { timeoutMs: 20_000, what: `a reply in ${channel}` },
+  )
 const eventsOf = () => env.t.db.slackEvent.count({ where: { internId } })
 /** A mention sent, once its turn runs (the model made slow by the caller). */
 async function runningTurn(text: string) {
@@ -143,10 +160,9 @@ describe('an intern in Slack', () => {
     )
     expect(replies(event.ts)).toHaveLength(1)
     expect(await env.t.db.slackEvent.count({ where: { internId, eventId: payload.event_id } })).toBe(1)
-    // It showed it was working on the thread while the turn ran.
-    expect(slack.calls.some((c) => c.method === 'assistant.threads.setStatus' && c.params.thread_ts === event.ts)).toBe(
-      true,
-    )
+    // The app is no Slack assistant app (its manifest enables no assistant view), so the assistant
+    // thread status Slack allows only there is never set: the "…" placeholder shows it works.
+    expect(slack.calls.some((c) => c.method === 'assistant.threads.setStatus')).toBe(false)
     // The thread is a session of its own, named by the Slack workspace, channel and thread.
     const session = `slack:${slack.team.id}:C0GENERAL:${event.ts}`
     expect(await env.t.db.sessionEntry.count({ where: { internId, sessionId: session } })).toBeGreaterThan(0)
@@ -167,17 +183,160 @@ describe('an intern in Slack', () => {
     const said = JSON.stringify(items.map((i) => i.item))
     expect(said).toContain('First.')
     expect(said).toContain('Second.')
+  })
 
-    const dm = {
+  it('keeps a direct-message conversation one conversation: replies in the DM itself, one session', async () => {
+    const first = dm('D0DIRECT', '[sim] say In private.')
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, first))
+    await answeredIn('D0DIRECT', /^In private\.$/)
+    const second = dm('D0DIRECT', '[sim] say Still the same conversation.')
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, second))
+    await answeredIn('D0DIRECT', /^Still the same conversation\.$/)
+    // Each reply is a message of the DM, not a thread under the person's message.
+    const posted = slack.messages.filter((m) => m.channel === 'D0DIRECT')
+    expect(posted.map((m) => [m.text, m.thread_ts])).toEqual([
+      ['In private.', undefined],
+      ['Still the same conversation.', undefined],
+    ])
+    // Both turns are one session: the second remembers the first.
+    const items = await env.t.db.sessionEntry.findMany({
+      where: { internId, sessionId: `slack:${slack.team.id}:D0DIRECT` },
+    })
+    const said = JSON.stringify(items.map((i) => i.item))
+    expect(said).toContain('In private.')
+    expect(said).toContain('Still the same conversation.')
+  })
+
+  it('hears every reply in a thread it takes part in, mention or not, and nothing else of the channel', async () => {
+    const opening = mention('[sim] say Joined.')
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, opening))
+    await answered(opening.ts, /^Joined\.$/)
+    const reply = (text: string, extra: Record<string, unknown> = {}) => ({
       type: 'message',
-      channel_type: 'im',
-      user: 'U0PERSON',
-      text: '[sim] say In private.',
+      channel_type: 'channel',
+      user: 'U0OTHER',
+      text,
       ts: nextTs(),
-      channel: 'D0DIRECT',
+      channel: 'C0GENERAL',
+      thread_ts: opening.ts,
+      ...extra,
+    })
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, reply('[sim] say Heard unmentioned.')))
+    await answered(opening.ts, /^Heard unmentioned\.$/)
+    // A reply that mentions it comes twice (the channel's message, and app_mention): one turn.
+    const before = await eventsOf()
+    const both = reply(`<@${botUserId}> [sim] say Once for both.`)
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, both))
+    const { channel_type: _type, ...asMention } = both
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, { ...asMention, type: 'app_mention' }))
+    await answered(opening.ts, /^Once for both\.$/)
+    expect(replies(opening.ts).filter((m) => m.text === 'Once for both.')).toHaveLength(1)
+    expect(await eventsOf()).toBe(before + 1)
+    // A thread it is not in, public or private, and a channel's own messages: not for it.
+    for (const other of [
+      reply('[sim] say not mine', { thread_ts: nextTs() }),
+      reply('[sim] say not mine either', { thread_ts: nextTs(), channel: 'G0PRIVATE', channel_type: 'group' }),
+      reply('[sim] say chatter', { thread_ts: undefined }),
+    ])
+      expect((await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, other))).status).toBe(200)
+    expect(await eventsOf()).toBe(before + 1)
+    // In a private channel's thread it is in, the same.
+    const inPrivate = mention('[sim] say Private joined.', { channel: 'G0PRIVATE' })
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, inPrivate))
+    await answered(inPrivate.ts, /^Private joined\.$/)
+    const privateReply = reply('[sim] say Private reply heard.', {
+      channel: 'G0PRIVATE',
+      channel_type: 'group',
+      thread_ts: inPrivate.ts,
+    })
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, privateReply))
+    await answered(inPrivate.ts, /^Private reply heard\.$/)
+  })
+
+  it('answers a bare mention by asking what they need, and hears the reply that follows', async () => {
+    const bare = { ...mention(''), text: `<@${botUserId}>` }
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, bare))
+    await answered(bare.ts, /^Yes, <@U0PERSON>\? Tell me what you need in this thread/)
+    const follow = {
+      type: 'message',
+      channel_type: 'channel',
+      user: 'U0PERSON',
+      text: '[sim] say Now I know.',
+      ts: nextTs(),
+      channel: 'C0GENERAL',
+      thread_ts: bare.ts,
     }
-    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, dm))
-    await answered(dm.ts, /^In private\.$/)
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, follow))
+    await answered(bare.ts, /^Now I know\.$/)
+    expect(replies(bare.ts)).toHaveLength(2)
+  })
+
+  it('names who asked in the prompt by their Slack name (users.info), by id where Slack knows none', async () => {
+    slack.people.set('U0ALICE', { name: 'alice', realName: 'Alice Liddell', displayName: 'Alice\nof Wonderland' })
+    const named = mention('[sim] say Named.', { user: 'U0ALICE' })
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, named))
+    await answered(named.ts, /^Named\.$/)
+    const said = async (ts: string) =>
+      JSON.stringify(
+        (
+          await env.t.db.sessionEntry.findMany({
+            where: { internId, sessionId: `slack:${slack.team.id}:C0GENERAL:${ts}` },
+          })
+        ).map((i) => i.item),
+      )
+    // One line, whatever the name holds.
+    expect(await said(named.ts)).toContain('Alice of Wonderland (<@U0ALICE>) says:')
+    expect(slack.calls.some((c) => c.method === 'users.info' && c.params.user === 'U0ALICE')).toBe(true)
+    const unknown = mention('[sim] say Unnamed.', { user: 'U0NOBODY' })
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, unknown))
+    await answered(unknown.ts, /^Unnamed\.$/)
+    expect(await said(unknown.ts)).toContain('<@U0NOBODY> says:')
+  })
+
+  it('posts a reply once when Slack took it but the connection dropped, in a thread and in a DM', async () => {
+    const drop = { method: 'chat.postMessage', drop: true, times: 1 }
+    slack.faults.push(drop)
+    const event = mention('[sim] say Posted once though dropped.')
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, event))
+    await answered(event.ts, /^Posted once though dropped\.$/)
+    expect(drop.times).toBe(0)
+    expect(replies(event.ts)).toHaveLength(1)
+    // In a DM (no thread), the post is looked for in the conversation's history.
+    const dmDrop = { method: 'chat.postMessage', drop: true, times: 1 }
+    slack.faults.push(dmDrop)
+    await slack.sendEvent(eventsUrl, signingSecret, eventCallback(slack.team.id, dm('D0DROPPED', '[sim] say Once.')))
+    await answeredIn('D0DROPPED', /^Once\.$/)
+    expect(dmDrop.times).toBe(0)
+    expect(slack.messages.filter((m) => m.channel === 'D0DROPPED')).toHaveLength(1)
+    expect(slack.calls.some((c) => c.method === 'conversations.history' && c.params.channel === 'D0DROPPED')).toBe(true)
+  })
+
+  it('says an intern never provisioned has not been (not that it is suspended)', async () => {
+    const app = slack.addApp()
+    const secret = 'secret-never-provisioned'.padEnd(32, 'x')
+    const created = await api('/interns', {
+      method: 'POST',
+      body: JSON.stringify({
+        name: 'never-provisioned',
+        provision: false,
+        slack: { app: { client_id: app.clientId, client_secret: app.clientSecret, signing_secret: secret } },
+      }),
+    })
+    expect(created.status).toBe(201)
+    const id = ((await created.json()) as { id: string }).id
+    await installThroughSlack(api, id)
+    const bot = ((await (await api(`/interns/${id}/slack`)).json()) as { bot_user_id: string }).bot_user_id
+    const event = { ...mention(''), text: `<@${bot}> [sim] say hello?` }
+    await slack.sendEvent(`${stack.apiUrl}/slack/events/${id}`, secret, eventCallback(slack.team.id, event))
+    await waitFor(() => replies(event.ts).some((m) => /not been provisioned yet/.test(m.text)), {
+      timeoutMs: 20_000,
+      what: 'the never-provisioned intern to say so',
+    })
+    expect(
+      replies(event.ts)
+        .map((m) => m.text)
+        .join(),
+    ).not.toMatch(/suspended/)
   })
 
   it('ignores bots, edits, channel chatter and other workspaces, and refuses what Slack did not sign', async () => {

@@ -67,6 +67,10 @@ const statusOf = async (id: string) => (await env.t.db.intern.findUniqueOrThrow(
 const outboxFor = (id: string) =>
   env.t.db.outboxMessage.count({ where: { payload: { path: ['internId'], equals: id } } })
 
+/** What Chromium sends as Accept when it follows a link. */
+const BROWSER_ACCEPT =
+  'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8'
+
 /** A browser following the install link to Slack: where Slack sends it back (the callback URL). */
 async function toSlackAndBack(installUrl: string) {
   const install = await fetch(installUrl, { redirect: 'manual' })
@@ -126,7 +130,9 @@ describe('an intern linked to Slack', () => {
     expect(m.oauth_config.redirect_urls).toEqual([`${publicUrl}/api/v1/slack/oauth/callback`])
     expect(m.oauth_config.scopes.bot).toEqual(expect.arrayContaining(['app_mentions:read', 'chat:write', 'im:history']))
     expect(m.settings.event_subscriptions.request_url).toBe(`${publicUrl}/api/v1/slack/events/${intern.id}`)
-    expect(m.settings.event_subscriptions.bot_events).toEqual(expect.arrayContaining(['app_mention', 'message.im']))
+    expect(m.settings.event_subscriptions.bot_events).toEqual(
+      expect.arrayContaining(['app_mention', 'message.im', 'message.channels', 'message.groups']),
+    )
     expect(m.settings.interactivity).toEqual({
       is_enabled: true,
       request_url: `${publicUrl}/api/v1/slack/interactivity/${intern.id}`,
@@ -168,16 +174,25 @@ describe('an intern linked to Slack', () => {
     const row = await env.t.db.slackLink.findUniqueOrThrow({ where: { internId: intern.id } })
     expect(Buffer.from(row.sealed).toString('latin1')).not.toContain(token)
 
-    // The same callback again (a reload, a replay): refused, nothing changed, no second exchange.
+    // The same callback again (a reload, a replay): refused, nothing changed (the installed link's
+    // reason included), no second exchange.
     const again = await fetch(callback)
     expect(again.status).toBe(400)
     expect(await again.text()).toContain('already completed')
+    expect((await linkOf(intern.id)).reason).toBeNull()
     expect(await outboxFor(intern.id)).toBe(1)
     expect(
       slack.calls.filter((c) => c.method === 'oauth.v2.access' && c.params.client_id === slackApp.clientId),
     ).toHaveLength(1)
-    // Installed: the install link starts no new install.
+    // Installed: the install link starts no new install; a person's browser is told so in a page.
     expect((await fetch(link.install_url, { redirect: 'manual' })).status).toBe(409)
+    const opened = await fetch(link.install_url, { redirect: 'manual', headers: { accept: BROWSER_ACCEPT } })
+    expect(opened.status).toBe(409)
+    expect(opened.headers.get('content-type')).toMatch(/^text\/html/)
+    const shown = await opened.text()
+    expect(shown).toContain('Already installed')
+    expect(shown).toContain('installed in Roster Test Workspace')
+    expect(shown).not.toContain('"error"')
     // The operator's CLI shows the same link (but the signed install link), and no secret.
     const cli = spawnSync(process.execPath, ['scripts/admin.mjs', 'slack', 'show', '--intern', intern.id, '--json'], {
       cwd: repoRoot,
@@ -217,10 +232,13 @@ describe('an intern linked to Slack', () => {
     const forged = await fetch(`${callbackUrl}?code=x&state=${encodeURIComponent('e30.bm90IGEgc2lnbmF0dXJl')}`)
     expect(forged.status).toBe(400)
     expect(await forged.text()).toContain('state Roster did not sign')
+    expect((await linkOf(intern.id)).reason).toBeNull()
     const expired = signToken(Buffer.from(TEST_MASTER_KEY, 'hex'), 'oauth-state', { intern: intern.id, nonce: 'n' }, -5)
     const late = await fetch(`${callbackUrl}?code=x&state=${expired}`)
     expect(late.status).toBe(400)
     expect(await late.text()).toContain('expired')
+    // Why it did not complete is on the link, as for a declined install.
+    expect((await linkOf(intern.id)).reason).toMatch(/state expired/)
 
     // An install begun, then another: the first one's state is no longer good.
     const first = await toSlackAndBack((await linkOf(intern.id)).install_url)
@@ -228,6 +246,7 @@ describe('an intern linked to Slack', () => {
     const stale = await fetch(first.callback)
     expect(stale.status).toBe(400)
     expect(await stale.text()).toContain('replaced by a newer one')
+    expect((await linkOf(intern.id)).reason).toMatch(/replaced by a newer one/)
 
     // A code Slack does not know: its refusal is the reason; the install may be tried again.
     const wrong = new URL(second.callback)
@@ -244,6 +263,15 @@ describe('an intern linked to Slack', () => {
     const { intern } = await linked(false)
     const forgedGrant = await fetch(`${base}/interns/${intern.id}/slack/install?grant=abc.def`, { redirect: 'manual' })
     expect(forgedGrant.status).toBe(401)
+    expect(forgedGrant.headers.get('content-type')).toMatch(/json/)
+    // A person's browser gets a page saying so, not the API's JSON.
+    const inBrowser = await fetch(`${base}/interns/${intern.id}/slack/install?grant=abc.def`, {
+      redirect: 'manual',
+      headers: { accept: BROWSER_ACCEPT },
+    })
+    expect(inBrowser.status).toBe(401)
+    expect(inBrowser.headers.get('content-type')).toMatch(/^text\/html/)
+    expect(await inBrowser.text()).toContain('ask for a fresh one')
     // A good grant is for its own intern only.
     const other = await linked(false)
     const grant = new URL((await linkOf(other.intern.id)).install_url).searchParams.get('grant')!

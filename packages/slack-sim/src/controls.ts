@@ -20,9 +20,11 @@ export async function control(
     const url = str('events_url')
     if (!url || !str('text')) return json(res, { ok: false, error: 'events_url and text are required' })
     const dm = str('channel')?.startsWith('D')
+    // A reply in a channel's thread that does not mention the app comes as the channel's message.
+    const unmentioned = !dm && body.mention === false
     const event = {
-      type: dm ? 'message' : 'app_mention',
-      ...(dm ? { channel_type: 'im' } : {}),
+      type: dm || unmentioned ? 'message' : 'app_mention',
+      ...(dm ? { channel_type: 'im' } : unmentioned ? { channel_type: 'channel' } : {}),
       user: str('user') ?? 'U0LOCAL',
       text: str('text'),
       ts: nextTs(),

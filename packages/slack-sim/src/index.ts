@@ -6,4 +6,5 @@ export {
   type SlackSimCall,
   type SlackSimFault,
   type SlackSimMessage,
+  type SlackSimPerson,
 } from './server.js'

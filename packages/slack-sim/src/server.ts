@@ -28,6 +28,7 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
     decision: 'approve',
     calls: [],
     tokens: new Map(),
+    people: new Map(),
     messages: [],
     watchers: new Set(),
     ephemerals: [],
@@ -122,6 +123,12 @@ export async function startSlackSim(opts: { port?: number } = {}): Promise<Slack
         fault.times--
         await new Promise((r) => setTimeout(r, fault.holdMs))
         return json(res, await answerFor(method, params, req.headers.authorization))
+      }
+      if (fault?.drop) {
+        // Taken, and the answer lost: the connection is cut before a byte of it.
+        fault.times--
+        await answerFor(method, params, req.headers.authorization)
+        return req.socket.destroy()
       }
       if (fault?.delayMs !== undefined) {
         // A slow answer: the call takes effect now; its answer comes late (or to nobody).

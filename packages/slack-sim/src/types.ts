@@ -45,7 +45,16 @@ export interface SlackSimFault {
   retryAfter?: number
   delayMs?: number
   holdMs?: number
+  /** The call takes effect, then the connection is cut before its answer (the caller sees it dropped). */
+  drop?: boolean
   times: number
+}
+
+/** A person of the workspace, as users.info describes them. */
+export interface SlackSimPerson {
+  name: string
+  realName: string
+  displayName: string
 }
 
 export interface SlackSim {
@@ -56,6 +65,8 @@ export interface SlackSim {
   authorizeUrl: string
   /** The workspace installs land in. */
   team: { id: string; name: string }
+  /** The workspace's people users.info knows, by user id (anyone else is user_not_found). */
+  people: Map<string, SlackSimPerson>
   /** Registers an app (a team-made one): its credentials. */
   addApp(): SlackSimApp
   /**

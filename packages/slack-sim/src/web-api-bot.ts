@@ -2,7 +2,10 @@ import { id } from './signing.js'
 import type { SimState } from './state.js'
 import type { SlackSimMessage } from './types.js'
 
-/** chat.postMessage, chat.update, assistant.threads.setStatus, auth.revoke: as Slack answers them. */
+/**
+ * chat.postMessage, chat.update, conversations.replies and .history, users.info, views.open,
+ * assistant.threads.setStatus, auth.revoke: as Slack answers them.
+ */
 export function botMethod(
   { sim, triggers, revoked, nextTs }: SimState,
   method: string,
@@ -64,6 +67,36 @@ export function botMethod(
         ...(withMeta && m.metadata ? { metadata: m.metadata } : {}),
       }))
     return { ok: true, messages, has_more: false }
+  }
+  if (method === 'conversations.history') {
+    // The conversation's own messages (not its threads' replies), newest first, from `oldest` on.
+    if (!p.channel) return { ok: false, error: 'channel_not_found' }
+    const withMeta = p.include_all_metadata === 'true' || (p.include_all_metadata as unknown) === true
+    const oldest = Number(p.oldest ?? 0)
+    const messages = sim.messages
+      .filter((m) => m.channel === p.channel && !m.thread_ts && Number(m.ts) >= oldest)
+      .reverse()
+      .map((m) => ({
+        type: 'message',
+        ts: m.ts,
+        text: m.text,
+        ...(withMeta && m.metadata ? { metadata: m.metadata } : {}),
+      }))
+    return { ok: true, messages, has_more: false }
+  }
+  if (method === 'users.info') {
+    const person = p.user ? sim.people.get(p.user) : undefined
+    if (!person) return { ok: false, error: 'user_not_found' }
+    return {
+      ok: true,
+      user: {
+        id: p.user,
+        team_id: sim.team.id,
+        name: person.name,
+        real_name: person.realName,
+        profile: { display_name: person.displayName, real_name: person.realName },
+      },
+    }
   }
   if (method === 'views.open') {
     const trigger = p.trigger_id ? triggers.get(p.trigger_id) : undefined

@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import { completeSlackInstall } from '@roster/shared'
 import type { AppDeps } from '../deps.js'
+import { sendPage } from '../slack/page.js'
 import { slackSettings } from './interns/slack.js'
 
 // Where Slack sends a person back after its authorize page (the app's redirect URL). It answers a
@@ -13,14 +14,6 @@ const Query = z.object({
   state: z.string().max(2048).optional(),
   error: z.string().max(200).optional(),
 })
-
-const escape = (text: string) =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!)
-
-const page = (title: string, text: string) =>
-  `<!doctype html><html lang="en"><meta charset="utf-8"><meta name="viewport" content="width=device-width">` +
-  `<title>${escape(title)}</title><body style="font-family:system-ui,sans-serif;max-width:36em;margin:4em auto">` +
-  `<h1>${escape(title)}</h1><p>${escape(text)}</p></body></html>`
 
 export const slackOAuthRoutes =
   (deps: AppDeps): FastifyPluginAsync =>
@@ -35,15 +28,11 @@ export const slackOAuthRoutes =
           req.query,
           deps.slack.exchange,
         )
-        reply
-          .type('text/html; charset=utf-8')
-          .header('cache-control', 'no-store')
-          .header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'")
-        if (!outcome.ok) return reply.code(400).send(page('Not installed', outcome.reason))
+        if (!outcome.ok) return sendPage(reply, 400, 'Not installed', outcome.reason)
         const next =
           outcome.status === 'queued'
             ? 'The intern is being provisioned; it answers in Slack once it is running.'
             : 'The intern is stopped; provision it to talk to it in Slack.'
-        return reply.send(page('Installed', `Installed in ${outcome.team ?? 'your Slack workspace'}. ${next}`))
+        return sendPage(reply, 200, 'Installed', `Installed in ${outcome.team ?? 'your Slack workspace'}. ${next}`)
       })
   }

@@ -61,20 +61,20 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'slack.turn'>
         'My answer was cut off (Roster restarted while I worked). Ask me again to continue.',
         'interrupted',
       )
-    const status = event.link.intern.status
+    const { status, provisionGeneration } = event.link.intern
     if (status !== 'running')
+      return await answer(deps, event, slack, notRunning(status, provisionGeneration), `not running: ${status}`)
+    // A bare mention: asked what they need, nothing run (their reply in the thread reaches the intern).
+    if (!event.text && event.files.length === 0)
       return await answer(
         deps,
         event,
         slack,
-        status === 'stopped'
-          ? 'I am suspended: provision me to talk here again.'
-          : `I am not running (status ${status}).`,
-        `not running: ${status}`,
+        `Yes, <@${event.userId}>? Tell me what you need ${where(event)}.`,
+        'asked',
       )
     const replyTs = await placeholder(deps, event, slack)
     await updateSlackEvent(deps.db, internId, eventId, { state: 'running' })
-    slack.showWorking()
     const ran = await runTurn(deps, event, slack, replyTs)
     if (ran === 'busy') {
       // Not run: the next attempt starts it afresh (not as a turn cut off).
@@ -88,6 +88,18 @@ export async function handle(deps: WorkerDeps, payload: JobPayload<'slack.turn'>
     throw err
   }
 }
+
+/** What an intern that is not running says, by why. */
+function notRunning(status: string, provisionGeneration: number): string {
+  if (status === 'stopped' && provisionGeneration === 0)
+    return 'I have not been provisioned yet: ask whoever set me up to provision me, then talk to me here.'
+  if (status === 'stopped') return 'I am suspended: provision me to talk here again.'
+  if (['queued', 'provisioning'].includes(status)) return 'I am still being set up; try again in a minute.'
+  return `I am not running (status ${status}).`
+}
+
+/** Where a person goes on talking to the intern without mentioning it again. */
+const where = (event: Event) => (event.threadTs ? 'in this thread (no need to mention me again here)' : 'here')
 
 /**
  * The reply's message before the turn runs, when Slack takes it now and no earlier reply of the
@@ -125,7 +137,8 @@ async function deliver(deps: WorkerDeps, event: Event, slack: SlackPoster, text:
  * recorded first, its ts after).
  */
 async function placeReply(deps: WorkerDeps, event: Event, slack: SlackPoster, text: string): Promise<string> {
-  let ts = event.replyTs ?? (event.postBegunAt ? await slack.findReply(event.eventId) : undefined)
+  let ts =
+    event.replyTs ?? (event.postBegunAt ? await slack.findReply(event.eventId, event.postBegunAt.getTime()) : undefined)
   if (ts) {
     await slack.update(ts, text)
   } else {
@@ -165,11 +178,13 @@ async function runTurn(
   if (!placed || placed.status !== 'running')
     return { text: 'I am not running right now; try again shortly.', outcome: 'not placed' }
   const abort = new AbortController()
-  const sessionId = slackSessionId(event.teamId, event.channel, event.threadTs)
+  const sessionId = event.sessionId ?? slackSessionId(event.teamId, event.channel, event.threadTs)
   const shared = event.files.length ? await fetchSharedFiles(deps, placed, event, slack) : []
-  // The prompt names who asked (many people talk to one intern in a channel) and the files they shared.
+  // The prompt names who asked (many people talk to one intern in a channel: their display name, and
+  // the id that mentions them) and the files they shared.
+  const name = await slack.nameOf(event.userId)
   const message = [
-    `<@${event.userId}> says:\n${event.text}`,
+    `${name ? `${name} (<@${event.userId}>)` : `<@${event.userId}>`} says:\n${event.text}`,
     ...(shared.length ? [`They shared files, now in your workspace:\n${shared.join('\n')}`] : []),
   ].join('\n\n')
   const until = Date.now() + BUSY_WAIT_MS

@@ -1,12 +1,14 @@
 import type { KnownBlock } from '@slack/types'
-import { WebClient } from '@slack/web-api'
+import { ErrorCode, WebClient, type ChatPostMessageArguments } from '@slack/web-api'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { revokeSlackLink, slackErrorCode, unsealSlackSecrets, type Db } from '@roster/shared'
 
 // Posting a turn's reply into its Slack thread with Slack's own client (which waits out a 429's
 // Retry-After and retries): a post, then updates, the streaming ones at most about once a second
 // (chat.update is a Tier 3 method: ~50 a minute per workspace), tried once each and given up while
 // Slack is away (the whole reply is posted after). A reply carries its event's id in its message
-// metadata, so a job that died between Slack taking the post and recording its ts finds it again.
+// metadata, so a post whose answer was lost (the connection dropped, the worker died) is found in the
+// conversation before it is posted again: a reply is never posted twice.
 
 /** Slack cuts a message's text at 40,000 characters; a reply keeps under it. */
 const MAX_TEXT = 39_000
@@ -25,17 +27,32 @@ export async function revokedBy(db: Db, internId: string, err: unknown): Promise
 }
 
 /**
- * Slack's client for a bot token, at the configured API URL: a few quick tries within a job (Slack's
- * default keeps one going for half an hour); the job's own retries come after. `once`: no retries
- * (a streamed update a later one replaces).
+ * Slack's client for a bot token, at the configured API URL. `retrying`: a few quick tries within a
+ * job (Slack's default keeps one going for half an hour; the job's own retries come after), for
+ * what is safe to send again (updates, reads). `posting`: one try, a 429 thrown with its delay: a
+ * post is tried again only by `SlackPoster.post`, which looks for it first. `once`: one short try (a
+ * streamed update a later one replaces, a name for the prompt).
  */
-const botClient = (token: string, apiUrl: string, once = false) =>
+const botClient = (token: string, apiUrl: string, kind: 'retrying' | 'posting' | 'once') =>
   new WebClient(token, {
     slackApiUrl: apiUrl,
     allowAbsoluteUrls: false,
-    timeout: once ? 5_000 : 15_000,
-    retryConfig: once ? { retries: 0 } : { retries: 4, factor: 2, minTimeout: 250, maxTimeout: 4_000 },
+    timeout: kind === 'once' ? 5_000 : 15_000,
+    rejectRateLimitedCalls: kind === 'posting',
+    retryConfig: kind === 'retrying' ? { retries: 4, factor: 2, minTimeout: 250, maxTimeout: 4_000 } : { retries: 0 },
   })
+
+/** Tries of one post within a job, and the wait before the next (doubling, at most 4 s). */
+const POST_TRIES = 5
+const POST_BACKOFF_MS = 250
+
+/** Whether Slack said why it did not take a call (it did not take it): no use looking for the post. */
+const slackRefused = (err: unknown) => (err as { code?: string }).code === ErrorCode.PlatformError
+
+/** Display names by bot token and user, kept a while (a thread's people rarely rename themselves). */
+const names = new Map<string, { name: string | undefined; at: number }>()
+const NAME_TTL_MS = 10 * 60_000
+const MAX_NAMES = 5_000
 
 /** The metadata a reply carries: which event it answers. */
 const REPLY_EVENT_TYPE = 'roster_reply'
@@ -61,10 +78,14 @@ export type Download = { ok: true; bytes: Uint8Array } | { ok: false; why: strin
 
 export class SlackPoster {
   private readonly client: WebClient
+  private readonly poster: WebClient
   private readonly streamer: WebClient
   private lastUpdate = 0
   /** Set once a streamed update failed: Slack is away, and the rest of the reply waits for the end. */
   private streamingOff = false
+
+  /** Where a message goes: the thread, or none for a direct message outside any thread (`threadTs` ''). */
+  private readonly thread: { thread_ts?: string }
 
   constructor(
     private readonly token: string,
@@ -72,8 +93,31 @@ export class SlackPoster {
     private readonly channel: string,
     private readonly threadTs: string,
   ) {
-    this.client = botClient(token, apiUrl)
-    this.streamer = botClient(token, apiUrl, true)
+    this.client = botClient(token, apiUrl, 'retrying')
+    this.poster = botClient(token, apiUrl, 'posting')
+    this.streamer = botClient(token, apiUrl, 'once')
+    this.thread = threadTs ? { thread_ts: threadTs } : {}
+  }
+
+  /**
+   * How a person is named in the prompt: their display name (users:read), or undefined when Slack
+   * does not say (the prompt then names them by id alone).
+   */
+  async nameOf(user: string): Promise<string | undefined> {
+    const key = `${this.token}:${user}`
+    const known = names.get(key)
+    if (known && Date.now() - known.at < NAME_TTL_MS) return known.name
+    const r = await this.streamer.users.info({ user }).catch(() => undefined)
+    if (!r) return known?.name
+    const u = r.user
+    // A name is one short line in the prompt, whatever a person made it.
+    const name = [u?.profile?.display_name, u?.profile?.real_name, u?.real_name, u?.name]
+      .map((n) => n?.replace(/\s+/g, ' ').trim())
+      .find(Boolean)
+      ?.slice(0, 80)
+    if (names.size >= MAX_NAMES) names.delete(names.keys().next().value!)
+    names.set(key, { name, at: Date.now() })
+    return name
   }
 
   /**
@@ -117,35 +161,68 @@ export class SlackPoster {
     return { ok: true, bytes: Buffer.concat(chunks) }
   }
 
-  /** A new message in the thread answering `eventId` (named in its metadata): its ts. */
+  /**
+   * A new message answering `eventId` (named in its metadata): its ts. Posted once: when Slack's
+   * answer is lost (a dropped connection, a timeout, an HTTP error) it may have taken the post, so the
+   * conversation is read for it before it is posted again.
+   */
   async post(text: string, eventId: string): Promise<string> {
-    const r = await this.client.chat.postMessage({
+    const since = Date.now()
+    const message: ChatPostMessageArguments = {
       channel: this.channel,
-      thread_ts: this.threadTs,
+      ...this.thread,
       text: clip(text),
       metadata: { event_type: REPLY_EVENT_TYPE, event_payload: { event_id: eventId } },
-    })
-    if (!r.ts) throw new Error('Slack posted the message but named no ts')
-    return r.ts
+    }
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const r = await this.poster.chat.postMessage(message)
+        if (!r.ts) throw new Error('Slack posted the message but named no ts')
+        return r.ts
+      } catch (err) {
+        if (slackRefused(err) || attempt >= POST_TRIES) throw err
+        const wait = (err as { code?: string; retryAfter?: number }).code === ErrorCode.RateLimitedError
+        // A 429 is Slack not taking it; anything else may have been taken.
+        if (wait) await sleep((err as { retryAfter: number }).retryAfter * 1000)
+        else {
+          const found = await this.findReply(eventId, since).catch(() => undefined)
+          if (found) return found
+          await sleep(Math.min(POST_BACKOFF_MS * 2 ** (attempt - 1), 4_000))
+        }
+      }
+    }
   }
 
-  /** The ts of the reply to `eventId` already in the thread (a post whose answer was lost), if any. */
-  async findReply(eventId: string): Promise<string | undefined> {
-    let cursor: string | undefined
-    do {
-      const page = await this.client.conversations.replies({
-        channel: this.channel,
-        ts: this.threadTs,
-        include_all_metadata: true,
-        limit: 200,
-        ...(cursor ? { cursor } : {}),
-      })
-      const mine = page.messages?.find(
+  /**
+   * The ts of the reply to `eventId` already posted (a post whose answer was lost), if any: in the
+   * thread, or in a direct message's conversation since `since` (ms; a minute's leeway for clocks).
+   */
+  async findReply(eventId: string, since = Date.now() - 86_400_000): Promise<string | undefined> {
+    const mine = (messages: { ts?: string; metadata?: { event_type?: string; event_payload?: unknown } }[] = []) =>
+      messages.find(
         (m) =>
           m.metadata?.event_type === REPLY_EVENT_TYPE &&
           (m.metadata.event_payload as { event_id?: unknown } | undefined)?.event_id === eventId,
-      )
-      if (mine?.ts) return mine.ts
+      )?.ts
+    let cursor: string | undefined
+    do {
+      const page = this.threadTs
+        ? await this.client.conversations.replies({
+            channel: this.channel,
+            ts: this.threadTs,
+            include_all_metadata: true,
+            limit: 200,
+            ...(cursor ? { cursor } : {}),
+          })
+        : await this.client.conversations.history({
+            channel: this.channel,
+            oldest: ((since - 60_000) / 1000).toFixed(6),
+            include_all_metadata: true,
+            limit: 200,
+            ...(cursor ? { cursor } : {}),
+          })
+      const ts = mine(page.messages)
+      if (ts) return ts
       cursor = page.response_metadata?.next_cursor || undefined
     } while (cursor)
     return undefined
@@ -158,12 +235,7 @@ export class SlackPoster {
 
   /** A card (Block Kit) in the thread; `text` is what notifications show. */
   async postCard(blocks: KnownBlock[], text: string): Promise<string> {
-    const r = await this.client.chat.postMessage({
-      channel: this.channel,
-      thread_ts: this.threadTs,
-      text: clip(text),
-      blocks,
-    })
+    const r = await this.client.chat.postMessage({ channel: this.channel, ...this.thread, text: clip(text), blocks })
     if (!r.ts) throw new Error('Slack posted the card but named no ts')
     return r.ts
   }
@@ -174,17 +246,7 @@ export class SlackPoster {
 
   /** A message only `user` sees, in the thread. */
   async ephemeral(user: string, text: string) {
-    await this.client.chat.postEphemeral({ channel: this.channel, thread_ts: this.threadTs, user, text: clip(text) })
-  }
-
-  /**
-   * Shows that the intern works on the thread (Slack clears it when the reply comes). Not waited for:
-   * best effort (Slack allows it in assistant threads only), and never on the turn's way.
-   */
-  showWorking() {
-    void this.client.assistant.threads
-      .setStatus({ channel_id: this.channel, thread_ts: this.threadTs, status: 'is working on it…' })
-      .catch(() => undefined)
+    await this.client.chat.postEphemeral({ channel: this.channel, ...this.thread, user, text: clip(text) })
   }
 
   /**
@@ -208,7 +270,7 @@ export class SlackPoster {
  * being away must not keep an intern from being deleted; false when it could not be done.
  */
 export async function revokeBotToken(token: string, apiUrl: string): Promise<boolean> {
-  const client = botClient(token, apiUrl)
+  const client = botClient(token, apiUrl, 'retrying')
   try {
     await client.auth.revoke()
     return true

@@ -20,7 +20,7 @@ export function safeFileName(name: string): string {
 export async function fetchSharedFiles(
   deps: WorkerDeps,
   placed: PlacedOn,
-  event: { internId: string; threadTs: string; files: SlackFile[] },
+  event: { internId: string; channel: string; threadTs: string; files: SlackFile[] },
   slack: SlackPoster,
 ): Promise<string[]> {
   const maxBytes = deps.config.SLACK_FILE_MAX_MB * 1024 * 1024
@@ -47,7 +47,8 @@ export async function fetchSharedFiles(
     const put = await deps.runtime.putFile(
       placed,
       event.internId,
-      `slack-files/${safeFileName(event.threadTs)}/${unique}`,
+      // A thread's files together; a direct message's (no thread) under its conversation.
+      `slack-files/${safeFileName(event.threadTs || event.channel)}/${unique}`,
       got.bytes,
     )
     lines.push(`- ${put.path} (${put.bytes} bytes)`)

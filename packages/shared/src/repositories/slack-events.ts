@@ -20,6 +20,7 @@ export interface NewSlackEvent {
   teamId: string
   channel: string
   threadTs: string
+  sessionId: string
   userId: string
   text: string
   files: SlackFile[]
@@ -41,8 +42,13 @@ export function recordSlackEvent(db: Db, e: NewSlackEvent): Promise<boolean> {
 export function slackEventOf(db: Tx, internId: string, eventId: string) {
   return db.slackEvent.findUnique({
     where: { internId_eventId: { internId, eventId } },
-    include: { link: { include: { intern: { select: { status: true } } } } },
+    include: { link: { include: { intern: { select: { status: true, provisionGeneration: true } } } } },
   })
+}
+
+/** Whether the intern takes part in a thread: one of its messages was a turn of the intern's. */
+export async function slackThreadKnown(db: Tx, internId: string, channel: string, threadTs: string): Promise<boolean> {
+  return (await db.slackEvent.findFirst({ where: { internId, channel, threadTs }, select: { eventId: true } })) !== null
 }
 
 export async function updateSlackEvent(

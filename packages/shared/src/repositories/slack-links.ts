@@ -56,9 +56,20 @@ export async function takeInstallNonce(db: Tx, internId: string, nonce: string):
   return n.count === 1
 }
 
-/** Why the last install did not complete (the link stays as it was, and may be installed again). */
-export async function setSlackLinkReason(db: Tx, internId: string, reason: string) {
-  await db.slackLink.updateMany({ where: { internId }, data: { reason, updatedAt: new Date() } })
+/**
+ * Why the last install did not complete (the link stays as it was, and may be installed again);
+ * `unlessInstalled`: left alone on a link that is installed.
+ */
+export async function setSlackLinkReason(
+  db: Tx,
+  internId: string,
+  reason: string,
+  o: { unlessInstalled?: boolean } = {},
+) {
+  await db.slackLink.updateMany({
+    where: { internId, ...(o.unlessInstalled ? { state: { not: 'installed' } } : {}) },
+    data: { reason, updatedAt: new Date() },
+  })
 }
 
 export interface Installed {

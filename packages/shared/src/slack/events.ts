@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { Db } from '../db.js'
 import { storableText } from '@roster/protocol'
-import { recordSlackEvent, type SlackFile } from '../repositories/slack-events.js'
+import { recordSlackEvent, slackThreadKnown, type SlackFile } from '../repositories/slack-events.js'
 import { revokeSlackLink } from '../repositories/slack-links.js'
 
 // What Slack sends to an intern's event URL (Events API), once its signature is checked: the URL
@@ -82,13 +82,13 @@ export async function receiveSlackEvent(db: Db, link: EventLink, body: unknown):
   if (!m.success) return { kind: 'ignored', why: `event ${event.type}` }
   const msg = m.data
   // Bots (itself included) and edits, joins and other subtypes are not a person's prompt (a message
-  // sharing a file is: Slack marks a direct message with one `file_share`).
-  if (msg.bot_id || (msg.subtype && msg.subtype !== 'file_share') || msg.user === link.botUserId)
+  // sharing a file is, and so is a thread reply also sent to the channel).
+  if (msg.bot_id || (msg.subtype && !PERSON_SUBTYPES.has(msg.subtype)) || msg.user === link.botUserId)
     return { kind: 'ignored', why: 'not a person' }
-  // Direct messages come as `message` events; in channels only mentions are for the intern.
-  if (msg.type === 'message' && msg.channel_type !== 'im') return { kind: 'ignored', why: 'not a direct message' }
   // What a person typed is kept as text a database can hold (a NUL, a lone surrogate replaced).
   const said = storableText(msg.text)
+  const where = await conversationOf(db, link, team, msg, said)
+  if ('ignored' in where) return { kind: 'ignored', why: where.ignored }
   const text = link.botUserId ? said.replaceAll(`<@${link.botUserId}>`, '').trim() : said.trim()
   const files: SlackFile[] = (msg.files ?? []).slice(0, MAX_FILES).map((f) => ({
     id: f.id,
@@ -96,13 +96,14 @@ export async function receiveSlackEvent(db: Db, link: EventLink, body: unknown):
     size: f.size ?? null,
     url: f.url_private_download ?? f.url_private ?? null,
   }))
-  if (!text && files.length === 0) return { kind: 'ignored', why: 'nothing said' }
+  // A bare mention is answered (the worker asks what they need); anything else that says nothing is not.
+  if (!text && files.length === 0 && msg.type !== 'app_mention') return { kind: 'ignored', why: 'nothing said' }
   const recorded = await recordSlackEvent(db, {
     internId: link.internId,
     eventId,
     teamId: team,
     channel: msg.channel,
-    threadTs: msg.thread_ts ?? msg.ts,
+    ...where,
     userId: msg.user,
     text: text.slice(0, 30_000),
     files,
@@ -110,6 +111,42 @@ export async function receiveSlackEvent(db: Db, link: EventLink, body: unknown):
   return { kind: 'turn', eventId, duplicate: !recorded }
 }
 
-/** The session a thread is: it keeps its history on any host, after a failover too. */
-export const slackSessionId = (team: string, channel: string, threadTs: string) =>
-  `slack:${team}:${channel}:${threadTs}`
+/**
+ * The session a conversation is: a channel's thread, or a whole direct-message conversation (no
+ * `threadTs`). It keeps its history on any host, after a failover too.
+ */
+export const slackSessionId = (team: string, channel: string, threadTs?: string) =>
+  threadTs ? `slack:${team}:${channel}:${threadTs}` : `slack:${team}:${channel}`
+
+/** Subtypes of a person's own message: a file shared with it, a thread reply also sent to the channel. */
+const PERSON_SUBTYPES = new Set(['file_share', 'thread_broadcast'])
+
+type PersonMessage = z.infer<typeof PersonMessage>
+
+/**
+ * Where a person's message belongs, as a Slack user expects: a mention starts (or joins) a thread of
+ * the channel; once the intern is in a thread, every reply in it is for the intern, mention or not
+ * (a reply that mentions it comes as its own app_mention too, so only that one is taken); a direct
+ * message conversation is one conversation, its replies in the DM itself (or in the thread a person
+ * wrote in). Anything else in a channel is not for the intern.
+ */
+async function conversationOf(
+  db: Db,
+  link: EventLink,
+  team: string,
+  msg: PersonMessage,
+  said: string,
+): Promise<{ threadTs: string; sessionId: string } | { ignored: string }> {
+  if (msg.type === 'app_mention') {
+    const threadTs = msg.thread_ts ?? msg.ts
+    return { threadTs, sessionId: slackSessionId(team, msg.channel, threadTs) }
+  }
+  if (msg.channel_type === 'im') return { threadTs: msg.thread_ts ?? '', sessionId: slackSessionId(team, msg.channel) }
+  if (msg.channel_type !== 'channel' && msg.channel_type !== 'group') return { ignored: 'not a conversation of its' }
+  if (!msg.thread_ts) return { ignored: 'channel chatter, not in a thread' }
+  // Without its own user id a mention cannot be told apart: only the mention events are taken then.
+  if (!link.botUserId || said.includes(`<@${link.botUserId}>`)) return { ignored: 'its mention comes as app_mention' }
+  if (!(await slackThreadKnown(db, link.internId, msg.channel, msg.thread_ts)))
+    return { ignored: 'a thread the intern is not in' }
+  return { threadTs: msg.thread_ts, sessionId: slackSessionId(team, msg.channel, msg.thread_ts) }
+}

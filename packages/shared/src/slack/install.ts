@@ -3,6 +3,7 @@ import { AppError } from '@roster/protocol'
 import type { Db } from '../db.js'
 import type { AfterCommit } from '../interns/lifecycle.js'
 import { transition } from '../intern-state.js'
+import { isUuid } from '../interns/access.js'
 import { enqueueInTx } from '../repositories/outbox.js'
 import { lockIntern } from '../repositories/interns.js'
 import {
@@ -25,19 +26,26 @@ import { checkToken, signToken } from './signed-token.js'
 /** The bot scopes an intern's app asks for, and why (docs/slack.md). */
 export const SLACK_BOT_SCOPES = {
   'app_mentions:read': 'hear the messages that mention it in channels it is in',
-  // chat:write also covers assistant.threads.setStatus (Slack retires assistant:write for it, 2026-03).
-  'chat:write': 'answer in threads, update its answer as it streams, and show that it is working',
+  'chat:write': 'answer in threads and direct messages, and update its answer as it streams',
   'im:history': 'read the direct messages people send it',
   'im:read': 'know its direct-message conversations',
   'im:write': 'answer in direct messages',
-  'channels:history': "read a thread's earlier messages in public channels it is in",
-  'groups:history': "read a thread's earlier messages in private channels it is in",
+  'channels:history': 'hear the replies in threads it takes part in, in public channels it is in',
+  'groups:history': 'hear the replies in threads it takes part in, in private channels it is in',
   'files:read': 'fetch the files people share with a message, into its workspace',
-  'users:read': 'name who asked, in the prompt',
+  'users:read': 'name who asked, in the prompt (their display name, beside their Slack id)',
 } as const
 
 /** Events the app subscribes to. */
-export const SLACK_BOT_EVENTS = ['app_mention', 'message.im', 'app_uninstalled', 'tokens_revoked'] as const
+export const SLACK_BOT_EVENTS = [
+  'app_mention',
+  'message.im',
+  // Replies in threads it takes part in (the rest of a channel's messages are ignored as they come).
+  'message.channels',
+  'message.groups',
+  'app_uninstalled',
+  'tokens_revoked',
+] as const
 
 export interface SlackInstallSettings {
   masterKey: Buffer
@@ -117,27 +125,32 @@ export async function completeSlackInstall(
   exchange: ExchangeCode,
 ): Promise<InstallOutcome> {
   const checked = checkToken(s.masterKey, 'oauth-state', query.state)
-  if (!checked.ok)
-    return {
-      ok: false,
-      reason:
-        checked.why === 'expired'
-          ? 'the install took too long (its state expired); open the install link again'
-          : 'the install came back with a state Roster did not sign',
-    }
+  const unsigned = 'the install came back with a state Roster did not sign'
+  // A state Roster signed names its intern: why its install did not complete is kept on the link
+  // (unless the link is installed meanwhile: an old tab's state says nothing about it).
+  const failedBefore = async (internId: string, reason: string): Promise<InstallOutcome> => {
+    await setSlackLinkReason(db, internId, reason, { unlessInstalled: true })
+    return { ok: false, internId, reason }
+  }
+  if (!checked.ok) {
+    if (checked.why !== 'expired') return { ok: false, reason: unsigned }
+    const reason = 'the install took too long (its state expired); open the install link again'
+    return checked.payload.intern && isUuid(checked.payload.intern)
+      ? failedBefore(checked.payload.intern, reason)
+      : { ok: false, reason }
+  }
   const { intern: internId, nonce } = checked.payload
-  if (!internId || !nonce) return { ok: false, reason: 'the install came back with a state Roster did not sign' }
+  if (!internId || !nonce || !isUuid(internId)) return { ok: false, reason: unsigned }
   const failed = async (reason: string): Promise<InstallOutcome> => {
     await setSlackLinkReason(db, internId, reason)
     return { ok: false, internId, reason }
   }
   // Single use: a replayed state, or one an install begun since has replaced, finds no nonce to take.
   if (!(await takeInstallNonce(db, internId, nonce)))
-    return {
-      ok: false,
+    return failedBefore(
       internId,
-      reason: 'this install was already completed or replaced by a newer one; open the install link again',
-    }
+      'this install was already completed or replaced by a newer one; open the install link again',
+    )
   if (query.error)
     return failed(`the install was not approved in Slack (${query.error.slice(0, 100)}); it can be tried again`)
   if (!query.code) return failed('Slack sent no authorization code; try the install again')

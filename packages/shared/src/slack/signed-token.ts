@@ -18,7 +18,10 @@ export function signToken(masterKey: Buffer, purpose: string, payload: Record<st
 }
 
 export type TokenCheck =
-  { ok: true; payload: Record<string, string> } | { ok: false; why: 'malformed' | 'forged' | 'expired' }
+  | { ok: true; payload: Record<string, string> }
+  | { ok: false; why: 'malformed' | 'forged' }
+  /** Signed by Roster, so its payload is Roster's (who it was for), but too late. */
+  | { ok: false; why: 'expired'; payload: Record<string, string> }
 
 /** Whether a token was signed for `purpose` and has not expired; its payload when it is good. */
 export function checkToken(masterKey: Buffer, purpose: string, token: string | undefined): TokenCheck {
@@ -37,6 +40,6 @@ export function checkToken(masterKey: Buffer, purpose: string, token: string | u
   const { exp, ...payload } = parsed as Record<string, unknown>
   if (typeof exp !== 'number' || !Object.values(payload).every((v) => typeof v === 'string'))
     return { ok: false, why: 'malformed' }
-  if (exp < Date.now() / 1000) return { ok: false, why: 'expired' }
+  if (exp < Date.now() / 1000) return { ok: false, why: 'expired', payload: payload as Record<string, string> }
   return { ok: true, payload: payload as Record<string, string> }
 }

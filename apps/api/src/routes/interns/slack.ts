@@ -15,6 +15,7 @@ import {
   type SlackInstallSettings,
 } from '@roster/shared'
 import type { AppDeps } from '../../deps.js'
+import { fromBrowser, sendPage } from '../../slack/page.js'
 
 // An intern's Slack link (docs/slack.md): its state and install link, the manifest a team makes
 // its app from, and the install itself, which a browser opens with the link's signed grant.
@@ -71,12 +72,14 @@ export function registerInternSlack(app: FastifyInstance, deps: AppDeps, gate: (
     '/interns/:internId/slack/install',
     {
       // A browser follows the install link (its signed grant); an API client may call with its key.
-      onRequest: async (req) => {
+      onRequest: async (req, reply) => {
         const { internId } = req.params as { internId: string }
         const grant = (req.query as { grant?: string }).grant
         if (req.headers.authorization || req.headers['x-api-key']) return gate(req)
-        if (!installGrantValid(slackSettings(deps), internId, grant))
-          throw new AppError('unauthorized', 'this install link is not valid (or has expired): ask for a fresh one')
+        if (installGrantValid(slackSettings(deps), internId, grant)) return
+        const why = 'this install link is not valid (or has expired): ask for a fresh one'
+        if (fromBrowser(req)) return sendPage(reply, 401, 'Install link not valid', why)
+        throw new AppError('unauthorized', why)
       },
       schema: {
         operationId: 'installInternSlackApp',
@@ -88,7 +91,20 @@ export function registerInternSlack(app: FastifyInstance, deps: AppDeps, gate: (
     },
     async (req, reply) => {
       if (req.caller) await getIntern(deps.internReader, req.caller, req.params.internId)
-      const to = await beginSlackInstall(deps.db, slackSettings(deps), req.params.internId)
+      const to = await beginSlackInstall(deps.db, slackSettings(deps), req.params.internId).catch(
+        async (err: unknown) => {
+          // The link opened again after the install (an old message, a second person): a page, not JSON.
+          if (!(err instanceof AppError) || err.reason !== 'already_running' || !fromBrowser(req)) throw err
+          const link = await slackLinkSummary(deps.db, req.params.internId)
+          return sendPage(
+            reply,
+            409,
+            'Already installed',
+            `This intern’s Slack app is already installed${link.team?.name ? ` in ${link.team.name}` : ''}: talk to it there (mention it in a channel it is in, or send it a direct message).`,
+          )
+        },
+      )
+      if (typeof to !== 'string') return to
       return reply.code(302).header('location', to).header('cache-control', 'no-store').send(null)
     },
   )
