@@ -7,6 +7,9 @@ import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import {
   catalogueFile,
+  makeIntern,
+  makeInternKey,
+  makeTenant,
   makeUserKey,
   metricValue,
   scrape,
@@ -226,6 +229,74 @@ describe('fair shares', () => {
         burst.filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason)),
       ).toEqual([])
     } finally {
+      await app.closeAll()
+    }
+  })
+
+  it("never squeezes a user's chats for the interns they wait on, and squeezes another workspace's flood", async () => {
+    const app = await buildTestApp(
+      env.t.db,
+      { KEY_CONCURRENCY: '64', KEY_CONCURRENCY_UNDER_LOAD: '4', REFUSAL_DELAY_MS: '0' },
+      simulatorCatalogue(sim.url),
+    )
+    const held: AbortController[] = []
+    try {
+      const base = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
+      // A request whose body never ends holds its admission (taken as its headers arrive): whether it
+      // was admitted (no answer yet) or refused (429 at once).
+      const hold = async (path: string, key: string): Promise<'held' | number> => {
+        const stop = new AbortController()
+        held.push(stop)
+        let release!: () => void
+        const never = new Promise<void>((r) => (release = r))
+        stop.signal.addEventListener('abort', () => release())
+        const answered = request(`${base}${path}`, {
+          method: 'POST',
+          dispatcher: agent,
+          signal: stop.signal,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: (async function* () {
+            yield Buffer.from('{"model":')
+            await never
+          })(),
+        }).then(
+          async (res) => {
+            await res.body.dump().catch(() => undefined)
+            return res.statusCode
+          },
+          () => 0,
+        )
+        return Promise.race([answered, new Promise<'held'>((r) => setTimeout(() => r('held'), 1_500))])
+      }
+      // The process reads as loaded (its own readings stopped, so that it stays so): every key's
+      // share falls to the floor (4).
+      app.deps.admission.close()
+      app.deps.admission.adjust(0.99)
+      app.deps.admission.adjust(0.99)
+      expect(app.deps.admission.share).toBe(4)
+      // Six interns of the tenant's workspace are calling their model, each with its own key…
+      const interns = await Promise.all(
+        Array.from({ length: 6 }, async () => {
+          const intern = await makeIntern(env.t.db, env.tenant, { status: 'running' })
+          return { id: intern.id, key: await makeInternKey(env.t.db, env.tenant.workspaceId, intern.id) }
+        }),
+      )
+      const calls = await Promise.all(interns.map((i) => hold('/responses', i.key)))
+      expect(calls).toEqual(interns.map(() => 'held'))
+      // …while their user chats with all of them, and more: its chats wait on the interns' hosts.
+      const chats = await Promise.all(
+        Array.from({ length: 10 }, (_, k) =>
+          hold(`/interns/${interns[k % interns.length]!.id}/chat/completions`, env.tenant.keys.user),
+        ),
+      )
+      expect(chats).toEqual(chats.map(() => 'held'))
+      // Another workspace's key flooding the doors meanwhile is held to the share.
+      const stranger = await makeTenant(env.t.db)
+      const flood = await Promise.all(Array.from({ length: 8 }, () => hold('/responses', stranger.keys.user)))
+      expect(flood.filter((f) => f === 'held')).toHaveLength(4)
+      expect(flood.filter((f) => f === 429)).toHaveLength(4)
+    } finally {
+      for (const stop of held) stop.abort()
       await app.closeAll()
     }
   })

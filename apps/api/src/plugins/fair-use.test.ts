@@ -79,6 +79,78 @@ describe('Admission', () => {
     }
   })
 
+  it("never squeezes a user's chats for the interns they wait on, and still holds a flood from another workspace", () => {
+    // 150 interns of one workspace each calling a model (their keys), while their user sends 12 chats
+    // at once (relays to the interns' hosts), on a loaded process.
+    const sut = new Admission({ perKey: 64, perKeyUnderLoad: 8, perWorkspace: 0, bodyBytes: 0 })
+    try {
+      const intern = (i: number, ws = 'team') => ({
+        keyId: `intern-${ws}-${i}`,
+        workspaceId: ws,
+        kind: 'intern' as const,
+      })
+      const user = { keyId: 'alice', workspaceId: 'team', kind: 'user' as const }
+      const calls = Array.from({ length: 150 }, (_, i) => sut.enter(intern(i)))
+      expect(calls.every((c) => typeof c === 'function')).toBe(true)
+      const chats = Array.from({ length: 10 }, () => sut.enter(user, 0, 'relay'))
+      sut.adjust(0.99)
+      sut.adjust(0.99)
+      expect(sut.share).toBe(8)
+      chats.push(sut.enter(user, 0, 'relay'), sut.enter(user, 0, 'relay'))
+      expect(chats.every((c) => typeof c === 'function')).toBe(true)
+      // Its own calls to the doors are not squeezed for its own interns either: they are its turns' work.
+      const own = Array.from({ length: 12 }, () => sut.enter(user))
+      expect(own.every((c) => typeof c === 'function')).toBe(true)
+      // KEY_CONCURRENCY still holds every kind of work.
+      const more = Array.from({ length: 64 - 24 }, () => sut.enter(user, 0, 'relay'))
+      expect(more.every((c) => typeof c === 'function')).toBe(true)
+      expect(sut.enter(user, 0, 'relay')).toMatchObject({ message: expect.stringMatching(/\(KEY_CONCURRENCY\)/) })
+      // Another workspace's flood is squeezed for them (the user's chats and the interns are others to it)…
+      const flood = Array.from({ length: 8 }, () => sut.enter({ keyId: 'mallory', workspaceId: 'elsewhere' }))
+      expect(flood.every((c) => typeof c === 'function')).toBe(true)
+      expect(sut.enter({ keyId: 'mallory', workspaceId: 'elsewhere' })).toMatchObject({
+        status: 429,
+        message: expect.stringMatching(/share is 8 while this server is loaded/),
+      })
+      // …and the user's door calls are squeezed for the flood's sake, as any key's.
+      expect(sut.enter(user)).toMatchObject({ message: expect.stringMatching(/share is 8 while/) })
+      // Another workspace's interns are others too: its flood is not alone with them.
+      for (const leave of [...chats, ...own, ...more]) (leave as () => void)()
+      const elsewhere = sut.enter(intern(0, 'elsewhere'))
+      expect(sut.enter({ keyId: 'mallory', workspaceId: 'elsewhere' })).toMatchObject({ status: 429 })
+      for (const leave of [...calls, ...flood, elsewhere]) (leave as () => void)()
+      expect(sut.open('alice')).toBe(0)
+    } finally {
+      sut.close()
+    }
+  })
+
+  it("lets a user alone with its own interns keep KEY_CONCURRENCY while loaded, the interns' calls ended or not", () => {
+    let now = 1_000_000
+    const clock = vi.spyOn(performance, 'now').mockImplementation(() => now)
+    const sut = new Admission({ perKey: 16, perKeyUnderLoad: 4, perWorkspace: 0, bodyBytes: 0 })
+    try {
+      sut.adjust(0.99)
+      sut.adjust(0.99)
+      const user = { keyId: 'alice', workspaceId: 'team', kind: 'user' as const }
+      // An intern of its own called a moment ago (and ended): not another party.
+      ;(sut.enter({ keyId: 'intern-1', workspaceId: 'team', kind: 'intern' }) as () => void)()
+      now += 100
+      const burst = Array.from({ length: 16 }, () => sut.enter(user))
+      expect(burst.every((c) => typeof c === 'function')).toBe(true)
+      for (const leave of burst) (leave as () => void)()
+      // Another workspace's intern a moment ago: the squeeze holds.
+      ;(sut.enter({ keyId: 'intern-x', workspaceId: 'other', kind: 'intern' }) as () => void)()
+      now += 100
+      const squeezed = Array.from({ length: 5 }, () => sut.enter(user))
+      expect(squeezed.at(-1)).toMatchObject({ message: expect.stringMatching(/share is 4 while/) })
+      for (const leave of squeezed.slice(0, 4)) (leave as () => void)()
+    } finally {
+      sut.close()
+      clock.mockRestore()
+    }
+  })
+
   it('counts a key that calls one at a time as about between its calls, for a second', () => {
     let now = 1_000_000
     const clock = vi.spyOn(performance, 'now').mockImplementation(() => now)

@@ -15,6 +15,13 @@ import { afterRefusalDelay } from './refusal-delay.js'
 // key that floods the process is squeezed to a share like anyone else's, so the others' requests do
 // not queue behind its own (the limit adapts as Envoy's adaptive concurrency and Netflix's
 // concurrency-limits do, on the loop's busyness here).
+//
+// The squeeze counts what loads the process on a client's behalf: its requests to the doors. An
+// intern chat stream waits on its runtime host (a relay: it costs this process next to nothing) and
+// an intern key's model calls are the work of a turn a client already waits on: neither is squeezed,
+// and an intern's calls are no competitor of its own workspace's keys (a user is not squeezed by the
+// very interns its chats wait on). Both still count against KEY_CONCURRENCY and
+// WORKSPACE_CONCURRENCY, and both are others for every other workspace's keys.
 
 export interface AdmissionLimits {
   /** Open requests and streams per key (0: no limit). */
@@ -29,6 +36,12 @@ export interface AdmissionLimits {
   refusalDelayMs?: number
 }
 
+/** What a request is to the process: its own work for a client, or a relay waiting on a runtime host. */
+export type Work = 'request' | 'relay'
+
+/** Who a request is from: its key, workspace and the key's kind (an intern's calls are its turns' work). */
+export type Admitted = Pick<Caller, 'keyId' | 'workspaceId'> & Partial<Pick<Caller, 'kind'>>
+
 /** Why a request was not admitted. */
 export type Refusal = { status: 429 | 503; message: string }
 
@@ -40,14 +53,19 @@ const ADJUST_EVERY_MS = 250
 const OTHERS_RECENT_MS = 1_000
 
 export class Admission {
+  /** Open requests per key, every kind of work (KEY_CONCURRENCY). */
   private readonly keys = new Map<string, number>()
+  /** Open requests per key that the squeeze counts (a client's own requests to the doors). */
+  private readonly pressing = new Map<string, number>()
+  /** Per workspace, how many of its interns' keys have requests open (its turns' work, no competitor of its keys). */
+  private readonly turnKeys = new Map<string, number>()
   private readonly workspaces = new Map<string, number>()
   private bodyBytes = 0
   /** The per-key share now: the setting, or less under load. */
   private keyShare: number
-  /** The key to have entered last, and the last other key before it, with when (noteActive). */
-  private latest = { keyId: '', at: -Infinity }
-  private previous = { keyId: '', at: -Infinity }
+  /** The party to have entered last, and the last other party before it, with when (noteActive). */
+  private latest = { party: '', at: -Infinity }
+  private previous = { party: '', at: -Infinity }
   private timer?: NodeJS.Timeout
 
   constructor(
@@ -75,7 +93,7 @@ export class Admission {
     if (!perKeyUnderLoad) return
     if (utilization > OVERLOADED) {
       let busiest = 0
-      for (const n of this.keys.values()) busiest = Math.max(busiest, n)
+      for (const n of this.pressing.values()) busiest = Math.max(busiest, n)
       this.keyShare = Math.max(perKeyUnderLoad, Math.floor(Math.min(this.keyShare || busiest, busiest) / 2))
     } else if (utilization < OVERLOADED - 0.15) {
       this.keyShare = perKey ? Math.min(perKey, this.keyShare + Math.ceil(perKey / 8)) : 0
@@ -95,27 +113,36 @@ export class Admission {
     clearInterval(this.timer)
   }
 
-  /** Admits one request of `caller` carrying up to `bytes` of body: its release, or why not. */
-  enter(caller: Pick<Caller, 'keyId' | 'workspaceId'>, bytes = 0): (() => void) | Refusal {
+  /**
+   * Admits one request of `caller` carrying up to `bytes` of body: its release, or why not. `work`:
+   * a relay to a runtime host is held to KEY_CONCURRENCY but never squeezed.
+   */
+  enter(caller: Admitted, bytes = 0, work: Work = 'request'): (() => void) | Refusal {
     const { perKey, perWorkspace, bodyBytes } = this.limits
-    const key = this.keys.get(caller.keyId) ?? 0
+    const { keyId, workspaceId } = caller
+    const key = this.keys.get(keyId) ?? 0
+    const turnWork = caller.kind === 'intern'
+    const squeezable = work === 'request' && !turnWork
+    const pressing = squeezable ? (this.pressing.get(keyId) ?? 0) : 0
     // Squeezing protects other keys: a key alone on the process (a lone client's burst, a cold
     // start's busy loop) keeps its whole share.
     const now = performance.now()
-    const share = this.othersAbout(caller.keyId, key, now) ? this.keyShare : perKey
-    this.noteActive(caller.keyId, now)
-    if (share && key >= share) {
-      const why =
-        share < perKey
-          ? `${share} while this server is loaded (KEY_CONCURRENCY ${perKey}, lowered under load)`
-          : `${share} (KEY_CONCURRENCY)`
+    const party = turnWork ? turnsOf(workspaceId) : keyId
+    const share = squeezable && this.othersAbout(caller, key, party, now) ? this.keyShare : perKey
+    this.noteActive(party, now)
+    if (share && (perKey === 0 || share < perKey) && pressing >= share)
       return this.refuse(
         'key_concurrency',
         429,
-        `this key already has ${key} requests open on this server, its share is ${why}; send the next when one has ended`,
+        `this key already has ${pressing} requests open on this server, its share is ${share} while this server is loaded (KEY_CONCURRENCY ${perKey}, lowered under load); send the next when one has ended`,
       )
-    }
-    const workspace = this.workspaces.get(caller.workspaceId) ?? 0
+    if (perKey && key >= perKey)
+      return this.refuse(
+        'key_concurrency',
+        429,
+        `this key already has ${key} requests open on this server, its share is ${perKey} (KEY_CONCURRENCY); send the next when one has ended`,
+      )
+    const workspace = this.workspaces.get(workspaceId) ?? 0
     if (perWorkspace && workspace >= perWorkspace)
       return this.refuse(
         'workspace_concurrency',
@@ -128,36 +155,42 @@ export class Admission {
         503,
         'this server is reading as many request bodies as it can hold (REQUEST_BODY_BYTES); retry shortly',
       )
-    this.keys.set(caller.keyId, key + 1)
-    this.workspaces.set(caller.workspaceId, workspace + 1)
+    this.keys.set(keyId, key + 1)
+    if (squeezable) this.pressing.set(keyId, pressing + 1)
+    if (turnWork && key === 0) increment(this.turnKeys, workspaceId)
+    this.workspaces.set(workspaceId, workspace + 1)
     this.bodyBytes += bytes
     let left = false
     return () => {
       if (left) return
       left = true
       this.bodyBytes -= bytes
-      decrement(this.keys, caller.keyId)
-      decrement(this.workspaces, caller.workspaceId)
+      decrement(this.keys, keyId)
+      if (squeezable) decrement(this.pressing, keyId)
+      if (turnWork && !this.keys.has(keyId)) decrement(this.turnKeys, workspaceId)
+      decrement(this.workspaces, workspaceId)
     }
   }
 
   /**
-   * Whether another key has requests open, or made one in the last OTHERS_RECENT_MS (a client
-   * that calls one at a time is about between its calls too).
+   * Whether another party has requests open, or made one in the last OTHERS_RECENT_MS (a client
+   * that calls one at a time is about between its calls too): another key, or another workspace's
+   * interns; never the caller's own workspace's interns, whose calls are its turns' work.
    */
-  private othersAbout(keyId: string, open: number, now: number): boolean {
-    if (this.keys.size - (open > 0 ? 1 : 0) > 0) return true
-    const other = this.latest.keyId === keyId ? this.previous : this.latest
-    return other.keyId !== '' && now - other.at < OTHERS_RECENT_MS
+  private othersAbout(caller: Admitted, open: number, party: string, now: number): boolean {
+    const ownTurns = this.turnKeys.get(caller.workspaceId) ?? 0
+    if (this.keys.size - (open > 0 ? 1 : 0) - ownTurns > 0) return true
+    const other = this.latest.party === party ? this.previous : this.latest
+    return other.party !== '' && other.party !== turnsOf(caller.workspaceId) && now - other.at < OTHERS_RECENT_MS
   }
 
-  /** Keeps the last two distinct keys to have entered, and when, in place (it runs on every request). */
-  private noteActive(keyId: string, now: number) {
-    if (this.latest.keyId !== keyId) {
+  /** Keeps the last two distinct parties to have entered, and when, in place (it runs on every request). */
+  private noteActive(party: string, now: number) {
+    if (this.latest.party !== party) {
       const spare = this.previous
       this.previous = this.latest
       this.latest = spare
-      spare.keyId = keyId
+      spare.party = party
     }
     this.latest.at = now
   }
@@ -175,6 +208,13 @@ export class Admission {
   open(keyId: string): number {
     return this.keys.get(keyId) ?? 0
   }
+}
+
+/** The party an intern's calls belong to: its workspace's turns. */
+const turnsOf = (workspaceId: string) => `turns:${workspaceId}`
+
+function increment(counts: Map<string, number>, id: string) {
+  counts.set(id, (counts.get(id) ?? 0) + 1)
 }
 
 function decrement(counts: Map<string, number>, id: string) {
@@ -200,10 +240,10 @@ function declaredBytes(req: FastifyRequest, limit: number): number {
  * until its response has ended or its connection closed, streams included. A refusal is answered
  * after `refusalDelayMs` (refusal-delay.ts).
  */
-export function admit(admission: Admission, bodyLimit: number): onRequestHookHandler {
+export function admit(admission: Admission, bodyLimit: number, work: Work = 'request'): onRequestHookHandler {
   const refusalDelayMs = admission.refusalDelayMs
   return (req, reply, done) => {
-    const entered = admission.enter(req.caller!, declaredBytes(req, bodyLimit))
+    const entered = admission.enter(req.caller!, declaredBytes(req, bodyLimit), work)
     if (typeof entered !== 'function') return afterRefusalDelay(refusalDelayMs, () => done(refusalError(entered)))
     reply.raw.once('close', entered)
     done()

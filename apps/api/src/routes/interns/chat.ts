@@ -118,7 +118,8 @@ export function registerInternChat(app: FastifyInstance, deps: AppDeps, gate: (r
   app.withTypeProvider<ZodTypeProvider>().post(
     '/interns/:internId/chat/completions',
     {
-      onRequest: [gate, admit(deps.admission, CHAT_BODY_LIMIT)],
+      // A relay: the turn runs on the intern's host, so the stream is held to KEY_CONCURRENCY, never squeezed.
+      onRequest: [gate, admit(deps.admission, CHAT_BODY_LIMIT, 'relay')],
       schema: {
         operationId: 'createInternChatCompletion',
         summary: 'Chat with a running intern (Server-Sent Events)',
