@@ -123,6 +123,31 @@ describe('POST /api/v1/interns: idempotency', () => {
     expect(again.json().id).toBe(first.json().id)
   })
 
+  it("creates again after the intern is deleted when no key was sent (a derived key never outlives its intern); a sent key's replay says it was deleted", async () => {
+    const body = { name: uniqueName() }
+    const first = await create(body)
+    expect(first.statusCode).toBe(201)
+    // Deleted (the worker removes the row and its vault once its teardown is done).
+    const removed = async (id: string) => {
+      const row = await env.t.db.intern.delete({ where: { id } })
+      await env.t.db.vault.delete({ where: { id: row.vaultId! } })
+    }
+    await removed(first.json().id)
+    const again = await create(body)
+    expect(again.statusCode, again.body).toBe(201)
+    expect(again.json().id).not.toBe(first.json().id)
+    expect(again.json().name).toBe(body.name)
+    // Now a replay of the new one.
+    const replayed = await create(body)
+    expect([replayed.statusCode, replayed.json().id]).toEqual([200, again.json().id])
+
+    const keyed = { name: uniqueName() }
+    const made = await create(keyed, { 'idempotency-key': 'deleted-1' })
+    await removed(made.json().id)
+    const gone = await create(keyed, { 'idempotency-key': 'deleted-1' })
+    expect(expectError(gone, 404, 'not_found', false).error.message).toMatch(/Idempotency-Key has since been deleted/)
+  })
+
   it('treats an omitted default and its explicit value as the same request', async () => {
     const name = uniqueName()
     const first = await create({ name }, { 'idempotency-key': 'defaults-1' })

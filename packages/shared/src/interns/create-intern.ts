@@ -11,6 +11,7 @@ import { Jobs } from '@roster/protocol'
 import { activeCarrier } from '@roster/platform'
 import { assertOwnWorkspace, nameTaken } from './access.js'
 import {
+  forgetDeletedCreate,
   idempotencyRecord,
   insertOne,
   insertOneInTx,
@@ -101,7 +102,7 @@ export async function createIntern(
   let minted: MintedSlackApp | undefined
   if (slack && !slack.app) {
     if (await idempotencyRecord(deps.db, prepared.keyId, prepared.key, prepared.fingerprint))
-      return replay(deps.db, prepared)
+      return replayOrAgain(deps, caller, body, idempotencyKey, prepared)
     if (!deps.slackApps)
       throw new AppError('slack_not_configured', 'this server mints no Slack apps: give slack.app (docs/slack.md)')
     minted = await deps.slackApps.mint({
@@ -148,7 +149,23 @@ export async function createIntern(
     deps.after.internsChanged([outcome.intern.id])
     return { status: 201, intern: toIntern(outcome.intern) }
   }
-  return replay(deps.db, prepared)
+  return replayOrAgain(deps, caller, body, idempotencyKey, prepared)
+}
+
+/**
+ * The first create's intern again; or, when the key was derived from the body (none was sent) and
+ * its intern has since been deleted, the create made anew: a derived key never outlives the intern
+ * it made (the same create sent after a delete creates).
+ */
+async function replayOrAgain(
+  deps: CreateInternDeps,
+  caller: Caller,
+  body: CreateInternRequest,
+  idempotencyKey: string | undefined,
+  p: PreparedCreate,
+): Promise<CreateInternResult> {
+  const replayed = await replay(deps.db, p, idempotencyKey === undefined)
+  return replayed === 'forgotten' ? createIntern(deps, caller, body, idempotencyKey) : replayed
 }
 
 function refusal(err: unknown, p: PreparedCreate, limit: number): AppError | undefined {
@@ -167,13 +184,22 @@ function refusal(err: unknown, p: PreparedCreate, limit: number): AppError | und
   return undefined
 }
 
-async function replay(db: Db, p: PreparedCreate): Promise<CreateInternResult> {
+async function replay(db: Db, p: PreparedCreate, derived: boolean): Promise<CreateInternResult | 'forgotten'> {
   const record = await idempotencyRecord(db, p.keyId, p.key, p.fingerprint)
-  if (!record) throw new Error('idempotency record vanished while replaying')
+  // Forgotten between the claim and this read (a concurrent create after a delete): made anew.
+  if (!record) {
+    if (derived) return 'forgotten'
+    throw new Error('idempotency record vanished while replaying')
+  }
   if (!record.matches) {
     throw new AppError('idempotency_key_reused', 'this Idempotency-Key was already used with a different request')
   }
-  if (!record.intern)
+  if (!record.intern) {
+    if (derived) {
+      await forgetDeletedCreate(db, p.keyId, p.key)
+      return 'forgotten'
+    }
     throw new AppError('not_found', 'the intern created with this Idempotency-Key has since been deleted')
+  }
   return { status: 200, intern: toIntern(record.intern) }
 }

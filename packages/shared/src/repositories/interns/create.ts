@@ -186,6 +186,14 @@ export function refusedReason(err: unknown): Reason | undefined {
 }
 
 /** The idempotency record of (key id, key): whether its fingerprint matches, and the intern it made (null: deleted since). */
+/** Forgets a key's create whose intern has since been deleted (and only such a one). */
+export async function forgetDeletedCreate(db: Db, keyId: string, key: string): Promise<void> {
+  await db.$executeRaw`
+    DELETE FROM idempotency_records r
+    WHERE r.api_key_id = ${keyId}::uuid AND r.key = ${key}
+      AND NOT EXISTS (SELECT 1 FROM interns i WHERE i.id = r.intern_id)`
+}
+
 export async function idempotencyRecord(db: Db, keyId: string, key: string, fingerprint: Buffer) {
   const rows = await db.$queryRaw<{ matches: boolean; intern: InternRecord | null }[]>`
     SELECT r.fingerprint = ${fingerprint} AS matches,
