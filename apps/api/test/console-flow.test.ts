@@ -164,6 +164,34 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     await page.close()
   })
 
+  it('creates an intern with a model whole or not at all: a model not served is refused before anything is made', async () => {
+    const page = await (await browser.newContext({ bypassCSP: true })).newPage()
+    await signIn(page, env.tenant.keys.user, 'Interns')
+    await page.getByLabel('Name', { exact: true }).fill('typo')
+    await page.getByLabel('Model', { exact: true }).fill('gpt-4o-mini')
+    await page.getByRole('button', { name: 'Create and start' }).click()
+    await page
+      .getByRole('alert')
+      .getByText(/gpt-4o-mini is not a model served here; choose one of: .*roster-sim\/chat/)
+      .waitFor()
+    const named = async (name: string) =>
+      (
+        (await (
+          await fetch(`${stack.apiUrl}/interns?limit=100`, {
+            headers: { authorization: `Bearer ${env.tenant.keys.user}` },
+          })
+        ).json()) as { data: { name: string; model: string | null; status: string }[] }
+      ).data.find((i) => i.name === name)
+    expect(await named('typo')).toBeUndefined()
+    // The field offers the models served; one of them makes the intern, with its model, provisioning.
+    expect(await page.locator('#served-models option[value="roster-sim/chat"]').count()).toBe(1)
+    await page.getByLabel('Model', { exact: true }).fill('roster-sim/chat')
+    await page.getByRole('button', { name: 'Create and start' }).click()
+    await page.getByRole('row', { name: /typo/ }).waitFor()
+    expect(await named('typo')).toMatchObject({ model: 'roster-sim/chat' })
+    await page.close()
+  })
+
   it('lets a management key create a key (shown once), dry-run a request as it, and disable it: its next call is refused', async () => {
     const page = await (await browser.newContext({ bypassCSP: true })).newPage()
     await signIn(page, env.tenant.keys.management, 'API keys')

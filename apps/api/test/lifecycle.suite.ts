@@ -6,6 +6,7 @@ import {
   createTestDatabase,
   makeInternKey,
   makeTenant,
+  catalogueFile,
   startStack,
   waitFor,
   type RedisCluster,
@@ -38,6 +39,18 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
       redisUrl: cluster?.url,
       env: {
         INTERN_LIMIT_PER_MEMBER: '1000',
+        // The models the tests set on interns (an intern's model is checked against the catalogue).
+        MODEL_CATALOGUE: catalogueFile({
+          models: ['openai/gpt-4o-mini', 'acme/thinker'].map((id) => ({
+            id,
+            name: id,
+            context_length: 128_000,
+            pricing: { input: '0.00000015', output: '0.0000006' },
+            endpoints: [
+              { provider: 'unreached', protocol: 'openai-chat', base_url: 'http://127.0.0.1:9/v1', upstream_model: id },
+            ],
+          })),
+        }),
         ...(cluster && { REDIS_CLUSTER_NODES: cluster.nodes, QUEUE_PREFIX: await cluster.prefixAwayFromSeed() }),
       },
       workerEnv: { PROVISION_ATTEMPTS: '2', PROVISION_BACKOFF_MS: '50' },
@@ -138,6 +151,18 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
         body: JSON.stringify({ model: 'not a slug' }),
       })
       expect(bad.status).toBe(400)
+      expect((await api.getIntern(intern.id)).body.model).toBeNull()
+      // A model the catalogue does not serve is refused where it is set, naming the models served.
+      const unserved = await fetch(`${stack.apiUrl}/interns/${intern.id}`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${tenant.keys.user}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'openai/gpt-9-imaginary' }),
+      })
+      expect(unserved.status).toBe(400)
+      const refusal = (await unserved.json()) as { error: { message: string; metadata: { reason: string } } }
+      expect(refusal.error.metadata.reason).toBe('invalid_body')
+      expect(refusal.error.message).toMatch(/"openai\/gpt-9-imaginary" is not served here/)
+      expect(refusal.error.message).toMatch(/openai\/gpt-4o-mini, acme\/thinker/)
       expect((await api.getIntern(intern.id)).body.model).toBeNull()
     })
 

@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react'
 import { useWindowVirtualizer } from '@tanstack/react-virtual'
-import { useInfiniteQuery, useMutation, useQueryClient, type InfiniteData } from '@tanstack/react-query'
+import { useInfiniteQuery, useMutation, useQuery, useQueryClient, type InfiniteData } from '@tanstack/react-query'
 import { api, apiBase, type Intern } from '../api'
 import { href, useTypedFilter, type Route } from '../router'
 
@@ -250,16 +250,35 @@ function CreateIntern({ onCreated }: { onCreated: () => void }) {
   const [name, setName] = useState('')
   const [instructions, setInstructions] = useState('')
   const [model, setModel] = useState('')
+  // The models served, offered as the field's choices and checked before anything is created.
+  const served = useQuery({
+    queryKey: ['models'],
+    queryFn: () => api<{ data: { id: string }[] }>('models'),
+    staleTime: 60_000,
+  })
   // The model is set before provisioning starts (create, then the model, then provision), so the
-  // first boot already runs it.
+  // first boot already runs it. The create succeeds whole or fails whole: a model not served is
+  // refused before the intern is made, and an intern whose model was then refused is removed.
   const create = useMutation({
     mutationFn: async () => {
+      if (model) {
+        const ids = (served.data ?? (await api<{ data: { id: string }[] }>('models'))).data.map((m) => m.id)
+        if (!ids.includes(model) && !ids.includes(model.replace(/:[^:/]*$/, '')))
+          throw new Error(
+            `${model} is not a model served here; choose one of: ${ids.slice(0, 12).join(', ')}${ids.length > 12 ? ', …' : ''}`,
+          )
+      }
       const intern = await api<Intern>('interns', {
         method: 'POST',
         body: JSON.stringify({ name, provision: !model, ...(instructions ? { instructions } : {}) }),
       })
       if (model) {
-        await api<Intern>(`interns/${intern.id}`, { method: 'PATCH', body: JSON.stringify({ model }) })
+        try {
+          await api<Intern>(`interns/${intern.id}`, { method: 'PATCH', body: JSON.stringify({ model }) })
+        } catch (err) {
+          await api<unknown>(`interns/${intern.id}`, { method: 'DELETE', body: '{}' }).catch(() => undefined)
+          throw err
+        }
         await api<unknown>(`interns/${intern.id}/provision`, { method: 'POST', body: '{}' })
       }
       return intern
@@ -288,7 +307,13 @@ function CreateIntern({ onCreated }: { onCreated: () => void }) {
         onChange={(e) => setModel(e.target.value)}
         placeholder="the workspace’s default"
         maxLength={256}
+        list="served-models"
       />
+      <datalist id="served-models">
+        {served.data?.data.map((m) => (
+          <option key={m.id} value={m.id} />
+        ))}
+      </datalist>
       <button type="submit" disabled={create.isPending}>
         Create and start
       </button>

@@ -28,6 +28,7 @@ import {
   slackInstallUrl,
   type InternAccess,
 } from '@roster/shared'
+import { findModel, type Catalogue } from '@roster/gateway'
 import type { AppDeps } from '../../deps.js'
 import { withDeadline } from '../../plugins/deadline.js'
 import { refuseUnstorableText } from '../../plugins/input-guards.js'
@@ -159,6 +160,7 @@ export const internRoutes =
         },
       },
       async (req) => {
+        if (req.body.model) assertServedModel(deps.catalogue, req.body.model)
         return updateIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId, req.body)
       },
     )
@@ -246,3 +248,18 @@ export const internRoutes =
         sendWithEtag(req, reply, await getIntern(deps.internReader, req.caller!, req.params.internId)),
     )
   }
+
+/**
+ * An intern's model is one the catalogue serves, checked where it is set (not at its first chat):
+ * 400 naming the models that are served.
+ */
+function assertServedModel(catalogue: Catalogue, model: string) {
+  if (findModel(catalogue, model)) return
+  const served = catalogue.models.map((m) => m.id)
+  const named =
+    served.length > 12 ? `${served.slice(0, 12).join(', ')} and ${served.length - 12} more` : served.join(', ')
+  throw new AppError(
+    'invalid_body',
+    `model: ${JSON.stringify(model)} is not served here; ${served.length ? `the catalogue serves ${named}` : 'the catalogue serves no model'} (GET /api/v1/models)`,
+  )
+}
