@@ -25,12 +25,39 @@ env.ROSTER_API_URL ||= `http://127.0.0.1:${env.PORT}/api/v1`
 try {
   const applied = await deploy(env.DATABASE_URL)
   const where = new URL(env.DATABASE_URL)
+  // A count, not the names: a first run applies dozens (`npm run db:migrate` names them).
   console.log(
-    `roster: database ${where.pathname.slice(1)} on ${where.host} ${applied.length ? `migrated (${applied.join(', ')})` : 'is up to date'}`,
+    `roster: database ${where.pathname.slice(1)} on ${where.host} ${applied.length ? `migrated (${applied.length} migration${applied.length === 1 ? '' : 's'} applied)` : 'is up to date'}`,
   )
 } catch (err) {
   console.error(`roster: cannot prepare the database at ${env.DATABASE_URL}: ${err.message}`)
   process.exit(1)
+}
+
+// Redis holds the queues: without it the processes would start and only log refused connections.
+if (!env.REDIS_CLUSTER_NODES) {
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(env.REDIS_URL, {
+    lazyConnect: true,
+    connectTimeout: 3_000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  })
+  // The socket's own error (ECONNREFUSED…): connect() itself only says the connection closed.
+  let cause
+  redis.on('error', (err) => (cause ??= err))
+  try {
+    await redis.connect()
+    await redis.ping()
+  } catch (err) {
+    const at = new URL(env.REDIS_URL)
+    console.error(
+      `roster: Redis cannot be reached at ${at.protocol}//${at.host} (${cause?.code ?? cause?.message ?? err.message}): start it (\`redis-server\`, \`sudo apt-get install redis-server\`, or \`docker run -p 6379:6379 redis\`) or set REDIS_URL to one that runs`,
+    )
+    process.exit(1)
+  } finally {
+    redis.disconnect()
+  }
 }
 
 // Without VAULT_MASTER_KEY, the key of this database from the user's configuration directory (made
@@ -131,20 +158,39 @@ for (let i = 0; i < hosts; i++) {
 }
 run('api', 'apps/api/dist/main.js', metrics('9464'))
 run('worker', 'apps/worker/dist/main.js', metrics('9465'))
-console.log(
-  `roster: API on http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/api/v1 (OpenAPI at /api/v1/openapi.json), ${hosts} runtime host(s) from port ${start.RUNTIME_PORT}`,
-)
-if (simulator) {
-  console.log(
-    `roster: no MODEL_CATALOGUE set, so /responses serves the demo catalogue ${env.MODEL_CATALOGUE}: models roster-sim/chat, roster-sim/responses and roster-sim/messages, all answered by the upstream simulator (not a real model) on port ${env.SIM_PORT}`,
+
+// The summary comes last, once the API answers (its readiness: Postgres and Redis reached), so it is
+// neither printed before Roster is ready nor buried under the processes' start-up logs.
+const base = `http://${env.HOST && env.HOST !== '0.0.0.0' ? env.HOST : '127.0.0.1'}:${env.PORT}`
+const readyBy = Date.now() + 120_000
+while (!stopping) {
+  const ready = await fetch(`${base}/ready`).then(
+    (r) => r.ok,
+    () => false,
   )
+  if (ready) break
+  if (Date.now() > readyBy) {
+    console.error(`roster: the API has not answered ${base}/ready for two minutes; its log above says why`)
+    break
+  }
+  await new Promise((r) => setTimeout(r, 250))
 }
-console.log(
-  `roster: the web console on http://${env.HOST ?? '127.0.0.1'}:${env.PORT}/console/ (sign in with an API key)`,
-)
-console.log(
-  env.OPERATOR_TOKEN
-    ? `roster: operators sign in to the console with OPERATOR_TOKEN (the fleet page); the queue dashboard on ${env.OPERATOR_DASHBOARD_URL}`
-    : 'roster: set OPERATOR_TOKEN (32+ characters) for the fleet page and the queue dashboard',
-)
-console.log('roster: make keys with `npm run -s admin -- bootstrap`; Ctrl-C stops everything')
+if (!stopping) {
+  const lines = [
+    '',
+    `Roster is running.`,
+    `  API         ${base}/api/v1 (OpenAPI at ${base}/api/v1/openapi.json)`,
+    `  console     ${base}/console/ (sign in with an API key)`,
+    `  runtime     ${hosts} host(s) from port ${start.RUNTIME_PORT}`,
+    simulator
+      ? `  models      none configured, so the demo catalogue ${env.MODEL_CATALOGUE}: roster-sim/chat, roster-sim/responses and roster-sim/messages, answered by the upstream simulator on port ${env.SIM_PORT} (not a real model)`
+      : `  models      from ${env.MODEL_CATALOGUE}`,
+    env.OPERATOR_TOKEN
+      ? `  operators   sign in to the console with OPERATOR_TOKEN (the fleet page); the queue dashboard on ${env.OPERATOR_DASHBOARD_URL}`
+      : '  operators   set OPERATOR_TOKEN (32+ characters) for the fleet page and the queue dashboard',
+    '',
+    'Next: make keys with `npm run -s admin -- bootstrap` (in another terminal). Ctrl-C stops everything.',
+    '',
+  ]
+  console.log(lines.join('\n'))
+}

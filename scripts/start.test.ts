@@ -157,3 +157,30 @@ describe('two npm starts in one checkout', () => {
     await first.stop()
   }, 150_000)
 })
+
+describe('npm start telling a newcomer what it needs', () => {
+  it('stops at once naming Redis, its URL and how to start it, when Redis cannot be reached', async () => {
+    const closed = await freePort()
+    const run = await start(freshCheckout(), { REDIS_URL: `redis://127.0.0.1:${closed}` })
+    expect(await run.exited).toBe(1)
+    expect(run.output()).toMatch(
+      new RegExp(
+        `Redis cannot be reached at redis://127\\.0\\.0\\.1:${closed} \\(ECONNREFUSED\\): start it .*or set REDIS_URL`,
+      ),
+    )
+    expect(run.output()).not.toMatch(/Roster is running/)
+  })
+
+  it('prints its summary last, once the API answers, with the console and the next step', async () => {
+    const run = await start(freshCheckout())
+    await waitFor(() => run.output().includes('Roster is running.'), { timeoutMs: 10_000, what: 'the summary' })
+    const output = run.output()
+    const summary = output.slice(output.indexOf('Roster is running.'))
+    expect(summary).toMatch(/console +http:\/\/127\.0\.0\.1:\d+\/console\//)
+    expect(summary).toMatch(/npm run -s admin -- bootstrap/)
+    // The migration line is short: a count, not every migration's name.
+    expect(output).toMatch(/migrated \(\d+ migrations? applied\)|is up to date/)
+    for (const line of output.split('\n')) expect(line.length, line.slice(0, 80)).toBeLessThan(400)
+    await run.stop()
+  }, 90_000)
+})

@@ -371,6 +371,29 @@ function print(result: Record<string, unknown>) {
   if ('key' in result || 'keys' in result) process.stdout.write('Keys are shown only now; store them safely.\n')
 }
 
+/**
+ * What a database that cannot be used means for the person at the terminal (the client's own error
+ * names neither the setting nor the fix); undefined for any other error.
+ */
+function databaseTrouble(err: unknown, url: string): string | undefined {
+  const text = String((err as Error)?.message ?? err)
+  let where: URL
+  try {
+    where = new URL(url)
+  } catch {
+    return undefined
+  }
+  const name = where.pathname.slice(1) || '(none)'
+  const host = where.host
+  if (/does not exist on the database server|database ".*" does not exist/.test(text))
+    return `the database ${name} does not exist on ${host}: the admin CLI must use the database npm start uses (set DATABASE_URL as npm start has it; its default is postgresql://postgres@127.0.0.1:5432/roster, made by npm start's first run)`
+  if (/Can't reach database server|ECONNREFUSED|ENOTFOUND|ETIMEDOUT/.test(text))
+    return `the database server at ${host} cannot be reached: start PostgreSQL there, or set DATABASE_URL to the database npm start uses`
+  if (/authentication failed|password authentication/i.test(text))
+    return `the database server at ${host} refused the credentials in DATABASE_URL`
+  return undefined
+}
+
 if (values.help) {
   process.stdout.write(usage + '\n')
   process.exit(0)
@@ -382,7 +405,10 @@ try {
   print(await run(db, positionals.join(' ')))
 } catch (err) {
   code = err instanceof UsageError ? 2 : 1
-  const message = err instanceof UsageError || isAppError(err) ? err.message : String((err as Error)?.message ?? err)
+  const message =
+    err instanceof UsageError || isAppError(err)
+      ? err.message
+      : (databaseTrouble(err, config.DATABASE_URL) ?? String((err as Error)?.message ?? err))
   if (values.json) process.stdout.write(JSON.stringify({ error: message }) + '\n')
   process.stderr.write(`admin: ${message}\n${err instanceof UsageError ? usage + '\n' : ''}`)
 } finally {

@@ -43,6 +43,28 @@ describe('npm run -s admin', { timeout: 180_000 }, () => {
       )
   })
 
+  it('says which database it cannot use, and how to fix it, never the client library’s raw error', async () => {
+    const at = (url: string) =>
+      spawnSync(process.execPath, ['scripts/admin.mjs', 'bootstrap'], {
+        cwd: repoRoot,
+        env: { ...process.env, DATABASE_URL: url },
+        encoding: 'utf8',
+      })
+    const missing = new URL(t.url)
+    missing.pathname = '/roster_no_such_database'
+    const none = at(missing.toString())
+    expect(none.status).toBe(1)
+    expect(none.stderr).toMatch(
+      /^admin: the database roster_no_such_database does not exist on .+: the admin CLI must use the database npm start uses/,
+    )
+    expect(none.stderr).not.toMatch(/prisma|invocation/i)
+    const closed = new URL(t.url)
+    closed.port = '9'
+    const away = at(closed.toString())
+    expect(away.status).toBe(1)
+    expect(away.stderr).toMatch(/^admin: the database server at .+:9 cannot be reached: start PostgreSQL/)
+  })
+
   it('creates accounts, workspaces, users and keys with their flags', async () => {
     const account = json(admin('account', 'create', '--no-programme', '--no-lifecycle-writes', '--json'))
     expect(Object.keys(account)).toEqual(['account_id'])
