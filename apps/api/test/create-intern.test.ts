@@ -630,6 +630,19 @@ describe('service endpoints', () => {
     expectError(await sut.inject({ method: 'GET', url: '/api/v1/nothing' }), 404, 'not_found', false)
   })
 
+  it('answers the server’s own address: a browser goes to the console, a client is told where things are', async () => {
+    const browser = await sut.inject({ method: 'GET', url: '/', headers: { accept: 'text/html,*/*;q=0.8' } })
+    expect([browser.statusCode, browser.headers.location]).toEqual([302, '/console/'])
+    const client = await sut.inject({ method: 'GET', url: '/' })
+    expect(client.statusCode).toBe(200)
+    expect(client.json()).toEqual({
+      status: 'ok',
+      api: '/api/v1',
+      openapi: '/api/v1/openapi.json',
+      console: '/console/',
+    })
+  })
+
   it('echoes a valid X-Request-Id and makes one otherwise', async () => {
     const given = await sut.inject({ method: 'GET', url: '/health', headers: { 'x-request-id': 'req-123' } })
     expect(given.headers['x-request-id']).toBe('req-123')

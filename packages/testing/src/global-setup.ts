@@ -36,16 +36,81 @@ export default async function setup() {
     process.stdout.write(
       `tests: ${[containers.databaseUrl && 'Postgres', containers.redisUrl && 'Redis'].filter(Boolean).join(' and ')} in containers (testcontainers), as DATABASE_URL / REDIS_URL are unset and Docker answers\n`,
     )
+  let template: string
   try {
-    await prepareTemplate()
+    template = await prepareTemplate()
   } catch (err) {
     await containers?.stop()
     throw err
   }
-  return async () => containers?.stop()
+  return async () => {
+    await releaseTemplate(template).catch((err: unknown) =>
+      process.stdout.write(`tests: the template database ${template} was left behind: ${(err as Error).message}\n`),
+    )
+    await containers?.stop()
+  }
 }
 
-async function prepareTemplate() {
+/** One lock for the runs' bookkeeping of a template (which runs use it), across processes. */
+const TEMPLATE_LOCK = "hashtext('roster test template')"
+
+/** The runs (process ids) a template's comment names as using it, those still alive. */
+function runsOf(note: string | null): number[] {
+  const listed =
+    /runs ([\d,]+)/
+      .exec(note ?? '')?.[1]
+      ?.split(',')
+      .map(Number) ?? []
+  return listed.filter((pid) => {
+    try {
+      process.kill(pid, 0)
+      return true
+    } catch (err) {
+      // EPERM: alive, another user's.
+      return (err as NodeJS.ErrnoException).code === 'EPERM'
+    }
+  })
+}
+
+/**
+ * Notes this run as using the template (the caller holds the lock); `npm test` then leaves no
+ * database behind: the last run to finish drops it (releaseTemplate).
+ */
+async function claimTemplate(admin: pg.Client, template: string) {
+  const { rows } = await admin.query<{ note: string | null }>(
+    `SELECT shobj_description(oid, 'pg_database') AS note FROM pg_database WHERE datname = $1`,
+    [template],
+  )
+  const runs = [...new Set([...runsOf(rows[0]?.note ?? null), process.pid])]
+  await admin.query(
+    `COMMENT ON DATABASE "${template}" IS 'roster test template, used ${Date.now()} runs ${runs.join(',')}'`,
+  )
+}
+
+/** This run is done with the template: dropped when no other run still uses it. */
+async function releaseTemplate(template: string) {
+  const admin = new pg.Client({ connectionString: adminUrl() })
+  await admin.connect()
+  try {
+    await admin.query(`SELECT pg_advisory_lock(${TEMPLATE_LOCK})`)
+    const { rows } = await admin.query<{ note: string | null }>(
+      `SELECT shobj_description(oid, 'pg_database') AS note FROM pg_database WHERE datname = $1`,
+      [template],
+    )
+    if (!rows.length) return
+    const others = runsOf(rows[0]!.note).filter((pid) => pid !== process.pid)
+    if (others.length)
+      await admin.query(
+        `COMMENT ON DATABASE "${template}" IS 'roster test template, used ${Date.now()} runs ${others.join(',')}'`,
+      )
+    else await admin.query(`DROP DATABASE IF EXISTS "${template}" WITH (FORCE)`)
+  } finally {
+    await admin.query(`SELECT pg_advisory_unlock(${TEMPLATE_LOCK})`).catch(() => {})
+    await admin.end()
+  }
+}
+
+async function prepareTemplate(): Promise<string> {
   const migrations = join(root, 'prisma', 'migrations')
   const digest = createHash('sha256')
   for (const dir of readdirSync(migrations).sort()) {
@@ -58,6 +123,9 @@ async function prepareTemplate() {
   const admin = new pg.Client({ connectionString: adminUrl() })
   await admin.connect()
   try {
+    // Under the runs' lock: a run finishing now cannot drop the template between this run's finding
+    // it and noting that it uses it, and runs started together build it once.
+    await admin.query(`SELECT pg_advisory_lock(${TEMPLATE_LOCK})`)
     const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [template])
     if (!exists.rowCount) {
       const { deploy } = await import(join(root, 'prisma', 'migrate.mjs'))
@@ -70,7 +138,7 @@ async function prepareTemplate() {
     }
     // Leftovers of earlier runs that were killed before they could clean up. Only old ones: another
     // run may be using its databases (and its template, for another migration set) right now.
-    await admin.query(`COMMENT ON DATABASE "${template}" IS 'roster test template, used ${Date.now()}'`)
+    await claimTemplate(admin, template)
     const { rows } = await admin.query<{ datname: string; note: string | null }>(
       `SELECT datname, shobj_description(oid, 'pg_database') AS note FROM pg_database
        WHERE starts_with(datname, $1) OR starts_with(datname, $2)`,
@@ -89,7 +157,9 @@ async function prepareTemplate() {
       if (stale) await admin.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => {})
     }
   } finally {
+    // Ending the session releases its lock.
     await admin.end()
   }
   process.env.ROSTER_TEST_TEMPLATE = template
+  return template
 }

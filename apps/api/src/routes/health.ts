@@ -15,6 +15,16 @@ export const healthRoutes =
         api: '/api/v1',
         openapi: '/api/v1/openapi.json',
       }))
+    // The server's own address: a person's browser is sent to the console, anything else told where things are.
+    app.get('/', { schema: { hide: true } }, async (req, reply) => {
+      if ((req.headers.accept ?? '').includes('text/html')) return reply.redirect('/console/', 302)
+      return {
+        status: 'ok',
+        api: '/api/v1',
+        openapi: '/api/v1/openapi.json',
+        console: '/console/',
+      }
+    })
     app.get('/ready', { schema: { hide: true } }, async (_req, reply) => {
       const [postgres, redis] = await Promise.all([
         pingDatabase(deps.db).then(
