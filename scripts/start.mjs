@@ -141,6 +141,8 @@ if (simulator)
   run('upstream simulator', 'packages/upstream-sim/dist/main.js', {
     PORT: env.SIM_PORT,
     SIM_TOKENS_PER_SECOND: String(start.SIM_TOKENS_PER_SECOND),
+    // The demo: without a `[sim]` script it says what it is and how to connect a real model.
+    SIM_DEMO: '1',
   })
 // ROSTER_METRICS=1: each process serves Prometheus metrics on the ports deploy/prometheus/prometheus.yml scrapes.
 const metrics = (port) => (start.ROSTER_METRICS === '1' ? { METRICS_PORT: port } : {})

@@ -31,7 +31,15 @@ import {
 import { createHmac, randomBytes } from 'node:crypto'
 import { apiQueues, type ApiQueues } from './queues.js'
 import { operatorAccess, type OperatorAccess } from './operator/operator-access.js'
-import { findModel, observers, patternError, providersOf, ResponsesEngine, type Catalogue } from '@roster/gateway'
+import {
+  defaultInternModel,
+  findModel,
+  observers,
+  patternError,
+  providersOf,
+  ResponsesEngine,
+  type Catalogue,
+} from '@roster/gateway'
 import { createAuthenticator, type Authenticator } from './plugins/auth.js'
 import { Egress } from './fleet/egress.js'
 import { PostgresSnapshots, S3Snapshots, type SnapshotStore } from './fleet/snapshots.js'
@@ -78,6 +86,8 @@ export interface AppDeps {
   operator: OperatorAccess
   /** The models served (loaded once at start-up). */
   catalogue: Catalogue
+  /** The model of an intern whose `model` is null: INTERN_DEFAULT_MODEL, else the catalogue's best (none: it serves none). */
+  internDefaultModel: string | null
   /** The responses engine over that catalogue. */
   responses: ResponsesEngine
   /** Prometheus metrics, when METRICS_PORT is set (main.ts serves them). */
@@ -282,6 +292,7 @@ export function createAppDeps(
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
     secretStores: new SecretStoreBatcher(db),
     catalogue,
+    internDefaultModel: config.INTERN_DEFAULT_MODEL ?? defaultInternModel(catalogue) ?? null,
     responses: new ResponsesEngine({
       catalogue,
       env: providerEnv,

@@ -136,6 +136,8 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     await page.getByRole('link', { name: 'flow', exact: true }).click()
     await page.getByRole('heading', { name: 'flow', level: 1 }).waitFor()
     await page.getByRole('link', { name: /Write it down/ }).waitFor()
+    // No model of its own: the page names the one it runs.
+    await page.getByText('roster-sim/chat (the default for interns)').waitFor()
     expect(await axeViolations(page)).toEqual([])
 
     // A question asked elsewhere (over the API) waits in the inbox, and is answered there.

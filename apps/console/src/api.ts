@@ -73,6 +73,8 @@ export interface Session {
   kind: 'user' | 'organization' | 'management' | 'intern' | 'operator'
   workspace_id: string | null
   expires_at: string
+  /** What an intern without a model of its own runs (null: the server serves none). */
+  intern_default_model: string | null
 }
 
 export interface Intern {

@@ -60,6 +60,9 @@ export class FleetClient implements SecretEgress {
     return this.membership?.token
   }
 
+  /** The interns' default model the API named at the last join (kept across a lapse: it is the API's setting). */
+  internDefaultModel: string | undefined
+
   async join(req: Omit<JoinRequest, 'id'>): Promise<JoinResponse> {
     const res = await this.request(
       'POST',
@@ -68,6 +71,7 @@ export class FleetClient implements SecretEgress {
       `Bearer ${this.fleetToken}`,
     )
     this.membership = JoinResponse.parse(await json(res))
+    this.internDefaultModel = this.membership.intern_default_model ?? undefined
     this.leaseUntil = Date.now() + this.membership.lease_ms
     return this.membership
   }

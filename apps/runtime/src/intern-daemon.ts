@@ -7,6 +7,9 @@ import type { HostedIntern } from './hosted-intern.js'
 import type { InternsDeps } from './interns.js'
 import type { InternWorkspaces } from './intern-workspaces.js'
 
+/** Only when neither this host nor the API names a default (an API serving no model): the simulator's. */
+const FALLBACK_MODEL = 'roster-sim/chat'
+
 /**
  * An intern's daemon: its sessions kept with the record, its turns run in its sandbox with its own
  * key and tools, its workspace snapshotted after each. `spec` is its configuration as it is now (a
@@ -25,7 +28,8 @@ export function makeDaemon(
     append: (sessionId, from, items) => fleet.appendSession(intern.id, sessionId, from, items),
   })
   const workspace = workspaces.workspace(intern.id)
-  const model = () => spec().model ?? config.INTERN_DEFAULT_MODEL
+  // Its own model, else this host's setting, else the API's default (told as the host joined).
+  const model = () => spec().model ?? config.INTERN_DEFAULT_MODEL ?? fleet.internDefaultModel ?? FALLBACK_MODEL
   return new InternDaemon({
     sessions,
     deadlineMs: config.INTERACTION_DEADLINE_MS,

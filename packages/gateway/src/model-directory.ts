@@ -197,6 +197,15 @@ export function findModel(catalogue: Catalogue, id: string): CatalogueModel | un
   return base === id ? undefined : catalogue.models.find((m) => m.id === base)
 }
 
+/**
+ * The interns' default model when none is set (INTERN_DEFAULT_MODEL): the first model of the
+ * catalogue that can call tools (an intern's work is tools), else its first; undefined when it serves
+ * none. A catalogue lists its models best first (one built from provider keys does; docs/interns.md).
+ */
+export function defaultInternModel(catalogue: Catalogue): string | undefined {
+  return (catalogue.models.find((m) => m.capabilities.tools) ?? catalogue.models[0])?.id
+}
+
 /** `GET /providers`: every provider the catalogue routes to, once, by name. */
 export function providersOf(catalogue: Catalogue) {
   const names = [...new Set(catalogue.models.flatMap((m) => m.endpoints.map((e) => e.provider)))].sort()

@@ -365,6 +365,13 @@ export const ApiConfig = z
       .describe(
         "Path of the model catalogue (JSON), validated at start-up. Unset: the API serves no models (`npm start` then serves the upstream simulator's demo catalogue).",
       ),
+    INTERN_DEFAULT_MODEL: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'The model of an intern whose `model` is null (runtime hosts are told it as they join the fleet). Unset: the best model the catalogue serves (docs/interns.md).',
+      ),
     PUBLIC_URL: z
       .url()
       .refine((u) => /^https?:\/\//.test(u), 'must be an http:// or https:// URL')
@@ -699,8 +706,10 @@ export const RuntimeConfig = z.object({
   INTERN_DEFAULT_MODEL: z
     .string()
     .min(1)
-    .default('roster-sim/chat')
-    .describe('The model of an intern whose `model` is null (set it to a model of your catalogue).'),
+    .optional()
+    .describe(
+      "The model of an intern whose `model` is null, on this host. Unset: the API's (told as the host joins the fleet).",
+    ),
   COMMAND_TIMEOUT_MS: ms.default(120_000).describe('Longest one shell command of an intern may run.'),
   RUN_MAX_STEPS: z.coerce
     .number()

@@ -153,6 +153,8 @@ export const JoinResponse = z.object({
   /** How long an acknowledged heartbeat lets the host answer for its interns; past it, nothing until the next. */
   lease_ms: z.int(),
   heartbeat_ms: z.int(),
+  /** The model of an intern whose `model` is null, as the API decides it (null: it serves none). */
+  intern_default_model: z.string().nullable().optional(),
 })
 export type JoinResponse = z.infer<typeof JoinResponse>
 

@@ -11,6 +11,8 @@ const sim = await startSimulator({
   replyTokens: Number(env.SIM_REPLY_TOKENS ?? defaultSettings.replyTokens),
   apiKey: env.SIM_API_KEY ?? '',
   sampleUrl: env.SIM_SAMPLE_URL ?? defaultSettings.sampleUrl,
+  // SIM_DEMO=1 (npm start's demo): says what it is instead of generated words, calls no tool unasked.
+  demo: env.SIM_DEMO === '1',
 })
 process.stdout.write(`upstream simulator (not a real model provider) listening on ${sim.url}\n`)
 for (const signal of ['SIGTERM', 'SIGINT'] as const)

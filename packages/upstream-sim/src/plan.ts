@@ -41,6 +41,15 @@ export interface Plan {
 
 let sequence = 0
 
+/** What the demo says to any prompt without a script: what it is, and how to get a real model. */
+export const DEMO_NOTE =
+  "I am Roster's built-in upstream simulator, not a language model: I cannot understand or answer " +
+  'your message. Roster started me because it was given no model provider. To talk to a real ' +
+  'model, stop Roster and start it again with a provider key in the environment (for example ' +
+  'OPENAI_API_KEY or ANTHROPIC_API_KEY), an Ollama server running on this machine, or a ' +
+  'MODEL_CATALOGUE of your own (see the README). Until then I follow scripts written into a message, ' +
+  'such as "[sim] say Hello!" (docs/chat.md lists them).'
+
 /** Decides the answer. `seenPrompts` makes caching real: a prompt is a cache hit the second time. */
 export function plan(ask: Ask, settings: SimSettings, seenPrompts: Set<string>): Plan {
   const p = decide(ask, settings, seenPrompts)
@@ -84,10 +93,13 @@ function decide(ask: Ask, settings: SimSettings, seenPrompts: Set<string>): Plan
     usage.output = text.length + usage.reasoning
     return { id, model: ask.model, text, reasoning, finish: 'stop', usage }
   }
+  // The demo calls a tool only when the request demands one: never "unasked".
+  const demanded = ask.toolChoice !== 'auto' && ask.toolChoice !== 'none'
   const callable =
     settings.toolCalls &&
     ask.tools.length > 0 &&
     ask.toolChoice !== 'none' &&
+    (!settings.demo || demanded) &&
     (!ask.afterToolResult || settings.repeatToolCalls)
   if (callable) {
     const tool = ask.tools.find((t) => t.name === ask.toolChoice) ?? ask.tools[0]!
@@ -103,9 +115,10 @@ function decide(ask: Ask, settings: SimSettings, seenPrompts: Set<string>): Plan
       usage,
     }
   }
-  const wanted = settings.replyTokens
   const limit = ask.maxTokens !== undefined ? Math.max(0, ask.maxTokens - usage.reasoning) : Infinity
-  let text = replyTokens(ask.inputText, Math.min(wanted, limit))
+  const note = settings.demo ? splitLike(DEMO_NOTE) : undefined
+  const wanted = note ? note.length : settings.replyTokens
+  let text = note ? note.slice(0, Math.min(wanted, limit)) : replyTokens(ask.inputText, Math.min(wanted, limit))
   let finish: Plan['finish'] = wanted > limit ? 'length' : 'stop'
   for (const stop of ask.stop ?? []) {
     const joined = text.join('')

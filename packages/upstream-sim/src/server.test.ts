@@ -196,6 +196,52 @@ describe('Anthropic Messages', () => {
   })
 })
 
+describe('the demo npm start runs (x-sim-demo)', () => {
+  const demo = { 'x-sim-demo': 'true' }
+  const tools = [{ type: 'function', function: weather }]
+  it('says what it is and how to connect a real model, and calls no tool unasked', async () => {
+    const res = await post(
+      '/v1/chat/completions',
+      { model: 'sim/chat', messages: [{ role: 'user', content: 'Hello! What can you do?' }], tools },
+      demo,
+    )
+    const body = (await res.json()) as any
+    expect(body.choices[0].finish_reason).toBe('stop')
+    expect(body.choices[0].message.tool_calls).toBeUndefined()
+    expect(body.choices[0].message.content).toMatch(/^I am Roster's built-in upstream simulator, not a language model/)
+    expect(body.choices[0].message.content).toMatch(/OPENAI_API_KEY or ANTHROPIC_API_KEY\), an Ollama server/)
+    expect(body.usage.completion_tokens).toBeGreaterThan(20)
+  })
+
+  it('still follows a script, calls a tool the request demands, and stops at max_tokens', async () => {
+    const said = (await (
+      await post(
+        '/v1/chat/completions',
+        { model: 'sim/chat', messages: [{ role: 'user', content: '[sim] say Hi.' }] },
+        demo,
+      )
+    ).json()) as any
+    expect(said.choices[0].message.content).toBe('Hi.')
+    const forced = (await (
+      await post(
+        '/v1/chat/completions',
+        { model: 'sim/chat', messages: [{ role: 'user', content: 'weather?' }], tools, tool_choice: 'required' },
+        demo,
+      )
+    ).json()) as any
+    expect(forced.choices[0].message.tool_calls[0].function.name).toBe('get_weather')
+    const cut = (await (
+      await post(
+        '/v1/chat/completions',
+        { model: 'sim/chat', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 },
+        demo,
+      )
+    ).json()) as any
+    expect(cut.choices[0].finish_reason).toBe('length')
+    expect(cut.usage.completion_tokens).toBe(3)
+  })
+})
+
 describe('settings and faults', () => {
   const ask = { model: 'm', messages: [{ role: 'user', content: 'x' }] }
 

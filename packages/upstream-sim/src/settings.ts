@@ -24,6 +24,12 @@ export interface SimSettings {
   apiKey: string
   /** Where a replayed recording is cut into pieces (the seed of its cuts; replay.ts). */
   cutSeed: number
+  /**
+   * The demo `npm start` runs: without a `[sim]` script a reply says in plain words what the
+   * simulator is and how to connect a real model, and no tool is called unless the request demands
+   * one (tool_choice required or named).
+   */
+  demo: boolean
 }
 
 export const defaultSettings: SimSettings = {
@@ -37,6 +43,7 @@ export const defaultSettings: SimSettings = {
   fault: 'none',
   apiKey: '',
   cutSeed: 1,
+  demo: false,
 }
 
 /** Settings for one request: the server's, overridden by `x-sim-*` headers. */
@@ -70,5 +77,6 @@ export function requestSettings(
       base.fault,
     apiKey: base.apiKey,
     cutSeed: num('cut-seed', base.cutSeed),
+    demo: bool('demo', base.demo),
   }
 }

@@ -22,10 +22,12 @@ import {
 const SignIn = z.strictObject({ key: z.string().min(1).max(512) })
 
 /** What a session is: a key's kind and workspace, or the operator's (no workspace). */
-const sessionView = (caller: Caller | undefined, endsAt: number) => ({
+const sessionView = (caller: Caller | undefined, endsAt: number, internDefaultModel: string | null) => ({
   kind: caller?.kind ?? OPERATOR_KIND,
   workspace_id: caller?.workspaceId ?? null,
   expires_at: new Date(endsAt).toISOString(),
+  // What an intern without a model of its own runs (the intern page names it).
+  intern_default_model: internDefaultModel,
 })
 const COOKIE_PATH = '/'
 
@@ -56,7 +58,7 @@ export const consoleSessionRoutes =
         .code(201)
         .header('set-cookie', sessionCookie(req, id, ttl, COOKIE_PATH))
         .header('cache-control', 'no-store')
-        .send(sessionView(caller, expiresAt.getTime()))
+        .send(sessionView(caller, expiresAt.getTime(), deps.internDefaultModel))
     })
 
     app.get('/console/session', { schema: { hide: true } }, async (req, reply) => {
@@ -68,7 +70,7 @@ export const consoleSessionRoutes =
       if (!session && !operator) throw new AppError('unauthorized', 'not signed in to the console')
       return reply
         .header('cache-control', 'no-store')
-        .send(sessionView(session?.caller, session?.endsAt ?? operator!.endsAt))
+        .send(sessionView(session?.caller, session?.endsAt ?? operator!.endsAt, deps.internDefaultModel))
     })
 
     app.delete('/console/session', { schema: { hide: true } }, async (req, reply) => {

@@ -143,6 +143,7 @@ export const fleetRoutes =
             // The lease runs out well before the record would declare the host dead: a host cut off stops answering first.
             lease_ms: Math.floor((deps.config.FLEET_DEAD_AFTER_MS * 2) / 3),
             heartbeat_ms: deps.config.FLEET_HEARTBEAT_MS,
+            intern_default_model: deps.internDefaultModel,
           }
         } catch (err) {
           if (err instanceof FleetConflict) return refuse(reply, 409, 'conflict', err.message)

@@ -1,6 +1,6 @@
 import { useState } from 'react'
 import { useQuery, useQueryClient } from '@tanstack/react-query'
-import { api, type Intern as InternT } from '../api'
+import { api, type Intern as InternT, type Session } from '../api'
 import { href } from '../router'
 import { InternActions, Status, useInternAction, useInternStream } from './Interns'
 
@@ -67,7 +67,7 @@ export function Intern({ id }: { id: string }) {
           </>
         )}
         <dt>Model</dt>
-        <dd>{i.model ?? 'the workspace’s default'}</dd>
+        <dd>{i.model ?? <DefaultModel />}</dd>
         <dt>Hostname</dt>
         <dd>{i.hostname ?? 'none yet'}</dd>
         <dt>Created</dt>
@@ -135,4 +135,11 @@ export function Intern({ id }: { id: string }) {
       )}
     </section>
   )
+}
+
+/** What an intern without a model of its own runs: the server's default for interns (the session names it). */
+function DefaultModel() {
+  const session = useQueryClient().getQueryData<Session>(['session'])
+  const model = session?.intern_default_model
+  return <>{model ? `${model} (the default for interns)` : 'none: this server serves no model'}</>
 }

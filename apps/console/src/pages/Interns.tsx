@@ -305,7 +305,7 @@ function CreateIntern({ onCreated }: { onCreated: () => void }) {
         id="new-model"
         value={model}
         onChange={(e) => setModel(e.target.value)}
-        placeholder="the workspace’s default"
+        placeholder="the default for interns"
         maxLength={256}
         list="served-models"
       />
