@@ -87,11 +87,15 @@ const { StartConfig, loadConfigOrExit } = await import('../packages/protocol/dis
 const start = loadConfigOrExit(StartConfig, 'roster', env)
 const hosts = start.RUNTIME_HOSTS
 
-// No catalogue configured: serve the demo catalogue of simulator models (one per provider protocol),
-// so a newcomer's first request works. They are named as the simulator everywhere they appear.
+// The models: a provider key in the environment (or a reachable Ollama) brings its provider's
+// models; MODEL_CATALOGUE adds to them and overrides. With neither, the demo catalogue of simulator
+// models (one per provider protocol), so a newcomer's first request works: named as the simulator
+// everywhere they appear, and saying what they are.
+const { environmentCatalogue, simulatorCatalogue } = await import('../packages/gateway/dist/index.js')
+const found = await environmentCatalogue(env)
+for (const problem of found.problems) console.error(`roster: ${problem}`)
 let simulator = false
-if (!env.MODEL_CATALOGUE) {
-  const { simulatorCatalogue } = await import('../packages/gateway/dist/index.js')
+if (!env.MODEL_CATALOGUE && found.models.length === 0) {
   env.SIM_PORT = String(start.SIM_PORT)
   // One file per simulator: another `npm start` in this checkout (its own SIM_PORT) must not
   // repoint this instance's models at its simulator, which ends with it.
@@ -185,8 +189,8 @@ if (!stopping) {
     `  console     ${base}/console/ (sign in with an API key)`,
     `  runtime     ${hosts} host(s) from port ${start.RUNTIME_PORT}`,
     simulator
-      ? `  models      none configured, so the demo catalogue ${env.MODEL_CATALOGUE}: roster-sim/chat, roster-sim/responses and roster-sim/messages, answered by the upstream simulator on port ${env.SIM_PORT} (not a real model)`
-      : `  models      from ${env.MODEL_CATALOGUE}`,
+      ? `  models      no provider key or MODEL_CATALOGUE, so the demo: roster-sim/chat, roster-sim/responses and roster-sim/messages, answered by the upstream simulator on port ${env.SIM_PORT} (not a real model; set OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, GROQ_API_KEY, MISTRAL_API_KEY or GEMINI_API_KEY, or run Ollama, for real ones)`
+      : `  models      from ${[...found.sources, ...(env.MODEL_CATALOGUE ? [env.MODEL_CATALOGUE] : [])].join(', ')} (GET ${base}/api/v1/models lists them)`,
     env.OPERATOR_TOKEN
       ? `  operators   sign in to the console with OPERATOR_TOKEN (the fleet page); the queue dashboard on ${env.OPERATOR_DASHBOARD_URL}`
       : '  operators   set OPERATOR_TOKEN (32+ characters) for the fleet page and the queue dashboard',

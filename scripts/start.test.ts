@@ -184,3 +184,39 @@ describe('npm start telling a newcomer what it needs', () => {
     await run.stop()
   }, 90_000)
 })
+
+describe('npm start with a provider key', () => {
+  it('serves that provider’s models (no demo simulator), says so in its summary, and answers through it', async () => {
+    const { startSimulator } = await import('@roster/upstream-sim')
+    const provider = await startSimulator({ replyTokens: 3 })
+    try {
+      const run = await start(freshCheckout(), {
+        OPENAI_API_KEY: 'sk-openai-newcomer',
+        OPENAI_BASE_URL: `${provider.url}/v1`,
+        OLLAMA_BASE_URL: 'off',
+      })
+      await waitFor(() => run.output().includes('Roster is running.'), { timeoutMs: 10_000, what: 'the summary' })
+      expect(run.output()).toMatch(/models +from openai \(OPENAI_API_KEY\)/)
+      expect(run.output()).not.toMatch(/upstream simulator \(not a real model/)
+      const key = bootstrapKey()
+      const models = (await (
+        await fetch(`${run.base}/models`, { headers: { authorization: `Bearer ${key}` } })
+      ).json()) as {
+        data: { id: string }[]
+      }
+      expect(models.data.map((m) => m.id)).toContain('openai/gpt-4o-mini')
+      expect(models.data.some((m) => m.id.startsWith('roster-sim/'))).toBe(false)
+      const res = await fetch(`${run.base}/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'gpt-4o-mini', input: '[sim] say Real enough.' }),
+      })
+      expect(res.status, await res.clone().text()).toBe(200)
+      expect(JSON.stringify(await res.json())).toContain('Real enough.')
+      expect(provider.stats.credentials).toContain('sk-openai-newcomer')
+      await run.stop()
+    } finally {
+      await provider.close()
+    }
+  }, 90_000)
+})

@@ -11,20 +11,23 @@ import {
 } from '@roster/shared'
 import { buildApp } from './app.js'
 import { apiRedis, createAppDeps } from './deps.js'
-import { CatalogueError, loadCatalogue, type Catalogue } from '@roster/gateway'
+import { CatalogueError, environmentCatalogue, loadCatalogue, mergeCatalogues, type Catalogue } from '@roster/gateway'
 
 const config = loadConfigOrExit(ApiConfig, 'api')
 // Traces only when OTEL_EXPORTER_OTLP_ENDPOINT is set; before anything that makes spans.
 const tracer = await startTracing('api', config.OTEL_EXPORTER_OTLP_ENDPOINT)
+// The models served: MODEL_CATALOGUE's, then those the environment's provider keys (and a reachable
+// Ollama) bring, which the file overrides model by model.
 let catalogue: Catalogue = { models: [] }
-if (config.MODEL_CATALOGUE) {
-  try {
-    catalogue = await loadCatalogue(config.MODEL_CATALOGUE)
-  } catch (err) {
-    if (!(err instanceof CatalogueError)) throw err
-    process.stderr.write(`api: ${err.message}\n`)
-    process.exit(78)
-  }
+try {
+  const file = config.MODEL_CATALOGUE ? await loadCatalogue(config.MODEL_CATALOGUE) : { models: [] }
+  const found = await environmentCatalogue(process.env)
+  for (const problem of found.problems) process.stderr.write(`api: ${problem}\n`)
+  catalogue = mergeCatalogues(file, { models: found.models, keyed: true })
+} catch (err) {
+  if (!(err instanceof CatalogueError)) throw err
+  process.stderr.write(`api: ${err.message}\n`)
+  process.exit(78)
 }
 // Nothing the API runs should outlive the create deadline; past it Postgres cancels the statement.
 const db = createDb({

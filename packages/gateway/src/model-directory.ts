@@ -206,6 +206,20 @@ export function defaultInternModel(catalogue: Catalogue): string | undefined {
   return (catalogue.models.find((m) => m.capabilities.tools) ?? catalogue.models[0])?.id
 }
 
+/** OpenRouter's auto router's name: the model is chosen for the request (autoModel). */
+export const AUTO_MODEL = 'openrouter/auto'
+
+/**
+ * The model `openrouter/auto` stands for, where the catalogue has no model of that id: the best one
+ * for the request (the catalogue lists its models best first), one that can call tools when the
+ * request offers any; undefined when it serves none. The answer names the model chosen, as
+ * OpenRouter's does.
+ */
+export function autoModel(catalogue: Catalogue, req: { tools?: unknown[] | null }): string | undefined {
+  const wantsTools = (req.tools?.length ?? 0) > 0
+  return (catalogue.models.find((m) => !wantsTools || m.capabilities.tools) ?? catalogue.models[0])?.id
+}
+
 /** `GET /providers`: every provider the catalogue routes to, once, by name. */
 export function providersOf(catalogue: Catalogue) {
   const names = [...new Set(catalogue.models.flatMap((m) => m.endpoints.map((e) => e.provider)))].sort()

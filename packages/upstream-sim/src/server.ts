@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { timingSafeEqual } from 'node:crypto'
 import { defaultSettings, requestSettings, type SimSettings } from './settings.js'
+import { answerOllama, type OllamaModel } from './ollama.js'
 import { plan, scriptedFault, type Ask, type Plan } from './plan.js'
 import { StreamWriter } from './writer.js'
 import { obj, type Json } from './json-view.js'
@@ -84,7 +85,12 @@ export interface ScriptedReply {
  * calls, usage and faults come from the settings, or per request from `x-sim-*` headers.
  */
 export async function startSimulator(
-  options: Partial<SimSettings> & { port?: number; host?: string } = {},
+  options: Partial<SimSettings> & {
+    port?: number
+    host?: string
+    /** Stand in for an Ollama server with these models pulled (its /api/tags and /api/show). */
+    ollama?: OllamaModel[]
+  } = {},
 ): Promise<Simulator> {
   const base: SimSettings = { ...defaultSettings, ...options }
   const seenPrompts = new Set<string>()
@@ -108,6 +114,7 @@ export async function startSimulator(
         path === '/health' ? { status: 'ok' } : { object: 'list', data: [{ id: 'sim', object: 'model' }] },
       )
     }
+    if (await answerOllama(req, res, path, options.ollama, () => readBody(req))) return
     const protocol = protocols[path]
     if (req.method !== 'POST' || !protocol)
       return json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'not_found' } })

@@ -4,6 +4,8 @@ import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-z
 import type { z } from 'zod'
 import { AppError, designatedPresetVersion, type GenerationContext } from '@roster/shared'
 import {
+  AUTO_MODEL,
+  autoModel,
   Cancellation,
   catalogueIdOf,
   type AliasFamily,
@@ -198,9 +200,11 @@ export interface DoorRoute<Body> {
  * alias of the door's provider becomes the model's id); `model`'s id, undefined if it names none.
  */
 function resolveModels(catalogue: Catalogue, req: ResponsesRequest, family: AliasFamily): string | undefined {
-  if (req.models) req.models = req.models.map((name) => catalogueIdOf(catalogue, family, name) ?? name)
+  const named = (name: string) =>
+    catalogueIdOf(catalogue, family, name) ?? (name === AUTO_MODEL ? autoModel(catalogue, req) : undefined)
+  if (req.models) req.models = req.models.map((name) => named(name) ?? name)
   if (!req.model) return undefined
-  const id = catalogueIdOf(catalogue, family, req.model)
+  const id = named(req.model)
   if (id) req.model = id
   return id
 }
