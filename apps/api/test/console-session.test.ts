@@ -44,7 +44,13 @@ describe('a console session', () => {
     expect(set).toMatch(/^roster_session=[A-Za-z0-9_-]{43}; Max-Age=60; Path=\/; HttpOnly; SameSite=Strict$/)
     expect(set).not.toContain(key)
     const body = (await res.json()) as Record<string, unknown>
-    expect(body).toEqual({ kind: 'user', workspace_id: env.tenant.workspaceId, expires_at: expect.any(String) })
+    expect(body).toEqual({
+      kind: 'user',
+      workspace_id: env.tenant.workspaceId,
+      expires_at: expect.any(String),
+      // This API serves no model: no default for interns.
+      intern_default_model: null,
+    })
     expect(JSON.stringify(body)).not.toContain(key)
     // The database keeps the id's digest, never the id or the key.
     const id = cookieOf(res).split('=')[1]!

@@ -147,7 +147,12 @@ describe('an operator console session', () => {
   it('is signed in with the token, reads the fleet and drains from the console only, and acts as no key', async () => {
     const res = await signIn(TOKEN)
     expect(res.status).toBe(201)
-    expect(await res.json()).toEqual({ kind: 'operator', workspace_id: null, expires_at: expect.any(String) })
+    expect(await res.json()).toEqual({
+      kind: 'operator',
+      workspace_id: null,
+      expires_at: expect.any(String),
+      intern_default_model: null,
+    })
     const cookie = cookieOf(res)
     // Neither the token nor its session id is kept: the row holds the token's digest only.
     const rows = await env.t.db.consoleSession.findMany({ where: { kind: 'operator' } })
