@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto'
 import {
   beatingHosts,
   enqueueInTx,
+  inGroup,
   fleetTimes,
   forgetIdempotencyRecords,
   Jobs,
@@ -134,11 +135,7 @@ export class Reconciler {
           await this.runtime.remove(at, id)
           this.repaired('stray_runtime')
           repaired++
-        } else if (
-          isRunning &&
-          (intern.status === 'stopped' || intern.status === 'failed') &&
-          intern.updated_at.getTime() < settledBefore
-        ) {
+        } else if (isRunning && inGroup('atRest', intern.status) && intern.updated_at.getTime() < settledBefore) {
           await this.runtime.stop({ ...at, generation: intern.generation }, id)
           this.repaired('stopped_runtime')
           repaired++

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { canTransition, Transitions } from './intern-state.js'
+import { canTransition, inGroup, StatusGroups, Transitions } from './intern-state.js'
 import { InternStatus } from '@roster/protocol'
 
 describe('the intern state machine', () => {
@@ -8,8 +8,20 @@ describe('the intern state machine', () => {
     for (const targets of Object.values(Transitions)) for (const t of targets) expect(InternStatus.options).toContain(t)
   })
 
+  it('names its groups of statuses once, each of known statuses, and answers membership by them', () => {
+    for (const group of Object.values(StatusGroups))
+      for (const status of group) expect(InternStatus.options).toContain(status)
+    // A host holds what it provisions, runs or tears down; the moves the fleet makes follow from it.
+    expect(StatusGroups.onHost.every((s) => inGroup('heldByHost', s))).toBe(true)
+    expect(StatusGroups.provisioningRun.every((s) => inGroup('placedOrPlacing', s))).toBe(true)
+    expect(inGroup('deleting', 'destroy_failed')).toBe(true)
+    expect(inGroup('deleting', 'stopped')).toBe(false)
+    // Every status a host holds may be moved off it (queued again) or deleted.
+    for (const s of StatusGroups.onHost) expect(canTransition(s, 'queued')).toBe(true)
+  })
+
   it('allows every change the lifecycle operations make from the statuses they accept', () => {
-    const nonDeleting = InternStatus.options.filter((s) => s !== 'destroying' && s !== 'destroy_failed')
+    const nonDeleting = InternStatus.options.filter((s) => !inGroup('deleting', s))
     // suspend: any status but stopped and the deleting ones
     for (const from of nonDeleting.filter((s) => s !== 'stopped')) expect(canTransition(from, 'stopped')).toBe(true)
     // provision: stopped, failed, awaiting_slack_install

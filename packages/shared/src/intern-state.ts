@@ -1,6 +1,7 @@
 import type { Db, Prisma } from './db.js'
 import type { InternStatus } from '@roster/protocol'
 import { GroupCommit } from './group-commit.js'
+import { Transitions } from './intern-statuses.js'
 import {
   updateStatus,
   updateStatusMany,
@@ -9,26 +10,14 @@ import {
 } from './repositories/interns.js'
 
 export type { TransitionChange, TransitionedIntern, TransitionRequest } from './repositories/interns.js'
+export { Transitions, StatusGroups, inGroup, statuses, type StatusGroup } from './intern-statuses.js'
 
 /**
  * The one place where an intern's status changes. Every change is a guarded update
  * (`WHERE status = ANY(expected)`), so two actors racing on one intern cannot both win, and a
- * transition the table does not allow is a programming error caught before it reaches the database.
+ * transition the table (intern-statuses.ts) does not allow is a programming error caught before it
+ * reaches the database.
  */
-export const Transitions: Record<InternStatus, readonly InternStatus[]> = {
-  // Created with provision:false, or suspended: waits for a provision call.
-  stopped: ['queued', 'destroying'],
-  queued: ['provisioning', 'failed', 'stopped', 'destroying'],
-  // provisioning → provisioning records the next step's progress; → queued starts it over elsewhere
-  // (its runtime host died or drained mid-run).
-  provisioning: ['provisioning', 'queued', 'running', 'failed', 'stopped', 'destroying'],
-  running: ['queued', 'stopped', 'failed', 'destroying'],
-  failed: ['queued', 'stopped', 'destroying'],
-  destroying: ['destroy_failed'],
-  destroy_failed: ['destroying'],
-  awaiting_slack_install: ['queued', 'stopped', 'destroying'],
-}
-
 export function canTransition(from: InternStatus, to: InternStatus): boolean {
   return Transitions[from].includes(to)
 }

@@ -1,6 +1,7 @@
 import { UnrecoverableError } from 'bullmq'
 import {
   apiKeyParts,
+  inGroup,
   insertInternKey,
   internStatus,
   generateApiKey,
@@ -263,7 +264,7 @@ async function stale(
   if (stepsDone >= STARTED_AFTER || ctx.attempt > 1) {
     const now = await internStatus(deps.db, internId)
     const at = await deps.runtime.placement(internId)
-    if ((now === 'stopped' || now === 'failed') && at)
+    if (now && inGroup('atRest', now) && at)
       await deps.runtime.stop(at, internId).catch((err: Error) =>
         // The reconciler's sweep stops it later (a runtime running for an intern meant stopped).
         ctx.log.warn({ internId, err: err.message }, 'a run that lost its intern could not stop its runtime'),

@@ -1,5 +1,6 @@
 import {
   earlierReplyPending,
+  inGroup,
   RuntimeUnavailableError,
   slackEventOf,
   slackSessionId,
@@ -94,7 +95,7 @@ function notRunning(status: string, provisionGeneration: number): string {
   if (status === 'stopped' && provisionGeneration === 0)
     return 'I have not been provisioned yet: ask whoever set me up to provision me, then talk to me here.'
   if (status === 'stopped') return 'I am suspended: provision me to talk here again.'
-  if (['queued', 'provisioning'].includes(status)) return 'I am still being set up; try again in a minute.'
+  if (inGroup('provisioningRun', status)) return 'I am still being set up; try again in a minute.'
   return `I am not running (status ${status}).`
 }
 

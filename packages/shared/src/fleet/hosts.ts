@@ -1,6 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
 import type { Db } from '../db.js'
 import { transition } from '../intern-state.js'
+import { statuses } from '../intern-statuses.js'
 import { enqueueInTx } from '../repositories/outbox.js'
 import { declareDeadHosts } from '../repositories/runtime-hosts.js'
 import { strandedInterns, unplaceMoved } from '../repositories/interns.js'
@@ -45,7 +46,7 @@ export async function vacateHosts(db: Db, times: FleetTimes): Promise<{ dead: st
     const done = await db.$transaction(async (tx) => {
       const next = await transition(tx, {
         internId: id,
-        from: ['running', 'provisioning'],
+        from: statuses('onHost'),
         to: 'queued',
         set: { progress: null, lastFailureMessage: null, bumpGeneration: true },
       })

@@ -2,6 +2,7 @@ import { AppError } from '@roster/protocol'
 import type { Caller } from '../caller.js'
 import type { Db } from '../db.js'
 import { internScope } from '../repositories/interns.js'
+import { inGroup } from '../intern-statuses.js'
 
 export interface InternAccess {
   /** The route names the collection (/interns) rather than one intern. */
@@ -76,7 +77,7 @@ export function assertOwnWorkspace(caller: Caller, workspaceId: string | undefin
 
 /** While an intern is being deleted, nothing but the delete itself may change it. */
 export function refuseWhileDeleting(status: string, internId: string): void {
-  if (status === 'destroying' || status === 'destroy_failed') {
+  if (inGroup('deleting', status)) {
     throw new AppError('intern_deleting', `intern ${internId} is being deleted (status ${status})`)
   }
 }

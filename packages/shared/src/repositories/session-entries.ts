@@ -34,7 +34,7 @@ export async function appendSessionEntries(
   const [result] = await db.$queryRaw<{ placed: boolean }[]>`
     WITH here AS (
       SELECT 1 FROM interns WHERE id = ${at.internId}::uuid AND runtime_host_id = ${at.hostId} AND placement_generation = ${at.generation}
-        AND status IN ${HELD_BY_HOST}
+        AND ${HELD_BY_HOST}
     ), written AS (
       INSERT INTO session_entries (intern_id, session_id, seq, item)
       SELECT ${at.internId}::uuid, ${at.sessionId}, ${from} + ord - 1, item

@@ -1,3 +1,4 @@
+import { statuses, type StatusGroup } from '../../intern-statuses.js'
 import { Prisma, type Db } from '../../db.js'
 
 // What every statement on the interns table shares.
@@ -11,8 +12,15 @@ export const INTERN_COLUMNS = Prisma.raw(`id, name, description, instructions, m
 export type Tx = Db | Prisma.TransactionClient
 
 /**
+ * `<column> = ANY(<the group's statuses>)`: a statement's test of an intern's status by one of the
+ * groups named in intern-statuses.ts (never a list written in SQL).
+ */
+export const statusIn = (group: StatusGroup, column = 'status') =>
+  Prisma.sql`${Prisma.raw(column)} = ANY(${statuses(group)}::intern_status[])`
+
+/**
  * The statuses in which an intern is held by the host it is placed on: provisioning and running, and
  * destroying (its host takes the last snapshot of its workspace for the archive, then removes it).
  * A stopped intern's workspace is its latest snapshot: its host drops it.
  */
-export const HELD_BY_HOST = Prisma.raw(`('provisioning', 'running', 'destroying')`)
+export const HELD_BY_HOST = statusIn('heldByHost')

@@ -5,7 +5,7 @@ import type { InternStatus } from '@roster/protocol'
 import type { NewVault } from '../../vault/local-vault.js'
 import type { InternRecord } from '../../interns/view.js'
 import { QUOTA_SHARDS } from '../../interns/quota.js'
-import { INTERN_COLUMNS, type Tx } from './columns.js'
+import { INTERN_COLUMNS, statusIn, type Tx } from './columns.js'
 
 // The interns table's statements: creating an intern, with its idempotency record, its place in the member's quota shards and its private vault, in one statement (repositories/interns.ts holds the reads and the index).
 
@@ -125,7 +125,7 @@ function insertStatement(db: Tx, items: PreparedCreate[], limit: number, firstWi
         WHEN EXISTS (
           SELECT 1 FROM mine m WHERE m.borrow IS NOT NULL AND NOT EXISTS (
             SELECT 1 FROM interns l WHERE l.vault_id = m.borrow AND l.workspace_id = m.workspace_id
-              AND l.status NOT IN ('destroying', 'destroy_failed')))
+              AND NOT ${statusIn('deleting', 'l.status')}))
           THEN roster_refuse('vault_not_attachable')
         ELSE 'created'
       END AS outcome,

@@ -1,6 +1,6 @@
 import { type Prisma, type Db } from '../../db.js'
 import type { FleetTimes } from '../../fleet/times.js'
-import { HELD_BY_HOST } from './columns.js'
+import { HELD_BY_HOST, statusIn } from './columns.js'
 
 // The interns table's statements: where the fleet places an intern, and the upkeep of the record (repositories/interns.ts holds the reads and the index).
 
@@ -9,7 +9,7 @@ import { HELD_BY_HOST } from './columns.js'
 /** Whether the fleet is moving an intern: placed again lately (its host died or drained), and not suspended since. */
 export async function internMoving(db: Db, internId: string): Promise<boolean> {
   const [row] = await db.$queryRaw<{ moving: boolean }[]>`
-    SELECT status IN ('queued', 'provisioning', 'running') AND moved_at > now() - interval '10 minutes' AS moving
+    SELECT ${statusIn('placedOrPlacing')} AND moved_at > now() - interval '10 minutes' AS moving
     FROM interns WHERE id = ${internId}::uuid`
   return row?.moving === true
 }
@@ -22,14 +22,14 @@ export const markMoved = (tx: Prisma.TransactionClient, internId: string) =>
 export async function placementsOf(db: Db, hostId: string): Promise<{ id: string; generation: number }[]> {
   return db.$queryRaw<{ id: string; generation: number }[]>`
     SELECT id, placement_generation AS generation FROM interns
-    WHERE runtime_host_id = ${hostId} AND status IN ${HELD_BY_HOST}`
+    WHERE runtime_host_id = ${hostId} AND ${HELD_BY_HOST}`
 }
 
 /** Whether the record places `internId` on `hostId` under `generation`. */
 export async function isPlaced(db: Db, internId: string, hostId: string, generation: number): Promise<boolean> {
   const rows = await db.$queryRaw<{ ok: number }[]>`
     SELECT 1 AS ok FROM interns WHERE id = ${internId}::uuid AND runtime_host_id = ${hostId} AND placement_generation = ${generation}
-      AND status IN ${HELD_BY_HOST}`
+      AND ${HELD_BY_HOST}`
   return rows.length > 0
 }
 
@@ -83,7 +83,7 @@ export async function placementOf(db: Db, internId: string): Promise<(PlacedOn &
 export async function strandedInterns(db: Db): Promise<string[]> {
   const rows = await db.$queryRaw<{ id: string }[]>`
     SELECT i.id FROM interns i JOIN runtime_hosts h ON h.id = i.runtime_host_id
-    WHERE i.status IN ('provisioning', 'running') AND (h.state = 'dead' OR (h.state = 'draining' AND h.drained))
+    WHERE ${statusIn('onHost', 'i.status')} AND (h.state = 'dead' OR (h.state = 'draining' AND h.drained))
     LIMIT 5000`
   return rows.map((r) => r.id)
 }
@@ -121,7 +121,7 @@ export const stuckTeardowns = (db: Db, before: Date, limit = 1_000) =>
 export const stuckProvisioning = (db: Db, before: Date, limit = 2_000) =>
   db.$queryRaw<{ id: string; generation: number }[]>`
     SELECT i.id, i.provision_generation AS generation FROM interns i
-    WHERE i.status IN ('queued', 'provisioning') AND i.updated_at < ${before}
+    WHERE ${statusIn('provisioningRun', 'i.status')} AND i.updated_at < ${before}
       AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.payload->>'internId' = i.id::text)
     ORDER BY i.updated_at LIMIT ${limit}`
 
