@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { z } from 'zod'
+import { ADAPTERS, PROTOCOLS, type Protocol as ProtocolName } from './adapters/registry.js'
 
 // The model catalogue: which model slugs Roster serves and through which provider endpoints. A
 // JSON file (path from a setting), validated at start-up. Credentials are never in the file: an
@@ -8,8 +9,8 @@ import { z } from 'zod'
 /** USD per token, as a decimal string (the official client's pricing fields are strings). */
 const Price = z.string().regex(/^\d+(\.\d+)?(e-?\d+)?$/i, 'a price per token, as a decimal string such as "0.0000025"')
 
-export const Protocol = z.enum(['openai-chat', 'openai-responses', 'anthropic-messages'])
-export type Protocol = z.infer<typeof Protocol>
+export const Protocol = z.enum(PROTOCOLS)
+export type Protocol = ProtocolName
 
 const Pricing = z.strictObject({
   input: Price,
@@ -94,12 +95,11 @@ export const Catalogue = z.strictObject({ models: z.array(CatalogueModel) }).sup
       ctx.addIssue({ code: 'custom', path: ['models', i, 'id'], message: `model ${m.id} is listed twice` })
     seen.add(m.id)
     m.endpoints.forEach((e, j) => {
-      if (e.web_search && e.protocol === 'openai-chat')
+      if (e.web_search && !ADAPTERS[e.protocol].webSearch)
         ctx.addIssue({
           code: 'custom',
           path: ['models', i, 'endpoints', j, 'web_search'],
-          message:
-            'Chat Completions has no web search tool: web_search is for openai-responses and anthropic-messages endpoints',
+          message: `${ADAPTERS[e.protocol].title} has no web search tool: web_search is for ${PROTOCOLS.filter((p) => ADAPTERS[p].webSearch).join(' and ')} endpoints`,
         })
     })
   })

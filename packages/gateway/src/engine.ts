@@ -1,9 +1,7 @@
 import type { Catalogue, Endpoint } from './catalogue.js'
 import { maxToolSteps, type InputItem, type ResponsesRequest } from './request.js'
-import type { AnyAdapter, CallSpec } from './adapters/adapter.js'
-import { openaiChat } from './adapters/openai-chat.js'
-import { openaiResponses } from './adapters/openai-responses.js'
-import { anthropic } from './adapters/anthropic-messages.js'
+import type { CallSpec } from './adapters/adapter.js'
+import { ADAPTERS } from './adapters/registry.js'
 import { conversation, reasoningInput } from './conversation.js'
 import { itemId, type TurnCall } from './assembler.js'
 import { GatewayError, gatewayError, retryable } from './errors.js'
@@ -30,19 +28,12 @@ import { startRun, type EngineParts } from './run-setup.js'
 import { callProvider, type ProviderParts } from './provider-call.js'
 import { runServerTool } from './server-tool-turn.js'
 import { estimateInputTokens, tokensOfBytes } from './token-estimate.js'
-import { webSearchFor } from './web-search.js'
 
 export type { CallOptions } from './run.js'
 export type { StreamSink } from './stream-writer.js'
 export * from './observer.js'
 
 export { GatewayError } from './errors.js'
-
-const ADAPTERS: Record<string, AnyAdapter> = {
-  'openai-chat': openaiChat,
-  'openai-responses': openaiResponses,
-  'anthropic-messages': anthropic,
-}
 
 export interface EngineOptions {
   catalogue: Catalogue
@@ -216,7 +207,7 @@ export class ResponsesEngine {
     const allowed = run.route.candidates
     for (let i = run.chosen; i < allowed.length; i++) {
       const candidate = allowed[i]!
-      const adapter = ADAPTERS[candidate.endpoint.protocol]!
+      const adapter = ADAPTERS[candidate.endpoint.protocol]
       const spec: CallSpec = {
         req: run.req,
         entries,
@@ -273,7 +264,7 @@ export class ResponsesEngine {
  * warns (once) that the model was not offered it.
  */
 function searchOn(run: Run, endpoint: Endpoint) {
-  const search = endpoint.web_search ? webSearchFor(endpoint.protocol, run.webSearch!) : undefined
+  const search = endpoint.web_search ? ADAPTERS[endpoint.protocol].webSearch?.(run.webSearch!) : undefined
   if (!search && !run.searchLeftOut) {
     run.searchLeftOut = true
     run.opts.warnings?.push(

@@ -4,6 +4,7 @@ import type { Catalogue, CatalogueModel, Endpoint } from './catalogue.js'
 import { describeIssues, gatewayError, invalid } from './errors.js'
 import { partitionFromRoute, tierPreference, type ResponsesRequest } from './request.js'
 import { isWebSearchKind } from './web-search.js'
+import { ADAPTERS } from './adapters/registry.js'
 
 // Which endpoints a request may use, in the order they are tried. Routing is stateless apart
 // from what endpoints have been measured to do (latency, throughput), so replicas of the API agree
@@ -107,7 +108,7 @@ function needsOf(req: ResponsesRequest): { tools: boolean; images: boolean; tool
 }
 
 /** Whether an endpoint's protocol carries images in tool results (Chat Completions' tool messages are text). */
-const takesToolImages = (e: Endpoint) => e.protocol !== 'openai-chat'
+const takesToolImages = (e: Endpoint) => ADAPTERS[e.protocol].toolImages
 
 const noToolImages = (models: CatalogueModel[]) =>
   invalid(

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { webSearchFor, webSearchOf } from './web-search.js'
+import { ADAPTERS, type Protocol } from './adapters/registry.js'
+import { webSearchOf, type WebSearch } from './web-search.js'
+
+/** The web search an endpoint of `protocol` is sent for what the client offered (its adapter's). */
+const webSearchFor = (protocol: Protocol, search: WebSearch) => ADAPTERS[protocol].webSearch?.(search)
 
 const of = (tool: Record<string, unknown>) => webSearchOf(tool)!
 

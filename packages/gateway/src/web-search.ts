@@ -1,5 +1,3 @@
-import type { Protocol } from './catalogue.js'
-
 // A provider's own web search, as clients offer it: OpenAI's Responses `web_search` tool (Codex
 // sends one) or Anthropic's `web_search_20250305` (Claude Code's WebSearch). Roster runs no search
 // engine of its own, so the tool goes to the provider, written in its protocol, where the endpoint
@@ -53,44 +51,41 @@ function location(v: unknown): Fields | undefined {
 }
 
 /**
- * The web search tool in `protocol`, or undefined where that protocol has none or cannot honour
- * what the client asked of it: a restriction the other provider's tool has no field for is never
- * dropped silently (the tool is left out instead, and the answer warns).
+ * OpenAI's Responses `web_search` for what the client offered, or undefined where it cannot honour
+ * what was asked of it: a restriction OpenAI's tool has no field for is never dropped silently (the
+ * tool is left out instead, and the answer warns).
  */
-export function webSearchFor(protocol: Protocol, search: WebSearch): ProviderWebSearch | undefined {
-  const { given, family } = search
-  if (protocol === 'openai-responses') {
-    if (family === 'openai') return { tool: given }
-    // OpenAI's tool has allowed domains but no blocked ones.
-    if (strings(given.blocked_domains)) return undefined
-    const allowed = strings(given.allowed_domains)
-    const where = location(given.user_location)
-    const max = typeof given.max_uses === 'number' && given.max_uses > 0 ? given.max_uses : undefined
-    return {
-      tool: {
-        type: 'web_search',
-        ...(allowed ? { filters: { allowed_domains: allowed } } : {}),
-        ...(where ? { user_location: where } : {}),
-      },
-      // max_tool_calls counts the provider's own tools' calls only: the search's cap, not the functions'.
-      ...(max ? { maxCalls: max } : {}),
-    }
+export function openaiWebSearch({ given, family }: WebSearch): ProviderWebSearch | undefined {
+  if (family === 'openai') return { tool: given }
+  // OpenAI's tool has allowed domains but no blocked ones.
+  if (strings(given.blocked_domains)) return undefined
+  const allowed = strings(given.allowed_domains)
+  const where = location(given.user_location)
+  const max = typeof given.max_uses === 'number' && given.max_uses > 0 ? given.max_uses : undefined
+  return {
+    tool: {
+      type: 'web_search',
+      ...(allowed ? { filters: { allowed_domains: allowed } } : {}),
+      ...(where ? { user_location: where } : {}),
+    },
+    // max_tool_calls counts the provider's own tools' calls only: the search's cap, not the functions'.
+    ...(max ? { maxCalls: max } : {}),
   }
-  if (protocol === 'anthropic-messages') {
-    if (family === 'anthropic') return { tool: given }
-    // Codex's cached-only search (no live web access): Anthropic's search is always live.
-    if (given.external_web_access === false) return undefined
-    const allowed = strings(obj(given.filters).allowed_domains)
-    const where = location(given.user_location)
-    return {
-      tool: {
-        type: 'web_search_20250305',
-        name: 'web_search',
-        ...(allowed ? { allowed_domains: allowed } : {}),
-        ...(where ? { user_location: where } : {}),
-      },
-    }
+}
+
+/** Anthropic's `web_search_20250305` for what the client offered, or undefined where it cannot honour it. */
+export function anthropicWebSearch({ given, family }: WebSearch): ProviderWebSearch | undefined {
+  if (family === 'anthropic') return { tool: given }
+  // Codex's cached-only search (no live web access): Anthropic's search is always live.
+  if (given.external_web_access === false) return undefined
+  const allowed = strings(obj(given.filters).allowed_domains)
+  const where = location(given.user_location)
+  return {
+    tool: {
+      type: 'web_search_20250305',
+      name: 'web_search',
+      ...(allowed ? { allowed_domains: allowed } : {}),
+      ...(where ? { user_location: where } : {}),
+    },
   }
-  // Chat Completions has no web search tool (only search models, which are models, not tools).
-  return undefined
 }

@@ -6,7 +6,8 @@ import type { ServerResponse } from 'node:http'
 // exactly as it was sent, its bytes cut at arbitrary places (a seeded pseudo-random cut, so a
 // failure can be replayed), as a real connection delivers them.
 
-export type Protocol = 'openai-chat' | 'openai-responses' | 'anthropic-messages'
+import type { Protocol } from '@roster/gateway'
+import { SIM_PROTOCOLS } from './protocols/index.js'
 
 export interface Recording {
   file: string
@@ -16,12 +17,6 @@ export interface Recording {
   source: string
   /** A stream (`.chunks`, `.sse`) or a whole reply (`.json`). */
   stream: boolean
-}
-
-const PATHS: Record<Protocol, string> = {
-  'openai-chat': '/v1/chat/completions',
-  'openai-responses': '/v1/responses',
-  'anthropic-messages': '/v1/messages',
 }
 
 export const RECORDINGS_DIR = new URL('../recordings/', import.meta.url)
@@ -36,7 +31,7 @@ export function recordings(): Map<string, Recording> {
   for (const line of text.split('\n')) {
     if (!line.trim() || line.startsWith('#')) continue
     const [file, protocol, provider, status, source] = line.trim().split(/\s+/)
-    if (!file || !source || !(protocol! in PATHS))
+    if (!file || !source || !(protocol! in SIM_PROTOCOLS))
       throw new Error(`SOURCES: cannot read the line ${JSON.stringify(line)}`)
     loaded.set(file, {
       file,
@@ -66,10 +61,7 @@ export function recordingBytes(r: Recording): Buffer {
     .toString('utf8')
     .split('\n')
     .filter((l) => l.trim())
-  if (r.protocol === 'openai-chat') return Buffer.from(lines.map((l) => `data: ${l}\n\n`).join('') + 'data: [DONE]\n\n')
-  return Buffer.from(
-    lines.map((l) => `event: ${String((JSON.parse(l) as { type?: unknown }).type)}\ndata: ${l}\n\n`).join(''),
-  )
+  return Buffer.from(SIM_PROTOCOLS[r.protocol].frame(lines))
 }
 
 /** A small seeded generator (mulberry32): the same seed cuts a recording the same way. */
@@ -116,7 +108,8 @@ export async function replay(
     res.end(body)
   }
   if (!r) return refuse(`no recording ${file} (see recordings/SOURCES)`)
-  if (PATHS[r.protocol] !== path) return refuse(`${file} is a ${r.protocol} recording, asked for on ${path}`)
+  if (SIM_PROTOCOLS[r.protocol].path !== path)
+    return refuse(`${file} is a ${r.protocol} recording, asked for on ${path}`)
   if (r.stream !== stream && r.status === 200)
     return refuse(`${file} is a ${r.stream ? 'stream' : 'whole reply'}; ask for it ${r.stream ? 'streamed' : 'whole'}`)
   return sendCut(res, recordingBytes(r), r.status, r.stream && r.status === 200, seed)

@@ -2,50 +2,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { timingSafeEqual } from 'node:crypto'
 import { defaultSettings, requestSettings, type SimSettings } from './settings.js'
 import { answerOllama, type OllamaModel } from './ollama.js'
-import { plan, scriptedFault, type Ask, type Plan } from './plan.js'
+import { plan, scriptedFault } from './plan.js'
 import { StreamWriter } from './writer.js'
 import { obj, type Json } from './json-view.js'
-import { askFromChat, chatError, chatResponse, chatStream } from './protocols/chat-completions.js'
-import { askFromResponses, responsesResponse, responsesStream } from './protocols/responses.js'
-import {
-  askFromMessages,
-  messagesError,
-  messagesResponse,
-  messagesStream,
-  refuseMessages,
-} from './protocols/anthropic.js'
+import { BY_PATH } from './protocols/index.js'
 import { replay, sendCut } from './replay.js'
-
-interface Protocol {
-  ask(body: Json): Ask
-  reply(p: Plan, settings: SimSettings): unknown
-  stream(p: Plan, out: StreamWriter, body: Json, settings: SimSettings): Promise<void>
-  error(status: number, message: string): unknown
-  /** What the provider refuses of a well-formed request (400, its words), if anything. */
-  refuse?(body: Json): string | undefined
-}
-
-const protocols: Record<string, Protocol> = {
-  '/v1/chat/completions': {
-    ask: askFromChat,
-    reply: (p, s) => chatResponse(p, s.usage),
-    stream: (p, out, body, s) => chatStream(p, out, body, s.usage),
-    error: chatError,
-  },
-  '/v1/responses': {
-    ask: askFromResponses,
-    reply: (p, s) => responsesResponse(p, s.usage),
-    stream: (p, out, _body, s) => responsesStream(p, out, s.usage),
-    error: chatError,
-  },
-  '/v1/messages': {
-    ask: askFromMessages,
-    reply: (p) => messagesResponse(p),
-    stream: (p, out) => messagesStream(p, out),
-    error: messagesError,
-    refuse: refuseMessages,
-  },
-}
 
 export interface Simulator {
   url: string
@@ -115,7 +76,7 @@ export async function startSimulator(
       )
     }
     if (await answerOllama(req, res, path, options.ollama, () => readBody(req))) return
-    const protocol = protocols[path]
+    const protocol = BY_PATH.get(path)
     if (req.method !== 'POST' || !protocol)
       return json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'not_found' } })
     const settings = requestSettings(base, req.headers)

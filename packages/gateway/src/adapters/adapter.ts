@@ -1,7 +1,7 @@
 import type { Entry } from '../conversation.js'
 import type { Delta } from '../deltas.js'
 import type { ResponsesRequest } from '../request.js'
-import type { ProviderWebSearch } from '../web-search.js'
+import type { ProviderWebSearch, WebSearch } from '../web-search.js'
 
 /**
  * A provider's reply read as its protocol's shape (the official clients' types), any part of it
@@ -59,8 +59,17 @@ export type StreamTranslator = (e: StreamEvent | 'end') => Delta[]
 
 /** One protocol: the body it is sent (`Body`), and its whole reply (`Reply`) as deltas. */
 export interface Adapter<Body extends object = object, Reply = never> {
+  /** The protocol's name for people (in messages). */
+  title: string
   /** Appended to the endpoint's base URL. */
   path: string
+  /** A tool's result may carry images (Chat Completions' tool messages carry text only). */
+  toolImages: boolean
+  /**
+   * The provider's own web search tool, in this protocol, for the one the client offered (undefined:
+   * it cannot honour what was asked); absent where the protocol has none.
+   */
+  webSearch?: (search: WebSearch) => ProviderWebSearch | undefined
   headers(apiKey: string | undefined): Record<string, string>
   body(spec: CallSpec): Body
   /** `provider` names who answered, in the errors a reply that reports a failure becomes. */

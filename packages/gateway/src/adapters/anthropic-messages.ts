@@ -13,6 +13,7 @@ import type {
 import type { Entry, Part } from '../conversation.js'
 import { callStart, type Delta, type Finish } from '../deltas.js'
 import { providerError } from '../errors.js'
+import { anthropicWebSearch } from '../web-search.js'
 import { anthropicBlockItem, anthropicToolItem } from '../provider-items.js'
 import { ANTHROPIC_CITATION, isOpenAIEncrypted, type Annotation } from '../wire.js'
 import type { Adapter, AsSent, CallSpec, StreamTranslator } from './adapter.js'
@@ -141,7 +142,10 @@ function usage(u: AsSent<Usage | MessageDeltaUsage> | null | undefined): Delta[]
 type Body = MessageCreateParams & { temperature?: number; top_p?: number; top_k?: number }
 
 export const anthropic: Adapter<Body, Message> = {
+  title: 'Anthropic Messages',
   path: '/messages',
+  toolImages: true,
+  webSearch: anthropicWebSearch,
   headers: (key) => ({
     'content-type': 'application/json',
     'anthropic-version': '2023-06-01',

@@ -217,7 +217,10 @@ function citationDeltas(r: AsSent<CitationFields>, text: string): Delta[] {
 }
 
 export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
+  title: 'Chat Completions',
   path: '/chat/completions',
+  // A tool message's content is text; no web search tool (only search models, which are models).
+  toolImages: false,
   headers: (key) => ({ 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }),
 
   body(spec: CallSpec): ChatCompletionCreateParams {

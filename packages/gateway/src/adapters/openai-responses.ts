@@ -15,6 +15,7 @@ import type { Entry, Part } from '../conversation.js'
 import { callStart, logprobsOf, type Delta, type Finish } from '../deltas.js'
 import { logprobsWanted, type ResponsesRequest } from '../request.js'
 import { providerError } from '../errors.js'
+import { openaiWebSearch } from '../web-search.js'
 import { responsesItem } from '../provider-items.js'
 import type { Annotation } from '../wire.js'
 import { copyGiven, type Adapter, type AsSent, type CallSpec, type StreamTranslator } from './adapter.js'
@@ -148,7 +149,10 @@ class Streamed {
 }
 
 export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
+  title: 'OpenAI Responses',
   path: '/responses',
+  toolImages: true,
+  webSearch: openaiWebSearch,
   headers: (key) => ({ 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }),
 
   body(spec: CallSpec): ResponseCreateParams {
