@@ -53,14 +53,14 @@ describe('batched creates', () => {
   it('answer each create of a refused batch as if it had been alone', async () => {
     const d = deps()
     const taken = `taken-${randomUUID().slice(0, 6)}`
-    await createIntern(d, caller, { name: taken }, `first-${taken}`)
+    await createIntern(d, caller, { name: taken, provision: false }, `first-${taken}`)
     const [clash, ok1, sameKeyA, sameKeyB, badVault, ok2] = await settle([
-      createIntern(d, caller, { name: taken }, `second-${taken}`),
-      createIntern(d, caller, { name: `fine-${taken}` }, `fine-${taken}`),
-      createIntern(d, caller, { name: `dup-${taken}` }, `dup-key-${taken}`),
-      createIntern(d, caller, { name: `dup-${taken}` }, `dup-key-${taken}`),
-      createIntern(d, caller, { name: `vault-${taken}`, vault_id: randomUUID() }, `vault-${taken}`),
-      createIntern(d, caller, { name: `fine2-${taken}` }, `fine2-${taken}`),
+      createIntern(d, caller, { name: taken, provision: false }, `second-${taken}`),
+      createIntern(d, caller, { name: `fine-${taken}`, provision: false }, `fine-${taken}`),
+      createIntern(d, caller, { name: `dup-${taken}`, provision: false }, `dup-key-${taken}`),
+      createIntern(d, caller, { name: `dup-${taken}`, provision: false }, `dup-key-${taken}`),
+      createIntern(d, caller, { name: `vault-${taken}`, vault_id: randomUUID(), provision: false }, `vault-${taken}`),
+      createIntern(d, caller, { name: `fine2-${taken}`, provision: false }, `fine2-${taken}`),
     ])
     expect(reasonOf(clash!)).toBe('name_taken')
     expect(reasonOf(badVault!)).toBe('vault_not_attachable')
@@ -78,7 +78,9 @@ describe('batched creates', () => {
     const memberCaller = (await resolveCaller(env.t.db, member.key))!
     const d = deps(7)
     const results = await settle(
-      Array.from({ length: 25 }, (_, i) => createIntern(d, memberCaller, { name: `cap-${i}` }, `cap-${i}`)),
+      Array.from({ length: 25 }, (_, i) =>
+        createIntern(d, memberCaller, { name: `cap-${i}`, provision: false }, `cap-${i}`),
+      ),
     )
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(7)
     expect(results.filter((r) => r.status === 'rejected').every((r) => reasonOf(r) === 'intern_limit_reached')).toBe(

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomBytes } from 'node:crypto'
+import { Readable } from 'node:stream'
 import { Agent, request } from 'undici'
 import OpenAI from 'openai'
 import { buildTestApp } from './helpers.js'
@@ -255,10 +256,13 @@ describe('fair shares', () => {
           dispatcher: agent,
           signal: stop.signal,
           headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-          body: (async function* () {
-            yield Buffer.from('{"model":')
-            await never
-          })(),
+          // undici sends an async iterable's chunks as they come (its types name Node's Readable only).
+          body: Readable.from(
+            (async function* () {
+              yield Buffer.from('{"model":')
+              await never
+            })(),
+          ),
         }).then(
           async (res) => {
             await res.body.dump().catch(() => undefined)

@@ -2,11 +2,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import OpenAI from 'openai'
 import Anthropic from '@anthropic-ai/sdk'
 import { OpenRouter } from '@openrouter/sdk'
-import { ChatResult$inboundSchema, ChatStreamChunk$inboundSchema } from '@openrouter/sdk/models'
+import { ChatResult$inboundSchema, ChatStreamChunk$inboundSchema, type ChatStreamChunk } from '@openrouter/sdk/models'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue, Protocol } from '@roster/gateway'
 import { useTestTenant } from '@roster/testing'
-import { buildTestApp, leaveMidStream, SIM_PATHS, SIM_PROTOCOLS, simEndpoint, simModel, sseEvents } from './helpers.js'
+import {
+  buildTestApp,
+  leaveMidStream,
+  SIM_PATHS,
+  SIM_PROTOCOLS,
+  simEndpoint,
+  simModel,
+  sseEvents,
+  streamed,
+  whole,
+} from './helpers.js'
 import { clientType } from './client-schemas.js'
 
 // The gateway's other two doors, POST /chat/completions and POST /messages, through the clients
@@ -266,17 +276,21 @@ describe('POST /chat/completions', () => {
 
   it('works through the official client (client.chat.send), both modes', async () => {
     const client = new OpenRouter({ apiKey: key(), serverURL: baseURL, retryConfig: { strategy: 'none' } })
-    const whole = await client.chat.send({
-      chatRequest: { model: 'roster-sim/messages', messages: [{ role: 'user', content: 'hello' }] },
-    })
-    expect(whole.choices[0]!.message.content).toEqual(expect.any(String))
-    expect(whole.usage?.cost).toBeGreaterThan(0)
-    const streamed = await client.chat.send({
-      chatRequest: { model: 'roster-sim/chat', messages: [{ role: 'user', content: 'hello' }], stream: true },
-    })
+    const answer = whole(
+      await client.chat.send({
+        chatRequest: { model: 'roster-sim/messages', messages: [{ role: 'user', content: 'hello' }] },
+      }),
+    )
+    expect(answer.choices[0]!.message.content).toEqual(expect.any(String))
+    expect(answer.usage?.cost).toBeGreaterThan(0)
+    const chunks = streamed<ChatStreamChunk>(
+      await client.chat.send({
+        chatRequest: { model: 'roster-sim/chat', messages: [{ role: 'user', content: 'hello' }], stream: true },
+      }),
+    )
     let text = ''
     let finish: string | null | undefined
-    for await (const chunk of streamed) {
+    for await (const chunk of chunks) {
       text += chunk.choices[0]?.delta.content ?? ''
       finish ??= chunk.choices[0]?.finishReason
     }
@@ -546,7 +560,13 @@ describe('POST /messages', () => {
         i === 1 ? { ...m, content: [{ ...signed, thinking: signed.thinking + ' (edited)' }, use] } : m,
       )
       const refused = await anthropic.messages
-        .create({ model: modelOf(protocol), max_tokens: 4000, messages: tampered, tools, thinking })
+        .create({
+          model: modelOf(protocol),
+          max_tokens: 4000,
+          messages: tampered as Anthropic.MessageParam[],
+          tools,
+          thinking,
+        })
         .catch((e: unknown) => e)
       if (protocol === 'anthropic-messages') {
         expect(refused).toBeInstanceOf(Anthropic.BadRequestError)
@@ -678,7 +698,8 @@ describe('POST /messages', () => {
     // request-id on every /messages answer: whole, streamed, refused.
     const whole = await anthropic.messages.create({ ...ask, max_tokens: 20 }).withResponse()
     expect(whole.response.headers.get('request-id')).toBe(whole.response.headers.get('x-request-id'))
-    expect(whole.data._request_id).toBe(whole.response.headers.get('request-id'))
+    // The client puts the request id on the message it returns (not in its type).
+    expect((whole.data as { _request_id?: string })._request_id).toBe(whole.response.headers.get('request-id'))
     const streamed = await post('/messages', { ...ask, max_tokens: 20, stream: true })
     expect(streamed.headers.get('request-id')).toMatch(/\S/)
     await streamed.text()

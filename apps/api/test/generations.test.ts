@@ -154,7 +154,7 @@ describe('generations: one per model call, through every door', () => {
     expect(res.status).toBe(200)
     const g = await generation(key, idOf(res.text, false))
     expect(g.providerName).toBe('upstream-sim')
-    expect(g.providerResponses.map((p) => [p.providerName, p.status])).toEqual([
+    expect(g.providerResponses?.map((p) => [p.providerName, p.status])).toEqual([
       ['busy-provider', 429],
       ['upstream-sim', 200],
     ])

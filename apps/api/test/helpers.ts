@@ -185,3 +185,19 @@ export function startDrain(db: Db, databaseUrl: string, queuePrefix: string): Ge
   drain.start()
   return drain
 }
+
+/**
+ * A call of the official client that was not asked to stream, as its whole answer: the client types
+ * such a call's result as the answer or a stream (one method serves both); a stream here is an error.
+ */
+export function whole<T extends object>(result: T | AsyncIterable<unknown>): Exclude<T, AsyncIterable<unknown>> {
+  if (Symbol.asyncIterator in result) throw new Error('the client returned a stream where a whole answer was asked for')
+  return result as Exclude<T, AsyncIterable<unknown>>
+}
+
+/** A stream the official client was asked for, as one: the counterpart of `whole`. */
+export function streamed<T>(result: object): AsyncIterable<T> {
+  if (!(Symbol.asyncIterator in result))
+    throw new Error('the client returned a whole answer where a stream was asked for')
+  return result as AsyncIterable<T>
+}

@@ -393,7 +393,7 @@ export function lifecycleSuite(options: { cluster?: () => Promise<RedisCluster>;
       fetch(`${stack.apiUrl}/interns/${id}/icon`, {
         method: 'PUT',
         headers: { authorization: `Bearer ${key}`, 'content-type': type },
-        body,
+        body: new Uint8Array(body),
       })
 
     it('sets, serves and removes an icon; icon_sha256 names the bytes', async () => {

@@ -4,7 +4,7 @@ import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
 import { WebSocket } from 'ws'
 import { makeTenant, useTestTenant, waitFor, type Tenant } from '@roster/testing'
-import { buildTestApp, simEndpoint, simModel } from './helpers.js'
+import { buildTestApp, simEndpoint, simModel, whole } from './helpers.js'
 import { schemaErrors } from './open-responses.js'
 
 // Presets through @openrouter/sdk and raw HTTP: create (three body formats), versions, reads,
@@ -179,7 +179,7 @@ describe('creating presets', () => {
       metadata: { reason: 'preset_conflict', retryable: true },
     })
     const [{ n }] = await env.t.db.$queryRaw<
-      { n: number }[]
+      [{ n: number }]
     >`SELECT count(*)::int AS n FROM preset_versions v JOIN presets p ON p.id = v.preset_id WHERE p.slug = 'support-bot'`
     expect(n).toBe(2)
   })
@@ -207,7 +207,7 @@ describe('creating presets', () => {
     expect(bad.status).toBe(400)
     expect((await bad.json()).error.message).toMatch(/temperature/)
     const [{ n }] = await env.t.db.$queryRaw<
-      { n: number }[]
+      [{ n: number }]
     >`SELECT count(*)::int AS n FROM presets WHERE slug IN ('nope', 'bad-config')`
     expect(n).toBe(0)
   })
@@ -242,9 +242,9 @@ describe('using a preset in /responses', () => {
       slug: 'terse',
       responsesRequest: { model: 'roster-sim/chat', instructions: 'be terse', temperature: 0.2 },
     })
-    const res = await sdk(env.tenant.keys.user).responses.send({
-      responsesRequest: { model: '@preset/terse', input: 'hi' },
-    })
+    const res = whole(
+      await sdk(env.tenant.keys.user).responses.send({ responsesRequest: { model: '@preset/terse', input: 'hi' } }),
+    )
     expect(res.model).toBe('roster-sim/chat')
     expect(sent()).toMatchObject({
       model: 'chat',

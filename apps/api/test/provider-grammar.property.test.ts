@@ -180,7 +180,6 @@ async function viaResponses(p: GrammarProtocol, stream: boolean): Promise<Got> {
       output: response.usage.output_tokens,
       counted: response.usage.tokens_counted_by === 'roster',
       cacheWrite: response.usage.input_tokens_details.cache_write_tokens ?? 0,
-      cacheWrite: response.usage.input_tokens_details.cache_write_tokens ?? 0,
     },
   }
 }
@@ -223,7 +222,6 @@ async function viaMessages(p: GrammarProtocol, stream: boolean): Promise<Got> {
       input: u.input_tokens + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0),
       output: u.output_tokens,
       counted: counted === 'roster',
-      cacheWrite: u.cache_creation_input_tokens ?? 0,
       cacheWrite: u.cache_creation_input_tokens ?? 0,
     },
   }

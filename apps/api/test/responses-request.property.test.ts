@@ -80,7 +80,7 @@ describe('POST /responses with any body the Open Responses schema accepts', () =
         expect(res.statusCode, context).toBeLessThan(500)
         if (res.statusCode === 200) {
           served++
-          if (body.stream === true) {
+          if ((body as Record<string, unknown>).stream === true) {
             const { events, done } = sseEvents(res.body)
             expect(done, context).toBe(true)
             for (const e of events) expect(eventErrors(e.data), context).toEqual([])

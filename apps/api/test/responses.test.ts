@@ -4,7 +4,7 @@ import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue, Endpoint } from '@roster/gateway'
 import { useTestTenant } from '@roster/testing'
-import { buildTestApp, simEndpoint, simModel } from './helpers.js'
+import { buildTestApp, simEndpoint, simModel, whole } from './helpers.js'
 
 // POST /responses (non-streaming) through both official clients, against the upstream simulator.
 const env = useTestTenant()
@@ -151,10 +151,12 @@ describe('POST /api/v1/responses with @openrouter/sdk', () => {
   })
 
   it('falls back to the next model on a retryable failure, and answers 429 with Retry-After when none is left', async () => {
-    const res = await client().responses.send({
-      responsesRequest: { models: ['roster-sim/limited', 'roster-sim/chat'], input: 'x' },
-      xOpenRouterMetadata: 'enabled',
-    })
+    const res = whole(
+      await client().responses.send({
+        responsesRequest: { models: ['roster-sim/limited', 'roster-sim/chat'], input: 'x' },
+        xOpenRouterMetadata: 'enabled',
+      }),
+    )
     expect(res.model).toBe('roster-sim/chat')
     expect((res as any).openrouterMetadata).toMatchObject({
       attempt: 2,

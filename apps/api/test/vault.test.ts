@@ -205,7 +205,7 @@ describe("an intern's own vault", () => {
 
     // A legacy row (stored before host binding, so bound to no hosts) cannot be copied: 409, nothing copied.
     const [{ vault_id }] = await env.t.db.$queryRaw<
-      { vault_id: string }[]
+      [{ vault_id: string }]
     >`SELECT vault_id FROM workspaces WHERE id = ${env.tenant.workspaceId}::uuid`
     await env.t.db
       .$executeRaw`INSERT INTO vault_secrets (id, vault_id, name, hosts, sealed_value, fingerprint) VALUES (gen_random_uuid(), ${vault_id}::uuid, ${'legacy_key'}, NULL, ${Buffer.from([0])}, ${'legacy'})`

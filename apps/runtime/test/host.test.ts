@@ -60,9 +60,9 @@ describe('a runtime host', () => {
     const right = await runtimeCredential(env.t.url, at.id)
     const key = hostCredentialKey(Buffer.from(STACK_MASTER_KEY, 'hex'))
     const [{ epoch }] = await env.t.db.$queryRaw<
-      { epoch: number }[]
+      [{ epoch: number }]
     >`SELECT epoch FROM runtime_hosts WHERE id = ${at.id}`
-    const wrong = [
+    const wrong: Record<string, string>[] = [
       {},
       { authorization: `Bearer ${stack.env.RUNTIME_TOKEN}` },
       { authorization: `Bearer ${right}x` },

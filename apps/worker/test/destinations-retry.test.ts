@@ -1,13 +1,15 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
 import { Queue, QueueEvents, Worker } from 'bullmq'
+import type { Redis } from 'ioredis'
 import { connectRedis, retryFailedDeliveries } from '@roster/shared'
 import { redisUrl } from '@roster/testing'
 
 // A destination's failed deliveries go again from two places at once (the API on an update, the
 // worker when a delivery gets through): against a real Redis and BullMQ, both finish, and each job
 // goes again once.
-const connection = connectRedis({ REDIS_URL: redisUrl() }, { maxRetriesPerRequest: null })
+// One server (no REDIS_CLUSTER_NODES): the connection is a Redis, which BullMQ duplicates per queue.
+const connection = connectRedis({ REDIS_URL: redisUrl() }, { maxRetriesPerRequest: null }) as Redis
 afterAll(() => connection.disconnect())
 
 describe('retryFailedDeliveries', () => {

@@ -715,13 +715,13 @@ describe('the fleet’s door', () => {
         }),
       ],
       ['GET', `/snapshot?generation=${row!.placement_generation}`],
-      ['PUT', '/snapshot', Buffer.from('x'), 'application/gzip'],
+      ['PUT', '/snapshot', new Uint8Array(Buffer.from('x')), 'application/gzip'],
       [
         'POST',
         `/egress?generation=${row!.placement_generation}`,
         JSON.stringify({ method: 'GET', url: 'https://api.example.test/', headers: {} }),
       ],
-    ] as [string, string, (string | Buffer)?, string?][]) {
+    ] as [string, string, (string | Uint8Array<ArrayBuffer>)?, string?][]) {
       const res = await fetch(`${base}${path}`, {
         method,
         headers: {

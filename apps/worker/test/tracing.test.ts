@@ -190,10 +190,10 @@ describe('OpenTelemetry traces', () => {
     expect(call.attributes[semconv.ATTR_GEN_AI_USAGE_INPUT_TOKENS]).toBeGreaterThan(0)
     expect(call.attributes[semconv.ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]).toBe(3)
     // Every gen_ai.* attribute is one the published conventions define.
-    const known = new Set(
+    const known = new Set<string>(
       Object.entries(semconv)
         .filter(([k]) => k.startsWith('ATTR_GEN_AI_'))
-        .map(([, v]) => v),
+        .map(([, v]) => String(v)),
     )
     for (const key of Object.keys(call.attributes).filter((k) => k.startsWith('gen_ai.')))
       expect(known.has(key), key).toBe(true)

@@ -17,6 +17,7 @@ export type ConnectionOptions = Pick<
   | 'socketTimeout'
   | 'commandTimeout'
   | 'autoResendUnfulfilledCommands'
+  | 'retryStrategy'
 >
 
 /**

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { id, signed } from './signing.js'
 import type { SimState } from './state.js'
-import type { SlackSimApp, SlackSimMessage } from './types.js'
+import type { SlackSimApp, SlackSimFile, SlackSimMessage } from './types.js'
 
 // What people do in the stand-in's workspace, sent to Roster as Slack sends it: a team registering an
 // app, a file uploaded, an event, a click on a card's button, a modal submitted. Each is signed with
@@ -25,7 +25,7 @@ export function addFile(
   name: string,
   content: Buffer | string,
   mimetype = 'text/plain',
-): Record<string, unknown> {
+): SlackSimFile {
   const fileId = id('F')
   const bytes = Buffer.from(content)
   files.set(fileId, bytes)

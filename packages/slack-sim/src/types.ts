@@ -50,6 +50,16 @@ export interface SlackSimFault {
   times: number
 }
 
+/** A file a person uploaded, as Slack's file object describes it (the parts a test reads, and the rest). */
+export interface SlackSimFile {
+  id: string
+  name: string
+  size: number
+  url_private: string
+  url_private_download: string
+  [field: string]: unknown
+}
+
 /** A person of the workspace, as users.info describes them. */
 export interface SlackSimPerson {
   name: string
@@ -80,7 +90,7 @@ export interface SlackSim {
    * A file a person uploads, to share with a message (the event's `files`): Slack's file object,
    * its private download URL answering a bot token and a sign-in page to anything else.
    */
-  addFile(name: string, content: Buffer | string, mimetype?: string): Record<string, unknown>
+  addFile(name: string, content: Buffer | string, mimetype?: string): SlackSimFile
   /** Modals opened (views.open), in order, with the view as given. */
   views: { id: string; user?: string; view: Record<string, unknown> }[]
   /**

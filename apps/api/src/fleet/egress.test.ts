@@ -24,7 +24,9 @@ let borrowerId = ''
 
 async function makeIntern(db: Db, workspaceId: string, name: string, attachedVaultId?: string) {
   const v = await vault.newVault(db)
-  await db.vault.create({ data: { id: v.id, workspaceId, masterKeyId: v.masterKeyId, sealedDataKey: v.sealedDataKey } })
+  await db.vault.create({
+    data: { id: v.id, workspaceId, masterKeyId: v.masterKeyId, sealedDataKey: new Uint8Array(v.sealedDataKey) },
+  })
   const intern = await db.intern.create({
     data: { workspaceId, name, status: 'running', vaultId: v.id, attachedVaultId },
   })

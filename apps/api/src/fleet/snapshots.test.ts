@@ -106,7 +106,7 @@ describe('the s3 snapshot store', () => {
     expect((await store.get(id))!.bytes.toString()).toBe('before')
     await store.put(id, 3, Buffer.from('replaced'))
     await expect(down.sweep()).rejects.toThrow()
-    const [{ n }] = await env.t.db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM snapshot_garbage`
+    const [{ n }] = await env.t.db.$queryRaw<[{ n: number }]>`SELECT count(*)::int AS n FROM snapshot_garbage`
     expect(n).toBeGreaterThan(0)
     expect(await store.sweep()).toBeGreaterThan(0)
     expect((await store.get(id))!.bytes.toString()).toBe('replaced')

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks'
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { AppError, type Caller } from '@roster/shared'
 import { afterRefusalDelay } from './refusal-delay.js'

@@ -22,7 +22,7 @@ export interface ModelReply {
     arguments?: string
   }[]
   usage?: { input_tokens?: number; output_tokens?: number; total_tokens?: number; cost?: number }
-  error?: { message?: string; metadata?: { retryable?: unknown; error_type?: unknown } }
+  error?: { message?: string; metadata?: { reason?: unknown; retryable?: unknown; error_type?: unknown } }
 }
 /** What the turn reads of /responses' stream events. */
 interface ReplyEvent {
