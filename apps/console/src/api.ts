@@ -1,6 +1,7 @@
 // Calls to Roster's API from the console: relative to the console's own address (so a proxy's path
 // prefix is kept), with the session's cookie and the console's header (docs/console.md); the key
 // itself is sent once, to sign in, and never kept.
+import type { InternView } from '@roster/protocol'
 
 /** The API's base, beside /console/ wherever the console is served. */
 export const apiBase = new URL('../api/v1/', window.location.href).toString()
@@ -77,15 +78,5 @@ export interface Session {
   intern_default_model: string | null
 }
 
-export interface Intern {
-  id: string
-  name: string
-  status: string
-  model?: string | null
-  instructions?: string | null
-  description?: string | null
-  hostname?: string | null
-  created_at: string
-  last_failure_message: string | null
-  progress: { step_label: string; step_number: number; total_steps: number } | null
-}
+/** An intern as the API answers it (the contract's own type: its status is one of the spec's). */
+export type Intern = InternView

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks'
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { AppError, type Caller } from '@roster/shared'
 import { afterRefusalDelay } from './refusal-delay.js'
+import { callerOf } from './caller.js'
 
 // Fair shares of one API process: how many requests and streams one key, and one workspace, may
 // have open at once, and how many request-body bytes all clients together may have in flight. Past a
@@ -244,7 +245,7 @@ function declaredBytes(req: FastifyRequest, limit: number): number {
 export function admit(admission: Admission, bodyLimit: number, work: Work = 'request'): onRequestHookHandler {
   const refusalDelayMs = admission.refusalDelayMs
   return (req, reply, done) => {
-    const entered = admission.enter(req.caller!, declaredBytes(req, bodyLimit), work)
+    const entered = admission.enter(callerOf(req), declaredBytes(req, bodyLimit), work)
     if (typeof entered !== 'function') return afterRefusalDelay(refusalDelayMs, () => done(refusalError(entered)))
     reply.raw.once('close', entered)
     done()

@@ -13,6 +13,7 @@ import {
 import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
+import { callerOf } from '../plugins/caller.js'
 
 /**
  * Analytics (`client.analytics`): an account's activity and its generations summed any way it
@@ -36,12 +37,12 @@ export const analyticsRoutes =
           querystring: ActivityQuery,
         },
       },
-      async (req) => userActivity(deps.db, req.caller!, req.query),
+      async (req) => userActivity(deps.db, callerOf(req), req.query),
     )
     api.get(
       '/analytics/meta',
       { onRequest, schema: { operationId: 'getAnalyticsMeta', summary: 'What an analytics query may name' } },
-      async (req) => analyticsMeta(req.caller!),
+      async (req) => analyticsMeta(callerOf(req)),
     )
     api.post(
       '/analytics/query',
@@ -52,8 +53,8 @@ export const analyticsRoutes =
       },
       async (req) => {
         // Only a management key's answer is shared, and only with its own account.
-        const accountId = assertManagementKey(req.caller!, 'create', 'reading analytics')
-        return deps.analytics.get(accountId, req.body, () => queryAnalytics(deps.db, req.caller!, req.body))
+        const accountId = assertManagementKey(callerOf(req), 'create', 'reading analytics')
+        return deps.analytics.get(accountId, req.body, () => queryAnalytics(deps.db, callerOf(req), req.body))
       },
     )
     // The organization's members: who the activity's user_id and the analytics' `user` name.
@@ -63,6 +64,6 @@ export const analyticsRoutes =
         onRequest,
         schema: { operationId: 'listOrganizationMembers', summary: 'The account’s members', querystring: PageQuery },
       },
-      async (req) => listOrganizationMembers(deps.db, req.caller!, req.query),
+      async (req) => listOrganizationMembers(deps.db, callerOf(req), req.query),
     )
   }

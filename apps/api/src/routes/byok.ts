@@ -14,6 +14,7 @@ import {
 import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
+import { callerOf } from '../plugins/caller.js'
 
 const Ref = z.object({ id: z.string().min(1).max(200) })
 const BODY_LIMIT = 64 * 1024
@@ -33,7 +34,7 @@ export const byokRoutes =
     api.get(
       '/byok',
       { onRequest, schema: { operationId: 'listByokKeys', summary: 'Provider keys', querystring: ByokListQuery } },
-      async (req) => listByok(b, req.caller!, req.query),
+      async (req) => listByok(b, callerOf(req), req.query),
     )
     api.post(
       '/byok',
@@ -42,12 +43,12 @@ export const byokRoutes =
         bodyLimit: BODY_LIMIT,
         schema: { operationId: 'createByokKey', summary: 'Add a provider key', body: CreateByokBody },
       },
-      async (req, reply) => reply.code(201).send(await addByok(b, req.caller!, req.body)),
+      async (req, reply) => reply.code(201).send(await addByok(b, callerOf(req), req.body)),
     )
     api.get(
       '/byok/:id',
       { onRequest, schema: { operationId: 'getByokKey', summary: 'A provider key', params: Ref } },
-      async (req) => getByok(b, req.caller!, req.params.id),
+      async (req) => getByok(b, callerOf(req), req.params.id),
     )
     api.patch(
       '/byok/:id',
@@ -61,11 +62,11 @@ export const byokRoutes =
           body: UpdateByokBody,
         },
       },
-      async (req) => patchByok(b, req.caller!, req.params.id, req.body),
+      async (req) => patchByok(b, callerOf(req), req.params.id, req.body),
     )
     api.delete(
       '/byok/:id',
       { onRequest, schema: { operationId: 'deleteByokKey', summary: 'Delete a provider key', params: Ref } },
-      async (req) => dropByok(b, req.caller!, req.params.id),
+      async (req) => dropByok(b, callerOf(req), req.params.id),
     )
   }

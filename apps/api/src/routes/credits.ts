@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import { assertManagementKey, creditsView } from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
+import { callerOf } from '../plugins/caller.js'
 
 /**
  * Credits (`client.credits`): what an operator granted the caller's account and what its
@@ -18,8 +19,8 @@ export const creditRoutes =
         schema: { operationId: 'getCredits', summary: 'Credits granted and used (management key)' },
       },
       async (req) => {
-        assertManagementKey(req.caller!, 'create', 'reading credits')
-        return { data: await creditsView(deps.db, req.caller!.accountId) }
+        assertManagementKey(callerOf(req), 'create', 'reading credits')
+        return { data: await creditsView(deps.db, callerOf(req).accountId) }
       },
     )
   }

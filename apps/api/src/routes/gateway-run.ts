@@ -24,6 +24,7 @@ import { requireKey } from '../plugins/auth.js'
 import { anthropicClient } from '../plugins/anthropic-clients.js'
 import { admit } from '../plugins/fair-use.js'
 import type { AppDeps } from '../deps.js'
+import { callerOf } from '../plugins/caller.js'
 
 /** Images travel inline as data: URLs, so the gateway's routes take more than the API's default. */
 export const RESPONSES_BODY_LIMIT = 20 * 1024 * 1024
@@ -273,7 +274,7 @@ export async function runGateway(
   neutral: ResponsesRequest,
   door: Door,
 ): Promise<ResponseObject | undefined> {
-  const merging = presetMerge(deps, req.caller!.workspaceId, neutral)
+  const merging = presetMerge(deps, callerOf(req).workspaceId, neutral)
   const merged = merging && (await merging)
   const body = merged ? merged.body : neutral
   // A client that goes away cancels the upstream request with it.

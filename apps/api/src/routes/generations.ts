@@ -15,6 +15,7 @@ import {
 import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
+import { callerOf } from '../plugins/caller.js'
 
 const ById = z.object({ id: z.string().min(1).max(200) })
 const Feedback = z.strictObject({
@@ -58,7 +59,7 @@ export const generationRoutes =
           querystring: ListGenerationsQuery,
         },
       },
-      async (req) => listGenerations(deps.db, req.caller!, req.query),
+      async (req) => listGenerations(deps.db, callerOf(req), req.query),
     )
 
     api.get(
@@ -72,7 +73,7 @@ export const generationRoutes =
         },
       },
       async (req) => {
-        const row = await visible(req.caller!.accountId, req.query.id)
+        const row = await visible(callerOf(req).accountId, req.query.id)
         // Named as the client knows it (its door's form of the id).
         return { data: { ...generationView(row), id: req.query.id } }
       },
@@ -88,8 +89,8 @@ export const generationRoutes =
         },
       },
       async (req) => {
-        const row = await visible(req.caller!.accountId, req.query.id)
-        const content = await generationContent(deps.db, req.caller!.accountId, row.request_id)
+        const row = await visible(callerOf(req).accountId, req.query.id)
+        const content = await generationContent(deps.db, callerOf(req).accountId, row.request_id)
         if (!content)
           throw new AppError(
             'not_found',
@@ -106,11 +107,11 @@ export const generationRoutes =
         schema: { operationId: 'submitFeedback', summary: 'Feedback on a generation', body: Feedback },
       },
       async (req) => {
-        assertManagementKey(req.caller!, 'other', 'submitting feedback')
-        const row = await visible(req.caller!.accountId, req.body.generation_id)
+        assertManagementKey(callerOf(req), 'other', 'submitting feedback')
+        const row = await visible(callerOf(req).accountId, req.body.generation_id)
         await insertFeedback(deps.db, {
           generationId: row.id,
-          keyId: req.caller!.keyId,
+          keyId: callerOf(req).keyId,
           category: req.body.category,
           comment: req.body.comment ?? null,
         })

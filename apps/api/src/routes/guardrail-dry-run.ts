@@ -5,6 +5,7 @@ import { AppError, resolveCallerByHash, type Caller } from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
 import { presetMerge } from './gateway-run.js'
+import { callerOf } from '../plugins/caller.js'
 
 // POST /guardrails/dry-run (docs/console.md, issue 47): would this request pass the guardrails in
 // force on a key, and which rule decides? The request is set up exactly as a real one is (the
@@ -37,7 +38,7 @@ export const guardrailDryRunRoutes =
         const parsed = ResponsesRequest.safeParse(body.data.request)
         if (!parsed.success)
           throw new AppError('invalid_body', `invalid request: /request ${parsed.error.issues[0]?.message}`)
-        const caller = await asKey(deps, req.caller!, body.data.key_hash)
+        const caller = await asKey(deps, callerOf(req), body.data.key_hash)
         const matches: FilterMatch[] = []
         const guardrails = caller.guardrails ?? undefined
         const opts: CallOptions = {

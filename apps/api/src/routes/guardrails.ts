@@ -23,6 +23,7 @@ import {
 import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
+import { callerOf } from '../plugins/caller.js'
 
 const Ref = z.object({ id: z.string().min(1).max(200) })
 /** A guardrail is small (50 filters of 1,000 characters at most): past this a body is refused before it is parsed (413). */
@@ -46,7 +47,7 @@ export const guardrailRoutes =
         onRequest,
         schema: { operationId: 'listGuardrails', summary: 'A workspace’s guardrails', querystring: GuardrailListQuery },
       },
-      async (req) => listGuardrails(g, req.caller!, req.query),
+      async (req) => listGuardrails(g, callerOf(req), req.query),
     )
     api.post(
       '/guardrails',
@@ -55,7 +56,7 @@ export const guardrailRoutes =
         bodyLimit: BODY_LIMIT,
         schema: { operationId: 'createGuardrail', summary: 'Create a guardrail', body: CreateGuardrailBody },
       },
-      async (req, reply) => reply.code(201).send(await addGuardrail(g, req.caller!, req.body)),
+      async (req, reply) => reply.code(201).send(await addGuardrail(g, callerOf(req), req.body)),
     )
     api.get(
       '/guardrails/assignments/keys',
@@ -63,7 +64,7 @@ export const guardrailRoutes =
         onRequest,
         schema: { operationId: 'listKeyAssignments', summary: 'Every key assignment', querystring: PageQuery },
       },
-      async (req) => listKeyAssignments(g, req.caller!, undefined, req.query),
+      async (req) => listKeyAssignments(g, callerOf(req), undefined, req.query),
     )
     api.get(
       '/guardrails/assignments/members',
@@ -71,12 +72,12 @@ export const guardrailRoutes =
         onRequest,
         schema: { operationId: 'listMemberAssignments', summary: 'Every member assignment', querystring: PageQuery },
       },
-      async (req) => listMemberAssignments(g, req.caller!, undefined, req.query),
+      async (req) => listMemberAssignments(g, callerOf(req), undefined, req.query),
     )
     api.get(
       '/guardrails/:id',
       { onRequest, schema: { operationId: 'getGuardrail', summary: 'A guardrail', params: Ref } },
-      async (req) => getGuardrail(g, req.caller!, req.params.id),
+      async (req) => getGuardrail(g, callerOf(req), req.params.id),
     )
     api.patch(
       '/guardrails/:id',
@@ -90,12 +91,12 @@ export const guardrailRoutes =
           body: UpdateGuardrailBody,
         },
       },
-      async (req) => patchGuardrail(g, req.caller!, req.params.id, req.body),
+      async (req) => patchGuardrail(g, callerOf(req), req.params.id, req.body),
     )
     api.delete(
       '/guardrails/:id',
       { onRequest, schema: { operationId: 'deleteGuardrail', summary: 'Delete a guardrail', params: Ref } },
-      async (req) => dropGuardrail(g, req.caller!, req.params.id),
+      async (req) => dropGuardrail(g, callerOf(req), req.params.id),
     )
     api.get(
       '/guardrails/:id/assignments/keys',
@@ -108,7 +109,7 @@ export const guardrailRoutes =
           querystring: PageQuery,
         },
       },
-      async (req) => listKeyAssignments(g, req.caller!, req.params.id, req.query),
+      async (req) => listKeyAssignments(g, callerOf(req), req.params.id, req.query),
     )
     api.post(
       '/guardrails/:id/assignments/keys',
@@ -117,7 +118,7 @@ export const guardrailRoutes =
         bodyLimit: BODY_LIMIT,
         schema: { operationId: 'bulkAssignKeys', summary: 'Assign keys', params: Ref, body: KeyHashesBody },
       },
-      async (req) => assignGuardrailKeys(g, req.caller!, req.params.id, req.body.key_hashes),
+      async (req) => assignGuardrailKeys(g, callerOf(req), req.params.id, req.body.key_hashes),
     )
     api.post(
       '/guardrails/:id/assignments/keys/remove',
@@ -126,7 +127,7 @@ export const guardrailRoutes =
         bodyLimit: BODY_LIMIT,
         schema: { operationId: 'bulkUnassignKeys', summary: 'Unassign keys', params: Ref, body: KeyHashesBody },
       },
-      async (req) => unassignGuardrailKeys(g, req.caller!, req.params.id, req.body.key_hashes),
+      async (req) => unassignGuardrailKeys(g, callerOf(req), req.params.id, req.body.key_hashes),
     )
     api.get(
       '/guardrails/:id/assignments/members',
@@ -139,7 +140,7 @@ export const guardrailRoutes =
           querystring: PageQuery,
         },
       },
-      async (req) => listMemberAssignments(g, req.caller!, req.params.id, req.query),
+      async (req) => listMemberAssignments(g, callerOf(req), req.params.id, req.query),
     )
     api.post(
       '/guardrails/:id/assignments/members',
@@ -148,7 +149,7 @@ export const guardrailRoutes =
         bodyLimit: BODY_LIMIT,
         schema: { operationId: 'bulkAssignMembers', summary: 'Assign members', params: Ref, body: MemberIdsBody },
       },
-      async (req) => assignGuardrailMembers(g, req.caller!, req.params.id, req.body.member_user_ids),
+      async (req) => assignGuardrailMembers(g, callerOf(req), req.params.id, req.body.member_user_ids),
     )
     api.post(
       '/guardrails/:id/assignments/members/remove',
@@ -157,6 +158,6 @@ export const guardrailRoutes =
         bodyLimit: BODY_LIMIT,
         schema: { operationId: 'bulkUnassignMembers', summary: 'Unassign members', params: Ref, body: MemberIdsBody },
       },
-      async (req) => unassignGuardrailMembers(g, req.caller!, req.params.id, req.body.member_user_ids),
+      async (req) => unassignGuardrailMembers(g, callerOf(req), req.params.id, req.body.member_user_ids),
     )
   }

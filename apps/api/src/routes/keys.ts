@@ -20,11 +20,12 @@ import {
 import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
+import { callerOf } from '../plugins/caller.js'
 
 /** The caller's account and workspace, when it holds a management key (else 403 on a create, 401 elsewhere). */
 function manager(req: FastifyRequest, op: 'create' | 'other' = 'other'): KeyScope {
-  assertManagementKey(req.caller!, op)
-  return scopeOf(req.caller!)
+  assertManagementKey(callerOf(req), op)
+  return scopeOf(callerOf(req))
 }
 
 const HashParams = z.object({ hash: z.string() })
@@ -126,6 +127,6 @@ export const keyRoutes =
         onRequest: anyKey,
         schema: { operationId: 'getCurrentKey', summary: 'The calling key: its limit and spend' },
       },
-      async (req) => currentKey(deps.keys, req.caller!.keyId),
+      async (req) => currentKey(deps.keys, callerOf(req).keyId),
     )
   }

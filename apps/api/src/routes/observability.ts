@@ -14,6 +14,7 @@ import {
 import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
+import { callerOf } from '../plugins/caller.js'
 
 const Ref = z.object({ id: z.string().min(1).max(200) })
 const BODY_LIMIT = 256 * 1024
@@ -40,7 +41,7 @@ export const observabilityRoutes =
           querystring: DestinationListQuery,
         },
       },
-      async (req) => listDestinations(o, req.caller!, req.query),
+      async (req) => listDestinations(o, callerOf(req), req.query),
     )
     api.post(
       '/observability/destinations',
@@ -53,12 +54,12 @@ export const observabilityRoutes =
           body: CreateDestinationBody,
         },
       },
-      async (req, reply) => reply.code(201).send(await addDestination(o, req.caller!, req.body)),
+      async (req, reply) => reply.code(201).send(await addDestination(o, callerOf(req), req.body)),
     )
     api.get(
       '/observability/destinations/:id',
       { onRequest, schema: { operationId: 'getObservabilityDestination', summary: 'A destination', params: Ref } },
-      async (req) => getDestination(o, req.caller!, req.params.id),
+      async (req) => getDestination(o, callerOf(req), req.params.id),
     )
     api.patch(
       '/observability/destinations/:id',
@@ -72,7 +73,7 @@ export const observabilityRoutes =
           body: UpdateDestinationBody,
         },
       },
-      async (req) => patchDestination(o, req.caller!, req.params.id, req.body),
+      async (req) => patchDestination(o, callerOf(req), req.params.id, req.body),
     )
     api.delete(
       '/observability/destinations/:id',
@@ -80,6 +81,6 @@ export const observabilityRoutes =
         onRequest,
         schema: { operationId: 'deleteObservabilityDestination', summary: 'Delete a destination', params: Ref },
       },
-      async (req) => dropDestination(o, req.caller!, req.params.id),
+      async (req) => dropDestination(o, callerOf(req), req.params.id),
     )
   }

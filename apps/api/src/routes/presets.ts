@@ -25,6 +25,7 @@ import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
 import { RESPONSES_BODY_LIMIT } from './responses.js'
+import { callerOf } from '../plugins/caller.js'
 
 const SlugParams = z.object({ slug: z.string() })
 
@@ -65,7 +66,7 @@ export const presetRoutes =
           validatorCompiler: () => (value) => ({ value }),
         },
         async (req) => {
-          if (req.caller!.kind !== 'management')
+          if (callerOf(req).kind !== 'management')
             throw new AppError('management_key_required', 'only management keys can create presets')
           const slug = slugOf(req)
           let content: PresetContent
@@ -75,7 +76,7 @@ export const presetRoutes =
             if (err instanceof PresetInputError) throw new AppError('invalid_body', err.message)
             throw err
           }
-          return { data: await createPresetVersion(deps.db, req.caller!, slug, content) }
+          return { data: await createPresetVersion(deps.db, callerOf(req), slug, content) }
         },
       )
     }
@@ -90,7 +91,7 @@ export const presetRoutes =
           querystring: PageQuery,
         },
       },
-      async (req) => listPresets(deps.db, req.caller!.workspaceId, req.query.limit, req.query.offset),
+      async (req) => listPresets(deps.db, callerOf(req).workspaceId, req.query.limit, req.query.offset),
     )
     typed.get(
       '/presets/:slug',
@@ -99,7 +100,7 @@ export const presetRoutes =
         schema: { operationId: 'getPreset', summary: 'A preset with its designated version', params: SlugParams },
       },
       async (req) => ({
-        data: await getPreset(deps.db, req.caller!.workspaceId, slugOf(req)),
+        data: await getPreset(deps.db, callerOf(req).workspaceId, slugOf(req)),
       }),
     )
     typed.get(
@@ -114,7 +115,7 @@ export const presetRoutes =
         },
       },
       async (req) =>
-        listPresetVersions(deps.db, req.caller!.workspaceId, slugOf(req), req.query.limit, req.query.offset),
+        listPresetVersions(deps.db, callerOf(req).workspaceId, slugOf(req), req.query.limit, req.query.offset),
     )
     typed.get(
       '/presets/:slug/versions/:version',
@@ -127,7 +128,7 @@ export const presetRoutes =
         },
       },
       async (req) => ({
-        data: await getPresetVersion(deps.db, req.caller!.workspaceId, slugOf(req), req.params.version),
+        data: await getPresetVersion(deps.db, callerOf(req).workspaceId, slugOf(req), req.params.version),
       }),
     )
   }

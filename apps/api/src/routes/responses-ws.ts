@@ -8,6 +8,7 @@ import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
 import { callOptions, ownKeys, presetMerge } from './gateway-run.js'
 import { refusalError } from '../plugins/fair-use.js'
+import { callerOf } from '../plugins/caller.js'
 
 /** How the engine writes the event that ends a response which completed. */
 const COMPLETED = '{"type":"response.completed"'
@@ -40,7 +41,7 @@ export const responsesWebSocketRoutes =
       onRequest: [
         requireKey(deps.authenticate, { inference: true }),
         (req, _reply, done) => {
-          const refusal = budget.refusal(req.caller!.keyId)
+          const refusal = budget.refusal(callerOf(req).keyId)
           done(refusal && refusalError(refusal))
         },
       ],
@@ -58,7 +59,7 @@ export const responsesWebSocketRoutes =
             ),
           ),
       wsHandler: (socket, req) => {
-        budget.opened(socket, req.caller!.keyId)
+        budget.opened(socket, callerOf(req).keyId)
         let queue: Promise<void> = Promise.resolve()
         const cancel = new Cancellation()
         let waiting = 0
@@ -194,13 +195,13 @@ async function answer(
     return sendError(socket, 400, 'invalid_request', `invalid request: ${describeIssues(parsed.error)}`)
 
   // A request on a WebSocket holds its key's share as one over HTTP does.
-  const entered = deps.admission.enter(req.caller!, data.length)
+  const entered = deps.admission.enter(callerOf(req), data.length)
   if (typeof entered !== 'function')
     return sendError(socket, entered.status, entered.status === 429 ? 'rate_limit_exceeded' : 'server', entered.message)
   // The connection's cancellation ends the upstream call when the client goes away (its listener
   // is removed when the call ends, so one serves every request on the connection).
   try {
-    const merging = presetMerge(deps, req.caller!.workspaceId, parsed.data)
+    const merging = presetMerge(deps, callerOf(req).workspaceId, parsed.data)
     const merged = merging && (await merging)
     const opts = callOptions(deps, req, connection, 'responses_ws', { presetId: merged?.presetId })
     const byok = ownKeys(deps, req)

@@ -22,6 +22,7 @@ import {
 } from '@roster/shared'
 import type { AppDeps } from '../deps.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
+import { callerOf } from '../plugins/caller.js'
 
 /** A write body must stay under 425,000 bytes (the contract's limit); larger is 413. */
 export const VAULT_BODY_LIMIT = 424_999
@@ -49,7 +50,7 @@ export const vaultRoutes =
       req.caller = caller
     }
     const workspaceVault = (req: FastifyRequest, create: boolean) =>
-      deps.vault.workspaceVault(deps.db, req.caller!.workspaceId, create)
+      deps.vault.workspaceVault(deps.db, callerOf(req).workspaceId, create)
 
     /** The intern's vaults, when this caller may see the intern (an intern key: its own alone); else the vault's 404. */
     async function internVaults(caller: Caller, internId: string) {
@@ -129,7 +130,7 @@ export const vaultRoutes =
         },
       },
       async (req) => {
-        const { own } = await internVaults(req.caller!, req.params.internId)
+        const { own } = await internVaults(callerOf(req), req.params.internId)
         return { data: await storeSecret(deps.db, deps.vault, own, req.params.name, req.body, deps.secretStores) }
       },
     )
@@ -145,7 +146,7 @@ export const vaultRoutes =
         },
       },
       async (req, reply) => {
-        const { own } = await internVaults(req.caller!, req.params.internId)
+        const { own } = await internVaults(callerOf(req), req.params.internId)
         await deleteSecret(deps.db, own, req.params.name)
         return reply.code(204).send()
       },
@@ -166,7 +167,7 @@ export const vaultRoutes =
       async (req) =>
         listSecrets(
           deps.db,
-          (await internVaults(req.caller!, req.params.internId)).own,
+          (await internVaults(callerOf(req), req.params.internId)).own,
           req.query.limit,
           req.query.offset,
         ),
@@ -186,7 +187,7 @@ export const vaultRoutes =
         },
       },
       async (req) => {
-        const { own } = await internVaults(req.caller!, req.params.internId)
+        const { own } = await internVaults(callerOf(req), req.params.internId)
         return { data: await copySecrets(deps.db, deps.vault, await workspaceVault(req, false), own, req.body.names) }
       },
     )
@@ -205,7 +206,7 @@ export const vaultRoutes =
         },
       },
       async (req) => {
-        const { own, attached } = await internVaults(req.caller!, req.params.internId)
+        const { own, attached } = await internVaults(callerOf(req), req.params.internId)
         // The workspace pool is resolved for the intern, whoever asks (an intern key cannot list it itself).
         return effectiveSecrets(
           deps.db,

@@ -24,6 +24,7 @@ import {
 import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
+import { callerOf } from '../plugins/caller.js'
 
 const Ref = z.object({ id: z.string().min(1).max(200) })
 const BudgetRef = z.object({ workspace_ref: z.string().min(1).max(200), interval: z.string().max(64) })
@@ -48,7 +49,7 @@ export const workspaceRoutes =
         onRequest,
         schema: { operationId: 'listWorkspaces', summary: 'The account’s workspaces', querystring: PageQuery },
       },
-      async (req) => listWorkspaces(ws, req.caller!, req.query),
+      async (req) => listWorkspaces(ws, callerOf(req), req.query),
     )
     api.post(
       '/workspaces',
@@ -57,12 +58,12 @@ export const workspaceRoutes =
         bodyLimit: BODY_LIMIT,
         schema: { operationId: 'createWorkspace', summary: 'Create a workspace', body: CreateWorkspaceBody },
       },
-      async (req, reply) => reply.code(201).send(await addWorkspace(ws, req.caller!, req.body)),
+      async (req, reply) => reply.code(201).send(await addWorkspace(ws, callerOf(req), req.body)),
     )
     api.get(
       '/workspaces/:id',
       { onRequest, schema: { operationId: 'getWorkspace', summary: 'A workspace, by id or slug', params: Ref } },
-      async (req) => getWorkspace(ws, req.caller!, req.params.id),
+      async (req) => getWorkspace(ws, callerOf(req), req.params.id),
     )
     api.patch(
       '/workspaces/:id',
@@ -76,7 +77,7 @@ export const workspaceRoutes =
           body: UpdateWorkspaceBody,
         },
       },
-      async (req) => patchWorkspace(ws, req.caller!, req.params.id, req.body),
+      async (req) => patchWorkspace(ws, callerOf(req), req.params.id, req.body),
     )
     api.delete(
       '/workspaces/:id',
@@ -90,7 +91,7 @@ export const workspaceRoutes =
         },
       },
       async (req) =>
-        dropWorkspace(ws, req.caller!, req.params.id, req.query.confirm_default_workspace_deletion === 'true'),
+        dropWorkspace(ws, callerOf(req), req.params.id, req.query.confirm_default_workspace_deletion === 'true'),
     )
     api.get(
       '/workspaces/:id/members',
@@ -103,7 +104,7 @@ export const workspaceRoutes =
           querystring: PageQuery,
         },
       },
-      async (req) => listMembers(ws, req.caller!, req.params.id, req.query),
+      async (req) => listMembers(ws, callerOf(req), req.params.id, req.query),
     )
     api.post(
       '/workspaces/:id/members/add',
@@ -112,7 +113,7 @@ export const workspaceRoutes =
         bodyLimit: BODY_LIMIT,
         schema: { operationId: 'bulkAddWorkspaceMembers', summary: 'Add members', params: Ref, body: MembersBody },
       },
-      async (req) => addMembers(ws, req.caller!, req.params.id, req.body.user_ids),
+      async (req) => addMembers(ws, callerOf(req), req.params.id, req.body.user_ids),
     )
     api.post(
       '/workspaces/:id/members/remove',
@@ -126,7 +127,7 @@ export const workspaceRoutes =
           body: MembersBody,
         },
       },
-      async (req) => removeMembers(ws, req.caller!, req.params.id, req.body.user_ids),
+      async (req) => removeMembers(ws, callerOf(req), req.params.id, req.body.user_ids),
     )
     api.get(
       '/workspaces/:workspace_ref/budgets',
@@ -138,12 +139,12 @@ export const workspaceRoutes =
           params: z.object({ workspace_ref: z.string().min(1).max(200) }),
         },
       },
-      async (req) => listBudgets(ws, req.caller!, req.params.workspace_ref),
+      async (req) => listBudgets(ws, callerOf(req), req.params.workspace_ref),
     )
     api.get(
       '/workspaces/:workspace_ref/budgets/:interval',
       { onRequest, schema: { operationId: 'getWorkspaceBudget', summary: 'One budget', params: BudgetRef } },
-      async (req) => getBudget(ws, req.caller!, req.params.workspace_ref, req.params.interval),
+      async (req) => getBudget(ws, callerOf(req), req.params.workspace_ref, req.params.interval),
     )
     api.put(
       '/workspaces/:workspace_ref/budgets/:interval',
@@ -157,11 +158,11 @@ export const workspaceRoutes =
           body: BudgetBody,
         },
       },
-      async (req) => setBudget(ws, req.caller!, req.params.workspace_ref, req.params.interval, req.body),
+      async (req) => setBudget(ws, callerOf(req), req.params.workspace_ref, req.params.interval, req.body),
     )
     api.delete(
       '/workspaces/:workspace_ref/budgets/:interval',
       { onRequest, schema: { operationId: 'deleteWorkspaceBudget', summary: 'Delete a budget', params: BudgetRef } },
-      async (req) => removeBudget(ws, req.caller!, req.params.workspace_ref, req.params.interval),
+      async (req) => removeBudget(ws, callerOf(req), req.params.workspace_ref, req.params.interval),
     )
   }

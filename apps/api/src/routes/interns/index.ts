@@ -38,6 +38,7 @@ import { registerInternSessions } from './sessions.js'
 import { registerInternChat } from './chat.js'
 import { registerInternSlack } from './slack.js'
 import { internIconRoutes } from './icon.js'
+import { callerOf } from '../../plugins/caller.js'
 
 const CreateHeaders = z.object({
   'idempotency-key': z
@@ -93,7 +94,7 @@ export const internRoutes =
               masterKey: deps.config.VAULT_MASTER_KEY,
               slackApps: deps.slack.apps,
             },
-            req.caller!,
+            callerOf(req),
             req.body,
             req.headers['idempotency-key'],
           ),
@@ -126,7 +127,7 @@ export const internRoutes =
         },
       },
       async (req, reply) => {
-        const caller = req.caller!
+        const caller = callerOf(req)
         // Everything that shapes the page: whose view (created_by_you), which filter, where.
         // JSON, not a joined string: a searched name may hold any separator.
         const key = JSON.stringify([
@@ -161,7 +162,7 @@ export const internRoutes =
       },
       async (req) => {
         if (req.body.model) assertServedModel(deps.catalogue, req.body.model)
-        return updateIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId, req.body)
+        return updateIntern(deps.db, deps.afterCommit, callerOf(req), req.params.internId, req.body)
       },
     )
 
@@ -178,7 +179,7 @@ export const internRoutes =
         },
       },
       async (req, reply) => {
-        await provisionIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId).catch((err: unknown) => {
+        await provisionIntern(deps.db, deps.afterCommit, callerOf(req), req.params.internId).catch((err: unknown) => {
           // Provisioned once installed: the refusal names where to install it.
           if (isAppError(err) && err.reason === 'slack_install_pending' && deps.slack.install)
             throw new AppError(
@@ -204,7 +205,7 @@ export const internRoutes =
         },
       },
       async (req) => {
-        await suspendIntern(deps.db, deps.afterCommit, req.caller!, req.params.internId)
+        await suspendIntern(deps.db, deps.afterCommit, callerOf(req), req.params.internId)
         return { suspended: true as const }
       },
     )
@@ -225,7 +226,7 @@ export const internRoutes =
         await deleteIntern(
           deps.db,
           deps.afterCommit,
-          req.caller!,
+          callerOf(req),
           req.params.internId,
           req.body ?? { acknowledge_workspace_loss: false },
         )
@@ -245,7 +246,7 @@ export const internRoutes =
         },
       },
       async (req, reply) =>
-        sendWithEtag(req, reply, await getIntern(deps.internReader, req.caller!, req.params.internId)),
+        sendWithEtag(req, reply, await getIntern(deps.internReader, callerOf(req), req.params.internId)),
     )
   }
 

@@ -16,6 +16,7 @@ import {
 } from '@roster/shared'
 import type { AppDeps } from '../../deps.js'
 import { fromBrowser, sendPage } from '../../slack/page.js'
+import { callerOf } from '../../plugins/caller.js'
 
 // An intern's Slack link (docs/slack.md): its state and install link, the manifest a team makes
 // its app from, and the install itself, which a browser opens with the link's signed grant.
@@ -44,7 +45,7 @@ export function registerInternSlack(app: FastifyInstance, deps: AppDeps, gate: (
       },
     },
     async (req) => {
-      await getIntern(deps.internReader, req.caller!, req.params.internId)
+      await getIntern(deps.internReader, callerOf(req), req.params.internId)
       return slackLinkView(deps.db, slackSettings(deps), req.params.internId)
     },
   )
@@ -61,7 +62,7 @@ export function registerInternSlack(app: FastifyInstance, deps: AppDeps, gate: (
       },
     },
     async (req) => {
-      const intern = await getIntern(deps.internReader, req.caller!, req.params.internId)
+      const intern = await getIntern(deps.internReader, callerOf(req), req.params.internId)
       // Only for an intern linked to Slack (404 otherwise).
       await slackLinkSummary(deps.db, intern.id)
       return slackAppManifest(slackSettings(deps), intern)
