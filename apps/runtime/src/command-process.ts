@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { lstat, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { CommandOptions, CommandResult } from './sandbox.js'
+import type { CommandOptions, CommandResult } from './command-types.js'
 
 // A shell command's process under its limits, sandboxed or not (sandbox.ts decides which): its time
 // and output limits, a workspace it may not grow past its ceiling, and a kill that reaches

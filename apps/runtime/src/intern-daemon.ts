@@ -4,7 +4,7 @@ import { SessionStore } from './agent/session-store.js'
 import { runAgentTurn } from './agent/agent-turn.js'
 import { InternDaemon } from './agent/daemon.js'
 import type { HostedIntern } from './hosted-intern.js'
-import type { InternsDeps } from './interns.js'
+import type { InternsDeps } from './interns-deps.js'
 import type { InternWorkspaces } from './intern-workspaces.js'
 
 /** Only when neither this host nor the API names a default (an API serving no model): the simulator's. */

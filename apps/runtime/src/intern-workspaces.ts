@@ -6,7 +6,7 @@ import { ownWorkspace } from './confinement.js'
 import { restoreSnapshot, SnapshotTooLarge, takeSnapshot, workspaceFingerprint } from './workspace-snapshots.js'
 import { writeWorkspaceFile } from './workspace-files.js'
 import type { HostedIntern } from './hosted-intern.js'
-import type { InternsDeps } from './interns.js'
+import type { InternsDeps } from './interns-deps.js'
 
 // The interns' local state on this host (RUNTIME_DATA_DIR/interns/<id>: its workspace and its
 // sessions' cache), made anew from the record and the latest snapshot when an intern is placed here,

@@ -1,29 +1,18 @@
 import { createHash } from 'node:crypto'
-import type { InternSpec, Placement, RuntimeConfig } from '@roster/protocol'
-import type { FastifyBaseLogger } from 'fastify'
+import type { InternSpec, Placement } from '@roster/protocol'
 import type { InternDaemon } from './agent/daemon.js'
-import type { FleetClient } from './fleet-client.js'
-import type { EgressProxies } from './egress-proxy.js'
-import type { CommandRunner } from './sandbox.js'
+import type { InternsDeps } from './interns-deps.js'
 import { refused, type HostedIntern } from './hosted-intern.js'
 import { InternWorkspaces } from './intern-workspaces.js'
 import { makeDaemon } from './intern-daemon.js'
 
 export { Refused, type HostedIntern } from './hosted-intern.js'
+export type { InternsDeps } from './interns-deps.js'
 
 // The interns one runtime host runs, as it holds them: each under the placement the fleet's record
 // gave it (the generation), with its daemon (its runs and sessions), its workspace and its egress
 // proxy. Nothing here outlives the process but the workspace and session caches on disk, which a
 // new placement replaces from the record (sessions) and the latest snapshot (the workspace).
-
-export interface InternsDeps {
-  config: RuntimeConfig
-  log: FastifyBaseLogger
-  fleet: FleetClient
-  commands: { run: CommandRunner; mode: 'sandboxed' | 'unconfined' | 'refused' }
-  proxies: EgressProxies
-  user?: { uid: number; gid: number; setpriv: string }
-}
 
 export class Interns {
   private readonly all = new Map<string, HostedIntern>()

@@ -1,6 +1,7 @@
 import { GatewayError, gatewayError } from './errors.js'
 import { generationRecords } from './generation-records.js'
-import type { EngineOptions } from './engine.js'
+import type { GenerationLedger } from '@roster/protocol'
+import type { GatewayObserver } from './observer.js'
 import type { Run } from './run.js'
 
 // What a finished run leaves behind: its generations in the ledger (before its reply ends), and
@@ -10,7 +11,7 @@ import type { Run } from './run.js'
  * Appends the run's generations to the ledger, before its reply ends. A reply that would go out
  * unaccounted fails instead (`mustRecord`); a run that failed anyway keeps its own error.
  */
-export async function recordRun(ledger: EngineOptions['ledger'], run: Run, mustRecord: boolean, err?: unknown) {
+export async function recordRun(ledger: GenerationLedger | undefined, run: Run, mustRecord: boolean, err?: unknown) {
   if (!ledger || run.calls.length === 0) return
   const records = generationRecords(run, err)
   try {
@@ -26,7 +27,7 @@ export async function recordRun(ledger: EngineOptions['ledger'], run: Run, mustR
 }
 
 /** Reports a finished request to the observer (when there is one). */
-export function observeRun(observer: EngineOptions['observer'], run: Run, err?: unknown) {
+export function observeRun(observer: GatewayObserver | undefined, run: Run, err?: unknown) {
   if (!observer) return
   const c = run.route.candidates[run.chosen]
   const outcome = run.opts.cancel?.aborted

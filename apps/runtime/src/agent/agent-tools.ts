@@ -1,13 +1,12 @@
 import { EgressRequest } from '@roster/protocol'
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile } from '../workspace-files.js'
 import { ElicitationRequest, PERMISSION_OPTIONS } from './interactions.js'
-import type { AgentSetup } from './agent-turn.js'
-import type { Json } from './model-call.js'
+import type { AgentSetup, Json } from './agent-setup.js'
+
+export type { HttpRequestArgs } from './agent-setup.js'
 
 // The tools an intern's model is offered (its shell, its workspace's files, questions to its user,
 // HTTP requests through the egress) and how each call runs, in manual mode only once the user allows.
-
-export type HttpRequestArgs = Omit<EgressRequest, 'method'> & { method?: string }
 
 export const TOOLS = [
   {

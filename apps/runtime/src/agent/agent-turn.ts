@@ -1,9 +1,9 @@
-import type { ApprovalMode, RunEvent, TurnUsage } from '@roster/protocol'
-import type { CommandLimits, CommandResult } from '../sandbox.js'
-import type { SessionStore } from './session-store.js'
-import type { Answer, Question } from './interactions.js'
-import { modelTurn, type Json, type TurnFailed } from './model-call.js'
-import { runTool, type HttpRequestArgs } from './agent-tools.js'
+import type { TurnUsage } from '@roster/protocol'
+import type { AgentEvent, AgentSetup, Json } from './agent-setup.js'
+import { modelTurn } from './model-call.js'
+import { runTool } from './agent-tools.js'
+
+export type { AgentEvent, AgentSetup } from './agent-setup.js'
 
 export { MODEL_CALL_RETRIES, retryWait, TurnFailed } from './model-call.js'
 
@@ -11,45 +11,6 @@ export { MODEL_CALL_RETRIES, retryWait, TurnFailed } from './model-call.js'
 // own key), with its instructions, the session's history and its own tools; tool calls run in its
 // sandbox and go back to the model until it answers in text. What happens streams out as events;
 // the session keeps every item, so the next turn (or a restarted host) continues from it.
-
-export interface AgentSetup {
-  /** Roster's API base (…/api/v1). */
-  apiBase: string
-  /** The intern's own API key (kind intern). */
-  apiKey: string
-  model: string
-  instructions: string | null
-  /** The intern's workspace directory (mounted at /workspace in its sandbox). */
-  workspace: string
-  /** Runs a shell command in the intern's workspace, in its sandbox; `network`: through its egress. */
-  runCommand: (
-    command: string,
-    opts: CommandLimits & { network: boolean },
-    signal?: AbortSignal,
-  ) => Promise<CommandResult>
-  sessions: SessionStore
-  /** Model turns at most per run (tool calls in between); then one last turn without tools. */
-  maxSteps: number
-  commandTimeoutMs: number
-  /** Told of a model call made again after a passing refusal (for the host's log). */
-  onRetry?: (err: TurnFailed, waitMs: number, attempt: number) => void
-  /** Prompts sent into this running turn (steering): taken between model calls, answered in this turn. */
-  steered?: () => string[]
-  /** The intern's HTTP requests, through the egress that releases its secrets by host (absent: no http_request tool). */
-  http?: (args: HttpRequestArgs, signal?: AbortSignal) => Promise<unknown>
-  /**
-   * `manual`: every shell command, network for one, and every HTTP request first asks the user's
-   * permission. `self-drive`: nothing asks, and shell commands get the network (when the host can give it).
-   */
-  approval: ApprovalMode
-  /** Whether this host can give a shell command the network (through the egress). */
-  commandNetwork: boolean
-  /** Puts a question to the user and waits for the answer (the run pauses meanwhile; rejects when the run ends). */
-  ask: (question: Question) => Promise<Answer>
-}
-
-/** What a turn tells as it goes: the protocol's run events of text, reasoning and tools. */
-export type AgentEvent = Extract<RunEvent, { type: 'text' | 'reasoning' | 'tool' }>
 
 /** Runs one turn for `userText` in `sessionId`; resolves with the turn's summed usage. */
 export async function runAgentTurn(

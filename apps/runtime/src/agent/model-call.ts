@@ -1,52 +1,21 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { request } from 'undici'
-import { retryableAnswer } from '@roster/protocol'
 import { injectTrace, readEventStream } from '@roster/platform'
-import type { AgentEvent, AgentSetup } from './agent-turn.js'
+import { TurnFailed, type AgentEvent, type AgentSetup, type Json, type ModelReply } from './agent-setup.js'
+
+export { TurnFailed, type Json, type ModelReply } from './agent-setup.js'
 import { HTTP_TOOL, TOOLS } from './agent-tools.js'
 
 // A turn's model call: /responses, streamed, as the intern (its own key), with its tools; text and
 // reasoning leave as they come; a call refused for a passing reason is made again.
 
 /** A session item, and a tool's arguments: JSON objects. */
-export type Json = Record<string, unknown>
 
-/** What the turn reads of /responses' reply (the rest of it is passed over). */
-export interface ModelReply {
-  model?: string
-  output?: {
-    type: string
-    content?: { type: string; text?: string }[]
-    call_id?: string
-    name?: string
-    arguments?: string
-  }[]
-  usage?: { input_tokens?: number; output_tokens?: number; total_tokens?: number; cost?: number }
-  error?: { message?: string; metadata?: { reason?: unknown; retryable?: unknown; error_type?: unknown } }
-}
 /** What the turn reads of /responses' stream events. */
 interface ReplyEvent {
   type: string
   delta?: string
   response?: ModelReply
-}
-
-export class TurnFailed extends Error {
-  override name = 'TurnFailed'
-  /** Whether trying again may help: the API's word for it (retryableAnswer), else its status's. */
-  readonly retryable: boolean
-  /** How long the answer asked the caller to wait before trying again (Retry-After), in ms. */
-  readonly retryAfterMs?: number
-  constructor(
-    message: string,
-    /** The HTTP status the model call answered. */
-    readonly status: number,
-    answer: { error?: ModelReply['error']; retryAfterMs?: number } = {},
-  ) {
-    super(message)
-    this.retryable = retryableAnswer(status, answer.error?.metadata)
-    this.retryAfterMs = answer.retryAfterMs
-  }
 }
 
 /**

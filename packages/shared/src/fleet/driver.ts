@@ -11,7 +11,9 @@ import {
   type InternSpec,
   type WorkspaceFilePut,
 } from '@roster/protocol'
-import { HostHttp, RuntimeUnavailableError } from './host-http.js'
+import { HostHttp, RuntimeUnavailableError, type HostAddress } from './host-http.js'
+
+export type { HostAddress } from './host-http.js'
 import { placementOf, type PlacedOn } from '../repositories/interns.js'
 
 // The runtime hosts as the workers and the API call them: each call goes to the host the intern is
@@ -19,13 +21,6 @@ import { placementOf, type PlacedOn } from '../repositories/interns.js'
 // refuses a call for a placement it no longer holds). One keep-alive pool per host (host-http.ts).
 
 export { RuntimeUnavailableError, HostRefusal } from './host-http.js'
-
-/** A host as a caller reaches it. */
-export interface HostAddress {
-  hostId: string
-  address: string
-  epoch: number
-}
 
 /** What a chat call came to: the run's events, a steer, or the host's refusal. */
 export type ChatOutcome =

@@ -2,10 +2,16 @@ import { Pool, type Dispatcher } from 'undici'
 import { injectTrace, inSpan, SpanKind, tracing } from '@roster/platform'
 import { HostErrorBody } from '@roster/protocol'
 import { hostCredential } from './hosts.js'
-import type { HostAddress } from './driver.js'
 
 // Calls to runtime hosts over HTTP: one keep-alive pool per host, each call with the host's
 // credential for its epoch and the placement's generation, traced, its failures named.
+
+/** A host as a caller reaches it. */
+export interface HostAddress {
+  hostId: string
+  address: string
+  epoch: number
+}
 
 const PLACEMENT_HEADER = 'x-roster-placement'
 
