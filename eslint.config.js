@@ -1,7 +1,9 @@
 // The linter: `npm run lint` (CI runs it). Sources are linted with type information (the rules
-// that catch unhandled promises need it); tests, scripts and benchmarks with the rules that do not.
+// that catch unhandled promises need it); tests with the rules that do not; the scripts and
+// benchmarks (.mjs) with JavaScript's recommended rules.
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
+import globals from 'globals'
 
 const sources = ['apps/*/src/**/*.ts', 'apps/*/src/**/*.tsx', 'packages/*/src/**/*.ts']
 const tests = ['**/*.test.ts', '**/test/**/*.ts', 'packages/testing/src/**/*.ts']
@@ -39,6 +41,17 @@ export default tseslint.config(
         'error',
         { selector: 'TSAsExpression > TSNeverKeyword', message: 'No `as never`: give the value its real type.' },
       ],
+    },
+  },
+  {
+    // The scripts and benchmarks (plain JavaScript modules run by Node): the recommended rules.
+    files: ['**/*.mjs', '**/*.js'],
+    extends: [js.configs.recommended],
+    languageOptions: { globals: { ...globals.node } },
+    rules: {
+      'no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      'no-control-regex': 'off',
+      'no-empty': ['error', { allowEmptyCatch: true }],
     },
   },
   {

@@ -302,7 +302,7 @@ export async function benchSnapshots({ withStack, root }) {
  * (BENCH_BEFORE_ROOT, a checkout built with `npm run build`), alternating stacks so the machine's
  * drift falls on both alike.
  */
-export async function benchFleetChat({ withStack, root, startBeforeStack }) {
+export async function benchFleetChat({ withStack, startBeforeStack }) {
   const before = process.env.BENCH_BEFORE_ROOT
   if (!before)
     return [
