@@ -79,10 +79,10 @@ export function settingsReference(): string {
   return [
     '# Settings',
     '',
-    '<!-- Written by `npm run -s docs:settings` from packages/protocol/src/config.ts; edit the schema, not this page. -->',
+    '<!-- Written by `npm run -s docs:settings` from packages/protocol/src/config/ (a table per process); edit the schema, not this page. -->',
     '',
     'Every process reads its settings from the environment once, at start-up, through one zod schema',
-    '(`packages/protocol/src/config.ts`); a bad value stops it with a message naming the variable. An empty',
+    '(`packages/protocol/src/config/`, a file per process); a bad value stops it with a message naming the variable. An empty',
     'value counts as unset.',
     '',
     '| variable | default | read by | meaning |',
