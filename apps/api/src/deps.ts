@@ -16,6 +16,7 @@ import {
   InternReader,
   LocalVault,
   SecretStoreBatcher,
+  designatedPresetVersion,
   createMetrics,
   spendMetrics,
   tracing,
@@ -39,6 +40,7 @@ import {
   providersOf,
   ResponsesEngine,
   type Catalogue,
+  type PresetLookup,
 } from '@roster/gateway'
 import { createAuthenticator, type Authenticator } from './plugins/auth.js'
 import { Egress } from './fleet/egress.js'
@@ -90,6 +92,8 @@ export interface AppDeps {
   internDefaultModel: string | null
   /** The responses engine over that catalogue. */
   responses: ResponsesEngine
+  /** Where the engine (and a dry run) finds a workspace's preset: its designated version. */
+  presets: PresetLookup
   /** Prometheus metrics, when METRICS_PORT is set (main.ts serves them). */
   metrics?: Metrics
   /** Open requests per key and workspace, and body bytes in flight, in this process (fair shares). */
@@ -209,6 +213,17 @@ export function createAppDeps(
       }
     },
   })
+  // The preset lookup the engine is given (a port, as the ledger and admission are).
+  const presets: PresetLookup = async (workspaceId, slug) => {
+    const version = await designatedPresetVersion(db, workspaceId, slug)
+    return (
+      version && {
+        presetId: version.presetId,
+        config: version.config as Record<string, unknown>,
+        systemPrompt: version.systemPrompt,
+      }
+    )
+  }
   return {
     admission: new Admission(
       {
@@ -293,8 +308,10 @@ export function createAppDeps(
     secretStores: new SecretStoreBatcher(db),
     catalogue,
     internDefaultModel: config.INTERN_DEFAULT_MODEL ?? defaultInternModel(catalogue) ?? null,
+    presets,
     responses: new ResponsesEngine({
       catalogue,
+      presets,
       env: providerEnv,
       // Stable across processes when a master key is set, so one end user maps to one upstream id.
       userHashKey: config.VAULT_MASTER_KEY

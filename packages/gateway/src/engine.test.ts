@@ -243,3 +243,67 @@ describe('the engine on its own', () => {
     expect(events().some((e) => e.type === 'response.completed' || e.type === 'response.failed')).toBe(false)
   })
 })
+
+describe('what the engine makes of a request before routing it', () => {
+  const generation = () => ({
+    keyId: null,
+    workspaceId: 'ws-1',
+    accountId: null,
+    userId: null,
+    internId: null,
+    sessionId: null,
+    httpReferer: null,
+    appTitle: null,
+    userAgent: null,
+    presetId: null as string | null,
+    limits: [],
+    keepContent: false,
+  })
+
+  it('merges the preset it names through the port, resolves its names, and changes nothing of the caller’s', async () => {
+    const transport = new ScriptedTransport(async () => completion({ content: 'hi' }))
+    const asked: [string, string][] = []
+    const engine = new ResponsesEngine({
+      catalogue: catalogue(),
+      env: {},
+      userHashKey: Buffer.alloc(32, 1),
+      transport,
+      presets: async (workspaceId, slug) => {
+        asked.push([workspaceId, slug])
+        return slug === 'terse'
+          ? { presetId: 'p-1', config: { model: 'roster-sim/chat', max_output_tokens: 7 }, systemPrompt: 'Be terse.' }
+          : undefined
+      },
+    })
+    const body = request({ model: '@preset/terse', input: 'hello' })
+    const given = structuredClone(body)
+    const opts = { generation: generation() }
+    const res = await engine.respond(body, opts)
+    expect(res.model).toBe('roster-sim/chat')
+    expect(asked).toEqual([['ws-1', 'terse']])
+    expect(opts.generation.presetId).toBe('p-1')
+    expect(transport.calls[0]!.body).toMatchObject({ max_tokens: 7 })
+    expect(body).toEqual(given)
+    // openrouter/auto is the catalogue's best, named in the answer; the request keeps its own name.
+    const auto = request({ model: 'openrouter/auto', input: 'hello' })
+    expect((await engine.respond(auto, { generation: generation() })).model).toBe('roster-sim/chat')
+    expect(auto.model).toBe('openrouter/auto')
+    // No preset of that slug: 404.
+    await expect(
+      engine.respond(request({ model: '@preset/none', input: 'x' }), { generation: generation() }),
+    ).rejects.toMatchObject({
+      status: 404,
+      errorType: 'not_found',
+    })
+  })
+
+  it('answers an unknown model 404 "model: <name>" where the door asks it to (Anthropic’s way), else routing refuses it', async () => {
+    const { engine } = engineWith(async () => completion({ content: 'hi' }))
+    await expect(
+      engine.respond(request({ model: 'nobody/knows', input: 'x' }), { names: 'anthropic', unknownModel: 'not_found' }),
+    ).rejects.toMatchObject({ status: 404, errorType: 'not_found', message: 'model: nobody/knows' })
+    await expect(engine.respond(request({ model: 'nobody/knows', input: 'x' }))).rejects.toMatchObject({
+      status: 400,
+    })
+  })
+})

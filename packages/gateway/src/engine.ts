@@ -28,6 +28,8 @@ import { startRun, type EngineParts } from './run-setup.js'
 import { callProvider, type ProviderParts } from './provider-call.js'
 import { runServerTool } from './server-tool-turn.js'
 import { estimateInputTokens, tokensOfBytes } from './token-estimate.js'
+import { withPreset, type PresetLookup } from './presets.js'
+import { resolveModelNames } from './model-names.js'
 
 export type { CallOptions } from './run.js'
 export type { StreamSink } from './stream-writer.js'
@@ -58,6 +60,8 @@ export interface EngineOptions {
    * limit). Undefined when there is nothing to wait for.
    */
   admit?: (opts: CallOptions) => Promise<void> | undefined
+  /** Where a request's preset (`@preset/<slug>`, `preset`) is found, in its workspace (absent: none is). */
+  presets?: PresetLookup
 }
 
 /**
@@ -69,6 +73,20 @@ export class ResponsesEngine {
   private readonly compaction: CompactionSeal
   /** What a run is set up with (run-setup.ts) and what its provider calls go through (provider-call.ts). */
   private readonly parts: EngineParts & ProviderParts
+
+  /**
+   * The request as the engine serves it: merged with the preset it names (through the port; its id
+   * on the generations), its model names resolved for the door's protocol; a new object, the caller's
+   * untouched. A door that answers an unknown model itself (Anthropic's 404 `model: <name>`) says so.
+   */
+  private async prepared(body: ResponsesRequest, opts: CallOptions): Promise<ResponsesRequest> {
+    const merging = withPreset(this.options.presets, opts.generation?.workspaceId, body)
+    const merged = merging && (await merging)
+    if (merged && opts.generation) opts.generation.presetId = merged.presetId
+    const { req, id } = resolveModelNames(this.options.catalogue, merged?.req ?? body, opts.names ?? 'openai')
+    if (opts.unknownModel === 'not_found' && req.model && !id) throw gatewayError('not_found', `model: ${req.model}`)
+    return req
+  }
 
   constructor(private readonly options: EngineOptions) {
     this.compaction = new CompactionSeal(options.userHashKey)
@@ -99,7 +117,8 @@ export class ResponsesEngine {
   }
 
   /** A whole Response object. */
-  async respond(req: ResponsesRequest, opts: CallOptions = {}): Promise<ResponseObject> {
+  async respond(body: ResponsesRequest, opts: CallOptions = {}): Promise<ResponseObject> {
+    const req = await this.prepared(body, opts)
     const admitted = this.options.admit?.(opts)
     if (admitted) await admitted
     const run = startRun(this.parts, req, opts)
@@ -132,7 +151,8 @@ export class ResponsesEngine {
    * and if none is left it is thrown (so the caller answers an ordinary HTTP error); after that a
    * failure ends the stream with `error` and `response.failed`.
    */
-  async stream(req: ResponsesRequest, opts: CallOptions, sink: StreamSink): Promise<void> {
+  async stream(body: ResponsesRequest, opts: CallOptions, sink: StreamSink): Promise<void> {
+    const req = await this.prepared(body, opts)
     const admitted = this.options.admit?.(opts)
     if (admitted) await admitted
     const run = startRun(this.parts, req, opts)

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { ResponsesFields, ResponsesRequest } from './request.js'
-import { describeIssues } from './errors.js'
+import { describeIssues, gatewayError } from './errors.js'
 
 // Presets: what of a request a preset keeps, how the other request formats map onto it, and how a
 // request that names a preset is merged with the preset's designated version.
@@ -275,4 +275,38 @@ export function applyPreset(
     throw new PresetInputError(`the request with its preset is invalid: ${describeIssues(parsed.error)}`)
   }
   return parsed.data
+}
+
+/** A preset's designated version, as the engine is given it: the lookup is a port (the API's database). */
+export interface DesignatedPreset {
+  presetId: string
+  config: Fields
+  systemPrompt: string | null
+}
+
+/** Where the engine finds a workspace's preset by its slug (undefined: none of that slug). */
+export type PresetLookup = (workspaceId: string, slug: string) => Promise<DesignatedPreset | undefined>
+
+/**
+ * A request that names a preset, merged with its designated version (the request wins): a new
+ * request and the preset's id; undefined when it names none (most requests, which go on without
+ * waiting a tick). No preset of that slug: 404; a merge the schema refuses: 400.
+ */
+export function withPreset(
+  lookup: PresetLookup | undefined,
+  workspaceId: string | null | undefined,
+  req: ResponsesRequest,
+): Promise<{ req: ResponsesRequest; presetId: string }> | undefined {
+  const ref = presetReference(req)
+  if (!ref) return undefined
+  return (async () => {
+    const version = lookup && workspaceId ? await lookup(workspaceId, ref.slug) : undefined
+    if (!version) throw gatewayError('not_found', `no preset ${ref.slug} in this workspace`)
+    try {
+      return { req: applyPreset(req, version), presetId: version.presetId }
+    } catch (err) {
+      if (err instanceof PresetInputError) throw gatewayError('invalid_request', err.message)
+      throw err
+    }
+  })()
 }

@@ -8,6 +8,7 @@ import type { Usage } from './deltas.js'
 import type { GenerationContext } from '@roster/protocol'
 import type { AppliedGuardrail, DataRegion } from '@roster/protocol'
 import type { FilterMatch } from './guardrails.js'
+import type { AliasFamily } from './catalogue.js'
 import type { ByokCaller, ByokCredential } from './byok.js'
 import type { WebSearch } from './web-search.js'
 import type { ServerTool } from './server-tools.js'
@@ -52,6 +53,10 @@ export interface CallOptions {
    * OpenAI's own names, for the clients typed for them (the openai client, the official one). Absent: OpenAI's names.
    */
   providerItemNames?: 'slugged' | 'openai'
+  /** Whose protocol the door speaks: the provider names (catalogue aliases) its model names are read as. */
+  names?: AliasFamily
+  /** A model name the catalogue does not know is refused 404 `model: <name>` (Anthropic's way), not by routing. */
+  unknownModel?: 'not_found'
 }
 
 /** One model call that reached a provider: what the ledger records of it. */

@@ -2,18 +2,11 @@ import { once } from 'node:events'
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, FastifySchemaCompiler } from 'fastify'
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod'
 import type { z } from 'zod'
-import { AppError, designatedPresetVersion, type GenerationContext } from '@roster/shared'
+import type { GenerationContext } from '@roster/shared'
 import {
-  AUTO_MODEL,
-  autoModel,
   Cancellation,
-  catalogueIdOf,
   type AliasFamily,
-  type Catalogue,
-  PresetInputError,
   gatewayError,
-  applyPreset,
-  presetReference,
   type CallOptions,
   type DoorStream,
   type FilterMatch,
@@ -24,7 +17,6 @@ import { requireKey } from '../plugins/auth.js'
 import { anthropicClient } from '../plugins/anthropic-clients.js'
 import { admit } from '../plugins/fair-use.js'
 import type { AppDeps } from '../deps.js'
-import { callerOf } from '../plugins/caller.js'
 
 /** Images travel inline as data: URLs, so the gateway's routes take more than the API's default. */
 export const RESPONSES_BODY_LIMIT = 20 * 1024 * 1024
@@ -89,11 +81,10 @@ export function callOptions(
   req: FastifyRequest,
   cancel: Cancellation,
   door: string,
-  more: { doorStream?: DoorStream; presetId?: string } = {},
+  more: { doorStream?: DoorStream } = {},
 ): CallOptions {
   const generation = generationContext(req)
   const guardrails = req.caller?.guardrails
-  if (generation && more.presetId) generation.presetId = more.presetId
   return {
     sessionHeader: header(req, 'x-session-id'),
     metadata: metadataOptIn(req),
@@ -196,29 +187,6 @@ export interface DoorRoute<Body> {
   aliases: AliasFamily
 }
 
-/**
- * The request's models by their catalogue ids (a provider's own name the catalogue gives as an
- * alias of the door's provider becomes the model's id); `model`'s id, undefined if it names none.
- */
-function resolveModels(catalogue: Catalogue, req: ResponsesRequest, family: AliasFamily): string | undefined {
-  const named = (name: string) =>
-    catalogueIdOf(catalogue, family, name) ?? (name === AUTO_MODEL ? autoModel(catalogue, req) : undefined)
-  if (req.models) req.models = req.models.map((name) => named(name) ?? name)
-  if (!req.model) return undefined
-  const id = named(req.model)
-  if (id) req.model = id
-  return id
-}
-
-/**
- * Anthropic answers a model it does not serve with 404 "model: <name>" (its clients and agents read
- * that; a preset form is resolved later); the OpenRouter doors refuse it as the request's error
- * (400, by routing), as OpenRouter does.
- */
-export function anthropicModelNotFound(name: string): AppError | undefined {
-  return name.includes('@preset/') ? undefined : new AppError('not_found', `model: ${name}`)
-}
-
 /** POST <path> for one door: wiring only; the engine (packages/gateway) does the work. Any valid key. */
 export const doorRoute =
   <Body>(deps: AppDeps, door: DoorRoute<Body>): FastifyPluginAsync =>
@@ -239,13 +207,13 @@ export const doorRoute =
         const body = req.body as Body
         const extras = door.extras?.(req.headers, body)
         const neutral = door.toNeutral ? door.toNeutral(body) : (body as ResponsesRequest)
-        const id = resolveModels(deps.catalogue, neutral, door.aliases)
-        const notFound = door.anthropic && !id && neutral.model ? anthropicModelNotFound(neutral.model) : undefined
-        if (notFound) throw notFound
         const response = await runGateway(deps, req, reply, neutral, {
           name: door.name,
           stream: neutral.stream ? door.stream?.(body) : undefined,
-          extras,
+          // The engine reads the model names as the door's provider names them, and on Anthropic's
+          // door answers one it does not know 404 "model: <name>", as Anthropic does (its clients and
+          // agents read that); the OpenRouter doors refuse it by routing (400), as OpenRouter does.
+          extras: { ...extras, names: door.aliases, ...(door.anthropic ? { unknownModel: 'not_found' as const } : {}) },
         })
         if (!response) return reply
         return door.reply ? door.reply(response, body) : response
@@ -274,12 +242,10 @@ export async function runGateway(
   neutral: ResponsesRequest,
   door: Door,
 ): Promise<ResponseObject | undefined> {
-  const merging = presetMerge(deps, callerOf(req).workspaceId, neutral)
-  const merged = merging && (await merging)
-  const body = merged ? merged.body : neutral
+  const body = neutral
   // A client that goes away cancels the upstream request with it.
   const cancel = cancelledOnClose(reply)
-  const opts = callOptions(deps, req, cancel, door.name, { doorStream: door.stream, presetId: merged?.presetId })
+  const opts = callOptions(deps, req, cancel, door.name, { doorStream: door.stream })
   if (door.extras) Object.assign(opts, door.extras)
   const byok = ownKeys(deps, req)
   if (byok) opts.byok = await byok
@@ -335,35 +301,4 @@ export async function runGateway(
     raw.destroy()
   }
   return undefined
-}
-
-/**
- * The request merged with the preset it names (by `@preset/` in its model or by `preset`), with the
- * preset's id, on every transport; undefined when it names none, so that most requests go on
- * without waiting a tick.
- */
-export function presetMerge(
-  deps: AppDeps,
-  workspaceId: string,
-  neutral: ResponsesRequest,
-): Promise<{ body: ResponsesRequest; presetId: string }> | undefined {
-  const preset = presetReference(neutral)
-  return preset && withPreset(deps, workspaceId, neutral, preset.slug)
-}
-
-/** A request that names a preset, merged with the preset's designated version (the request wins). */
-async function withPreset(
-  deps: AppDeps,
-  workspaceId: string,
-  body: ResponsesRequest,
-  slug: string,
-): Promise<{ body: ResponsesRequest; presetId: string }> {
-  const version = await designatedPresetVersion(deps.db, workspaceId, slug)
-  if (!version) throw gatewayError('not_found', `no preset ${slug} in this workspace`)
-  try {
-    return { body: applyPreset(body, version), presetId: version.presetId }
-  } catch (err) {
-    if (err instanceof PresetInputError) throw gatewayError('invalid_request', err.message)
-    throw err
-  }
 }

@@ -4,7 +4,7 @@ import { GatewayError, ResponsesRequest, type CallOptions, type FilterMatch } fr
 import { AppError, resolveCallerByHash, type Caller } from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
-import { presetMerge } from './gateway-run.js'
+import { withPreset } from '@roster/gateway'
 import { callerOf } from '../plugins/caller.js'
 
 // POST /guardrails/dry-run (docs/console.md, issue 47): would this request pass the guardrails in
@@ -55,8 +55,8 @@ export const guardrailDryRunRoutes =
         const inForce = (guardrails ?? []).map((g) => ({ id: g.id, name: g.name }))
         try {
           // A preset the request names is merged as a real request's is (one that is missing refuses it).
-          const merging = presetMerge(deps, caller.workspaceId, parsed.data)
-          const request = merging ? (await merging).body : parsed.data
+          const merging = withPreset(deps.presets, caller.workspaceId, parsed.data)
+          const request = merging ? (await merging).req : parsed.data
           const plan = deps.responses.plan(request, opts)
           return {
             allowed: true,

@@ -12,9 +12,10 @@ import {
   parseMessagesRequest,
   toMessage,
 } from '@roster/gateway'
+import { AppError } from '@roster/shared'
 import type { AppDeps } from '../deps.js'
 import { requireKey } from '../plugins/auth.js'
-import { anthropicModelNotFound, doorRoute, RESPONSES_BODY_LIMIT, sparseValidator } from './gateway-run.js'
+import { doorRoute, RESPONSES_BODY_LIMIT, sparseValidator } from './gateway-run.js'
 
 /**
  * POST /messages: the Anthropic Messages door of the same engine as /responses. The key may come
@@ -63,10 +64,9 @@ export const countTokensRoutes =
       async (req) => {
         betasOf(req.headers['anthropic-beta'])
         const body = req.body as CountTokensRequest
-        const notFound = catalogueIdOf(deps.catalogue, 'anthropic', body.model)
-          ? undefined
-          : anthropicModelNotFound(body.model)
-        if (notFound) throw notFound
+        // Anthropic answers a model it does not serve 404 "model: <name>" (a preset form is a name too).
+        if (!catalogueIdOf(deps.catalogue, 'anthropic', body.model) && !body.model.includes('@preset/'))
+          throw new AppError('not_found', `model: ${body.model}`)
         return countTokens(body)
       },
     )

@@ -6,7 +6,7 @@ import { gatewayErrorBody, webSocketErrorEvent } from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
-import { callOptions, ownKeys, presetMerge } from './gateway-run.js'
+import { callOptions, ownKeys } from './gateway-run.js'
 import { refusalError } from '../plugins/fair-use.js'
 import { callerOf } from '../plugins/caller.js'
 
@@ -201,9 +201,7 @@ async function answer(
   // The connection's cancellation ends the upstream call when the client goes away (its listener
   // is removed when the call ends, so one serves every request on the connection).
   try {
-    const merging = presetMerge(deps, callerOf(req).workspaceId, parsed.data)
-    const merged = merging && (await merging)
-    const opts = callOptions(deps, req, connection, 'responses_ws', { presetId: merged?.presetId })
+    const opts = callOptions(deps, req, connection, 'responses_ws')
     const byok = ownKeys(deps, req)
     if (byok) opts.byok = await byok
     // What the request's own input was (a preset's may add to it): the conversation a continuation goes on from.
@@ -211,7 +209,7 @@ async function answer(
     const sink = webSocketSink(socket, (completed) =>
       held.keep(completed, parsed.data.input, earlierBytes + data.length),
     )
-    await deps.responses.stream(merged ? merged.body : parsed.data, opts, sink)
+    await deps.responses.stream(parsed.data, opts, sink)
   } catch (err) {
     held.evict()
     if (connection.aborted) return
