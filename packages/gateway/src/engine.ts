@@ -78,12 +78,20 @@ export class ResponsesEngine {
    * The request as the engine serves it: merged with the preset it names (through the port; its id
    * on the generations), its model names resolved for the door's protocol; a new object, the caller's
    * untouched. A door that answers an unknown model itself (Anthropic's 404 `model: <name>`) says so.
+   * Without a preset it answers at once (no promise): most requests go on without waiting a tick.
    */
-  private async prepared(body: ResponsesRequest, opts: CallOptions): Promise<ResponsesRequest> {
+  private prepared(body: ResponsesRequest, opts: CallOptions): ResponsesRequest | Promise<ResponsesRequest> {
     const merging = withPreset(this.options.presets, opts.generation?.workspaceId, body)
-    const merged = merging && (await merging)
-    if (merged && opts.generation) opts.generation.presetId = merged.presetId
-    const { req, id } = resolveModelNames(this.options.catalogue, merged?.req ?? body, opts.names ?? 'openai')
+    if (!merging) return this.named(body, opts)
+    return merging.then((merged) => {
+      if (opts.generation) opts.generation.presetId = merged.presetId
+      return this.named(merged.req, opts)
+    })
+  }
+
+  /** The request's model names resolved for the door's protocol (see prepared). */
+  private named(body: ResponsesRequest, opts: CallOptions): ResponsesRequest {
+    const { req, id } = resolveModelNames(this.options.catalogue, body, opts.names ?? 'openai')
     if (opts.unknownModel === 'not_found' && req.model && !id) throw gatewayError('not_found', `model: ${req.model}`)
     return req
   }
@@ -118,7 +126,8 @@ export class ResponsesEngine {
 
   /** A whole Response object. */
   async respond(body: ResponsesRequest, opts: CallOptions = {}): Promise<ResponseObject> {
-    const req = await this.prepared(body, opts)
+    const preparing = this.prepared(body, opts)
+    const req = preparing instanceof Promise ? await preparing : preparing
     const admitted = this.options.admit?.(opts)
     if (admitted) await admitted
     const run = startRun(this.parts, req, opts)
@@ -152,7 +161,8 @@ export class ResponsesEngine {
    * failure ends the stream with `error` and `response.failed`.
    */
   async stream(body: ResponsesRequest, opts: CallOptions, sink: StreamSink): Promise<void> {
-    const req = await this.prepared(body, opts)
+    const preparing = this.prepared(body, opts)
+    const req = preparing instanceof Promise ? await preparing : preparing
     const admitted = this.options.admit?.(opts)
     if (admitted) await admitted
     const run = startRun(this.parts, req, opts)
