@@ -16,7 +16,6 @@ import {
   InternReader,
   LocalVault,
   SecretStoreBatcher,
-  designatedPresetVersion,
   createMetrics,
   spendMetrics,
   tracing,
@@ -29,6 +28,7 @@ import {
   type RedisClient,
   type VaultService,
 } from '@roster/shared'
+import { designatedPresetVersion } from '@roster/shared/repositories'
 import { createHmac, randomBytes } from 'node:crypto'
 import { apiQueues, type ApiQueues } from './queues.js'
 import { operatorAccess, type OperatorAccess } from './operator/operator-access.js'

@@ -1,7 +1,6 @@
 import {
   answeredWithin,
   generationsStream,
-  insertGenerations,
   countedAgainst,
   limitNames,
   spendCounterTtl,
@@ -15,6 +14,7 @@ import {
   type ParentLogger,
   type RedisClient,
 } from '@roster/shared'
+import { insertGenerations } from '@roster/shared/repositories'
 import { subscribersHaveHeard } from './plugins/change-events.js'
 
 /** How long an append waits for Redis before writing to Postgres instead. */

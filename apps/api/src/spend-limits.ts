@@ -1,4 +1,5 @@
-import { limitNames, spendOfOwners, type LimitNames, type Db, type RedisClient, type SpendLimit } from '@roster/shared'
+import { limitNames, type LimitNames, type Db, type RedisClient, type SpendLimit } from '@roster/shared'
+import { spendOfOwners } from '@roster/shared/repositories'
 import { spentRefusal } from './spend-refusal.js'
 import { BatchedReads } from './batched-reads.js'
 

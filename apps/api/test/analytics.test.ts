@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
 import { BadRequestResponseError, ForbiddenResponseError, NotFoundResponseError } from '@openrouter/sdk/models/errors'
-import { insertGenerations, type GenerationRecord } from '@roster/shared'
+import { type GenerationRecord } from '@roster/shared'
+import { insertGenerations } from '@roster/shared/repositories'
 import { generationRecord, makeTenant, useTestTenant, type Tenant } from '@roster/testing'
 import { buildTestApp } from './helpers.js'
 

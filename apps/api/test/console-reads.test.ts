@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createHash } from 'node:crypto'
-import { insertGenerations, InternReader } from '@roster/shared'
+import { InternReader } from '@roster/shared'
+import { insertGenerations } from '@roster/shared/repositories'
 import { generationRecord, makeIntern, makeInternKey, makeTenant, useTestTenant } from '@roster/testing'
 import { auth, buildTestApp, json } from './helpers.js'
 

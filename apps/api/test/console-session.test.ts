@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort, makeTenant, useTestTenant } from '@roster/testing'
-import { pruneConsoleSessions } from '@roster/shared'
+import { pruneConsoleSessions } from '@roster/shared/repositories'
 import { buildTestApp } from './helpers.js'
 
 // Signing in to the web console (issue 47): an API key exchanged once for a server-side session in

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { Queue } from 'bullmq'
 import { freePort, redisUrl, useTestTenant } from '@roster/testing'
-import { connectRedis, insertDestination, INTERN_QUEUE } from '@roster/shared'
+import { connectRedis, INTERN_QUEUE } from '@roster/shared'
+import { insertDestination } from '@roster/shared/repositories'
 import { buildTestApp } from './helpers.js'
 
 // The operator's reads and drain (issue 47's fleet page): OPERATOR_TOKEN as a bearer token or a

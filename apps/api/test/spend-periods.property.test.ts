@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { insertGenerations, spendPeriods } from '@roster/shared'
+import { spendPeriods } from '@roster/shared'
+import { insertGenerations } from '@roster/shared/repositories'
 import { generationRecord, makeUserKey, useTestTenant } from '@roster/testing'
 
 // The periods a key's spend is counted in, worked out twice: by Postgres as generations are

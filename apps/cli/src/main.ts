@@ -10,8 +10,6 @@ import {
   createUser,
   createWorkspace,
   drainHostOrExplain,
-  getArchive,
-  listArchives,
   fleetTimes,
   isAppError,
   hostsView,
@@ -23,7 +21,6 @@ import {
   spendFromLedger,
   updateKey,
   UpdateKeyBody,
-  workspaceAccount,
   loadConfigOrExit,
   setVaultWrites,
   setIoLogging,
@@ -36,6 +33,7 @@ import {
   type ApiKeyKind,
   type Db,
 } from '@roster/shared'
+import { getArchive, listArchives, workspaceAccount } from '@roster/shared/repositories'
 
 const usage = `usage: npm run -s admin -- <command> [--json]
   bootstrap                                         account + workspace + member + one key per kind

@@ -6,19 +6,13 @@ import { resourceFromAttributes } from '@opentelemetry/resources'
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
 import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer'
 import {
-  deliverableDestination,
-  destinationDelivered,
-  destinationFailed,
   destinationTakes,
-  enabledDestinations,
-  generationsForDelivery,
   openConfig,
   reportConnectionErrors,
   retryFailedDeliveries,
   DESTINATIONS_QUEUE,
   type Db,
   type DestinationConfig,
-  type DestinationRow,
   type GenerationRecord,
   type Logger,
   listeningConnection,
@@ -26,6 +20,14 @@ import {
   producerQueue,
   type TimedRedisSettings,
 } from '@roster/shared'
+import {
+  deliverableDestination,
+  destinationDelivered,
+  destinationFailed,
+  enabledDestinations,
+  generationsForDelivery,
+  type DestinationRow,
+} from '@roster/shared/repositories'
 
 import { guardedLookup } from '@roster/gateway'
 

@@ -1,4 +1,4 @@
-import { beatingHosts } from '@roster/shared'
+import { beatingHosts } from '@roster/shared/repositories'
 import type { WorkerDeps } from './context.js'
 
 /** Whether a host beats (not dead, heard from within FLEET_DEAD_AFTER_MS): a call to it can be answered. */

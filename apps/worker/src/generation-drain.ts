@@ -1,7 +1,6 @@
 import { hostname } from 'node:os'
 import {
   generationsStream,
-  insertGenerations,
   pgErrorCode,
   reportConnectionErrors,
   type Db,
@@ -12,6 +11,7 @@ import {
   listeningConnection,
   type TimedRedisSettings,
 } from '@roster/shared'
+import { insertGenerations } from '@roster/shared/repositories'
 
 const GROUP = 'drain'
 

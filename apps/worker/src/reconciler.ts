@@ -1,17 +1,9 @@
 import type { Queue } from 'bullmq'
 import { createHash } from 'node:crypto'
 import {
-  beatingHosts,
-  enqueueInTx,
   inGroup,
   fleetTimes,
-  forgetIdempotencyRecords,
   Jobs,
-  markMoved,
-  recordsOf,
-  runningOnHost,
-  stuckProvisioning,
-  stuckTeardowns,
   transition,
   vacateHosts,
   type Db,
@@ -22,6 +14,16 @@ import {
   type RedisClient,
   type WorkerConfig,
 } from '@roster/shared'
+import {
+  beatingHosts,
+  enqueueInTx,
+  forgetIdempotencyRecords,
+  markMoved,
+  recordsOf,
+  runningOnHost,
+  stuckProvisioning,
+  stuckTeardowns,
+} from '@roster/shared/repositories'
 import type { JobOptionsFor } from './queue.js'
 
 /**

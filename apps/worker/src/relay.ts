@@ -1,13 +1,8 @@
 import type { Queue } from 'bullmq'
 import {
   carrierOf,
-  claimOutboxRows,
-  deleteOutboxRows,
-  setAsideOutboxRows,
-  type OutboxRow,
   isJobKind,
   Jobs,
-  outboxBellChannel,
   reportConnectionErrors,
   SpanKind,
   startSpan,
@@ -20,6 +15,13 @@ import {
   listeningConnection,
   type TimedRedisSettings,
 } from '@roster/shared'
+import {
+  claimOutboxRows,
+  deleteOutboxRows,
+  setAsideOutboxRows,
+  type OutboxRow,
+  outboxBellChannel,
+} from '@roster/shared/repositories'
 
 import type { JobOptionsFor } from './queue.js'
 

@@ -1,12 +1,9 @@
 import { DelayedError, UnrecoverableError, Worker } from 'bullmq'
 import {
   pingDatabase,
-  pruneConsoleSessions,
   createDb,
   createLogger,
   FleetDriver,
-  listHosts,
-  outboxBacklog,
   fleetTimes,
   hostCredentialKey,
   createInternEventPublisher,
@@ -23,6 +20,7 @@ import {
   type WorkerConfig,
   listeningConnection,
 } from '@roster/shared'
+import { pruneConsoleSessions, listHosts, outboxBacklog } from '@roster/shared/repositories'
 
 import type { WorkerDeps } from './context.js'
 import { createQueue, jobOptionsFor } from './queue.js'

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { joinHost, listHosts, placeIntern, vacateHosts, type Db } from '@roster/shared'
+import { vacateHosts, type Db } from '@roster/shared'
+import { joinHost, listHosts, placeIntern } from '@roster/shared/repositories'
 import { makeIntern, useTestTenant } from '@roster/testing'
 
 // Placement against the record alone (real Postgres, no processes): concurrent placements never

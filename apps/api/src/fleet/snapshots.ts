@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { S3Client } from '@aws-sdk/client-s3'
-import { latestSnapshot, putSnapshotRow, snapshotRow, takeSnapshotGarbage, type Db } from '@roster/shared'
+import { type Db } from '@roster/shared'
+import { latestSnapshot, putSnapshotRow, snapshotRow, takeSnapshotGarbage } from '@roster/shared/repositories'
 
 // Where the snapshots of interns' workspaces are kept, off the runtime hosts: the latest one per
 // intern, as a gzipped tar. Postgres by default (its row holds the bytes; simple, transactional, and

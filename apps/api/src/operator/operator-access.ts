@@ -1,13 +1,6 @@
 import type { FastifyRequest } from 'fastify'
-import {
-  AppError,
-  bearerToken,
-  digestsEqual,
-  isSecret,
-  liveConsoleSession,
-  secretDigest,
-  type Db,
-} from '@roster/shared'
+import { AppError, bearerToken, digestsEqual, isSecret, secretDigest, type Db } from '@roster/shared'
+import { liveConsoleSession } from '@roster/shared/repositories'
 import { assertSameOriginChange, sessionIdHash, sessionIdOf } from '../console/session-cookie.js'
 
 // The operator's way in (docs/operating.md): OPERATOR_TOKEN as a bearer token, or a web console

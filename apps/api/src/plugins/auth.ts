@@ -1,14 +1,7 @@
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { hash } from 'node:crypto'
-import {
-  AppError,
-  bearerToken,
-  liveConsoleSession,
-  resolveCaller,
-  resolveCallerByHash,
-  type Caller,
-  type Db,
-} from '@roster/shared'
+import { AppError, bearerToken, resolveCaller, resolveCallerByHash, type Caller, type Db } from '@roster/shared'
+import { liveConsoleSession } from '@roster/shared/repositories'
 import { assertSameOriginChange, sessionIdHash, sessionIdOf } from '../console/session-cookie.js'
 import { GatewayError } from '@roster/gateway'
 import { Lru } from './lru.js'

@@ -1,4 +1,5 @@
-import { outboxBellChannel, type RedisClient } from '@roster/shared'
+import { type RedisClient } from '@roster/shared'
+import { outboxBellChannel } from '@roster/shared/repositories'
 
 /**
  * Rings the relay's bell after outbox rows commit, at most once per event-loop turn however many

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { z } from 'zod'
-import { AppError, insertConsoleSession, revokeConsoleSession, type Caller } from '@roster/shared'
+import { AppError, type Caller } from '@roster/shared'
+import { insertConsoleSession, revokeConsoleSession } from '@roster/shared/repositories'
 import type { AppDeps } from '../deps.js'
 import { OPERATOR_KIND } from '../operator/operator-access.js'
 import {

@@ -2,29 +2,31 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
-  appendSessionEntries,
   isSecret,
   secretDigest,
-  hostRecord,
-  sessionIds,
-  sessionItems,
   EgressRequest,
-  FleetConflict,
   fleetTimes,
   HeartbeatRequest,
   HOST_ID_HEADER,
   InternId,
   hostCredential,
   isHostCredential,
-  isPlaced,
-  heartbeat,
   JoinRequest,
-  joinHost,
-  drainHost,
   SessionAppend,
   SNAPSHOT_GENERATION_HEADER,
-  type HostRow,
 } from '@roster/shared'
+import {
+  appendSessionEntries,
+  hostRecord,
+  sessionIds,
+  sessionItems,
+  FleetConflict,
+  isPlaced,
+  heartbeat,
+  joinHost,
+  drainHost,
+  type HostRow,
+} from '@roster/shared/repositories'
 import type { AppDeps } from '../deps.js'
 
 // The fleet's API, for runtime hosts only (not part of the public API, and outside /api/v1): hosts

@@ -5,13 +5,11 @@ import {
   AppError,
   assertManagementKey,
   canonicalGenerationId,
-  generationById,
-  generationContent,
   generationView,
-  insertFeedback,
   listGenerations,
   ListGenerationsQuery,
 } from '@roster/shared'
+import { generationById, generationContent, insertFeedback } from '@roster/shared/repositories'
 import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { drainHostOrExplain, failingDestinations, fleetTimes, hostsView, type FleetView } from '@roster/shared'
+import { drainHostOrExplain, fleetTimes, hostsView, type FleetView } from '@roster/shared'
+import { failingDestinations } from '@roster/shared/repositories'
 import type { AppDeps } from '../deps.js'
 
 // The operator's reads and actions (docs/operating.md), for OPERATOR_TOKEN only (operator-access.ts):

@@ -1,15 +1,14 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
+import { AppError, PageQuery } from '@roster/shared'
 import {
-  AppError,
   createPresetVersion,
   getPreset,
   getPresetVersion,
   listPresets,
   listPresetVersions,
-  PageQuery,
-} from '@roster/shared'
+} from '@roster/shared/repositories'
 import {
   PresetChatBody,
   PresetInputError,

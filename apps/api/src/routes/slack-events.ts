@@ -8,12 +8,9 @@ import {
   SlackId,
   SLACK_OPEN_FORM,
   receiveSlackEvent,
-  recordSlackClick,
-  slackLinkOf,
-  slackQuestionOf,
-  mayAnswerSlackQuestion,
   unsealSlackSecrets,
 } from '@roster/shared'
+import { recordSlackClick, slackLinkOf, slackQuestionOf, mayAnswerSlackQuestion } from '@roster/shared/repositories'
 import type { AppDeps } from '../deps.js'
 import { ANSWER_FORM_CALLBACK, answerFormView, answerFromForm, type FormQuestion } from '../slack/answer-form.js'
 import { slackSettings } from './interns/slack.js'

@@ -1,19 +1,21 @@
 import { UnrecoverableError } from 'bullmq'
 import {
+  slackAppsApi,
+  slackErrorCode,
+  withSlackConfigToken,
+  transition,
+  unsealSlackSecrets,
+  type JobPayload,
+} from '@roster/shared'
+import {
   archiveIntern,
   deleteInternRecord,
   internStatus,
   lockTeardown,
   markArchiveFailed,
   revokeSlackLink,
-  slackAppsApi,
-  slackErrorCode,
   slackLinkOf,
-  withSlackConfigToken,
-  transition,
-  unsealSlackSecrets,
-  type JobPayload,
-} from '@roster/shared'
+} from '@roster/shared/repositories'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { hostIsLive } from '../fleet.js'
 import { revokeBotToken } from '../slack/poster.js'

@@ -2,22 +2,24 @@ import { UnrecoverableError } from 'bullmq'
 import {
   apiKeyParts,
   inGroup,
-  insertInternKey,
-  internStatus,
   generateApiKey,
-  fleetSize,
   fleetTimes,
-  placeIntern,
   neverReachedHost,
   unplaceFromUnreachableHost,
-  type PlacedOn,
   isUniqueViolation,
   inSpan,
   RuntimeUnavailableError,
   type JobPayload,
+} from '@roster/shared'
+import {
+  insertInternKey,
+  internStatus,
+  fleetSize,
+  placeIntern,
+  type PlacedOn,
   type TransitionChange,
   type TransitionedIntern,
-} from '@roster/shared'
+} from '@roster/shared/repositories'
 import type { JobContext, WorkerDeps } from '../context.js'
 
 /**

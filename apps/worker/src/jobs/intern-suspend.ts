@@ -1,4 +1,5 @@
-import { internStatus, type JobPayload } from '@roster/shared'
+import { type JobPayload } from '@roster/shared'
+import { internStatus } from '@roster/shared/repositories'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { hostIsLive } from '../fleet.js'
 

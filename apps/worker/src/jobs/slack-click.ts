@@ -1,12 +1,10 @@
+import { RuntimeUnavailableError, SLACK_OPEN_FORM, type JobPayload } from '@roster/shared'
 import {
-  RuntimeUnavailableError,
-  SLACK_OPEN_FORM,
   claimSlackQuestion,
   expireSlackQuestion,
   slackQuestionOf,
   mayAnswerSlackQuestion,
-  type JobPayload,
-} from '@roster/shared'
+} from '@roster/shared/repositories'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { decidedCard, expiredCard, questionText, type Question } from '../slack/cards.js'
 import { posterFor, revokedBy } from '../slack/poster.js'

@@ -1,13 +1,5 @@
-import {
-  earlierReplyPending,
-  inGroup,
-  RuntimeUnavailableError,
-  slackEventOf,
-  slackSessionId,
-  updateSlackEvent,
-  type JobPayload,
-  type SlackFile,
-} from '@roster/shared'
+import { inGroup, RuntimeUnavailableError, slackSessionId, type JobPayload } from '@roster/shared'
+import { earlierReplyPending, slackEventOf, updateSlackEvent, type SlackFile } from '@roster/shared/repositories'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { isRevocation, posterFor, revokedBy, type SlackPoster } from '../slack/poster.js'
 import { HOST_ANSWER_TIMEOUT_MS, relayRun } from '../slack/relay.js'

@@ -1,7 +1,8 @@
 import type { KnownBlock } from '@slack/types'
 import { ErrorCode, WebClient, type ChatPostMessageArguments } from '@slack/web-api'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { revokeSlackLink, slackErrorCode, unsealSlackSecrets, type Db } from '@roster/shared'
+import { slackErrorCode, unsealSlackSecrets, type Db } from '@roster/shared'
+import { revokeSlackLink } from '@roster/shared/repositories'
 
 // Posting a turn's reply into its Slack thread with Slack's own client (which waits out a 429's
 // Retry-After and retries): a post, then updates, the streaming ones at most about once a second

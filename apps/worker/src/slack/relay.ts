@@ -1,4 +1,5 @@
-import { insertSlackQuestion, setQuestionCard, type RunEvent } from '@roster/shared'
+import { type RunEvent } from '@roster/shared'
+import { insertSlackQuestion, setQuestionCard } from '@roster/shared/repositories'
 import type { WorkerDeps } from '../context.js'
 import { questionCard, questionText, type Question } from './cards.js'
 import type { SlackPoster } from './poster.js'

@@ -1,4 +1,4 @@
-import type { PlacedOn, SlackFile } from '@roster/shared'
+import type { PlacedOn, SlackFile } from '@roster/shared/repositories'
 import type { WorkerDeps } from '../context.js'
 import type { SlackPoster } from './poster.js'
 

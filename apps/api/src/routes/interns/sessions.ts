@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { getIntern, InternIdParams, openQuestions, sessionSummaries, sessionTail, type Caller } from '@roster/shared'
+import { getIntern, InternIdParams, type Caller } from '@roster/shared'
+import { openQuestions, sessionSummaries, sessionTail } from '@roster/shared/repositories'
 import type { AppDeps } from '../../deps.js'
 
 // An intern's sessions as the record keeps them (session_entries), read back for people: the

@@ -1,0 +1,23 @@
+// @roster/shared/repositories: the statements on the tables, one module per table (docs/development.md,
+// "Where the SQL lives"). An app imports them from here, apart from the domain modules the package's
+// root exports, and calls them only as docs/development.md says ("When an app may call a repository").
+export * from './outbox.js'
+export * from './presets.js'
+export * from './workspace-archives.js'
+export * from './workspace-snapshots.js'
+export * from './api-keys.js'
+export * from './session-entries.js'
+export * from './runtime-hosts.js'
+export * from './interns.js'
+export * from './accounts.js'
+export * from './workspaces.js'
+export * from './generations.js'
+export * from './guardrails.js'
+export * from './byok-keys.js'
+export * from './generation-rollups.js'
+export * from './observability-destinations.js'
+export * from './slack-events.js'
+export * from './slack-links.js'
+export * from './slack-config-tokens.js'
+export * from './console-sessions.js'
+export * from './slack-questions.js'
