@@ -1,14 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import {
-  canonicalGenerationId,
-  costPico,
-  limitNames,
-  limitPeriod,
-  picoOf,
-  spendCounter,
-  type SpendLimit,
-} from './generations.js'
+import { canonicalGenerationId } from './generations.js'
+import { costPico, limitNames, limitPeriod, picoOf, spendCounter, type SpendLimit } from './spend.js'
 
 describe('costs in pico-dollars', () => {
   it('reads decimal prices exactly, plain or with an exponent', () => {
