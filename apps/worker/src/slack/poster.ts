@@ -5,7 +5,8 @@ import { slackErrorCode, unsealSlackSecrets, type Db } from '@roster/shared'
 import { revokeSlackLink } from '@roster/shared/repositories'
 
 // Posting a turn's reply into its Slack thread with Slack's own client (which waits out a 429's
-// Retry-After and retries): a post, then updates, the streaming ones at most about once a second
+// Retry-After and retries the calls safe to send again; a post is tried again only by `post`, which
+// looks for it first): a post, then updates, the streaming ones at most about once a second
 // (chat.update is a Tier 3 method: ~50 a minute per workspace), tried once each and given up while
 // Slack is away (the whole reply is posted after). A reply carries its event's id in its message
 // metadata, so a post whose answer was lost (the connection dropped, the worker died) is found in the
