@@ -23,7 +23,7 @@ try {
   const file = config.MODEL_CATALOGUE ? await loadCatalogue(config.MODEL_CATALOGUE) : { models: [] }
   const found = await environmentCatalogue(process.env)
   for (const problem of found.problems) process.stderr.write(`api: ${problem}\n`)
-  catalogue = mergeCatalogues(file, { models: found.models, keyed: true })
+  catalogue = mergeCatalogues(file, { models: found.models })
 } catch (err) {
   if (!(err instanceof CatalogueError)) throw err
   process.stderr.write(`api: ${err.message}\n`)

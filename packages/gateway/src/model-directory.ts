@@ -198,27 +198,26 @@ export function findModel(catalogue: Catalogue, id: string): CatalogueModel | un
 }
 
 /**
- * The interns' default model when none is set (INTERN_DEFAULT_MODEL): the first model of the
- * catalogue that can call tools (an intern's work is tools), else its first; undefined when it serves
- * none. A catalogue lists its models best first (one built from provider keys does; docs/interns.md).
+ * The catalogue's best model for a need: its first that can call tools when tools are needed, else
+ * its first (a catalogue lists its models best first: one built from provider keys does); undefined
+ * when it serves none.
  */
-export function defaultInternModel(catalogue: Catalogue): string | undefined {
-  return (catalogue.models.find((m) => m.capabilities.tools) ?? catalogue.models[0])?.id
-}
+const bestModel = (catalogue: Catalogue, tools: boolean): string | undefined =>
+  (catalogue.models.find((m) => !tools || m.capabilities.tools) ?? catalogue.models[0])?.id
+
+/** The interns' default model when none is set (INTERN_DEFAULT_MODEL): the best one, as an intern's work is tools. */
+export const defaultInternModel = (catalogue: Catalogue): string | undefined => bestModel(catalogue, true)
 
 /** OpenRouter's auto router's name: the model is chosen for the request (autoModel). */
 export const AUTO_MODEL = 'openrouter/auto'
 
 /**
  * The model `openrouter/auto` stands for, where the catalogue has no model of that id: the best one
- * for the request (the catalogue lists its models best first), one that can call tools when the
- * request offers any; undefined when it serves none. The answer names the model chosen, as
- * OpenRouter's does.
+ * for the request (one that can call tools when the request offers any). The answer names the model
+ * chosen, as OpenRouter's does.
  */
-export function autoModel(catalogue: Catalogue, req: { tools?: unknown[] | null }): string | undefined {
-  const wantsTools = (req.tools?.length ?? 0) > 0
-  return (catalogue.models.find((m) => !wantsTools || m.capabilities.tools) ?? catalogue.models[0])?.id
-}
+export const autoModel = (catalogue: Catalogue, req: { tools?: unknown[] | null }): string | undefined =>
+  bestModel(catalogue, (req.tools?.length ?? 0) > 0)
 
 /** `GET /providers`: every provider the catalogue routes to, once, by name. */
 export function providersOf(catalogue: Catalogue) {

@@ -17,7 +17,7 @@ const noOllama = { OLLAMA_BASE_URL: 'off' }
 
 describe('the catalogue provider keys bring', () => {
   it('serves every keyed provider’s text models, valid as a catalogue, with the package’s prices and limits', () => {
-    const catalogue = mergeCatalogues({ models: keyedCatalogue(every), keyed: true })
+    const catalogue = mergeCatalogues({ models: keyedCatalogue(every) })
     expect(Catalogue.safeParse(catalogue).success).toBe(true)
     const providers = new Set(catalogue.models.flatMap((m) => m.endpoints.map((e) => e.provider)))
     expect([...providers].sort()).toEqual(KEYED_PROVIDERS.map((p) => p.name).sort())
@@ -65,7 +65,7 @@ describe('the catalogue provider keys bring', () => {
     for (const m of models.filter((m) => m.capabilities.tools)) expect(m.created).toBeLessThanOrEqual(first.created)
     const tie = models.filter((m) => m.created === first.created && m.capabilities.tools)
     for (const m of tie) expect(Number(m.pricing.output)).toBeLessThanOrEqual(Number(first.pricing.output))
-    expect(defaultInternModel(mergeCatalogues({ models, keyed: true }))).toBe(first.id)
+    expect(defaultInternModel(mergeCatalogues({ models }))).toBe(first.id)
   })
 
   it('reads a key from any of its names, and a base URL from its variable', () => {
@@ -82,7 +82,7 @@ describe('the catalogue provider keys bring', () => {
   it('lets MODEL_CATALOGUE override a model whole and come first, dropping an alias it takes', () => {
     const mine = simulatorCatalogue('http://127.0.0.1:9')
     const own = { ...mine.models[0]!, id: 'openai/gpt-4o-mini', aliases: { openai: ['gpt-4o'] } }
-    const merged = mergeCatalogues({ models: [own] }, { models: keyedCatalogue({ OPENAI_API_KEY: 'k' }), keyed: true })
+    const merged = mergeCatalogues({ models: [own] }, { models: keyedCatalogue({ OPENAI_API_KEY: 'k' }) })
     expect(merged.models[0]!.id).toBe('openai/gpt-4o-mini')
     expect(merged.models[0]!.endpoints.map((e) => e.provider)).toEqual(['upstream-sim'])
     // `gpt-4o` is the file's alias now: the keyed GPT-4o answers to its id alone.
@@ -103,7 +103,7 @@ describe('the catalogue provider keys bring', () => {
   })
 
   it('routes openrouter/auto to the best model for the request', () => {
-    const catalogue = mergeCatalogues({ models: keyedCatalogue({ OPENAI_API_KEY: 'k' }), keyed: true })
+    const catalogue = mergeCatalogues({ models: keyedCatalogue({ OPENAI_API_KEY: 'k' }) })
     expect(autoModel(catalogue, {})).toBe(catalogue.models[0]!.id)
     expect(catalogue.models.find((m) => m.id === autoModel(catalogue, { tools: [{}] }))!.capabilities.tools).toBe(true)
     expect(autoModel({ models: [] }, {})).toBeUndefined()

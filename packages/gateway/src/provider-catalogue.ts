@@ -266,12 +266,11 @@ export async function ollamaCatalogue(env: NodeJS.ProcessEnv): Promise<{ models:
 export async function environmentCatalogue(
   env: NodeJS.ProcessEnv,
 ): Promise<{ models: CatalogueModel[]; sources: string[]; problems: string[] }> {
-  const keyed = keyedProviders(env)
   const ollama = await ollamaCatalogue(env)
   return {
     models: [...keyedCatalogue(env), ...ollama.models],
     sources: [
-      ...keyed.map(({ provider, key }) => `${provider.name} (${key})`),
+      ...keyedProviders(env).map(({ provider, key }) => `${provider.name} (${key})`),
       ...(ollama.models.length ? [`ollama at ${(env.OLLAMA_BASE_URL || OLLAMA_DEFAULT_URL).replace(/\/+$/, '')}`] : []),
     ],
     problems: ollama.problem ? [ollama.problem] : [],
@@ -284,11 +283,10 @@ export async function environmentCatalogue(
  * also served through OpenRouter, whose equal endpoint would take every other call at its fee). An
  * alias another model already answers to is dropped, as is one that is a model's id.
  */
-export function mergeCatalogues(...catalogues: { models: CatalogueModel[]; keyed?: boolean }[]): Catalogue {
-  const byId = new Map<string, { model: CatalogueModel }>()
-  for (const { models } of catalogues)
-    for (const m of models) if (!byId.has(m.id)) byId.set(m.id, { model: structuredClone(m) })
-  const models = [...byId.values()].map((v) => v.model)
+export function mergeCatalogues(...catalogues: { models: CatalogueModel[] }[]): Catalogue {
+  const byId = new Map<string, CatalogueModel>()
+  for (const { models } of catalogues) for (const m of models) if (!byId.has(m.id)) byId.set(m.id, structuredClone(m))
+  const models = [...byId.values()]
   const ids = new Set(models.map((m) => m.id))
   for (const family of ['openai', 'anthropic'] as const) {
     const taken = new Set<string>()

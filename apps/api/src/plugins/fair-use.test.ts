@@ -4,6 +4,23 @@ import { Lru } from './lru.js'
 
 const caller = (keyId: string, workspaceId = 'w1') => ({ keyId, workspaceId })
 
+/** An admission whose process read as loaded (its share at the floor), and a clock the test moves. */
+function loadedWithClock(limits: { perKey: number; perKeyUnderLoad: number }) {
+  let now = 1_000_000
+  const clock = vi.spyOn(performance, 'now').mockImplementation(() => now)
+  const sut = new Admission({ ...limits, perWorkspace: 0, bodyBytes: 0 })
+  sut.adjust(0.99)
+  sut.adjust(0.99)
+  return {
+    sut,
+    advance: (ms: number) => void (now += ms),
+    close: () => {
+      sut.close()
+      clock.mockRestore()
+    },
+  }
+}
+
 describe('Admission', () => {
   it('holds a key to its share and a workspace to its own, and frees both when a request ends', () => {
     const refused: string[] = []
@@ -114,11 +131,16 @@ describe('Admission', () => {
       })
       // …and the user's door calls are squeezed for the flood's sake, as any key's.
       expect(sut.enter(user)).toMatchObject({ message: expect.stringMatching(/share is 8 while/) })
-      // Another workspace's interns are others too: its flood is not alone with them.
-      for (const leave of [...chats, ...own, ...more]) (leave as () => void)()
-      const elsewhere = sut.enter(intern(0, 'elsewhere'))
-      expect(sut.enter({ keyId: 'mallory', workspaceId: 'elsewhere' })).toMatchObject({ status: 429 })
-      for (const leave of [...calls, ...flood, elsewhere]) (leave as () => void)()
+      // Alone with its own workspace's interns, the flood is not squeezed for them (its own turns' work)…
+      for (const leave of [...chats, ...own, ...more, ...calls]) (leave as () => void)()
+      const mallory = { keyId: 'mallory', workspaceId: 'elsewhere' }
+      const ownIntern = sut.enter(intern(0, 'elsewhere'))
+      const ninth = sut.enter(mallory)
+      expect(typeof ninth).toBe('function')
+      // …but another workspace's interns are others to it: squeezed again.
+      const theirs = sut.enter(intern(1))
+      expect(sut.enter(mallory)).toMatchObject({ status: 429, message: expect.stringMatching(/share is 8 while/) })
+      for (const leave of [...flood, ownIntern, ninth, theirs]) (leave as () => void)()
       expect(sut.open('alice')).toBe(0)
     } finally {
       sut.close()
@@ -126,48 +148,38 @@ describe('Admission', () => {
   })
 
   it("lets a user alone with its own interns keep KEY_CONCURRENCY while loaded, the interns' calls ended or not", () => {
-    let now = 1_000_000
-    const clock = vi.spyOn(performance, 'now').mockImplementation(() => now)
-    const sut = new Admission({ perKey: 16, perKeyUnderLoad: 4, perWorkspace: 0, bodyBytes: 0 })
+    const { sut, advance, close } = loadedWithClock({ perKey: 16, perKeyUnderLoad: 4 })
     try {
-      sut.adjust(0.99)
-      sut.adjust(0.99)
       const user = { keyId: 'alice', workspaceId: 'team', kind: 'user' as const }
       // An intern of its own called a moment ago (and ended): not another party.
       ;(sut.enter({ keyId: 'intern-1', workspaceId: 'team', kind: 'intern' }) as () => void)()
-      now += 100
+      advance(100)
       const burst = Array.from({ length: 16 }, () => sut.enter(user))
       expect(burst.every((c) => typeof c === 'function')).toBe(true)
       for (const leave of burst) (leave as () => void)()
       // Another workspace's intern a moment ago: the squeeze holds.
       ;(sut.enter({ keyId: 'intern-x', workspaceId: 'other', kind: 'intern' }) as () => void)()
-      now += 100
+      advance(100)
       const squeezed = Array.from({ length: 5 }, () => sut.enter(user))
       expect(squeezed.at(-1)).toMatchObject({ message: expect.stringMatching(/share is 4 while/) })
       for (const leave of squeezed.slice(0, 4)) (leave as () => void)()
     } finally {
-      sut.close()
-      clock.mockRestore()
+      close()
     }
   })
 
   it('counts a key that calls one at a time as about between its calls, for a second', () => {
-    let now = 1_000_000
-    const clock = vi.spyOn(performance, 'now').mockImplementation(() => now)
-    const sut = new Admission({ perKey: 16, perKeyUnderLoad: 4, perWorkspace: 0, bodyBytes: 0 })
+    const { sut, advance, close } = loadedWithClock({ perKey: 16, perKeyUnderLoad: 4 })
     try {
-      sut.adjust(0.99)
-      sut.adjust(0.99)
       ;(sut.enter(caller('probe')) as () => void)() // one call, ended
-      now += 500
+      advance(500)
       const flood = Array.from({ length: 4 }, () => sut.enter(caller('flood')))
       expect(sut.enter(caller('flood'))).toMatchObject({ message: expect.stringMatching(/share is 4 while/) })
-      now += 1_001 // the probe has not called for a second: the flood is alone
+      advance(1_001) // the probe has not called for a second: the flood is alone
       expect(typeof sut.enter(caller('flood'))).toBe('function')
       for (const leave of flood) (leave as () => void)()
     } finally {
-      sut.close()
-      clock.mockRestore()
+      close()
     }
   })
 

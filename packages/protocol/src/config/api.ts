@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import {
   flag,
+  snapshotMb,
   list,
   port,
   ms,
@@ -229,15 +230,9 @@ export const ApiConfig = z
       .enum(['postgres', 's3'])
       .default('postgres')
       .describe("Where snapshots of interns' workspaces are kept: `postgres` or `s3`."),
-    SNAPSHOT_MAX_MB: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(4096)
-      .default(100)
-      .describe(
-        'The largest workspace snapshot accepted, compressed, in MiB (larger ones are refused with `413 snapshot_too_large`).',
-      ),
+    SNAPSHOT_MAX_MB: snapshotMb.describe(
+      'The largest workspace snapshot accepted, compressed, in MiB (larger ones are refused with `413 snapshot_too_large`).',
+    ),
     SNAPSHOT_S3_BUCKET: z
       .string()
       .min(1)

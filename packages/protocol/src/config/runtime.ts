@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { flag, port, ms, runtimeToken, logLevel, metricsSettings, egressHosts } from './values.js'
+import { flag, port, ms, runtimeToken, logLevel, metricsSettings, egressHosts, snapshotMb } from './values.js'
 import { listenerSettings } from '../listener-settings.js'
 
 // A runtime host's settings (apps/runtime).
@@ -44,15 +44,9 @@ export const RuntimeConfig = z.object({
   RUNTIME_DRAIN_TURN_GRACE_MS: ms
     .default(30_000)
     .describe('How long a draining host lets running turns finish before it ends them.'),
-  RUNTIME_SNAPSHOT_MAX_MB: z.coerce
-    .number()
-    .int()
-    .min(1)
-    .max(4096)
-    .default(100)
-    .describe(
-      'The largest workspace snapshot this host takes (compressed), in MiB; the API holds its own ceiling (`SNAPSHOT_MAX_MB`).',
-    ),
+  RUNTIME_SNAPSHOT_MAX_MB: snapshotMb.describe(
+    'The largest workspace snapshot this host takes (compressed), in MiB; the API holds its own ceiling (`SNAPSHOT_MAX_MB`).',
+  ),
   RUNTIME_UNCONFINED_COMMANDS: z
     .enum(['refuse', 'allow'])
     .default('refuse')

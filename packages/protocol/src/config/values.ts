@@ -292,3 +292,6 @@ export const fairUseSettings = {
       "Behind a load balancer whose `X-Forwarded-For` names the client: `true` (any hop), or addresses and ranges, comma-separated (e.g. `loopback,10.0.0.0/8`). Unset: the peer's address is the client's.",
     ),
 }
+
+/** A workspace snapshot's largest size, compressed, in MiB: the API's ceiling and a host's own. */
+export const snapshotMb = z.coerce.number().int().min(1).max(4096).default(100)
