@@ -9,17 +9,17 @@ import {
   lacking,
   makeTenant,
   processCommandLines,
-  repoRoot,
   startStack,
   waitFor,
   type Stack,
   useTestTenant,
 } from '@roster/testing'
+import { runAdminCaptured } from '@roster/cli'
 import { chatThroughClient, sseEvents, streamError } from './helpers.js'
 import { createServer, type Server } from 'node:http'
 import { mkdirSync, mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 
 // Chat with a running intern through the whole system: the API relays to the runtime host, which
 // runs the turn as the intern (its own key) against Roster's /responses (the simulator behind it,
@@ -75,13 +75,8 @@ async function call(method: string, path: string, body?: unknown) {
   })
   return res.json() as Promise<any>
 }
-/** The admin CLI on this test's database. */
-const admin = (...args: string[]) =>
-  spawnSync('npm', ['run', '-s', 'admin', '--', ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, DATABASE_URL: env.t.url },
-    encoding: 'utf8',
-  })
+/** The admin CLI on this test's database, run in this process. */
+const admin = (...args: string[]) => runAdminCaptured(args, { ...process.env, DATABASE_URL: env.t.url })
 /** Whether a command started under `exec -a <marker>` runs (in any sandbox on this machine). */
 const commandRunning = (marker: string) => processCommandLines().some((l) => l.startsWith(marker))
 const chat = (body: object) =>
@@ -509,14 +504,14 @@ describe('chatting with an intern', () => {
         )
         expect(existsSync(home)).toBe(false)
         // The operator finds it with the admin CLI and exports it.
-        const listed = admin('archive', 'list', '--workspace', env.tenant.workspaceId, '--json')
+        const listed = await admin('archive', 'list', '--workspace', env.tenant.workspaceId, '--json')
         const entry = (
           JSON.parse(listed.stdout).archives as { id: string; intern_id: string; name: string; sessions: number }[]
         ).find((a) => a.intern_id === intern.id)
         expect(entry).toMatchObject({ name, sessions: 1 })
         const dir = mkdtempSync(join(tmpdir(), 'roster-archive-'))
-        const exported = admin('archive', 'export', entry!.id, '--out', join(dir, 'workspace.tar.gz'))
-        expect(exported.status, exported.stderr).toBe(0)
+        const exported = await admin('archive', 'export', entry!.id, '--out', join(dir, 'workspace.tar.gz'))
+        expect(exported.code, exported.stderr).toBe(0)
         mkdirSync(join(dir, 'files'))
         execFileSync('tar', ['-xzf', join(dir, 'workspace.tar.gz'), '-C', join(dir, 'files')])
         expect(readFileSync(join(dir, 'files', 'notes', 'todo.md'), 'utf8')).toBe(`ship ${name}`)

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { spawnSync } from 'node:child_process'
 import { createTestDatabase, repoRoot, type TestDatabase } from '@roster/testing'
+import { runAdminCaptured } from '../src/admin.js'
 
 // Runs the operator CLI as a user would (npm run -s admin -- …, which runs scripts/admin.mjs: run
 // directly here, sparing npm's own start-up on each of the file's thirty-odd commands) and checks
@@ -11,7 +12,8 @@ beforeAll(async () => {
 })
 afterAll(async () => t?.drop())
 
-function admin(...args: string[]) {
+/** The CLI's own process, as `npm run -s admin` starts it: for what only a process shows (exit codes, start-up). */
+function adminProcess(...args: string[]) {
   const run = spawnSync(process.execPath, ['scripts/admin.mjs', ...args], {
     cwd: repoRoot,
     env: { ...process.env, DATABASE_URL: t.url },
@@ -19,6 +21,9 @@ function admin(...args: string[]) {
   })
   return { code: run.status, stdout: run.stdout, stderr: run.stderr }
 }
+
+/** The same commands run in this process (the module main.ts runs), sparing a Node start and a Prisma load each. */
+const admin = (...args: string[]) => runAdminCaptured(args, { ...process.env, DATABASE_URL: t.url })
 const json = (r: { stdout: string }) => JSON.parse(r.stdout.trim())
 const uuid = /^[0-9a-f-]{36}$/
 
@@ -26,13 +31,13 @@ const uuid = /^[0-9a-f-]{36}$/
 // and far longer while the rest of the suite shares the machine's cores.
 describe('npm run -s admin', { timeout: 180_000 }, () => {
   it('bootstrap --json prints exactly the documented keys, and a fresh set each time', async () => {
-    const first = admin('bootstrap', '--json')
+    const first = adminProcess('bootstrap', '--json')
     expect(first.code).toBe(0)
     expect(first.stdout.trim().split('\n')).toHaveLength(1)
     const out = json(first)
     expect(Object.keys(out).sort()).toEqual(['account_id', 'keys', 'user_id', 'workspace_id'])
     expect(Object.keys(out.keys).sort()).toEqual(['management', 'organization', 'user'])
-    const again = json(admin('bootstrap', '--json'))
+    const again = json(await admin('bootstrap', '--json'))
     expect(again.workspace_id).not.toBe(out.workspace_id)
     const keys = await t.db.apiKey.findMany({ where: { workspaceId: out.workspace_id } })
     expect(keys.map((k) => k.kind).sort()).toEqual(['management', 'organization', 'user'])
@@ -66,23 +71,23 @@ describe('npm run -s admin', { timeout: 180_000 }, () => {
   })
 
   it('creates accounts, workspaces, users and keys with their flags', async () => {
-    const account = json(admin('account', 'create', '--no-programme', '--no-lifecycle-writes', '--json'))
+    const account = json(await admin('account', 'create', '--no-programme', '--no-lifecycle-writes', '--json'))
     expect(Object.keys(account)).toEqual(['account_id'])
     expect(await t.db.account.findUnique({ where: { id: account.account_id } })).toMatchObject({
       inProgramme: false,
       lifecycleWrites: false,
     })
-    const ws = json(admin('workspace', 'create', '--account', account.account_id, '--no-interns', '--json'))
+    const ws = json(await admin('workspace', 'create', '--account', account.account_id, '--no-interns', '--json'))
     expect(ws.workspace_id).toMatch(uuid)
     expect((await t.db.workspace.findUnique({ where: { id: ws.workspace_id } }))?.internsEnabled).toBe(false)
-    const user = json(admin('user', 'create', '--workspace', ws.workspace_id, '--json'))
+    const user = json(await admin('user', 'create', '--workspace', ws.workspace_id, '--json'))
     expect(await t.db.user.findUnique({ where: { id: user.user_id } })).toMatchObject({
       email: null,
       role: 'org:member',
     })
     // A member as the organization lists it.
     const ada = json(
-      admin(
+      await admin(
         'user',
         'create',
         '--workspace',
@@ -103,29 +108,29 @@ describe('npm run -s admin', { timeout: 180_000 }, () => {
       lastName: 'Lovelace',
       role: 'org:admin',
     })
-    const notEmail = admin('user', 'create', '--workspace', ws.workspace_id, '--email', 'ada', '--json')
+    const notEmail = await admin('user', 'create', '--workspace', ws.workspace_id, '--email', 'ada', '--json')
     expect(notEmail.code).not.toBe(0)
     expect(notEmail.stderr).toMatch(/--email is not an e-mail address/)
     const key = json(
-      admin('key', 'create', '--kind', 'user', '--workspace', ws.workspace_id, '--user', user.user_id, '--json'),
+      await admin('key', 'create', '--kind', 'user', '--workspace', ws.workspace_id, '--user', user.user_id, '--json'),
     )
     expect(Object.keys(key).sort()).toEqual(['key', 'key_id'])
     expect(key.key).toMatch(/^sk-roster-v1-/)
   })
 
   it("switches an account's vault writes off and on (on by default)", async () => {
-    const { account_id } = json(admin('account', 'create', '--json'))
+    const { account_id } = json(await admin('account', 'create', '--json'))
     expect((await t.db.account.findUnique({ where: { id: account_id } }))?.vaultWrites).toBe(true)
-    expect(json(admin('account', 'vault-writes', '--account', account_id, 'off', '--json'))).toEqual({
+    expect(json(await admin('account', 'vault-writes', '--account', account_id, 'off', '--json'))).toEqual({
       account_id,
       vault_writes: false,
     })
     expect((await t.db.account.findUnique({ where: { id: account_id } }))?.vaultWrites).toBe(false)
-    expect(json(admin('account', 'vault-writes', '--account', account_id, 'on', '--json'))).toEqual({
+    expect(json(await admin('account', 'vault-writes', '--account', account_id, 'on', '--json'))).toEqual({
       account_id,
       vault_writes: true,
     })
-    const unknown = admin(
+    const unknown = await admin(
       'account',
       'vault-writes',
       '--account',
@@ -135,45 +140,51 @@ describe('npm run -s admin', { timeout: 180_000 }, () => {
     )
     expect(unknown.code).not.toBe(0)
     expect(json(unknown).error).toMatch(/no account/)
-    const created = json(admin('account', 'create', '--no-vault-writes', '--json'))
+    const created = json(await admin('account', 'create', '--no-vault-writes', '--json'))
     expect((await t.db.account.findUnique({ where: { id: created.account_id } }))?.vaultWrites).toBe(false)
   })
 
   it("grants an account credits (unlimited by default) and switches a workspace's private logging", async () => {
-    const { account_id } = json(admin('account', 'create', '--json'))
+    const { account_id } = json(await admin('account', 'create', '--json'))
     const credits = (...args: string[]) => admin('account', 'credits', '--account', account_id, ...args, '--json')
-    expect(json(credits())).toEqual({ account_id, total_credits: 1_000_000_000, total_usage: 0, unlimited: true })
-    expect(json(credits('--set', '12.5'))).toMatchObject({ total_credits: 12.5, unlimited: false })
-    expect(json(credits('--add', '0.000001'))).toMatchObject({ total_credits: 12.500001 })
+    expect(json(await credits())).toEqual({ account_id, total_credits: 1_000_000_000, total_usage: 0, unlimited: true })
+    expect(json(await credits('--set', '12.5'))).toMatchObject({ total_credits: 12.5, unlimited: false })
+    expect(json(await credits('--add', '0.000001'))).toMatchObject({ total_credits: 12.500001 })
     expect((await t.db.account.findUnique({ where: { id: account_id } }))?.creditsMicros).toBe(12_500_001n)
     // Amounts out of range are grantCredits' refusals (tested through the API); here the CLI's own.
     for (const bad of [
       ['--add', 'lots'],
       ['--set', '1', '--unlimited'],
     ]) {
-      const refused = credits(...bad)
+      const refused = await credits(...bad)
       expect(refused.code, bad.join(' ')).not.toBe(0)
     }
     expect((await t.db.account.findUnique({ where: { id: account_id } }))?.creditsMicros).toBe(12_500_001n)
-    expect(json(credits('--unlimited'))).toMatchObject({ total_credits: 1_000_000_000, unlimited: true })
-    expect(admin('account', 'credits', '--account', 'nope', '--json').code).not.toBe(0)
+    expect(json(await credits('--unlimited'))).toMatchObject({ total_credits: 1_000_000_000, unlimited: true })
+    expect((await admin('account', 'credits', '--account', 'nope', '--json')).code).not.toBe(0)
 
-    const { workspace_id } = json(admin('workspace', 'create', '--account', account_id, '--json'))
+    const { workspace_id } = json(await admin('workspace', 'create', '--account', account_id, '--json'))
     expect(
-      json(admin('workspace', 'io-logging', '--workspace', workspace_id, 'on', '--sampling-rate', '0.25', '--json')),
+      json(
+        await admin('workspace', 'io-logging', '--workspace', workspace_id, 'on', '--sampling-rate', '0.25', '--json'),
+      ),
     ).toEqual({ workspace_id, io_logging: true, io_logging_sampling_rate: 0.25 })
     expect(await t.db.workspace.findUnique({ where: { id: workspace_id } })).toMatchObject({
       ioLogging: true,
       ioLoggingRate: 0.25,
     })
     expect(
-      admin('workspace', 'io-logging', '--workspace', workspace_id, 'on', '--sampling-rate', '0', '--json').code,
+      (await admin('workspace', 'io-logging', '--workspace', workspace_id, 'on', '--sampling-rate', '0', '--json'))
+        .code,
     ).not.toBe(0)
-    expect(json(admin('workspace', 'io-logging', '--workspace', workspace_id, 'off', '--json')).io_logging).toBe(false)
+    expect(json(await admin('workspace', 'io-logging', '--workspace', workspace_id, 'off', '--json')).io_logging).toBe(
+      false,
+    )
   })
 
-  it('refuses bad input with a non-zero exit and a message', () => {
-    const bad = admin(
+  it('refuses bad input with a non-zero exit and a message', async () => {
+    // The process's own exit code: 2 for a command line it cannot use.
+    const bad = adminProcess(
       'key',
       'create',
       '--kind',
@@ -182,9 +193,12 @@ describe('npm run -s admin', { timeout: 180_000 }, () => {
       '00000000-0000-4000-8000-000000000000',
       '--json',
     )
-    expect(bad.code).not.toBe(0)
+    expect(bad.code).toBe(2)
     expect(bad.stderr).toMatch(/--kind must be one of/)
-    const missing = admin(
+    const unknownOption = await admin('bootstrap', '--wizard')
+    expect(unknownOption.code).toBe(2)
+    expect(unknownOption.stderr).toMatch(/^admin: Unknown option '--wizard'/)
+    const missing = await admin(
       'key',
       'create',
       '--kind',
@@ -198,9 +212,9 @@ describe('npm run -s admin', { timeout: 180_000 }, () => {
   })
 
   it('manages API keys offline as the API does: create with a limit, list, update, delete', async () => {
-    const boot = json(admin('bootstrap', '--json'))
+    const boot = json(await admin('bootstrap', '--json'))
     const ws = boot.workspace_id
-    const made = admin(
+    const made = await admin(
       'keys',
       'create',
       '--workspace',
@@ -224,18 +238,19 @@ describe('npm run -s admin', { timeout: 180_000 }, () => {
       workspace_id: ws,
     })
     const { hash } = created.data
-    expect(json(admin('keys', 'list', '--workspace', ws, '--json')).data.map((k: { name: string }) => k.name)).toEqual([
-      'ops',
-      '',
-    ])
-    const updated = json(admin('keys', 'update', hash, '--workspace', ws, '--limit', 'none', '--disable', '--json'))
+    expect(
+      json(await admin('keys', 'list', '--workspace', ws, '--json')).data.map((k: { name: string }) => k.name),
+    ).toEqual(['ops', ''])
+    const updated = json(
+      await admin('keys', 'update', hash, '--workspace', ws, '--limit', 'none', '--disable', '--json'),
+    )
     expect(updated.data).toMatchObject({ limit: null, disabled: true })
-    expect(json(admin('keys', 'list', '--workspace', ws, '--json')).data).toHaveLength(1)
-    expect(json(admin('keys', 'delete', hash, '--workspace', ws, '--json'))).toEqual({ deleted: true })
-    const gone = admin('keys', 'get', hash, '--workspace', ws, '--json')
+    expect(json(await admin('keys', 'list', '--workspace', ws, '--json')).data).toHaveLength(1)
+    expect(json(await admin('keys', 'delete', hash, '--workspace', ws, '--json'))).toEqual({ deleted: true })
+    const gone = await admin('keys', 'get', hash, '--workspace', ws, '--json')
     expect(gone.code).toBe(1)
     expect(json(gone).error).toMatch(/no API key/)
-    const bad = admin('keys', 'create', '--workspace', ws, '--name', 'x', '--limit=-1')
+    const bad = await admin('keys', 'create', '--workspace', ws, '--name', 'x', '--limit=-1')
     expect(bad.code).toBe(2)
     expect(bad.stderr).toMatch(/--limit must be 0 or more/)
   })

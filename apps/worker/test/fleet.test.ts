@@ -10,7 +10,6 @@ import {
   filesUnder,
   lacking,
   processCommandLines,
-  repoRoot,
   runtimeCredential,
   STACK_MASTER_KEY,
   startStack,
@@ -18,6 +17,7 @@ import {
   type Stack,
   useTestTenant,
 } from '@roster/testing'
+import { runAdminCaptured } from '@roster/cli'
 
 // The fleet of runtime hosts, as real processes over real Postgres and Redis: placement across
 // hosts, a host killed mid-turn (its interns run elsewhere with their sessions and files), a host
@@ -69,14 +69,8 @@ async function fleetStack(
   return stack
 }
 
-function admin(...args: string[]) {
-  const run = spawnSync('npm', ['run', '-s', 'admin', '--', ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, DATABASE_URL: env.t.url },
-    encoding: 'utf8',
-  })
-  return { code: run.status, stdout: run.stdout, stderr: run.stderr }
-}
+/** The admin CLI on the file's database, run in this process (its own test starts it as a process). */
+const admin = (...args: string[]) => runAdminCaptured(args, { ...process.env, DATABASE_URL: env.t.url })
 
 async function createMany(stack: Stack, prefix: string, n: number, parallel = 8): Promise<string[]> {
   const api = apiClient(stack.apiUrl, env.tenant.keys.user)
@@ -198,7 +192,7 @@ describe('three runtime hosts and 300 interns', () => {
         }
       }
 
-      const listed = admin('runtime', 'list', '--json')
+      const listed = await admin('runtime', 'list', '--json')
       expect(listed.code, listed.stderr).toBe(0)
       const { hosts } = JSON.parse(listed.stdout) as {
         hosts: { id: string; state: string; interns: number; capacity: number; free: number; address: string }[]
@@ -213,7 +207,7 @@ describe('three runtime hosts and 300 interns', () => {
         })
         expect(h.address).toBe(stack.runtimes.find((r) => r.id === h.id)!.url)
       }
-      const table = admin('runtime', 'list')
+      const table = await admin('runtime', 'list')
       expect(table.stdout.split('\n')[0]).toMatch(/^id\s+state\s+interns\s+free\s+capacity\s+address/)
       for (const h of hosts) expect(table.stdout).toMatch(new RegExp(`^${h.id}\\s+live\\s+${h.interns}\\s`, 'm'))
     } finally {
@@ -445,7 +439,7 @@ describe.skipIf(noSandbox)('draining a runtime host under chat load', () => {
         timeoutMs: 30_000,
         what: 'a turn of each intern before the drain',
       })
-      const drain = admin('runtime', 'drain', drained.id, '--json')
+      const drain = await admin('runtime', 'drain', drained.id, '--json')
       expect(drain.code, drain.stderr).toBe(0)
       expect(JSON.parse(drain.stdout)).toEqual({ host: drained.id, state: 'draining' })
       // It says it is not ready (a rollout waits on that) once it has heard it drains.
@@ -476,7 +470,7 @@ describe.skipIf(noSandbox)('draining a runtime host under chat load', () => {
         const turn = await chat(stack, id, `[sim] call shell {"command":"ls"}\n[sim] say {{result}}`)
         for (const file of written.get(id)!) expect(turn.text, id).toContain(file)
       }
-      const listed = JSON.parse(admin('runtime', 'list', '--json').stdout) as {
+      const listed = JSON.parse((await admin('runtime', 'list', '--json')).stdout) as {
         hosts: { id: string; state: string; interns: number }[]
       }
       expect(listed.hosts.find((h) => h.id === drained.id)).toMatchObject({ state: 'drained', interns: 0 })
@@ -485,14 +479,14 @@ describe.skipIf(noSandbox)('draining a runtime host under chat load', () => {
       await waitFor(() => allRunning(more), { timeoutMs: 30_000, what: 'new interns running' })
       expect((await rows(more)).every((r) => r.runtime_host_id === stack.runtimes[1]!.id)).toBe(true)
       // Draining twice, or a host that is not there, is refused with a reason.
-      const again = admin('runtime', 'drain', drained.id)
+      const again = await admin('runtime', 'drain', drained.id)
       expect([again.code, again.stderr]).toEqual([
         1,
         expect.stringMatching(/is (draining|drained): only a live host can be drained/),
       ])
-      const unknown = admin('runtime', 'drain', 'no-such-host')
+      const unknown = await admin('runtime', 'drain', 'no-such-host')
       expect([unknown.code, unknown.stderr]).toEqual([1, expect.stringMatching(/no runtime host no-such-host/)])
-      expect(admin('runtime', 'drain').code).toBe(2)
+      expect((await admin('runtime', 'drain')).code).toBe(2)
     } finally {
       await stack.stop()
     }
@@ -544,7 +538,7 @@ describe.skipIf(noSandbox)('workspace snapshots in an S3-compatible store', () =
         { store: string; key: string | null; bytes: Buffer | null }[]
       >`SELECT store, key, bytes FROM workspace_snapshots WHERE intern_id = ${id}::uuid`
       expect(snapshot).toMatchObject({ store: 's3', key: expect.stringContaining(id!), bytes: null })
-      expect(admin('runtime', 'drain', row!.runtime_host_id!).code).toBe(0)
+      expect((await admin('runtime', 'drain', row!.runtime_host_id!)).code).toBe(0)
       await waitFor(
         async () => (await rows([id!]))[0]!.runtime_host_id !== row!.runtime_host_id && (await allRunning([id!])),
         { timeoutMs: 60_000, intervalMs: 200, what: 'the intern on the other host' },

@@ -1,0 +1,477 @@
+// The operator CLI as a function of its arguments and its streams: `main.ts` runs it for a person at
+// a terminal (npm run -s admin -- …), and the tests run most commands through it in their own process,
+// sparing a Node start and a Prisma load per command (about a second each on these machines).
+import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { writeFileSync } from 'node:fs'
+import {
+  ApiKeyKinds,
+  bootstrap,
+  CliConfig,
+  createAccount,
+  createApiKey,
+  createDb,
+  createUser,
+  createWorkspace,
+  drainHostOrExplain,
+  fleetTimes,
+  isAppError,
+  hostsView,
+  createKey,
+  CreateKeyBody,
+  deleteKey,
+  getKey,
+  listKeys,
+  spendFromLedger,
+  updateKey,
+  UpdateKeyBody,
+  ConfigError,
+  loadConfig,
+  setVaultWrites,
+  setIoLogging,
+  grantCredits,
+  slackLinkSummary,
+  slackAppsApi,
+  slackConfigSummary,
+  storeSlackConfigToken,
+  forgetSlackConfigToken,
+  type ApiKeyKind,
+  type Db,
+} from '@roster/shared'
+import { getArchive, listArchives, workspaceAccount } from '@roster/shared/repositories'
+
+const usage = `usage: npm run -s admin -- <command> [--json]
+  bootstrap                                         account + workspace + member + one key per kind
+  account create [--no-programme] [--no-lifecycle-writes] [--no-vault-writes]
+  account vault-writes --account ID on|off          allow or refuse (503) vault stores, deletes and copies
+  account credits --account ID [--set USD|--add USD|--unlimited]
+                                                    an account's credits and what it used; past them its keys answer 402
+  workspace create --account ID [--no-interns]
+  workspace io-logging --workspace ID on|off [--sampling-rate R]
+                                                    keep (a share R of) the workspace's prompts and completions (off by default)
+  user create --workspace ID [--email E] [--first-name F] [--last-name L] [--admin]
+                                                    a member (how GET /organization/members lists it)
+  key create --kind user|organization|management|intern --workspace ID [--user ID] [--intern ID]
+  keys create --workspace ID --name NAME [--limit USD] [--limit-reset daily|weekly|monthly] [--expires-at TIME] [--user ID]
+                                                    an API key with a name, limit and expiry, as POST /keys makes one
+  keys list --workspace ID [--include-disabled] [--offset N]
+  keys get HASH --workspace ID
+  keys update HASH --workspace ID [--name NAME] [--limit USD|none] [--limit-reset daily|weekly|monthly|none] [--disable|--enable]
+  keys delete HASH --workspace ID                   API processes forget a changed or deleted key within AUTH_CACHE_MS
+  runtime list                                      each runtime host: state (live, draining, dead), interns, free room
+  runtime drain HOST                                the host takes no new interns; its interns move to others
+  archive list [--workspace ID]                     what was kept of deleted interns, newest first
+  slack show --intern ID                            an intern's Slack link: its state (and why), the Slack workspace and bot once installed
+  slack config-token set --workspace ID             store the workspace's Slack app configuration token, from its refresh token
+                                                    on stdin (rotated at once); Slack-linked interns then get apps minted with it
+  slack config-token show|forget --workspace ID     its Slack workspace and expiry (never the token), or forget it
+  archive export ID --out FILE                      an archive's workspace (a gzipped tar) to FILE, with its configuration and sessions beside it (FILE.json)
+Reads DATABASE_URL. With --json, prints exactly one JSON object.`
+
+const options = {
+  json: { type: 'boolean', default: false },
+  'no-programme': { type: 'boolean', default: false },
+  'no-lifecycle-writes': { type: 'boolean', default: false },
+  'no-vault-writes': { type: 'boolean', default: false },
+  'no-interns': { type: 'boolean', default: false },
+  account: { type: 'string' },
+  workspace: { type: 'string' },
+  user: { type: 'string' },
+  email: { type: 'string' },
+  'first-name': { type: 'string' },
+  'last-name': { type: 'string' },
+  admin: { type: 'boolean', default: false },
+  intern: { type: 'string' },
+  kind: { type: 'string' },
+  out: { type: 'string' },
+  name: { type: 'string' },
+  limit: { type: 'string' },
+  'limit-reset': { type: 'string' },
+  'expires-at': { type: 'string' },
+  'include-disabled': { type: 'boolean', default: false },
+  offset: { type: 'string' },
+  disable: { type: 'boolean', default: false },
+  enable: { type: 'boolean', default: false },
+  set: { type: 'string' },
+  add: { type: 'string' },
+  unlimited: { type: 'boolean', default: false },
+  'sampling-rate': { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+} satisfies ParseArgsConfig['options']
+
+type Values = ReturnType<typeof parseArgs<{ allowPositionals: true; options: typeof options }>>['values']
+
+/** Where a command reads and writes: the process's own streams, or a test's. */
+export interface AdminIo {
+  env: NodeJS.ProcessEnv
+  stdout(text: string): void
+  stderr(text: string): void
+  stdin: AsyncIterable<Buffer | string> | Iterable<Buffer | string>
+}
+
+/** One command line, parsed, with its settings and streams. */
+interface Invocation {
+  values: Values
+  positionals: string[]
+  config: CliConfig
+  io: AdminIo
+}
+
+class UsageError extends Error {}
+
+function needOf(inv: Invocation, name: 'account' | 'workspace' | 'kind' | 'intern'): string {
+  const v = inv.values[name]
+  if (!v) throw new UsageError(`--${name} is required`)
+  return v
+}
+
+async function runtimeList(inv: Invocation, db: Db) {
+  return { hosts: await hostsView(db, fleetTimes(inv.config)) }
+}
+
+async function runtimeDrain(inv: Invocation, db: Db, hostId: string | undefined) {
+  if (!hostId) throw new UsageError('runtime drain needs the host id (see runtime list)')
+  return drainHostOrExplain(db, fleetTimes(inv.config), hostId)
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+async function archiveList({ values }: Invocation, db: Db) {
+  if (values.workspace !== undefined && !UUID.test(values.workspace))
+    throw new UsageError('--workspace is a workspace id (a UUID)')
+  const archives = await listArchives(db, values.workspace)
+  return { archives: archives.map((a) => ({ ...a, archived_at: a.archived_at.toISOString() })) }
+}
+
+async function archiveExport({ values }: Invocation, db: Db, id: string | undefined) {
+  if (!id || !UUID.test(id)) throw new UsageError('archive export needs the archive id (see archive list)')
+  const out = values.out
+  if (!out) throw new UsageError('archive export needs --out FILE')
+  const archive = await getArchive(db, id)
+  if (!archive) throw new Error(`no archive ${id} (see archive list)`)
+  writeFileSync(
+    `${out}.json`,
+    JSON.stringify(
+      {
+        id: archive.id,
+        intern_id: archive.intern_id,
+        configuration: archive.configuration,
+        sessions: archive.sessions,
+      },
+      null,
+      2,
+    ) + '\n',
+    { mode: 0o600 },
+  )
+  if (archive.bytes) writeFileSync(out, archive.bytes, { mode: 0o600 })
+  const workspace = archive.bytes
+    ? `${out} (${archive.bytes.length} bytes, sha256 ${archive.sha256})`
+    : archive.key
+      ? `not written: it is the object ${archive.key} in the snapshot bucket (SNAPSHOT_S3_BUCKET)`
+      : 'none: no snapshot of its workspace was ever taken'
+  return { archive: archive.id, workspace, configuration_and_sessions: `${out}.json` }
+}
+
+/** The keys commands: the API's own key operations, in the scope of the workspace named (and its account). */
+async function keys(inv: Invocation, db: Db, op: string | undefined): Promise<Record<string, unknown>> {
+  const { values, positionals } = inv
+  const workspaceId = needOf(inv, 'workspace')
+  const accountId = UUID.test(workspaceId) ? await workspaceAccount(db, workspaceId) : undefined
+  if (!accountId) throw new Error(`no workspace ${workspaceId}`)
+  const scope = { accountId, workspaceId }
+  // Offline: no API process hears of the change; each forgets what it cached within AUTH_CACHE_MS.
+  const deps = { db, usage: spendFromLedger(db), changed: () => {} }
+  const hash = positionals[2]
+  const number = (v: string | undefined) => (v === undefined ? undefined : v === 'none' ? null : Number(v))
+  const reset = (v: string | undefined) => (v === undefined ? undefined : v === 'none' ? null : v)
+  const body = <T>(
+    schema: {
+      safeParse(
+        v: unknown,
+      ): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } }
+    },
+    v: unknown,
+  ): T => {
+    const parsed = schema.safeParse(v)
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!
+      throw new UsageError(`--${String(issue.path[0] ?? 'input').replace(/_/g, '-')} ${issue.message}`)
+    }
+    return parsed.data
+  }
+  switch (op) {
+    case 'create':
+      return createKey(
+        deps,
+        scope,
+        body(CreateKeyBody, {
+          name: values.name,
+          limit: number(values.limit),
+          limit_reset: reset(values['limit-reset']),
+          expires_at: values['expires-at'],
+          creator_user_id: values.user,
+        }),
+      )
+    case 'list':
+      return listKeys(deps, scope, {
+        include_disabled: values['include-disabled'] ? 'true' : undefined,
+        offset: values.offset === undefined ? undefined : Number(values.offset),
+      })
+    case 'get':
+      return getKey(deps, scope, hash ?? '')
+    case 'update':
+      if (values.disable && values.enable) throw new UsageError('--disable and --enable are each other’s opposite')
+      return updateKey(
+        deps,
+        scope,
+        hash ?? '',
+        body(UpdateKeyBody, {
+          name: values.name,
+          limit: number(values.limit),
+          limit_reset: reset(values['limit-reset']),
+          disabled: values.disable ? true : values.enable ? false : undefined,
+        }),
+      )
+    case 'delete':
+      return deleteKey(deps, scope, hash ?? '')
+    default:
+      throw new UsageError(`keys ${op ?? ''}: the keys commands are create, list, get, update and delete`)
+  }
+}
+
+/** A workspace's Slack app configuration token: the refresh token comes on stdin, never in argv (ps, history). */
+async function slackConfigToken(
+  { config, io }: Invocation,
+  db: Db,
+  op: string,
+  workspaceId: string,
+): Promise<Record<string, unknown>> {
+  if (!UUID.test(workspaceId)) throw new Error(`no workspace ${workspaceId}`)
+  if (op === 'show') {
+    const stored = await slackConfigSummary(db, workspaceId)
+    if (!stored) throw new Error(`workspace ${workspaceId} holds no Slack app configuration token`)
+    return { ...stored }
+  }
+  if (op === 'forget') return { workspace_id: workspaceId, forgotten: await forgetSlackConfigToken(db, workspaceId) }
+  if (!config.VAULT_MASTER_KEY)
+    throw new UsageError('slack config-token set needs VAULT_MASTER_KEY (the API’s) to seal it')
+  const chunks: Buffer[] = []
+  for await (const c of io.stdin) chunks.push(c as Buffer)
+  const refreshToken = Buffer.concat(chunks).toString('utf8').trim()
+  if (!/^xoxe-\S+$/.test(refreshToken))
+    throw new UsageError('give the refresh token (xoxe-…) Slack issued with the app configuration token on stdin')
+  const stored = await storeSlackConfigToken(
+    { db, masterKey: config.VAULT_MASTER_KEY, api: slackAppsApi(config.SLACK_API_URL) },
+    workspaceId,
+    refreshToken,
+  )
+  return { ...stored }
+}
+
+async function run(inv: Invocation, db: Db): Promise<Record<string, unknown>> {
+  const { values, positionals } = inv
+  const command = positionals.join(' ')
+  const need = (name: Parameters<typeof needOf>[1]) => needOf(inv, name)
+  if (positionals[0] === 'keys') return keys(inv, db, positionals[1])
+  if (command === 'archive list') return archiveList(inv, db)
+  if (command.startsWith('archive export')) return archiveExport(inv, db, positionals[2])
+  if (command === 'runtime list') return runtimeList(inv, db)
+  if (command.startsWith('runtime drain')) return runtimeDrain(inv, db, positionals[2])
+  switch (command) {
+    case 'bootstrap':
+      return bootstrap(db)
+    case 'account create':
+      return createAccount(db, {
+        inProgramme: !values['no-programme'],
+        lifecycleWrites: !values['no-lifecycle-writes'],
+        vaultWrites: !values['no-vault-writes'],
+      })
+    case 'account vault-writes on':
+    case 'account vault-writes off':
+      return setVaultWrites(db, { accountId: need('account'), on: command.endsWith(' on') })
+    case 'account credits': {
+      const accountId = need('account')
+      if (!UUID.test(accountId)) throw new Error(`no account ${accountId}`)
+      const given = [values.set !== undefined, values.add !== undefined, values.unlimited].filter(Boolean).length
+      if (given > 1) throw new UsageError('give one of --set, --add and --unlimited')
+      const usd = (v: string) => (/^\s*$/.test(v) ? NaN : Number(v))
+      return grantCredits(
+        db,
+        accountId,
+        values.set !== undefined
+          ? { set: usd(values.set) }
+          : values.add !== undefined
+            ? { add: usd(values.add) }
+            : values.unlimited
+              ? { unlimited: true }
+              : null,
+      )
+    }
+    case 'workspace io-logging on':
+    case 'workspace io-logging off': {
+      const workspaceId = need('workspace')
+      if (!UUID.test(workspaceId)) throw new Error(`no workspace ${workspaceId}`)
+      const rate = values['sampling-rate']
+      return setIoLogging(db, {
+        workspaceId,
+        on: command.endsWith(' on'),
+        rate: rate === undefined ? undefined : Number(rate),
+      })
+    }
+    case 'workspace create':
+      return createWorkspace(db, { accountId: need('account'), internsEnabled: !values['no-interns'] })
+    case 'user create':
+      return createUser(db, {
+        workspaceId: need('workspace'),
+        email: values.email,
+        firstName: values['first-name'],
+        lastName: values['last-name'],
+        role: values.admin ? 'org:admin' : 'org:member',
+      })
+    case 'key create': {
+      const kind = need('kind')
+      if (!(ApiKeyKinds as readonly string[]).includes(kind))
+        throw new UsageError(`--kind must be one of ${ApiKeyKinds.join(', ')}`)
+      return createApiKey(db, {
+        kind: kind as ApiKeyKind,
+        workspaceId: need('workspace'),
+        userId: values.user,
+        internId: values.intern,
+      })
+    }
+    case 'slack show':
+      return slackLinkSummary(db, need('intern'))
+    case 'slack config-token set':
+    case 'slack config-token show':
+    case 'slack config-token forget':
+      return slackConfigToken(inv, db, command.split(' ')[2]!, need('workspace'))
+    default:
+      throw new UsageError(command ? `unknown command: ${command}` : 'no command given')
+  }
+}
+
+function print({ values, io }: Invocation, result: Record<string, unknown>) {
+  if (values.json) {
+    io.stdout(JSON.stringify(result) + '\n')
+    return
+  }
+  const table = (rows: Record<string, unknown>[], cols: string[], none: string) => {
+    const cells = [cols, ...rows.map((r) => cols.map((c) => String(r[c])))]
+    const widths = cols.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)))
+    io.stdout(
+      cells
+        .map((row) =>
+          row
+            .map((c, i) => c.padEnd(widths[i]!))
+            .join('  ')
+            .trimEnd(),
+        )
+        .join('\n') + '\n',
+    )
+    if (rows.length === 0) io.stdout(none + '\n')
+  }
+  if (Array.isArray(result.hosts))
+    return table(
+      result.hosts,
+      ['id', 'state', 'interns', 'free', 'capacity', 'address', 'last_heartbeat_at'],
+      'No runtime host has joined the fleet.',
+    )
+  if (Array.isArray(result.data))
+    return table(
+      result.data as Record<string, unknown>[],
+      ['hash', 'name', 'label', 'disabled', 'limit', 'limit_reset', 'usage', 'expires_at'],
+      'No API key.',
+    )
+  if (Array.isArray(result.archives))
+    return table(
+      result.archives,
+      ['id', 'name', 'intern_id', 'workspace_id', 'sessions', 'workspace_bytes', 'archived_at'],
+      'No archive.',
+    )
+  const flat = (obj: Record<string, unknown>, prefix = ''): string[] =>
+    Object.entries(obj).flatMap(([k, v]) =>
+      v && typeof v === 'object'
+        ? flat(v as Record<string, unknown>, `${prefix}${k}.`)
+        : [`${prefix}${k}: ${String(v)}`],
+    )
+  io.stdout(flat(result).join('\n') + '\n')
+  if ('key' in result || 'keys' in result) io.stdout('Keys are shown only now; store them safely.\n')
+}
+
+/**
+ * What a database that cannot be used means for the person at the terminal (the client's own error
+ * names neither the setting nor the fix); undefined for any other error.
+ */
+function databaseTrouble(err: unknown, url: string): string | undefined {
+  const text = String((err as Error)?.message ?? err)
+  let where: URL
+  try {
+    where = new URL(url)
+  } catch {
+    return undefined
+  }
+  const name = where.pathname.slice(1) || '(none)'
+  const host = where.host
+  if (/does not exist on the database server|database ".*" does not exist/.test(text))
+    return `the database ${name} does not exist on ${host}: the admin CLI must use the database npm start uses (set DATABASE_URL as npm start has it; its default is postgresql://postgres@127.0.0.1:5432/roster, made by npm start's first run)`
+  if (/Can't reach database server|ECONNREFUSED|ENOTFOUND|ETIMEDOUT/.test(text))
+    return `the database server at ${host} cannot be reached: start PostgreSQL there, or set DATABASE_URL to the database npm start uses`
+  if (/authentication failed|password authentication/i.test(text))
+    return `the database server at ${host} refused the credentials in DATABASE_URL`
+  return undefined
+}
+
+/** Runs one command line; resolves to the process's exit code (0, 1 for a failure, 2 for a usage error, 78 for bad settings). */
+export async function runAdmin(argv: string[], io: AdminIo): Promise<number> {
+  let parsed: { values: Values; positionals: string[] }
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options })
+  } catch (err) {
+    io.stderr(`admin: ${(err as Error).message}\n${usage}\n`)
+    return 2
+  }
+  if (parsed.values.help) {
+    io.stdout(usage + '\n')
+    return 0
+  }
+  let config: CliConfig
+  try {
+    config = loadConfig(CliConfig, io.env)
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    io.stderr(`admin: ${err.message}\n`)
+    return 78 // EX_CONFIG
+  }
+  const inv: Invocation = { ...parsed, config, io }
+  const db = createDb({ url: config.DATABASE_URL, poolSize: 2 })
+  try {
+    print(inv, await run(inv, db))
+    return 0
+  } catch (err) {
+    const message =
+      err instanceof UsageError || isAppError(err)
+        ? err.message
+        : (databaseTrouble(err, config.DATABASE_URL) ?? String((err as Error)?.message ?? err))
+    if (inv.values.json) io.stdout(JSON.stringify({ error: message }) + '\n')
+    io.stderr(`admin: ${message}\n${err instanceof UsageError ? usage + '\n' : ''}`)
+    return err instanceof UsageError ? 2 : 1
+  } finally {
+    await db.$disconnect()
+  }
+}
+
+/** One command line run with its output kept, as a process's would be: for callers that read it (the tests). */
+export async function runAdminCaptured(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  stdin: AdminIo['stdin'] = [],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = ''
+  let stderr = ''
+  const code = await runAdmin(argv, {
+    env,
+    stdout: (text) => (stdout += text),
+    stderr: (text) => (stderr += text),
+    stdin,
+  })
+  return { code, stdout, stderr }
+}
