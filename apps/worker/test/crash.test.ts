@@ -109,7 +109,7 @@ describe.skipIf(noRedisServer)('Redis stopped during creates', () => {
   })
 })
 
-describe('a worker killed with SIGKILL while 200 interns provision', () => {
+describe('a worker killed with SIGKILL while 100 interns provision', () => {
   it('leaves nothing behind: after a restart all reach running, with no duplicate hostnames or vaults', async () => {
     const stack = await startStack({
       databaseUrl: env.t.url,
@@ -118,21 +118,21 @@ describe('a worker killed with SIGKILL while 200 interns provision', () => {
       workerEnv: { WORKER_CONCURRENCY: '4', JOB_LOCK_MS: '2000' },
     })
     try {
-      const ids = await createMany(stack.apiUrl, 'kill', 200)
+      const ids = await createMany(stack.apiUrl, 'kill', 100)
       await waitFor(async () => (await countByStatus(ids, 'running')) >= 20, {
         timeoutMs: 30_000,
         what: 'some interns running',
       })
       await stack.workers[0]!.kill('SIGKILL')
       const runningAtKill = await countByStatus(ids, 'running')
-      expect(runningAtKill).toBeLessThan(200)
+      expect(runningAtKill).toBeLessThan(100)
       // Nobody is working now: the only worker is dead, and the rest wait for the next one.
       expect(stack.workers.filter((w) => w.running)).toHaveLength(0)
 
       await stack.addWorker({ WORKER_CONCURRENCY: '50' })
-      await waitFor(async () => (await countByStatus(ids, 'running')) === 200, {
+      await waitFor(async () => (await countByStatus(ids, 'running')) === 100, {
         timeoutMs: 60_000,
-        what: 'all 200 running',
+        what: 'all 100 running',
       })
       await expectNoDuplicateWork(ids, stack)
     } finally {
@@ -141,7 +141,7 @@ describe('a worker killed with SIGKILL while 200 interns provision', () => {
   })
 })
 
-describe.skipIf(noRedisServer)('a Redis Cluster master killed while 200 interns provision', () => {
+describe.skipIf(noRedisServer)('a Redis Cluster master killed while 100 interns provision', () => {
   it('has its replica promoted, and every intern still runs once: nothing lost, nothing done twice', async () => {
     const cluster = await startRedisCluster()
     const prefix = await cluster.prefixAwayFromSeed()
@@ -153,7 +153,7 @@ describe.skipIf(noRedisServer)('a Redis Cluster master killed while 200 interns 
       workerEnv: { WORKER_CONCURRENCY: '4', JOB_LOCK_MS: '2000', RECONCILE_INTERVAL_MS: '500', STUCK_AFTER_MS: '3000' },
     })
     try {
-      const ids = await createMany(stack.apiUrl, 'failover', 200)
+      const ids = await createMany(stack.apiUrl, 'failover', 100)
       await waitFor(async () => (await countByStatus(ids, 'running')) >= 20, {
         timeoutMs: 30_000,
         what: 'some interns running',
@@ -162,11 +162,11 @@ describe.skipIf(noRedisServer)('a Redis Cluster master killed while 200 interns 
       const killed = await cluster.failOver(hashSlot(prefix))
       expect(killed).toBe(master)
       expect(await cluster.masterOf(hashSlot(prefix))).not.toBe(master)
-      expect(await countByStatus(ids, 'running')).toBeLessThan(200)
+      expect(await countByStatus(ids, 'running')).toBeLessThan(100)
 
-      await waitFor(async () => (await countByStatus(ids, 'running')) === 200, {
+      await waitFor(async () => (await countByStatus(ids, 'running')) === 100, {
         timeoutMs: 60_000,
-        what: 'all 200 running after the failover',
+        what: 'all 100 running after the failover',
       })
       await expectNoDuplicateWork(ids, stack)
       const generations = await env.t.db.intern.groupBy({
@@ -174,7 +174,7 @@ describe.skipIf(noRedisServer)('a Redis Cluster master killed while 200 interns 
         where: { id: { in: ids } },
         _count: true,
       })
-      expect(generations).toEqual([{ provisionGeneration: 1, _count: 200 }])
+      expect(generations).toEqual([{ provisionGeneration: 1, _count: 100 }])
     } finally {
       await stack.stop()
       await cluster.stop()
@@ -182,7 +182,7 @@ describe.skipIf(noRedisServer)('a Redis Cluster master killed while 200 interns 
   })
 })
 
-describe('three API and three worker processes over 300 interns', () => {
+describe('three API and three worker processes over 150 interns', () => {
   it('share the creates and the jobs, and each intern is provisioned once, each step’s work done once', async () => {
     const stack = await startStack({
       databaseUrl: env.t.url,
@@ -193,10 +193,10 @@ describe('three API and three worker processes over 300 interns', () => {
     })
     try {
       expect(stack.apiUrls).toHaveLength(3)
-      const ids = await createMany(stack.apiUrls, 'three', 300)
-      await waitFor(async () => (await countByStatus(ids, 'running')) === 300, {
+      const ids = await createMany(stack.apiUrls, 'three', 150)
+      await waitFor(async () => (await countByStatus(ids, 'running')) === 150, {
         timeoutMs: 60_000,
-        what: 'all 300 running',
+        what: 'all 150 running',
       })
       await expectNoDuplicateWork(ids, stack)
 
@@ -214,8 +214,8 @@ describe('three API and three worker processes over 300 interns', () => {
         )
       const total = () => runsBy().reduce((a, b) => a + b, 0)
       // A worker logs a run after committing it; give the last lines a moment to arrive.
-      await waitFor(() => total() >= 300, { timeoutMs: 5_000, what: 'the workers’ log lines' }).catch(() => {})
-      expect(total()).toBe(300)
+      await waitFor(() => total() >= 150, { timeoutMs: 5_000, what: 'the workers’ log lines' }).catch(() => {})
+      expect(total()).toBe(150)
       for (const n of runsBy()) expect(n).toBeGreaterThan(0)
       // One provisioning run each: no API or worker made a second.
       const generations = await env.t.db.intern.groupBy({
@@ -223,7 +223,7 @@ describe('three API and three worker processes over 300 interns', () => {
         where: { id: { in: ids } },
         _count: true,
       })
-      expect(generations).toEqual([{ provisionGeneration: 1, _count: 300 }])
+      expect(generations).toEqual([{ provisionGeneration: 1, _count: 150 }])
     } finally {
       await stack.stop()
     }
