@@ -45,11 +45,20 @@ async function signIn(page: Page, key: string, heading: string) {
   await page.getByRole('heading', { name: heading, level: 1 }).waitFor()
 }
 
-/** Waits for a row a page shows once the ledger has the call (written within a second), reloading until then. */
+/**
+ * Waits for a row a page shows once the ledger has the call (written within a second), reloading
+ * until then: each load is given a second to ask and draw before the next (a reload that reads
+ * the page before its answer came would never see the row).
+ */
 async function waitForRow(page: Page, row: ReturnType<Page['getByRole']>) {
-  for (let tries = 0; tries < 20; tries++) {
-    if (await row.count()) return
-    await page.waitForTimeout(500)
+  for (let tries = 0; tries < 10; tries++) {
+    if (
+      await row.waitFor({ timeout: 1_000 }).then(
+        () => true,
+        () => false,
+      )
+    )
+      return
     await page.reload()
   }
   await row.waitFor()
