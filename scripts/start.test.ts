@@ -95,19 +95,33 @@ async function createIntern(base: string, key: string) {
   return { status: res.status, body: (await res.json()) as Record<string, any> }
 }
 
+/** The summary comes last, once the API answers, with the console and the next step; no line is long. */
+async function expectSummaryLast(run: Awaited<ReturnType<typeof start>>) {
+  await waitFor(() => run.output().includes('Roster is running.'), { timeoutMs: 10_000, what: 'the summary' })
+  const output = run.output()
+  const summary = output.slice(output.indexOf('Roster is running.'))
+  expect(summary).toMatch(/console +http:\/\/127\.0\.0\.1:\d+\/console\//)
+  expect(summary).toMatch(/npm run -s admin -- bootstrap/)
+  // The migration line is short: a count, not every migration's name.
+  expect(output).toMatch(/migrated \(\d+ migrations? applied\)|is up to date/)
+  for (const line of output.split('\n')) expect(line.length, line.slice(0, 80)).toBeLessThan(400)
+}
+
 describe('npm start on a database Roster has used before', () => {
-  it('a second fresh checkout creates interns too: the generated key follows the database, outside the checkout', async () => {
+  it('a second fresh checkout creates interns too: the generated key follows the database, outside the checkout; each prints its summary last', async () => {
     const key = bootstrapKey()
     const first = await start(freshCheckout())
     expect(first.output()).toMatch(
       /generated a vault master key for postgres(ql)?:\/\/.+, kept in .+vault-master-keys\.json/,
     )
+    await expectSummaryLast(first)
     const made = await createIntern(first.base, key)
     expect(made.status, JSON.stringify(made.body)).toBe(201)
     await first.stop()
 
     const second = await start(freshCheckout())
     expect(second.output()).not.toMatch(/generated a vault master key/)
+    await expectSummaryLast(second)
     const again = await createIntern(second.base, key)
     expect(again.status, JSON.stringify(again.body)).toBe(201)
     const read = await fetch(`${second.base}/interns/${made.body.id}`, { headers: { authorization: `Bearer ${key}` } })
@@ -170,19 +184,6 @@ describe('npm start telling a newcomer what it needs', () => {
     )
     expect(run.output()).not.toMatch(/Roster is running/)
   })
-
-  it('prints its summary last, once the API answers, with the console and the next step', async () => {
-    const run = await start(freshCheckout())
-    await waitFor(() => run.output().includes('Roster is running.'), { timeoutMs: 10_000, what: 'the summary' })
-    const output = run.output()
-    const summary = output.slice(output.indexOf('Roster is running.'))
-    expect(summary).toMatch(/console +http:\/\/127\.0\.0\.1:\d+\/console\//)
-    expect(summary).toMatch(/npm run -s admin -- bootstrap/)
-    // The migration line is short: a count, not every migration's name.
-    expect(output).toMatch(/migrated \(\d+ migrations? applied\)|is up to date/)
-    for (const line of output.split('\n')) expect(line.length, line.slice(0, 80)).toBeLessThan(400)
-    await run.stop()
-  }, 90_000)
 })
 
 describe('npm start with a provider key', () => {
