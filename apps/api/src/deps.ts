@@ -1,7 +1,4 @@
 import {
-  CreateBatcher,
-  FleetDriver,
-  hostCredentialKey,
   createInternEventPublisher,
   keyEventsChannel,
   spendFromLedger,
@@ -13,21 +10,19 @@ import {
   DESTINATIONS_QUEUE,
   retryFailedDeliveries,
   createLogger,
-  InternReader,
-  LocalVault,
-  SecretStoreBatcher,
   createMetrics,
   spendMetrics,
   tracing,
-  type AfterCommit,
   type ApiConfig,
   type Db,
   type Metrics,
   type ParentLogger,
   commandConnection,
   type RedisClient,
-  type VaultService,
 } from '@roster/shared'
+import { FleetDriver, hostCredentialKey } from '@roster/shared/fleet'
+import { CreateBatcher, InternReader, type AfterCommit } from '@roster/shared/interns'
+import { LocalVault, SecretStoreBatcher, type VaultService } from '@roster/shared/vault'
 import { designatedPresetVersion } from '@roster/shared/repositories'
 import { createHmac, randomBytes } from 'node:crypto'
 import { apiQueues, type ApiQueues } from './queues.js'

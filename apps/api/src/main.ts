@@ -3,12 +3,12 @@ import {
   createDb,
   createLogger,
   loadConfigOrExit,
-  masterKeyProblem,
   reportConnectionErrors,
   serveMetrics,
   startTracing,
   stopOnSignals,
 } from '@roster/shared'
+import { masterKeyProblem } from '@roster/shared/vault'
 import { buildApp } from './app.js'
 import { apiRedis, createAppDeps } from './deps.js'
 import { CatalogueError, environmentCatalogue, loadCatalogue, mergeCatalogues, type Catalogue } from '@roster/gateway'

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createHash } from 'node:crypto'
-import { InternReader } from '@roster/shared'
+import { InternReader } from '@roster/shared/interns'
 import { insertGenerations } from '@roster/shared/repositories'
 import { generationRecord, makeIntern, makeInternKey, makeTenant, useTestTenant } from '@roster/testing'
 import { auth, buildTestApp, json } from './helpers.js'

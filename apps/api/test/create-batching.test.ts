@@ -1,6 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { randomUUID } from 'node:crypto'
-import { CreateBatcher, createIntern, LocalVault, resolveCaller, type Caller } from '@roster/shared'
+import { resolveCaller, type Caller } from '@roster/shared'
+import { CreateBatcher, createIntern } from '@roster/shared/interns'
+import { LocalVault } from '@roster/shared/vault'
 import { makeUserKey, useTestTenant } from '@roster/testing'
 import { TEST_MASTER_KEY } from './helpers.js'
 

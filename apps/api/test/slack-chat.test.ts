@@ -12,7 +12,7 @@ import {
   type Stack,
   useTestTenant,
 } from '@roster/testing'
-import { slackAppsApi, storeSlackConfigToken } from '@roster/shared'
+import { slackAppsApi, storeSlackConfigToken } from '@roster/shared/slack'
 import { installedSlackIntern, installThroughSlack, waitRunning } from './slack-helpers.js'
 
 // Talking to an intern in Slack (issue 46), over the whole system as processes (API, worker,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { startSlackSim, type SlackSim } from '@roster/slack-sim'
-import { signToken, slackAppsApi, storeSlackConfigToken } from '@roster/shared'
+import { signToken, slackAppsApi, storeSlackConfigToken } from '@roster/shared/slack'
 import { spawn, spawnSync } from 'node:child_process'
 import { freePort, makeTenant, repoRoot, useTestTenant } from '@roster/testing'
 import { buildTestApp, TEST_MASTER_KEY } from './helpers.js'

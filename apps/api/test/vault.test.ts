@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
 import * as errors from '@openrouter/sdk/models/errors'
 import { randomUUID } from 'node:crypto'
-import { LocalVault, unseal } from '@roster/shared'
+import { LocalVault, unseal } from '@roster/shared/vault'
 import { makeInternKey, makeTenant, useTestTenant, type Tenant } from '@roster/testing'
 import { buildTestApp, TEST_MASTER_KEY } from './helpers.js'
 

@@ -12,10 +12,7 @@ import {
   createDb,
   createUser,
   createWorkspace,
-  drainHostOrExplain,
-  fleetTimes,
   isAppError,
-  hostsView,
   createKey,
   CreateKeyBody,
   deleteKey,
@@ -29,14 +26,17 @@ import {
   setVaultWrites,
   setIoLogging,
   grantCredits,
+  type ApiKeyKind,
+  type Db,
+} from '@roster/shared'
+import { drainHostOrExplain, fleetTimes, hostsView } from '@roster/shared/fleet'
+import {
   slackLinkSummary,
   slackAppsApi,
   slackConfigSummary,
   storeSlackConfigToken,
   forgetSlackConfigToken,
-  type ApiKeyKind,
-  type Db,
-} from '@roster/shared'
+} from '@roster/shared/slack'
 import { getArchive, listArchives, workspaceAccount } from '@roster/shared/repositories'
 
 const usage = `usage: npm run -s admin -- <command> [--json]

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { hostCredential, hostCredentialKey } from '@roster/shared'
+import { hostCredential, hostCredentialKey } from '@roster/shared/fleet'
 import {
   apiClient,
   catalogueFile,

@@ -1,5 +1,7 @@
 import type { Queue } from 'bullmq'
-import type { Db, FleetDriver, Logger, Metrics, TransitionBatcher, VaultService, WorkerConfig } from '@roster/shared'
+import type { Db, Logger, Metrics, TransitionBatcher, WorkerConfig } from '@roster/shared'
+import type { FleetDriver } from '@roster/shared/fleet'
+import type { VaultService } from '@roster/shared/vault'
 
 /** What job handlers get: plain dependencies, no framework. */
 export interface WorkerDeps {

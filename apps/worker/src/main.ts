@@ -1,12 +1,5 @@
-import {
-  createDb,
-  createLogger,
-  loadConfigOrExit,
-  masterKeyProblem,
-  startTracing,
-  stopOnSignals,
-  WorkerConfig,
-} from '@roster/shared'
+import { createDb, createLogger, loadConfigOrExit, startTracing, stopOnSignals, WorkerConfig } from '@roster/shared'
+import { masterKeyProblem } from '@roster/shared/vault'
 import { startWorker } from './worker.js'
 
 const config = loadConfigOrExit(WorkerConfig, 'worker')

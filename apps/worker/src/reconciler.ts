@@ -2,18 +2,15 @@ import type { Queue } from 'bullmq'
 import { createHash } from 'node:crypto'
 import {
   inGroup,
-  fleetTimes,
   Jobs,
   transition,
-  vacateHosts,
   type Db,
-  type FleetDriver,
-  type HostAddress,
   type Logger,
   type Metrics,
   type RedisClient,
   type WorkerConfig,
 } from '@roster/shared'
+import { fleetTimes, vacateHosts, type FleetDriver, type HostAddress } from '@roster/shared/fleet'
 import {
   beatingHosts,
   enqueueInTx,

@@ -3,12 +3,8 @@ import {
   pingDatabase,
   createDb,
   createLogger,
-  FleetDriver,
-  fleetTimes,
-  hostCredentialKey,
   createInternEventPublisher,
   INTERN_QUEUE,
-  LocalVault,
   reportConnectionErrors,
   createMetrics,
   spendMetrics,
@@ -20,6 +16,8 @@ import {
   type WorkerConfig,
   listeningConnection,
 } from '@roster/shared'
+import { FleetDriver, fleetTimes, hostCredentialKey } from '@roster/shared/fleet'
+import { LocalVault } from '@roster/shared/vault'
 import { pruneConsoleSessions, listHosts, outboxBacklog } from '@roster/shared/repositories'
 
 import type { WorkerDeps } from './context.js'

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { vacateHosts, type Db } from '@roster/shared'
+import { type Db } from '@roster/shared'
+import { vacateHosts } from '@roster/shared/fleet'
 import { joinHost, listHosts, placeIntern } from '@roster/shared/repositories'
 import { makeIntern, useTestTenant } from '@roster/testing'
 

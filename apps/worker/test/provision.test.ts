@@ -11,7 +11,7 @@ import {
   type Stack,
   useTestTenant,
 } from '@roster/testing'
-import { LocalVault } from '@roster/shared'
+import { LocalVault } from '@roster/shared/vault'
 
 const env = useTestTenant()
 

@@ -65,7 +65,7 @@ export const STACK_MASTER_KEY = 'a'.repeat(64)
 
 /** The credential the workers and the API present to a runtime host, for its current epoch (read from the record). */
 export async function runtimeCredential(databaseUrl: string, hostId: string): Promise<string> {
-  const { hostCredential, hostCredentialKey } = await import('@roster/shared')
+  const { hostCredential, hostCredentialKey } = await import('@roster/shared/fleet')
   const { default: pg } = await import('pg')
   const client = new pg.Client({ connectionString: databaseUrl })
   await client.connect()

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
-import { LocalVault, SecretWrite, storeSecret, type Db } from '@roster/shared'
+import { type Db } from '@roster/shared'
+import { LocalVault, SecretWrite, storeSecret } from '@roster/shared/vault'
 import { lacking, useTestTenant } from '@roster/testing'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'

@@ -1,14 +1,7 @@
 import { Agent, request } from 'undici'
 import { guardedLookup, readCapped, refusedLiteral } from '@roster/gateway'
-import {
-  releasableSecrets,
-  SECRET_PLACEHOLDER,
-  type Db,
-  type EgressRequest,
-  type EgressResult,
-  type SecretEgress,
-  type VaultService,
-} from '@roster/shared'
+import { SECRET_PLACEHOLDER, type Db, type EgressRequest, type EgressResult, type SecretEgress } from '@roster/shared'
+import { releasableSecrets, type VaultService } from '@roster/shared/vault'
 
 // An intern's outbound HTTP that carries a secret (its http_request tool, and what its shell
 // commands send through their egress proxy). The model never holds a secret: it writes a

@@ -5,16 +5,14 @@ import {
   isSecret,
   secretDigest,
   EgressRequest,
-  fleetTimes,
   HeartbeatRequest,
   HOST_ID_HEADER,
   InternId,
-  hostCredential,
-  isHostCredential,
   JoinRequest,
   SessionAppend,
   SNAPSHOT_GENERATION_HEADER,
 } from '@roster/shared'
+import { fleetTimes, hostCredential, isHostCredential } from '@roster/shared/fleet'
 import {
   appendSessionEntries,
   hostRecord,

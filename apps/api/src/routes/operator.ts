@@ -1,7 +1,8 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { drainHostOrExplain, fleetTimes, hostsView, type FleetView } from '@roster/shared'
+import { type FleetView } from '@roster/shared'
+import { drainHostOrExplain, fleetTimes, hostsView } from '@roster/shared/fleet'
 import { failingDestinations } from '@roster/shared/repositories'
 import type { AppDeps } from '../deps.js'
 

@@ -1,15 +1,8 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { z } from 'zod'
-import {
-  AppError,
-  assertInternId,
-  checkSlackSignature,
-  isStorableText,
-  SlackId,
-  SLACK_OPEN_FORM,
-  receiveSlackEvent,
-  unsealSlackSecrets,
-} from '@roster/shared'
+import { AppError, isStorableText, SLACK_OPEN_FORM } from '@roster/shared'
+import { assertInternId } from '@roster/shared/interns'
+import { checkSlackSignature, SlackId, receiveSlackEvent, unsealSlackSecrets } from '@roster/shared/slack'
 import { recordSlackClick, slackLinkOf, slackQuestionOf, mayAnswerSlackQuestion } from '@roster/shared/repositories'
 import type { AppDeps } from '../deps.js'
 import { ANSWER_FORM_CALLBACK, answerFormView, answerFromForm, type FormQuestion } from '../slack/answer-form.js'

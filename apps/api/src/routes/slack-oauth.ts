@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { completeSlackInstall } from '@roster/shared'
+import { completeSlackInstall } from '@roster/shared/slack'
 import type { AppDeps } from '../deps.js'
 import { sendPage } from '../slack/page.js'
 import { slackSettings } from './interns/slack.js'

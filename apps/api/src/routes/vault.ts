@@ -1,13 +1,14 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
+import { isAppError, type Caller } from '@roster/shared'
+import { visibleInternScope } from '@roster/shared/interns'
 import {
   checkVaultAccess,
   copySecrets,
   deleteSecret,
   EffectiveSecret,
   effectiveSecrets,
-  isAppError,
   listSecrets,
   notFound,
   SecretCopy,
@@ -16,10 +17,8 @@ import {
   SecretWrite,
   storeSecret,
   VaultSecret,
-  visibleInternScope,
-  type Caller,
   type VaultAccess,
-} from '@roster/shared'
+} from '@roster/shared/vault'
 import type { AppDeps } from '../deps.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
 import { callerOf } from '../plugins/caller.js'

@@ -1,18 +1,15 @@
 import type { ModalView } from '@slack/types'
 import { WebClient } from '@slack/web-api'
+import { AppError, type ApiConfig, type Db, type ParentLogger } from '@roster/shared'
+import { type SlackAppMinter } from '@roster/shared/interns'
 import {
-  AppError,
   slackAppManifest,
   slackAppsApi,
   slackErrorCode,
   withSlackConfigToken,
-  type ApiConfig,
-  type Db,
   type ExchangeCode,
-  type ParentLogger,
-  type SlackAppMinter,
   type SlackInstallSettings,
-} from '@roster/shared'
+} from '@roster/shared/slack'
 
 // What the Slack routes need: the install's settings (absent without a master key, which seals the
 // app credentials), the code exchange, and minting an intern's app with its workspace's

@@ -1,12 +1,6 @@
 import { UnrecoverableError } from 'bullmq'
-import {
-  slackAppsApi,
-  slackErrorCode,
-  withSlackConfigToken,
-  transition,
-  unsealSlackSecrets,
-  type JobPayload,
-} from '@roster/shared'
+import { transition, type JobPayload } from '@roster/shared'
+import { slackAppsApi, slackErrorCode, withSlackConfigToken, unsealSlackSecrets } from '@roster/shared/slack'
 import {
   archiveIntern,
   deleteInternRecord,

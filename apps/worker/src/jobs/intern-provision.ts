@@ -1,16 +1,6 @@
 import { UnrecoverableError } from 'bullmq'
-import {
-  apiKeyParts,
-  inGroup,
-  generateApiKey,
-  fleetTimes,
-  neverReachedHost,
-  unplaceFromUnreachableHost,
-  isUniqueViolation,
-  inSpan,
-  RuntimeUnavailableError,
-  type JobPayload,
-} from '@roster/shared'
+import { apiKeyParts, inGroup, generateApiKey, isUniqueViolation, inSpan, type JobPayload } from '@roster/shared'
+import { fleetTimes, neverReachedHost, unplaceFromUnreachableHost, RuntimeUnavailableError } from '@roster/shared/fleet'
 import {
   insertInternKey,
   internStatus,

@@ -1,4 +1,5 @@
-import { RuntimeUnavailableError, SLACK_OPEN_FORM, type JobPayload } from '@roster/shared'
+import { SLACK_OPEN_FORM, type JobPayload } from '@roster/shared'
+import { RuntimeUnavailableError } from '@roster/shared/fleet'
 import {
   claimSlackQuestion,
   expireSlackQuestion,

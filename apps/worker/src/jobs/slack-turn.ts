@@ -1,4 +1,6 @@
-import { inGroup, RuntimeUnavailableError, slackSessionId, type JobPayload } from '@roster/shared'
+import { inGroup, type JobPayload } from '@roster/shared'
+import { RuntimeUnavailableError } from '@roster/shared/fleet'
+import { slackSessionId } from '@roster/shared/slack'
 import { earlierReplyPending, slackEventOf, updateSlackEvent, type SlackFile } from '@roster/shared/repositories'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { isRevocation, posterFor, revokedBy, type SlackPoster } from '../slack/poster.js'

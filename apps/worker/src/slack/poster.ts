@@ -1,7 +1,8 @@
 import type { KnownBlock } from '@slack/types'
 import { ErrorCode, WebClient, type ChatPostMessageArguments } from '@slack/web-api'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { slackErrorCode, unsealSlackSecrets, type Db } from '@roster/shared'
+import { type Db } from '@roster/shared'
+import { slackErrorCode, unsealSlackSecrets } from '@roster/shared/slack'
 import { revokeSlackLink } from '@roster/shared/repositories'
 
 // Posting a turn's reply into its Slack thread with Slack's own client (which waits out a 429's

@@ -1,13 +1,6 @@
 import type { FastifyRequest } from 'fastify'
-import {
-  AppError,
-  type MoveWait,
-  neverReachedHost,
-  REFUSED_WHILE_MOVING,
-  type ChatOutcome,
-  type ChatRequest,
-  type HostErrorBody,
-} from '@roster/shared'
+import { AppError, type ChatRequest, type HostErrorBody } from '@roster/shared'
+import { type MoveWait, neverReachedHost, REFUSED_WHILE_MOVING, type ChatOutcome } from '@roster/shared/fleet'
 import { Lru } from '../../plugins/lru.js'
 import type { AppDeps } from '../../deps.js'
 

@@ -1,15 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import {
-  AppError,
-  assertInternId,
-  MoveWait,
-  settledWithin,
-  visibleOrNotFound,
-  type Caller,
-  type ChatRequest,
-} from '@roster/shared'
+import { AppError, settledWithin, type Caller, type ChatRequest } from '@roster/shared'
+import { MoveWait } from '@roster/shared/fleet'
+import { assertInternId, visibleOrNotFound } from '@roster/shared/interns'
 import type { AppDeps } from '../../deps.js'
 import { createTurnLimit } from './turn-limit.js'
 import { admit } from '../../plugins/fair-use.js'

@@ -1,16 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import {
-  getIntern,
-  getInterns,
-  InternIdParams,
-  isAppError,
-  sseEvent,
-  SSE_COMMENT,
-  type Caller,
-  type InternView,
-} from '@roster/shared'
+import { InternIdParams, isAppError, sseEvent, SSE_COMMENT, type Caller, type InternView } from '@roster/shared'
+import { getIntern, getInterns } from '@roster/shared/interns'
 import type { AppDeps } from '../../deps.js'
 
 const SAFETY_POLL_MS = 5_000

@@ -1,15 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import {
-  clearInternIcon,
-  getInternIcon,
-  ICON_MAX_BYTES,
-  ICON_TYPES,
-  InternIdParams,
-  setInternIcon,
-  type Caller,
-} from '@roster/shared'
+import { InternIdParams, type Caller } from '@roster/shared'
+import { clearInternIcon, getInternIcon, ICON_MAX_BYTES, ICON_TYPES, setInternIcon } from '@roster/shared/interns'
 import type { AppDeps } from '../../deps.js'
 
 type Gate = (req: FastifyRequest) => Promise<void>

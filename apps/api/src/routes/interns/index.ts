@@ -2,32 +2,34 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
-  checkInternAccess,
-  createIntern,
   CreateInternRequest,
   DeleteAccepted,
   DeleteInternRequest,
-  deleteIntern,
   EmptyBody,
-  getIntern,
   Intern,
   InternIdParams,
   InternLifecycleError,
   InternList,
   InternView,
-  listInterns,
   ListInternsQuery,
   ProvisionAccepted,
-  provisionIntern,
   SuspendDone,
-  suspendIntern,
   UpdateInternRequest,
-  updateIntern,
   isAppError,
   AppError,
-  slackInstallUrl,
-  type InternAccess,
 } from '@roster/shared'
+import {
+  checkInternAccess,
+  createIntern,
+  deleteIntern,
+  getIntern,
+  listInterns,
+  provisionIntern,
+  suspendIntern,
+  updateIntern,
+  type InternAccess,
+} from '@roster/shared/interns'
+import { slackInstallUrl } from '@roster/shared/slack'
 import { findModel, type Catalogue } from '@roster/gateway'
 import type { AppDeps } from '../../deps.js'
 import { withDeadline } from '../../plugins/deadline.js'

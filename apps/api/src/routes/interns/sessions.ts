@@ -1,7 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { getIntern, InternIdParams, type Caller } from '@roster/shared'
+import { InternIdParams, type Caller } from '@roster/shared'
+import { getIntern } from '@roster/shared/interns'
 import { openQuestions, sessionSummaries, sessionTail } from '@roster/shared/repositories'
 import type { AppDeps } from '../../deps.js'
 

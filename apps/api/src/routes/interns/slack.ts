@@ -1,19 +1,16 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
+import { AppError, InternIdParams, InternLifecycleError, SlackLinkView } from '@roster/shared'
+import { getIntern } from '@roster/shared/interns'
 import {
-  AppError,
   beginSlackInstall,
-  getIntern,
-  InternIdParams,
-  InternLifecycleError,
   installGrantValid,
   slackAppManifest,
-  SlackLinkView,
   slackLinkView,
   slackLinkSummary,
   type SlackInstallSettings,
-} from '@roster/shared'
+} from '@roster/shared/slack'
 import type { AppDeps } from '../../deps.js'
 import { fromBrowser, sendPage } from '../../slack/page.js'
 import { callerOf } from '../../plugins/caller.js'

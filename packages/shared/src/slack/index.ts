@@ -1,0 +1,10 @@
+// @roster/shared/slack: Slack: installs, events, signatures, the links' views and the apps Roster mints.
+export * from './install.js'
+export * from './link-view.js'
+export * from './manifest.js'
+export * from './signed-token.js'
+export * from './signature.js'
+export * from './events.js'
+export * from './sealed-credentials.js'
+export * from './slack-apps-api.js'
+export * from './config-token.js'
