@@ -36,6 +36,7 @@ import {
   ResponsesEngine,
   type Catalogue,
   type PresetLookup,
+  type SearchBackendOptions,
 } from '@roster/gateway'
 import { createAuthenticator, type Authenticator } from './plugins/auth.js'
 import { Egress } from './fleet/egress.js'
@@ -330,6 +331,7 @@ export function createAppDeps(
         maxBytes: config.WEB_FETCH_MAX_BYTES,
         timeoutMs: config.WEB_FETCH_TIMEOUT_MS,
       },
+      search: searchSettings(config),
     }),
     internReader: reader,
     listCache: lists,
@@ -345,5 +347,19 @@ export function createAppDeps(
         publish(ids)
       },
     },
+  }
+}
+
+/** The search engines `openrouter:web_search` may call, from the settings (a key or a URL configures one). */
+function searchSettings(config: ApiConfig): SearchBackendOptions {
+  const hosted = (apiKey: string | undefined, baseUrl: string | undefined) =>
+    apiKey ? { apiKey, ...(baseUrl ? { baseUrl } : {}) } : undefined
+  return {
+    preferred: config.WEB_SEARCH_ENGINE,
+    searxngUrl: config.SEARXNG_URL,
+    brave: hosted(config.BRAVE_SEARCH_API_KEY, config.BRAVE_SEARCH_BASE_URL),
+    tavily: hosted(config.TAVILY_API_KEY, config.TAVILY_BASE_URL),
+    exa: hosted(config.EXA_API_KEY, config.EXA_BASE_URL),
+    timeoutMs: config.WEB_SEARCH_TIMEOUT_MS,
   }
 }

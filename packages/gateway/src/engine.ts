@@ -6,7 +6,13 @@ import { conversation, reasoningInput } from './conversation.js'
 import { itemId, type TurnCall } from './assembler.js'
 import { GatewayError, gatewayError, retryable } from './errors.js'
 import { Router, type Candidate, type Route } from './routing.js'
-import { serverTools, type WebFetchOptions } from './server-tools.js'
+import {
+  citeSources,
+  serverToolKinds,
+  sourcesOf,
+  type SearchBackendOptions,
+  type WebFetchOptions,
+} from './server-tools/index.js'
 import { Upstream, type Transport, type UpstreamOptions } from './upstream.js'
 import type { TraceLogger } from './trace.js'
 import {
@@ -43,6 +49,8 @@ export interface EngineOptions {
   /** Key of the HMAC that replaces `user` before it goes upstream. */
   userHashKey: Buffer
   webFetch?: Partial<WebFetchOptions>
+  /** The search engines `openrouter:web_search` may call where the endpoint has no search (absent: none). */
+  search?: Partial<SearchBackendOptions>
   /** Where a request's `trace` is recorded (one record per generation). */
   traceLogger?: TraceLogger
   /** How often an open stream waiting on a server tool gets a comment line (default 10 s). */
@@ -101,13 +109,12 @@ export class ResponsesEngine {
     this.parts = {
       compaction: this.compaction,
       router: new Router(options.catalogue),
-      serverTools: serverTools({
-        allowPrivateNetworks: false,
-        maxBytes: 256 * 1024,
-        timeoutMs: 10_000,
-        ...options.webFetch,
+      serverTools: serverToolKinds({
+        webFetch: { allowPrivateNetworks: false, maxBytes: 256 * 1024, timeoutMs: 10_000, ...options.webFetch },
+        search: { timeoutMs: 10_000, ...options.search },
       }),
       userHashKey: options.userHashKey,
+      catalogue: options.catalogue,
       transport: options.transport ?? new Upstream(options.env, options.upstream),
       options,
     }
@@ -211,6 +218,7 @@ export class ResponsesEngine {
     const limit = maxToolSteps(run.req)
     let final = false
     for (let steps = 0; ;) {
+      const turnStart = run.assembler.output.length
       const { usage, calls, reasoning } = await this.turn(run, extra, final)
       const c = run.route.candidates[run.chosen]!
       const prices = c.endpoint.pricing ?? c.model.pricing
@@ -218,7 +226,7 @@ export class ResponsesEngine {
       const cost = costPicoParts(prices, usage)
       run.cost.input += usdOfPico(cost.input)
       run.cost.output += usdOfPico(cost.output)
-      if (final || !calls.some((k) => k.server)) return
+      if (final || !calls.some((k) => k.server)) return citeFound(run, turnStart)
       // The turn's reasoning goes back before its calls, as the provider gave it (reasoningInput).
       extra.push(...reasoning.map(reasoningInput))
       for (const call of calls)
@@ -357,6 +365,14 @@ function usageOfUnfinishedCall(run: Run): { usage: Usage; countedByRoster: boole
   return { usage, countedByRoster }
 }
 
+/** Cites, in the last turn's text, the sources the run's web searches found. */
+function citeFound(run: Run, from: number) {
+  for (const tool of run.tools.values()) {
+    const found = sourcesOf(tool)
+    if (found) citeSources(run.assembler.output, from, found, run.assembler.emit)
+  }
+}
+
 /** Whether any stop_server_tools_when condition fired after this step (OR). */
 function stopFired(run: Run, steps: number, calls: TurnCall[]): boolean {
   const u = run.assembler.usage
@@ -371,7 +387,7 @@ function stopFired(run: Run, steps: number, calls: TurnCall[]): boolean {
       case 'finish_reason_is':
         return run.assembler.finish === c.reason
       case 'has_tool_call':
-        return calls.some((k) => k.name === c.tool_name || `openrouter:${k.name}` === c.tool_name)
+        return calls.some((k) => k.name === c.tool_name || run.tools.get(k.name)?.type === c.tool_name)
     }
   })
 }

@@ -8,7 +8,13 @@ export * from './presets.js'
 export { Cancellation } from './cancellation.js'
 export type { CallHooks, Transport } from './upstream.js'
 export { describeIssues, explainIssue, gatewayError, type GatewayErrorType, type ZodIssueLike } from './errors.js'
-export { guardedLookup, isForbiddenAddress, readCapped, refusedLiteral } from './server-tools.js'
+export {
+  guardedLookup,
+  isForbiddenAddress,
+  readCapped,
+  refusedLiteral,
+  type SearchBackendOptions,
+} from './server-tools/index.js'
 export * from './wire.js'
 export type { DoorStream } from './doors/door.js'
 export {

@@ -7,9 +7,18 @@ import { checkRegion, constrainRoute, filterContent } from './guardrails.js'
 import { withByok } from './byok.js'
 import { FunctionTool, sessionKey, type ResponsesRequest } from './request.js'
 import type { Route, Router } from './routing.js'
+import type { Catalogue } from './catalogue.js'
+import { ADAPTERS } from './adapters/registry.js'
 import { ANTHROPIC_FIELDS } from './doors/anthropic-betas.js'
 import type { CallOptions, Run } from './run.js'
-import type { ServerTool } from './server-tools.js'
+import {
+  allowsNative,
+  wantsNative,
+  type ServerTool,
+  type ServerToolKind,
+  type ServerToolType,
+  type WebSearchParameters,
+} from './server-tools/index.js'
 import { flatName, type NamespacedName } from './namespaces.js'
 import { isWebSearchKind, webSearchOf, type WebSearch } from './web-search.js'
 
@@ -22,7 +31,9 @@ const WEB_SEARCH_SERVER_TOOL = 'openrouter:web_search'
 /** What of the engine a run is set up with. */
 export interface EngineParts {
   compaction: CompactionSeal
-  serverTools: Map<string, ServerTool>
+  serverTools: Map<ServerToolType, ServerToolKind>
+  /** What server tools read of the models (search_models). */
+  catalogue: Catalogue
   router: Router
   /** Key of the HMAC that replaces `user` before it goes upstream. */
   userHashKey: Buffer
@@ -49,15 +60,23 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   const dropped = new Set<string>()
   let namespaced: Map<string, NamespacedName> | undefined
   let webSearch: WebSearch | undefined
-  for (const t of offered ?? []) {
+  /** An `openrouter:web_search` entry that may go to the endpoint's own search (decided once routed). */
+  let searchEntry: { parameters: WebSearchParameters; index: number } | undefined
+  for (const [i, t] of (offered ?? []).entries()) {
     if (opts.disabledTools?.has(t.type))
       throw gatewayError('permission_denied', `the server tool ${t.type} is disabled in this workspace`)
     if (isFunctionTool(t)) {
       if (namespaced?.has(t.name))
         throw invalid(`/tools the function ${t.name} takes the name a namespace's function is offered by upstream`)
       functions.push(functionDef(t.name, t))
-    } else if (engine.serverTools.has(t.type)) tools.set(t.type, engine.serverTools.get(t.type)!)
-    else if (t.type === 'namespace') {
+    } else if (engine.serverTools.has(t.type as ServerToolType)) {
+      const kind = engine.serverTools.get(t.type as ServerToolType)!
+      const parameters = entryParameters(kind, t, i)
+      if (kind.type === WEB_SEARCH_SERVER_TOOL && allowsNative(parameters as WebSearchParameters)) {
+        if (searchEntry) throw invalid(`/tools/${i} offers ${t.type} a second time`)
+        searchEntry = { parameters: parameters as WebSearchParameters, index: i }
+      } else addServerTool(tools, kind.offer(parameters, engine), i)
+    } else if (t.type === 'namespace') {
       // Each function of the group under a flat name; the calls come back as the client named them.
       const ns = namespaceOf(t)
       namespaced ??= new Map()
@@ -101,6 +120,25 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
     throw invalid('/modalities image output is not served by this Roster; ask for text')
   const plugins = (req.plugins ?? []).filter((p) => p.enabled !== false).map((p) => p.id)
   if (plugins.length) throw invalid(`/plugins not implemented by this Roster: ${plugins.join(', ')}`)
+  const routed = engine.router.route(req, sessionKey(req, opts.sessionHeader))
+  // The workspace's own credentials take their places first, so guardrails rule them too.
+  const own = opts.byok ? withByok(routed, opts.byok.credentials, opts.byok.caller) : routed
+  const guarded = guardrails ? constrainRoute(guardrails, own) : own
+  const route = opts.anthropic ? anthropicRoute(guarded, opts) : guarded
+  if (searchEntry) {
+    const native = nativeSearch(route, searchEntry.parameters)
+    if (native) webSearch = native
+    else if (wantsNative(searchEntry.parameters))
+      throw invalid(
+        `/tools/${searchEntry.index} openrouter:web_search asks for engine native, but the endpoint chosen (${route.candidates[0]?.endpoint.provider ?? 'none'}) has no web search of its own that can honour it`,
+      )
+    else
+      addServerTool(
+        tools,
+        engine.serverTools.get(WEB_SEARCH_SERVER_TOOL)!.offer(searchEntry.parameters, engine),
+        searchEntry.index,
+      )
+  }
   for (const tool of tools.values()) {
     if (functions.some((f) => f.name === tool.definition.name))
       throw invalid(
@@ -109,13 +147,8 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
     functions.push(tool.definition)
   }
   // allowed_tools is a hard limit (the spec's MUST): only the tools it names are offered upstream.
-  const allowed = allowedToolNames(req.tool_choice, engine.serverTools)
+  const allowed = allowedToolNames(req.tool_choice, tools)
   const offeredFunctions = allowed ? functions.filter((f) => allowed.has(f.name)) : functions
-  const routed = engine.router.route(req, sessionKey(req, opts.sessionHeader))
-  // The workspace's own credentials take their places first, so guardrails rule them too.
-  const own = opts.byok ? withByok(routed, opts.byok.credentials, opts.byok.caller) : routed
-  const guarded = guardrails ? constrainRoute(guardrails, own) : own
-  const route = opts.anthropic ? anthropicRoute(guarded, opts) : guarded
   const serverNames = tools.size ? new Set([...tools.values()].map((t) => t.definition.name)) : NO_NAMES
   return {
     req,
@@ -137,6 +170,35 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
     chosenOnce: false,
     opts,
   }
+}
+
+/** A server tool entry's `parameters`, read by its kind (absent: `{}`); a 400 names the first problem. */
+function entryParameters(kind: ServerToolKind, t: { [k: string]: unknown }, i: number): unknown {
+  const parsed = kind.parameters.safeParse(t.parameters ?? {})
+  if (!parsed.success) throw invalid(`/tools/${i}/parameters of ${kind.type}: ${describeIssues(parsed.error)}`)
+  return parsed.data
+}
+
+/** Adds an offered server tool under the function name the model calls it by (one per name). */
+function addServerTool(tools: Map<string, ServerTool>, tool: ServerTool, i: number) {
+  if (tools.has(tool.definition.name))
+    throw invalid(`/tools/${i} offers ${tool.type} a second time (as ${tool.definition.name})`)
+  tools.set(tool.definition.name, tool)
+}
+
+/**
+ * `openrouter:web_search` as the endpoint's own search, as a client's web search tool goes to it,
+ * where the first endpoint of the route has one that honours the entry's limits; else undefined.
+ */
+function nativeSearch(route: Route, p: WebSearchParameters): WebSearch | undefined {
+  const endpoint = route.candidates[0]?.endpoint
+  if (!endpoint?.web_search || !ADAPTERS[endpoint.protocol].webSearch || p.excluded_domains) return undefined
+  return webSearchOf({
+    type: 'web_search',
+    ...(p.allowed_domains ? { filters: { allowed_domains: p.allowed_domains } } : {}),
+    ...(p.user_location ? { user_location: p.user_location } : {}),
+    ...(p.search_context_size ? { search_context_size: p.search_context_size } : {}),
+  })
 }
 
 /** A function as offered upstream, under `name`. */
@@ -171,7 +233,7 @@ function choiceOf(req: ResponsesRequest, tools: Map<string, ServerTool>): Choice
   if (typeof c === 'string') return c
   if (c.type === 'function') return { name: functionName(c) }
   if (c.type === 'allowed_tools') return c.mode === 'required' ? 'required' : 'auto'
-  const server = tools.get(c.type)
+  const server = [...tools.values()].find((t) => t.type === c.type)
   if (server) return { name: server.definition.name }
   if (isWebSearchKind(c.type))
     throw invalid(
@@ -183,14 +245,15 @@ function choiceOf(req: ResponsesRequest, tools: Map<string, ServerTool>): Choice
 /** The function names an allowed_tools choice permits (a server tool by its kind), or undefined when it sets no limit. */
 function allowedToolNames(
   choice: ResponsesRequest['tool_choice'],
-  serverTools: Map<string, ServerTool>,
+  tools: Map<string, ServerTool>,
 ): Set<string> | undefined {
   if (typeof choice !== 'object' || choice === null || choice.type !== 'allowed_tools' || !Array.isArray(choice.tools))
     return undefined
   const names = new Set<string>()
   for (const t of choice.tools as { type?: unknown; name?: unknown; namespace?: unknown }[]) {
     if (t?.type === 'function' && typeof t.name === 'string') names.add(functionName(t))
-    else if (typeof t?.type === 'string' && serverTools.has(t.type)) names.add(serverTools.get(t.type)!.definition.name)
+    else if (typeof t?.type === 'string')
+      for (const tool of tools.values()) if (tool.type === t.type) names.add(tool.definition.name)
   }
   return names
 }

@@ -11,7 +11,7 @@ import type { FilterMatch } from './guardrails.js'
 import type { AliasFamily } from './catalogue.js'
 import type { ByokCaller, ByokCredential } from './byok.js'
 import type { WebSearch } from './web-search.js'
-import type { ServerTool } from './server-tools.js'
+import type { ServerTool } from './server-tools/index.js'
 
 // One request as the engine runs it: what came with it, and its state as it goes.
 
@@ -97,7 +97,10 @@ export interface Run {
   route: Route
   assembler: ResponseAssembler
   functions: FunctionDef[]
+  /** The server tools offered, by the function name the model calls them by. */
   tools: Map<string, ServerTool>
+  /** Calls made of each server tool (by function name), against its `max_uses`. */
+  toolUses?: Map<string, number>
   /** The client's web search tool, for the endpoints whose provider searches itself. */
   webSearch?: WebSearch
   /** The web search was left out of a call (its warning given). */

@@ -3,20 +3,21 @@ import { Cancellation } from './cancellation.js'
 import type { InputItem } from './request.js'
 import type { Run } from './run.js'
 import type { ServerToolItem } from './wire.js'
+import { toolError } from './server-tools/tool.js'
 
 /**
  * Runs the server tool the model called, its item shown as it goes (a stream gets keepalive
  * comments while it runs), and answers the call and its output for the model's next turn.
  */
 export async function runServerTool(run: Run, call: TurnCall, keepAliveMs = 10_000): Promise<InputItem[]> {
-  const name = [...run.tools.keys()].find((k) => run.tools.get(k)!.definition.name === call.name)!
+  const tool = run.tools.get(call.name)!
   let args: Record<string, unknown> = {}
   try {
     const parsed: unknown = JSON.parse(call.arguments || '{}')
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) args = parsed as Record<string, unknown>
   } catch {}
   const item: ServerToolItem = {
-    type: name as ServerToolItem['type'],
+    type: tool.type,
     id: itemId('st'),
     call_id: call.callId,
     status: 'in_progress',
@@ -31,15 +32,22 @@ export async function runServerTool(run: Run, call: TurnCall, keepAliveMs = 10_0
   const live = run.live
   const keepalive = run.opts.doorStream?.keepalive() ?? ': running a server tool\n\n'
   const heartbeat = live ? setInterval(() => live.sink.write(keepalive), keepAliveMs) : undefined
+  // A call past the entry's max_uses is answered, not run: the model learns it may search no more.
+  const uses = (run.toolUses ??= new Map())
+  const used = uses.get(call.name) ?? 0
+  uses.set(call.name, used + 1)
   try {
-    output = await run.tools.get(name)!.run(args, (run.opts.cancel ?? new Cancellation()).signal)
+    output =
+      tool.maxUses !== undefined && used >= tool.maxUses
+        ? toolError(`${call.name} may be called ${tool.maxUses} times in one request; it was`)
+        : await tool.run(args, { signal: (run.opts.cancel ?? new Cancellation()).signal })
   } catch (err) {
-    output = { error: (err as Error).message }
+    output = toolError((err as Error).message)
   } finally {
     clearInterval(heartbeat)
   }
   const text = JSON.stringify(output)
-  run.assembler.finishItem(index, { ...item, status: 'completed', output: text })
+  run.assembler.finishItem(index, { ...item, ...tool.itemFields?.(args, output), status: 'completed', output: text })
   return [
     { type: 'function_call', call_id: call.callId, name: call.name, arguments: call.arguments },
     { type: 'function_call_output', call_id: call.callId, output: text },

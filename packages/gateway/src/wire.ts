@@ -78,6 +78,8 @@ export interface ServerToolItem {
   status: string
   arguments: string
   output: string | null
+  /** The fields the official client's types document for this type's item (server-tools/). */
+  [field: string]: unknown
 }
 /**
  * What Roster knows of an item its provider made that is none of Roster's own kinds (a provider-run

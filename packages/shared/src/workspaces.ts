@@ -40,6 +40,7 @@ export const SERVER_TOOL_NAMES = [
   'openrouter:apply_patch',
   'openrouter:bash',
   'openrouter:datetime',
+  'openrouter:files',
   'openrouter:fusion',
   'openrouter:image_generation',
   'openrouter:experimental__search_models',

@@ -162,6 +162,42 @@ export const ApiConfig = z
       .max(60_000)
       .default(10_000)
       .describe('Time limit of one `web_fetch`.'),
+    WEB_SEARCH_ENGINE: z
+      .enum(['searxng', 'brave', 'tavily', 'exa'])
+      .optional()
+      .describe(
+        'The search engine `openrouter:web_search` uses where the endpoint has no search of its own (`engine: auto`); unset: the first configured of SearXNG, Brave, Tavily and Exa. A request may name any configured one.',
+      ),
+    SEARXNG_URL: z
+      .url()
+      .optional()
+      .describe(
+        "A SearXNG instance `openrouter:web_search` queries through its JSON API (its settings must list `json` among `search.formats`), e.g. http://127.0.0.1:8888. Its address is the operator's: private addresses are allowed for it.",
+      ),
+    BRAVE_SEARCH_API_KEY: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('A Brave Search API key: `openrouter:web_search` may search with Brave.'),
+    BRAVE_SEARCH_BASE_URL: z
+      .url()
+      .optional()
+      .describe("Brave Search's API address (default https://api.search.brave.com/)."),
+    TAVILY_API_KEY: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('A Tavily API key: `openrouter:web_search` may search with Tavily.'),
+    TAVILY_BASE_URL: z.url().optional().describe("Tavily's API address (default https://api.tavily.com/)."),
+    EXA_API_KEY: z.string().min(1).optional().describe('An Exa API key: `openrouter:web_search` may search with Exa.'),
+    EXA_BASE_URL: z.url().optional().describe("Exa's API address (default https://api.exa.ai/)."),
+    WEB_SEARCH_TIMEOUT_MS: z.coerce
+      .number()
+      .int()
+      .min(100)
+      .max(60_000)
+      .default(10_000)
+      .describe('Time limit of one search by `openrouter:web_search`.'),
     STREAM_KEEPALIVE_MS: z.coerce
       .number()
       .int()

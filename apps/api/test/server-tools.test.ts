@@ -1,0 +1,240 @@
+import { createServer, type Server } from 'node:http'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { OpenRouter } from '@openrouter/sdk'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import type { Catalogue } from '@roster/gateway'
+import { useTestTenant } from '@roster/testing'
+import { buildTestApp, simEndpoint, simModel, sseEvents } from './helpers.js'
+
+// The official client's server tools on /responses, against a real API with the simulator as the
+// model (its `[sim] call` scripts make the calls) and a SearXNG stand-in answering as SearXNG's
+// JSON API documents: web search through SearXNG with its sources on the item and citations on
+// the answer, the endpoint's own search where it has one, the catalogue searched, the limits of an
+// entry, and a workspace that disabled a tool.
+const env = useTestTenant()
+let sim: Simulator
+let searx: Server
+let searches: string[] = []
+let app: Awaited<ReturnType<typeof buildTestApp>>
+let baseURL: string
+
+const RESULTS = [
+  { url: 'https://docs.example.org/roster', title: 'Roster docs', content: 'Roster is a gateway and an intern host.' },
+  { url: 'https://blog.example.org/launch', title: 'Launch post', content: 'Roster launched today.' },
+]
+
+beforeAll(async () => {
+  searx = createServer((req, res) => {
+    const url = new URL(req.url!, 'http://x')
+    if (url.pathname !== '/search' || url.searchParams.get('format') !== 'json') return res.writeHead(403).end()
+    searches.push(url.searchParams.get('q') ?? '')
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ results: RESULTS }))
+  })
+  await new Promise<void>((r) => searx.listen(0, '127.0.0.1', r))
+  sim = await startSimulator({ replyTokens: 4 })
+  const catalogue: Catalogue = {
+    models: [
+      simModel('roster-sim/chat', [simEndpoint(sim.url, 'openai-chat')]),
+      simModel('roster-sim/responses', [simEndpoint(sim.url, 'openai-responses')]),
+      simModel('roster-sim/searching', [simEndpoint(sim.url, 'openai-responses', { web_search: true })]),
+    ],
+  }
+  app = await buildTestApp(
+    env.t.db,
+    { SEARXNG_URL: `http://127.0.0.1:${(searx.address() as { port: number }).port}` },
+    catalogue,
+  )
+  baseURL = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
+})
+afterAll(async () => {
+  await app?.closeAll()
+  await sim?.close()
+  await new Promise<void>((r) => searx?.close(() => r()))
+})
+
+const client = () =>
+  new OpenRouter({ apiKey: env.tenant.keys.user, serverURL: baseURL, retryConfig: { strategy: 'none' } })
+const post = (body: object, key = env.tenant.keys.user) =>
+  fetch(`${baseURL}/responses`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+const SEARCH_THEN_CITE = `research\n[sim] call web_search {"query":"roster gateway"}\n[sim] say See ${RESULTS[0]!.url} for the details.`
+
+describe('openrouter:web_search', () => {
+  it('searches with SearXNG where the endpoint has no search: the item shows the query and sources, the answer cites them (official client, whole)', async () => {
+    searches = []
+    const res = (await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: SEARCH_THEN_CITE,
+        tools: [{ type: 'openrouter:web_search', parameters: { maxResults: 2 } }],
+      },
+    })) as any
+    expect(searches).toEqual(['roster gateway'])
+    expect(res.output.map((o: any) => o.type)).toEqual(['openrouter:web_search', 'message'])
+    expect(res.output[0]).toMatchObject({
+      status: 'completed',
+      action: {
+        type: 'search',
+        query: 'roster gateway',
+        sources: RESULTS.map((r) => ({ type: 'url', url: r.url })),
+      },
+    })
+    // The model read the results' text.
+    const toModel = (sim.stats.lastBody['/v1/chat/completions'] as any).messages.at(-1)
+    expect(toModel.role).toBe('tool')
+    expect(JSON.parse(toModel.content).results).toEqual(RESULTS)
+    const text = res.output[1].content[0]
+    expect(text.text).toBe(`See ${RESULTS[0]!.url} for the details.`)
+    expect(text.annotations).toEqual([
+      {
+        type: 'url_citation',
+        url: RESULTS[0]!.url,
+        title: 'Roster docs',
+        startIndex: 4,
+        endIndex: 4 + RESULTS[0]!.url.length,
+      },
+    ])
+  })
+
+  it('streams the same: the item added and done, the citation added, every event parsed by the official client', async () => {
+    const stream = await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/responses',
+        input: SEARCH_THEN_CITE,
+        stream: true,
+        tools: [{ type: 'openrouter:web_search' }],
+      },
+    })
+    const events: any[] = []
+    for await (const e of stream as AsyncIterable<any>) events.push(e)
+    const added = events.filter((e) => e.type === 'response.output_item.added').map((e) => e.item.type)
+    expect(added).toEqual(['openrouter:web_search', 'message'])
+    const done = events.find((e) => e.type === 'response.output_item.done' && e.item.type === 'openrouter:web_search')
+    expect(done.item.action.sources).toHaveLength(2)
+    const cited = events.filter((e) => e.type === 'response.output_text.annotation.added')
+    expect(cited.map((e) => e.annotation.url)).toEqual([RESULTS[0]!.url])
+    expect(events.at(-1).type).toBe('response.completed')
+    expect(events.at(-1).response.output[1].content[0].annotations).toHaveLength(1)
+  })
+
+  it("goes to the endpoint's own search where it has one (engine auto), and refuses engine native where it has none", async () => {
+    searches = []
+    const res = await post({
+      model: 'roster-sim/searching',
+      input: 'anything new?',
+      tools: [{ type: 'openrouter:web_search', parameters: { allowed_domains: ['example.org'] } }],
+    })
+    expect(res.status, await res.clone().text()).toBe(200)
+    const sent = (sim.stats.lastBody['/v1/responses'] as any).tools
+    expect(sent).toEqual([{ type: 'web_search', filters: { allowed_domains: ['example.org'] } }])
+    expect(searches).toEqual([])
+    const native = await post({
+      model: 'roster-sim/chat',
+      input: 'x',
+      tools: [{ type: 'openrouter:web_search', parameters: { engine: 'native' } }],
+    })
+    expect(native.status).toBe(400)
+    expect(((await native.json()) as any).error.message).toMatch(
+      /engine native, but the endpoint chosen .* has no web search/,
+    )
+  })
+
+  it('refuses an engine that is not configured or not known, and parameters that do not read, changing nothing', async () => {
+    for (const [parameters, message] of [
+      [{ engine: 'brave' }, /the engine brave is not configured/],
+      [{ engine: 'firecrawl' }, /the engine firecrawl is not served by this Roster/],
+      [{ max_results: 0 }, /\/tools\/0\/parameters of openrouter:web_search/],
+      [{ allowed_domains: ['a.org'], excluded_domains: ['b.org'] }, /allowed_domains or excluded_domains/],
+      ['not an object', /\/tools\/0\/parameters/],
+    ] as const) {
+      const res = await post({
+        model: 'roster-sim/chat',
+        input: 'x',
+        tools: [{ type: 'openrouter:web_search', parameters }],
+      })
+      expect(res.status, JSON.stringify(parameters)).toBe(400)
+      expect(((await res.json()) as any).error.message).toMatch(message)
+    }
+  })
+
+  it("holds the model to the entry's max_uses: a call past it is answered with an error, not searched", async () => {
+    searches = []
+    const res = (await (
+      await post({
+        model: 'roster-sim/chat',
+        input: `[sim] call web_search {"query":"one"}\n[sim] call web_search {"query":"two"}\n[sim] say done`,
+        tools: [{ type: 'openrouter:web_search', parameters: { max_uses: 1 } }],
+      })
+    ).json()) as any
+    expect(searches).toEqual(['one'])
+    const items = res.output.filter((o: any) => o.type === 'openrouter:web_search')
+    expect(items).toHaveLength(2)
+    expect(JSON.parse(items[1].output).error).toBe('web_search may be called 1 times in one request; it was')
+  })
+})
+
+describe('openrouter:experimental__search_models', () => {
+  it('lets the model search the catalogue, its item parsed by the official client', async () => {
+    const res = (await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: '[sim] call search_models {"query":"searching"}\n[sim] say found it',
+        tools: [{ type: 'openrouter:experimental__search_models', parameters: { maxResults: 3 } }],
+      },
+    })) as any
+    expect(res.output[0]).toMatchObject({
+      type: 'openrouter:experimental__search_models',
+      status: 'completed',
+      query: 'searching',
+    })
+    const found = JSON.parse((sim.stats.lastBody['/v1/chat/completions'] as any).messages.at(-1).content)
+    expect(found.models.map((m: any) => m.id)).toEqual(['roster-sim/searching'])
+    expect(res.outputText).toBe('found it')
+  })
+})
+
+describe("a workspace's disabled server tools", () => {
+  it('refuse a request offering one with 403, while the others still run', async () => {
+    const patch = await fetch(`${baseURL}/workspaces/${env.tenant.workspaceId}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${env.tenant.keys.management}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ disabled_server_tools: ['openrouter:web_search', 'openrouter:files'] }),
+    })
+    expect(patch.status, await patch.clone().text()).toBe(200)
+    try {
+      const res = await post({ model: 'roster-sim/chat', input: 'x', tools: [{ type: 'openrouter:web_search' }] })
+      expect(res.status).toBe(403)
+      expect(((await res.json()) as any).error.message).toBe(
+        'the server tool openrouter:web_search is disabled in this workspace',
+      )
+      const other = await post({ model: 'roster-sim/chat', input: 'x', tools: [{ type: 'openrouter:datetime' }] })
+      expect(other.status).toBe(200)
+    } finally {
+      await fetch(`${baseURL}/workspaces/${env.tenant.workspaceId}`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${env.tenant.keys.management}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ disabled_server_tools: null }),
+      })
+    }
+  })
+})
+
+describe('the stream of a server tool call', () => {
+  it('is valid SSE with the item before the message (raw)', async () => {
+    const res = await post({
+      model: 'roster-sim/chat',
+      input: SEARCH_THEN_CITE,
+      stream: true,
+      tools: [{ type: 'openrouter:web_search' }],
+    })
+    const events = sseEvents(await res.text()).events.map((e) => e.data)
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i))
+    expect(events.filter((e) => e.type === 'response.output_item.added').map((e) => e.item.type)).toEqual([
+      'openrouter:web_search',
+      'message',
+    ])
+  })
+})

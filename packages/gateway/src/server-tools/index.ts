@@ -1,0 +1,30 @@
+import { datetime } from './datetime.js'
+import { searchModels } from './search-models.js'
+import { searchBackends, type SearchBackendOptions } from './search-backends.js'
+import type { ServerToolKind, ServerToolType } from './tool.js'
+import { webFetch, type WebFetchOptions } from './web-fetch.js'
+import { webSearch } from './web-search.js'
+
+export type { ServerTool, ServerToolKind, ServerToolType, OfferContext, ToolCallContext } from './tool.js'
+export type { WebFetchOptions } from './web-fetch.js'
+export type { SearchBackendOptions } from './search-backends.js'
+export { guardedLookup, isForbiddenAddress, readCapped, refusedLiteral } from './network-guard.js'
+export { citeSources } from './citations.js'
+export { allowsNative, sourcesOf, wantsNative, WebSearchParameters } from './web-search.js'
+
+/** What the server tools are configured with (the API's settings). */
+export interface ServerToolOptions {
+  webFetch: WebFetchOptions
+  search: SearchBackendOptions
+}
+
+/** The server tools this Roster serves, by the type a request names them by: the one table. */
+export function serverToolKinds(options: ServerToolOptions): Map<ServerToolType, ServerToolKind> {
+  const kinds: ServerToolKind[] = [
+    datetime,
+    webFetch(options.webFetch),
+    webSearch(searchBackends(options.search)),
+    searchModels,
+  ]
+  return new Map(kinds.map((k) => [k.type, k]))
+}

@@ -1,0 +1,50 @@
+import type { z } from 'zod'
+import type { FunctionDef } from '../adapters/adapter.js'
+import type { Catalogue } from '../catalogue.js'
+
+// Server tools: tools Roster itself runs between model turns. A request offers one as
+// `{type: "openrouter:<name>", parameters?}`; the model sees it as an ordinary function; the client
+// sees an output item of that type per call, with the fields the official client's types document
+// for it (beside `call_id`, `arguments` and `output`, which every server tool item carries).
+
+/** The type a request names a server tool by. */
+export type ServerToolType = `openrouter:${string}`
+
+/** What one call of a server tool is given besides the model's arguments. */
+export interface ToolCallContext {
+  signal: AbortSignal
+}
+
+/** One tool the model is offered: an entry of the request's `tools`, made ready with its parameters. */
+export interface ServerTool {
+  type: ServerToolType
+  definition: FunctionDef
+  /** Runs with the model's arguments (an object; what is in it is the model's and is checked). */
+  run(args: Record<string, unknown>, ctx: ToolCallContext): Promise<unknown>
+  /** The documented fields of this type's output item, from the call's arguments and its output. */
+  itemFields?(args: Record<string, unknown>, output: unknown): Record<string, unknown>
+  /** Calls one request may make (the entry's `max_uses`): later calls get an error result, not a run. */
+  maxUses?: number
+}
+
+/** What a kind of server tool may read when a request offers it. */
+export interface OfferContext {
+  catalogue: Catalogue
+}
+
+/** A kind of server tool: how its entry's `parameters` read, and the tool(s) one entry offers. */
+export interface ServerToolKind<P = unknown> {
+  type: ServerToolType
+  /** The entry's `parameters` (absent: `{}`), checked: a request whose parameters do not read is refused 400. */
+  parameters: z.ZodType<P>
+  offer(parameters: P, ctx: OfferContext): ServerTool
+}
+
+/** A result the model reads as a failure of the tool, and the item shows as its `error`. */
+export const toolError = (message: string) => ({ error: message })
+
+/** The `error` of an output that is one (toolError), else undefined. */
+export function errorOf(output: unknown): string | undefined {
+  const error = (output as { error?: unknown } | null)?.error
+  return typeof error === 'string' ? error : undefined
+}
