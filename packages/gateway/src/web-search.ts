@@ -1,7 +1,8 @@
 // A provider's own web search, as clients offer it: OpenAI's Responses `web_search` tool (Codex
 // sends one) or Anthropic's `web_search_20250305` (Claude Code's WebSearch). Such a tool goes to
-// the provider (Roster's own search engines serve `openrouter:web_search`, server-tools/), written in its protocol, where the endpoint
-// says the provider searches (catalogue `web_search: true`); elsewhere it is left out, with a warning.
+// the provider, written in its protocol, where the endpoint says the provider searches (catalogue
+// `web_search: true`); elsewhere it is left out, with a warning. (Roster's own search engines serve
+// `openrouter:web_search`: server-tools/.)
 
 type Fields = Record<string, unknown>
 
