@@ -33,6 +33,8 @@ import { endStream, failStream, writeEvent, type Live, type StreamSink } from '.
 import { startRun, type EngineParts } from './run-setup.js'
 import { callProvider, type ProviderParts } from './provider-call.js'
 import { runServerTool } from './server-tool-turn.js'
+import type { PluginRun } from './plugins/index.js'
+import { Cancellation } from './cancellation.js'
 import { estimateInputTokens, tokensOfBytes } from './token-estimate.js'
 import { withPreset, type PresetLookup } from './presets.js'
 import { resolveModelNames } from './model-names.js'
@@ -215,6 +217,9 @@ export class ResponsesEngine {
   private async loop(run: Run) {
     if (run.live) run.assembler.emit = (event) => writeEvent(run, event)
     const extra: InputItem[] = []
+    const view = pluginView(run)
+    for (const use of run.plugins)
+      if (use.plugin.before) extra.push(...(await use.plugin.before(view, use.parameters, this.parts)))
     const limit = maxToolSteps(run.req)
     let final = false
     for (let steps = 0; ;) {
@@ -226,7 +231,11 @@ export class ResponsesEngine {
       const cost = costPicoParts(prices, usage)
       run.cost.input += usdOfPico(cost.input)
       run.cost.output += usdOfPico(cost.output)
-      if (final || !calls.some((k) => k.server)) return citeFound(run, turnStart)
+      if (final || !calls.some((k) => k.server)) {
+        citeFound(run, turnStart)
+        for (const use of run.plugins) if (!run.live) use.plugin.finish?.(view, use.parameters)
+        return
+      }
       // The turn's reasoning goes back before its calls, as the provider gave it (reasoningInput).
       extra.push(...reasoning.map(reasoningInput))
       for (const call of calls)
@@ -365,13 +374,21 @@ function usageOfUnfinishedCall(run: Run): { usage: Usage; countedByRoster: boole
   return { usage, countedByRoster }
 }
 
-/** Cites, in the last turn's text, the sources the run's web searches found. */
+/** Cites, in the last turn's text, the sources the run's web searches (its tools' and its plugins') found. */
 function citeFound(run: Run, from: number) {
-  for (const tool of run.tools.values()) {
-    const found = sourcesOf(tool)
-    if (found) citeSources(run.assembler.output, from, found, run.assembler.emit)
-  }
+  const found = [...run.found, ...[...run.tools.values()].flatMap((tool) => sourcesOf(tool) ?? [])]
+  for (const sources of found) citeSources(run.assembler.output, from, sources, run.assembler.emit)
 }
+
+/** What of a run its plugins read and add to. */
+const pluginView = (run: Run): PluginRun => ({
+  req: run.req,
+  route: run.route,
+  assembler: run.assembler,
+  live: run.live,
+  found: run.found,
+  signal: (run.opts.cancel ?? new Cancellation()).signal,
+})
 
 /** Whether any stop_server_tools_when condition fired after this step (OR). */
 function stopFired(run: Run, steps: number, calls: TurnCall[]): boolean {

@@ -1,5 +1,6 @@
 import { catalogueIdOf, type AliasFamily, type Catalogue } from './catalogue.js'
 import { AUTO_MODEL, autoModel } from './model-directory.js'
+import { routedModel } from './plugins/routers.js'
 import type { ResponsesRequest } from './request.js'
 
 // The model names a request gives, as the catalogue knows them: a model's own id, a provider's own
@@ -14,7 +15,8 @@ export function resolveModelNames(
   family: AliasFamily,
 ): { req: ResponsesRequest; id: string | undefined } {
   const named = (name: string) =>
-    catalogueIdOf(catalogue, family, name) ?? (name === AUTO_MODEL ? autoModel(catalogue, req) : undefined)
+    catalogueIdOf(catalogue, family, name) ??
+    (name === AUTO_MODEL ? (routedModel(catalogue, req) ?? autoModel(catalogue, req)) : undefined)
   const models = req.models?.map((name) => named(name) ?? name)
   const id = req.model ? named(req.model) : undefined
   if (!models && !id) return { req, id }

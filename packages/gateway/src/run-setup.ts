@@ -8,6 +8,7 @@ import { withByok } from './byok.js'
 import { FunctionTool, sessionKey, type ResponsesRequest } from './request.js'
 import type { Route, Router } from './routing.js'
 import type { Catalogue } from './catalogue.js'
+import { pluginUses, type PluginUse } from './plugins/index.js'
 import { ADAPTERS } from './adapters/registry.js'
 import { ANTHROPIC_FIELDS } from './doors/anthropic-betas.js'
 import type { CallOptions, Run } from './run.js'
@@ -44,6 +45,7 @@ export interface EngineParts {
 const NO_SERVER_TOOLS: Map<string, ServerTool> = new Map()
 const NO_FUNCTIONS = Object.freeze([]) as unknown as FunctionDef[]
 const NO_NAMES: ReadonlySet<string> = new Set()
+const NO_PLUGINS: PluginUse[] = Object.freeze([]) as unknown as PluginUse[]
 
 export function startRun(engine: EngineParts, given: ResponsesRequest, opts: CallOptions): Run {
   const guardrails = opts.guardrails
@@ -51,7 +53,10 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   // Compaction items sent back are read to the model as the summaries they sealed; guardrails'
   // content filters then see all the text that goes to the provider.
   const expanded = engine.compaction.expand(given)
-  const req = guardrails ? filterContent(guardrails, expanded, opts.onFilterMatch) : expanded
+  const filtered = guardrails ? filterContent(guardrails, expanded, opts.onFilterMatch) : expanded
+  // The request's plugins, read (a 400 names one that cannot be served), each given its turn at the request.
+  const plugins = filtered.plugins?.length ? pluginUses(filtered) : NO_PLUGINS
+  const req = plugins.reduce((r, u) => u.plugin.prepare?.(r, u.parameters, engine) ?? r, filtered)
   // Most requests offer no tools: they share empty collections instead of making their own.
   const offered = req.tools?.length ? req.tools : undefined
   const tools = offered ? new Map<string, ServerTool>() : NO_SERVER_TOOLS
@@ -118,8 +123,6 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
     )
   if (req.modalities?.includes('image'))
     throw invalid('/modalities image output is not served by this Roster; ask for text')
-  const plugins = (req.plugins ?? []).filter((p) => p.enabled !== false).map((p) => p.id)
-  if (plugins.length) throw invalid(`/plugins not implemented by this Roster: ${plugins.join(', ')}`)
   const routed = engine.router.route(req, sessionKey(req, opts.sessionHeader))
   // The workspace's own credentials take their places first, so guardrails rule them too.
   const own = opts.byok ? withByok(routed, opts.byok.credentials, opts.byok.caller) : routed
@@ -159,6 +162,8 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
     assembler: new ResponseAssembler(undefined, serverNames, namespaced, opts.providerItemNames === 'slugged'),
     functions: offeredFunctions,
     tools,
+    plugins,
+    found: [],
     ...(webSearch ? { webSearch } : {}),
     toolChoice: choiceOf(req, tools),
     user: req.user ? createHmac('sha256', engine.userHashKey).update(req.user).digest('hex') : undefined,

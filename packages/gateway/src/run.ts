@@ -12,6 +12,8 @@ import type { AliasFamily } from './catalogue.js'
 import type { ByokCaller, ByokCredential } from './byok.js'
 import type { WebSearch } from './web-search.js'
 import type { ServerTool } from './server-tools/index.js'
+import type { FoundSources } from './server-tools/web-search.js'
+import type { PluginUse } from './plugins/index.js'
 
 // One request as the engine runs it: what came with it, and its state as it goes.
 
@@ -99,6 +101,10 @@ export interface Run {
   functions: FunctionDef[]
   /** The server tools offered, by the function name the model calls them by. */
   tools: Map<string, ServerTool>
+  /** The request's plugins, with their parameters. */
+  plugins: PluginUse[]
+  /** Sources found beyond the run's own tools (a plugin's search), cited in the answer. */
+  found: FoundSources[]
   /** Calls made of each server tool (by function name), against its `max_uses`. */
   toolUses?: Map<string, number>
   /** The client's web search tool, for the endpoints whose provider searches itself. */

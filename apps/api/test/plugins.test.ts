@@ -1,0 +1,209 @@
+import { createServer, type Server } from 'node:http'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { OpenRouter } from '@openrouter/sdk'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import type { Catalogue } from '@roster/gateway'
+import { useTestTenant } from '@roster/testing'
+import { buildTestApp, simEndpoint, simModel } from './helpers.js'
+
+// The official client's plugins on a real API, the simulator as the model: a JSON reply repaired,
+// a search and a fetch run before the model's first turn (a SearXNG stand-in answering as its JSON
+// API documents, and a page server), `openrouter/auto` chosen by a router's rule, and an input too
+// long for its model fitted to it.
+const env = useTestTenant()
+let sim: Simulator
+let web: Server
+let webUrl: string
+let searches: string[] = []
+let app: Awaited<ReturnType<typeof buildTestApp>>
+let baseURL: string
+
+beforeAll(async () => {
+  web = createServer((req, res) => {
+    const url = new URL(req.url!, 'http://x')
+    if (url.pathname === '/search') {
+      searches.push(url.searchParams.get('q') ?? '')
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          results: [
+            { url: 'https://docs.example.org/roster', title: 'Roster docs', content: 'Roster serves plugins.' },
+          ],
+        }),
+      )
+    }
+    if (url.pathname === '/page') return res.writeHead(200, { 'content-type': 'text/plain' }).end('The page says 7.')
+    res.writeHead(404).end()
+  })
+  await new Promise<void>((r) => web.listen(0, '127.0.0.1', r))
+  webUrl = `http://127.0.0.1:${(web.address() as { port: number }).port}`
+  sim = await startSimulator({ replyTokens: 4 })
+  const priced = (id: string, input: string) => ({
+    ...simModel(id, [simEndpoint(sim.url, 'openai-chat')]),
+    pricing: { input, output: input },
+  })
+  const catalogue: Catalogue = {
+    models: [
+      simModel('roster-sim/chat', [simEndpoint(sim.url, 'openai-chat')]),
+      priced('roster-sim/dear', '0.00002'),
+      priced('roster-sim/cheap', '0.0000001'),
+      {
+        ...simModel('roster-sim/small', [simEndpoint(sim.url, 'openai-chat')]),
+        context_length: 600,
+        max_output_tokens: 100,
+      },
+    ],
+  }
+  app = await buildTestApp(env.t.db, { SEARXNG_URL: webUrl, WEB_FETCH_PRIVATE_NETWORKS: 'allow' }, catalogue)
+  baseURL = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
+})
+afterAll(async () => {
+  await app?.closeAll()
+  await sim?.close()
+  await new Promise<void>((r) => web?.close(() => r()))
+})
+
+const client = () =>
+  new OpenRouter({ apiKey: env.tenant.keys.user, serverURL: baseURL, retryConfig: { strategy: 'none' } })
+const post = async (path: string, body: object) => {
+  const res = await fetch(`${baseURL}${path}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  })
+  return { status: res.status, body: (await res.json()) as any }
+}
+const BROKEN = "[sim] say Here it is: {name: 'Eve', age: 40,}"
+const lastChatBody = () => sim.stats.lastBody['/v1/chat/completions'] as any
+
+describe('response-healing', () => {
+  it('repairs a whole reply asked to be JSON (official client), and leaves it alone without the plugin', async () => {
+    const healed = (await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: BROKEN,
+        text: { format: { type: 'json_object' } },
+        plugins: [{ id: 'response-healing' }],
+      },
+    })) as any
+    expect(JSON.parse(healed.outputText)).toEqual({ name: 'Eve', age: 40 })
+    const raw = await post('/responses', {
+      model: 'roster-sim/chat',
+      input: BROKEN,
+      text: { format: { type: 'json_object' } },
+    })
+    expect(raw.body.output_text).toBe("Here it is: {name: 'Eve', age: 40,}")
+  })
+
+  it('works on /chat/completions with response_format; a reply not asked to be JSON is never touched', async () => {
+    const chat = await post('/chat/completions', {
+      model: 'roster-sim/chat',
+      messages: [{ role: 'user', content: BROKEN }],
+      response_format: { type: 'json_object' },
+      plugins: [{ id: 'response-healing' }],
+    })
+    expect(chat.status, JSON.stringify(chat.body)).toBe(200)
+    expect(JSON.parse(chat.body.choices[0].message.content)).toEqual({ name: 'Eve', age: 40 })
+    const text = await post('/responses', {
+      model: 'roster-sim/chat',
+      input: BROKEN,
+      plugins: [{ id: 'response-healing' }],
+    })
+    expect(text.body.output_text).toBe("Here it is: {name: 'Eve', age: 40,}")
+  })
+})
+
+describe('web and web-fetch', () => {
+  it('web: searches for the latest message before the first turn, shows the search, and the model reads the results', async () => {
+    searches = []
+    const res = (await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: 'what does roster serve?\n[sim] say It serves plugins: https://docs.example.org/roster',
+        plugins: [{ id: 'web', maxResults: 1 }],
+      },
+    })) as any
+    expect(searches).toHaveLength(1)
+    expect(searches[0]).toMatch(/^what does roster serve\?/)
+    expect(res.output.map((o: any) => o.type)).toEqual(['openrouter:web_search', 'message'])
+    expect(res.output[0].action.sources).toEqual([{ type: 'url', url: 'https://docs.example.org/roster' }])
+    const system = lastChatBody().messages.filter((m: any) => m.role === 'system' || m.role === 'developer')
+    expect(JSON.stringify(system)).toContain('Roster serves plugins.')
+    expect(res.output[1].content[0].annotations.map((a: any) => a.url)).toEqual(['https://docs.example.org/roster'])
+  })
+
+  it('web-fetch: fetches the pages the latest message links to before the first turn', async () => {
+    const res = await post('/responses', {
+      model: 'roster-sim/chat',
+      input: `read ${webUrl}/page and tell me the number`,
+      plugins: [{ id: 'web-fetch' }],
+    })
+    expect(res.status, JSON.stringify(res.body)).toBe(200)
+    const item = res.body.output.find((o: any) => o.type === 'openrouter:web_fetch')
+    expect(item).toMatchObject({ url: `${webUrl}/page`, httpStatus: 200, status: 'completed' })
+    expect(JSON.stringify(lastChatBody().messages)).toContain('The page says 7.')
+  })
+
+  it('refuses a plugin it cannot serve or parameters that do not read, before anything runs', async () => {
+    for (const [plugins, message] of [
+      [[{ id: 'file-parser' }], /\/plugins\/0 file-parser is not served by this Roster yet/],
+      [[{ id: 'web', include_domains: ['a.org'], exclude_domains: ['b.org'] }], /allowed_domains or excluded_domains/],
+      [[{ id: 'web', engine: 'tavily' }], /the engine tavily is not configured/],
+      [[{ id: 'auto-router', cost_tier: 'cheap' }], /\/plugins\/0 auto-router/],
+    ] as const) {
+      searches = []
+      const res = await post('/responses', { model: 'roster-sim/chat', input: 'x', plugins })
+      expect(res.status, JSON.stringify(plugins)).toBe(400)
+      expect(res.body.error.message).toMatch(message)
+      expect(searches).toEqual([])
+    }
+  })
+})
+
+describe('the routers', () => {
+  it("choose openrouter/auto's model by their rule, and the answer names it", async () => {
+    const allowed = ['roster-sim/dear', 'roster-sim/cheap']
+    const dear = (await client().responses.send({
+      responsesRequest: {
+        model: 'openrouter/auto',
+        input: 'hi',
+        plugins: [{ id: 'auto-router', allowedModels: allowed, costTier: 'max' }],
+      },
+    })) as any
+    expect(dear.model).toBe('roster-sim/dear')
+    const cheap = await post('/responses', {
+      model: 'openrouter/auto',
+      input: 'hi',
+      plugins: [{ id: 'auto-router', allowed_models: allowed, cost_tier: 'low' }],
+    })
+    expect(cheap.body.model).toBe('roster-sim/cheap')
+    const pareto = await post('/responses', {
+      model: 'openrouter/auto',
+      input: 'hi',
+      plugins: [{ id: 'pareto-router', max_price: 1 }],
+    })
+    expect(pareto.body.model).toBe('roster-sim/chat')
+  })
+})
+
+describe('context-compression', () => {
+  it("fits an input longer than the model's context by leaving out its middle, the first and latest kept", async () => {
+    const input = Array.from({ length: 12 }, (_, i) => ({
+      role: i % 2 ? 'assistant' : 'user',
+      content: `turn ${i}: ${'words '.repeat(40)}`,
+    }))
+    input.push({ role: 'user', content: 'the latest question' })
+    const res = await post('/responses', {
+      model: 'roster-sim/small',
+      input,
+      plugins: [{ id: 'context-compression', engine: 'middle-out' }],
+    })
+    expect(res.status, JSON.stringify(res.body)).toBe(200)
+    const sent = lastChatBody().messages.map((m: any) => String(m.content))
+    expect(sent.length).toBeLessThan(input.length)
+    expect(sent[0]).toMatch(/^turn 0:/)
+    expect(sent.at(-1)).toBe('the latest question')
+    const whole = await post('/responses', { model: 'roster-sim/small', input })
+    expect(whole.status).toBe(200)
+    expect(lastChatBody().messages).toHaveLength(input.length)
+  })
+})

@@ -1,0 +1,137 @@
+import { z } from 'zod'
+import { itemId } from '../assembler.js'
+import { describeIssues, invalid } from '../errors.js'
+import { inputItems, isMessage, type InputItem, type ResponsesRequest } from '../request.js'
+import type { ServerTool } from '../server-tools/index.js'
+import { sourcesOf } from '../server-tools/web-search.js'
+import type { ServerToolItem } from '../wire.js'
+import type { Plugin, PluginEngine, PluginRun } from './plugin.js'
+
+// `web` and `web-fetch`: the server tools of those names run once, before the model's first turn,
+// whatever the model would have chosen: a search for the user's latest message, or a fetch of the
+// pages it links to. The model reads what they found as an instruction beside the conversation;
+// the client sees each run as the tool's own item, and the answer cites the sources it names.
+
+/** The user's latest message as text (its text parts joined), or '' when it has none. */
+export function latestUserText(req: ResponsesRequest): string {
+  const last = inputItems(req.input).findLast((i) => isMessage(i) && i.role === 'user')
+  if (!last || !isMessage(last)) return ''
+  if (typeof last.content === 'string') return last.content
+  return (last.content as { type?: string; text?: unknown }[])
+    .map((p) => (typeof p.text === 'string' && (p.type === 'input_text' || p.type === 'text') ? p.text : ''))
+    .join('\n')
+}
+
+/** Runs a tool as a plugin does: its item announced, run, and finished with its documented fields. */
+async function runShown(run: PluginRun, tool: ServerTool, args: Record<string, unknown>): Promise<unknown> {
+  const item: ServerToolItem = {
+    type: tool.type,
+    id: itemId('st'),
+    call_id: itemId('call'),
+    status: 'in_progress',
+    arguments: JSON.stringify(args),
+    output: null,
+  }
+  const index = run.assembler.startItem({ ...item })
+  let output: unknown
+  try {
+    output = await tool.run(args, { signal: run.signal })
+  } catch (err) {
+    output = { error: (err as Error).message }
+  }
+  run.assembler.finishItem(index, {
+    ...item,
+    ...tool.itemFields?.(args, output),
+    status: 'completed',
+    output: JSON.stringify(output),
+  })
+  return output
+}
+
+/** An instruction the model reads beside the conversation. */
+const instruction = (text: string): InputItem => ({ role: 'developer', content: text })
+
+/** A tool of `type` as the engine offers it, with `parameters` (a 400 when they do not read, or it cannot be served). */
+function offered(engine: PluginEngine, type: 'openrouter:web_search' | 'openrouter:web_fetch', parameters: object) {
+  const kind = engine.serverTools.get(type)!
+  const parsed = kind.parameters.safeParse(parameters)
+  if (!parsed.success) throw invalid(`/plugins ${type.slice('openrouter:'.length)}: ${describeIssues(parsed.error)}`)
+  return kind.offer(parsed.data, engine)
+}
+
+const WebParameters = z.object({
+  engine: z.string().max(32).optional(),
+  include_domains: z.array(z.string().min(1).max(253)).max(100).optional(),
+  exclude_domains: z.array(z.string().min(1).max(253)).max(100).optional(),
+  max_results: z.int().min(1).max(25).optional(),
+  max_uses: z.int().min(1).max(100).optional(),
+  search_prompt: z.string().max(4_000).optional(),
+  mode: z.string().max(32).optional(),
+  user_location: z.unknown().optional(),
+  x_search: z.unknown().optional(),
+})
+
+export const webPlugin: Plugin<z.infer<typeof WebParameters>> = {
+  id: 'web',
+  parameters: WebParameters,
+  prepare(req, p, engine) {
+    // Refused before anything runs when it cannot be served (no engine configured, parameters that conflict).
+    offered(engine, 'openrouter:web_search', searchParameters(p))
+    return req
+  },
+  async before(run, p, engine) {
+    const query = latestUserText(run.req).trim().slice(0, 400)
+    if (!query) return []
+    const tool = offered(engine, 'openrouter:web_search', searchParameters(p))
+    const output = (await runShown(run, tool, { query })) as {
+      results?: { url: string; title: string; content: string }[]
+    }
+    const found = sourcesOf(tool)
+    if (found) run.found.push(found)
+    if (!output.results?.length) return []
+    const intro =
+      p.search_prompt ??
+      `A web search for the user's latest message was run on ${new Date().toISOString().slice(0, 10)}. Use these results where they help, and cite each one you use by its URL.`
+    const results = output.results.map((r, i) => `[${i + 1}] ${r.title}\n${r.url}\n${r.content}`).join('\n\n')
+    return [instruction(`${intro}\n\n${results}`)]
+  },
+}
+
+const searchParameters = (p: z.infer<typeof WebParameters>) => ({
+  ...(p.engine ? { engine: p.engine === 'native' ? 'auto' : p.engine } : {}),
+  ...(p.include_domains ? { allowed_domains: p.include_domains } : {}),
+  ...(p.exclude_domains ? { excluded_domains: p.exclude_domains } : {}),
+  ...(p.max_results ? { max_results: p.max_results } : {}),
+})
+
+const WebFetchParameters = z.object({
+  allowed_domains: z.array(z.string().min(1).max(253)).max(100).optional(),
+  blocked_domains: z.array(z.string().min(1).max(253)).max(100).optional(),
+  max_content_tokens: z.int().min(1).max(1_000_000).optional(),
+  max_uses: z.int().min(1).max(20).optional(),
+})
+
+/** The http(s) URLs a text names, in order, once each. */
+export const linksIn = (text: string) => [
+  ...new Set([...text.matchAll(/https?:\/\/[^\s<>"'`)\]]+/g)].map((m) => m[0].replace(/[.,;:!?]+$/, ''))),
+]
+
+export const webFetchPlugin: Plugin<z.infer<typeof WebFetchParameters>> = {
+  id: 'web-fetch',
+  parameters: WebFetchParameters,
+  prepare(req, p, engine) {
+    offered(engine, 'openrouter:web_fetch', p)
+    return req
+  },
+  async before(run, p, engine) {
+    const links = linksIn(latestUserText(run.req)).slice(0, p.max_uses ?? 3)
+    if (!links.length) return []
+    const tool = offered(engine, 'openrouter:web_fetch', p)
+    const pages: string[] = []
+    for (const url of links) {
+      const out = (await runShown(run, tool, { url })) as { content?: string; error?: string; url?: string }
+      pages.push(out.error ? `${url}: could not be fetched (${out.error})` : `${out.url ?? url}\n${out.content ?? ''}`)
+    }
+    return [instruction(`The pages the user's latest message links to, as fetched now:\n\n${pages.join('\n\n')}`)]
+  },
+}
