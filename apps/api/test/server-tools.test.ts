@@ -196,6 +196,63 @@ describe('openrouter:experimental__search_models', () => {
   })
 })
 
+describe('openrouter:tool_search', () => {
+  const weather = {
+    type: 'function',
+    name: 'get_weather',
+    description: 'The weather forecast for a city',
+    parameters: { type: 'object', properties: { city: { type: 'string', description: 'City name' } } },
+    defer_loading: true,
+  }
+  const stocks = { ...weather, name: 'get_quote', description: 'A stock quote', parameters: { type: 'object' } }
+  const note = { type: 'function', name: 'take_note', parameters: { type: 'object' } }
+
+  it('withholds deferred functions until a search finds them; the one found is then called like any other', async () => {
+    const bodies: any[] = []
+    const res = (await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: '[sim] call tool_search {"query":"weather forecast"}\n[sim] call get_weather {"city":"Oslo"}',
+        // The official client's own spelling of the field (it sends defer_loading).
+        tools: [
+          { type: 'openrouter:tool_search' },
+          ...[weather, stocks].map(({ defer_loading: _, ...f }) => ({ ...f, deferLoading: true })),
+          note,
+        ] as any,
+      },
+    })) as any
+    bodies.push(sim.stats.lastBody['/v1/chat/completions'])
+    expect(res.output.map((o: any) => o.type)).toEqual(['openrouter:tool_search', 'function_call'])
+    expect(res.output[0]).toMatchObject({
+      type: 'openrouter:tool_search',
+      query: 'weather forecast',
+      status: 'completed',
+    })
+    expect(res.output[1]).toMatchObject({ name: 'get_weather', arguments: '{"city":"Oslo"}' })
+    // The turn after the search was offered the function found, and never the other withheld one.
+    const offered = bodies[0].tools.map((t: any) => t.function.name).sort()
+    expect(offered).toEqual(['get_weather', 'take_note', 'tool_search'])
+    const found = JSON.parse(bodies[0].messages.at(-1).content)
+    expect(found.tools.map((t: any) => t.name)).toEqual(['get_weather'])
+  })
+
+  it('never offers a withheld function before a search, and refuses defer_loading without tool_search', async () => {
+    const first = await post({
+      model: 'roster-sim/chat',
+      input: 'hi',
+      tools: [{ type: 'openrouter:tool_search' }, weather, note],
+    })
+    expect(first.status).toBe(200)
+    expect((sim.stats.lastBody['/v1/chat/completions'] as any).tools.map((t: any) => t.function.name).sort()).toEqual([
+      'take_note',
+      'tool_search',
+    ])
+    const refused = await post({ model: 'roster-sim/chat', input: 'hi', tools: [weather, note] })
+    expect(refused.status).toBe(400)
+    expect(((await refused.json()) as any).error.message).toMatch(/defer_loading .* offer that tool too/)
+  })
+})
+
 describe("a workspace's disabled server tools", () => {
   it('refuse a request offering one with 403, while the others still run', async () => {
     const patch = await fetch(`${baseURL}/workspaces/${env.tenant.workspaceId}`, {

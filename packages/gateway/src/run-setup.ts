@@ -19,6 +19,7 @@ import {
   type ServerToolKind,
   type ServerToolType,
   type WebSearchParameters,
+  type DeferredTools,
 } from './server-tools/index.js'
 import { flatName, type NamespacedName } from './namespaces.js'
 import { isWebSearchKind, webSearchOf, type WebSearch } from './web-search.js'
@@ -67,20 +68,24 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   let webSearch: WebSearch | undefined
   /** An `openrouter:web_search` entry that may go to the endpoint's own search (decided once routed). */
   let searchEntry: { parameters: WebSearchParameters; index: number } | undefined
+  // Functions offered with `defer_loading`, withheld until tool_search finds them (the list offered is set below).
+  const deferred: DeferredTools = { withheld: [], offered: functions }
+  const offerContext = { catalogue: engine.catalogue, deferred }
   for (const [i, t] of (offered ?? []).entries()) {
     if (opts.disabledTools?.has(t.type))
       throw gatewayError('permission_denied', `the server tool ${t.type} is disabled in this workspace`)
     if (isFunctionTool(t)) {
       if (namespaced?.has(t.name))
         throw invalid(`/tools the function ${t.name} takes the name a namespace's function is offered by upstream`)
-      functions.push(functionDef(t.name, t))
+      if (t.defer_loading === true) deferred.withheld.push(functionDef(t.name, t))
+      else functions.push(functionDef(t.name, t))
     } else if (engine.serverTools.has(t.type as ServerToolType)) {
       const kind = engine.serverTools.get(t.type as ServerToolType)!
       const parameters = entryParameters(kind, t, i)
       if (kind.type === WEB_SEARCH_SERVER_TOOL && allowsNative(parameters as WebSearchParameters)) {
         if (searchEntry) throw invalid(`/tools/${i} offers ${t.type} a second time`)
         searchEntry = { parameters: parameters as WebSearchParameters, index: i }
-      } else addServerTool(tools, kind.offer(parameters, engine), i)
+      } else addServerTool(tools, kind.offer(parameters, offerContext), i)
     } else if (t.type === 'namespace') {
       // Each function of the group under a flat name; the calls come back as the client named them.
       const ns = namespaceOf(t)
@@ -138,7 +143,7 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
     else
       addServerTool(
         tools,
-        engine.serverTools.get(WEB_SEARCH_SERVER_TOOL)!.offer(searchEntry.parameters, engine),
+        engine.serverTools.get(WEB_SEARCH_SERVER_TOOL)!.offer(searchEntry.parameters, offerContext),
         searchEntry.index,
       )
   }
@@ -152,6 +157,13 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   // allowed_tools is a hard limit (the spec's MUST): only the tools it names are offered upstream.
   const allowed = allowedToolNames(req.tool_choice, tools)
   const offeredFunctions = allowed ? functions.filter((f) => allowed.has(f.name)) : functions
+  if (deferred.withheld.length) {
+    if (![...tools.values()].some((t) => t.type === 'openrouter:tool_search'))
+      throw invalid(
+        '/tools a function with defer_loading is withheld until openrouter:tool_search finds it: offer that tool too',
+      )
+    deferred.offered = offeredFunctions
+  }
   const serverNames = tools.size ? new Set([...tools.values()].map((t) => t.definition.name)) : NO_NAMES
   return {
     req,

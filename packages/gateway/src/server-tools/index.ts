@@ -4,12 +4,14 @@ import { searchBackends, type SearchBackendOptions } from './search-backends.js'
 import type { ServerToolKind, ServerToolType } from './tool.js'
 import { webFetch, type WebFetchOptions } from './web-fetch.js'
 import { webSearch } from './web-search.js'
+import { toolSearch } from './tool-search.js'
 
 export type { ServerTool, ServerToolKind, ServerToolType, OfferContext, ToolCallContext } from './tool.js'
 export type { WebFetchOptions } from './web-fetch.js'
 export type { SearchBackendOptions } from './search-backends.js'
 export { guardedLookup, isForbiddenAddress, readCapped, refusedLiteral } from './network-guard.js'
 export { citeSources } from './citations.js'
+export type { DeferredTools } from './tool.js'
 export { allowsNative, sourcesOf, wantsNative, WebSearchParameters } from './web-search.js'
 
 /** What the server tools are configured with (the API's settings). */
@@ -25,6 +27,7 @@ export function serverToolKinds(options: ServerToolOptions): Map<ServerToolType,
     webFetch(options.webFetch),
     webSearch(searchBackends(options.search)),
     searchModels,
+    toolSearch,
   ]
   return new Map(kinds.map((k) => [k.type, k]))
 }

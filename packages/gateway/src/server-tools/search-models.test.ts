@@ -89,3 +89,41 @@ describe('openrouter:experimental__search_models', () => {
     expect(kind.parameters.safeParse({ max_results: 21 }).success).toBe(false)
   })
 })
+
+describe('openrouter:tool_search', () => {
+  const fn = (name: string, description: string, param = 'x', paramDescription = '') => ({
+    name,
+    description,
+    parameters: { type: 'object', properties: { [param]: { type: 'string', description: paramDescription } } },
+  })
+  const kinds = serverToolKinds({
+    webFetch: { allowPrivateNetworks: false, maxBytes: 1024, timeoutMs: 1_000 },
+    search: { timeoutMs: 1_000 },
+  })
+  const search = kinds.get('openrouter:tool_search')!
+  it('finds withheld functions by name, description or parameter, the most matched first, and offers them from then on', async () => {
+    const deferred = {
+      withheld: [
+        fn('get_weather', 'Forecast for a city', 'city'),
+        fn('book_table', 'Reserve a restaurant table', 'when', 'the date and time'),
+        fn('add_event', 'Add an event to the calendar', 'date', 'the date and time of the event'),
+      ],
+      offered: [fn('take_note', 'Note something')],
+    }
+    const tool = search.offer(search.parameters.parse({ max_results: 2 }), { catalogue, deferred })
+    const out = (await tool.run({ query: 'calendar event date' }, { signal: new AbortController().signal })) as any
+    expect(out.tools.map((t: any) => t.name)).toEqual(['add_event', 'book_table'])
+    expect(deferred.offered.map((f) => f.name)).toEqual(['take_note', 'add_event', 'book_table'])
+    await tool.run({ query: 'calendar' }, { signal: new AbortController().signal })
+    expect(deferred.offered).toHaveLength(3) // offered once
+    expect(
+      ((await tool.run({ query: 'WEATHER' }, { signal: new AbortController().signal })) as any).tools[0].name,
+    ).toBe('get_weather')
+    expect(await tool.run({ query: ' ' }, { signal: new AbortController().signal })).toEqual({
+      error: 'query is empty',
+    })
+    expect(((await tool.run({ query: 'spaceship' }, { signal: new AbortController().signal })) as any).tools).toEqual(
+      [],
+    )
+  })
+})

@@ -27,9 +27,17 @@ export interface ServerTool {
   maxUses?: number
 }
 
+/** A run's functions withheld until `openrouter:tool_search` finds them, and the list its model is offered (a function found joins it). */
+export interface DeferredTools {
+  withheld: FunctionDef[]
+  offered: FunctionDef[]
+}
+
 /** What a kind of server tool may read when a request offers it. */
 export interface OfferContext {
   catalogue: Catalogue
+  /** The request's functions withheld until a search finds them (`defer_loading`), with the list offered. */
+  deferred?: DeferredTools
 }
 
 /** A kind of server tool: how its entry's `parameters` read, and the tool(s) one entry offers. */
