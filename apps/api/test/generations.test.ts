@@ -285,6 +285,44 @@ describe('generations: one per model call, through every door', () => {
     expect(await env.t.db.generation.count({ where: { requestId: tooledId } })).toBe(2)
   })
 
+  it("records an advisor's and a subagent's model calls as generations of the request, their cost in the response's", async () => {
+    const { key } = await makeUserKey(env.t.db, env.tenant.workspaceId)
+    const res = await post('/responses', key, {
+      model: 'sim/chat',
+      input:
+        '[sim] call advisor {"prompt":"[sim] say Use a map."}\n[sim] call subagent_scout {"task":"[sim] say Scouted.","task_name":"scout"}\n[sim] say Done.',
+      tools: [
+        { type: 'openrouter:advisor', parameters: { model: 'sim/responses', instructions: 'Be brief.' } },
+        { type: 'openrouter:subagent', parameters: { name: 'scout' } },
+      ],
+    })
+    const body = JSON.parse(res.text)
+    expect(res.status, res.text).toBe(200)
+    expect(body.output.map((o: any) => o.type)).toEqual(['openrouter:advisor', 'openrouter:subagent', 'message'])
+    expect(body.output[0]).toMatchObject({
+      advice: 'Use a map.',
+      model: 'sim/responses',
+      prompt: '[sim] say Use a map.',
+    })
+    expect(body.output[1]).toMatchObject({
+      outcome: 'Scouted.',
+      model: 'sim/chat',
+      task_name: 'scout',
+      instance_name: 'scout',
+    })
+    expect(body.output_text).toBe('Done.')
+    // The advisor was given the entry's instructions, through the Responses protocol of its model.
+    expect(JSON.stringify(sim.stats.lastBody['/v1/responses'])).toContain('Be brief.')
+    // Five model calls: the outer model's three turns, the advisor's and the subagent's.
+    await waitFor(async () => (await env.t.db.generation.count({ where: { requestId: body.id } })) === 5, {
+      what: 'the five generations',
+    })
+    const rows = await env.t.db.generation.findMany({ where: { requestId: body.id } })
+    expect(rows.map((r) => r.model).sort()).toEqual(['sim/chat', 'sim/chat', 'sim/chat', 'sim/chat', 'sim/responses'])
+    const pico = rows.reduce((sum, r) => sum + r.costPico, 0n)
+    expect(Math.round(body.usage.cost * 1e12)).toBe(Number(pico))
+  })
+
   it('records a stream the client left mid-way as cancelled, with what it was given, counted by Roster and priced', async () => {
     const { key } = await makeUserKey(env.t.db, env.tenant.workspaceId)
     const keyId = (await keyIdOf(key))!

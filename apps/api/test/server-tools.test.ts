@@ -253,6 +253,59 @@ describe('openrouter:tool_search', () => {
   })
 })
 
+describe('openrouter:advisor and openrouter:subagent', () => {
+  it('consult another model through the engine: the items parsed by the official client, a failure told to the model', async () => {
+    const res = (await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input:
+          '[sim] call advisor_reviewer {"prompt":"[sim] say Looks right."}\n[sim] call advisor {"prompt":"x","model":"nobody/none"}\n[sim] say ok',
+        tools: [
+          { type: 'openrouter:advisor', parameters: { name: 'reviewer', model: 'roster-sim/responses' } },
+          { type: 'openrouter:advisor' },
+        ],
+      },
+    })) as any
+    expect(res.output.map((o: any) => o.type)).toEqual(['openrouter:advisor', 'openrouter:advisor', 'message'])
+    expect(res.output[0]).toMatchObject({
+      advice: 'Looks right.',
+      model: 'roster-sim/responses',
+      instanceName: 'reviewer',
+    })
+    expect(res.output[1].error).toMatch(/^the consultation failed: /)
+  })
+
+  it('gives a subagent the server tools of its entry, and refuses entries that do not read', async () => {
+    const res = await post({
+      model: 'roster-sim/chat',
+      input: '[sim] call subagent {"task":"[sim] call datetime {}\\n[sim] say Time checked."}\n[sim] say ok',
+      tools: [{ type: 'openrouter:subagent', parameters: { tools: [{ type: 'openrouter:datetime' }] } }],
+    })
+    const body = (await res.json()) as any
+    expect(res.status, JSON.stringify(body)).toBe(200)
+    expect(body.output[0]).toMatchObject({ type: 'openrouter:subagent', outcome: 'Time checked.' })
+    for (const parameters of [
+      { tools: [{ type: 'openrouter:subagent' }] },
+      { tools: [{ type: 'function', name: 'f' }] },
+      { inherit_functions: true },
+      { name: 'no/slashes' },
+    ]) {
+      const refused = await post({
+        model: 'roster-sim/chat',
+        input: 'x',
+        tools: [{ type: 'openrouter:subagent', parameters }],
+      })
+      expect(refused.status, JSON.stringify(parameters)).toBe(400)
+    }
+    const twice = await post({
+      model: 'roster-sim/chat',
+      input: 'x',
+      tools: [{ type: 'openrouter:advisor' }, { type: 'openrouter:advisor' }],
+    })
+    expect(twice.status).toBe(400)
+  })
+})
+
 describe("a workspace's disabled server tools", () => {
   it('refuse a request offering one with 403, while the others still run', async () => {
     const patch = await fetch(`${baseURL}/workspaces/${env.tenant.workspaceId}`, {

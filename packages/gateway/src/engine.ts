@@ -33,6 +33,7 @@ import { endStream, failStream, writeEvent, type Live, type StreamSink } from '.
 import { startRun, type EngineParts } from './run-setup.js'
 import { callProvider, type ProviderParts } from './provider-call.js'
 import { runServerTool } from './server-tool-turn.js'
+import { consultation } from './consultation.js'
 import type { PluginRun } from './plugins/index.js'
 import { Cancellation } from './cancellation.js'
 import { estimateInputTokens, tokensOfBytes } from './token-estimate.js'
@@ -239,7 +240,16 @@ export class ResponsesEngine {
       // The turn's reasoning goes back before its calls, as the provider gave it (reasoningInput).
       extra.push(...reasoning.map(reasoningInput))
       for (const call of calls)
-        if (call.server) extra.push(...(await runServerTool(run, call, this.options.keepAliveMs)))
+        if (call.server)
+          extra.push(
+            ...(await runServerTool(run, call, this.options.keepAliveMs, (c) =>
+              consultation(run, c, {
+                named: (req, opts) => this.named(req, opts),
+                start: (req, opts) => startRun(this.parts, req, opts),
+                loop: (sub) => this.loop(sub),
+              }),
+            )),
+          )
       // Calls the client must answer end the loop: the response hands them over.
       if (calls.some((k) => !k.server)) return
       steps++

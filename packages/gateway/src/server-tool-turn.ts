@@ -3,13 +3,18 @@ import { Cancellation } from './cancellation.js'
 import type { InputItem } from './request.js'
 import type { Run } from './run.js'
 import type { ServerToolItem } from './wire.js'
-import { toolError } from './server-tools/tool.js'
+import { toolError, type ToolCallContext } from './server-tools/tool.js'
 
 /**
  * Runs the server tool the model called, its item shown as it goes (a stream gets keepalive
  * comments while it runs), and answers the call and its output for the model's next turn.
  */
-export async function runServerTool(run: Run, call: TurnCall, keepAliveMs = 10_000): Promise<InputItem[]> {
+export async function runServerTool(
+  run: Run,
+  call: TurnCall,
+  keepAliveMs = 10_000,
+  consult?: ToolCallContext['consult'],
+): Promise<InputItem[]> {
   const tool = run.tools.get(call.name)!
   let args: Record<string, unknown> = {}
   try {
@@ -40,7 +45,7 @@ export async function runServerTool(run: Run, call: TurnCall, keepAliveMs = 10_0
     output =
       tool.maxUses !== undefined && used >= tool.maxUses
         ? toolError(`${call.name} may be called ${tool.maxUses} times in one request; it was`)
-        : await tool.run(args, { signal: (run.opts.cancel ?? new Cancellation()).signal })
+        : await tool.run(args, { signal: (run.opts.cancel ?? new Cancellation()).signal, consult })
   } catch (err) {
     output = toolError((err as Error).message)
   } finally {

@@ -5,8 +5,17 @@ import type { ServerToolKind, ServerToolType } from './tool.js'
 import { webFetch, type WebFetchOptions } from './web-fetch.js'
 import { webSearch } from './web-search.js'
 import { toolSearch } from './tool-search.js'
+import { advisor, subagent } from './consultants.js'
 
-export type { ServerTool, ServerToolKind, ServerToolType, OfferContext, ToolCallContext } from './tool.js'
+export type {
+  Consultation,
+  Consulted,
+  ServerTool,
+  ServerToolKind,
+  ServerToolType,
+  OfferContext,
+  ToolCallContext,
+} from './tool.js'
 export type { WebFetchOptions } from './web-fetch.js'
 export type { SearchBackendOptions } from './search-backends.js'
 export { guardedLookup, isForbiddenAddress, readCapped, refusedLiteral } from './network-guard.js'
@@ -28,6 +37,8 @@ export function serverToolKinds(options: ServerToolOptions): Map<ServerToolType,
     webSearch(searchBackends(options.search)),
     searchModels,
     toolSearch,
+    advisor,
+    subagent,
   ]
   return new Map(kinds.map((k) => [k.type, k]))
 }

@@ -10,9 +10,36 @@ import type { Catalogue } from '../catalogue.js'
 /** The type a request names a server tool by. */
 export type ServerToolType = `openrouter:${string}`
 
+/** What another model answered when a tool consulted it. */
+export interface Consulted {
+  text: string
+  model: string
+}
+
+/** A request a tool makes of another model, through the same engine as the caller's own. */
+export interface Consultation {
+  /** The model (absent: the calling request's). */
+  model?: string
+  instructions?: string
+  /** The prompt; with `transcript`, the calling request's input comes before it. */
+  prompt: string
+  transcript?: boolean
+  max_output_tokens?: number
+  temperature?: number
+  reasoning?: Record<string, unknown>
+  /** Server tools the consulted model may use (entries as a request gives them). */
+  tools?: Record<string, unknown>[]
+  max_tool_calls?: number
+}
+
 /** What one call of a server tool is given besides the model's arguments. */
 export interface ToolCallContext {
   signal: AbortSignal
+  /**
+   * Asks another model, through the engine with the caller's key, limits and guardrails: its model
+   * calls are generations of the calling request, its cost in the request's. Absent outside a run.
+   */
+  consult?: (c: Consultation) => Promise<Consulted>
 }
 
 /** One tool the model is offered: an entry of the request's `tools`, made ready with its parameters. */
