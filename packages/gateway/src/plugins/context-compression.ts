@@ -17,29 +17,38 @@ const Parameters = z.object({ engine: z.literal('middle-out').optional() })
 const callIdOf = (item: InputItem): string | undefined =>
   !isMessage(item) && typeof item.call_id === 'string' ? item.call_id : undefined
 
-/** The input without items from its middle until `fits` says it fits (or nothing more can leave). */
-export function middleOut(items: InputItem[], fits: (items: InputItem[]) => boolean): InputItem[] {
-  let kept = items
-  while (kept.length > 2 && !fits(kept)) {
-    const last = kept.length - 1
-    // What leaves with the item at `i`: its call's other half too. Never the first item or the last.
-    const leaving = (i: number) => {
-      const call = callIdOf(kept[i]!)
-      const gone = new Set(
-        call === undefined ? [i] : kept.flatMap((x, j) => (j === i || callIdOf(x) === call ? [j] : [])),
-      )
-      return gone.has(0) || gone.has(last) ? undefined : gone
+/**
+ * The input without items from its middle, nearest the middle first, until their weights come
+ * within `budget` (or nothing more can leave). Linear in the items: a long input costs no more
+ * than reading it.
+ */
+export function middleOut(items: InputItem[], weight: (item: InputItem) => number, budget: number): InputItem[] {
+  const weights = items.map(weight)
+  let total = weights.reduce((a, b) => a + b, 0)
+  const last = items.length - 1
+  if (total <= budget || last < 2) return items
+  const calls = new Map<string, number[]>()
+  items.forEach((item, i) => {
+    const call = callIdOf(item)
+    if (call !== undefined) calls.set(call, [...(calls.get(call) ?? []), i])
+  })
+  const gone = new Uint8Array(items.length)
+  const middle = Math.floor(items.length / 2)
+  for (let d = 0; total > budget && (middle - d > 0 || middle + d < last); d++) {
+    for (const i of d === 0 ? [middle] : [middle - d, middle + d]) {
+      if (total <= budget || i <= 0 || i >= last || gone[i]) continue
+      const call = callIdOf(items[i]!)
+      // What leaves with it: its call's other half too. Never the first item or the last.
+      const group = call === undefined ? [i] : calls.get(call)!
+      if (group.some((j) => j === 0 || j === last)) continue
+      for (const j of group)
+        if (!gone[j]) {
+          gone[j] = 1
+          total -= weights[j]!
+        }
     }
-    // The item nearest the middle that can leave.
-    const middle = Math.floor(kept.length / 2)
-    let gone: Set<number> | undefined
-    for (let d = 0; !gone && d <= middle; d++)
-      gone = leaving(middle - d) ?? (middle + d < last ? leaving(middle + d) : undefined)
-    if (!gone) break
-    const out = gone
-    kept = kept.filter((_, i) => !out.has(i))
   }
-  return kept
+  return items.filter((_, i) => !gone[i])
 }
 
 export const contextCompression: Plugin<z.infer<typeof Parameters>> = {
@@ -50,9 +59,11 @@ export const contextCompression: Plugin<z.infer<typeof Parameters>> = {
     if (!model || typeof req.input === 'string' || !req.input?.length) return req
     const reply = req.max_output_tokens ?? model.max_output_tokens ?? 4_096
     const room = model.context_length - Math.min(reply, Math.floor(model.context_length / 2))
-    const fits = (input: InputItem[]) => estimateInputTokens({ ...req, input } as ResponsesRequest) <= room
+    // What stays whatever leaves (the instructions and tools), then each item's own share.
+    const fixed = estimateInputTokens({ ...req, input: [] } as ResponsesRequest)
     const items = inputItems(req.input)
-    if (fits(items)) return req
-    return { ...req, input: middleOut(items, fits) }
+    const weight = (item: InputItem) => estimateInputTokens({ input: [item] } as ResponsesRequest)
+    const kept = middleOut(items, weight, room - fixed)
+    return kept === items ? req : { ...req, input: kept }
   },
 }

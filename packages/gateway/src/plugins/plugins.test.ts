@@ -41,18 +41,21 @@ describe('context-compression (middle-out)', () => {
 
   it('leaves out items from the middle until it fits, keeping the first and the latest', () => {
     const items = Array.from({ length: 10 }, (_, i) => msg(i))
-    const kept = middleOut(items, (xs) => xs.length <= 4)
+    const kept = middleOut(items, () => 1, 4)
     expect(kept).toHaveLength(4)
     expect(kept[0]).toBe(items[0])
     expect(kept.at(-1)).toBe(items[9])
-    expect(middleOut(items, () => true)).toBe(items)
+    expect(middleOut(items, () => 1, 10)).toBe(items)
+    // A hundred thousand items (a quadratic fit would not end within the test's time).
+    const many = Array.from({ length: 100_000 }, (_, i) => msg(i))
+    expect(middleOut(many, () => 1, 10)).toHaveLength(10)
   })
 
   it('never leaves a call without its result, or a result without its call', () => {
     fc.assert(
       fc.property(fc.array(fc.boolean(), { minLength: 2, maxLength: 30 }), fc.nat(30), (shape, keep) => {
         const items = shape.flatMap((isCall, i) => (isCall ? [call(`c${i}`), out(`c${i}`)] : [msg(i)]))
-        const kept = middleOut(items, (xs) => xs.length <= keep)
+        const kept = middleOut(items, () => 1, keep)
         const ids = (type: string) =>
           kept
             .filter((x) => x.type === type)
