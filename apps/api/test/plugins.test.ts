@@ -145,7 +145,7 @@ describe('web and web-fetch', () => {
 
   it('refuses a plugin it cannot serve or parameters that do not read, before anything runs', async () => {
     for (const [plugins, message] of [
-      [[{ id: 'file-parser' }], /\/plugins\/0 file-parser is not served by this Roster yet/],
+      [[{ id: 'moderation' }], /\/plugins\/0 moderation is not served by this Roster yet/],
       [[{ id: 'web', include_domains: ['a.org'], exclude_domains: ['b.org'] }], /allowed_domains or excluded_domains/],
       [[{ id: 'web', engine: 'tavily' }], /the engine tavily is not configured/],
       [[{ id: 'auto-router', cost_tier: 'cheap' }], /\/plugins\/0 auto-router/],
@@ -156,6 +156,73 @@ describe('web and web-fetch', () => {
       expect(res.body.error.message).toMatch(message)
       expect(searches).toEqual([])
     }
+  })
+})
+
+/** A one-page PDF holding `lines`, built as the format lays it out (objects, cross-reference table, trailer). */
+function tinyPdf(lines: string[]): Buffer {
+  const text = lines
+    .map((l, i) => `BT /F1 12 Tf 72 ${720 - i * 16} Td (${l.replace(/[()\\]/g, (c) => `\\${c}`)}) Tj ET`)
+    .join('\n')
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
+    `<< /Length ${Buffer.byteLength(text)} >>\nstream\n${text}\nendstream`,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+  ]
+  let out = '%PDF-1.4\n'
+  const offsets: number[] = []
+  objects.forEach((o, i) => {
+    offsets.push(Buffer.byteLength(out))
+    out += `${i + 1} 0 obj\n${o}\nendobj\n`
+  })
+  const xref = Buffer.byteLength(out)
+  out += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`
+  out += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`
+  return Buffer.from(out)
+}
+
+describe('file-parser', () => {
+  it('reads a PDF in the input into text the model is given (official client), and refuses one it cannot read', async () => {
+    const pdf = tinyPdf(['Quarterly revenue: 42 units', 'Signed (by the board)'])
+    const res = (await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: [
+          {
+            type: 'message',
+            role: 'user',
+            content: [
+              { type: 'input_text', text: 'What was the revenue?' },
+              {
+                type: 'input_file',
+                filename: 'report.pdf',
+                fileData: `data:application/pdf;base64,${pdf.toString('base64')}`,
+              },
+            ],
+          },
+        ],
+        plugins: [{ id: 'file-parser', pdf: { engine: 'pdf-text' } }],
+      },
+    })) as any
+    expect(res.status).toBe('completed')
+    const sent = JSON.stringify(lastChatBody().messages)
+    expect(sent).toContain('[report.pdf]')
+    expect(sent).toContain('Quarterly revenue: 42 units')
+    expect(sent).toContain('Signed (by the board)')
+    const broken = await post('/responses', {
+      model: 'roster-sim/chat',
+      input: [
+        {
+          role: 'user',
+          content: [{ type: 'input_file', filename: 'bad.pdf', file_data: 'data:application/pdf;base64,JVBERi0x' }],
+        },
+      ],
+      plugins: [{ id: 'file-parser' }],
+    })
+    expect(broken.status).toBe(400)
+    expect(broken.body.error.message).toMatch(/bad\.pdf is not a PDF that can be read/)
   })
 })
 

@@ -34,7 +34,7 @@ import { startRun, type EngineParts } from './run-setup.js'
 import { callProvider, type ProviderParts } from './provider-call.js'
 import { runServerTool } from './server-tool-turn.js'
 import { consultation } from './consultation.js'
-import type { PluginRun } from './plugins/index.js'
+import { parsesFiles, withFilesRead, type PluginRun } from './plugins/index.js'
 import { Cancellation } from './cancellation.js'
 import { estimateInputTokens, tokensOfBytes } from './token-estimate.js'
 import { withPreset, type PresetLookup } from './presets.js'
@@ -93,10 +93,11 @@ export class ResponsesEngine {
    */
   private prepared(body: ResponsesRequest, opts: CallOptions): ResponsesRequest | Promise<ResponsesRequest> {
     const merging = withPreset(this.options.presets, opts.generation?.workspaceId, body)
-    if (!merging) return this.named(body, opts)
-    return merging.then((merged) => {
+    if (!merging)
+      return parsesFiles(body) ? withFilesRead(body).then((r) => this.named(r, opts)) : this.named(body, opts)
+    return merging.then(async (merged) => {
       if (opts.generation) opts.generation.presetId = merged.presetId
-      return this.named(merged.req, opts)
+      return this.named(parsesFiles(merged.req) ? await withFilesRead(merged.req) : merged.req, opts)
     })
   }
 

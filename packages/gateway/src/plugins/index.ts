@@ -5,20 +5,21 @@ import type { Plugin, PluginUse } from './plugin.js'
 import { responseHealing } from './response-healing.js'
 import { ROUTERS } from './routers.js'
 import { webFetchPlugin, webPlugin } from './web.js'
+import { fileParser } from './file-parser.js'
 
 export type { Plugin, PluginEngine, PluginRun, PluginUse } from './plugin.js'
 export { routedModel } from './routers.js'
+export { parsesFiles, withFilesRead } from './file-parser.js'
 
 /** The plugins this Roster serves, by id: the one table. */
 const PLUGINS = new Map<string, Plugin>(
-  [responseHealing, contextCompression, webPlugin, webFetchPlugin, ...ROUTERS.map((r) => r.plugin)].map((p) => [
-    p.id,
-    p as Plugin,
-  ]),
+  [responseHealing, contextCompression, webPlugin, webFetchPlugin, fileParser, ...ROUTERS.map((r) => r.plugin)].map(
+    (p) => [p.id, p as Plugin],
+  ),
 )
 
 /** The official client's plugins Roster does not serve yet (a 400 names them). */
-const NOT_YET = ['file-parser', 'moderation', 'fusion']
+const NOT_YET = ['moderation', 'fusion']
 
 /** A request's enabled plugins, each entry's parameters read by its plugin; a 400 names the first that cannot be served. */
 export function pluginUses(req: ResponsesRequest): PluginUse[] {

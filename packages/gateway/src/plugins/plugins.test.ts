@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import { Catalogue } from '../catalogue.js'
 import type { InputItem, ResponsesRequest } from '../request.js'
 import { middleOut } from './context-compression.js'
-import { pluginUses } from './index.js'
+import { pluginUses, withFilesRead } from './index.js'
 import { healJson } from './response-healing.js'
 import { routedModel } from './routers.js'
 import { linksIn } from './web.js'
@@ -134,7 +134,7 @@ describe('plugins as a request gives them', () => {
     expect(uses([{ id: 'response-healing' }, { id: 'web', enabled: false }]).map((u) => u.plugin.id)).toEqual([
       'response-healing',
     ])
-    expect(() => uses([{ id: 'file-parser' }])).toThrow(/\/plugins\/0 file-parser is not served by this Roster yet/)
+    expect(() => uses([{ id: 'moderation' }])).toThrow(/\/plugins\/0 moderation is not served by this Roster yet/)
     expect(() => uses([{ id: 'wizardry' }])).toThrow(/wizardry is not served by this Roster \(served: /)
     expect(() => uses([{ id: 'auto-router', cost_tier: 'cheap' }])).toThrow(/\/plugins\/0 auto-router: /)
     expect(() => uses([{ id: 'response-healing' }, { id: 'response-healing' }])).toThrow(/given twice/)
@@ -145,5 +145,57 @@ describe('plugins as a request gives them', () => {
       'https://a.example/x',
       'https://b.example/y?q=1',
     ])
+  })
+})
+
+describe('file-parser', () => {
+  const withFile = (part: object, plugins: object[] = [{ id: 'file-parser' }]) =>
+    ({
+      model: 'm',
+      plugins,
+      input: [
+        {
+          role: 'user',
+          content: [
+            { type: 'input_text', text: 'read this' },
+            { type: 'input_file', ...part },
+          ],
+        },
+      ],
+    }) as unknown as ResponsesRequest
+  const text = (req: ResponsesRequest) => ((req.input as any[])[0].content as any[]).map((p) => p.text)
+
+  it('reads a text file into a text part naming it, from a data: URL or bare base64', async () => {
+    const csv = Buffer.from('a,b\n1,2\n').toString('base64')
+    expect(
+      text(await withFilesRead(withFile({ filename: 'n.csv', file_data: `data:text/csv;base64,${csv}` }))),
+    ).toEqual(['read this', '[n.csv]\na,b\n1,2\n'])
+    expect(
+      text(await withFilesRead(withFile({ filename: 'notes.md', file_data: Buffer.from('# hi').toString('base64') }))),
+    ).toEqual(['read this', '[notes.md]\n# hi'])
+    const req = withFile({ filename: 'n.txt', file_data: 'data:text/plain;base64,aGk=' })
+    const before = JSON.stringify(req)
+    await withFilesRead(req)
+    expect(JSON.stringify(req)).toBe(before) // the given request is never changed
+  })
+
+  it('refuses what it cannot read, naming the file, before any model is called', async () => {
+    const refusals: [object, RegExp][] = [
+      [
+        { filename: 'x.png', file_data: 'data:image/png;base64,iVBORw0KGgo=' },
+        /x\.png \(image\/png\) is of a kind file-parser does not read/,
+      ],
+      [
+        { filename: 'broken.pdf', file_data: 'data:application/pdf;base64,JVBERi0xLjQKZ2FyYmFnZQ==' },
+        /broken\.pdf is not a PDF that can be read/,
+      ],
+      [{ filename: 'far.pdf', file_url: 'https://example.org/far.pdf' }, /far\.pdf needs file_data/],
+    ]
+    for (const [part, message] of refusals) await expect(withFilesRead(withFile(part))).rejects.toThrow(message)
+    await expect(
+      withFilesRead(
+        withFile({ filename: 'n.txt', file_data: 'aGk=' }, [{ id: 'file-parser', pdf: { engine: 'mistral-ocr' } }]),
+      ),
+    ).rejects.toThrow(/the PDF engine mistral-ocr is not served by this Roster; use pdf-text/)
   })
 })
