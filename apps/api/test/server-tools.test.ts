@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
-import { useTestTenant } from '@roster/testing'
+import { describeNeeding, startSearx, useTestTenant, type Searx } from '@roster/testing'
 import { buildTestApp, simEndpoint, simModel, sseEvents } from './helpers.js'
 
 // The official client's server tools on /responses, against a real API with the simulator as the
@@ -345,6 +345,88 @@ describe('the stream of a server tool call', () => {
     expect(events.filter((e) => e.type === 'response.output_item.added').map((e) => e.item.type)).toEqual([
       'openrouter:web_search',
       'message',
+    ])
+  })
+})
+
+// The same search through a real searx server (SearXNG's parent, the same JSON API), its one engine a
+// search engine this test stands in for: Roster reads what searx made of the engine's answer.
+await describeNeeding(['searx'], 'openrouter:web_search through a real searx server', () => {
+  let engine: Server
+  let engineQueries: string[] = []
+  let searxServer: Searx
+  let withSearx: Awaited<ReturnType<typeof buildTestApp>>
+  let searxBase: string
+  beforeAll(async () => {
+    engine = createServer((req, res) => {
+      const q = new URL(req.url!, 'http://x').searchParams.get('q') ?? ''
+      engineQueries.push(q)
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          items: [
+            {
+              link: `https://docs.example.org/${q.replace(/\W+/g, '-')}`,
+              name: `About ${q}`,
+              snippet: `All about ${q}.`,
+            },
+          ],
+        }),
+      )
+    })
+    await new Promise<void>((r) => engine.listen(0, '127.0.0.1', r))
+    searxServer = await startSearx({
+      searchUrl: `http://127.0.0.1:${(engine.address() as { port: number }).port}/search?q={query}`,
+      resultsQuery: 'items',
+      urlQuery: 'link',
+      titleQuery: 'name',
+      contentQuery: 'snippet',
+    })
+    withSearx = await buildTestApp(
+      env.t.db,
+      { SEARXNG_URL: searxServer.url },
+      {
+        models: [simModel('roster-sim/chat', [simEndpoint(sim.url, 'openai-chat')])],
+      },
+    )
+    searxBase = `${await withSearx.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
+  }, 60_000)
+  afterAll(async () => {
+    await withSearx?.closeAll()
+    await searxServer?.stop()
+    await new Promise<void>((r) => engine?.close(() => r()))
+  })
+
+  it('asks searx, which asks its engine; the results, sources and citations are what the engine found', async () => {
+    engineQueries = []
+    const res = (await new OpenRouter({
+      apiKey: env.tenant.keys.user,
+      serverURL: searxBase,
+      retryConfig: { strategy: 'none' },
+    }).responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input:
+          '[sim] call web_search {"query":"roster gateway"}\n[sim] say Read https://docs.example.org/roster-gateway now.',
+        // Roster's own engine name: the client's type lists OpenRouter's (its enum is open on the wire).
+        tools: [{ type: 'openrouter:web_search', parameters: { engine: 'searxng' as 'auto' } }],
+      },
+    })) as any
+    expect(engineQueries).toEqual(['roster gateway'])
+    expect(res.output[0].action).toEqual({
+      type: 'search',
+      query: 'roster gateway',
+      sources: [{ type: 'url', url: 'https://docs.example.org/roster-gateway' }],
+    })
+    const toModel = JSON.parse((sim.stats.lastBody['/v1/chat/completions'] as any).messages.at(-1).content)
+    expect(toModel.results).toEqual([
+      {
+        url: 'https://docs.example.org/roster-gateway',
+        title: 'About roster gateway',
+        content: 'All about roster gateway.',
+      },
+    ])
+    expect(res.output[1].content[0].annotations.map((a: any) => a.url)).toEqual([
+      'https://docs.example.org/roster-gateway',
     ])
   })
 })

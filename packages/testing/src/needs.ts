@@ -17,6 +17,7 @@ export type Need =
   | 'docker'
   | 'redis-server'
   | 'coding-agents'
+  | 'searx'
 
 interface Requirement {
   /** Why this machine cannot give it, or undefined when it can. */
@@ -84,6 +85,18 @@ export const REQUIREMENTS: Record<Need, Requirement> = {
       runs('redis-server') && runs('redis-cli') ? undefined : 'redis-server and redis-cli are not installed',
     debian: 'sudo apt-get install redis-server',
     macos: 'brew install redis',
+  },
+  searx: {
+    // Debian's searx (SearXNG's parent, the same JSON search API), run by Debian's own Python.
+    missing: () =>
+      runs('/usr/bin/python3', [
+        '-c',
+        'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("searx") else 1)',
+      ])
+        ? undefined
+        : 'searx is not installed',
+    debian: 'sudo apt-get install searx',
+    macos: "none (the test runs Debian's searx package): run it in a Linux VM or container",
   },
   'coding-agents': {
     // Claude Code, Codex and opencode, installed from npm by the test itself (once per checkout).
