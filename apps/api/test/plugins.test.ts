@@ -249,6 +249,13 @@ describe('the routers', () => {
       plugins: [{ id: 'pareto-router', max_price: 1 }],
     })
     expect(pareto.body.model).toBe('roster-sim/chat')
+    const none = await post('/responses', {
+      model: 'openrouter/auto',
+      input: 'hi',
+      plugins: [{ id: 'auto-router', allowed_models: ['nobody/*'] }],
+    })
+    expect(none.status).toBe(400)
+    expect(none.body.error.message).toMatch(/auto-router: no model it may choose/)
   })
 })
 

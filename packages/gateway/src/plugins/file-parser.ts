@@ -36,17 +36,17 @@ function bytesOf(data: string): { bytes: Buffer; type?: string } {
   }
 }
 
-async function pdfText(bytes: Buffer, name: string): Promise<string> {
+async function pdfText(bytes: Buffer, name: string, where: string): Promise<string> {
   const { extractText, getDocumentProxy } = await import('unpdf')
   let pdf: Awaited<ReturnType<typeof getDocumentProxy>>
   try {
     pdf = await getDocumentProxy(new Uint8Array(bytes))
   } catch (err) {
-    throw invalid(`the file ${name} is not a PDF that can be read (${(err as Error).message})`)
+    throw invalid(`${where} the file ${name} is not a PDF that can be read (${(err as Error).message})`)
   }
   try {
     if (pdf.numPages > MAX_PAGES)
-      throw invalid(`the file ${name} has ${pdf.numPages} pages; at most ${MAX_PAGES} are read`)
+      throw invalid(`${where} the file ${name} has ${pdf.numPages} pages; at most ${MAX_PAGES} are read`)
     return (await extractText(pdf, { mergePages: true })).text
   } finally {
     // The document and its worker's state go with it (a server reads many).
@@ -64,7 +64,7 @@ async function readFile(part: Record<string, unknown>, where: string): Promise<R
   const { bytes, type } = bytesOf(part.file_data)
   const pdf = type === 'application/pdf' || bytes.subarray(0, 5).toString('latin1') === '%PDF-' || /\.pdf$/i.test(name)
   let text: string
-  if (pdf) text = await pdfText(bytes, name)
+  if (pdf) text = await pdfText(bytes, name, where)
   else if ((type && TEXT_TYPES.test(type)) || (!type && /\.(txt|md|csv|json|xml|html?|ya?ml|log)$/i.test(name)))
     text = bytes.toString('utf8')
   else

@@ -125,6 +125,11 @@ describe('the routers', () => {
     expect(auto([])).toBeUndefined()
     expect(auto([{ id: 'auto-router', enabled: false }])).toBeUndefined()
     expect(auto([{ id: 'auto-router', cost_tier: 'cheap' }])).toBeUndefined()
+    // A router that may choose nothing refuses, never falling back to a model its entry ruled out.
+    expect(() => auto([{ id: 'auto-router', allowed_models: ['nobody/*'] }])).toThrow(/no model it may choose/)
+    expect(() =>
+      auto([{ id: 'auto-router', allowed_models: ['other/*'] }], { tools: [{ type: 'function', name: 'f' }] as never }),
+    ).toThrow(/no model it may choose/)
   })
 })
 

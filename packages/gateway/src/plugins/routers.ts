@@ -2,6 +2,7 @@ import { z } from 'zod'
 import type { Catalogue, CatalogueModel } from '../catalogue.js'
 import { inputItems, isMessage, type ResponsesRequest } from '../request.js'
 import type { Plugin } from './plugin.js'
+import { invalid } from '../errors.js'
 
 // The routers (`auto-router`, `auto-beta-router`, `pareto-router`, `switchyard-router`): which
 // model `openrouter/auto` stands for, chosen among this Roster's catalogue by each router's
@@ -119,7 +120,9 @@ export const ROUTERS = [
 
 /**
  * The model a request's router plugin chooses for `openrouter/auto`, or undefined when it names no
- * router (or its parameters do not read: the request is refused for them once it is set up).
+ * router (or its parameters do not read: the request is refused for them once it is set up). A
+ * router that finds no model it may choose refuses the request (400): it never falls back to one
+ * its entry ruled out.
  */
 export function routedModel(catalogue: Catalogue, req: ResponsesRequest): string | undefined {
   for (const entry of req.plugins ?? []) {
@@ -128,7 +131,13 @@ export function routedModel(catalogue: Catalogue, req: ResponsesRequest): string
     if (!r) continue
     const { id: _id, enabled: _enabled, ...rest } = entry
     const parsed = r.plugin.parameters.safeParse(rest)
-    return parsed.success ? r.choose(catalogue, req, parsed.data) : undefined
+    if (!parsed.success) return undefined
+    const chosen = r.choose(catalogue, req, parsed.data)
+    if (chosen === undefined)
+      throw invalid(
+        `/plugins ${entry.id}: no model it may choose can serve this request (its allowed and excluded models, and what the request needs: tools, images, reasoning)`,
+      )
+    return chosen
   }
   return undefined
 }
