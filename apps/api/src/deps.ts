@@ -20,12 +20,13 @@ import {
   commandConnection,
   type RedisClient,
 } from '@roster/shared'
-import { FleetDriver, hostCredentialKey } from '@roster/shared/fleet'
+import { FleetDriver, fleetTimes, hostCredentialKey } from '@roster/shared/fleet'
 import { CreateBatcher, InternReader, type AfterCommit } from '@roster/shared/interns'
 import { LocalVault, SecretStoreBatcher, type VaultService } from '@roster/shared/vault'
 import { designatedPresetVersion } from '@roster/shared/repositories'
 import { createHmac, randomBytes } from 'node:crypto'
 import { apiQueues, type ApiQueues } from './queues.js'
+import { gatewaySandboxes } from './gateway-sandboxes.js'
 import { operatorAccess, type OperatorAccess } from './operator/operator-access.js'
 import {
   defaultInternModel,
@@ -332,6 +333,12 @@ export function createAppDeps(
         timeoutMs: config.WEB_FETCH_TIMEOUT_MS,
       },
       search: searchSettings(config),
+      // Commands run as long as a host lets one (COMMAND_TIMEOUT_MS, 120 s by default), and then some.
+      sandbox: gatewaySandboxes(
+        db,
+        new FleetDriver(db, credentialKey, { timeoutMs: 10 * 60_000 }),
+        fleetTimes(config).deadAfterMs,
+      ),
     }),
     internReader: reader,
     listCache: lists,

@@ -26,6 +26,8 @@ import { FleetClient } from './fleet-client.js'
 import { Interns } from './interns.js'
 import { controlRoutes } from './routes/control.js'
 import { chatRoutes } from './routes/chat.js'
+import { sandboxRoutes } from './routes/sandboxes.js'
+import { GatewaySandboxes } from './gateway-sandboxes.js'
 
 /** Connections one intern's egress proxy holds at most (its commands' HTTP requests and tunnels). */
 const EGRESS_CONNECTIONS_PER_INTERN = 256
@@ -151,6 +153,17 @@ export async function buildRuntimeHost(
   })
   controlRoutes(app, interns)
   chatRoutes(app, interns)
+  const sandboxes = new GatewaySandboxes({
+    dataDir: config.RUNTIME_DATA_DIR,
+    run: commands.run,
+    timeoutMs: config.COMMAND_TIMEOUT_MS,
+    maxOutputBytes: 256 * 1024,
+    concurrency: config.GATEWAY_SANDBOX_CONCURRENCY,
+    idleMs: config.GATEWAY_SANDBOX_IDLE_MS,
+    user: confinement.user,
+  })
+  app.addHook('onClose', async () => sandboxes.stop())
+  sandboxRoutes(app, sandboxes)
 
   // Shutting down, the host ends its interns' runs first (their commands killed, each client told
   // with run_ended; the sessions are kept), so their streams close and the server's close does not

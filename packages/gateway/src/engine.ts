@@ -1,5 +1,6 @@
 import type { Catalogue, Endpoint } from './catalogue.js'
-import { maxToolSteps, type InputItem, type ResponsesRequest } from './request.js'
+import { maxToolSteps, sessionKey, type InputItem, type ResponsesRequest } from './request.js'
+import { createHash } from 'node:crypto'
 import type { CallSpec } from './adapters/adapter.js'
 import { ADAPTERS } from './adapters/registry.js'
 import { conversation, reasoningInput } from './conversation.js'
@@ -10,6 +11,7 @@ import {
   citeSources,
   serverToolKinds,
   sourcesOf,
+  type SandboxPort,
   type SearchBackendOptions,
   type WebFetchOptions,
 } from './server-tools/index.js'
@@ -73,6 +75,8 @@ export interface EngineOptions {
   admit?: (opts: CallOptions) => Promise<void> | undefined
   /** Where a request's preset (`@preset/<slug>`, `preset`) is found, in its workspace (absent: none is). */
   presets?: PresetLookup
+  /** Where `openrouter:bash` runs its commands (runtime hosts; absent: it answers that none can run). */
+  sandbox?: SandboxPort
 }
 
 /**
@@ -212,11 +216,23 @@ export class ResponsesEngine {
   }
 
   async close() {
+    await this.options.sandbox?.close?.()
     await this.parts.transport.close()
   }
 
-  /** Turns until the model stops calling server tools, or a stop condition ends the loop. */
+  /** Turns until the model stops calling server tools, or a stop condition ends the loop; a request's sandbox goes with it. */
   private async loop(run: Run) {
+    try {
+      await this.turns(run)
+    } finally {
+      const port = this.options.sandbox
+      // A session's sandbox is kept for its next request (the host discards it once unused).
+      if (port && run.sandboxUsed && !sessionKey(run.req, run.opts.sessionHeader))
+        void port.discard(sandboxKey(run)).catch(() => {})
+    }
+  }
+
+  private async turns(run: Run) {
     if (run.live) run.assembler.emit = (event) => writeEvent(run, event)
     const extra: InputItem[] = []
     const view = pluginView(run)
@@ -243,13 +259,16 @@ export class ResponsesEngine {
       for (const call of calls)
         if (call.server)
           extra.push(
-            ...(await runServerTool(run, call, this.options.keepAliveMs, (c) =>
-              consultation(run, c, {
-                named: (req, opts) => this.named(req, opts),
-                start: (req, opts) => startRun(this.parts, req, opts),
-                loop: (sub) => this.loop(sub),
-              }),
-            )),
+            ...(await runServerTool(run, call, {
+              keepAliveMs: this.options.keepAliveMs,
+              consult: (c) =>
+                consultation(run, c, {
+                  named: (req, opts) => this.named(req, opts),
+                  start: (req, opts) => startRun(this.parts, req, opts),
+                  loop: (sub) => this.loop(sub),
+                }),
+              sandbox: this.options.sandbox && { port: this.options.sandbox, key: sandboxKey(run) },
+            })),
           )
       // Calls the client must answer end the loop: the response hands them over.
       if (calls.some((k) => !k.server)) return
@@ -383,6 +402,17 @@ function usageOfUnfinishedCall(run: Run): { usage: Usage; countedByRoster: boole
     countedByRoster = true
   }
   return { usage, countedByRoster }
+}
+
+/**
+ * A request's sandbox key: its session's within the caller's workspace (kept between its requests),
+ * else the request's own. Another workspace's session of the same name is another sandbox.
+ */
+function sandboxKey(run: Run): string {
+  const session = sessionKey(run.req, run.opts.sessionHeader)
+  if (!session) return `r-${run.id}`
+  const tenant = run.opts.generation?.workspaceId ?? run.opts.generation?.keyId ?? ''
+  return `s-${createHash('sha256').update(`${tenant}\0${session}`).digest('hex').slice(0, 40)}`
 }
 
 /** Cites, in the last turn's text, the sources the run's web searches (its tools' and its plugins') found. */

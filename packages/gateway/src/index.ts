@@ -13,6 +13,7 @@ export {
   isForbiddenAddress,
   readCapped,
   refusedLiteral,
+  type SandboxPort,
   type SearchBackendOptions,
 } from './server-tools/index.js'
 export * from './wire.js'

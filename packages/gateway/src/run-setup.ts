@@ -85,7 +85,12 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
       if (kind.type === WEB_SEARCH_SERVER_TOOL && allowsNative(parameters as WebSearchParameters)) {
         if (searchEntry) throw invalid(`/tools/${i} offers ${t.type} a second time`)
         searchEntry = { parameters: parameters as WebSearchParameters, index: i }
-      } else addServerTool(tools, kind.offer(parameters, offerContext), i)
+      } else {
+        const tool = kind.offer(parameters, offerContext)
+        // A tool whose engine is the client's: a function it answers.
+        if (tool.client) functions.push(tool.definition)
+        else addServerTool(tools, tool, i)
+      }
     } else if (t.type === 'namespace') {
       // Each function of the group under a flat name; the calls come back as the client named them.
       const ns = namespaceOf(t)

@@ -105,6 +105,8 @@ export interface Run {
   plugins: PluginUse[]
   /** Sources found beyond the run's own tools (a plugin's search), cited in the answer. */
   found: FoundSources[]
+  /** A sandbox was used (`openrouter:bash`): a request's is discarded when it ends. */
+  sandboxUsed?: boolean
   /** Calls made of each server tool (by function name), against its `max_uses`. */
   toolUses?: Map<string, number>
   /** The client's web search tool, for the endpoints whose provider searches itself. */

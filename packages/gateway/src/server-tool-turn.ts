@@ -12,9 +12,9 @@ import { toolError, type ToolCallContext } from './server-tools/tool.js'
 export async function runServerTool(
   run: Run,
   call: TurnCall,
-  keepAliveMs = 10_000,
-  consult?: ToolCallContext['consult'],
+  services: { keepAliveMs?: number } & Omit<ToolCallContext, 'signal'> = {},
 ): Promise<InputItem[]> {
+  const keepAliveMs = services.keepAliveMs ?? 10_000
   const tool = run.tools.get(call.name)!
   let args: Record<string, unknown> = {}
   try {
@@ -41,11 +41,16 @@ export async function runServerTool(
   const uses = (run.toolUses ??= new Map())
   const used = uses.get(call.name) ?? 0
   uses.set(call.name, used + 1)
+  if (tool.type === 'openrouter:bash') run.sandboxUsed = true
   try {
     output =
       tool.maxUses !== undefined && used >= tool.maxUses
         ? toolError(`${call.name} may be called ${tool.maxUses} times in one request; it was`)
-        : await tool.run(args, { signal: (run.opts.cancel ?? new Cancellation()).signal, consult })
+        : await tool.run(args, {
+            signal: (run.opts.cancel ?? new Cancellation()).signal,
+            consult: services.consult,
+            sandbox: services.sandbox,
+          })
   } catch (err) {
     output = toolError((err as Error).message)
   } finally {

@@ -104,6 +104,8 @@ export const HOST_ERRORS = {
   /** Too many paused runs (a busy of its own status). */
   busy_paused: 503,
   draining: 503,
+  /** Commands cannot be sandboxed on this host (no bubblewrap), and unconfined ones are not allowed. */
+  sandbox_unavailable: 503,
 } as const
 export type HostErrorCode = keyof typeof HOST_ERRORS
 export const HostErrorBody = z.object({
@@ -219,3 +221,22 @@ export const HOST_ID_HEADER = 'x-roster-host'
 /** Headers of a workspace snapshot (PUT /internal/v1/interns/:id/snapshot, its body the gzipped tar). */
 export const SNAPSHOT_GENERATION_HEADER = 'x-roster-generation'
 export const SNAPSHOT_SHA256_HEADER = 'x-roster-sha256'
+
+/** POST /v1/sandboxes/:key/commands: a command for one of the gateway's sandboxes on a host. */
+export const SandboxCommand = z.strictObject({
+  command: z.string().min(1).max(100_000),
+  timeout_ms: z.int().min(100).max(600_000).optional(),
+})
+export type SandboxCommand = z.infer<typeof SandboxCommand>
+/** …and what it came to. */
+export const SandboxCommandResult = z.object({
+  exit_code: z.int().nullable(),
+  signal: z.string().nullable(),
+  stdout: z.string(),
+  stderr: z.string(),
+  truncated: z.boolean(),
+  timed_out: z.boolean(),
+  duration_ms: z.number(),
+  limit: z.enum(['processes', 'memory', 'workspace']).optional(),
+})
+export type SandboxCommandResult = z.infer<typeof SandboxCommandResult>

@@ -6,6 +6,7 @@ import { webFetch, type WebFetchOptions } from './web-fetch.js'
 import { webSearch } from './web-search.js'
 import { toolSearch } from './tool-search.js'
 import { advisor, subagent } from './consultants.js'
+import { bash } from './bash.js'
 
 export type {
   Consultation,
@@ -14,6 +15,8 @@ export type {
   ServerToolKind,
   ServerToolType,
   OfferContext,
+  SandboxPort,
+  SandboxResult,
   ToolCallContext,
 } from './tool.js'
 export type { WebFetchOptions } from './web-fetch.js'
@@ -39,6 +42,7 @@ export function serverToolKinds(options: ServerToolOptions): Map<ServerToolType,
     toolSearch,
     advisor,
     subagent,
+    bash,
   ]
   return new Map(kinds.map((k) => [k.type, k]))
 }

@@ -32,9 +32,31 @@ export interface Consultation {
   max_tool_calls?: number
 }
 
+/** What a sandboxed command came to (the runtime host's answer). */
+export interface SandboxResult {
+  exit_code: number | null
+  signal: string | null
+  stdout: string
+  stderr: string
+  truncated: boolean
+  timed_out: boolean
+  duration_ms: number
+  limit?: string
+}
+
+/** Where sandboxed commands run: runtime hosts the API reaches, never the API's own process. */
+export interface SandboxPort {
+  run(key: string, command: string, timeoutMs?: number): Promise<SandboxResult>
+  discard(key: string): Promise<void>
+  /** Lets go of its connections (the engine closing). */
+  close?(): Promise<void>
+}
+
 /** What one call of a server tool is given besides the model's arguments. */
 export interface ToolCallContext {
   signal: AbortSignal
+  /** The request's sandbox (its key: the request's, or its session's within the caller's workspace), where there are hosts to run it. */
+  sandbox?: { port: SandboxPort; key: string }
   /**
    * Asks another model, through the engine with the caller's key, limits and guardrails: its model
    * calls are generations of the calling request, its cost in the request's. Absent outside a run.
@@ -52,6 +74,8 @@ export interface ServerTool {
   itemFields?(args: Record<string, unknown>, output: unknown): Record<string, unknown>
   /** Calls one request may make (the entry's `max_uses`): later calls get an error result, not a run. */
   maxUses?: number
+  /** Offered as a function the client runs (an engine other than Roster's): its calls are handed over, not run. */
+  client?: boolean
 }
 
 /** A run's functions withheld until `openrouter:tool_search` finds them, and the list its model is offered (a function found joins it). */

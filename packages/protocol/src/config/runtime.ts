@@ -66,6 +66,20 @@ export const RuntimeConfig = z.object({
       "The model of an intern whose `model` is null, on this host. Unset: the API's (told as the host joins the fleet).",
     ),
   COMMAND_TIMEOUT_MS: ms.default(120_000).describe('Longest one shell command of an intern may run.'),
+  GATEWAY_SANDBOX_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(256)
+    .default(4)
+    .describe(
+      "Commands of the gateway's sandboxes (`openrouter:bash` run with engine `openrouter`) this host runs at once; past it a command is refused as busy.",
+    ),
+  GATEWAY_SANDBOX_IDLE_MS: ms
+    .default(30 * 60_000)
+    .describe(
+      "How long a session's gateway sandbox (its files) is kept unused before it is discarded; a request's goes when the request ends.",
+    ),
   RUN_MAX_STEPS: z.coerce
     .number()
     .int()

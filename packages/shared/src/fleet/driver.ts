@@ -6,7 +6,9 @@ import {
   HostErrorBody,
   HostedIntern,
   RunEvent,
+  SandboxCommandResult,
   Steered,
+  type SandboxCommand,
   type ChatRequest,
   type InternSpec,
   type WorkspaceFilePut,
@@ -54,6 +56,18 @@ export class FleetDriver {
     return (await this.http.call(at, 'POST', `/v1/interns/${internId}/start`, undefined, at.generation)) as {
       started: boolean
     }
+  }
+
+  /** A command in one of the gateway's sandboxes on a host (`openrouter:bash`). */
+  async sandboxCommand(at: HostAddress, key: string, command: SandboxCommand): Promise<SandboxCommandResult> {
+    return SandboxCommandResult.parse(
+      await this.http.call(at, 'POST', `/v1/sandboxes/${encodeURIComponent(key)}/commands`, command),
+    )
+  }
+
+  /** A gateway sandbox discarded, its files with it. */
+  async discardSandbox(at: HostAddress, key: string) {
+    await this.http.call(at, 'DELETE', `/v1/sandboxes/${encodeURIComponent(key)}`)
   }
 
   async stop(at: PlacedOn, internId: string) {

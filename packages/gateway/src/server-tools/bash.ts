@@ -1,0 +1,63 @@
+import { z } from 'zod'
+import { errorOf, toolError, type ServerToolKind } from './tool.js'
+
+// `openrouter:bash`: with engine `openrouter`, the model's commands run in a sandbox of the request
+// (or of its session, kept while the session is used) on a runtime host: bubblewrap, the host's
+// limits on processes, memory, time and disk, no network, a workspace of its own discarded after.
+// Never in the API's process. With `auto` or `native` (the default, as OpenRouter's), the tool is
+// a function the client runs: its calls are handed over.
+
+const Parameters = z.object({
+  engine: z.string().max(32).optional(),
+  environment: z.unknown().optional(),
+})
+
+const definition = {
+  name: 'bash',
+  description:
+    'Runs a bash command in a sandboxed Linux workspace (no network) and returns its exit code and output. Files written stay for the next command.',
+  parameters: {
+    type: 'object',
+    properties: {
+      command: { type: 'string', description: 'The bash command' },
+      timeout_ms: { type: 'integer', description: 'Longest the command may run, in milliseconds' },
+    },
+    required: ['command'],
+    additionalProperties: false,
+  },
+}
+
+export const bash: ServerToolKind<z.infer<typeof Parameters>> = {
+  type: 'openrouter:bash',
+  parameters: Parameters,
+  offer(p) {
+    const engine = p.engine ?? 'auto'
+    if (engine !== 'openrouter') return { type: 'openrouter:bash', definition, client: true, run: async () => null }
+    return {
+      type: 'openrouter:bash',
+      definition,
+      async run(args, ctx) {
+        const command = typeof args.command === 'string' ? args.command : ''
+        if (!command.trim()) return toolError('command is empty')
+        if (!ctx.sandbox) return toolError('no runtime host is there to run sandboxed commands')
+        const timeout = typeof args.timeout_ms === 'number' && args.timeout_ms > 0 ? args.timeout_ms : undefined
+        try {
+          return await ctx.sandbox.port.run(ctx.sandbox.key, command, timeout)
+        } catch (err) {
+          return toolError(`the command could not be run: ${(err as Error).message}`)
+        }
+      },
+      itemFields(args, output) {
+        const o = (output ?? {}) as { exit_code?: number | null; stdout?: string; stderr?: string }
+        const error = errorOf(output)
+        return {
+          command: typeof args.command === 'string' ? args.command : '',
+          ...(o.stdout !== undefined ? { stdout: o.stdout } : {}),
+          ...(o.stderr !== undefined ? { stderr: o.stderr } : {}),
+          ...(typeof o.exit_code === 'number' ? { exitCode: o.exit_code } : {}),
+          ...(error ? { error } : {}),
+        }
+      },
+    }
+  },
+}
