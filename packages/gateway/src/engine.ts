@@ -235,9 +235,10 @@ export class ResponsesEngine {
   private async turns(run: Run) {
     if (run.live) run.assembler.emit = (event) => writeEvent(run, event)
     const extra: InputItem[] = []
-    const view = pluginView(run)
+    // Most requests name no plugin: they make no view of themselves for one.
+    const view = run.plugins.length ? pluginView(run) : undefined
     for (const use of run.plugins)
-      if (use.plugin.before) extra.push(...(await use.plugin.before(view, use.parameters, this.parts)))
+      if (use.plugin.before) extra.push(...(await use.plugin.before(view!, use.parameters, this.parts)))
     const limit = maxToolSteps(run.req)
     let final = false
     for (let steps = 0; ;) {
@@ -251,7 +252,7 @@ export class ResponsesEngine {
       run.cost.output += usdOfPico(cost.output)
       if (final || !calls.some((k) => k.server)) {
         citeFound(run, turnStart)
-        for (const use of run.plugins) if (!run.live) use.plugin.finish?.(view, use.parameters)
+        for (const use of run.plugins) if (!run.live) use.plugin.finish?.(view!, use.parameters)
         return
       }
       // The turn's reasoning goes back before its calls, as the provider gave it (reasoningInput).

@@ -69,15 +69,16 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   /** An `openrouter:web_search` entry that may go to the endpoint's own search (decided once routed). */
   let searchEntry: { parameters: WebSearchParameters; index: number } | undefined
   // Functions offered with `defer_loading`, withheld until tool_search finds them (the list offered is set below).
-  const deferred: DeferredTools = { withheld: [], offered: functions }
-  const offerContext = { catalogue: engine.catalogue, deferred }
+  // Most requests offer no tools: they make neither.
+  const deferred: DeferredTools | undefined = offered ? { withheld: [], offered: functions } : undefined
+  const offerContext = offered ? { catalogue: engine.catalogue, deferred } : undefined
   for (const [i, t] of (offered ?? []).entries()) {
     if (opts.disabledTools?.has(t.type))
       throw gatewayError('permission_denied', `the server tool ${t.type} is disabled in this workspace`)
     if (isFunctionTool(t)) {
       if (namespaced?.has(t.name))
         throw invalid(`/tools the function ${t.name} takes the name a namespace's function is offered by upstream`)
-      if (t.defer_loading === true) deferred.withheld.push(functionDef(t.name, t))
+      if (t.defer_loading === true) deferred!.withheld.push(functionDef(t.name, t))
       else functions.push(functionDef(t.name, t))
     } else if (engine.serverTools.has(t.type as ServerToolType)) {
       const kind = engine.serverTools.get(t.type as ServerToolType)!
@@ -86,7 +87,7 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
         if (searchEntry) throw invalid(`/tools/${i} offers ${t.type} a second time`)
         searchEntry = { parameters: parameters as WebSearchParameters, index: i }
       } else {
-        const tool = kind.offer(parameters, offerContext)
+        const tool = kind.offer(parameters, offerContext!)
         // A tool whose engine is the client's: a function it answers.
         if (tool.client) functions.push(tool.definition)
         else addServerTool(tools, tool, i)
@@ -148,7 +149,7 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
     else
       addServerTool(
         tools,
-        engine.serverTools.get(WEB_SEARCH_SERVER_TOOL)!.offer(searchEntry.parameters, offerContext),
+        engine.serverTools.get(WEB_SEARCH_SERVER_TOOL)!.offer(searchEntry.parameters, offerContext!),
         searchEntry.index,
       )
   }
@@ -162,7 +163,7 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   // allowed_tools is a hard limit (the spec's MUST): only the tools it names are offered upstream.
   const allowed = allowedToolNames(req.tool_choice, tools)
   const offeredFunctions = allowed ? functions.filter((f) => allowed.has(f.name)) : functions
-  if (deferred.withheld.length) {
+  if (deferred?.withheld.length) {
     if (![...tools.values()].some((t) => t.type === 'openrouter:tool_search'))
       throw invalid(
         '/tools a function with defer_loading is withheld until openrouter:tool_search finds it: offer that tool too',
