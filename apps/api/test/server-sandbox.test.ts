@@ -81,6 +81,33 @@ await describeNeeding(['bubblewrap'], 'openrouter:bash in runtime hosts’ sandb
     expect(other.stdout).toMatch(/No such file/)
   })
 
+  it('runs openrouter:shell commands in turn in the same sandbox, each output as the official client reads it', async () => {
+    const client = new OpenRouter({
+      apiKey: env.tenant.keys.user,
+      serverURL: stack.apiUrl,
+      retryConfig: { strategy: 'none' },
+    })
+    const res = (await client.responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input:
+          '[sim] call shell {"commands":["echo one > a.txt","cat a.txt; false","sleep 30"],"timeout_ms":1000}\n[sim] say done',
+        tools: [{ type: 'openrouter:shell' } as never],
+      },
+    })) as any
+    const item = res.output[0]
+    expect(item.type).toBe('openrouter:shell')
+    expect(item.action).toMatchObject({
+      commands: ['echo one > a.txt', 'cat a.txt; false', 'sleep 30'],
+      timeoutMs: 1000,
+    })
+    expect(item.output.map((o: any) => [o.stdout, o.outcome])).toEqual([
+      ['', { type: 'exit', exitCode: 0 }],
+      ['one\n', { type: 'exit', exitCode: 1 }],
+      ['', { type: 'timeout' }],
+    ])
+  })
+
   it('hands the call to the client when the engine is not Roster’s (the default)', async () => {
     const res = await fetch(`${stack.apiUrl}/responses`, {
       method: 'POST',

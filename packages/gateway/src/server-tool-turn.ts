@@ -41,7 +41,7 @@ export async function runServerTool(
   const uses = (run.toolUses ??= new Map())
   const used = uses.get(call.name) ?? 0
   uses.set(call.name, used + 1)
-  if (tool.type === 'openrouter:bash') run.sandboxUsed = true
+  if (tool.type === 'openrouter:bash' || tool.type === 'openrouter:shell') run.sandboxUsed = true
   try {
     output =
       tool.maxUses !== undefined && used >= tool.maxUses
@@ -57,7 +57,7 @@ export async function runServerTool(
     clearInterval(heartbeat)
   }
   const text = JSON.stringify(output)
-  run.assembler.finishItem(index, { ...item, ...tool.itemFields?.(args, output), status: 'completed', output: text })
+  run.assembler.finishItem(index, { ...item, output: text, ...tool.itemFields?.(args, output), status: 'completed' })
   return [
     { type: 'function_call', call_id: call.callId, name: call.name, arguments: call.arguments },
     { type: 'function_call_output', call_id: call.callId, output: text },

@@ -77,7 +77,8 @@ export interface ServerToolItem {
   call_id: string
   status: string
   arguments: string
-  output: string | null
+  /** The result as the model read it (JSON text), unless the type's item documents another shape (a shell's outputs). */
+  output: unknown
   /** The fields the official client's types document for this type's item (server-tools/). */
   [field: string]: unknown
 }

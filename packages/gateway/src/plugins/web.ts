@@ -41,9 +41,9 @@ async function runShown(run: PluginRun, tool: ServerTool, args: Record<string, u
   }
   run.assembler.finishItem(index, {
     ...item,
+    output: JSON.stringify(output),
     ...tool.itemFields?.(args, output),
     status: 'completed',
-    output: JSON.stringify(output),
   })
   return output
 }

@@ -7,6 +7,7 @@ import { webSearch } from './web-search.js'
 import { toolSearch } from './tool-search.js'
 import { advisor, subagent } from './consultants.js'
 import { bash } from './bash.js'
+import { shell } from './shell.js'
 
 export type {
   Consultation,
@@ -43,6 +44,7 @@ export function serverToolKinds(options: ServerToolOptions): Map<ServerToolType,
     advisor,
     subagent,
     bash,
+    shell,
   ]
   return new Map(kinds.map((k) => [k.type, k]))
 }
