@@ -68,8 +68,8 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   let webSearch: WebSearch | undefined
   /** An `openrouter:web_search` entry that may go to the endpoint's own search (decided once routed). */
   let searchEntry: { parameters: WebSearchParameters; index: number } | undefined
-  // Functions offered with `defer_loading`, withheld until tool_search finds them (the list offered is set below).
-  // Most requests offer no tools: they make neither.
+  // Functions offered with `defer_loading`, withheld until tool_search finds them (the list offered
+  // is set below), and what a server tool may read when offered: made only where tools are offered.
   const deferred: DeferredTools | undefined = offered ? { withheld: [], offered: functions } : undefined
   const offerContext = offered ? { catalogue: engine.catalogue, deferred } : undefined
   for (const [i, t] of (offered ?? []).entries()) {
