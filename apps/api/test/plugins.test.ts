@@ -51,6 +51,7 @@ beforeAll(async () => {
         context_length: 600,
         max_output_tokens: 100,
       },
+      simModel('roster-sim/searching', [simEndpoint(sim.url, 'openai-responses', { web_search: true })]),
     ],
   }
   app = await buildTestApp(env.t.db, { SEARXNG_URL: webUrl, WEB_FETCH_PRIVATE_NETWORKS: 'allow' }, catalogue)
@@ -129,6 +130,28 @@ describe('web and web-fetch', () => {
     const system = lastChatBody().messages.filter((m: any) => m.role === 'system' || m.role === 'developer')
     expect(JSON.stringify(system)).toContain('Roster serves plugins.')
     expect(res.output[1].content[0].annotations.map((a: any) => a.url)).toEqual(['https://docs.example.org/roster'])
+  })
+
+  it("web: gives the model its endpoint's own search where it has one, and runs none of Roster's", async () => {
+    searches = []
+    const res = await post('/responses', {
+      model: 'roster-sim/searching',
+      input: 'anything new?',
+      plugins: [{ id: 'web', include_domains: ['example.org'] }],
+    })
+    expect(res.status, JSON.stringify(res.body)).toBe(200)
+    expect((sim.stats.lastBody['/v1/responses'] as any).tools).toEqual([
+      { type: 'web_search', filters: { allowed_domains: ['example.org'] } },
+    ])
+    expect(searches).toEqual([])
+    expect(res.body.output.some((o: any) => o.type === 'openrouter:web_search')).toBe(false)
+    const native = await post('/responses', {
+      model: 'roster-sim/chat',
+      input: 'x',
+      plugins: [{ id: 'web', engine: 'native' }],
+    })
+    expect(native.status).toBe(400)
+    expect(native.body.error.message).toMatch(/engine native, but the endpoint chosen has no web search/)
   })
 
   it('web-fetch: fetches the pages the latest message links to before the first turn', async () => {

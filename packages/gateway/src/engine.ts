@@ -3,6 +3,7 @@ import { maxToolSteps, sessionKey, type InputItem, type ResponsesRequest } from 
 import { createHash } from 'node:crypto'
 import type { CallSpec } from './adapters/adapter.js'
 import { ADAPTERS } from './adapters/registry.js'
+import { webSearchOf } from './web-search.js'
 import { conversation, reasoningInput } from './conversation.js'
 import { itemId, type TurnCall } from './assembler.js'
 import { GatewayError, gatewayError, retryable } from './errors.js'
@@ -430,6 +431,12 @@ const pluginView = (run: Run): PluginRun => ({
   live: run.live,
   found: run.found,
   signal: (run.opts.cancel ?? new Cancellation()).signal,
+  useProviderSearch(fields) {
+    const endpoint = run.route.candidates[run.chosen]?.endpoint
+    if (!endpoint?.web_search || !ADAPTERS[endpoint.protocol].webSearch) return false
+    run.webSearch = webSearchOf(fields)
+    return !!run.webSearch
+  },
 })
 
 /** Whether any stop_server_tools_when condition fired after this step (OR). */

@@ -26,6 +26,11 @@ export interface PluginRun {
   /** Sources found beyond the run's own tools (a plugin's search), cited in the answer. */
   found: FoundSources[]
   signal: AbortSignal
+  /**
+   * Gives the model its endpoint's own web search, where the endpoint the request goes to has one
+   * that takes these fields (`web_search` in the catalogue); false where it has none.
+   */
+  useProviderSearch(fields: Record<string, unknown>): boolean
 }
 
 export interface Plugin<P = unknown> {

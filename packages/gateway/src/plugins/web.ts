@@ -75,11 +75,24 @@ export const webPlugin: Plugin<z.infer<typeof WebParameters>> = {
   id: 'web',
   parameters: WebParameters,
   prepare(req, p, engine) {
-    // Refused before anything runs when it cannot be served (no engine configured, parameters that conflict).
-    offered(engine, 'openrouter:web_search', searchParameters(p))
+    // Parameters that conflict are refused before anything runs.
+    const parsed = engine.serverTools.get('openrouter:web_search')!.parameters.safeParse(searchParameters(p))
+    if (!parsed.success) throw invalid(`/plugins web: ${describeIssues(parsed.error)}`)
     return req
   },
   async before(run, p, engine) {
+    // Where the endpoint searches itself (OpenAI's and Anthropic's do), the model is given its search,
+    // as OpenRouter's plugin does; a named engine of Roster's, or excluded domains, keep to Roster's.
+    const engineName = p.engine ?? 'auto'
+    if ((engineName === 'auto' || engineName === 'native') && !p.exclude_domains) {
+      const fields = {
+        type: 'web_search',
+        ...(p.include_domains ? { filters: { allowed_domains: p.include_domains } } : {}),
+      }
+      if (run.useProviderSearch(fields)) return []
+      if (engineName === 'native')
+        throw invalid('/plugins web: engine native, but the endpoint chosen has no web search of its own')
+    }
     const query = latestUserText(run.req).trim().slice(0, 400)
     if (!query) return []
     const tool = offered(engine, 'openrouter:web_search', searchParameters(p))
@@ -98,7 +111,7 @@ export const webPlugin: Plugin<z.infer<typeof WebParameters>> = {
 }
 
 const searchParameters = (p: z.infer<typeof WebParameters>) => ({
-  ...(p.engine ? { engine: p.engine === 'native' ? 'auto' : p.engine } : {}),
+  ...(p.engine && p.engine !== 'native' && p.engine !== 'auto' ? { engine: p.engine } : {}),
   ...(p.include_domains ? { allowed_domains: p.include_domains } : {}),
   ...(p.exclude_domains ? { excluded_domains: p.exclude_domains } : {}),
   ...(p.max_results ? { max_results: p.max_results } : {}),
