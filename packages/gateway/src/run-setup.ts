@@ -14,6 +14,7 @@ import { ANTHROPIC_FIELDS } from './doors/anthropic-betas.js'
 import type { CallOptions, Run } from './run.js'
 import {
   allowsNative,
+  readParameters,
   wantsNative,
   type ServerTool,
   type ServerToolKind,
@@ -196,11 +197,8 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
 }
 
 /** A server tool entry's `parameters`, read by its kind (absent: `{}`); a 400 names the first problem. */
-function entryParameters(kind: ServerToolKind, t: { [k: string]: unknown }, i: number): unknown {
-  const parsed = kind.parameters.safeParse(t.parameters ?? {})
-  if (!parsed.success) throw invalid(`/tools/${i}/parameters of ${kind.type}: ${describeIssues(parsed.error)}`)
-  return parsed.data
-}
+const entryParameters = (kind: ServerToolKind, t: { [k: string]: unknown }, i: number): unknown =>
+  readParameters(kind, t.parameters ?? {}, `/tools/${i}/parameters of ${kind.type}`)
 
 /** Adds an offered server tool under the function name the model calls it by (one per name). */
 function addServerTool(tools: Map<string, ServerTool>, tool: ServerTool, i: number) {

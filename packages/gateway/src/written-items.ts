@@ -3,6 +3,27 @@ import { spanning, type Emit } from './items-in-progress.js'
 
 // What the assembler reads and changes of the items already written.
 
+/** An annotation added to a written message's text part, and announced. */
+export function addAnnotation(
+  item: Extract<OutputItem, { type: 'message' }>,
+  output_index: number,
+  content_index: number,
+  annotation: Annotation,
+  emit: Emit | undefined,
+) {
+  const part = item.content[content_index]
+  if (part?.type !== 'output_text') return
+  part.annotations.push(annotation)
+  emit?.({
+    type: 'response.output_text.annotation.added',
+    item_id: item.id,
+    output_index,
+    content_index,
+    annotation_index: part.annotations.length - 1,
+    annotation,
+  })
+}
+
 /**
  * An annotation on the last text part written (a provider may send its citations after the text
  * they cite), announced; false when no text was written to cite.
@@ -19,16 +40,13 @@ export function annotateWritten(
     const content_index = item.content.findLastIndex((p) => p.type === 'output_text')
     const part = item.content[content_index]
     if (part?.type !== 'output_text') continue
-    const a = covers === undefined ? annotation : spanning(annotation, part.text.length, covers)
-    part.annotations.push(a)
-    emit?.({
-      type: 'response.output_text.annotation.added',
-      item_id: item.id,
-      output_index: index,
+    addAnnotation(
+      item,
+      index,
       content_index,
-      annotation_index: part.annotations.length - 1,
-      annotation: a,
-    })
+      covers === undefined ? annotation : spanning(annotation, part.text.length, covers),
+      emit,
+    )
     return true
   }
   return false

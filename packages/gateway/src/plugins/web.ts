@@ -1,8 +1,8 @@
 import { z } from 'zod'
 import { itemId } from '../assembler.js'
-import { describeIssues, invalid } from '../errors.js'
+import { invalid } from '../errors.js'
 import { inputItems, isMessage, type InputItem, type ResponsesRequest } from '../request.js'
-import type { ServerTool } from '../server-tools/index.js'
+import { readParameters, type ServerTool } from '../server-tools/index.js'
 import { sourcesOf } from '../server-tools/web-search.js'
 import type { ServerToolItem } from '../wire.js'
 import type { Plugin, PluginEngine, PluginRun } from './plugin.js'
@@ -52,12 +52,19 @@ async function runShown(run: PluginRun, tool: ServerTool, args: Record<string, u
 const instruction = (text: string): InputItem => ({ role: 'developer', content: text })
 
 /** A tool of `type` as the engine offers it, with `parameters` (a 400 when they do not read, or it cannot be served). */
-function offered(engine: PluginEngine, type: 'openrouter:web_search' | 'openrouter:web_fetch', parameters: object) {
-  const kind = engine.serverTools.get(type)!
-  const parsed = kind.parameters.safeParse(parameters)
-  if (!parsed.success) throw invalid(`/plugins ${type.slice('openrouter:'.length)}: ${describeIssues(parsed.error)}`)
-  return kind.offer(parsed.data, engine)
-}
+type PluginTool = 'openrouter:web_search' | 'openrouter:web_fetch'
+
+/** The plugin's parameters as the tool's kind reads them (a 400 naming the plugin when they do not). */
+const toolParameters = (engine: PluginEngine, type: PluginTool, parameters: object) =>
+  readParameters(
+    engine.serverTools.get(type)!,
+    parameters,
+    `/plugins ${type === 'openrouter:web_search' ? 'web' : 'web-fetch'}`,
+  )
+
+/** A tool of `type` as the engine offers it, with the plugin's parameters. */
+const offered = (engine: PluginEngine, type: PluginTool, parameters: object) =>
+  engine.serverTools.get(type)!.offer(toolParameters(engine, type, parameters), engine)
 
 const WebParameters = z.object({
   engine: z.string().max(32).optional(),
@@ -76,8 +83,7 @@ export const webPlugin: Plugin<z.infer<typeof WebParameters>> = {
   parameters: WebParameters,
   prepare(req, p, engine) {
     // Parameters that conflict are refused before anything runs.
-    const parsed = engine.serverTools.get('openrouter:web_search')!.parameters.safeParse(searchParameters(p))
-    if (!parsed.success) throw invalid(`/plugins web: ${describeIssues(parsed.error)}`)
+    toolParameters(engine, 'openrouter:web_search', searchParameters(p))
     return req
   },
   async before(run, p, engine) {
@@ -133,7 +139,7 @@ export const webFetchPlugin: Plugin<z.infer<typeof WebFetchParameters>> = {
   id: 'web-fetch',
   parameters: WebFetchParameters,
   prepare(req, p, engine) {
-    offered(engine, 'openrouter:web_fetch', p)
+    toolParameters(engine, 'openrouter:web_fetch', p)
     return req
   },
   async before(run, p, engine) {

@@ -32,7 +32,14 @@ export const bash: ServerToolKind<z.infer<typeof Parameters>> = {
   parameters: Parameters,
   offer(p) {
     const engine = p.engine ?? 'auto'
-    if (engine !== 'openrouter') return { type: 'openrouter:bash', definition, client: true, run: async () => null }
+    // The client's engine: offered as its function (run-setup.ts), never run here.
+    if (engine !== 'openrouter')
+      return {
+        type: 'openrouter:bash',
+        definition,
+        client: true,
+        run: () => Promise.reject(new Error('openrouter:bash with the client engine is the client’s to run')),
+      }
     return {
       type: 'openrouter:bash',
       definition,

@@ -1,5 +1,6 @@
 import type { Emit } from '../items-in-progress.js'
 import { isProviderItem, type OutputItem } from '../wire.js'
+import { addAnnotation } from '../written-items.js'
 import type { FoundSources } from './web-search.js'
 
 // The answer's citations of what Roster's web search found: each place the final text names a
@@ -21,15 +22,7 @@ export function citeSources(output: OutputItem[], from: number, sources: FoundSo
           if (/[\w/?#=&%~+-]/.test(part.text[end] ?? '')) continue
           if (part.annotations.some((a) => a.url === url && a.start_index === at)) continue
           const annotation = { type: 'url_citation', url, title: found.title, start_index: at, end_index: end }
-          part.annotations.push(annotation)
-          emit?.({
-            type: 'response.output_text.annotation.added',
-            item_id: item.id,
-            output_index: index,
-            content_index,
-            annotation_index: part.annotations.length - 1,
-            annotation,
-          })
+          addAnnotation(item, index, content_index, annotation, emit)
         }
       }
     })

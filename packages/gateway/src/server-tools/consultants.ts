@@ -2,6 +2,7 @@ import { z } from 'zod'
 import {
   errorOf,
   toolError,
+  type Consultation,
   type Consulted,
   type ServerTool,
   type ServerToolKind,
@@ -61,6 +62,26 @@ async function consulted(ctx: ToolCallContext, run: () => Promise<Consulted>): P
 
 const str = (v: unknown) => (typeof v === 'string' ? v : undefined)
 
+/** What an entry and the model's call ask of the model consulted (the entry's model before the call's). */
+const asked = (
+  p: {
+    model?: string
+    instructions?: string
+    max_completion_tokens?: number
+    temperature?: number
+    reasoning?: Record<string, unknown>
+  },
+  args: Record<string, unknown>,
+  prompt: unknown,
+): Consultation => ({
+  model: p.model ?? str(args.model),
+  instructions: p.instructions,
+  prompt: str(prompt) ?? '',
+  max_output_tokens: p.max_completion_tokens,
+  temperature: p.temperature,
+  reasoning: p.reasoning,
+})
+
 export const advisor: ServerToolKind<z.infer<typeof AdvisorParameters>> = {
   type: 'openrouter:advisor',
   parameters: AdvisorParameters,
@@ -81,17 +102,7 @@ export const advisor: ServerToolKind<z.infer<typeof AdvisorParameters>> = {
         },
       },
       run: (args, ctx) =>
-        consulted(ctx, () =>
-          ctx.consult!({
-            model: p.model ?? str(args.model),
-            instructions: p.instructions,
-            prompt: str(args.prompt) ?? '',
-            transcript: p.forward_transcript,
-            max_output_tokens: p.max_completion_tokens,
-            temperature: p.temperature,
-            reasoning: p.reasoning,
-          }),
-        ),
+        consulted(ctx, () => ctx.consult!({ ...asked(p, args, args.prompt), transcript: p.forward_transcript })),
       itemFields(args, output) {
         const o = output as Partial<Consulted>
         const error = errorOf(output)
@@ -130,12 +141,7 @@ export const subagent: ServerToolKind<z.infer<typeof SubagentParameters>> = {
       run: (args, ctx) =>
         consulted(ctx, () =>
           ctx.consult!({
-            model: p.model ?? str(args.model),
-            instructions: p.instructions,
-            prompt: str(args.task) ?? '',
-            max_output_tokens: p.max_completion_tokens,
-            temperature: p.temperature,
-            reasoning: p.reasoning,
+            ...asked(p, args, args.task),
             ...(p.tools?.length ? { tools: p.tools, max_tool_calls: p.max_tool_calls ?? 10 } : {}),
           }),
         ),

@@ -24,6 +24,7 @@ export type { WebFetchOptions } from './web-fetch.js'
 export type { SearchBackendOptions } from './search-backends.js'
 export { guardedLookup, isForbiddenAddress, readCapped, refusedLiteral } from './network-guard.js'
 export { citeSources } from './citations.js'
+export { readParameters } from './tool.js'
 export type { DeferredTools } from './tool.js'
 export { allowsNative, sourcesOf, wantsNative, WebSearchParameters } from './web-search.js'
 

@@ -125,13 +125,21 @@ function searxng(base: string, options: SearchBackendOptions): SearchBackend {
   }
 }
 
-/** Public hosted APIs reach only public addresses. */
-const publicAgent = (options: SearchBackendOptions) =>
-  new Agent({ connect: { timeout: options.timeoutMs, lookup: guardedLookup({ allowPrivateNetworks: false }) } })
+/**
+ * A hosted API at its public address is reached at public addresses only; one an operator points
+ * elsewhere (`*_BASE_URL`: a proxy, a test's stand-in) is reached where it says.
+ */
+const hostedAgent = (cfg: { baseUrl?: string }, options: SearchBackendOptions) =>
+  new Agent({
+    connect: {
+      timeout: options.timeoutMs,
+      ...(cfg.baseUrl ? {} : { lookup: guardedLookup({ allowPrivateNetworks: false }) }),
+    },
+  })
 
 /** Brave Search's web search API. */
 function brave(cfg: { apiKey: string; baseUrl?: string }, options: SearchBackendOptions): SearchBackend {
-  const agent = cfg.baseUrl ? new Agent({ connect: { timeout: options.timeoutMs } }) : publicAgent(options)
+  const agent = hostedAgent(cfg, options)
   return {
     name: 'brave',
     async search(q) {
@@ -160,7 +168,7 @@ function brave(cfg: { apiKey: string; baseUrl?: string }, options: SearchBackend
 
 /** Tavily's search API. */
 function tavily(cfg: { apiKey: string; baseUrl?: string }, options: SearchBackendOptions): SearchBackend {
-  const agent = cfg.baseUrl ? new Agent({ connect: { timeout: options.timeoutMs } }) : publicAgent(options)
+  const agent = hostedAgent(cfg, options)
   return {
     name: 'tavily',
     async search(q) {
@@ -191,7 +199,7 @@ function tavily(cfg: { apiKey: string; baseUrl?: string }, options: SearchBacken
 
 /** Exa's search API, with each result's text. */
 function exa(cfg: { apiKey: string; baseUrl?: string }, options: SearchBackendOptions): SearchBackend {
-  const agent = cfg.baseUrl ? new Agent({ connect: { timeout: options.timeoutMs } }) : publicAgent(options)
+  const agent = hostedAgent(cfg, options)
   return {
     name: 'exa',
     async search(q) {

@@ -1,4 +1,5 @@
 import type { z } from 'zod'
+import { describeIssues, invalid } from '../errors.js'
 import type { FunctionDef } from '../adapters/adapter.js'
 import type { Catalogue } from '../catalogue.js'
 
@@ -97,6 +98,13 @@ export interface ServerToolKind<P = unknown> {
   /** The entry's `parameters` (absent: `{}`), checked: a request whose parameters do not read is refused 400. */
   parameters: z.ZodType<P>
   offer(parameters: P, ctx: OfferContext): ServerTool
+}
+
+/** An entry's parameters as its kind reads them; a 400 names `where` and the first problem. */
+export function readParameters<P>(kind: ServerToolKind<P>, given: unknown, where: string): P {
+  const parsed = kind.parameters.safeParse(given)
+  if (!parsed.success) throw invalid(`${where}: ${describeIssues(parsed.error)}`)
+  return parsed.data
 }
 
 /** A result the model reads as a failure of the tool, and the item shows as its `error`. */
