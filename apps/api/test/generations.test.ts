@@ -323,6 +323,27 @@ describe('generations: one per model call, through every door', () => {
     expect(Math.round(body.usage.cost * 1e12)).toBe(Number(pico))
   })
 
+  it("records a fusion run's panel and analyst calls as generations of the request, their cost in the response's", async () => {
+    const { key } = await makeUserKey(env.t.db, env.tenant.workspaceId)
+    const analysis = JSON.stringify({ consensus: ['maps'] })
+    const res = await post('/responses', key, {
+      model: 'sim/chat',
+      input: `[sim] call fusion ${JSON.stringify({ prompt: `[sim] say ${analysis}` })}\n[sim] say Done.`,
+      tools: [{ type: 'openrouter:fusion', parameters: { analysis_models: ['sim/chat', 'sim/responses'], tools: [] } }],
+    })
+    const body = JSON.parse(res.text)
+    expect(res.status, res.text).toBe(200)
+    expect(body.output[0]).toMatchObject({ type: 'openrouter:fusion', analysis: { consensus: ['maps'] } })
+    // Five model calls: the outer model's two turns, two panelists and the analyst (the caller's model).
+    await waitFor(async () => (await env.t.db.generation.count({ where: { requestId: body.id } })) === 5, {
+      what: 'the five generations',
+    })
+    const rows = await env.t.db.generation.findMany({ where: { requestId: body.id } })
+    expect(rows.map((r) => r.model).sort()).toEqual(['sim/chat', 'sim/chat', 'sim/chat', 'sim/chat', 'sim/responses'])
+    const pico = rows.reduce((sum, r) => sum + r.costPico, 0n)
+    expect(Math.round(body.usage.cost * 1e12)).toBe(Number(pico))
+  })
+
   it('records a stream the client left mid-way as cancelled, with what it was given, counted by Roster and priced', async () => {
     const { key } = await makeUserKey(env.t.db, env.tenant.workspaceId)
     const keyId = (await keyIdOf(key))!

@@ -5,6 +5,7 @@ import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
 import { describeNeeding, startSearx, useTestTenant, type Searx } from '@roster/testing'
 import { buildTestApp, simEndpoint, simModel, sseEvents } from './helpers.js'
+import { invalidEvents } from './open-responses.js'
 
 // The official client's server tools on /responses, against a real API with the simulator as the
 // model (its `[sim] call` scripts make the calls) and a SearXNG stand-in answering as SearXNG's
@@ -60,6 +61,15 @@ const post = (body: object, key = env.tenant.keys.user) =>
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   })
+/** Sets the test workspace's disabled server tools. */
+const setDisabled = async (tools: string[] | null) => {
+  const res = await fetch(`${baseURL}/workspaces/${env.tenant.workspaceId}`, {
+    method: 'PATCH',
+    headers: { authorization: `Bearer ${env.tenant.keys.management}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ disabled_server_tools: tools }),
+  })
+  expect(res.status, await res.clone().text()).toBe(200)
+}
 const SEARCH_THEN_CITE = `research\n[sim] call web_search {"query":"roster gateway"}\n[sim] say See ${RESULTS[0]!.url} for the details.`
 
 describe('openrouter:web_search', () => {
@@ -303,6 +313,253 @@ describe('openrouter:advisor and openrouter:subagent', () => {
       tools: [{ type: 'openrouter:advisor' }, { type: 'openrouter:advisor' }],
     })
     expect(twice.status).toBe(400)
+  })
+})
+
+describe('openrouter:fusion', () => {
+  const ANALYSIS = {
+    consensus: ['Roster is a gateway'],
+    contradictions: [{ topic: 'cost', stances: [{ model: 'roster-sim/chat', stance: 'cheap' }] }],
+    blind_spots: ['latency'],
+  }
+  /** The outer model calls fusion with a question whose panelists (and analyst) answer the analysis as JSON. */
+  const FUSE = `[sim] call fusion ${JSON.stringify({ prompt: `[sim] say ${JSON.stringify(ANALYSIS)}` })}\n[sim] say Fused.`
+  const fusionTool = (parameters: object) => ({ type: 'openrouter:fusion' as const, parameters })
+
+  it('asks the panel in parallel and the analyst over their answers: analysis, answers and failures on the item (official client)', async () => {
+    const res = (await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: FUSE,
+        tools: [fusionTool({ analysisModels: ['roster-sim/chat', 'roster-sim/responses', 'nobody/none'], tools: [] })],
+      },
+    })) as any
+    expect(res.output.map((o: any) => o.type)).toEqual(['openrouter:fusion', 'message'])
+    const item = res.output[0]
+    expect(item.status).toBe('completed')
+    expect(item.analysis).toEqual({
+      consensus: ANALYSIS.consensus,
+      contradictions: ANALYSIS.contradictions,
+      partialCoverage: [],
+      uniqueInsights: [],
+      blindSpots: ANALYSIS.blind_spots,
+    })
+    expect(item.responses.map((r: any) => r.model)).toEqual(['roster-sim/chat', 'roster-sim/responses'])
+    expect(JSON.parse(item.responses[1].content)).toEqual(ANALYSIS)
+    expect(item.failedModels).toHaveLength(1)
+    expect(item.failedModels[0].model).toBe('nobody/none')
+    expect(item.failedModels[0].statusCode).toBeGreaterThanOrEqual(400)
+    expect(res.outputText).toBe('Fused.')
+  })
+
+  it('keeps the answers without an analysis when the analyst fails, and fails with a reason when every panelist does', async () => {
+    const judged = (await (
+      await post({
+        model: 'roster-sim/chat',
+        input: FUSE,
+        tools: [fusionTool({ analysis_models: ['roster-sim/chat'], model: 'nobody/none', tools: [] })],
+      })
+    ).json()) as any
+    expect(judged.output[0].analysis).toBeUndefined()
+    expect(judged.output[0].responses).toHaveLength(1)
+    expect(judged.output[0].error).toBeUndefined()
+    const none = (await (
+      await post({
+        model: 'roster-sim/chat',
+        input: FUSE,
+        tools: [fusionTool({ analysis_models: ['nobody/none', 'nobody/else'], tools: [] })],
+      })
+    ).json()) as any
+    expect(none.output[0]).toMatchObject({ error: 'every model of the panel failed' })
+    expect(none.output[0].failure_reason).toMatch(/^(invalid_model|all_panels_failed)$/)
+    expect(none.output[0].failed_models).toHaveLength(2)
+    // The model read the failure (it answered after it, as scripted).
+    expect(none.output_text).toBe('Fused.')
+    // Fusion does not recurse: a panelist that is fusion again fails, and so does a consultation past two deep.
+    const recursing = (await (
+      await post({
+        model: 'roster-sim/chat',
+        input: FUSE,
+        tools: [fusionTool({ analysis_models: ['openrouter/fusion', 'roster-sim/chat'], tools: [] })],
+      })
+    ).json()) as any
+    expect(recursing.output[0].failed_models).toEqual([
+      expect.objectContaining({ model: 'openrouter/fusion', error: expect.stringMatching(/does not recurse/) }),
+    ])
+    // A subagent (one deep) runs fusion, whose panelist (two deep) tries an advisor (three deep).
+    const panelTask = '[sim] call advisor {"prompt":"x"}\n[sim] say {{result}}'
+    const subagentTask = `[sim] call fusion ${JSON.stringify({ prompt: panelTask })}\n[sim] say {{result}}`
+    const deep = (await (
+      await post({
+        model: 'roster-sim/chat',
+        input: `[sim] call subagent ${JSON.stringify({ task: subagentTask })}\n[sim] say ok`,
+        tools: [
+          {
+            type: 'openrouter:subagent',
+            parameters: {
+              tools: [
+                {
+                  type: 'openrouter:fusion',
+                  parameters: { analysis_models: ['roster-sim/chat'], tools: [{ type: 'openrouter:advisor' }] },
+                },
+              ],
+            },
+          },
+        ],
+      })
+    ).json()) as any
+    expect(deep.output[0].outcome).toMatch(/consultations go at most 2 deep/)
+  })
+
+  it("streams the panel and the analysis as the official client's fusion_call events, each parsed by it", async () => {
+    const stream = await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: FUSE,
+        stream: true,
+        tools: [fusionTool({ analysisModels: ['roster-sim/chat', 'roster-sim/responses'], tools: [] })],
+      },
+    })
+    const events: any[] = []
+    for await (const e of stream as AsyncIterable<any>) events.push(e)
+    const fusion = events.filter((e) => e.type.startsWith('response.fusion_call'))
+    const item = events.find((e) => e.type === 'response.output_item.added').item
+    for (const e of fusion) expect(e).toMatchObject({ itemId: item.id, outputIndex: 0 })
+    expect(fusion[0].type).toBe('response.fusion_call.in_progress')
+    expect(fusion.at(-1).type).toBe('response.fusion_call.completed')
+    for (const model of ['roster-sim/chat', 'roster-sim/responses']) {
+      const mine = fusion.filter((e) => e.model === model)
+      expect(mine[0].type).toBe('response.fusion_call.panel.added')
+      const deltas = mine.filter((e) => e.type === 'response.fusion_call.panel.delta')
+      // The panelist streamed, in pieces that make its answer.
+      expect(deltas.length).toBeGreaterThan(1)
+      const completed = mine.find((e) => e.type === 'response.fusion_call.panel.completed')
+      expect(deltas.map((e) => e.delta).join('')).toBe(completed.content)
+    }
+    const analysing = fusion.find((e) => e.type === 'response.fusion_call.analysis.in_progress')
+    expect(analysing).toMatchObject({ analystModel: 'roster-sim/chat', judgeModel: 'roster-sim/chat' })
+    const analysed = fusion.find((e) => e.type === 'response.fusion_call.analysis.completed')
+    expect(analysed.analysis.consensus).toEqual(ANALYSIS.consensus)
+    expect(fusion.indexOf(analysing)).toBeGreaterThan(
+      fusion.findLastIndex((e) => e.type === 'response.fusion_call.panel.completed'),
+    )
+    expect(events.at(-1).type).toBe('response.completed')
+  })
+
+  it("names its events by Open Responses' extension rule for any other client, every event valid under the schema", async () => {
+    const res = await post({
+      model: 'roster-sim/chat',
+      input: FUSE,
+      stream: true,
+      tools: [fusionTool({ analysis_models: ['roster-sim/chat'], tools: [] })],
+    })
+    const events = sseEvents(await res.text()).events.map((e) => e.data)
+    expect(invalidEvents(events)).toEqual([])
+    const types = events.map((e) => e.type).filter((t: string) => t.includes('fusion_call'))
+    expect(types).toEqual([
+      'openrouter:fusion_call.in_progress',
+      'openrouter:fusion_call.panel.added',
+      ...types.filter((t: string) => t === 'openrouter:fusion_call.panel.delta'),
+      'openrouter:fusion_call.panel.completed',
+      'openrouter:fusion_call.analysis.in_progress',
+      'openrouter:fusion_call.analysis.completed',
+      'openrouter:fusion_call.completed',
+    ])
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i))
+  })
+
+  it('gives the panel and the analyst web search and fetch by default, leaving out those the workspace disables', async () => {
+    const toolsAsked = async () => {
+      const res = (await (
+        await post({
+          model: 'roster-sim/chat',
+          input: FUSE,
+          tools: [fusionTool({ analysis_models: ['roster-sim/responses'], model: 'roster-sim/responses' })],
+        })
+      ).json()) as any
+      expect(res.output[0].responses).toHaveLength(1)
+      // The last call to the Responses protocol was the analyst's.
+      return (sim.stats.lastBody['/v1/responses'] as any).tools.map((t: any) => t.name).sort()
+    }
+    expect(await toolsAsked()).toEqual(['web_fetch', 'web_search'])
+    await setDisabled(['openrouter:web_fetch'])
+    try {
+      expect(await toolsAsked()).toEqual(['web_search'])
+    } finally {
+      await setDisabled(null)
+    }
+  })
+
+  it('refuses parameters that do not read (a panel past eight, fusion inside fusion), changing nothing', async () => {
+    for (const parameters of [
+      { analysis_models: Array.from({ length: 9 }, (_, i) => `m/${i}`) },
+      { analysis_models: [] },
+      { tools: [{ type: 'openrouter:fusion' }] },
+      { max_tool_calls: 17 },
+      { preset: 'general-best' },
+    ]) {
+      const refused = await post({ model: 'roster-sim/chat', input: 'x', tools: [fusionTool(parameters)] })
+      expect(refused.status, JSON.stringify(parameters)).toBe(400)
+      expect(((await refused.json()) as any).error.message).toMatch(/^\/tools\/0\/parameters/)
+    }
+  })
+
+  it('is offered by the fusion plugin, and run before the first turn for the model openrouter/fusion', async () => {
+    const offered = (await (
+      await post({
+        model: 'roster-sim/chat',
+        input: FUSE,
+        plugins: [{ id: 'fusion', analysis_models: ['roster-sim/responses'], tools: [] }],
+      })
+    ).json()) as any
+    expect(offered.output.map((o: any) => o.type)).toEqual(['openrouter:fusion', 'message'])
+    expect(offered.output[0].responses[0].model).toBe('roster-sim/responses')
+    const always = (await client().responses.send({
+      responsesRequest: {
+        model: 'openrouter/fusion',
+        input: `[sim] say ${JSON.stringify(ANALYSIS)}`,
+        plugins: [
+          {
+            id: 'fusion',
+            analysisModels: ['roster-sim/chat', 'roster-sim/responses'],
+            model: 'roster-sim/responses',
+            tools: [],
+          },
+        ],
+      },
+    })) as any
+    expect(always.output.map((o: any) => o.type)).toEqual(['openrouter:fusion', 'message'])
+    expect(always.model).toBe('roster-sim/responses')
+    expect(always.output[0].analysis.consensus).toEqual(ANALYSIS.consensus)
+    // The answer is written from the analysis (the synthesis read it as an instruction).
+    expect(JSON.stringify(sim.stats.lastBody['/v1/responses'])).toContain('A panel of models answered')
+    const refused = await post({
+      model: 'openrouter/fusion',
+      input: 'x',
+      plugins: [{ id: 'fusion', analysis_models: [] }],
+    })
+    expect(refused.status).toBe(400)
+  })
+})
+
+describe('openrouter:advisor streamed', () => {
+  it("shows the advice as it comes, as text deltas of the advisor's item, when the entry asks (stream: true)", async () => {
+    const stream = await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: '[sim] call advisor {"prompt":"[sim] say Use a map of the terrain."}\n[sim] say ok',
+        stream: true,
+        tools: [{ type: 'openrouter:advisor', parameters: { stream: true } }],
+      },
+    })
+    const events: any[] = []
+    for await (const e of stream as AsyncIterable<any>) events.push(e)
+    const item = events.find((e) => e.type === 'response.output_item.added').item
+    const deltas = events.filter((e) => e.type === 'response.output_text.delta' && e.itemId === item.id)
+    expect(deltas.length).toBeGreaterThan(1)
+    expect(deltas.map((e) => e.delta).join('')).toBe('Use a map of the terrain.')
+    const done = events.find((e) => e.type === 'response.output_item.done' && e.item.id === item.id)
+    expect(done.item.advice).toBe('Use a map of the terrain.')
   })
 })
 

@@ -35,7 +35,7 @@ import { outcome, responseObject } from './response-object.js'
 import { endStream, failStream, writeEvent, type Live, type StreamSink } from './stream-writer.js'
 import { startRun, type EngineParts } from './run-setup.js'
 import { callProvider, type ProviderParts } from './provider-call.js'
-import { runServerTool } from './server-tool-turn.js'
+import { runServerTool, type ToolServices } from './server-tool-turn.js'
 import { consultation } from './consultation.js'
 import { parsesFiles, withFilesRead, type PluginRun } from './plugins/index.js'
 import { Cancellation } from './cancellation.js'
@@ -234,10 +234,10 @@ export class ResponsesEngine {
   }
 
   private async turns(run: Run) {
-    if (run.live) run.assembler.emit = (event) => writeEvent(run, event)
+    if (run.live) run.assembler.emit = run.tap ?? ((event) => writeEvent(run, event))
     const extra: InputItem[] = []
     // Most requests name no plugin: they make no view of themselves for one.
-    const view = run.plugins.length ? pluginView(run) : undefined
+    const view = run.plugins.length ? pluginView(run, this.toolServices(run)) : undefined
     for (const use of run.plugins)
       if (use.plugin.before) extra.push(...(await use.plugin.before(view!, use.parameters, this.parts)))
     const limit = maxToolSteps(run.req)
@@ -259,23 +259,25 @@ export class ResponsesEngine {
       // The turn's reasoning goes back before its calls, as the provider gave it (reasoningInput).
       extra.push(...reasoning.map(reasoningInput))
       for (const call of calls)
-        if (call.server)
-          extra.push(
-            ...(await runServerTool(run, call, {
-              keepAliveMs: this.options.keepAliveMs,
-              consult: (c) =>
-                consultation(run, c, {
-                  named: (req, opts) => this.named(req, opts),
-                  start: (req, opts) => startRun(this.parts, req, opts),
-                  loop: (sub) => this.loop(sub),
-                }),
-              sandbox: this.options.sandbox && { port: this.options.sandbox, key: sandboxKey(run) },
-            })),
-          )
+        if (call.server) extra.push(...(await runServerTool(run, call, this.toolServices(run))).items)
       // Calls the client must answer end the loop: the response hands them over.
       if (calls.some((k) => !k.server)) return
       steps++
       final = limit !== undefined ? steps >= limit : stopFired(run, steps, calls)
+    }
+  }
+
+  /** What a run's server tool calls are given: consultations through this engine, the request's sandbox. */
+  private toolServices(run: Run): ToolServices {
+    return {
+      keepAliveMs: this.options.keepAliveMs,
+      consult: (c) =>
+        consultation(run, c, {
+          named: (req, opts) => this.named(req, opts),
+          start: (req, opts) => startRun(this.parts, req, opts),
+          loop: (sub) => this.loop(sub),
+        }),
+      sandbox: this.options.sandbox && { port: this.options.sandbox, key: sandboxKey(run) },
     }
   }
 
@@ -424,13 +426,20 @@ function citeFound(run: Run, from: number) {
 }
 
 /** What of a run its plugins read and add to. */
-const pluginView = (run: Run): PluginRun => ({
+const pluginView = (run: Run, services: ToolServices): PluginRun => ({
   req: run.req,
   route: run.route,
   assembler: run.assembler,
   live: run.live,
   found: run.found,
   signal: (run.opts.cancel ?? new Cancellation()).signal,
+  runTool: (tool, args) =>
+    runServerTool(
+      run,
+      { callId: itemId('call'), name: tool.definition.name, arguments: JSON.stringify(args), server: true },
+      services,
+      tool,
+    ),
   useProviderSearch(fields) {
     const endpoint = run.route.candidates[run.chosen]?.endpoint
     if (!endpoint?.web_search || !ADAPTERS[endpoint.protocol].webSearch) return false

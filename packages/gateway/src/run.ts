@@ -14,6 +14,7 @@ import type { WebSearch } from './web-search.js'
 import type { ServerTool } from './server-tools/index.js'
 import type { FoundSources } from './server-tools/web-search.js'
 import type { PluginUse } from './plugins/index.js'
+import type { Emit } from './items-in-progress.js'
 
 // One request as the engine runs it: what came with it, and its state as it goes.
 
@@ -125,6 +126,10 @@ export interface Run {
   tried: ProviderAttempt[]
   opts: CallOptions
   live?: Live
+  /** How deep in consultations this run is (0: the client's own request; a consultation's is its parent's + 1). */
+  depth?: number
+  /** Where a streamed run's events go instead of its sink (a consultation's, read by the tool that asked). */
+  tap?: Emit
 }
 
 /** Where a stream goes. `open` is called once, just before the first event. */

@@ -3,19 +3,24 @@ import { Cancellation } from './cancellation.js'
 import type { InputItem } from './request.js'
 import type { Run } from './run.js'
 import type { ServerToolItem } from './wire.js'
-import { toolError, type ToolCallContext } from './server-tools/tool.js'
+import { writeItemProgress } from './stream-writer.js'
+import { toolError, type ServerTool, type ToolCallContext } from './server-tools/tool.js'
+
+/** What the engine gives every server tool call besides its arguments. */
+export type ToolServices = { keepAliveMs?: number } & Pick<ToolCallContext, 'consult' | 'sandbox'>
 
 /**
- * Runs the server tool the model called, its item shown as it goes (a stream gets keepalive
- * comments while it runs), and answers the call and its output for the model's next turn.
+ * Runs the server tool the model called (or a plugin runs: `tool`), its item shown as it goes (a
+ * stream gets keepalive comments while it runs), and answers the call and its output for the
+ * model's next turn, with the output itself.
  */
 export async function runServerTool(
   run: Run,
   call: TurnCall,
-  services: { keepAliveMs?: number } & Omit<ToolCallContext, 'signal'> = {},
-): Promise<InputItem[]> {
+  services: ToolServices = {},
+  tool: ServerTool = run.tools.get(call.name)!,
+): Promise<{ items: InputItem[]; output: unknown }> {
   const keepAliveMs = services.keepAliveMs ?? 10_000
-  const tool = run.tools.get(call.name)!
   let args: Record<string, unknown> = {}
   try {
     const parsed: unknown = JSON.parse(call.arguments || '{}')
@@ -50,6 +55,8 @@ export async function runServerTool(
             signal: (run.opts.cancel ?? new Cancellation()).signal,
             consult: services.consult,
             sandbox: services.sandbox,
+            model: run.route.candidates[run.chosen]?.model.id ?? run.req.model,
+            progress: (type, fields) => writeItemProgress(run, type, { item_id: item.id, output_index: index }, fields),
           })
   } catch (err) {
     output = toolError((err as Error).message)
@@ -58,8 +65,11 @@ export async function runServerTool(
   }
   const text = JSON.stringify(output)
   run.assembler.finishItem(index, { ...item, output: text, ...tool.itemFields?.(args, output), status: 'completed' })
-  return [
-    { type: 'function_call', call_id: call.callId, name: call.name, arguments: call.arguments },
-    { type: 'function_call_output', call_id: call.callId, output: text },
-  ]
+  return {
+    items: [
+      { type: 'function_call', call_id: call.callId, name: call.name, arguments: call.arguments },
+      { type: 'function_call_output', call_id: call.callId, output: text },
+    ],
+    output,
+  }
 }

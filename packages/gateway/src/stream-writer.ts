@@ -34,6 +34,25 @@ export function writeEvent(run: Run, event: ItemEvent) {
   if (text) write(run.live!, text)
 }
 
+/**
+ * An event of a server tool's item in progress, on an Open Responses stream only (the other doors'
+ * protocols have no such events; their clients read the item whole, if at all). Named as the
+ * official client's types name it (`response.fusion_call.panel.delta`) for the clients typed for
+ * those names, and by Open Responses' extension rule, under Roster's slug, for any other
+ * (`openrouter:fusion_call.panel.delta`), as the provider's own items are (providerItemNames).
+ */
+export function writeItemProgress(
+  run: Run,
+  type: string,
+  at: { item_id: string; output_index: number },
+  fields: Record<string, unknown> = {},
+) {
+  if (!run.live || run.opts.doorStream || run.tap) return
+  openStream(run)
+  const named = run.opts.providerItemNames === 'slugged' ? type.replace(/^response\./, 'openrouter:') : type
+  send(run.live, named, JSON.stringify({ type: named, ...at, ...fields }))
+}
+
 /** An Open Responses event: `event:` equal to its type, `sequence_number` from 0. Opens the stream on first use. */
 function writeOpenResponses(run: Run, event: StreamEvent) {
   const live = run.live!

@@ -6,6 +6,7 @@ import { responseHealing } from './response-healing.js'
 import { ROUTERS } from './routers.js'
 import { webFetchPlugin, webPlugin } from './web.js'
 import { fileParser } from './file-parser.js'
+import { fusionPlugin } from './fusion.js'
 
 export type { Plugin, PluginEngine, PluginRun, PluginUse } from './plugin.js'
 export { routedModel } from './routers.js'
@@ -13,13 +14,19 @@ export { parsesFiles, withFilesRead } from './file-parser.js'
 
 /** The plugins this Roster serves, by id: the one table. */
 const PLUGINS = new Map<string, Plugin>(
-  [responseHealing, contextCompression, webPlugin, webFetchPlugin, fileParser, ...ROUTERS.map((r) => r.plugin)].map(
-    (p) => [p.id, p as Plugin],
-  ),
+  [
+    responseHealing,
+    contextCompression,
+    webPlugin,
+    webFetchPlugin,
+    fileParser,
+    fusionPlugin,
+    ...ROUTERS.map((r) => r.plugin),
+  ].map((p) => [p.id, p as Plugin]),
 )
 
 /** The official client's plugins Roster does not serve yet (a 400 names them). */
-const NOT_YET = ['moderation', 'fusion']
+const NOT_YET = ['moderation']
 
 /** A request's enabled plugins, each entry's parameters read by its plugin; a 400 names the first that cannot be served. */
 export function pluginUses(req: ResponsesRequest): PluginUse[] {

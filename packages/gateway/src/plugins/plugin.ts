@@ -3,7 +3,7 @@ import type { ResponseAssembler } from '../assembler.js'
 import type { Catalogue } from '../catalogue.js'
 import type { InputItem, ResponsesRequest } from '../request.js'
 import type { Route } from '../routing.js'
-import type { ServerToolKind, ServerToolType } from '../server-tools/index.js'
+import type { ServerTool, ServerToolKind, ServerToolType } from '../server-tools/index.js'
 import type { FoundSources } from '../server-tools/web-search.js'
 
 // Plugins: what a request's `plugins` entry (`{id, enabled?, …its parameters}`) asks Roster to do
@@ -26,6 +26,11 @@ export interface PluginRun {
   /** Sources found beyond the run's own tools (a plugin's search), cited in the answer. */
   found: FoundSources[]
   signal: AbortSignal
+  /**
+   * Runs a server tool as if the model had called it: its item shown as it runs, with what a call of
+   * the model's is given (consultations, the sandbox); the call and its output for the model to read.
+   */
+  runTool(tool: ServerTool, args: Record<string, unknown>): Promise<{ items: InputItem[]; output: unknown }>
   /**
    * Gives the model its endpoint's own web search, where the endpoint the request goes to has one
    * that takes these fields (`web_search` in the catalogue); false where it has none.

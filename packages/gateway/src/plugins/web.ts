@@ -1,11 +1,9 @@
 import { z } from 'zod'
-import { itemId } from '../assembler.js'
 import { invalid } from '../errors.js'
 import { inputItems, isMessage, type InputItem, type ResponsesRequest } from '../request.js'
-import { readParameters, type ServerTool } from '../server-tools/index.js'
+import { readParameters } from '../server-tools/index.js'
 import { sourcesOf } from '../server-tools/web-search.js'
-import type { ServerToolItem } from '../wire.js'
-import type { Plugin, PluginEngine, PluginRun } from './plugin.js'
+import type { Plugin, PluginEngine } from './plugin.js'
 
 // `web` and `web-fetch`: the server tools of those names run once, before the model's first turn,
 // whatever the model would have chosen: a search for the user's latest message, or a fetch of the
@@ -20,32 +18,6 @@ export function latestUserText(req: ResponsesRequest): string {
   return (last.content as { type?: string; text?: unknown }[])
     .map((p) => (typeof p.text === 'string' && (p.type === 'input_text' || p.type === 'text') ? p.text : ''))
     .join('\n')
-}
-
-/** Runs a tool as a plugin does: its item announced, run, and finished with its documented fields. */
-async function runShown(run: PluginRun, tool: ServerTool, args: Record<string, unknown>): Promise<unknown> {
-  const item: ServerToolItem = {
-    type: tool.type,
-    id: itemId('st'),
-    call_id: itemId('call'),
-    status: 'in_progress',
-    arguments: JSON.stringify(args),
-    output: null,
-  }
-  const index = run.assembler.startItem({ ...item })
-  let output: unknown
-  try {
-    output = await tool.run(args, { signal: run.signal })
-  } catch (err) {
-    output = { error: (err as Error).message }
-  }
-  run.assembler.finishItem(index, {
-    ...item,
-    output: JSON.stringify(output),
-    ...tool.itemFields?.(args, output),
-    status: 'completed',
-  })
-  return output
 }
 
 /** An instruction the model reads beside the conversation. */
@@ -102,8 +74,10 @@ export const webPlugin: Plugin<z.infer<typeof WebParameters>> = {
     const query = latestUserText(run.req).trim().slice(0, 400)
     if (!query) return []
     const tool = offered(engine, 'openrouter:web_search', searchParameters(p))
-    const output = (await runShown(run, tool, { query })) as {
-      results?: { url: string; title: string; content: string }[]
+    const { output } = (await run.runTool(tool, { query })) as {
+      output: {
+        results?: { url: string; title: string; content: string }[]
+      }
     }
     const found = sourcesOf(tool)
     if (found) run.found.push(found)
@@ -148,7 +122,7 @@ export const webFetchPlugin: Plugin<z.infer<typeof WebFetchParameters>> = {
     const tool = offered(engine, 'openrouter:web_fetch', p)
     const pages: string[] = []
     for (const url of links) {
-      const out = (await runShown(run, tool, { url })) as { content?: string; error?: string; url?: string }
+      const out = (await run.runTool(tool, { url })).output as { content?: string; error?: string; url?: string }
       pages.push(out.error ? `${url}: could not be fetched (${out.error})` : `${out.url ?? url}\n${out.content ?? ''}`)
     }
     return [instruction(`The pages the user's latest message links to, as fetched now:\n\n${pages.join('\n\n')}`)]

@@ -102,7 +102,19 @@ export const advisor: ServerToolKind<z.infer<typeof AdvisorParameters>> = {
         },
       },
       run: (args, ctx) =>
-        consulted(ctx, () => ctx.consult!({ ...asked(p, args, args.prompt), transcript: p.forward_transcript })),
+        consulted(ctx, () =>
+          ctx.consult!({
+            ...asked(p, args, args.prompt),
+            transcript: p.forward_transcript,
+            // `stream`: the advice shown as it comes, as text deltas of the advisor's item.
+            ...(p.stream && ctx.progress
+              ? {
+                  onText: (delta) =>
+                    ctx.progress!('response.output_text.delta', { content_index: 0, delta, logprobs: [] }),
+                }
+              : {}),
+          }),
+        ),
       itemFields(args, output) {
         const o = output as Partial<Consulted>
         const error = errorOf(output)

@@ -8,6 +8,7 @@ import { toolSearch } from './tool-search.js'
 import { advisor, subagent } from './consultants.js'
 import { bash } from './bash.js'
 import { shell } from './shell.js'
+import { fusion } from './fusion.js'
 
 export type {
   Consultation,
@@ -24,6 +25,7 @@ export type { WebFetchOptions } from './web-fetch.js'
 export type { SearchBackendOptions } from './search-backends.js'
 export { guardedLookup, isForbiddenAddress, readCapped, refusedLiteral } from './network-guard.js'
 export { citeSources } from './citations.js'
+export { FusionParameters, panelOf, type FusionResult } from './fusion.js'
 export { readParameters } from './tool.js'
 export type { DeferredTools } from './tool.js'
 export { allowsNative, sourcesOf, wantsNative, WebSearchParameters } from './web-search.js'
@@ -46,6 +48,7 @@ export function serverToolKinds(options: ServerToolOptions): Map<ServerToolType,
     subagent,
     bash,
     shell,
+    fusion,
   ]
   return new Map(kinds.map((k) => [k.type, k]))
 }

@@ -15,6 +15,8 @@ export type ServerToolType = `openrouter:${string}`
 export interface Consulted {
   text: string
   model: string
+  /** The pages its answer cites (its web searches' `url_citation`s), each once. */
+  sources?: { url: string; title: string }[]
 }
 
 /** A request a tool makes of another model, through the same engine as the caller's own. */
@@ -30,7 +32,13 @@ export interface Consultation {
   reasoning?: Record<string, unknown>
   /** Server tools the consulted model may use (entries as a request gives them). */
   tools?: Record<string, unknown>[]
+  /** The tools are defaults of the tool's, not the caller's choice: those the caller's workspace disables are left out, not refused. */
+  defaultTools?: boolean
   max_tool_calls?: number
+  /** Told each piece of the answer's text as it comes (the consulted model is then streamed where the calling request is). */
+  onText?: (delta: string) => void
+  /** Told each piece of its reasoning as it comes. */
+  onReasoning?: (delta: string) => void
 }
 
 /** What a sandboxed command came to (the runtime host's answer). */
@@ -63,6 +71,13 @@ export interface ToolCallContext {
    * calls are generations of the calling request, its cost in the request's. Absent outside a run.
    */
   consult?: (c: Consultation) => Promise<Consulted>
+  /** The calling request's model (what a consultation with no model of its own asks). */
+  model?: string
+  /**
+   * Shows an event of the call's item on a streamed Open Responses answer (`type` such as
+   * `response.fusion_call.panel.delta`; the item's id and index are added); nothing elsewhere.
+   */
+  progress?: (type: string, fields?: Record<string, unknown>) => void
 }
 
 /** One tool the model is offered: an entry of the request's `tools`, made ready with its parameters. */
