@@ -542,6 +542,137 @@ describe('openrouter:fusion', () => {
   })
 })
 
+describe('openrouter:apply_patch', () => {
+  const CREATE = { type: 'create_file', path: 'src/hello.ts', diff: '+export const hello = 1\n+export const bye = 2\n' }
+  const UPDATE = {
+    type: 'update_file',
+    path: 'src/hello.ts',
+    diff: '@@ export const hello = 1\n-export const bye = 2\n+export const bye = 3\n',
+  }
+  const patchTool = { type: 'openrouter:apply_patch' as const }
+
+  it("checks the model's patch and hands it to the client as an apply_patch_call, ending the turn (official client)", async () => {
+    const res = (await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: `make the file\n[sim] call apply_patch ${JSON.stringify(CREATE)}\n[sim] say {{result}}`,
+        tools: [patchTool],
+      },
+    })) as any
+    expect(res.output.map((o: any) => o.type)).toEqual(['apply_patch_call'])
+    expect(res.output[0]).toMatchObject({ status: 'completed', operation: CREATE })
+    expect(res.output[0].callId).toMatch(/./)
+    // The client applies it and says so: the model reads the outcome on the next turn.
+    const next = (await (
+      await post({
+        model: 'roster-sim/chat',
+        input: [
+          {
+            role: 'user',
+            content: `make the file\n[sim] call apply_patch ${JSON.stringify(CREATE)}\n[sim] say {{result}}`,
+          },
+          { type: 'apply_patch_call', call_id: res.output[0].callId, status: 'completed', operation: CREATE },
+          {
+            type: 'apply_patch_call_output',
+            call_id: res.output[0].callId,
+            status: 'completed',
+            output: 'wrote 2 lines',
+          },
+        ],
+        tools: [patchTool],
+      })
+    ).json()) as any
+    expect(next.output_text).toBe('completed: wrote 2 lines')
+    const sent = (sim.stats.lastBody['/v1/chat/completions'] as any).messages
+    expect(sent.at(-2).tool_calls[0].function).toEqual({ name: 'apply_patch', arguments: JSON.stringify(CREATE) })
+  })
+
+  it('tells the model what is wrong with a patch that does not read, and never hands it over', async () => {
+    for (const [bad, problem] of [
+      [{ type: 'create_file', path: 'a.ts', diff: 'no plus\n' }, /must start with "\+"/],
+      [{ type: 'update_file', path: 'a.ts', diff: '@@\n same\n' }, /changes no line/],
+      [{ type: 'update_file', path: 'a.ts', diff: '@@\n*bad\n' }, /must start with/],
+      [{ type: 'update_file', path: 'a.ts' }, /diff is required/],
+      [{ type: 'create_file', path: ' ', diff: '+x' }, /path is empty/],
+      [{ type: 'rename_file', path: 'a.ts' }, /type must be one of/],
+    ] as const) {
+      const res = (await (
+        await post({
+          model: 'roster-sim/chat',
+          input: `[sim] call apply_patch ${JSON.stringify(bad)}\n[sim] say {{result}}`,
+          tools: [patchTool],
+        })
+      ).json()) as any
+      expect(
+        res.output.map((o: any) => o.type),
+        JSON.stringify(bad),
+      ).toEqual(['openrouter:apply_patch', 'message'])
+      expect(res.output[0].error).toMatch(problem)
+      expect(JSON.parse(res.output_text).error).toMatch(problem)
+    }
+  })
+
+  it("streams the item and its diff as one delta, by the official client's names and by the extension rule for any other", async () => {
+    const stream = await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: `[sim] call apply_patch ${JSON.stringify(UPDATE)}`,
+        stream: true,
+        tools: [patchTool],
+      },
+    })
+    const events: any[] = []
+    for await (const e of stream as AsyncIterable<any>) events.push(e)
+    const deltas = events.filter((e) => e.type === 'response.apply_patch_call_operation_diff.delta')
+    expect(deltas.map((e) => e.delta)).toEqual([UPDATE.diff])
+    expect(events.find((e) => e.type === 'response.apply_patch_call_operation_diff.done').diff).toBe(UPDATE.diff)
+    const done = events.find((e) => e.type === 'response.output_item.done')
+    expect(done.item).toMatchObject({ type: 'apply_patch_call', operation: UPDATE })
+    const raw = await post({
+      model: 'roster-sim/chat',
+      input: `[sim] call apply_patch ${JSON.stringify({ type: 'delete_file', path: 'old.ts' })}`,
+      stream: true,
+      tools: [patchTool],
+    })
+    const sse = sseEvents(await raw.text()).events.map((e) => e.data)
+    expect(invalidEvents(sse)).toEqual([])
+    const item = sse.find((e) => e.type === 'response.output_item.done').item
+    expect(item).toMatchObject({ type: 'openrouter:apply_patch', operation: { type: 'delete_file', path: 'old.ts' } })
+    const update = await post({
+      model: 'roster-sim/chat',
+      input: `[sim] call apply_patch ${JSON.stringify(UPDATE)}`,
+      stream: true,
+      tools: [patchTool],
+    })
+    const updated = sseEvents(await update.text()).events.map((e) => e.data)
+    expect(invalidEvents(updated)).toEqual([])
+    expect(updated.filter((e) => e.type.startsWith('openrouter:apply_patch_call')).map((e) => e.type)).toEqual([
+      'openrouter:apply_patch_call_operation_diff.delta',
+      'openrouter:apply_patch_call_operation_diff.done',
+    ])
+  })
+
+  it('is served on /responses only, and refuses an engine it does not know', async () => {
+    const chat = await fetch(`${baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'roster-sim/chat',
+        messages: [{ role: 'user', content: 'x' }],
+        tools: [patchTool],
+      }),
+    })
+    expect(chat.status).toBe(400)
+    expect(((await chat.json()) as any).error.message).toMatch(/served on \/responses only/)
+    const engine = await post({
+      model: 'roster-sim/chat',
+      input: 'x',
+      tools: [{ ...patchTool, parameters: { engine: 'x' } }],
+    })
+    expect(engine.status).toBe(400)
+  })
+})
+
 describe('openrouter:advisor streamed', () => {
   it("shows the advice as it comes, as text deltas of the advisor's item, when the entry asks (stream: true)", async () => {
     const stream = await client().responses.send({

@@ -8,7 +8,14 @@ import {
   type ItemSink,
   type TurnCall,
 } from './items-in-progress.js'
-import { isProviderItem, type Annotation, type OutputItem, type ReasoningItem, type ServerToolItem } from './wire.js'
+import {
+  isProviderItem,
+  type Annotation,
+  type OutputItem,
+  type ReasoningItem,
+  type ServerToolItem,
+  type HandedOverItem,
+} from './wire.js'
 import { annotateWritten, ProviderItems } from './written-items.js'
 
 export { itemId } from './item-id.js'
@@ -174,14 +181,14 @@ export class ResponseAssembler implements ItemSink {
   }
 
   /** An item Roster makes itself (a server tool's call): announced when it starts… */
-  startItem(pending: ServerToolItem): number {
+  startItem(pending: ServerToolItem | HandedOverItem): number {
     const index = this.output.push(pending) - 1
     this.emit?.({ type: 'response.output_item.added', output_index: index, item: pending })
     return index
   }
 
   /** …and replaced by its finished form when it is done. */
-  finishItem(index: number, item: ServerToolItem) {
+  finishItem(index: number, item: ServerToolItem | HandedOverItem) {
     this.output[index] = item
     this.emit?.({ type: 'response.output_item.done', output_index: index, item })
   }

@@ -105,6 +105,13 @@ export function conversation(req: ResponsesRequest, extra: InputItem[] = []): En
       })
     } else if (item.type === 'function_call_output') {
       out.push(resultEntry(String(item.call_id), item.output, where))
+    } else if (item.type === 'apply_patch_call' || (item.type === 'openrouter:apply_patch' && item.operation)) {
+      // A patch handed over (server-tools/apply-patch.ts), given back: the model's call, as it made it.
+      out.push({ kind: 'call', callId: String(item.call_id), name: 'apply_patch', arguments: asText(item.operation) })
+    } else if (item.type === 'apply_patch_call_output') {
+      // What the client made of it: its status, and what it said.
+      const said = typeof item.output === 'string' && item.output ? `: ${item.output}` : ''
+      out.push({ kind: 'result', callId: String(item.call_id), output: `${String(item.status ?? 'completed')}${said}` })
     } else if (typeof item.type === 'string' && item.type.startsWith('openrouter:') && item.call_id) {
       // A server tool's item echoed back from an earlier response: the model sees the call and result.
       const callId = String(item.call_id)

@@ -258,10 +258,15 @@ export class ResponsesEngine {
       }
       // The turn's reasoning goes back before its calls, as the provider gave it (reasoningInput).
       extra.push(...reasoning.map(reasoningInput))
+      let handedOver = false
       for (const call of calls)
-        if (call.server) extra.push(...(await runServerTool(run, call, this.toolServices(run))).items)
+        if (call.server) {
+          const ran = await runServerTool(run, call, this.toolServices(run))
+          extra.push(...ran.items)
+          handedOver ||= !!ran.handedOver
+        }
       // Calls the client must answer end the loop: the response hands them over.
-      if (calls.some((k) => !k.server)) return
+      if (handedOver || calls.some((k) => !k.server)) return
       steps++
       final = limit !== undefined ? steps >= limit : stopFired(run, steps, calls)
     }

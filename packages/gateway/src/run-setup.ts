@@ -83,6 +83,9 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
       else functions.push(functionDef(t.name, t))
     } else if (engine.serverTools.has(t.type as ServerToolType)) {
       const kind = engine.serverTools.get(t.type as ServerToolType)!
+      // A patch is handed over as an item only the Responses protocol has (as OpenRouter serves it).
+      if (kind.type === 'openrouter:apply_patch' && opts.door && !opts.door.startsWith('responses'))
+        throw invalid(`/tools/${i} openrouter:apply_patch is served on /responses only`)
       const parameters = entryParameters(kind, t, i)
       if (kind.type === WEB_SEARCH_SERVER_TOOL && allowsNative(parameters as WebSearchParameters)) {
         if (searchEntry) throw invalid(`/tools/${i} offers ${t.type} a second time`)

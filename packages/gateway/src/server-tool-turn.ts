@@ -2,7 +2,7 @@ import { itemId, type TurnCall } from './assembler.js'
 import { Cancellation } from './cancellation.js'
 import type { InputItem } from './request.js'
 import type { Run } from './run.js'
-import type { ServerToolItem } from './wire.js'
+import type { HandedOverItem, ServerToolItem } from './wire.js'
 import { writeItemProgress } from './stream-writer.js'
 import { toolError, type ServerTool, type ToolCallContext } from './server-tools/tool.js'
 
@@ -19,13 +19,13 @@ export async function runServerTool(
   call: TurnCall,
   services: ToolServices = {},
   tool: ServerTool = run.tools.get(call.name)!,
-): Promise<{ items: InputItem[]; output: unknown }> {
+): Promise<{ items: InputItem[]; output: unknown; handedOver?: boolean }> {
+  if (tool.handsOver) {
+    const handed = await handOver(run, call, tool)
+    if (handed) return handed
+  }
   const keepAliveMs = services.keepAliveMs ?? 10_000
-  let args: Record<string, unknown> = {}
-  try {
-    const parsed: unknown = JSON.parse(call.arguments || '{}')
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) args = parsed as Record<string, unknown>
-  } catch {}
+  const args = argumentsOf(call)
   const item: ServerToolItem = {
     type: tool.type,
     id: itemId('st'),
@@ -72,4 +72,40 @@ export async function runServerTool(
     ],
     output,
   }
+}
+
+/**
+ * A call Roster checked and the client carries out (ServerTool.handsOver): shown as the item the
+ * client acts on, its diff as one delta on a stream, as OpenRouter's check delivers it; nothing
+ * goes back to the model, whose next turn waits on the client's answer. Undefined when the check
+ * failed: the call is then answered to the model as any server tool's error is.
+ */
+async function handOver(run: Run, call: TurnCall, tool: ServerTool) {
+  const output = await tool.run(argumentsOf(call), { signal: (run.opts.cancel ?? new Cancellation()).signal })
+  const operation = (output as { operation?: HandedOverItem['operation'] } | null)?.operation
+  if (!operation) return undefined
+  const item: HandedOverItem = {
+    type: run.opts.providerItemNames === 'slugged' ? 'openrouter:apply_patch' : 'apply_patch_call',
+    id: itemId('apc'),
+    call_id: call.callId,
+    status: 'in_progress',
+    operation: operation.diff === undefined ? operation : { ...operation, diff: '' },
+  }
+  const index = run.assembler.startItem(item)
+  if (operation.diff !== undefined) {
+    const at = { item_id: item.id, output_index: index }
+    writeItemProgress(run, 'response.apply_patch_call_operation_diff.delta', at, { delta: operation.diff })
+    writeItemProgress(run, 'response.apply_patch_call_operation_diff.done', at, { diff: operation.diff })
+  }
+  run.assembler.finishItem(index, { ...item, operation, status: 'completed' })
+  return { items: [], output, handedOver: true }
+}
+
+/** A call's arguments as an object (what does not parse as one reads as none). */
+function argumentsOf(call: TurnCall): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(call.arguments || '{}')
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>
+  } catch {}
+  return {}
 }

@@ -117,7 +117,19 @@ export interface ProviderItem {
 }
 export const isProviderItem = (item: OutputItem): item is ProviderItem => PROVIDER_ITEM in item
 
-export type OutputItem = MessageItem | ReasoningItem | FunctionCallItem | ServerToolItem | ProviderItem
+/**
+ * A server tool's call Roster checked and hands over for the client to carry out (`openrouter:apply_patch`):
+ * OpenAI's `apply_patch_call` for the clients typed for OpenAI's names, `openrouter:apply_patch` for any other.
+ */
+export interface HandedOverItem {
+  type: 'apply_patch_call' | 'openrouter:apply_patch'
+  id: string
+  call_id: string
+  status: 'in_progress' | 'completed'
+  operation: { type: string; path: string; diff?: string }
+}
+
+export type OutputItem = MessageItem | ReasoningItem | FunctionCallItem | ServerToolItem | ProviderItem | HandedOverItem
 
 export interface ResponseUsage {
   input_tokens: number

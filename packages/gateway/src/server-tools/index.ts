@@ -9,6 +9,7 @@ import { advisor, subagent } from './consultants.js'
 import { bash } from './bash.js'
 import { shell } from './shell.js'
 import { fusion } from './fusion.js'
+import { applyPatch } from './apply-patch.js'
 
 export type {
   Consultation,
@@ -49,6 +50,7 @@ export function serverToolKinds(options: ServerToolOptions): Map<ServerToolType,
     bash,
     shell,
     fusion,
+    applyPatch,
   ]
   return new Map(kinds.map((k) => [k.type, k]))
 }

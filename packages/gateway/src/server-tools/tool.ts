@@ -92,6 +92,12 @@ export interface ServerTool {
   maxUses?: number
   /** Offered as a function the client runs (an engine other than Roster's): its calls are handed over, not run. */
   client?: boolean
+  /**
+   * Checked by Roster, carried out by the client (apply_patch): a call whose run answers
+   * `{operation}` is handed over as its item and ends the loop, as a function call does; one whose
+   * run answers an error is told to the model, which may try again.
+   */
+  handsOver?: boolean
 }
 
 /** A run's functions withheld until `openrouter:tool_search` finds them, and the list its model is offered (a function found joins it). */
