@@ -333,6 +333,16 @@ export function createAppDeps(
         timeoutMs: config.WEB_FETCH_TIMEOUT_MS,
       },
       search: searchSettings(config),
+      ...(config.MODERATION_URL
+        ? {
+            moderation: {
+              url: config.MODERATION_URL,
+              apiKey: config.MODERATION_API_KEY,
+              model: config.MODERATION_MODEL,
+              timeoutMs: config.MODERATION_TIMEOUT_MS,
+            },
+          }
+        : {}),
       // Commands run as long as a host lets one (COMMAND_TIMEOUT_MS, 120 s by default), and then some.
       sandbox: gatewaySandboxes(
         db,

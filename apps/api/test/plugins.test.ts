@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
@@ -32,6 +32,7 @@ beforeAll(async () => {
       )
     }
     if (url.pathname === '/page') return res.writeHead(200, { 'content-type': 'text/plain' }).end('The page says 7.')
+    if (url.pathname === '/v1/moderations' && req.method === 'POST') return moderate(req, res)
     res.writeHead(404).end()
   })
   await new Promise<void>((r) => web.listen(0, '127.0.0.1', r))
@@ -54,7 +55,16 @@ beforeAll(async () => {
       simModel('roster-sim/searching', [simEndpoint(sim.url, 'openai-responses', { web_search: true })]),
     ],
   }
-  app = await buildTestApp(env.t.db, { SEARXNG_URL: webUrl, WEB_FETCH_PRIVATE_NETWORKS: 'allow' }, catalogue)
+  app = await buildTestApp(
+    env.t.db,
+    {
+      SEARXNG_URL: webUrl,
+      WEB_FETCH_PRIVATE_NETWORKS: 'allow',
+      MODERATION_URL: `${webUrl}/v1`,
+      MODERATION_API_KEY: 'mod-key',
+    },
+    catalogue,
+  )
   baseURL = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
 })
 afterAll(async () => {
@@ -73,6 +83,28 @@ const post = async (path: string, body: object) => {
   })
   return { status: res.status, body: (await res.json()) as any }
 }
+/** What the moderation stand-in was asked, and how it answers (as OpenAI's moderations API documents it). */
+let moderations: { authorization?: string; body: any }[] = []
+function moderate(req: IncomingMessage, res: ServerResponse) {
+  let raw = ''
+  req.on('data', (c) => (raw += c))
+  req.on('end', () => {
+    const body = JSON.parse(raw)
+    moderations.push({ authorization: req.headers.authorization, body })
+    if (req.headers.authorization !== 'Bearer mod-key') return res.writeHead(401).end('{"error":{"message":"bad key"}}')
+    const texts: string[] = body.input.map((i: any) => (typeof i === 'string' ? i : (i.text ?? '')))
+    if (texts.some((t) => t.includes('break the moderator'))) return res.writeHead(500).end('{"error":"down"}')
+    const results = texts.map((t) => ({
+      flagged: t.includes('forbidden'),
+      categories: { violence: t.includes('forbidden'), hate: false, 'self-harm': t.includes('forbidden harm') },
+      category_scores: { violence: t.includes('forbidden') ? 0.9 : 0.01, hate: 0.01, 'self-harm': 0.01 },
+    }))
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ id: 'modr-1', model: body.model, results }))
+  })
+}
+
 const BROKEN = "[sim] say Here it is: {name: 'Eve', age: 40,}"
 const lastChatBody = () => sim.stats.lastBody['/v1/chat/completions'] as any
 
@@ -168,7 +200,6 @@ describe('web and web-fetch', () => {
 
   it('refuses a plugin it cannot serve or parameters that do not read, before anything runs', async () => {
     for (const [plugins, message] of [
-      [[{ id: 'moderation' }], /\/plugins\/0 moderation is not served by this Roster yet/],
       [[{ id: 'web', include_domains: ['a.org'], exclude_domains: ['b.org'] }], /allowed_domains or excluded_domains/],
       [[{ id: 'web', engine: 'tavily' }], /the engine tavily is not configured/],
       [[{ id: 'auto-router', cost_tier: 'cheap' }], /\/plugins\/0 auto-router/],
@@ -179,6 +210,86 @@ describe('web and web-fetch', () => {
       expect(res.body.error.message).toMatch(message)
       expect(searches).toEqual([])
     }
+  })
+})
+
+describe('moderation', () => {
+  const requestsToModels = () => Object.values(sim.stats.requests).reduce((a, b) => a + b, 0)
+
+  it("refuses input the moderation service flags with 403 and OpenRouter's metadata, before any model is asked", async () => {
+    moderations = []
+    const before = requestsToModels()
+    const chat = await post('/chat/completions', {
+      model: 'roster-sim/chat',
+      messages: [
+        { role: 'system', content: 'Be kind.' },
+        { role: 'user', content: 'something forbidden harm here' },
+      ],
+      plugins: [{ id: 'moderation' }],
+    })
+    expect(chat.status).toBe(403)
+    expect(chat.body.error.message).toBe('the input was flagged by moderation (violence, self-harm)')
+    expect(chat.body.error.metadata).toMatchObject({
+      reasons: ['violence', 'self-harm'],
+      flagged_input: 'something forbidden harm here',
+      provider_name: 'upstream-sim',
+      model_slug: 'roster-sim/chat',
+      error_type: 'permission_denied',
+    })
+    expect(requestsToModels()).toBe(before)
+    // The service was asked with its key, the configured model, each message of the caller's.
+    expect(moderations).toEqual([
+      {
+        authorization: 'Bearer mod-key',
+        body: { model: 'omni-moderation-latest', input: ['Be kind.', 'something forbidden harm here'] },
+      },
+    ])
+    // The official client reads the refusal as a 403 (streamed too: refused before the stream opens).
+    const err = await client()
+      .responses.send({
+        responsesRequest: {
+          model: 'roster-sim/chat',
+          input: 'forbidden',
+          stream: true,
+          plugins: [{ id: 'moderation' }],
+        },
+      })
+      .catch((e) => e)
+    expect(err.statusCode).toBe(403)
+    expect(requestsToModels()).toBe(before)
+  })
+
+  it('lets input it does not flag through, images included, and refuses with 502 when the service fails', async () => {
+    moderations = []
+    const ok = (await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: [
+          {
+            role: 'user',
+            content: [
+              { type: 'input_text', text: '[sim] say fine' },
+              { type: 'input_image', imageUrl: 'https://img.example.org/cat.png', detail: 'auto' },
+            ],
+          },
+        ],
+        plugins: [{ id: 'moderation' }],
+      },
+    })) as any
+    expect(ok.outputText).toBe('fine')
+    expect(moderations[0]!.body.input).toEqual([
+      { type: 'text', text: '[sim] say fine' },
+      { type: 'image_url', image_url: { url: 'https://img.example.org/cat.png' } },
+    ])
+    const before = requestsToModels()
+    const down = await post('/responses', {
+      model: 'roster-sim/chat',
+      input: 'please break the moderator',
+      plugins: [{ id: 'moderation' }],
+    })
+    expect(down.status).toBe(502)
+    expect(down.body.error.message).toMatch(/^the moderation service could not be asked: it answered 500/)
+    expect(requestsToModels()).toBe(before)
   })
 })
 

@@ -37,6 +37,7 @@ import { startRun, type EngineParts } from './run-setup.js'
 import { callProvider, type ProviderParts } from './provider-call.js'
 import { runServerTool, type ToolServices } from './server-tool-turn.js'
 import { consultation } from './consultation.js'
+import { Moderator, type ModerationOptions } from './moderation.js'
 import { parsesFiles, withFilesRead, type PluginRun } from './plugins/index.js'
 import { Cancellation } from './cancellation.js'
 import { estimateInputTokens, tokensOfBytes } from './token-estimate.js'
@@ -57,6 +58,8 @@ export interface EngineOptions {
   webFetch?: Partial<WebFetchOptions>
   /** The search engines `openrouter:web_search` may call where the endpoint has no search (absent: none). */
   search?: Partial<SearchBackendOptions>
+  /** The moderation service the `moderation` plugin asks (absent: the plugin is refused). */
+  moderation?: ModerationOptions
   /** Where a request's `trace` is recorded (one record per generation). */
   traceLogger?: TraceLogger
   /** How often an open stream waiting on a server tool gets a comment line (default 10 s). */
@@ -123,6 +126,7 @@ export class ResponsesEngine {
         search: { timeoutMs: 10_000, ...options.search },
       }),
       userHashKey: options.userHashKey,
+      ...(options.moderation ? { moderation: new Moderator(options.moderation) } : {}),
       catalogue: options.catalogue,
       transport: options.transport ?? new Upstream(options.env, options.upstream),
       options,
@@ -218,6 +222,7 @@ export class ResponsesEngine {
 
   async close() {
     await this.options.sandbox?.close?.()
+    await this.parts.moderation?.close()
     await this.parts.transport.close()
   }
 
@@ -238,6 +243,7 @@ export class ResponsesEngine {
     const extra: InputItem[] = []
     // Most requests name no plugin: they make no view of themselves for one.
     const view = run.plugins.length ? pluginView(run, this.toolServices(run)) : undefined
+    for (const use of run.plugins) await use.plugin.check?.(view!, use.parameters, this.parts)
     for (const use of run.plugins)
       if (use.plugin.before) extra.push(...(await use.plugin.before(view!, use.parameters, this.parts)))
     const limit = maxToolSteps(run.req)

@@ -12,6 +12,8 @@ export class GatewayError extends Error {
     readonly errorType: ErrorType,
     message: string,
     readonly retryAfter?: string,
+    /** What the error body's `metadata` documents beside the type (a moderation refusal's reasons). */
+    readonly metadata?: Record<string, unknown>,
   ) {
     super(message)
   }
@@ -25,9 +27,15 @@ export class GatewayError extends Error {
 export function gatewayError(
   type: ErrorType,
   message: string,
-  options: { status?: number; retryAfter?: string } = {},
+  options: { status?: number; retryAfter?: string; metadata?: Record<string, unknown> } = {},
 ): GatewayError {
-  return new GatewayError(options.status ?? GatewayErrors[type].status, type, message, options.retryAfter)
+  return new GatewayError(
+    options.status ?? GatewayErrors[type].status,
+    type,
+    message,
+    options.retryAfter,
+    options.metadata,
+  )
 }
 
 export const invalid = (message: string) => gatewayError('invalid_request', message)

@@ -8,6 +8,7 @@ import { withByok } from './byok.js'
 import { FunctionTool, sessionKey, type ResponsesRequest } from './request.js'
 import type { Route, Router } from './routing.js'
 import type { Catalogue } from './catalogue.js'
+import type { Moderator } from './moderation.js'
 import { pluginUses, type PluginUse } from './plugins/index.js'
 import { ADAPTERS } from './adapters/registry.js'
 import { ANTHROPIC_FIELDS } from './doors/anthropic-betas.js'
@@ -40,6 +41,8 @@ export interface EngineParts {
   router: Router
   /** Key of the HMAC that replaces `user` before it goes upstream. */
   userHashKey: Buffer
+  /** The moderation service (the `moderation` plugin's), where one is configured. */
+  moderation?: Moderator
 }
 
 // Shared by the requests that offer no tools; nothing adds to them (startRun makes its own when

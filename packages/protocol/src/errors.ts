@@ -191,8 +191,14 @@ export function errorBody(reason: Reason, message: string, status: number = Reas
 }
 
 /** The gateway's envelope (responses, chat completions): the canonical type in `metadata.error_type`. */
-export const gatewayErrorBody = (type: ErrorType, message: string, status: number = GatewayErrors[type].status) => ({
-  error: { code: status, message, metadata: { error_type: type } },
+export const gatewayErrorBody = (
+  type: ErrorType,
+  message: string,
+  status: number = GatewayErrors[type].status,
+  /** What the failure documents beside its type (a moderation refusal's `reasons`, `flagged_input`…). */
+  more?: Record<string, unknown>,
+) => ({
+  error: { code: status, message, metadata: { ...more, error_type: type } },
 })
 
 /** A failed Response object's `error`: its `code` is the canonical type, named in `metadata.error_type` too. */

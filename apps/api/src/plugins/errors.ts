@@ -50,7 +50,8 @@ function render(wire: ErrorWire, failure: AppError | GatewayError) {
     case 'gateway':
       // The responses doors name every failure by the spec's canonical error type, their own
       // refusals and the HTTP layer's alike, so a client reads one field whatever went wrong.
-      if (failure instanceof GatewayError) return gatewayErrorBody(failure.errorType, failure.message, failure.status)
+      if (failure instanceof GatewayError)
+        return gatewayErrorBody(failure.errorType, failure.message, failure.status, failure.metadata)
       return withMetadata(failure, { error_type: failure.errorType })
     case 'vault':
       return failure instanceof AppError
@@ -69,7 +70,7 @@ function render(wire: ErrorWire, failure: AppError | GatewayError) {
 const lifecycle = (failure: AppError | GatewayError) =>
   failure instanceof AppError
     ? errorBody(failure.reason, failure.message, failure.status)
-    : gatewayErrorBody(failure.errorType, failure.message, failure.status)
+    : gatewayErrorBody(failure.errorType, failure.message, failure.status, failure.metadata)
 
 /** The lifecycle envelope with more in its metadata. */
 function withMetadata(failure: AppError, extra: Record<string, unknown>) {

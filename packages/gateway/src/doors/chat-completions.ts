@@ -297,7 +297,7 @@ export class ChatCompletionStream implements DoorStream {
 
   fail(err: GatewayError): string {
     // As the official client reads a failure mid-stream: a chunk with `error`, its choice finished with `error`.
-    const { error } = gatewayErrorBody(err.errorType, err.message, err.status)
+    const { error } = gatewayErrorBody(err.errorType, err.message, err.status, err.metadata)
     return `${sseEvent(`${this.head}[{"index":0,"delta":{},"finish_reason":"error"}],"error":${JSON.stringify(error)}}`)}${DONE}`
   }
 

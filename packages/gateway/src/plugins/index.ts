@@ -7,6 +7,7 @@ import { ROUTERS } from './routers.js'
 import { webFetchPlugin, webPlugin } from './web.js'
 import { fileParser } from './file-parser.js'
 import { fusionPlugin } from './fusion.js'
+import { moderationPlugin } from './moderation.js'
 
 export type { Plugin, PluginEngine, PluginRun, PluginUse } from './plugin.js'
 export { routedModel } from './routers.js'
@@ -21,12 +22,10 @@ const PLUGINS = new Map<string, Plugin>(
     webFetchPlugin,
     fileParser,
     fusionPlugin,
+    moderationPlugin,
     ...ROUTERS.map((r) => r.plugin),
   ].map((p) => [p.id, p as Plugin]),
 )
-
-/** The official client's plugins Roster does not serve yet (a 400 names them). */
-const NOT_YET = ['moderation']
 
 /** A request's enabled plugins, each entry's parameters read by its plugin; a 400 names the first that cannot be served. */
 export function pluginUses(req: ResponsesRequest): PluginUse[] {
@@ -36,7 +35,7 @@ export function pluginUses(req: ResponsesRequest): PluginUse[] {
     const plugin = PLUGINS.get(entry.id)
     if (!plugin)
       throw invalid(
-        `/plugins/${i} ${entry.id} is not served by this Roster${NOT_YET.includes(entry.id) ? ' yet' : ''} (served: ${[...PLUGINS.keys()].join(', ')})`,
+        `/plugins/${i} ${entry.id} is not served by this Roster (served: ${[...PLUGINS.keys()].join(', ')})`,
       )
     if (uses.some((u) => u.plugin === plugin)) throw invalid(`/plugins/${i} ${entry.id} is given twice`)
     const { id: _id, enabled: _enabled, ...rest } = entry

@@ -1,6 +1,7 @@
 import type { z } from 'zod'
 import type { ResponseAssembler } from '../assembler.js'
 import type { Catalogue } from '../catalogue.js'
+import type { Moderator } from '../moderation.js'
 import type { InputItem, ResponsesRequest } from '../request.js'
 import type { Route } from '../routing.js'
 import type { ServerTool, ServerToolKind, ServerToolType } from '../server-tools/index.js'
@@ -14,6 +15,8 @@ import type { FoundSources } from '../server-tools/web-search.js'
 export interface PluginEngine {
   catalogue: Catalogue
   serverTools: Map<ServerToolType, ServerToolKind>
+  /** The moderation service, where one is configured. */
+  moderation?: Moderator
 }
 
 /** What of a run a plugin reads and adds to. */
@@ -44,6 +47,8 @@ export interface Plugin<P = unknown> {
   parameters: z.ZodType<P>
   /** Before the request is set up: a new request (its input shortened), or the same one. */
   prepare?(req: ResponsesRequest, parameters: P, engine: PluginEngine): ResponsesRequest
+  /** Once set up, before anything is shown or any model is called: a request it refuses is refused whole (it throws). */
+  check?(run: PluginRun, parameters: P, engine: PluginEngine): Promise<void>
   /** Once set up, before the first turn: what the model reads besides the request (its items shown as they run). */
   before?(run: PluginRun, parameters: P, engine: PluginEngine): Promise<InputItem[]>
   /** After the last turn of a whole (not streamed) reply: the answer repaired in place. */

@@ -139,7 +139,6 @@ describe('plugins as a request gives them', () => {
     expect(uses([{ id: 'response-healing' }, { id: 'web', enabled: false }]).map((u) => u.plugin.id)).toEqual([
       'response-healing',
     ])
-    expect(() => uses([{ id: 'moderation' }])).toThrow(/\/plugins\/0 moderation is not served by this Roster yet/)
     expect(() => uses([{ id: 'wizardry' }])).toThrow(/wizardry is not served by this Roster \(served: /)
     expect(() => uses([{ id: 'auto-router', cost_tier: 'cheap' }])).toThrow(/\/plugins\/0 auto-router: /)
     expect(() => uses([{ id: 'response-healing' }, { id: 'response-healing' }])).toThrow(/given twice/)

@@ -191,6 +191,27 @@ export const ApiConfig = z
     TAVILY_BASE_URL: z.url().optional().describe("Tavily's API address (default https://api.tavily.com/)."),
     EXA_API_KEY: z.string().min(1).optional().describe('An Exa API key: `openrouter:web_search` may search with Exa.'),
     EXA_BASE_URL: z.url().optional().describe("Exa's API address (default https://api.exa.ai/)."),
+    MODERATION_URL: z
+      .url()
+      .optional()
+      .describe(
+        "A moderation service the `moderation` plugin asks before a model sees a request's input: any server of OpenAI's moderations API (its `/moderations` is called), e.g. https://api.openai.com/v1. Unset: the plugin is refused (400). The operator's own address: private addresses are allowed.",
+      ),
+    MODERATION_API_KEY: z.string().min(1).optional().describe("The moderation service's key (sent as a Bearer token)."),
+    MODERATION_MODEL: z
+      .string()
+      .min(1)
+      .default('omni-moderation-latest')
+      .describe('The moderation model asked (`model` of the moderations API).'),
+    MODERATION_TIMEOUT_MS: z.coerce
+      .number()
+      .int()
+      .min(100)
+      .max(60_000)
+      .default(10_000)
+      .describe(
+        'Time limit of one moderation check; a service that does not answer in time refuses the request (502).',
+      ),
     WEB_SEARCH_TIMEOUT_MS: z.coerce
       .number()
       .int()
