@@ -59,6 +59,14 @@ beforeAll(async () => {
         simEndpoint(sim.url, 'openai-chat'),
       ]),
       simModel('sim/cut', [simEndpoint(cut.url, 'anthropic-messages', { provider: 'cut-provider' })]),
+      {
+        // An image model whose first endpoint is down: the image comes from the second.
+        ...simModel('sim/image', [
+          simEndpoint(limited.url, 'openai-chat', { provider: 'busy-provider' }),
+          simEndpoint(sim.url, 'openai-chat', { upstream_model: 'sim-image-1' }),
+        ]),
+        capabilities: { tools: false, reasoning: false, images: false, caching: false, image_generation: true },
+      },
     ],
   }
   app = await buildTestApp(env.t.db, { QUEUE_PREFIX: prefix }, catalogue)
@@ -340,6 +348,33 @@ describe('generations: one per model call, through every door', () => {
     })
     const rows = await env.t.db.generation.findMany({ where: { requestId: body.id } })
     expect(rows.map((r) => r.model).sort()).toEqual(['sim/chat', 'sim/chat', 'sim/chat', 'sim/chat', 'sim/responses'])
+    const pico = rows.reduce((sum, r) => sum + r.costPico, 0n)
+    expect(Math.round(body.usage.cost * 1e12)).toBe(Number(pico))
+  })
+
+  it("records an image a tool had made as a generation of the request, after a fallback, its cost in the response's", async () => {
+    const { key } = await makeUserKey(env.t.db, env.tenant.workspaceId)
+    const res = await post('/responses', key, {
+      model: 'sim/chat',
+      input: '[sim] call image_generation {"prompt":"a lighthouse"}\n[sim] say Drawn.',
+      tools: [{ type: 'openrouter:image_generation', parameters: { quality: 'high' } }],
+    })
+    const body = JSON.parse(res.text)
+    expect(res.status, res.text).toBe(200)
+    expect(body.output[0]).toMatchObject({ type: 'openrouter:image_generation', prompt: 'a lighthouse' })
+    await waitFor(async () => (await env.t.db.generation.count({ where: { requestId: body.id } })) === 3, {
+      what: 'the three generations',
+    })
+    const rows = await env.t.db.generation.findMany({ where: { requestId: body.id } })
+    const image = rows.find((r) => r.model === 'sim/image')!
+    // gpt-image-1's output tokens for a high-quality square image, as the stand-in reports them.
+    expect(image).toMatchObject({ provider: 'upstream-sim', tokensCompletion: 4160 })
+    // The endpoint given up first is on the record beside the one that answered.
+    expect((image.providerResponses as any[]).map((p) => [p.provider_name, p.status])).toEqual([
+      ['busy-provider', 429],
+      ['upstream-sim', 200],
+    ])
+    expect(image.costPico).toBe(expectedPico(image.tokensPrompt, image.tokensCompletion))
     const pico = rows.reduce((sum, r) => sum + r.costPico, 0n)
     expect(Math.round(body.usage.cost * 1e12)).toBe(Number(pico))
   })

@@ -38,6 +38,10 @@ beforeAll(async () => {
       simModel('roster-sim/chat', [simEndpoint(sim.url, 'openai-chat')]),
       simModel('roster-sim/responses', [simEndpoint(sim.url, 'openai-responses')]),
       simModel('roster-sim/searching', [simEndpoint(sim.url, 'openai-responses', { web_search: true })]),
+      {
+        ...simModel('roster-sim/image', [simEndpoint(sim.url, 'openai-chat', { upstream_model: 'sim-image-1' })]),
+        capabilities: { tools: false, reasoning: false, images: false, caching: false, image_generation: true },
+      },
     ],
   }
   app = await buildTestApp(
@@ -670,6 +674,101 @@ describe('openrouter:apply_patch', () => {
       tools: [{ ...patchTool, parameters: { engine: 'x' } }],
     })
     expect(engine.status).toBe(400)
+  })
+})
+
+describe('openrouter:image_generation', () => {
+  const DRAW = '[sim] call image_generation {"prompt":"a red fox in snow"}\n[sim] say {{result}}'
+  const png = (b64: string) => Buffer.from(b64, 'base64')
+
+  it("has the catalogue's image model make the image: the item carries it, the model reads that it was shown (official client)", async () => {
+    const res = (await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: DRAW,
+        tools: [
+          {
+            type: 'openrouter:image_generation',
+            // The official client sends these beside `model`, as the Images API's own parameters.
+            parameters: { additionalProperties: { quality: 'low', size: '1024x1024' } },
+          },
+        ],
+      },
+    })) as any
+    expect(res.output.map((o: any) => o.type)).toEqual(['openrouter:image_generation', 'message'])
+    const item = res.output[0]
+    expect(item.prompt).toBe('a red fox in snow')
+    expect(item.revisedPrompt).toBe('a red fox in snow')
+    expect(item.imageB64).toBe(item.result)
+    expect(png(item.result).subarray(1, 4).toString()).toBe('PNG')
+    // The Images API was asked as OpenAI documents it: the endpoint's model, the prompt, the entry's parameters.
+    expect(sim.stats.lastBody['/v1/images/generations']).toEqual({
+      model: 'sim-image-1',
+      prompt: 'a red fox in snow',
+      quality: 'low',
+      size: '1024x1024',
+    })
+    // The model read that the image was made, never its bytes.
+    expect(res.outputText).toContain('shown to the user')
+    expect(res.outputText).not.toContain(item.result)
+  })
+
+  it('makes a different image for a different prompt, and streams the image events, each parsed by the official client', async () => {
+    const stream = await client().responses.send({
+      responsesRequest: {
+        model: 'roster-sim/chat',
+        input: '[sim] call image_generation {"prompt":"a blue whale"}\n[sim] say done',
+        stream: true,
+        tools: [{ type: 'openrouter:image_generation' }],
+      },
+    })
+    const events: any[] = []
+    for await (const e of stream as AsyncIterable<any>) events.push(e)
+    const item = events.find((e) => e.type === 'response.output_item.added').item
+    expect(
+      events.filter((e) => e.type.startsWith('response.image_generation_call')).map((e) => [e.type, e.itemId]),
+    ).toEqual([
+      ['response.image_generation_call.in_progress', item.id],
+      ['response.image_generation_call.generating', item.id],
+      ['response.image_generation_call.completed', item.id],
+    ])
+    const done = events.find((e) => e.type === 'response.output_item.done' && e.item.id === item.id).item
+    const fox = sim.stats.lastBody['/v1/images/generations'] as any
+    expect(fox.prompt).toBe('a blue whale')
+    expect(png(done.result).subarray(1, 4).toString()).toBe('PNG')
+    const again = (await (
+      await post({ model: 'roster-sim/chat', input: DRAW, tools: [{ type: 'openrouter:image_generation' }] })
+    ).json()) as any
+    expect(again.output[0].result).not.toBe(done.result)
+  })
+
+  it('tells the model when the model named makes no images, and refuses parameters that do not read', async () => {
+    const res = (await (
+      await post({
+        model: 'roster-sim/chat',
+        input: DRAW,
+        tools: [{ type: 'openrouter:image_generation', parameters: { model: 'roster-sim/chat' } }],
+      })
+    ).json()) as any
+    expect(res.output[0].error).toMatch(/roster-sim\/chat is not a model of this Roster that generates images/)
+    for (const parameters of [{ prompt: 'x' }, { model: '' }, { quality: { deep: { deeper: 1 } } }]) {
+      const refused = await post({
+        model: 'roster-sim/chat',
+        input: 'x',
+        tools: [{ type: 'openrouter:image_generation', parameters }],
+      })
+      expect(refused.status, JSON.stringify(parameters)).toBe(400)
+    }
+  })
+
+  it('is listed among the models that answer in images, and never chosen for text', async () => {
+    const get = (path: string) =>
+      fetch(`${baseURL}${path}`, { headers: { authorization: `Bearer ${env.tenant.keys.user}` } })
+    const images = (await (await get('/models?output_modalities=image')).json()) as any
+    expect(images.data.map((m: any) => m.id)).toEqual(['roster-sim/image'])
+    expect(images.data[0].architecture).toMatchObject({ output_modalities: ['image'], modality: 'text->image' })
+    const text = (await (await get('/models')).json()) as any
+    expect(text.data.map((m: any) => m.id)).not.toContain('roster-sim/image')
   })
 })
 

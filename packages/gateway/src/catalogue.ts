@@ -70,6 +70,8 @@ export const CatalogueModel = z.strictObject({
       reasoning: z.boolean().default(false),
       images: z.boolean().default(false),
       caching: z.boolean().default(false),
+      /** It generates images through OpenAI's Images API at its endpoints (`openrouter:image_generation`); it answers no text. */
+      image_generation: z.boolean().optional(),
     })
     .default({ tools: true, reasoning: false, images: false, caching: false }),
   endpoints: z.array(Endpoint).min(1),

@@ -7,7 +7,7 @@ import { webSearchOf } from './web-search.js'
 import { conversation, reasoningInput } from './conversation.js'
 import { itemId, type TurnCall } from './assembler.js'
 import { GatewayError, gatewayError, retryable } from './errors.js'
-import { Router, type Candidate, type Route } from './routing.js'
+import { Router, type Route } from './routing.js'
 import {
   citeSources,
   serverToolKinds,
@@ -29,7 +29,7 @@ import type { ResponseObject } from './wire.js'
 import type { GatewayObserver } from './observer.js'
 import type { CallOptions, Run, Timing } from './run.js'
 import type { Usage } from './deltas.js'
-import { observeRun, recordRun } from './run-accounting.js'
+import { modelCall, observeRun, recordRun } from './run-accounting.js'
 import { costPicoParts, usdOfPico, type GenerationLedger } from '@roster/protocol'
 import { outcome, responseObject } from './response-object.js'
 import { endStream, failStream, writeEvent, type Live, type StreamSink } from './stream-writer.js'
@@ -37,6 +37,7 @@ import { startRun, type EngineParts } from './run-setup.js'
 import { callProvider, type ProviderParts } from './provider-call.js'
 import { runServerTool, type ToolServices } from './server-tool-turn.js'
 import { consultation } from './consultation.js'
+import { generateImage } from './image-call.js'
 import { Moderator, type ModerationOptions } from './moderation.js'
 import { parsesFiles, withFilesRead, type PluginRun } from './plugins/index.js'
 import { Cancellation } from './cancellation.js'
@@ -289,6 +290,7 @@ export class ResponsesEngine {
           loop: (sub) => this.loop(sub),
         }),
       sandbox: this.options.sandbox && { port: this.options.sandbox, key: sandboxKey(run) },
+      generateImage: (model, prompt, fields) => generateImage(this.parts, run, model, prompt, fields),
     }
   }
 
@@ -364,38 +366,6 @@ function searchOn(run: Run, endpoint: Endpoint) {
     )
   }
   return search
-}
-
-/** Records a model call that reached its provider, with the attempts that failed before it. */
-function modelCall(
-  run: Run,
-  candidate: Candidate,
-  timing: Timing,
-  sentAt: number,
-  usage: Usage,
-  finish: string | null,
-  cancelled: boolean,
-  countedByRoster = false,
-) {
-  const now = performance.now()
-  const totalMs = now - timing.sent
-  run.tried.push({
-    provider_name: candidate.endpoint.provider,
-    status: cancelled ? null : 200,
-    latency: Math.round(totalMs),
-  })
-  run.calls.push({
-    candidate,
-    usage: { ...usage },
-    finish,
-    sentAt,
-    firstByteMs: timing.firstByte,
-    totalMs,
-    endedAfterMs: now - run.started,
-    cancelled,
-    ...(countedByRoster ? { countedByRoster: true as const } : {}),
-    tried: run.tried.splice(0),
-  })
 }
 
 /**

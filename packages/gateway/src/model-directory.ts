@@ -19,11 +19,17 @@ const supportedParameters = (m: CatalogueModel) => [
 
 const inputModalities = (m: CatalogueModel) => (m.capabilities.images ? ['text', 'image'] : ['text'])
 
+/** What a model answers in: an image generator images, every other model text. */
+const outputModalities = (m: CatalogueModel) => (m.capabilities.image_generation ? ['image'] : ['text'])
+
 export const architecture = (m: CatalogueModel) => ({
-  modality: m.capabilities.images ? 'text+image->text' : 'text->text',
+  modality: `${inputModalities(m).join('+')}->${outputModalities(m).join('+')}`,
   input_modalities: inputModalities(m),
-  output_modalities: ['text'],
+  output_modalities: outputModalities(m),
 })
+
+/** Whether a model answers in text (not an image generator): the ones a text request may be given. */
+export const answersText = (m: CatalogueModel) => !m.capabilities.image_generation
 
 /** PublicPricing: USD per token (and per request, per image), as decimal strings. */
 export const pricingOf = (p: CatalogueModel['pricing']) => ({
@@ -131,9 +137,9 @@ const perMillion = (price: string) => Number(price) * 1_000_000
 function matches(m: CatalogueModel, q: ModelsQuery): boolean {
   const query = q as Record<string, unknown>
   if (UNKNOWN_DATA.some((k) => query[k] !== undefined)) return false
-  // Every model here answers in text: "Defaults to `text`", and `all` is every model.
+  // "Defaults to `text`", and `all` is every model.
   const outputs = q.output_modalities ?? ['text']
-  if (!outputs.includes('all') && !outputs.includes('text')) return false
+  if (!outputs.includes('all') && !outputModalities(m).some((o) => outputs.includes(o))) return false
   const inputs = inputModalities(m)
   if (q.input_modalities && !q.input_modalities.every((x) => inputs.includes(x))) return false
   const params = supportedParameters(m)
@@ -203,7 +209,10 @@ export function findModel(catalogue: Catalogue, id: string): CatalogueModel | un
  * when it serves none.
  */
 const bestModel = (catalogue: Catalogue, tools: boolean): string | undefined =>
-  (catalogue.models.find((m) => !tools || m.capabilities.tools) ?? catalogue.models[0])?.id
+  (
+    catalogue.models.find((m) => answersText(m) && (!tools || m.capabilities.tools)) ??
+    catalogue.models.find(answersText)
+  )?.id
 
 /** The interns' default model when none is set (INTERN_DEFAULT_MODEL): the best one, as an intern's work is tools. */
 export const defaultInternModel = (catalogue: Catalogue): string | undefined => bestModel(catalogue, true)

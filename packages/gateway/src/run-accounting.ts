@@ -2,7 +2,9 @@ import { GatewayError, gatewayError } from './errors.js'
 import { generationRecords } from './generation-records.js'
 import type { GenerationLedger } from '@roster/protocol'
 import type { GatewayObserver } from './observer.js'
-import type { Run } from './run.js'
+import type { Run, Timing } from './run.js'
+import type { Candidate } from './routing.js'
+import type { Usage } from './deltas.js'
 
 // What a finished run leaves behind: its generations in the ledger (before its reply ends), and
 // its request reported to the observer (metrics and traces).
@@ -45,5 +47,37 @@ export function observeRun(observer: GatewayObserver | undefined, run: Run, err?
     fallbacks: Math.max(0, run.attempts - 1),
     usage: run.assembler.usage,
     cost: run.cost.input + run.cost.output,
+  })
+}
+
+/** Records a model call that reached its provider, with the attempts that failed before it. */
+export function modelCall(
+  run: Run,
+  candidate: Candidate,
+  timing: Timing,
+  sentAt: number,
+  usage: Usage,
+  finish: string | null,
+  cancelled: boolean,
+  countedByRoster = false,
+) {
+  const now = performance.now()
+  const totalMs = now - timing.sent
+  run.tried.push({
+    provider_name: candidate.endpoint.provider,
+    status: cancelled ? null : 200,
+    latency: Math.round(totalMs),
+  })
+  run.calls.push({
+    candidate,
+    usage: { ...usage },
+    finish,
+    sentAt,
+    firstByteMs: timing.firstByte,
+    totalMs,
+    endedAfterMs: now - run.started,
+    cancelled,
+    ...(countedByRoster ? { countedByRoster: true as const } : {}),
+    tried: run.tried.splice(0),
   })
 }

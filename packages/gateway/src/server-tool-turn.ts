@@ -7,7 +7,7 @@ import { writeItemProgress } from './stream-writer.js'
 import { toolError, type ServerTool, type ToolCallContext } from './server-tools/tool.js'
 
 /** What the engine gives every server tool call besides its arguments. */
-export type ToolServices = { keepAliveMs?: number } & Pick<ToolCallContext, 'consult' | 'sandbox'>
+export type ToolServices = { keepAliveMs?: number } & Pick<ToolCallContext, 'consult' | 'sandbox' | 'generateImage'>
 
 /**
  * Runs the server tool the model called (or a plugin runs: `tool`), its item shown as it goes (a
@@ -55,6 +55,7 @@ export async function runServerTool(
             signal: (run.opts.cancel ?? new Cancellation()).signal,
             consult: services.consult,
             sandbox: services.sandbox,
+            generateImage: services.generateImage,
             model: run.route.candidates[run.chosen]?.model.id ?? run.req.model,
             progress: (type, fields) => writeItemProgress(run, type, { item_id: item.id, output_index: index }, fields),
           })
@@ -63,7 +64,7 @@ export async function runServerTool(
   } finally {
     clearInterval(heartbeat)
   }
-  const text = JSON.stringify(output)
+  const text = JSON.stringify(tool.modelOutput ? tool.modelOutput(output) : output)
   run.assembler.finishItem(index, { ...item, output: text, ...tool.itemFields?.(args, output), status: 'completed' })
   return {
     items: [

@@ -47,9 +47,12 @@ export interface Transport {
    * One call: the whole body of a 2xx reply, or (with `hooks.onChunk`) nothing once the streamed
    * body has ended; a GatewayError for an error status or a transport failure.
    */
-  call(endpoint: Endpoint, adapter: AnyAdapter, body: object, hooks?: CallHooks): Promise<Buffer | undefined>
+  call(endpoint: Endpoint, adapter: Wire, body: object, hooks?: CallHooks): Promise<Buffer | undefined>
   close(): Promise<void>
 }
+
+/** What of a protocol the transport needs: where its calls go under the endpoint's base URL, and their headers. */
+export type Wire = Pick<AnyAdapter, 'path' | 'headers'>
 
 /** The tenant of calls that name none: they share one share. */
 const ANONYMOUS = ''
@@ -72,7 +75,7 @@ export class Upstream implements Transport {
    * whole body of a 2xx reply, or (with `onChunk`) nothing once the streamed body has ended; throws
    * a GatewayError for an error status or a transport failure.
    */
-  call(endpoint: Endpoint, adapter: AnyAdapter, body: object, hooks: CallHooks = {}): Promise<Buffer | undefined> {
+  call(endpoint: Endpoint, adapter: Wire, body: object, hooks: CallHooks = {}): Promise<Buffer | undefined> {
     const target = this.target(endpoint, adapter)
     const tenant = hooks.tenant ?? ANONYMOUS
     const entered = target.gate.enter(tenant, hooks.cancel)
@@ -110,7 +113,7 @@ export class Upstream implements Transport {
    * does not change under it.
    */
   private readonly targets = new WeakMap<Endpoint, Target>()
-  private target(endpoint: Endpoint, adapter: AnyAdapter): Target {
+  private target(endpoint: Endpoint, adapter: Wire): Target {
     let target = this.targets.get(endpoint)
     if (!target) {
       const url = new URL(endpoint.base_url.replace(/\/$/, '') + adapter.path)

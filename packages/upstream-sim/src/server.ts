@@ -7,6 +7,8 @@ import { StreamWriter } from './writer.js'
 import { obj, type Json } from './json-view.js'
 import { BY_PATH } from './protocols/index.js'
 import { replay, sendCut } from './replay.js'
+import { IMAGES_PATH, imagesAnswer } from './protocols/images.js'
+import { chatError } from './protocols/chat-completions.js'
 
 export interface Simulator {
   url: string
@@ -76,6 +78,7 @@ export async function startSimulator(
       )
     }
     if (await answerOllama(req, res, path, options.ollama, () => readBody(req))) return
+    if (req.method === 'POST' && path === IMAGES_PATH) return answerImages(req, res, path)
     const protocol = BY_PATH.get(path)
     if (req.method !== 'POST' || !protocol)
       return json(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'not_found' } })
@@ -128,6 +131,28 @@ export async function startSimulator(
       return protocol.stream(answer, out, body, settings)
     }
     return json(res, 200, protocol.reply(answer, settings))
+  }
+
+  /** OpenAI's Images API (protocols/images.ts), with the settings' key and faults as any protocol has them. */
+  async function answerImages(req: IncomingMessage, res: ServerResponse, path: string) {
+    const settings = requestSettings(base, req.headers)
+    stats.requests[path] = (stats.requests[path] ?? 0) + 1
+    stats.lastHeaders[path] = req.headers
+    if (stats.credentials.length < 10_000) stats.credentials.push(credentialOf(req))
+    if (settings.apiKey && !authorised(req, settings.apiKey)) return json(res, 401, chatError(401, 'invalid api key'))
+    let body: Json
+    try {
+      body = obj(JSON.parse(await readBody(req)))
+    } catch {
+      return json(res, 400, chatError(400, 'body is not JSON'))
+    }
+    stats.lastBody[path] = body
+    if (settings.latencyMs > 0) await new Promise((r) => setTimeout(r, settings.latencyMs))
+    if (settings.fault === '429' || settings.fault === '500' || settings.fault === '503')
+      return json(res, Number(settings.fault), chatError(Number(settings.fault), 'simulated upstream failure'))
+    if (settings.fault === 'timeout') return
+    const answer = imagesAnswer(body)
+    return json(res, answer.status, answer.body)
   }
 
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve))

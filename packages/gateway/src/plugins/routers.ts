@@ -3,6 +3,7 @@ import type { Catalogue, CatalogueModel } from '../catalogue.js'
 import { inputItems, isMessage, type ResponsesRequest } from '../request.js'
 import type { Plugin } from './plugin.js'
 import { invalid } from '../errors.js'
+import { answersText } from '../model-directory.js'
 
 // The routers (`auto-router`, `auto-beta-router`, `pareto-router`, `switchyard-router`): which
 // model `openrouter/auto` stands for, chosen among this Roster's catalogue by each router's
@@ -32,6 +33,7 @@ function candidates(catalogue: Catalogue, req: ResponsesRequest, allowed?: strin
   const need = needs(req)
   return catalogue.models.filter(
     (m) =>
+      answersText(m) &&
       (!allowed?.length || allowed.some((p) => matches(m.id, p))) &&
       !excluded?.some((p) => matches(m.id, p)) &&
       (!need.tools || m.capabilities.tools) &&

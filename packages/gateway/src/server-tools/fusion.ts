@@ -2,6 +2,7 @@ import { jsonrepair } from 'jsonrepair'
 import { z } from 'zod'
 import type { Catalogue, CatalogueModel } from '../catalogue.js'
 import { GatewayError } from '../errors.js'
+import { answersText } from '../model-directory.js'
 import type { Consulted, ServerTool, ServerToolKind, ToolCallContext } from './tool.js'
 
 // `openrouter:fusion`: a panel of models answers the question in parallel (each with web search and
@@ -88,7 +89,7 @@ export function panelOf(p: FusionParameters, catalogue: Catalogue): string[] {
  * when the panel is given any.
  */
 export function presetPanel(catalogue: Catalogue, preset: (typeof FUSION_PRESETS)[number], tools: boolean): string[] {
-  const able = catalogue.models.filter((m) => !tools || m.capabilities.tools)
+  const able = catalogue.models.filter((m) => answersText(m) && (!tools || m.capabilities.tools))
   const price = (m: CatalogueModel) => Number(m.pricing.input) + Number(m.pricing.output)
   const chosen =
     preset === 'general-high'

@@ -10,6 +10,7 @@ import { bash } from './bash.js'
 import { shell } from './shell.js'
 import { fusion } from './fusion.js'
 import { applyPatch } from './apply-patch.js'
+import { imageGeneration } from './image-generation.js'
 
 export type {
   Consultation,
@@ -21,6 +22,7 @@ export type {
   SandboxPort,
   SandboxResult,
   ToolCallContext,
+  GeneratedImage,
 } from './tool.js'
 export type { WebFetchOptions } from './web-fetch.js'
 export type { SearchBackendOptions } from './search-backends.js'
@@ -51,6 +53,7 @@ export function serverToolKinds(options: ServerToolOptions): Map<ServerToolType,
     shell,
     fusion,
     applyPatch,
+    imageGeneration,
   ]
   return new Map(kinds.map((k) => [k.type, k]))
 }

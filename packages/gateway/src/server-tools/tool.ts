@@ -41,6 +41,14 @@ export interface Consultation {
   onReasoning?: (delta: string) => void
 }
 
+/** An image a model generated for a tool (a base64 image, or where the provider put it). */
+export interface GeneratedImage {
+  model: string
+  b64?: string
+  url?: string
+  revisedPrompt?: string
+}
+
 /** What a sandboxed command came to (the runtime host's answer). */
 export interface SandboxResult {
   exit_code: number | null
@@ -71,6 +79,11 @@ export interface ToolCallContext {
    * calls are generations of the calling request, its cost in the request's. Absent outside a run.
    */
   consult?: (c: Consultation) => Promise<Consulted>
+  /**
+   * Asks a model that generates images for one (the catalogue's `image_generation` models), routed
+   * with the caller's key, guardrails and BYOK: a generation of the calling request. Absent outside a run.
+   */
+  generateImage?: (model: string, prompt: string, fields: Record<string, unknown>) => Promise<GeneratedImage>
   /** The calling request's model (what a consultation with no model of its own asks). */
   model?: string
   /**
@@ -88,6 +101,8 @@ export interface ServerTool {
   run(args: Record<string, unknown>, ctx: ToolCallContext): Promise<unknown>
   /** The documented fields of this type's output item, from the call's arguments and its output. */
   itemFields?(args: Record<string, unknown>, output: unknown): Record<string, unknown>
+  /** What the model reads of a call's output (absent: all of it), shown as the item's `output`. */
+  modelOutput?(output: unknown): unknown
   /** Calls one request may make (the entry's `max_uses`): later calls get an error result, not a run. */
   maxUses?: number
   /** Offered as a function the client runs (an engine other than Roster's): its calls are handed over, not run. */
