@@ -36,6 +36,7 @@ import { byokRoutes } from './routes/byok.js'
 import { analyticsRoutes } from './routes/analytics.js'
 import { observabilityRoutes } from './routes/observability.js'
 import { presetRoutes } from './routes/presets.js'
+import { fileRoutes } from './routes/files.js'
 import { vaultRoutes } from './routes/vault.js'
 import { registerErrorHandling } from './plugins/errors.js'
 import { anthropicClient } from './plugins/anthropic-clients.js'
@@ -158,6 +159,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(messagesRoutes(deps))
       await v1.register(countTokensRoutes(deps))
       await v1.register(presetRoutes(deps))
+      await v1.register(fileRoutes(deps))
       await v1.register(keyRoutes(deps))
       await v1.register(generationRoutes(deps))
       await v1.register(creditRoutes(deps))

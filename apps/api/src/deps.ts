@@ -1,3 +1,4 @@
+import { WorkspaceFiles } from './workspace-files.js'
 import {
   createInternEventPublisher,
   keyEventsChannel,
@@ -83,6 +84,8 @@ export interface AppDeps {
   queues: ApiQueues
   /** The operator's way in (OPERATOR_TOKEN): its reads, drain, and console sessions. */
   operator: OperatorAccess
+  /** The workspaces' files (the Files API and `openrouter:files`). */
+  files: WorkspaceFiles
   /** The models served (loaded once at start-up). */
   catalogue: Catalogue
   /** The model of an intern whose `model` is null: INTERN_DEFAULT_MODEL, else the catalogue's best (none: it serves none). */
@@ -190,6 +193,10 @@ export function createAppDeps(
     return publishChange(redis, keyEventsChannel(config.QUEUE_PREFIX), event)
   }
   const spendLimits = new SpendLimits(redis, config.QUEUE_PREFIX, db, Date.now, trusted)
+  const files = new WorkspaceFiles(db, {
+    maxBytes: config.FILES_MAX_BYTES,
+    workspaceMaxBytes: config.FILES_WORKSPACE_MAX_BYTES,
+  })
   const metrics = config.METRICS_PORT ? createMetrics('api') : undefined
   const vault = new LocalVault({ masterKey: config.VAULT_MASTER_KEY, lockTimeoutMs: config.VAULT_LOCK_TIMEOUT_MS })
   const credentialKey = config.VAULT_MASTER_KEY && hostCredentialKey(config.VAULT_MASTER_KEY)
@@ -303,6 +310,7 @@ export function createAppDeps(
     },
     createBatcher: new CreateBatcher(db, config.INTERN_LIMIT_PER_MEMBER),
     secretStores: new SecretStoreBatcher(db),
+    files,
     catalogue,
     internDefaultModel: config.INTERN_DEFAULT_MODEL ?? defaultInternModel(catalogue) ?? null,
     presets,
@@ -333,6 +341,7 @@ export function createAppDeps(
         timeoutMs: config.WEB_FETCH_TIMEOUT_MS,
       },
       search: searchSettings(config),
+      files,
       ...(config.MODERATION_URL
         ? {
             moderation: {

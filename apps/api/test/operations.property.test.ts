@@ -227,6 +227,7 @@ async function snapshot() {
            (SELECT count(*) FROM byok_keys) AS byok_keys, (SELECT max(updated_at) FROM byok_keys) AS byok_changed,
            (SELECT count(*) FROM generation_rollups) AS rollups,
            (SELECT count(*) FROM observability_destinations) AS destinations,
+           (SELECT count(*) FROM workspace_files) AS files,
            (SELECT max(updated_at) FROM observability_destinations) AS destinations_changed`
   return JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))
 }
@@ -336,6 +337,11 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'getInternSlackLink',
         'getInternSlackManifest',
         'installInternSlackApp',
+        'uploadFile',
+        'listFiles',
+        'getFileMetadata',
+        'downloadFileContent',
+        'deleteFile',
       ].sort(),
     )
   })

@@ -38,6 +38,7 @@ import { callProvider, type ProviderParts } from './provider-call.js'
 import { runServerTool, type ToolServices } from './server-tool-turn.js'
 import { consultation } from './consultation.js'
 import { generateImage } from './image-call.js'
+import type { FilesPort } from './server-tools/files.js'
 import { Moderator, type ModerationOptions } from './moderation.js'
 import { parsesFiles, withFilesRead, type PluginRun } from './plugins/index.js'
 import { Cancellation } from './cancellation.js'
@@ -59,6 +60,8 @@ export interface EngineOptions {
   webFetch?: Partial<WebFetchOptions>
   /** The search engines `openrouter:web_search` may call where the endpoint has no search (absent: none). */
   search?: Partial<SearchBackendOptions>
+  /** The workspaces' files (`openrouter:files`; absent: the tool tells the model files are unavailable). */
+  files?: FilesPort
   /** The moderation service the `moderation` plugin asks (absent: the plugin is refused). */
   moderation?: ModerationOptions
   /** Where a request's `trace` is recorded (one record per generation). */
@@ -291,6 +294,14 @@ export class ResponsesEngine {
         }),
       sandbox: this.options.sandbox && { port: this.options.sandbox, key: sandboxKey(run) },
       generateImage: (model, prompt, fields) => generateImage(this.parts, run, model, prompt, fields),
+      files:
+        this.options.files && run.opts.generation?.workspaceId
+          ? {
+              port: this.options.files,
+              workspaceId: run.opts.generation.workspaceId,
+              keyId: run.opts.generation.keyId ?? undefined,
+            }
+          : undefined,
     }
   }
 

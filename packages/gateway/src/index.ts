@@ -13,6 +13,8 @@ export {
   isForbiddenAddress,
   readCapped,
   refusedLiteral,
+  type FileRecord,
+  type FilesPort,
   type SandboxPort,
   type SearchBackendOptions,
 } from './server-tools/index.js'

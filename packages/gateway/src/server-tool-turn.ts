@@ -7,7 +7,10 @@ import { writeItemProgress } from './stream-writer.js'
 import { toolError, type ServerTool, type ToolCallContext } from './server-tools/tool.js'
 
 /** What the engine gives every server tool call besides its arguments. */
-export type ToolServices = { keepAliveMs?: number } & Pick<ToolCallContext, 'consult' | 'sandbox' | 'generateImage'>
+export type ToolServices = { keepAliveMs?: number } & Pick<
+  ToolCallContext,
+  'consult' | 'sandbox' | 'generateImage' | 'files'
+>
 
 /**
  * Runs the server tool the model called (or a plugin runs: `tool`), its item shown as it goes (a
@@ -56,6 +59,7 @@ export async function runServerTool(
             consult: services.consult,
             sandbox: services.sandbox,
             generateImage: services.generateImage,
+            files: services.files,
             model: run.route.candidates[run.chosen]?.model.id ?? run.req.model,
             progress: (type, fields) => writeItemProgress(run, type, { item_id: item.id, output_index: index }, fields),
           })

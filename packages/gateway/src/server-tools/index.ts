@@ -11,6 +11,7 @@ import { shell } from './shell.js'
 import { fusion } from './fusion.js'
 import { applyPatch } from './apply-patch.js'
 import { imageGeneration } from './image-generation.js'
+import { files } from './files.js'
 
 export type {
   Consultation,
@@ -25,6 +26,7 @@ export type {
   GeneratedImage,
 } from './tool.js'
 export type { WebFetchOptions } from './web-fetch.js'
+export type { FilesPort, FileRecord } from './files.js'
 export type { SearchBackendOptions } from './search-backends.js'
 export { guardedLookup, isForbiddenAddress, readCapped, refusedLiteral } from './network-guard.js'
 export { citeSources } from './citations.js'
@@ -54,6 +56,7 @@ export function serverToolKinds(options: ServerToolOptions): Map<ServerToolType,
     fusion,
     applyPatch,
     imageGeneration,
+    files,
   ]
   return new Map(kinds.map((k) => [k.type, k]))
 }

@@ -2,6 +2,7 @@ import type { z } from 'zod'
 import { describeIssues, invalid } from '../errors.js'
 import type { FunctionDef } from '../adapters/adapter.js'
 import type { Catalogue } from '../catalogue.js'
+import type { FilesPort } from './files.js'
 
 // Server tools: tools Roster itself runs between model turns. A request offers one as
 // `{type: "openrouter:<name>", parameters?}`; the model sees it as an ordinary function; the client
@@ -84,6 +85,8 @@ export interface ToolCallContext {
    * with the caller's key, guardrails and BYOK: a generation of the calling request. Absent outside a run.
    */
   generateImage?: (model: string, prompt: string, fields: Record<string, unknown>) => Promise<GeneratedImage>
+  /** The caller's workspace files (`openrouter:files`), where the request has a workspace and the API a store. */
+  files?: { port: FilesPort; workspaceId: string; keyId?: string }
   /** The calling request's model (what a consultation with no model of its own asks). */
   model?: string
   /**

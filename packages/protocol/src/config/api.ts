@@ -191,6 +191,19 @@ export const ApiConfig = z
     TAVILY_BASE_URL: z.url().optional().describe("Tavily's API address (default https://api.tavily.com/)."),
     EXA_API_KEY: z.string().min(1).optional().describe('An Exa API key: `openrouter:web_search` may search with Exa.'),
     EXA_BASE_URL: z.url().optional().describe("Exa's API address (default https://api.exa.ai/)."),
+    FILES_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(100 * 1024 * 1024)
+      .default(20 * 1024 * 1024)
+      .describe('Largest file the Files API takes (and `openrouter:files` writes); a larger upload is refused 413.'),
+    FILES_WORKSPACE_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .default(1024 * 1024 * 1024)
+      .describe("Most bytes a workspace's files hold together; an upload past it is refused 413."),
     MODERATION_URL: z
       .url()
       .optional()
