@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
-import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import { replayModel, startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
 import { describeNeeding, startSearx, useTestTenant, type Searx } from '@roster/testing'
 import { buildTestApp, simEndpoint, simModel, sseEvents } from './helpers.js'
@@ -38,6 +38,21 @@ beforeAll(async () => {
       simModel('roster-sim/chat', [simEndpoint(sim.url, 'openai-chat')]),
       simModel('roster-sim/responses', [simEndpoint(sim.url, 'openai-responses')]),
       simModel('roster-sim/searching', [simEndpoint(sim.url, 'openai-responses', { web_search: true })]),
+      // The provider runs the search itself: OpenAI's recorded answers (packages/upstream-sim/recordings).
+      simModel('roster-rec/web-search', [
+        simEndpoint(sim.url, 'openai-responses', {
+          provider: 'openai',
+          web_search: true,
+          upstream_model: replayModel('openai-web-search.json'),
+        }),
+      ]),
+      simModel('roster-rec/web-search-stream', [
+        simEndpoint(sim.url, 'openai-responses', {
+          provider: 'openai',
+          web_search: true,
+          upstream_model: replayModel('openai-web-search-citations.chunks'),
+        }),
+      ]),
       {
         ...simModel('roster-sim/image', [simEndpoint(sim.url, 'openai-chat', { upstream_model: 'sim-image-1' })]),
         capabilities: { tools: false, reasoning: false, images: false, caching: false, image_generation: true },
@@ -187,6 +202,44 @@ describe('openrouter:web_search', () => {
     const items = res.output.filter((o: any) => o.type === 'openrouter:web_search')
     expect(items).toHaveLength(2)
     expect(JSON.parse(items[1].output).error).toBe('web_search may be called 1 times in one request; it was')
+  })
+})
+
+describe('openrouter:web_search where the provider runs it (recorded traffic)', () => {
+  it("sends the provider's own search and hands on what it recorded: its search calls and the citations on the text (official client)", async () => {
+    searches = []
+    const res = (await client().responses.send({
+      responsesRequest: {
+        model: 'roster-rec/web-search',
+        input: 'What happened in San Francisco last week?',
+        tools: [{ type: 'openrouter:web_search', parameters: { maxResults: 3 } }],
+      },
+    })) as any
+    // OpenAI's own tool went to the endpoint; Roster's search engine was not asked.
+    expect((sim.stats.lastBody['/v1/responses'] as any).tools.map((t: any) => t.type)).toEqual(['web_search'])
+    expect(searches).toEqual([])
+    expect(res.output.map((o: any) => o.type)).toEqual(['web_search_call', 'web_search_call', 'message'])
+    const annotations = res.output[2].content[0].annotations
+    expect(annotations).toHaveLength(5)
+    expect(annotations[0]).toMatchObject({ type: 'url_citation', url: expect.stringContaining('axios.com') })
+  })
+
+  it('streams a recorded search as it came, every event parsed by the official client', async () => {
+    const stream = await client().responses.send({
+      responsesRequest: {
+        model: 'roster-rec/web-search-stream',
+        input: 'Research the topic',
+        stream: true,
+        tools: [{ type: 'openrouter:web_search' }],
+      },
+    })
+    const events: any[] = []
+    for await (const e of stream as AsyncIterable<any>) events.push(e)
+    const done = events.filter((e) => e.type === 'response.output_item.done').map((e) => e.item.type)
+    expect(done.filter((t) => t === 'web_search_call')).toHaveLength(4)
+    const cited = events.filter((e) => e.type === 'response.output_text.annotation.added')
+    expect(cited).toHaveLength(6)
+    expect(events.at(-1).type).toBe('response.completed')
   })
 })
 
