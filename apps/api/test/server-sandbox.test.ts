@@ -6,7 +6,7 @@ import { catalogueFile, describeNeeding, startStack, type Stack, useTestTenant }
 
 // `openrouter:bash` on a real stack: the API hands each command to a runtime host (its own process),
 // which runs it in a bubblewrap sandbox of the request (or of its session): never in the API. The
-// sandbox has no network, holds a fork bomb to its limit, and is the request's alone.
+// sandbox has no network, holds a fork bomb and a disk filler to their limits, and is the request's alone.
 const env = useTestTenant()
 let sim: Simulator
 let stack: Stack
@@ -17,7 +17,7 @@ await describeNeeding(['bubblewrap'], 'openrouter:bash in runtime hosts’ sandb
     stack = await startStack({
       databaseUrl: env.t.url,
       env: { MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)) },
-      runtimeEnv: { COMMAND_TIMEOUT_MS: '5000' },
+      runtimeEnv: { COMMAND_TIMEOUT_MS: '5000', SANDBOX_FILE_MB: '4', SANDBOX_WORKSPACE_MB: '16' },
     })
   }, 60_000)
   afterAll(async () => {
@@ -72,6 +72,18 @@ await describeNeeding(['bubblewrap'], 'openrouter:bash in runtime hosts’ sandb
     )
     const after = await send('echo still here')
     expect(after.stdout).toBe('still here\n')
+  })
+
+  it('holds a disk filler to the file size and the workspace ceiling, and the host goes on', async () => {
+    const session = { session_id: 'disk-filler' }
+    const one = await send('head -c 100000000 /dev/zero > big; wc -c < big', session)
+    expect(Number(one.stdout.trim())).toBeLessThanOrEqual(4 * 1024 * 1024)
+    const filler = await send('i=0; while true; do i=$((i+1)); head -c 2000000 /dev/zero > f$i || true; done', session)
+    // Stopped for the workspace's ceiling, not by the clock; the model is told which limit held it.
+    expect(JSON.parse(filler.output)).toMatchObject({ limit: 'workspace', timed_out: false })
+    // Past the ceiling the sandbox may still clean up, and other requests' commands run.
+    expect((await send('rm -f f* big; echo cleaned', session)).stdout).toBe('cleaned\n')
+    expect((await send('echo fine')).stdout).toBe('fine\n')
   })
 
   it("keeps a session's files for its next request, never another request's", async () => {
