@@ -4,6 +4,7 @@ import { defineConfig } from 'vitest/config'
 const containerSuite = [
   'packages/testcontainers/test/containers.test.ts',
   'packages/testcontainers/test/example.test.ts',
+  'packages/testcontainers/test/searx.test.ts',
   'scripts/containers/newcomer.test.ts',
 ]
 

@@ -36,6 +36,7 @@ import {
   patternError,
   providersOf,
   ResponsesEngine,
+  SEARCH_PROVIDERS,
   type Catalogue,
   type PresetLookup,
   type SearchBackendOptions,
@@ -174,9 +175,11 @@ export function createAppDeps(
   const publish = createInternEventPublisher(redis, config.QUEUE_PREFIX)
   const catalogueProviders = providersOf(catalogue).data.map((p) => p.name)
   /** How guardrails and provider keys check the models and providers they name. */
+  const byokProviders = [...catalogueProviders, ...SEARCH_PROVIDERS.filter((p) => !catalogueProviders.includes(p))]
   const catalogueNames = {
     canonicalModel: (id: string) => findModel(catalogue, id)?.id,
-    providers: () => catalogueProviders,
+    // A workspace's own keys: for the catalogue's providers, and for the hosted search APIs (web search).
+    providers: () => byokProviders,
   }
   const queues = apiQueues(redis, config.QUEUE_PREFIX)
   const byokDirectory = new ByokDirectory(db, config.VAULT_MASTER_KEY, Math.max(config.AUTH_CACHE_MS, 1_000))
@@ -386,6 +389,12 @@ function searchSettings(config: ApiConfig): SearchBackendOptions {
     brave: hosted(config.BRAVE_SEARCH_API_KEY, config.BRAVE_SEARCH_BASE_URL),
     tavily: hosted(config.TAVILY_API_KEY, config.TAVILY_BASE_URL),
     exa: hosted(config.EXA_API_KEY, config.EXA_BASE_URL),
+    // Where a workspace's own key for each is sent (BYOK), where the settings move them.
+    baseUrls: {
+      ...(config.BRAVE_SEARCH_BASE_URL ? { brave: config.BRAVE_SEARCH_BASE_URL } : {}),
+      ...(config.TAVILY_BASE_URL ? { tavily: config.TAVILY_BASE_URL } : {}),
+      ...(config.EXA_BASE_URL ? { exa: config.EXA_BASE_URL } : {}),
+    },
     timeoutMs: config.WEB_SEARCH_TIMEOUT_MS,
   }
 }

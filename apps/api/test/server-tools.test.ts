@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
 import { replayModel, startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
-import { describeNeeding, startSearx, useTestTenant, type Searx } from '@roster/testing'
+import { describeNeeding, makeUserKey, startSearx, useTestTenant, type Searx } from '@roster/testing'
 import { buildTestApp, simEndpoint, simModel, sseEvents } from './helpers.js'
 import { invalidEvents } from './open-responses.js'
 
@@ -16,6 +16,7 @@ const env = useTestTenant()
 let sim: Simulator
 let searx: Server
 let searches: string[] = []
+let tavilyKeys: string[] = []
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let baseURL: string
 
@@ -27,6 +28,15 @@ const RESULTS = [
 beforeAll(async () => {
   searx = createServer((req, res) => {
     const url = new URL(req.url!, 'http://x')
+    // Tavily's search API, as a workspace's own key reaches it (BYOK).
+    if (url.pathname === '/tavily/search') {
+      tavilyKeys.push(String(req.headers.authorization))
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          results: [{ url: 'https://tavily.example.org/r', title: 'Found by Tavily', content: 'x' }],
+        }),
+      )
+    }
     if (url.pathname !== '/search' || url.searchParams.get('format') !== 'json') return res.writeHead(403).end()
     searches.push(url.searchParams.get('q') ?? '')
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ results: RESULTS }))
@@ -61,7 +71,11 @@ beforeAll(async () => {
   }
   app = await buildTestApp(
     env.t.db,
-    { SEARXNG_URL: `http://127.0.0.1:${(searx.address() as { port: number }).port}` },
+    {
+      SEARXNG_URL: `http://127.0.0.1:${(searx.address() as { port: number }).port}`,
+      // No Tavily key of the operator's: only a workspace's own reaches it.
+      TAVILY_BASE_URL: `http://127.0.0.1:${(searx.address() as { port: number }).port}/tavily/`,
+    },
     catalogue,
   )
   baseURL = `${await app.listen({ port: 0, host: '127.0.0.1' })}/api/v1`
@@ -240,6 +254,68 @@ describe('openrouter:web_search where the provider runs it (recorded traffic)', 
     const cited = events.filter((e) => e.type === 'response.output_text.annotation.added')
     expect(cited).toHaveLength(6)
     expect(events.at(-1).type).toBe('response.completed')
+  })
+})
+
+describe("openrouter:web_search with the workspace's own search key (BYOK)", () => {
+  it("searches with the workspace's Tavily key before the operator's SearXNG, and only for callers its allow-list names", async () => {
+    const add = await fetch(`${baseURL}/byok`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.management}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ provider: 'tavily', key: 'tvly-workspace-key' }),
+    })
+    expect(add.status, await add.clone().text()).toBe(201)
+    const { data } = (await add.json()) as any
+    try {
+      tavilyKeys = []
+      searches = []
+      const res = (await (
+        await post({ model: 'roster-sim/chat', input: SEARCH_THEN_CITE, tools: [{ type: 'openrouter:web_search' }] })
+      ).json()) as any
+      expect(res.output[0].action.sources.map((s: any) => s.url)).toEqual(['https://tavily.example.org/r'])
+      expect(tavilyKeys).toEqual(['Bearer tvly-workspace-key'])
+      expect(searches).toEqual([])
+      // Named by engine too; and a key whose allow-list names no one here is not used.
+      const named = (await (
+        await post({
+          model: 'roster-sim/chat',
+          input: SEARCH_THEN_CITE,
+          tools: [{ type: 'openrouter:web_search', parameters: { engine: 'tavily' } }],
+        })
+      ).json()) as any
+      expect(named.output[0].action.sources).toHaveLength(1)
+      const colleague = await makeUserKey(env.t.db, env.tenant.workspaceId)
+      const patch = await fetch(`${baseURL}/byok/${data.id}`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${env.tenant.keys.management}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ allowed_user_ids: [colleague.userId] }),
+      })
+      expect(patch.status, await patch.clone().text()).toBe(200)
+      tavilyKeys = []
+      searches = []
+      const notMine = (await (
+        await post({ model: 'roster-sim/chat', input: SEARCH_THEN_CITE, tools: [{ type: 'openrouter:web_search' }] })
+      ).json()) as any
+      expect(notMine.output[0].action.sources.map((s: any) => s.url)).toEqual(RESULTS.map((r) => r.url))
+      expect(tavilyKeys).toEqual([])
+      // The member it names searches with it (its cached credentials forgotten on the change).
+      const theirs = (await (
+        await post(
+          { model: 'roster-sim/chat', input: SEARCH_THEN_CITE, tools: [{ type: 'openrouter:web_search' }] },
+          colleague.key,
+        )
+      ).json()) as any
+      expect(theirs.output[0].action.sources.map((s: any) => s.url)).toEqual(['https://tavily.example.org/r'])
+    } finally {
+      await fetch(`${baseURL}/byok/${data.id}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${env.tenant.keys.management}` },
+      })
+    }
+    // Without it, the operator's engine again.
+    tavilyKeys = []
+    await post({ model: 'roster-sim/chat', input: SEARCH_THEN_CITE, tools: [{ type: 'openrouter:web_search' }] })
+    expect(tavilyKeys).toEqual([])
   })
 })
 

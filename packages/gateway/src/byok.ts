@@ -97,3 +97,28 @@ export function withByok(route: Route, credentials: readonly ByokCredential[], w
     )
   return { ...route, candidates }
 }
+
+/** The hosted search APIs a workspace may bring its own key for (`openrouter:web_search`). */
+export const SEARCH_PROVIDERS = ['brave', 'tavily', 'exa'] as const
+export type SearchProvider = (typeof SEARCH_PROVIDERS)[number]
+
+/** A workspace's own key for a search API, in the order it is tried. */
+export interface SearchCredential {
+  provider: SearchProvider
+  key: string
+  /** Tried after the operator's key for the same API (`is_fallback`). */
+  fallback: boolean
+}
+
+/** The workspace's search API keys this caller may use (their allow-lists of keys and members), in sort order. */
+export function searchCredentials(credentials: readonly ByokCredential[], who: ByokCaller): SearchCredential[] {
+  return credentials
+    .filter(
+      (cred) =>
+        (SEARCH_PROVIDERS as readonly string[]).includes(cred.provider) &&
+        (!cred.allowedKeyHashes || cred.allowedKeyHashes.has(who.keyHash)) &&
+        (!cred.allowedUserIds || (who.userId !== null && cred.allowedUserIds.has(who.userId))),
+    )
+    .sort((a, b) => a.sortOrder - b.sortOrder)
+    .map((cred) => ({ provider: cred.provider as SearchProvider, key: cred.key, fallback: cred.isFallback }))
+}

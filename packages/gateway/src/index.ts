@@ -40,7 +40,7 @@ export {
 } from './doors/messages.js'
 export { CompactRequest } from './compaction.js'
 export { patternError, type FilterMatch } from './guardrails.js'
-export { isByok, type ByokCredential, type ByokCaller } from './byok.js'
+export { isByok, SEARCH_PROVIDERS, type ByokCredential, type ByokCaller } from './byok.js'
 export { anthropicExtras, ANTHROPIC_FIELDS, betasOf } from './doors/anthropic-betas.js'
 export * from './provider-catalogue.js'
 export { ADAPTERS, PROTOCOLS } from './adapters/registry.js'

@@ -4,7 +4,7 @@ import { ResponseAssembler, itemId } from './assembler.js'
 import type { CompactionSeal } from './compaction.js'
 import { describeIssues, gatewayError, invalid } from './errors.js'
 import { checkRegion, constrainRoute, filterContent } from './guardrails.js'
-import { withByok } from './byok.js'
+import { searchCredentials, withByok } from './byok.js'
 import { FunctionTool, sessionKey, type ResponsesRequest } from './request.js'
 import type { Route, Router } from './routing.js'
 import type { Catalogue } from './catalogue.js'
@@ -75,7 +75,13 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   // Functions offered with `defer_loading`, withheld until tool_search finds them (the list offered
   // is set below), and what a server tool may read when offered: made only where tools are offered.
   const deferred: DeferredTools | undefined = offered ? { withheld: [], offered: functions } : undefined
-  const offerContext = offered ? { catalogue: engine.catalogue, deferred } : undefined
+  const offerContext = offered
+    ? {
+        catalogue: engine.catalogue,
+        deferred,
+        ...(opts.byok ? { searchKeys: searchCredentials(opts.byok.credentials, opts.byok.caller) } : {}),
+      }
+    : undefined
   for (const [i, t] of (offered ?? []).entries()) {
     if (opts.disabledTools?.has(t.type))
       throw gatewayError('permission_denied', `the server tool ${t.type} is disabled in this workspace`)

@@ -7,31 +7,6 @@ import { errorOf, toolError, type ServerToolKind } from './tool.js'
 // copy-on-write (the result is a new file naming the one it came from; the original stays).
 // The store is the API's (FilesPort); the tool sees the calling key's workspace only.
 
-/** A file as the Files API shows it. */
-export interface FileRecord {
-  id: string
-  filename: string
-  mime_type: string
-  size_bytes: number
-  created_at: string
-  source_file_id?: string | null
-}
-
-/** The workspace files a request's tools reach (the API's store, scoped to the caller's workspace). */
-export interface FilesPort {
-  list(workspaceId: string, q: { filename?: string; limit: number }): Promise<FileRecord[]>
-  /** A file by id, else the newest by exact name. */
-  find(
-    workspaceId: string,
-    by: { id?: string; filename?: string },
-  ): Promise<(FileRecord & { content: Buffer }) | undefined>
-  /** Stores a new file (a quota or size refusal throws, its message for the model). */
-  write(
-    workspaceId: string,
-    f: { filename: string; mimeType: string; content: Buffer; sourceFileId?: string; keyId?: string },
-  ): Promise<FileRecord>
-}
-
 /** Most bytes one read or write handles (OpenRouter's 20 MB). */
 const MAX_BYTES = 20 * 1024 * 1024
 /** Most characters of a file the model is given in one read (the rest is said to be left out). */

@@ -1,6 +1,6 @@
 import { datetime } from './datetime.js'
 import { searchModels } from './search-models.js'
-import { searchBackends, type SearchBackendOptions } from './search-backends.js'
+import { keyedBackends, searchBackends, type SearchBackendOptions } from './search-backends.js'
 import type { ServerToolKind, ServerToolType } from './tool.js'
 import { webFetch, type WebFetchOptions } from './web-fetch.js'
 import { webSearch } from './web-search.js'
@@ -26,7 +26,7 @@ export type {
   GeneratedImage,
 } from './tool.js'
 export type { WebFetchOptions } from './web-fetch.js'
-export type { FilesPort, FileRecord } from './files.js'
+export type { FilesPort, FileRecord } from './tool.js'
 export type { SearchBackendOptions } from './search-backends.js'
 export { guardedLookup, isForbiddenAddress, readCapped, refusedLiteral } from './network-guard.js'
 export { citeSources } from './citations.js'
@@ -46,7 +46,7 @@ export function serverToolKinds(options: ServerToolOptions): Map<ServerToolType,
   const kinds: ServerToolKind[] = [
     datetime,
     webFetch(options.webFetch),
-    webSearch(searchBackends(options.search)),
+    webSearch(searchBackends(options.search), keyedBackends(options.search)),
     searchModels,
     toolSearch,
     advisor,

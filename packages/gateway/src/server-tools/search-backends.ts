@@ -38,6 +38,8 @@ export interface SearchBackendOptions {
   brave?: { apiKey: string; baseUrl?: string }
   tavily?: { apiKey: string; baseUrl?: string }
   exa?: { apiKey: string; baseUrl?: string }
+  /** Where each hosted API is reached when its key is a workspace's own (BYOK), where the settings move it. */
+  baseUrls?: Partial<Record<'brave' | 'tavily' | 'exa', string>>
   /** Time limit of one search. */
   timeoutMs: number
   /** Largest answer read from a backend. */
@@ -116,9 +118,20 @@ function searxng(base: string, options: SearchBackendOptions): SearchBackend {
         options,
       )) as {
         results?: unknown
+        unresponsive_engines?: unknown
       }
+      const results = list(answer.results)
+      // Nothing found because its engines failed (not because nothing matched): the model is told so.
+      const failed = Array.isArray(answer.unresponsive_engines) ? answer.unresponsive_engines : []
+      if (!results.length && failed.length)
+        throw new SearchFailed(
+          `SearXNG's engines did not answer (${failed
+            .slice(0, 5)
+            .map((e) => (Array.isArray(e) ? e.map(String).join(': ') : String(e)))
+            .join('; ')})`,
+        )
       return filtered(
-        list(answer.results).map((r) => ({ url: text(r.url), title: text(r.title), content: text(r.content) })),
+        results.map((r) => ({ url: text(r.url), title: text(r.title), content: text(r.content) })),
         q,
       )
     },
@@ -138,8 +151,11 @@ const hostedAgent = (cfg: { baseUrl?: string }, options: SearchBackendOptions) =
   })
 
 /** Brave Search's web search API. */
-function brave(cfg: { apiKey: string; baseUrl?: string }, options: SearchBackendOptions): SearchBackend {
-  const agent = hostedAgent(cfg, options)
+function brave(
+  cfg: { apiKey: string; baseUrl?: string },
+  options: SearchBackendOptions,
+  agent: Agent = hostedAgent(cfg, options),
+): SearchBackend {
   return {
     name: 'brave',
     async search(q) {
@@ -167,8 +183,11 @@ function brave(cfg: { apiKey: string; baseUrl?: string }, options: SearchBackend
 }
 
 /** Tavily's search API. */
-function tavily(cfg: { apiKey: string; baseUrl?: string }, options: SearchBackendOptions): SearchBackend {
-  const agent = hostedAgent(cfg, options)
+function tavily(
+  cfg: { apiKey: string; baseUrl?: string },
+  options: SearchBackendOptions,
+  agent: Agent = hostedAgent(cfg, options),
+): SearchBackend {
   return {
     name: 'tavily',
     async search(q) {
@@ -198,8 +217,11 @@ function tavily(cfg: { apiKey: string; baseUrl?: string }, options: SearchBacken
 }
 
 /** Exa's search API, with each result's text. */
-function exa(cfg: { apiKey: string; baseUrl?: string }, options: SearchBackendOptions): SearchBackend {
-  const agent = hostedAgent(cfg, options)
+function exa(
+  cfg: { apiKey: string; baseUrl?: string },
+  options: SearchBackendOptions,
+  agent: Agent = hostedAgent(cfg, options),
+): SearchBackend {
   return {
     name: 'exa',
     async search(q) {
@@ -238,6 +260,22 @@ export function searchBackends(options: SearchBackendOptions): Map<BackendName, 
   if (options.exa) made.push(exa(options.exa, options))
   made.sort((a, b) => Number(b.name === options.preferred) - Number(a.name === options.preferred))
   return new Map(made.map((b) => [b.name, b]))
+}
+
+const HOSTED = { brave, tavily, exa }
+
+/**
+ * The hosted APIs with a workspace's own key (BYOK): each at the address the settings give it (else
+ * its public one), the connections of one API shared by every key. Made per key as requests ask.
+ */
+export function keyedBackends(options: SearchBackendOptions) {
+  const agents = new Map<keyof typeof HOSTED, Agent>()
+  return (name: keyof typeof HOSTED, apiKey: string): SearchBackend => {
+    const baseUrl = options.baseUrls?.[name] ?? options[name]?.baseUrl
+    let agent = agents.get(name)
+    if (!agent) agents.set(name, (agent = hostedAgent({ baseUrl }, options)))
+    return HOSTED[name]({ apiKey, ...(baseUrl ? { baseUrl } : {}) }, options, agent)
+  }
 }
 
 export { SearchFailed }

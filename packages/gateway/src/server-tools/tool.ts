@@ -2,7 +2,7 @@ import type { z } from 'zod'
 import { describeIssues, invalid } from '../errors.js'
 import type { FunctionDef } from '../adapters/adapter.js'
 import type { Catalogue } from '../catalogue.js'
-import type { FilesPort } from './files.js'
+import type { SearchCredential } from '../byok.js'
 
 // Server tools: tools Roster itself runs between model turns. A request offers one as
 // `{type: "openrouter:<name>", parameters?}`; the model sees it as an ordinary function; the client
@@ -40,6 +40,33 @@ export interface Consultation {
   onText?: (delta: string) => void
   /** Told each piece of its reasoning as it comes. */
   onReasoning?: (delta: string) => void
+}
+
+// The workspace files `openrouter:files` works on (files.ts), as the API stores them.
+
+/** A file as the Files API shows it. */
+export interface FileRecord {
+  id: string
+  filename: string
+  mime_type: string
+  size_bytes: number
+  created_at: string
+  source_file_id?: string | null
+}
+
+/** The workspace files a request's tools reach (the API's store, scoped to the caller's workspace). */
+export interface FilesPort {
+  list(workspaceId: string, q: { filename?: string; limit: number }): Promise<FileRecord[]>
+  /** A file by id, else the newest by exact name. */
+  find(
+    workspaceId: string,
+    by: { id?: string; filename?: string },
+  ): Promise<(FileRecord & { content: Buffer }) | undefined>
+  /** Stores a new file (a quota or size refusal throws, its message for the model). */
+  write(
+    workspaceId: string,
+    f: { filename: string; mimeType: string; content: Buffer; sourceFileId?: string; keyId?: string },
+  ): Promise<FileRecord>
 }
 
 /** An image a model generated for a tool (a base64 image, or where the provider put it). */
@@ -129,6 +156,8 @@ export interface OfferContext {
   catalogue: Catalogue
   /** The request's functions withheld until a search finds them (`defer_loading`), with the list offered. */
   deferred?: DeferredTools
+  /** The workspace's own keys for hosted search APIs (BYOK) this caller may use. */
+  searchKeys?: readonly SearchCredential[]
 }
 
 /** A kind of server tool: how its entry's `parameters` read, and the tool(s) one entry offers. */

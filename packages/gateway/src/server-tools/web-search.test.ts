@@ -68,6 +68,17 @@ beforeAll(async () => {
       return json(200, { results: pages.map((p) => ({ url: p.url, title: p.title, text: p.text })) })
     }
     if (url.pathname === '/broken/search') return res.writeHead(200, { 'content-type': 'text/html' }).end('<html>')
+    // A searx whose engines are all down answers 200, no results, and names them (searx's own words).
+    if (url.pathname === '/down/search')
+      return json(200, {
+        query: url.searchParams.get('q'),
+        number_of_results: 0,
+        results: [],
+        unresponsive_engines: [
+          ['bing', 'HTTP error'],
+          ['wikipedia', 'timeout'],
+        ],
+      })
     res.writeHead(404).end()
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
@@ -163,6 +174,10 @@ describe('openrouter:web_search through each search engine', () => {
     const broken = webSearchTool({}, { searxngUrl: `${origin}/broken`, timeoutMs: 1_000 } as ReturnType<typeof search>)
     expect(((await broken.run({ query: 'x' }, { signal })) as any).error).toBe(
       'the search failed: SearXNG answered something other than JSON',
+    )
+    const down = webSearchTool({}, { searxngUrl: `${origin}/down`, timeoutMs: 1_000 } as ReturnType<typeof search>)
+    expect(((await down.run({ query: 'x' }, { signal })) as any).error).toBe(
+      "the search failed: SearXNG's engines did not answer (bing: HTTP error; wikipedia: timeout)",
     )
   })
 

@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { invalid } from '../errors.js'
 import { BACKEND_NAMES, type BackendName, type SearchBackend, type SearchResult } from './search-backends.js'
 import { errorOf, toolError, type ServerTool, type ServerToolKind } from './tool.js'
+import type { SearchCredential, SearchProvider } from '../byok.js'
 
 // `openrouter:web_search`: the endpoint's own search where it has one (run-setup.ts hands the
 // request to it, as a client's own web search tool), else a search engine Roster calls: SearXNG
@@ -43,18 +44,35 @@ export const allowsNative = (p: WebSearchParameters) => ['auto', 'native'].inclu
 /** The sources a run's searches found, by URL: what the answer's citations may point at. */
 export type FoundSources = Map<string, SearchResult>
 
-export function webSearch(backends: Map<BackendName, SearchBackend>): ServerToolKind<WebSearchParameters> {
-  const backendFor = (p: WebSearchParameters): SearchBackend => {
+export function webSearch(
+  backends: Map<BackendName, SearchBackend>,
+  keyed?: (name: SearchProvider, apiKey: string) => SearchBackend,
+): ServerToolKind<WebSearchParameters> {
+  /**
+   * The engine an entry searches with: a workspace's own key for it first (BYOK, as with models),
+   * then the operator's, then the workspace's fallback keys; for `auto`, the workspace's own key of
+   * any hosted API before the operator's first engine.
+   */
+  const backendFor = (p: WebSearchParameters, keys: readonly SearchCredential[] = []): SearchBackend => {
     const engine = p.engine ?? 'auto'
+    const own = (fallback: boolean) =>
+      keyed &&
+      keys.find((k) => k.fallback === fallback && (engine === 'auto' || engine === 'native' || k.provider === engine))
+    const first = own(false)
+    if (first) return keyed!(first.provider, first.key)
     if (engine === 'auto' || engine === 'native') {
-      const first = backends.values().next().value
-      if (first) return first
+      const configured = backends.values().next().value
+      if (configured) return configured
+      const fallback = own(true)
+      if (fallback) return keyed!(fallback.provider, fallback.key)
       throw invalid(
         `/tools openrouter:web_search: the endpoint chosen has no web search of its own, and this Roster has no search engine configured (set SEARXNG_URL, BRAVE_SEARCH_API_KEY, TAVILY_API_KEY or EXA_API_KEY)`,
       )
     }
     const named = backends.get(engine as BackendName)
     if (named) return named
+    const last = own(true)
+    if (last) return keyed!(last.provider, last.key)
     if ((BACKEND_NAMES as readonly string[]).includes(engine))
       throw invalid(`/tools openrouter:web_search: the engine ${engine} is not configured on this Roster`)
     throw invalid(
@@ -64,8 +82,8 @@ export function webSearch(backends: Map<BackendName, SearchBackend>): ServerTool
   return {
     type: 'openrouter:web_search',
     parameters: WebSearchParameters,
-    offer(p) {
-      const backend = backendFor(p)
+    offer(p, ctx) {
+      const backend = backendFor(p, ctx.searchKeys)
       let total = 0
       const maxTotal = p.max_total_results ?? 50
       const tool: ServerTool & { found: FoundSources } = {
