@@ -30,10 +30,11 @@ export function gatewaySandboxes(db: Db, driver: FleetDriver, deadAfterMs: numbe
     return list.reduce((best, h) => (weight(h) > weight(best) ? h : best))
   }
   return {
-    async run(key, command, timeoutMs) {
+    async run(key, command, timeoutMs, network) {
       return driver.sandboxCommand(await hostFor(key), key, {
         command,
         ...(timeoutMs ? { timeout_ms: timeoutMs } : {}),
+        ...(network ? { network: { allowed_domains: network.allowedDomains } } : {}),
       })
     },
     async discard(key) {

@@ -1,3 +1,4 @@
+import { createServer, type Server } from 'node:http'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
@@ -10,19 +11,35 @@ import { catalogueFile, describeNeeding, startStack, type Stack, useTestTenant }
 const env = useTestTenant()
 let sim: Simulator
 let stack: Stack
+let web: Server
+let webPort: number
 
 await describeNeeding(['bubblewrap'], 'openrouter:bash in runtime hosts’ sandboxes', () => {
   beforeAll(async () => {
     sim = await startSimulator({ replyTokens: 3 })
+    // A web server the sandboxes' network policies name (as allowed.test and other.test, both this machine).
+    web = createServer((req, res) =>
+      res.writeHead(200, { 'content-type': 'text/plain' }).end(`hello from ${req.headers.host}`),
+    )
+    await new Promise<void>((r) => web.listen(0, '127.0.0.1', r))
+    webPort = (web.address() as { port: number }).port
     stack = await startStack({
       databaseUrl: env.t.url,
       env: { MODEL_CATALOGUE: catalogueFile(simulatorCatalogue(sim.url)) },
-      runtimeEnv: { COMMAND_TIMEOUT_MS: '5000', SANDBOX_FILE_MB: '4', SANDBOX_WORKSPACE_MB: '16' },
+      runtimeEnv: {
+        COMMAND_TIMEOUT_MS: '5000',
+        SANDBOX_FILE_MB: '4',
+        SANDBOX_WORKSPACE_MB: '16',
+        EGRESS_PRIVATE_NETWORKS: 'allow',
+        EGRESS_HOSTS: 'allowed.test=127.0.0.1,other.test=127.0.0.1',
+        GATEWAY_SANDBOX_EGRESS_PORTS: `80,443,${webPort}`,
+      },
     })
   }, 60_000)
   afterAll(async () => {
     await stack?.stop()
     await sim?.close()
+    await new Promise<void>((r) => (web ? web.close(() => r()) : r()))
   })
 
   const BASH = { type: 'openrouter:bash', parameters: { engine: 'openrouter' } }
@@ -84,6 +101,83 @@ await describeNeeding(['bubblewrap'], 'openrouter:bash in runtime hosts’ sandb
     // Past the ceiling the sandbox may still clean up, and other requests' commands run.
     expect((await send('rm -f f* big; echo cleaned', session)).stdout).toBe('cleaned\n')
     expect((await send('echo fine')).stdout).toBe('fine\n')
+  })
+
+  it("reaches only the hosts its network_policy allows, through the host's egress proxy, its network fixed", async () => {
+    const allow = (domains: string[], container?: string) => ({
+      tools: [
+        {
+          ...BASH,
+          parameters: {
+            engine: 'openrouter',
+            environment: container
+              ? {
+                  type: 'container_reference',
+                  container_id: container,
+                  network_policy: { type: 'allowlist', allowed_domains: domains },
+                }
+              : { type: 'container_auto', network_policy: { type: 'allowlist', allowed_domains: domains } },
+          },
+        },
+      ],
+    })
+    const get = (host: string) => `curl -s -m 3 -w ' %{http_code}' http://${host}:${webPort}/`
+    const status = (host: string, port = webPort) =>
+      `curl -s -m 3 -o /dev/null -w '%{http_code}' http://${host}:${port}/`
+    const reached = await send(`${get('allowed.test')}; echo; ${status('other.test')}`, allow(['allowed.test']))
+    const [allowed, other] = reached.stdout.trim().split('\n')
+    expect(allowed).toBe(`hello from allowed.test:${webPort} 200`)
+    // Refused by the proxy (403), the server never asked.
+    expect(other).toBe('403')
+    // A pattern; and a port the host does not open to sandboxes.
+    const pattern = await send(get('other.test'), allow(['*.test']))
+    expect(pattern.stdout).toBe(`hello from other.test:${webPort} 200`)
+    const port = await send(
+      `curl -s -m 3 -o /dev/null -w '%{http_code}' http://allowed.test:9/`,
+      allow(['allowed.test']),
+    )
+    expect(port.stdout).toBe('403')
+    // A named container keeps its network; asking it for another fails, saying why.
+    expect((await send(get('allowed.test'), allow(['allowed.test'], 'net-box'))).stdout).toMatch(/ 200$/)
+    const changed = await send('echo hi', allow(['other.test'], 'net-box'))
+    expect(changed.error).toMatch(/its network cannot change/)
+    // Parameters that do not read are refused before anything runs.
+    for (const environment of [
+      { type: 'container_auto', network_policy: { type: 'allowlist', allowed_domains: ['Not A Host'] } },
+      { type: 'container_auto', file_ids: ['or_file_1'] },
+      { type: 'container_reference', container_id: 'bad/id' },
+      { type: 'somewhere_else' },
+    ]) {
+      const res = await fetch(`${stack.apiUrl}/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'roster-sim/chat',
+          input: 'x',
+          tools: [{ ...BASH, parameters: { engine: 'openrouter', environment } }],
+        }),
+      })
+      expect(res.status, JSON.stringify(environment)).toBe(400)
+    }
+  })
+
+  it("keeps a named container's files across requests within the workspace, never another workspace's", async () => {
+    const box = (container: string) => ({
+      tools: [
+        {
+          ...BASH,
+          parameters: { engine: 'openrouter', environment: { type: 'container_reference', container_id: container } },
+        },
+      ],
+    })
+    const wrote = await send('echo boxed > kept.txt', box('my-box'))
+    expect(wrote.container_id).toBe('my-box')
+    expect((await send('cat kept.txt', box('my-box'))).stdout).toBe('boxed\n')
+    expect((await send('cat kept.txt 2>&1 || true', box('other-box'))).stdout).toMatch(/No such file/)
+    // A session's container is named in its results, and reaches the same files by that name.
+    const session = await send('echo from-session > s.txt', { session_id: 'named-session' })
+    expect(session.container_id).toBe('sess_named-session')
+    expect((await send('cat s.txt', box('sess_named-session'))).stdout).toBe('from-session\n')
   })
 
   it("keeps a session's files for its next request, never another request's", async () => {

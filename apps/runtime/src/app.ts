@@ -161,6 +161,8 @@ export async function buildRuntimeHost(
     concurrency: config.GATEWAY_SANDBOX_CONCURRENCY,
     idleMs: config.GATEWAY_SANDBOX_IDLE_MS,
     user: confinement.user,
+    // A sandbox whose network_policy allows hosts reaches them through an egress proxy of its own.
+    egress: { proxies, ports: config.GATEWAY_SANDBOX_EGRESS_PORTS },
   })
   app.addHook('onClose', async () => sandboxes.stop())
   sandboxRoutes(app, sandboxes)

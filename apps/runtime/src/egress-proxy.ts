@@ -48,8 +48,26 @@ const HOP_BY_HOP = new Set([
   'host',
 ])
 
+/**
+ * What a proxy lets through beyond the egress rules (a gateway sandbox's `network_policy`): these
+ * hosts only (`*` any run of characters; an exact name not its subdomains), on these ports, and no
+ * secrets (a gateway sandbox is no intern's).
+ */
+export interface ProxyPolicy {
+  allowedHosts: readonly string[]
+  ports: readonly number[]
+}
+
+/** Whether a host matches a pattern of the policy's (`*` any run of characters, nothing else special). */
+export function hostAllowed(host: string, patterns: readonly string[]): boolean {
+  const name = host.toLowerCase().replace(/\.$/, '')
+  const literal = (part: string) => part.replace(/[.+?^$(){}|[\]\\]/g, '\\$&')
+  return patterns.some((p) => new RegExp('^' + p.split('*').map(literal).join('.*') + '$').test(name))
+}
+
 export class EgressProxies {
   private readonly sockets = new Map<string, Promise<{ path: string; server: Server; tunnels: Set<Socket> }>>()
+  private readonly policies = new Map<string, ProxyPolicy>()
   private readonly agent: Agent
   private readonly lookup: ReturnType<typeof guardedLookup>
 
@@ -58,8 +76,9 @@ export class EgressProxies {
     this.agent = new Agent({ connect: { timeout: options.timeoutMs, lookup: this.lookup } })
   }
 
-  /** The socket of `internId`'s proxy, started at its first network command. */
-  async socketFor(internId: string): Promise<string> {
+  /** The socket of `internId`'s proxy (or a gateway sandbox's, with its policy), started at its first network command. */
+  async socketFor(internId: string, policy?: ProxyPolicy): Promise<string> {
+    if (policy) this.policies.set(internId, policy)
     let started = this.sockets.get(internId)
     if (!started) {
       started = this.start(internId)
@@ -73,6 +92,7 @@ export class EgressProxies {
   async close(internId: string) {
     const started = this.sockets.get(internId)
     this.sockets.delete(internId)
+    this.policies.delete(internId)
     const proxy = await started?.catch(() => undefined)
     if (!proxy) return
     // Tunnels left the HTTP server's keeping when they were established: ended here, or close would wait on them.
@@ -100,7 +120,7 @@ export class EgressProxies {
     server.on('connect', (req: IncomingMessage, socket: Socket, head: Buffer) => {
       tunnels.add(socket)
       socket.once('close', () => tunnels.delete(socket))
-      this.tunnel(req, socket, head)
+      this.tunnel(internId, req, socket, head)
     })
     server.on('clientError', (_err, socket) => socket.destroy())
     if (limits) limitHttpServer(server, limits)
@@ -124,7 +144,8 @@ export class EgressProxies {
     } catch {
       return refuse(res, 400, "this is the intern's egress proxy: send absolute http:// URLs, or CONNECT for https")
     }
-    const refused = refusedLiteral(url.hostname, this.options)
+    const refused =
+      refusedLiteral(url.hostname, this.options) ?? this.outsidePolicy(internId, url.hostname, url.port || '80')
     if (refused) return refuse(res, 403, refused)
     const body = await readBody(req, this.options.maxRequestBytes)
     if (!body) return refuse(res, 413, `the request body is larger than ${this.options.maxRequestBytes} bytes`)
@@ -135,7 +156,8 @@ export class EgressProxies {
     const text = body.toString('utf8')
     const placeholder = (t: string) => new RegExp(SECRET_PLACEHOLDER.source).test(t)
     if (placeholder(text) || Object.values(headers).some(placeholder)) {
-      if (!this.options.egress) return refuse(res, 502, 'secrets are not available on this host (it has no vault)')
+      if (!this.options.egress || this.policies.has(internId))
+        return refuse(res, 502, 'secrets are not available here (no vault on this host, or no intern of this sandbox)')
       // Asked uncompressed, so what comes back can be scrubbed of any value that was put in.
       const out = await this.options.egress.send(internId, {
         method,
@@ -174,13 +196,24 @@ export class EgressProxies {
   }
 
   /** HTTPS (and any CONNECT): a tunnel to an allowed address, never looked into. */
-  private tunnel(req: IncomingMessage, client: Socket, head: Buffer) {
+  /** Why a policy's sandbox may not reach host:port (undefined: it may, or the proxy has no policy). */
+  private outsidePolicy(id: string, host: string, port: string): string | undefined {
+    const policy = this.policies.get(id)
+    if (!policy) return undefined
+    const name = host.replace(/^\[|\]$/g, '')
+    if (!hostAllowed(name, policy.allowedHosts)) return `${name} is not among the hosts this sandbox may reach`
+    if (!policy.ports.includes(Number(port)))
+      return `port ${port} is not one this sandbox may reach (${policy.ports.join(', ')})`
+    return undefined
+  }
+
+  private tunnel(id: string, req: IncomingMessage, client: Socket, head: Buffer) {
     const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(req.url ?? '')
     const fail = (status: string, why: string) =>
       client.end(`HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${why}\n`)
     if (!match) return fail('400 Bad Request', 'CONNECT needs host:port')
     const host = match[1]!.replace(/^\[|\]$/g, '')
-    const refused = refusedLiteral(host, this.options)
+    const refused = refusedLiteral(host, this.options) ?? this.outsidePolicy(id, host, match[2]!)
     if (refused) return fail('403 Forbidden', refused)
     const upstream = connect({ host, port: Number(match[2]), lookup: this.lookup, timeout: this.options.timeoutMs })
     let connected = false

@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto'
+import { existsSync } from 'node:fs'
 import { mkdir, readdir, rm, stat, utimes } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { CommandResult } from './command-types.js'
 import { ownWorkspace } from './confinement.js'
 import type { CommandRunner, Confinement } from './sandbox.js'
+import type { EgressProxies } from './egress-proxy.js'
 
 // The gateway's sandboxes: where `openrouter:bash` runs a request's commands, on a runtime host and
 // never in the API. Each sandbox is a workspace of its own (a request's, or a session's), its
@@ -12,6 +14,14 @@ import type { CommandRunner, Confinement } from './sandbox.js'
 // them at once: past that a command is refused (busy), not queued without bound.
 
 export class SandboxBusy extends Error {}
+/** A command asking a sandbox for another network than the one it was made with. */
+export class SandboxPolicyConflict extends Error {}
+
+/** Where a sandbox granted the network reaches it (the host's egress proxies), and on which ports. */
+export interface SandboxEgress {
+  proxies: Pick<EgressProxies, 'socketFor' | 'close'>
+  ports: readonly number[]
+}
 
 export interface GatewaySandboxOptions {
   dataDir: string
@@ -23,6 +33,8 @@ export interface GatewaySandboxOptions {
   idleMs: number
   /** The unprivileged user sandboxed commands run as (the host running as root): the workspace is theirs. */
   user?: Confinement['user']
+  /** Absent: no sandbox may be granted the network. */
+  egress?: SandboxEgress
 }
 
 /** A sandbox's key (a request's or a session's, made by the API) as a directory name: its digest. */
@@ -38,12 +50,36 @@ export class GatewaySandboxes {
     this.sweeper = setInterval(() => void this.sweep().catch(() => {}), Math.min(60_000, opts.idleMs)).unref()
   }
 
-  async run(key: string, command: string, timeoutMs: number | undefined, signal?: AbortSignal): Promise<CommandResult> {
+  /** Each sandbox's network, as it was made (the hosts it may reach, sorted; '' for none): fixed for its life. */
+  private readonly networks = new Map<string, string>()
+
+  async run(
+    key: string,
+    command: string,
+    timeoutMs: number | undefined,
+    signal?: AbortSignal,
+    allowedHosts?: readonly string[],
+  ): Promise<CommandResult> {
+    const name = dirName(key)
+    const network = allowedHosts?.length ? [...new Set(allowedHosts)].sort().join(',') : ''
+    const fixed = this.networks.get(name) ?? (existsSync(join(this.root, name)) ? '' : undefined)
+    if (fixed !== undefined && fixed !== network)
+      throw new SandboxPolicyConflict(
+        `this sandbox was made with ${fixed ? `the network of ${fixed}` : 'no network'}; its network cannot change (use another container)`,
+      )
+    if (network && !this.opts.egress) throw new SandboxPolicyConflict('this host grants no sandbox the network')
     if (this.running >= this.opts.concurrency)
       throw new SandboxBusy(`this host runs ${this.opts.concurrency} sandboxed commands at once`)
     this.running++
     try {
-      const workspace = join(this.root, dirName(key))
+      const workspace = join(this.root, name)
+      this.networks.set(name, network)
+      const egressSocket = network
+        ? await this.opts.egress!.proxies.socketFor(`gw-${name}`, {
+            allowedHosts: network.split(','),
+            ports: this.opts.egress!.ports,
+          })
+        : undefined
       // The sandbox user passes through the root (it lists nothing there) to its own workspace.
       await mkdir(this.root, { recursive: true, mode: 0o711 })
       await mkdir(workspace, { recursive: true, mode: 0o700 })
@@ -56,6 +92,7 @@ export class GatewaySandboxes {
           workspace,
           timeoutMs: Math.min(timeoutMs ?? this.opts.timeoutMs, this.opts.timeoutMs),
           maxOutputBytes: this.opts.maxOutputBytes,
+          ...(egressSocket ? { egressSocket } : {}),
         },
         signal,
       )
@@ -65,7 +102,14 @@ export class GatewaySandboxes {
   }
 
   async discard(key: string) {
-    await rm(join(this.root, dirName(key)), { recursive: true, force: true })
+    await this.forget(dirName(key))
+  }
+
+  /** A sandbox gone: its files, its network's proxy, its policy. */
+  private async forget(name: string) {
+    this.networks.delete(name)
+    await this.opts.egress?.proxies.close(`gw-${name}`)
+    await rm(join(this.root, name), { recursive: true, force: true })
   }
 
   /** Removes the sandboxes unused for longer than `idleMs`. */
@@ -75,7 +119,7 @@ export class GatewaySandboxes {
     for (const name of names) {
       const at = join(this.root, name)
       const s = await stat(at).catch(() => undefined)
-      if (s && s.mtimeMs < before) await rm(at, { recursive: true, force: true })
+      if (s && s.mtimeMs < before) await this.forget(name)
     }
   }
 

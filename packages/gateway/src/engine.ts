@@ -292,7 +292,12 @@ export class ResponsesEngine {
           start: (req, opts) => startRun(this.parts, req, opts),
           loop: (sub) => this.loop(sub),
         }),
-      sandbox: this.options.sandbox && { port: this.options.sandbox, key: sandboxKey(run) },
+      sandbox: this.options.sandbox && {
+        port: this.options.sandbox,
+        key: sandboxKey(run),
+        ...(sessionContainer(run) ? { containerId: sessionContainer(run) } : {}),
+        keyOf: (containerId) => containerKey(run, containerId),
+      },
       generateImage: (model, prompt, fields) => generateImage(this.parts, run, model, prompt, fields),
       files:
         this.options.files && run.opts.generation?.workspaceId
@@ -401,14 +406,34 @@ function usageOfUnfinishedCall(run: Run): { usage: Usage; countedByRoster: boole
 }
 
 /**
- * A request's sandbox key: its session's within the caller's workspace (kept between its requests),
- * else the request's own. Another workspace's session of the same name is another sandbox.
+ * A request's sandbox key: its session's container within the caller's workspace (kept between its
+ * requests), else the request's own. Another workspace's session or container of the same name is
+ * another sandbox.
  */
 function sandboxKey(run: Run): string {
-  const session = sessionKey(run.req, run.opts.sessionHeader)
-  if (!session) return `r-${run.id}`
+  const container = sessionContainer(run)
+  return container ? containerKey(run, container) : `r-${run.id}`
+}
+
+/** A named container's sandbox key, within the caller's workspace. */
+function containerKey(run: Run, containerId: string): string {
   const tenant = run.opts.generation?.workspaceId ?? run.opts.generation?.keyId ?? ''
-  return `s-${createHash('sha256').update(`${tenant}\0${session}`).digest('hex').slice(0, 40)}`
+  return `c-${createHash('sha256').update(`${tenant}\0${containerId}`).digest('hex').slice(0, 40)}`
+}
+
+/**
+ * The container a request's session names (`sess_` and the session, letters, digits, `_` and `-`
+ * kept, at most 40 characters: a long one ends in a digest of it), as OpenRouter names it; none
+ * without a session.
+ */
+function sessionContainer(run: Run): string | undefined {
+  const session = sessionKey(run.req, run.opts.sessionHeader)
+  if (!session) return undefined
+  const clean = session.replace(/[^A-Za-z0-9_-]/g, '_')
+  const id = `sess_${clean}`
+  return id.length <= 40 && clean === session
+    ? id
+    : `sess_${clean.slice(0, 18)}_${createHash('sha256').update(session).digest('hex').slice(0, 16)}`
 }
 
 /** Cites, in the last turn's text, the sources the run's web searches (its tools' and its plugins') found. */

@@ -106,6 +106,8 @@ export const HOST_ERRORS = {
   draining: 503,
   /** Commands cannot be sandboxed on this host (no bubblewrap), and unconfined ones are not allowed. */
   sandbox_unavailable: 503,
+  /** A gateway sandbox's network policy is fixed when it is made: a command asking another is refused. */
+  sandbox_policy_conflict: 409,
 } as const
 export type HostErrorCode = keyof typeof HOST_ERRORS
 export const HostErrorBody = z.object({
@@ -223,9 +225,15 @@ export const SNAPSHOT_GENERATION_HEADER = 'x-roster-generation'
 export const SNAPSHOT_SHA256_HEADER = 'x-roster-sha256'
 
 /** POST /v1/sandboxes/:key/commands: a command for one of the gateway's sandboxes on a host. */
+/** A host a sandbox may reach: a lowercase hostname, or a pattern where `*` stands for any run of characters. */
+export const AllowedHost = z
+  .string()
+  .regex(/^[a-z0-9*](?:[a-z0-9*.-]{0,251}[a-z0-9*])?$/, 'a lowercase hostname, or a pattern with *')
 export const SandboxCommand = z.strictObject({
   command: z.string().min(1).max(100_000),
   timeout_ms: z.int().min(100).max(600_000).optional(),
+  /** The sandbox's network: these hosts only (absent: none). Fixed when the sandbox is made. */
+  network: z.strictObject({ allowed_domains: z.array(AllowedHost).min(1).max(50) }).optional(),
 })
 export type SandboxCommand = z.infer<typeof SandboxCommand>
 /** …and what it came to. */

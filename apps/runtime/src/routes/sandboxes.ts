@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { z } from 'zod'
 import { SandboxCommand, type SandboxCommandResult } from '@roster/protocol'
-import { SandboxBusy, type GatewaySandboxes } from '../gateway-sandboxes.js'
+import { SandboxBusy, SandboxPolicyConflict, type GatewaySandboxes } from '../gateway-sandboxes.js'
 import { SandboxUnavailableError } from '../sandbox.js'
 import { refuse } from './refuse.js'
 
@@ -22,7 +22,13 @@ export function sandboxRoutes(app: FastifyInstance, sandboxes: GatewaySandboxes)
       if (!reply.raw.writableFinished) aborted.abort()
     })
     try {
-      const r = await sandboxes.run(key.data, body.data.command, body.data.timeout_ms, aborted.signal)
+      const r = await sandboxes.run(
+        key.data,
+        body.data.command,
+        body.data.timeout_ms,
+        aborted.signal,
+        body.data.network?.allowed_domains,
+      )
       const answer: SandboxCommandResult = {
         exit_code: r.exitCode,
         signal: r.signal,
@@ -36,6 +42,7 @@ export function sandboxRoutes(app: FastifyInstance, sandboxes: GatewaySandboxes)
       return answer
     } catch (err) {
       if (err instanceof SandboxBusy) return refuse(reply, 'busy', err.message)
+      if (err instanceof SandboxPolicyConflict) return refuse(reply, 'sandbox_policy_conflict', err.message)
       if (err instanceof SandboxUnavailableError) return refuse(reply, 'sandbox_unavailable', err.message)
       throw err
     }

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { SandboxEnvironment, sandboxOf } from './sandbox-environment.js'
 import { errorOf, toolError, type SandboxResult, type ServerToolKind } from './tool.js'
 
 // `openrouter:shell`: the hosted shell OpenAI's shell tool describes (a list of commands, each run
@@ -9,7 +10,7 @@ import { errorOf, toolError, type SandboxResult, type ServerToolKind } from './t
 
 const Parameters = z.object({
   engine: z.string().max(32).optional(),
-  environment: z.unknown().optional(),
+  environment: SandboxEnvironment.optional(),
 })
 
 /** Most commands one call may run. */
@@ -28,7 +29,7 @@ const int = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >
 export const shell: ServerToolKind<z.infer<typeof Parameters>> = {
   type: 'openrouter:shell',
   parameters: Parameters,
-  offer: () => ({
+  offer: (p) => ({
     type: 'openrouter:shell',
     definition: {
       name: 'shell',
@@ -50,12 +51,13 @@ export const shell: ServerToolKind<z.infer<typeof Parameters>> = {
       if (!commands.length) return toolError('commands is empty')
       if (commands.length > MAX_COMMANDS) return toolError(`at most ${MAX_COMMANDS} commands are run in one call`)
       if (!ctx.sandbox) return toolError('no runtime host is there to run sandboxed commands')
+      const at = sandboxOf(p.environment, ctx.sandbox)
       const cap = int(args.max_output_length)
       const outputs: ShellOutput[] = []
       for (const command of commands) {
         let r: SandboxResult
         try {
-          r = await ctx.sandbox.port.run(ctx.sandbox.key, command, int(args.timeout_ms))
+          r = await ctx.sandbox.port.run(at.key, command, int(args.timeout_ms), at.network)
         } catch (err) {
           return toolError(`the command could not be run: ${(err as Error).message}`)
         }
@@ -65,7 +67,7 @@ export const shell: ServerToolKind<z.infer<typeof Parameters>> = {
           outcome: r.timed_out ? { type: 'timeout' } : { type: 'exit', exit_code: r.exit_code ?? 128 },
         })
       }
-      return { outputs }
+      return at.containerId ? { outputs, container_id: at.containerId } : { outputs }
     },
     itemFields(args, output) {
       const error = errorOf(output)
@@ -76,6 +78,9 @@ export const shell: ServerToolKind<z.infer<typeof Parameters>> = {
           ...(int(args.max_output_length) ? { max_output_length: int(args.max_output_length) } : {}),
         },
         output: (output as { outputs?: ShellOutput[] } | null)?.outputs ?? [],
+        ...((output as { container_id?: string } | null)?.container_id
+          ? { container_id: (output as { container_id: string }).container_id }
+          : {}),
         ...(error ? { error } : {}),
       }
     },

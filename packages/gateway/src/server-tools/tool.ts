@@ -91,7 +91,8 @@ export interface SandboxResult {
 
 /** Where sandboxed commands run: runtime hosts the API reaches, never the API's own process. */
 export interface SandboxPort {
-  run(key: string, command: string, timeoutMs?: number): Promise<SandboxResult>
+  /** `network`: the hosts the sandbox may reach (absent: none); fixed when the sandbox is made. */
+  run(key: string, command: string, timeoutMs?: number, network?: { allowedDomains: string[] }): Promise<SandboxResult>
   discard(key: string): Promise<void>
   /** Lets go of its connections (the engine closing). */
   close?(): Promise<void>
@@ -100,8 +101,12 @@ export interface SandboxPort {
 /** What one call of a server tool is given besides the model's arguments. */
 export interface ToolCallContext {
   signal: AbortSignal
-  /** The request's sandbox (its key: the request's, or its session's within the caller's workspace), where there are hosts to run it. */
-  sandbox?: { port: SandboxPort; key: string }
+  /**
+   * The request's sandbox (its key: the request's, or its session's within the caller's workspace),
+   * where there are hosts to run it; a session's has a container id a later request may name, and
+   * `keyOf` gives a named container's key within the caller's workspace.
+   */
+  sandbox?: { port: SandboxPort; key: string; containerId?: string; keyOf(containerId: string): string }
   /**
    * Asks another model, through the engine with the caller's key, limits and guardrails: its model
    * calls are generations of the calling request, its cost in the request's. Absent outside a run.

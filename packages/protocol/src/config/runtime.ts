@@ -80,6 +80,14 @@ export const RuntimeConfig = z.object({
     .describe(
       "How long a session's gateway sandbox (its files) is kept unused before it is discarded; a request's goes when the request ends.",
     ),
+  GATEWAY_SANDBOX_EGRESS_PORTS: z
+    .string()
+    .regex(/^\d{1,5}(,\d{1,5})*$/, 'ports, comma-separated')
+    .default('80,443')
+    .transform((s) => s.split(',').map(Number))
+    .describe(
+      "The ports a gateway sandbox whose `network_policy` allows hosts may reach them on (through the host's egress proxy).",
+    ),
   RUN_MAX_STEPS: z.coerce
     .number()
     .int()
