@@ -922,6 +922,63 @@ describe('openrouter:advisor streamed', () => {
   })
 })
 
+describe('the server-tool loop with several tools in play', () => {
+  const SCRIPT = [
+    '[sim] call datetime {}',
+    '[sim] call search_models {"query":"searching"}',
+    '[sim] call datetime {}',
+    '[sim] call search_models {"query":"chat"}',
+    '[sim] say done',
+  ].join('\n')
+  const TOOLS = [{ type: 'openrouter:datetime' }, { type: 'openrouter:experimental__search_models' }]
+  const kinds = async (extra: object) => {
+    const res = (await (await post({ model: 'roster-sim/chat', input: SCRIPT, tools: TOOLS, ...extra })).json()) as any
+    return res.output.map((o: any) => o.type.replace('openrouter:', ''))
+  }
+
+  it('runs every call to the end without a stop condition, and stops on each condition where it fires', async () => {
+    const all = ['datetime', 'experimental__search_models', 'datetime', 'experimental__search_models', 'message']
+    expect(await kinds({})).toEqual(all)
+    // has_tool_call by type, and by the function name the model calls.
+    expect(
+      await kinds({
+        stop_server_tools_when: [{ type: 'has_tool_call', tool_name: 'openrouter:experimental__search_models' }],
+      }),
+    ).toEqual(all.slice(0, 2).concat('message'))
+    expect(await kinds({ stop_server_tools_when: [{ type: 'has_tool_call', tool_name: 'search_models' }] })).toEqual(
+      all.slice(0, 2).concat('message'),
+    )
+    expect(await kinds({ stop_server_tools_when: [{ type: 'step_count_is', step_count: 3 }] })).toEqual(
+      all.slice(0, 3).concat('message'),
+    )
+    expect(await kinds({ stop_server_tools_when: [{ type: 'max_tokens_used', max_tokens: 1 }] })).toEqual([
+      'datetime',
+      'message',
+    ])
+    expect(await kinds({ stop_server_tools_when: [{ type: 'max_cost', max_cost_in_dollars: 1e-12 }] })).toEqual([
+      'datetime',
+      'message',
+    ])
+    // finish_reason_is: the model's turns that call tools finish with tool calls.
+    expect(await kinds({ stop_server_tools_when: [{ type: 'finish_reason_is', reason: 'tool_calls' }] })).toEqual([
+      'datetime',
+      'message',
+    ])
+    // OR: the first to fire ends it; max_tool_calls holds as well.
+    expect(
+      await kinds({
+        stop_server_tools_when: [
+          { type: 'step_count_is', step_count: 4 },
+          { type: 'has_tool_call', tool_name: 'openrouter:experimental__search_models' },
+        ],
+      }),
+    ).toEqual(all.slice(0, 2).concat('message'))
+    expect(await kinds({ max_tool_calls: 1 })).toEqual(['datetime', 'message'])
+    // The last turn is made with tools off.
+    expect((sim.stats.lastBody['/v1/chat/completions'] as any).tool_choice).toBe('none')
+  })
+})
+
 describe("a workspace's disabled server tools", () => {
   it('refuse a request offering one with 403, while the others still run', async () => {
     const patch = await fetch(`${baseURL}/workspaces/${env.tenant.workspaceId}`, {
