@@ -1,10 +1,18 @@
 import { randomBytes } from 'node:crypto'
 import type { FileRecord, FilesPort } from '@roster/gateway'
 import { AppError, type Db } from '@roster/shared'
+import {
+  deleteWorkspaceFile,
+  insertWorkspaceFileWithin,
+  workspaceFile,
+  workspaceFileContent,
+  workspaceFilesAfter,
+  type WorkspaceFileRow,
+} from '@roster/shared/repositories'
 
-// A workspace's files (the Files API and `openrouter:files`): kept in Postgres whole, each within
-// FILES_MAX_BYTES, a workspace's together within FILES_WORKSPACE_MAX_BYTES (checked under a lock of
-// the workspace's, so two uploads at once cannot both pass a quota only one fits).
+// A workspace's files (the Files API and `openrouter:files`): kept in Postgres whole
+// (repositories/workspace-files.ts), each within FILES_MAX_BYTES, a workspace's together within
+// FILES_WORKSPACE_MAX_BYTES.
 
 export interface FilesLimits {
   maxBytes: number
@@ -16,17 +24,8 @@ export function newFileId(): string {
   return `file_${Date.now().toString(36).padStart(9, '0')}${randomBytes(10).toString('base64url').slice(0, 14)}`
 }
 
-type Row = {
-  id: string
-  filename: string
-  mimeType: string
-  sizeBytes: number
-  sourceFileId: string | null
-  createdAt: Date
-}
-
 /** A file as the API shows it. */
-export const fileRecord = (r: Row): FileRecord => ({
+export const fileRecord = (r: WorkspaceFileRow): FileRecord => ({
   id: r.id,
   filename: r.filename,
   mime_type: r.mimeType,
@@ -34,8 +33,6 @@ export const fileRecord = (r: Row): FileRecord => ({
   created_at: r.createdAt.toISOString(),
   source_file_id: r.sourceFileId,
 })
-
-const META = { id: true, filename: true, mimeType: true, sizeBytes: true, sourceFileId: true, createdAt: true } as const
 
 export class WorkspaceFiles implements FilesPort {
   constructor(
@@ -49,43 +46,30 @@ export class WorkspaceFiles implements FilesPort {
   ): Promise<FileRecord> {
     if (f.content.length > this.limits.maxBytes)
       throw new AppError('payload_too_large', `a file may hold at most ${this.limits.maxBytes} bytes`)
-    const row = await this.db.$transaction(async (tx) => {
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext(${`files:${workspaceId}`}))`
-      const used = await tx.workspaceFile.aggregate({ where: { workspaceId }, _sum: { sizeBytes: true } })
-      if ((used._sum.sizeBytes ?? 0) + f.content.length > this.limits.workspaceMaxBytes)
-        throw new AppError(
-          'payload_too_large',
-          `the workspace's files would hold more than ${this.limits.workspaceMaxBytes} bytes: delete some first`,
-        )
-      return tx.workspaceFile.create({
-        data: {
-          id: newFileId(),
-          workspaceId,
-          filename: f.filename,
-          mimeType: f.mimeType,
-          sizeBytes: f.content.length,
-          content: new Uint8Array(f.content),
-          sourceFileId: f.sourceFileId ?? null,
-          keyId: f.keyId ?? null,
-        },
-        select: META,
-      })
-    })
+    const row = await insertWorkspaceFileWithin(
+      this.db,
+      {
+        id: newFileId(),
+        workspaceId,
+        filename: f.filename,
+        mimeType: f.mimeType,
+        content: f.content,
+        sourceFileId: f.sourceFileId ?? null,
+        keyId: f.keyId ?? null,
+      },
+      this.limits.workspaceMaxBytes,
+    )
+    if (!row)
+      throw new AppError(
+        'payload_too_large',
+        `the workspace's files would hold more than ${this.limits.workspaceMaxBytes} bytes: delete some first`,
+      )
     return fileRecord(row)
   }
 
   /** A page of the workspace's files, oldest first, after `after` (an id). */
   async page(workspaceId: string, q: { limit: number; after?: string; filename?: string }) {
-    const rows = await this.db.workspaceFile.findMany({
-      where: {
-        workspaceId,
-        ...(q.after ? { id: { gt: q.after } } : {}),
-        ...(q.filename ? { filename: { contains: q.filename, mode: 'insensitive' as const } } : {}),
-      },
-      orderBy: { id: 'asc' },
-      take: q.limit + 1,
-      select: META,
-    })
+    const rows = await workspaceFilesAfter(this.db, workspaceId, q)
     return { files: rows.slice(0, q.limit).map(fileRecord), more: rows.length > q.limit }
   }
 
@@ -94,20 +78,16 @@ export class WorkspaceFiles implements FilesPort {
   }
 
   async get(workspaceId: string, id: string): Promise<FileRecord | undefined> {
-    const row = await this.db.workspaceFile.findFirst({ where: { id, workspaceId }, select: META })
+    const row = await workspaceFile(this.db, workspaceId, id)
     return row ? fileRecord(row) : undefined
   }
 
   async find(workspaceId: string, by: { id?: string; filename?: string }) {
-    const row = await this.db.workspaceFile.findFirst({
-      where: { workspaceId, ...(by.id ? { id: by.id } : { filename: by.filename ?? '' }) },
-      orderBy: { id: 'desc' },
-      select: { ...META, content: true },
-    })
+    const row = await workspaceFileContent(this.db, workspaceId, by)
     return row ? { ...fileRecord(row), content: Buffer.from(row.content) } : undefined
   }
 
   async remove(workspaceId: string, id: string): Promise<boolean> {
-    return (await this.db.workspaceFile.deleteMany({ where: { id, workspaceId } })).count > 0
+    return deleteWorkspaceFile(this.db, workspaceId, id)
   }
 }

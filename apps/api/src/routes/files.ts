@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import multipart from '@fastify/multipart'
 import { z } from 'zod'
 import { AppError } from '@roster/shared'
+import { workspaceByRef } from '@roster/shared/repositories'
 import { requireKey } from '../plugins/auth.js'
 import { callerOf } from '../plugins/caller.js'
 import type { AppDeps } from '../deps.js'
@@ -66,14 +67,9 @@ export const fileRoutes =
       if (!q.workspace_id || q.workspace_id === caller.workspaceId) return caller.workspaceId
       if (caller.kind !== 'management')
         throw new AppError('management_key_required', "only a management key may reach another workspace's files")
-      const uuid = z.uuid().safeParse(q.workspace_id)
-      const found =
-        uuid.success &&
-        (await deps.db.workspace.findFirst({
-          where: { id: uuid.data, accountId: caller.accountId },
-          select: { id: true },
-        }))
-      if (!found) throw new AppError('not_found', `no workspace ${JSON.stringify(q.workspace_id)} in this account`)
+      const found = await workspaceByRef(deps.db, caller.accountId, q.workspace_id)
+      if (!found)
+        throw new AppError('not_found', `no workspace ${JSON.stringify(q.workspace_id.slice(0, 80))} in this account`)
       return found.id
     }
 
