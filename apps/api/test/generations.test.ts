@@ -337,11 +337,15 @@ describe('generations: one per model call, through every door', () => {
     const res = await post('/responses', key, {
       model: 'sim/chat',
       input: `[sim] call fusion ${JSON.stringify({ prompt: `[sim] say ${analysis}` })}\n[sim] say Done.`,
-      tools: [{ type: 'openrouter:fusion', parameters: { analysis_models: ['sim/chat', 'sim/responses'], tools: [] } }],
+      // The default tools: web search cannot be offered here (no search engine configured), web fetch can.
+      tools: [{ type: 'openrouter:fusion', parameters: { analysis_models: ['sim/chat', 'sim/responses'] } }],
     })
     const body = JSON.parse(res.text)
     expect(res.status, res.text).toBe(200)
     expect(body.output[0]).toMatchObject({ type: 'openrouter:fusion', analysis: { consensus: ['maps'] } })
+    expect(body.output[0].responses).toHaveLength(2)
+    // The panelist on the Responses protocol was offered web fetch alone.
+    expect((sim.stats.lastBody['/v1/responses'] as any).tools.map((t: any) => t.name)).toEqual(['web_fetch'])
     // Five model calls: the outer model's two turns, two panelists and the analyst (the caller's model).
     await waitFor(async () => (await env.t.db.generation.count({ where: { requestId: body.id } })) === 5, {
       what: 'the five generations',

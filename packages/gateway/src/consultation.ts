@@ -4,6 +4,7 @@ import type { Consultation, Consulted } from './server-tools/index.js'
 import { isProviderItem } from './wire.js'
 import { invalid } from './errors.js'
 import { FUSION_MODEL } from './plugins/fusion.js'
+import { OPTIONAL_TOOL } from './run-setup.js'
 
 /** Consultations within consultations: a subagent's fusion panel is as deep as it goes. */
 const MAX_DEPTH = 2
@@ -38,9 +39,12 @@ export async function consultation(parent: Run, c: Consultation, engine: Consult
     providerItemNames: undefined,
   }
   // Tools the consulting tool chose itself leave out those the caller's workspace disables.
+  // They are left out too where they cannot be offered (a web search with no engine configured).
   const tools =
-    c.tools && c.defaultTools && parent.opts.disabledTools
-      ? c.tools.filter((t) => !parent.opts.disabledTools!.has(String(t.type)))
+    c.tools && c.defaultTools
+      ? c.tools
+          .filter((t) => !parent.opts.disabledTools?.has(String(t.type)))
+          .map((t) => ({ ...t, [OPTIONAL_TOOL]: true }))
       : c.tools
   const input = c.transcript
     ? [...inputItems(parent.req.input), { role: 'user' as const, content: c.prompt }]

@@ -13,6 +13,7 @@ export {
   isForbiddenAddress,
   readCapped,
   refusedLiteral,
+  FILE_ID,
   type FileRecord,
   type FilesPort,
   type SandboxPort,

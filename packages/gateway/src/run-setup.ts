@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto'
 import type { ChoiceSpec, FunctionDef } from './adapters/adapter.js'
 import { ResponseAssembler, itemId } from './assembler.js'
 import type { CompactionSeal } from './compaction.js'
-import { describeIssues, gatewayError, invalid } from './errors.js'
+import { describeIssues, gatewayError, GatewayError, invalid } from './errors.js'
 import { checkRegion, constrainRoute, filterContent } from './guardrails.js'
 import { searchCredentials, withByok } from './byok.js'
 import { FunctionTool, sessionKey, type ResponsesRequest } from './request.js'
@@ -52,6 +52,29 @@ const NO_FUNCTIONS = Object.freeze([]) as unknown as FunctionDef[]
 const NO_NAMES: ReadonlySet<string> = new Set()
 const NO_PLUGINS: PluginUse[] = Object.freeze([]) as unknown as PluginUse[]
 
+/**
+ * Marks a tool entry a server tool put in a request of its own (fusion's default web tools): one
+ * this Roster cannot offer there (no search engine configured) is left out, with a warning, rather
+ * than refusing the request. Never on a client's entries (a symbol: it does not come over the wire).
+ */
+export const OPTIONAL_TOOL = Symbol('a tool the request may go without')
+
+/** A server tool offered, or, for an entry marked OPTIONAL_TOOL that cannot be, left out (undefined) with a warning. */
+function offerOrLeave(
+  entry: object,
+  index: number,
+  offer: () => ServerTool,
+  opts: CallOptions,
+): ServerTool | undefined {
+  try {
+    return offer()
+  } catch (err) {
+    if (!(OPTIONAL_TOOL in entry) || !(err instanceof GatewayError)) throw err
+    opts.warnings?.push(`tools not offered to the model: /tools/${index} (${err.message})`)
+    return undefined
+  }
+}
+
 export function startRun(engine: EngineParts, given: ResponsesRequest, opts: CallOptions): Run {
   const guardrails = opts.guardrails
   if (guardrails) checkRegion(guardrails, opts.region ?? 'global')
@@ -71,7 +94,7 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   let namespaced: Map<string, NamespacedName> | undefined
   let webSearch: WebSearch | undefined
   /** An `openrouter:web_search` entry that may go to the endpoint's own search (decided once routed). */
-  let searchEntry: { parameters: WebSearchParameters; index: number } | undefined
+  let searchEntry: { parameters: WebSearchParameters; index: number; optional: boolean } | undefined
   // Functions offered with `defer_loading`, withheld until tool_search finds them (the list offered
   // is set below), and what a server tool may read when offered: made only where tools are offered.
   const deferred: DeferredTools | undefined = offered ? { withheld: [], offered: functions } : undefined
@@ -98,12 +121,12 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
       const parameters = entryParameters(kind, t, i)
       if (kind.type === WEB_SEARCH_SERVER_TOOL && allowsNative(parameters as WebSearchParameters)) {
         if (searchEntry) throw invalid(`/tools/${i} offers ${t.type} a second time`)
-        searchEntry = { parameters: parameters as WebSearchParameters, index: i }
+        searchEntry = { parameters: parameters as WebSearchParameters, index: i, optional: OPTIONAL_TOOL in t }
       } else {
-        const tool = kind.offer(parameters, offerContext!)
+        const tool = offerOrLeave(t, i, () => kind.offer(parameters, offerContext!), opts)
         // A tool whose engine is the client's: a function it answers.
-        if (tool.client) functions.push(tool.definition)
-        else addServerTool(tools, tool, i)
+        if (tool?.client) functions.push(tool.definition)
+        else if (tool) addServerTool(tools, tool, i)
       }
     } else if (t.type === 'namespace') {
       // Each function of the group under a flat name; the calls come back as the client named them.
@@ -159,12 +182,16 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
       throw invalid(
         `/tools/${searchEntry.index} openrouter:web_search asks for engine native, but the endpoint chosen (${route.candidates[0]?.endpoint.provider ?? 'none'}) has no web search of its own that can honour it`,
       )
-    else
-      addServerTool(
-        tools,
-        engine.serverTools.get(WEB_SEARCH_SERVER_TOOL)!.offer(searchEntry.parameters, offerContext!),
-        searchEntry.index,
+    else {
+      const entry = searchEntry
+      const tool = offerOrLeave(
+        entry.optional ? { [OPTIONAL_TOOL]: true } : {},
+        entry.index,
+        () => engine.serverTools.get(WEB_SEARCH_SERVER_TOOL)!.offer(entry.parameters, offerContext!),
+        opts,
       )
+      if (tool) addServerTool(tools, tool, entry.index)
+    }
   }
   for (const tool of tools.values()) {
     if (functions.some((f) => f.name === tool.definition.name))

@@ -5,10 +5,11 @@ import { z } from 'zod'
 import { AppError } from '@roster/shared'
 import { workspaceByRef } from '@roster/shared/repositories'
 import { requireKey } from '../plugins/auth.js'
+import { refuseUnstorableText } from '../plugins/input-guards.js'
 import { callerOf } from '../plugins/caller.js'
 import type { AppDeps } from '../deps.js'
 import type { WorkspaceFiles } from '../workspace-files.js'
-import type { FileRecord } from '@roster/gateway'
+import { FILE_ID, type FileRecord } from '@roster/gateway'
 
 // The Files API (`client.files`): a workspace's files, uploaded (multipart `file`), listed, read,
 // downloaded and deleted, in the official client's OpenRouter shape (`_shape: "openrouter"`). A key
@@ -45,10 +46,17 @@ const shown = (f: FileRecord) => ({
 const notFound = (id: string) =>
   new AppError('not_found', `no file ${JSON.stringify(id.slice(0, 80))} in this workspace`)
 
+/** A file id as the store makes them; anything else is no file (404), never sent to the database. */
+const checkedId = (id: string) => {
+  if (!FILE_ID.test(id)) throw notFound(id)
+  return id
+}
+
 export const fileRoutes =
   (deps: AppDeps): FastifyPluginAsync =>
   async (app) => {
     const store: WorkspaceFiles = deps.files
+    app.addHook('preValidation', refuseUnstorableText)
     await app.register(multipart, {
       limits: { fileSize: store.limits.maxBytes, files: 1, fields: 10, parts: 12, fieldSize: 1024 },
     })
@@ -115,6 +123,11 @@ export const fileRoutes =
           throw new AppError('invalid_body', 'order: only asc is served by this storage')
         const workspaceId = await workspaceOf(req, q)
         const after = q.cursor ?? q.after ?? q.after_id
+        if (after !== undefined && !FILE_ID.test(after))
+          throw new AppError(
+            'invalid_body',
+            `cursor: ${JSON.stringify(after.slice(0, 80))} is not a file id of this list`,
+          )
         const { files, more } = await store.page(workspaceId, { limit: q.limit, after })
         const last = files.at(-1)?.id ?? null
         return {
@@ -136,7 +149,7 @@ export const fileRoutes =
         schema: { operationId: 'getFileMetadata', summary: "A file's metadata", params: ById, querystring: Scope },
       },
       async (req) => {
-        const file = await store.get(await workspaceOf(req, req.query), req.params.file_id)
+        const file = await store.get(await workspaceOf(req, req.query), checkedId(req.params.file_id))
         if (!file) throw notFound(req.params.file_id)
         return shown(file)
       },
@@ -150,7 +163,7 @@ export const fileRoutes =
         schema: { operationId: 'downloadFileContent', summary: "A file's content", params: ById, querystring: Scope },
       },
       async (req, reply) => {
-        const file = await store.find(await workspaceOf(req, req.query), { id: req.params.file_id })
+        const file = await store.find(await workspaceOf(req, req.query), { id: checkedId(req.params.file_id) })
         if (!file) throw notFound(req.params.file_id)
         return reply
           .type('application/octet-stream')
@@ -168,7 +181,7 @@ export const fileRoutes =
         schema: { operationId: 'deleteFile', summary: 'Delete a file', params: ById, querystring: Scope },
       },
       async (req) => {
-        if (!(await store.remove(await workspaceOf(req, req.query), req.params.file_id)))
+        if (!(await store.remove(await workspaceOf(req, req.query), checkedId(req.params.file_id))))
           throw notFound(req.params.file_id)
         return { _shape: 'openrouter', id: req.params.file_id, type: 'file_deleted' }
       },

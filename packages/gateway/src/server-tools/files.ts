@@ -7,6 +7,9 @@ import { errorOf, toolError, type ServerToolKind } from './tool.js'
 // copy-on-write (the result is a new file naming the one it came from; the original stays).
 // The store is the API's (FilesPort); the tool sees the calling key's workspace only.
 
+/** What a file id looks like (the store makes them): anything else names no file, and is never looked up. */
+export const FILE_ID = /^file_[A-Za-z0-9_-]{1,64}$/
+
 /** Most bytes one read or write handles (OpenRouter's 20 MB). */
 const MAX_BYTES = 20 * 1024 * 1024
 /** Most characters of a file the model is given in one read (the rest is said to be left out). */
@@ -78,6 +81,9 @@ export const files: ServerToolKind<Record<string, never>> = {
       const operation = str(args.operation)
       const fileId = str(args.file_id)
       const filename = str(args.filename)
+      if (fileId !== undefined && !FILE_ID.test(fileId))
+        return toolError(`no file ${JSON.stringify(fileId.slice(0, 80))} in this workspace`)
+      if (filename !== undefined && filename.includes('\0')) return toolError('filename holds a NUL byte')
       try {
         switch (operation) {
           case 'list': {

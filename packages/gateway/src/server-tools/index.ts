@@ -27,6 +27,7 @@ export type {
 } from './tool.js'
 export type { WebFetchOptions } from './web-fetch.js'
 export type { FilesPort, FileRecord } from './tool.js'
+export { FILE_ID } from './files.js'
 export type { SearchBackendOptions } from './search-backends.js'
 export { guardedLookup, isForbiddenAddress, readCapped, refusedLiteral } from './network-guard.js'
 export { citeSources } from './citations.js'
