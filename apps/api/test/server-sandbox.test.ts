@@ -3,7 +3,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
 import { OpenRouter } from '@openrouter/sdk'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, describeNeeding, startStack, type Stack, useTestTenant } from '@roster/testing'
+import { catalogueFile, describeNeeding, makeTenant, startStack, type Stack, useTestTenant } from '@roster/testing'
 
 // `openrouter:bash` on a real stack: the API hands each command to a runtime host (its own process),
 // which runs it in a bubblewrap sandbox of the request (or of its session): never in the API. The
@@ -43,10 +43,10 @@ await describeNeeding(['bubblewrap'], 'openrouter:bash in runtime hosts’ sandb
   })
 
   const BASH = { type: 'openrouter:bash', parameters: { engine: 'openrouter' } }
-  const send = async (command: string, extra: object = {}) => {
+  const send = async (command: string, extra: object = {}, key = env.tenant.keys.user) => {
     const res = await fetch(`${stack.apiUrl}/responses`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
       body: JSON.stringify({
         model: 'roster-sim/chat',
         input: `[sim] call bash ${JSON.stringify({ command })}\n[sim] say done`,
@@ -174,6 +174,9 @@ await describeNeeding(['bubblewrap'], 'openrouter:bash in runtime hosts’ sandb
     expect(wrote.container_id).toBe('my-box')
     expect((await send('cat kept.txt', box('my-box'))).stdout).toBe('boxed\n')
     expect((await send('cat kept.txt 2>&1 || true', box('other-box'))).stdout).toMatch(/No such file/)
+    // Another workspace naming the same container reaches a container of its own.
+    const stranger = await makeTenant(env.t.db)
+    expect((await send('cat kept.txt 2>&1 || true', box('my-box'), stranger.keys.user)).stdout).toMatch(/No such file/)
     // A session's container is named in its results, and reaches the same files by that name.
     const session = await send('echo from-session > s.txt', { session_id: 'named-session' })
     expect(session.container_id).toBe('sess_named-session')
