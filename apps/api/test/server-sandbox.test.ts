@@ -183,6 +183,47 @@ await describeNeeding(['bubblewrap'], 'openrouter:bash in runtime hosts’ sandb
     expect((await send('cat s.txt', box('sess_named-session'))).stdout).toBe('from-session\n')
   })
 
+  it('applies patches in the sandbox its commands run in (apply_patch, engine sandbox), refusing one that does not fit', async () => {
+    const patch = (args: object) => `[sim] call apply_patch ${JSON.stringify(args)}`
+    const bash = (command: string) => `[sim] call bash ${JSON.stringify({ command })}`
+    const res = await fetch(`${stack.apiUrl}/responses`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'roster-sim/chat',
+        input: [
+          patch({ type: 'create_file', path: 'src/app.py', diff: '+def main():\n+    return 1\n' }),
+          bash('cat src/app.py'),
+          patch({ type: 'update_file', path: 'src/app.py', diff: '@@ def main():\n-    return 1\n+    return 2\n' }),
+          bash('cat src/app.py'),
+          patch({ type: 'update_file', path: 'src/app.py', diff: '@@\n-    return 9\n+    return 3\n' }),
+          patch({ type: 'delete_file', path: 'src/app.py' }),
+          bash('ls src'),
+          '[sim] say done',
+        ].join('\n'),
+        tools: [BASH, { type: 'openrouter:apply_patch', parameters: { engine: 'sandbox' } }],
+      }),
+    })
+    const body = (await res.json()) as any
+    expect(res.status, JSON.stringify(body)).toBe(200)
+    const items = body.output.filter((o: any) => o.type !== 'message')
+    expect(items.map((o: any) => o.type.replace('openrouter:', ''))).toEqual([
+      'apply_patch',
+      'bash',
+      'apply_patch',
+      'bash',
+      'apply_patch',
+      'apply_patch',
+      'bash',
+    ])
+    expect(JSON.parse(items[0].output)).toEqual({ applied: 'created src/app.py' })
+    expect(items[1].stdout).toBe('def main():\n    return 1\n')
+    expect(items[3].stdout).toBe('def main():\n    return 2\n')
+    // A hunk that is not in the file changes nothing, and the model is told.
+    expect(items[4].error).toBe('the patch was not applied: hunk 1: its lines are not in the file (as given)')
+    expect(items[6].stdout).toBe('')
+  })
+
   it("keeps a session's files for its next request, never another request's", async () => {
     await send('echo kept > note.txt', { session_id: 'sandbox-session' })
     expect((await send('cat note.txt', { session_id: 'sandbox-session' })).stdout).toBe('kept\n')
