@@ -47,6 +47,8 @@ describe('a console session', () => {
     expect(body).toEqual({
       kind: 'user',
       workspace_id: env.tenant.workspaceId,
+      // Its name, for the page's header.
+      workspace_name: (await env.t.db.workspace.findUniqueOrThrow({ where: { id: env.tenant.workspaceId } })).name,
       expires_at: expect.any(String),
       // This API serves no model: no default for interns.
       intern_default_model: null,

@@ -139,6 +139,38 @@ await describeNeeding(['chromium'], 'the web console in a browser', () => {
     await page.close()
   })
 
+  it("names each page in its title and the workspace by its name, answers the browser's icon, and keeps dark mode's buttons readable", async () => {
+    await env.t.db.workspace.update({ where: { id: env.tenant.workspaceId }, data: { name: 'Platform team' } })
+    const context = await browser.newContext({ bypassCSP: true, colorScheme: 'dark' })
+    const page = await context.newPage()
+    const missing: string[] = []
+    page.on('response', (r) => r.status() === 404 && missing.push(r.url()))
+    await signIn(page, origin, env.tenant.keys.user)
+    expect(await page.title()).toBe('Interns · Roster')
+    expect(await page.locator('header').textContent()).toContain('user key · Platform team')
+    await page.getByRole('link', { name: 'Generations' }).click()
+    await page.getByRole('heading', { name: 'Generations', level: 1 }).waitFor()
+    expect(await page.title()).toBe('Generations · Roster')
+    // The icon the page names, and the one browsers ask the site's root for.
+    const icon = await fetch(`${origin}/favicon.ico`)
+    expect(icon.status).toBe(200)
+    expect(icon.headers.get('content-type')).toMatch(/^image\/svg\+xml/)
+    await icon.arrayBuffer()
+    expect(missing).toEqual([])
+    // A management key's page, in dark mode: its keys (the nameless ones called by their label) and red buttons, axe-clean.
+    await page.getByRole('button', { name: 'Sign out' }).click()
+    await page.getByLabel('API key').fill(env.tenant.keys.management)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await page.getByRole('link', { name: 'API keys' }).click()
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor()
+    expect(await page.title()).toBe('API keys · Roster')
+    const buttons = await page.getByRole('button', { name: /^(Disable|Enable) / }).allTextContents()
+    expect(buttons.length).toBeGreaterThan(0)
+    for (const name of buttons) expect(name).toMatch(/^(Disable|Enable) \S/)
+    expect(await axeViolations(page)).toEqual([])
+    await context.close()
+  })
+
   it('goes back to signing in when its session has expired, saying so', async () => {
     const page = await browser.newPage()
     await signIn(page, origin, env.tenant.keys.user)

@@ -125,6 +125,11 @@ function Signed({ session }: { session: Session }) {
   })
   const pages = PAGES[session.kind]
   const here = route.parts[0] ?? pages[0]!.path
+  const title = pages.find((p) => p.path === here)?.title
+  // Each page has its own title (tabs and history tell them apart).
+  useEffect(() => {
+    document.title = title ? `${title} · Roster` : 'Roster'
+  }, [title])
   return (
     <>
       <header>
@@ -136,7 +141,11 @@ function Signed({ session }: { session: Session }) {
             </a>
           ))}
         </nav>
-        <span>{session.workspace_id ? `${session.kind} key · workspace ${session.workspace_id}` : 'operator'}</span>
+        <span>
+          {session.workspace_id
+            ? `${session.kind} key · ${session.workspace_name ?? `workspace ${session.workspace_id}`}`
+            : 'operator'}
+        </span>
         <button type="button" onClick={() => signOut.mutate(undefined, { onSuccess: () => location.reload() })}>
           Sign out
         </button>

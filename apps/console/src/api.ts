@@ -73,6 +73,8 @@ export interface Session {
   /** A key's kind, or the operator (signed in with OPERATOR_TOKEN: the fleet page). */
   kind: 'user' | 'organization' | 'management' | 'intern' | 'operator'
   workspace_id: string | null
+  /** The workspace's name, as its members know it (null: the operator). */
+  workspace_name: string | null
   expires_at: string
   /** What an intern without a model of its own runs (null: the server serves none). */
   intern_default_model: string | null

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { z } from 'zod'
 import { AppError, type Caller } from '@roster/shared'
-import { insertConsoleSession, revokeConsoleSession } from '@roster/shared/repositories'
+import { insertConsoleSession, revokeConsoleSession, workspaceByRef } from '@roster/shared/repositories'
 import type { AppDeps } from '../deps.js'
 import { OPERATOR_KIND } from '../operator/operator-access.js'
 import {
@@ -22,14 +22,18 @@ import {
 
 const SignIn = z.strictObject({ key: z.string().min(1).max(512) })
 
-/** What a session is: a key's kind and workspace, or the operator's (no workspace). */
-const sessionView = (caller: Caller | undefined, endsAt: number, internDefaultModel: string | null) => ({
-  kind: caller?.kind ?? OPERATOR_KIND,
-  workspace_id: caller?.workspaceId ?? null,
-  expires_at: new Date(endsAt).toISOString(),
-  // What an intern without a model of its own runs (the intern page names it).
-  intern_default_model: internDefaultModel,
-})
+/** What a session is: a key's kind and workspace (its name too, for the page), or the operator's (no workspace). */
+async function sessionView(deps: AppDeps, caller: Caller | undefined, endsAt: number) {
+  const workspace = caller ? await workspaceByRef(deps.db, caller.accountId, caller.workspaceId) : undefined
+  return {
+    kind: caller?.kind ?? OPERATOR_KIND,
+    workspace_id: caller?.workspaceId ?? null,
+    workspace_name: workspace?.name ?? null,
+    expires_at: new Date(endsAt).toISOString(),
+    // What an intern without a model of its own runs (the intern page names it).
+    intern_default_model: deps.internDefaultModel,
+  }
+}
 const COOKIE_PATH = '/'
 
 export const consoleSessionRoutes =
@@ -59,7 +63,7 @@ export const consoleSessionRoutes =
         .code(201)
         .header('set-cookie', sessionCookie(req, id, ttl, COOKIE_PATH))
         .header('cache-control', 'no-store')
-        .send(sessionView(caller, expiresAt.getTime(), deps.internDefaultModel))
+        .send(await sessionView(deps, caller, expiresAt.getTime()))
     })
 
     app.get('/console/session', { schema: { hide: true } }, async (req, reply) => {
@@ -71,7 +75,7 @@ export const consoleSessionRoutes =
       if (!session && !operator) throw new AppError('unauthorized', 'not signed in to the console')
       return reply
         .header('cache-control', 'no-store')
-        .send(sessionView(session?.caller, session?.endsAt ?? operator!.endsAt, deps.internDefaultModel))
+        .send(await sessionView(deps, session?.caller, session?.endsAt ?? operator!.endsAt))
     })
 
     app.delete('/console/session', { schema: { hide: true } }, async (req, reply) => {

@@ -23,6 +23,10 @@ const CSP = [
 ].join('; ')
 
 export const consoleStaticRoutes: FastifyPluginAsync = async (app) => {
+  // Browsers ask the site's root for its icon whatever a page names: it is the console's.
+  app.get('/favicon.ico', { schema: { hide: true } }, (_req, reply) =>
+    reply.header('cache-control', 'public, max-age=86400').redirect('/console/favicon.svg', 301),
+  )
   // Relative asset URLs need the trailing slash: /console answers with a redirect to /console/.
   app.get('/console', { schema: { hide: true } }, (req, reply) => reply.redirect('console/', 308))
   if (!existsSync(`${DIST}index.html`)) {

@@ -37,7 +37,9 @@ export default function Inbox() {
   return (
     <section aria-labelledby="inbox-title">
       <h1 id="inbox-title">Questions waiting</h1>
-      {waiting.length === 0 && <p>No intern is waiting on an answer.</p>}
+      {waiting.length === 0 && (
+        <p>{shown.length ? 'Nothing else is waiting on an answer.' : 'No intern is waiting on an answer.'}</p>
+      )}
       {shown.length > 0 && (
         <ul className="inbox">
           {shown.map((q) => (

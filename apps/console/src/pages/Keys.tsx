@@ -18,7 +18,16 @@ interface Key {
 
 const PAGE = 100 // GET /keys answers pages of 100
 
-const usd = (n: number) => `$${n.toFixed(n >= 100 ? 0 : 4)}`
+/** Dollars with enough places to read: whole above $100, four places above a cent, two significant digits below. */
+function usd(n: number): string {
+  if (n === 0) return '$0'
+  if (n >= 100) return `$${n.toFixed(0)}`
+  if (n >= 0.01) return `$${n.toFixed(4)}`
+  return `$${n.toFixed(Math.min(12, 1 - Math.floor(Math.log10(n))))}`
+}
+
+/** What a key is called on the page: its name, else (the bootstrap's keys have none) its label. */
+const called = (k: { name: string; label: string }) => k.name || `key ${k.label}`
 
 // A workspace's keys (a management key's page): searched and paged on the server, so a workspace
 // with 100,000 keys opens as fast as one with ten; create (the secret shown once), disable, enable.
@@ -85,7 +94,7 @@ export function Keys({ route }: { route: Route }) {
             <tbody>
               {rows.map((k) => (
                 <tr key={k.hash}>
-                  <td>{k.name}</td>
+                  <td>{k.name || <span className="muted">unnamed</span>}</td>
                   <td>
                     <code>{k.label}</code>
                   </td>
@@ -93,7 +102,7 @@ export function Keys({ route }: { route: Route }) {
                   <td>
                     <KeyLimits
                       hash={k.hash}
-                      name={k.name}
+                      name={called(k)}
                       own={k.limit_remaining}
                       limit={k.limit}
                       reset={k.limit_reset}
@@ -101,13 +110,13 @@ export function Keys({ route }: { route: Route }) {
                   </td>
                   <td>{usd(k.usage_monthly)}</td>
                   <td className="actions">
-                    <a href={href(['dry-run'], { key: k.hash })}>Dry run as {k.name}</a>
+                    <a href={href(['dry-run'], { key: k.hash })}>Dry run as {called(k)}</a>
                     <button
                       type="button"
                       className={k.disabled ? undefined : 'danger'}
                       onClick={() => change.mutate({ hash: k.hash, disabled: !k.disabled })}
                     >
-                      {k.disabled ? `Enable ${k.name}` : `Disable ${k.name}`}
+                      {k.disabled ? `Enable ${called(k)}` : `Disable ${called(k)}`}
                     </button>
                   </td>
                 </tr>
