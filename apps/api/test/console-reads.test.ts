@@ -182,6 +182,10 @@ describe('GET /generations', () => {
           model: i < 3 ? 'sim/a' : 'sim/b',
           session_id: i % 3 === 0 ? 'ses-x' : null,
           cost_pico: String(1_000_000 * (i + 1)),
+          // Two of them failed; one came by Chat Completions, one by Messages.
+          ...(i === 1 || i === 4 ? { finish_reason: 'error' } : {}),
+          ...(i === 2 ? { id: 'resp_search-2', door: 'chat_completions' } : {}),
+          ...(i === 3 ? { id: 'resp_search-3', door: 'messages' } : {}),
         }),
       ),
     )
@@ -190,17 +194,33 @@ describe('GET /generations', () => {
       expect(res.status, JSON.stringify(res.body)).toBe(200)
       return (res.body.data as { id: string }[]).map((g) => g.id)
     }
-    expect(await ids('')).toEqual([5, 4, 3, 2, 1, 0].map((i) => `gen-search-${i}`))
-    expect(await ids('?session_id=ses-x')).toEqual(['gen-search-3', 'gen-search-0'])
-    expect(await ids('?model=sim/a')).toEqual(['gen-search-2', 'gen-search-1', 'gen-search-0'])
-    expect(await ids(`?key=${user.number}`)).toEqual(['gen-search-4', 'gen-search-2', 'gen-search-0'])
+    const named = (i: number) => (i === 2 || i === 3 ? `resp_search-${i}` : `gen-search-${i}`)
+    expect(await ids('')).toEqual([5, 4, 3, 2, 1, 0].map(named))
+    expect(await ids('?session_id=ses-x')).toEqual([named(3), named(0)])
+    expect(await ids('?model=sim/a')).toEqual([named(2), named(1), named(0)])
+    expect(await ids(`?key=${user.number}`)).toEqual([named(4), named(2), named(0)])
     expect(await ids(`?key=${Buffer.from(user.hash).toString('hex')}`)).toEqual(await ids(`?key=${user.number}`))
     const from = new Date(base + 60_000).toISOString()
     const to = new Date(base + 3 * 60_000).toISOString()
-    expect(await ids(`?from=${from}&to=${to}`)).toEqual(['gen-search-2', 'gen-search-1'])
+    expect(await ids(`?from=${from}&to=${to}`)).toEqual([named(2), named(1)])
+    // The calls that failed; and each with the id its client got and its key's name.
+    expect(await ids('?status=error')).toEqual([named(4), named(1)])
+    expect(await ids('?status=error&id=gen-search-5')).toEqual([])
+    const listed = (await get('/generations', t.keys.management)).body.data as any[]
+    expect(listed.map((g) => g.client_id)).toEqual([
+      'gen-search-5',
+      'gen-search-4',
+      'msg_search-3',
+      'chatcmpl-search-2',
+      'gen-search-1',
+      'gen-search-0',
+    ])
+    const names = await env.t.db.apiKey.findMany({ where: { id: { in: [user.id, org.id] } } })
+    expect(listed[0].api_key_name).toBe(names.find((k) => k.id === org.id)!.name)
+    expect(await ids('?id=chatcmpl-search-2')).toEqual([named(2)])
     expect(await ids('?id=gen-search-4')).toEqual(['gen-search-4'])
     // A user key finds its own calls only, and may not ask for another key's.
-    expect(await ids('', t.keys.user)).toEqual(['gen-search-4', 'gen-search-2', 'gen-search-0'])
+    expect(await ids('', t.keys.user)).toEqual([named(4), named(2), named(0)])
     expect(await ids('?id=gen-search-5', t.keys.user)).toEqual([])
     expect((await get(`/generations?key=${org.number}`, t.keys.user)).status).toBe(403)
     // Pages of two, the cursor leading through all six once.
@@ -219,7 +239,14 @@ describe('GET /generations', () => {
     expect(Array.isArray(one.provider_responses)).toBe(true)
     // Another account sees none of them.
     expect(await ids('', env.tenant.keys.management)).not.toContain('gen-search-0')
-    for (const bad of ['?cursor=nope', `?from=${to}&to=${from}`, '?limit=500', '?key=abc', '?from=yesterday'])
+    for (const bad of [
+      '?cursor=nope',
+      `?from=${to}&to=${from}`,
+      '?limit=500',
+      '?key=abc',
+      '?from=yesterday',
+      '?status=ok',
+    ])
       expect((await get(`/generations${bad}`, t.keys.management)).status, bad).toBe(400)
   })
 })

@@ -178,9 +178,17 @@ await describeNeeding(['chromium'], 'the web console in a browser', () => {
       where: { revokedAt: null, expiresAt: { gt: new Date() } },
       data: { expiresAt: new Date(Date.now() - 1000) },
     })
-    // The next call the page makes is refused: the page says why and asks for a key again.
-    await page.getByRole('link', { name: 'Generations' }).click()
-    await page.getByRole('status').getByText('Your session has ended: sign in again.').waitFor()
+    // The next call the page makes is refused: the page says why and asks for a key again. (The
+    // list's own refresh may make that call first, and the link is gone before it is clicked.)
+    const ended = page.getByRole('status').getByText('Your session has ended: sign in again.')
+    await Promise.race([
+      page
+        .getByRole('link', { name: 'Generations' })
+        .click()
+        .catch(() => {}),
+      ended.waitFor(),
+    ])
+    await ended.waitFor()
     await page.getByLabel('API key').waitFor()
     await signIn(page, origin, env.tenant.keys.user)
     await page.close()

@@ -158,6 +158,14 @@ export function generationView(g: GenerationRow) {
  * The stored id of a generation from the id a client got: the Responses door's own (`resp_…`), or
  * the Chat Completions (`chatcmpl-…`) or Messages (`msg_…`) door's form of it.
  */
+/** The id the client got for a generation's request: its door's form of the stored id. */
+export function clientGenerationId(id: string, door: string): string {
+  if (!id.startsWith('resp_')) return id
+  if (door === 'chat_completions') return `chatcmpl-${id.slice('resp_'.length)}`
+  if (door === 'messages') return `msg_${id.slice('resp_'.length)}`
+  return id
+}
+
 export function canonicalGenerationId(id: string): string {
   if (id.startsWith('chatcmpl-')) return `resp_${id.slice('chatcmpl-'.length)}`
   if (id.startsWith('msg_')) return `resp_${id.slice('msg_'.length)}`

@@ -2,14 +2,15 @@ import { z } from 'zod'
 import type { Db } from './db.js'
 import { AppError } from '@roster/protocol'
 import type { Caller } from './caller.js'
-import { canonicalGenerationId, generationView } from '@roster/protocol'
+import { canonicalGenerationId, clientGenerationId, generationView, type GenerationRow } from '@roster/protocol'
 import { generationById, generationPage } from './repositories/generations.js'
-import { keyIdsOf, keyNumbers } from './repositories/generation-rollups.js'
+import { keyIdsOf, keyNames } from './repositories/generation-rollups.js'
 
 // GET /generations (Roster's, beside the client's GET /generation?id=): an account's generations
 // searched on the server, newest first, with a cursor. A management key searches the account's;
 // any other key its own calls only. Filters: one id, a session, a key (its hash or number), a
-// model, and a time range [from, to), as the console's spend chart opens the calls behind a bar.
+// model, a time range [from, to) (as the console's spend chart opens the calls behind a bar), and
+// the calls that failed. Each with its key's number and name and the id its client got.
 
 const When = z.iso.datetime({ offset: true }).transform((s) => new Date(s))
 
@@ -23,6 +24,8 @@ export const ListGenerationsQuery = z.strictObject({
   model: z.string().min(1).max(256).optional(),
   from: When.optional(),
   to: When.optional(),
+  /** `error`: only the calls that failed. */
+  status: z.enum(['error'], 'is error').optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
   cursor: z.string().max(200).optional(),
 })
@@ -42,7 +45,19 @@ function readCursor(cursor: string): { createdAt: Date; id: string } {
   throw new AppError('invalid_body', 'cursor is not one this API returned')
 }
 
-type Listed = ReturnType<typeof generationView> & { api_key_number: number | null }
+/** A generation as the list shows it: with its key's number and name, and the id its client got. */
+type Listed = ReturnType<typeof generationView> & {
+  api_key_number: number | null
+  api_key_name: string | null
+  client_id: string
+}
+
+const listed = (row: GenerationRow, keyNumber: number | null, keyName: string | null): Listed => ({
+  ...generationView(row),
+  api_key_number: keyNumber,
+  api_key_name: keyName,
+  client_id: clientGenerationId(row.id, row.door),
+})
 
 export async function listGenerations(db: Db, caller: Caller, q: ListGenerationsQuery) {
   if (q.from && q.to && !(q.from < q.to)) throw new AppError('invalid_body', 'from must be before to')
@@ -63,11 +78,9 @@ export async function listGenerations(db: Db, caller: Caller, q: ListGenerations
   if (q.id !== undefined) {
     const row = await generationById(db, accountId, canonicalGenerationId(q.id))
     if (!row || (keyId !== undefined && row.key_id !== keyId)) return { data: [] as Listed[], has_more: false }
-    const numbers = row.key_id ? await keyNumbers(db, [row.key_id]) : new Map<string, number>()
-    return {
-      data: [{ ...generationView(row), api_key_number: (row.key_id && numbers.get(row.key_id)) ?? null }],
-      has_more: false,
-    }
+    if (q.status === 'error' && row.finish_reason !== 'error') return { data: [] as Listed[], has_more: false }
+    const key = row.key_id ? (await keyNames(db, [row.key_id])).get(row.key_id) : undefined
+    return { data: [listed(row, key?.number ?? null, key?.name ?? null)], has_more: false }
   }
   const rows = await generationPage(db, {
     accountId,
@@ -77,16 +90,14 @@ export async function listGenerations(db: Db, caller: Caller, q: ListGenerations
     from: q.from,
     to: q.to,
     after: q.cursor === undefined ? undefined : readCursor(q.cursor),
+    failed: q.status === 'error',
     limit: q.limit,
   })
   const page = rows.slice(0, q.limit)
   const last = page.at(-1)
   const has_more = rows.length > q.limit
   return {
-    data: page.map((r): Listed => ({
-      ...generationView(r),
-      api_key_number: r.key_number === null ? null : Number(r.key_number),
-    })),
+    data: page.map((r) => listed(r, r.key_number === null ? null : Number(r.key_number), r.key_name)),
     has_more,
     ...(has_more && last ? { next_cursor: cursorOf(last.created_at, last.id) } : {}),
   }

@@ -9,6 +9,9 @@ interface Generation {
   model: string
   provider_name: string | null
   api_key_number: number | null
+  api_key_name: string | null
+  /** The id its client got (`chatcmpl-…` for a Chat Completions call, `msg_…` for a Messages one). */
+  client_id: string
   session_id: string | null
   tokens_prompt: number
   tokens_completion: number
@@ -19,7 +22,7 @@ interface Generation {
 }
 type Page = { data: Generation[]; has_more: boolean; next_cursor?: string }
 
-const FILTERS = ['id', 'session_id', 'key', 'model', 'from', 'to'] as const
+const FILTERS = ['id', 'session_id', 'key', 'model', 'from', 'to', 'status'] as const
 
 // Generations searched on the server (GET /generations): by id, session, key or model, within a
 // time range (a spend bar opens its own), newest first in pages of 50 with the API's cursor; each
@@ -59,6 +62,14 @@ export function Generations({ route }: { route: Route }) {
         {field('session_id', 'Session')}
         {field('key', 'Key (number or hash)')}
         {field('model', 'Model')}
+        <label className="inline">
+          <input
+            type="checkbox"
+            checked={form.status === 'error'}
+            onChange={(e) => setForm({ ...form, status: e.target.checked ? 'error' : '' })}
+          />{' '}
+          Failed calls only
+        </label>
         <button type="submit">Search</button>
       </form>
       {(filters.from || filters.to) && (
@@ -75,7 +86,11 @@ export function Generations({ route }: { route: Route }) {
       ) : list.isError ? (
         <p role="alert">{list.error.message}</p>
       ) : rows.length === 0 ? (
-        <p>No generations match.</p>
+        <p>
+          {Object.values(filters).some(Boolean)
+            ? 'No generations match: widen the search, or clear a filter.'
+            : 'No generations yet: they appear here as soon as a key makes a model call.'}
+        </p>
       ) : (
         <div className="table-scroll">
           <table>
@@ -95,13 +110,16 @@ export function Generations({ route }: { route: Route }) {
                   <td>
                     <time dateTime={g.created_at}>{new Date(g.created_at).toLocaleString()}</time>
                     <br />
-                    <code>{g.id}</code>
+                    <code>{g.client_id}</code>
                   </td>
                   <td>
                     {g.model}
                     {g.provider_name && <span className="muted"> at {g.provider_name}</span>}
                   </td>
-                  <td>{g.api_key_number ?? ''}</td>
+                  <td>
+                    {g.api_key_name || (g.api_key_number !== null ? `key ${g.api_key_number}` : '')}
+                    {g.finish_reason === 'error' && <span className="failing"> failed</span>}
+                  </td>
                   <td>
                     {g.tokens_prompt} / {g.tokens_completion}
                   </td>

@@ -204,7 +204,12 @@ export async function keyIdsOf(db: Db, accountId: string, refs: { numbers: bigin
 
 /** The numbers of keys by id (analytics name keys by their number). */
 export async function keyNumbers(db: Db, ids: string[]) {
-  const rows = await db.$queryRaw<{ id: string; number: bigint }[]>`
-    SELECT id, number FROM api_keys WHERE id = ANY(${ids}::uuid[])`
-  return new Map(rows.map((r) => [r.id, Number(r.number)]))
+  return new Map([...(await keyNames(db, ids))].map(([id, k]) => [id, k.number]))
+}
+
+/** The numbers and names of keys by id. */
+export async function keyNames(db: Db, ids: string[]) {
+  const rows = await db.$queryRaw<{ id: string; number: bigint; name: string }[]>`
+    SELECT id, number, name FROM api_keys WHERE id = ANY(${ids}::uuid[])`
+  return new Map(rows.map((r) => [r.id, { number: Number(r.number), name: r.name }]))
 }

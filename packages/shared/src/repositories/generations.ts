@@ -177,18 +177,21 @@ export function generationPage(
     from?: Date
     to?: Date
     after?: { createdAt: Date; id: string }
+    /** Only the calls that failed (finish reason `error`). */
+    failed?: boolean
     limit: number
   },
 ) {
   const and = (cond: boolean, sql: Prisma.Sql) => (cond ? sql : Prisma.empty)
-  return db.$queryRaw<(GenerationRow & { key_number: bigint | null })[]>`
-    SELECT g.*, k.number AS key_number FROM generations g LEFT JOIN api_keys k ON k.id = g.key_id
+  return db.$queryRaw<(GenerationRow & { key_number: bigint | null; key_name: string | null })[]>`
+    SELECT g.*, k.number AS key_number, k.name AS key_name FROM generations g LEFT JOIN api_keys k ON k.id = g.key_id
     WHERE g.account_id = ${q.accountId}::uuid
       ${and(q.keyId !== undefined, Prisma.sql`AND g.key_id = ${q.keyId}::uuid`)}
       ${and(q.sessionId !== undefined, Prisma.sql`AND g.session_id = ${q.sessionId}`)}
       ${and(q.model !== undefined, Prisma.sql`AND g.model = ${q.model}`)}
       ${and(q.from !== undefined, Prisma.sql`AND g.created_at >= ${q.from}`)}
       ${and(q.to !== undefined, Prisma.sql`AND g.created_at < ${q.to}`)}
+      ${and(!!q.failed, Prisma.sql`AND g.finish_reason = 'error'`)}
       ${and(q.after !== undefined, Prisma.sql`AND (g.created_at, g.id) < (${q.after?.createdAt}, ${q.after?.id})`)}
     ORDER BY g.created_at DESC, g.id DESC
     LIMIT ${q.limit + 1}`
