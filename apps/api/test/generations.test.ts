@@ -14,7 +14,7 @@ import { WebSocket } from 'ws'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { Catalogue } from '@roster/gateway'
 import { createLogger, grantCredits, loadConfig, setIoLogging, WorkerConfig } from '@roster/shared'
-import { insertGenerations } from '@roster/shared/repositories'
+import { insertGenerations, pruneGenerationContent } from '@roster/shared/repositories'
 import { generationRecord, makeTenant, makeUserKey, redisUrl, useTestTenant, waitFor } from '@roster/testing'
 import { GenerationDrain } from '../../worker/src/generation-drain.js'
 import { buildTestApp, startDrain, leaveMidStream, simEndpoint, simModel, sseEvents } from './helpers.js'
@@ -742,6 +742,26 @@ describe('private logging (a workspace’s prompts and completions)', () => {
     const kept = (await sdk(them.keys.user).generations.listGenerationContent({ id: promptId })).data
     expect(kept.input).toEqual({ prompt: 'a bare prompt' })
     expect(kept.output.completion).toBe((JSON.parse(prompt.text) as { output_text: string }).output_text)
+
+    // Secrets pasted into a prompt are kept redacted, the text around them as written.
+    const pasted = await post('/responses', them.keys.user, {
+      model: 'sim/responses',
+      input: 'deploy with sk-proj-0123456789abcdefghij and Authorization: Bearer abcdefghijklmnopqrstuvwxyz',
+    })
+    const pastedId = idOf(pasted.text, false)
+    await generation(them.keys.user, pastedId)
+    const redacted = (await sdk(them.keys.user).generations.listGenerationContent({ id: pastedId })).data
+    expect(redacted.input).toEqual({ prompt: 'deploy with [redacted] and Authorization: Bearer [redacted]' })
+
+    // Kept for the retention setting: older bodies are removed by the worker's sweep, the generations stay.
+    await env.t.db.generationContent.update({
+      where: { requestId: promptId },
+      data: { createdAt: new Date(Date.now() - 31 * 86_400_000) },
+    })
+    expect(await pruneGenerationContent(env.t.db, new Date(Date.now() - 30 * 86_400_000))).toBeGreaterThanOrEqual(1)
+    expect(await env.t.db.generationContent.count({ where: { requestId: promptId } })).toBe(0)
+    expect(await env.t.db.generationContent.count({ where: { requestId: pastedId } })).toBe(1)
+    await generation(them.keys.user, promptId)
 
     // Off again: nothing more is kept.
     await setIoLogging(env.t.db, { workspaceId: them.workspaceId, on: false })

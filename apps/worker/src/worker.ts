@@ -18,7 +18,7 @@ import {
 } from '@roster/shared'
 import { FleetDriver, fleetTimes, hostCredentialKey } from '@roster/shared/fleet'
 import { LocalVault } from '@roster/shared/vault'
-import { pruneConsoleSessions, listHosts, outboxBacklog } from '@roster/shared/repositories'
+import { pruneConsoleSessions, pruneGenerationContent, listHosts, outboxBacklog } from '@roster/shared/repositories'
 
 import type { WorkerDeps } from './context.js'
 import { createQueue, jobOptionsFor } from './queue.js'
@@ -160,6 +160,10 @@ export async function startWorker(
   const sweepTimer = setInterval(() => {
     void safely('idempotency sweep', () => reconciler.sweepIdempotencyRecords())
     void safely('console session sweep', () => pruneConsoleSessions(db))
+    // Private logging's request bodies are kept for GENERATION_CONTENT_RETENTION_DAYS (the generations themselves stay).
+    void safely('generation content retention', () =>
+      pruneGenerationContent(db, new Date(Date.now() - config.GENERATION_CONTENT_RETENTION_DAYS * 86_400_000)),
+    )
   }, 60_000)
   await relay.start()
   // The generations the API appended to Redis, written to Postgres.

@@ -1,3 +1,4 @@
+import { redactDeep } from './secret-redaction.js'
 import { costPico, type GenerationContentRecord, type GenerationRecord } from '@roster/protocol'
 import { GatewayError } from './errors.js'
 import type { Run } from './run.js'
@@ -57,8 +58,8 @@ export function generationRecords(run: Run, err?: unknown): GenerationRecord[] {
       provider_responses: call.tried,
     }
   })
-  // Private logging: the request's content rides on the record with the response's id (the others share its request_id).
-  if (ctx.keepContent && records[served]) records[served].content = contentOf(run, err)
+  // Private logging: the request's content (secrets of known shapes redacted) rides on the record with the response's id (the others share its request_id).
+  if (ctx.keepContent && records[served]) records[served].content = redactDeep(contentOf(run, err))
   return records
 }
 

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react'
-import { useInfiniteQuery } from '@tanstack/react-query'
-import { api } from '../api'
+import { useInfiniteQuery, useQuery } from '@tanstack/react-query'
+import { api, ApiError } from '../api'
 import { replaceQuery, type Route } from '../router'
 
 interface Generation {
@@ -101,7 +101,7 @@ export function Generations({ route }: { route: Route }) {
                 <th scope="col">Key</th>
                 <th scope="col">Tokens (in / out)</th>
                 <th scope="col">Cost</th>
-                <th scope="col">Attempts</th>
+                <th scope="col">Bodies and attempts</th>
               </tr>
             </thead>
             <tbody>
@@ -125,6 +125,7 @@ export function Generations({ route }: { route: Route }) {
                   </td>
                   <td>${g.total_cost.toFixed(6)}</td>
                   <td>
+                    <Bodies id={g.id} />
                     <details>
                       <summary>{g.provider_responses.length}</summary>
                       <ul>
@@ -148,5 +149,42 @@ export function Generations({ route }: { route: Route }) {
         </button>
       )}
     </section>
+  )
+}
+
+/**
+ * A generation's request and response, where its workspace keeps them (private logging), asked for
+ * when opened; where it keeps none, the page says so.
+ */
+function Bodies({ id }: { id: string }) {
+  const [open, setOpen] = useState(false)
+  const content = useQuery({
+    queryKey: ['generation-content', id],
+    queryFn: () =>
+      api<{ data: { input: unknown; output: unknown; error: unknown } }>(
+        `generation/content?id=${encodeURIComponent(id)}`,
+      ),
+    enabled: open,
+    retry: false,
+  })
+  return (
+    <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+      <summary>Request and response</summary>
+      {!open ? null : content.isPending ? (
+        <p aria-busy="true">Loading…</p>
+      ) : content.isError ? (
+        <p className="muted">
+          {content.error instanceof ApiError && content.error.status === 404
+            ? 'Not kept: the workspace keeps no request bodies (private logging is off), or they are past their retention.'
+            : content.error.message}
+        </p>
+      ) : (
+        <>
+          <pre>{JSON.stringify(content.data.data.input, null, 2)}</pre>
+          <pre>{JSON.stringify(content.data.data.output, null, 2)}</pre>
+          {content.data.data.error ? <pre>{JSON.stringify(content.data.data.error, null, 2)}</pre> : null}
+        </>
+      )}
+    </details>
   )
 }

@@ -93,6 +93,15 @@ export const WorkerConfig = z.object({
   RELAY_POLL_MS: ms
     .default(1_000)
     .describe("The outbox relay's safety-net poll (it is normally woken by the database's notification)."),
+  GENERATION_CONTENT_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(3650)
+    .default(30)
+    .describe(
+      "How long the request and response bodies a workspace keeps (private logging) are kept before the worker removes them; the generations' records and spend stay.",
+    ),
   RECONCILE_INTERVAL_MS: ms
     .default(5_000)
     .describe('How often the reconciler looks for stuck interns (a queued job that vanished, a host that died).'),

@@ -196,3 +196,15 @@ export function generationPage(
     ORDER BY g.created_at DESC, g.id DESC
     LIMIT ${q.limit + 1}`
 }
+
+/** Removes kept request bodies older than `before`, a batch at a time; how many went. */
+export async function pruneGenerationContent(db: Db, before: Date, batch = 10_000): Promise<number> {
+  let total = 0
+  for (;;) {
+    const gone = await db.$executeRaw`
+      DELETE FROM generation_content WHERE request_id IN (
+        SELECT request_id FROM generation_content WHERE created_at < ${before} LIMIT ${batch})`
+    total += gone
+    if (gone < batch) return total
+  }
+}
