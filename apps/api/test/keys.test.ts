@@ -142,6 +142,12 @@ describe('API keys through @openrouter/sdk', () => {
     expect(names(await admin.apiKeys.list({ includeDisabled: true }))).toEqual(['off', 'k2', 'k1', 'k0', ''])
     expect(names(await admin.apiKeys.list({ offset: 2 }))).toEqual(['k0', ''])
     expect(names(await admin.apiKeys.list({ offset: 100 }))).toEqual([])
+    // Every kind for an admin (kind=all; never an intern's), each saying which it is.
+    const all = (await (await raw('GET', '/keys?kind=all', tenant.keys.management)).json()) as {
+      data: { name: string; kind: string }[]
+    }
+    expect(all.data.map((k) => k.kind).sort()).toEqual(['management', 'organization', 'user', 'user', 'user', 'user'])
+    expect((await raw('GET', '/keys?kind=intern', tenant.keys.management)).status).toBe(400)
 
     const { workspace_id } = await createWorkspace(env.t.db, { accountId: tenant.accountId })
     await admin.apiKeys.create({ requestBody: { name: 'elsewhere', workspaceId: workspace_id } })

@@ -151,6 +151,7 @@ describe('an operator console session', () => {
     expect(await res.json()).toEqual({
       kind: 'operator',
       workspace_id: null,
+      workspace_name: null,
       expires_at: expect.any(String),
       intern_default_model: null,
     })

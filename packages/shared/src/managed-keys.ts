@@ -85,6 +85,12 @@ export const ListKeysQuery = z.object({
   offset: z.coerce.number().int().min(0).max(1_000_000).optional(),
   workspace_id: z.string().optional(),
   q: z.string().trim().min(1).max(100).optional().describe('Only keys whose name or label holds this text (any case)'),
+  kind: z
+    .enum(['user', 'all'])
+    .optional()
+    .describe(
+      'Which kinds: `user` (the default: inference keys) or `all` (organization and management keys too, each with its `kind`)',
+    ),
 })
 export type ListKeysQuery = z.infer<typeof ListKeysQuery>
 
@@ -266,10 +272,18 @@ export async function listKeys(deps: KeyDeps, scope: KeyScope, q: ListKeysQuery)
     workspaceId,
     includeDisabled: q.include_disabled === 'true',
     nameHolds: q.q,
+    kinds: q.kind === 'all' ? ['user', 'organization', 'management'] : ['user'],
     offset: q.offset ?? 0,
     limit: KEYS_PAGE_SIZE,
   })
-  return { data: await Promise.all(rows.map(async (r) => apiKeyView(r, await deps.usage(r.id)))) }
+  return {
+    data: await Promise.all(
+      rows.map(async (r) => ({
+        ...apiKeyView(r, await deps.usage(r.id)),
+        ...(q.kind === 'all' ? { kind: r.kind } : {}),
+      })),
+    ),
+  }
 }
 
 export async function getKey(deps: KeyDeps, scope: KeyScope, hash: string) {

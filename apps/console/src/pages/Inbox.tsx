@@ -34,10 +34,12 @@ export default function Inbox() {
     ...waiting,
     ...answeredHere.filter((a) => !waiting.some((w) => w.interaction_id === a.interaction_id)),
   ].sort((a, b) => b.asked_at.localeCompare(a.asked_at))
+  // A question answered here is not waiting, even before the server's list says so.
+  const stillWaiting = waiting.filter((w) => !answeredHere.some((a) => a.interaction_id === w.interaction_id)).length
   return (
     <section aria-labelledby="inbox-title">
       <h1 id="inbox-title">Questions waiting</h1>
-      {waiting.length === 0 && (
+      {stillWaiting === 0 && (
         <p>{shown.length ? 'Nothing else is waiting on an answer.' : 'No intern is waiting on an answer.'}</p>
       )}
       {shown.length > 0 && (

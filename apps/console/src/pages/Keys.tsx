@@ -5,6 +5,8 @@ import { href, replaceQuery, useTypedFilter, type Route } from '../router'
 
 interface Key {
   hash: string
+  /** user, organization or management (asked for with kind=all). */
+  kind: 'user' | 'organization' | 'management'
   name: string
   label: string
   disabled: boolean
@@ -13,6 +15,7 @@ interface Key {
   limit_reset: string | null
   usage: number
   usage_monthly: number
+  expires_at: string | null
   created_at: string
 }
 
@@ -39,7 +42,12 @@ export function Keys({ route }: { route: Route }) {
   const keys = useQuery({
     queryKey: ['keys', q, offset, withDisabled],
     queryFn: () => {
-      const params = new URLSearchParams({ include_disabled: String(withDisabled), offset: String(offset) })
+      // Every kind a workspace holds (an admin sees them all); only user keys are changed here.
+      const params = new URLSearchParams({
+        include_disabled: String(withDisabled),
+        offset: String(offset),
+        kind: 'all',
+      })
       if (q) params.set('q', q)
       return api<{ data: Key[] }>(`keys?${params}`)
     },
@@ -48,6 +56,10 @@ export function Keys({ route }: { route: Route }) {
   const change = useMutation({
     mutationFn: ({ hash, disabled }: { hash: string; disabled: boolean }) =>
       api<unknown>(`keys/${hash}`, { method: 'PATCH', body: JSON.stringify({ disabled }) }),
+    onSettled: () => client.invalidateQueries({ queryKey: ['keys'] }),
+  })
+  const remove = useMutation({
+    mutationFn: (hash: string) => api<unknown>(`keys/${hash}`, { method: 'DELETE' }),
     onSettled: () => client.invalidateQueries({ queryKey: ['keys'] }),
   })
   const rows = keys.data?.data ?? []
@@ -72,6 +84,7 @@ export function Keys({ route }: { route: Route }) {
         </label>
       </div>
       {change.isError && <p role="alert">{change.error.message}</p>}
+      {remove.isError && <p role="alert">{remove.error.message}</p>}
       {keys.isPending ? (
         <p aria-busy="true">Loading keys…</p>
       ) : keys.isError ? (
@@ -84,7 +97,9 @@ export function Keys({ route }: { route: Route }) {
             <thead>
               <tr>
                 <th scope="col">Name</th>
+                <th scope="col">Kind</th>
                 <th scope="col">Label</th>
+                <th scope="col">Expires</th>
                 <th scope="col">Limit</th>
                 <th scope="col">Left</th>
                 <th scope="col">Spent (month)</th>
@@ -95,29 +110,59 @@ export function Keys({ route }: { route: Route }) {
               {rows.map((k) => (
                 <tr key={k.hash}>
                   <td>{k.name || <span className="muted">unnamed</span>}</td>
+                  <td>{k.kind}</td>
                   <td>
                     <code>{k.label}</code>
                   </td>
+                  <td>
+                    {k.expires_at ? (
+                      <time dateTime={k.expires_at}>{new Date(k.expires_at).toLocaleDateString()}</time>
+                    ) : (
+                      'never'
+                    )}
+                  </td>
                   <td>{k.limit === null ? 'none' : `${usd(k.limit)}${k.limit_reset ? ` ${k.limit_reset}` : ''}`}</td>
                   <td>
-                    <KeyLimits
-                      hash={k.hash}
-                      name={called(k)}
-                      own={k.limit_remaining}
-                      limit={k.limit}
-                      reset={k.limit_reset}
-                    />
+                    {k.kind === 'user' ? (
+                      <KeyLimits
+                        hash={k.hash}
+                        name={called(k)}
+                        own={k.limit_remaining}
+                        limit={k.limit}
+                        reset={k.limit_reset}
+                      />
+                    ) : (
+                      <span className="muted">—</span>
+                    )}
                   </td>
                   <td>{usd(k.usage_monthly)}</td>
                   <td className="actions">
-                    <a href={href(['dry-run'], { key: k.hash })}>Dry run as {called(k)}</a>
-                    <button
-                      type="button"
-                      className={k.disabled ? undefined : 'danger'}
-                      onClick={() => change.mutate({ hash: k.hash, disabled: !k.disabled })}
-                    >
-                      {k.disabled ? `Enable ${called(k)}` : `Disable ${called(k)}`}
-                    </button>
+                    {k.kind === 'user' ? (
+                      <>
+                        <a href={href(['dry-run'], { key: k.hash })}>Dry run as {called(k)}</a>
+                        <button
+                          type="button"
+                          className={k.disabled ? undefined : 'danger'}
+                          onClick={() => change.mutate({ hash: k.hash, disabled: !k.disabled })}
+                        >
+                          {k.disabled ? `Enable ${called(k)}` : `Disable ${called(k)}`}
+                        </button>
+                        <button
+                          type="button"
+                          className="danger"
+                          onClick={() => {
+                            if (
+                              confirm(`Delete ${called(k)}? Its calls are refused from now on; this cannot be undone.`)
+                            )
+                              remove.mutate(k.hash)
+                          }}
+                        >
+                          Delete {called(k)}
+                        </button>
+                      </>
+                    ) : (
+                      <span className="muted">managed with the admin CLI</span>
+                    )}
                   </td>
                 </tr>
               ))}

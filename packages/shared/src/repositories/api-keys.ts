@@ -185,15 +185,18 @@ export function managedKeyPage(
     includeDisabled: boolean
     /** Only keys whose name or label holds this text, in any case. */
     nameHolds?: string
+    /** The kinds listed (default: user keys, the API's own listing). */
+    kinds?: readonly ('user' | 'organization' | 'management')[]
     offset: number
     limit: number
   },
 ) {
   const holds = q.nameHolds === undefined ? undefined : `%${likeLiteral(q.nameHolds)}%`
+  const kinds = [...(q.kinds ?? ['user'])]
   return db.$queryRaw<ManagedKeyRow[]>`
     SELECT ${MANAGED_COLUMNS} FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id
     WHERE k.workspace_id = ${q.workspaceId}::uuid AND w.account_id = ${q.accountId}::uuid
-      AND k.kind = 'user' AND k.revoked_at IS NULL AND (${q.includeDisabled} OR NOT k.disabled)
+      AND k.kind::text = ANY(${kinds}::text[]) AND k.revoked_at IS NULL AND (${q.includeDisabled} OR NOT k.disabled)
       ${holds ? Prisma.sql`AND (k.name ILIKE ${holds} OR k.label ILIKE ${holds})` : Prisma.empty}
     ORDER BY k.created_at DESC, k.id DESC
     LIMIT ${q.limit} OFFSET ${q.offset}`
