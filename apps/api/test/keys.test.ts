@@ -166,6 +166,22 @@ describe('API keys through @openrouter/sdk', () => {
     ).toBeInstanceOf(BadRequestResponseError)
   })
 
+  it('says when each key was last used, written at most once a minute however busy the key', async () => {
+    const made = await management().apiKeys.create({ requestBody: { name: 'used' } })
+    const lastUsed = async () =>
+      (await env.t.db.apiKey.findFirstOrThrow({ where: { name: 'used', revokedAt: null } })).lastUsedAt
+    expect(await lastUsed()).toBeNull()
+    expect((await raw('GET', '/key', made.key)).status).toBe(200)
+    await waitFor(async () => (await lastUsed()) !== null, { what: 'the use noted' })
+    const first = await lastUsed()
+    for (let i = 0; i < 5; i++) expect((await raw('GET', '/key', made.key)).status).toBe(200)
+    expect(await lastUsed()).toEqual(first)
+    const listed = (await (await raw('GET', '/keys?q=used', env.tenant.keys.management)).json()) as {
+      data: { name: string; last_used_at: string | null }[]
+    }
+    expect(listed.data.find((k) => k.name === 'used')!.last_used_at).toBe(first!.toISOString())
+  })
+
   it('applies a change at once on every process: disabled, enabled, limit cleared; deleted for good', async () => {
     const created = await management().apiKeys.create({ requestBody: { name: 'toggle', limit: 5 } })
     const { hash } = created.data

@@ -174,6 +174,8 @@ export function apiKeyView(row: ManagedKeyRow, u: KeyUsage) {
     ...limitFields(row, u),
     created_at: row.created_at.toISOString(),
     updated_at: iso(row.updated_at),
+    // Beyond the contract's fields too: when it last authenticated a request (to the minute).
+    last_used_at: iso(row.last_used_at),
     external_user: row.external_user,
     workspace_id: row.workspace_id,
   }

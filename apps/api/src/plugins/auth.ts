@@ -1,7 +1,7 @@
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { hash } from 'node:crypto'
 import { AppError, bearerToken, resolveCaller, resolveCallerByHash, type Caller, type Db } from '@roster/shared'
-import { liveConsoleSession } from '@roster/shared/repositories'
+import { liveConsoleSession, noteKeyUse } from '@roster/shared/repositories'
 import { assertSameOriginChange, sessionIdHash, sessionIdOf } from '../console/session-cookie.js'
 import { GatewayError } from '@roster/gateway'
 import { Lru } from './lru.js'
@@ -89,8 +89,18 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     return caller
   }
 
-  /** A known key, counted against its requests per minute. */
+  // When each key was last noted as used by this process (its minute): at most one write a minute per key.
+  const noted = new Lru<string, number>(entries)
+  const noteUse = (keyId: string) => {
+    const minute = Math.floor(now() / 60_000)
+    if (noted.get(keyId) === minute) return
+    noted.set(keyId, minute)
+    void noteKeyUse(db, keyId).catch(() => noted.delete(keyId))
+  }
+
+  /** A known key, counted against its requests per minute (and noted as used). */
   const counted = (caller: Caller | undefined): Caller | undefined => {
+    if (caller) noteUse(caller.keyId)
     const wait = caller && options.rate ? options.rate.take(caller.keyId) : 0
     if (wait) {
       observe('rate_limited')

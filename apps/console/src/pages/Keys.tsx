@@ -16,6 +16,8 @@ interface Key {
   usage: number
   usage_monthly: number
   expires_at: string | null
+  /** When it last authenticated a request (to the minute; null: never). */
+  last_used_at: string | null
   created_at: string
 }
 
@@ -100,6 +102,7 @@ export function Keys({ route }: { route: Route }) {
                 <th scope="col">Kind</th>
                 <th scope="col">Label</th>
                 <th scope="col">Expires</th>
+                <th scope="col">Last used</th>
                 <th scope="col">Limit</th>
                 <th scope="col">Left</th>
                 <th scope="col">Spent (month)</th>
@@ -119,6 +122,13 @@ export function Keys({ route }: { route: Route }) {
                       <time dateTime={k.expires_at}>{new Date(k.expires_at).toLocaleDateString()}</time>
                     ) : (
                       'never'
+                    )}
+                  </td>
+                  <td>
+                    {k.last_used_at ? (
+                      <time dateTime={k.last_used_at}>{new Date(k.last_used_at).toLocaleString()}</time>
+                    ) : (
+                      <span className="muted">not yet</span>
                     )}
                   </td>
                   <td>{k.limit === null ? 'none' : `${usd(k.limit)}${k.limit_reset ? ` ${k.limit_reset}` : ''}`}</td>

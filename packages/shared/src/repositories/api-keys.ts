@@ -131,6 +131,7 @@ export interface ManagedKeyRow {
   include_byok_in_limit: boolean
   created_at: Date
   updated_at: Date | null
+  last_used_at: Date | null
   expires_at: Date | null
   user_id: string | null
   external_user: string | null
@@ -141,7 +142,7 @@ export interface ManagedKeyRow {
 }
 
 const MANAGED_COLUMNS = Prisma.raw(`k.id, k.kind::text AS kind, k.hash, k.prefix, k.name, k.label, k.disabled,
-  k.limit_micros, k.limit_reset, k.include_byok_in_limit, k.created_at, k.updated_at, k.expires_at, k.user_id,
+  k.limit_micros, k.limit_reset, k.include_byok_in_limit, k.created_at, k.updated_at, k.expires_at, k.last_used_at, k.user_id,
   k.external_user, k.workspace_id, w.account_id, k.number`)
 
 export interface NewManagedKey {
@@ -262,4 +263,11 @@ export async function keysOfAccount(db: Db | Prisma.TransactionClient, accountId
   return db.$queryRaw<{ id: string; hash: Uint8Array; workspace_id: string; kind: string }[]>`
     SELECT k.id, k.hash, k.workspace_id, k.kind::text AS kind FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id
     WHERE w.account_id = ${accountId}::uuid AND k.revoked_at IS NULL AND k.hash = ANY(${hashes}::bytea[])`
+}
+
+/** Notes that a key authenticated a request now, unless that was noted within the minute. */
+export async function noteKeyUse(db: Db, keyId: string): Promise<void> {
+  await db.$executeRaw`
+    UPDATE api_keys SET last_used_at = now()
+    WHERE id = ${keyId}::uuid AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`
 }
