@@ -177,6 +177,24 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     await page.close()
   })
 
+  it("shows the catalogue on its models page: each model's context, prices and capabilities, its providers when opened", async () => {
+    const page = await (await browser.newContext({ bypassCSP: true })).newPage()
+    await signIn(page, env.tenant.keys.user, 'Interns')
+    await page.getByRole('link', { name: 'Models' }).click()
+    await page.getByRole('heading', { name: 'Models', level: 1 }).waitFor()
+    expect(await page.title()).toBe('Models · Roster')
+    const row = page.getByRole('row', { name: /roster-sim\/chat/ })
+    await row.waitFor()
+    // The catalogue's price per token, as dollars per million.
+    expect(await row.textContent()).toMatch(/\$\d/)
+    await row.getByText('Providers').click()
+    await row.getByText(/^upstream-sim \(openai-chat; default, priority\)/).waitFor()
+    await page.getByLabel('Search by id or name').fill('no-such-model')
+    await page.getByText('No model’s id or name holds “no-such-model”.').waitFor()
+    expect(await axeViolations(page)).toEqual([])
+    await page.close()
+  })
+
   it('creates an intern with a model whole or not at all: a model not served is refused before anything is made', async () => {
     const page = await (await browser.newContext({ bypassCSP: true })).newPage()
     await signIn(page, env.tenant.keys.user, 'Interns')

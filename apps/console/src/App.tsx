@@ -15,6 +15,7 @@ const Chat = lazy(() => import('./pages/Chat'))
 const Inbox = lazy(() => import('./pages/Inbox'))
 // The spend page brings its chart library with it.
 const Spend = lazy(() => import('./pages/Spend'))
+const Models = lazy(() => import('./pages/Models'))
 
 // The console's shell: sign in with an API key (exchanged for a session cookie, then forgotten),
 // the pages the key's kind may use, and signing out. Every text from the server is rendered as text.
@@ -95,6 +96,7 @@ const MEMBER_PAGES = [
   { path: 'interns', title: 'Interns' },
   { path: 'questions', title: 'Questions' },
   { path: 'generations', title: 'Generations' },
+  { path: 'models', title: 'Models' },
   { path: 'dry-run', title: 'Guardrail dry run' },
 ]
 
@@ -111,6 +113,7 @@ const PAGES: Record<Session['kind'], { path: string; title: string }[]> = {
     { path: 'spend', title: 'Spend' },
     { path: 'generations', title: 'Generations' },
     { path: 'governance', title: 'Governance' },
+    { path: 'models', title: 'Models' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
   operator: [{ path: 'fleet', title: 'Fleet' }],
@@ -177,6 +180,8 @@ function Page({ route, home, allowed }: { route: Route; home: string; allowed: b
       return <Generations route={route} />
     case 'governance':
       return id === 'workspaces' && sub ? <WorkspacePage key={sub} id={sub} /> : <Governance />
+    case 'models':
+      return <Models />
     case 'dry-run':
       return <DryRun route={route} />
     case 'fleet':

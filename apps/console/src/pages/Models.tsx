@@ -1,0 +1,139 @@
+import { useState } from 'react'
+import { useQuery } from '@tanstack/react-query'
+import { api } from '../api'
+
+// The catalogue this Roster serves (GET /models, any key): each model's context, prices per million
+// tokens, what it takes and gives (tools, reasoning, images), and, opened, the provider endpoints
+// that serve it (GET /models/{id}/endpoints). Image models are listed with them (output_modalities=all).
+
+interface Model {
+  id: string
+  name: string
+  description: string
+  context_length: number
+  architecture: { input_modalities: string[]; output_modalities: string[] }
+  pricing: { prompt: string; completion: string; request?: string; image?: string; web_search?: string }
+  top_provider: { max_completion_tokens: number | null }
+  supported_parameters: string[]
+}
+interface Endpoint {
+  provider_name: string
+  protocol: string
+  tiers: string[]
+  pricing: { prompt: string; completion: string }
+}
+
+/** Dollars per million tokens from a price per token, as people read model prices. */
+const perMillion = (price: string) => {
+  const n = Number(price) * 1_000_000
+  return n === 0 ? 'free' : `$${n >= 1 ? n.toFixed(2) : n.toPrecision(2)}`
+}
+
+export default function Models() {
+  const [filter, setFilter] = useState('')
+  const models = useQuery({
+    queryKey: ['models'],
+    queryFn: () => api<{ data: Model[] }>('models?output_modalities=all'),
+  })
+  const shown = (models.data?.data ?? []).filter((m) =>
+    `${m.id} ${m.name}`.toLowerCase().includes(filter.trim().toLowerCase()),
+  )
+  return (
+    <section aria-labelledby="models-title">
+      <h1 id="models-title">Models</h1>
+      <div className="filters">
+        <label>
+          Search by id or name{' '}
+          <input type="search" value={filter} onChange={(e) => setFilter(e.target.value)} maxLength={100} />
+        </label>
+      </div>
+      {models.isPending ? (
+        <p aria-busy="true">Loading the catalogue…</p>
+      ) : models.isError ? (
+        <p role="alert">{models.error.message}</p>
+      ) : shown.length === 0 ? (
+        <p>
+          {filter
+            ? `No model’s id or name holds “${filter}”.`
+            : 'This Roster serves no model yet: give it a provider key or a MODEL_CATALOGUE (docs/gateway.md).'}
+        </p>
+      ) : (
+        <div className="table-scroll">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Model</th>
+                <th scope="col">Context</th>
+                <th scope="col">Input / output per million tokens</th>
+                <th scope="col">Takes and gives</th>
+                <th scope="col">Endpoints</th>
+              </tr>
+            </thead>
+            <tbody>
+              {shown.map((m) => (
+                <tr key={m.id}>
+                  <td>
+                    <code>{m.id}</code>
+                    <br />
+                    <span className="muted">{m.name}</span>
+                  </td>
+                  <td>
+                    {m.context_length.toLocaleString()}
+                    {m.top_provider.max_completion_tokens
+                      ? ` (out ${m.top_provider.max_completion_tokens.toLocaleString()})`
+                      : ''}
+                  </td>
+                  <td>
+                    {perMillion(m.pricing.prompt)} / {perMillion(m.pricing.completion)}
+                  </td>
+                  <td>{capabilities(m)}</td>
+                  <td>
+                    <Endpoints id={m.id} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  )
+}
+
+function capabilities(m: Model): string {
+  const parts = [
+    `${m.architecture.input_modalities.join(' + ')} → ${m.architecture.output_modalities.join(' + ')}`,
+    ...(m.supported_parameters.includes('tools') ? ['tools'] : []),
+    ...(m.supported_parameters.includes('reasoning') ? ['reasoning'] : []),
+  ]
+  return parts.join(', ')
+}
+
+/** A model's provider endpoints, read when opened. */
+function Endpoints({ id }: { id: string }) {
+  const [open, setOpen] = useState(false)
+  const endpoints = useQuery({
+    queryKey: ['model-endpoints', id],
+    queryFn: () => api<{ data: { endpoints: Endpoint[] } }>(`models/${id}/endpoints`),
+    enabled: open,
+  })
+  return (
+    <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+      <summary>Providers</summary>
+      {!open ? null : endpoints.isPending ? (
+        <p aria-busy="true">Loading…</p>
+      ) : endpoints.isError ? (
+        <p role="alert">{endpoints.error.message}</p>
+      ) : (
+        <ul>
+          {endpoints.data.data.endpoints.map((e, n) => (
+            <li key={n}>
+              {e.provider_name} ({e.protocol}; {e.tiers.join(', ')}): {perMillion(e.pricing.prompt)} /{' '}
+              {perMillion(e.pricing.completion)}
+            </li>
+          ))}
+        </ul>
+      )}
+    </details>
+  )
+}
