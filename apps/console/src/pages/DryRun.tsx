@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react'
-import { useMutation } from '@tanstack/react-query'
+import { useMutation, useQuery } from '@tanstack/react-query'
 import { api } from '../api'
 import type { Route } from '../router'
 
@@ -17,6 +17,7 @@ interface Verdict {
 // key, another key of the workspace by its hash), with nothing sent to a model or spent.
 export function DryRun({ route }: { route: Route }) {
   const [model, setModel] = useState('')
+  const served = useQuery({ queryKey: ['models'], queryFn: () => api<{ data: { id: string }[] }>('models') })
   const [prompt, setPrompt] = useState('')
   const [keyHash, setKeyHash] = useState(route.query.get('key') ?? '')
   const check = useMutation({
@@ -39,7 +40,20 @@ export function DryRun({ route }: { route: Route }) {
       <h1 id="dry-run-title">Guardrail dry run</h1>
       <form className="create" onSubmit={submit} aria-label="Dry run">
         <label htmlFor="dr-model">Model</label>
-        <input id="dr-model" value={model} onChange={(e) => setModel(e.target.value)} required maxLength={256} />
+        <input
+          id="dr-model"
+          value={model}
+          onChange={(e) => setModel(e.target.value)}
+          required
+          maxLength={256}
+          list="dr-models"
+        />
+        {/* The catalogue's models as the field's choices (any name may still be typed: the check says what it makes of it). */}
+        <datalist id="dr-models">
+          {(served.data?.data ?? []).map((m) => (
+            <option key={m.id} value={m.id} />
+          ))}
+        </datalist>
         <label htmlFor="dr-prompt">Prompt</label>
         <textarea id="dr-prompt" value={prompt} onChange={(e) => setPrompt(e.target.value)} required />
         <label htmlFor="dr-key">As the key (hash)</label>

@@ -32,7 +32,8 @@ const perMillion = (price: string) => {
 export default function Models() {
   const [filter, setFilter] = useState('')
   const models = useQuery({
-    queryKey: ['models'],
+    // Its own key: the other pages' ['models'] holds the text models only.
+    queryKey: ['models', 'all'],
     queryFn: () => api<{ data: Model[] }>('models?output_modalities=all'),
   })
   const shown = (models.data?.data ?? []).filter((m) =>
