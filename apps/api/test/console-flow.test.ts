@@ -259,6 +259,12 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
       .first()
       .waitFor()
     expect(page.url()).toMatch(/from=.*&to=/)
+    // Its bodies are read when opened: this workspace keeps none, and the page says so.
+    await page.getByText('Request and response').first().click()
+    await page
+      .getByText(/^Not kept: the workspace keeps no request bodies/)
+      .first()
+      .waitFor()
     expect(await axeViolations(page)).toEqual([])
     await page.getByRole('link', { name: 'API keys' }).click()
 

@@ -79,6 +79,20 @@ afterAll(async () => {
   await Promise.all([sim?.close(), slow?.close(), limited?.close(), paced?.close(), garbled?.close(), cut?.close()])
 })
 
+/**
+ * The request's generations once the ledger has all `count` of them, checked to add up to the
+ * response's cost to the pico-dollar.
+ */
+async function ledgered(body: { id: string; usage: { cost: number } }, count: number) {
+  await waitFor(async () => (await env.t.db.generation.count({ where: { requestId: body.id } })) === count, {
+    what: `the ${count} generations`,
+  })
+  const rows = await env.t.db.generation.findMany({ where: { requestId: body.id } })
+  const pico = rows.reduce((sum, r) => sum + r.costPico, 0n)
+  expect(Math.round(body.usage.cost * 1e12)).toBe(Number(pico))
+  return rows
+}
+
 const post = async (path: string, key: string, body: object) => {
   const res = await fetch(`${base}${path}`, {
     method: 'POST',
@@ -322,13 +336,8 @@ describe('generations: one per model call, through every door', () => {
     // The advisor was given the entry's instructions, through the Responses protocol of its model.
     expect(JSON.stringify(sim.stats.lastBody['/v1/responses'])).toContain('Be brief.')
     // Five model calls: the outer model's three turns, the advisor's and the subagent's.
-    await waitFor(async () => (await env.t.db.generation.count({ where: { requestId: body.id } })) === 5, {
-      what: 'the five generations',
-    })
-    const rows = await env.t.db.generation.findMany({ where: { requestId: body.id } })
+    const rows = await ledgered(body, 5)
     expect(rows.map((r) => r.model).sort()).toEqual(['sim/chat', 'sim/chat', 'sim/chat', 'sim/chat', 'sim/responses'])
-    const pico = rows.reduce((sum, r) => sum + r.costPico, 0n)
-    expect(Math.round(body.usage.cost * 1e12)).toBe(Number(pico))
   })
 
   it("records a fusion run's panel and analyst calls as generations of the request, their cost in the response's", async () => {
@@ -347,13 +356,8 @@ describe('generations: one per model call, through every door', () => {
     // The panelist on the Responses protocol was offered web fetch alone.
     expect((sim.stats.lastBody['/v1/responses'] as any).tools.map((t: any) => t.name)).toEqual(['web_fetch'])
     // Five model calls: the outer model's two turns, two panelists and the analyst (the caller's model).
-    await waitFor(async () => (await env.t.db.generation.count({ where: { requestId: body.id } })) === 5, {
-      what: 'the five generations',
-    })
-    const rows = await env.t.db.generation.findMany({ where: { requestId: body.id } })
+    const rows = await ledgered(body, 5)
     expect(rows.map((r) => r.model).sort()).toEqual(['sim/chat', 'sim/chat', 'sim/chat', 'sim/chat', 'sim/responses'])
-    const pico = rows.reduce((sum, r) => sum + r.costPico, 0n)
-    expect(Math.round(body.usage.cost * 1e12)).toBe(Number(pico))
   })
 
   it("records an image a tool had made as a generation of the request, after a fallback, its cost in the response's", async () => {
@@ -366,11 +370,7 @@ describe('generations: one per model call, through every door', () => {
     const body = JSON.parse(res.text)
     expect(res.status, res.text).toBe(200)
     expect(body.output[0]).toMatchObject({ type: 'openrouter:image_generation', prompt: 'a lighthouse' })
-    await waitFor(async () => (await env.t.db.generation.count({ where: { requestId: body.id } })) === 3, {
-      what: 'the three generations',
-    })
-    const rows = await env.t.db.generation.findMany({ where: { requestId: body.id } })
-    const image = rows.find((r) => r.model === 'sim/image')!
+    const image = (await ledgered(body, 3)).find((r) => r.model === 'sim/image')!
     // gpt-image-1's output tokens for a high-quality square image, as the stand-in reports them.
     expect(image).toMatchObject({ provider: 'upstream-sim', tokensCompletion: 4160 })
     // The endpoint given up first is on the record beside the one that answered.
@@ -379,8 +379,6 @@ describe('generations: one per model call, through every door', () => {
       ['upstream-sim', 200],
     ])
     expect(image.costPico).toBe(expectedPico(image.tokensPrompt, image.tokensCompletion))
-    const pico = rows.reduce((sum, r) => sum + r.costPico, 0n)
-    expect(Math.round(body.usage.cost * 1e12)).toBe(Number(pico))
   })
 
   it('records a stream the client left mid-way as cancelled, with what it was given, counted by Roster and priced', async () => {

@@ -43,29 +43,27 @@ await describeNeeding(['bubblewrap'], 'openrouter:bash in runtime hosts’ sandb
   })
 
   const BASH = { type: 'openrouter:bash', parameters: { engine: 'openrouter' } }
-  const send = async (command: string, extra: object = {}, key = env.tenant.keys.user) => {
-    const res = await fetch(`${stack.apiUrl}/responses`, {
+  /** POST /responses to the stack's API as `key`. */
+  const respond = (body: object, key = env.tenant.keys.user) =>
+    fetch(`${stack.apiUrl}/responses`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'roster-sim/chat',
-        input: `[sim] call bash ${JSON.stringify({ command })}\n[sim] say done`,
-        tools: [BASH],
-        ...extra,
-      }),
+      body: JSON.stringify({ model: 'roster-sim/chat', ...body }),
     })
+  const client = () =>
+    new OpenRouter({ apiKey: env.tenant.keys.user, serverURL: stack.apiUrl, retryConfig: { strategy: 'none' } })
+  const send = async (command: string, extra: object = {}, key = env.tenant.keys.user) => {
+    const res = await respond(
+      { input: `[sim] call bash ${JSON.stringify({ command })}\n[sim] say done`, tools: [BASH], ...extra },
+      key,
+    )
     const body = (await res.json()) as any
     expect(res.status, JSON.stringify(body)).toBe(200)
     return body.output.find((o: any) => o.type === 'openrouter:bash')
   }
 
   it('runs the command on a runtime host, its item parsed by the official client', async () => {
-    const client = new OpenRouter({
-      apiKey: env.tenant.keys.user,
-      serverURL: stack.apiUrl,
-      retryConfig: { strategy: 'none' },
-    })
-    const res = (await client.responses.send({
+    const res = (await client().responses.send({
       responsesRequest: {
         model: 'roster-sim/chat',
         input: '[sim] call bash {"command":"echo hello > f.txt; cat f.txt; echo $$ >&2; exit 3"}\n[sim] say done',
@@ -148,15 +146,7 @@ await describeNeeding(['bubblewrap'], 'openrouter:bash in runtime hosts’ sandb
       { type: 'container_reference', container_id: 'bad/id' },
       { type: 'somewhere_else' },
     ]) {
-      const res = await fetch(`${stack.apiUrl}/responses`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
-        body: JSON.stringify({
-          model: 'roster-sim/chat',
-          input: 'x',
-          tools: [{ ...BASH, parameters: { engine: 'openrouter', environment } }],
-        }),
-      })
+      const res = await respond({ input: 'x', tools: [{ ...BASH, parameters: { engine: 'openrouter', environment } }] })
       expect(res.status, JSON.stringify(environment)).toBe(400)
     }
   })
@@ -186,23 +176,18 @@ await describeNeeding(['bubblewrap'], 'openrouter:bash in runtime hosts’ sandb
   it('applies patches in the sandbox its commands run in (apply_patch, engine sandbox), refusing one that does not fit', async () => {
     const patch = (args: object) => `[sim] call apply_patch ${JSON.stringify(args)}`
     const bash = (command: string) => `[sim] call bash ${JSON.stringify({ command })}`
-    const res = await fetch(`${stack.apiUrl}/responses`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'roster-sim/chat',
-        input: [
-          patch({ type: 'create_file', path: 'src/app.py', diff: '+def main():\n+    return 1\n' }),
-          bash('cat src/app.py'),
-          patch({ type: 'update_file', path: 'src/app.py', diff: '@@ def main():\n-    return 1\n+    return 2\n' }),
-          bash('cat src/app.py'),
-          patch({ type: 'update_file', path: 'src/app.py', diff: '@@\n-    return 9\n+    return 3\n' }),
-          patch({ type: 'delete_file', path: 'src/app.py' }),
-          bash('ls src'),
-          '[sim] say done',
-        ].join('\n'),
-        tools: [BASH, { type: 'openrouter:apply_patch', parameters: { engine: 'sandbox' } }],
-      }),
+    const res = await respond({
+      input: [
+        patch({ type: 'create_file', path: 'src/app.py', diff: '+def main():\n+    return 1\n' }),
+        bash('cat src/app.py'),
+        patch({ type: 'update_file', path: 'src/app.py', diff: '@@ def main():\n-    return 1\n+    return 2\n' }),
+        bash('cat src/app.py'),
+        patch({ type: 'update_file', path: 'src/app.py', diff: '@@\n-    return 9\n+    return 3\n' }),
+        patch({ type: 'delete_file', path: 'src/app.py' }),
+        bash('ls src'),
+        '[sim] say done',
+      ].join('\n'),
+      tools: [BASH, { type: 'openrouter:apply_patch', parameters: { engine: 'sandbox' } }],
     })
     const body = (await res.json()) as any
     expect(res.status, JSON.stringify(body)).toBe(200)
@@ -232,12 +217,7 @@ await describeNeeding(['bubblewrap'], 'openrouter:bash in runtime hosts’ sandb
   })
 
   it('runs openrouter:shell commands in turn in the same sandbox, each output as the official client reads it', async () => {
-    const client = new OpenRouter({
-      apiKey: env.tenant.keys.user,
-      serverURL: stack.apiUrl,
-      retryConfig: { strategy: 'none' },
-    })
-    const res = (await client.responses.send({
+    const res = (await client().responses.send({
       responsesRequest: {
         model: 'roster-sim/chat',
         input:
@@ -259,15 +239,7 @@ await describeNeeding(['bubblewrap'], 'openrouter:bash in runtime hosts’ sandb
   })
 
   it('hands the call to the client when the engine is not Roster’s (the default)', async () => {
-    const res = await fetch(`${stack.apiUrl}/responses`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        model: 'roster-sim/chat',
-        input: '[sim] call bash {"command":"ls"}',
-        tools: [{ type: 'openrouter:bash' }],
-      }),
-    })
+    const res = await respond({ input: '[sim] call bash {"command":"ls"}', tools: [{ type: 'openrouter:bash' }] })
     const body = (await res.json()) as any
     expect(body.output.map((o: any) => [o.type, o.name])).toEqual([['function_call', 'bash']])
   })

@@ -94,6 +94,8 @@ const post = (body: object, key = env.tenant.keys.user) =>
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   })
+/** POST /responses, its JSON answer. */
+const answer = async (body: object, key = env.tenant.keys.user): Promise<any> => (await post(body, key)).json()
 /** Sets the test workspace's disabled server tools. */
 const setDisabled = async (tools: string[] | null) => {
   const res = await fetch(`${baseURL}/workspaces/${env.tenant.workspaceId}`, {
@@ -205,13 +207,11 @@ describe('openrouter:web_search', () => {
 
   it("holds the model to the entry's max_uses: a call past it is answered with an error, not searched", async () => {
     searches = []
-    const res = (await (
-      await post({
-        model: 'roster-sim/chat',
-        input: `[sim] call web_search {"query":"one"}\n[sim] call web_search {"query":"two"}\n[sim] say done`,
-        tools: [{ type: 'openrouter:web_search', parameters: { max_uses: 1 } }],
-      })
-    ).json()) as any
+    const res = await answer({
+      model: 'roster-sim/chat',
+      input: `[sim] call web_search {"query":"one"}\n[sim] call web_search {"query":"two"}\n[sim] say done`,
+      tools: [{ type: 'openrouter:web_search', parameters: { max_uses: 1 } }],
+    })
     expect(searches).toEqual(['one'])
     const items = res.output.filter((o: any) => o.type === 'openrouter:web_search')
     expect(items).toHaveLength(2)
@@ -269,20 +269,20 @@ describe("openrouter:web_search with the workspace's own search key (BYOK)", () 
     try {
       tavilyKeys = []
       searches = []
-      const res = (await (
-        await post({ model: 'roster-sim/chat', input: SEARCH_THEN_CITE, tools: [{ type: 'openrouter:web_search' }] })
-      ).json()) as any
+      const res = await answer({
+        model: 'roster-sim/chat',
+        input: SEARCH_THEN_CITE,
+        tools: [{ type: 'openrouter:web_search' }],
+      })
       expect(res.output[0].action.sources.map((s: any) => s.url)).toEqual(['https://tavily.example.org/r'])
       expect(tavilyKeys).toEqual(['Bearer tvly-workspace-key'])
       expect(searches).toEqual([])
       // Named by engine too; and a key whose allow-list names no one here is not used.
-      const named = (await (
-        await post({
-          model: 'roster-sim/chat',
-          input: SEARCH_THEN_CITE,
-          tools: [{ type: 'openrouter:web_search', parameters: { engine: 'tavily' } }],
-        })
-      ).json()) as any
+      const named = await answer({
+        model: 'roster-sim/chat',
+        input: SEARCH_THEN_CITE,
+        tools: [{ type: 'openrouter:web_search', parameters: { engine: 'tavily' } }],
+      })
       expect(named.output[0].action.sources).toHaveLength(1)
       const colleague = await makeUserKey(env.t.db, env.tenant.workspaceId)
       const patch = await fetch(`${baseURL}/byok/${data.id}`, {
@@ -293,18 +293,18 @@ describe("openrouter:web_search with the workspace's own search key (BYOK)", () 
       expect(patch.status, await patch.clone().text()).toBe(200)
       tavilyKeys = []
       searches = []
-      const notMine = (await (
-        await post({ model: 'roster-sim/chat', input: SEARCH_THEN_CITE, tools: [{ type: 'openrouter:web_search' }] })
-      ).json()) as any
+      const notMine = await answer({
+        model: 'roster-sim/chat',
+        input: SEARCH_THEN_CITE,
+        tools: [{ type: 'openrouter:web_search' }],
+      })
       expect(notMine.output[0].action.sources.map((s: any) => s.url)).toEqual(RESULTS.map((r) => r.url))
       expect(tavilyKeys).toEqual([])
       // The member it names searches with it (its cached credentials forgotten on the change).
-      const theirs = (await (
-        await post(
-          { model: 'roster-sim/chat', input: SEARCH_THEN_CITE, tools: [{ type: 'openrouter:web_search' }] },
-          colleague.key,
-        )
-      ).json()) as any
+      const theirs = await answer(
+        { model: 'roster-sim/chat', input: SEARCH_THEN_CITE, tools: [{ type: 'openrouter:web_search' }] },
+        colleague.key,
+      )
       expect(theirs.output[0].action.sources.map((s: any) => s.url)).toEqual(['https://tavily.example.org/r'])
     } finally {
       await fetch(`${baseURL}/byok/${data.id}`, {
@@ -486,61 +486,53 @@ describe('openrouter:fusion', () => {
   })
 
   it('keeps the answers without an analysis when the analyst fails, and fails with a reason when every panelist does', async () => {
-    const judged = (await (
-      await post({
-        model: 'roster-sim/chat',
-        input: FUSE,
-        tools: [fusionTool({ analysis_models: ['roster-sim/chat'], model: 'nobody/none', tools: [] })],
-      })
-    ).json()) as any
+    const judged = await answer({
+      model: 'roster-sim/chat',
+      input: FUSE,
+      tools: [fusionTool({ analysis_models: ['roster-sim/chat'], model: 'nobody/none', tools: [] })],
+    })
     expect(judged.output[0].analysis).toBeUndefined()
     expect(judged.output[0].responses).toHaveLength(1)
     expect(judged.output[0].error).toBeUndefined()
-    const none = (await (
-      await post({
-        model: 'roster-sim/chat',
-        input: FUSE,
-        tools: [fusionTool({ analysis_models: ['nobody/none', 'nobody/else'], tools: [] })],
-      })
-    ).json()) as any
+    const none = await answer({
+      model: 'roster-sim/chat',
+      input: FUSE,
+      tools: [fusionTool({ analysis_models: ['nobody/none', 'nobody/else'], tools: [] })],
+    })
     expect(none.output[0]).toMatchObject({ error: 'every model of the panel failed' })
     expect(none.output[0].failure_reason).toMatch(/^(invalid_model|all_panels_failed)$/)
     expect(none.output[0].failed_models).toHaveLength(2)
     // The model read the failure (it answered after it, as scripted).
     expect(none.output_text).toBe('Fused.')
     // Fusion does not recurse: a panelist that is fusion again fails, and so does a consultation past two deep.
-    const recursing = (await (
-      await post({
-        model: 'roster-sim/chat',
-        input: FUSE,
-        tools: [fusionTool({ analysis_models: ['openrouter/fusion', 'roster-sim/chat'], tools: [] })],
-      })
-    ).json()) as any
+    const recursing = await answer({
+      model: 'roster-sim/chat',
+      input: FUSE,
+      tools: [fusionTool({ analysis_models: ['openrouter/fusion', 'roster-sim/chat'], tools: [] })],
+    })
     expect(recursing.output[0].failed_models).toEqual([
       expect.objectContaining({ model: 'openrouter/fusion', error: expect.stringMatching(/does not recurse/) }),
     ])
     // A subagent (one deep) runs fusion, whose panelist (two deep) tries an advisor (three deep).
     const panelTask = '[sim] call advisor {"prompt":"x"}\n[sim] say {{result}}'
     const subagentTask = `[sim] call fusion ${JSON.stringify({ prompt: panelTask })}\n[sim] say {{result}}`
-    const deep = (await (
-      await post({
-        model: 'roster-sim/chat',
-        input: `[sim] call subagent ${JSON.stringify({ task: subagentTask })}\n[sim] say ok`,
-        tools: [
-          {
-            type: 'openrouter:subagent',
-            parameters: {
-              tools: [
-                {
-                  type: 'openrouter:fusion',
-                  parameters: { analysis_models: ['roster-sim/chat'], tools: [{ type: 'openrouter:advisor' }] },
-                },
-              ],
-            },
+    const deep = await answer({
+      model: 'roster-sim/chat',
+      input: `[sim] call subagent ${JSON.stringify({ task: subagentTask })}\n[sim] say ok`,
+      tools: [
+        {
+          type: 'openrouter:subagent',
+          parameters: {
+            tools: [
+              {
+                type: 'openrouter:fusion',
+                parameters: { analysis_models: ['roster-sim/chat'], tools: [{ type: 'openrouter:advisor' }] },
+              },
+            ],
           },
-        ],
-      })
-    ).json()) as any
+        },
+      ],
+    })
     expect(deep.output[0].outcome).toMatch(/consultations go at most 2 deep/)
   })
 
@@ -603,13 +595,11 @@ describe('openrouter:fusion', () => {
 
   it('gives the panel and the analyst web search and fetch by default, leaving out those the workspace disables', async () => {
     const toolsAsked = async () => {
-      const res = (await (
-        await post({
-          model: 'roster-sim/chat',
-          input: FUSE,
-          tools: [fusionTool({ analysis_models: ['roster-sim/responses'], model: 'roster-sim/responses' })],
-        })
-      ).json()) as any
+      const res = await answer({
+        model: 'roster-sim/chat',
+        input: FUSE,
+        tools: [fusionTool({ analysis_models: ['roster-sim/responses'], model: 'roster-sim/responses' })],
+      })
       expect(res.output[0].responses).toHaveLength(1)
       // The last call to the Responses protocol was the analyst's.
       return (sim.stats.lastBody['/v1/responses'] as any).tools.map((t: any) => t.name).sort()
@@ -638,13 +628,11 @@ describe('openrouter:fusion', () => {
   })
 
   it('is offered by the fusion plugin, and run before the first turn for the model openrouter/fusion', async () => {
-    const offered = (await (
-      await post({
-        model: 'roster-sim/chat',
-        input: FUSE,
-        plugins: [{ id: 'fusion', analysis_models: ['roster-sim/responses'], tools: [] }],
-      })
-    ).json()) as any
+    const offered = await answer({
+      model: 'roster-sim/chat',
+      input: FUSE,
+      plugins: [{ id: 'fusion', analysis_models: ['roster-sim/responses'], tools: [] }],
+    })
     expect(offered.output.map((o: any) => o.type)).toEqual(['openrouter:fusion', 'message'])
     expect(offered.output[0].responses[0].model).toBe('roster-sim/responses')
     const always = (await client().responses.send({
@@ -696,25 +684,23 @@ describe('openrouter:apply_patch', () => {
     expect(res.output[0]).toMatchObject({ status: 'completed', operation: CREATE })
     expect(res.output[0].callId).toMatch(/./)
     // The client applies it and says so: the model reads the outcome on the next turn.
-    const next = (await (
-      await post({
-        model: 'roster-sim/chat',
-        input: [
-          {
-            role: 'user',
-            content: `make the file\n[sim] call apply_patch ${JSON.stringify(CREATE)}\n[sim] say {{result}}`,
-          },
-          { type: 'apply_patch_call', call_id: res.output[0].callId, status: 'completed', operation: CREATE },
-          {
-            type: 'apply_patch_call_output',
-            call_id: res.output[0].callId,
-            status: 'completed',
-            output: 'wrote 2 lines',
-          },
-        ],
-        tools: [patchTool],
-      })
-    ).json()) as any
+    const next = await answer({
+      model: 'roster-sim/chat',
+      input: [
+        {
+          role: 'user',
+          content: `make the file\n[sim] call apply_patch ${JSON.stringify(CREATE)}\n[sim] say {{result}}`,
+        },
+        { type: 'apply_patch_call', call_id: res.output[0].callId, status: 'completed', operation: CREATE },
+        {
+          type: 'apply_patch_call_output',
+          call_id: res.output[0].callId,
+          status: 'completed',
+          output: 'wrote 2 lines',
+        },
+      ],
+      tools: [patchTool],
+    })
     expect(next.output_text).toBe('completed: wrote 2 lines')
     const sent = (sim.stats.lastBody['/v1/chat/completions'] as any).messages
     expect(sent.at(-2).tool_calls[0].function).toEqual({ name: 'apply_patch', arguments: JSON.stringify(CREATE) })
@@ -729,13 +715,11 @@ describe('openrouter:apply_patch', () => {
       [{ type: 'create_file', path: ' ', diff: '+x' }, /path is empty/],
       [{ type: 'rename_file', path: 'a.ts' }, /type must be one of/],
     ] as const) {
-      const res = (await (
-        await post({
-          model: 'roster-sim/chat',
-          input: `[sim] call apply_patch ${JSON.stringify(bad)}\n[sim] say {{result}}`,
-          tools: [patchTool],
-        })
-      ).json()) as any
+      const res = await answer({
+        model: 'roster-sim/chat',
+        input: `[sim] call apply_patch ${JSON.stringify(bad)}\n[sim] say {{result}}`,
+        tools: [patchTool],
+      })
       expect(
         res.output.map((o: any) => o.type),
         JSON.stringify(bad),
@@ -865,20 +849,20 @@ describe('openrouter:image_generation', () => {
     const fox = sim.stats.lastBody['/v1/images/generations'] as any
     expect(fox.prompt).toBe('a blue whale')
     expect(png(done.result).subarray(1, 4).toString()).toBe('PNG')
-    const again = (await (
-      await post({ model: 'roster-sim/chat', input: DRAW, tools: [{ type: 'openrouter:image_generation' }] })
-    ).json()) as any
+    const again = await answer({
+      model: 'roster-sim/chat',
+      input: DRAW,
+      tools: [{ type: 'openrouter:image_generation' }],
+    })
     expect(again.output[0].result).not.toBe(done.result)
   })
 
   it('tells the model when the model named makes no images, and refuses parameters that do not read', async () => {
-    const res = (await (
-      await post({
-        model: 'roster-sim/chat',
-        input: DRAW,
-        tools: [{ type: 'openrouter:image_generation', parameters: { model: 'roster-sim/chat' } }],
-      })
-    ).json()) as any
+    const res = await answer({
+      model: 'roster-sim/chat',
+      input: DRAW,
+      tools: [{ type: 'openrouter:image_generation', parameters: { model: 'roster-sim/chat' } }],
+    })
     expect(res.output[0].error).toMatch(/roster-sim\/chat is not a model of this Roster that generates images/)
     for (const parameters of [{ prompt: 'x' }, { model: '' }, { quality: { deep: { deeper: 1 } } }]) {
       const refused = await post({
@@ -932,7 +916,7 @@ describe('the server-tool loop with several tools in play', () => {
   ].join('\n')
   const TOOLS = [{ type: 'openrouter:datetime' }, { type: 'openrouter:experimental__search_models' }]
   const kinds = async (extra: object) => {
-    const res = (await (await post({ model: 'roster-sim/chat', input: SCRIPT, tools: TOOLS, ...extra })).json()) as any
+    const res = await answer({ model: 'roster-sim/chat', input: SCRIPT, tools: TOOLS, ...extra })
     return res.output.map((o: any) => o.type.replace('openrouter:', ''))
   }
 

@@ -1,4 +1,3 @@
-import type { Endpoint } from './catalogue.js'
 import { catalogueIdOf } from './catalogue.js'
 import { gatewayError, GatewayError, invalid, retryable } from './errors.js'
 import { emptyUsage, type Usage } from './deltas.js'
@@ -24,14 +23,6 @@ const IMAGES: Wire = {
 
 /** The protocols whose endpoints are OpenAI-compatible servers, where the Images API lives beside them. */
 const IMAGE_PROTOCOLS = new Set(['openai-chat', 'openai-responses'])
-
-// The transport keeps one target (its path) per endpoint object: the Images API gets an object of its own.
-const imageEndpoints = new WeakMap<Endpoint, Endpoint>()
-const imagesAt = (e: Endpoint) => {
-  let own = imageEndpoints.get(e)
-  if (!own) imageEndpoints.set(e, (own = { ...e }))
-  return own
-}
 
 /** The catalogue's first model that generates images (a tool's default), if any. */
 export const defaultImageModel = (parts: Pick<EngineParts, 'catalogue'>) =>
@@ -71,7 +62,7 @@ export async function generateImage(
     const body = { ...fields, model: c.endpoint.upstream_model, prompt }
     let whole: Buffer | undefined
     try {
-      whole = await parts.transport.call(imagesAt(c.endpoint), IMAGES, body, {
+      whole = await parts.transport.call(c.endpoint, IMAGES, body, {
         cancel: parent.opts.cancel,
         tenant: parent.opts.tenant,
         onStart: () => (timing.firstByte = performance.now() - timing.sent),
@@ -98,7 +89,7 @@ export async function generateImage(
       output: count(answer.usage?.output_tokens),
     }
     // Answered 200: a generation however it reads (the provider likely charged for it).
-    modelCall(parent, { ...c, endpoint: c.endpoint }, timing, sentAt, usage, 'stop', false)
+    modelCall(parent, c, timing, sentAt, usage, 'stop', false)
     const cost = costPicoParts(c.endpoint.pricing ?? c.model.pricing, usage)
     parent.cost.input += usdOfPico(cost.input)
     parent.cost.output += usdOfPico(cost.output)

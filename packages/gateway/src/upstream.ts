@@ -112,9 +112,13 @@ export class Upstream implements Transport {
    * and environment reads are not free at thousands of calls a second, and a process's environment
    * does not change under it.
    */
-  private readonly targets = new WeakMap<Endpoint, Target>()
+  // By protocol first (a handful of module-level objects), then endpoint: one endpoint's calls may
+  // go to more than one path (the Images API beside Chat Completions).
+  private readonly targets = new WeakMap<Wire, WeakMap<Endpoint, Target>>()
   private target(endpoint: Endpoint, adapter: Wire): Target {
-    let target = this.targets.get(endpoint)
+    let ofWire = this.targets.get(adapter)
+    if (!ofWire) this.targets.set(adapter, (ofWire = new WeakMap()))
+    let target = ofWire.get(endpoint)
     if (!target) {
       const url = new URL(endpoint.base_url.replace(/\/$/, '') + adapter.path)
       // A workspace's own credential (BYOK), or the catalogue's from the environment.
@@ -124,7 +128,7 @@ export class Upstream implements Transport {
           ? this.env[endpoint.api_key_env]
           : undefined
       target = { ...this.pool(url.origin), path: url.pathname + url.search, headers: adapter.headers(key) }
-      this.targets.set(endpoint, target)
+      ofWire.set(endpoint, target)
     }
     return target
   }

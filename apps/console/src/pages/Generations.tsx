@@ -1,6 +1,7 @@
 import { useState, type FormEvent } from 'react'
-import { useInfiniteQuery, useQuery } from '@tanstack/react-query'
+import { useInfiniteQuery } from '@tanstack/react-query'
 import { api, ApiError } from '../api'
+import { Disclosure } from '../disclosure'
 import { replaceQuery, type Route } from '../router'
 
 interface Generation {
@@ -157,34 +158,29 @@ export function Generations({ route }: { route: Route }) {
  * when opened; where it keeps none, the page says so.
  */
 function Bodies({ id }: { id: string }) {
-  const [open, setOpen] = useState(false)
-  const content = useQuery({
-    queryKey: ['generation-content', id],
-    queryFn: () =>
-      api<{ data: { input: unknown; output: unknown; error: unknown } }>(
-        `generation/content?id=${encodeURIComponent(id)}`,
-      ),
-    enabled: open,
-    retry: false,
-  })
   return (
-    <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
-      <summary>Request and response</summary>
-      {!open ? null : content.isPending ? (
-        <p aria-busy="true">Loading…</p>
-      ) : content.isError ? (
+    <Disclosure
+      summary="Request and response"
+      queryKey={['generation-content', id]}
+      load={() =>
+        api<{ data: { input: unknown; output: unknown; error: unknown } }>(
+          `generation/content?id=${encodeURIComponent(id)}`,
+        )
+      }
+      failed={(err) => (
         <p className="muted">
-          {content.error instanceof ApiError && content.error.status === 404
+          {err instanceof ApiError && err.status === 404
             ? 'Not kept: the workspace keeps no request bodies (private logging is off), or they are past their retention.'
-            : content.error.message}
+            : err.message}
         </p>
-      ) : (
+      )}
+      show={({ data }) => (
         <>
-          <pre>{JSON.stringify(content.data.data.input, null, 2)}</pre>
-          <pre>{JSON.stringify(content.data.data.output, null, 2)}</pre>
-          {content.data.data.error ? <pre>{JSON.stringify(content.data.data.error, null, 2)}</pre> : null}
+          <pre>{JSON.stringify(data.input, null, 2)}</pre>
+          <pre>{JSON.stringify(data.output, null, 2)}</pre>
+          {data.error ? <pre>{JSON.stringify(data.error, null, 2)}</pre> : null}
         </>
       )}
-    </details>
+    />
   )
 }

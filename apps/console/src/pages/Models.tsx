@@ -1,6 +1,7 @@
 import { useState } from 'react'
 import { useQuery } from '@tanstack/react-query'
 import { api } from '../api'
+import { Disclosure } from '../disclosure'
 
 // The catalogue this Roster serves (GET /models, any key): each model's context, prices per million
 // tokens, what it takes and gives (tools, reasoning, images), and, opened, the provider endpoints
@@ -112,22 +113,14 @@ function capabilities(m: Model): string {
 
 /** A model's provider endpoints, read when opened. */
 function Endpoints({ id }: { id: string }) {
-  const [open, setOpen] = useState(false)
-  const endpoints = useQuery({
-    queryKey: ['model-endpoints', id],
-    queryFn: () => api<{ data: { endpoints: Endpoint[] } }>(`models/${id}/endpoints`),
-    enabled: open,
-  })
   return (
-    <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
-      <summary>Providers</summary>
-      {!open ? null : endpoints.isPending ? (
-        <p aria-busy="true">Loading…</p>
-      ) : endpoints.isError ? (
-        <p role="alert">{endpoints.error.message}</p>
-      ) : (
+    <Disclosure
+      summary="Providers"
+      queryKey={['model-endpoints', id]}
+      load={() => api<{ data: { endpoints: Endpoint[] } }>(`models/${id}/endpoints`)}
+      show={({ data }) => (
         <ul>
-          {endpoints.data.data.endpoints.map((e, n) => (
+          {data.endpoints.map((e, n) => (
             <li key={n}>
               {e.provider_name} ({e.protocol}; {e.tiers.join(', ')}): {perMillion(e.pricing.prompt)} /{' '}
               {perMillion(e.pricing.completion)}
@@ -135,6 +128,6 @@ function Endpoints({ id }: { id: string }) {
           ))}
         </ul>
       )}
-    </details>
+    />
   )
 }
