@@ -46,6 +46,7 @@ import { slackOAuthRoutes } from './routes/slack-oauth.js'
 import { slackEventRoutes } from './routes/slack-events.js'
 import { healthRoutes } from './routes/health.js'
 import { consoleSessionRoutes } from './routes/console-session.js'
+import { auditGovernance } from './audit/audited-operations.js'
 import { operatorRoutes } from './routes/operator.js'
 import { consoleLane } from './console/lane.js'
 import { consoleStaticRoutes } from './routes/console-static.js'
@@ -160,15 +161,20 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(countTokensRoutes(deps))
       await v1.register(presetRoutes(deps))
       await v1.register(fileRoutes(deps))
-      await v1.register(keyRoutes(deps))
+      // Governance: each change lands in the audit log (audit/audited-operations.ts); its hooks
+      // stay out of the gateway's doors.
+      await v1.register(async (governed) => {
+        auditGovernance(governed, deps)
+        await governed.register(keyRoutes(deps))
+        await governed.register(workspaceRoutes(deps))
+        await governed.register(guardrailRoutes(deps))
+        await governed.register(byokRoutes(deps))
+        await governed.register(analyticsRoutes(deps))
+        await governed.register(observabilityRoutes(deps))
+      })
       await v1.register(generationRoutes(deps))
       await v1.register(creditRoutes(deps))
-      await v1.register(workspaceRoutes(deps))
-      await v1.register(guardrailRoutes(deps))
       await v1.register(guardrailDryRunRoutes(deps))
-      await v1.register(byokRoutes(deps))
-      await v1.register(analyticsRoutes(deps))
-      await v1.register(observabilityRoutes(deps))
       await v1.register(vaultRoutes(deps))
       await v1.register(slackOAuthRoutes(deps))
       await v1.register(slackEventRoutes(deps))

@@ -27,6 +27,7 @@ import { LocalVault, SecretStoreBatcher, type VaultService } from '@roster/share
 import { designatedPresetVersion } from '@roster/shared/repositories'
 import { createHmac, randomBytes } from 'node:crypto'
 import { apiQueues, type ApiQueues } from './queues.js'
+import { createSso, type Sso } from './console/sso.js'
 import { gatewaySandboxes } from './gateway-sandboxes.js'
 import { operatorAccess, type OperatorAccess } from './operator/operator-access.js'
 import {
@@ -125,6 +126,8 @@ export interface AppDeps {
   destinations: DestinationDeps
   /** The runtime hosts, each intern's calls to its own (the chat route). */
   runtime: FleetDriver
+  /** Single sign-on to the console (OIDC_ISSUER); absent: keys and the operator's token only. */
+  sso?: Sso
 }
 
 /**
@@ -304,6 +307,7 @@ export function createAppDeps(
     byokDirectory,
     queues,
     operator: operatorAccess(db, config.OPERATOR_TOKEN),
+    sso: createSso(config, redis),
     slack: slackDeps(config, db, log),
     destinations: {
       db,

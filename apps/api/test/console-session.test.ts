@@ -52,6 +52,8 @@ describe('a console session', () => {
       expires_at: expect.any(String),
       // This API serves no model: no default for interns.
       intern_default_model: null,
+      // A key's session, not a person's (single sign-on).
+      member: null,
     })
     expect(JSON.stringify(body)).not.toContain(key)
     // The database keeps the id's digest, never the id or the key.

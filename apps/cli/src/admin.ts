@@ -3,6 +3,7 @@
 // sparing a Node start and a Prisma load per command (about a second each on these machines).
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { writeFileSync } from 'node:fs'
+import { hostname, userInfo } from 'node:os'
 import {
   ApiKeyKinds,
   bootstrap,
@@ -26,6 +27,8 @@ import {
   setVaultWrites,
   setIoLogging,
   grantCredits,
+  changeMember,
+  recordAudit,
   type ApiKeyKind,
   type Db,
 } from '@roster/shared'
@@ -37,10 +40,10 @@ import {
   storeSlackConfigToken,
   forgetSlackConfigToken,
 } from '@roster/shared/slack'
-import { getArchive, listArchives, workspaceAccount } from '@roster/shared/repositories'
+import { getArchive, listArchives, memberById, workspaceAccount } from '@roster/shared/repositories'
 
 const usage = `usage: npm run -s admin -- <command> [--json]
-  bootstrap                                         account + workspace + member + one key per kind
+  bootstrap [--email E]                             account + workspace + member (its admin, E for signing in) + one key per kind
   account create [--no-programme] [--no-lifecycle-writes] [--no-vault-writes]
   account vault-writes --account ID on|off          allow or refuse (503) vault stores, deletes and copies
   account credits --account ID [--set USD|--add USD|--unlimited]
@@ -50,6 +53,8 @@ const usage = `usage: npm run -s admin -- <command> [--json]
                                                     keep (a share R of) the workspace's prompts and completions (off by default)
   user create --workspace ID [--email E] [--first-name F] [--last-name L] [--admin]
                                                     a member (how GET /organization/members lists it)
+  user disable|enable --user ID                     a disabled member signs in to nothing; their console sessions end
+  user role --user ID --admin|--member              the member's role in their account
   key create --kind user|organization|management|intern --workspace ID [--user ID] [--intern ID]
   keys create --workspace ID --name NAME [--limit USD] [--limit-reset daily|weekly|monthly] [--expires-at TIME] [--user ID]
                                                     an API key with a name, limit and expiry, as POST /keys makes one
@@ -80,6 +85,7 @@ const options = {
   'first-name': { type: 'string' },
   'last-name': { type: 'string' },
   admin: { type: 'boolean', default: false },
+  member: { type: 'boolean', default: false },
   intern: { type: 'string' },
   kind: { type: 'string' },
   out: { type: 'string' },
@@ -118,7 +124,7 @@ interface Invocation {
 
 class UsageError extends Error {}
 
-function needOf(inv: Invocation, name: 'account' | 'workspace' | 'kind' | 'intern'): string {
+function needOf(inv: Invocation, name: 'account' | 'workspace' | 'kind' | 'intern' | 'user'): string {
   const v = inv.values[name]
   if (!v) throw new UsageError(`--${name} is required`)
   return v
@@ -278,7 +284,7 @@ async function run(inv: Invocation, db: Db): Promise<Record<string, unknown>> {
   if (command.startsWith('runtime drain')) return runtimeDrain(inv, db, positionals[2])
   switch (command) {
     case 'bootstrap':
-      return bootstrap(db)
+      return bootstrap(db, { email: values.email })
     case 'account create':
       return createAccount(db, {
         inProgramme: !values['no-programme'],
@@ -327,6 +333,23 @@ async function run(inv: Invocation, db: Db): Promise<Record<string, unknown>> {
         lastName: values['last-name'],
         role: values.admin ? 'org:admin' : 'org:member',
       })
+    case 'user disable':
+    case 'user enable':
+    case 'user role': {
+      const userId = need('user')
+      const member = UUID.test(userId) ? await memberById(db, userId) : undefined
+      if (!member) throw new Error(`no member ${userId}`)
+      if (command === 'user role' && values.admin === values.member)
+        throw new UsageError('give one of --admin and --member')
+      return changeMember(
+        db,
+        member.account_id,
+        userId,
+        command === 'user role'
+          ? { role: values.admin ? 'org:admin' : 'org:member' }
+          : { disabled: command === 'user disable' },
+      )
+    }
     case 'key create': {
       const kind = need('kind')
       if (!(ApiKeyKinds as readonly string[]).includes(kind))
@@ -420,6 +443,108 @@ function databaseTrouble(err: unknown, url: string): string | undefined {
   return undefined
 }
 
+/** The governance commands, as the audit log names them (docs/audit.md); the rest change no governance. */
+const AUDITED_COMMANDS: Record<string, { action: string; target: string }> = {
+  bootstrap: { action: 'account.create', target: 'account' },
+  'account create': { action: 'account.create', target: 'account' },
+  'account vault-writes on': { action: 'account.update', target: 'account' },
+  'account vault-writes off': { action: 'account.update', target: 'account' },
+  'account credits': { action: 'account.credits', target: 'account' },
+  'workspace create': { action: 'workspace.create', target: 'workspace' },
+  'workspace io-logging on': { action: 'workspace.update', target: 'workspace' },
+  'workspace io-logging off': { action: 'workspace.update', target: 'workspace' },
+  'user create': { action: 'member.create', target: 'member' },
+  'user disable': { action: 'member.update', target: 'member' },
+  'user enable': { action: 'member.update', target: 'member' },
+  'user role': { action: 'member.update', target: 'member' },
+  'key create': { action: 'key.create', target: 'key' },
+  'keys create': { action: 'key.create', target: 'key' },
+  'keys update': { action: 'key.update', target: 'key' },
+  'keys delete': { action: 'key.delete', target: 'key' },
+  'slack config-token set': { action: 'slack_config_token.set', target: 'workspace' },
+  'slack config-token forget': { action: 'slack_config_token.forget', target: 'workspace' },
+}
+
+/** What a changing command's target was before it (a key, a member), where it can be read. */
+async function auditedBefore(inv: Invocation, db: Db, command: string): Promise<unknown> {
+  const { values, positionals } = inv
+  try {
+    if (command.startsWith('keys update ') || command.startsWith('keys delete ')) {
+      const accountId =
+        values.workspace && UUID.test(values.workspace) ? await workspaceAccount(db, values.workspace) : undefined
+      if (accountId)
+        return (
+          await getKey(
+            { db, usage: spendFromLedger(db), changed: () => {} },
+            { accountId, workspaceId: values.workspace! },
+            positionals[2] ?? '',
+          )
+        ).data
+    }
+    if (command.startsWith('user ') && values.user && UUID.test(values.user)) return await memberById(db, values.user)
+  } catch {
+    // unreadable: the command will say why
+  }
+  return undefined
+}
+
+/** Writes a governance command's event: the CLI as the actor (the OS user at this host). */
+async function auditCommand(
+  inv: Invocation,
+  db: Db,
+  command: string,
+  before: unknown,
+  result: Record<string, unknown>,
+) {
+  const { values, positionals } = inv
+  const entry = AUDITED_COMMANDS[command] ?? AUDITED_COMMANDS[positionals.slice(0, 2).join(' ')]
+  if (!entry) return
+  if (command === 'account credits' && values.set === undefined && values.add === undefined && !values.unlimited) return
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined)
+  const data = (result.data ?? {}) as Record<string, unknown>
+  const workspaceId = values.workspace ?? str(result.workspace_id)
+  const accountId =
+    (values.account && UUID.test(values.account) ? values.account : undefined) ??
+    str(result.account_id) ??
+    (workspaceId && UUID.test(workspaceId) ? await workspaceAccount(db, workspaceId) : undefined) ??
+    (values.user && UUID.test(values.user) ? (await memberById(db, values.user))?.account_id : undefined)
+  if (!accountId) return
+  const targetId =
+    entry.target === 'key'
+      ? (positionals[2] ?? str(data.hash) ?? str(result.key_id) ?? null)
+      : entry.target === 'member'
+        ? (values.user ?? str(result.user_id) ?? null)
+        : entry.target === 'workspace'
+          ? (workspaceId ?? null)
+          : accountId
+  let who: string
+  try {
+    who = `${userInfo().username}@${hostname()}`
+  } catch {
+    // no such user (a container's numeric uid): the host alone
+    who = `uid ${process.getuid?.() ?? '?'}@${hostname()}`
+  }
+  await recordAudit(db, {
+    accountId,
+    actorType: 'cli',
+    actorId: null,
+    actorLabel: who,
+    via: 'cli',
+    action: entry.action,
+    targetType: entry.target,
+    targetId,
+    before: before ?? null,
+    after: command.startsWith('keys delete') ? null : result,
+    request: {
+      command,
+      options: Object.fromEntries(
+        Object.entries(values).filter(([k, v]) => v !== undefined && v !== false && k !== 'json'),
+      ),
+    },
+    ip: null,
+  })
+}
+
 /** Runs one command line; resolves to the process's exit code (0, 1 for a failure, 2 for a usage error, 78 for bad settings). */
 export async function runAdmin(argv: string[], io: AdminIo): Promise<number> {
   let parsed: { values: Values; positionals: string[] }
@@ -444,7 +569,11 @@ export async function runAdmin(argv: string[], io: AdminIo): Promise<number> {
   const inv: Invocation = { ...parsed, config, io }
   const db = createDb({ url: config.DATABASE_URL, poolSize: 2 })
   try {
-    print(inv, await run(inv, db))
+    const command = inv.positionals.join(' ')
+    const before = await auditedBefore(inv, db, command)
+    const result = await run(inv, db)
+    await auditCommand(inv, db, command, before, result)
+    print(inv, result)
     return 0
   } catch (err) {
     const message =

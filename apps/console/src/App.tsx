@@ -1,6 +1,6 @@
 import { lazy, Suspense, useEffect, useState, type FormEvent } from 'react'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { api, ApiError, SESSION_ENDED, type Session } from './api'
+import { api, apiBase, ApiError, SESSION_ENDED, type Session } from './api'
 import { href, useRoute, type Route } from './router'
 import { Interns } from './pages/Interns'
 import { Intern } from './pages/Intern'
@@ -16,6 +16,7 @@ const Inbox = lazy(() => import('./pages/Inbox'))
 // The spend page brings its chart library with it.
 const Spend = lazy(() => import('./pages/Spend'))
 const Models = lazy(() => import('./pages/Models'))
+const AuditLog = lazy(() => import('./pages/AuditLog'))
 
 // The console's shell: sign in with an API key (exchanged for a session cookie, then forgotten),
 // the pages the key's kind may use, and signing out. Every text from the server is rendered as text.
@@ -49,9 +50,23 @@ export function App() {
   return <Signed session={session.data} />
 }
 
+/** Why a single sign-on came back refused (the server's words, in the address once), then forgotten. */
+function ssoRefusal(): string | undefined {
+  const params = new URLSearchParams(window.location.search)
+  const why = params.get('sso_error') ?? undefined
+  if (why) window.history.replaceState(null, '', window.location.pathname + window.location.hash)
+  return why
+}
+
 function SignIn({ ended }: { ended: boolean }) {
   const client = useQueryClient()
   const [key, setKey] = useState('')
+  const [refused] = useState(ssoRefusal)
+  const sso = useQuery({
+    queryKey: ['sso'],
+    queryFn: () => api<{ enabled: boolean; name: string | null }>('console/sso'),
+    retry: false,
+  })
   const signIn = useMutation({
     mutationFn: (k: string) => api<Session>('console/session', { method: 'POST', body: JSON.stringify({ key: k }) }),
     onSuccess: (s) => {
@@ -67,8 +82,16 @@ function SignIn({ ended }: { ended: boolean }) {
     <main className="sign-in">
       <h1>Roster</h1>
       {ended && <p role="status">Your session has ended: sign in again.</p>}
+      {refused && <p role="alert">{refused}</p>}
+      {sso.data?.enabled && (
+        <p>
+          <a className="button" href={new URL('console/sso/start', apiBase).toString()}>
+            Sign in with {sso.data.name}
+          </a>
+        </p>
+      )}
       <form onSubmit={submit}>
-        <label htmlFor="key">API key (or the operator's token)</label>
+        <label htmlFor="key">{sso.data?.enabled ? 'Or an API key' : 'API key'} (or the operator's token)</label>
         <input
           id="key"
           type="password"
@@ -100,6 +123,30 @@ const MEMBER_PAGES = [
   { path: 'dry-run', title: 'Guardrail dry run' },
 ]
 
+/** A person signed in as themselves: everything their role allows, in one session. */
+const PERSON_PAGES: Record<'admin' | 'member', { path: string; title: string }[]> = {
+  admin: [
+    { path: 'interns', title: 'Interns' },
+    { path: 'questions', title: 'Questions' },
+    { path: 'keys', title: 'API keys' },
+    { path: 'spend', title: 'Spend' },
+    { path: 'generations', title: 'Generations' },
+    { path: 'governance', title: 'Governance' },
+    { path: 'audit', title: 'Audit log' },
+    { path: 'models', title: 'Models' },
+    { path: 'dry-run', title: 'Guardrail dry run' },
+  ],
+  member: [
+    { path: 'interns', title: 'Interns' },
+    { path: 'questions', title: 'Questions' },
+    { path: 'keys', title: 'My keys' },
+    { path: 'spend', title: 'My spend' },
+    { path: 'generations', title: 'Generations' },
+    { path: 'models', title: 'Models' },
+    { path: 'dry-run', title: 'Guardrail dry run' },
+  ],
+}
+
 /** The pages a key's kind may use, the first its home (a management key governs; the others use interns). */
 const PAGES: Record<Session['kind'], { path: string; title: string }[]> = {
   user: MEMBER_PAGES,
@@ -113,6 +160,7 @@ const PAGES: Record<Session['kind'], { path: string; title: string }[]> = {
     { path: 'spend', title: 'Spend' },
     { path: 'generations', title: 'Generations' },
     { path: 'governance', title: 'Governance' },
+    { path: 'audit', title: 'Audit log' },
     { path: 'models', title: 'Models' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
@@ -126,7 +174,7 @@ function Signed({ session }: { session: Session }) {
     mutationFn: () => api<void>('console/session', { method: 'DELETE' }),
     onSettled: () => client.clear(),
   })
-  const pages = PAGES[session.kind]
+  const pages = session.member ? PERSON_PAGES[session.member.role] : PAGES[session.kind]
   const here = route.parts[0] ?? pages[0]!.path
   const title = pages.find((p) => p.path === here)?.title
   // Each page has its own title (tabs and history tell them apart).
@@ -145,9 +193,11 @@ function Signed({ session }: { session: Session }) {
           ))}
         </nav>
         <span>
-          {session.workspace_id
-            ? `${session.kind} key · ${session.workspace_name ?? `workspace ${session.workspace_id}`}`
-            : 'operator'}
+          {session.member
+            ? `${session.member.email} · ${session.member.role} · ${session.workspace_name ?? `workspace ${session.workspace_id}`}`
+            : session.workspace_id
+              ? `${session.kind} key · ${session.workspace_name ?? `workspace ${session.workspace_id}`}`
+              : 'operator'}
         </span>
         <button type="button" onClick={() => signOut.mutate(undefined, { onSuccess: () => location.reload() })}>
           Sign out
@@ -163,7 +213,7 @@ function Signed({ session }: { session: Session }) {
 }
 
 function Page({ route, home, allowed }: { route: Route; home: string; allowed: boolean }) {
-  if (!allowed) return <p role="alert">This page is not for this kind of key.</p>
+  if (!allowed) return <p role="alert">This page is not for you (your key's kind or your role).</p>
   const [, id, sub] = route.parts
   switch (home) {
     case 'interns':
@@ -182,6 +232,8 @@ function Page({ route, home, allowed }: { route: Route; home: string; allowed: b
       return id === 'workspaces' && sub ? <WorkspacePage key={sub} id={sub} /> : <Governance />
     case 'models':
       return <Models />
+    case 'audit':
+      return <AuditLog route={route} />
     case 'dry-run':
       return <DryRun route={route} />
     case 'fleet':

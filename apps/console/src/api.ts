@@ -78,6 +78,8 @@ export interface Session {
   expires_at: string
   /** What an intern without a model of its own runs (null: the server serves none). */
   intern_default_model: string | null
+  /** The person signed in through single sign-on, and their role (null: a key's session, or the operator's). */
+  member: { id: string; email: string; role: 'admin' | 'member' } | null
 }
 
 /** An intern as the API answers it (the contract's own type: its status is one of the spec's). */

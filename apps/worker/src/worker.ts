@@ -18,7 +18,13 @@ import {
 } from '@roster/shared'
 import { FleetDriver, fleetTimes, hostCredentialKey } from '@roster/shared/fleet'
 import { LocalVault } from '@roster/shared/vault'
-import { pruneConsoleSessions, pruneGenerationContent, listHosts, outboxBacklog } from '@roster/shared/repositories'
+import {
+  pruneAuditEvents,
+  pruneConsoleSessions,
+  pruneGenerationContent,
+  listHosts,
+  outboxBacklog,
+} from '@roster/shared/repositories'
 
 import type { WorkerDeps } from './context.js'
 import { createQueue, jobOptionsFor } from './queue.js'
@@ -164,6 +170,7 @@ export async function startWorker(
     void safely('generation content retention', () =>
       pruneGenerationContent(db, new Date(Date.now() - config.GENERATION_CONTENT_RETENTION_DAYS * 86_400_000)),
     )
+    void safely('audit retention', () => pruneAuditEvents(db, config.AUDIT_RETENTION_DAYS))
   }, 60_000)
   await relay.start()
   // The generations the API appended to Redis, written to Postgres.

@@ -26,6 +26,7 @@ const spec: Record<string, [number, boolean]> = {
   intern_limit_reached: [409, false],
   vault_not_attachable: [409, false],
   already_running: [409, false],
+  last_admin: [409, false],
   already_provisioning: [409, false],
   already_stopped: [409, false],
   slack_install_pending: [409, false],

@@ -51,6 +51,8 @@ export const Reasons = {
   vault_not_attachable: { status: 409, retryable: false, type: 'precondition_failed' },
   /** Ours: the operation is not allowed in the intern's current status (the message says which). */
   already_running: { status: 409, retryable: false, type: 'precondition_failed' },
+  /** Ours: the change would leave the account without an enabled admin. */
+  last_admin: { status: 409, retryable: false, type: 'precondition_failed' },
   already_provisioning: { status: 409, retryable: false, type: 'precondition_failed' },
   already_stopped: { status: 409, retryable: false, type: 'precondition_failed' },
   /** Ours: a Slack-linked intern is provisioned once its Slack app is installed (the message names the install URL). */

@@ -94,11 +94,11 @@ export async function createApiKey(db: Db, opts: CreateKeyOptions) {
 }
 
 /** A ready-to-use set: account in the programme, workspace with interns, one member, one key per kind. */
-export async function bootstrap(db: Db) {
+export async function bootstrap(db: Db, opts: { email?: string } = {}) {
   const { account_id } = await createAccount(db)
   const { workspace_id } = await createWorkspace(db, { accountId: account_id })
-  // The account's first member administers it.
-  const { user_id } = await createUser(db, { workspaceId: workspace_id, role: 'org:admin' })
+  // The account's first member administers it (with an e-mail, they can sign in to the console as themselves).
+  const { user_id } = await createUser(db, { workspaceId: workspace_id, role: 'org:admin', email: opts.email })
   const user = await createApiKey(db, { kind: 'user', workspaceId: workspace_id, userId: user_id })
   const organization = await createApiKey(db, { kind: 'organization', workspaceId: workspace_id })
   const management = await createApiKey(db, { kind: 'management', workspaceId: workspace_id })

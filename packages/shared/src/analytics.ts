@@ -115,7 +115,15 @@ function isTimeZone(name: string): boolean {
   }
 }
 
-const account = (caller: Caller) => assertManagementKey(caller, 'create', 'reading analytics')
+/**
+ * Whose generations the caller may sum: its account's (a management key, an admin signed in as
+ * themselves), or a member's own (a member signed in to the console as themselves).
+ */
+export function analyticsScope(caller: Caller): { accountId: string; userId?: string } {
+  if (caller.person && !caller.person.admin) return { accountId: caller.accountId, userId: caller.person.userId }
+  return { accountId: assertManagementKey(caller, 'create', 'reading analytics') }
+}
+const account = (caller: Caller) => analyticsScope(caller).accountId
 
 /** `GET /analytics/meta`: what a query may name. */
 export function analyticsMeta(caller: Caller) {
@@ -172,7 +180,7 @@ async function resolved(db: Db, accountId: string, field: Dimension, values: (st
 
 /** `POST /analytics/query`: metrics over the account's generations, grouped, filtered, ordered. */
 export async function queryAnalytics(db: Db, caller: Caller, q: Query) {
-  const accountId = account(caller)
+  const { accountId, userId: ownOnly } = analyticsScope(caller)
   const started = performance.now()
   const now = Date.now()
   const end = q.time_range ? new Date(q.time_range.end) : new Date(now)
@@ -184,7 +192,10 @@ export async function queryAnalytics(db: Db, caller: Caller, q: Query) {
   const metrics = [...new Set(q.metrics)] as Metric[]
   const warnings: string[] = []
 
-  const filters: AnalyticsPlan['filters'] = []
+  // A member sums their own generations, whatever else the query filters on.
+  const filters: AnalyticsPlan['filters'] = ownOnly
+    ? [{ field: 'user', values: [ownOnly], negated: false, includeUnset: false }]
+    : []
   for (const f of q.filters ?? []) {
     const scalar = OPERATORS[f.operator as keyof typeof OPERATORS] === 'scalar'
     if (scalar === Array.isArray(f.value))
@@ -260,7 +271,9 @@ export async function queryAnalytics(db: Db, caller: Caller, q: Query) {
 
 /** `GET /activity`: the last 30 completed UTC days, by date, model and provider (and workspace). */
 export async function userActivity(db: Db, caller: Caller, q: z.infer<typeof ActivityQuery>) {
-  const accountId = account(caller)
+  const { accountId, userId: ownOnly } = analyticsScope(caller)
+  if (ownOnly && q.user_id !== undefined && q.user_id !== ownOnly)
+    throw new AppError('management_key_required', "another member's activity needs a management key")
   const today = new Date(new Date().toISOString().slice(0, 10) + 'T00:00:00Z')
   let from = new Date(today.getTime() - 30 * 86_400_000)
   let to = today
@@ -290,7 +303,8 @@ export async function userActivity(db: Db, caller: Caller, q: z.infer<typeof Act
   if (q.user_id !== undefined && !(await accountUsers(db, accountId, isUuid(q.user_id) ? [q.user_id] : [])).size)
     throw new AppError('not_found', `no member ${JSON.stringify(q.user_id.slice(0, 80))} in this account`)
   const byWorkspace = q.group_by === 'workspace'
-  const rows = await activityRows(db, { accountId, from, to, workspaceId, keyId, userId: q.user_id, byWorkspace })
+  const userId = ownOnly ?? q.user_id
+  const rows = await activityRows(db, { accountId, from, to, workspaceId, keyId, userId, byWorkspace })
   return {
     data: rows.map((r) => ({
       date: r.date,

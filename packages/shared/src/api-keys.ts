@@ -5,6 +5,8 @@ export const ApiKeyKinds = ['user', 'organization', 'management', 'intern'] as c
 export type ApiKeyKind = (typeof ApiKeyKinds)[number]
 
 const PREFIX = 'sk-roster-v1-'
+/** How every API key Roster makes begins (so a log or an audit event can recognise one). */
+export const API_KEY_PREFIX = PREFIX
 
 /** A new key: 32 random bytes. Only the SHA-256 digest is stored; the plaintext is shown once. */
 export function generateApiKey(): { plaintext: string; hash: Buffer; prefix: string } {

@@ -42,7 +42,16 @@ export interface Caller {
   keyHash: string
   /** Whether the workspace has provider keys of its own (BYOK): only then are they looked up. */
   hasByok: boolean
+  /**
+   * The person a single sign-on console session is for (docs/console.md): the member, their e-mail,
+   * and whether the account's admin (an admin manages the account as a management key does).
+   * Absent for a key's own requests.
+   */
+  person?: { userId: string; email: string; admin: boolean }
 }
+
+/** Whether the caller manages its account: a management key, or an admin signed in as themselves. */
+export const managesAccount = (caller: Caller): boolean => caller.kind === 'management' || caller.person?.admin === true
 
 export function resolveCaller(db: Db, token: string): Promise<Caller | undefined> {
   return resolveCallerByHash(db, hashApiKey(token))

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { Db } from './db.js'
 import { AppError } from '@roster/protocol'
-import type { Caller } from './caller.js'
+import { managesAccount, type Caller } from './caller.js'
 import { canonicalGenerationId, clientGenerationId, generationView, type GenerationRow } from '@roster/protocol'
 import { generationById, generationPage } from './repositories/generations.js'
 import { keyIdsOf, keyNames } from './repositories/generation-rollups.js'
@@ -62,9 +62,12 @@ const listed = (row: GenerationRow, keyNumber: number | null, keyName: string | 
 export async function listGenerations(db: Db, caller: Caller, q: ListGenerationsQuery) {
   if (q.from && q.to && !(q.from < q.to)) throw new AppError('invalid_body', 'from must be before to')
   const accountId = caller.accountId
-  let keyId = caller.kind === 'management' ? undefined : caller.keyId
+  const manages = managesAccount(caller)
+  // A member signed in as themselves sees the calls of all their keys; any other key its own.
+  const member = !manages && caller.person ? caller.person.userId : undefined
+  let keyId = manages || member ? undefined : caller.keyId
   if (q.key !== undefined) {
-    if (caller.kind !== 'management')
+    if (!manages)
       throw new AppError('management_key_required', 'searching another key’s generations needs a management key')
     const ref = q.key.toLowerCase()
     const found = await keyIdsOf(db, accountId, {
@@ -77,7 +80,8 @@ export async function listGenerations(db: Db, caller: Caller, q: ListGenerations
   }
   if (q.id !== undefined) {
     const row = await generationById(db, accountId, canonicalGenerationId(q.id))
-    if (!row || (keyId !== undefined && row.key_id !== keyId)) return { data: [] as Listed[], has_more: false }
+    if (!row || (keyId !== undefined && row.key_id !== keyId) || (member !== undefined && row.user_id !== member))
+      return { data: [] as Listed[], has_more: false }
     if (q.status === 'error' && row.finish_reason !== 'error') return { data: [] as Listed[], has_more: false }
     const key = row.key_id ? (await keyNames(db, [row.key_id])).get(row.key_id) : undefined
     return { data: [listed(row, key?.number ?? null, key?.name ?? null)], has_more: false }
@@ -85,6 +89,7 @@ export async function listGenerations(db: Db, caller: Caller, q: ListGenerations
   const rows = await generationPage(db, {
     accountId,
     keyId,
+    userId: member,
     sessionId: q.session_id,
     model: q.model,
     from: q.from,

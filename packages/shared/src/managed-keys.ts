@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { AppError } from '@roster/protocol'
 import type { Db } from './db.js'
-import type { Caller } from './caller.js'
+import { managesAccount, type Caller } from './caller.js'
 import { generateApiKey, hashApiKey } from './api-keys.js'
 import {
   insertManagedKey,
@@ -186,7 +186,7 @@ export function apiKeyView(row: ManagedKeyRow, u: KeyUsage) {
  * for the operation (`op: 'create'`), else 401. `what` says what needed it.
  */
 export function assertManagementKey(caller: Caller, op: 'create' | 'other', what = 'managing API keys'): string {
-  if (caller.kind === 'management') return caller.accountId
+  if (managesAccount(caller)) return caller.accountId
   const message = `${what} needs a management key`
   throw op === 'create' ? new AppError('management_key_required', message) : new AppError('unauthorized', message)
 }
@@ -207,6 +207,8 @@ const keyNotFound = (hash: string) =>
 export interface KeyScope {
   accountId: string
   workspaceId: string
+  /** Only this member's own keys, in their own workspace (a member signed in to the console as themselves). */
+  userId?: string
 }
 export const scopeOf = (caller: Caller): KeyScope => ({ accountId: caller.accountId, workspaceId: caller.workspaceId })
 
@@ -233,6 +235,12 @@ export interface KeyDeps {
 export async function createKey(deps: KeyDeps, scope: KeyScope, body: CreateKeyBody) {
   const { db } = deps
   const workspaceId = await workspaceFor(db, scope, body.workspace_id)
+  if (scope.userId !== undefined) {
+    // A member makes keys of their own, in their own workspace.
+    if (workspaceId !== scope.workspaceId || (body.creator_user_id != null && body.creator_user_id !== scope.userId))
+      throw new AppError('management_key_required', 'a member makes keys for themselves, in their own workspace')
+    body = { ...body, creator_user_id: scope.userId }
+  }
   if (body.expires_at && Date.parse(body.expires_at) <= (deps.now ?? Date.now)())
     throw new AppError('invalid_body', 'expires_at must be in the future')
   if (body.creator_user_id != null) {
@@ -274,7 +282,8 @@ export async function listKeys(deps: KeyDeps, scope: KeyScope, q: ListKeysQuery)
     workspaceId,
     includeDisabled: q.include_disabled === 'true',
     nameHolds: q.q,
-    kinds: q.kind === 'all' ? ['user', 'organization', 'management'] : ['user'],
+    kinds: q.kind === 'all' && scope.userId === undefined ? ['user', 'organization', 'management'] : ['user'],
+    userId: scope.userId,
     offset: q.offset ?? 0,
     limit: KEYS_PAGE_SIZE,
   })
@@ -289,7 +298,7 @@ export async function listKeys(deps: KeyDeps, scope: KeyScope, q: ListKeysQuery)
 }
 
 export async function getKey(deps: KeyDeps, scope: KeyScope, hash: string) {
-  const row = await managedKeyByHash(deps.db, scope.accountId, digestOf(hash))
+  const row = await managedKeyByHash(deps.db, scope.accountId, digestOf(hash), false, scope.userId)
   if (!row) throw keyNotFound(hash)
   return { data: apiKeyView(row, await deps.usage(row.id)) }
 }
@@ -298,7 +307,7 @@ export async function getKey(deps: KeyDeps, scope: KeyScope, hash: string) {
 export async function updateKey(deps: KeyDeps, scope: KeyScope, hash: string, body: UpdateKeyBody) {
   const digest = digestOf(hash)
   const row = await deps.db.$transaction(async (tx) => {
-    const found = await managedKeyByHash(tx, scope.accountId, digest, true)
+    const found = await managedKeyByHash(tx, scope.accountId, digest, true, scope.userId)
     if (!found) throw keyNotFound(hash)
     return updateManagedKey(tx, found.id, {
       name: body.name,
@@ -316,7 +325,7 @@ export async function updateKey(deps: KeyDeps, scope: KeyScope, hash: string, bo
 /** DELETE /keys/{hash}: the key stops authenticating at once, on every process. */
 export async function deleteKey(deps: KeyDeps, scope: KeyScope, hash: string) {
   const digest = digestOf(hash)
-  const row = await managedKeyByHash(deps.db, scope.accountId, digest)
+  const row = await managedKeyByHash(deps.db, scope.accountId, digest, false, scope.userId)
   if (!row || !(await revokeKey(deps.db, row.id))) throw keyNotFound(hash)
   await deps.changed(digest)
   return { deleted: true as const }

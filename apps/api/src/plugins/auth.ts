@@ -1,7 +1,7 @@
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { hash } from 'node:crypto'
 import { AppError, bearerToken, resolveCaller, resolveCallerByHash, type Caller, type Db } from '@roster/shared'
-import { liveConsoleSession, noteKeyUse } from '@roster/shared/repositories'
+import { liveConsoleSession, memberById, noteKeyUse } from '@roster/shared/repositories'
 import { assertSameOriginChange, sessionIdHash, sessionIdOf } from '../console/session-cookie.js'
 import { GatewayError } from '@roster/gateway'
 import { Lru } from './lru.js'
@@ -136,8 +136,14 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     return (async () => {
       const session = await liveConsoleSession(db, idHash)
       // The operator's sessions act as no key (operator-access.ts reads them).
-      const caller = session?.kind !== 'operator' && session && (await resolveCallerByHash(db, session.keyHash))
-      if (!session || !caller) return undefined
+      const key = session?.kind !== 'operator' && session && (await resolveCallerByHash(db, session.keyHash))
+      if (!session || !key) return undefined
+      // A person signed in through single sign-on acts as their member is now: a disabled one not at all.
+      const member = session.userId ? await memberById(db, session.userId) : undefined
+      if (session.userId && (!member || member.disabled_at || member.account_id !== key.accountId)) return undefined
+      const caller: Caller = member
+        ? { ...key, person: { userId: member.id, email: member.email ?? '', admin: member.role === 'org:admin' } }
+        : key
       const endsAt = session.expiresAt.getTime()
       if (began === epoch) known.set(id, { caller, expires: Math.min(now() + cacheMs, endsAt), sessionEnds: endsAt })
       return { caller, endsAt }
@@ -203,6 +209,11 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     epoch++
     known.delete(`session:${idHash.toString('base64')}`)
   }
+  /** Forgets a member's console sessions (disabled, or their role changed). */
+  const forgetMember = (userId: string) => {
+    epoch++
+    known.deleteWhere((e) => e.caller.person?.userId === userId)
+  }
   /** Forgets every cached key of a workspace (its budgets or switches changed, or it was deleted). */
   const forgetWorkspace = (workspaceId: string) => {
     epoch++
@@ -213,7 +224,14 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
     epoch++
     known.deleteWhere((e) => e.caller.accountId === accountId)
   }
-  return Object.assign(authenticate, { forget, forgetWorkspace, forgetAccount, forgetSession, consoleSession })
+  return Object.assign(authenticate, {
+    forget,
+    forgetWorkspace,
+    forgetAccount,
+    forgetSession,
+    forgetMember,
+    consoleSession,
+  })
 }
 
 /** At most `size` tasks at once; the rest wait in turn, up to `waiting` of them (then refused with 429). */

@@ -1,11 +1,19 @@
 import type { FastifyPluginAsync } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
+import { z } from 'zod'
 import {
   ActivityQuery,
   AnalyticsQueryBody,
   analyticsMeta,
-  assertManagementKey,
+  analyticsScope,
   listOrganizationMembers,
+  organizationMember,
+  addOrganizationMember,
+  AddMemberBody,
+  updateOrganizationMember,
+  UpdateMemberBody,
+  AuditLogQuery,
+  listAuditEvents,
   PageQuery,
   queryAnalytics,
   userActivity,
@@ -52,9 +60,10 @@ export const analyticsRoutes =
         schema: { operationId: 'queryAnalytics', summary: 'Sum generations any way', body: AnalyticsQueryBody },
       },
       async (req) => {
-        // Only a management key's answer is shared, and only with its own account.
-        const accountId = assertManagementKey(callerOf(req), 'create', 'reading analytics')
-        return deps.analytics.get(accountId, req.body, () => queryAnalytics(deps.db, callerOf(req), req.body))
+        // An answer is shared only with its own account (a member's, with that member alone).
+        const scope = analyticsScope(callerOf(req))
+        const sharedBy = scope.userId ? `${scope.accountId}/${scope.userId}` : scope.accountId
+        return deps.analytics.get(sharedBy, req.body, () => queryAnalytics(deps.db, callerOf(req), req.body))
       },
     )
     // The organization's members: who the activity's user_id and the analytics' `user` name.
@@ -65,5 +74,53 @@ export const analyticsRoutes =
         schema: { operationId: 'listOrganizationMembers', summary: 'The account’s members', querystring: PageQuery },
       },
       async (req) => listOrganizationMembers(deps.db, callerOf(req), req.query),
+    )
+    // Roster's: members added by e-mail (whom single sign-on matches), their role and standing changed.
+    const MemberRef = z.object({ id: z.string().min(1).max(200) })
+    api.get(
+      '/organization/members/:id',
+      { onRequest, schema: { operationId: 'getOrganizationMember', summary: 'A member', params: MemberRef } },
+      async (req) => organizationMember(deps.db, callerOf(req), req.params.id),
+    )
+    api.post(
+      '/organization/members',
+      {
+        onRequest,
+        bodyLimit: 16 * 1024,
+        schema: { operationId: 'addOrganizationMember', summary: 'Add a member by e-mail', body: AddMemberBody },
+      },
+      async (req, reply) => reply.code(201).send(await addOrganizationMember(deps.db, callerOf(req), req.body)),
+    )
+    api.patch(
+      '/organization/members/:id',
+      {
+        onRequest,
+        bodyLimit: 16 * 1024,
+        schema: {
+          operationId: 'updateOrganizationMember',
+          summary: 'Change a member: role, disabled, names',
+          params: MemberRef,
+          body: UpdateMemberBody,
+        },
+      },
+      async (req) => {
+        const answer = await updateOrganizationMember(deps.db, callerOf(req), req.params.id, req.body)
+        // A disabled member's sessions end, a new role applies: this process forgets them at once, the others within AUTH_CACHE_MS.
+        if (req.body.disabled !== undefined || req.body.role) deps.authenticate.forgetMember(req.params.id)
+        return answer
+      },
+    )
+    // The audit log of governance changes (docs/audit.md).
+    api.get(
+      '/audit-log',
+      {
+        onRequest,
+        schema: {
+          operationId: 'listAuditEvents',
+          summary: 'Governance changes, newest first',
+          querystring: AuditLogQuery,
+        },
+      },
+      async (req) => listAuditEvents(deps.db, callerOf(req), req.query),
     )
   }

@@ -19,7 +19,8 @@ export const creditRoutes =
         schema: { operationId: 'getCredits', summary: 'Credits granted and used (management key)' },
       },
       async (req) => {
-        assertManagementKey(callerOf(req), 'create', 'reading credits')
+        // A member signed in as themselves reads the account's credits too (their spend draws on them).
+        if (!callerOf(req).person) assertManagementKey(callerOf(req), 'create', 'reading credits')
         return { data: await creditsView(deps.db, callerOf(req).accountId) }
       },
     )

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import multipart from '@fastify/multipart'
 import { z } from 'zod'
-import { AppError } from '@roster/shared'
+import { AppError, managesAccount } from '@roster/shared'
 import { workspaceByRef } from '@roster/shared/repositories'
 import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
@@ -73,7 +73,7 @@ export const fileRoutes =
         )
       const caller = callerOf(req)
       if (!q.workspace_id || q.workspace_id === caller.workspaceId) return caller.workspaceId
-      if (caller.kind !== 'management')
+      if (!managesAccount(caller))
         throw new AppError('management_key_required', "only a management key may reach another workspace's files")
       const found = await workspaceByRef(deps.db, caller.accountId, q.workspace_id)
       if (!found)

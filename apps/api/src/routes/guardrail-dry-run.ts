@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import { z } from 'zod'
 import { GatewayError, ResponsesRequest, type CallOptions, type FilterMatch } from '@roster/gateway'
-import { AppError, resolveCallerByHash, type Caller } from '@roster/shared'
+import { AppError, managesAccount, resolveCallerByHash, type Caller } from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
 import { withPreset } from '@roster/gateway'
@@ -76,7 +76,7 @@ export const guardrailDryRunRoutes =
 /** The caller, or (for a management key) another key of its workspace. */
 async function asKey(deps: AppDeps, caller: Caller, keyHash: string | undefined): Promise<Caller> {
   if (!keyHash || keyHash === caller.keyHash) return caller
-  if (caller.kind !== 'management')
+  if (!managesAccount(caller))
     throw new AppError('management_key_required', 'checking another key needs a management key')
   const other = await resolveCallerByHash(deps.db, Buffer.from(keyHash, 'hex'))
   if (!other || other.workspaceId !== caller.workspaceId)

@@ -22,10 +22,16 @@ import { refuseUnstorableText } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
 import { callerOf } from '../plugins/caller.js'
 
-/** The caller's account and workspace, when it holds a management key (else 403 on a create, 401 elsewhere). */
+/**
+ * The keys the caller may manage: its account's, when it holds a management key or is an admin
+ * signed in as themselves; a member signed in to the console, their own (else 403 on a create, 401
+ * elsewhere).
+ */
 function manager(req: FastifyRequest, op: 'create' | 'other' = 'other'): KeyScope {
-  assertManagementKey(callerOf(req), op)
-  return scopeOf(callerOf(req))
+  const caller = callerOf(req)
+  if (caller.person && !caller.person.admin) return { ...scopeOf(caller), userId: caller.person.userId }
+  assertManagementKey(caller, op)
+  return scopeOf(caller)
 }
 
 const HashParams = z.object({ hash: z.string() })

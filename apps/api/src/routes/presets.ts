@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
-import { AppError, PageQuery } from '@roster/shared'
+import { AppError, managesAccount, PageQuery } from '@roster/shared'
 import {
   createPresetVersion,
   getPreset,
@@ -65,7 +65,7 @@ export const presetRoutes =
           validatorCompiler: () => (value) => ({ value }),
         },
         async (req) => {
-          if (callerOf(req).kind !== 'management')
+          if (!managesAccount(callerOf(req)))
             throw new AppError('management_key_required', 'only management keys can create presets')
           const slug = slugOf(req)
           let content: PresetContent

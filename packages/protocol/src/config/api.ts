@@ -144,6 +144,43 @@ export const ApiConfig = z
       .max(30 * 86_400)
       .default(12 * 3_600)
       .describe('How long a web console sign-in lasts, in seconds (signing out ends it sooner).'),
+    OIDC_ISSUER: z
+      .url()
+      .optional()
+      .describe(
+        "Single sign-on to the web console: the OpenID Connect issuer (Okta, Google, Entra ID, Keycloak, Authentik…), whose `/.well-known/openid-configuration` Roster reads; members sign in as themselves, matched by e-mail (docs/console.md). Unset: keys and the operator's token only.",
+      ),
+    OIDC_CLIENT_ID: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("Roster's client id at the issuer (needed with OIDC_ISSUER)."),
+    OIDC_CLIENT_SECRET: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('Its client secret (a confidential client); unset: a public client (PKCE alone).'),
+    OIDC_REDIRECT_URL: z
+      .url()
+      .optional()
+      .describe(
+        "The callback registered at the issuer; unset: `{scheme}://{host}/api/v1/console/sso/callback` as the browser reached Roster (set it behind a proxy's path prefix).",
+      ),
+    OIDC_SCOPES: z.string().min(1).default('openid email profile').describe('The scopes asked for.'),
+    OIDC_DISPLAY_NAME: z
+      .string()
+      .min(1)
+      .max(60)
+      .default('single sign-on')
+      .describe('What the sign-in button names ("Sign in with …").'),
+    OIDC_REQUIRE_VERIFIED_EMAIL: flag
+      .default(true)
+      .describe(
+        'Refuse an e-mail the issuer does not say is verified (`email_verified`); turn off for an issuer that never sends it (Entra ID) and vouches for its e-mails.',
+      ),
+    OIDC_ALLOW_HTTP: flag
+      .default(false)
+      .describe('Allow an http:// issuer (development and tests only: the tokens travel in clear).'),
     WEB_FETCH_PRIVATE_NETWORKS: z
       .enum(['refuse', 'allow'])
       .default('refuse')
@@ -323,6 +360,14 @@ export const ApiConfig = z
       .min(1)
       .optional()
       .describe("Its secret access key; unset: the AWS SDK's default credential chain."),
+  })
+  .refine((c) => !c.OIDC_ISSUER || c.OIDC_CLIENT_ID, {
+    message: 'OIDC_ISSUER needs OIDC_CLIENT_ID',
+    path: ['OIDC_CLIENT_ID'],
+  })
+  .refine((c) => !c.OIDC_ISSUER || c.OIDC_ALLOW_HTTP || c.OIDC_ISSUER.startsWith('https://'), {
+    message: 'OIDC_ISSUER must be https:// (OIDC_ALLOW_HTTP=true allows http:// for development)',
+    path: ['OIDC_ISSUER'],
   })
   .refine((c) => c.SNAPSHOT_STORE !== 's3' || c.SNAPSHOT_S3_BUCKET, {
     message: 'SNAPSHOT_STORE=s3 needs SNAPSHOT_S3_BUCKET',

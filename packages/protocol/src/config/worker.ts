@@ -102,6 +102,15 @@ export const WorkerConfig = z.object({
     .describe(
       "How long the request and response bodies a workspace keeps (private logging) are kept before the worker removes them; the generations' records and spend stay.",
     ),
+  AUDIT_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(36_500)
+    .default(400)
+    .describe(
+      'How long the audit log keeps each governance change (docs/audit.md) before the worker deletes it; nothing else ever removes or changes one.',
+    ),
   RECONCILE_INTERVAL_MS: ms
     .default(5_000)
     .describe('How often the reconciler looks for stuck interns (a queued job that vanished, a host that died).'),

@@ -1,4 +1,4 @@
-import type { Db, Prisma } from '../db.js'
+import { Prisma, type Db } from '../db.js'
 import { QUOTA_SHARDS } from '../interns/quota.js'
 
 // The accounts and users tables' statements (an account holds workspaces, workspaces.ts; a
@@ -76,17 +76,84 @@ export interface OrganizationMemberRow {
   first_name: string | null
   last_name: string | null
   role: string
+  disabled_at: Date | null
 }
 
 /** A page of an account's members (the users of its workspaces), oldest first, with how many there are. */
 export async function organizationMembers(db: Db, accountId: string, offset: number, limit: number) {
   const [rows, total] = await Promise.all([
     db.$queryRaw<OrganizationMemberRow[]>`
-      SELECT u.id, u.email, u.first_name, u.last_name, u.role FROM users u JOIN workspaces w ON w.id = u.workspace_id
+      SELECT u.id, u.email, u.first_name, u.last_name, u.role, u.disabled_at FROM users u JOIN workspaces w ON w.id = u.workspace_id
       WHERE w.account_id = ${accountId}::uuid ORDER BY u.created_at, u.id LIMIT ${limit} OFFSET ${offset}`,
     db.$queryRaw<{ n: number }[]>`
       SELECT count(*)::int AS n FROM users u JOIN workspaces w ON w.id = u.workspace_id
       WHERE w.account_id = ${accountId}::uuid`,
   ])
   return { rows, total: total[0]?.n ?? 0 }
+}
+
+export interface AccountMemberRow extends OrganizationMemberRow {
+  account_id: string
+  workspace_id: string
+}
+
+const MEMBER_COLUMNS = Prisma.sql`u.id, u.email, u.first_name, u.last_name, u.role, u.disabled_at, u.workspace_id, w.account_id`
+
+/** A member of the account by id (undefined: none, or another account's). */
+export async function memberOfAccount(
+  db: Db,
+  accountId: string,
+  userId: string,
+): Promise<AccountMemberRow | undefined> {
+  const rows = await db.$queryRaw<AccountMemberRow[]>`
+    SELECT ${MEMBER_COLUMNS} FROM users u JOIN workspaces w ON w.id = u.workspace_id
+    WHERE u.id = ${userId}::uuid AND w.account_id = ${accountId}::uuid`
+  return rows[0]
+}
+
+/** A member by id, in any account (a signed-in person's standing: role, disabled). */
+export async function memberById(db: Db, userId: string): Promise<AccountMemberRow | undefined> {
+  const rows = await db.$queryRaw<AccountMemberRow[]>`
+    SELECT ${MEMBER_COLUMNS} FROM users u JOIN workspaces w ON w.id = u.workspace_id WHERE u.id = ${userId}::uuid`
+  return rows[0]
+}
+
+/** The members with this e-mail (any case), oldest first: who a single sign-on person is. */
+export function membersByEmail(db: Db, email: string): Promise<AccountMemberRow[]> {
+  return db.$queryRaw<AccountMemberRow[]>`
+    SELECT ${MEMBER_COLUMNS} FROM users u JOIN workspaces w ON w.id = u.workspace_id
+    WHERE lower(u.email) = lower(${email}) ORDER BY u.created_at, u.id LIMIT 10`
+}
+
+/** Changes a member's role or disabled state; the new row (undefined: no such member of the account). */
+export async function updateMember(
+  db: Db,
+  accountId: string,
+  userId: string,
+  change: {
+    role?: 'org:admin' | 'org:member'
+    disabled?: boolean
+    firstName?: string | null
+    lastName?: string | null
+  },
+): Promise<AccountMemberRow | undefined> {
+  const rows = await db.$queryRaw<AccountMemberRow[]>`
+    UPDATE users u SET
+      role = coalesce(${change.role ?? null}, u.role),
+      disabled_at = CASE WHEN ${change.disabled ?? null}::boolean IS NULL THEN u.disabled_at
+                         WHEN ${change.disabled ?? null}::boolean THEN coalesce(u.disabled_at, now()) ELSE NULL END,
+      first_name = CASE WHEN ${change.firstName !== undefined} THEN ${change.firstName ?? null} ELSE u.first_name END,
+      last_name = CASE WHEN ${change.lastName !== undefined} THEN ${change.lastName ?? null} ELSE u.last_name END
+    FROM workspaces w
+    WHERE u.id = ${userId}::uuid AND w.id = u.workspace_id AND w.account_id = ${accountId}::uuid
+    RETURNING ${MEMBER_COLUMNS}`
+  return rows[0]
+}
+
+/** How many enabled admins the account has (its last one is not demoted or disabled). */
+export async function enabledAdmins(db: Db, accountId: string): Promise<number> {
+  const rows = await db.$queryRaw<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM users u JOIN workspaces w ON w.id = u.workspace_id
+    WHERE w.account_id = ${accountId}::uuid AND u.role = 'org:admin' AND u.disabled_at IS NULL`
+  return rows[0]?.n ?? 0
 }

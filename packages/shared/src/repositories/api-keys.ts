@@ -188,6 +188,8 @@ export function managedKeyPage(
     nameHolds?: string
     /** The kinds listed (default: user keys, the API's own listing). */
     kinds?: readonly ('user' | 'organization' | 'management')[]
+    /** Only this member's keys (a member signed in as themselves sees their own). */
+    userId?: string
     offset: number
     limit: number
   },
@@ -199,6 +201,7 @@ export function managedKeyPage(
     WHERE k.workspace_id = ${q.workspaceId}::uuid AND w.account_id = ${q.accountId}::uuid
       AND k.kind::text = ANY(${kinds}::text[]) AND k.revoked_at IS NULL AND (${q.includeDisabled} OR NOT k.disabled)
       ${holds ? Prisma.sql`AND (k.name ILIKE ${holds} OR k.label ILIKE ${holds})` : Prisma.empty}
+      ${q.userId ? Prisma.sql`AND k.user_id = ${q.userId}::uuid` : Prisma.empty}
     ORDER BY k.created_at DESC, k.id DESC
     LIMIT ${q.limit} OFFSET ${q.offset}`
 }
@@ -209,10 +212,12 @@ export async function managedKeyByHash(
   accountId: string,
   hash: Buffer,
   lock = false,
+  userId?: string,
 ): Promise<ManagedKeyRow | undefined> {
   const rows = await db.$queryRaw<ManagedKeyRow[]>`
     SELECT ${MANAGED_COLUMNS} FROM api_keys k JOIN workspaces w ON w.id = k.workspace_id
     WHERE k.hash = ${hash} AND w.account_id = ${accountId}::uuid AND k.kind = 'user' AND k.revoked_at IS NULL
+    ${userId ? Prisma.sql`AND k.user_id = ${userId}::uuid` : Prisma.empty}
     ${lock ? Prisma.sql`FOR UPDATE OF k` : Prisma.empty}`
   return rows[0]
 }
@@ -270,4 +275,35 @@ export async function noteKeyUse(db: Db, keyId: string): Promise<void> {
   await db.$executeRaw`
     UPDATE api_keys SET last_used_at = now()
     WHERE id = ${keyId}::uuid AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`
+}
+
+// ── the keys members' single sign-on console sessions act as ──────────────────────────────────
+
+/** A member's console key (the oldest live one), if they have one. */
+export async function consoleKeyOf(db: Db, userId: string): Promise<{ id: string; hash: Buffer } | undefined> {
+  const row = await db.apiKey.findFirst({
+    where: { userId, console: true, revokedAt: null },
+    orderBy: { createdAt: 'asc' },
+    select: { id: true, hash: true },
+  })
+  return row ? { id: row.id, hash: Buffer.from(row.hash) } : undefined
+}
+
+/** A member's console key: a user key of theirs whose secret was never kept (it makes no model call). */
+export async function insertConsoleKey(
+  db: Db,
+  k: { workspaceId: string; userId: string; hash: Buffer; prefix: string; name: string },
+): Promise<void> {
+  await db.apiKey.create({
+    data: {
+      kind: 'user',
+      workspaceId: k.workspaceId,
+      userId: k.userId,
+      hash: new Uint8Array(k.hash),
+      prefix: k.prefix,
+      name: k.name,
+      label: 'console sign-in',
+      console: true,
+    },
+  })
 }

@@ -10,6 +10,8 @@ export interface NewConsoleSession {
   keyId: string | null
   kind: string
   workspaceId: string | null
+  /** The member a single sign-on session is for (null: a key's, or the operator's). */
+  userId?: string | null
   expiresAt: Date
 }
 
@@ -23,7 +25,7 @@ export async function insertConsoleSession(db: Db, s: NewConsoleSession) {
 export async function liveConsoleSession(db: Db, idHash: Buffer) {
   const row = await db.consoleSession.findUnique({ where: { idHash: new Uint8Array(idHash) } })
   if (!row || row.revokedAt || row.expiresAt.getTime() <= Date.now()) return undefined
-  return { kind: row.kind, keyHash: Buffer.from(row.keyHash), expiresAt: row.expiresAt }
+  return { kind: row.kind, keyHash: Buffer.from(row.keyHash), userId: row.userId, expiresAt: row.expiresAt }
 }
 
 /** Signs a session out: false when it was not live. */
@@ -38,5 +40,11 @@ export async function revokeConsoleSession(db: Db, idHash: Buffer): Promise<bool
 /** Forgets sessions that ended more than a day ago. */
 export async function pruneConsoleSessions(db: Db): Promise<number> {
   const n = await db.consoleSession.deleteMany({ where: { expiresAt: { lt: new Date(Date.now() - 86_400_000) } } })
+  return n.count
+}
+
+/** Ends every live session of a member (disabled). */
+export async function revokeMemberSessions(db: Db, userId: string): Promise<number> {
+  const n = await db.consoleSession.updateMany({ where: { userId, revokedAt: null }, data: { revokedAt: new Date() } })
   return n.count
 }

@@ -172,6 +172,8 @@ export function generationPage(
   q: {
     accountId: string
     keyId?: string
+    /** Only the calls of this member's keys. */
+    userId?: string
     sessionId?: string
     model?: string
     from?: Date
@@ -187,6 +189,7 @@ export function generationPage(
     SELECT g.*, k.number AS key_number, k.name AS key_name FROM generations g LEFT JOIN api_keys k ON k.id = g.key_id
     WHERE g.account_id = ${q.accountId}::uuid
       ${and(q.keyId !== undefined, Prisma.sql`AND g.key_id = ${q.keyId}::uuid`)}
+      ${and(q.userId !== undefined, Prisma.sql`AND g.user_id = ${q.userId}::uuid`)}
       ${and(q.sessionId !== undefined, Prisma.sql`AND g.session_id = ${q.sessionId}`)}
       ${and(q.model !== undefined, Prisma.sql`AND g.model = ${q.model}`)}
       ${and(q.from !== undefined, Prisma.sql`AND g.created_at >= ${q.from}`)}
