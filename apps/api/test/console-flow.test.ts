@@ -303,7 +303,7 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     await page.getByRole('row', { name: /careful/ }).waitFor()
     expect(await axeViolations(page)).toEqual([])
     await page.getByRole('heading', { name: 'Workspaces' }).waitFor()
-    await page.locator('table').first().getByRole('link').first().click()
+    await page.getByRole('table', { name: 'Workspaces' }).getByRole('link').first().click()
     await page.getByRole('heading', { name: 'Budgets' }).waitFor()
     await page.getByRole('heading', { name: 'Members' }).waitFor()
 

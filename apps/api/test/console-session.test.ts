@@ -6,7 +6,7 @@ import { buildTestApp } from './helpers.js'
 // Signing in to the web console (issue 47): an API key exchanged once for a server-side session in
 // an HttpOnly, SameSite=Strict cookie; a change made with it needs the console's header and its
 // origin; an Authorization header still wins; signing out, an expired session or a disabled key
-// ends it; a session makes no model calls.
+// ends it; a session makes model calls (the playground) only from the console itself.
 const env = useTestTenant()
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let origin: string
@@ -101,7 +101,7 @@ describe('a console session', () => {
     expect(made.status, await made.clone().text()).toBe(201)
   })
 
-  it('gives way to an Authorization header, and makes no model calls', async () => {
+  it('gives way to an Authorization header, and makes model calls only from the console', async () => {
     const cookie = cookieOf(await signIn(env.tenant.keys.user))
     const other = await fetch(`${base}/keys`, {
       headers: { cookie, authorization: `Bearer ${env.tenant.keys.management}` },
@@ -109,12 +109,26 @@ describe('a console session', () => {
     expect(other.status).toBe(200)
     // The same route with the session alone: a user key may not manage keys.
     expect((await fetch(`${base}/keys`, { headers: { cookie } })).status).not.toBe(200)
+    // From the console, as the session's key (this API serves no model: the model is unknown, not the caller).
     const model = await fetch(`${base}/responses`, {
       method: 'POST',
       headers: { cookie, 'content-type': 'application/json', 'x-roster-console': '1', origin },
       body: JSON.stringify({ model: 'openai/gpt-4o', input: 'hi' }),
     })
-    expect(model.status).toBe(401)
+    expect(model.status).not.toBe(401)
+    expect(model.status).not.toBe(403)
+    // From anywhere else (a form on another site can send neither the header nor the origin): refused.
+    for (const headers of [
+      { cookie, 'content-type': 'application/json', origin } as Record<string, string>,
+      { cookie, 'content-type': 'application/json', 'x-roster-console': '1', origin: 'https://evil.example' },
+    ]) {
+      const forged = await fetch(`${base}/responses`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ model: 'openai/gpt-4o', input: 'hi' }),
+      })
+      expect(forged.status).toBe(403)
+    }
   })
 
   it('ends when signed out, when it expires, and when its key is disabled', async () => {

@@ -1,8 +1,18 @@
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { chromium, type Browser, type Page } from 'playwright-core'
-import { chromiumPath, describeNeeding, freePort, startOidcIdp, useTestTenant, type OidcIdp } from '@roster/testing'
+import {
+  chromiumPath,
+  describeNeeding,
+  freePort,
+  startOidcIdp,
+  useTestTenant,
+  waitFor,
+  type OidcIdp,
+} from '@roster/testing'
 import { createUser } from '@roster/shared'
-import { buildTestApp } from './helpers.js'
+import { startSimulator, type Simulator } from '@roster/upstream-sim'
+import type { GenerationDrain } from '../../worker/src/generation-drain.js'
+import { buildTestApp, simEndpoint, simModel, startDrain } from './helpers.js'
 import { axeViolations } from './console-helpers.js'
 
 // Single sign-on to the console (issue 59): a real OpenID Connect issuer (oidc-provider, its own
@@ -13,6 +23,9 @@ import { axeViolations } from './console-helpers.js'
 const env = useTestTenant()
 let app: Awaited<ReturnType<typeof buildTestApp>>
 let idp: OidcIdp
+let sim: Simulator
+let drain: GenerationDrain
+const prefix = `{t-sso-${Date.now()}}`
 let browser: Browser
 let origin: string
 const people: Record<string, string> = {}
@@ -20,18 +33,31 @@ const people: Record<string, string> = {}
 beforeAll(async () => {
   const port = await freePort()
   origin = `http://127.0.0.1:${port}`
+  sim = await startSimulator({ replyTokens: 12 })
   idp = await startOidcIdp({
     redirectUris: [`${origin}/api/v1/console/sso/callback`],
     unverified: ['eve@example.com'],
   })
-  app = await buildTestApp(env.t.db, {
-    OIDC_ISSUER: idp.issuer,
-    OIDC_CLIENT_ID: idp.clientId,
-    OIDC_CLIENT_SECRET: idp.clientSecret,
-    OIDC_ALLOW_HTTP: 'true',
-    OIDC_DISPLAY_NAME: 'Test IdP',
-  })
+  app = await buildTestApp(
+    env.t.db,
+    {
+      OIDC_ISSUER: idp.issuer,
+      OIDC_CLIENT_ID: idp.clientId,
+      OIDC_CLIENT_SECRET: idp.clientSecret,
+      OIDC_ALLOW_HTTP: 'true',
+      OIDC_DISPLAY_NAME: 'Test IdP',
+      QUEUE_PREFIX: prefix,
+    },
+    // Two models for the playground (and a provider to give a key for).
+    {
+      models: [
+        simModel('sim/chat', [simEndpoint(sim.url, 'openai-chat')]),
+        simModel('sim/claude', [simEndpoint(sim.url, 'anthropic-messages')]),
+      ],
+    },
+  )
   await app.listen({ port, host: '127.0.0.1' })
+  drain = startDrain(env.t.db, env.t.url, prefix)
   const ws = env.tenant.workspaceId
   people.alice = (
     await createUser(env.t.db, { workspaceId: ws, email: 'Alice@Example.com', role: 'org:admin' })
@@ -43,8 +69,10 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await browser?.close()
+  await drain?.stop()
   await app?.closeAll()
   await idp?.stop()
+  await sim?.close()
 })
 
 const management = () => ({ authorization: `Bearer ${env.tenant.keys.management}`, 'content-type': 'application/json' })
@@ -139,6 +167,164 @@ describeNeeding(['chromium'], 'in Chromium, through the issuer’s own sign-in p
       .first()
       .waitFor()
     expect(await axeViolations(page)).toEqual([])
+    await page.close()
+  })
+
+  it('lets an admin make every governance change in the page, each seen through the API and in the audit log', async () => {
+    const page = await signInAs('alice@example.com')
+    page.on('dialog', (d) => void d.accept())
+    const get = async (path: string) =>
+      ((await (await fetch(`${origin}/api/v1/${path}`, { headers: management() })).json()) as { data: any }).data
+    await page.getByRole('link', { name: 'Governance', exact: true }).click()
+    await page.getByRole('heading', { name: 'Governance', level: 1 }).waitFor()
+
+    // Members: added by e-mail, made an admin (and back with Undo), disabled after confirming.
+    const addMember = page.getByRole('form', { name: 'Add a member' })
+    await addMember.getByLabel('E-mail').fill('grace@example.com')
+    await addMember.getByRole('button', { name: 'Add member' }).click()
+    await page.getByRole('row', { name: /grace@example.com/ }).waitFor()
+    const grace = ((await get('organization/members?limit=100')) as { id: string; email: string }[]).find(
+      (m) => m.email === 'grace@example.com',
+    )!
+    await page.getByLabel('Role of grace@example.com').selectOption('org:admin')
+    await page.getByText('grace@example.com is now an admin.').waitFor()
+    expect((await get(`organization/members/${grace.id}`)).role).toBe('org:admin')
+    await page.getByRole('button', { name: 'Undo' }).click()
+    await page.getByText('Undone.').waitFor()
+    expect((await get(`organization/members/${grace.id}`)).role).toBe('org:member')
+    await page.getByRole('button', { name: 'Disable grace@example.com' }).click()
+    await page.getByRole('button', { name: 'Enable grace@example.com' }).waitFor()
+    expect((await get(`organization/members/${grace.id}`)).disabled).toBe(true)
+
+    // A workspace, its budget (removed, then put back with Undo) and a member.
+    const makeWorkspace = page.getByRole('form', { name: 'Make a workspace' })
+    await makeWorkspace.getByLabel('Name').fill('Research Lab')
+    await makeWorkspace.getByRole('button', { name: 'Make workspace' }).click()
+    await page.getByRole('link', { name: 'Research Lab' }).click()
+    await page.getByRole('heading', { name: 'Research Lab', level: 1 }).waitFor()
+    const research = ((await get('workspaces')) as { id: string; slug: string }[]).find(
+      (w) => w.slug === 'research-lab',
+    )!
+    expect(research).toBeDefined()
+    const budget = page.getByRole('form', { name: 'Set a budget' })
+    await budget.getByLabel('Limit (USD)').fill('25')
+    await budget.getByRole('button', { name: 'Set budget' }).click()
+    await page.getByRole('table', { name: 'Budgets' }).getByText('$25').waitFor()
+    expect(await get(`workspaces/${research.id}/budgets`)).toEqual([
+      expect.objectContaining({ limit_usd: 25, reset_interval: 'monthly' }),
+    ])
+    await page.getByRole('button', { name: 'Remove the monthly budget' }).click()
+    await page.getByText('The monthly budget is removed.').waitFor()
+    expect(await get(`workspaces/${research.id}/budgets`)).toEqual([])
+    await page.getByRole('button', { name: 'Undo' }).click()
+    await page.getByRole('table', { name: 'Budgets' }).getByText('$25').waitFor()
+    expect(await get(`workspaces/${research.id}/budgets`)).toHaveLength(1)
+    const addToWorkspace = page.getByRole('form', { name: 'Add a member to the workspace' })
+    await addToWorkspace.getByLabel('Member').selectOption({ label: 'Alice@Example.com' })
+    await addToWorkspace.getByRole('button', { name: 'Add to workspace' }).click()
+    await page
+      .getByRole('table', { name: 'Workspace members' })
+      .getByRole('cell', { name: 'Alice@Example.com', exact: true })
+      .waitFor()
+    expect((await get(`workspaces/${research.id}/members`)).map((m: { user_id: string }) => m.user_id)).toContain(
+      people.alice,
+    )
+    expect(await axeViolations(page)).toEqual([])
+
+    // A guardrail, a provider key (its value never shown again) and a destination, each removed or disabled.
+    await page.getByRole('link', { name: 'Governance' }).first().click()
+    const makeGuardrail = page.getByRole('form', { name: 'Make a guardrail' })
+    await makeGuardrail.getByLabel('Name').fill('careful')
+    await makeGuardrail.getByLabel('Spend limit (USD)').fill('10')
+    await makeGuardrail.getByLabel('Resets').selectOption('monthly')
+    await makeGuardrail.getByLabel(/Models allowed/).fill('sim/chat')
+    await makeGuardrail.getByRole('button', { name: 'Make guardrail' }).click()
+    await page.getByRole('table', { name: 'Guardrails' }).getByText('$10 monthly').waitFor()
+    expect(await get('guardrails')).toEqual([
+      expect.objectContaining({
+        name: 'careful',
+        limit_usd: 10,
+        reset_interval: 'monthly',
+        allowed_models: ['sim/chat'],
+      }),
+    ])
+    const addKey = page.getByRole('form', { name: 'Add a provider key' })
+    await addKey.getByLabel('Provider').selectOption('upstream-sim')
+    await addKey.getByLabel('Key').fill('sk-provider-typed-in-the-page-0123456789')
+    await addKey.getByLabel('Name').fill('ours')
+    await addKey.getByRole('button', { name: 'Add provider key' }).click()
+    await page.getByRole('button', { name: 'Disable ours' }).click()
+    await page.getByRole('button', { name: 'Enable ours' }).waitFor()
+    expect(await get('byok')).toEqual([expect.objectContaining({ name: 'ours', disabled: true })])
+    expect(await page.content()).not.toContain('sk-provider-typed-in-the-page')
+    const addDestination = page.getByRole('form', { name: 'Add a destination' })
+    await addDestination.getByLabel('Name').fill('hook')
+    await addDestination.getByLabel('URL').fill('https://hooks.example/roster')
+    await addDestination.getByLabel('Authorization header').fill('Bearer receiver-secret-123')
+    await addDestination.getByRole('button', { name: 'Add destination' }).click()
+    await page.getByRole('button', { name: 'Delete hook' }).click()
+    await page.getByText('Destination hook deleted.').waitFor()
+    expect(await get('observability/destinations')).toEqual([])
+    await page.getByRole('button', { name: 'Delete careful' }).click()
+    await page.getByText('Guardrail careful deleted.').waitFor()
+    expect(await get('guardrails')).toEqual([])
+    expect(await axeViolations(page)).toEqual([])
+
+    // Every change is Alice's, through the console, in the audit log.
+    const log = (await get('audit-log?limit=200')) as { action: string; via: string; actor: { label: string } }[]
+    const hers = log.filter((e) => e.actor.label === 'Alice@Example.com' && e.via === 'console').map((e) => e.action)
+    for (const action of [
+      'member.create',
+      'member.update',
+      'workspace.create',
+      'budget.set',
+      'budget.delete',
+      'workspace.members_add',
+      'guardrail.create',
+      'guardrail.delete',
+      'provider_key.create',
+      'provider_key.update',
+      'destination.create',
+      'destination.delete',
+    ])
+      expect(hers, action).toContain(action)
+    expect(JSON.stringify(log)).not.toContain('receiver-secret-123')
+    await page.close()
+  })
+
+  it('asks two models side by side in the playground, as the person, and saves the first as a preset', async () => {
+    const page = await signInAs('alice@example.com')
+    await page.getByRole('link', { name: 'Playground', exact: true }).click()
+    const ask = page.getByRole('form', { name: 'Ask the models' })
+    await ask.getByLabel('Model', { exact: true }).fill('sim/chat')
+    await ask.getByLabel('Second model (optional)').fill('sim/claude')
+    await ask.getByLabel('Instructions').fill('Answer briefly.')
+    await ask.getByLabel('Prompt').fill('Say something.')
+    await ask.getByRole('button', { name: 'Send' }).click()
+    for (const model of ['sim/chat', 'sim/claude']) {
+      const answer = page.getByRole('article', { name: `Answer of ${model}` })
+      await answer.getByText(/ in · \d+ out · \$[\d.]+ · first token \d+ ms · \d+ ms/).waitFor()
+      expect((await answer.locator('.answer').textContent())!.length).toBeGreaterThan(0)
+    }
+    // Both calls are the person's: their console key, their member.
+    await waitFor(async () => (await env.t.db.generation.count({ where: { userId: people.alice } })) === 2, {
+      what: 'the two calls to be recorded',
+    })
+    const calls = await env.t.db.generation.findMany({ where: { userId: people.alice } })
+    expect(calls.map((g) => g.model).sort()).toEqual(['sim/chat', 'sim/claude'])
+    expect(await axeViolations(page)).toEqual([])
+
+    const save = page.getByRole('form', { name: 'Save as a preset' })
+    await save.getByLabel('Preset slug').fill('brief')
+    await save.getByRole('button', { name: /Save the first model/ }).click()
+    await page.getByText(/Saved as the preset brief/).waitFor()
+    const preset = (await (await fetch(`${origin}/api/v1/presets/brief`, { headers: management() })).json()) as {
+      data: { designated_version: { config: { model: string }; system_prompt: string } }
+    }
+    expect(preset.data.designated_version).toMatchObject({
+      config: { model: 'sim/chat' },
+      system_prompt: 'Answer briefly.',
+    })
     await page.close()
   })
 

@@ -154,6 +154,7 @@ describe('an operator console session', () => {
       workspace_name: null,
       expires_at: expect.any(String),
       intern_default_model: null,
+      member: null,
     })
     const cookie = cookieOf(res)
     // Neither the token nor its session id is kept: the row holds the token's digest only.

@@ -17,6 +17,8 @@ const Inbox = lazy(() => import('./pages/Inbox'))
 const Spend = lazy(() => import('./pages/Spend'))
 const Models = lazy(() => import('./pages/Models'))
 const AuditLog = lazy(() => import('./pages/AuditLog'))
+// The playground streams model calls side by side.
+const Playground = lazy(() => import('./pages/Playground'))
 
 // The console's shell: sign in with an API key (exchanged for a session cookie, then forgotten),
 // the pages the key's kind may use, and signing out. Every text from the server is rendered as text.
@@ -120,6 +122,7 @@ const MEMBER_PAGES = [
   { path: 'questions', title: 'Questions' },
   { path: 'generations', title: 'Generations' },
   { path: 'models', title: 'Models' },
+  { path: 'playground', title: 'Playground' },
   { path: 'dry-run', title: 'Guardrail dry run' },
 ]
 
@@ -134,6 +137,7 @@ const PERSON_PAGES: Record<'admin' | 'member', { path: string; title: string }[]
     { path: 'governance', title: 'Governance' },
     { path: 'audit', title: 'Audit log' },
     { path: 'models', title: 'Models' },
+    { path: 'playground', title: 'Playground' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
   member: [
@@ -143,6 +147,7 @@ const PERSON_PAGES: Record<'admin' | 'member', { path: string; title: string }[]
     { path: 'spend', title: 'My spend' },
     { path: 'generations', title: 'Generations' },
     { path: 'models', title: 'Models' },
+    { path: 'playground', title: 'Playground' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
 }
@@ -234,6 +239,8 @@ function Page({ route, home, allowed }: { route: Route; home: string; allowed: b
       return <Models />
     case 'audit':
       return <AuditLog route={route} />
+    case 'playground':
+      return <Playground />
     case 'dry-run':
       return <DryRun route={route} />
     case 'fleet':

@@ -3,12 +3,16 @@ import type { ReactNode } from 'react'
 /** A list read for the page, shown as a table, or why it could not be. */
 export function Listed<T>({
   title,
+  label,
   query,
   empty,
   head,
   row,
 }: {
+  /** A heading of its own (empty: the page's heading above names the list). */
   title: string
+  /** The table's name for assistive technology (and tests), where the title is empty. */
+  label?: string
   query: { data?: { data: T[] }; isError: boolean; error: Error | null }
   empty: string
   head: string[]
@@ -16,7 +20,7 @@ export function Listed<T>({
 }) {
   return (
     <>
-      <h2>{title}</h2>
+      {title && <h2>{title}</h2>}
       {query.isError ? (
         <p role="alert">{query.error?.message}</p>
       ) : !query.data ? (
@@ -25,7 +29,7 @@ export function Listed<T>({
         <p>{empty}</p>
       ) : (
         <div className="table-scroll">
-          <table>
+          <table aria-label={label ?? title}>
             <thead>
               <tr>
                 {head.map((h) => (

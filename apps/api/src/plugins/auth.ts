@@ -289,9 +289,8 @@ export function requireKey(
 ): onRequestHookHandler {
   const admit = (req: FastifyRequest, caller: Caller | undefined, done: (err?: Error) => void) => {
     if (!caller) return done(new AppError('unauthorized', 'a valid API key is required'))
-    // Model calls are made with a key, never with a browser's console session.
-    if (options.inference && req.viaConsoleSession)
-      return done(new AppError('unauthorized', 'a valid API key is required (a console session makes no model calls)'))
+    // A console session makes model calls (the playground) as its key, from the console alone: its
+    // header and origin were checked with the cookie (session-cookie.ts), as for every change.
     if (options.inference && caller.kind === 'management') return done(MANAGEMENT_KEY_INFERENCE)
     req.caller = caller
     done()
