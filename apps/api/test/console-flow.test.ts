@@ -4,7 +4,15 @@ import { chromium, type Browser, type Page } from 'playwright-core'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import { axeViolations } from './console-helpers.js'
-import { catalogueFile, chromiumPath, describeNeeding, startStack, useTestTenant, type Stack } from '@roster/testing'
+import {
+  catalogueFile,
+  chromiumPath,
+  describeNeeding,
+  startStack,
+  useTestTenant,
+  waitFor,
+  type Stack,
+} from '@roster/testing'
 
 // The console against a real stack (API, worker, runtime host, the model simulator behind the
 // gateway) in a real browser: an intern created in the console reaches running as its status
@@ -177,7 +185,24 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     await page.close()
   })
 
-  it("shows the catalogue on its models page: each model's context, prices and capabilities, its providers when opened", async () => {
+  it("shows the catalogue on its models page: each model's context, prices and capabilities, its providers and their health when opened", async () => {
+    // A call, drained by the worker, counts towards its endpoint's health.
+    const user = { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' }
+    const made = await fetch(`${stack.apiUrl}/responses`, {
+      method: 'POST',
+      headers: user,
+      body: JSON.stringify({ model: 'roster-sim/chat', input: 'hello' }),
+    })
+    expect(made.status).toBe(200)
+    await waitFor(
+      async () => {
+        const read = (await (
+          await fetch(`${stack.apiUrl}/models/roster-sim/chat/endpoints`, { headers: user })
+        ).json()) as { data: { endpoints: { uptime_last_30m: number | null }[] } }
+        return read.data.endpoints[0]?.uptime_last_30m === 100
+      },
+      { what: 'the endpoint health to count the call', timeoutMs: 30_000 },
+    )
     const page = await (await browser.newContext({ bypassCSP: true })).newPage()
     await signIn(page, env.tenant.keys.user, 'Interns')
     await page.getByRole('link', { name: 'Models' }).click()
@@ -189,6 +214,7 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     expect(await row.textContent()).toMatch(/\$\d/)
     await row.getByText('Providers').click()
     await row.getByText(/^upstream-sim \(openai-chat; default, priority\)/).waitFor()
+    await row.getByText(/100% up \(30 min\), 100% \(day\), first token ≤ \d+ ms \(p50\)/).waitFor()
     await page.getByLabel('Search by id or name').fill('no-such-model')
     await page.getByText('No model’s id or name holds “no-such-model”.').waitFor()
     expect(await axeViolations(page)).toEqual([])

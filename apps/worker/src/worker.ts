@@ -8,6 +8,7 @@ import {
   reportConnectionErrors,
   createMetrics,
   spendMetrics,
+  countEndpointHealth,
   serveMetrics,
   inSpan,
   SpanKind,
@@ -186,8 +187,15 @@ export async function startWorker(
   const deliveriesQueue = destinationsQueue(config, log)
   const fanout = new DestinationFanout(db, deliveriesQueue.queue, destinationSettings)
   const deliveries = startDeliveries(db, config, deliveriesQueue.queue, destinationSettings, log)
+  const spendCounts = metrics && spendMetrics(metrics, config.METRICS_WORKSPACES)
   const drain = new GenerationDrain(db, config, config.QUEUE_PREFIX, log, {
-    onWritten: metrics && spendMetrics(metrics, config.METRICS_WORKSPACES),
+    onWritten: (records) => {
+      spendCounts?.(records)
+      // Each endpoint's uptime and time to first token, for the models page (endpoint-health.ts).
+      void countEndpointHealth(queueConnection, config.QUEUE_PREFIX, records).catch((err: unknown) =>
+        log.warn({ err }, 'endpoint health not counted'),
+      )
+    },
     beforeAck: (records) => fanout.enqueue(records),
   })
   drain.start()

@@ -16,7 +16,7 @@ import {
   queryModels,
   zdrEndpoints,
 } from '@roster/gateway'
-import { AppError } from '@roster/shared'
+import { AppError, readEndpointHealth, type EndpointHealth } from '@roster/shared'
 import { requireKey } from '../plugins/auth.js'
 import type { AppDeps } from '../deps.js'
 
@@ -35,6 +35,16 @@ export const modelRoutes =
     const anyKey = requireKey(deps.authenticate, { xApiKey: true })
     // Errors in the gateway's envelope (`metadata.error_type`), or the Anthropic client's to it.
     const config = { errorWire: 'gateway' as const, anthropicClients: true }
+    // Endpoint health read from Redis at most every 10 s per model; without Redis, unknown (null).
+    const healthRead = new Map<string, { at: number; value: Promise<Map<string, EndpointHealth> | undefined> }>()
+    const healthOf = (model: string, providers: string[]) => {
+      const kept = healthRead.get(model)
+      if (kept && Date.now() - kept.at < 10_000) return kept.value
+      const value = readEndpointHealth(deps.redis, deps.config.QUEUE_PREFIX, model, providers).catch(() => undefined)
+      if (healthRead.size > 1_000) healthRead.clear()
+      healthRead.set(model, { at: Date.now(), value })
+      return value
+    }
     const whole = JSON.stringify(modelsList(deps.catalogue))
     const wholeList = (reply: FastifyReply) => reply.type('application/json; charset=utf-8').send(whole)
     const page = (req: FastifyRequest, q: ModelsQuery, path: string) => {
@@ -115,7 +125,11 @@ export const modelRoutes =
         const id = `${req.params.author}/${req.params.slug}`
         const data = modelEndpoints(deps.catalogue, id)
         if (!data) throw new AppError('not_found', `no model named ${id} is served here; GET /api/v1/models lists them`)
-        return { data }
+        // Each endpoint's uptime and time to first token, as the workers counted them (null: no calls).
+        const health = await healthOf(id, [...new Set(data.endpoints.map((e) => e.provider_name))])
+        return {
+          data: { ...data, endpoints: data.endpoints.map((e) => ({ ...e, ...health?.get(e.provider_name) })) },
+        }
       },
     )
     api.get(

@@ -5,7 +5,7 @@ import { Disclosure } from '../disclosure'
 
 // The catalogue this Roster serves (GET /models, any key): each model's context, prices per million
 // tokens, what it takes and gives (tools, reasoning, images), and, opened, the provider endpoints
-// that serve it (GET /models/{id}/endpoints). Image models are listed with them (output_modalities=all).
+// that serve it (GET /models/{id}/endpoints) with each one's health: uptime and time to first token. Image models are listed with them (output_modalities=all).
 
 interface Model {
   id: string
@@ -22,6 +22,24 @@ interface Endpoint {
   protocol: string
   tiers: string[]
   pricing: { prompt: string; completion: string }
+  /** Percent of attempts that succeeded (null: no calls in the window). */
+  uptime_last_30m: number | null
+  uptime_last_1d: number | null
+  /** Time to first token, ms. */
+  latency_last_30m: { p50: number; p99: number } | null
+}
+
+/** An endpoint's health as people read it: its uptime and how soon it starts answering. */
+function health(e: Endpoint): string {
+  if (e.uptime_last_30m === null && e.uptime_last_1d === null) return 'no calls in the last day'
+  const parts = [
+    e.uptime_last_30m !== null ? `${e.uptime_last_30m}% up (30 min)` : undefined,
+    e.uptime_last_1d !== null ? `${e.uptime_last_1d}% (day)` : undefined,
+    e.latency_last_30m
+      ? `first token ≤ ${e.latency_last_30m.p50} ms (p50), ≤ ${e.latency_last_30m.p99} ms (p99)`
+      : undefined,
+  ]
+  return parts.filter(Boolean).join(', ')
 }
 
 /** Dollars per million tokens from a price per token, as people read model prices. */
@@ -124,6 +142,10 @@ function Endpoints({ id }: { id: string }) {
             <li key={n}>
               {e.provider_name} ({e.protocol}; {e.tiers.join(', ')}): {perMillion(e.pricing.prompt)} /{' '}
               {perMillion(e.pricing.completion)}
+              <br />
+              <span className={e.uptime_last_30m !== null && e.uptime_last_30m < 90 ? 'failing' : 'muted'}>
+                {health(e)}
+              </span>
             </li>
           ))}
         </ul>
