@@ -179,7 +179,7 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     await waiting.getByText(/Inbox answered: .*inbox/).waitFor()
     // Answered here, its card stays; the page no longer says none wait above it, but that nothing else does.
     await page.getByText('Nothing else is waiting on an answer.').waitFor()
-    expect(await page.getByText('No intern is waiting on an answer.').count()).toBe(0)
+    expect(await page.getByText('No intern is waiting on an answer').count()).toBe(0)
     expect(await axeViolations(page)).toEqual([])
     expect(errors).toEqual([])
     await page.close()

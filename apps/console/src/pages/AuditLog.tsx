@@ -1,4 +1,5 @@
 import { useState, type FormEvent } from 'react'
+import { TableScroll } from '../listed'
 import { useInfiniteQuery } from '@tanstack/react-query'
 import { api } from '../api'
 import { replaceQuery, type Route } from '../router'
@@ -128,7 +129,7 @@ export function AuditLog({ route }: { route: Route }) {
             : 'No governance changes yet: they appear here as keys, budgets or guardrails change.'}
         </p>
       ) : (
-        <div className="table-scroll">
+        <TableScroll label="Audit log">
           <table>
             <thead>
               <tr>
@@ -190,7 +191,7 @@ export function AuditLog({ route }: { route: Route }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
       {list.hasNextPage && (
         <button type="button" onClick={() => list.fetchNextPage()} disabled={list.isFetchingNextPage}>

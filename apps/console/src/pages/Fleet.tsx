@@ -39,7 +39,7 @@ export function Fleet() {
       <Listed
         title="Runtime hosts"
         query={part((f) => f.hosts)}
-        empty="No runtime host has joined the fleet."
+        empty="No runtime host has joined the fleet: start one (npm start runs one; docs/fleet.md)."
         head={['Host', 'State', 'Interns', 'Free room', 'Last heartbeat', '']}
         row={(h) => [
           <>

@@ -1,4 +1,5 @@
 import { useState, type FormEvent } from 'react'
+import { TableScroll } from '../listed'
 import { useInfiniteQuery } from '@tanstack/react-query'
 import { api, ApiError } from '../api'
 import { Disclosure } from '../disclosure'
@@ -93,7 +94,7 @@ export function Generations({ route }: { route: Route }) {
             : 'No generations yet: they appear here as soon as a key makes a model call.'}
         </p>
       ) : (
-        <div className="table-scroll">
+        <TableScroll label="Generations">
           <table>
             <thead>
               <tr>
@@ -142,7 +143,7 @@ export function Generations({ route }: { route: Route }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
       {list.hasNextPage && (
         <button type="button" onClick={() => list.fetchNextPage()} disabled={list.isFetchingNextPage}>

@@ -203,7 +203,7 @@ function Workspaces({
         title=""
         label="Workspaces"
         query={workspaces}
-        empty="No workspaces."
+        empty="No workspaces: make one above."
         head={['Name', 'Slug', 'Default model', 'Actions']}
         row={(w) => [
           <a href={href(['governance', 'workspaces', w.id])}>{w.name}</a>,
@@ -689,7 +689,7 @@ export function WorkspacePage({ id }: { id: string }) {
         title=""
         label="Workspace members"
         query={members}
-        empty="No members."
+        empty="No members besides the account's admins: add one above."
         head={['Member', 'Role', 'Since', 'Actions']}
         row={(m) => {
           const person = who.get(m.user_id)

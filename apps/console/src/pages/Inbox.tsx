@@ -40,7 +40,11 @@ export default function Inbox() {
     <section aria-labelledby="inbox-title">
       <h1 id="inbox-title">Questions waiting</h1>
       {stillWaiting === 0 && (
-        <p>{shown.length ? 'Nothing else is waiting on an answer.' : 'No intern is waiting on an answer.'}</p>
+        <p>
+          {shown.length
+            ? 'Nothing else is waiting on an answer.'
+            : 'No intern is waiting on an answer: questions and permission requests appear here as interns ask them.'}
+        </p>
       )}
       {shown.length > 0 && (
         <ul className="inbox">

@@ -1,4 +1,5 @@
 import { useState } from 'react'
+import { TableScroll } from '../listed'
 import { useQuery, useQueryClient } from '@tanstack/react-query'
 import { api, type Intern as InternT, type Session } from '../api'
 import { href } from '../router'
@@ -90,7 +91,7 @@ export function Intern({ id }: { id: string }) {
       ) : !sessions.data ? (
         <p aria-busy="true">Loading sessions…</p>
       ) : sessions.data.data.length === 0 ? (
-        <p>No sessions yet.</p>
+        <p>No sessions yet: open the chat to start one.</p>
       ) : (
         <ul className="sessions">
           {sessions.data.data.map((s) => (
@@ -110,9 +111,12 @@ export function Intern({ id }: { id: string }) {
       ) : !secrets.data ? (
         <p aria-busy="true">Loading secrets…</p>
       ) : secrets.data.data.length === 0 ? (
-        <p>No secrets reach this intern.</p>
+        <p>
+          No secrets reach this intern: store one in its vault (PUT /vault/interns/{'{id}'}/secrets/{'{name}'},
+          docs/vault.md).
+        </p>
       ) : (
-        <div className="table-scroll">
+        <TableScroll label="Secrets">
           <table>
             <thead>
               <tr>
@@ -131,7 +135,7 @@ export function Intern({ id }: { id: string }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
     </section>
   )

@@ -1,4 +1,5 @@
 import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react'
+import { TableScroll } from '../listed'
 import { useWindowVirtualizer } from '@tanstack/react-virtual'
 import { useInfiniteQuery, useMutation, useQuery, useQueryClient, type InfiniteData } from '@tanstack/react-query'
 import { api, apiBase, type Intern } from '../api'
@@ -56,7 +57,11 @@ export function Interns({ route }: { route: Route }) {
       ) : interns.isError ? (
         <p role="alert">{interns.error.message}</p>
       ) : rows.length === 0 ? (
-        <p>{q ? `No intern’s name holds “${q}”.` : 'No interns yet.'}</p>
+        <p>
+          {q
+            ? `No intern’s name holds “${q}”.`
+            : 'No interns yet: create one above; it is ready to chat once it is running.'}
+        </p>
       ) : (
         <InternRows
           rows={rows}
@@ -108,7 +113,7 @@ function InternRows({
   const before = items.length ? items[0]!.start - list.options.scrollMargin : 0
   const after = items.length ? list.getTotalSize() - items.at(-1)!.end : 0
   return (
-    <div className="table-scroll">
+    <TableScroll label="Interns">
       <table>
         <thead>
           <tr>
@@ -140,7 +145,7 @@ function InternRows({
           {after > 0 && <tr aria-hidden="true" style={{ height: after }} />}
         </tbody>
       </table>
-    </div>
+    </TableScroll>
   )
 }
 

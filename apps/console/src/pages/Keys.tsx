@@ -1,4 +1,5 @@
 import { useState, type FormEvent } from 'react'
+import { TableScroll } from '../listed'
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { api } from '../api'
 import { href, replaceQuery, useTypedFilter, type Route } from '../router'
@@ -92,9 +93,11 @@ export function Keys({ route }: { route: Route }) {
       ) : keys.isError ? (
         <p role="alert">{keys.error.message}</p>
       ) : rows.length === 0 ? (
-        <p>{q ? `No key’s name or label holds “${q}”.` : 'No keys here.'}</p>
+        <p>
+          {q ? `No key’s name or label holds “${q}”.` : 'No keys yet: create one above (its secret is shown once).'}
+        </p>
       ) : (
-        <div className="table-scroll">
+        <TableScroll label="API keys">
           <table>
             <thead>
               <tr>
@@ -178,7 +181,7 @@ export function Keys({ route }: { route: Route }) {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
       <nav className="pager" aria-label="Pages of keys">
         {offset > 0 && (

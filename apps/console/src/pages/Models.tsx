@@ -1,4 +1,5 @@
 import { useState } from 'react'
+import { TableScroll } from '../listed'
 import { useQuery } from '@tanstack/react-query'
 import { api } from '../api'
 import { Disclosure } from '../disclosure'
@@ -78,7 +79,7 @@ export default function Models() {
             : 'This Roster serves no model yet: give it a provider key or a MODEL_CATALOGUE (docs/gateway.md).'}
         </p>
       ) : (
-        <div className="table-scroll">
+        <TableScroll label="Models">
           <table>
             <thead>
               <tr>
@@ -114,7 +115,7 @@ export default function Models() {
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       )}
     </section>
   )

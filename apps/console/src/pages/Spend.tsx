@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef } from 'react'
+import { TableScroll } from '../listed'
 import { useQuery } from '@tanstack/react-query'
 import uPlot from 'uplot'
 import 'uplot/dist/uPlot.min.css'
@@ -154,7 +155,7 @@ export default function Spend({ route }: { route: Route }) {
           </p>
           <Bars days={byDay} range={range} label={dayLabel} onOpen={(iso) => (window.location.hash = dayHref(iso))} />
           <h2>By {BY[group].toLowerCase()}</h2>
-          <div className="table-scroll">
+          <TableScroll label="Spend by day">
             <table>
               <thead>
                 <tr>
@@ -180,7 +181,7 @@ export default function Spend({ route }: { route: Route }) {
                 </tr>
               </tfoot>
             </table>
-          </div>
+          </TableScroll>
           <h2>By day</h2>
           <ul className="days">
             {byDay.map(([iso, s]) => (
