@@ -82,13 +82,19 @@ it('says whether single sign-on is offered, and what it is called, before anyone
   expect(await res.json()).toEqual({ enabled: true, name: 'Test IdP' })
 })
 
+/** Why a callback was refused, as the sign-in page will show it (a cookie of Roster's, never the address). */
+const refusalOf = (res: Response) => {
+  expect(res.headers.get('location')).toBe('../../../../console/')
+  const cookie = res.headers.getSetCookie().find((c) => c.startsWith('roster_sso_error='))!
+  expect(cookie).toMatch(/; Max-Age=60; Path=\/; SameSite=Lax$/)
+  return decodeURIComponent(cookie.split(';')[0]!.slice('roster_sso_error='.length))
+}
+
 it('refuses a callback whose state this browser did not begin, and one used twice', async () => {
   // No cookie at all: a forged or tampered state.
   const forged = await fetch(`${origin}/api/v1/console/sso/callback?code=abc&state=forged`, { redirect: 'manual' })
   expect(forged.status).toBe(302)
-  expect(decodeURIComponent(forged.headers.get('location')!)).toMatch(
-    /sso_error=this sign-in was not begun in this browser/,
-  )
+  expect(refusalOf(forged)).toMatch(/^this sign-in was not begun in this browser/)
   expect(forged.headers.get('set-cookie')).not.toContain('roster_session=')
   // A flow begun, then its state changed on the way back.
   const start = await fetch(`${origin}/api/v1/console/sso/start`, { redirect: 'manual' })
@@ -104,18 +110,35 @@ it('refuses a callback whose state this browser did not begin, and one used twic
     headers: { cookie },
     redirect: 'manual',
   })
-  expect(decodeURIComponent(tampered.headers.get('location')!)).toMatch(/not begun in this browser/)
+  expect(refusalOf(tampered)).toMatch(/not begun in this browser/)
   // The right state with a code the issuer never gave: refused, and the flow is spent.
   const badCode = await fetch(`${origin}/api/v1/console/sso/callback?code=abc&state=${state}`, {
     headers: { cookie },
     redirect: 'manual',
   })
-  expect(decodeURIComponent(badCode.headers.get('location')!)).toMatch(/could not be verified/)
+  expect(refusalOf(badCode)).toMatch(/could not be verified/)
   const again = await fetch(`${origin}/api/v1/console/sso/callback?code=abc&state=${state}`, {
     headers: { cookie },
     redirect: 'manual',
   })
-  expect(decodeURIComponent(again.headers.get('location')!)).toMatch(/expired or was already used/)
+  expect(refusalOf(again)).toMatch(/expired or was already used/)
+  // Beginning sign-ins is bounded per address (each keeps a flow in Redis for ten minutes): on an
+  // API of its own, so this test's browser is not held back.
+  const other = await buildTestApp(env.t.db, {
+    OIDC_ISSUER: idp.issuer,
+    OIDC_CLIENT_ID: idp.clientId,
+    OIDC_ALLOW_HTTP: 'true',
+  })
+  try {
+    const otherOrigin = await other.listen({ port: 0, host: '127.0.0.1' })
+    const statuses: number[] = []
+    for (let i = 0; i < 35; i++)
+      statuses.push((await fetch(`${otherOrigin}/api/v1/console/sso/start`, { redirect: 'manual' })).status)
+    expect(statuses.slice(0, 30).every((s) => s === 302)).toBe(true)
+    expect(statuses.slice(30)).toEqual([429, 429, 429, 429, 429])
+  } finally {
+    await other.closeAll()
+  }
 })
 
 describeNeeding(['chromium'], 'in Chromium, through the issuer’s own sign-in pages', () => {
@@ -361,6 +384,49 @@ describeNeeding(['chromium'], 'in Chromium, through the issuer’s own sign-in p
     expect(made).toBe(201)
     const row = await env.t.db.apiKey.findFirstOrThrow({ where: { name: 'bob laptop' } })
     expect(row.userId).toBe(people.bob)
+    // Nobody else's: another member's key is not found, another workspace is refused, another
+    // member's spend is not summed (their calls are filtered out whatever the query asks).
+    const theirs = Buffer.from(
+      (await env.t.db.apiKey.findFirstOrThrow({ where: { userId: env.tenant.userId, kind: 'user' } })).hash,
+    ).toString('hex')
+    const elsewhere = await env.t.db.workspace.create({
+      data: { accountId: env.tenant.accountId, slug: 'elsewhere', name: 'Elsewhere' },
+    })
+    const probes = await page.evaluate(
+      async ({ theirs, elsewhere, alice }) => {
+        const send = (method: string, path: string, body?: unknown) =>
+          fetch(`/api/v1/${path}`, {
+            method,
+            headers: { 'content-type': 'application/json', 'x-roster-console': '1' },
+            body: body === undefined ? undefined : JSON.stringify(body),
+          }).then(async (r) => ({ status: r.status, body: await r.json().catch(() => null) }))
+        return {
+          patch: (await send('PATCH', `keys/${theirs}`, { disabled: true })).status,
+          limits: (await send('GET', `keys/${theirs}/limits`)).status,
+          elsewhere: (await send('POST', 'keys', { name: 'x', workspace_id: elsewhere })).status,
+          forSomeoneElse: (await send('POST', 'keys', { name: 'x', creator_user_id: alice })).status,
+          members: (await send('GET', 'organization/members')).status,
+          spend: (
+            await send('POST', 'analytics/query', {
+              metrics: ['request_count'],
+              filters: [{ field: 'user', operator: 'eq', value: alice }],
+            })
+          ).body,
+          activity: (await send('GET', `activity?user_id=${alice}`)).status,
+        }
+      },
+      { theirs, elsewhere: elsewhere.id, alice: people.alice },
+    )
+    expect(probes).toMatchObject({
+      patch: 404,
+      limits: 404,
+      elsewhere: 403,
+      forSomeoneElse: 403,
+      members: 401,
+      activity: 403,
+    })
+    // Nothing counted: none of the account's calls are this member's and another's at once.
+    expect(probes.spend.data.data).toEqual([{ request_count: null }])
 
     // Disabled by an admin (through the API): their session ends at once.
     const off = await fetch(`${origin}/api/v1/organization/members/${people.bob}`, {
@@ -384,8 +450,8 @@ describeNeeding(['chromium'], 'in Chromium, through the issuer’s own sign-in p
       const page = await signInAs(login)
       await page.getByRole('alert').getByText(why).waitFor()
       expect((await page.context().cookies()).some((c) => c.name === 'roster_session')).toBe(false)
-      // The address no longer carries the refusal (a reload does not show it again).
-      expect(page.url()).not.toContain('sso_error')
+      // Shown once: the cookie that carried it is gone (a reload does not show it again).
+      expect((await page.context().cookies()).some((c) => c.name === 'roster_sso_error')).toBe(false)
       await page.close()
     }
     const refused = await env.t.db.auditEvent.findMany({ where: { action: 'session.sign_in_refused' } })

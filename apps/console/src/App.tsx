@@ -52,12 +52,16 @@ export function App() {
   return <Signed session={session.data} />
 }
 
-/** Why a single sign-on came back refused (the server's words, in the address once), then forgotten. */
+/** Why a single sign-on came back refused (the server's words, in a cookie of its own), shown once. */
 function ssoRefusal(): string | undefined {
-  const params = new URLSearchParams(window.location.search)
-  const why = params.get('sso_error') ?? undefined
-  if (why) window.history.replaceState(null, '', window.location.pathname + window.location.hash)
-  return why
+  const found = document.cookie.split('; ').find((c) => c.startsWith('roster_sso_error='))
+  if (!found) return undefined
+  document.cookie = 'roster_sso_error=; Max-Age=0; Path=/'
+  try {
+    return decodeURIComponent(found.slice('roster_sso_error='.length))
+  } catch {
+    return 'the sign-in was refused: try again'
+  }
 }
 
 function SignIn({ ended }: { ended: boolean }) {

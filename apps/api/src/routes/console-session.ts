@@ -88,9 +88,30 @@ async function auditSignIn(deps: AppDeps, req: FastifyRequest, caller: Caller, h
 /** The console, relative to the callback (/api/v1/console/sso/callback), so a proxy's path prefix is kept. */
 const CONSOLE_FROM_CALLBACK = '../../../../console/'
 
-/** Back to the console's sign-in page, which shows why (`sso_error`). */
-const backToConsole = (reply: FastifyReply, why: string) =>
-  reply.redirect(`${CONSOLE_FROM_CALLBACK}?sso_error=${encodeURIComponent(why)}`, 302)
+/** The cookie that carries why a sign-in was refused to the sign-in page, which shows it once. */
+export const REFUSAL_COOKIE = 'roster_sso_error'
+
+/**
+ * Back to the console's sign-in page, which shows why. The reason travels in a short-lived cookie
+ * of Roster's own, not in the address: a link elsewhere cannot put words of its own on the page.
+ */
+const backToConsole = (req: FastifyRequest, reply: FastifyReply, why: string) =>
+  reply
+    .header(
+      'set-cookie',
+      stringifySetCookie({
+        name: REFUSAL_COOKIE,
+        value: why, // (encoded by the cookie library)
+        sameSite: 'lax',
+        secure: req.protocol === 'https',
+        path: '/',
+        maxAge: 60,
+      }),
+    )
+    .redirect(CONSOLE_FROM_CALLBACK, 302)
+
+/** Sign-ins one client address may begin a minute (each keeps a flow in Redis for ten minutes). */
+const STARTS_PER_MINUTE = 30
 
 /** The cookie that binds a sign-in's state to the browser that began it (cleared with maxAge 0). */
 const flowCookie = (req: FastifyRequest, state: string, maxAge: number) =>
@@ -126,9 +147,27 @@ async function memberCaller(deps: AppDeps, member: AccountMemberRow): Promise<Ca
   return { ...caller, person: { userId: member.id, email: member.email ?? '', admin: member.role === 'org:admin' } }
 }
 
+/** At most `limit` takes a minute per key (a client address), in this process; at most 10,000 keys kept. */
+function perMinute(limit: number) {
+  const windows = new Map<string, { minute: number; count: number }>()
+  return {
+    take(key: string): boolean {
+      const minute = Math.floor(Date.now() / 60_000)
+      const w = windows.get(key)
+      if (!w || w.minute !== minute) {
+        if (windows.size >= 10_000) windows.clear()
+        windows.set(key, { minute, count: 1 })
+        return true
+      }
+      return ++w.count <= limit
+    },
+  }
+}
+
 export const consoleSessionRoutes =
   (deps: AppDeps): FastifyPluginAsync =>
   async (app) => {
+    const starts = perMinute(STARTS_PER_MINUTE)
     app.post('/console/session', { schema: { hide: true } }, async (req, reply) => {
       assertSameOriginChange(req)
       const body = SignIn.safeParse(req.body)
@@ -170,12 +209,16 @@ export const consoleSessionRoutes =
     // this browser's (Lax: it must come back with the issuer's redirect, a cross-site navigation).
     app.get('/console/sso/start', { schema: { hide: true } }, async (req, reply) => {
       if (!deps.sso) throw new AppError('not_found', 'single sign-on is not configured (OIDC_ISSUER)')
+      if (!starts.take(req.ip))
+        throw new AppError('rate_limited', 'too many sign-ins begun from this address; retry in a minute', {
+          retryAfter: 60,
+        })
       let flow
       try {
         flow = await deps.sso.begin(deps.sso.redirectUri(`${req.protocol}://${req.headers.host ?? ''}`))
       } catch (err) {
         req.log.warn({ err }, 'single sign-on could not begin')
-        return backToConsole(reply, 'the identity provider cannot be reached: try again shortly')
+        return backToConsole(req, reply, 'the identity provider cannot be reached: try again shortly')
       }
       return reply
         .header('set-cookie', flowCookie(req, flow.state, flow.maxAge))
@@ -218,9 +261,9 @@ export const consoleSessionRoutes =
       } catch (err) {
         if (!(err instanceof SsoRefusal)) {
           req.log.error({ err }, 'single sign-on failed')
-          return backToConsole(reply, 'the sign-in failed: try again')
+          return backToConsole(req, reply, 'the sign-in failed: try again')
         }
-        return backToConsole(reply, err.message)
+        return backToConsole(req, reply, err.message)
       }
     })
 

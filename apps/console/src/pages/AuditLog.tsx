@@ -130,7 +130,7 @@ export function AuditLog({ route }: { route: Route }) {
         </p>
       ) : (
         <TableScroll label="Audit log">
-          <table>
+          <table className="audit">
             <thead>
               <tr>
                 <th scope="col">When</th>
@@ -165,6 +165,7 @@ export function AuditLog({ route }: { route: Route }) {
                     )}
                   </td>
                   <td>
+                    <ChangedFields before={e.before} after={e.after} />
                     <details>
                       <summary>Before and after</summary>
                       <dl>
@@ -199,6 +200,32 @@ export function AuditLog({ route }: { route: Route }) {
         </button>
       )}
     </section>
+  )
+}
+
+/** What changed, field by field (a create lists what it made, a delete what it removed). */
+function ChangedFields({ before, after }: { before: unknown; after: unknown }) {
+  const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v)
+  if (!isObject(before) && !isObject(after)) return null
+  const was = isObject(before) ? before : {}
+  const now = isObject(after) ? after : {}
+  const text = (v: unknown) => (v === undefined ? '—' : JSON.stringify(v))
+  const fields = [...new Set([...Object.keys(was), ...Object.keys(now)])].filter(
+    (k) => !['created_at', 'updated_at'].includes(k) && JSON.stringify(was[k]) !== JSON.stringify(now[k]),
+  )
+  if (fields.length === 0) return null
+  return (
+    <ul className="changes">
+      {fields.slice(0, 5).map((k) => (
+        <li key={k}>
+          <code>{k}</code>:{' '}
+          {isObject(before) && isObject(after)
+            ? `${text(was[k])} → ${text(now[k])}`
+            : text(isObject(after) ? now[k] : was[k])}
+        </li>
+      ))}
+      {fields.length > 5 && <li className="muted">and {fields.length - 5} more</li>}
+    </ul>
   )
 }
 
