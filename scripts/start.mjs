@@ -186,7 +186,11 @@ if (!stopping) {
     '',
     `Roster is running.`,
     `  API         ${base}/api/v1 (OpenAPI at ${base}/api/v1/openapi.json)`,
-    `  console     ${base}/console/ (sign in with an API key)`,
+    `  console     ${base}/console/ (${
+      env.OIDC_ISSUER
+        ? `single sign-on through ${env.OIDC_ISSUER}, or an API key`
+        : 'sign in with an API key; set OIDC_ISSUER for single sign-on, docs/console.md'
+    })`,
     `  runtime     ${hosts} host(s) from port ${start.RUNTIME_PORT}`,
     simulator
       ? `  models      no provider key or MODEL_CATALOGUE, so the demo: roster-sim/chat, roster-sim/responses and roster-sim/messages, answered by the upstream simulator on port ${env.SIM_PORT} (not a real model; set OPENAI_API_KEY, ANTHROPIC_API_KEY, OPENROUTER_API_KEY, GROQ_API_KEY, MISTRAL_API_KEY or GEMINI_API_KEY, or run Ollama, for real ones)`

@@ -348,6 +348,11 @@ describeNeeding(['chromium'], 'in Chromium, through the issuer’s own sign-in p
       config: { model: 'sim/chat' },
       system_prompt: 'Answer briefly.',
     })
+    // The presets page lists it, with its version's settings.
+    await page.getByRole('link', { name: 'Presets', exact: true }).click()
+    const listed = page.getByRole('row', { name: /brief/ })
+    await listed.getByText('Versions').click()
+    await listed.getByText(/version 1 \(in use\): .*"model":"sim\/chat"/).waitFor()
     await page.close()
   })
 
@@ -355,6 +360,9 @@ describeNeeding(['chromium'], 'in Chromium, through the issuer’s own sign-in p
     const page = await signInAs('bob@example.com')
     await page.getByText('bob@example.com · member').waitFor()
     await page.getByRole('link', { name: 'My keys' }).waitFor()
+    // Their own spend, and the account's credits it draws on.
+    await page.getByRole('link', { name: 'My spend' }).click()
+    await page.getByText(/The account’s credits: \$[\d.]+ used \(no limit granted\)/).waitFor()
     expect(await page.getByRole('link', { name: 'Governance' }).count()).toBe(0)
     const reads = await page.evaluate(async () => {
       const get = (p: string) => fetch(`/api/v1/${p}`).then(async (r) => ({ status: r.status, body: await r.json() }))

@@ -19,6 +19,7 @@ const Models = lazy(() => import('./pages/Models'))
 const AuditLog = lazy(() => import('./pages/AuditLog'))
 // The playground streams model calls side by side.
 const Playground = lazy(() => import('./pages/Playground'))
+const Presets = lazy(() => import('./pages/Presets'))
 
 // The console's shell: sign in with an API key (exchanged for a session cookie, then forgotten),
 // the pages the key's kind may use, and signing out. Every text from the server is rendered as text.
@@ -127,6 +128,7 @@ const MEMBER_PAGES = [
   { path: 'generations', title: 'Generations' },
   { path: 'models', title: 'Models' },
   { path: 'playground', title: 'Playground' },
+  { path: 'presets', title: 'Presets' },
   { path: 'dry-run', title: 'Guardrail dry run' },
 ]
 
@@ -142,6 +144,7 @@ const PERSON_PAGES: Record<'admin' | 'member', { path: string; title: string }[]
     { path: 'audit', title: 'Audit log' },
     { path: 'models', title: 'Models' },
     { path: 'playground', title: 'Playground' },
+    { path: 'presets', title: 'Presets' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
   member: [
@@ -152,6 +155,7 @@ const PERSON_PAGES: Record<'admin' | 'member', { path: string; title: string }[]
     { path: 'generations', title: 'Generations' },
     { path: 'models', title: 'Models' },
     { path: 'playground', title: 'Playground' },
+    { path: 'presets', title: 'Presets' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
 }
@@ -171,6 +175,7 @@ const PAGES: Record<Session['kind'], { path: string; title: string }[]> = {
     { path: 'governance', title: 'Governance' },
     { path: 'audit', title: 'Audit log' },
     { path: 'models', title: 'Models' },
+    { path: 'presets', title: 'Presets' },
     { path: 'dry-run', title: 'Guardrail dry run' },
   ],
   operator: [{ path: 'fleet', title: 'Fleet' }],
@@ -245,6 +250,8 @@ function Page({ route, home, allowed }: { route: Route; home: string; allowed: b
       return <AuditLog route={route} />
     case 'playground':
       return <Playground />
+    case 'presets':
+      return <Presets />
     case 'dry-run':
       return <DryRun route={route} />
     case 'fleet':

@@ -49,6 +49,12 @@ export default function Spend({ route }: { route: Route }) {
         }),
       }),
   })
+  // What the account's credits allow, and what its generations used of them (every member's spend draws on them).
+  const credits = useQuery({
+    queryKey: ['credits'],
+    queryFn: () => api<{ data: { total_credits: number; total_usage: number; unlimited: boolean } }>('credits'),
+    retry: false,
+  })
   const rows = spend.data?.data.data ?? []
   const byDay = useMemo(() => {
     const sums = new Map<string, { cost: number; requests: number }>()
@@ -106,6 +112,15 @@ export default function Spend({ route }: { route: Route }) {
   return (
     <section aria-labelledby="spend-title">
       <h1 id="spend-title">Spend</h1>
+      {credits.data && (
+        <p>
+          The account’s credits: ${credits.data.data.total_usage.toFixed(4)} used
+          {credits.data.data.unlimited
+            ? ' (no limit granted)'
+            : ` of $${credits.data.data.total_credits.toFixed(2)}, $${Math.max(0, credits.data.data.total_credits - credits.data.data.total_usage).toFixed(4)} left`}
+          .
+        </p>
+      )}
       <div className="filters">
         <label>
           Days{' '}
