@@ -513,6 +513,19 @@ it('audits member changes with who, before and after, and keeps the last admin a
       after: expect.objectContaining({ role: 'org:admin' }),
     }),
   ])
+  // A disabled member's keys stop at once; enabled again, they work again.
+  const asMember = () => fetch(`${origin}/api/v1/key`, { headers: { authorization: `Bearer ${env.tenant.keys.user}` } })
+  expect((await asMember()).status).toBe(200)
+  const member = (disabled: boolean) =>
+    fetch(`${origin}/api/v1/organization/members/${env.tenant.userId}`, {
+      method: 'PATCH',
+      headers: management(),
+      body: JSON.stringify({ disabled }),
+    })
+  expect((await member(true)).status).toBe(200)
+  expect((await asMember()).status).toBe(401)
+  expect((await member(false)).status).toBe(200)
+  expect((await asMember()).status).toBe(200)
   // The family filter takes an action exactly too; a non-manager reads none of it.
   const created = (await (
     await fetch(`${origin}/api/v1/audit-log?action=member.create`, { headers: management() })

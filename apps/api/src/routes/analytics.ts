@@ -18,6 +18,7 @@ import {
   queryAnalytics,
   userActivity,
 } from '@roster/shared'
+import { keyHashesOfMember } from '@roster/shared/repositories'
 import { requireKey } from '../plugins/auth.js'
 import { refuseUnstorableText } from '../plugins/input-guards.js'
 import type { AppDeps } from '../deps.js'
@@ -107,6 +108,9 @@ export const analyticsRoutes =
         const answer = await updateOrganizationMember(deps.db, callerOf(req), req.params.id, req.body)
         // A disabled member's sessions end, a new role applies: this process forgets them at once, the others within AUTH_CACHE_MS.
         if (req.body.disabled !== undefined || req.body.role) deps.authenticate.forgetMember(req.params.id)
+        // A disabled member's keys stop (and an enabled one's start) on every process at once.
+        if (req.body.disabled !== undefined)
+          for (const hash of await keyHashesOfMember(deps.db, req.params.id)) await deps.keys.changed(hash)
         return answer
       },
     )

@@ -81,8 +81,16 @@ export async function keyByHash(db: Db, hash: Buffer): Promise<CallerRow | undef
     FROM api_keys k
     JOIN workspaces w ON w.id = k.workspace_id
     JOIN accounts a ON a.id = w.account_id
-    WHERE k.hash = ${hash} AND k.revoked_at IS NULL AND NOT k.disabled AND (k.expires_at IS NULL OR k.expires_at > now())`
+    WHERE k.hash = ${hash} AND k.revoked_at IS NULL AND NOT k.disabled AND (k.expires_at IS NULL OR k.expires_at > now())
+      -- A disabled member's keys act for no one.
+      AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = k.user_id AND u.disabled_at IS NOT NULL)`
   return rows[0]
+}
+
+/** The digests of a member's live keys (told to every process when the member is disabled or enabled). */
+export async function keyHashesOfMember(db: Db, userId: string): Promise<Buffer[]> {
+  const rows = await db.apiKey.findMany({ where: { userId, revokedAt: null }, select: { hash: true } })
+  return rows.map((r) => Buffer.from(r.hash))
 }
 
 /** A key's row (its digest and display prefix; the plaintext is never stored); its id. */
