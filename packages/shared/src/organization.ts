@@ -57,7 +57,8 @@ const Role = z.enum(['org:admin', 'org:member'], 'is org:admin or org:member')
 const Name = z.string().trim().min(1).max(100)
 
 export const AddMemberBody = z.strictObject({
-  email: z.email().max(254),
+  // Any address an identity provider may vouch for, internationalized ones too.
+  email: z.email({ pattern: z.regexes.unicodeEmail }).max(254),
   first_name: Name.nullish(),
   last_name: Name.nullish(),
   role: Role.default('org:member'),
