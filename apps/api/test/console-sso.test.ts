@@ -280,6 +280,49 @@ describeNeeding(['chromium'], 'in Chromium, through the issuer’s own sign-in p
     await page.getByRole('button', { name: 'Enable ours' }).waitFor()
     expect(await get('byok')).toEqual([expect.objectContaining({ name: 'ours', disabled: true })])
     expect(await page.content()).not.toContain('sk-provider-typed-in-the-page')
+    // The guardrail changed in place, and given to a member and a key (until then it binds no one).
+    await page.getByText('Change careful').click()
+    const change = page.getByRole('form', { name: 'Change careful' })
+    await change.getByLabel(/Spend limit/).fill('12')
+    await change.getByRole('button', { name: 'Save careful' }).click()
+    await page.getByText('Guardrail careful saved.').waitFor()
+    expect((await get('guardrails'))[0]).toMatchObject({ limit_usd: 12, reset_interval: 'monthly' })
+    const toMember = page.getByRole('form', { name: 'Assign careful to a member' })
+    await toMember.getByLabel('Member').selectOption({ label: 'bob@example.com' })
+    await toMember.getByRole('button', { name: 'Assign to the member' }).click()
+    await page.getByRole('button', { name: 'Unassign bob@example.com' }).waitFor()
+    const toKey = page.getByRole('form', { name: 'Assign careful to a key' })
+    await toKey.getByLabel('Key').selectOption({ index: 1 })
+    await toKey.getByRole('button', { name: 'Assign to the key' }).click()
+    await page.getByText('careful binds the key from now on.').waitFor()
+    const careful = (await get('guardrails'))[0].id as string
+    expect((await get(`guardrails/${careful}/assignments/members`)).map((a: { user_id: string }) => a.user_id)).toEqual(
+      [people.bob],
+    )
+    expect(await get(`guardrails/${careful}/assignments/keys`)).toHaveLength(1)
+    // The provider key renamed and rotated (the new value never shown).
+    await page.getByText('Change ours').click()
+    const rotate = page.getByRole('form', { name: 'Change ours' })
+    await rotate.getByLabel(/New key/).fill('sk-provider-rotated-in-the-page-9876543210')
+    await rotate.getByRole('button', { name: 'Save ours' }).click()
+    await page.getByText('ours rotated: calls use the new key from now on.').waitFor()
+    expect(await page.content()).not.toContain('sk-provider-rotated-in-the-page')
+    // A workspace renamed, its default model chosen from the catalogue; then Undo.
+    await page.getByText('Change Research Lab').click()
+    const rename = page.getByRole('form', { name: 'Change Research Lab' })
+    await rename.getByLabel('Name').fill('Research')
+    await rename.getByLabel('Default model').fill('sim/chat')
+    await rename.getByRole('button', { name: 'Save Research Lab' }).click()
+    await page.getByText('Workspace Research saved.').waitFor()
+    expect(await get(`workspaces/${research.id}`)).toMatchObject({ name: 'Research', default_text_model: 'sim/chat' })
+    await page
+      .getByRole('status')
+      .filter({ hasText: 'Workspace Research saved.' })
+      .getByRole('button', { name: 'Undo' })
+      .click()
+    await page.getByText('Undone.').waitFor()
+    expect(await get(`workspaces/${research.id}`)).toMatchObject({ name: 'Research Lab', default_text_model: null })
+    expect(await axeViolations(page)).toEqual([])
     const addDestination = page.getByRole('form', { name: 'Add a destination' })
     await addDestination.getByLabel('Name').fill('hook')
     await addDestination.getByLabel('URL').fill('https://hooks.example/roster')
@@ -304,7 +347,11 @@ describeNeeding(['chromium'], 'in Chromium, through the issuer’s own sign-in p
       'budget.delete',
       'workspace.members_add',
       'guardrail.create',
+      'guardrail.update',
+      'guardrail.members_assign',
+      'guardrail.keys_assign',
       'guardrail.delete',
+      'workspace.update',
       'provider_key.create',
       'provider_key.update',
       'destination.create',
@@ -312,6 +359,7 @@ describeNeeding(['chromium'], 'in Chromium, through the issuer’s own sign-in p
     ])
       expect(hers, action).toContain(action)
     expect(JSON.stringify(log)).not.toContain('receiver-secret-123')
+    expect(JSON.stringify(log)).not.toContain('sk-provider-rotated-in-the-page')
     await page.close()
   })
 

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react'
 import { useQuery } from '@tanstack/react-query'
 import { api } from '../api'
-import { body, useChanges } from '../changes'
+import { body, useChanges, type Change } from '../changes'
 import { href } from '../router'
 import { Listed } from '../listed'
 
@@ -62,6 +62,7 @@ export function Governance() {
         Every change here is in the <a href={href(['audit'])}>audit log</a>. Check a request against the guardrails with
         the <a href={href(['dry-run'])}>dry run</a>.
       </p>
+      <ModelChoices />
       <Members />
       <Workspaces workspaces={workspaces} />
       <Guardrails names={names} />
@@ -209,20 +210,44 @@ function Workspaces({
           <a href={href(['governance', 'workspaces', w.id])}>{w.name}</a>,
           w.slug,
           w.default_text_model ?? 'none',
-          <button
-            type="button"
-            className="danger"
-            disabled={busy}
-            onClick={() =>
-              void run({
-                confirm: `Delete the workspace ${w.name}? Its interns, budgets and guardrails go with it; this cannot be undone.`,
-                done: `Workspace ${w.name} deleted.`,
-                act: () => api(`workspaces/${w.id}`, { method: 'DELETE' }),
-              })
-            }
-          >
-            Delete {w.name}
-          </button>,
+          <span className="actions">
+            <Edit
+              what={w.name}
+              fields={[
+                { name: 'name', label: 'Name', value: w.name, required: true },
+                {
+                  name: 'default_text_model',
+                  label: 'Default model',
+                  value: w.default_text_model ?? '',
+                  list: 'gov-models',
+                },
+              ]}
+              save={(v) => {
+                const change = { name: v.name, default_text_model: v.default_text_model || null }
+                const back = { name: w.name, default_text_model: w.default_text_model }
+                return run({
+                  done: `Workspace ${v.name} saved.`,
+                  act: () => api(`workspaces/${w.id}`, { method: 'PATCH', body: body(change) }),
+                  undo: () => api(`workspaces/${w.id}`, { method: 'PATCH', body: body(back) }),
+                })
+              }}
+              busy={busy}
+            />
+            <button
+              type="button"
+              className="danger"
+              disabled={busy}
+              onClick={() =>
+                void run({
+                  confirm: `Delete the workspace ${w.name}? Its interns, budgets and guardrails go with it; this cannot be undone.`,
+                  done: `Workspace ${w.name} deleted.`,
+                  act: () => api(`workspaces/${w.id}`, { method: 'DELETE' }),
+                })
+              }
+            >
+              Delete {w.name}
+            </button>
+          </span>,
         ]}
       />
     </>
@@ -305,20 +330,23 @@ function Guardrails({ names }: { names: Map<string, string> }) {
           g.workspace_id ? (names.get(g.workspace_id) ?? g.workspace_id) : 'the account',
           money(g.limit_usd, g.reset_interval),
           g.allowed_models?.join(', ') ?? 'any',
-          <button
-            type="button"
-            className="danger"
-            disabled={busy}
-            onClick={() =>
-              void run({
-                confirm: `Delete the guardrail ${g.name}? The keys and members it applies to are no longer bound by it.`,
-                done: `Guardrail ${g.name} deleted.`,
-                act: () => api(`guardrails/${g.id}`, { method: 'DELETE' }),
-              })
-            }
-          >
-            Delete {g.name}
-          </button>,
+          <span className="actions">
+            <GuardrailDetail guardrail={g} run={run} busy={busy} />
+            <button
+              type="button"
+              className="danger"
+              disabled={busy}
+              onClick={() =>
+                void run({
+                  confirm: `Delete the guardrail ${g.name}? The keys and members it applies to are no longer bound by it.`,
+                  done: `Guardrail ${g.name} deleted.`,
+                  act: () => api(`guardrails/${g.id}`, { method: 'DELETE' }),
+                })
+              }
+            >
+              Delete {g.name}
+            </button>
+          </span>,
         ]}
       />
     </>
@@ -395,6 +423,24 @@ function ProviderKeys() {
           <code>{k.label}</code>,
           k.disabled ? 'disabled' : 'in use',
           <span className="actions">
+            <Edit
+              what={called(k)}
+              fields={[
+                { name: 'name', label: 'Name', value: k.name ?? '' },
+                { name: 'key', label: 'New key (rotate; empty: keep)', value: '', secret: true },
+              ]}
+              save={(v) =>
+                run({
+                  done: v.key ? `${called(k)} rotated: calls use the new key from now on.` : `${called(k)} saved.`,
+                  act: () =>
+                    api(`byok/${k.id}`, {
+                      method: 'PATCH',
+                      body: body({ name: v.name || null, ...(v.key ? { key: v.key } : {}) }),
+                    }),
+                })
+              }
+              busy={busy}
+            />
             <button
               type="button"
               disabled={busy}
@@ -511,6 +557,20 @@ function Destinations() {
             'healthy, nothing sent yet'
           ),
           <span className="actions">
+            <Edit
+              what={d.name}
+              fields={[{ name: 'name', label: 'Name', value: d.name, required: true }]}
+              save={(v) =>
+                run({
+                  done: `Destination ${v.name} saved.`,
+                  act: () =>
+                    api(`observability/destinations/${d.id}`, { method: 'PATCH', body: body({ name: v.name }) }),
+                  undo: () =>
+                    api(`observability/destinations/${d.id}`, { method: 'PATCH', body: body({ name: d.name }) }),
+                })
+              }
+              busy={busy}
+            />
             <button
               type="button"
               disabled={busy}
@@ -719,5 +779,317 @@ export function WorkspacePage({ id }: { id: string }) {
         }}
       />
     </section>
+  )
+}
+
+/** The catalogue's models, offered by every model field of the page (a datalist: `list="gov-models"`). */
+function ModelChoices() {
+  const models = useQuery({ queryKey: ['models'], queryFn: () => api<{ data: { id: string }[] }>('models') })
+  return (
+    <datalist id="gov-models">
+      {(models.data?.data ?? []).map((m) => (
+        <option key={m.id} value={m.id} />
+      ))}
+    </datalist>
+  )
+}
+
+interface Field {
+  name: string
+  label: string
+  value: string
+  required?: boolean
+  /** Typed once and never shown again (a key). */
+  secret?: boolean
+  /** A datalist's id the field offers choices from. */
+  list?: string
+}
+
+/** A row's settings changed in place: a form that opens under "Change …" and saves through `save`. */
+function Edit({
+  what,
+  fields,
+  save,
+  busy,
+}: {
+  what: string
+  fields: Field[]
+  save: (values: Record<string, string>) => Promise<boolean>
+  busy: boolean
+}) {
+  const initial = () => Object.fromEntries(fields.map((f) => [f.name, f.value]))
+  const [values, setValues] = useState(initial)
+  const [open, setOpen] = useState(false)
+  const submit = async (e: FormEvent) => {
+    e.preventDefault()
+    const ok = await save(values)
+    // A secret leaves the page's memory either way.
+    setValues((v) =>
+      Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fields.find((f) => f.name === k)?.secret ? '' : x])),
+    )
+    if (ok) setOpen(false)
+  }
+  return (
+    <details open={open} onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+      <summary>Change {what}</summary>
+      <form className="create" onSubmit={submit} aria-label={`Change ${what}`}>
+        {fields.map((f) => (
+          <label key={f.name} className="field">
+            {f.label}{' '}
+            <input
+              value={values[f.name] ?? ''}
+              onChange={(e) => setValues({ ...values, [f.name]: e.target.value })}
+              required={f.required}
+              maxLength={f.secret ? 8192 : 200}
+              list={f.list}
+              {...(f.secret ? { type: 'password', autoComplete: 'off' } : {})}
+            />
+          </label>
+        ))}
+        <button type="submit" disabled={busy}>
+          Save {what}
+        </button>
+      </form>
+    </details>
+  )
+}
+
+interface KeyAssignment {
+  key_hash: string
+  key_name: string
+  key_label: string
+}
+interface MemberAssignment {
+  user_id: string
+}
+
+/**
+ * A guardrail changed in place (name, spend limit, models) and given to the keys and members it
+ * binds (a new guardrail binds no one until it is), each assignment removable.
+ */
+function GuardrailDetail({
+  guardrail: g,
+  run,
+  busy,
+}: {
+  guardrail: Guardrail
+  run: (change: Change) => Promise<boolean>
+  busy: boolean
+}) {
+  const [open, setOpen] = useState(false)
+  const keys = useQuery({
+    queryKey: ['guardrail-keys', g.id],
+    queryFn: () => api<{ data: KeyAssignment[] }>(`guardrails/${g.id}/assignments/keys?limit=100`),
+    enabled: open,
+  })
+  const members = useQuery({
+    queryKey: ['guardrail-members', g.id],
+    queryFn: () => api<{ data: MemberAssignment[] }>(`guardrails/${g.id}/assignments/members?limit=100`),
+    enabled: open,
+  })
+  const everyone = useQuery({
+    queryKey: ['org-members'],
+    queryFn: () => api<{ data: Member[] }>('organization/members?limit=100'),
+    enabled: open,
+  })
+  const userKeys = useQuery({
+    queryKey: ['keys', 'assignable'],
+    queryFn: () => api<{ data: { hash: string; name: string; label: string }[] }>('keys'),
+    enabled: open,
+  })
+  const [form, setForm] = useState({
+    name: g.name,
+    limit: g.limit_usd === null ? '' : String(g.limit_usd),
+    reset: g.reset_interval ?? '',
+    models: g.allowed_models?.join(', ') ?? '',
+  })
+  const [member, setMember] = useState('')
+  const [key, setKey] = useState('')
+  const who = new Map((everyone.data?.data ?? []).map((m) => [m.id, memberName(m)]))
+  const refresh = async (change: Change) => {
+    const ok = await run(change)
+    await Promise.all([keys.refetch(), members.refetch()])
+    return ok
+  }
+  const save = (e: FormEvent) => {
+    e.preventDefault()
+    const models = form.models
+      .split(',')
+      .map((m) => m.trim())
+      .filter(Boolean)
+    const back = {
+      name: g.name,
+      limit_usd: g.limit_usd,
+      reset_interval: g.reset_interval,
+      allowed_models: g.allowed_models,
+    }
+    void run({
+      done: `Guardrail ${form.name} saved.`,
+      act: () =>
+        api(`guardrails/${g.id}`, {
+          method: 'PATCH',
+          body: body({
+            name: form.name,
+            limit_usd: form.limit ? Number(form.limit) : null,
+            reset_interval: form.limit && form.reset ? form.reset : null,
+            allowed_models: models.length ? models : null,
+          }),
+        }),
+      undo: () => api(`guardrails/${g.id}`, { method: 'PATCH', body: body(back) }),
+    })
+  }
+  const assignMember = (id: string, on: boolean) =>
+    api(`guardrails/${g.id}/assignments/members${on ? '' : '/remove'}`, {
+      method: 'POST',
+      body: body({ member_user_ids: [id] }),
+    })
+  const assignKey = (hash: string, on: boolean) =>
+    api(`guardrails/${g.id}/assignments/keys${on ? '' : '/remove'}`, {
+      method: 'POST',
+      body: body({ key_hashes: [hash] }),
+    })
+  return (
+    <details onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
+      <summary>Change {g.name}</summary>
+      <form className="create" onSubmit={save} aria-label={`Change ${g.name}`}>
+        <label className="field">
+          Name{' '}
+          <input
+            value={form.name}
+            onChange={(e) => setForm({ ...form, name: e.target.value })}
+            required
+            maxLength={200}
+          />
+        </label>
+        <label className="field">
+          Spend limit (USD; empty: none){' '}
+          <input
+            type="number"
+            min="0.000001"
+            step="any"
+            value={form.limit}
+            onChange={(e) => setForm({ ...form, limit: e.target.value })}
+          />
+        </label>
+        <label className="field">
+          Resets{' '}
+          <select value={form.reset} onChange={(e) => setForm({ ...form, reset: e.target.value })}>
+            <option value="">never</option>
+            <option value="daily">daily</option>
+            <option value="weekly">weekly</option>
+            <option value="monthly">monthly</option>
+          </select>
+        </label>
+        <label className="field">
+          Models allowed (comma-separated; empty: any){' '}
+          <input value={form.models} onChange={(e) => setForm({ ...form, models: e.target.value })} maxLength={4000} />
+        </label>
+        <button type="submit" disabled={busy}>
+          Save {g.name}
+        </button>
+      </form>
+      <h3>Binds these members</h3>
+      <ul>
+        {(members.data?.data ?? []).map((a) => (
+          <li key={a.user_id}>
+            {who.get(a.user_id) ?? a.user_id}{' '}
+            <button
+              type="button"
+              className="danger"
+              disabled={busy}
+              onClick={() =>
+                void refresh({
+                  done: `${g.name} no longer binds ${who.get(a.user_id) ?? a.user_id}.`,
+                  act: () => assignMember(a.user_id, false),
+                  undo: () => assignMember(a.user_id, true),
+                })
+              }
+            >
+              Unassign {who.get(a.user_id) ?? a.user_id}
+            </button>
+          </li>
+        ))}
+      </ul>
+      <form
+        className="filters"
+        aria-label={`Assign ${g.name} to a member`}
+        onSubmit={(e) => {
+          e.preventDefault()
+          void refresh({
+            done: `${g.name} binds ${who.get(member) ?? member} from now on.`,
+            act: () => assignMember(member, true),
+            undo: () => assignMember(member, false),
+          }).then((ok) => ok && setMember(''))
+        }}
+      >
+        <label>
+          Member{' '}
+          <select value={member} onChange={(e) => setMember(e.target.value)} required>
+            <option value="">choose…</option>
+            {(everyone.data?.data ?? [])
+              .filter((m) => !members.data?.data.some((a) => a.user_id === m.id))
+              .map((m) => (
+                <option key={m.id} value={m.id}>
+                  {memberName(m)}
+                </option>
+              ))}
+          </select>
+        </label>
+        <button type="submit" disabled={busy}>
+          Assign to the member
+        </button>
+      </form>
+      <h3>Binds these keys</h3>
+      <ul>
+        {(keys.data?.data ?? []).map((a) => (
+          <li key={a.key_hash}>
+            {a.key_name || a.key_label}{' '}
+            <button
+              type="button"
+              className="danger"
+              disabled={busy}
+              onClick={() =>
+                void refresh({
+                  done: `${g.name} no longer binds ${a.key_name || a.key_label}.`,
+                  act: () => assignKey(a.key_hash, false),
+                  undo: () => assignKey(a.key_hash, true),
+                })
+              }
+            >
+              Unassign {a.key_name || a.key_label}
+            </button>
+          </li>
+        ))}
+      </ul>
+      <form
+        className="filters"
+        aria-label={`Assign ${g.name} to a key`}
+        onSubmit={(e) => {
+          e.preventDefault()
+          void refresh({
+            done: `${g.name} binds the key from now on.`,
+            act: () => assignKey(key, true),
+            undo: () => assignKey(key, false),
+          }).then((ok) => ok && setKey(''))
+        }}
+      >
+        <label>
+          Key{' '}
+          <select value={key} onChange={(e) => setKey(e.target.value)} required>
+            <option value="">choose…</option>
+            {(userKeys.data?.data ?? [])
+              .filter((k) => !keys.data?.data.some((a) => a.key_hash === k.hash))
+              .map((k) => (
+                <option key={k.hash} value={k.hash}>
+                  {k.name || k.label}
+                </option>
+              ))}
+          </select>
+        </label>
+        <button type="submit" disabled={busy}>
+          Assign to the key
+        </button>
+      </form>
+    </details>
   )
 }
