@@ -2,11 +2,13 @@ import { createServer, type Server } from 'node:http'
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
 import type { ListenerSettings } from '@roster/protocol'
 import { httpServerOptions, limitHttpServer } from './listener-limits.js'
+import { TalliedCounter, TalliedHistogram } from './tallied-metrics.js'
 
 // Every metric Roster exports, in one table: each process makes the set and uses the ones that
 // concern it (an unused labelled metric exports only its HELP line). Labels are bounded: routes are
 // templates, models and providers come from the catalogue, steps and outcomes from fixed lists;
 // never a raw path or a key, and an id only as the spend metrics' workspace, capped per process.
+// Those counted on every request are tallied in plain numbers until scraped (tallied-metrics.ts).
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 const LONG_SECONDS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300]
@@ -20,7 +22,7 @@ export function createMetrics(process: ProcessName) {
   const registers = [registry]
   return {
     registry,
-    httpRequests: new Histogram({
+    httpRequests: new TalliedHistogram({
       name: 'roster_http_request_duration_seconds',
       help: 'HTTP requests served, by route template, method and status, with their duration (streams: until the response ended)',
       labelNames: ['route', 'method', 'status'] as const,
@@ -79,33 +81,33 @@ export function createMetrics(process: ProcessName) {
       labelNames: ['kind'] as const,
       registers,
     }),
-    gatewayRequests: new Counter({
+    gatewayRequests: new TalliedCounter({
       name: 'roster_gateway_requests_total',
       help: 'Gateway requests by model, provider, door and outcome (ok, or the canonical error type)',
       labelNames: ['model', 'provider', 'door', 'outcome'] as const,
       registers,
     }),
-    gatewayFirstByte: new Histogram({
+    gatewayFirstByte: new TalliedHistogram({
       name: 'roster_gateway_upstream_first_byte_seconds',
       help: "Upstream calls' time to the provider's first byte, by provider",
       labelNames: ['provider'] as const,
       buckets: SECONDS,
       registers,
     }),
-    gatewayUpstream: new Histogram({
+    gatewayUpstream: new TalliedHistogram({
       name: 'roster_gateway_upstream_duration_seconds',
       help: 'Upstream calls by provider and outcome (ok, error), with their whole duration',
       labelNames: ['provider', 'outcome'] as const,
       buckets: LONG_SECONDS,
       registers,
     }),
-    gatewayTokens: new Counter({
+    gatewayTokens: new TalliedCounter({
       name: 'roster_gateway_tokens_total',
       help: 'Tokens by model and kind (input, cached_input, output, reasoning)',
       labelNames: ['model', 'kind'] as const,
       registers,
     }),
-    gatewayCost: new Counter({
+    gatewayCost: new TalliedCounter({
       name: 'roster_gateway_cost_usd_total',
       help: 'Cost in US dollars, by model',
       labelNames: ['model'] as const,
@@ -129,7 +131,7 @@ export function createMetrics(process: ProcessName) {
       labelNames: ['action', 'filter'] as const,
       registers,
     }),
-    gatewayFallbacks: new Counter({
+    gatewayFallbacks: new TalliedCounter({
       name: 'roster_gateway_fallbacks_total',
       help: 'Endpoints given up for the next one within a request, by requested model',
       labelNames: ['model'] as const,
