@@ -15,6 +15,7 @@
 //                                 | floor (the doors, streamed and not, all features on, against a bare Fastify proxy; only when named)
 //                                 | slack (a Slack message to the first text in its thread, against the HTTP chat; only when named)
 //                                 | console (50 members refreshing the spend page at once, against the gateway's p99; only when named)
+//                                 | metrics (a gateway request's metric calls: prom-client's against the tallied ones; only when named)
 //                                 | fleet-provision | failover | snapshots | fleet-chat (the fleet of runtime hosts: bench/fleet.mjs; only when named)
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
@@ -32,6 +33,7 @@ import { firstText as firstTextOf } from './first-text.mjs'
 import { benchGenerations } from './generations.mjs'
 import { benchAnalytics } from './analytics.mjs'
 import { benchConsole } from './console.mjs'
+import { benchMetrics } from './metrics.mjs'
 import { benchDestinations } from './destinations.mjs'
 import { benchFloor } from './floor.mjs'
 import { benchSlack, slackEnv } from './slack.mjs'
@@ -873,6 +875,7 @@ const scenarios = {
   generations: [benchGenerations, { worker: true, named: true }],
   analytics: [benchAnalytics, { worker: false, named: true }],
   console: [benchConsole, { worker: true, gateway: true, named: true }],
+  metrics: [(_ctx) => benchMetrics(root), { named: true, bare: true }],
   governance: [benchGovernance, { worker: true, gateway: true, named: true }],
   // Metrics on (the API's own listener), tracing off: everything a request pays for.
   floor: [benchFloor, { worker: true, gateway: true, named: true, beforeApi: true, apiEnv: { METRICS_PORT: '3998' } }],
