@@ -103,7 +103,7 @@ it('refuses a callback whose state this browser did not begin, and one used twic
   expect(toIdp.origin).toBe(idp.issuer)
   expect(toIdp.searchParams.get('code_challenge_method')).toBe('S256')
   const flowCookie = start.headers.get('set-cookie')!
-  expect(flowCookie).toMatch(/roster_sso=[^;]+; Max-Age=600; Path=\/api\/v1\/console\/sso; HttpOnly; SameSite=Lax/)
+  expect(flowCookie).toMatch(/roster_sso=[^;]+; Max-Age=600; Path=\/; HttpOnly; SameSite=Lax/)
   const cookie = flowCookie.split(';')[0]!
   const state = toIdp.searchParams.get('state')!
   const tampered = await fetch(`${origin}/api/v1/console/sso/callback?code=abc&state=${state}x`, {

@@ -113,7 +113,10 @@ const backToConsole = (req: FastifyRequest, reply: FastifyReply, why: string) =>
 /** Sign-ins one client address may begin a minute (each keeps a flow in Redis for ten minutes). */
 const STARTS_PER_MINUTE = 30
 
-/** The cookie that binds a sign-in's state to the browser that began it (cleared with maxAge 0). */
+/**
+ * The cookie that binds a sign-in's state to the browser that began it (cleared with maxAge 0). Its
+ * path is the site's root: behind a proxy's path prefix the callback's path is not Roster's own.
+ */
 const flowCookie = (req: FastifyRequest, state: string, maxAge: number) =>
   stringifySetCookie({
     name: FLOW_COOKIE,
@@ -121,7 +124,7 @@ const flowCookie = (req: FastifyRequest, state: string, maxAge: number) =>
     httpOnly: true,
     sameSite: 'lax',
     secure: req.protocol === 'https',
-    path: '/api/v1/console/sso',
+    path: '/',
     maxAge,
   })
 
