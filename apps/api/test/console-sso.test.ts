@@ -292,7 +292,11 @@ describeNeeding(['chromium'], 'in Chromium, through the issuer’s own sign-in p
     await toMember.getByRole('button', { name: 'Assign to the member' }).click()
     await page.getByRole('button', { name: 'Unassign bob@example.com' }).waitFor()
     const toKey = page.getByRole('form', { name: 'Assign careful to a key' })
-    await toKey.getByLabel('Key').selectOption({ index: 1 })
+    // The tenant's own user key (not a person's console key: the playground below runs as Alice).
+    const tenantKey = Buffer.from(
+      (await env.t.db.apiKey.findFirstOrThrow({ where: { userId: env.tenant.userId, kind: 'user' } })).hash,
+    ).toString('hex')
+    await toKey.getByLabel('Key').selectOption(tenantKey)
     await toKey.getByRole('button', { name: 'Assign to the key' }).click()
     await page.getByText('careful binds the key from now on.').waitFor()
     const careful = (await get('guardrails'))[0].id as string

@@ -366,16 +366,18 @@ function ProviderKeys() {
   const called = (k: ProviderKey) => k.name || `${k.provider} ${k.label}`
   const create = async (e: FormEvent) => {
     e.preventDefault()
+    const sent = form
+    // The secret leaves the page (its field, and so the DOM) as soon as it is sent, whatever comes back.
+    setForm({ ...form, key: '' })
     const ok = await run({
-      done: `Key for ${form.provider} added: it is sealed, and never shown again.`,
+      done: `Key for ${sent.provider} added: it is sealed, and never shown again.`,
       act: () =>
         api('byok', {
           method: 'POST',
-          body: body({ provider: form.provider, key: form.key, ...(form.name ? { name: form.name } : {}) }),
+          body: body({ provider: sent.provider, key: sent.key, ...(sent.name ? { name: sent.name } : {}) }),
         }),
     })
-    // The secret leaves the page's memory either way.
-    setForm(ok ? { provider: '', key: '', name: '' } : { ...form, key: '' })
+    if (ok) setForm({ provider: '', key: '', name: '' })
   }
   return (
     <>
@@ -492,12 +494,15 @@ function Destinations() {
       form.type === 'webhook'
         ? { url: form.url, ...(headers ? { headers } : {}) }
         : { endpoint: form.url, ...(headers ? { headers } : {}) }
+    const sent = form
+    // The authorization header's value leaves the page as soon as it is sent.
+    setForm({ ...form, authorization: '' })
     const ok = await run({
-      done: `Destination ${form.name} added: generations are sent to it from now on.`,
+      done: `Destination ${sent.name} added: generations are sent to it from now on.`,
       act: () =>
-        api('observability/destinations', { method: 'POST', body: body({ name: form.name, type: form.type, config }) }),
+        api('observability/destinations', { method: 'POST', body: body({ name: sent.name, type: sent.type, config }) }),
     })
-    setForm(ok ? { name: '', type: 'webhook', url: '', authorization: '' } : { ...form, authorization: '' })
+    if (ok) setForm({ name: '', type: 'webhook', url: '', authorization: '' })
   }
   return (
     <>
@@ -822,12 +827,12 @@ function Edit({
   const [open, setOpen] = useState(false)
   const submit = async (e: FormEvent) => {
     e.preventDefault()
-    const ok = await save(values)
-    // A secret leaves the page's memory either way.
+    const sent = values
+    // A secret leaves the page (its field, and so the DOM) as soon as it is sent, whatever comes back.
     setValues((v) =>
       Object.fromEntries(Object.entries(v).map(([k, x]) => [k, fields.find((f) => f.name === k)?.secret ? '' : x])),
     )
-    if (ok) setOpen(false)
+    if (await save(sent)) setOpen(false)
   }
   return (
     <details open={open} onToggle={(e) => setOpen((e.target as HTMLDetailsElement).open)}>
