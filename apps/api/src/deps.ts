@@ -19,6 +19,7 @@ import {
   type Metrics,
   type ParentLogger,
   commandConnection,
+  createDb,
   type RedisClient,
 } from '@roster/shared'
 import { FleetDriver, fleetTimes, hostCredentialKey } from '@roster/shared/fleet'
@@ -64,6 +65,8 @@ import { slackDeps, type SlackDeps } from './slack/slack-deps.js'
 export interface AppDeps {
   config: ApiConfig
   db: Db
+  /** Where the reads that may lag a little are made: the replica (DATABASE_READ_URL), else `db` itself. */
+  readDb: Db
   redis: RedisClient
   vault: VaultService
   authenticate: Authenticator
@@ -250,6 +253,14 @@ export function createAppDeps(
     metrics,
     config,
     db,
+    readDb: config.DATABASE_READ_URL
+      ? createDb({
+          url: config.DATABASE_READ_URL,
+          poolSize: config.DATABASE_POOL_SIZE,
+          statementTimeoutMs: config.INTERN_CREATE_DEADLINE_MS,
+          preparedStatements: config.DATABASE_PREPARED_STATEMENTS,
+        })
+      : db,
     redis,
     vault,
     fleet: credentialKey && config.RUNTIME_TOKEN ? { credentialKey, joinToken: config.RUNTIME_TOKEN } : undefined,

@@ -57,7 +57,12 @@ if (!config.VAULT_MASTER_KEY)
 // holds the close 2 s after that is cut.
 stopOnSignals(app.log, 'finishing in-flight requests', config.SHUTDOWN_GRACE_MS + 2_000, async () => {
   await app.close()
-  await Promise.allSettled([db.$disconnect(), redis.quit(), tracer?.shutdown()])
+  await Promise.allSettled([
+    db.$disconnect(),
+    deps.readDb !== db ? deps.readDb.$disconnect() : undefined,
+    redis.quit(),
+    tracer?.shutdown(),
+  ])
 })
 
 const address = await app.listen({ host: config.HOST, port: config.PORT })

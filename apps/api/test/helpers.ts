@@ -35,6 +35,7 @@ export async function buildTestApp(
     deps,
     async closeAll() {
       await app.close()
+      if (deps.readDb !== db) await deps.readDb.$disconnect()
       redis.disconnect()
     },
   })

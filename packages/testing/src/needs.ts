@@ -18,6 +18,7 @@ export type Need =
   | 'redis-server'
   | 'coding-agents'
   | 'searx'
+  | 'postgres-server'
 
 interface Requirement {
   /** Why this machine cannot give it, or undefined when it can. */
@@ -97,6 +98,18 @@ export const REQUIREMENTS: Record<Need, Requirement> = {
         : 'searx is not installed',
     debian: 'sudo apt-get install searx',
     macos: "none (the test runs Debian's searx package): run it in a Linux VM or container",
+  },
+  'postgres-server': {
+    // PostgreSQL's server binaries (initdb, pg_basebackup, pg_ctl), for a primary and replica of a test's own.
+    missing: async () => {
+      const { postgresBinaries } = await import('./pg-replica.js')
+      if (!postgresBinaries()) return "PostgreSQL's server binaries (initdb, pg_basebackup, pg_ctl) are not installed"
+      if (process.getuid?.() === 0 && !runs('id', ['postgres']))
+        return 'as root, Postgres runs as the postgres user, which is missing'
+      return undefined
+    },
+    debian: 'sudo apt-get install postgresql',
+    macos: 'brew install postgresql@15',
   },
   'coding-agents': {
     // Claude Code, Codex and opencode, installed from npm by the test itself (once per checkout).

@@ -26,7 +26,9 @@ export function postgresBinaries(): string | undefined {
 
 /** Postgres never runs as root: as root, the server's commands run as the `postgres` user. */
 const asServer = (command: string, args: string[]) =>
-  process.getuid?.() === 0 ? { command: 'runuser', args: ['-u', 'postgres', '--', command, ...args] } : { command, args }
+  process.getuid?.() === 0
+    ? { command: 'runuser', args: ['-u', 'postgres', '--', command, ...args] }
+    : { command, args }
 
 function run(bin: string, name: string, args: string[]) {
   const { command, args: full } = asServer(join(bin, name), args)
@@ -76,7 +78,21 @@ export async function startReplicatedPostgres(database = 'roster'): Promise<Repl
   await admin.connect()
   await admin.query(`CREATE DATABASE ${database}`)
   await admin.end()
-  run(bin, 'pg_basebackup', ['-h', '127.0.0.1', '-p', String(p1), '-U', 'postgres', '-D', replica, '-R', '-X', 'stream', '-c', 'fast'])
+  run(bin, 'pg_basebackup', [
+    '-h',
+    '127.0.0.1',
+    '-p',
+    String(p1),
+    '-U',
+    'postgres',
+    '-D',
+    replica,
+    '-R',
+    '-X',
+    'stream',
+    '-c',
+    'fast',
+  ])
   appendFileSync(replica + '/postgresql.conf', `port = ${p2}\n`)
   run(bin, 'pg_ctl', ['-D', replica, '-l', join(dir, 'replica.log'), '-w', 'start'])
   const replicaUrl = `postgresql://postgres@127.0.0.1:${p2}/${database}`

@@ -46,7 +46,7 @@ export const analyticsRoutes =
           querystring: ActivityQuery,
         },
       },
-      async (req) => userActivity(deps.db, callerOf(req), req.query),
+      async (req) => userActivity(deps.readDb, callerOf(req), req.query),
     )
     api.get(
       '/analytics/meta',
@@ -64,7 +64,7 @@ export const analyticsRoutes =
         // An answer is shared only with its own account (a member's, with that member alone).
         const scope = analyticsScope(callerOf(req))
         const sharedBy = scope.userId ? `${scope.accountId}/${scope.userId}` : scope.accountId
-        return deps.analytics.get(sharedBy, req.body, () => queryAnalytics(deps.db, callerOf(req), req.body))
+        return deps.analytics.get(sharedBy, req.body, () => queryAnalytics(deps.readDb, callerOf(req), req.body))
       },
     )
     // The organization's members: who the activity's user_id and the analytics' `user` name.
@@ -125,6 +125,6 @@ export const analyticsRoutes =
           querystring: AuditLogQuery,
         },
       },
-      async (req) => listAuditEvents(deps.db, callerOf(req), req.query),
+      async (req) => listAuditEvents(deps.readDb, callerOf(req), req.query),
     )
   }

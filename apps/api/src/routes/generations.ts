@@ -42,7 +42,11 @@ export const generationRoutes =
 
     /** The account's generation the client's id names (any door's form of it), or 404. */
     const visible = async (accountId: string, id: string) => {
-      const row = await generationById(deps.db, accountId, canonicalGenerationId(id))
+      const canonical = canonicalGenerationId(id)
+      // From the replica when there is one; one it has not replayed yet, from the primary.
+      const row =
+        (await generationById(deps.readDb, accountId, canonical)) ??
+        (deps.readDb !== deps.db ? await generationById(deps.db, accountId, canonical) : undefined)
       if (!row) throw notFound(id)
       return row
     }
@@ -57,7 +61,7 @@ export const generationRoutes =
           querystring: ListGenerationsQuery,
         },
       },
-      async (req) => listGenerations(deps.db, callerOf(req), req.query),
+      async (req) => listGenerations(deps.readDb, callerOf(req), req.query),
     )
 
     api.get(

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import {
   flag,
+  postgresUrlValue,
   snapshotMb,
   list,
   port,
@@ -144,6 +145,11 @@ export const ApiConfig = z
       .max(30 * 86_400)
       .default(12 * 3_600)
       .describe('How long a web console sign-in lasts, in seconds (signing out ends it sooner).'),
+    DATABASE_READ_URL: postgresUrlValue
+      .optional()
+      .describe(
+        "A Postgres streaming replica of DATABASE_URL's database: when set, analytics (`/analytics/query`, `/activity`), the generations' lists and reads (`/generations`, `/generation`, which falls back to the primary for one not yet replayed) and the audit log are read there, out of the way of the writes. Unset: everything on DATABASE_URL.",
+      ),
     OIDC_ISSUER: z
       .url()
       .optional()
