@@ -113,7 +113,7 @@ export async function startReplicatedPostgres(database = 'roster'): Promise<Repl
     async caughtUp() {
       const c = new pg.Client({ connectionString: primaryUrl('postgres') })
       await c.connect()
-      const [{ lsn }] = (await c.query('SELECT pg_current_wal_insert_lsn()::text AS lsn')).rows as { lsn: string }[]
+      const { lsn } = (await c.query('SELECT pg_current_wal_insert_lsn()::text AS lsn')).rows[0] as { lsn: string }
       await c.end()
       for (let i = 0; i < 200; i++) {
         const [row] = (await onReplica(`SELECT pg_last_wal_replay_lsn() >= '${lsn}'::pg_lsn AS done`)) as {
