@@ -120,6 +120,25 @@ describe.skipIf(problem)('Roster in containers', () => {
         ['runtime-1', 'live', 1],
         ['runtime-2', 'live', 1],
       ])
+      // The replica (DATABASE_READ_URL) follows the primary: a hot standby that has the interns too.
+      await waitFor(
+        async () =>
+          c(
+            'exec',
+            '-T',
+            'postgres-replica',
+            'psql',
+            '-U',
+            'postgres',
+            '-d',
+            'roster',
+            '-tAc',
+            'SELECT pg_is_in_recovery()::text || count(*) FROM interns',
+          ).out.trim() === 'true2',
+        { timeoutMs: 30_000, intervalMs: 500, what: 'the replica to have both interns' },
+      )
+      const read = await fetch(`${baseUrl}/generations`, { headers: { authorization: `Bearer ${keys.user}` } })
+      expect(read.status).toBe(200)
       const placed = c(
         'exec',
         '-T',
