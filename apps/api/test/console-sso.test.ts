@@ -4,12 +4,14 @@ import {
   chromiumPath,
   describeNeeding,
   freePort,
+  generationRecord,
   startOidcIdp,
   useTestTenant,
   waitFor,
   type OidcIdp,
 } from '@roster/testing'
 import { createUser } from '@roster/shared'
+import { insertGenerations } from '@roster/shared/repositories'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import type { GenerationDrain } from '../../worker/src/generation-drain.js'
 import { buildTestApp, simEndpoint, simModel, startDrain } from './helpers.js'
@@ -449,6 +451,16 @@ describeNeeding(['chromium'], 'in Chromium, through the issuer’s own sign-in p
     const theirs = Buffer.from(
       (await env.t.db.apiKey.findFirstOrThrow({ where: { userId: env.tenant.userId, kind: 'user' } })).hash,
     ).toString('hex')
+    // Alice has a call of her own, whatever ran before: a member's sum must leave it out.
+    await insertGenerations(env.t.db, [
+      generationRecord({
+        id: `alice-${Date.now()}`,
+        account_id: env.tenant.accountId,
+        workspace_id: env.tenant.workspaceId,
+        user_id: people.alice,
+        cost_pico: '1000000',
+      }),
+    ])
     const elsewhere = await env.t.db.workspace.create({
       data: { accountId: env.tenant.accountId, slug: 'elsewhere', name: 'Elsewhere' },
     })

@@ -122,63 +122,60 @@ function SignIn({ ended }: { ended: boolean }) {
   )
 }
 
-const MEMBER_PAGES = [
-  { path: 'interns', title: 'Interns' },
-  { path: 'questions', title: 'Questions' },
-  { path: 'generations', title: 'Generations' },
-  { path: 'models', title: 'Models' },
-  { path: 'playground', title: 'Playground' },
-  { path: 'presets', title: 'Presets' },
-  { path: 'dry-run', title: 'Guardrail dry run' },
-]
+type PageLink = { path: string; title: string }
+/** Every page once, by its path; each kind of session offers some of them, in this order. */
+const P = {
+  interns: { path: 'interns', title: 'Interns' },
+  questions: { path: 'questions', title: 'Questions' },
+  keys: { path: 'keys', title: 'API keys' },
+  spend: { path: 'spend', title: 'Spend' },
+  generations: { path: 'generations', title: 'Generations' },
+  governance: { path: 'governance', title: 'Governance' },
+  audit: { path: 'audit', title: 'Audit log' },
+  models: { path: 'models', title: 'Models' },
+  playground: { path: 'playground', title: 'Playground' },
+  presets: { path: 'presets', title: 'Presets' },
+  dryRun: { path: 'dry-run', title: 'Guardrail dry run' },
+  fleet: { path: 'fleet', title: 'Fleet' },
+} satisfies Record<string, PageLink>
+
+const MEMBER_PAGES = [P.interns, P.questions, P.generations, P.models, P.playground, P.presets, P.dryRun]
 
 /** A person signed in as themselves: everything their role allows, in one session. */
-const PERSON_PAGES: Record<'admin' | 'member', { path: string; title: string }[]> = {
+const PERSON_PAGES: Record<'admin' | 'member', PageLink[]> = {
   admin: [
-    { path: 'interns', title: 'Interns' },
-    { path: 'questions', title: 'Questions' },
-    { path: 'keys', title: 'API keys' },
-    { path: 'spend', title: 'Spend' },
-    { path: 'generations', title: 'Generations' },
-    { path: 'governance', title: 'Governance' },
-    { path: 'audit', title: 'Audit log' },
-    { path: 'models', title: 'Models' },
-    { path: 'playground', title: 'Playground' },
-    { path: 'presets', title: 'Presets' },
-    { path: 'dry-run', title: 'Guardrail dry run' },
+    P.interns,
+    P.questions,
+    P.keys,
+    P.spend,
+    P.generations,
+    P.governance,
+    P.audit,
+    P.models,
+    P.playground,
+    P.presets,
+    P.dryRun,
   ],
   member: [
-    { path: 'interns', title: 'Interns' },
-    { path: 'questions', title: 'Questions' },
-    { path: 'keys', title: 'My keys' },
-    { path: 'spend', title: 'My spend' },
-    { path: 'generations', title: 'Generations' },
-    { path: 'models', title: 'Models' },
-    { path: 'playground', title: 'Playground' },
-    { path: 'presets', title: 'Presets' },
-    { path: 'dry-run', title: 'Guardrail dry run' },
+    P.interns,
+    P.questions,
+    { ...P.keys, title: 'My keys' },
+    { ...P.spend, title: 'My spend' },
+    P.generations,
+    P.models,
+    P.playground,
+    P.presets,
+    P.dryRun,
   ],
 }
 
 /** The pages a key's kind may use, the first its home (a management key governs; the others use interns). */
-const PAGES: Record<Session['kind'], { path: string; title: string }[]> = {
+const PAGES: Record<Session['kind'], PageLink[]> = {
   user: MEMBER_PAGES,
   organization: MEMBER_PAGES,
-  intern: [
-    { path: 'interns', title: 'Interns' },
-    { path: 'questions', title: 'Questions' },
-  ],
-  management: [
-    { path: 'keys', title: 'API keys' },
-    { path: 'spend', title: 'Spend' },
-    { path: 'generations', title: 'Generations' },
-    { path: 'governance', title: 'Governance' },
-    { path: 'audit', title: 'Audit log' },
-    { path: 'models', title: 'Models' },
-    { path: 'presets', title: 'Presets' },
-    { path: 'dry-run', title: 'Guardrail dry run' },
-  ],
-  operator: [{ path: 'fleet', title: 'Fleet' }],
+  intern: [P.interns, P.questions],
+  management: [P.keys, P.spend, P.generations, P.governance, P.audit, P.models, P.presets, P.dryRun],
+  operator: [P.fleet],
 }
 
 function Signed({ session }: { session: Session }) {

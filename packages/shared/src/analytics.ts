@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { Db } from './db.js'
 import { AppError } from '@roster/protocol'
-import type { Caller } from './caller.js'
+import { ownOnly, type Caller } from './caller.js'
 import { assertManagementKey } from './managed-keys.js'
 import {
   activityRows,
@@ -120,7 +120,8 @@ function isTimeZone(name: string): boolean {
  * themselves), or a member's own (a member signed in to the console as themselves).
  */
 export function analyticsScope(caller: Caller): { accountId: string; userId?: string } {
-  if (caller.person && !caller.person.admin) return { accountId: caller.accountId, userId: caller.person.userId }
+  const userId = ownOnly(caller)
+  if (userId) return { accountId: caller.accountId, userId }
   return { accountId: assertManagementKey(caller, 'create', 'reading analytics') }
 }
 const account = (caller: Caller) => analyticsScope(caller).accountId

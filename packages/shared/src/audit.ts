@@ -3,6 +3,10 @@ import { AppError } from '@roster/protocol'
 import type { Db } from './db.js'
 import { managesAccount, type Caller } from './caller.js'
 import { API_KEY_PREFIX } from './api-keys.js'
+import { cursorOf, readCursor } from './page-cursor.js'
+import { keyNames } from './repositories/generation-rollups.js'
+
+const UUID = /^[0-9a-f-]{36}$/
 import {
   auditEventPage,
   insertAuditEvent,
@@ -53,13 +57,14 @@ export function recordAudit(db: Db, e: AuditEvent): Promise<void> {
   })
 }
 
-/** Who a request's caller is, as the log names them. */
-export function auditActor(
+/** Who a request's caller is, as the log names them: a person by e-mail, a key by its name. */
+export async function auditActor(
+  db: Db,
   caller: Caller,
-  keyName: string | undefined,
-): Pick<NewAuditEvent, 'actorType' | 'actorId' | 'actorLabel'> {
+): Promise<Pick<NewAuditEvent, 'actorType' | 'actorId' | 'actorLabel'>> {
   if (caller.person) return { actorType: 'member', actorId: caller.person.userId, actorLabel: caller.person.email }
-  return { actorType: 'key', actorId: caller.keyId, actorLabel: keyName || `${caller.kind} key` }
+  const name = (await keyNames(db, [caller.keyId])).get(caller.keyId)?.name
+  return { actorType: 'key', actorId: caller.keyId, actorLabel: name || `${caller.kind} key` }
 }
 
 const When = z.iso.datetime({ offset: true }).transform((s) => new Date(s))
@@ -85,21 +90,6 @@ export const AuditLogQuery = z.strictObject({
   cursor: z.string().max(200).optional(),
 })
 export type AuditLogQuery = z.infer<typeof AuditLogQuery>
-
-const cursorOf = (r: AuditEventRow) =>
-  Buffer.from(JSON.stringify([r.created_at.toISOString(), r.id])).toString('base64url')
-
-function readCursor(cursor: string): { createdAt: Date; id: string } {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown[]
-    const createdAt = new Date(String(at))
-    if (typeof id === 'string' && /^[0-9a-f-]{36}$/.test(id) && !Number.isNaN(createdAt.getTime()))
-      return { createdAt, id }
-  } catch {
-    // not ours: refused below
-  }
-  throw new AppError('invalid_body', 'cursor is not one this API returned')
-}
 
 const eventView = (r: AuditEventRow) => ({
   id: r.id,
@@ -127,7 +117,7 @@ export async function listAuditEvents(db: Db, caller: Caller, q: AuditLogQuery) 
     actorId: q.actor_id,
     from: q.from,
     to: q.to,
-    before: q.cursor === undefined ? undefined : readCursor(q.cursor),
+    before: q.cursor === undefined ? undefined : readCursor(q.cursor, UUID),
     limit: q.limit + 1,
   })
   const page = rows.slice(0, q.limit)
@@ -135,6 +125,6 @@ export async function listAuditEvents(db: Db, caller: Caller, q: AuditLogQuery) 
   return {
     data: page.map(eventView),
     has_more,
-    ...(has_more && page.length ? { next_cursor: cursorOf(page.at(-1)!) } : {}),
+    ...(has_more && page.length ? { next_cursor: cursorOf(page.at(-1)!.created_at, page.at(-1)!.id) } : {}),
   }
 }

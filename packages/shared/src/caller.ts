@@ -50,6 +50,16 @@ export interface Caller {
   person?: { userId: string; email: string; admin: boolean }
 }
 
+/** A key's caller acting for the person signed in as `member` (their console key's, docs/console.md). */
+export const asPerson = (caller: Caller, member: { id: string; email: string | null; role: string }): Caller => ({
+  ...caller,
+  person: { userId: member.id, email: member.email ?? '', admin: member.role === 'org:admin' },
+})
+
+/** The member whose own things alone a caller reaches (a member signed in as themselves), else undefined. */
+export const ownOnly = (caller: Caller): string | undefined =>
+  caller.person && !caller.person.admin ? caller.person.userId : undefined
+
 /** Whether the caller manages its account: a management key, or an admin signed in as themselves. */
 export const managesAccount = (caller: Caller): boolean => caller.kind === 'management' || caller.person?.admin === true
 

@@ -1,9 +1,10 @@
 import { z } from 'zod'
 import type { Db } from './db.js'
 import { AppError } from '@roster/protocol'
-import { managesAccount, type Caller } from './caller.js'
+import { managesAccount, ownOnly, type Caller } from './caller.js'
 import { canonicalGenerationId, clientGenerationId, generationView, type GenerationRow } from '@roster/protocol'
 import { generationById, generationPage } from './repositories/generations.js'
+import { cursorOf, readCursor } from './page-cursor.js'
 import { keyIdsOf, keyNames } from './repositories/generation-rollups.js'
 
 // GET /generations (Roster's, beside the client's GET /generation?id=): an account's generations
@@ -31,20 +32,6 @@ export const ListGenerationsQuery = z.strictObject({
 })
 export type ListGenerationsQuery = z.infer<typeof ListGenerationsQuery>
 
-const cursorOf = (createdAt: Date, id: string) =>
-  Buffer.from(JSON.stringify([createdAt.toISOString(), id])).toString('base64url')
-
-function readCursor(cursor: string): { createdAt: Date; id: string } {
-  try {
-    const [at, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as unknown[]
-    const createdAt = new Date(String(at))
-    if (typeof id === 'string' && !Number.isNaN(createdAt.getTime())) return { createdAt, id }
-  } catch {
-    // not ours: refused below
-  }
-  throw new AppError('invalid_body', 'cursor is not one this API returned')
-}
-
 /** A generation as the list shows it: with its key's number and name, and the id its client got. */
 type Listed = ReturnType<typeof generationView> & {
   api_key_number: number | null
@@ -64,7 +51,7 @@ export async function listGenerations(db: Db, caller: Caller, q: ListGenerations
   const accountId = caller.accountId
   const manages = managesAccount(caller)
   // A member signed in as themselves sees the calls of all their keys; any other key its own.
-  const member = !manages && caller.person ? caller.person.userId : undefined
+  const member = ownOnly(caller)
   let keyId = manages || member ? undefined : caller.keyId
   if (q.key !== undefined) {
     if (!manages)

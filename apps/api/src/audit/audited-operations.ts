@@ -15,7 +15,6 @@ import {
   scopeOf,
   type Caller,
 } from '@roster/shared'
-import { keyNames } from '@roster/shared/repositories'
 import type { AppDeps } from '../deps.js'
 
 // Which API operations are governance changes, and how each is written to the audit log
@@ -154,11 +153,10 @@ export function auditGovernance(app: FastifyInstance, deps: AppDeps) {
       }
     }
     const caller = req.caller
-    const name = caller.person ? undefined : (await keyNames(deps.db, [caller.keyId])).get(caller.keyId)?.name
     try {
       await recordAudit(deps.db, {
         accountId: caller.accountId,
-        ...auditActor(caller, name),
+        ...(await auditActor(deps.db, caller)),
         via: req.viaConsoleSession ? 'console' : 'api',
         action: p.entry.action,
         targetType: p.entry.target,

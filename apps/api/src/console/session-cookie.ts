@@ -42,7 +42,7 @@ export function assertSameOriginChange(req: FastifyRequest) {
 }
 
 /** This server's origin as the browser addressed it. */
-const ownOrigin = (req: FastifyRequest) => `${req.protocol}://${req.headers.host ?? ''}`
+export const ownOrigin = (req: FastifyRequest) => `${req.protocol}://${req.headers.host ?? ''}`
 
 export function sessionCookie(req: FastifyRequest, id: string, maxAgeSeconds: number, path: string) {
   return stringifySetCookie({

@@ -1,6 +1,14 @@
 import type { FastifyRequest, onRequestHookHandler } from 'fastify'
 import { hash } from 'node:crypto'
-import { AppError, bearerToken, resolveCaller, resolveCallerByHash, type Caller, type Db } from '@roster/shared'
+import {
+  AppError,
+  asPerson,
+  bearerToken,
+  resolveCaller,
+  resolveCallerByHash,
+  type Caller,
+  type Db,
+} from '@roster/shared'
 import { liveConsoleSession, memberById, noteKeyUse } from '@roster/shared/repositories'
 import { assertSameOriginChange, sessionIdHash, sessionIdOf } from '../console/session-cookie.js'
 import { GatewayError } from '@roster/gateway'
@@ -141,9 +149,7 @@ export function createAuthenticator(db: Db, cacheMs: number, options: Authentica
       // A person signed in through single sign-on acts as their member is now: a disabled one not at all.
       const member = session.userId ? await memberById(db, session.userId) : undefined
       if (session.userId && (!member || member.disabled_at || member.account_id !== key.accountId)) return undefined
-      const caller: Caller = member
-        ? { ...key, person: { userId: member.id, email: member.email ?? '', admin: member.role === 'org:admin' } }
-        : key
+      const caller = member ? asPerson(key, member) : key
       const endsAt = session.expiresAt.getTime()
       if (began === epoch) known.set(id, { caller, expires: Math.min(now() + cacheMs, endsAt), sessionEnds: endsAt })
       return { caller, endsAt }

@@ -1,12 +1,19 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { z } from 'zod'
 import { parseCookie, stringifySetCookie } from 'cookie'
-import { AppError, auditActor, generateApiKey, recordAudit, resolveCallerByHash, type Caller } from '@roster/shared'
+import {
+  AppError,
+  asPerson,
+  auditActor,
+  generateApiKey,
+  recordAudit,
+  resolveCallerByHash,
+  type Caller,
+} from '@roster/shared'
 import {
   consoleKeyOf,
   insertConsoleKey,
   insertConsoleSession,
-  keyNames,
   membersByEmail,
   revokeConsoleSession,
   workspaceByRef,
@@ -17,6 +24,7 @@ import { OPERATOR_KIND } from '../operator/operator-access.js'
 import { FLOW_COOKIE, SsoRefusal } from '../console/sso.js'
 import {
   assertSameOriginChange,
+  ownOrigin,
   clearedCookie,
   newSessionId,
   sessionCookie,
@@ -72,10 +80,9 @@ async function openSession(deps: AppDeps, caller: Caller | undefined, userId: st
 
 /** A sign-in, in the audit log (docs/audit.md). */
 async function auditSignIn(deps: AppDeps, req: FastifyRequest, caller: Caller, how: 'key' | 'sso') {
-  const name = caller.person ? undefined : (await keyNames(deps.db, [caller.keyId])).get(caller.keyId)?.name
   await recordAudit(deps.db, {
     accountId: caller.accountId,
-    ...auditActor(caller, name),
+    ...(await auditActor(deps.db, caller)),
     via: 'console',
     action: 'session.sign_in',
     targetType: 'session',
@@ -146,8 +153,7 @@ async function memberCaller(deps: AppDeps, member: AccountMemberRow): Promise<Ca
     key = await consoleKeyOf(deps.db, member.id)
   }
   const caller = key && (await resolveCallerByHash(deps.db, key.hash))
-  if (!caller) return undefined
-  return { ...caller, person: { userId: member.id, email: member.email ?? '', admin: member.role === 'org:admin' } }
+  return caller ? asPerson(caller, member) : undefined
 }
 
 /** At most `limit` takes a minute per key (a client address), in this process; at most 10,000 keys kept. */
@@ -218,7 +224,7 @@ export const consoleSessionRoutes =
         })
       let flow
       try {
-        flow = await deps.sso.begin(deps.sso.redirectUri(`${req.protocol}://${req.headers.host ?? ''}`))
+        flow = await deps.sso.begin(deps.sso.redirectUri(ownOrigin(req)))
       } catch (err) {
         req.log.warn({ err }, 'single sign-on could not begin')
         return backToConsole(req, reply, 'the identity provider cannot be reached: try again shortly')

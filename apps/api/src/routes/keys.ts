@@ -13,6 +13,7 @@ import {
   UpdateKeyBody,
   updateKey,
   scopeOf,
+  ownOnly,
   resolveCallerByHash,
   usdOfPico,
   type KeyScope,
@@ -29,7 +30,8 @@ import { callerOf } from '../plugins/caller.js'
  */
 function manager(req: FastifyRequest, op: 'create' | 'other' = 'other'): KeyScope {
   const caller = callerOf(req)
-  if (caller.person && !caller.person.admin) return { ...scopeOf(caller), userId: caller.person.userId }
+  const userId = ownOnly(caller)
+  if (userId) return { ...scopeOf(caller), userId }
   assertManagementKey(caller, op)
   return scopeOf(caller)
 }

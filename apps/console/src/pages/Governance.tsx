@@ -4,15 +4,8 @@ import { api } from '../api'
 import { body, useChanges, type Change } from '../changes'
 import { href } from '../router'
 import { Listed } from '../listed'
+import { Choose, memberName, modelList, ResetOptions, useMembers, type Member } from '../choices'
 
-interface Member {
-  id: string
-  email: string
-  first_name: string | null
-  last_name: string | null
-  role: 'org:admin' | 'org:member'
-  disabled: boolean
-}
 interface Workspace {
   id: string
   name: string
@@ -45,7 +38,6 @@ interface Destination {
 
 const money = (usd: number | null, interval: string | null) =>
   usd === null ? 'none' : `$${usd}${interval ? ` ${interval}` : ''}`
-const memberName = (m: Member) => [m.first_name, m.last_name].filter(Boolean).join(' ') || m.email || m.id
 
 // Governance (a management key, or an admin signed in as themselves): the account's members,
 // workspaces (each opening its members and budgets), guardrails, provider keys (masked: the API
@@ -73,10 +65,7 @@ export function Governance() {
 }
 
 function Members() {
-  const members = useQuery({
-    queryKey: ['org-members'],
-    queryFn: () => api<{ data: Member[] }>('organization/members?limit=100'),
-  })
+  const members = useMembers()
   const { run, line, busy } = useChanges([['org-members']])
   const [email, setEmail] = useState('')
   const [role, setRole] = useState<Member['role']>('org:member')
@@ -260,10 +249,7 @@ function Guardrails({ names }: { names: Map<string, string> }) {
   const [form, setForm] = useState({ name: '', limit: '', reset: '', models: '' })
   const create = async (e: FormEvent) => {
     e.preventDefault()
-    const models = form.models
-      .split(',')
-      .map((m) => m.trim())
-      .filter(Boolean)
+    const models = modelList(form.models)
     const ok = await run({
       done: `Guardrail ${form.name} made: assign it to keys or members for it to apply.`,
       act: () =>
@@ -304,10 +290,7 @@ function Guardrails({ names }: { names: Map<string, string> }) {
         <label>
           Resets{' '}
           <select value={form.reset} onChange={(e) => setForm({ ...form, reset: e.target.value })}>
-            <option value="">never</option>
-            <option value="daily">daily</option>
-            <option value="weekly">weekly</option>
-            <option value="monthly">monthly</option>
+            <ResetOptions />
           </select>
         </label>
         <label>
@@ -637,16 +620,12 @@ export function WorkspacePage({ id }: { id: string }) {
     queryKey: ['budgets', id],
     queryFn: () => api<{ data: Budget[] }>(`workspaces/${id}/budgets`),
   })
-  const everyone = useQuery({
-    queryKey: ['org-members'],
-    queryFn: () => api<{ data: Member[] }>('organization/members?limit=100'),
-  })
+  const everyone = useMembers()
   const { run, line, busy } = useChanges([
     ['budgets', id],
     ['members', id],
   ])
   const [budget, setBudget] = useState({ interval: 'monthly', limit: '' })
-  const [adding, setAdding] = useState('')
   const who = new Map((everyone.data?.data ?? []).map((m) => [m.id, m]))
   const putBudget = (interval: string, limit_usd: number) =>
     api(`workspaces/${id}/budgets/${interval}`, { method: 'PUT', body: body({ limit_usd }) })
@@ -661,15 +640,6 @@ export function WorkspacePage({ id }: { id: string }) {
         : () => api(`workspaces/${id}/budgets/${budget.interval}`, { method: 'DELETE' }),
     })
     if (ok) setBudget({ ...budget, limit: '' })
-  }
-  const addMember = async (e: FormEvent) => {
-    e.preventDefault()
-    const ok = await run({
-      done: `${who.get(adding)?.email ?? adding} added to the workspace.`,
-      act: () => api(`workspaces/${id}/members/add`, { method: 'POST', body: body({ user_ids: [adding] }) }),
-      undo: () => api(`workspaces/${id}/members/remove`, { method: 'POST', body: body({ user_ids: [adding] }) }),
-    })
-    if (ok) setAdding('')
   }
   const title = workspace.data?.data.name ?? 'Workspace'
   return (
@@ -732,24 +702,22 @@ export function WorkspacePage({ id }: { id: string }) {
         ]}
       />
       <h2>Members</h2>
-      <form className="filters" onSubmit={addMember} aria-label="Add a member to the workspace">
-        <label>
-          Member{' '}
-          <select value={adding} onChange={(e) => setAdding(e.target.value)} required>
-            <option value="">choose…</option>
-            {(everyone.data?.data ?? [])
-              .filter((m) => !members.data?.data.some((w) => w.user_id === m.id))
-              .map((m) => (
-                <option key={m.id} value={m.id}>
-                  {memberName(m)}
-                </option>
-              ))}
-          </select>
-        </label>
-        <button type="submit" disabled={busy}>
-          Add to workspace
-        </button>
-      </form>
+      <Choose
+        label="Add a member to the workspace"
+        field="Member"
+        options={(everyone.data?.data ?? [])
+          .filter((m) => !members.data?.data.some((w) => w.user_id === m.id))
+          .map((m) => ({ value: m.id, text: memberName(m) }))}
+        action="Add to workspace"
+        act={(user) =>
+          run({
+            done: `${who.get(user)?.email ?? user} added to the workspace.`,
+            act: () => api(`workspaces/${id}/members/add`, { method: 'POST', body: body({ user_ids: [user] }) }),
+            undo: () => api(`workspaces/${id}/members/remove`, { method: 'POST', body: body({ user_ids: [user] }) }),
+          })
+        }
+        busy={busy}
+      />
       <Listed
         title=""
         label="Workspace members"
@@ -892,11 +860,7 @@ function GuardrailDetail({
     queryFn: () => api<{ data: MemberAssignment[] }>(`guardrails/${g.id}/assignments/members?limit=100`),
     enabled: open,
   })
-  const everyone = useQuery({
-    queryKey: ['org-members'],
-    queryFn: () => api<{ data: Member[] }>('organization/members?limit=100'),
-    enabled: open,
-  })
+  const everyone = useMembers(open)
   const userKeys = useQuery({
     queryKey: ['keys', 'assignable'],
     queryFn: () => api<{ data: { hash: string; name: string; label: string }[] }>('keys'),
@@ -908,8 +872,6 @@ function GuardrailDetail({
     reset: g.reset_interval ?? '',
     models: g.allowed_models?.join(', ') ?? '',
   })
-  const [member, setMember] = useState('')
-  const [key, setKey] = useState('')
   const who = new Map((everyone.data?.data ?? []).map((m) => [m.id, memberName(m)]))
   const refresh = async (change: Change) => {
     const ok = await run(change)
@@ -918,10 +880,7 @@ function GuardrailDetail({
   }
   const save = (e: FormEvent) => {
     e.preventDefault()
-    const models = form.models
-      .split(',')
-      .map((m) => m.trim())
-      .filter(Boolean)
+    const models = modelList(form.models)
     const back = {
       name: g.name,
       limit_usd: g.limit_usd,
@@ -979,10 +938,7 @@ function GuardrailDetail({
         <label className="field">
           Resets{' '}
           <select value={form.reset} onChange={(e) => setForm({ ...form, reset: e.target.value })}>
-            <option value="">never</option>
-            <option value="daily">daily</option>
-            <option value="weekly">weekly</option>
-            <option value="monthly">monthly</option>
+            <ResetOptions />
           </select>
         </label>
         <label className="field">
@@ -1015,35 +971,22 @@ function GuardrailDetail({
           </li>
         ))}
       </ul>
-      <form
-        className="filters"
-        aria-label={`Assign ${g.name} to a member`}
-        onSubmit={(e) => {
-          e.preventDefault()
-          void refresh({
+      <Choose
+        label={`Assign ${g.name} to a member`}
+        field="Member"
+        options={(everyone.data?.data ?? [])
+          .filter((m) => !members.data?.data.some((a) => a.user_id === m.id))
+          .map((m) => ({ value: m.id, text: memberName(m) }))}
+        action="Assign to the member"
+        act={(member) =>
+          refresh({
             done: `${g.name} binds ${who.get(member) ?? member} from now on.`,
             act: () => assignMember(member, true),
             undo: () => assignMember(member, false),
-          }).then((ok) => ok && setMember(''))
-        }}
-      >
-        <label>
-          Member{' '}
-          <select value={member} onChange={(e) => setMember(e.target.value)} required>
-            <option value="">choose…</option>
-            {(everyone.data?.data ?? [])
-              .filter((m) => !members.data?.data.some((a) => a.user_id === m.id))
-              .map((m) => (
-                <option key={m.id} value={m.id}>
-                  {memberName(m)}
-                </option>
-              ))}
-          </select>
-        </label>
-        <button type="submit" disabled={busy}>
-          Assign to the member
-        </button>
-      </form>
+          })
+        }
+        busy={busy}
+      />
       <h3>Binds these keys</h3>
       <ul>
         {(keys.data?.data ?? []).map((a) => (
@@ -1066,35 +1009,22 @@ function GuardrailDetail({
           </li>
         ))}
       </ul>
-      <form
-        className="filters"
-        aria-label={`Assign ${g.name} to a key`}
-        onSubmit={(e) => {
-          e.preventDefault()
-          void refresh({
+      <Choose
+        label={`Assign ${g.name} to a key`}
+        field="Key"
+        options={(userKeys.data?.data ?? [])
+          .filter((k) => !keys.data?.data.some((a) => a.key_hash === k.hash))
+          .map((k) => ({ value: k.hash, text: k.name || k.label }))}
+        action="Assign to the key"
+        act={(key) =>
+          refresh({
             done: `${g.name} binds the key from now on.`,
             act: () => assignKey(key, true),
             undo: () => assignKey(key, false),
-          }).then((ok) => ok && setKey(''))
-        }}
-      >
-        <label>
-          Key{' '}
-          <select value={key} onChange={(e) => setKey(e.target.value)} required>
-            <option value="">choose…</option>
-            {(userKeys.data?.data ?? [])
-              .filter((k) => !keys.data?.data.some((a) => a.key_hash === k.hash))
-              .map((k) => (
-                <option key={k.hash} value={k.hash}>
-                  {k.name || k.label}
-                </option>
-              ))}
-          </select>
-        </label>
-        <button type="submit" disabled={busy}>
-          Assign to the key
-        </button>
-      </form>
+          })
+        }
+        busy={busy}
+      />
     </details>
   )
 }

@@ -2,6 +2,7 @@ import { useState, type FormEvent } from 'react'
 import { TableScroll } from '../listed'
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
 import { api } from '../api'
+import { ResetOptions } from '../choices'
 import { href, replaceQuery, useTypedFilter, type Route } from '../router'
 
 interface Key {
@@ -311,10 +312,7 @@ function EditLimit({
       <label>
         Resets{' '}
         <select value={every} onChange={(e) => setEvery(e.target.value)}>
-          <option value="">never</option>
-          <option value="daily">daily</option>
-          <option value="weekly">weekly</option>
-          <option value="monthly">monthly</option>
+          <ResetOptions />
         </select>
       </label>
       <button type="submit" disabled={save.isPending}>
@@ -359,10 +357,7 @@ function CreateKey({ onCreated }: { onCreated: () => void }) {
       <input id="key-limit" type="number" min="0" step="any" value={limit} onChange={(e) => setLimit(e.target.value)} />
       <label htmlFor="key-reset">Resets</label>
       <select id="key-reset" value={reset} onChange={(e) => setReset(e.target.value)}>
-        <option value="">never</option>
-        <option value="daily">daily</option>
-        <option value="weekly">weekly</option>
-        <option value="monthly">monthly</option>
+        <ResetOptions />
       </select>
       <button type="submit" disabled={create.isPending}>
         Create key
