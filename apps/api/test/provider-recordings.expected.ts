@@ -25,6 +25,11 @@ export interface Expected {
   otherAnnotations?: number
   /** The call fails on every door: its status, canonical type, and the provider's words. */
   error?: { status: number; type: string; says: string }
+  /**
+   * The door of the recording's protocol forwards it whole as it came (pass-through): nothing in it
+   * is what the door's clients would read otherwise than the door writes it (docs/gateway.md).
+   */
+  passesThrough?: true
 }
 
 const weatherSF = { name: 'weather', args: { location: 'San Francisco' } }
@@ -197,9 +202,10 @@ export const EXPECTED: Record<string, Expected> = {
   'copilot-id-rotation.chunks': { finish: 'stop', usage: { input: 19, output: 105, reasoning: 44 } },
 
   // ——— Chat Completions, from many providers ———
-  'openai-chat-long-text.json': { finish: 'stop', usage: { input: 16, output: 363 } },
+  'openai-chat-long-text.json': { passesThrough: true, finish: 'stop', usage: { input: 16, output: 363 } },
   // Two calls in parallel, each its own index.
   'openai-chat-parallel-tool-calls.sse': {
+    passesThrough: true,
     finish: 'tool_calls',
     usage: { input: 364, output: 40 },
     tools: [
@@ -212,7 +218,7 @@ export const EXPECTED: Record<string, Expected> = {
     error: { status: 400, type: 'invalid_request', says: "triggering Azure OpenAI's content management policy" },
   },
   // Cut at max_tokens: 400 tokens of long text, finish length.
-  'deepseek-length.chunks': { finish: 'length', usage: { input: 13, output: 400 } },
+  'deepseek-length.chunks': { passesThrough: true, finish: 'length', usage: { input: 13, output: 400 } },
   // Azure: a first chunk with empty choices (its prompt filter results).
   'azure-empty-choices.chunks': { finish: 'stop', usage: { input: 15, output: 78, reasoning: 64 } },
   'deepseek-tool-call.chunks': {
@@ -229,6 +235,7 @@ export const EXPECTED: Record<string, Expected> = {
     tools: [{ name: 'webSearchTool', args: { query: 'current Berlin weather' } }],
   },
   'groq-tool-call.chunks': {
+    passesThrough: true,
     finish: 'tool_calls',
     usage: { input: 210, output: 15 },
     tools: [{ name: 'weather', args: {} }],
@@ -255,5 +262,5 @@ export const EXPECTED: Record<string, Expected> = {
     usage: { input: 57, output: 17 },
     tools: [{ name: 'llm_version', args: {} }],
   },
-  'openrouter-text-repeated-role.sse': { finish: 'stop', usage: { input: 107, output: 15 } },
+  'openrouter-text-repeated-role.sse': { passesThrough: true, finish: 'stop', usage: { input: 107, output: 15 } },
 }

@@ -15,6 +15,7 @@ import {
 import type { Catalogue } from '@roster/gateway'
 import type { GenerationDrain } from '../../worker/src/generation-drain.js'
 import { makeUserKey, useTestTenant, waitFor } from '@roster/testing'
+import { canonicalGenerationId } from '@roster/protocol'
 import { buildTestApp, sseEvents, startDrain } from './helpers.js'
 import { invalidEvents, responseErrors } from './open-responses.js'
 import { EXPECTED, type Expected, type Finish } from './provider-recordings.expected.js'
@@ -288,9 +289,12 @@ async function viaOpenAIResponses(r: Recording) {
   return { text, calls: final!.output.filter((o) => o.type === 'function_call').length }
 }
 
-/** /chat/completions through the openai client. */
-async function viaChat(r: Recording): Promise<Seen> {
-  const client = new OpenAI({ apiKey: key, baseURL: base, maxRetries: 0 })
+/** /chat/completions through the openai client (`headers`: sent with it); the id it got, and which way the reply went. */
+async function viaChat(
+  r: Recording,
+  headers: Record<string, string> = {},
+): Promise<Seen & { id: string; path: string | null }> {
+  const client = new OpenAI({ apiKey: key, baseURL: base, maxRetries: 0, defaultHeaders: headers })
   const request = { model: model(r), messages: [{ role: 'user' as const, content: 'replay' }] }
   const seen: Seen = {
     text: '',
@@ -310,7 +314,7 @@ async function viaChat(r: Recording): Promise<Seen> {
     reasoning: u.completion_tokens_details?.reasoning_tokens ?? 0,
   })
   if (!r.stream) {
-    const res = await client.chat.completions.create(request)
+    const { data: res, response } = await client.chat.completions.create(request).withResponse()
     const m = res.choices[0]!.message as Json
     seen.text = m.content ?? ''
     seen.reasoning = m.reasoning ?? ''
@@ -318,10 +322,13 @@ async function viaChat(r: Recording): Promise<Seen> {
     seen.finish = res.choices[0]!.finish_reason as Finish
     seen.usage = usage(res.usage!)
     seen.citations = (m.annotations ?? []).length
-    return seen
+    return { ...seen, id: res.id, path: response.headers.get('x-roster-reply-path') }
   }
   const calls: { name: string; args: string }[] = []
-  for await (const chunk of await client.chat.completions.create({ ...request, stream: true })) {
+  const { data: stream, response } = await client.chat.completions.create({ ...request, stream: true }).withResponse()
+  let id = ''
+  for await (const chunk of stream) {
+    id ||= chunk.id
     const c = chunk.choices[0]
     const d = c?.delta as Json | undefined
     if (d?.content) seen.text += d.content
@@ -336,7 +343,7 @@ async function viaChat(r: Recording): Promise<Seen> {
     if (chunk.usage) seen.usage = usage(chunk.usage)
   }
   seen.tools = calls.map((c) => ({ name: c.name, args: parse(c.args) }))
-  return seen
+  return { ...seen, id, path: response.headers.get('x-roster-reply-path') }
 }
 
 const STOP_OF: Record<string, Finish> = {
@@ -552,13 +559,26 @@ describe(`real provider traffic through every door (cut with seed ${seed})`, () 
       expect(client.calls).toBe((e.tools ?? []).length)
     })
 
-    it(`${what}: /chat/completions through the openai client`, async () => {
+    it(`${what}: /chat/completions through the openai client, passed through where it may be, and translated`, async () => {
       if (e.clientCall) {
         await expect(viaChat(r)).rejects.toThrow(e.clientCall)
         return
       }
       // The provider's own tools are left out: the text after them holds their results.
-      expectSeen(await viaChat(r), r, e, undefined, false)
+      const seen = await viaChat(r)
+      expectSeen(seen, r, e, undefined, false)
+      // A Chat Completions provider's reply goes as it came where nothing in it needs the door
+      // (a stream may begin so and be translated from the chunk that does: the record says which).
+      const passes = r.protocol === 'openai-chat' && !!e.passesThrough
+      if (passes) expect(seen.path).toBe('pass-through')
+      else if (r.stream && r.protocol === 'openai-chat') expect(['pass-through', 'translated']).toContain(seen.path)
+      else expect(seen.path).toBe('translated')
+      expect((await generationOf(canonicalGenerationId(seen.id))).passThrough).toBe(passes)
+      // Translated when the request asks: what the client reads is the same.
+      const translated = await viaChat(r, { 'x-roster-pass-through': 'off' })
+      expect(translated.path).toBe('translated')
+      expectSeen(translated, r, e, undefined, false)
+      expect((await generationOf(canonicalGenerationId(translated.id))).passThrough).toBe(false)
     })
 
     it(`${what}: /messages through @ai-sdk/anthropic, /chat/completions through @openrouter/ai-sdk-provider`, async () => {

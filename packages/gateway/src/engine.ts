@@ -31,7 +31,7 @@ import type { CallOptions, Run, Timing } from './run.js'
 import type { Usage } from './deltas.js'
 import { modelCall, observeRun, recordRun } from './run-accounting.js'
 import { costPicoParts, usdOfPico, type GenerationLedger } from '@roster/protocol'
-import { outcome, responseObject } from './response-object.js'
+import { outcome, PROVIDER_REPLY, responseObject, type WithProviderReply } from './response-object.js'
 import { endStream, failStream, writeEvent, type Live, type StreamSink } from './stream-writer.js'
 import { startRun, type EngineParts } from './run-setup.js'
 import { callProvider, type ProviderParts } from './provider-call.js'
@@ -163,8 +163,9 @@ export class ResponsesEngine {
       throw err
     }
     observeRun(this.options.observer, run)
+    const response = answered(run, responseObject(run, outcome(run)))
     await recordRun(this.options.ledger, run, true)
-    return responseObject(run, outcome(run))
+    return response
   }
 
   /**
@@ -367,6 +368,20 @@ export class ResponsesEngine {
     }
     throw last ?? gatewayError('provider_unavailable', 'no endpoint was left to try')
   }
+}
+
+/**
+ * A whole reply as its door answers it: the provider's own, where the call passed through and its
+ * door may forward what it sent (the text on the Response, under PROVIDER_REPLY), else translated.
+ */
+function answered(run: Run, response: WithProviderReply): WithProviderReply {
+  const reply = run.providerReply
+  const text = reply && run.opts.passThrough?.whole(reply.text, reply.json, response)
+  if (!text) return response
+  response[PROVIDER_REPLY] = text
+  run.passedThrough = true
+  if (run.opts.replyPath) run.opts.replyPath.passedThrough = true
+  return response
 }
 
 /**

@@ -47,6 +47,7 @@ export function generationRecords(run: Run, err?: unknown): GenerationRecord[] {
       streamed: !!run.live,
       cancelled: call.cancelled,
       tokens_counted_by: call.countedByRoster ? 'roster' : 'provider',
+      pass_through: i === served && !!run.passedThrough,
       finish_reason: call.finish,
       upstream_id: null,
       session_id: ctx.sessionId,

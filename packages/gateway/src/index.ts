@@ -20,10 +20,12 @@ export {
   type SearchBackendOptions,
 } from './server-tools/index.js'
 export * from './wire.js'
-export type { DoorStream } from './doors/door.js'
+export type { DoorStream, PassThroughWhole } from './doors/door.js'
+export { PROVIDER_REPLY } from './response-object.js'
 export {
   ChatCompletionRequest,
   ChatCompletionStream,
+  chatPassThrough,
   chatReplyOptions,
   chatToNeutral,
   parseChatCompletionRequest,
@@ -34,6 +36,7 @@ export {
   countTokens,
   MessagesRequest,
   MessagesStream,
+  messagesPassThrough,
   parseCountTokensRequest,
   messagesToNeutral,
   parseMessagesRequest,

@@ -5,7 +5,8 @@ import { GatewayError, gatewayError } from './errors.js'
 import type { GatewayObserver } from './observer.js'
 import type { Candidate, Router } from './routing.js'
 import type { Run, Timing } from './run.js'
-import { holdForTick } from './stream-writer.js'
+import { forwardEvent, holdForTick } from './stream-writer.js'
+import { passes } from './pass-through.js'
 import { traceOf, type TraceLogger } from './trace.js'
 import { counterFor } from './token-count.js'
 import { estimateInputTokens } from './token-estimate.js'
@@ -93,17 +94,21 @@ async function callOnce(
   if (!live) {
     const whole = await engine.transport.call(c.endpoint, adapter, body, hooks)
     let reply: unknown
+    const text = whole!.toString('utf8')
     try {
-      reply = JSON.parse(whole!.toString('utf8'))
+      reply = JSON.parse(text)
     } catch {
       throw gatewayError('provider_unavailable', `${c.endpoint.provider} answered something that is not JSON`)
     }
     if (!reply || typeof reply !== 'object')
       throw gatewayError('provider_unavailable', `${c.endpoint.provider} answered JSON that is not an object`)
     for (const d of adapter.reply(reply, c.endpoint.provider)) run.assembler.push(d)
+    // Read as any reply is (for the record, the loop, the usage); kept as it came for its door.
+    run.providerReply = passes(run, c) ? { text, json: reply } : undefined
   } else {
     if (run.req.debug?.echo_upstream_body) live.pendingDebug = body
     const translate = adapter.streamer(c.endpoint.provider)
+    run.pass = passes(run, c) ? run.opts.doorStream?.passThrough?.(c.endpoint.protocol) : undefined
     const reader = new EventStreamDecoder()
     let finished = false
     hooks.onChunk = (chunk) => {
@@ -115,6 +120,8 @@ async function callOnce(
       holdForTick(live)
       try {
         for (const e of events) {
+          // Forwarded as it came first (pass-through), then read as any event is.
+          if (run.pass) forwardEvent(run, e)
           for (const d of translate(e)) {
             if (d.type === 'finish') finished = true
             const opening = !live.opened

@@ -6,6 +6,13 @@ import { isProviderItem, type OutputItem, type ResponseObject } from './wire.js'
 // The Response object of a run, as it stands (in progress) or as it ended: every key
 // ResponseResource requires, null only where it allows null.
 
+/**
+ * On a finished Response, where the door answers its provider's own reply (pass-through): the text it
+ * answers. A symbol, so no serialization of the Response carries it.
+ */
+export const PROVIDER_REPLY: unique symbol = Symbol('roster.providerReply')
+export type WithProviderReply = ResponseObject & { [PROVIDER_REPLY]?: string }
+
 /** The Response object: every key ResponseResource requires, null only where it allows null. */
 export function responseObject(
   run: Run,

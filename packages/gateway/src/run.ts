@@ -1,7 +1,7 @@
 import type { ResponseAssembler } from './assembler.js'
 import type { ChoiceSpec, FunctionDef } from './adapters/adapter.js'
 import type { Cancellation } from './cancellation.js'
-import type { DoorStream } from './doors/door.js'
+import type { DoorStream, PassThroughStream, PassThroughWhole } from './doors/door.js'
 import type { ResponsesRequest } from './request.js'
 import type { Candidate, Route } from './routing.js'
 import type { Usage } from './deltas.js'
@@ -60,6 +60,13 @@ export interface CallOptions {
   names?: AliasFamily
   /** A model name the catalogue does not know is refused 404 `model: <name>` (Anthropic's way), not by routing. */
   unknownModel?: 'not_found'
+  /**
+   * The door may answer with its provider's own reply where the endpoint speaks its protocol
+   * (pass-through): how it answers a whole one (a stream's is its doorStream's). Absent: always translated.
+   */
+  passThrough?: PassThroughWhole
+  /** Told which way the reply went, before its first byte: the provider's own (pass-through) or translated. */
+  replyPath?: { passedThrough: boolean }
 }
 
 /** One model call that reached a provider: what the ledger records of it. */
@@ -130,6 +137,12 @@ export interface Run {
   depth?: number
   /** Where a streamed run's events go instead of its sink (a consultation's, read by the tool that asked). */
   tap?: Emit
+  /** The provider's events forwarded as they came, for the call under way (pass-through), while they are. */
+  pass?: PassThroughStream
+  /** The reply went out as its provider's own (whole, or a stream forwarded to its end). */
+  passedThrough?: boolean
+  /** A whole reply of the provider's in the door's protocol, as it came and parsed, for the door to forward. */
+  providerReply?: { text: string; json: unknown }
 }
 
 /** Where a stream goes. `open` is called once, just before the first event. */

@@ -6,6 +6,8 @@ import { responseObject } from './response-object.js'
 import { estimateInputTokens } from './token-estimate.js'
 import type { Live, Run, StreamSink } from './run.js'
 import type { ItemEvent, StreamEvent } from './wire.js'
+import type { StreamEvent as ProviderEvent } from './adapters/adapter.js'
+import type { StreamStart } from './doors/door.js'
 
 // A run's stream: its events written to the client's sink as Server-Sent Events (Open Responses
 // events, or another door's through its DoorStream), with the buffering that sends what one read
@@ -77,6 +79,43 @@ export function openResponsesEvent(event: StreamEvent, seq: number): string {
   return splicedEvent(event.type, JSON.stringify(event), seq)
 }
 
+/**
+ * One of the provider's events forwarded as it came, while the call passes through (run.pass): its
+ * data parsed once (for the translation that reads it next), the stream opened by the first. An
+ * event the door must translate ends the forwarding; the door writes from that event on.
+ */
+export function forwardEvent(run: Run, e: ProviderEvent) {
+  const live = run.live!
+  const pass = run.pass!
+  const json = e.data === '[DONE]' ? undefined : (e.json = JSON.parse(e.data) as unknown)
+  const text = pass.forward(e, json, started(run))
+  if (text === undefined) {
+    run.pass = undefined
+    run.passedThrough = false
+    return
+  }
+  if (!live.opened) {
+    live.opened = true
+    run.passedThrough = true
+    if (run.opts.replyPath) run.opts.replyPath.passedThrough = true
+    live.sink.open()
+    if (text) write(live, text)
+    // The first event leaves the moment it is made (holdForTick holds the rest of the read).
+    live.sink.uncork()
+    live.sink.cork()
+    return
+  }
+  if (text) write(live, text)
+}
+
+/** What the door answers a stream with: the run's id, the model as the catalogue names it. */
+const started = (run: Run): StreamStart => ({
+  id: run.id,
+  model: run.route.candidates[run.chosen]!.model.id,
+  createdAt: run.createdAt,
+  usage: () => openingUsage(run),
+})
+
 /** The stream's first bytes (once): Open Responses' created and in_progress, or the door's opening. */
 function openStream(run: Run) {
   const live = run.live!
@@ -84,16 +123,7 @@ function openStream(run: Run) {
   live.opened = true
   live.sink.open()
   const door = run.opts.doorStream
-  if (door)
-    return write(
-      live,
-      door.open({
-        id: run.id,
-        model: run.route.candidates[run.chosen]!.model.id,
-        createdAt: run.createdAt,
-        usage: () => openingUsage(run),
-      }),
-    )
+  if (door) return write(live, door.open(started(run)))
   // The first byte waits on this: the starting Response is serialized once for both events.
   const response = JSON.stringify(responseObject(run, 'in_progress'))
   send(live, 'response.created', `{"type":"response.created","response":${response}}`)
@@ -143,7 +173,8 @@ export function endStream(run: Run, status: 'completed' | 'incomplete') {
   if (door) {
     // A reply that made no event at all (an empty answer) still opens before it ends.
     openStream(run)
-    sink.write(door.end(responseObject(run, status)))
+    const pass = run.passedThrough ? run.pass : undefined
+    sink.write((pass ?? door).end(responseObject(run, status)))
     sink.uncork()
     return sink.end()
   }

@@ -40,6 +40,8 @@ export interface GenerationRecord {
    * as docs/gateway.md says).
    */
   tokens_counted_by?: 'provider' | 'roster'
+  /** The reply went to the client as its provider sent it (pass-through; absent: translated, or a record from before). */
+  pass_through?: boolean
   finish_reason: string | null
   upstream_id: string | null
   session_id: string | null
@@ -138,6 +140,8 @@ export function generationView(g: GenerationRow) {
     api_type: 'completions',
     streamed: g.streamed,
     cancelled: g.cancelled,
+    // Roster's: whether the client got the provider's own reply (docs/gateway.md, "Pass-through").
+    pass_through: g.pass_through ?? false,
     router: null,
     service_tier: null,
     upstream_id: g.upstream_id,
@@ -154,10 +158,6 @@ export function generationView(g: GenerationRow) {
   }
 }
 
-/**
- * The stored id of a generation from the id a client got: the Responses door's own (`resp_…`), or
- * the Chat Completions (`chatcmpl-…`) or Messages (`msg_…`) door's form of it.
- */
 /** The id the client got for a generation's request: its door's form of the stored id. */
 export function clientGenerationId(id: string, door: string): string {
   if (!id.startsWith('resp_')) return id
@@ -166,6 +166,10 @@ export function clientGenerationId(id: string, door: string): string {
   return id
 }
 
+/**
+ * The stored id of a generation from the id a client got: the Responses door's own (`resp_…`), or
+ * the Chat Completions (`chatcmpl-…`) or Messages (`msg_…`) door's form of it.
+ */
 export function canonicalGenerationId(id: string): string {
   if (id.startsWith('chatcmpl-')) return `resp_${id.slice('chatcmpl-'.length)}`
   if (id.startsWith('msg_')) return `resp_${id.slice('msg_'.length)}`

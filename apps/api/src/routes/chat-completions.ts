@@ -1,6 +1,7 @@
 import {
   ChatCompletionRequest,
   ChatCompletionStream,
+  chatPassThrough,
   chatReplyOptions,
   chatToNeutral,
   parseChatCompletionRequest,
@@ -27,4 +28,6 @@ export const chatCompletionsRoutes = (deps: AppDeps) =>
     toNeutral: chatToNeutral,
     stream: (body) => new ChatCompletionStream(chatReplyOptions(body)),
     reply: (response, body) => toChatCompletion(response, chatReplyOptions(body)),
+    // A reply whose reasoning the client asked not to see is the door's to write.
+    passThrough: { whole: chatPassThrough, allowed: (body) => !chatReplyOptions(body).hideReasoning },
   })

@@ -10,6 +10,8 @@ import {
   type CallOptions,
   type DoorStream,
   type FilterMatch,
+  type PassThroughWhole,
+  PROVIDER_REPLY,
   type ResponseObject,
   type ResponsesRequest,
 } from '@roster/gateway'
@@ -185,7 +187,15 @@ export interface DoorRoute<Body> {
   extras?: (headers: FastifyRequest['headers'], body: Body) => Partial<CallOptions>
   /** Whose model names the door takes as the catalogue's aliases (the provider whose protocol it speaks). */
   aliases: AliasFamily
+  /**
+   * How the door answers a whole reply its provider gave in the door's own protocol (pass-through;
+   * a stream's is its stream writer's), and whether this request's reply may be (absent: always).
+   */
+  passThrough?: { whole: PassThroughWhole; allowed?: (body: Body) => boolean }
 }
+
+/** A request may ask for the translated reply: `X-Roster-Pass-Through: off`. */
+const passThroughRefused = (req: FastifyRequest) => header(req, 'x-roster-pass-through')?.trim().toLowerCase() === 'off'
 
 /** POST <path> for one door: wiring only; the engine (packages/gateway) does the work. Any valid key. */
 export const doorRoute =
@@ -207,15 +217,26 @@ export const doorRoute =
         const body = req.body as Body
         const extras = door.extras?.(req.headers, body)
         const neutral = door.toNeutral ? door.toNeutral(body) : (body as ResponsesRequest)
+        const pass = door.passThrough
+        const passes =
+          !!pass && deps.config.GATEWAY_PASS_THROUGH && !passThroughRefused(req) && (pass.allowed?.(body) ?? true)
         const response = await runGateway(deps, req, reply, neutral, {
           name: door.name,
           stream: neutral.stream ? door.stream?.(body) : undefined,
           // The engine reads the model names as the door's provider names them, and on Anthropic's
           // door answers one it does not know 404 "model: <name>", as Anthropic does (its clients and
           // agents read that); the OpenRouter doors refuse it by routing (400), as OpenRouter does.
-          extras: { ...extras, names: door.aliases, ...(door.anthropic ? { unknownModel: 'not_found' as const } : {}) },
+          extras: {
+            ...extras,
+            names: door.aliases,
+            ...(door.anthropic ? { unknownModel: 'not_found' as const } : {}),
+            ...(passes ? { passThrough: pass.whole } : {}),
+          },
         })
         if (!response) return reply
+        // The provider's own reply, as it came but for Roster's ids and cost: sent as it is.
+        const own = (response as { [PROVIDER_REPLY]?: string })[PROVIDER_REPLY]
+        if (own) return reply.type('application/json; charset=utf-8').send(own)
         return door.reply ? door.reply(response, body) : response
       },
     )
@@ -228,6 +249,9 @@ export const doorRoute =
  */
 const warningHeader = (warnings: string[]) =>
   warnings.map((w) => `299 roster ${JSON.stringify(w.replace(/[^\x20-\x7e]/g, '?'))}`)
+
+/** Which way a reply went: the provider's own (`pass-through`) or translated by its door (docs/gateway.md). */
+const REPLY_PATH = 'x-roster-reply-path'
 
 /**
  * One gateway request through the engine, whichever door it came by: the preset resolved, the
@@ -251,10 +275,13 @@ export async function runGateway(
   if (byok) opts.byok = await byok
   const warnings: string[] = []
   opts.warnings = warnings
+  const path = { passedThrough: false }
+  opts.replyPath = path
   if (!body.stream) {
     try {
       const response = await deps.responses.respond(body, opts)
       if (warnings.length) reply.header('warning', warningHeader(warnings))
+      reply.header(REPLY_PATH, path.passedThrough ? 'pass-through' : 'translated')
       return response
     } catch (err) {
       // The client went away and the upstream call was cancelled with it: no one to answer.
@@ -277,6 +304,7 @@ export async function runGateway(
           ...(anthropicClient(req) ? { 'request-id': req.id } : {}),
         }
         if (warnings.length) headers.warning = warningHeader(warnings)
+        headers[REPLY_PATH] = path.passedThrough ? 'pass-through' : 'translated'
         raw.writeHead(200, headers)
       },
       write: (chunk) => raw.write(chunk),

@@ -7,6 +7,7 @@ import {
   countTokens,
   MessagesRequest,
   MessagesStream,
+  messagesPassThrough,
   messagesToNeutral,
   parseCountTokensRequest,
   parseMessagesRequest,
@@ -37,6 +38,7 @@ export const messagesRoutes = (deps: AppDeps) =>
     toNeutral: messagesToNeutral,
     stream: () => new MessagesStream(),
     reply: toMessage,
+    passThrough: { whole: messagesPassThrough },
     extras: (headers, body) => anthropicExtras(headers['anthropic-beta'], body),
   })
 

@@ -48,6 +48,8 @@ export interface CallSpec {
 export interface StreamEvent {
   event?: string
   data: string
+  /** The data parsed, where the engine read it already (an event forwarded as it came): parsed once. */
+  json?: unknown
 }
 
 /**

@@ -244,7 +244,7 @@ export const anthropic: Adapter<Body, Message> = {
     const pending = new Map<string, Fields>()
     return (event) => {
       if (event === 'end') return flush(pending)
-      const e = JSON.parse(event.data) as AsSent<RawMessageStreamEvent> & Fields
+      const e = (event.json ?? JSON.parse(event.data)) as AsSent<RawMessageStreamEvent> & Fields
       const index = typeof e.index === 'number' ? e.index : 0
       // An error mid-stream (not among the client's stream event types: the client raises it).
       if ((e.type as string) === 'error') throw providerError(provider, e)

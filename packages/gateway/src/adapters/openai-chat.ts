@@ -348,7 +348,7 @@ export const openaiChat: Adapter<ChatCompletionCreateParams, ChatReply> = {
       // providers) finished as its content says: with its calls, or its text.
       if (event === 'end') return []
       if (event.data === '[DONE]') return ending(calls.any ? 'tool_calls' : 'stop')
-      const chunk = JSON.parse(event.data) as AsSent<ChatChunk>
+      const chunk = (event.json ?? JSON.parse(event.data)) as AsSent<ChatChunk>
       if (chunk.error) throw providerError(provider, chunk)
       if (Array.isArray(chunk.citations)) citations = chunk
       const out: Delta[] = []

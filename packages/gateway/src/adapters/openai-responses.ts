@@ -226,7 +226,7 @@ export const openaiResponses: Adapter<ResponseCreateParams, Response> = {
     const streamed = new Streamed()
     return (event) => {
       if (event === 'end' || event.data === '[DONE]') return []
-      const e = JSON.parse(event.data) as AsSent<ResponseStreamEvent> & Fields
+      const e = (event.json ?? JSON.parse(event.data)) as AsSent<ResponseStreamEvent> & Fields
       const index = typeof e.output_index === 'number' ? e.output_index : 0
       switch (e.type) {
         case 'response.output_text.delta':

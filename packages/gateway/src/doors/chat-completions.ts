@@ -19,7 +19,8 @@ import {
   type ResponseObject,
   type StopReason,
 } from '../wire.js'
-import type { DoorStream, StreamStart } from './door.js'
+import type { DoorStream, PassThroughStream, StreamStart } from './door.js'
+import { ChatPassThrough, chatWhole, type ChatDoorParts } from './chat-pass-through.js'
 import { leftOut } from './provider-items.js'
 import { reasoningDetails, reasoningStateDetail, type ReasoningDetail } from './reasoning-details.js'
 import type { ChatCompletionRequest } from './chat-completions-request.js'
@@ -204,9 +205,14 @@ export function toChatCompletion(response: ResponseObject, options: ChatReplyOpt
   }
 }
 
+/** A whole completion of an `openai-chat` endpoint's, answered as it came (chat-pass-through.ts). */
+export const chatPassThrough = chatWhole({ usage: (r) => chatUsage(r), idOf: chatId, fingerprint: SYSTEM_FINGERPRINT })
+
 /** The engine's events as `chat.completion.chunk`s, ending with `data: [DONE]`. */
-export class ChatCompletionStream implements DoorStream {
+export class ChatCompletionStream implements DoorStream, ChatDoorParts {
   private head = ''
+  /** The provider's chunks go instead of the door's (chat-pass-through.ts): the door only keeps count. */
+  passing = false
   private readonly toolIndex = new Map<string, number>()
   /** Each reasoning item's place among the reply's reasoning items (reasoning_details' `index`). */
   private readonly reasonings = new Map<string, number>()
@@ -217,11 +223,26 @@ export class ChatCompletionStream implements DoorStream {
   constructor(private readonly options: ChatReplyOptions) {}
 
   open(started: StreamStart): string {
-    this.head = `{"id":${JSON.stringify(chatId(started.id))},"object":"chat.completion.chunk","created":${started.createdAt},"model":${JSON.stringify(started.model)},"choices":`
+    this.begin(started)
     return this.delta('{"role":"assistant","content":""}')
   }
 
+  begin(started: StreamStart) {
+    this.head = `{"id":${JSON.stringify(chatId(started.id))},"object":"chat.completion.chunk","created":${started.createdAt},"model":${JSON.stringify(started.model)},"choices":`
+  }
+
+  passThrough(protocol: string): PassThroughStream | undefined {
+    return protocol === 'openai-chat' ? new ChatPassThrough(this) : undefined
+  }
+
+  readonly idOf = chatId
+  readonly fingerprint = SYSTEM_FINGERPRINT
+  usage(response: ResponseObject) {
+    return chatUsage(response)
+  }
+
   event(e: ItemEvent): string {
+    if (this.passing) return this.track(e)
     switch (e.type) {
       case 'response.content_part.added':
         this.partStart.set(`${e.item_id}:${e.content_index}`, this.sent)
@@ -279,6 +300,21 @@ export class ChatCompletionStream implements DoorStream {
     }
   }
 
+  /**
+   * While the provider's chunks go instead: what the door must know to take over from any chunk (the
+   * calls' indices, the reasoning items' places, the text's length for annotations), nothing written.
+   */
+  private track(e: ItemEvent): string {
+    if (e.type === 'response.content_part.added') this.partStart.set(`${e.item_id}:${e.content_index}`, this.sent)
+    else if (e.type === 'response.output_text.delta') this.sent += e.delta.length
+    else if (e.type === 'response.reasoning_summary_text.delta') this.reasoningIndex(e.item_id)
+    else if (e.type === 'response.output_item.added' && e.item.type === 'function_call' && !isProviderItem(e.item))
+      this.toolIndex.set(e.item.id, this.toolIndex.size)
+    else if (e.type === 'response.output_item.done' && isProviderItem(e.item) && e.item[PROVIDER_ITEM].chatToolCall)
+      this.toolIndex.set(e.item.id ?? `other:${this.toolIndex.size}`, this.toolIndex.size)
+    return ''
+  }
+
   private reasoningIndex(itemId: string): number {
     let index = this.reasonings.get(itemId)
     if (index === undefined) this.reasonings.set(itemId, (index = this.reasonings.size))
@@ -286,13 +322,20 @@ export class ChatCompletionStream implements DoorStream {
   }
 
   end(response: ResponseObject): string {
-    const out = sseEvent(
-      `${this.head}[{"index":0,"delta":{},"finish_reason":${JSON.stringify(FINISH[stopReasonOf(response)])}}]}`,
-    )
     // The usage, always, in the last chunk before [DONE] (`choices: []`), as OpenRouter sends it:
     // `stream_options.include_usage` and `usage.include` are accepted and change nothing, and clients
     // made for OpenRouter (@openrouter/ai-sdk-provider) send neither and read the usage there.
-    return `${out}${sseEvent(`${this.head}[],"usage":${JSON.stringify(chatUsage(response))}}`)}${DONE}`
+    return `${this.finishChunk(response)}${this.usageChunk(response)}${DONE}`
+  }
+
+  finishChunk(response: ResponseObject): string {
+    return sseEvent(
+      `${this.head}[{"index":0,"delta":{},"finish_reason":${JSON.stringify(FINISH[stopReasonOf(response)])}}]}`,
+    )
+  }
+
+  usageChunk(response: ResponseObject): string {
+    return sseEvent(`${this.head}[],"usage":${JSON.stringify(chatUsage(response))}}`)
   }
 
   fail(err: GatewayError): string {

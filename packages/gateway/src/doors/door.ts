@@ -1,6 +1,7 @@
 import type { Usage } from '../deltas.js'
 import type { GatewayError } from '../errors.js'
 import type { ItemEvent, ResponseObject } from '../wire.js'
+import type { StreamEvent } from '../adapters/adapter.js'
 
 /** What is known when a stream opens. */
 export interface StreamStart {
@@ -31,4 +32,31 @@ export interface DoorStream {
   fail(err: GatewayError, response: ResponseObject): string
   /** What keeps an idle stream open while a server tool runs (an SSE comment, or a ping event). */
   keepalive(): string
+  /**
+   * For one upstream call to an endpoint of `protocol`: its events forwarded as the provider sent
+   * them (pass-through.ts), where the door speaks that protocol; absent, or undefined: translated.
+   */
+  passThrough?(protocol: string): PassThroughStream | undefined
+}
+
+/**
+ * A door forwarding its provider's own events, one upstream call's. While it forwards, the door's
+ * own stream stays silent (keeping only what it needs to take over); once an event is not one the
+ * door's clients may be given as it came, the door translates from that event on.
+ */
+export interface PassThroughStream {
+  /**
+   * One of the provider's events (`json`: its data parsed; undefined for `[DONE]`): what the client
+   * is sent now ('' for nothing yet: the end is held until the reply is accounted), or undefined
+   * where the door must translate it (and all that follows). `started`: the ids the door answers with.
+   */
+  forward(e: StreamEvent, json: unknown, started: StreamStart): string | undefined
+  /** The end of a stream that did not fail: what was held, with Roster's usage and cost in it. */
+  end(response: ResponseObject): string
+}
+
+/** A door's answer to a whole reply its provider gave in the door's protocol: the provider's text, Roster's ids and cost put in; undefined: translate it. */
+export interface PassThroughWhole {
+  protocol: string
+  whole(text: string, json: unknown, response: ResponseObject): string | undefined
 }

@@ -25,7 +25,8 @@ import {
 } from '../wire.js'
 import type { Usage as NeutralUsage } from '../deltas.js'
 
-import type { DoorStream, StreamStart } from './door.js'
+import type { DoorStream, PassThroughStream, StreamStart } from './door.js'
+import { MessagesPassThrough, messagesWhole, type MessagesDoorParts } from './messages-pass-through.js'
 import { leftOut } from './provider-items.js'
 import type { Fields } from './messages-request.js'
 
@@ -49,6 +50,9 @@ const STOP: Record<StopReason, NonNullable<Message['stop_reason']>> = {
 }
 
 export const messageId = (responseId: string) => `msg_${responseId.replace(/^resp_/, '')}`
+
+/** A whole Message of an `anthropic-messages` endpoint's, answered as it came (messages-pass-through.ts). */
+export const messagesPassThrough = messagesWhole({ usage: (r) => counters(r), idOf: messageId })
 
 /** Beyond Anthropic's fields, as the official client reads it on every door: the cost in USD. */
 /** Roster's own fields beside Anthropic's: the cost, and who counted the tokens where Roster did (undefined is left out of the JSON). */
@@ -253,7 +257,9 @@ const textDeltaEvent = (index: number, text: string) =>
   `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":{"type":"text_delta","text":${JSON.stringify(text)}}}\n\n`
 
 /** The engine's events as the Messages event stream: message_start, content blocks, message_delta, message_stop. */
-export class MessagesStream implements DoorStream {
+export class MessagesStream implements DoorStream, MessagesDoorParts {
+  /** The provider's events go instead of the door's (messages-pass-through.ts). */
+  passing = false
   private blocks = 0
   /** Open blocks by what opened them (a reasoning item, a message's content part, a call). */
   private readonly open_ = new Map<string, number>()
@@ -268,7 +274,18 @@ export class MessagesStream implements DoorStream {
     return sse('message_start', { message: message(messageId(started.id), started.model, [], null, usage) })
   }
 
+  passThrough(protocol: string): PassThroughStream | undefined {
+    return protocol === 'anthropic-messages' ? new MessagesPassThrough(this) : undefined
+  }
+
+  readonly idOf = messageId
+  usage(response: ResponseObject) {
+    return counters(response)
+  }
+
   event(e: ItemEvent): string {
+    // Anthropic's stream is forwarded whole or not at all (but for an error, the door's to write).
+    if (this.passing) return ''
     switch (e.type) {
       case 'response.reasoning_summary_text.delta':
         // A thinking block opens with its first text, so that an empty reasoning item makes none.

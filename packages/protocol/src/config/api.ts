@@ -187,6 +187,11 @@ export const ApiConfig = z
     OIDC_ALLOW_HTTP: flag
       .default(false)
       .describe('Allow an http:// issuer (development and tests only: the tokens travel in clear).'),
+    GATEWAY_PASS_THROUGH: flag
+      .default(true)
+      .describe(
+        'Answer `/chat/completions` and `/messages` with the provider\'s own reply where the endpoint speaks the door\'s protocol and nothing changes what it said (docs/gateway.md, "Pass-through"); off: every reply is translated.',
+      ),
     WEB_FETCH_PRIVATE_NETWORKS: z
       .enum(['refuse', 'allow'])
       .default('refuse')

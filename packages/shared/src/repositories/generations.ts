@@ -55,18 +55,18 @@ export async function insertGenerations(
         user_id uuid, intern_id uuid, model text, provider text, upstream_model text, door text,
         tokens_prompt int, tokens_completion int, tokens_reasoning int, tokens_cached int, cost_pico bigint,
         is_byok boolean, latency_ms int, generation_time_ms int, ttft_ms int, streamed boolean, cancelled boolean,
-        tokens_counted_by text, finish_reason text, upstream_id text, session_id text, http_referer text, app_title text, user_agent text,
+        tokens_counted_by text, pass_through boolean, finish_reason text, upstream_id text, session_id text, http_referer text, app_title text, user_agent text,
         external_user text, preset_id text, provider_responses jsonb, content jsonb)
     ), written AS (
       INSERT INTO generations (id, request_id, created_at, key_id, workspace_id, account_id, user_id, intern_id,
         model, provider, upstream_model, door, tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached,
         cost_pico, is_byok, latency_ms, generation_time_ms, ttft_ms, streamed, cancelled, tokens_counted_by,
-        finish_reason, upstream_id, session_id, http_referer, app_title, user_agent, external_user, preset_id,
+        pass_through, finish_reason, upstream_id, session_id, http_referer, app_title, user_agent, external_user, preset_id,
         provider_responses)
       SELECT DISTINCT ON (id) id, request_id, created_at, key_id, workspace_id, account_id, user_id, intern_id,
         model, provider, upstream_model, door, tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached,
         cost_pico, is_byok, latency_ms, generation_time_ms, ttft_ms, streamed, cancelled,
-        coalesce(tokens_counted_by, 'provider'), finish_reason,
+        coalesce(tokens_counted_by, 'provider'), coalesce(pass_through, false), finish_reason,
         upstream_id, session_id, http_referer, app_title, user_agent, external_user, preset_id,
         coalesce(provider_responses, '[]'::jsonb)
       FROM g ORDER BY id

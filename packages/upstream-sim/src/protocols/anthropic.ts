@@ -78,16 +78,40 @@ export function refuseMessages(body: Json): string | undefined {
 
 const stopReason = (p: Plan) => (p.finish === 'tool' ? 'tool_use' : p.finish === 'length' ? 'max_tokens' : 'end_turn')
 
+// Every key the Anthropic client's types require of a Message and its usage (messages.d.ts), null
+// where the simulator has nothing to say, as the API sends them.
+
 function usageOf(p: Plan) {
   return {
     input_tokens: p.usage.input - p.usage.cached - p.usage.cacheWrite,
     output_tokens: p.usage.output,
     cache_read_input_tokens: p.usage.cached,
     cache_creation_input_tokens: p.usage.cacheWrite,
+    cache_creation: null,
     // As Anthropic reports thinking: the part of the output tokens spent on it.
     output_tokens_details: p.usage.reasoning ? { thinking_tokens: p.usage.reasoning } : null,
+    server_tool_use: null,
+    inference_geo: null,
+    service_tier: 'standard',
+    speed: null,
   }
 }
+
+/** message_delta's usage: the counters of the Message's (MessageDeltaUsage). */
+function deltaUsageOf(p: Plan) {
+  const u = usageOf(p)
+  return {
+    input_tokens: u.input_tokens,
+    output_tokens: u.output_tokens,
+    cache_read_input_tokens: u.cache_read_input_tokens,
+    cache_creation_input_tokens: u.cache_creation_input_tokens,
+    output_tokens_details: u.output_tokens_details,
+    server_tool_use: null,
+  }
+}
+
+/** A tool_use block's caller: the model itself. */
+const DIRECT = { type: 'direct' }
 
 function blocks(p: Plan) {
   const out: Json[] = []
@@ -96,7 +120,13 @@ function blocks(p: Plan) {
     out.push({ type: 'thinking', thinking, signature: signatureOf(thinking) })
   }
   if (p.toolCall)
-    out.push({ type: 'tool_use', id: p.toolCall.id, name: p.toolCall.name, input: JSON.parse(p.toolCall.arguments) })
+    out.push({
+      type: 'tool_use',
+      id: p.toolCall.id,
+      name: p.toolCall.name,
+      input: JSON.parse(p.toolCall.arguments),
+      caller: DIRECT,
+    })
   else out.push({ type: 'text', text: p.text.join('') })
   return out
 }
@@ -110,6 +140,9 @@ export function messagesResponse(p: Plan) {
     content: blocks(p),
     stop_reason: stopReason(p),
     stop_sequence: null,
+    stop_details: null,
+    container: null,
+    diagnostics: null,
     usage: usageOf(p),
   }
 }
@@ -120,7 +153,10 @@ export async function messagesStream(p: Plan, out: StreamWriter) {
   if (!(await send('message_start', { message: start }))) return
   let index = 0
   if (p.reasoning.length) {
-    if (!(await send('content_block_start', { index, content_block: { type: 'thinking', thinking: '' } }))) return
+    if (
+      !(await send('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } }))
+    )
+      return
     for (const r of p.reasoning)
       if (!(await send('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: r } }, true))) return
     const signature = signatureOf(p.reasoning.join(''))
@@ -132,7 +168,7 @@ export async function messagesStream(p: Plan, out: StreamWriter) {
     if (
       !(await send('content_block_start', {
         index,
-        content_block: { type: 'tool_use', id: p.toolCall.id, name: p.toolCall.name, input: {} },
+        content_block: { type: 'tool_use', id: p.toolCall.id, name: p.toolCall.name, input: {}, caller: DIRECT },
       }))
     )
       return
@@ -148,8 +184,8 @@ export async function messagesStream(p: Plan, out: StreamWriter) {
   if (!(await send('content_block_stop', { index }))) return
   if (
     !(await send('message_delta', {
-      delta: { stop_reason: stopReason(p), stop_sequence: null },
-      usage: { output_tokens: p.usage.output },
+      delta: { stop_reason: stopReason(p), stop_sequence: null, stop_details: null, container: null },
+      usage: deltaUsageOf(p),
     }))
   )
     return

@@ -55,6 +55,7 @@ export function chatResponse(p: Plan, withUsage: boolean) {
         message: {
           role: 'assistant',
           content: p.toolCall ? null : p.text.join(''),
+          refusal: null,
           ...(p.reasoning.length ? { reasoning_content: p.reasoning.join('') } : {}),
           ...(p.toolCall
             ? {
