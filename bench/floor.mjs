@@ -46,8 +46,14 @@ const withKey = (t, key) => ({ ...t, headers: { ...t.headers, authorization: `Be
 const fromKeys = (t, keys) => ({ ...t, keyed: keys.map((k) => withKey(t, k).headers) })
 /** BENCH_FLOOR_PARTS: some of cpu,throughput,ttfb (all by default). */
 const parts = (process.env.BENCH_FLOOR_PARTS ?? 'cpu,throughput,ttfb').split(',')
-/** BENCH_FLOOR_DOORS: some of responses,chat,messages (all by default). */
-const DOORS = (process.env.BENCH_FLOOR_DOORS ?? 'responses,chat,messages').split(',')
+/**
+ * BENCH_FLOOR_DOORS: some of responses, chat (passed through), chat-translated, messages (from a Chat
+ * Completions endpoint), messages-own (from an Anthropic one, passed through), messages-own-translated
+ * (all by default).
+ */
+const DOORS = (
+  process.env.BENCH_FLOOR_DOORS ?? 'responses,chat,chat-translated,messages,messages-own,messages-own-translated'
+).split(',')
 
 export async function benchFloor({ key, managementKey, base, apiPid, before }) {
   // Requests come from 16 keys in turn: one key alone would meet its fair share while the process

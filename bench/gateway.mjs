@@ -23,7 +23,7 @@ const sim = `http://127.0.0.1:${SIM_PORT}`
 
 /** The catalogue Roster serves in these benchmarks: one model per protocol, on the simulator. */
 export const benchCatalogue = {
-  models: ['chat:openai-chat', 'responses:openai-responses'].map((pair) => {
+  models: ['chat:openai-chat', 'responses:openai-responses', 'messages:anthropic-messages'].map((pair) => {
     const [slug, protocol] = pair.split(':')
     return {
       id: `bench/${slug}`,
@@ -197,6 +197,11 @@ export function doorTargets(base, key) {
       max_tokens: 64,
     })
   const roster = new URL(base).origin
+  const ownMessages = JSON.stringify({
+    model: 'bench/messages',
+    max_tokens: 64,
+    messages: [{ role: 'user', content: 'benchmark prompt: say something short' }],
+  })
   const json = { 'content-type': 'application/json' }
   const auth = { ...json, authorization: `Bearer ${key}` }
   return {
@@ -229,6 +234,27 @@ export function doorTargets(base, key) {
         max_tokens: 64,
         messages: [{ role: 'user', content: 'benchmark prompt: say something short' }],
       }),
+    },
+    // Pass-through (docs/gateway.md): /chat/completions to an openai-chat endpoint answers with the
+    // provider's bytes; the same request translated, and /messages to an anthropic-messages endpoint
+    // both ways, for the two paths' ratio in one run.
+    'roster-chat-translated': {
+      origin: roster,
+      path: '/api/v1/chat/completions',
+      headers: { ...auth, 'x-roster-pass-through': 'off' },
+      body: chat('bench/chat'),
+    },
+    'roster-messages-own': {
+      origin: roster,
+      path: '/api/v1/messages',
+      headers: auth,
+      body: ownMessages,
+    },
+    'roster-messages-own-translated': {
+      origin: roster,
+      path: '/api/v1/messages',
+      headers: { ...auth, 'x-roster-pass-through': 'off' },
+      body: ownMessages,
     },
     'portkey-chat': {
       origin: `http://127.0.0.1:${PORTKEY_PORT}`,
@@ -901,7 +927,7 @@ export async function governedKeys({ key, managementKey, base }, count = 1) {
   await call('POST', '/workspaces/governed/members/add', { user_ids: [userId] })
   await call('PUT', '/workspaces/governed/budgets/monthly', { limit_usd: 1_000_000 })
   await call('PATCH', `/guardrails/${ws.default_guardrail_id}`, {
-    allowed_models: ['bench/chat'],
+    allowed_models: ['bench/chat', 'bench/messages'],
     content_filter_builtins: [{ slug: 'email', action: 'redact' }],
     limit_usd: 500_000,
     reset_interval: 'weekly',

@@ -10,6 +10,7 @@
 //                                 | fair-use (one key's attacks against another key's latency; only when named)
 //                                 | generations (the ledger: drain rate into Postgres, GET /generation; only when named)
 //                                 | analytics (queries over 10 million generations' rollups; only when named)
+//                                 | generations-scale (the partitioned generations at 10 and 100 million: drain rate, GET /generation, /activity; only when named)
 //                                 | governance (a governed key's CPU per request against a plain one; only when named)
 //                                 | destinations (generations delivered per second to a webhook; only when named)
 //                                 | floor (the doors, streamed and not, all features on, against a bare Fastify proxy; only when named)
@@ -31,6 +32,7 @@ import { benchFairUse, makeKeyWith } from './fair-use.mjs'
 import { benchFailover, benchFleetChat, benchFleetProvision, benchSnapshots } from './fleet.mjs'
 import { firstText as firstTextOf } from './first-text.mjs'
 import { benchGenerations } from './generations.mjs'
+import { benchGenerationsScale } from './generations-scale.mjs'
 import { benchAnalytics } from './analytics.mjs'
 import { benchConsole } from './console.mjs'
 import { benchMetrics } from './metrics.mjs'
@@ -873,6 +875,7 @@ const scenarios = {
   snapshots: [(_ctx) => benchSnapshots(fleetTools), { named: true, bare: true }],
   'fleet-chat': [(_ctx) => benchFleetChat(fleetTools), { named: true, bare: true }],
   generations: [benchGenerations, { worker: true, named: true }],
+  'generations-scale': [benchGenerationsScale, { worker: true, named: true }],
   analytics: [benchAnalytics, { worker: false, named: true }],
   console: [benchConsole, { worker: true, gateway: true, named: true }],
   metrics: [(_ctx) => benchMetrics(root), { named: true, bare: true }],

@@ -221,8 +221,8 @@ describe('generations: one per model call, through every door', () => {
       nativeTokensCompletion: null,
     })
     expect(broken.totalCost).toBeCloseTo(6e-6, 12)
-    expect((await env.t.db.generation.findUniqueOrThrow({ where: { id: `${id}-2` } })).tokensCountedBy).toBe('roster')
-    expect((await env.t.db.generation.findUniqueOrThrow({ where: { id } })).tokensCountedBy).toBe('provider')
+    expect((await env.t.db.generation.findFirstOrThrow({ where: { id: `${id}-2` } })).tokensCountedBy).toBe('roster')
+    expect((await env.t.db.generation.findFirstOrThrow({ where: { id } })).tokensCountedBy).toBe('provider')
     expect(broken.providerResponses).toEqual([
       expect.objectContaining({ providerName: 'broken-provider', status: 200 }),
     ])
@@ -267,7 +267,7 @@ describe('generations: one per model call, through every door', () => {
     const wsId = (await completed).response.id
     socket.close()
     expect(await generation(key, wsId)).toMatchObject({ id: wsId, streamed: true, model: 'sim/responses' })
-    expect((await env.t.db.generation.findUniqueOrThrow({ where: { id: wsId } })).door).toBe('responses_ws')
+    expect((await env.t.db.generation.findFirstOrThrow({ where: { id: wsId } })).door).toBe('responses_ws')
 
     // Compaction: the CompactResource's id.
     const compacted = await post('/responses/compact', key, {
@@ -277,7 +277,7 @@ describe('generations: one per model call, through every door', () => {
     expect(compacted.status, compacted.text).toBe(200)
     const compactId = (JSON.parse(compacted.text) as { id: string }).id
     expect(await generation(key, compactId)).toMatchObject({ id: compactId, streamed: false })
-    expect((await env.t.db.generation.findUniqueOrThrow({ where: { id: compactId } })).door).toBe('compact')
+    expect((await env.t.db.generation.findFirstOrThrow({ where: { id: compactId } })).door).toBe('compact')
 
     // A preset the request names: its id is the generation's preset_id.
     const made = await post('/presets/gen-preset/responses', env.tenant.keys.management, {
@@ -390,7 +390,8 @@ describe('generations: one per model call, through every door', () => {
         headers: { authorization: `Bearer ${key}` },
         body: { model: 'sim/slow', stream: true, messages: [{ role: 'user', content: 'long' }] },
       },
-      'content',
+      // Some text (the provider's first chunk, its role's, may come alone: it is forwarded as it came).
+      /"content":"[^"]/,
       slow,
     )
     await waitFor(async () => (await env.t.db.generation.count({ where: { keyId } })) === 1, {

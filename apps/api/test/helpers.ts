@@ -118,7 +118,7 @@ export function sseEvents(text: string): { events: { name: string | undefined; d
 export async function leaveMidStream(
   url: string,
   init: { headers: Record<string, string>; body: object },
-  marker: string,
+  marker: string | RegExp,
   upstream: { stats: { cancelled: number } },
 ): Promise<string> {
   const abort = new AbortController()
@@ -130,7 +130,8 @@ export async function leaveMidStream(
   })
   const reader = res.body!.getReader()
   let seen = ''
-  while (!seen.includes(marker)) seen += new TextDecoder().decode((await reader.read()).value)
+  const shown = () => (typeof marker === 'string' ? seen.includes(marker) : marker.test(seen))
+  while (!shown()) seen += new TextDecoder().decode((await reader.read()).value)
   const before = upstream.stats.cancelled
   abort.abort()
   // The simulator's stream would go on for seconds; the upstream call must end long before.

@@ -435,8 +435,8 @@ async function viaAiSdk(r: Recording, languageModel: LanguageModel, e: Expected)
 
 /** The generation a call recorded, once the drain has written it. */
 async function generationOf(id: string) {
-  let row: Awaited<ReturnType<typeof env.t.db.generation.findUnique>> = null
-  await waitFor(async () => !!(row = await env.t.db.generation.findUnique({ where: { id } })), {
+  let row: Awaited<ReturnType<typeof env.t.db.generation.findFirst>> = null
+  await waitFor(async () => !!(row = await env.t.db.generation.findFirst({ where: { id } })), {
     timeoutMs: 10_000,
     intervalMs: 25,
     what: `generation ${id}`,

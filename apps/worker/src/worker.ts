@@ -20,6 +20,7 @@ import {
 import { FleetDriver, fleetTimes, hostCredentialKey } from '@roster/shared/fleet'
 import { LocalVault } from '@roster/shared/vault'
 import {
+  keepGenerationPartitions,
   pruneAuditEvents,
   pruneConsoleSessions,
   pruneGenerationContent,
@@ -172,7 +173,9 @@ export async function startWorker(
       pruneGenerationContent(db, new Date(Date.now() - config.GENERATION_CONTENT_RETENTION_DAYS * 86_400_000)),
     )
     void safely('audit retention', () => pruneAuditEvents(db, config.AUDIT_RETENTION_DAYS))
+    void safely('generation partitions', () => keepGenerationPartitions(db, config.GENERATION_RETENTION_DAYS))
   }, 60_000)
+  void safely('generation partitions', () => keepGenerationPartitions(db, config.GENERATION_RETENTION_DAYS))
   await relay.start()
   // The generations the API appended to Redis, written to Postgres.
   // Deliveries to observability destinations: queued as the drain writes, sent by this consumer.

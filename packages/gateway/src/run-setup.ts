@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto'
 import type { ChoiceSpec, FunctionDef } from './adapters/adapter.js'
-import { ResponseAssembler, itemId } from './assembler.js'
+import { ResponseAssembler } from './assembler.js'
+import { runId } from './item-id.js'
 import type { CompactionSeal } from './compaction.js'
 import { describeIssues, gatewayError, GatewayError, invalid } from './errors.js'
 import { checkRegion, constrainRoute, filterContent } from './guardrails.js'
@@ -213,7 +214,7 @@ export function startRun(engine: EngineParts, given: ResponsesRequest, opts: Cal
   const serverNames = tools.size ? new Set([...tools.values()].map((t) => t.definition.name)) : NO_NAMES
   return {
     req,
-    id: itemId('resp'),
+    id: runId(),
     createdAt: Math.floor(Date.now() / 1000),
     started: performance.now(),
     route,

@@ -158,6 +158,15 @@ export function generationView(g: GenerationRow) {
   }
 }
 
+/**
+ * When a generation's request began, read from its stored id (`resp_` and the second in 8 hex
+ * digits: the gateway's runId); undefined for an id that does not say (one made before it did).
+ */
+export function generationTimeOf(id: string): Date | undefined {
+  const m = /^resp_([0-9a-f]{8})[0-9a-f]{24}(?:-\d+)?$/.exec(id)
+  return m ? new Date(parseInt(m[1]!, 16) * 1000) : undefined
+}
+
 /** The id the client got for a generation's request: its door's form of the stored id. */
 export function clientGenerationId(id: string, door: string): string {
   if (!id.startsWith('resp_')) return id

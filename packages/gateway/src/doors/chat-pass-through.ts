@@ -140,6 +140,8 @@ const headForwardable = (c: Json, object: string) =>
 /** One call's chunks forwarded (see the file's head). */
 export class ChatPassThrough implements PassThroughStream {
   private ids?: { id: string; model: string }
+  /** The head of the provider's chunks up to their id and model, as it came and as edited. */
+  private head?: { theirs: string; ours: string }
   /** The chunks from the first that says how it finished (or its usage) on: sent once the reply is accounted. */
   private readonly held: string[] = []
   private finished = false
@@ -158,11 +160,7 @@ export class ChatPassThrough implements PassThroughStream {
       this.door.begin(started)
       this.door.passing = true
     }
-    const spans = memberSpans(e.data, ['id', 'model'])
-    const text = edited(e.data, [
-      ...replaceValue(spans.get('id'), this.ids.id),
-      ...replaceValue(spans.get('model'), this.ids.model),
-    ])
+    const text = this.withIds(e.data)
     const choice = (c.choices as Json[])[0]
     if (choice?.finish_reason != null) this.finished = true
     if (c.usage != null) this.usageHeld = this.held.length
@@ -172,6 +170,25 @@ export class ChatPassThrough implements PassThroughStream {
       return ''
     }
     return sseEvent(text)
+  }
+
+  /**
+   * A chunk with Roster's id and model. A provider begins every chunk alike (its id, object, created,
+   * model, in its order): the head of the last chunk edited is kept, and a chunk that begins with it
+   * takes the edited head without a scan.
+   */
+  private withIds(data: string): string {
+    const head = this.head
+    if (head && data.startsWith(head.theirs)) return head.ours + data.slice(head.theirs.length)
+    const spans = memberSpans(data, ['id', 'model'], 0, true)
+    const id = spans.get('id')
+    const model = spans.get('model')
+    const text = edited(data, [...replaceValue(id, this.ids!.id), ...replaceValue(model, this.ids!.model)])
+    if (id && model) {
+      const end = Math.max(id[1], model[1])
+      this.head = { theirs: data.slice(0, end), ours: text.slice(0, end + text.length - data.length) }
+    }
+    return text
   }
 
   end(response: ResponseObject): string {

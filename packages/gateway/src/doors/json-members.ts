@@ -64,9 +64,11 @@ function skipValue(text: string, i: number): number {
 /**
  * The spans of the values of `keys` among the members of the object that begins at `from` (its own
  * members, not nested ones'); a key the object has twice answers its last, as JSON.parse reads it.
- * Also the span of the object itself (`''`), whose last character is its closing brace.
+ * Also the span of the object itself (`''`), whose last character is its closing brace. With
+ * `firstOnly`, the scan stops once each key is found (its first: the object's span is not given):
+ * a chunk's id and model, its first members, cost a few characters' scan, not the chunk's.
  */
-export function memberSpans(text: string, keys: readonly string[], from = 0): Map<string, Span> {
+export function memberSpans(text: string, keys: readonly string[], from = 0, firstOnly = false): Map<string, Span> {
   const spans = new Map<string, Span>()
   let i = skipSpace(text, from)
   const start = i
@@ -79,7 +81,10 @@ export function memberSpans(text: string, keys: readonly string[], from = 0): Ma
     i = skipSpace(text, keyEnd)
     if (text.charCodeAt(i) === COLON) i = skipSpace(text, i + 1)
     const end = skipValue(text, i)
-    if (keys.includes(key)) spans.set(key, [i, end])
+    if (keys.includes(key)) {
+      spans.set(key, [i, end])
+      if (firstOnly && spans.size === keys.length) return spans
+    }
     i = skipSpace(text, end)
     if (text.charCodeAt(i) === COMMA) i = skipSpace(text, i + 1)
   }

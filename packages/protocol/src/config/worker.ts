@@ -93,6 +93,15 @@ export const WorkerConfig = z.object({
   RELAY_POLL_MS: ms
     .default(1_000)
     .describe("The outbox relay's safety-net poll (it is normally woken by the database's notification)."),
+  GENERATION_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(36_500)
+    .default(90)
+    .describe(
+      "How long the generations' records are kept (`GET /generation`, `GET /generations`, the content's request ids): the worker drops each day's partition once all of it is older. Analytics, the spend counted against limits and budgets, and the credits stay whole (they are kept apart, by hour and day).",
+    ),
   GENERATION_CONTENT_RETENTION_DAYS: z.coerce
     .number()
     .int()

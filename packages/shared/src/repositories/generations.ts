@@ -1,6 +1,7 @@
 import { Prisma, type Db } from '../db.js'
-import { storableJson } from '@roster/protocol'
+import { generationTimeOf, storableJson } from '@roster/protocol'
 import type { GenerationContentRecord, GenerationRecord, GenerationRow } from '@roster/protocol'
+import { ensureGenerationPartitions, missingPartition } from './generations/partitions.js'
 
 // The generations, spend, generation_rollups and generation_content tables' statements.
 
@@ -47,6 +48,20 @@ export async function insertGenerations(
   db: Db | Prisma.TransactionClient,
   records: GenerationRecord[],
 ): Promise<GenerationRecord[]> {
+  try {
+    return await insertOnce(db, records)
+  } catch (err) {
+    // A day the worker has not made a partition for yet (repositories/generations/partitions.ts): made, then written.
+    if (!missingPartition(err) || !('$transaction' in db)) throw err
+    await ensureGenerationPartitions(
+      db as Db,
+      records.map((r) => new Date(r.created_at)),
+    )
+    return insertOnce(db, records)
+  }
+}
+
+async function insertOnce(db: Db | Prisma.TransactionClient, records: GenerationRecord[]): Promise<GenerationRecord[]> {
   if (records.length === 0) return []
   const rows = await db.$queryRaw<{ written: string[] | null }[]>`
     WITH g AS (
@@ -70,7 +85,7 @@ export async function insertGenerations(
         upstream_id, session_id, http_referer, app_title, user_agent, external_user, preset_id,
         coalesce(provider_responses, '[]'::jsonb)
       FROM g ORDER BY id
-      ON CONFLICT (id) DO NOTHING
+      ON CONFLICT (id, created_at) DO NOTHING
       RETURNING id, key_id, workspace_id, account_id, user_id, created_at, cost_pico, is_byok, model, provider,
         tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, latency_ms, ttft_ms, cancelled
     ), spent AS (
@@ -137,10 +152,25 @@ export async function spendOfOwners(db: Db, wanted: readonly { owner: string; pe
   return new Map(rows.map((r) => [`${r.owner}/${r.period}`, { credits: BigInt(r.credits), byok: BigInt(r.byok) }]))
 }
 
+/**
+ * The days of created_at the generations of these ids fall in, where every id says when its request
+ * began (generationTimeOf): from an hour before the first (clocks of two processes) to two days after
+ * the last (a request that runs long). A lookup reads only those days' partitions; an id that does not
+ * say (one made before ids did) reads them all.
+ */
+export function generationDays(ids: string[], column = Prisma.raw('created_at')): Prisma.Sql {
+  const times = ids.map(generationTimeOf)
+  if (times.length === 0 || times.some((t) => !t)) return Prisma.empty
+  const ms = times.map((t) => t!.getTime())
+  const from = new Date(Math.min(...ms) - 3_600_000)
+  const to = new Date(Math.max(...ms) + 2 * 86_400_000)
+  return Prisma.sql`AND ${column} >= ${from} AND ${column} < ${to}`
+}
+
 /** A generation of `accountId` by id (undefined: none, or another account's). */
 export async function generationById(db: Db, accountId: string, id: string) {
   const rows = await db.$queryRaw<GenerationRow[]>`
-    SELECT * FROM generations WHERE id = ${id} AND account_id = ${accountId}::uuid`
+    SELECT * FROM generations WHERE id = ${id} AND account_id = ${accountId}::uuid ${generationDays([id])}`
   return rows[0]
 }
 

@@ -1,4 +1,5 @@
 import { Prisma, type Db } from '../db.js'
+import { generationDays } from './generations.js'
 
 // The observability_destinations table's statements.
 
@@ -185,6 +186,6 @@ export function generationsForDelivery(db: Db, accountId: string, ids: string[])
   >`
     SELECT g.*, c.input, c.output FROM generations g
     LEFT JOIN generation_content c ON c.request_id = g.request_id AND g.id = g.request_id
-    WHERE g.account_id = ${accountId}::uuid AND g.id = ANY(${ids}::text[])
+    WHERE g.account_id = ${accountId}::uuid AND g.id = ANY(${ids}::text[]) ${generationDays(ids, Prisma.raw('g.created_at'))}
     ORDER BY g.created_at, g.id`
 }
