@@ -10,6 +10,8 @@ import Redis from 'ioredis'
 import { record } from './generations.mjs'
 
 const DAY = 86_400_000
+/** The rollups' stand-in for an owner a generation has none of. */
+const NIL = `'00000000-0000-0000-0000-000000000000'::uuid`
 const hex8 = (ms) =>
   Math.floor(ms / 1000)
     .toString(16)
@@ -20,7 +22,7 @@ const idSql = (ms, i) => `'resp_' || lpad(to_hex(${ms} / 1000), 8, '0') || lpad(
 const placed = (start, i, total) =>
   Number(BigInt(start) + (((BigInt(i) * 7919n) % BigInt(total)) * 2_592_000_000n) / BigInt(total))
 
-export async function benchGenerationsScale({ key, db, base, queuePrefix }) {
+export async function benchGenerationsScale({ key, managementKey, db, base, queuePrefix }) {
   const steps = (process.env.BENCH_SCALE_STEPS ?? '10000000,100000000').split(',').map(Number)
   const lookups = Number(process.env.BENCH_SCALE_LOOKUPS ?? 2000)
   const appends = Number(process.env.BENCH_SCALE_APPENDS ?? 100_000)
@@ -57,8 +59,11 @@ export async function benchGenerationsScale({ key, db, base, queuePrefix }) {
     await client.query('ANALYZE generations')
     have = n
     const size = Number(
-      (await client.query(`SELECT pg_total_relation_size(c.oid) AS b FROM pg_class c WHERE relname = 'generations'`))
-        .rows[0]?.b ?? 0,
+      (
+        await client.query(
+          `SELECT sum(pg_total_relation_size(inhrelid)) AS b FROM pg_inherits WHERE inhparent = 'generations'::regclass`,
+        )
+      ).rows[0]?.b ?? 0,
     )
     const parts = Number(
       (await client.query(`SELECT count(*) FROM pg_inherits WHERE inhparent = 'generations'::regclass`)).rows[0].count,
@@ -86,7 +91,7 @@ export async function benchGenerationsScale({ key, db, base, queuePrefix }) {
     })
     rows.push({
       ...(await timed(20, async () => {
-        const res = await fetch(`${base}/activity`, { headers: { authorization: `Bearer ${key}` } })
+        const res = await fetch(`${base}/activity`, { headers: { authorization: `Bearer ${managementKey}` } })
         await res.text()
         if (res.status !== 200) throw new Error(`GET /activity: ${res.status}`)
       })),
@@ -120,7 +125,8 @@ async function rollUp(client, accountId) {
     `INSERT INTO generation_rollups (account_id, workspace_id, key_id, user_id, model, provider, hour, requests,
        tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
        ttft_count, cancelled)
-     SELECT account_id, workspace_id, key_id, user_id, model, provider, date_trunc('hour', created_at), count(*),
+     SELECT account_id, coalesce(workspace_id, ${NIL}), coalesce(key_id, ${NIL}), coalesce(user_id, ${NIL}), model,
+            provider, date_trunc('hour', created_at), count(*),
             sum(tokens_prompt), sum(tokens_completion), sum(tokens_reasoning), sum(tokens_cached),
             sum(CASE WHEN is_byok THEN 0 ELSE cost_pico END), sum(CASE WHEN is_byok THEN cost_pico ELSE 0 END),
             sum(latency_ms), sum(ttft_ms), count(ttft_ms), count(*) FILTER (WHERE cancelled)

@@ -1,5 +1,9 @@
+import { randomBytes } from 'node:crypto'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import pg from 'pg'
 import { describe, expect, it } from 'vitest'
-import { generationRecord, useTestTenant } from '@roster/testing'
+import { adminUrl, generationRecord, repoRoot, serverUrl, TEST_DB_PREFIX, useTestTenant } from '@roster/testing'
 import {
   generationById,
   generationPartitions,
@@ -119,5 +123,48 @@ describe('the generations’ day partitions', () => {
     // A partition still within the retention is kept: the days ahead were made from that later "now".
     const left = (await generationPartitions(env.t.db)).map((p) => p.name)
     expect(left).toContain(partitionName(new Date(dayOf.getTime() + 91 * DAY)))
+  })
+})
+
+describe('the migration that partitions the generations, on a database that has some', () => {
+  it('keeps every row, a clock’s future ones too, and takes new days after them', async () => {
+    const name = `${TEST_DB_PREFIX}upgrade_${randomBytes(4).toString('hex')}`
+    const admin = new pg.Client({ connectionString: adminUrl() })
+    await admin.connect()
+    await admin.query(`CREATE DATABASE ${name}`)
+    const client = new pg.Client({ connectionString: serverUrl(name) })
+    await client.connect()
+    try {
+      // Every migration before it, as `prisma migrate deploy` applies them.
+      const dir = join(repoRoot, 'prisma', 'migrations')
+      const all = readdirSync(dir).filter((d) => /^\d{14}_/.test(d)).sort()
+      const at = all.findIndex((d) => d.endsWith('_generations_partitioned'))
+      expect(at).toBeGreaterThan(0)
+      for (const m of all.slice(0, at)) await client.query(readFileSync(join(dir, m, 'migration.sql'), 'utf8'))
+      // Rows of the last days, and one a clock ahead wrote ten days from now.
+      const times = [-40, -1, 0, 10].map((d) => new Date(Date.now() + d * DAY))
+      for (const [i, t] of times.entries())
+        await client.query(
+          `INSERT INTO generations (id, request_id, created_at, model, door, tokens_prompt, tokens_completion,
+             tokens_reasoning, tokens_cached, cost_pico, streamed, cancelled)
+           VALUES ($1, $1, $2, 'm/x', 'responses', 1, 1, 0, 0, 1, false, false)`,
+          [`resp_old${i}`, t],
+        )
+      await client.query(readFileSync(join(dir, all[at]!, 'migration.sql'), 'utf8'))
+      const rows = await client.query(`SELECT id, tableoid::regclass::text AS part FROM generations ORDER BY id`)
+      expect(rows.rows).toEqual(times.map((_, i) => ({ id: `resp_old${i}`, part: 'generations_history' })))
+      // Its range ends after the latest row's day: a day after that is a new partition's.
+      const bound = await client.query(
+        `SELECT pg_get_expr(c.relpartbound, c.oid) AS b FROM pg_class c WHERE relname = 'generations_history'`,
+      )
+      const to = new Date(/TO \('([^']+)'\)/.exec(bound.rows[0].b)![1]!)
+      expect(to.getTime()).toBe(day(times[3]!.getTime()).getTime() + DAY)
+      // The rest of the migrations apply after it.
+      for (const m of all.slice(at + 1)) await client.query(readFileSync(join(dir, m, 'migration.sql'), 'utf8'))
+    } finally {
+      await client.end()
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await admin.end()
+    }
   })
 })

@@ -81,8 +81,10 @@ export function openResponsesEvent(event: StreamEvent, seq: number): string {
 
 /**
  * One of the provider's events forwarded as it came, while the call passes through (run.pass): its
- * data parsed once (for the translation that reads it next), the stream opened by the first. An
- * event the door must translate ends the forwarding; the door writes from that event on.
+ * data parsed once (for the translation that reads it next), the stream opened by the first. While
+ * it forwards, the run's output makes no events (nothing would write them); an event the door must
+ * translate ends the forwarding, and the door resumes from the output so far and writes from that
+ * event on.
  */
 export function forwardEvent(run: Run, e: ProviderEvent) {
   const live = run.live!
@@ -91,12 +93,17 @@ export function forwardEvent(run: Run, e: ProviderEvent) {
   const text = pass.forward(e, json, started(run))
   if (text === undefined) {
     run.pass = undefined
-    run.passedThrough = false
+    if (run.passedThrough) {
+      run.passedThrough = false
+      run.opts.doorStream?.resume?.(run.assembler.output)
+      run.assembler.emit = (event) => writeEvent(run, event)
+    }
     return
   }
   if (!live.opened) {
     live.opened = true
     run.passedThrough = true
+    run.assembler.emit = undefined
     if (run.opts.replyPath) run.opts.replyPath.passedThrough = true
     live.sink.open()
     if (text) write(live, text)

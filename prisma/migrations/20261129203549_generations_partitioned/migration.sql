@@ -1,6 +1,6 @@
 -- The generations partitioned by UTC day of created_at (issue 60): a busy gateway writes millions a
 -- day, and a day past GENERATION_RETENTION_DAYS is dropped whole by the worker
--- (packages/shared/src/repositories/generation-partitions.ts), never deleted row by row. Prisma does
+-- (packages/shared/src/repositories/generations/partitions.ts), never deleted row by row. Prisma does
 -- not describe partitions: this migration is written by hand. The table as it was becomes the first
 -- partition (attached, not copied: no row moves), holding everything up to the end of the day after
 -- this migration; the worker makes the days after that ahead of time, and a write that finds its day
@@ -21,7 +21,11 @@ CREATE INDEX "generations_account_id_created_at_idx" ON "generations"("account_i
 
 DO $$
 DECLARE
-  upto timestamptz := (date_trunc('day', now() AT TIME ZONE 'UTC') + interval '2 days') AT TIME ZONE 'UTC';
+  -- The end of the day after this one, or of the latest row's day if a clock ahead wrote later ones.
+  upto timestamptz := greatest(
+    (date_trunc('day', now() AT TIME ZONE 'UTC') + interval '2 days') AT TIME ZONE 'UTC',
+    (SELECT (date_trunc('day', max(created_at) AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC'
+     FROM generations_history));
 BEGIN
   EXECUTE format('ALTER TABLE generations ATTACH PARTITION generations_history FOR VALUES FROM (MINVALUE) TO (%L)', upto);
 END $$;

@@ -16,6 +16,7 @@ import {
   type Annotation,
   type ItemEvent,
   type LogProb,
+  type OutputItem,
   type ResponseObject,
   type StopReason,
 } from '../wire.js'
@@ -211,8 +212,6 @@ export const chatPassThrough = chatWhole({ usage: (r) => chatUsage(r), idOf: cha
 /** The engine's events as `chat.completion.chunk`s, ending with `data: [DONE]`. */
 export class ChatCompletionStream implements DoorStream, ChatDoorParts {
   private head = ''
-  /** The provider's chunks go instead of the door's (chat-pass-through.ts): the door only keeps count. */
-  passing = false
   private readonly toolIndex = new Map<string, number>()
   /** Each reasoning item's place among the reply's reasoning items (reasoning_details' `index`). */
   private readonly reasonings = new Map<string, number>()
@@ -242,7 +241,6 @@ export class ChatCompletionStream implements DoorStream, ChatDoorParts {
   }
 
   event(e: ItemEvent): string {
-    if (this.passing) return this.track(e)
     switch (e.type) {
       case 'response.content_part.added':
         this.partStart.set(`${e.item_id}:${e.content_index}`, this.sent)
@@ -301,18 +299,23 @@ export class ChatCompletionStream implements DoorStream, ChatDoorParts {
   }
 
   /**
-   * While the provider's chunks go instead: what the door must know to take over from any chunk (the
-   * calls' indices, the reasoning items' places, the text's length for annotations), nothing written.
+   * Taking over from the provider's chunks (chat-pass-through.ts): the calls' indices, the reasoning
+   * items' places and the text's length (for annotations) as the output so far has them.
    */
-  private track(e: ItemEvent): string {
-    if (e.type === 'response.content_part.added') this.partStart.set(`${e.item_id}:${e.content_index}`, this.sent)
-    else if (e.type === 'response.output_text.delta') this.sent += e.delta.length
-    else if (e.type === 'response.reasoning_summary_text.delta') this.reasoningIndex(e.item_id)
-    else if (e.type === 'response.output_item.added' && e.item.type === 'function_call' && !isProviderItem(e.item))
-      this.toolIndex.set(e.item.id, this.toolIndex.size)
-    else if (e.type === 'response.output_item.done' && isProviderItem(e.item) && e.item[PROVIDER_ITEM].chatToolCall)
-      this.toolIndex.set(e.item.id ?? `other:${this.toolIndex.size}`, this.toolIndex.size)
-    return ''
+  resume(output: readonly unknown[]) {
+    for (const item of output as OutputItem[]) {
+      if (isProviderItem(item)) {
+        if (item[PROVIDER_ITEM].chatToolCall)
+          this.toolIndex.set(item.id ?? `other:${this.toolIndex.size}`, this.toolIndex.size)
+      } else if (item.type === 'function_call') this.toolIndex.set(item.id, this.toolIndex.size)
+      else if (item.type === 'reasoning') this.reasoningIndex(item.id)
+      else if (item.type === 'message')
+        item.content.forEach((part, i) => {
+          if (part.type !== 'output_text') return
+          this.partStart.set(`${item.id}:${i}`, this.sent)
+          this.sent += part.text.length
+        })
+    }
   }
 
   private reasoningIndex(itemId: string): number {

@@ -18,10 +18,8 @@ const DONE = sseEvent('[DONE]')
 
 /** What of the door's own stream the pass-through shares: its ids, and its ending when Roster must make one. */
 export interface ChatDoorParts {
-  /** The stream's ids are `started`'s (the door's chunk head), and the door keeps quiet while the provider's chunks go. */
+  /** The stream's ids are `started`'s (the door's chunk head, for an ending or a failure of its own). */
   begin(started: StreamStart): void
-  /** Whether the door's own stream is silent (the provider's chunks go instead). */
-  passing: boolean
   /** The door's chunk saying how the reply finished. */
   finishChunk(response: ResponseObject): string
   /** The door's usage chunk (`choices: []`). */
@@ -158,7 +156,6 @@ export class ChatPassThrough implements PassThroughStream {
     if (!this.ids) {
       this.ids = { id: JSON.stringify(this.door.idOf(started.id)), model: JSON.stringify(started.model) }
       this.door.begin(started)
-      this.door.passing = true
     }
     const text = this.withIds(e.data)
     const choice = (c.choices as Json[])[0]
@@ -205,7 +202,6 @@ export class ChatPassThrough implements PassThroughStream {
 
   /** The door translates from here on. */
   private stop(): undefined {
-    this.door.passing = false
     this.held.length = 0
     return undefined
   }

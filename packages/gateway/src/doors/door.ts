@@ -37,12 +37,19 @@ export interface DoorStream {
    * them (pass-through.ts), where the door speaks that protocol; absent, or undefined: translated.
    */
   passThrough?(protocol: string): PassThroughStream | undefined
+  /**
+   * The door takes over a stream its provider's events were forwarded on (pass-through stopped
+   * mid-way): what it must know of the output so far (the calls' places, the text's length), from
+   * the items the engine read of it. Its own events follow from the next one on.
+   */
+  resume?(output: readonly unknown[]): void
 }
 
 /**
- * A door forwarding its provider's own events, one upstream call's. While it forwards, the door's
- * own stream stays silent (keeping only what it needs to take over); once an event is not one the
- * door's clients may be given as it came, the door translates from that event on.
+ * A door forwarding its provider's own events, one upstream call's. While it forwards, the engine
+ * makes no events for the door (it still reads every reply); once an event is not one the door's
+ * clients may be given as it came, the door resumes from the output so far and translates from that
+ * event on.
  */
 export interface PassThroughStream {
   /**

@@ -18,8 +18,6 @@ const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null 
 
 /** What of the door's own stream the pass-through shares. */
 export interface MessagesDoorParts {
-  /** Whether the door's own stream is silent (the provider's events go instead). */
-  passing: boolean
   /** The usage as the door reports it (Anthropic's counters, and the cost). */
   usage(response: ResponseObject): unknown
   /** The Message's id as the door answers it. */
@@ -113,7 +111,6 @@ export class MessagesPassThrough implements PassThroughStream {
     if (!this.started) {
       if (json.type !== 'message_start' || !messageForwardable(json.message)) return this.stop()
       this.started = true
-      this.door.passing = true
       const at = memberSpans(text, ['message']).get('message')![0]
       text = edited(text, idEdits(text, at, JSON.stringify(this.door.idOf(started.id)), JSON.stringify(started.model)))
     } else if (json.type === 'error') return this.stop()
@@ -139,7 +136,6 @@ export class MessagesPassThrough implements PassThroughStream {
 
   /** The door translates from here on. */
   private stop(): undefined {
-    this.door.passing = false
     this.held.length = 0
     return undefined
   }

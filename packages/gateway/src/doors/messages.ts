@@ -258,8 +258,6 @@ const textDeltaEvent = (index: number, text: string) =>
 
 /** The engine's events as the Messages event stream: message_start, content blocks, message_delta, message_stop. */
 export class MessagesStream implements DoorStream, MessagesDoorParts {
-  /** The provider's events go instead of the door's (messages-pass-through.ts). */
-  passing = false
   private blocks = 0
   /** Open blocks by what opened them (a reasoning item, a message's content part, a call). */
   private readonly open_ = new Map<string, number>()
@@ -284,8 +282,6 @@ export class MessagesStream implements DoorStream, MessagesDoorParts {
   }
 
   event(e: ItemEvent): string {
-    // Anthropic's stream is forwarded whole or not at all (but for an error, the door's to write).
-    if (this.passing) return ''
     switch (e.type) {
       case 'response.reasoning_summary_text.delta':
         // A thinking block opens with its first text, so that an empty reasoning item makes none.
