@@ -137,7 +137,9 @@ describe('the migration that partitions the generations, on a database that has 
     try {
       // Every migration before it, as `prisma migrate deploy` applies them.
       const dir = join(repoRoot, 'prisma', 'migrations')
-      const all = readdirSync(dir).filter((d) => /^\d{14}_/.test(d)).sort()
+      const all = readdirSync(dir)
+        .filter((d) => /^\d{14}_/.test(d))
+        .sort()
       const at = all.findIndex((d) => d.endsWith('_generations_partitioned'))
       expect(at).toBeGreaterThan(0)
       for (const m of all.slice(0, at)) await client.query(readFileSync(join(dir, m, 'migration.sql'), 'utf8'))
