@@ -131,26 +131,44 @@ export async function seedGenerations(client, { accountId, workspaceId, n }) {
   }
   const filled = performance.now() - t0
   const t1 = performance.now()
-  await client.query(`
-    INSERT INTO generation_rollups (account_id, workspace_id, key_id, user_id, model, provider, hour, requests,
-      tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
-      ttft_count, cancelled)
-    SELECT g.account_id, g.workspace_id, g.key_id, g.user_id, g.model, g.provider, date_trunc('hour', g.created_at),
-           count(*), sum(g.tokens_prompt), sum(g.tokens_completion), sum(g.tokens_reasoning), sum(g.tokens_cached),
-           sum(CASE WHEN g.is_byok THEN 0 ELSE g.cost_pico END), sum(CASE WHEN g.is_byok THEN g.cost_pico ELSE 0 END),
-           sum(g.latency_ms), sum(g.ttft_ms), count(g.ttft_ms), count(*) FILTER (WHERE g.cancelled)
-    FROM generations g WHERE g.id LIKE 'gen-bench-%' GROUP BY 1, 2, 3, 4, 5, 6, 7`)
-  await client.query(`
-    INSERT INTO generation_rollups_daily (account_id, workspace_id, key_id, user_id, model, provider, day, requests,
-      tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
-      ttft_count, cancelled)
-    SELECT account_id, workspace_id, key_id, user_id, model, provider,
-           date_trunc('day', hour AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', sum(requests), sum(tokens_prompt),
-           sum(tokens_completion), sum(tokens_reasoning), sum(tokens_cached), sum(credits_pico), sum(byok_pico),
-           sum(latency_ms), sum(ttft_ms), sum(ttft_count), sum(cancelled)
-    FROM generation_rollups GROUP BY 1, 2, 3, 4, 5, 6, 7`)
-  await client.query('ANALYZE generation_rollups')
-  await client.query('ANALYZE generation_rollups_daily')
+  await rollUpGenerations(client, accountId)
   const rolled = performance.now() - t1
   return { filled, rolled }
+}
+
+/** The rollups' stand-in for an owner a generation has none of. */
+const NIL = `'00000000-0000-0000-0000-000000000000'::uuid`
+
+/**
+ * The account's hourly and daily rollups made again from its generations, as the drain keeps them
+ * (for generations written straight into Postgres).
+ */
+export async function rollUpGenerations(client, accountId) {
+  await client.query(`DELETE FROM generation_rollups WHERE account_id = $1::uuid`, [accountId])
+  await client.query(`DELETE FROM generation_rollups_daily WHERE account_id = $1::uuid`, [accountId])
+  await client.query(
+    `INSERT INTO generation_rollups (account_id, workspace_id, key_id, user_id, model, provider, hour, requests,
+       tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
+       ttft_count, cancelled)
+     SELECT account_id, coalesce(workspace_id, ${NIL}), coalesce(key_id, ${NIL}), coalesce(user_id, ${NIL}), model,
+            provider, date_trunc('hour', created_at), count(*),
+            sum(tokens_prompt), sum(tokens_completion), sum(tokens_reasoning), sum(tokens_cached),
+            sum(CASE WHEN is_byok THEN 0 ELSE cost_pico END), sum(CASE WHEN is_byok THEN cost_pico ELSE 0 END),
+            sum(latency_ms), sum(ttft_ms), count(ttft_ms), count(*) FILTER (WHERE cancelled)
+     FROM generations WHERE account_id = $1::uuid GROUP BY 1, 2, 3, 4, 5, 6, 7`,
+    [accountId],
+  )
+  await client.query(
+    `INSERT INTO generation_rollups_daily (account_id, workspace_id, key_id, user_id, model, provider, day, requests,
+       tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
+       ttft_count, cancelled)
+     SELECT account_id, workspace_id, key_id, user_id, model, provider,
+            date_trunc('day', hour AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', sum(requests), sum(tokens_prompt),
+            sum(tokens_completion), sum(tokens_reasoning), sum(tokens_cached), sum(credits_pico), sum(byok_pico),
+            sum(latency_ms), sum(ttft_ms), sum(ttft_count), sum(cancelled)
+     FROM generation_rollups WHERE account_id = $1::uuid GROUP BY 1, 2, 3, 4, 5, 6, 7`,
+    [accountId],
+  )
+  await client.query('ANALYZE generation_rollups')
+  await client.query('ANALYZE generation_rollups_daily')
 }

@@ -8,21 +8,26 @@
 import pg from 'pg'
 import Redis from 'ioredis'
 import { record } from './generations.mjs'
+import { rollUpGenerations } from './analytics.mjs'
 
 const DAY = 86_400_000
-/** The rollups' stand-in for an owner a generation has none of. */
-const NIL = `'00000000-0000-0000-0000-000000000000'::uuid`
 const hex8 = (ms) =>
   Math.floor(ms / 1000)
     .toString(16)
     .padStart(8, '0')
 /** A generation's id as the gateway writes one: `resp_`, its second, then 24 hex digits (here its number). */
 const idSql = (ms, i) => `'resp_' || lpad(to_hex(${ms} / 1000), 8, '0') || lpad(to_hex(${i}), 24, '0')`
-/** When generation `i` of `total` was made (epoch ms): its place in the 30 days from `start`, as the SQL below places it. */
+/**
+ * When generation `i` of `total` was made (epoch ms), as the SQL below places it: on day `i % 30` of the
+ * 30 from `start`, in order within its day, so that each step adds rows to every day and a day's rows
+ * are written one partition at a time (as the drain writes them: today's only).
+ */
 const placed = (start, i, total) =>
-  Number(BigInt(start) + (((BigInt(i) * 7919n) % BigInt(total)) * 2_592_000_000n) / BigInt(total))
+  Number(BigInt(start) + BigInt(i % 30) * 86_400_000n + (BigInt(Math.floor(i / 30)) * 2_592_000_000n) / BigInt(total))
+const PLACED_SQL = `$4::bigint + (i % 30) * 86400000 + (i / 30) * 2592000000 / $5::bigint`
 
 export async function benchGenerationsScale({ key, managementKey, db, base, queuePrefix }) {
+  // 100 million rows take ~45 GB of disk (and ~10 minutes to write here).
   const steps = (process.env.BENCH_SCALE_STEPS ?? '10000000,100000000').split(',').map(Number)
   const lookups = Number(process.env.BENCH_SCALE_LOOKUPS ?? 2000)
   const appends = Number(process.env.BENCH_SCALE_APPENDS ?? 100_000)
@@ -39,24 +44,26 @@ export async function benchGenerationsScale({ key, managementKey, db, base, queu
     const t0 = performance.now()
     for (let from = have; from < n; from += 1_000_000) {
       const to = Math.min(n, from + 1_000_000) - 1
-      // Generation i of the final count falls at its place in the 30 days: each step adds rows among the others.
-      await client.query(
-        `INSERT INTO generations (id, request_id, created_at, account_id, model, provider, door, tokens_prompt,
-           tokens_completion, tokens_reasoning, tokens_cached, cost_pico, is_byok, latency_ms, ttft_ms, streamed, cancelled)
-         SELECT ${idSql('ms', 'i')}, ${idSql('ms', 'i')}, to_timestamp(ms / 1000.0), $1::uuid, 'bench/model-' || (i % 23), 'provider-' || (i % 4),
-                'chat_completions', 10 + i % 500, 5 + i % 300, i % 50, i % 7, (1000000 + i % 100000)::bigint,
-                i % 10 = 0, 100 + i % 900, 20 + i % 80, i % 2 = 0, false
-         FROM generate_series($2::bigint, $3::bigint) i,
-              LATERAL (SELECT $4::bigint + ((i * 7919) % $5::bigint) * 2592000000 / $5::bigint AS ms) x`,
-        [accountId, from, to, start, steps.at(-1)],
-      )
+      // Each day's share of this million, one statement (one partition) at a time.
+      for (let d = 0; d < 30; d++)
+        await client.query(
+          `INSERT INTO generations (id, request_id, created_at, account_id, model, provider, door, tokens_prompt,
+             tokens_completion, tokens_reasoning, tokens_cached, cost_pico, is_byok, latency_ms, ttft_ms, streamed, cancelled)
+           SELECT ${idSql('ms', 'i')}, ${idSql('ms', 'i')}, to_timestamp(ms / 1000.0), $1::uuid, 'bench/model-' || (i % 23),
+                  'provider-' || (i % 4), 'chat_completions', 10 + i % 500, 5 + i % 300, i % 50, i % 7,
+                  (1000000 + i % 100000)::bigint, i % 10 = 0, 100 + i % 900, 20 + i % 80, i % 2 = 0, false
+           FROM generate_series($2::bigint, $3::bigint, 30) i, LATERAL (SELECT ${PLACED_SQL} AS ms) x`,
+          [accountId, from + ((d - (from % 30) + 30) % 30), to, start, steps.at(-1)],
+        )
       process.stderr.write(`bench: generations-scale: ${(to + 1).toLocaleString('en-US')} generations\n`)
     }
     const filled = performance.now() - t0
     const t1 = performance.now()
-    await rollUp(client, accountId)
+    await rollUpGenerations(client, accountId)
     const rolled = performance.now() - t1
     await client.query('ANALYZE generations')
+    // What the seed wrote is flushed before anything is timed: the drain's rate is not the checkpoint's.
+    await client.query('CHECKPOINT')
     have = n
     const size = Number(
       (
@@ -97,6 +104,8 @@ export async function benchGenerationsScale({ key, managementKey, db, base, queu
       })),
       scenario: `  ${label}: GET /activity (30 days)`,
     })
+    // Each size's rows as soon as they are measured (a run stopped at the next size keeps them).
+    for (const r of rows.slice(-4)) process.stderr.write(`bench: ${r.scenario.trim()}: ${r.value}\n`)
   }
   await client.end()
   return rows
@@ -115,37 +124,6 @@ async function dayPartitions(client, start) {
            'generations_d' || to_char(d, 'YYYYMMDD'), d::timestamp AT TIME ZONE 'UTC', (d + 1)::timestamp AT TIME ZONE 'UTC');
        END LOOP; END $$`.replace('$1::date', `'${new Date(start - DAY).toISOString().slice(0, 10)}'::date`),
   )
-}
-
-/** The hourly and daily rollups of the seeded generations, as the drain keeps them (made again at each size). */
-async function rollUp(client, accountId) {
-  await client.query(`DELETE FROM generation_rollups WHERE account_id = $1::uuid`, [accountId])
-  await client.query(`DELETE FROM generation_rollups_daily WHERE account_id = $1::uuid`, [accountId])
-  await client.query(
-    `INSERT INTO generation_rollups (account_id, workspace_id, key_id, user_id, model, provider, hour, requests,
-       tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
-       ttft_count, cancelled)
-     SELECT account_id, coalesce(workspace_id, ${NIL}), coalesce(key_id, ${NIL}), coalesce(user_id, ${NIL}), model,
-            provider, date_trunc('hour', created_at), count(*),
-            sum(tokens_prompt), sum(tokens_completion), sum(tokens_reasoning), sum(tokens_cached),
-            sum(CASE WHEN is_byok THEN 0 ELSE cost_pico END), sum(CASE WHEN is_byok THEN cost_pico ELSE 0 END),
-            sum(latency_ms), sum(ttft_ms), count(ttft_ms), count(*) FILTER (WHERE cancelled)
-     FROM generations WHERE account_id = $1::uuid GROUP BY 1, 2, 3, 4, 5, 6, 7`,
-    [accountId],
-  )
-  await client.query(
-    `INSERT INTO generation_rollups_daily (account_id, workspace_id, key_id, user_id, model, provider, day, requests,
-       tokens_prompt, tokens_completion, tokens_reasoning, tokens_cached, credits_pico, byok_pico, latency_ms, ttft_ms,
-       ttft_count, cancelled)
-     SELECT account_id, workspace_id, key_id, user_id, model, provider,
-            date_trunc('day', hour AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', sum(requests), sum(tokens_prompt),
-            sum(tokens_completion), sum(tokens_reasoning), sum(tokens_cached), sum(credits_pico), sum(byok_pico),
-            sum(latency_ms), sum(ttft_ms), sum(ttft_count), sum(cancelled)
-     FROM generation_rollups WHERE account_id = $1::uuid GROUP BY 1, 2, 3, 4, 5, 6, 7`,
-    [accountId],
-  )
-  await client.query('ANALYZE generation_rollups')
-  await client.query('ANALYZE generation_rollups_daily')
 }
 
 /** `n` records appended to the stream the worker drains (dated now: today's partition); records/s written. */
