@@ -232,8 +232,13 @@ await describeNeeding(['chromium'], 'the web console in a browser', () => {
       expect(await rendered()).toBeLessThan(60)
     }
     expect(last).toBeGreaterThan(250)
-    const name = `bulk-${String(last).padStart(5, '0')}`
-    await page.getByRole('link', { name, exact: true }).waitFor()
+    // The last row rendered is the intern of its place (read again each time: a page that arrives
+    // meanwhile may move the rendered window).
+    await waitFor(
+      async () =>
+        page.getByRole('link', { name: `bulk-${String(await lastShown()).padStart(5, '0')}`, exact: true }).isVisible(),
+      { what: 'the last row shown, named by its place', intervalMs: 50 },
+    )
     // The top is where it was.
     await page.evaluate(() => window.scrollTo(0, 0))
     await page.getByRole('link', { name: 'bulk-00000' }).waitFor()
