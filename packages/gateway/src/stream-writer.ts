@@ -94,6 +94,8 @@ export function forwardEvent(run: Run, e: ProviderEvent) {
   if (text === undefined) {
     run.pass = undefined
     if (run.passedThrough) {
+      const held = pass.flush?.()
+      if (held) write(live, held)
       run.passedThrough = false
       run.opts.doorStream?.resume?.(run.assembler.output)
       run.assembler.emit = (event) => writeEvent(run, event)

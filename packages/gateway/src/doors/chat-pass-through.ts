@@ -135,6 +135,14 @@ const headForwardable = (c: Json, object: string) =>
   c.citations === undefined &&
   (c.usage == null || usageForwardable(c.usage))
 
+/** A chunk's choice that carries nothing but who speaks (or nothing at all). */
+function saysNothing(choice: Json | undefined): boolean {
+  const d = choice?.delta
+  if (!isObject(d)) return true
+  for (const k in d) if (k !== 'role' && d[k] !== '' && d[k] != null) return false
+  return true
+}
+
 /** One call's chunks forwarded (see the file's head). */
 export class ChatPassThrough implements PassThroughStream {
   private ids?: { id: string; model: string }
@@ -144,6 +152,9 @@ export class ChatPassThrough implements PassThroughStream {
   private readonly held: string[] = []
   private finished = false
   private readonly calls: Calls = { begun: 0 }
+  /** Whether a chunk that says something (text, a call, reasoning) has gone; until then, the opening ones wait for it. */
+  private said = false
+  private opening = ''
   private usageHeld = -1
 
   constructor(private readonly door: ChatDoorParts) {}
@@ -166,7 +177,20 @@ export class ChatPassThrough implements PassThroughStream {
       this.held.push(text)
       return ''
     }
-    return sseEvent(text)
+    // A first chunk that only says who speaks goes with the next, in one write, as the door's own
+    // opening goes with its first text (a write and a packet less for every stream).
+    if (!this.said && saysNothing(choice)) {
+      this.opening += sseEvent(text)
+      return ''
+    }
+    this.said = true
+    return this.flush() + sseEvent(text)
+  }
+
+  flush(): string {
+    const opening = this.opening
+    this.opening = ''
+    return opening
   }
 
   /**
@@ -189,7 +213,7 @@ export class ChatPassThrough implements PassThroughStream {
   }
 
   end(response: ResponseObject): string {
-    let out = ''
+    let out = this.flush()
     if (!this.finished) out += this.door.finishChunk(response)
     this.held.forEach((text, i) => {
       out += sseEvent(

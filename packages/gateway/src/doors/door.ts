@@ -60,6 +60,8 @@ export interface PassThroughStream {
   forward(e: StreamEvent, json: unknown, started: StreamStart): string | undefined
   /** The end of a stream that did not fail: what was held, with Roster's usage and cost in it. */
   end(response: ResponseObject): string
+  /** What it holds that the client must still get when the door takes over (a chunk kept to go with the next). */
+  flush?(): string
 }
 
 /** A door's answer to a whole reply its provider gave in the door's protocol: the provider's text, Roster's ids and cost put in; undefined: translate it. */
