@@ -70,8 +70,22 @@ beforeAll(async () => {
     let body = ''
     req.on('data', (c) => (body += c))
     req.on('end', () => {
-      const stream = (JSON.parse(body) as { stream?: boolean }).stream
+      const { stream, model } = JSON.parse(body) as { stream?: boolean; model?: string }
       const chat = req.url === '/v1/chat/completions'
+      if (model === 'one-chunk') {
+        // The whole reply in one chunk that also says how it finished (held by the pass: the door's).
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        return res.end(
+          `data: ${chunk('"choices":[{"index":0,"delta":{"role":"assistant","content":"All at once"},"finish_reason":"stop"}]')}\n\n` +
+            `data: ${CHAT_CHUNKS[4]}\n\ndata: [DONE]\n\n`,
+        )
+      }
+      if (model === 'cut') {
+        // Its opening chunk (held by the pass), then the connection gone: the next endpoint is tried.
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        res.write(`data: ${CHAT_CHUNKS[0]}\n\n`)
+        return setTimeout(() => res.destroy(), 20)
+      }
       if (!stream) {
         res.writeHead(200, { 'content-type': 'application/json' })
         return res.end(chat ? CHAT_WHOLE : MESSAGE_WHOLE)
@@ -87,6 +101,13 @@ beforeAll(async () => {
     models: [
       simModel('double/chat', [simEndpoint(url, 'openai-chat', { provider: 'double' })]),
       simModel('double/messages', [simEndpoint(url, 'anthropic-messages', { provider: 'double' })]),
+      simModel('double/one-chunk', [
+        simEndpoint(url, 'openai-chat', { provider: 'double', upstream_model: 'one-chunk' }),
+      ]),
+      simModel('double/cut-then-anthropic', [
+        simEndpoint(url, 'openai-chat', { provider: 'double-cut', upstream_model: 'cut' }),
+        simEndpoint(url, 'anthropic-messages', { provider: 'double' }),
+      ]),
     ],
   }
   app = await buildTestApp(env.t.db, { QUEUE_PREFIX: prefix }, catalogue)
@@ -176,6 +197,33 @@ describe('/chat/completions from an openai-chat endpoint', () => {
       said += c.choices[0]?.delta.content ?? ''
     expect(said).toBe('Hello é')
     expect(await generation(id)).toMatchObject({ pass_through: true, streamed: true, tokens_completion: 3 })
+  })
+
+  it('leaves the stream to the door when the provider’s first words come with its end, or its call breaks before it said anything', async () => {
+    const client = new OpenAI({ apiKey: key(), baseURL: base, maxRetries: 0 })
+    const read = async (model: string) => {
+      const { data, response } = await client.chat.completions
+        .create({ model, messages: [{ role: 'user', content: 'hi' }], stream: true })
+        .withResponse()
+      let text = ''
+      let id = ''
+      let finish: string | null | undefined
+      for await (const c of data) {
+        id ||= c.id
+        text += c.choices[0]?.delta.content ?? ''
+        finish = c.choices[0]?.finish_reason ?? finish
+      }
+      return { text, id, finish, path: response.headers.get('x-roster-reply-path') }
+    }
+    // Everything in the chunk the pass holds for the record: the door writes the stream, whole.
+    const once = await read('double/one-chunk')
+    expect(once).toMatchObject({ text: 'All at once', finish: 'stop', path: 'translated' })
+    expect(await generation(once.id)).toMatchObject({ pass_through: false })
+    // The first endpoint's opening chunk held, then its connection lost: the next (Anthropic's) answers, translated.
+    const fell = await read('double/cut-then-anthropic')
+    expect(fell).toMatchObject({ text: 'Hi é', finish: 'stop', path: 'translated' })
+    const g = await generation(fell.id)
+    expect(g).toMatchObject({ pass_through: false, provider_name: 'double' })
   })
 
   it('translates where the request changes what the reply holds, or asks', async () => {

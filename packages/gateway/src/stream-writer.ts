@@ -89,6 +89,11 @@ export function openResponsesEvent(event: StreamEvent, seq: number): string {
 export function forwardEvent(run: Run, e: ProviderEvent) {
   const live = run.live!
   const pass = run.pass!
+  // The door opened the stream (a reply whose first words came in a chunk the pass held): it is the door's.
+  if (live.opened && !run.passedThrough) {
+    run.pass = undefined
+    return
+  }
   const json = e.data === '[DONE]' ? undefined : (e.json = JSON.parse(e.data) as unknown)
   const text = pass.forward(e, json, started(run))
   if (text === undefined) {
@@ -102,19 +107,22 @@ export function forwardEvent(run: Run, e: ProviderEvent) {
     }
     return
   }
+  // Held (an opening chunk, or the end): the stream is the pass's only once it has written, so a
+  // call that fails before (and the endpoint tried next) or a reply that never says anything is the door's.
+  if (!text) return
   if (!live.opened) {
     live.opened = true
     run.passedThrough = true
     run.assembler.emit = undefined
     if (run.opts.replyPath) run.opts.replyPath.passedThrough = true
     live.sink.open()
-    if (text) write(live, text)
+    write(live, text)
     // The first event leaves the moment it is made (holdForTick holds the rest of the read).
     live.sink.uncork()
     live.sink.cork()
     return
   }
-  if (text) write(live, text)
+  write(live, text)
 }
 
 /** What the door answers a stream with: the run's id, the model as the catalogue names it. */
