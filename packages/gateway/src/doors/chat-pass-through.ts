@@ -2,7 +2,7 @@ import { sseEvent } from '@roster/protocol'
 import type { StreamEvent } from '../adapters/adapter.js'
 import type { ResponseObject } from '../wire.js'
 import type { PassThroughStream, PassThroughWhole, StreamStart } from './door.js'
-import { edited, memberSpans, replaceValue, setMembers } from './json-members.js'
+import { edited, memberSpans, replaceValue, setMembers, sseFrame } from './json-members.js'
 
 // /chat/completions answered with the provider's own Chat Completions (pass-through): its chunks,
 // or its whole completion, forwarded as it sent them, with what Roster answers for put in (the id
@@ -180,11 +180,11 @@ export class ChatPassThrough implements PassThroughStream {
     // A first chunk that only says who speaks goes with the next, in one write, as the door's own
     // opening goes with its first text (a write and a packet less for every stream).
     if (!this.said && saysNothing(choice)) {
-      this.opening += sseEvent(text)
+      this.opening += sseFrame(text)
       return ''
     }
     this.said = true
-    return this.flush() + sseEvent(text)
+    return this.flush() + sseFrame(text)
   }
 
   flush(): string {
@@ -216,7 +216,7 @@ export class ChatPassThrough implements PassThroughStream {
     let out = this.flush()
     if (!this.finished) out += this.door.finishChunk(response)
     this.held.forEach((text, i) => {
-      out += sseEvent(
+      out += sseFrame(
         i === this.usageHeld ? edited(text, usageEdits(text, 0, this.door.usage(response), response)) : text,
       )
     })

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import fc from 'fast-check'
-import { edited, memberSpans, setMembers } from './json-members.js'
+import { EventStreamDecoder } from '@roster/platform'
+import { edited, memberSpans, setMembers, sseFrame } from './json-members.js'
 
 // The scan that finds an object's members in its text, held to JSON.parse over any JSON a provider
 // could send: any values (strings with quotes, backslashes and braces in them, nesting), any spacing.
@@ -92,5 +93,21 @@ describe('setMembers', () => {
   it('adds to an empty object without a stray comma', () => {
     expect(edited('{ }', setMembers('{ }', 0, { cost: '1' }))).toBe('{ "cost":1}')
     expect(edited('{}', setMembers('{}', 0, { a: '1', b: '2' }))).toBe('{"a":1,"b":2}')
+  })
+})
+
+describe('sseFrame', () => {
+  it('gives a client’s parser back the data a provider sent over several lines, and its event’s name', () => {
+    fc.assert(
+      fc.property(object, spacing, fc.option(fc.constantFrom('message_start', 'ping')), (o, write, name) => {
+        const data = write(o).trim()
+        const decoder = new EventStreamDecoder()
+        const events = decoder.push(sseFrame(data, name ?? undefined))
+        expect(events).toHaveLength(1)
+        expect(events[0]!.data).toBe(data)
+        expect(events[0]!.event).toBe(name ?? undefined)
+        expect(JSON.parse(events[0]!.data)).toEqual(JSON.parse(JSON.stringify(o)))
+      }),
+    )
   })
 })

@@ -146,3 +146,13 @@ export function setMembers(text: string, from: number, values: Record<string, st
   if (added) edits.push(addMembers(text, whole, added))
   return edits
 }
+
+/**
+ * A provider's event data as Server-Sent Events, each of its lines on a `data:` line of its own: an
+ * event a provider sent over several `data:` lines (JSON may break anywhere between its tokens) is
+ * read back whole by the client's parser, which joins them with line feeds, as Roster's did.
+ */
+export function sseFrame(data: string, name?: string): string {
+  const head = name ? `event: ${name}\n` : ''
+  return data.includes('\n') ? `${head}data: ${data.split('\n').join('\ndata: ')}\n\n` : `${head}data: ${data}\n\n`
+}

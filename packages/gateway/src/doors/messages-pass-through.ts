@@ -1,8 +1,7 @@
-import { sseEvent } from '@roster/protocol'
 import type { StreamEvent } from '../adapters/adapter.js'
 import type { ResponseObject } from '../wire.js'
 import type { PassThroughStream, PassThroughWhole, StreamStart } from './door.js'
-import { edited, memberSpans, replaceValue, setMembers } from './json-members.js'
+import { edited, memberSpans, replaceValue, setMembers, sseFrame } from './json-members.js'
 
 // /messages answered with the provider's own Messages (pass-through): its events, or its whole
 // Message, forwarded as it sent them, with what Roster answers for put in (the id its generation is
@@ -120,13 +119,13 @@ export class MessagesPassThrough implements PassThroughStream {
       this.held.push({ name, text })
       return ''
     }
-    return sseEvent(text, name)
+    return sseFrame(text, name)
   }
 
   end(response: ResponseObject): string {
     let out = ''
     this.held.forEach(({ name, text }, i) => {
-      out += sseEvent(
+      out += sseFrame(
         i === this.usageAt ? edited(text, usageEdits(text, 0, this.door.usage(response), response)) : text,
         name,
       )
