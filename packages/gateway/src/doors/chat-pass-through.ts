@@ -2,7 +2,7 @@ import { sseEvent } from '@roster/protocol'
 import type { StreamEvent } from '../adapters/adapter.js'
 import type { ResponseObject } from '../wire.js'
 import type { PassThroughStream, PassThroughWhole, StreamStart } from './door.js'
-import { edited, memberSpans, replaceValue, setMembers, sseFrame } from './json-members.js'
+import { edited, isObject, memberSpans, replaceValue, setMembers, sseFrame, type Json } from './json-members.js'
 
 // /chat/completions answered with the provider's own Chat Completions (pass-through): its chunks,
 // or its whole completion, forwarded as it sent them, with what Roster answers for put in (the id
@@ -11,8 +11,6 @@ import { edited, memberSpans, replaceValue, setMembers, sseFrame } from './json-
 // change (a provider's own names for reasoning, calls without their index, citations of its own, a
 // finish the clients do not know, an error) is translated, from the chunk where that shows on.
 
-type Json = Record<string, unknown>
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
 const FINISHES = new Set(['stop', 'length', 'tool_calls', 'content_filter'])
 const DONE = sseEvent('[DONE]')
 

@@ -3,6 +3,10 @@
 // and steps over every value, never building one. The text is JSON already parsed once (the caller
 // read the same bytes with JSON.parse), so the scan trusts its grammar.
 
+/** A JSON object as parsed. */
+export type Json = Record<string, unknown>
+export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
+
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
 const OPEN_BRACE = 0x7b

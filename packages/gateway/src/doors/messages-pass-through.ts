@@ -1,7 +1,7 @@
 import type { StreamEvent } from '../adapters/adapter.js'
 import type { ResponseObject } from '../wire.js'
 import type { PassThroughStream, PassThroughWhole, StreamStart } from './door.js'
-import { edited, memberSpans, replaceValue, setMembers, sseFrame } from './json-members.js'
+import { edited, isObject, memberSpans, replaceValue, setMembers, sseFrame, type Json } from './json-members.js'
 
 // /messages answered with the provider's own Messages (pass-through): its events, or its whole
 // Message, forwarded as it sent them, with what Roster answers for put in (the id its generation is
@@ -11,9 +11,6 @@ import { edited, memberSpans, replaceValue, setMembers, sseFrame } from './json-
 // its message_start: the door's own stream keeps nothing it would need to take over mid-way, so one
 // forwarded at all is forwarded to its end (new event kinds too, as its clients skip what they do
 // not know), or to an `error`, which the door words as Roster words failures.
-
-type Json = Record<string, unknown>
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /** What of the door's own stream the pass-through shares. */
 export interface MessagesDoorParts {
