@@ -29,6 +29,12 @@ export interface Member {
 /** How a member is called on a page: their name, else their e-mail, else their id. */
 export const memberName = (m: Member) => [m.first_name, m.last_name].filter(Boolean).join(' ') || m.email || m.id
 
+/** The account's members not among those `taken` names (by user id), as options to pick one from. */
+export const membersOutside = (everyone: readonly Member[] | undefined, taken: readonly { user_id: string }[] = []) =>
+  (everyone ?? [])
+    .filter((m) => !taken.some((t) => t.user_id === m.id))
+    .map((m) => ({ value: m.id, text: memberName(m) }))
+
 /** The account's members (one read, shared by every part of the page that names them). */
 export function useMembers(enabled = true) {
   return useQuery({

@@ -21,7 +21,7 @@ export {
 } from './server-tools/index.js'
 export * from './wire.js'
 export type { DoorStream, PassThroughWhole } from './doors/door.js'
-export { PROVIDER_REPLY } from './response-object.js'
+export { PROVIDER_REPLY, type WithProviderReply } from './response-object.js'
 export {
   ChatCompletionRequest,
   ChatCompletionStream,

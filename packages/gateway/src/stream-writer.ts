@@ -95,7 +95,7 @@ export function forwardEvent(run: Run, e: ProviderEvent) {
     return
   }
   const json = e.data === '[DONE]' ? undefined : (e.json = JSON.parse(e.data) as unknown)
-  const text = pass.forward(e, json, started(run))
+  const text = pass.forward(e, json, () => started(run))
   if (text === undefined) {
     run.pass = undefined
     if (run.passedThrough) {

@@ -89,6 +89,9 @@ describe.skipIf(problem)('Roster in containers', () => {
       ROSTER_IMAGE: image,
     }
     const c = (...args: string[]) => run(compose.cmd, [...compose.args, '-p', project, ...args], env, 300_000)
+    /** One statement through psql in a service of the stack (its output unaligned, tuples only). */
+    const psql = (service: string, sql: string) =>
+      c('exec', '-T', service, 'psql', '-U', 'postgres', '-d', 'roster', '-tAc', sql)
     const labelled = (kind: 'ps -a' | 'volume ls' | 'network ls') =>
       run('docker', [...kind.split(' '), '-q', '--filter', `label=com.docker.compose.project=${project}`]).out.trim()
     try {
@@ -123,34 +126,12 @@ describe.skipIf(problem)('Roster in containers', () => {
       // The replica (DATABASE_READ_URL) follows the primary: a hot standby that has the interns too.
       await waitFor(
         async () =>
-          c(
-            'exec',
-            '-T',
-            'postgres-replica',
-            'psql',
-            '-U',
-            'postgres',
-            '-d',
-            'roster',
-            '-tAc',
-            'SELECT pg_is_in_recovery()::text || count(*) FROM interns',
-          ).out.trim() === 'true2',
+          psql('postgres-replica', 'SELECT pg_is_in_recovery()::text || count(*) FROM interns').out.trim() === 'true2',
         { timeoutMs: 30_000, intervalMs: 500, what: 'the replica to have both interns' },
       )
       const read = await fetch(`${baseUrl}/generations`, { headers: { authorization: `Bearer ${keys.user}` } })
       expect(read.status).toBe(200)
-      const placed = c(
-        'exec',
-        '-T',
-        'postgres',
-        'psql',
-        '-U',
-        'postgres',
-        '-d',
-        'roster',
-        '-tAc',
-        `SELECT id FROM interns WHERE runtime_host_id = 'runtime-2'`,
-      )
+      const placed = psql('postgres', `SELECT id FROM interns WHERE runtime_host_id = 'runtime-2'`)
       expect(placed.ok, placed.out).toBe(true)
       const second = placed.out.trim()
       expect(interns.map((i) => i.id)).toContain(second)

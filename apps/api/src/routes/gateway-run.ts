@@ -14,6 +14,7 @@ import {
   PROVIDER_REPLY,
   type ResponseObject,
   type ResponsesRequest,
+  type WithProviderReply,
 } from '@roster/gateway'
 import { requireKey } from '../plugins/auth.js'
 import { anthropicClient } from '../plugins/anthropic-clients.js'
@@ -235,7 +236,7 @@ export const doorRoute =
         })
         if (!response) return reply
         // The provider's own reply, as it came but for Roster's ids and cost: sent as it is.
-        const own = (response as { [PROVIDER_REPLY]?: string })[PROVIDER_REPLY]
+        const own = (response as WithProviderReply)[PROVIDER_REPLY]
         if (own) return reply.type('application/json; charset=utf-8').send(own)
         return door.reply ? door.reply(response, body) : response
       },

@@ -4,7 +4,7 @@ import { api } from '../api'
 import { body, useChanges, type Change } from '../changes'
 import { href } from '../router'
 import { Listed } from '../listed'
-import { Choose, memberName, modelList, ResetOptions, useMembers, type Member } from '../choices'
+import { Choose, memberName, membersOutside, modelList, ResetOptions, useMembers, type Member } from '../choices'
 
 interface Workspace {
   id: string
@@ -705,9 +705,7 @@ export function WorkspacePage({ id }: { id: string }) {
       <Choose
         label="Add a member to the workspace"
         field="Member"
-        options={(everyone.data?.data ?? [])
-          .filter((m) => !members.data?.data.some((w) => w.user_id === m.id))
-          .map((m) => ({ value: m.id, text: memberName(m) }))}
+        options={membersOutside(everyone.data?.data, members.data?.data)}
         action="Add to workspace"
         act={(user) =>
           run({
@@ -974,9 +972,7 @@ function GuardrailDetail({
       <Choose
         label={`Assign ${g.name} to a member`}
         field="Member"
-        options={(everyone.data?.data ?? [])
-          .filter((m) => !members.data?.data.some((a) => a.user_id === m.id))
-          .map((m) => ({ value: m.id, text: memberName(m) }))}
+        options={membersOutside(everyone.data?.data, members.data?.data)}
         action="Assign to the member"
         act={(member) =>
           refresh({

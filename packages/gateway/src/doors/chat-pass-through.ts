@@ -2,7 +2,16 @@ import { sseEvent } from '@roster/protocol'
 import type { StreamEvent } from '../adapters/adapter.js'
 import type { ResponseObject } from '../wire.js'
 import type { PassThroughStream, PassThroughWhole, StreamStart } from './door.js'
-import { edited, isObject, memberSpans, replaceValue, setMembers, sseFrame, type Json } from './json-members.js'
+import {
+  edited,
+  isObject,
+  memberSpans,
+  replaceValue,
+  setMembers,
+  sseFrame,
+  usageEdits,
+  type Json,
+} from './json-members.js'
 
 // /chat/completions answered with the provider's own Chat Completions (pass-through): its chunks,
 // or its whole completion, forwarded as it sent them, with what Roster answers for put in (the id
@@ -31,25 +40,7 @@ export interface ChatDoorParts {
 }
 
 /** Roster's members of a provider's usage: the cost, and whether the call was on the workspace's own key. */
-function costMembers(usage: unknown): Record<string, string> {
-  const u = usage as Json & { cost_details: unknown }
-  return {
-    cost: JSON.stringify(u.cost),
-    is_byok: JSON.stringify(u.is_byok),
-    cost_details: JSON.stringify(u.cost_details),
-  }
-}
-
-/**
- * The provider's usage with Roster's cost in it, or Roster's own usage where Roster counted the
- * tokens (the provider reported none): the edits to the object at `at` that carries it.
- */
-function usageEdits(text: string, at: number, doorUsage: unknown, response: ResponseObject) {
-  const span = memberSpans(text, ['usage'], at).get('usage')
-  if (!span) return []
-  if (response.usage?.tokens_counted_by === 'roster') return replaceValue(span, JSON.stringify(doorUsage))
-  return setMembers(text, span[0], costMembers(doorUsage))
-}
+const COST_KEYS = ['cost', 'is_byok', 'cost_details']
 
 const usageForwardable = (u: unknown) =>
   isObject(u) && Number.isInteger(u.prompt_tokens) && Number.isInteger(u.completion_tokens)
@@ -157,12 +148,13 @@ export class ChatPassThrough implements PassThroughStream {
 
   constructor(private readonly door: ChatDoorParts) {}
 
-  forward(e: StreamEvent, json: unknown, started: StreamStart): string | undefined {
+  forward(e: StreamEvent, json: unknown, starting: () => StreamStart): string | undefined {
     if (json === undefined) return e.data === '[DONE]' && this.ids ? '' : this.stop()
     const c = json as Json
     if (!isObject(json) || !headForwardable(c, 'chat.completion.chunk') || !choicesForwardable(c.choices, this.calls))
       return this.stop()
     if (!this.ids) {
+      const started = starting()
       this.ids = { id: JSON.stringify(this.door.idOf(started.id)), model: JSON.stringify(started.model) }
       this.door.begin(started)
     }
@@ -215,7 +207,7 @@ export class ChatPassThrough implements PassThroughStream {
     if (!this.finished) out += this.door.finishChunk(response)
     this.held.forEach((text, i) => {
       out += sseFrame(
-        i === this.usageHeld ? edited(text, usageEdits(text, 0, this.door.usage(response), response)) : text,
+        i === this.usageHeld ? edited(text, usageEdits(text, this.door.usage(response), response, COST_KEYS)) : text,
       )
     })
     if (this.usageHeld < 0) out += this.door.usageChunk(response)
@@ -240,7 +232,7 @@ export const chatWhole = (door: Pick<ChatDoorParts, 'usage' | 'idOf' | 'fingerpr
     return edited(text, [
       ...replaceValue(spans.get('id'), JSON.stringify(door.idOf(response.id))),
       ...replaceValue(spans.get('model'), JSON.stringify(response.model)),
-      ...usageEdits(text, 0, door.usage(response), response),
+      ...usageEdits(text, door.usage(response), response, COST_KEYS),
       // The official client requires the key (a string, in the openai client's type): the door's
       // own where the provider sent none, as a translated reply has it.
       ...('system_fingerprint' in json

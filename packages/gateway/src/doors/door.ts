@@ -55,9 +55,10 @@ export interface PassThroughStream {
   /**
    * One of the provider's events (`json`: its data parsed; undefined for `[DONE]`): what the client
    * is sent now ('' for nothing yet: the end is held until the reply is accounted), or undefined
-   * where the door must translate it (and all that follows). `started`: the ids the door answers with.
+   * where the door must translate it (and all that follows). `started`: the ids the door answers with
+   * (made when asked: a pass reads them once, on its first event).
    */
-  forward(e: StreamEvent, json: unknown, started: StreamStart): string | undefined
+  forward(e: StreamEvent, json: unknown, started: () => StreamStart): string | undefined
   /** The end of a stream that did not fail: what was held, with Roster's usage and cost in it. */
   end(response: ResponseObject): string
   /** What it holds that the client must still get when the door takes over (a chunk kept to go with the next). */

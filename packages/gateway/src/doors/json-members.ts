@@ -160,3 +160,21 @@ export function sseFrame(data: string, name?: string): string {
   const head = name ? `event: ${name}\n` : ''
   return data.includes('\n') ? `${head}data: ${data.split('\n').join('\ndata: ')}\n\n` : `${head}data: ${data}\n\n`
 }
+
+/**
+ * The edits that give a provider's reply (or event) Roster's usage: where Roster counted the tokens
+ * (the Response says so), the door's whole usage in place of the provider's; else the provider's with
+ * the door's `keys` (its cost) set in it. Nothing where the text has no usage.
+ */
+export function usageEdits(
+  text: string,
+  doorUsage: unknown,
+  response: { usage?: { tokens_counted_by?: string } | null },
+  keys: readonly string[],
+): Edit[] {
+  const span = memberSpans(text, ['usage']).get('usage')
+  if (!span) return []
+  if (response.usage?.tokens_counted_by === 'roster') return replaceValue(span, JSON.stringify(doorUsage))
+  const usage = (doorUsage ?? {}) as Json
+  return setMembers(text, span[0], Object.fromEntries(keys.map((k) => [k, JSON.stringify(usage[k] ?? null)])))
+}

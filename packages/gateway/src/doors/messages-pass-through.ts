@@ -1,7 +1,7 @@
 import type { StreamEvent } from '../adapters/adapter.js'
 import type { ResponseObject } from '../wire.js'
 import type { PassThroughStream, PassThroughWhole, StreamStart } from './door.js'
-import { edited, isObject, memberSpans, replaceValue, setMembers, sseFrame, type Json } from './json-members.js'
+import { edited, isObject, memberSpans, replaceValue, sseFrame, usageEdits, type Json } from './json-members.js'
 
 // /messages answered with the provider's own Messages (pass-through): its events, or its whole
 // Message, forwarded as it sent them, with what Roster answers for put in (the id its generation is
@@ -18,14 +18,6 @@ export interface MessagesDoorParts {
   usage(response: ResponseObject): unknown
   /** The Message's id as the door answers it. */
   idOf(responseId: string): string
-}
-
-/** The provider's usage with Roster's cost in it, or Roster's own where Roster counted the tokens: edits to the object at `at`. */
-function usageEdits(text: string, at: number, doorUsage: unknown, response: ResponseObject) {
-  const span = memberSpans(text, ['usage'], at).get('usage')
-  if (!span) return []
-  if (response.usage?.tokens_counted_by === 'roster') return replaceValue(span, JSON.stringify(doorUsage))
-  return setMembers(text, span[0], { cost: JSON.stringify((doorUsage as { cost?: number }).cost ?? 0) })
 }
 
 /**
@@ -100,7 +92,7 @@ export class MessagesPassThrough implements PassThroughStream {
 
   constructor(private readonly door: MessagesDoorParts) {}
 
-  forward(e: StreamEvent, json: unknown, started: StreamStart): string | undefined {
+  forward(e: StreamEvent, json: unknown, starting: () => StreamStart): string | undefined {
     if (!isObject(json) || typeof json.type !== 'string') return this.stop()
     const name = e.event ?? json.type
     let text = e.data
@@ -108,6 +100,7 @@ export class MessagesPassThrough implements PassThroughStream {
       if (json.type !== 'message_start' || !messageForwardable(json.message)) return this.stop()
       this.started = true
       const at = memberSpans(text, ['message']).get('message')![0]
+      const started = starting()
       text = edited(text, idEdits(text, at, JSON.stringify(this.door.idOf(started.id)), JSON.stringify(started.model)))
     } else if (json.type === 'error') return this.stop()
     if (json.type === 'message_delta' && this.usageAt < 0) this.usageAt = this.held.length
@@ -123,7 +116,7 @@ export class MessagesPassThrough implements PassThroughStream {
     let out = ''
     this.held.forEach(({ name, text }, i) => {
       out += sseFrame(
-        i === this.usageAt ? edited(text, usageEdits(text, 0, this.door.usage(response), response)) : text,
+        i === this.usageAt ? edited(text, usageEdits(text, this.door.usage(response), response, ['cost'])) : text,
         name,
       )
     })
@@ -144,7 +137,7 @@ export const messagesWhole = (door: Pick<MessagesDoorParts, 'usage' | 'idOf'>): 
     if (!messageForwardable(json)) return undefined
     return edited(text, [
       ...idEdits(text, 0, JSON.stringify(door.idOf(response.id)), JSON.stringify(response.model)),
-      ...usageEdits(text, 0, door.usage(response), response),
+      ...usageEdits(text, door.usage(response), response, ['cost']),
     ])
   },
 })
