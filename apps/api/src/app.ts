@@ -44,6 +44,7 @@ import { clientErrorHandler, frameworkErrors, registerInputGuards } from './plug
 import { internRoutes } from './routes/interns/index.js'
 import { slackOAuthRoutes } from './routes/slack-oauth.js'
 import { slackEventRoutes } from './routes/slack-events.js'
+import { hookRoutes } from './routes/hooks.js'
 import { healthRoutes } from './routes/health.js'
 import { consoleSessionRoutes } from './routes/console-session.js'
 import { auditGovernance } from './audit/audited-operations.js'
@@ -178,6 +179,7 @@ export async function buildApp(deps: AppDeps, opts: { logger?: boolean } = {}): 
       await v1.register(vaultRoutes(deps))
       await v1.register(slackOAuthRoutes(deps))
       await v1.register(slackEventRoutes(deps))
+      await v1.register(hookRoutes(deps))
       await v1.register(consoleSessionRoutes(deps))
       await v1.register(operatorRoutes(deps))
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())

@@ -228,6 +228,9 @@ async function snapshot() {
            (SELECT count(*) FROM generation_rollups) AS rollups,
            (SELECT count(*) FROM observability_destinations) AS destinations,
            (SELECT count(*) FROM workspace_files) AS files,
+           (SELECT count(*) FROM intern_schedules) AS schedules, (SELECT max(updated_at) FROM intern_schedules) AS schedules_changed,
+           (SELECT count(*) FROM intern_triggers) AS triggers, (SELECT max(updated_at) FROM intern_triggers) AS triggers_changed,
+           (SELECT count(*) FROM intern_turns) AS turns,
            (SELECT max(updated_at) FROM observability_destinations) AS destinations_changed`
   return JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))
 }
@@ -346,6 +349,19 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'getFileMetadata',
         'downloadFileContent',
         'deleteFile',
+        'listInternSchedules',
+        'createInternSchedule',
+        'getInternSchedule',
+        'updateInternSchedule',
+        'deleteInternSchedule',
+        'runInternSchedule',
+        'listInternTriggers',
+        'createInternTrigger',
+        'getInternTrigger',
+        'updateInternTrigger',
+        'deleteInternTrigger',
+        'listInternTurns',
+        'getInternTurn',
       ].sort(),
     )
   })

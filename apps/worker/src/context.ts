@@ -18,9 +18,13 @@ export interface WorkerDeps {
   log: Logger
   /** Prometheus metrics, when METRICS_PORT is set. */
   metrics?: Metrics
+  /** Publishes the outbox now (rows this process just committed), rather than at the relay's next bell or poll. */
+  wakeRelay?: () => void
 }
 
 export interface JobContext {
+  /** The job's id (a scheduler's job carries its fire time in it). */
+  jobId?: string
   /** 1-based attempt number of this run. */
   attempt: number
   /** No retry follows a failure of this attempt. */

@@ -5,6 +5,9 @@ import * as internSuspend from './jobs/intern-suspend.js'
 import * as internDestroy from './jobs/intern-destroy.js'
 import * as slackTurn from './jobs/slack-turn.js'
 import * as slackClick from './jobs/slack-click.js'
+import * as internTurn from './jobs/intern-turn.js'
+import * as scheduleFire from './jobs/schedule-fire.js'
+import * as scheduleSync from './jobs/schedule-sync.js'
 
 type Handlers = { [K in JobKind]: (deps: WorkerDeps, payload: JobPayload<K>, ctx: JobContext) => Promise<unknown> }
 type Run = (deps: WorkerDeps, data: unknown, ctx: JobContext) => Promise<unknown>
@@ -15,6 +18,9 @@ const handlers: Handlers = {
   'intern.destroy': internDestroy.handle,
   'slack.turn': slackTurn.handle,
   'slack.click': slackClick.handle,
+  'intern.turn': internTurn.handle,
+  'schedule.fire': scheduleFire.handle,
+  'schedule.sync': scheduleSync.handle,
 }
 
 /** A kind's handler, given the job's data once it has passed the kind's schema (a job from an older or foreign producer fails here, not midway). */

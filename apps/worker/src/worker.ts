@@ -37,6 +37,7 @@ import { startOperatorSurface } from './operator.js'
 import { Reconciler } from './reconciler.js'
 import { assertRegistryComplete, handlerFor } from './registry.js'
 import { startHealthServer } from './health.js'
+import { sweepSchedules } from './schedules.js'
 
 export interface RunningWorker {
   deps: WorkerDeps
@@ -101,7 +102,7 @@ export async function startWorker(
               'roster.job.attempt': attempt,
             },
           },
-          () => handlerFor(job.name)(deps, job.data, { attempt, finalAttempt, log, retryLater }),
+          () => handlerFor(job.name)(deps, job.data, { jobId: job.id, attempt, finalAttempt, log, retryLater }),
         )
         log.info({ job: job.name, jobId: job.id, attempt, outcome }, 'job finished')
         counted(String(outcome))
@@ -128,6 +129,7 @@ export async function startWorker(
   )
 
   const relay = new OutboxRelay(db, queue, config, config.QUEUE_PREFIX, config.RELAY_POLL_MS, jobOptions, log, metrics)
+  deps.wakeRelay = () => relay.wake()
   const reconciler = new Reconciler(
     db,
     queue,
@@ -159,11 +161,15 @@ export async function startWorker(
     oneAtATime('runtime check', () => reconciler.checkHosts()),
     oneAtATime('teardown check', () => reconciler.resumeTeardowns()),
   ]
+  // Schedules against Redis's job schedulers (re-armed after Redis lost its data) and their missed fires.
+  const scheduleSweep = oneAtATime('schedule sweep', () => sweepSchedules(deps, jobOptions))
   queueConnection.on('ready', () => {
     relay.wake()
+    scheduleSweep()
     void safely('redis epoch check', () => reconciler.checkRedisEpoch(queueConnection))
   })
   const reconcileTimer = setInterval(() => passes.forEach((pass) => pass()), config.RECONCILE_INTERVAL_MS)
+  const scheduleTimer = setInterval(scheduleSweep, config.SCHEDULE_SWEEP_MS)
   // Several workers may sweep at once; the deletes are idempotent, so no coordination is needed.
   const sweepTimer = setInterval(() => {
     void safely('idempotency sweep', () => reconciler.sweepIdempotencyRecords())
@@ -177,6 +183,7 @@ export async function startWorker(
   }, 60_000)
   void safely('generation partitions', () => keepGenerationPartitions(db, config.GENERATION_RETENTION_DAYS))
   await relay.start()
+  scheduleSweep()
   // The generations the API appended to Redis, written to Postgres.
   // Deliveries to observability destinations: queued as the drain writes, sent by this consumer.
   const destinationSettings = {
@@ -255,6 +262,7 @@ export async function startWorker(
       await operator?.close()
       health?.close()
       clearInterval(reconcileTimer)
+      clearInterval(scheduleTimer)
       clearInterval(sweepTimer)
       await relay.stop()
       await drain.stop()

@@ -201,6 +201,24 @@ export function createMetrics(process: ProcessName) {
       labelNames: ['outcome'] as const,
       registers,
     }),
+    scheduleFires: new Counter({
+      name: 'roster_schedule_fires_total',
+      help: "Schedules' fires by what became of them: queued, refused (the intern's queue full), skipped (missed), duplicate",
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    scheduleFireDelay: new Histogram({
+      name: 'roster_schedule_fire_delay_seconds',
+      help: "From a schedule's fire time to its turn queued",
+      buckets: SECONDS,
+      registers,
+    }),
+    backgroundTurns: new Counter({
+      name: 'roster_background_turns_total',
+      help: 'Turns of schedules and webhooks by source and how they ended (done, failed, interrupted, expired, waiting)',
+      labelNames: ['source', 'outcome'] as const,
+      registers,
+    }),
   }
 }
 

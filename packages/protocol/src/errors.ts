@@ -88,6 +88,16 @@ export const Reasons = {
   vault_conflict: { status: 409, retryable: false, type: 'precondition_failed' },
   /** Ours: an account holds as many observability destinations of a type as it may (5). */
   destination_limit_reached: { status: 409, retryable: false, type: 'precondition_failed' },
+  /** Ours: an intern holds as many schedules, or webhook triggers, as it may. */
+  work_limit_reached: { status: 409, retryable: false, type: 'precondition_failed' },
+  /** Ours: a webhook delivery's signature is missing, stale (its timestamp over five minutes away) or wrong. */
+  signature_invalid: { status: 401, retryable: false, type: 'authentication' },
+  /** Ours: a webhook delivery was sent before (the same signature): it has its turn already. */
+  delivery_replayed: { status: 409, retryable: false, type: 'precondition_failed' },
+  /** Ours: the intern has INTERN_TURN_QUEUE turns waiting already; retry when it has worked through them. */
+  turn_queue_full: { status: 429, retryable: true, type: 'rate_limit_exceeded' },
+  /** Ours: the webhook trigger is switched off (enabled: false). */
+  trigger_disabled: { status: 409, retryable: false, type: 'precondition_failed' },
   /** Ours (the vault's 503): the operator has switched vault writes off for the account. */
   vault_writes_disabled: { status: 503, retryable: true, type: 'provider_unavailable' },
   payload_too_large: { status: 413, retryable: false, type: 'payload_too_large' },

@@ -58,6 +58,30 @@ export const Jobs = {
     jobId: (p: { internId: string; interactionId: string; actionTs: string }) =>
       `slack.click.${p.internId}.${p.interactionId}.${p.actionTs}`,
   },
+  /**
+   * A turn no person typed (a webhook's delivery, a schedule's fire, a catch-up of a missed one):
+   * run on the intern's host once it is the intern's next, its outcome kept on its row.
+   */
+  'intern.turn': {
+    retry: runtimeWork,
+    schema: z.object({ turnId: z.uuid() }),
+    jobId: (p: { turnId: string }) => `intern.turn.${p.turnId}`,
+  },
+  /**
+   * A schedule's fire: BullMQ's job scheduler `schedule.<id>` adds one per fire time (its job id
+   * `repeat:schedule.<id>:<fire time in ms>`); `at` names the fire time of one added otherwise.
+   */
+  'schedule.fire': {
+    retry: runtimeWork,
+    schema: z.object({ scheduleId: z.uuid(), at: z.int().min(0).optional() }),
+    jobId: (p: { scheduleId: string; at?: number }) => `schedule.fire.${p.scheduleId}.${p.at ?? 'next'}`,
+  },
+  /** A schedule changed (made, edited, removed): its job scheduler made to match its row. */
+  'schedule.sync': {
+    retry: runtimeWork,
+    schema: z.object({ scheduleId: z.uuid(), version: z.int().min(0) }),
+    jobId: (p: { scheduleId: string; version: number }) => `schedule.sync.${p.scheduleId}.${p.version}`,
+  },
 } as const
 
 export type JobKind = keyof typeof Jobs

@@ -57,7 +57,15 @@ export const ChatRequest = z.union([
     session_id: z.string().min(1).max(256).optional(),
     message: z.string().min(1).max(32_000),
     approval_mode: Approval.optional(),
+    /**
+     * A turn no person waits on (a schedule's, a webhook's), by its id: it runs on when its stream
+     * goes (the worker that holds it may die), and the same id again attaches to it rather than
+     * starting it twice.
+     */
+    turn_id: z.uuid().optional(),
   }),
+  /** Attach to the turn `attach` (started with that turn_id): the rest of its events, or how it ended. */
+  z.strictObject({ attach: z.uuid() }),
 ])
 export type ChatRequest = z.infer<typeof ChatRequest>
 
@@ -97,6 +105,10 @@ export const HOST_ERRORS = {
   intern_not_ready: 409,
   busy: 409,
   interaction_not_pending: 409,
+  /** No turn of that id runs here, nor ended here lately (the host restarted, or it never started). */
+  turn_unknown: 404,
+  /** The turn's events already go to another caller (a person answered its question and follows it). */
+  turn_attached: 409,
   /** The call names a placement this host no longer holds (the intern was placed again elsewhere). */
   placement_stale: 409,
   /** The host has not heard from the fleet's record lately (it may have been cut off): it answers for no intern until it has. */

@@ -189,6 +189,48 @@ describe("an intern's daemon", () => {
     expect(leaving.types).toEqual(['session'])
   })
 
+  it('runs a detached turn on when its caller goes; its id again attaches to it (never a second run), or to how it ended', async () => {
+    const d = daemon()
+    const turnId = '6f0c1c8e-6a3d-4d0e-9a53-2a1f3f0b7c11'
+    const first = new Listener()
+    expect(d.prompt('s1', 'wait', 'self-drive', first, turnId)).toEqual({ started: true })
+    d.detach(first) // the worker holding it died
+    // The same turn again is the same run: attached, not started twice.
+    const again = new Listener()
+    expect(d.prompt('s1', 'wait', 'self-drive', again, turnId)).toEqual({ attached: true })
+    // Only one caller follows it at a time.
+    expect(d.attach(turnId, new Listener())).toEqual({ taken: expect.any(String) })
+    expect(await again.until('done')).toMatchObject({ type: 'done' })
+    expect(again.events.filter((e) => e.type === 'text')).toEqual([{ type: 'text', delta: 'answers: ', model: 'm' }])
+    // Ended: attaching tells what it said and how it ended; the prompt with its id does not run it again.
+    const late = new Listener()
+    expect(d.attach(turnId, late)).toEqual({ attached: true })
+    expect(late.types).toEqual(['session', 'text', 'done'])
+    expect(late.ended).toBe(true)
+    const replayed = new Listener()
+    expect(d.prompt('s1', 'wait', 'self-drive', replayed, turnId)).toEqual({ attached: true })
+    expect(replayed.types).toEqual(['session', 'text', 'done'])
+    expect(d.attach('00000000-0000-4000-8000-000000000000', new Listener())).toEqual({ unknown: expect.any(String) })
+
+    // A detached turn paused on a question: attaching tells the question; the answer resumes it.
+    const asking = new Listener()
+    const pausedTurn = '0b4c1d8e-1a3d-4d0e-9a53-2a1f3f0b7c12'
+    d.prompt('s2', 'ask?', 'manual', asking, pausedTurn)
+    const pause = (await asking.until('pause')) as Extract<RunEvent, { type: 'pause' }>
+    const looking = new Listener()
+    expect(d.attach(pausedTurn, looking)).toEqual({ attached: true })
+    expect(looking.events.at(-1)).toEqual(pause)
+    expect(looking.ended).toBe(true)
+    const answering = new Listener()
+    expect(await d.reply('s2', pause.interaction_id, 'allow_once', answering)).toEqual({ resumed: true })
+    d.detach(answering) // the person who answered leaves: the turn still ends
+    await waitFor(() => d.idle, { timeoutMs: 5_000, intervalMs: 5, what: 'the answered turn to end' })
+    const after = new Listener()
+    d.attach(pausedTurn, after)
+    expect(after.events.at(-1)).toMatchObject({ type: 'done' })
+    expect(after.events.find((e) => e.type === 'text')).toMatchObject({ delta: 'answers: allow_once' })
+  })
+
   it('keeps sessions under any id a client may send: long, any script, path-like', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'roster-daemon-'))
     const store = new SessionStore(dir)

@@ -8,8 +8,10 @@ import type { SessionStore } from './session-store.js'
 // time, per intern, not per session); a run that asks its user something pauses, lets go of the
 // intern, and waits for the answer up to a deadline, then goes on, on the stream of the request
 // that brought the answer. A paused run outlives the request that started it; a run whose stream
-// is cut while it goes is cancelled with any command it runs. Nothing here touches HTTP: the host
-// gives each run a stream and turns outcomes into statuses.
+// is cut while it goes is cancelled with any command it runs, unless it is a detached turn (one
+// no person waits on: a schedule's, a webhook's, named by its turn id), which runs on without a
+// listener; its id again attaches to it (or to how it ended, kept a while) instead of starting it
+// twice. Nothing here touches HTTP: the host gives each run a stream and turns outcomes into statuses.
 
 /** Where a run's events go: the response of the request attached to it. */
 export interface RunStream {
@@ -40,7 +42,23 @@ export interface DaemonOptions {
   model?: () => string
 }
 
-export type PromptOutcome = { started: true } | { steered: true } | { busy: string; status: 409 | 503 }
+export type PromptOutcome =
+  { started: true } | { steered: true } | { attached: true } | { busy: string; status: 409 | 503 }
+export type AttachOutcome = { attached: true } | { unknown: string } | { taken: string }
+
+/** How long a detached turn's end is kept for a caller that attaches after it (its worker died meanwhile). */
+const ENDED_TURNS_KEPT_MS = 30 * 60_000
+/** Ended detached turns kept at most (the oldest go first). */
+const ENDED_TURNS_KEPT = 1_000
+
+/** How a detached turn ended: its text, and its last event (done, error, ended). */
+interface EndedTurn {
+  sessionId: string
+  text: string
+  model: string
+  last: RunEvent
+  at: number
+}
 export type ReplyOutcome =
   | { resumed: true }
   | { unknown: string }
@@ -63,6 +81,11 @@ class Run {
   readonly controller = new AbortController()
   stream?: RunStream
   pending?: Pending
+  /** A detached turn's id: it runs on when its stream goes. */
+  turnId?: string
+  /** What it said so far, and as which model (what a caller attaching midway is told first). */
+  text = ''
+  model = ''
   /** Prompts steered into this run's going turn. */
   readonly steer: string[] = []
   /** Every interaction this run asked, answered or not. */
@@ -80,6 +103,10 @@ export class InternDaemon {
   private readonly runs = new Map<string, Run>()
   /** Each live run's work, settled once it has ended and said so on its stream. */
   private readonly working = new Set<Promise<void>>()
+  /** Live detached turns by turn id. */
+  private readonly turns = new Map<string, Run>()
+  /** Detached turns that ended lately, by turn id (insertion order: the oldest first). */
+  private readonly endedTurns = new Map<string, EndedTurn>()
 
   constructor(private readonly options: DaemonOptions) {}
 
@@ -96,10 +123,20 @@ export class InternDaemon {
     stream.send({ type: 'session', session_id: sessionId, ...(model ? { model } : {}) })
   }
 
-  /** A user prompt: steered into the session's going turn, or a new run, or refused. */
-  prompt(sessionId: string, text: string, approval: ApprovalMode, stream: RunStream): PromptOutcome {
+  /**
+   * A user prompt: steered into the session's going turn, or a new run, or refused. With `turnId`,
+   * a detached turn: attached to when it has already started here.
+   */
+  prompt(sessionId: string, text: string, approval: ApprovalMode, stream: RunStream, turnId?: string): PromptOutcome {
+    if (turnId && (this.turns.has(turnId) || this.endedTurns.has(turnId))) {
+      const attached = this.attach(turnId, stream)
+      return 'attached' in attached
+        ? attached
+        : { busy: 'taken' in attached ? attached.taken : attached.unknown, status: 409 }
+    }
     if (this.turn) {
-      if (this.turn.sessionId === sessionId) {
+      // A detached turn is a turn of its own, never steered into a person's (nor they into it).
+      if (this.turn.sessionId === sessionId && !turnId && !this.turn.turnId) {
         this.turn.steer.push(text)
         return { steered: true }
       }
@@ -119,6 +156,10 @@ export class InternDaemon {
       }
     const run = new Run(sessionId, approval)
     run.stream = stream
+    if (turnId) {
+      run.turnId = turnId
+      this.turns.set(turnId, run)
+    }
     this.turn = run
     this.runs.set(sessionId, run)
     this.opened(stream, sessionId)
@@ -153,12 +194,44 @@ export class InternDaemon {
     return { unknown: `no interaction ${interactionId} was asked in session ${sessionId}` }
   }
 
-  /** The stream of a run ended before the run did (its client went away): the run is cancelled. */
+  /**
+   * A caller takes up the detached turn `turnId`'s stream: what it said so far, then the rest as it
+   * comes (or the question it waits on, or how it ended). Refused while another caller follows it.
+   */
+  attach(turnId: string, stream: RunStream): AttachOutcome {
+    const run = this.turns.get(turnId)
+    if (run) {
+      if (run.stream) return { taken: `turn ${turnId} is followed by another caller` }
+      this.opened(stream, run.sessionId)
+      if (run.text) stream.send({ type: 'text', delta: run.text, model: run.model })
+      if (run.pending) {
+        stream.send({
+          type: 'pause',
+          interaction_id: run.pending.id,
+          arguments: questionArguments(run.pending.question),
+        })
+        stream.end()
+      } else run.stream = stream
+      return { attached: true }
+    }
+    const ended = this.endedTurns.get(turnId)
+    if (!ended) return { unknown: `no turn ${turnId} runs on this host, nor ended here lately` }
+    this.opened(stream, ended.sessionId)
+    if (ended.text) stream.send({ type: 'text', delta: ended.text, model: ended.model })
+    stream.send(ended.last)
+    stream.end()
+    return { attached: true }
+  }
+
+  /**
+   * The stream of a run ended before the run did (its client went away): the run is cancelled, but
+   * a detached turn, which runs on for whoever attaches next.
+   */
   detach(stream: RunStream) {
     for (const run of this.runs.values()) {
       if (run.stream !== stream) continue
       run.stream = undefined
-      run.controller.abort(new Error('the client went away'))
+      if (!run.turnId) run.controller.abort(new Error('the client went away'))
     }
   }
 
@@ -187,33 +260,58 @@ export class InternDaemon {
 
   private async execute(run: Run, prompt: string) {
     const { signal } = run.controller
+    let last: RunEvent | undefined
+    const end = (event: RunEvent) => {
+      last = event
+      run.stream?.send(event)
+    }
     try {
       const usage = await this.options.execute({
         sessionId: run.sessionId,
         prompt,
         approval: run.approval,
-        emit: (event) => run.stream?.send(event),
+        emit: (event) => {
+          if (event.type === 'text') {
+            run.text += event.delta
+            run.model = event.model
+          }
+          run.stream?.send(event)
+        },
         ask: (question) => this.ask(run, question),
         steered: () => run.steer.splice(0),
         signal,
       })
-      run.stream?.send({ type: 'done', usage })
+      end({ type: 'done', usage })
     } catch (err) {
-      if (signal.reason instanceof RunEnded) run.stream?.send({ type: 'ended', message: signal.reason.message })
+      if (signal.reason instanceof RunEnded) end({ type: 'ended', message: signal.reason.message })
       else if (!signal.aborted) {
         this.options.onError(err, run.sessionId)
         const failed = err as { message?: string; retryable?: boolean }
-        run.stream?.send({
-          type: 'error',
-          message: failed.message ?? 'the turn failed',
-          retryable: failed.retryable ?? true,
-        })
-      }
+        end({ type: 'error', message: failed.message ?? 'the turn failed', retryable: failed.retryable ?? true })
+      } else end({ type: 'ended', message: 'the turn was cancelled' })
     } finally {
       if (this.turn === run) this.turn = undefined
       if (this.runs.get(run.sessionId) === run) this.runs.delete(run.sessionId)
+      if (run.turnId) this.keepEnded(run, last)
       run.stream?.end()
       run.stream = undefined
+    }
+  }
+
+  /** A detached turn's end, kept for a caller that attaches after it. */
+  private keepEnded(run: Run, last: RunEvent | undefined) {
+    this.turns.delete(run.turnId!)
+    const now = Date.now()
+    this.endedTurns.set(run.turnId!, {
+      sessionId: run.sessionId,
+      text: run.text,
+      model: run.model,
+      last: last ?? { type: 'ended', message: 'the turn ended' },
+      at: now,
+    })
+    for (const [id, ended] of this.endedTurns) {
+      if (this.endedTurns.size <= ENDED_TURNS_KEPT && now - ended.at < ENDED_TURNS_KEPT_MS) break
+      this.endedTurns.delete(id)
     }
   }
 

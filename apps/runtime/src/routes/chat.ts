@@ -11,8 +11,9 @@ import type { RunStream } from '../agent/daemon.js'
  * reasoning and tool events, then `done` with the usage, `pause` with a question (the stream ends,
  * the run waits for the reply), `error`, or `ended`. Refusals are the protocol's: 202 steered, 409
  * busy, 503 busy_paused (too many paused runs), 404 interaction_unknown, 409
- * interaction_not_pending, 400 bad_answer, 409 intern_not_ready, 503 draining. A client that goes
- * away while a run streams cancels it, with any command it runs.
+ * interaction_not_pending, 400 bad_answer, 409 intern_not_ready, 503 draining; for an attach, 404
+ * turn_unknown and 409 turn_attached. A client that goes away while a run streams cancels it, with
+ * any command it runs (a detached turn, started with a turn_id, runs on).
  */
 export function chatRoutes(app: FastifyInstance, interns: Interns) {
   app.post<{ Params: { id: string } }>('/v1/interns/:id/chat', async (req, reply) => {
@@ -27,7 +28,7 @@ export function chatRoutes(app: FastifyInstance, interns: Interns) {
     // and says so for an intern it has already stopped: the caller waits for the intern's next host.
     const draining = () =>
       refuse(reply, 'draining', 'this runtime host is draining: its interns are moving to other hosts; retry shortly')
-    if (interns.draining && (!intern.running || !('reply' in body.data))) return draining()
+    if (interns.draining && (!intern.running || !('reply' in body.data || 'attach' in body.data))) return draining()
     if (!intern.running) return refuse(reply, 'intern_not_ready', `intern ${req.params.id} is not running on this host`)
     const daemon = interns.daemonOf(intern)
     const stream = eventStream(reply, () => daemon.detach(stream))
@@ -44,13 +45,20 @@ export function chatRoutes(app: FastifyInstance, interns: Interns) {
       if ('notPending' in outcome) return refuse(reply, 'interaction_not_pending', outcome.notPending)
       return refuse(reply, 'bad_answer', outcome.badAnswer)
     }
+    if ('attach' in body.data) {
+      const outcome = daemon.attach(body.data.attach, stream)
+      if ('attached' in outcome) return reply
+      if ('taken' in outcome) return refuse(reply, 'turn_attached', outcome.taken)
+      return refuse(reply, 'turn_unknown', outcome.unknown)
+    }
     const outcome = daemon.prompt(
       body.data.session_id ?? `ses_${randomUUID()}`,
       body.data.message,
       body.data.approval_mode ?? 'self-drive',
       stream,
+      body.data.turn_id,
     )
-    if ('started' in outcome) return reply
+    if ('started' in outcome || 'attached' in outcome) return reply
     if ('steered' in outcome) return reply.code(202).send({ session_id: body.data.session_id, status: 'steered' })
     return refuse(reply, outcome.status === 503 ? 'busy_paused' : 'busy', outcome.busy)
   })

@@ -12,6 +12,7 @@ import {
   namePairs,
   egressHosts,
   fleetSettings,
+  backgroundTurnSettings,
   fairUseSettings,
 } from './values.js'
 import { listenerSettings } from '../listener-settings.js'
@@ -335,6 +336,30 @@ export const ApiConfig = z
     ...listenerSettings,
     ...fairUseSettings,
     ...fleetSettings,
+    ...backgroundTurnSettings,
+    SCHEDULE_SECONDS: z
+      .enum(['refuse', 'allow'])
+      .default('refuse')
+      .describe(
+        "Schedules' cron expressions with a seconds field (six fields) are refused unless `allow` (tests, demonstrations): a schedule is a standing job, not a loop.",
+      ),
+    WEBHOOK_BODY_MAX_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1_024)
+      .max(24_000)
+      .default(16_384)
+      .describe(
+        "The largest webhook delivery's body a trigger takes (it goes into the turn's prompt, as data); past it `413 payload_too_large`.",
+      ),
+    WEBHOOK_DELIVERIES_PER_MINUTE: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .default(60)
+      .describe(
+        'Deliveries one trigger takes per minute (a one-minute window in Redis, shared by all API processes); past it `429 rate_limited` with `Retry-After`.',
+      ),
     EGRESS_PRIVATE_NETWORKS: z
       .enum(['refuse', 'allow'])
       .default('refuse')

@@ -163,6 +163,24 @@ export const fleetSettings = {
     .describe('How often runtime hosts beat (told to each when it joins).'),
 }
 
+/** Turns no person typed (schedules, webhooks: docs/interns.md), as the API admits them and the workers run them. */
+export const backgroundTurnSettings = {
+  INTERN_TURN_QUEUE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1_000)
+    .default(20)
+    .describe(
+      "Turns of schedules and webhooks that may wait behind one intern's running turn; past it a new one is kept as `refused` (a webhook is answered `429 turn_queue_full`).",
+    ),
+  INTERN_TURN_WAIT_MS: ms
+    .default(900_000)
+    .describe(
+      'How long such a turn may wait for its intern (busy, suspended, moving) before it is kept as `expired`, not run.',
+    ),
+}
+
 /** What one key, one workspace and one client may hold of an API process (docs/limits.md). */
 export const fairUseSettings = {
   KEY_CONCURRENCY: z.coerce

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { port, ms, masterKey, shared, fleetSettings } from './values.js'
+import { port, ms, masterKey, shared, fleetSettings, backgroundTurnSettings } from './values.js'
 import { listenerSettings } from '../listener-settings.js'
 
 // The worker process's settings (apps/worker).
@@ -8,6 +8,17 @@ export const WorkerConfig = z.object({
   ...shared,
   ...listenerSettings,
   ...fleetSettings,
+  ...backgroundTurnSettings,
+  SCHEDULE_LATE_MS: ms
+    .default(300_000)
+    .describe(
+      "A schedule's fire not begun this long after its time (Roster was down, the intern suspended) is missed: it runs once or is skipped, as the schedule's `missed` says.",
+    ),
+  SCHEDULE_SWEEP_MS: ms
+    .default(30_000)
+    .describe(
+      'How often a worker checks every enabled schedule against Redis (a job scheduler missing, as after Redis lost its data, is armed again) and looks for missed fires.',
+    ),
   VAULT_MASTER_KEY: masterKey.describe(
     "The same key as the API's: the worker creates and removes interns' private vaults.",
   ),

@@ -39,6 +39,7 @@ import { registerInternEvents } from './events.js'
 import { registerInternSessions } from './sessions.js'
 import { registerInternChat } from './chat.js'
 import { registerInternSlack } from './slack.js'
+import { registerInternWork } from './work.js'
 import { internIconRoutes } from './icon.js'
 import { callerOf } from '../../plugins/caller.js'
 
@@ -113,6 +114,7 @@ export const internRoutes =
     registerInternSessions(app, deps, gate({ collection: false, write: false }))
     registerInternChat(app, deps, gate({ collection: false, write: false }))
     registerInternSlack(app, deps, gate({ collection: false, write: false }))
+    registerInternWork(app, deps, gate({ collection: false, write: false }), gate({ collection: false, write: true }))
     await app.register(
       internIconRoutes(deps, gate({ collection: false, write: false }), gate({ collection: false, write: true })),
     )

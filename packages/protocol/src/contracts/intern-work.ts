@@ -1,0 +1,169 @@
+import { z } from 'zod'
+import { Approval } from '../runtime-protocol.js'
+
+// Work an intern does without a person typing (issue 61): schedules (cron in a time zone), webhook
+// triggers (a signed URL), and the turns they fire, each kept with its outcome. Roster's extension
+// of the API, under /interns/{id}/….
+
+/** A schedule's or trigger's name: what people and the CLI call it by, unique per intern. */
+export const WorkName = z
+  .string()
+  .min(1)
+  .max(64)
+  .regex(/^[a-z0-9][a-z0-9._-]*$/i, 'letters, digits, dots, underscores and hyphens, starting with a letter or digit')
+
+/** The session a schedule's or trigger's turns continue (null: each turn in a session of its own). */
+const NamedSession = z
+  .string()
+  .min(1)
+  .max(200)
+  .regex(/^[\w.:-]+$/, 'letters, digits, and . _ : -')
+  .nullable()
+
+const Prompt = z.string().trim().min(1, 'the prompt is empty').max(32_000)
+
+export const MissedFire = z.enum(['run_once', 'skip'])
+export type MissedFire = z.infer<typeof MissedFire>
+
+export const CreateScheduleRequest = z
+  .strictObject({
+    name: WorkName,
+    cron: z
+      .string()
+      .min(1)
+      .max(200)
+      .describe('Five fields (minute hour day-of-month month day-of-week), or @hourly, @daily, @weekly, @monthly'),
+    timezone: z.string().min(1).max(64).default('UTC').describe('An IANA time zone the cron expression is read in'),
+    prompt: Prompt,
+    session_id: NamedSession.default(null),
+    approval_mode: Approval.default('manual'),
+    missed: MissedFire.default('run_once').describe(
+      'A fire missed while Roster was down or the intern suspended: run once when it can, or skip it',
+    ),
+    enabled: z.boolean().default(true),
+  })
+  .meta({ id: 'CreateScheduleRequest' })
+export type CreateScheduleRequest = z.infer<typeof CreateScheduleRequest>
+
+export const UpdateScheduleRequest = z
+  .strictObject({
+    name: WorkName.optional(),
+    cron: z.string().min(1).max(200).optional(),
+    timezone: z.string().min(1).max(64).optional(),
+    prompt: Prompt.optional(),
+    session_id: NamedSession.optional(),
+    approval_mode: Approval.optional(),
+    missed: MissedFire.optional(),
+    enabled: z.boolean().optional(),
+  })
+  .meta({ id: 'UpdateScheduleRequest' })
+export type UpdateScheduleRequest = z.infer<typeof UpdateScheduleRequest>
+
+export const Schedule = z
+  .object({
+    id: z.uuid(),
+    intern_id: z.uuid(),
+    name: z.string(),
+    cron: z.string(),
+    timezone: z.string(),
+    prompt: z.string(),
+    session_id: z.string().nullable(),
+    approval_mode: Approval,
+    missed: MissedFire,
+    enabled: z.boolean(),
+    next_fire_at: z.iso.datetime().nullable().describe('When it fires next (null: disabled)'),
+    last_fire_at: z.iso.datetime().nullable().describe('The latest fire time dealt with'),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .meta({ id: 'Schedule' })
+export type Schedule = z.infer<typeof Schedule>
+
+export const CreateTriggerRequest = z
+  .strictObject({
+    name: WorkName,
+    prompt: Prompt.describe("What the intern is asked to do with a delivery; the delivery's body follows it, as data"),
+    session_id: NamedSession.default(null),
+    approval_mode: Approval.default('manual'),
+    enabled: z.boolean().default(true),
+  })
+  .meta({ id: 'CreateTriggerRequest' })
+export type CreateTriggerRequest = z.infer<typeof CreateTriggerRequest>
+
+export const UpdateTriggerRequest = z
+  .strictObject({
+    name: WorkName.optional(),
+    prompt: Prompt.optional(),
+    session_id: NamedSession.optional(),
+    approval_mode: Approval.optional(),
+    enabled: z.boolean().optional(),
+    rotate_secret: z.literal(true).optional().describe('Make a new secret (answered once); the old one stops at once'),
+  })
+  .meta({ id: 'UpdateTriggerRequest' })
+export type UpdateTriggerRequest = z.infer<typeof UpdateTriggerRequest>
+
+export const Trigger = z
+  .object({
+    id: z.uuid(),
+    intern_id: z.uuid(),
+    name: z.string(),
+    prompt: z.string(),
+    session_id: z.string().nullable(),
+    approval_mode: Approval,
+    enabled: z.boolean(),
+    url: z.string().describe('Where deliveries are POSTed, signed with the secret'),
+    secret: z.string().optional().describe('Answered once, when made (create, rotate_secret); never again'),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .meta({ id: 'Trigger' })
+export type Trigger = z.infer<typeof Trigger>
+
+export const TurnState = z.enum([
+  'queued',
+  'running',
+  'waiting',
+  'done',
+  'failed',
+  'interrupted',
+  'refused',
+  'skipped',
+  'expired',
+])
+export type TurnState = z.infer<typeof TurnState>
+
+/** States a turn is over in: nothing more happens to it. */
+export const ENDED_TURN_STATES: ReadonlySet<string> = new Set<TurnState>([
+  'done',
+  'failed',
+  'interrupted',
+  'refused',
+  'skipped',
+  'expired',
+])
+
+export const BackgroundTurn = z
+  .object({
+    id: z.uuid(),
+    intern_id: z.uuid(),
+    source: z.enum(['schedule', 'webhook', 'manual']),
+    schedule_id: z.uuid().nullable(),
+    trigger_id: z.uuid().nullable(),
+    scheduled_for: z.iso.datetime().nullable().describe("The schedule's fire time it is"),
+    session_id: z.string(),
+    state: TurnState,
+    reason: z.string().nullable().describe('Why it was refused, skipped, failed, interrupted or expired'),
+    interaction_id: z.string().nullable().describe('The question a waiting turn asked (answer it in chat)'),
+    output: z.string().nullable().describe("The turn's reply"),
+    usage: z
+      .object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number(), cost: z.number() })
+      .nullable(),
+    created_at: z.iso.datetime(),
+    started_at: z.iso.datetime().nullable(),
+    ended_at: z.iso.datetime().nullable(),
+  })
+  .meta({ id: 'BackgroundTurn' })
+export type BackgroundTurn = z.infer<typeof BackgroundTurn>
+
+/** What a webhook delivery is answered with, at once: its turn, queued. */
+export const DeliveryAccepted = z.object({ turn_id: z.uuid(), state: TurnState }).meta({ id: 'DeliveryAccepted' })
