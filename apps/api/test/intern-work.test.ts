@@ -5,7 +5,17 @@ import { Redis } from 'ioredis'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import { signRequest } from '@roster/shared'
-import { catalogueFile, makeTenant, redisUrl, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
+import {
+  catalogueFile,
+  makeTenant,
+  redisUrl,
+  startStack,
+  STACK_MASTER_KEY,
+  waitFor,
+  type Stack,
+  useTestTenant,
+} from '@roster/testing'
+import { runAdminCaptured } from '@roster/cli'
 
 // Interns that work without a person typing (issue 61), over the whole system as processes (an
 // API, two workers, a runtime host) and the model simulator: schedules fire their turns through
@@ -582,5 +592,88 @@ describe('turns no one typed', () => {
       what: 'the intern gone',
     })
     await waitFor(async () => !(await schedulerKeys()).includes(`schedule.${made.id}`), { what: 'its scheduler gone' })
+  })
+})
+
+describe('the admin CLI', () => {
+  /** The admin CLI on this test's database (with the stack's master key), its JSON answer. */
+  const admin = async (...args: string[]) => {
+    const out = await runAdminCaptured([...args, '--json'], {
+      ...process.env,
+      DATABASE_URL: env.t.url,
+      VAULT_MASTER_KEY: STACK_MASTER_KEY,
+    })
+    return { code: out.code, body: out.stdout ? JSON.parse(out.stdout) : undefined, stderr: out.stderr }
+  }
+
+  it("gives, shows, changes, runs and removes an intern's schedules and triggers as the API does", async () => {
+    const bad = await admin(
+      'schedules',
+      'create',
+      '--intern',
+      internId,
+      '--name',
+      'x',
+      '--cron',
+      'nope',
+      '--prompt',
+      'p',
+    )
+    expect(bad.code).not.toBe(0)
+    expect(bad.stderr).toMatch(/cron/)
+    const made = await admin(
+      ...['schedules', 'create', '--intern', internId, '--name', 'cli-job', '--cron', '15 9 * * 1-5'],
+      ...['--timezone', 'America/New_York', '--prompt', '[sim] say from the cli', '--self-drive', '--missed', 'skip'],
+    )
+    expect(made.code).toBe(0)
+    expect(made.body).toMatchObject({
+      name: 'cli-job',
+      timezone: 'America/New_York',
+      missed: 'skip',
+      approval_mode: 'self-drive',
+    })
+    // The same schedule through the API; its scheduler armed by a worker.
+    expect((await call('GET', `/interns/${internId}/schedules/${made.body.id}`)).body.cron).toBe('15 9 * * 1-5')
+    await waitFor(async () => (await schedulerKeys()).includes(`schedule.${made.body.id}`), { what: 'its scheduler' })
+    expect((await admin('schedules', 'list', '--intern', internId)).body.schedules.map((s: any) => s.name)).toContain(
+      'cli-job',
+    )
+    const changed = await admin('schedules', 'update', made.body.id, '--intern', internId, '--disable')
+    expect(changed.body.enabled).toBe(false)
+    const run = await admin('schedules', 'run', made.body.id, '--intern', internId)
+    expect(run.body.state).toBe('queued')
+    await turnEnded(run.body.turn_id)
+    expect(await turnOf(run.body.turn_id)).toMatchObject({ source: 'manual', state: 'done', output: 'from the cli' })
+    const listed = await admin('turns', 'list', '--intern', internId)
+    expect(listed.body.turns.map((t: any) => t.id)).toContain(run.body.turn_id)
+    expect((await admin('schedules', 'delete', made.body.id, '--intern', internId)).body).toEqual({
+      id: made.body.id,
+      deleted: true,
+    })
+
+    const trigger = await admin(
+      'triggers',
+      'create',
+      '--intern',
+      internId,
+      '--name',
+      'cli-hook',
+      '--prompt',
+      '[sim] say hooked',
+      '--self-drive',
+    )
+    expect(trigger.body.secret).toMatch(/^whsec_/)
+    // What the CLI made, the API's URL takes.
+    const url = `${stack.apiUrl}/hooks/${trigger.body.id}`
+    const res = await deliver(url, trigger.body.secret, '{}')
+    expect(res.status).toBe(202)
+    const rotated = await admin('triggers', 'update', trigger.body.id, '--intern', internId, '--rotate-secret')
+    expect(rotated.body.secret).not.toBe(trigger.body.secret)
+    expect((await deliver(url, trigger.body.secret, '{"again":1}')).status).toBe(401)
+    expect(JSON.stringify((await admin('triggers', 'list', '--intern', internId)).body)).not.toContain(
+      rotated.body.secret,
+    )
+    expect((await admin('triggers', 'delete', trigger.body.id, '--intern', internId)).body.deleted).toBe(true)
+    expect((await admin('turns', 'list', '--intern', crypto.randomUUID())).code).not.toBe(0)
   })
 })

@@ -40,7 +40,26 @@ import {
   storeSlackConfigToken,
   forgetSlackConfigToken,
 } from '@roster/shared/slack'
-import { getArchive, listArchives, memberById, workspaceAccount } from '@roster/shared/repositories'
+import { getArchive, internStatus, listArchives, memberById, workspaceAccount } from '@roster/shared/repositories'
+import {
+  changeSchedule,
+  changeTrigger,
+  createSchedule,
+  createTrigger,
+  listSchedules,
+  listTriggers,
+  listTurns,
+  removeSchedule,
+  removeTrigger,
+  runScheduleNow,
+  triggerView,
+} from '@roster/shared/interns'
+import {
+  CreateScheduleRequest,
+  CreateTriggerRequest,
+  UpdateScheduleRequest,
+  UpdateTriggerRequest,
+} from '@roster/shared'
 
 const usage = `usage: npm run -s admin -- <command> [--json]
   bootstrap [--email E]                             account + workspace + member (its admin, E for signing in) + one key per kind
@@ -70,6 +89,15 @@ const usage = `usage: npm run -s admin -- <command> [--json]
                                                     on stdin (rotated at once); Slack-linked interns then get apps minted with it
   slack config-token show|forget --workspace ID     its Slack workspace and expiry (never the token), or forget it
   archive export ID --out FILE                      an archive's workspace (a gzipped tar) to FILE, with its configuration and sessions beside it (FILE.json)
+  schedules list --intern ID                        an intern's schedules (docs/interns.md, "Work no one types")
+  schedules create --intern ID --name N --cron C --prompt P [--timezone TZ] [--session S] [--self-drive] [--missed skip]
+  schedules update ID --intern ID [--name N] [--cron C] [--timezone TZ] [--prompt P] [--session S|none] [--enable|--disable]
+  schedules delete|run ID --intern ID               remove one, or run its job now, once
+  triggers list --intern ID                         an intern's webhook triggers (their URLs; secrets are shown only when made)
+  triggers create --intern ID --name N --prompt P [--session S] [--self-drive]
+  triggers update ID --intern ID [--name N] [--prompt P] [--enable|--disable] [--rotate-secret]
+  triggers delete ID --intern ID
+  turns list --intern ID                            the turns its schedules and webhooks fired, newest first, with how each went
 Reads DATABASE_URL. With --json, prints exactly one JSON object.`
 
 const options = {
@@ -101,6 +129,13 @@ const options = {
   add: { type: 'string' },
   unlimited: { type: 'boolean', default: false },
   'sampling-rate': { type: 'string' },
+  cron: { type: 'string' },
+  timezone: { type: 'string' },
+  prompt: { type: 'string' },
+  session: { type: 'string' },
+  'self-drive': { type: 'boolean', default: false },
+  missed: { type: 'string' },
+  'rotate-secret': { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 } satisfies ParseArgsConfig['options']
 
@@ -189,27 +224,12 @@ async function keys(inv: Invocation, db: Db, op: string | undefined): Promise<Re
   const hash = positionals[2]
   const number = (v: string | undefined) => (v === undefined ? undefined : v === 'none' ? null : Number(v))
   const reset = (v: string | undefined) => (v === undefined ? undefined : v === 'none' ? null : v)
-  const body = <T>(
-    schema: {
-      safeParse(
-        v: unknown,
-      ): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } }
-    },
-    v: unknown,
-  ): T => {
-    const parsed = schema.safeParse(v)
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!
-      throw new UsageError(`--${String(issue.path[0] ?? 'input').replace(/_/g, '-')} ${issue.message}`)
-    }
-    return parsed.data
-  }
   switch (op) {
     case 'create':
       return createKey(
         deps,
         scope,
-        body(CreateKeyBody, {
+        bodyOf(CreateKeyBody, {
           name: values.name,
           limit: number(values.limit),
           limit_reset: reset(values['limit-reset']),
@@ -230,7 +250,7 @@ async function keys(inv: Invocation, db: Db, op: string | undefined): Promise<Re
         deps,
         scope,
         hash ?? '',
-        body(UpdateKeyBody, {
+        bodyOf(UpdateKeyBody, {
           name: values.name,
           limit: number(values.limit),
           limit_reset: reset(values['limit-reset']),
@@ -241,6 +261,123 @@ async function keys(inv: Invocation, db: Db, op: string | undefined): Promise<Re
       return deleteKey(deps, scope, hash ?? '')
     default:
       throw new UsageError(`keys ${op ?? ''}: the keys commands are create, list, get, update and delete`)
+  }
+}
+
+/** Parses a command's options as the API's body schema would; a refusal names the option. */
+function bodyOf<T>(
+  schema: {
+    safeParse(
+      v: unknown,
+    ): { success: true; data: T } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } }
+  },
+  v: unknown,
+): T {
+  const parsed = schema.safeParse(v)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!
+    throw new UsageError(`--${String(issue.path[0] ?? 'input').replace(/_/g, '-')} ${issue.message}`)
+  }
+  return parsed.data
+}
+
+/**
+ * An intern's standing work, as the API's routes do it (the same engine, offline: a schedule's
+ * scheduler is armed when a worker's relay next polls the outbox, within a second or so).
+ */
+async function internWork(inv: Invocation, db: Db, what: string, op: string | undefined) {
+  const { values, positionals, config } = inv
+  const internId = needOf(inv, 'intern')
+  const status = UUID.test(internId) ? await internStatus(db, internId) : undefined
+  if (!status) throw new Error(`no intern ${internId}`)
+  const id = positionals[2] ?? ''
+  const session = values.session === 'none' ? null : values.session
+  const mode = values['self-drive'] ? 'self-drive' : undefined
+  const enabled = values.disable ? false : values.enable ? true : undefined
+  if (values.disable && values.enable) throw new UsageError('--disable and --enable are each other’s opposite')
+  const cron = { seconds: false }
+  const base = config.PUBLIC_URL ?? 'http://localhost:3000'
+  const shown = (t: Parameters<typeof triggerView>[1], secret?: string) => triggerView(base, t, secret)
+  switch (`${what} ${op ?? ''}`) {
+    case 'schedules list':
+      return { schedules: await listSchedules(db, internId) }
+    case 'schedules create':
+      return createSchedule(
+        db,
+        internId,
+        bodyOf(CreateScheduleRequest, {
+          name: values.name,
+          cron: values.cron,
+          timezone: values.timezone,
+          prompt: values.prompt,
+          session_id: session,
+          approval_mode: mode,
+          missed: values.missed,
+        }),
+        cron,
+      )
+    case 'schedules update':
+      return changeSchedule(
+        db,
+        internId,
+        id,
+        bodyOf(UpdateScheduleRequest, {
+          name: values.name,
+          cron: values.cron,
+          timezone: values.timezone,
+          prompt: values.prompt,
+          session_id: session,
+          approval_mode: mode,
+          missed: values.missed,
+          enabled,
+        }),
+        cron,
+      )
+    case 'schedules delete':
+      return removeSchedule(db, internId, id)
+    case 'schedules run':
+      return runScheduleNow(db, { id: internId, status }, id, config.INTERN_TURN_QUEUE)
+    case 'triggers list':
+      return { triggers: (await listTriggers(db, internId)).map((t) => shown(t)) }
+    case 'triggers create': {
+      const made = await createTrigger(
+        db,
+        config.VAULT_MASTER_KEY,
+        internId,
+        bodyOf(CreateTriggerRequest, {
+          name: values.name,
+          prompt: values.prompt,
+          session_id: session,
+          approval_mode: mode,
+        }),
+      )
+      return shown(made.row, made.secret)
+    }
+    case 'triggers update': {
+      const changed = await changeTrigger(
+        db,
+        config.VAULT_MASTER_KEY,
+        internId,
+        id,
+        bodyOf(UpdateTriggerRequest, {
+          name: values.name,
+          prompt: values.prompt,
+          session_id: session,
+          approval_mode: mode,
+          enabled,
+          rotate_secret: values['rotate-secret'] || undefined,
+        }),
+      )
+      return shown(changed.row, changed.secret)
+    }
+    case 'triggers delete':
+      return removeTrigger(db, internId, id)
+    case 'turns list':
+      return { turns: (await listTurns(db, internId, { limit: 100 })).data }
+    default:
+      throw new UsageError(
+        `${what} ${op ?? ''}: the commands are schedules list|create|update|delete|run, triggers list|create|update|delete, turns list`,
+      )
   }
 }
 
@@ -278,6 +415,8 @@ async function run(inv: Invocation, db: Db): Promise<Record<string, unknown>> {
   const command = positionals.join(' ')
   const need = (name: Parameters<typeof needOf>[1]) => needOf(inv, name)
   if (positionals[0] === 'keys') return keys(inv, db, positionals[1])
+  if (['schedules', 'triggers', 'turns'].includes(positionals[0] ?? ''))
+    return internWork(inv, db, positionals[0]!, positionals[1])
   if (command === 'archive list') return archiveList(inv, db)
   if (command.startsWith('archive export')) return archiveExport(inv, db, positionals[2])
   if (command === 'runtime list') return runtimeList(inv, db)
@@ -404,6 +543,20 @@ function print({ values, io }: Invocation, result: Record<string, unknown>) {
       ['hash', 'name', 'label', 'disabled', 'limit', 'limit_reset', 'usage', 'expires_at'],
       'No API key.',
     )
+  if (Array.isArray(result.schedules))
+    return table(
+      result.schedules,
+      ['id', 'name', 'cron', 'timezone', 'enabled', 'missed', 'next_fire_at', 'last_fire_at'],
+      'No schedule.',
+    )
+  if (Array.isArray(result.triggers))
+    return table(result.triggers, ['id', 'name', 'enabled', 'approval_mode', 'url'], 'No webhook trigger.')
+  if (Array.isArray(result.turns))
+    return table(
+      result.turns,
+      ['id', 'source', 'state', 'scheduled_for', 'created_at', 'ended_at', 'reason'],
+      'No turn has been fired.',
+    )
   if (Array.isArray(result.archives))
     return table(
       result.archives,
@@ -418,6 +571,7 @@ function print({ values, io }: Invocation, result: Record<string, unknown>) {
     )
   io.stdout(flat(result).join('\n') + '\n')
   if ('key' in result || 'keys' in result) io.stdout('Keys are shown only now; store them safely.\n')
+  if ('secret' in result) io.stdout('The secret is shown only now; give it to the sender, store it safely.\n')
 }
 
 /**

@@ -1,11 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { AppError, checkRequestSignature, isStorableText } from '@roster/shared'
-import { isUuid, unsealTriggerSecret } from '@roster/shared/interns'
+import { isUuid, triggerMasterKey, turnAdmissionRefusal, unsealTriggerSecret } from '@roster/shared/interns'
 import { admitTurn, triggerForDelivery } from '@roster/shared/repositories'
 import type { AppDeps } from '../deps.js'
 import { overMinuteLimit } from './interns/turn-limit.js'
-import { triggerMasterKey, turnAdmissionRefusal } from './interns/turn-admission.js'
 
 // POST /api/v1/hooks/{triggerId}: a webhook delivery for an intern's trigger. Signed as Slack signs
 // its requests (docs/interns.md): `X-Roster-Signature: v1=` + hex HMAC-SHA256 of
@@ -60,7 +59,11 @@ export const hookRoutes =
       const trigger = await triggerForDelivery(deps.db, triggerId)
       if (!trigger || trigger.intern.status === 'destroying' || trigger.intern.status === 'destroy_failed') throw gone()
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0)
-      const secret = unsealTriggerSecret(triggerMasterKey(deps), trigger.id, trigger.sealedSecret)
+      const secret = unsealTriggerSecret(
+        triggerMasterKey(deps.config.VAULT_MASTER_KEY),
+        trigger.id,
+        trigger.sealedSecret,
+      )
       const timestamp = req.headers[TIMESTAMP_HEADER]
       const signature = req.headers[SIGNATURE_HEADER]
       const check = checkRequestSignature(

@@ -1,60 +1,46 @@
-import { randomUUID } from 'node:crypto'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
-  AppError,
   BackgroundTurn,
   CreateScheduleRequest,
   CreateTriggerRequest,
   DeliveryAccepted,
   InternIdParams,
   InternLifecycleError,
-  isUniqueViolation,
   Schedule,
   Trigger,
   UpdateScheduleRequest,
   UpdateTriggerRequest,
-  cursorOf,
-  readCursor,
   type Caller,
 } from '@roster/shared'
 import {
+  changeSchedule,
+  changeTrigger,
+  createSchedule,
+  createTrigger,
+  findSchedule,
+  findTrigger,
   getIntern,
-  newTriggerSecret,
+  getTurn,
+  listSchedules,
+  listTriggers,
+  listTurns,
   refuseWhileDeleting,
-  scheduleTimes,
-  sealTriggerSecret,
+  removeSchedule,
+  removeTrigger,
+  runScheduleNow,
+  scheduleView,
+  triggerView,
 } from '@roster/shared/interns'
-import {
-  admitTurn,
-  countSchedules,
-  countTriggers,
-  deleteSchedule,
-  deleteTrigger,
-  insertSchedule,
-  insertTrigger,
-  internTurnOf,
-  scheduleOf,
-  schedulesOf,
-  triggerOf,
-  triggersOf,
-  turnsOf,
-  updateSchedule,
-  updateTrigger,
-  type ScheduleFields,
-} from '@roster/shared/repositories'
 import type { AppDeps } from '../../deps.js'
-import { triggerMasterKey, turnAdmissionRefusal } from './turn-admission.js'
 
-// An intern's standing work (issue 61, docs/interns.md): its schedules (cron in a time zone, each fire
-// a turn), its webhook triggers (a signed URL, each delivery a turn), and the turns both fired, with
-// how each went. Roster's extension of the API; reads for any key that sees the intern, changes for
-// keys that may change it (as the intern's own lifecycle).
+// An intern's standing work (issue 61, docs/interns.md) through the API: its schedules (cron in a
+// time zone, each fire a turn), its webhook triggers (a signed URL, each delivery a turn), and the
+// turns both fired, with how each went (packages/shared/src/interns/intern-work.ts does the work).
+// Roster's extension of the API; reads for any key that sees the intern, changes for keys that may
+// change it (as the intern's own lifecycle).
 
-/** An intern's schedules, and its triggers, at most. */
-export const SCHEDULES_PER_INTERN = 50
-export const TRIGGERS_PER_INTERN = 20
 const TURNS_LISTED = 100
 
 const ScheduleParams = InternIdParams.extend({ scheduleId: z.string() })
@@ -66,85 +52,11 @@ const TurnsQuery = z.strictObject({
   schedule_id: z.uuid().optional(),
   trigger_id: z.uuid().optional(),
 })
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 const errors = Object.fromEntries([400, 401, 404, 409, 413, 429, 500].map((code) => [code, InternLifecycleError]))
 
-type ScheduleRow = NonNullable<Awaited<ReturnType<typeof scheduleOf>>>
-type TriggerRow = NonNullable<Awaited<ReturnType<typeof triggerOf>>>
-type TurnRow = NonNullable<Awaited<ReturnType<typeof internTurnOf>>>
-
-const iso = (d: Date | null) => (d ? d.toISOString() : null)
-
-function scheduleView(s: ScheduleRow): Schedule {
-  let next: Date | null = null
-  if (s.enabled)
-    try {
-      next = scheduleTimes(s.cron, s.timezone, { seconds: true }).next(new Date())
-    } catch {
-      next = null // a zone this process's ICU lacks: the schedule is shown, its next fire not
-    }
-  return {
-    id: s.id,
-    intern_id: s.internId,
-    name: s.name,
-    cron: s.cron,
-    timezone: s.timezone,
-    prompt: s.prompt,
-    session_id: s.sessionId,
-    approval_mode: s.approvalMode as Schedule['approval_mode'],
-    missed: s.missed as Schedule['missed'],
-    enabled: s.enabled,
-    next_fire_at: iso(next),
-    last_fire_at: iso(s.lastFireAt),
-    created_at: s.createdAt.toISOString(),
-    updated_at: s.updatedAt.toISOString(),
-  }
-}
-
-/** Where a trigger's deliveries go. */
-export const triggerUrl = (deps: AppDeps, id: string) =>
-  `${deps.config.PUBLIC_URL ?? `http://${deps.config.HOST}:${deps.config.PORT}`}/api/v1/hooks/${id}`
-
-function triggerView(deps: AppDeps, t: TriggerRow, secret?: string): Trigger {
-  return {
-    id: t.id,
-    intern_id: t.internId,
-    name: t.name,
-    prompt: t.prompt,
-    session_id: t.sessionId,
-    approval_mode: t.approvalMode as Trigger['approval_mode'],
-    enabled: t.enabled,
-    url: triggerUrl(deps, t.id),
-    ...(secret ? { secret } : {}),
-    created_at: t.createdAt.toISOString(),
-    updated_at: t.updatedAt.toISOString(),
-  }
-}
-
-export function turnView(t: TurnRow): BackgroundTurn {
-  return {
-    id: t.id,
-    intern_id: t.internId,
-    source: t.source as BackgroundTurn['source'],
-    schedule_id: t.scheduleId,
-    trigger_id: t.triggerId,
-    scheduled_for: iso(t.scheduledFor),
-    session_id: t.sessionId,
-    state: t.state as BackgroundTurn['state'],
-    reason: t.reason,
-    interaction_id: t.interactionId,
-    output: t.output,
-    usage: (t.usage as BackgroundTurn['usage']) ?? null,
-    created_at: t.createdAt.toISOString(),
-    started_at: iso(t.startedAt),
-    ended_at: iso(t.endedAt),
-  }
-}
-
-const notFound = (what: string, id: string) => new AppError('not_found', `${what} ${id} not found`)
-const nameTaken = (what: string, name: string | undefined) =>
-  new AppError('name_taken', `this intern already has a ${what} named "${name}"`)
+/** Where the API is reached from outside (a trigger's URL starts with it). */
+export const publicBase = (deps: AppDeps) => deps.config.PUBLIC_URL ?? `http://${deps.config.HOST}:${deps.config.PORT}`
 
 export function registerInternWork(
   app: FastifyInstance,
@@ -153,24 +65,14 @@ export function registerInternWork(
   write: (req: FastifyRequest) => Promise<void>,
 ) {
   const api = app.withTypeProvider<ZodTypeProvider>()
-  const cronOptions = { seconds: deps.config.SCHEDULE_SECONDS === 'allow' }
+  const cron = { seconds: deps.config.SCHEDULE_SECONDS === 'allow' }
+  const masterKey = deps.config.VAULT_MASTER_KEY
   /** The intern, as the caller may see it; refused while it is being deleted when `changing`. */
   const internOf = async (req: FastifyRequest, internId: string, changing = false) => {
     const intern = await getIntern(deps.internReader, req.caller as Caller, internId)
     if (changing) refuseWhileDeleting(intern.status, internId)
     return intern
   }
-  const scheduleFor = async (internId: string, id: string) => {
-    const s = UUID.test(id) ? await scheduleOf(deps.db, internId, id) : null
-    if (!s) throw notFound('schedule', id)
-    return s
-  }
-  const triggerFor = async (internId: string, id: string) => {
-    const t = UUID.test(id) ? await triggerOf(deps.db, internId, id) : null
-    if (!t) throw notFound('trigger', id)
-    return t
-  }
-
   // Schedules.
   api.get(
     '/interns/:internId/schedules',
@@ -185,7 +87,7 @@ export function registerInternWork(
     },
     async (req) => {
       const intern = await internOf(req, req.params.internId)
-      return { data: (await schedulesOf(deps.db, intern.id)).map(scheduleView) }
+      return { data: await listSchedules(deps.db, intern.id) }
     },
   )
   api.post(
@@ -202,25 +104,9 @@ export function registerInternWork(
     },
     async (req, reply) => {
       const intern = await internOf(req, req.params.internId, true)
-      const b = req.body
-      scheduleTimes(b.cron, b.timezone, cronOptions) // refuses what it cannot read
-      if ((await countSchedules(deps.db, intern.id)) >= SCHEDULES_PER_INTERN)
-        throw new AppError('work_limit_reached', `an intern has at most ${SCHEDULES_PER_INTERN} schedules`)
-      const fields: ScheduleFields = {
-        name: b.name,
-        cron: b.cron.trim(),
-        timezone: b.timezone,
-        prompt: b.prompt,
-        sessionId: b.session_id,
-        approvalMode: b.approval_mode,
-        missed: b.missed,
-        enabled: b.enabled,
-      }
-      const made = await insertSchedule(deps.db, intern.id, fields).catch((err: unknown) => {
-        throw isUniqueViolation(err) ? nameTaken('schedule', b.name) : err
-      })
+      const made = await createSchedule(deps.db, intern.id, req.body, cron)
       deps.afterCommit.outboxWritten()
-      return reply.code(201).send(scheduleView(made))
+      return reply.code(201).send(made)
     },
   )
   api.get(
@@ -236,7 +122,7 @@ export function registerInternWork(
     },
     async (req) => {
       const intern = await internOf(req, req.params.internId)
-      return scheduleView(await scheduleFor(intern.id, req.params.scheduleId))
+      return scheduleView(await findSchedule(deps.db, intern.id, req.params.scheduleId))
     },
   )
   api.patch(
@@ -253,24 +139,9 @@ export function registerInternWork(
     },
     async (req) => {
       const intern = await internOf(req, req.params.internId, true)
-      const was = await scheduleFor(intern.id, req.params.scheduleId)
-      const b = req.body
-      if (b.cron !== undefined || b.timezone !== undefined)
-        scheduleTimes(b.cron ?? was.cron, b.timezone ?? was.timezone, cronOptions)
-      const changed = await updateSchedule(deps.db, intern.id, was.id, {
-        name: b.name,
-        cron: b.cron?.trim(),
-        timezone: b.timezone,
-        prompt: b.prompt,
-        sessionId: b.session_id,
-        approvalMode: b.approval_mode,
-        missed: b.missed,
-        enabled: b.enabled,
-      }).catch((err: unknown) => {
-        throw isUniqueViolation(err) ? nameTaken('schedule', b.name) : err
-      })
+      const changed = await changeSchedule(deps.db, intern.id, req.params.scheduleId, req.body, cron)
       deps.afterCommit.outboxWritten()
-      return scheduleView(changed)
+      return changed
     },
   )
   api.delete(
@@ -286,10 +157,9 @@ export function registerInternWork(
     },
     async (req) => {
       const intern = await internOf(req, req.params.internId, true)
-      const s = await scheduleFor(intern.id, req.params.scheduleId)
-      if (!(await deleteSchedule(deps.db, intern.id, s.id))) throw notFound('schedule', s.id)
+      const removed = await removeSchedule(deps.db, intern.id, req.params.scheduleId)
       deps.afterCommit.outboxWritten()
-      return { id: s.id, deleted: true as const }
+      return removed
     },
   )
   api.post(
@@ -305,25 +175,9 @@ export function registerInternWork(
     },
     async (req, reply) => {
       const intern = await internOf(req, req.params.internId, true)
-      const s = await scheduleFor(intern.id, req.params.scheduleId)
-      if (intern.status !== 'running')
-        throw new AppError('intern_not_ready', `intern ${intern.id} is not running (status ${intern.status})`)
-      const id = randomUUID()
-      const admitted = await admitTurn(
-        deps.db,
-        {
-          internId: intern.id,
-          source: 'manual',
-          scheduleId: s.id,
-          sessionId: s.sessionId ?? `schedule-${s.name}-run-${id.slice(0, 8)}`,
-          prompt: `Scheduled job "${s.name}", run now by a person (not at its time).\n\n${s.prompt}`,
-          approvalMode: s.approvalMode,
-        },
-        deps.config.INTERN_TURN_QUEUE,
-      )
+      const run = await runScheduleNow(deps.db, intern, req.params.scheduleId, deps.config.INTERN_TURN_QUEUE)
       deps.afterCommit.outboxWritten()
-      turnAdmissionRefusal(admitted)
-      return reply.code(202).send({ turn_id: admitted.id, state: 'queued' as const })
+      return reply.code(202).send(run)
     },
   )
 
@@ -341,7 +195,7 @@ export function registerInternWork(
     },
     async (req) => {
       const intern = await internOf(req, req.params.internId)
-      return { data: (await triggersOf(deps.db, intern.id)).map((t) => triggerView(deps, t)) }
+      return { data: (await listTriggers(deps.db, intern.id)).map((t) => triggerView(publicBase(deps), t)) }
     },
   )
   api.post(
@@ -357,23 +211,9 @@ export function registerInternWork(
       },
     },
     async (req, reply) => {
-      const masterKey = triggerMasterKey(deps)
       const intern = await internOf(req, req.params.internId, true)
-      if ((await countTriggers(deps.db, intern.id)) >= TRIGGERS_PER_INTERN)
-        throw new AppError('work_limit_reached', `an intern has at most ${TRIGGERS_PER_INTERN} webhook triggers`)
-      const b = req.body
-      const id = randomUUID()
-      const secret = newTriggerSecret()
-      const made = await insertTrigger(
-        deps.db,
-        id,
-        intern.id,
-        { name: b.name, prompt: b.prompt, sessionId: b.session_id, approvalMode: b.approval_mode, enabled: b.enabled },
-        sealTriggerSecret(masterKey, id, secret),
-      ).catch((err: unknown) => {
-        throw isUniqueViolation(err) ? nameTaken('trigger', b.name) : err
-      })
-      return reply.code(201).send(triggerView(deps, made, secret))
+      const { row, secret } = await createTrigger(deps.db, masterKey, intern.id, req.body)
+      return reply.code(201).send(triggerView(publicBase(deps), row, secret))
     },
   )
   api.get(
@@ -389,7 +229,7 @@ export function registerInternWork(
     },
     async (req) => {
       const intern = await internOf(req, req.params.internId)
-      return triggerView(deps, await triggerFor(intern.id, req.params.triggerId))
+      return triggerView(publicBase(deps), await findTrigger(deps.db, intern.id, req.params.triggerId))
     },
   )
   api.patch(
@@ -406,20 +246,8 @@ export function registerInternWork(
     },
     async (req) => {
       const intern = await internOf(req, req.params.internId, true)
-      const was = await triggerFor(intern.id, req.params.triggerId)
-      const b = req.body
-      const secret = b.rotate_secret ? newTriggerSecret() : undefined
-      const changed = await updateTrigger(deps.db, intern.id, was.id, {
-        name: b.name,
-        prompt: b.prompt,
-        sessionId: b.session_id,
-        approvalMode: b.approval_mode,
-        enabled: b.enabled,
-        ...(secret ? { sealedSecret: sealTriggerSecret(triggerMasterKey(deps), was.id, secret) } : {}),
-      }).catch((err: unknown) => {
-        throw isUniqueViolation(err) ? nameTaken('trigger', b.name) : err
-      })
-      return triggerView(deps, changed, secret)
+      const { row, secret } = await changeTrigger(deps.db, masterKey, intern.id, req.params.triggerId, req.body)
+      return triggerView(publicBase(deps), row, secret)
     },
   )
   api.delete(
@@ -435,9 +263,7 @@ export function registerInternWork(
     },
     async (req) => {
       const intern = await internOf(req, req.params.internId, true)
-      const t = await triggerFor(intern.id, req.params.triggerId)
-      if ((await deleteTrigger(deps.db, intern.id, t.id)).count === 0) throw notFound('trigger', t.id)
-      return { id: t.id, deleted: true as const }
+      return removeTrigger(deps.db, intern.id, req.params.triggerId)
     },
   )
 
@@ -459,19 +285,7 @@ export function registerInternWork(
     },
     async (req) => {
       const intern = await internOf(req, req.params.internId)
-      const q = req.query
-      const rows = await turnsOf(deps.db, intern.id, {
-        limit: q.limit + 1,
-        before: q.cursor ? readCursor(q.cursor, UUID) : undefined,
-        scheduleId: q.schedule_id,
-        triggerId: q.trigger_id,
-      })
-      const page = rows.slice(0, q.limit)
-      const last = page.at(-1)
-      return {
-        data: page.map(turnView),
-        next_cursor: rows.length > q.limit && last ? cursorOf(last.createdAt, last.id) : null,
-      }
+      return listTurns(deps.db, intern.id, req.query)
     },
   )
   api.get(
@@ -487,9 +301,7 @@ export function registerInternWork(
     },
     async (req) => {
       const intern = await internOf(req, req.params.internId)
-      const t = UUID.test(req.params.turnId) ? await internTurnOf(deps.db, intern.id, req.params.turnId) : null
-      if (!t) throw notFound('turn', req.params.turnId)
-      return turnView(t)
+      return getTurn(deps.db, intern.id, req.params.turnId)
     },
   )
 }
