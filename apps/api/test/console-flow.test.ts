@@ -367,6 +367,58 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     await page.close()
   })
 
+  it("gives an intern standing work on its page: a schedule added, run now (its turn listed with its reply), a webhook trigger's secret shown once", async () => {
+    const made = (await (
+      await fetch(`${stack.apiUrl}/interns`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'scheduled', provision: true }),
+      })
+    ).json()) as { id: string }
+    const page = await (await browser.newContext({ bypassCSP: true })).newPage()
+    const errors: string[] = []
+    page.on('pageerror', (e) => errors.push(e.stack ?? e.message))
+    await signIn(page, env.tenant.keys.user, 'Interns')
+    await page.goto(`${origin}/console/#/interns/${made.id}`)
+    await page.getByRole('heading', { name: 'scheduled', level: 1 }).waitFor()
+    await page.getByText('running', { exact: true }).waitFor({ timeout: 30_000 })
+    await page.getByText('No schedules: give the intern a standing job below.').waitFor()
+
+    const form = page.getByRole('form', { name: 'New schedule' })
+    await form.getByLabel('Name').fill('standup')
+    await form.getByLabel(/^Cron/).fill('nonsense')
+    await form.getByLabel('Prompt').fill('Summarise yesterday.\n[sim] say All quiet.')
+    await form.getByRole('button', { name: 'Add schedule' }).click()
+    await form.getByRole('alert').getByText(/cron/).waitFor()
+    await form.getByLabel(/^Cron/).fill('30 9 * * 1-5')
+    await form.getByLabel('Time zone').fill('Europe/Berlin')
+    await form.getByLabel(/Self-drive/).check()
+    await form.getByRole('button', { name: 'Add schedule' }).click()
+    const row = page.getByRole('row', { name: /standup/ })
+    await row.getByText('Europe/Berlin').waitFor()
+    await row.getByRole('button', { name: 'Run standup now' }).click()
+    const turn = page.getByRole('region', { name: 'Turns no one typed' }).getByRole('row', { name: /manual/ })
+    await turn.getByText('All quiet.').waitFor({ timeout: 20_000 })
+    await turn.getByText('done', { exact: true }).waitFor()
+    await row.getByRole('button', { name: 'Switch standup off' }).click()
+    await row.getByText('off', { exact: true }).waitFor()
+
+    const hook = page.getByRole('form', { name: 'New webhook trigger' })
+    await hook.getByLabel('Name').fill('deploys')
+    await hook.getByLabel('What to do with a delivery').fill('Note the deploy.')
+    await hook.getByRole('button', { name: 'Add webhook trigger' }).click()
+    const secret = await hook.getByRole('status').locator('code').nth(1).textContent()
+    expect(secret).toMatch(/^whsec_/)
+    await page.getByRole('row', { name: /deploys/ }).waitFor()
+    // Shown once: after a reload it is nowhere on the page.
+    await page.reload()
+    await page.getByRole('row', { name: /deploys/ }).waitFor()
+    expect(await page.content()).not.toContain(secret!)
+    expect(await axeViolations(page)).toEqual([])
+    expect(errors).toEqual([])
+    await page.close()
+  })
+
   it('outlives an API killed mid-way: the session still holds, and the list’s stream comes back with what changed meanwhile', async () => {
     const page = await (await browser.newContext({ bypassCSP: true })).newPage()
     await signIn(page, env.tenant.keys.user, 'Interns')

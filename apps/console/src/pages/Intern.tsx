@@ -4,6 +4,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query'
 import { api, type Intern as InternT, type Session } from '../api'
 import { href } from '../router'
 import { InternActions, Status, useInternAction, useInternStream } from './Interns'
+import { InternWork } from './InternWork'
 
 interface SessionSummary {
   id: string
@@ -17,8 +18,9 @@ interface Secret {
   scope: string
 }
 
-// One intern: what it is (live), its sessions (each opens in the chat), and the names of the vault
-// secrets its requests receive with the hosts each is bound to (values never leave the vault).
+// One intern: what it is (live), its sessions (each opens in the chat), its standing work
+// (schedules, webhook triggers, the turns they fired), and the names of the vault secrets its
+// requests receive with the hosts each is bound to (values never leave the vault).
 export function Intern({ id }: { id: string }) {
   const client = useQueryClient()
   // The intern itself comes from its event stream (its first event is the intern as it is); only
@@ -104,6 +106,8 @@ export function Intern({ id }: { id: string }) {
           ))}
         </ul>
       )}
+
+      <InternWork id={id} />
 
       <h2>Vault secrets</h2>
       {secrets.isError ? (

@@ -1,0 +1,302 @@
+import { useState, type FormEvent } from 'react'
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
+import type { BackgroundTurn, Schedule, Trigger } from '@roster/protocol'
+import { api } from '../api'
+import { TableScroll } from '../listed'
+import { href } from '../router'
+
+// An intern's standing work on its page (docs/interns.md, "Work no one types"): its schedules (add,
+// run now, switch off and on, remove), its webhook triggers (add: the secret shown once; a new
+// secret; remove) and the turns both fired, with how each went (refreshed while any still goes).
+
+const when = (iso: string | null, none = '—') =>
+  iso ? <time dateTime={iso}>{new Date(iso).toLocaleString()}</time> : <span className="muted">{none}</span>
+
+export function InternWork({ id }: { id: string }) {
+  const client = useQueryClient()
+  const changed = () => client.invalidateQueries({ queryKey: ['work', id] })
+  const schedules = useQuery({
+    queryKey: ['work', id, 'schedules'],
+    queryFn: () => api<{ data: Schedule[] }>(`interns/${id}/schedules`),
+  })
+  const triggers = useQuery({
+    queryKey: ['work', id, 'triggers'],
+    queryFn: () => api<{ data: Trigger[] }>(`interns/${id}/triggers`),
+  })
+  const turns = useQuery({
+    queryKey: ['work', id, 'turns'],
+    queryFn: () => api<{ data: BackgroundTurn[] }>(`interns/${id}/turns?limit=20`),
+    refetchInterval: (q) =>
+      q.state.data?.data.some((t) => ['queued', 'running', 'waiting'].includes(t.state)) ? 3_000 : 30_000,
+  })
+  const act = useMutation({
+    mutationFn: ({ path, method, body }: { path: string; method: string; body?: unknown }) =>
+      api<unknown>(`interns/${id}/${path}`, { method, ...(body ? { body: JSON.stringify(body) } : {}) }),
+    onSettled: changed,
+  })
+  return (
+    <>
+      <h2>Schedules</h2>
+      {act.isError && <p role="alert">{act.error.message}</p>}
+      {schedules.isError ? (
+        <p role="alert">{schedules.error.message}</p>
+      ) : !schedules.data ? (
+        <p aria-busy="true">Loading schedules…</p>
+      ) : schedules.data.data.length === 0 ? (
+        <p>No schedules: give the intern a standing job below.</p>
+      ) : (
+        <TableScroll label="Schedules">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">When</th>
+                <th scope="col">Next</th>
+                <th scope="col">Last</th>
+                <th scope="col">Prompt</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {schedules.data.data.map((s) => (
+                <tr key={s.id}>
+                  <td>{s.name}</td>
+                  <td>
+                    <code>{s.cron}</code> {s.timezone}
+                    <span className="muted">
+                      {' '}
+                      · {s.approval_mode} · missed: {s.missed === 'skip' ? 'skipped' : 'run once'}
+                    </span>
+                  </td>
+                  <td>{when(s.next_fire_at, 'off')}</td>
+                  <td>{when(s.last_fire_at, 'not yet')}</td>
+                  <td className="pre">{s.prompt.slice(0, 200)}</td>
+                  <td className="actions">
+                    <button type="button" onClick={() => act.mutate({ path: `schedules/${s.id}/run`, method: 'POST' })}>
+                      Run {s.name} now
+                    </button>
+                    <button
+                      type="button"
+                      onClick={() =>
+                        act.mutate({ path: `schedules/${s.id}`, method: 'PATCH', body: { enabled: !s.enabled } })
+                      }
+                    >
+                      {s.enabled ? `Switch ${s.name} off` : `Switch ${s.name} on`}
+                    </button>
+                    <button
+                      type="button"
+                      className="danger"
+                      onClick={() => {
+                        if (confirm(`Remove the schedule ${s.name}? Its turns stay listed.`))
+                          act.mutate({ path: `schedules/${s.id}`, method: 'DELETE' })
+                      }}
+                    >
+                      Remove {s.name}
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableScroll>
+      )}
+      <NewSchedule id={id} onMade={changed} />
+
+      <h2>Webhook triggers</h2>
+      {triggers.isError ? (
+        <p role="alert">{triggers.error.message}</p>
+      ) : !triggers.data ? (
+        <p aria-busy="true">Loading triggers…</p>
+      ) : triggers.data.data.length === 0 ? (
+        <p>No webhook triggers: add one below, and give its URL and secret to the system that sends.</p>
+      ) : (
+        <TableScroll label="Webhook triggers">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">URL</th>
+                <th scope="col">Prompt</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {triggers.data.data.map((t) => (
+                <tr key={t.id}>
+                  <td>
+                    {t.name}
+                    {!t.enabled && <span className="muted"> (off)</span>}
+                  </td>
+                  <td>
+                    <code>{t.url}</code>
+                  </td>
+                  <td className="pre">{t.prompt.slice(0, 200)}</td>
+                  <td className="actions">
+                    <button
+                      type="button"
+                      onClick={() =>
+                        act.mutate({ path: `triggers/${t.id}`, method: 'PATCH', body: { enabled: !t.enabled } })
+                      }
+                    >
+                      {t.enabled ? `Switch ${t.name} off` : `Switch ${t.name} on`}
+                    </button>
+                    <button
+                      type="button"
+                      className="danger"
+                      onClick={() => {
+                        if (confirm(`Remove the trigger ${t.name}? Its URL takes nothing more.`))
+                          act.mutate({ path: `triggers/${t.id}`, method: 'DELETE' })
+                      }}
+                    >
+                      Remove {t.name}
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableScroll>
+      )}
+      <NewTrigger id={id} onMade={changed} />
+
+      <h2>Turns no one typed</h2>
+      {turns.isError ? (
+        <p role="alert">{turns.error.message}</p>
+      ) : !turns.data ? (
+        <p aria-busy="true">Loading turns…</p>
+      ) : turns.data.data.length === 0 ? (
+        <p>None yet: a schedule's fire or a webhook's delivery shows here.</p>
+      ) : (
+        <TableScroll label="Turns no one typed">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">From</th>
+                <th scope="col">State</th>
+                <th scope="col">Due</th>
+                <th scope="col">Ended</th>
+                <th scope="col">What came of it</th>
+              </tr>
+            </thead>
+            <tbody>
+              {turns.data.data.map((t) => (
+                <tr key={t.id}>
+                  <td>
+                    <a href={href(['interns', id, 'chat'], { session: t.session_id })}>{t.source}</a>
+                  </td>
+                  <td>{t.state === 'waiting' ? <a href={href(['inbox'])}>waiting for an answer</a> : t.state}</td>
+                  <td>{when(t.scheduled_for ?? t.created_at)}</td>
+                  <td>{when(t.ended_at)}</td>
+                  <td className="pre">{(t.reason ?? t.output ?? '').slice(0, 300)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableScroll>
+      )}
+    </>
+  )
+}
+
+function NewSchedule({ id, onMade }: { id: string; onMade: () => void }) {
+  const [name, setName] = useState('')
+  const [cron, setCron] = useState('0 9 * * 1-5')
+  const [timezone, setTimezone] = useState(() => Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC')
+  const [prompt, setPrompt] = useState('')
+  const [selfDrive, setSelfDrive] = useState(false)
+  const [skip, setSkip] = useState(false)
+  const make = useMutation({
+    mutationFn: () =>
+      api<Schedule>(`interns/${id}/schedules`, {
+        method: 'POST',
+        body: JSON.stringify({
+          name,
+          cron,
+          timezone,
+          prompt,
+          approval_mode: selfDrive ? 'self-drive' : 'manual',
+          missed: skip ? 'skip' : 'run_once',
+        }),
+      }),
+    onSuccess: () => {
+      setName('')
+      setPrompt('')
+      onMade()
+    },
+  })
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    make.mutate()
+  }
+  return (
+    <form className="create" onSubmit={submit} aria-label="New schedule">
+      <label htmlFor="schedule-name">Name</label>
+      <input id="schedule-name" value={name} onChange={(e) => setName(e.target.value)} required maxLength={64} />
+      <label htmlFor="schedule-cron">Cron (minute hour day month weekday)</label>
+      <input id="schedule-cron" value={cron} onChange={(e) => setCron(e.target.value)} required maxLength={200} />
+      <label htmlFor="schedule-zone">Time zone</label>
+      <input
+        id="schedule-zone"
+        value={timezone}
+        onChange={(e) => setTimezone(e.target.value)}
+        required
+        maxLength={64}
+      />
+      <label htmlFor="schedule-prompt">Prompt</label>
+      <textarea id="schedule-prompt" value={prompt} onChange={(e) => setPrompt(e.target.value)} required rows={3} />
+      <label className="inline">
+        <input type="checkbox" checked={selfDrive} onChange={(e) => setSelfDrive(e.target.checked)} /> Self-drive
+        (nothing asks first)
+      </label>
+      <label className="inline">
+        <input type="checkbox" checked={skip} onChange={(e) => setSkip(e.target.checked)} /> Skip fires missed while
+        Roster was down
+      </label>
+      <button type="submit" disabled={make.isPending}>
+        Add schedule
+      </button>
+      {make.isError && <p role="alert">{make.error.message}</p>}
+      {make.data && (
+        <p role="status">Added: it fires next {new Date(make.data.next_fire_at ?? '').toLocaleString()}.</p>
+      )}
+    </form>
+  )
+}
+
+function NewTrigger({ id, onMade }: { id: string; onMade: () => void }) {
+  const [name, setName] = useState('')
+  const [prompt, setPrompt] = useState('')
+  const make = useMutation({
+    mutationFn: () =>
+      api<Trigger>(`interns/${id}/triggers`, { method: 'POST', body: JSON.stringify({ name, prompt }) }),
+    onSuccess: () => {
+      setName('')
+      setPrompt('')
+      onMade()
+    },
+  })
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    make.mutate()
+  }
+  return (
+    <form className="create" onSubmit={submit} aria-label="New webhook trigger">
+      <label htmlFor="trigger-name">Name</label>
+      <input id="trigger-name" value={name} onChange={(e) => setName(e.target.value)} required maxLength={64} />
+      <label htmlFor="trigger-prompt">What to do with a delivery</label>
+      <textarea id="trigger-prompt" value={prompt} onChange={(e) => setPrompt(e.target.value)} required rows={3} />
+      <button type="submit" disabled={make.isPending}>
+        Add webhook trigger
+      </button>
+      {make.isError && <p role="alert">{make.error.message}</p>}
+      {make.data?.secret && (
+        <div className="secret" role="status">
+          <p>
+            Deliveries go to <code>{make.data.url}</code>, signed with this secret, shown this once: copy it now.
+          </p>
+          <code>{make.data.secret}</code>
+        </div>
+      )}
+    </form>
+  )
+}
