@@ -325,6 +325,12 @@ const turnEnded = (id: string, intern = internId, timeoutMs = 20_000) =>
     timeoutMs,
     what: `turn ${id} to end`,
   })
+/** Every turn of the intern over: a test that counts its queue starts from an empty one. */
+const settled = (intern = internId) =>
+  waitFor(async () => (await turns('', intern)).every((t) => !['queued', 'running'].includes(t.state)), {
+    timeoutMs: 60_000,
+    what: "the intern's turns to end",
+  })
 const slowCall = (ms: number, mark: string) =>
   `[sim] call http_request {"url":"http://slow.test:${slowPort}/?ms=${ms}&mark=${mark}"}`
 
@@ -431,6 +437,7 @@ describe('webhook triggers', () => {
         approval_mode: 'self-drive',
       })
     ).body
+    await settled()
     const answers: { status: number; body: any }[] = []
     for (let i = 0; i < 7; i++) {
       const res = await deliver(made.url, made.secret, JSON.stringify({ i }))
@@ -484,11 +491,6 @@ describe('webhook triggers', () => {
     const turnId = ((await res.json()) as any).turn_id
     await turnEnded(turnId, other)
     expect(await turnOf(turnId, other)).toMatchObject({ state: 'done', output: 'mine' })
-    // The flood's queued turns run out before the next test.
-    await waitFor(async () => (await turns()).every((t) => t.state !== 'queued' && t.state !== 'running'), {
-      timeoutMs: 30_000,
-      what: "the flood's turns to end",
-    })
   })
 })
 
@@ -501,6 +503,7 @@ describe('turns no one typed', () => {
         prompt: '[sim] call ask_user {"message":"Which repository?"}\n[sim] say thanks',
       })
     ).body
+    await settled()
     const run = await call('POST', `/interns/${internId}/schedules/${made.id}/run`)
     expect(run.status).toBe(202)
     await waitFor(async () => (await turnOf(run.body.turn_id)).state === 'waiting', { what: 'the turn to wait' })
@@ -538,9 +541,10 @@ describe('turns no one typed', () => {
         approval_mode: 'self-drive',
       })
     ).body
+    await settled()
     const res = await deliver(made.url, made.secret, '{}')
     const turnId = ((await res.json()) as any).turn_id
-    await waitFor(() => hits.get('kill') === 1, { what: 'the turn to be midway' })
+    await waitFor(() => hits.get('kill') === 1, { timeoutMs: 20_000, what: 'the turn to be midway' })
     await Promise.all(stack.workers.map((w) => w.kill('SIGKILL')))
     stack.workers.splice(0)
     await stack.addWorker()
