@@ -231,6 +231,7 @@ async function snapshot() {
            (SELECT count(*) FROM intern_schedules) AS schedules, (SELECT max(updated_at) FROM intern_schedules) AS schedules_changed,
            (SELECT count(*) FROM intern_triggers) AS triggers, (SELECT max(updated_at) FROM intern_triggers) AS triggers_changed,
            (SELECT count(*) FROM intern_turns) AS turns,
+           (SELECT count(*) FROM intern_mcp_servers) AS mcp_servers, (SELECT max(updated_at) FROM intern_mcp_servers) AS mcp_changed,
            (SELECT max(updated_at) FROM observability_destinations) AS destinations_changed`
   return JSON.stringify(row, (_k, v) => (typeof v === 'bigint' ? Number(v) : v))
 }
@@ -362,6 +363,11 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'deleteInternTrigger',
         'listInternTurns',
         'getInternTurn',
+        'listInternMcpServers',
+        'createInternMcpServer',
+        'getInternMcpServer',
+        'updateInternMcpServer',
+        'deleteInternMcpServer',
       ].sort(),
     )
   })

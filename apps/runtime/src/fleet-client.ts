@@ -3,6 +3,7 @@ import {
   EgressResult,
   HeartbeatResponse,
   HOST_ID_HEADER,
+  HostMcpServers,
   JoinResponse,
   SessionIds,
   SessionItems,
@@ -10,6 +11,7 @@ import {
   type EgressRequest,
   type HeartbeatRequest,
   type JoinRequest,
+  type McpToolsSeen,
   type SecretEgress,
 } from '@roster/protocol'
 
@@ -126,6 +128,25 @@ export class FleetClient implements SecretEgress {
         generation: this.generation(internId),
         from,
         items,
+      }),
+    )
+  }
+
+  /** The intern's enabled MCP servers (their headers may name its secrets, filled in by the egress). */
+  async mcpServers(internId: string): Promise<HostMcpServers['servers']> {
+    const res = await this.request(
+      'GET',
+      `/internal/v1/interns/${internId}/mcp-servers?generation=${this.generation(internId)}`,
+    )
+    return HostMcpServers.parse(await json(res)).servers
+  }
+
+  /** What was found on one of them (its tools, what went wrong), for the intern's page. */
+  async reportMcpTools(internId: string, serverId: string, seen: Omit<McpToolsSeen, 'generation'>): Promise<void> {
+    await json(
+      await this.request('POST', `/internal/v1/interns/${internId}/mcp-servers/${serverId}/tools`, {
+        generation: this.generation(internId),
+        ...seen,
       }),
     )
   }

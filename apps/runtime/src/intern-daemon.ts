@@ -3,6 +3,7 @@ import type { InternSpec } from '@roster/protocol'
 import { SessionStore } from './agent/session-store.js'
 import { runAgentTurn } from './agent/agent-turn.js'
 import { InternDaemon } from './agent/daemon.js'
+import { InternMcp } from './agent/mcp-tools.js'
 import type { HostedIntern } from './hosted-intern.js'
 import type { InternsDeps } from './interns-deps.js'
 import type { InternWorkspaces } from './intern-workspaces.js'
@@ -30,6 +31,13 @@ export function makeDaemon(
   const workspace = workspaces.workspace(intern.id)
   // Its own model, else this host's setting, else the API's default (told as the host joined).
   const model = () => spec().model ?? config.INTERN_DEFAULT_MODEL ?? fleet.internDefaultModel ?? FALLBACK_MODEL
+  // Its MCP servers' tools: connected through the egress, found again as each turn starts.
+  const mcp = new InternMcp(
+    intern.id,
+    fleet,
+    { timeoutMs: config.MCP_TOOL_TIMEOUT_MS, maxResponseBytes: config.MCP_RESPONSE_MAX_BYTES },
+    log,
+  )
   return new InternDaemon({
     sessions,
     deadlineMs: config.INTERACTION_DEADLINE_MS,
@@ -38,6 +46,7 @@ export function makeDaemon(
     onError: (err, sessionId) => log.warn({ err, intern: intern.id, session: sessionId }, 'an intern turn failed'),
     execute: async (run) => {
       const { token, instructions } = spec()
+      const extraTools = await mcp.tools(run.signal)
       try {
         return await runAgentTurn(
           {
@@ -66,6 +75,7 @@ export function makeDaemon(
             approval: run.approval,
             commandNetwork: commands.mode !== 'refused',
             ask: run.ask,
+            extraTools,
           },
           run.sessionId,
           run.prompt,

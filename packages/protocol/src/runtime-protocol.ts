@@ -214,6 +214,12 @@ export const EgressRequest = z.object({
     .string()
     .max(8 * 1024 * 1024)
     .optional(),
+  /** The most of the answer to read (an MCP server's answers may be larger than a page's); the egress's own cap otherwise. */
+  max_bytes: z
+    .int()
+    .min(1)
+    .max(8 * 1024 * 1024)
+    .optional(),
 })
 export type EgressRequest = z.infer<typeof EgressRequest>
 export const EgressResult = z.union([
@@ -260,3 +266,26 @@ export const SandboxCommandResult = z.object({
   limit: z.enum(['processes', 'memory', 'workspace']).optional(),
 })
 export type SandboxCommandResult = z.infer<typeof SandboxCommandResult>
+
+/** GET /internal/v1/interns/:id/mcp-servers: the intern's enabled MCP servers, as its host connects to them. */
+export const HostMcpServers = z.object({
+  servers: z.array(
+    z.object({
+      id: z.uuid(),
+      name: z.string(),
+      url: z.string(),
+      headers: z.record(z.string(), z.string()),
+    }),
+  ),
+})
+export type HostMcpServers = z.infer<typeof HostMcpServers>
+
+/** POST /internal/v1/interns/:id/mcp-servers/:server/tools: what the host found there (shown on the intern's page). */
+export const McpToolsSeen = z.strictObject({
+  generation: z.int().min(0),
+  tools: z
+    .array(z.object({ name: z.string().max(256), model_name: z.string().max(64), description: z.string().max(2_048) }))
+    .max(500),
+  error: z.string().max(4_000).nullable(),
+})
+export type McpToolsSeen = z.infer<typeof McpToolsSeen>

@@ -77,7 +77,7 @@ export class Egress implements SecretEgress {
         bodyTimeout: this.options.timeoutMs,
         maxRedirections: 0,
       } as Parameters<typeof request>[1])
-      const { text, truncated } = await readCapped(res.body, this.options.maxBytes)
+      const { text, truncated } = await readCapped(res.body, args.max_bytes ?? this.options.maxBytes)
       const scrub = (text: string) => scrubSecrets(text, released)
       const outHeaders = Object.fromEntries(
         Object.entries(res.headers).map(([k, v]) => [k, scrub(Array.isArray(v) ? v.join(', ') : String(v ?? ''))]),

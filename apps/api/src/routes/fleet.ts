@@ -9,7 +9,9 @@ import {
   HOST_ID_HEADER,
   InternId,
   JoinRequest,
+  McpToolsSeen,
   SessionAppend,
+  type HostMcpServers,
   SNAPSHOT_GENERATION_HEADER,
 } from '@roster/shared'
 import { fleetTimes, hostCredential, isHostCredential } from '@roster/shared/fleet'
@@ -23,6 +25,8 @@ import {
   heartbeat,
   joinHost,
   drainHost,
+  mcpServersOf,
+  recordMcpTools,
   type HostRow,
 } from '@roster/shared/repositories'
 import type { AppDeps } from '../deps.js'
@@ -41,6 +45,7 @@ declare module 'fastify' {
 
 const InternParams = z.object({ id: z.uuid() })
 const SessionParams = z.object({ id: z.uuid(), session: z.string().min(1).max(256) })
+const McpServerParams = z.object({ id: z.uuid(), server: z.uuid() })
 const GenerationQuery = z.object({ generation: z.coerce.number().int().min(0) })
 
 const refuse = (reply: FastifyReply, status: number, error: string, message: string) =>
@@ -276,7 +281,41 @@ export const fleetRoutes =
       async (req, reply) => {
         if (!deps.egress)
           return refuse(reply, 503, 'unavailable', 'this API releases no secrets (it has no VAULT_MASTER_KEY)')
-        return deps.egress.send(req.params.id, req.body)
+        // A host that gave up on the request (its tool's timeout) ends it here too.
+        const gone = new AbortController()
+        reply.raw.once('close', () => reply.raw.writableFinished || gone.abort())
+        return deps.egress.send(req.params.id, req.body, gone.signal)
+      },
+    )
+
+    // The intern's MCP servers, as its host connects to them at a turn's start, and what it found there.
+    api.get(
+      '/internal/v1/interns/:id/mcp-servers',
+      {
+        schema: { hide: true, params: InternParams, querystring: GenerationQuery },
+        onRequest: asHost,
+        preHandler: placedByQuery,
+      },
+      async (req): Promise<HostMcpServers> => ({
+        servers: (await mcpServersOf(deps.db, req.params.id, true)).map((s) => ({
+          id: s.id,
+          name: s.name,
+          url: s.url,
+          headers: s.headers as Record<string, string>,
+        })),
+      }),
+    )
+    api.post(
+      '/internal/v1/interns/:id/mcp-servers/:server/tools',
+      {
+        schema: { hide: true, params: McpServerParams, body: McpToolsSeen },
+        bodyLimit: 1024 * 1024,
+        onRequest: asHost,
+        preHandler: (req, reply) => placed(req, reply, (req.body as McpToolsSeen).generation),
+      },
+      async (req) => {
+        await recordMcpTools(deps.db, req.params.id, req.params.server, req.body.tools, req.body.error)
+        return { recorded: true }
       },
     )
   }

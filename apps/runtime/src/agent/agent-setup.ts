@@ -76,6 +76,23 @@ export interface AgentSetup {
   commandNetwork: boolean
   /** Puts a question to the user and waits for the answer (the run pauses meanwhile; rejects when the run ends). */
   ask: (question: Question) => Promise<Answer>
+  /** Its MCP servers' tools, when it has any. */
+  extraTools?: ExtraTools
+}
+
+/**
+ * Tools beyond the intern's own, found as its turn starts (its MCP servers'): their definitions as
+ * /responses takes function tools, and how one is run (undefined: not one of these). `permit` asks
+ * the user first as the shell does (manual mode), and says what the model is told if they refuse.
+ */
+export interface ExtraTools {
+  definitions: Json[]
+  run(
+    name: string,
+    args: Json,
+    permit: (kind: string, operation: string) => Promise<string | undefined>,
+    signal?: AbortSignal,
+  ): Promise<string> | undefined
 }
 
 /** What a turn tells as it goes: the protocol's run events of text, reasoning and tools. */

@@ -6,7 +6,8 @@ import type { AgentSetup, Json } from './agent-setup.js'
 export type { HttpRequestArgs } from './agent-setup.js'
 
 // The tools an intern's model is offered (its shell, its workspace's files, questions to its user,
-// HTTP requests through the egress) and how each call runs, in manual mode only once the user allows.
+// HTTP requests through the egress, its MCP servers' tools) and how each call runs, in manual mode
+// only once the user allows.
 
 export const TOOLS = [
   {
@@ -197,8 +198,15 @@ export async function runTool(
             Number(args.depth ?? 1),
           ),
         )
-      default:
-        return JSON.stringify({ error: `there is no tool named ${name}` })
+      default: {
+        const extra = setup.extraTools?.run(
+          name,
+          args,
+          (kind, operation) => permitted(setup, grants, kind, operation),
+          signal,
+        )
+        return extra ? await extra : JSON.stringify({ error: `there is no tool named ${name}` })
+      }
     }
   } catch (err) {
     // A run that ended (cancelled, suspended, past a question's deadline) ends here, not in a tool output.

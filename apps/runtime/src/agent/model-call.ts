@@ -89,7 +89,7 @@ async function modelCall(
     model: setup.model,
     instructions: setup.instructions ?? undefined,
     input,
-    tools: setup.http ? [...TOOLS, HTTP_TOOL] : TOOLS,
+    tools: [...TOOLS, ...(setup.http ? [HTTP_TOOL] : []), ...(setup.extraTools?.definitions ?? [])],
     tool_choice: last ? 'none' : 'auto',
     stream: true,
   }

@@ -154,6 +154,20 @@ export const RuntimeConfig = z.object({
     .describe(
       'How long a run paused on a question (a permission, an elicitation) waits for the answer; then it is cancelled.',
     ),
+  MCP_TOOL_TIMEOUT_MS: ms
+    .default(60_000)
+    .describe(
+      "How long an intern's call of an MCP server's tool may take before it is given up (the model is told so), and how long connecting to a server and listing its tools may take at a turn's start.",
+    ),
+  MCP_RESPONSE_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1_024)
+    .max(8 * 1024 * 1024)
+    .default(2 * 1024 * 1024)
+    .describe(
+      "The largest answer of an MCP server that is read; a larger one is not (the call fails, saying so). What the model is given of a tool's result is cut at 64 KiB.",
+    ),
   RUN_MAX_PAUSED: z.coerce
     .number()
     .int()

@@ -167,3 +167,69 @@ export type BackgroundTurn = z.infer<typeof BackgroundTurn>
 
 /** What a webhook delivery is answered with, at once: its turn, queued. */
 export const DeliveryAccepted = z.object({ turn_id: z.uuid(), state: TurnState }).meta({ id: 'DeliveryAccepted' })
+
+/** An MCP server's name: its tools reach the model as `mcp__<name>__<tool>`. */
+export const McpServerName = z
+  .string()
+  .min(1)
+  .max(32)
+  .regex(/^[a-z0-9][a-z0-9_-]*$/, 'lowercase letters, digits, _ and -, starting with a letter or digit')
+
+/** A header an MCP server is sent: any value, which may name the intern's secrets as `{{secret:NAME}}`. */
+const McpHeaders = z
+  .record(
+    z
+      .string()
+      .min(1)
+      .max(128)
+      .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'a header name'),
+    z.string().max(4_096),
+  )
+  .refine((h) => Object.keys(h).length <= 20, 'at most 20 headers')
+
+export const CreateMcpServerRequest = z
+  .strictObject({
+    name: McpServerName,
+    url: z.url().max(2_048).describe('Its Streamable HTTP endpoint (http or https)'),
+    headers: McpHeaders.default({}).describe(
+      'Sent with every request; credentials as `{{secret:NAME}}`, a secret of the intern bound to its host',
+    ),
+    enabled: z.boolean().default(true),
+  })
+  .meta({ id: 'CreateMcpServerRequest' })
+export type CreateMcpServerRequest = z.infer<typeof CreateMcpServerRequest>
+
+export const UpdateMcpServerRequest = z
+  .strictObject({
+    name: McpServerName.optional(),
+    url: z.url().max(2_048).optional(),
+    headers: McpHeaders.optional(),
+    enabled: z.boolean().optional(),
+  })
+  .meta({ id: 'UpdateMcpServerRequest' })
+export type UpdateMcpServerRequest = z.infer<typeof UpdateMcpServerRequest>
+
+/** A tool an MCP server offers, as its host last found it. */
+export const McpTool = z.object({
+  name: z.string().describe('As the server names it'),
+  model_name: z.string().describe('As the model is offered it: mcp__<server>__<tool>'),
+  description: z.string(),
+})
+export type McpTool = z.infer<typeof McpTool>
+
+export const McpServer = z
+  .object({
+    id: z.uuid(),
+    intern_id: z.uuid(),
+    name: z.string(),
+    url: z.string(),
+    headers: z.record(z.string(), z.string()),
+    enabled: z.boolean(),
+    tools: z.array(McpTool).nullable().describe("Its tools when the intern's host last looked (null: not yet)"),
+    tools_error: z.string().nullable().describe('What went wrong then (a tool left out, the server unreachable)'),
+    tools_seen_at: z.iso.datetime().nullable(),
+    created_at: z.iso.datetime(),
+    updated_at: z.iso.datetime(),
+  })
+  .meta({ id: 'McpServer' })
+export type McpServer = z.infer<typeof McpServer>

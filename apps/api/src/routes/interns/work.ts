@@ -3,18 +3,27 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod'
 import { z } from 'zod'
 import {
   BackgroundTurn,
+  CreateMcpServerRequest,
   CreateScheduleRequest,
   CreateTriggerRequest,
   DeliveryAccepted,
   InternIdParams,
   InternLifecycleError,
+  McpServer,
   Schedule,
   Trigger,
+  UpdateMcpServerRequest,
   UpdateScheduleRequest,
   UpdateTriggerRequest,
   type Caller,
 } from '@roster/shared'
 import {
+  addMcpServer,
+  changeMcpServer,
+  findMcpServer,
+  listMcpServers,
+  mcpServerView,
+  removeMcpServer,
   changeSchedule,
   changeTrigger,
   createSchedule,
@@ -37,7 +46,8 @@ import type { AppDeps } from '../../deps.js'
 
 // An intern's standing work (issue 61, docs/interns.md) through the API: its schedules (cron in a
 // time zone, each fire a turn), its webhook triggers (a signed URL, each delivery a turn), and the
-// turns both fired, with how each went (packages/shared/src/interns/intern-work.ts does the work).
+// turns both fired, with how each went (packages/shared/src/interns/intern-work.ts does the work),
+// and the MCP servers its tools come from (packages/shared/src/interns/mcp-servers.ts).
 // Roster's extension of the API; reads for any key that sees the intern, changes for keys that may
 // change it (as the intern's own lifecycle).
 
@@ -46,6 +56,7 @@ const TURNS_LISTED = 100
 const ScheduleParams = InternIdParams.extend({ scheduleId: z.string() })
 const TriggerParams = InternIdParams.extend({ triggerId: z.string() })
 const TurnParams = InternIdParams.extend({ turnId: z.string() })
+const McpParams = InternIdParams.extend({ serverId: z.string() })
 const TurnsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(TURNS_LISTED).default(50),
   cursor: z.string().max(200).optional().describe('The `next_cursor` of the page before'),
@@ -302,6 +313,90 @@ export function registerInternWork(
     async (req) => {
       const intern = await internOf(req, req.params.internId)
       return getTurn(deps.db, intern.id, req.params.turnId)
+    },
+  )
+
+  // MCP servers.
+  api.get(
+    '/interns/:internId/mcp-servers',
+    {
+      onRequest: read,
+      schema: {
+        operationId: 'listInternMcpServers',
+        summary: "The MCP servers an intern's tools come from, with the tools its host last found on each",
+        params: InternIdParams,
+        response: { 200: z.object({ data: z.array(McpServer) }), ...errors },
+      },
+    },
+    async (req) => {
+      const intern = await internOf(req, req.params.internId)
+      return { data: await listMcpServers(deps.db, intern.id) }
+    },
+  )
+  api.post(
+    '/interns/:internId/mcp-servers',
+    {
+      onRequest: write,
+      schema: {
+        operationId: 'createInternMcpServer',
+        summary: 'Give an intern the tools of a remote MCP server (Streamable HTTP); its next turn finds them',
+        params: InternIdParams,
+        body: CreateMcpServerRequest,
+        response: { 201: McpServer, ...errors },
+      },
+    },
+    async (req, reply) => {
+      const intern = await internOf(req, req.params.internId, true)
+      return reply.code(201).send(await addMcpServer(deps.db, intern.id, req.body))
+    },
+  )
+  api.get(
+    '/interns/:internId/mcp-servers/:serverId',
+    {
+      onRequest: read,
+      schema: {
+        operationId: 'getInternMcpServer',
+        summary: 'An MCP server of the intern',
+        params: McpParams,
+        response: { 200: McpServer, ...errors },
+      },
+    },
+    async (req) => {
+      const intern = await internOf(req, req.params.internId)
+      return mcpServerView(await findMcpServer(deps.db, intern.id, req.params.serverId))
+    },
+  )
+  api.patch(
+    '/interns/:internId/mcp-servers/:serverId',
+    {
+      onRequest: write,
+      schema: {
+        operationId: 'updateInternMcpServer',
+        summary: 'Change an MCP server (its next turn connects anew)',
+        params: McpParams,
+        body: UpdateMcpServerRequest,
+        response: { 200: McpServer, ...errors },
+      },
+    },
+    async (req) => {
+      const intern = await internOf(req, req.params.internId, true)
+      return changeMcpServer(deps.db, intern.id, req.params.serverId, req.body)
+    },
+  )
+  api.delete(
+    '/interns/:internId/mcp-servers/:serverId',
+    {
+      onRequest: write,
+      schema: {
+        operationId: 'deleteInternMcpServer',
+        summary: 'Remove an MCP server: its tools are gone from the next turn',
+        params: McpParams,
+        response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }), ...errors },
+      },
+    },
+    async (req) => {
+      const intern = await internOf(req, req.params.internId, true)
+      return removeMcpServer(deps.db, intern.id, req.params.serverId)
     },
   )
 }
