@@ -367,7 +367,7 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     await page.close()
   })
 
-  it("gives an intern standing work on its page: a schedule added, run now (its turn listed with its reply), a webhook trigger's secret shown once", async () => {
+  it("gives an intern standing work on its page: a schedule added, run now (its turn listed with its reply), a webhook trigger's secret shown once, an MCP server added", async () => {
     const made = (await (
       await fetch(`${stack.apiUrl}/interns`, {
         method: 'POST',
@@ -410,6 +410,16 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     const secret = await hook.getByRole('status').locator('code').nth(1).textContent()
     expect(secret).toMatch(/^whsec_/)
     await page.getByRole('row', { name: /deploys/ }).waitFor()
+    const mcp = page.getByRole('form', { name: 'New MCP server' })
+    await mcp.getByLabel('Name', { exact: true }).fill('tracker')
+    await mcp.getByLabel('URL (Streamable HTTP)').fill('https://mcp.tracker.example/mcp')
+    await mcp.getByLabel(/Bearer token from the vault/).fill('tracker_token')
+    await mcp.getByRole('button', { name: 'Add MCP server' }).click()
+    await page
+      .getByRole('region', { name: 'MCP servers' })
+      .getByRole('row', { name: /tracker/ })
+      .getByText("found at the intern's next turn")
+      .waitFor()
     // Shown once: after a reload it is nowhere on the page.
     await page.reload()
     await page.getByRole('row', { name: /deploys/ }).waitFor()

@@ -4,6 +4,7 @@ import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import { catalogueFile, makeTenant, NodeProcess, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
 import { sseEvents } from './helpers.js'
+import { runAdminCaptured } from '@roster/cli'
 
 // An intern's tools from remote MCP servers (issue 61), over the whole system as processes (API,
 // worker, runtime host) against real MCP servers (the official SDK's, run as processes of their
@@ -202,5 +203,38 @@ describe("an intern's MCP servers", () => {
     expect(seen.body.tools).toEqual([])
     expect(seen.body.tools_error).toMatch(/mcp_token is not a secret bound to other\.test/)
     expect(servers.tools!.process.output.split(SECRET).length).toBe(before)
+  })
+
+  it('are given, shown and removed with the admin CLI, with the same checks', async () => {
+    const admin = async (...args: string[]) => {
+      const out = await runAdminCaptured([...args, '--json'], { ...process.env, DATABASE_URL: env.t.url })
+      return { code: out.code, body: out.stdout ? JSON.parse(out.stdout) : undefined, stderr: out.stderr }
+    }
+    const clear = await admin(
+      'mcp',
+      'add',
+      '--intern',
+      internId,
+      '--name',
+      'cli',
+      '--url',
+      servers.tools!.url,
+      '--header',
+      'Authorization: Bearer raw-token',
+    )
+    expect(clear.code).not.toBe(0)
+    expect(clear.stderr).toMatch(/vault/)
+    const made = await admin(
+      ...['mcp', 'add', '--intern', internId, '--name', 'cli', '--url', servers.tools!.url],
+      ...['--header', 'Authorization: Bearer {{secret:mcp_token}}', '--header', 'X-Team: ops'],
+    )
+    expect(made.body).toMatchObject({
+      name: 'cli',
+      headers: { Authorization: 'Bearer {{secret:mcp_token}}', 'X-Team': 'ops' },
+    })
+    expect((await call('GET', `/interns/${internId}/mcp-servers/${made.body.id}`)).body.name).toBe('cli')
+    expect((await admin('mcp', 'list', '--intern', internId)).body.mcp_servers.map((m: any) => m.name)).toContain('cli')
+    expect((await admin('mcp', 'update', made.body.id, '--intern', internId, '--disable')).body.enabled).toBe(false)
+    expect((await admin('mcp', 'remove', made.body.id, '--intern', internId)).body.deleted).toBe(true)
   })
 })

@@ -42,6 +42,10 @@ import {
 } from '@roster/shared/slack'
 import { getArchive, internStatus, listArchives, memberById, workspaceAccount } from '@roster/shared/repositories'
 import {
+  addMcpServer,
+  changeMcpServer,
+  listMcpServers,
+  removeMcpServer,
   changeSchedule,
   changeTrigger,
   createSchedule,
@@ -55,6 +59,8 @@ import {
   triggerView,
 } from '@roster/shared/interns'
 import {
+  CreateMcpServerRequest,
+  UpdateMcpServerRequest,
   CreateScheduleRequest,
   CreateTriggerRequest,
   UpdateScheduleRequest,
@@ -98,6 +104,11 @@ const usage = `usage: npm run -s admin -- <command> [--json]
   triggers update ID --intern ID [--name N] [--prompt P] [--enable|--disable] [--rotate-secret]
   triggers delete ID --intern ID
   turns list --intern ID                            the turns its schedules and webhooks fired, newest first, with how each went
+  mcp list --intern ID                              the MCP servers its tools come from, with the tools found on each
+  mcp add --intern ID --name N --url URL [--header 'Name: value']...
+                                                    a credential in a header as {{secret:NAME}}, a secret of the intern's bound to the server's host
+  mcp update ID --intern ID [--name N] [--url URL] [--header 'Name: value']... [--enable|--disable]
+  mcp remove ID --intern ID
 Reads DATABASE_URL. With --json, prints exactly one JSON object.`
 
 const options = {
@@ -136,6 +147,8 @@ const options = {
   'self-drive': { type: 'boolean', default: false },
   missed: { type: 'string' },
   'rotate-secret': { type: 'boolean', default: false },
+  url: { type: 'string' },
+  header: { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h', default: false },
 } satisfies ParseArgsConfig['options']
 
@@ -297,6 +310,12 @@ async function internWork(inv: Invocation, db: Db, what: string, op: string | un
   if (values.disable && values.enable) throw new UsageError('--disable and --enable are each other’s opposite')
   const cron = { seconds: false }
   const base = config.PUBLIC_URL ?? 'http://localhost:3000'
+  const headers: Record<string, string> = {}
+  for (const h of values.header ?? []) {
+    const at = h.indexOf(':')
+    if (at < 1) throw new UsageError(`--header takes 'Name: value' (got ${JSON.stringify(h)})`)
+    headers[h.slice(0, at).trim()] = h.slice(at + 1).trim()
+  }
   const shown = (t: Parameters<typeof triggerView>[1], secret?: string) => triggerView(base, t, secret)
   switch (`${what} ${op ?? ''}`) {
     case 'schedules list':
@@ -374,9 +393,27 @@ async function internWork(inv: Invocation, db: Db, what: string, op: string | un
       return removeTrigger(db, internId, id)
     case 'turns list':
       return { turns: (await listTurns(db, internId, { limit: 100 })).data }
+    case 'mcp list':
+      return { mcp_servers: await listMcpServers(db, internId) }
+    case 'mcp add':
+      return addMcpServer(db, internId, bodyOf(CreateMcpServerRequest, { name: values.name, url: values.url, headers }))
+    case 'mcp update':
+      return changeMcpServer(
+        db,
+        internId,
+        id,
+        bodyOf(UpdateMcpServerRequest, {
+          name: values.name,
+          url: values.url,
+          headers: values.header ? headers : undefined,
+          enabled,
+        }),
+      )
+    case 'mcp remove':
+      return removeMcpServer(db, internId, id)
     default:
       throw new UsageError(
-        `${what} ${op ?? ''}: the commands are schedules list|create|update|delete|run, triggers list|create|update|delete, turns list`,
+        `${what} ${op ?? ''}: the commands are schedules list|create|update|delete|run, triggers list|create|update|delete, turns list, mcp list|add|update|remove`,
       )
   }
 }
@@ -415,7 +452,7 @@ async function run(inv: Invocation, db: Db): Promise<Record<string, unknown>> {
   const command = positionals.join(' ')
   const need = (name: Parameters<typeof needOf>[1]) => needOf(inv, name)
   if (positionals[0] === 'keys') return keys(inv, db, positionals[1])
-  if (['schedules', 'triggers', 'turns'].includes(positionals[0] ?? ''))
+  if (['schedules', 'triggers', 'turns', 'mcp'].includes(positionals[0] ?? ''))
     return internWork(inv, db, positionals[0]!, positionals[1])
   if (command === 'archive list') return archiveList(inv, db)
   if (command.startsWith('archive export')) return archiveExport(inv, db, positionals[2])
@@ -556,6 +593,15 @@ function print({ values, io }: Invocation, result: Record<string, unknown>) {
       result.turns,
       ['id', 'source', 'state', 'scheduled_for', 'created_at', 'ended_at', 'reason'],
       'No turn has been fired.',
+    )
+  if (Array.isArray(result.mcp_servers))
+    return table(
+      (result.mcp_servers as Record<string, unknown>[]).map((m) => ({
+        ...m,
+        tools: Array.isArray(m.tools) ? (m.tools as { name: string }[]).map((t) => t.name).join(',') : 'not yet',
+      })),
+      ['id', 'name', 'enabled', 'url', 'tools', 'tools_error'],
+      'No MCP server.',
     )
   if (Array.isArray(result.archives))
     return table(

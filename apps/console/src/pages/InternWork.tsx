@@ -1,13 +1,14 @@
 import { useState, type FormEvent } from 'react'
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import type { BackgroundTurn, Schedule, Trigger } from '@roster/protocol'
+import type { BackgroundTurn, McpServer, Schedule, Trigger } from '@roster/protocol'
 import { api } from '../api'
 import { TableScroll } from '../listed'
 import { href } from '../router'
 
 // An intern's standing work on its page (docs/interns.md, "Work no one types"): its schedules (add,
 // run now, switch off and on, remove), its webhook triggers (add: the secret shown once; a new
-// secret; remove) and the turns both fired, with how each went (refreshed while any still goes).
+// secret; remove), the turns both fired, with how each went (refreshed while any still goes), and
+// the MCP servers its tools come from, with the tools its host found on each.
 
 const when = (iso: string | null, none = '—') =>
   iso ? <time dateTime={iso}>{new Date(iso).toLocaleString()}</time> : <span className="muted">{none}</span>
@@ -28,6 +29,10 @@ export function InternWork({ id }: { id: string }) {
     queryFn: () => api<{ data: BackgroundTurn[] }>(`interns/${id}/turns?limit=20`),
     refetchInterval: (q) =>
       q.state.data?.data.some((t) => ['queued', 'running', 'waiting'].includes(t.state)) ? 3_000 : 30_000,
+  })
+  const mcp = useQuery({
+    queryKey: ['work', id, 'mcp'],
+    queryFn: () => api<{ data: McpServer[] }>(`interns/${id}/mcp-servers`),
   })
   const act = useMutation({
     mutationFn: ({ path, method, body }: { path: string; method: string; body?: unknown }) =>
@@ -158,6 +163,72 @@ export function InternWork({ id }: { id: string }) {
         </TableScroll>
       )}
       <NewTrigger id={id} onMade={changed} />
+
+      <h2>MCP servers</h2>
+      {mcp.isError ? (
+        <p role="alert">{mcp.error.message}</p>
+      ) : !mcp.data ? (
+        <p aria-busy="true">Loading MCP servers…</p>
+      ) : mcp.data.data.length === 0 ? (
+        <p>No MCP servers: add one below, and its tools are the intern's from its next turn.</p>
+      ) : (
+        <TableScroll label="MCP servers">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">URL</th>
+                <th scope="col">Tools</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {mcp.data.data.map((m) => (
+                <tr key={m.id}>
+                  <td>
+                    {m.name}
+                    {!m.enabled && <span className="muted"> (off)</span>}
+                  </td>
+                  <td>
+                    <code>{m.url}</code>
+                  </td>
+                  <td>
+                    {m.tools === null ? (
+                      <span className="muted">found at the intern's next turn</span>
+                    ) : m.tools.length === 0 ? (
+                      <span className="muted">none</span>
+                    ) : (
+                      m.tools.map((t) => t.name).join(', ')
+                    )}
+                    {m.tools_error && <p className="muted">{m.tools_error}</p>}
+                  </td>
+                  <td className="actions">
+                    <button
+                      type="button"
+                      onClick={() =>
+                        act.mutate({ path: `mcp-servers/${m.id}`, method: 'PATCH', body: { enabled: !m.enabled } })
+                      }
+                    >
+                      {m.enabled ? `Switch ${m.name} off` : `Switch ${m.name} on`}
+                    </button>
+                    <button
+                      type="button"
+                      className="danger"
+                      onClick={() => {
+                        if (confirm(`Remove the MCP server ${m.name}? Its tools are gone from the next turn.`))
+                          act.mutate({ path: `mcp-servers/${m.id}`, method: 'DELETE' })
+                      }}
+                    >
+                      Remove {m.name}
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </TableScroll>
+      )}
+      <NewMcpServer id={id} onMade={changed} />
 
       <h2>Turns no one typed</h2>
       {turns.isError ? (
@@ -297,6 +368,47 @@ function NewTrigger({ id, onMade }: { id: string; onMade: () => void }) {
           <code>{make.data.secret}</code>
         </div>
       )}
+    </form>
+  )
+}
+
+function NewMcpServer({ id, onMade }: { id: string; onMade: () => void }) {
+  const [name, setName] = useState('')
+  const [url, setUrl] = useState('')
+  const [secret, setSecret] = useState('')
+  const make = useMutation({
+    mutationFn: () =>
+      api<McpServer>(`interns/${id}/mcp-servers`, {
+        method: 'POST',
+        body: JSON.stringify({
+          name,
+          url,
+          headers: secret ? { Authorization: `Bearer {{secret:${secret}}}` } : {},
+        }),
+      }),
+    onSuccess: () => {
+      setName('')
+      setUrl('')
+      setSecret('')
+      onMade()
+    },
+  })
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    make.mutate()
+  }
+  return (
+    <form className="create" onSubmit={submit} aria-label="New MCP server">
+      <label htmlFor="mcp-name">Name</label>
+      <input id="mcp-name" value={name} onChange={(e) => setName(e.target.value)} required maxLength={32} />
+      <label htmlFor="mcp-url">URL (Streamable HTTP)</label>
+      <input id="mcp-url" type="url" value={url} onChange={(e) => setUrl(e.target.value)} required />
+      <label htmlFor="mcp-secret">Bearer token from the vault (the secret's name, bound to the server's host)</label>
+      <input id="mcp-secret" value={secret} onChange={(e) => setSecret(e.target.value)} pattern="[a-z][a-z0-9_]*" />
+      <button type="submit" disabled={make.isPending}>
+        Add MCP server
+      </button>
+      {make.isError && <p role="alert">{make.error.message}</p>}
     </form>
   )
 }
