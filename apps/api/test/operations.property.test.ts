@@ -368,6 +368,9 @@ describe('every operation of the OpenAPI document, under generated requests', ()
         'getInternMcpServer',
         'updateInternMcpServer',
         'deleteInternMcpServer',
+        'listInternSkills',
+        'installInternSkill',
+        'deleteInternSkill',
       ].sort(),
     )
   })

@@ -4,6 +4,7 @@ import { SessionStore } from './agent/session-store.js'
 import { runAgentTurn } from './agent/agent-turn.js'
 import { InternDaemon } from './agent/daemon.js'
 import { InternMcp } from './agent/mcp-tools.js'
+import { findSkills, joinTools, skillTools } from './agent/skills.js'
 import type { HostedIntern } from './hosted-intern.js'
 import type { InternsDeps } from './interns-deps.js'
 import type { InternWorkspaces } from './intern-workspaces.js'
@@ -46,7 +47,9 @@ export function makeDaemon(
     onError: (err, sessionId) => log.warn({ err, intern: intern.id, session: sessionId }, 'an intern turn failed'),
     execute: async (run) => {
       const { token, instructions } = spec()
-      const extraTools = await mcp.tools(run.signal)
+      // Its skills (by name and description: read in full when used) and its MCP servers' tools.
+      const skills = await findSkills(workspace).catch(() => undefined)
+      const extraTools = joinTools(skills && skillTools(workspace, skills.skills), await mcp.tools(run.signal))
       try {
         return await runAgentTurn(
           {

@@ -289,3 +289,24 @@ export const McpToolsSeen = z.strictObject({
   error: z.string().max(4_000).nullable(),
 })
 export type McpToolsSeen = z.infer<typeof McpToolsSeen>
+
+/** PUT /v1/interns/:id/skills/:name: a skill's folder, its files at once (SKILL.md among them). */
+export const SkillInstall = z.strictObject({
+  files: z
+    .array(
+      z.strictObject({
+        path: z.string().min(1).max(512),
+        content_base64: z.base64().max(Math.ceil((8 * 1024 * 1024) / 3) * 4),
+      }),
+    )
+    .min(1)
+    .max(100),
+})
+export type SkillInstall = z.infer<typeof SkillInstall>
+
+/** An intern's skills as its host finds them (GET /v1/interns/:id/skills), and its folders that are not skills. */
+export const SkillsFound = z.object({
+  skills: z.array(z.object({ name: z.string(), description: z.string() })),
+  problems: z.array(z.object({ folder: z.string(), problem: z.string() })),
+})
+export type SkillsFound = z.infer<typeof SkillsFound>

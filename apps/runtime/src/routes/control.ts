@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { InternId, InternSpec, WORKSPACE_FILE_MAX_BYTES, WorkspaceFilePut } from '@roster/protocol'
+import { InternId, InternSpec, SkillInstall, WORKSPACE_FILE_MAX_BYTES, WorkspaceFilePut } from '@roster/protocol'
+import { findSkills, installSkill, removeSkill } from '../agent/skills.js'
 import { WorkspacePathError } from '../workspace-files.js'
 import { Refused, type Interns } from '../interns.js'
 import { refuse } from './refuse.js'
@@ -54,6 +55,43 @@ export function controlRoutes(app: FastifyInstance, interns: Interns) {
       }
     },
   )
+
+  // The intern's skills (folders of its workspace): listed, installed a folder at once, removed.
+  app.get<{ Params: { id: string } }>('/v1/interns/:id/skills', async (req, reply) => {
+    try {
+      const intern = interns.check(req.params.id, generationOf(req))
+      return await findSkills(interns.workspaces.workspace(intern.id))
+    } catch (err) {
+      return answerRefusal(reply, err)
+    }
+  })
+  app.put<{ Params: { id: string; name: string } }>(
+    '/v1/interns/:id/skills/:name',
+    { bodyLimit: 12 * 1024 * 1024 },
+    async (req, reply) => {
+      const put = SkillInstall.safeParse(req.body)
+      if (!put.success) return refuse(reply, 'bad_request', put.error.message)
+      try {
+        const intern = interns.check(req.params.id, generationOf(req))
+        const files = put.data.files.map((f) => ({ path: f.path, bytes: Buffer.from(f.content_base64, 'base64') }))
+        if (files.reduce((n, f) => n + f.bytes.length, 0) > 8 * 1024 * 1024)
+          return refuse(reply, 'bad_request', 'a skill holds at most 8 MiB of files')
+        return await installSkill(interns.workspaces.workspace(intern.id), req.params.name, files)
+      } catch (err) {
+        if (err instanceof WorkspacePathError) return refuse(reply, 'bad_request', err.message)
+        return answerRefusal(reply, err)
+      }
+    },
+  )
+  app.delete<{ Params: { id: string; name: string } }>('/v1/interns/:id/skills/:name', async (req, reply) => {
+    try {
+      const intern = interns.check(req.params.id, generationOf(req))
+      const removed = await removeSkill(interns.workspaces.workspace(intern.id), req.params.name)
+      return removed ? { removed: true } : refuse(reply, 'not_found', `no skill ${req.params.name}`)
+    } catch (err) {
+      return answerRefusal(reply, err)
+    }
+  })
 
   app.post<{ Params: { id: string } }>('/v1/interns/:id/stop', async (req, reply) => {
     const intern = interns.get(req.params.id)

@@ -233,3 +233,30 @@ export const McpServer = z
   })
   .meta({ id: 'McpServer' })
 export type McpServer = z.infer<typeof McpServer>
+
+/** PUT /interns/{id}/skills/{name}: a skill's folder, its files at once (SKILL.md among them). */
+export const InstallSkillRequest = z
+  .strictObject({
+    files: z
+      .array(
+        z.union([
+          z.strictObject({ path: z.string().min(1).max(512), content: z.string().max(8 * 1024 * 1024) }),
+          z.strictObject({ path: z.string().min(1).max(512), content_base64: z.base64().max(12 * 1024 * 1024) }),
+        ]),
+      )
+      .min(1)
+      .max(100)
+      .describe("Paths inside the skill's folder; SKILL.md begins with a front matter giving its name and description"),
+  })
+  .meta({ id: 'InstallSkillRequest' })
+export type InstallSkillRequest = z.infer<typeof InstallSkillRequest>
+
+export const Skill = z.object({ name: z.string(), description: z.string() }).meta({ id: 'Skill' })
+export const SkillList = z
+  .object({
+    data: z.array(Skill),
+    problems: z
+      .array(z.object({ folder: z.string(), problem: z.string() }))
+      .describe('Folders under skills/ that are not skills, and why (they are not offered)'),
+  })
+  .meta({ id: 'SkillList' })

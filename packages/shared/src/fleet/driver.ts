@@ -7,7 +7,9 @@ import {
   HostedIntern,
   RunEvent,
   SandboxCommandResult,
+  SkillsFound,
   Steered,
+  type SkillInstall,
   type SandboxCommand,
   type ChatRequest,
   type InternSpec,
@@ -88,6 +90,34 @@ export class FleetDriver {
       path: string
       bytes: number
     }
+  }
+
+  /** The intern's skills (folders of its workspace), and its folders that are not skills. */
+  async skills(at: PlacedOn, internId: string): Promise<SkillsFound> {
+    return SkillsFound.parse(
+      await this.http.call(at, 'GET', `/v1/interns/${internId}/skills`, undefined, at.generation),
+    )
+  }
+
+  /** Installs a skill's folder at once (in place of any of that name); the skill as its host read it. */
+  async installSkill(at: PlacedOn, internId: string, name: string, install: SkillInstall) {
+    return (await this.http.call(
+      at,
+      'PUT',
+      `/v1/interns/${internId}/skills/${encodeURIComponent(name)}`,
+      install,
+      at.generation,
+    )) as { name: string; description: string }
+  }
+
+  async removeSkill(at: PlacedOn, internId: string, name: string) {
+    await this.http.call(
+      at,
+      'DELETE',
+      `/v1/interns/${internId}/skills/${encodeURIComponent(name)}`,
+      undefined,
+      at.generation,
+    )
   }
 
   async remove(at: HostAddress, internId: string) {

@@ -8,8 +8,11 @@ import {
   CreateTriggerRequest,
   DeliveryAccepted,
   InternIdParams,
+  InstallSkillRequest,
   InternLifecycleError,
   McpServer,
+  Skill,
+  SkillList,
   Schedule,
   Trigger,
   UpdateMcpServerRequest,
@@ -42,6 +45,8 @@ import {
   scheduleView,
   triggerView,
 } from '@roster/shared/interns'
+import { AppError } from '@roster/shared'
+import { HostRefusal, RuntimeUnavailableError } from '@roster/shared/fleet'
 import type { AppDeps } from '../../deps.js'
 
 // An intern's standing work (issue 61, docs/interns.md) through the API: its schedules (cron in a
@@ -57,6 +62,9 @@ const ScheduleParams = InternIdParams.extend({ scheduleId: z.string() })
 const TriggerParams = InternIdParams.extend({ triggerId: z.string() })
 const TurnParams = InternIdParams.extend({ turnId: z.string() })
 const McpParams = InternIdParams.extend({ serverId: z.string() })
+const SkillParams = InternIdParams.extend({ name: z.string().max(64) })
+/** A skill's files, base64 and all, at most (the host takes 8 MiB of them). */
+const SKILL_BODY_LIMIT = 12 * 1024 * 1024
 const TurnsQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(TURNS_LISTED).default(50),
   cursor: z.string().max(200).optional().describe('The `next_cursor` of the page before'),
@@ -397,6 +405,87 @@ export function registerInternWork(
     async (req) => {
       const intern = await internOf(req, req.params.internId, true)
       return removeMcpServer(deps.db, intern.id, req.params.serverId)
+    },
+  )
+
+  // Skills: folders of the intern's workspace, so they are read and written on its host.
+  /** The intern's host, for a call there; refused while it is not running there. */
+  const onHost = async <T>(
+    internId: string,
+    work: (at: NonNullable<Awaited<ReturnType<typeof deps.runtime.placement>>>) => Promise<T>,
+  ) => {
+    const at = await deps.runtime.placement(internId)
+    if (!at || at.status !== 'running')
+      throw new AppError(
+        'intern_not_ready',
+        `intern ${internId} is not running: its skills are in its workspace, on its host`,
+      )
+    try {
+      return await work(at)
+    } catch (err) {
+      if (err instanceof HostRefusal) {
+        if (err.body.error === 'bad_request') throw new AppError('invalid_body', `invalid request: ${err.body.message}`)
+        if (err.body.error === 'not_found') throw new AppError('not_found', err.body.message)
+        throw new AppError('intern_not_ready', err.body.message)
+      }
+      if (err instanceof RuntimeUnavailableError) throw new AppError('intern_unreachable', err.message)
+      throw err
+    }
+  }
+  api.get(
+    '/interns/:internId/skills',
+    {
+      onRequest: read,
+      schema: {
+        operationId: 'listInternSkills',
+        summary: "An intern's skills (folders under skills/ in its workspace), by name and description",
+        params: InternIdParams,
+        response: { 200: SkillList, ...errors },
+      },
+    },
+    async (req) => {
+      const intern = await internOf(req, req.params.internId)
+      const found = await onHost(intern.id, (at) => deps.runtime.skills(at, intern.id))
+      return { data: found.skills, problems: found.problems }
+    },
+  )
+  api.put(
+    '/interns/:internId/skills/:name',
+    {
+      onRequest: write,
+      bodyLimit: SKILL_BODY_LIMIT,
+      schema: {
+        operationId: 'installInternSkill',
+        summary: "Install a skill (its folder at once, in place of any of its name) into the intern's workspace",
+        params: SkillParams,
+        body: InstallSkillRequest,
+        response: { 200: Skill, ...errors },
+      },
+    },
+    async (req) => {
+      const intern = await internOf(req, req.params.internId, true)
+      const files = req.body.files.map((f) => ({
+        path: f.path,
+        content_base64: 'content' in f ? Buffer.from(f.content, 'utf8').toString('base64') : f.content_base64,
+      }))
+      return onHost(intern.id, (at) => deps.runtime.installSkill(at, intern.id, req.params.name, { files }))
+    },
+  )
+  api.delete(
+    '/interns/:internId/skills/:name',
+    {
+      onRequest: write,
+      schema: {
+        operationId: 'deleteInternSkill',
+        summary: "Remove a skill's folder from the intern's workspace",
+        params: SkillParams,
+        response: { 200: z.object({ name: z.string(), deleted: z.literal(true) }), ...errors },
+      },
+    },
+    async (req) => {
+      const intern = await internOf(req, req.params.internId, true)
+      await onHost(intern.id, (at) => deps.runtime.removeSkill(at, intern.id, req.params.name))
+      return { name: req.params.name, deleted: true as const }
     },
   )
 }

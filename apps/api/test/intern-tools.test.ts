@@ -2,7 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { join } from 'node:path'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
-import { catalogueFile, makeTenant, NodeProcess, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
+import {
+  catalogueFile,
+  lacking,
+  makeTenant,
+  NodeProcess,
+  startStack,
+  waitFor,
+  type Stack,
+  useTestTenant,
+} from '@roster/testing'
 import { sseEvents } from './helpers.js'
 import { runAdminCaptured } from '@roster/cli'
 
@@ -12,6 +21,8 @@ import { runAdminCaptured } from '@roster/cli'
 // lies about its schemas and one that answers 50 MB. The intern calls them through the egress with
 // its vault's secret put in for the server's host, never seen by the model or kept in a transcript;
 // in manual mode each call asks first; a broken server fails its call, saying why, and the turn goes on.
+// And its skills: folders of its workspace in the Agent Skills layout, offered by name and
+// description, read in full when used, installed through the API or written by the intern itself.
 const env = useTestTenant()
 let sim: Simulator
 let stack: Stack
@@ -237,4 +248,98 @@ describe("an intern's MCP servers", () => {
     expect((await admin('mcp', 'update', made.body.id, '--intern', internId, '--disable')).body.enabled).toBe(false)
     expect((await admin('mcp', 'remove', made.body.id, '--intern', internId)).body.deleted).toBe(true)
   })
+})
+
+// Skills are folders of the intern's workspace, read and written in its sandbox.
+const noSandbox = await lacking(
+  ['bubblewrap'],
+  "the intern skills tests (its workspace's files are read in its sandbox)",
+)
+
+describe("an intern's skills", () => {
+  const MARKER = 'STEP-MARKER-42'
+  const skillMd = (name: string, description = 'Writes release notes from merged pull requests') =>
+    `---\nname: ${name}\ndescription: ${description}\n---\n# Release notes\n\n1. ${MARKER}: read template.md and fill it in.\n`
+
+  it.skipIf(noSandbox)(
+    'are installed from the API a folder at once, checked as the Agent Skills layout says, listed and removed',
+    async () => {
+      for (const [files, why] of [
+        [[{ path: 'template.md', content: 'x' }], /SKILL\.md/],
+        [[{ path: 'SKILL.md', content: skillMd('other-name') }], /folder/],
+        [[{ path: 'SKILL.md', content: 'no front matter' }], /front matter/],
+        [[{ path: 'SKILL.md', content: '---\nname: release-notes\n---\n' }], /description/],
+        [
+          [
+            { path: 'SKILL.md', content: skillMd('release-notes') },
+            { path: '../escape.sh', content: 'x' },
+          ],
+          /inside/,
+        ],
+      ] as const) {
+        const res = await call('PUT', `/interns/${internId}/skills/release-notes`, { files })
+        expect(res.status, JSON.stringify(files).slice(0, 100)).toBe(400)
+        expect(res.body.error.message).toMatch(why)
+      }
+      expect(
+        (
+          await call('PUT', `/interns/${internId}/skills/Bad_Name`, {
+            files: [{ path: 'SKILL.md', content: skillMd('Bad_Name') }],
+          })
+        ).status,
+      ).toBe(400)
+      const made = await call('PUT', `/interns/${internId}/skills/release-notes`, {
+        files: [
+          { path: 'SKILL.md', content: skillMd('release-notes') },
+          { path: 'template.md', content: '## Changes\n' },
+          { path: 'scripts/collect.sh', content_base64: Buffer.from('#!/bin/sh\necho collected\n').toString('base64') },
+        ],
+      })
+      expect(made.status).toBe(200)
+      expect(made.body).toEqual({
+        name: 'release-notes',
+        description: 'Writes release notes from merged pull requests',
+      })
+      const listed = await call('GET', `/interns/${internId}/skills`)
+      expect(listed.body.data).toContainEqual(made.body)
+      expect(listed.body.problems).toEqual([])
+    },
+  )
+
+  it.skipIf(noSandbox)(
+    'are offered by name and description, read in full only when used; the intern makes its own',
+    async () => {
+      await chat('[sim] say hello', { session_id: 'skills-1', approval_mode: 'self-drive' })
+      const offered = JSON.stringify(Object.values(sim.stats.lastBody).map((b) => (b as { tools?: unknown }).tools))
+      expect(offered).toContain('release-notes: Writes release notes from merged pull requests')
+      expect(offered).not.toContain(MARKER)
+      const used = textOf(
+        await chat('[sim] call use_skill {"name":"release-notes"}\n[sim] say {{result}}', {
+          session_id: 'skills-1',
+          approval_mode: 'self-drive',
+        }),
+      )
+      expect(used).toContain(MARKER)
+      expect(used).toContain('/workspace/skills/release-notes/scripts/collect.sh')
+      expect(used).toContain('/workspace/skills/release-notes/template.md')
+      // A skill it writes itself is found at its next turn.
+      const own = JSON.stringify({
+        path: 'skills/greeter/SKILL.md',
+        content: skillMd('greeter', 'Greets people warmly'),
+      })
+      await chat(`[sim] call write_file ${own}\n[sim] say written`, {
+        session_id: 'skills-2',
+        approval_mode: 'self-drive',
+      })
+      expect((await call('GET', `/interns/${internId}/skills`)).body.data.map((s: any) => s.name)).toContain('greeter')
+      expect((await call('DELETE', `/interns/${internId}/skills/greeter`)).body).toEqual({
+        name: 'greeter',
+        deleted: true,
+      })
+      expect((await call('DELETE', `/interns/${internId}/skills/greeter`)).status).toBe(404)
+      expect((await call('GET', `/interns/${internId}/skills`)).body.data.map((s: any) => s.name)).toEqual([
+        'release-notes',
+      ])
+    },
+  )
 })
