@@ -599,6 +599,78 @@ describe('turns no one typed', () => {
   })
 })
 
+describe('subagents', () => {
+  /** A chat turn of the intern's, in `session`: its streamed text. */
+  const chat = async (session: string, content: string) => {
+    // A person's chat is refused (409 busy) while a turn no one typed runs: wait for them.
+    await settled()
+    const res = await fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        stream: true,
+        session_id: session,
+        approval_mode: 'self-drive',
+        messages: [{ role: 'user', content }],
+      }),
+    })
+    expect(res.status).toBe(200)
+    return (await res.text())
+      .split('\n')
+      .filter((l) => l.startsWith('data: {'))
+      .map((l) => JSON.parse(l.slice(6)).choices?.[0]?.delta?.content ?? '')
+      .join('')
+  }
+  const start = (args: object) => `[sim] call start_subagent ${JSON.stringify(args)}\n[sim] say {{result}}`
+
+  it('start in a session of their own, run after the turn that started them, and are told of in its session when they end', async () => {
+    await settled()
+    const said = await chat('sub-1', start({ prompt: 'Count.\n[sim] say one two three', budget_usd: 1 }))
+    const started = JSON.parse(said) as { subagent: string; session_id: string }
+    expect(started.session_id).toMatch(/^subagent-/)
+    await turnEnded(started.subagent, internId, 30_000)
+    const sub = await turnOf(started.subagent)
+    expect(sub).toMatchObject({
+      source: 'subagent',
+      parent_session_id: 'sub-1',
+      state: 'done',
+      output: 'one two three',
+      budget_usd: 1,
+    })
+    // Its usage is the intern's (its calls were made with the intern's key).
+    expect(sub.usage.total_tokens).toBeGreaterThan(0)
+    // Its end is told in the session that started it, as a turn of its own.
+    await waitFor(
+      async () => (await turns()).some((t) => t.source === 'report' && t.session_id === 'sub-1' && t.state === 'done'),
+      {
+        timeoutMs: 20_000,
+        what: 'the report',
+      },
+    )
+    const session = JSON.stringify((await call('GET', `/interns/${internId}/sessions/sub-1`)).body.items)
+    expect(session).toContain(`Your subagent ${started.subagent}`)
+    expect(session).toContain('one two three')
+  })
+
+  it('stop at their budget, start none of their own, and are refused a model not served', async () => {
+    await settled()
+    const poor = JSON.parse(
+      await chat(
+        'sub-2',
+        start({ prompt: 'Look around.\n[sim] call list_files {}\n[sim] say never', budget_usd: 0.0000001 }),
+      ),
+    )
+    await turnEnded(poor.subagent, internId, 30_000)
+    expect((await turnOf(poor.subagent)).output).toMatch(/budget of \$1e-7 is spent/)
+    const nested = JSON.parse(
+      await chat('sub-3', start({ prompt: `Delegate.\n${start({ prompt: 'deeper' }).split('\n')[0]}` })),
+    )
+    await turnEnded(nested.subagent, internId, 30_000)
+    expect((await turnOf(nested.subagent)).output).toMatch(/start_subagent is not offered/)
+    expect(await chat('sub-4', start({ prompt: 'x', model: 'nobody/nothing' }))).toMatch(/not served here/)
+  })
+})
+
 describe('the admin CLI', () => {
   /** The admin CLI on this test's database (with the stack's master key), its JSON answer. */
   const admin = async (...args: string[]) => {

@@ -5,6 +5,7 @@ import {
   HOST_ID_HEADER,
   HostMcpServers,
   JoinResponse,
+  SubagentStarted,
   SessionIds,
   SessionItems,
   SNAPSHOT_GENERATION_HEADER,
@@ -12,6 +13,7 @@ import {
   type HeartbeatRequest,
   type JoinRequest,
   type McpToolsSeen,
+  type StartSubagent,
   type SecretEgress,
 } from '@roster/protocol'
 
@@ -149,6 +151,15 @@ export class FleetClient implements SecretEgress {
         ...seen,
       }),
     )
+  }
+
+  /** Starts a subagent of the intern's (a turn of its own, queued); refused when its queue is full or its model not served. */
+  async startSubagent(internId: string, req: Omit<StartSubagent, 'generation'>): Promise<SubagentStarted> {
+    const res = await this.request('POST', `/internal/v1/interns/${internId}/subagents`, {
+      generation: this.generation(internId),
+      ...req,
+    })
+    return SubagentStarted.parse(await json(res))
   }
 
   /** Keeps a workspace snapshot (a gzipped tar) as the intern's latest. */

@@ -55,7 +55,7 @@ export function makeDaemon(
           {
             apiBase: config.ROSTER_API_URL,
             apiKey: token,
-            model: model(),
+            model: run.subagent?.model ?? model(),
             instructions,
             workspace,
             runCommand: async (command, { network, ...limits }, signal) =>
@@ -79,6 +79,26 @@ export function makeDaemon(
             commandNetwork: commands.mode !== 'refused',
             ask: run.ask,
             extraTools,
+            budgetUsd: run.subagent?.budget_usd,
+            // A subagent starts none of its own.
+            startSubagent: run.subagent
+              ? undefined
+              : async (args) => {
+                  try {
+                    const started = await fleet.startSubagent(intern.id, {
+                      ...args,
+                      session_id: run.sessionId,
+                      approval_mode: run.approval,
+                    })
+                    return {
+                      subagent: started.turn_id,
+                      session_id: started.session_id,
+                      note: 'it runs after this turn; you will be told in this session when it ends',
+                    }
+                  } catch (err) {
+                    return { error: `no subagent was started: ${(err as Error).message}` }
+                  }
+                },
           },
           run.sessionId,
           run.prompt,

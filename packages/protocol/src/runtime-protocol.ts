@@ -63,6 +63,13 @@ export const ChatRequest = z.union([
      * starting it twice.
      */
     turn_id: z.uuid().optional(),
+    /** A subagent's turn: run with this model (else the intern's), stopped once it has spent budget_usd, and given no subagents of its own. */
+    subagent: z
+      .strictObject({
+        model: z.string().min(1).max(256).optional(),
+        budget_usd: z.number().positive().max(1_000).optional(),
+      })
+      .optional(),
   }),
   /** Attach to the turn `attach` (started with that turn_id): the rest of its events, or how it ended. */
   z.strictObject({ attach: z.uuid() }),
@@ -310,3 +317,17 @@ export const SkillsFound = z.object({
   problems: z.array(z.object({ folder: z.string(), problem: z.string() })),
 })
 export type SkillsFound = z.infer<typeof SkillsFound>
+
+/** POST /internal/v1/interns/:id/subagents: the intern's turn starts a subagent (a turn of its own, queued). */
+export const StartSubagent = z.strictObject({
+  generation: z.int().min(0),
+  /** The session of the turn that starts it: told there when it ends. */
+  session_id: z.string().min(1).max(256),
+  prompt: z.string().min(1).max(32_000),
+  model: z.string().min(1).max(256).optional(),
+  budget_usd: z.number().positive().max(1_000).optional(),
+  approval_mode: Approval,
+})
+export type StartSubagent = z.infer<typeof StartSubagent>
+export const SubagentStarted = z.object({ turn_id: z.uuid(), session_id: z.string() })
+export type SubagentStarted = z.infer<typeof SubagentStarted>

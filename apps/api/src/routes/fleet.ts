@@ -11,6 +11,8 @@ import {
   JoinRequest,
   McpToolsSeen,
   SessionAppend,
+  StartSubagent,
+  type SubagentStarted,
   type HostMcpServers,
   SNAPSHOT_GENERATION_HEADER,
 } from '@roster/shared'
@@ -25,10 +27,13 @@ import {
   heartbeat,
   joinHost,
   drainHost,
+  admitTurn,
   mcpServersOf,
   recordMcpTools,
   type HostRow,
 } from '@roster/shared/repositories'
+import { randomBytes } from 'node:crypto'
+import { findModel } from '@roster/gateway'
 import type { AppDeps } from '../deps.js'
 
 // The fleet's API, for runtime hosts only (not part of the public API, and outside /api/v1): hosts
@@ -285,6 +290,46 @@ export const fleetRoutes =
         const gone = new AbortController()
         reply.raw.once('close', () => reply.raw.writableFinished || gone.abort())
         return deps.egress.send(req.params.id, req.body, gone.signal)
+      },
+    )
+
+    // A subagent the intern's turn starts: a turn of its own (queued like every turn no person
+    // typed), with its model and budget; its end is told in the session that started it.
+    api.post(
+      '/internal/v1/interns/:id/subagents',
+      {
+        schema: { hide: true, params: InternParams, body: StartSubagent },
+        onRequest: asHost,
+        preHandler: (req, reply) => placed(req, reply, (req.body as StartSubagent).generation),
+      },
+      async (req, reply): Promise<SubagentStarted | undefined> => {
+        const b = req.body
+        if (b.model && !findModel(deps.catalogue, b.model))
+          return refuse(reply, 400, 'bad_request', `the model ${b.model} is not served here (GET /api/v1/models)`)
+        const sessionId = `subagent-${randomBytes(6).toString('hex')}`
+        const admitted = await admitTurn(
+          deps.db,
+          {
+            internId: req.params.id,
+            source: 'subagent',
+            sessionId,
+            prompt: b.prompt,
+            approvalMode: b.approval_mode,
+            parentSessionId: b.session_id,
+            model: b.model,
+            budgetUsd: b.budget_usd,
+          },
+          deps.config.INTERN_TURN_QUEUE,
+        )
+        if (admitted.kind !== 'queued')
+          return refuse(
+            reply,
+            409,
+            'busy',
+            `no subagent was started: the intern has INTERN_TURN_QUEUE (${deps.config.INTERN_TURN_QUEUE}) turns waiting already`,
+          )
+        deps.afterCommit.outboxWritten()
+        return { turn_id: admitted.id, session_id: sessionId }
       },
     )
 

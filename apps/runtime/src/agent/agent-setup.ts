@@ -78,6 +78,10 @@ export interface AgentSetup {
   ask: (question: Question) => Promise<Answer>
   /** Its MCP servers' tools, when it has any. */
   extraTools?: ExtraTools
+  /** Starts a subagent (absent in a subagent's own turn: no subagents of subagents). */
+  startSubagent?: (args: { prompt: string; model?: string; budget_usd?: number }) => Promise<Json>
+  /** A subagent's budget: its turn stops once its model calls have cost this much. */
+  budgetUsd?: number
 }
 
 /**

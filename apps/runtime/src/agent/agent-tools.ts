@@ -72,6 +72,18 @@ export const HTTP_TOOL = {
   },
 }
 
+export const SUBAGENT_TOOL = {
+  type: 'function',
+  name: 'start_subagent',
+  description:
+    'Start a subagent: a turn of your own in a session of its own, with this prompt (and a model, and a budget in USD it stops at). It runs after this turn (you run one turn at a time); when it ends you are told, in this session, what it said. Its usage is yours.',
+  parameters: {
+    type: 'object',
+    properties: { prompt: { type: 'string' }, model: { type: 'string' }, budget_usd: { type: 'number' } },
+    required: ['prompt'],
+  },
+}
+
 /**
  * In manual mode, whether the user lets an approval-bearing operation happen: asked each time
  * unless they answered allow_always or reject_always for its kind earlier in this run. Undefined
@@ -198,6 +210,21 @@ export async function runTool(
             Number(args.depth ?? 1),
           ),
         )
+      case 'start_subagent': {
+        if (!setup.startSubagent) return JSON.stringify({ error: 'there is no tool named start_subagent' })
+        const prompt = String(args.prompt ?? '').trim()
+        if (!prompt) return JSON.stringify({ error: 'start_subagent needs a prompt' })
+        const budget = args.budget_usd === undefined ? undefined : Number(args.budget_usd)
+        if (budget !== undefined && !(budget > 0 && budget <= 1_000))
+          return JSON.stringify({ error: 'budget_usd is a number of dollars above 0, at most 1000' })
+        return JSON.stringify(
+          await setup.startSubagent({
+            prompt: prompt.slice(0, 32_000),
+            ...(args.model ? { model: String(args.model) } : {}),
+            ...(budget !== undefined ? { budget_usd: budget } : {}),
+          }),
+        )
+      }
       default: {
         const extra = setup.extraTools?.run(
           name,

@@ -77,6 +77,17 @@ export async function runAgentTurn(
         calls.push(call)
       }
     }
+    // A subagent that has spent its budget runs nothing more: it says so, and its turn ends.
+    const spent = setup.budgetUsd !== undefined && usage.cost >= setup.budgetUsd
+    if (spent && calls.length) {
+      const note = `(stopped: its budget of $${setup.budgetUsd} is spent)`
+      emit({ type: 'text', delta: note, model: setup.model })
+      for (const call of calls)
+        items.push({ type: 'function_call_output', call_id: call.call_id, output: JSON.stringify({ error: note }) })
+      items.push({ type: 'message', role: 'assistant', content: note })
+      await setup.sessions.append(sessionId, items)
+      return { ...usage, cost: Number(usage.cost.toPrecision(12)) }
+    }
     for (const call of calls) {
       const output = await runTool(setup, grants, call.name, call.arguments, signal)
       emit({ type: 'tool', name: call.name, arguments: call.arguments, output })

@@ -28,7 +28,15 @@ export type ExecuteRun = (run: {
   ask: (question: Question) => Promise<Answer>
   steered: () => string[]
   signal: AbortSignal
+  /** A subagent's turn: its model and budget (it starts no subagents of its own). */
+  subagent?: Subagent
 }) => Promise<TurnUsage>
+
+/** What a subagent's turn runs with (ChatRequest's `subagent`). */
+export interface Subagent {
+  model?: string
+  budget_usd?: number
+}
 
 export interface DaemonOptions {
   sessions: SessionStore
@@ -83,6 +91,7 @@ class Run {
   pending?: Pending
   /** A detached turn's id: it runs on when its stream goes. */
   turnId?: string
+  subagent?: Subagent
   /** What it said so far, and as which model (what a caller attaching midway is told first). */
   text = ''
   model = ''
@@ -127,7 +136,14 @@ export class InternDaemon {
    * A user prompt: steered into the session's going turn, or a new run, or refused. With `turnId`,
    * a detached turn: attached to when it has already started here.
    */
-  prompt(sessionId: string, text: string, approval: ApprovalMode, stream: RunStream, turnId?: string): PromptOutcome {
+  prompt(
+    sessionId: string,
+    text: string,
+    approval: ApprovalMode,
+    stream: RunStream,
+    turnId?: string,
+    subagent?: Subagent,
+  ): PromptOutcome {
     if (turnId && (this.turns.has(turnId) || this.endedTurns.has(turnId))) {
       const attached = this.attach(turnId, stream)
       return 'attached' in attached
@@ -156,6 +172,7 @@ export class InternDaemon {
       }
     const run = new Run(sessionId, approval)
     run.stream = stream
+    run.subagent = subagent
     if (turnId) {
       run.turnId = turnId
       this.turns.set(turnId, run)
@@ -280,6 +297,7 @@ export class InternDaemon {
         ask: (question) => this.ask(run, question),
         steered: () => run.steer.splice(0),
         signal,
+        subagent: run.subagent,
       })
       end({ type: 'done', usage })
     } catch (err) {

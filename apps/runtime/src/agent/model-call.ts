@@ -4,7 +4,7 @@ import { injectTrace, readEventStream } from '@roster/platform'
 import { TurnFailed, type AgentEvent, type AgentSetup, type Json, type ModelReply } from './agent-setup.js'
 
 export { TurnFailed, type Json, type ModelReply } from './agent-setup.js'
-import { HTTP_TOOL, TOOLS } from './agent-tools.js'
+import { HTTP_TOOL, SUBAGENT_TOOL, TOOLS } from './agent-tools.js'
 
 // A turn's model call: /responses, streamed, as the intern (its own key), with its tools; text and
 // reasoning leave as they come; a call refused for a passing reason is made again.
@@ -89,7 +89,12 @@ async function modelCall(
     model: setup.model,
     instructions: setup.instructions ?? undefined,
     input,
-    tools: [...TOOLS, ...(setup.http ? [HTTP_TOOL] : []), ...(setup.extraTools?.definitions ?? [])],
+    tools: [
+      ...TOOLS,
+      ...(setup.http ? [HTTP_TOOL] : []),
+      ...(setup.startSubagent ? [SUBAGENT_TOOL] : []),
+      ...(setup.extraTools?.definitions ?? []),
+    ],
     tool_choice: last ? 'none' : 'auto',
     stream: true,
   }

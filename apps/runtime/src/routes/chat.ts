@@ -57,6 +57,7 @@ export function chatRoutes(app: FastifyInstance, interns: Interns) {
       body.data.approval_mode ?? 'self-drive',
       stream,
       body.data.turn_id,
+      body.data.subagent,
     )
     if ('started' in outcome || 'attached' in outcome) return reply
     if ('steered' in outcome) return reply.code(202).send({ session_id: body.data.session_id, status: 'steered' })

@@ -1,6 +1,6 @@
 import { ENDED_TURN_STATES, type JobPayload, type RunEvent } from '@roster/shared'
 import { RuntimeUnavailableError, type ChatOutcome } from '@roster/shared/fleet'
-import { moveTurn, nextQueuedTurn, turnOf, type TurnRow } from '@roster/shared/repositories'
+import { endTurn, moveTurn, nextQueuedTurn, turnOf, type TurnRow } from '@roster/shared/repositories'
 import type { JobContext, WorkerDeps } from '../context.js'
 import { HOST_ANSWER_TIMEOUT_MS } from '../slack/relay.js'
 
@@ -32,12 +32,35 @@ export async function handle(deps: WorkerDeps, { turnId }: JobPayload<'intern.tu
 }
 
 async function ended(deps: WorkerDeps, turn: TurnRow, state: string, set: Parameters<typeof moveTurn>[4] = {}) {
-  const moved = await moveTurn(deps.db, turn.id, ['queued', 'running', 'waiting'], state, {
-    ...set,
-    endedAt: new Date(),
-  })
-  if (moved) deps.metrics?.backgroundTurns.inc({ source: turn.source, outcome: state })
+  const moved = await endTurn(
+    deps.db,
+    turn.id,
+    ['queued', 'running', 'waiting'],
+    state,
+    { ...set, endedAt: new Date() },
+    turn.source === 'subagent' && turn.parentSessionId ? reportOf(turn, state, set) : undefined,
+  )
+  if (moved) {
+    deps.metrics?.backgroundTurns.inc({ source: turn.source, outcome: state })
+    deps.wakeRelay?.()
+  }
   return state
+}
+
+/** What the intern is told, in the session that started a subagent, when the subagent ends. */
+function reportOf(turn: TurnRow, state: string, set: { output?: string | null; reason?: string | null }) {
+  const said = set.output ?? turn.output
+  return {
+    internId: turn.internId,
+    source: 'report' as const,
+    sessionId: turn.parentSessionId!,
+    prompt: [
+      `Your subagent ${turn.id} (its session: ${turn.sessionId}) has ended: ${state}${set.reason ? `, ${set.reason}` : ''}.`,
+      said ? `What it said:\n${said}` : 'It said nothing.',
+      'Carry on with what you started it for.',
+    ].join('\n\n'),
+    approvalMode: turn.approvalMode,
+  }
 }
 
 async function start(deps: WorkerDeps, turn: TurnRow, ctx: JobContext): Promise<string> {
@@ -67,6 +90,9 @@ async function start(deps: WorkerDeps, turn: TurnRow, ctx: JobContext): Promise<
         message: turn.prompt,
         approval_mode: turn.approvalMode === 'self-drive' ? 'self-drive' : 'manual',
         turn_id: turn.id,
+        ...(turn.source === 'subagent'
+          ? { subagent: { model: turn.model ?? undefined, budget_usd: turn.budgetUsd ?? undefined } }
+          : {}),
       },
       new AbortController().signal,
       HOST_ANSWER_TIMEOUT_MS,

@@ -146,11 +146,17 @@ export const BackgroundTurn = z
   .object({
     id: z.uuid(),
     intern_id: z.uuid(),
-    source: z.enum(['schedule', 'webhook', 'manual']),
+    source: z.enum(['schedule', 'webhook', 'manual', 'subagent', 'report']),
     schedule_id: z.uuid().nullable(),
     trigger_id: z.uuid().nullable(),
     scheduled_for: z.iso.datetime().nullable().describe("The schedule's fire time it is"),
     session_id: z.string(),
+    parent_session_id: z
+      .string()
+      .nullable()
+      .describe("A subagent's: the session that started it (told there when it ends)"),
+    model: z.string().nullable().describe("A subagent's model (null: the intern's)"),
+    budget_usd: z.number().nullable().describe("A subagent's budget: it stops once it has spent this"),
     state: TurnState,
     reason: z.string().nullable().describe('Why it was refused, skipped, failed, interrupted or expired'),
     interaction_id: z.string().nullable().describe('The question a waiting turn asked (answer it in chat)'),

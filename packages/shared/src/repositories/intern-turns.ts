@@ -9,7 +9,10 @@ type Tx = Db | Prisma.TransactionClient
 
 export interface NewTurn {
   internId: string
-  source: 'schedule' | 'webhook' | 'manual'
+  source: 'schedule' | 'webhook' | 'manual' | 'subagent' | 'report'
+  parentSessionId?: string
+  model?: string
+  budgetUsd?: number
   scheduleId?: string
   triggerId?: string
   scheduledFor?: Date
@@ -141,4 +144,27 @@ export async function moveTurn(
     data: { state: to, ...set, updatedAt: new Date() },
   })
   return moved.count === 1
+}
+
+/**
+ * Ends a turn (from one of `from`), and, when it ends now, queues the turn that tells of it (a
+ * subagent's report, in the session that started it) in the same transaction: told once, whatever
+ * dies after. False when it had ended already.
+ */
+export function endTurn(
+  db: Db,
+  id: string,
+  from: string[],
+  to: string,
+  set: Parameters<typeof moveTurn>[4],
+  tell?: NewTurn,
+): Promise<boolean> {
+  return db.$transaction(async (tx) => {
+    if (!(await moveTurn(tx, id, from, to, set))) return false
+    if (tell) {
+      const row = await tx.internTurn.create({ data: { ...tell, state: 'queued' }, select: { id: true } })
+      await enqueueInTx(tx, 'intern.turn', { turnId: row.id })
+    }
+    return true
+  })
 }
