@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { join } from 'node:path'
+import { createServer, type Server } from 'node:http'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import {
@@ -29,6 +30,9 @@ let stack: Stack
 let internId: string
 const servers: Record<string, { process: NodeProcess; url: string }> = {}
 const SECRET = `mcp-token-${Date.now()}`
+// A SearXNG stand-in (its JSON search API) for the gateway's openrouter:web_search.
+let searx: Server
+const searches: string[] = []
 
 async function startMcp(mode: string) {
   const process = new NodeProcess(`mcp-${mode}`, join(import.meta.dirname, 'fixtures', 'mcp-server.mjs'), {
@@ -40,6 +44,19 @@ async function startMcp(mode: string) {
 }
 
 beforeAll(async () => {
+  searx = createServer((req, res) => {
+    const url = new URL(req.url!, 'http://x')
+    if (url.pathname !== '/search' || url.searchParams.get('format') !== 'json') return res.writeHead(403).end()
+    searches.push(url.searchParams.get('q') ?? '')
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        results: [
+          { url: 'https://docs.example.org/roster', title: 'Roster interns guide', content: 'How interns work.' },
+        ],
+      }),
+    )
+  })
+  await new Promise<void>((r) => searx.listen(0, '127.0.0.1', r))
   sim = await startSimulator({ replyTokens: 3 })
   await Promise.all(['tools', 'hang', 'liar', 'huge'].map(startMcp))
   stack = await startStack({
@@ -49,6 +66,7 @@ beforeAll(async () => {
       INTERN_DEFAULT_MODEL: 'roster-sim/chat',
       EGRESS_PRIVATE_NETWORKS: 'allow',
       EGRESS_HOSTS: 'mcp.test=127.0.0.1,other.test=127.0.0.1',
+      SEARXNG_URL: `http://127.0.0.1:${(searx.address() as { port: number }).port}`,
     },
     runtimeEnv: { MCP_TOOL_TIMEOUT_MS: '2000' },
   })
@@ -64,6 +82,7 @@ afterAll(async () => {
   await stack?.stop()
   await sim?.close()
   await Promise.all(Object.values(servers).map((s) => s.process.kill()))
+  await new Promise((r) => searx?.close(r))
 })
 
 async function call(method: string, path: string, body?: unknown, key = env.tenant.keys.user) {
@@ -342,4 +361,17 @@ describe("an intern's skills", () => {
       ])
     },
   )
+})
+
+describe('web search', () => {
+  it("is offered to the intern through the gateway's openrouter:web_search, which runs the search", async () => {
+    const said = textOf(
+      await chat('[sim] call web_search {"query":"roster interns"}\n[sim] say Found: {{result}}', {
+        session_id: 'search-1',
+        approval_mode: 'self-drive',
+      }),
+    )
+    expect(searches).toContain('roster interns')
+    expect(said).toContain('Roster interns guide')
+  })
 })

@@ -66,6 +66,8 @@ export class FleetClient implements SecretEgress {
 
   /** The interns' default model the API named at the last join (kept across a lapse: it is the API's setting). */
   internDefaultModel: string | undefined
+  /** Whether the API searches the web for interns (it has a search engine), as it said at the last join. */
+  internWebSearch = false
 
   async join(req: Omit<JoinRequest, 'id'>): Promise<JoinResponse> {
     const res = await this.request(
@@ -76,6 +78,7 @@ export class FleetClient implements SecretEgress {
     )
     this.membership = JoinResponse.parse(await json(res))
     this.internDefaultModel = this.membership.intern_default_model ?? undefined
+    this.internWebSearch = this.membership.intern_web_search ?? false
     this.leaseUntil = Date.now() + this.membership.lease_ms
     return this.membership
   }

@@ -80,6 +80,7 @@ export function makeDaemon(
             ask: run.ask,
             extraTools,
             budgetUsd: run.subagent?.budget_usd,
+            webSearch: config.INTERN_WEB_SEARCH === 'auto' && fleet.internWebSearch,
             // A subagent starts none of its own.
             startSubagent: run.subagent
               ? undefined

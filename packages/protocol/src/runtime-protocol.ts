@@ -178,6 +178,8 @@ export const JoinResponse = z.object({
   heartbeat_ms: z.int(),
   /** The model of an intern whose `model` is null, as the API decides it (null: it serves none). */
   intern_default_model: z.string().nullable().optional(),
+  /** Whether the API searches the web for `openrouter:web_search` (a search engine is configured): interns are then offered it. */
+  intern_web_search: z.boolean().optional(),
 })
 export type JoinResponse = z.infer<typeof JoinResponse>
 

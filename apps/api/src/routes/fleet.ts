@@ -154,6 +154,12 @@ export const fleetRoutes =
             lease_ms: Math.floor((deps.config.FLEET_DEAD_AFTER_MS * 2) / 3),
             heartbeat_ms: deps.config.FLEET_HEARTBEAT_MS,
             intern_default_model: deps.internDefaultModel,
+            intern_web_search: Boolean(
+              deps.config.SEARXNG_URL ||
+              deps.config.BRAVE_SEARCH_API_KEY ||
+              deps.config.TAVILY_API_KEY ||
+              deps.config.EXA_API_KEY,
+            ),
           }
         } catch (err) {
           if (err instanceof FleetConflict) return refuse(reply, 409, 'conflict', err.message)

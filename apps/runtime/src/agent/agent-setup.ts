@@ -82,6 +82,8 @@ export interface AgentSetup {
   startSubagent?: (args: { prompt: string; model?: string; budget_usd?: number }) => Promise<Json>
   /** A subagent's budget: its turn stops once its model calls have cost this much. */
   budgetUsd?: number
+  /** Offer the gateway's web search (`openrouter:web_search`: Roster runs the searches, billed to the intern). */
+  webSearch?: boolean
 }
 
 /**

@@ -94,6 +94,7 @@ async function modelCall(
       ...(setup.http ? [HTTP_TOOL] : []),
       ...(setup.startSubagent ? [SUBAGENT_TOOL] : []),
       ...(setup.extraTools?.definitions ?? []),
+      ...(setup.webSearch ? [{ type: 'openrouter:web_search' }] : []),
     ],
     tool_choice: last ? 'none' : 'auto',
     stream: true,

@@ -154,6 +154,12 @@ export const RuntimeConfig = z.object({
     .describe(
       'How long a run paused on a question (a permission, an elicitation) waits for the answer; then it is cancelled.',
     ),
+  INTERN_WEB_SEARCH: z
+    .enum(['auto', 'off'])
+    .default('auto')
+    .describe(
+      "`auto`: interns are offered web search (the gateway's `openrouter:web_search`) when the API has a search engine configured; `off`: never.",
+    ),
   MCP_TOOL_TIMEOUT_MS: ms
     .default(60_000)
     .describe(
