@@ -18,6 +18,7 @@
 //                                 | console (50 members refreshing the spend page at once, against the gateway's p99; only when named)
 //                                 | metrics (a gateway request's metric calls: prom-client's against the tallied ones; only when named)
 //                                 | fleet-provision | failover | snapshots | fleet-chat (the fleet of runtime hosts: bench/fleet.mjs; only when named)
+//                                 | schedules (1,000 interns' schedules firing every minute on three hosts, a worker killed: bench/schedules.mjs; only when named)
 import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
 import { tmpdir, cpus, totalmem } from 'node:os'
@@ -39,6 +40,7 @@ import { benchMetrics } from './metrics.mjs'
 import { benchDestinations } from './destinations.mjs'
 import { benchFloor } from './floor.mjs'
 import { benchSlack, slackEnv } from './slack.mjs'
+import { benchSchedules } from './schedules.mjs'
 import {
   benchCatalogue,
   benchDoorInstructions,
@@ -217,7 +219,11 @@ async function withStack(
     })
     const booted = JSON.parse(boot.stdout)
     const key = booted.keys.user
-    const startWorker = () => procs.push(start('worker', env))
+    const startWorker = () => {
+      const w = start('worker', env)
+      procs.push(w)
+      return w
+    }
     /** Another runtime host joins (index `i`, its own port and id). */
     const addHost = async (i) => {
       const h = startHost(i)
@@ -230,6 +236,7 @@ async function withStack(
       managementKey: booted.keys.management,
       db: dbUrl(BENCH_DB),
       startWorker,
+      firstWorker: worker ? procs[1] : undefined,
       base,
       apiPid: procs[0].pid,
       before: before && {
@@ -883,6 +890,10 @@ const scenarios = {
   // Metrics on (the API's own listener), tracing off: everything a request pays for.
   floor: [benchFloor, { worker: true, gateway: true, named: true, beforeApi: true, apiEnv: { METRICS_PORT: '3998' } }],
   slack: [(ctx) => benchSlack({ ...ctx, base }), { worker: true, gateway: true, named: true, env: slackEnv }],
+  schedules: [
+    (ctx) => benchSchedules({ ...ctx, base }, { createInterns, countRunning }),
+    { worker: true, gateway: true, runtimes: 3, named: true, env: { JOB_LOCK_MS: '5000' } },
+  ],
   destinations: [benchDestinations, { worker: true, named: true, env: { DESTINATION_PRIVATE_NETWORKS: 'allow' } }],
   'doors-instructions': [
     benchDoorInstructions,

@@ -367,7 +367,7 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     await page.close()
   })
 
-  it("gives an intern standing work on its page: a schedule added, run now (its turn listed with its reply), a webhook trigger's secret shown once, an MCP server added", async () => {
+  it("gives an intern standing work on its page: a schedule added, run now (its turn listed with its reply), a webhook trigger's secret shown once, an MCP server and a skill added", async () => {
     const made = (await (
       await fetch(`${stack.apiUrl}/interns`, {
         method: 'POST',
@@ -419,6 +419,16 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
       .getByRole('region', { name: 'MCP servers' })
       .getByRole('row', { name: /tracker/ })
       .getByText("found at the intern's next turn")
+      .waitFor()
+    const skill = page.getByRole('form', { name: 'New skill' })
+    await skill.getByLabel('Name', { exact: true }).fill('standup-notes')
+    await skill
+      .getByLabel(/^SKILL\.md/)
+      .fill('---\nname: standup-notes\ndescription: Writes the standup summary\n---\nList what changed.')
+    await skill.getByRole('button', { name: 'Add skill' }).click()
+    await page
+      .getByRole('region', { name: 'Skills' })
+      .getByRole('row', { name: /standup-notes/ })
       .waitFor()
     // Shown once: after a reload it is nowhere on the page.
     await page.reload()

@@ -32,7 +32,9 @@ import {
   type ApiKeyKind,
   type Db,
 } from '@roster/shared'
-import { drainHostOrExplain, fleetTimes, hostsView } from '@roster/shared/fleet'
+import { drainHostOrExplain, fleetTimes, FleetDriver, hostCredentialKey, hostsView } from '@roster/shared/fleet'
+import { readdirSync, readFileSync, statSync } from 'node:fs'
+import { join, relative } from 'node:path'
 import {
   slackLinkSummary,
   slackAppsApi,
@@ -109,6 +111,9 @@ const usage = `usage: npm run -s admin -- <command> [--json]
                                                     a credential in a header as {{secret:NAME}}, a secret of the intern's bound to the server's host
   mcp update ID --intern ID [--name N] [--url URL] [--header 'Name: value']... [--enable|--disable]
   mcp remove ID --intern ID
+  skills list --intern ID                           its skills (folders under skills/ in its workspace), from its host
+  skills install --intern ID --name N --dir PATH    a skill's folder (SKILL.md and the files it uses), in place of any of its name
+  skills remove --intern ID --name N
 Reads DATABASE_URL. With --json, prints exactly one JSON object.`
 
 const options = {
@@ -147,6 +152,7 @@ const options = {
   'self-drive': { type: 'boolean', default: false },
   missed: { type: 'string' },
   'rotate-secret': { type: 'boolean', default: false },
+  dir: { type: 'string' },
   url: { type: 'string' },
   header: { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h', default: false },
@@ -418,6 +424,59 @@ async function internWork(inv: Invocation, db: Db, what: string, op: string | un
   }
 }
 
+/** The files of a local folder, as a skill's (at most 100, each path relative to it). */
+function folderFiles(dir: string): { path: string; content_base64: string }[] {
+  const files: { path: string; content_base64: string }[] = []
+  const walk = (at: string) => {
+    for (const entry of readdirSync(at, { withFileTypes: true })) {
+      const path = join(at, entry.name)
+      if (entry.isDirectory()) walk(path)
+      else if (entry.isFile()) {
+        if (files.length >= 100) throw new UsageError(`${dir} holds more than 100 files; a skill holds at most 100`)
+        files.push({ path: relative(dir, path), content_base64: readFileSync(path).toString('base64') })
+      }
+    }
+  }
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`--dir ${dir} is not a folder`)
+  walk(dir)
+  return files
+}
+
+/** An intern's skills, on its host (they are folders of its workspace): the CLI calls the host as a worker does. */
+async function skills(inv: Invocation, db: Db, op: string | undefined): Promise<Record<string, unknown>> {
+  const { values, config } = inv
+  const internId = needOf(inv, 'intern')
+  if (!config.VAULT_MASTER_KEY)
+    throw new UsageError('skills needs VAULT_MASTER_KEY (the API’s): hosts are called with credentials derived from it')
+  const driver = new FleetDriver(db, hostCredentialKey(config.VAULT_MASTER_KEY))
+  try {
+    const at = UUID.test(internId) ? await driver.placement(internId) : undefined
+    if (!at || at.status !== 'running') throw new Error(`intern ${internId} is not running: its skills are on its host`)
+    switch (op) {
+      case 'list': {
+        const found = await driver.skills(at, internId)
+        return { skills: found.skills, problems: found.problems }
+      }
+      case 'install': {
+        const name = values.name
+        if (!name) throw new UsageError('--name is required')
+        if (!values.dir) throw new UsageError('--dir is required')
+        return await driver.installSkill(at, internId, name, { files: folderFiles(values.dir) })
+      }
+      case 'remove': {
+        const name = values.name
+        if (!name) throw new UsageError('--name is required')
+        await driver.removeSkill(at, internId, name)
+        return { name, deleted: true }
+      }
+      default:
+        throw new UsageError(`skills ${op ?? ''}: the skills commands are list, install and remove`)
+    }
+  } finally {
+    await driver.close()
+  }
+}
+
 /** A workspace's Slack app configuration token: the refresh token comes on stdin, never in argv (ps, history). */
 async function slackConfigToken(
   { config, io }: Invocation,
@@ -452,6 +511,7 @@ async function run(inv: Invocation, db: Db): Promise<Record<string, unknown>> {
   const command = positionals.join(' ')
   const need = (name: Parameters<typeof needOf>[1]) => needOf(inv, name)
   if (positionals[0] === 'keys') return keys(inv, db, positionals[1])
+  if (positionals[0] === 'skills') return skills(inv, db, positionals[1])
   if (['schedules', 'triggers', 'turns', 'mcp'].includes(positionals[0] ?? ''))
     return internWork(inv, db, positionals[0]!, positionals[1])
   if (command === 'archive list') return archiveList(inv, db)
@@ -594,6 +654,7 @@ function print({ values, io }: Invocation, result: Record<string, unknown>) {
       ['id', 'source', 'state', 'scheduled_for', 'created_at', 'ended_at', 'reason'],
       'No turn has been fired.',
     )
+  if (Array.isArray(result.skills)) return table(result.skills, ['name', 'description'], 'No skill.')
   if (Array.isArray(result.mcp_servers))
     return table(
       (result.mcp_servers as Record<string, unknown>[]).map((m) => ({

@@ -19,7 +19,9 @@ export function jobOptionsFor(
 ): JobOptionsFor {
   return (kind) => {
     const retry = Jobs[kind].retry
+    const job = Jobs[kind]
     return {
+      ...('priority' in job ? { priority: job.priority } : {}),
       attempts: config[retry.attempts],
       backoff: { type: 'exponential', delay: config[retry.backoffMs] },
       // Kept for a while so a re-published job id is recognised as done, then trimmed.

@@ -74,6 +74,9 @@ const promptOf = (s: { name: string; prompt: string; timezone: string }, at: Dat
  * not running (the sweep catches that fire up once it runs again, as the schedule says). A fire
  * begun over SCHEDULE_LATE_MS after its time is a missed one, and stands for every fire missed
  * since: one turn (skipped, if the schedule says so), and the fires up to now marked dealt with.
+ * BullMQ adds a fire's job when the one before it begins: one begun after the next fire's time
+ * (its workers that far behind) leaves that next fire without a job. So a fire first deals with
+ * the one before it, when nothing dealt with that: as a missed fire, as the schedule says.
  */
 export async function fireSchedule(deps: WorkerDeps, id: string, at: Date): Promise<string> {
   const s = await scheduleToFire(deps.db, id)
@@ -85,9 +88,25 @@ export async function fireSchedule(deps: WorkerDeps, id: string, at: Date): Prom
   if (s.lastFireAt && at <= s.lastFireAt) return 'already dealt with'
   if (s.intern.status !== 'running') return `waiting: the intern is ${s.intern.status}`
   const now = new Date()
+  const before = latestFire(s, new Date(at.getTime() - 1))
+  const dealtWith = Math.max(s.lastFireAt?.getTime() ?? 0, s.updatedAt.getTime())
+  if (before && before.getTime() > dealtWith && now.getTime() - at.getTime() <= deps.config.SCHEDULE_LATE_MS)
+    await admitFire(deps, s, before, { missed: true, through: before })
   const lateMs = now.getTime() - at.getTime()
   const missed = lateMs > deps.config.SCHEDULE_LATE_MS
-  const through = (missed && latestFire(s, now)) || at
+  return admitFire(deps, s, at, { missed, through: (missed && latestFire(s, now)) || at })
+}
+
+type Firing = NonNullable<Awaited<ReturnType<typeof scheduleToFire>>>
+
+/** One fire's turn: claimed (every fire up to `through` dealt with), then queued, or kept as skipped. */
+async function admitFire(
+  deps: WorkerDeps,
+  s: Firing,
+  at: Date,
+  { missed, through }: { missed: boolean; through: Date },
+) {
+  const lateMs = Date.now() - at.getTime()
   const skip =
     missed && s.missed === 'skip'
       ? `missed: due ${at.toISOString()}, and Roster could not fire it until ${Math.round(lateMs / 1000)} s later; the schedule skips missed fires`

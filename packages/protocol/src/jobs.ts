@@ -64,6 +64,11 @@ export const Jobs = {
    */
   'intern.turn': {
     retry: runtimeWork,
+    /**
+     * Behind every job of no priority (BullMQ takes those first): a turn holds its worker while it
+     * runs, and a schedule's fire must not wait for a slot behind a thousand turns.
+     */
+    priority: 10,
     schema: z.object({ turnId: z.uuid() }),
     jobId: (p: { turnId: string }) => `intern.turn.${p.turnId}`,
   },

@@ -7,8 +7,8 @@ import { href } from '../router'
 
 // An intern's standing work on its page (docs/interns.md, "Work no one types"): its schedules (add,
 // run now, switch off and on, remove), its webhook triggers (add: the secret shown once; a new
-// secret; remove), the turns both fired, with how each went (refreshed while any still goes), and
-// the MCP servers its tools come from, with the tools its host found on each.
+// secret; remove), the turns both fired, with how each went (refreshed while any still goes), the
+// MCP servers its tools come from, with the tools its host found on each, and its skills.
 
 const when = (iso: string | null, none = '—') =>
   iso ? <time dateTime={iso}>{new Date(iso).toLocaleString()}</time> : <span className="muted">{none}</span>
@@ -33,6 +33,14 @@ export function InternWork({ id }: { id: string }) {
   const mcp = useQuery({
     queryKey: ['work', id, 'mcp'],
     queryFn: () => api<{ data: McpServer[] }>(`interns/${id}/mcp-servers`),
+  })
+  const skills = useQuery({
+    queryKey: ['work', id, 'skills'],
+    queryFn: () =>
+      api<{ data: { name: string; description: string }[]; problems: { folder: string; problem: string }[] }>(
+        `interns/${id}/skills`,
+      ),
+    retry: false,
   })
   const act = useMutation({
     mutationFn: ({ path, method, body }: { path: string; method: string; body?: unknown }) =>
@@ -230,6 +238,57 @@ export function InternWork({ id }: { id: string }) {
       )}
       <NewMcpServer id={id} onMade={changed} />
 
+      <h2>Skills</h2>
+      {skills.isError ? (
+        <p role="status">{skills.error.message}</p>
+      ) : !skills.data ? (
+        <p aria-busy="true">Loading skills…</p>
+      ) : (
+        <>
+          {skills.data.data.length === 0 ? (
+            <p>No skills: add one below, or the intern writes its own under skills/ in its workspace.</p>
+          ) : (
+            <TableScroll label="Skills">
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Description</th>
+                    <th scope="col">Actions</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {skills.data.data.map((k) => (
+                    <tr key={k.name}>
+                      <td>{k.name}</td>
+                      <td>{k.description}</td>
+                      <td className="actions">
+                        <button
+                          type="button"
+                          className="danger"
+                          onClick={() => {
+                            if (confirm(`Remove the skill ${k.name} from the intern's workspace?`))
+                              act.mutate({ path: `skills/${k.name}`, method: 'DELETE' })
+                          }}
+                        >
+                          Remove {k.name}
+                        </button>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </TableScroll>
+          )}
+          {skills.data.problems.map((p) => (
+            <p key={p.folder} className="muted">
+              skills/{p.folder} is not offered: {p.problem}
+            </p>
+          ))}
+        </>
+      )}
+      <NewSkill id={id} onMade={changed} />
+
       <h2>Turns no one typed</h2>
       {turns.isError ? (
         <p role="alert">{turns.error.message}</p>
@@ -407,6 +466,46 @@ function NewMcpServer({ id, onMade }: { id: string; onMade: () => void }) {
       <input id="mcp-secret" value={secret} onChange={(e) => setSecret(e.target.value)} pattern="[a-z][a-z0-9_]*" />
       <button type="submit" disabled={make.isPending}>
         Add MCP server
+      </button>
+      {make.isError && <p role="alert">{make.error.message}</p>}
+    </form>
+  )
+}
+
+function NewSkill({ id, onMade }: { id: string; onMade: () => void }) {
+  const [name, setName] = useState('')
+  const [skillMd, setSkillMd] = useState('')
+  const make = useMutation({
+    mutationFn: () =>
+      api<{ name: string }>(`interns/${id}/skills/${encodeURIComponent(name)}`, {
+        method: 'PUT',
+        body: JSON.stringify({ files: [{ path: 'SKILL.md', content: skillMd }] }),
+      }),
+    onSuccess: () => {
+      setName('')
+      setSkillMd('')
+      onMade()
+    },
+  })
+  const submit = (e: FormEvent) => {
+    e.preventDefault()
+    make.mutate()
+  }
+  return (
+    <form className="create" onSubmit={submit} aria-label="New skill">
+      <label htmlFor="skill-name">Name</label>
+      <input id="skill-name" value={name} onChange={(e) => setName(e.target.value)} required maxLength={64} />
+      <label htmlFor="skill-md">SKILL.md (front matter with name and description, then instructions)</label>
+      <textarea
+        id="skill-md"
+        value={skillMd}
+        onChange={(e) => setSkillMd(e.target.value)}
+        required
+        rows={6}
+        placeholder={'---\nname: my-skill\ndescription: What it does and when to use it\n---\nInstructions…'}
+      />
+      <button type="submit" disabled={make.isPending}>
+        Add skill
       </button>
       {make.isError && <p role="alert">{make.error.message}</p>}
     </form>
