@@ -2,7 +2,8 @@
 // runtime hosts, each with a schedule firing every minute, two workers, one of them killed with
 // SIGKILL just after a minute's fires begin (and another started). Read from the record afterwards:
 // how late each fire was (its turn queued, its turn started on the host), and whether any fire
-// was run twice or lost.
+// was run twice or lost (counted once the minute after the window has fired as well: a fire whose
+// job BullMQ never added, its workers that far behind, is dealt with by the next one).
 //
 //   npm run bench -- schedules      BENCH_SCHEDULE_INTERNS (1,000), BENCH_SCHEDULE_MINUTES (3)
 import { randomBytes } from 'node:crypto'
@@ -37,7 +38,6 @@ export async function benchSchedules(
   const prefix = `s${randomBytes(2).toString('hex')}`
   await createInterns(key, prefix, n)
   while ((await countRunning(client, prefix)) < n) await sleep(200)
-  let worker = firstWorker
   startWorker()
   const { rows: interns } = await client.query(`SELECT id FROM interns WHERE name LIKE $1`, [`${prefix}%`])
   await pool(interns, 32, async ({ id }) => {
@@ -58,10 +58,12 @@ export async function benchSchedules(
   // Mid-fire of the second minute: a worker killed with SIGKILL, another started.
   const killAt = (fires[1] ?? fires[0]) + 300
   await sleep(killAt - Date.now())
-  worker.kill('SIGKILL')
-  process.stderr.write(`  worker ${worker.pid} killed (SIGKILL) at ${new Date().toISOString()}\n`)
-  worker = startWorker()
-  await sleep(fires.at(-1) + 5_000 - Date.now())
+  firstWorker.kill('SIGKILL')
+  process.stderr.write(`  worker ${firstWorker.pid} killed (SIGKILL) at ${new Date().toISOString()}\n`)
+  startWorker()
+  // A fire whose job BullMQ never added (workers that far behind) is dealt with by the fire after
+  // it: the window's fires are counted once the minute after the last has fired too.
+  await sleep(fires.at(-1) + 65_000 - Date.now())
   // Every turn of the window ended (or given up on after 3 minutes).
   for (const until = Date.now() + 180_000; Date.now() < until; await sleep(1_000)) {
     const { rows } = await client.query(
