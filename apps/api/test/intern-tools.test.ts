@@ -117,6 +117,7 @@ describe("an intern's MCP servers", () => {
       [{ name: 'x', url: 'http://mcp.test/mcp', headers: { Authorization: 'Bearer sk-live-123' } }, /vault/],
       [{ name: 'x', url: 'http://mcp.test/mcp', headers: { 'X-Api-Key': 'abc' } }, /vault/],
       [{ name: 'Bad Name', url: 'http://mcp.test/mcp' }, /name/],
+      [{ name: 'x', url: 'http://mcp.test/mcp', headers: { 'X-A': 'a\r\nHost: evil.test' } }, /header value/],
       [{ name: 'x', url: 'http://mcp.test/mcp', extra: true }, /extra|unrecognized/i],
     ] as const) {
       const res = await call('POST', `/interns/${internId}/mcp-servers`, bad)

@@ -189,7 +189,11 @@ const McpHeaders = z
       .min(1)
       .max(128)
       .regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, 'a header name'),
-    z.string().max(4_096),
+    // A field value: no line breaks or other control characters (no header can be smuggled in).
+    z
+      .string()
+      .max(4_096)
+      .regex(/^[^\u0000-\u0008\u000a-\u001f\u007f]*$/, 'a header value: no line breaks or control characters'),
   )
   .refine((h) => Object.keys(h).length <= 20, 'at most 20 headers')
 
