@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createServer, type Server } from 'node:http'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
 import { simulatorCatalogue } from '@roster/gateway'
 import { signRequest } from '@roster/shared'
-import { catalogueFile, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
+import { catalogueFile, startSlowService, startStack, waitFor, type Stack, useTestTenant } from '@roster/testing'
 
 // Turns no one typed when the intern's runtime host dies (issue 61), as chat's do: the turn it was
 // running is kept as interrupted, never run again (what it did stands), and the intern's work goes
@@ -12,20 +11,14 @@ const env = useTestTenant()
 let sim: Simulator
 let stack: Stack
 // A service that answers after `?ms=` and counts each `?mark=`: a step that takes a while, run once.
-let slow: Server
+let slow: Awaited<ReturnType<typeof startSlowService>>
 let slowPort = 0
-const hits = new Map<string, number>()
+let hits = new Map<string, number>()
 
 beforeAll(async () => {
-  slow = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x')
-    const mark = url.searchParams.get('mark') ?? ''
-    hits.set(mark, (hits.get(mark) ?? 0) + 1)
-    const timer = setTimeout(() => res.writeHead(200).end(`slept ${mark}`), Number(url.searchParams.get('ms') ?? 0))
-    res.on('close', () => clearTimeout(timer))
-  })
-  await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r))
-  slowPort = (slow.address() as { port: number }).port
+  slow = await startSlowService()
+  slowPort = slow.port
+  hits = slow.hits
   sim = await startSimulator({ replyTokens: 3 })
   stack = await startStack({
     databaseUrl: env.t.url,

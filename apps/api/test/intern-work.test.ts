@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createServer, type Server } from 'node:http'
 import { Queue } from 'bullmq'
 import { Redis } from 'ioredis'
 import { startSimulator, type Simulator } from '@roster/upstream-sim'
@@ -14,6 +13,7 @@ import {
   waitFor,
   type Stack,
   useTestTenant,
+  startSlowService,
 } from '@roster/testing'
 import { runAdminCaptured } from '@roster/cli'
 
@@ -29,9 +29,9 @@ let stack: Stack
 let internId: string
 // A service on the loopback that answers after `?ms=` and counts each `?mark=` it is sent: a tool
 // call that takes a while, and the proof a step ran once.
-let slow: Server
+let slow: Awaited<ReturnType<typeof startSlowService>>
 let slowPort = 0
-const hits = new Map<string, number>()
+let hits = new Map<string, number>()
 let redis: Redis
 let queue: Queue
 
@@ -41,17 +41,9 @@ const EVERY_2S = '*/2 * * * * *'
 const LATE_MS = 3_000
 
 beforeAll(async () => {
-  slow = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x')
-    const mark = url.searchParams.get('mark') ?? ''
-    hits.set(mark, (hits.get(mark) ?? 0) + 1)
-    setTimeout(
-      () => res.writeHead(200, { 'content-type': 'text/plain' }).end(`slept ${mark}`),
-      Number(url.searchParams.get('ms') ?? 0),
-    )
-  })
-  await new Promise<void>((r) => slow.listen(0, '127.0.0.1', r))
-  slowPort = (slow.address() as { port: number }).port
+  slow = await startSlowService()
+  slowPort = slow.port
+  hits = slow.hits
   sim = await startSimulator({ replyTokens: 3 })
   stack = await startStack({
     databaseUrl: env.t.url,

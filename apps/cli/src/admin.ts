@@ -323,41 +323,23 @@ async function internWork(inv: Invocation, db: Db, what: string, op: string | un
     headers[h.slice(0, at).trim()] = h.slice(at + 1).trim()
   }
   const shown = (t: Parameters<typeof triggerView>[1], secret?: string) => triggerView(base, t, secret)
+  /** A schedule's fields as the options give them (checked as the API's body is). */
+  const scheduleOptions = {
+    name: values.name,
+    cron: values.cron,
+    timezone: values.timezone,
+    prompt: values.prompt,
+    session_id: session,
+    approval_mode: mode,
+    missed: values.missed,
+  }
   switch (`${what} ${op ?? ''}`) {
     case 'schedules list':
       return { schedules: await listSchedules(db, internId) }
     case 'schedules create':
-      return createSchedule(
-        db,
-        internId,
-        bodyOf(CreateScheduleRequest, {
-          name: values.name,
-          cron: values.cron,
-          timezone: values.timezone,
-          prompt: values.prompt,
-          session_id: session,
-          approval_mode: mode,
-          missed: values.missed,
-        }),
-        cron,
-      )
+      return createSchedule(db, internId, bodyOf(CreateScheduleRequest, scheduleOptions), cron)
     case 'schedules update':
-      return changeSchedule(
-        db,
-        internId,
-        id,
-        bodyOf(UpdateScheduleRequest, {
-          name: values.name,
-          cron: values.cron,
-          timezone: values.timezone,
-          prompt: values.prompt,
-          session_id: session,
-          approval_mode: mode,
-          missed: values.missed,
-          enabled,
-        }),
-        cron,
-      )
+      return changeSchedule(db, internId, id, bodyOf(UpdateScheduleRequest, { ...scheduleOptions, enabled }), cron)
     case 'schedules delete':
       return removeSchedule(db, internId, id)
     case 'schedules run':

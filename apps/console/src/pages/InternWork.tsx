@@ -88,24 +88,13 @@ export function InternWork({ id }: { id: string }) {
                     <button type="button" onClick={() => act.mutate({ path: `schedules/${s.id}/run`, method: 'POST' })}>
                       Run {s.name} now
                     </button>
-                    <button
-                      type="button"
-                      onClick={() =>
-                        act.mutate({ path: `schedules/${s.id}`, method: 'PATCH', body: { enabled: !s.enabled } })
-                      }
-                    >
-                      {s.enabled ? `Switch ${s.name} off` : `Switch ${s.name} on`}
-                    </button>
-                    <button
-                      type="button"
-                      className="danger"
-                      onClick={() => {
-                        if (confirm(`Remove the schedule ${s.name}? Its turns stay listed.`))
-                          act.mutate({ path: `schedules/${s.id}`, method: 'DELETE' })
-                      }}
-                    >
-                      Remove {s.name}
-                    </button>
+                    <OnOffRemove
+                      name={s.name}
+                      enabled={s.enabled}
+                      path={`schedules/${s.id}`}
+                      removing={`Remove the schedule ${s.name}? Its turns stay listed.`}
+                      act={act.mutate}
+                    />
                   </td>
                 </tr>
               ))}
@@ -145,24 +134,13 @@ export function InternWork({ id }: { id: string }) {
                   </td>
                   <td className="pre">{t.prompt.slice(0, 200)}</td>
                   <td className="actions">
-                    <button
-                      type="button"
-                      onClick={() =>
-                        act.mutate({ path: `triggers/${t.id}`, method: 'PATCH', body: { enabled: !t.enabled } })
-                      }
-                    >
-                      {t.enabled ? `Switch ${t.name} off` : `Switch ${t.name} on`}
-                    </button>
-                    <button
-                      type="button"
-                      className="danger"
-                      onClick={() => {
-                        if (confirm(`Remove the trigger ${t.name}? Its URL takes nothing more.`))
-                          act.mutate({ path: `triggers/${t.id}`, method: 'DELETE' })
-                      }}
-                    >
-                      Remove {t.name}
-                    </button>
+                    <OnOffRemove
+                      name={t.name}
+                      enabled={t.enabled}
+                      path={`triggers/${t.id}`}
+                      removing={`Remove the trigger ${t.name}? Its URL takes nothing more.`}
+                      act={act.mutate}
+                    />
                   </td>
                 </tr>
               ))}
@@ -211,24 +189,13 @@ export function InternWork({ id }: { id: string }) {
                     {m.tools_error && <p className="muted">{m.tools_error}</p>}
                   </td>
                   <td className="actions">
-                    <button
-                      type="button"
-                      onClick={() =>
-                        act.mutate({ path: `mcp-servers/${m.id}`, method: 'PATCH', body: { enabled: !m.enabled } })
-                      }
-                    >
-                      {m.enabled ? `Switch ${m.name} off` : `Switch ${m.name} on`}
-                    </button>
-                    <button
-                      type="button"
-                      className="danger"
-                      onClick={() => {
-                        if (confirm(`Remove the MCP server ${m.name}? Its tools are gone from the next turn.`))
-                          act.mutate({ path: `mcp-servers/${m.id}`, method: 'DELETE' })
-                      }}
-                    >
-                      Remove {m.name}
-                    </button>
+                    <OnOffRemove
+                      name={m.name}
+                      enabled={m.enabled}
+                      path={`mcp-servers/${m.id}`}
+                      removing={`Remove the MCP server ${m.name}? Its tools are gone from the next turn.`}
+                      act={act.mutate}
+                    />
                   </td>
                 </tr>
               ))}
@@ -509,5 +476,37 @@ function NewSkill({ id, onMade }: { id: string; onMade: () => void }) {
       </button>
       {make.isError && <p role="alert">{make.error.message}</p>}
     </form>
+  )
+}
+
+/** Switch one of an intern's standing things off or on, or remove it (after asking). */
+function OnOffRemove({
+  name,
+  enabled,
+  path,
+  removing,
+  act,
+}: {
+  name: string
+  enabled: boolean
+  path: string
+  removing: string
+  act: (change: { path: string; method: string; body?: unknown }) => void
+}) {
+  return (
+    <>
+      <button type="button" onClick={() => act({ path, method: 'PATCH', body: { enabled: !enabled } })}>
+        {enabled ? `Switch ${name} off` : `Switch ${name} on`}
+      </button>
+      <button
+        type="button"
+        className="danger"
+        onClick={() => {
+          if (confirm(removing)) act({ path, method: 'DELETE' })
+        }}
+      >
+        Remove {name}
+      </button>
+    </>
   )
 }

@@ -28,6 +28,7 @@ import {
   updateSchedule,
   updateTrigger,
   type Admitted,
+  type ScheduleFields,
 } from '../repositories/index.js'
 import { scheduleTimes } from './schedule-times.js'
 import { newTriggerSecret, sealTriggerSecret } from './trigger-secrets.js'
@@ -133,20 +134,25 @@ export async function findSchedule(db: Db, internId: string, id: string) {
   return s
 }
 
+/** A schedule's columns from a request's fields (those it leaves out stay out). */
+const scheduleFields = (b: UpdateScheduleRequest): Partial<ScheduleFields> => ({
+  name: b.name,
+  cron: b.cron?.trim(),
+  timezone: b.timezone,
+  prompt: b.prompt,
+  sessionId: b.session_id,
+  approvalMode: b.approval_mode,
+  missed: b.missed,
+  enabled: b.enabled,
+})
+
 export async function createSchedule(db: Db, internId: string, b: CreateScheduleRequest, cron: CronOptions) {
   scheduleTimes(b.cron, b.timezone, cron) // refuses what it cannot read
   if ((await countSchedules(db, internId)) >= SCHEDULES_PER_INTERN)
     throw new AppError('work_limit_reached', `an intern has at most ${SCHEDULES_PER_INTERN} schedules`)
-  const made = await insertSchedule(db, internId, {
-    name: b.name,
-    cron: b.cron.trim(),
-    timezone: b.timezone,
-    prompt: b.prompt,
-    sessionId: b.session_id,
-    approvalMode: b.approval_mode,
-    missed: b.missed,
-    enabled: b.enabled,
-  }).catch(taken('schedule', b.name))
+  const made = await insertSchedule(db, internId, scheduleFields(b) as Required<ScheduleFields>).catch(
+    taken('schedule', b.name),
+  )
   return scheduleView(made)
 }
 
@@ -160,16 +166,7 @@ export async function changeSchedule(
   const was = await findSchedule(db, internId, id)
   if (b.cron !== undefined || b.timezone !== undefined)
     scheduleTimes(b.cron ?? was.cron, b.timezone ?? was.timezone, cron)
-  const changed = await updateSchedule(db, internId, was.id, {
-    name: b.name,
-    cron: b.cron?.trim(),
-    timezone: b.timezone,
-    prompt: b.prompt,
-    sessionId: b.session_id,
-    approvalMode: b.approval_mode,
-    missed: b.missed,
-    enabled: b.enabled,
-  }).catch(taken('schedule', b.name))
+  const changed = await updateSchedule(db, internId, was.id, scheduleFields(b)).catch(taken('schedule', b.name))
   return scheduleView(changed)
 }
 
