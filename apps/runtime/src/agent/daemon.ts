@@ -58,6 +58,8 @@ export type AttachOutcome = { attached: true } | { unknown: string } | { taken: 
 const ENDED_TURNS_KEPT_MS = 30 * 60_000
 /** Ended detached turns kept at most (the oldest go first). */
 const ENDED_TURNS_KEPT = 1_000
+/** What a detached turn said, kept for a caller attaching later, at most (the worker keeps 64 KiB of a reply). */
+const TEXT_KEPT = 64 * 1024
 
 /** How a detached turn ended: its text, and its last event (done, error, ended). */
 interface EndedTurn {
@@ -289,7 +291,8 @@ export class InternDaemon {
         approval: run.approval,
         emit: (event) => {
           if (event.type === 'text') {
-            run.text += event.delta
+            // Kept for a caller attaching later, up to what it keeps of a reply.
+            if (run.text.length < TEXT_KEPT) run.text += event.delta.slice(0, TEXT_KEPT - run.text.length)
             run.model = event.model
           }
           run.stream?.send(event)
