@@ -77,7 +77,7 @@ async function start(deps: WorkerDeps, turn: TurnRow, ctx: JobContext): Promise<
   if (!placed || placed.status !== 'running') return ctx.retryLater(AWAY_AGAIN_MS)
   if (!(await moveTurn(deps.db, turn.id, ['queued'], 'running', { startedAt: new Date() }))) return 'taken'
   const requeue = async (ms: number): Promise<never> => {
-    await moveTurn(deps.db, turn.id, ['running'], 'queued', { startedAt: undefined })
+    await moveTurn(deps.db, turn.id, ['running'], 'queued', { startedAt: null })
     return ctx.retryLater(ms)
   }
   let outcome: ChatOutcome

@@ -135,7 +135,7 @@ export async function moveTurn(
     interactionId?: string | null
     output?: string | null
     usage?: Prisma.InputJsonValue
-    startedAt?: Date
+    startedAt?: Date | null
     endedAt?: Date
   } = {},
 ): Promise<boolean> {
