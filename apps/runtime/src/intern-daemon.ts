@@ -48,8 +48,12 @@ export function makeDaemon(
     execute: async (run) => {
       const { token, instructions } = spec()
       // Its skills (by name and description: read in full when used) and its MCP servers' tools.
-      const skills = await findSkills(workspace).catch(() => undefined)
-      const extraTools = joinTools(skills && skillTools(workspace, skills.skills), await mcp.tools(run.signal))
+      // Looked for at once: both are on the way to the turn's first model call.
+      const [skills, mcpTools] = await Promise.all([
+        findSkills(workspace).catch(() => undefined),
+        mcp.tools(run.signal),
+      ])
+      const extraTools = joinTools(skills && skillTools(workspace, skills.skills), mcpTools)
       try {
         return await runAgentTurn(
           {

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
-import { AppError, checkRequestSignature, isStorableText } from '@roster/shared'
+import { AppError, checkRequestSignature, inGroup, isStorableText } from '@roster/shared'
 import { isUuid, triggerMasterKey, turnAdmissionRefusal, unsealTriggerSecret } from '@roster/shared/interns'
 import { admitTurn, triggerForDelivery } from '@roster/shared/repositories'
 import type { AppDeps } from '../deps.js'
@@ -57,7 +57,7 @@ export const hookRoutes =
       const gone = () => new AppError('not_found', `no webhook trigger ${triggerId}`)
       if (!isUuid(triggerId)) throw gone()
       const trigger = await triggerForDelivery(deps.db, triggerId)
-      if (!trigger || trigger.intern.status === 'destroying' || trigger.intern.status === 'destroy_failed') throw gone()
+      if (!trigger || inGroup('deleting', trigger.intern.status)) throw gone()
       const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0)
       const secret = unsealTriggerSecret(
         triggerMasterKey(deps.config.VAULT_MASTER_KEY),

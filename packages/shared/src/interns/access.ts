@@ -37,10 +37,11 @@ export function checkInternAccess(caller: Caller | undefined, access: InternAcce
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+/** A UUID as ids are written (for a cursor's id, and every id in a path). */
+export const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 export function isUuid(value: string): boolean {
-  return UUID.test(value)
+  return UUID_PATTERN.test(value)
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   type UpdateTriggerRequest,
 } from '@roster/protocol'
 import { isUniqueViolation, type Db } from '../db.js'
+import { isUuid, UUID_PATTERN } from './access.js'
 import { cursorOf, readCursor } from '../page-cursor.js'
 import {
   admitTurn,
@@ -40,8 +41,6 @@ import { newTriggerSecret, sealTriggerSecret } from './trigger-secrets.js'
 /** An intern's schedules, and its triggers, at most. */
 export const SCHEDULES_PER_INTERN = 50
 export const TRIGGERS_PER_INTERN = 20
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 
 type ScheduleRow = NonNullable<Awaited<ReturnType<typeof scheduleOf>>>
 type TriggerRow = NonNullable<Awaited<ReturnType<typeof triggerOf>>>
@@ -129,7 +128,7 @@ export function turnView(t: TurnRow): BackgroundTurn {
 // Schedules.
 
 export async function findSchedule(db: Db, internId: string, id: string) {
-  const s = UUID.test(id) ? await scheduleOf(db, internId, id) : null
+  const s = isUuid(id) ? await scheduleOf(db, internId, id) : null
   if (!s) throw notFound('schedule', id)
   return s
 }
@@ -215,7 +214,7 @@ export async function runScheduleNow(
 // Webhook triggers.
 
 export async function findTrigger(db: Db, internId: string, id: string) {
-  const t = UUID.test(id) ? await triggerOf(db, internId, id) : null
+  const t = isUuid(id) ? await triggerOf(db, internId, id) : null
   if (!t) throw notFound('trigger', id)
   return t
 }
@@ -290,7 +289,7 @@ export async function listTurns(
 ): Promise<{ data: BackgroundTurn[]; next_cursor: string | null }> {
   const rows = await turnsOf(db, internId, {
     limit: q.limit + 1,
-    before: q.cursor ? readCursor(q.cursor, UUID) : undefined,
+    before: q.cursor ? readCursor(q.cursor, UUID_PATTERN) : undefined,
     scheduleId: q.schedule_id,
     triggerId: q.trigger_id,
   })
@@ -303,7 +302,7 @@ export async function listTurns(
 }
 
 export async function getTurn(db: Db, internId: string, id: string): Promise<BackgroundTurn> {
-  const t = UUID.test(id) ? await internTurnOf(db, internId, id) : null
+  const t = isUuid(id) ? await internTurnOf(db, internId, id) : null
   if (!t) throw notFound('turn', id)
   return turnView(t)
 }

@@ -7,6 +7,7 @@ import {
   type UpdateMcpServerRequest,
 } from '@roster/protocol'
 import { isUniqueViolation, type Db } from '../db.js'
+import { isUuid } from './access.js'
 import {
   countMcpServers,
   deleteMcpServer,
@@ -25,7 +26,6 @@ import {
 /** An intern's MCP servers at most. */
 export const MCP_SERVERS_PER_INTERN = 10
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
 /** Headers whose values are credentials. */
 const CREDENTIAL_HEADER = /authorization|cookie|token|secret|password|api[-_]?key|(^|-)key$/i
 
@@ -71,7 +71,7 @@ const taken = (name: string | undefined) => (err: unknown) => {
 }
 
 export async function findMcpServer(db: Db, internId: string, id: string) {
-  const s = UUID.test(id) ? await mcpServerOf(db, internId, id) : null
+  const s = isUuid(id) ? await mcpServerOf(db, internId, id) : null
   if (!s) throw new AppError('not_found', `MCP server ${id} not found`)
   return s
 }
