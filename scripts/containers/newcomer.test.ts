@@ -7,9 +7,10 @@ import { containerTestsProblem, repoRoot } from '@roster/testing'
 
 // The set-up itself, as a newcomer meets it: a fresh clone of this repository on a Debian machine
 // with only what the README asks for (Node 20, PostgreSQL and Redis on their standard ports), as an
-// ordinary user, runs `npm ci && npm test`. It must pass, and say plainly what it did not run for
-// want of the optional tools. A container test (`npm run test:containers`; CI runs it): it takes a
-// few minutes, a whole test run inside.
+// ordinary user, runs `npm ci && npm test` over what such a machine changes (newcomer/run.sh: the
+// files of tests that need a tool, `npm start`, the units). It must pass, and say plainly what it
+// did not run for want of the optional tools. A container test (`npm run test:containers`; CI runs
+// it): minutes, a test run inside.
 const BASE = process.env.ROSTER_NODE_IMAGE ?? 'node:20-bookworm-slim'
 const IMAGE = 'roster-newcomer:local'
 const problem = await containerTestsProblem([BASE])
@@ -32,12 +33,14 @@ describe.skipIf(problem)("a newcomer's machine", () => {
         const run = spawnSync('docker', ['run', '--rm', '-v', `${clone}:/src:ro`, IMAGE], {
           encoding: 'utf8',
           maxBuffer: 256 * 1024 * 1024,
-          timeout: 25 * 60_000,
+          // An install, a build and a third of the suite, in a container: 12 minutes here (the
+          // whole suite took 20), and these machines differ up to 3× from one session to the next.
+          timeout: 30 * 60_000,
         })
         const out = `${run.stdout}${run.stderr}`.replace(/\x1b\[[0-9;]*m/g, '')
         const summary = /^Tests: (\d+) passed, (\d+) failed, (\d+) skipped$/m.exec(out)
         expect([run.status, summary?.[2]], out.slice(-6000)).toEqual([0, '0'])
-        expect(Number(summary![1])).toBeGreaterThan(300)
+        expect(Number(summary![1])).toBeGreaterThan(250)
         // What it could not run, each said in one line with the package that provides it.
         const notRun = out.split('\n').filter((l) => l.startsWith('not run: '))
         for (const tool of [
@@ -56,6 +59,6 @@ describe.skipIf(problem)("a newcomer's machine", () => {
         rmSync(join(clone, '..'), { recursive: true, force: true })
       }
     },
-    30 * 60_000,
+    35 * 60_000,
   )
 })

@@ -201,7 +201,7 @@ await describeNeeding(['coding-agents'], 'coding agents through Roster', () => {
     expect(sent).not.toMatch(/\\"input_image\\"/)
   }, 240_000)
 
-  it('opencode answers, runs a shell command, and writes and reads a file', async () => {
+  it('opencode answers, running a shell command and writing and reading a file', async () => {
     const opencode = async (prompt: string) => {
       const { cwd, home } = place()
       writeFileSync(
@@ -241,12 +241,8 @@ await describeNeeding(['coding-agents'], 'coding agents through Roster', () => {
           .join(''),
       }
     }
+    // One run (opencode starts slowly: seconds of CPU a run): it answers, and works with its tools.
     const seen = sim.stats.requests['/v1/chat/completions'] ?? 0
-    const hello = await opencode('[sim] say Hello from Roster.')
-    expect(hello.code, hello.stderr.slice(-1000)).toBe(0)
-    expect(hello.text).toBe('Hello from Roster.')
-    expect(upstreamSince('/v1/chat/completions', seen)).toBeGreaterThanOrEqual(1)
-
     const work = await opencode(
       [
         'do as scripted',
@@ -266,5 +262,6 @@ await describeNeeding(['coding-agents'], 'coding agents through Roster', () => {
     expect(readFileSync(join(work.cwd, 'bash.txt'), 'utf8')).toBe('from-bash\n')
     expect(readFileSync(join(work.cwd, 'notes.txt'), 'utf8')).toBe('roster notes')
     expect(work.text).toMatch(/Read: [\s\S]*roster notes/)
+    expect(upstreamSince('/v1/chat/completions', seen)).toBeGreaterThanOrEqual(4)
   }, 240_000)
 })

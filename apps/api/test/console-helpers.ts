@@ -8,7 +8,8 @@ const require = createRequire(import.meta.url)
 
 /** axe-core's violations on the page (WCAG 2 A and AA), by rule id. */
 export async function axeViolations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ path: require.resolve('axe-core') })
+  // The console is one page: axe stays loaded from one of its pages to the next.
+  if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ path: require.resolve('axe-core') })
   return page.evaluate(async () => {
     const axe = (window as unknown as { axe: { run(o: object): Promise<{ violations: { id: string }[] }> } }).axe
     const result = await axe.run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } })

@@ -58,7 +58,7 @@ beforeAll(async () => {
   })
   await new Promise<void>((r) => searx.listen(0, '127.0.0.1', r))
   sim = await startSimulator({ replyTokens: 3 })
-  await Promise.all(['tools', 'hang', 'liar', 'huge'].map(startMcp))
+  await Promise.all(['tools', 'hang', 'liar', 'huge', 'sessions'].map(startMcp))
   stack = await startStack({
     databaseUrl: env.t.url,
     env: {
@@ -68,7 +68,8 @@ beforeAll(async () => {
       EGRESS_HOSTS: 'mcp.test=127.0.0.1,other.test=127.0.0.1',
       SEARXNG_URL: `http://127.0.0.1:${(searx.address() as { port: number }).port}`,
     },
-    runtimeEnv: { MCP_TOOL_TIMEOUT_MS: '2000' },
+    // Long enough for two turns in a row to share an MCP session, short enough to see one end.
+    runtimeEnv: { MCP_TOOL_TIMEOUT_MS: '4000', MCP_SESSION_IDLE_MS: '8000' },
   })
   internId = (await call('POST', '/interns', { name: 'toolsmith', provision: true })).body.id
   await waitFor(async () => (await call('GET', `/interns/${internId}`)).body.status === 'running', {
@@ -202,7 +203,7 @@ describe("an intern's MCP servers", () => {
     const outputs = (await call('GET', `/interns/${internId}/sessions/mcp-3`)).body.items
       .filter((i: any) => i.item.type === 'function_call_output')
       .map((i: any) => i.item.output as string)
-    expect(outputs[0]).toMatch(/stuck failed to run wait: it did not answer within 2 s/)
+    expect(outputs[0]).toMatch(/stuck failed to run wait: it did not answer within 4 s/)
     expect(outputs[1]).toMatch(/fibber failed to run wrong_output: .*(schema|structured)/i)
     expect(outputs[2]).toMatch(/flood failed to run dump: .*larger than \d+ bytes/)
     expect(outputs[3]).toBe('fine')
@@ -267,6 +268,35 @@ describe("an intern's MCP servers", () => {
     expect((await admin('mcp', 'list', '--intern', internId)).body.mcp_servers.map((m: any) => m.name)).toContain('cli')
     expect((await admin('mcp', 'update', made.body.id, '--intern', internId, '--disable')).body.enabled).toBe(false)
     expect((await admin('mcp', 'remove', made.body.id, '--intern', internId)).body.deleted).toBe(true)
+  })
+})
+
+describe("an intern's MCP sessions", () => {
+  it('are kept across turns, ended on the server (DELETE) once idle or the server is removed, and begun afresh', async () => {
+    const made = await add('sess', 'sessions')
+    expect(made.status).toBe(201)
+    const out = () => servers.sessions!.process.output
+    const opened = () => [...out().matchAll(/SESSION OPEN (\S+)/g)].map((m) => m[1]!)
+    const ping = async (say: string) =>
+      textOf(await chat(`[sim] call mcp__sess__ping {}\n[sim] say ${say} {{result}}`, { approval_mode: 'self-drive' }))
+    expect(await ping('Got')).toBe('Got pong')
+    expect(await ping('Again')).toBe('Again pong')
+    // The next turn reused the session: none begun again.
+    expect(opened()).toHaveLength(1)
+    // Idle past MCP_SESSION_IDLE_MS: ended on the server; the next use begins another.
+    await waitFor(() => out().includes(`SESSION CLOSED ${opened()[0]}`), {
+      timeoutMs: 30_000,
+      what: 'the idle MCP session to be ended',
+    })
+    expect(await ping('Back')).toBe('Back pong')
+    expect(opened()).toHaveLength(2)
+    // The server removed: its session is ended as the next turn starts.
+    expect((await call('DELETE', `/interns/${internId}/mcp-servers/${made.body.id}`)).body.deleted).toBe(true)
+    expect(textOf(await chat('[sim] say Nothing to ping.', { approval_mode: 'self-drive' }))).toBe('Nothing to ping.')
+    await waitFor(() => out().includes(`SESSION CLOSED ${opened()[1]}`), {
+      timeoutMs: 10_000,
+      what: 'the removed server’s session to be ended',
+    })
   })
 })
 

@@ -6,6 +6,7 @@ import { simulatorCatalogue } from '@roster/gateway'
 import { signRequest } from '@roster/shared'
 import {
   catalogueFile,
+  lacking,
   makeTenant,
   redisUrl,
   startStack,
@@ -438,7 +439,7 @@ describe('webhook triggers', () => {
     const accepted = answers.filter((a) => a.status === 202)
     const refused = answers.filter((a) => a.status === 429)
     expect(accepted.length).toBeGreaterThanOrEqual(3)
-    expect(accepted.length).toBeLessThanOrEqual(4)
+    expect(refused.length).toBeGreaterThan(0)
     expect(refused.length).toBe(7 - accepted.length)
     for (const r of refused) expect(r.body.error.metadata.reason).toBe('turn_queue_full')
     for (const a of accepted) await turnEnded(a.body.turn_id, internId, 30_000)
@@ -449,6 +450,14 @@ describe('webhook triggers', () => {
     expect(ran).toHaveLength(accepted.length)
     // In the order they came: each started after the one before it (the host runs one at a time).
     for (let i = 1; i < ran.length; i++) expect(ran[i].started_at > ran[i - 1].started_at).toBe(true)
+    // Bounded: at each delivery, the trigger's turns not yet ended were at most 4 when it was taken
+    // (fewer than 3 queued, the running one, and for a moment a second taken off the queue that the
+    // busy host sends back), and at least 3 when it was refused. (A loaded machine may end the first
+    // turn before the last delivery, making room for one more.)
+    const open = (at: string) => ran.filter((t) => t.created_at < at && t.ended_at > at).length
+    for (const t of listed)
+      if (t.state === 'done') expect(open(t.created_at)).toBeLessThanOrEqual(4)
+      else expect(open(t.created_at)).toBeGreaterThanOrEqual(3)
 
     // A flood at one trigger: past WEBHOOK_DELIVERIES_PER_MINUTE (8), refused with Retry-After.
     const flood = (
@@ -591,11 +600,14 @@ describe('turns no one typed', () => {
   })
 })
 
+// A subagent that takes a while runs a command in the intern's sandbox.
+const noSandbox = await lacking(['bubblewrap'], 'the subagent test whose subagent runs a command')
+
 describe('subagents', () => {
   /** A chat turn of the intern's, in `session`: its streamed text. */
-  const chat = async (session: string, content: string) => {
+  const chat = async (session: string, content: string, { waitSettled = true } = {}) => {
     // A person's chat is refused (409 busy) while a turn no one typed runs: wait for them.
-    await settled()
+    if (waitSettled) await settled()
     const res = await fetch(`${stack.apiUrl}/interns/${internId}/chat/completions`, {
       method: 'POST',
       headers: { authorization: `Bearer ${env.tenant.keys.user}`, 'content-type': 'application/json' },
@@ -615,7 +627,7 @@ describe('subagents', () => {
   }
   const start = (args: object) => `[sim] call start_subagent ${JSON.stringify(args)}\n[sim] say {{result}}`
 
-  it('start in a session of their own, run after the turn that started them, and are told of in its session when they end', async () => {
+  it('start in a session of their own, and are told of in the session that started them when they end', async () => {
     await settled()
     const said = await chat('sub-1', start({ prompt: 'Count.\n[sim] say one two three', budget_usd: 1 }))
     const started = JSON.parse(said) as { subagent: string; session_id: string }
@@ -642,6 +654,25 @@ describe('subagents', () => {
     const session = JSON.stringify((await call('GET', `/interns/${internId}/sessions/sub-1`)).body.items)
     expect(session).toContain(`Your subagent ${started.subagent}`)
     expect(session).toContain('one two three')
+  })
+
+  it.skipIf(noSandbox)('run alongside the intern: a person’s chat is answered while a subagent works', async () => {
+    await settled()
+    const started = JSON.parse(
+      await chat(
+        'sub-5',
+        start({ prompt: 'Wait.\n[sim] call shell {"command":"sleep 4"}\n[sim] say waited', budget_usd: 1 }),
+      ),
+    ) as { subagent: string }
+    await waitFor(async () => (await turnOf(started.subagent)).state === 'running', {
+      timeoutMs: 20_000,
+      what: 'the subagent to start',
+    })
+    // Meanwhile a person chats: answered at once, not refused as busy.
+    expect(await chat('sub-6', '[sim] say meanwhile', { waitSettled: false })).toBe('meanwhile')
+    expect((await turnOf(started.subagent)).state).toBe('running')
+    await turnEnded(started.subagent, internId, 30_000)
+    expect(await turnOf(started.subagent)).toMatchObject({ state: 'done', output: 'waited' })
   })
 
   it('stop at their budget, start none of their own, and are refused a model not served', async () => {

@@ -28,7 +28,7 @@ export async function waitRunning(api: MemberCall, internId: string, what = 'the
 }
 
 /** An intern with a team-made app of the stand-in's, installed and running: its id, app, signing secret and bot user. */
-export async function installedSlackIntern(api: MemberCall, slack: SlackSim, name: string) {
+export async function installedSlackIntern(api: MemberCall, slack: SlackSim, name: string, approvers: string[] = []) {
   const app = slack.addApp()
   const signingSecret = `secret-${name}-`.padEnd(32, 'x')
   const created = await api('/interns', {
@@ -36,7 +36,10 @@ export async function installedSlackIntern(api: MemberCall, slack: SlackSim, nam
     body: JSON.stringify({
       name,
       provision: true,
-      slack: { app: { client_id: app.clientId, client_secret: app.clientSecret, signing_secret: signingSecret } },
+      slack: {
+        app: { client_id: app.clientId, client_secret: app.clientSecret, signing_secret: signingSecret },
+        ...(approvers.length ? { approvers } : {}),
+      },
     }),
   })
   expect(created.status, await created.clone().text()).toBe(201)

@@ -99,11 +99,13 @@ const usage = `usage: npm run -s admin -- <command> [--json]
   archive export ID --out FILE                      an archive's workspace (a gzipped tar) to FILE, with its configuration and sessions beside it (FILE.json)
   schedules list --intern ID                        an intern's schedules (docs/interns.md, "Work no one types")
   schedules create --intern ID --name N --cron C --prompt P [--timezone TZ] [--session S] [--self-drive] [--missed skip]
-  schedules update ID --intern ID [--name N] [--cron C] [--timezone TZ] [--prompt P] [--session S|none] [--enable|--disable]
+                   [--slack-channel C]              its turns' replies posted in a Slack conversation of the intern's app
+  schedules update ID --intern ID [--name N] [--cron C] [--timezone TZ] [--prompt P] [--session S|none]
+                   [--slack-channel C|none] [--enable|--disable]
   schedules delete|run ID --intern ID               remove one, or run its job now, once
   triggers list --intern ID                         an intern's webhook triggers (their URLs; secrets are shown only when made)
-  triggers create --intern ID --name N --prompt P [--session S] [--self-drive]
-  triggers update ID --intern ID [--name N] [--prompt P] [--enable|--disable] [--rotate-secret]
+  triggers create --intern ID --name N --prompt P [--session S] [--self-drive] [--slack-channel C]
+  triggers update ID --intern ID [--name N] [--prompt P] [--slack-channel C|none] [--enable|--disable] [--rotate-secret]
   triggers delete ID --intern ID
   turns list --intern ID                            the turns its schedules and webhooks fired, newest first, with how each went
   mcp list --intern ID                              the MCP servers its tools come from, with the tools found on each
@@ -152,6 +154,7 @@ const options = {
   'self-drive': { type: 'boolean', default: false },
   missed: { type: 'string' },
   'rotate-secret': { type: 'boolean', default: false },
+  'slack-channel': { type: 'string' },
   dir: { type: 'string' },
   url: { type: 'string' },
   header: { type: 'string', multiple: true },
@@ -311,6 +314,7 @@ async function internWork(inv: Invocation, db: Db, what: string, op: string | un
   if (!status) throw new Error(`no intern ${internId}`)
   const id = positionals[2] ?? ''
   const session = values.session === 'none' ? null : values.session
+  const slackChannel = values['slack-channel'] === 'none' ? null : values['slack-channel']
   const mode = values['self-drive'] ? 'self-drive' : undefined
   const enabled = values.disable ? false : values.enable ? true : undefined
   if (values.disable && values.enable) throw new UsageError('--disable and --enable are each other’s opposite')
@@ -331,6 +335,7 @@ async function internWork(inv: Invocation, db: Db, what: string, op: string | un
     prompt: values.prompt,
     session_id: session,
     approval_mode: mode,
+    slack_channel: slackChannel,
     missed: values.missed,
   }
   switch (`${what} ${op ?? ''}`) {
@@ -356,6 +361,7 @@ async function internWork(inv: Invocation, db: Db, what: string, op: string | un
           prompt: values.prompt,
           session_id: session,
           approval_mode: mode,
+          slack_channel: slackChannel,
         }),
       )
       return shown(made.row, made.secret)
@@ -371,6 +377,7 @@ async function internWork(inv: Invocation, db: Db, what: string, op: string | un
           prompt: values.prompt,
           session_id: session,
           approval_mode: mode,
+          slack_channel: slackChannel,
           enabled,
           rotate_secret: values['rotate-secret'] || undefined,
         }),

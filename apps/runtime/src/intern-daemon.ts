@@ -4,7 +4,7 @@ import { SessionStore } from './agent/session-store.js'
 import { runAgentTurn } from './agent/agent-turn.js'
 import { InternDaemon } from './agent/daemon.js'
 import { InternMcp } from './agent/mcp-tools.js'
-import { findSkills, joinTools, skillTools } from './agent/skills.js'
+import { joinTools, skillsFinder, skillTools } from './agent/skills.js'
 import type { HostedIntern } from './hosted-intern.js'
 import type { InternsDeps } from './interns-deps.js'
 import type { InternWorkspaces } from './intern-workspaces.js'
@@ -30,29 +30,34 @@ export function makeDaemon(
     append: (sessionId, from, items) => fleet.appendSession(intern.id, sessionId, from, items),
   })
   const workspace = workspaces.workspace(intern.id)
+  const findSkills = skillsFinder(workspace)
   // Its own model, else this host's setting, else the API's default (told as the host joined).
   const model = () => spec().model ?? config.INTERN_DEFAULT_MODEL ?? fleet.internDefaultModel ?? FALLBACK_MODEL
   // Its MCP servers' tools: connected through the egress, found again as each turn starts.
   const mcp = new InternMcp(
     intern.id,
     fleet,
-    { timeoutMs: config.MCP_TOOL_TIMEOUT_MS, maxResponseBytes: config.MCP_RESPONSE_MAX_BYTES },
+    {
+      timeoutMs: config.MCP_TOOL_TIMEOUT_MS,
+      maxResponseBytes: config.MCP_RESPONSE_MAX_BYTES,
+      idleMs: config.MCP_SESSION_IDLE_MS,
+    },
     log,
   )
   return new InternDaemon({
     sessions,
     deadlineMs: config.INTERACTION_DEADLINE_MS,
     maxPaused: config.RUN_MAX_PAUSED,
+    maxSubagents: config.INTERN_SUBAGENTS_AT_ONCE,
     model,
     onError: (err, sessionId) => log.warn({ err, intern: intern.id, session: sessionId }, 'an intern turn failed'),
+    // The intern leaves this host (suspended, moved, deleted, the host draining): its MCP sessions end.
+    onStop: () => mcp.close(),
     execute: async (run) => {
       const { token, instructions } = spec()
       // Its skills (by name and description: read in full when used) and its MCP servers' tools.
       // Looked for at once: both are on the way to the turn's first model call.
-      const [skills, mcpTools] = await Promise.all([
-        findSkills(workspace).catch(() => undefined),
-        mcp.tools(run.signal),
-      ])
+      const [skills, mcpTools] = await Promise.all([findSkills().catch(() => undefined), mcp.tools(run.signal)])
       const extraTools = joinTools(skills && skillTools(workspace, skills.skills), mcpTools)
       try {
         return await runAgentTurn(
@@ -98,7 +103,7 @@ export function makeDaemon(
                     return {
                       subagent: started.turn_id,
                       session_id: started.session_id,
-                      note: 'it runs after this turn; you will be told in this session when it ends',
+                      note: 'it runs alongside you, in a session of its own; you will be told in this session when it ends',
                     }
                   } catch (err) {
                     return { error: `no subagent was started: ${(err as Error).message}` }

@@ -121,6 +121,7 @@ async function admitFire(
       sessionId: sessionOf(s, at),
       prompt: promptOf(s, at),
       approvalMode: s.approvalMode,
+      slackChannel: s.slackChannel,
     },
     deps.config.INTERN_TURN_QUEUE,
     skip,

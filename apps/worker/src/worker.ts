@@ -26,6 +26,7 @@ import {
   pruneGenerationContent,
   listHosts,
   outboxBacklog,
+  pruneJobLeases,
 } from '@roster/shared/repositories'
 
 import type { WorkerDeps } from './context.js'
@@ -38,6 +39,7 @@ import { Reconciler } from './reconciler.js'
 import { assertRegistryComplete, handlerFor } from './registry.js'
 import { startHealthServer } from './health.js'
 import { sweepSchedules } from './schedules.js'
+import { JobLeases } from './job-leases.js'
 
 export interface RunningWorker {
   deps: WorkerDeps
@@ -77,6 +79,8 @@ export async function startWorker(
   // Workers block on Redis, so their connection must never give up on a command.
   const workerConnection = listeningConnection(config)
   reportConnectionErrors(workerConnection, log, 'worker: redis')
+  const leases = new JobLeases(db, config.DATABASE_URL, config.JOB_LOCK_MS, log)
+  await leases.start()
   const worker = new Worker(
     INTERN_QUEUE,
     async (job, token) => {
@@ -87,6 +91,18 @@ export async function startWorker(
       }
       const finalAttempt = attempt >= (job.opts.attempts ?? 1)
       const counted = (outcome: string) => job.name === 'intern.provision' && metrics?.provisioningRuns.inc({ outcome })
+      // A run of this job still going elsewhere (its worker stalled past the lock, not dead): this
+      // one waits for it, not beside it (job-leases.ts).
+      const holder = token ?? `${worker.id}:${job.id}`
+      const lease = await leases.take(job.id!, holder)
+      if (!('taken' in lease)) {
+        log.info(
+          { job: job.name, jobId: job.id, heldForMs: Math.round(lease.heldForMs) },
+          'job still running elsewhere; waiting for it',
+        )
+        counted('waiting')
+        return retryLater(lease.heldForMs + 100 + Math.random() * 400)
+      }
       try {
         // The job continues the trace of the request that asked for it (its context came in the outbox row).
         const outcome = await inSpan(
@@ -111,6 +127,8 @@ export async function startWorker(
         if (err instanceof DelayedError) counted('waiting')
         else counted(finalAttempt || err instanceof UnrecoverableError ? 'failed' : 'retry')
         throw err
+      } finally {
+        await leases.release(job.id!, holder)
       }
     },
     {
@@ -179,6 +197,7 @@ export async function startWorker(
       pruneGenerationContent(db, new Date(Date.now() - config.GENERATION_CONTENT_RETENTION_DAYS * 86_400_000)),
     )
     void safely('audit retention', () => pruneAuditEvents(db, config.AUDIT_RETENTION_DAYS))
+    void safely('job lease sweep', () => pruneJobLeases(db))
     void safely('generation partitions', () => keepGenerationPartitions(db, config.GENERATION_RETENTION_DAYS))
   }, 60_000)
   void safely('generation partitions', () => keepGenerationPartitions(db, config.GENERATION_RETENTION_DAYS))
@@ -270,6 +289,7 @@ export async function startWorker(
       await deliveriesQueue.queue.close()
       deliveriesQueue.connection.disconnect()
       await worker.close()
+      await leases.stop()
       await queue.close()
       await Promise.allSettled([
         db.$disconnect(),

@@ -68,7 +68,8 @@ async function expectNoDuplicateWork(ids: string[], stack: Pick<Stack, 'runtimeF
     })
 }
 
-// Two of these kill Redis: private servers the test starts (redis-server and redis-cli).
+// Two of these kill Redis: private servers the test starts (redis-server and redis-cli). Each test
+// waits for a hundred interns or more, twice: minutes on a loaded machine (180 s each).
 const noRedisServer = await lacking(['redis-server'], 'the crash tests that kill Redis')
 
 describe.skipIf(noRedisServer)('Redis stopped during creates', () => {
@@ -106,7 +107,7 @@ describe.skipIf(noRedisServer)('Redis stopped during creates', () => {
       await stack.stop()
       await redis.stop()
     }
-  })
+  }, 180_000)
 })
 
 describe('a worker killed with SIGKILL while 100 interns provision', () => {
@@ -138,7 +139,7 @@ describe('a worker killed with SIGKILL while 100 interns provision', () => {
     } finally {
       await stack.stop()
     }
-  })
+  }, 180_000)
 })
 
 describe.skipIf(noRedisServer)('a Redis Cluster master killed while 100 interns provision', () => {
@@ -179,7 +180,7 @@ describe.skipIf(noRedisServer)('a Redis Cluster master killed while 100 interns 
       await stack.stop()
       await cluster.stop()
     }
-  })
+  }, 180_000)
 })
 
 describe('three API and three worker processes over 150 interns', () => {
@@ -227,5 +228,5 @@ describe('three API and three worker processes over 150 interns', () => {
     } finally {
       await stack.stop()
     }
-  })
+  }, 180_000)
 })

@@ -31,6 +31,7 @@ const spec: Record<string, [number, boolean]> = {
   already_stopped: [409, false],
   slack_install_pending: [409, false],
   slack_not_configured: [409, false],
+  slack_not_linked: [409, false],
   intern_deleting: [409, false],
   workspace_loss_unacknowledged: [409, false],
   cross_site_refused: [403, false],

@@ -59,6 +59,8 @@ export const Reasons = {
   slack_install_pending: { status: 409, retryable: false, type: 'precondition_failed' },
   /** Ours: a Slack link without `slack.app` needs the workspace's app configuration token, which no operator stored. */
   slack_not_configured: { status: 409, retryable: false, type: 'precondition_failed' },
+  /** Ours: a schedule or trigger names a Slack conversation, but the intern has no Slack app. */
+  slack_not_linked: { status: 409, retryable: false, type: 'precondition_failed' },
   intern_deleting: { status: 409, retryable: false, type: 'precondition_failed' },
   /** Ours: deleting a destroy_failed intern whose workspace archive failed needs acknowledge_workspace_loss. */
   workspace_loss_unacknowledged: { status: 409, retryable: false, type: 'precondition_failed' },

@@ -50,3 +50,15 @@ describe('waiting for a process to print', () => {
     await p.kill()
   })
 })
+
+describe('freePort', () => {
+  it('never hands out the same port twice in one process, though the kernel may offer it again', async () => {
+    const ports: number[] = []
+    for (let i = 0; i < 200; i++) ports.push(await freePort())
+    expect(new Set(ports).size).toBe(ports.length)
+    // Each was free when handed out: it can be bound now (none of them is held).
+    const server = createServer()
+    await new Promise<void>((r) => server.listen(ports.at(-1), '127.0.0.1', r))
+    server.close()
+  })
+})

@@ -6,7 +6,23 @@ import { waitFor } from './wait.js'
 // A real child process of the built code, as the stacks start it, and the free ports they bind.
 export const repoRoot = join(import.meta.dirname, '..', '..', '..')
 
+/** Ports this process has handed out: the kernel may offer a port just closed again at once. */
+const handedOut = new Set<number>()
+
+/**
+ * A port free on 127.0.0.1 now, never one handed out before in this process (a replica once got its
+ * primary's port, asked for one after the other, and could not start).
+ */
 export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await anyFreePort()
+    if (handedOut.has(port)) continue
+    handedOut.add(port)
+    return port
+  }
+}
+
+function anyFreePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer()
     server.once('error', reject)

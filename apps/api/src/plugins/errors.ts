@@ -6,6 +6,7 @@ import {
   errorBody,
   gatewayErrorBody,
   isAppError,
+  isDatabaseBusy,
   vaultErrorBody,
   type Reason,
 } from '@roster/shared'
@@ -116,6 +117,10 @@ function toAppError(err: FastifyError): AppError | undefined {
       .join('; ')
     return new AppError('invalid_body', `invalid request: ${detail}`)
   }
+  if (isDatabaseBusy(err))
+    return new AppError('overloaded', 'the database is too busy to take this request now; nothing was changed: retry', {
+      retryAfter: 1,
+    })
   const reason = err.code ? fastifyCodes[err.code] : undefined
   if (reason) return new AppError(reason, err.message)
   // JSON.parse failures surface as a SyntaxError with statusCode 400.

@@ -119,6 +119,7 @@ export const hookRoutes =
           sessionId: trigger.sessionId ?? `webhook-${trigger.name}-${randomBytes(6).toString('hex')}`,
           prompt: deliveryPrompt(trigger, { body, headers, at }),
           approvalMode: trigger.approvalMode,
+          slackChannel: trigger.slackChannel,
         },
         deps.config.INTERN_TURN_QUEUE,
       )

@@ -79,6 +79,7 @@ export function InternWork({ id }: { id: string }) {
                     <span className="muted">
                       {' '}
                       · {s.approval_mode} · missed: {s.missed === 'skip' ? 'skipped' : 'run once'}
+                      {s.slack_channel && ` · reports in Slack ${s.slack_channel}`}
                     </span>
                   </td>
                   <td>{when(s.next_fire_at, 'off')}</td>
@@ -302,6 +303,7 @@ function NewSchedule({ id, onMade }: { id: string; onMade: () => void }) {
   const [prompt, setPrompt] = useState('')
   const [selfDrive, setSelfDrive] = useState(false)
   const [skip, setSkip] = useState(false)
+  const [slackChannel, setSlackChannel] = useState('')
   const make = useMutation({
     mutationFn: () =>
       api<Schedule>(`interns/${id}/schedules`, {
@@ -313,6 +315,7 @@ function NewSchedule({ id, onMade }: { id: string; onMade: () => void }) {
           prompt,
           approval_mode: selfDrive ? 'self-drive' : 'manual',
           missed: skip ? 'skip' : 'run_once',
+          slack_channel: slackChannel || null,
         }),
       }),
     onSuccess: () => {
@@ -349,6 +352,7 @@ function NewSchedule({ id, onMade }: { id: string; onMade: () => void }) {
         <input type="checkbox" checked={skip} onChange={(e) => setSkip(e.target.checked)} /> Skip fires missed while
         Roster was down
       </label>
+      <SlackChannelField id="schedule-slack" value={slackChannel} onChange={setSlackChannel} />
       <button type="submit" disabled={make.isPending}>
         Add schedule
       </button>
@@ -360,12 +364,26 @@ function NewSchedule({ id, onMade }: { id: string; onMade: () => void }) {
   )
 }
 
+/** Where a schedule's or trigger's turns report in Slack (the intern's own Slack app): optional. */
+function SlackChannelField({ id, value, onChange }: { id: string; value: string; onChange: (v: string) => void }) {
+  return (
+    <>
+      <label htmlFor={id}>Report in Slack (a conversation id of the intern's app, e.g. C0123ABCD; optional)</label>
+      <input id={id} value={value} onChange={(e) => onChange(e.target.value)} pattern="[CDG][A-Z0-9]{2,31}" />
+    </>
+  )
+}
+
 function NewTrigger({ id, onMade }: { id: string; onMade: () => void }) {
   const [name, setName] = useState('')
   const [prompt, setPrompt] = useState('')
+  const [slackChannel, setSlackChannel] = useState('')
   const make = useMutation({
     mutationFn: () =>
-      api<Trigger>(`interns/${id}/triggers`, { method: 'POST', body: JSON.stringify({ name, prompt }) }),
+      api<Trigger>(`interns/${id}/triggers`, {
+        method: 'POST',
+        body: JSON.stringify({ name, prompt, slack_channel: slackChannel || null }),
+      }),
     onSuccess: () => {
       setName('')
       setPrompt('')
@@ -382,6 +400,7 @@ function NewTrigger({ id, onMade }: { id: string; onMade: () => void }) {
       <input id="trigger-name" value={name} onChange={(e) => setName(e.target.value)} required maxLength={64} />
       <label htmlFor="trigger-prompt">What to do with a delivery</label>
       <textarea id="trigger-prompt" value={prompt} onChange={(e) => setPrompt(e.target.value)} required rows={3} />
+      <SlackChannelField id="trigger-slack" value={slackChannel} onChange={setSlackChannel} />
       <button type="submit" disabled={make.isPending}>
         Add webhook trigger
       </button>

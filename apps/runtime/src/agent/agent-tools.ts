@@ -76,7 +76,7 @@ export const SUBAGENT_TOOL = {
   type: 'function',
   name: 'start_subagent',
   description:
-    'Start a subagent: a turn of your own in a session of its own, with this prompt (and a model, and a budget in USD it stops at). It runs after this turn (you run one turn at a time); when it ends you are told, in this session, what it said. Its usage is yours.',
+    'Start a subagent: a turn of your own in a session of its own, with this prompt (and a model, and a budget in USD it stops at). It runs alongside you (this turn goes on, and so do later ones); when it ends you are told, in this session, what it said. Its usage is yours.',
   parameters: {
     type: 'object',
     properties: { prompt: { type: 'string' }, model: { type: 'string' }, budget_usd: { type: 'number' } },

@@ -54,7 +54,7 @@ const execute: ExecuteRun = async (run) => {
   return usage
 }
 
-function daemon(opts: { deadlineMs?: number; maxPaused?: number; dir?: string } = {}) {
+function daemon(opts: { deadlineMs?: number; maxPaused?: number; dir?: string; onStop?: () => Promise<void> } = {}) {
   return new InternDaemon({
     sessions: new SessionStore(opts.dir ?? mkdtempSync(join(tmpdir(), 'roster-daemon-'))),
     execute,
@@ -62,6 +62,7 @@ function daemon(opts: { deadlineMs?: number; maxPaused?: number; dir?: string } 
     maxPaused: opts.maxPaused ?? 4,
     model: () => 'm',
     onError: () => {},
+    onStop: opts.onStop,
   })
 }
 
@@ -167,7 +168,9 @@ describe("an intern's daemon", () => {
   })
 
   it('when stopped, tells a listening client the run ended, and cancels paused runs; a client leaving cancels its run', async () => {
-    const d = daemon()
+    // What the intern holds on the host (its MCP sessions) is let go of once its runs have ended.
+    const order: string[] = []
+    const d = daemon({ onStop: async () => void order.push('let go') })
     const paused = new Listener()
     d.prompt('s1', 'ask?', 'manual', paused)
     const pause = (await paused.until('pause')) as Extract<RunEvent, { type: 'pause' }>
@@ -175,9 +178,11 @@ describe("an intern's daemon", () => {
     d.prompt('s2', 'wait', 'self-drive', going)
     const stopped = d.stop('the intern was suspended')
     expect(await going.until('ended')).toEqual({ type: 'ended', message: 'the intern was suspended' })
+    order.push('run ended')
     expect(going.ended).toBe(true)
     // Every run it had has ended.
     await stopped
+    expect(order).toEqual(['run ended', 'let go'])
     expect(await d.reply('s1', pause.interaction_id, 'allow_once', new Listener())).toEqual({
       notPending: expect.any(String),
     })
@@ -187,6 +192,42 @@ describe("an intern's daemon", () => {
     d.detach(leaving)
     await waitFor(() => d.idle, { timeoutMs: 5_000, intervalMs: 5, what: 'the detached run to end' })
     expect(leaving.types).toEqual(['session'])
+  })
+
+  it("runs subagents' turns alongside the intern's, at most maxSubagents at once; their questions are answered meanwhile", async () => {
+    const d = new InternDaemon({
+      sessions: new SessionStore(mkdtempSync(join(tmpdir(), 'roster-daemon-'))),
+      execute,
+      deadlineMs: 60_000,
+      maxPaused: 4,
+      maxSubagents: 2,
+      onError: () => {},
+    })
+    const own = new Listener()
+    expect(d.prompt('s1', 'wait', 'self-drive', own)).toEqual({ started: true })
+    const sub = { budget_usd: 1 }
+    const a = new Listener()
+    expect(d.prompt('sub-a', 'ask?', 'manual', a, '0b0a3c1e-0000-4000-8000-00000000000a', sub)).toEqual({
+      started: true,
+    })
+    const b = new Listener()
+    expect(d.prompt('sub-b', 'wait', 'self-drive', b, '0b0a3c1e-0000-4000-8000-00000000000b', sub)).toEqual({
+      started: true,
+    })
+    // A third waits for one of them; the intern's own prompts still wait for its own turn.
+    expect(
+      d.prompt('sub-c', 'wait', 'self-drive', new Listener(), '0b0a3c1e-0000-4000-8000-00000000000c', sub),
+    ).toMatchObject({ status: 409 })
+    expect(d.prompt('s2', 'hello', 'self-drive', new Listener())).toMatchObject({ status: 409 })
+    // A subagent's question is answered while the intern's own turn goes.
+    const pause = (await a.until('pause')) as Extract<RunEvent, { type: 'pause' }>
+    const resumed = new Listener()
+    expect(await d.reply('sub-a', pause.interaction_id, 'allow_once', resumed)).toEqual({ resumed: true })
+    expect(await resumed.until('done')).toMatchObject({ type: 'done' })
+    expect(resumed.events.find((e) => e.type === 'text')).toMatchObject({ delta: 'answers: allow_once' })
+    await d.turnsEnded()
+    expect(own.types).toContain('done')
+    expect(b.types).toContain('done')
   })
 
   it('runs a detached turn on when its caller goes; its id again attaches to it (never a second run), or to how it ended', async () => {

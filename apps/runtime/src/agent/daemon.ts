@@ -5,13 +5,15 @@ import { questionArguments, readAnswer, type Answer, type Question } from './int
 import type { SessionStore } from './session-store.js'
 
 // An intern's daemon: its runs, one session each. A run's turn holds the intern (one turn at a
-// time, per intern, not per session); a run that asks its user something pauses, lets go of the
-// intern, and waits for the answer up to a deadline, then goes on, on the stream of the request
-// that brought the answer. A paused run outlives the request that started it; a run whose stream
-// is cut while it goes is cancelled with any command it runs, unless it is a detached turn (one
-// no person waits on: a schedule's, a webhook's, named by its turn id), which runs on without a
-// listener; its id again attaches to it (or to how it ended, kept a while) instead of starting it
-// twice. Nothing here touches HTTP: the host gives each run a stream and turns outcomes into statuses.
+// time, per intern, not per session), but a subagent's (a detached turn the intern's own turn
+// started; up to `maxSubagents` at once), which runs alongside whatever else the intern does. A run
+// that asks its user something pauses, lets go of the intern, and waits for the answer up to a
+// deadline, then goes on, on the stream of the request that brought the answer. A paused run
+// outlives the request that started it; a run whose stream is cut while it goes is cancelled with
+// any command it runs, unless it is a detached turn (one no person waits on: a schedule's, a
+// webhook's, a subagent's, named by its turn id), which runs on without a listener; its id again
+// attaches to it (or to how it ended, kept a while) instead of starting it twice. Nothing here
+// touches HTTP: the host gives each run a stream and turns outcomes into statuses.
 
 /** Where a run's events go: the response of the request attached to it. */
 export interface RunStream {
@@ -45,9 +47,13 @@ export interface DaemonOptions {
   deadlineMs: number
   /** Runs one intern may hold paused at once; past it a new prompt is refused (503 busy). */
   maxPaused: number
+  /** Subagents' turns one intern may run alongside its own at once; past it one waits (409 busy). */
+  maxSubagents?: number
   onError: (err: unknown, sessionId: string) => void
   /** The model the intern calls now: named when a run's stream opens, before any model has answered. */
   model?: () => string
+  /** Once its runs have ended as it stops: what the intern held on this host let go of (its MCP connections). */
+  onStop?: () => Promise<void>
 }
 
 export type PromptOutcome =
@@ -93,6 +99,7 @@ class Run {
   pending?: Pending
   /** A detached turn's id: it runs on when its stream goes. */
   turnId?: string
+  /** A subagent's turn: it runs alongside the intern's turn, never holding the intern. */
   subagent?: Subagent
   /** What it said so far, and as which model (what a caller attaching midway is told first). */
   text = ''
@@ -152,6 +159,7 @@ export class InternDaemon {
         ? attached
         : { busy: 'taken' in attached ? attached.taken : attached.unknown, status: 409 }
     }
+    if (turnId && subagent) return this.startSubagent(sessionId, text, approval, stream, turnId, subagent)
     if (this.turn) {
       // A detached turn is a turn of its own, never steered into a person's (nor they into it).
       if (this.turn.sessionId === sessionId && !turnId && !this.turn.turnId) {
@@ -173,25 +181,48 @@ export class InternDaemon {
         status: 503,
       }
     const run = new Run(sessionId, approval)
-    run.stream = stream
-    run.subagent = subagent
-    if (turnId) {
-      run.turnId = turnId
-      this.turns.set(turnId, run)
-    }
+    if (turnId) run.turnId = turnId
     this.turn = run
-    this.runs.set(sessionId, run)
-    this.opened(stream, sessionId)
+    this.begin(run, text, stream)
+    return { started: true }
+  }
+
+  /** A subagent's turn: alongside the intern's, up to maxSubagents at once, in a session of its own. */
+  private startSubagent(
+    sessionId: string,
+    text: string,
+    approval: ApprovalMode,
+    stream: RunStream,
+    turnId: string,
+    subagent: Subagent,
+  ): PromptOutcome {
+    const max = this.options.maxSubagents ?? 2
+    const going = [...this.runs.values()].filter((r) => r.subagent).length
+    if (going >= max)
+      return { busy: `the intern runs ${going} subagents already, as many as it may at once (${max})`, status: 409 }
+    if (this.runs.has(sessionId)) return { busy: `session ${sessionId} has a run already`, status: 409 }
+    const run = new Run(sessionId, approval)
+    run.turnId = turnId
+    run.subagent = subagent
+    this.begin(run, text, stream)
+    return { started: true }
+  }
+
+  private begin(run: Run, text: string, stream: RunStream) {
+    run.stream = stream
+    if (run.turnId) this.turns.set(run.turnId, run)
+    this.runs.set(run.sessionId, run)
+    this.opened(stream, run.sessionId)
     const work = this.execute(run, text).finally(() => this.working.delete(work))
     this.working.add(work)
-    return { started: true }
   }
 
   /** A tool message: the answer to the question `interactionId` of the session's paused run. */
   async reply(sessionId: string, interactionId: string, content: string, stream: RunStream): Promise<ReplyOutcome> {
-    // Any reply while a turn goes waits for it (the contract's §1.6): one turn per intern.
-    if (this.turn) return { busy: 'the intern is running a turn; reply when it ends', status: 409 }
     const run = this.runs.get(sessionId)
+    // Any reply while a turn goes waits for it (the contract's §1.6): one turn per intern; a
+    // subagent's goes on alongside.
+    if (this.turn && !run?.subagent) return { busy: 'the intern is running a turn; reply when it ends', status: 409 }
     const pending = run?.pending
     if (run && pending?.id === interactionId) {
       const read = readAnswer(pending.question, content)
@@ -199,7 +230,7 @@ export class InternDaemon {
       if ('problem' in read) return { badAnswer: read.problem }
       run.pending = undefined
       run.stream = stream
-      this.turn = run
+      if (!run.subagent) this.turn = run
       this.opened(stream, sessionId)
       pending.answer(read.answer)
       return { resumed: true }
@@ -258,9 +289,10 @@ export class InternDaemon {
    * Cancels every run (suspend, removal, the host shutting down); a client still listening hears
    * that the run ended. Settles once every run has ended, its commands killed and its stream closed.
    */
-  stop(why: string): Promise<void> {
+  async stop(why: string): Promise<void> {
     for (const run of this.runs.values()) run.controller.abort(new RunEnded(why))
-    return Promise.allSettled([...this.working]).then(() => undefined)
+    await Promise.allSettled([...this.working])
+    await this.options.onStop?.().catch((err: unknown) => this.options.onError(err, ''))
   }
 
   get idle() {
@@ -272,9 +304,10 @@ export class InternDaemon {
     return this.turn !== undefined
   }
 
-  /** Settles when the turns going now have ended (paused runs do not hold it). */
+  /** Settles when the turns going now (subagents' too) have ended (paused runs do not hold it). */
   async turnsEnded(): Promise<void> {
-    while (this.turn) await Promise.race([...this.working])
+    const going = () => this.turn !== undefined || [...this.runs.values()].some((r) => r.subagent && !r.pending)
+    while (going()) await Promise.race([...this.working])
   }
 
   private async execute(run: Run, prompt: string) {

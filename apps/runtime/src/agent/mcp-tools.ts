@@ -35,6 +35,8 @@ export interface McpFleet {
 export interface McpSettings {
   timeoutMs: number
   maxResponseBytes: number
+  /** A connection nothing asked of for this long is ended (MCP_SESSION_IDLE_MS). */
+  idleMs: number
 }
 
 type Server = HostMcpServers['servers'][number]
@@ -50,11 +52,15 @@ interface Offered {
 const LooseToolList = z.looseObject({ tools: z.array(z.unknown()).max(10_000), nextCursor: z.string().optional() })
 const validators = new AjvJsonSchemaValidator()
 interface Connection {
+  serverId: string
   key: string
   client: Client
+  transport: StreamableHTTPClientTransport
   /** Its tools as offered, by the model's name for each; listed again after LIST_AGAIN_MS. */
   tools: Map<string, Offered>
   listedAt: number
+  /** Ends it once nothing has been asked of it for MCP_SESSION_IDLE_MS. */
+  idle?: NodeJS.Timeout
 }
 
 /** A tool's result as the model is given it, at most. */
@@ -104,6 +110,8 @@ function resultText(result: Json): string {
 
 export class InternMcp {
   private readonly connections = new Map<string, Promise<Connection>>()
+  /** Each server's connection once made: the one `drop` may end (not one that replaced it). */
+  private readonly live = new Map<string, Connection>()
 
   constructor(
     private readonly internId: string,
@@ -148,17 +156,33 @@ export class InternMcp {
     }
   }
 
-  /** Closes every connection (the intern leaves this host). */
+  /** Ends every connection (the intern leaves this host). */
   async close() {
     const all = [...this.connections.values()]
     this.connections.clear()
-    await Promise.allSettled(all.map(async (c) => (await c).client.close()))
+    this.live.clear()
+    await Promise.allSettled(all.map(async (c) => this.end(await c)))
   }
 
+  /**
+   * Ends a connection: its session ended on the server (DELETE, as the protocol asks of a client that
+   * is done with one; a server that does not answer within MCP_TOOL_TIMEOUT_MS is not waited for), then closed.
+   */
+  private async end(c: Connection) {
+    clearTimeout(c.idle)
+    await Promise.race([
+      c.transport.terminateSession().catch(() => {}),
+      new Promise((r) => setTimeout(r, this.settings.timeoutMs).unref()),
+    ])
+    await c.client.close().catch(() => {})
+  }
+
+  /** Ends `c` if it is still the server's connection (not one ended already, or replaced). */
   private drop(id: string, c: Connection) {
-    if (this.connections.get(id) === undefined) return
+    if (this.live.get(id) !== c) return
+    this.live.delete(id)
     this.connections.delete(id)
-    void c.client.close().catch(() => {})
+    void this.end(c)
   }
 
   /** The server's connection: reused while its configuration holds and it answers; its tools listed again now and then. */
@@ -166,16 +190,25 @@ export class InternMcp {
     const key = keyOf(server)
     let pending = this.connections.get(server.id)
     const current = pending && (await pending.catch(() => undefined))
-    if (current && current.key === key && Date.now() - current.listedAt < LIST_AGAIN_MS) return current
+    if (current && current.key === key && Date.now() - current.listedAt < LIST_AGAIN_MS) return this.touch(current)
     if (current) this.drop(server.id, current)
     pending = this.connect(server, key, signal)
     this.connections.set(server.id, pending)
     try {
-      return await pending
+      const made = await pending
+      this.live.set(server.id, made)
+      return this.touch(made)
     } catch (err) {
       this.connections.delete(server.id)
       throw err
     }
+  }
+
+  /** Used now: it is ended only after MCP_SESSION_IDLE_MS more with nothing asked of it. */
+  private touch(c: Connection): Connection {
+    clearTimeout(c.idle)
+    c.idle = setTimeout(() => this.drop(c.serverId, c), this.settings.idleMs).unref()
+    return c
   }
 
   private async connect(server: Server, key: string, signal?: AbortSignal): Promise<Connection> {
@@ -184,11 +217,9 @@ export class InternMcp {
     const found: McpToolsSeen['tools'] = []
     const problems: string[] = []
     const tools = new Map<string, Offered>()
+    const transport = new StreamableHTTPClientTransport(new URL(server.url), { fetch: this.egressFetch(server) })
     try {
-      await client.connect(
-        new StreamableHTTPClientTransport(new URL(server.url), { fetch: this.egressFetch(server) }),
-        options,
-      )
+      await client.connect(transport, options)
       let cursor: string | undefined
       for (let page = 0; page < 10; page++) {
         const listed = await client.request(
@@ -243,7 +274,7 @@ export class InternMcp {
       throw err
     }
     this.report(server, found, problems.length ? problems.join('; ').slice(0, 4_000) : null)
-    return { key, client, tools, listedAt: Date.now() }
+    return { serverId: server.id, key, client, transport, tools, listedAt: Date.now() }
   }
 
   private report(server: Server, tools: McpToolsSeen['tools'], error: string | null) {
@@ -266,9 +297,13 @@ export class InternMcp {
       `MCP tool ${o.tool} of ${o.server.name} (${new URL(o.server.url).host}): ${shown.length > 300 ? `${shown.slice(0, 300)}…` : shown}`,
     )
     if (refused) return refused
-    const connection = await this.connections.get(o.server.id)?.catch(() => undefined)
+    // Ended meanwhile (idle, or dropped after a failure): connected to again.
+    const connection =
+      (await this.connections.get(o.server.id)?.catch(() => undefined)) ??
+      (await this.connection(o.server, signal).catch(() => undefined))
     if (!connection)
       return JSON.stringify({ error: `the MCP server ${o.server.name} is not connected; try again later` })
+    this.touch(connection)
     try {
       const result = (await connection.client.callTool({ name: o.tool, arguments: args }, undefined, {
         timeout: this.settings.timeoutMs,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { posix } from 'node:path'
+import { lstat, readdir } from 'node:fs/promises'
+import { join, posix } from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { runSandboxed } from '../sandbox.js'
 import { listWorkspaceFiles, readWorkspaceFile, writeWorkspaceFile, WorkspacePathError } from '../workspace-files.js'
@@ -13,6 +14,8 @@ import type { ExtraTools, Json } from './agent-setup.js'
 // read only when used. Installed through the API (a folder at once: written aside, then moved in)
 // or by the intern itself (it writes the folder; its next turn finds it). Everything here reads and
 // writes in the intern's sandbox, as its file tools do: a link in the workspace leads nowhere else.
+// A turn's listing is kept while what it read is unchanged (looked at from the host without
+// following any link: a folder or SKILL.md that is a link is listed afresh every turn).
 
 export const SKILLS_DIR = 'skills'
 /** A skill's name, as the layout gives it: lowercase letters, digits and single hyphens, at most 64. */
@@ -47,6 +50,53 @@ export function readSkillFile(text: string, folder: string): Skill | { problem: 
     return { problem: 'it needs a description: what it does and when to use it' }
   if (description.length > DESCRIPTION_MAX) return { problem: `its description is over ${DESCRIPTION_MAX} characters` }
   return { name, description: description.trim() }
+}
+
+/** Folders of skills/ looked at for the fingerprint at most; past it, the skills are listed every turn. */
+const FINGERPRINT_FOLDERS = 500
+
+/**
+ * What the skills' listing depends on, read from the host without following links (lstat,
+ * readdir): skills/ and each folder's SKILL.md, by inode, change time and size. Undefined where it
+ * cannot tell (a link among them, too many folders): the caller lists them then.
+ */
+export async function skillsFingerprint(workspace: string): Promise<string | undefined> {
+  const stamp = (st: { ino: bigint; ctimeNs: bigint; mtimeNs: bigint; size: bigint }) =>
+    `${st.ino}:${st.ctimeNs}:${st.mtimeNs}:${st.size}`
+  const dir = join(workspace, SKILLS_DIR)
+  const top = await lstat(dir, { bigint: true }).catch(() => undefined)
+  if (!top) return 'none'
+  if (!top.isDirectory()) return top.isSymbolicLink() ? undefined : 'none'
+  const entries = await readdir(dir, { withFileTypes: true })
+  if (entries.length > FINGERPRINT_FOLDERS) return undefined
+  const parts = [stamp(top)]
+  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
+    if (e.isSymbolicLink()) return undefined
+    if (!e.isDirectory()) continue
+    const file = await lstat(join(dir, e.name, 'SKILL.md'), { bigint: true }).catch(() => undefined)
+    if (file?.isSymbolicLink()) return undefined
+    const folder = await lstat(join(dir, e.name), { bigint: true })
+    parts.push(`${e.name}/${stamp(folder)}/${file ? stamp(file) : '-'}`)
+  }
+  return parts.join('|')
+}
+
+/** A finder of the workspace's skills that lists them afresh only when their fingerprint changed. */
+export function skillsFinder(
+  workspace: string,
+  list: typeof findSkills = findSkills,
+): () => Promise<Awaited<ReturnType<typeof findSkills>>> {
+  let last: { print: string; found: Awaited<ReturnType<typeof findSkills>> } | undefined
+  return async () => {
+    // Read before the listing: a change meanwhile leaves a stale fingerprint, listed again next time.
+    const print = await skillsFingerprint(workspace).catch(() => undefined)
+    // No skills/ at all (most interns): nothing to list, no sandbox started.
+    if (print === 'none') return { skills: [], problems: [] }
+    if (print !== undefined && last?.print === print) return last.found
+    const found = await list(workspace)
+    last = print === undefined ? undefined : { print, found }
+    return found
+  }
 }
 
 /** The skills in the workspace, and the folders that are not skills (with why). */

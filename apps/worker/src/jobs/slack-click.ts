@@ -10,12 +10,24 @@ import type { JobContext, WorkerDeps } from '../context.js'
 import { decidedCard, expiredCard, questionText, type Question } from '../slack/cards.js'
 import { posterFor, revokedBy } from '../slack/poster.js'
 import { HOST_ANSWER_TIMEOUT_MS, relayRun } from '../slack/relay.js'
+import { isReportEvent } from '../slack/turn-report.js'
 
 // A click on a question's card: accepted from the thread's starter or one of the link's approvers
 // (anyone else is told so, in a message only they see); the question is taken once (a second click
 // finds it answered), the card says who decided and when, and the answer goes to the paused run,
 // whose continuation streams into a new reply in the thread. A run that ended meanwhile (its
-// deadline passed, the intern was suspended): the card says it expired.
+// deadline passed, the intern was suspended): the card says it expired. A question of a turn no one
+// typed (its report's thread: apps/worker/src/slack/turn-report.ts) has no starter: the approvers
+// answer it, and the turn's own job reports how it goes on.
+
+/** Who may answer, as told to someone who may not: the thread's starter (a report's thread has none) or the approvers. */
+function whoMayAnswer(starter: string, approvers: boolean): string {
+  if (!starter)
+    return approvers
+      ? 'Only the intern’s approvers can answer this here (anyone may in Roster’s inbox).'
+      : 'This is answered in Roster (the intern’s questions), not here: the intern has no approvers in Slack.'
+  return `Only <@${starter}>${approvers ? ' or one of the intern’s approvers' : ''} can answer this.`
+}
 
 export async function handle(deps: WorkerDeps, payload: JobPayload<'slack.click'>, _ctx: JobContext) {
   try {
@@ -36,10 +48,7 @@ async function answerClick(deps: WorkerDeps, payload: JobPayload<'slack.click'>)
   if (!slack) return 'revoked'
   const question = q.question as Question
   if (!mayAnswerSlackQuestion(q, user)) {
-    await slack.ephemeral(
-      user,
-      `Only <@${q.threadStarter}>${link.approvers.length ? ' or one of the intern’s approvers' : ''} can answer this.`,
-    )
+    await slack.ephemeral(user, whoMayAnswer(q.threadStarter, link.approvers.length > 0))
     return 'refused'
   }
   // Opening the form is the API's (within Slack's 3 seconds); it is no answer.
@@ -55,12 +64,13 @@ async function answerClick(deps: WorkerDeps, payload: JobPayload<'slack.click'>)
   const placed = await deps.runtime.placement(internId)
   if (!placed || placed.status !== 'running') return expired()
   let outcome
+  const abort = new AbortController()
   try {
     outcome = await deps.runtime.chat(
       placed,
       internId,
       { session_id: q.sessionId, reply: { interaction_id: interactionId, content: answer } },
-      new AbortController().signal,
+      abort.signal,
       HOST_ANSWER_TIMEOUT_MS,
     )
   } catch (err) {
@@ -72,6 +82,11 @@ async function answerClick(deps: WorkerDeps, payload: JobPayload<'slack.click'>)
       ? expired()
       : `refused: ${outcome.error.error}`
   if (outcome.kind !== 'stream') return outcome.kind
+  // A turn no one typed goes on detached on its host: its own job follows it and reports its end.
+  if (isReportEvent(event.eventId)) {
+    abort.abort()
+    return 'answered'
+  }
   // The run's continuation, in a message of its own below the card.
   const replyTs = await slack.post('…', `${event.eventId}:${interactionId}`)
   const run = { internId, eventId: event.eventId, sessionId: q.sessionId }

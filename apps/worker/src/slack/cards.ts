@@ -79,6 +79,28 @@ function formAnswerLabel(answer: string): string {
   }
 }
 
+/** A question's arguments as the run sent them; an empty question when they are not an object. */
+export function parsedQuestion(args: string): Question {
+  try {
+    const q = JSON.parse(args) as unknown
+    return q && typeof q === 'object' ? (q as Question) : {}
+  } catch {
+    return {}
+  }
+}
+
+/**
+ * A card whose turn went on or ended without an answer here: answered elsewhere (the turn then went
+ * on: chat, the console's inbox), or expired with it.
+ */
+export function closedCard(q: Question, turnState: string): KnownBlock[] {
+  if (turnState !== 'done') return expiredCard(q)
+  return [
+    { type: 'section', text: { type: 'mrkdwn', text: questionText(q) } },
+    { type: 'context', elements: [{ type: 'mrkdwn', text: 'Answered in Roster, not here; the turn went on.' }] },
+  ]
+}
+
 export function expiredCard(q: Question): KnownBlock[] {
   return [
     { type: 'section', text: { type: 'mrkdwn', text: questionText(q) } },

@@ -1,7 +1,7 @@
 import { type RunEvent } from '@roster/shared'
 import { insertSlackQuestion, setQuestionCard } from '@roster/shared/repositories'
 import type { WorkerDeps } from '../context.js'
-import { questionCard, questionText, type Question } from './cards.js'
+import { parsedQuestion, questionCard, questionText } from './cards.js'
 import type { SlackPoster } from './poster.js'
 
 // A run's events into Slack: its text streamed into the reply message (while Slack takes it), and a
@@ -36,7 +36,7 @@ export async function relayRun(
       note(e.message)
       ended = e.type
     } else if (e.type === 'pause') {
-      const question = parsed(e.arguments)
+      const question = parsedQuestion(e.arguments)
       await insertSlackQuestion(deps.db, { ...run, interactionId: e.interaction_id, question })
       const cardTs = await slack.postCard(questionCard(e.interaction_id, question), questionText(question))
       await setQuestionCard(deps.db, run.internId, e.interaction_id, cardTs)
@@ -45,13 +45,4 @@ export async function relayRun(
     }
   }
   return { text: text || '_(no answer)_', outcome: ended }
-}
-
-function parsed(args: string): Question {
-  try {
-    const q = JSON.parse(args) as unknown
-    return q && typeof q === 'object' ? (q as Question) : {}
-  } catch {
-    return {}
-  }
 }

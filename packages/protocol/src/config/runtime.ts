@@ -165,6 +165,11 @@ export const RuntimeConfig = z.object({
     .describe(
       "How long an intern's call of an MCP server's tool may take before it is given up (the model is told so), and how long connecting to a server and listing its tools may take at a turn's start.",
     ),
+  MCP_SESSION_IDLE_MS: ms
+    .default(5 * 60_000)
+    .describe(
+      "How long an intern's session with an MCP server is kept with nothing asked of it; then it is ended (a DELETE, as the protocol asks) and the next use begins a new one. An intern leaving its host ends its sessions too (where the egress still serves it: a draining host, a deletion; a suspended or moved intern's are only dropped here, and the server lets them expire).",
+    ),
   MCP_RESPONSE_MAX_BYTES: z.coerce
     .number()
     .int()
@@ -181,6 +186,15 @@ export const RuntimeConfig = z.object({
     .max(1000)
     .default(16)
     .describe('Runs one intern may hold paused on questions at once; past it a new prompt gets `503 busy`.'),
+  INTERN_SUBAGENTS_AT_ONCE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(16)
+    .default(2)
+    .describe(
+      "Subagents' turns one intern runs at once, alongside its own turn (they share its workspace and its host's share of CPU); more wait, queued, for one to end.",
+    ),
   DATABASE_URL: z
     .undefined({
       error:

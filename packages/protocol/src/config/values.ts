@@ -78,7 +78,13 @@ export const metricsSettings = {
 
 export const shared = {
   DATABASE_URL: postgresUrl.describe('Postgres. `npm start` creates the database if it is missing.'),
-  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10).describe('Database connections per process.'),
+  DATABASE_POOL_SIZE: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(200)
+    .default(10)
+    .describe('Database connections per process (a worker holds one more, its job-lease beacon).'),
   DATABASE_PREPARED_STATEMENTS: flag
     .default(true)
     .describe('Named prepared statements; set `false` behind a transaction-mode pooler (e.g. PgBouncer).'),

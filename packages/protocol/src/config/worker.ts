@@ -90,7 +90,9 @@ export const WorkerConfig = z.object({
   HEALTH_TIMEOUT_MS: ms.default(10_000).describe('How long a started intern may take to answer healthy, per attempt.'),
   JOB_LOCK_MS: ms
     .default(30_000)
-    .describe('Lock on a running job: a worker that dies loses its jobs to others after this long.'),
+    .describe(
+      'Lock on a running job: a worker that dies loses its jobs to others after this long (a job taken back from a worker alive but stalled waits for it, up to twice this).',
+    ),
   OPERATOR_PORT: port
     .default(0)
     .describe('The operator surface (the queue dashboard, bull-board, at `/queues`) on its own port; 0: none.'),

@@ -22,6 +22,18 @@ const NamedSession = z
 
 const Prompt = z.string().trim().min(1, 'the prompt is empty').max(32_000)
 
+/**
+ * A Slack conversation of the intern's Slack app its turns report in (null: none): a channel's id
+ * (C…, G…) or a direct message's (D…).
+ */
+const SlackChannel = z
+  .string()
+  .regex(/^[CDG][A-Z0-9]{2,31}$/, "a Slack conversation's id (C…, G…, D…)")
+  .nullable()
+  .describe(
+    "A Slack conversation of the intern's Slack app: each turn's reply is posted there, and its questions as cards in the reply's thread",
+  )
+
 export const MissedFire = z.enum(['run_once', 'skip'])
 export type MissedFire = z.infer<typeof MissedFire>
 
@@ -37,6 +49,7 @@ export const CreateScheduleRequest = z
     prompt: Prompt,
     session_id: NamedSession.default(null),
     approval_mode: Approval.default('manual'),
+    slack_channel: SlackChannel.default(null),
     missed: MissedFire.default('run_once').describe(
       'A fire missed while Roster was down or the intern suspended: run once when it can, or skip it',
     ),
@@ -53,6 +66,7 @@ export const UpdateScheduleRequest = z
     prompt: Prompt.optional(),
     session_id: NamedSession.optional(),
     approval_mode: Approval.optional(),
+    slack_channel: SlackChannel.optional(),
     missed: MissedFire.optional(),
     enabled: z.boolean().optional(),
   })
@@ -69,6 +83,7 @@ export const Schedule = z
     prompt: z.string(),
     session_id: z.string().nullable(),
     approval_mode: Approval,
+    slack_channel: z.string().nullable(),
     missed: MissedFire,
     enabled: z.boolean(),
     next_fire_at: z.iso.datetime().nullable().describe('When it fires next (null: disabled)'),
@@ -85,6 +100,7 @@ export const CreateTriggerRequest = z
     prompt: Prompt.describe("What the intern is asked to do with a delivery; the delivery's body follows it, as data"),
     session_id: NamedSession.default(null),
     approval_mode: Approval.default('manual'),
+    slack_channel: SlackChannel.default(null),
     enabled: z.boolean().default(true),
   })
   .meta({ id: 'CreateTriggerRequest' })
@@ -96,6 +112,7 @@ export const UpdateTriggerRequest = z
     prompt: Prompt.optional(),
     session_id: NamedSession.optional(),
     approval_mode: Approval.optional(),
+    slack_channel: SlackChannel.optional(),
     enabled: z.boolean().optional(),
     rotate_secret: z.literal(true).optional().describe('Make a new secret (answered once); the old one stops at once'),
   })
@@ -110,6 +127,7 @@ export const Trigger = z
     prompt: z.string(),
     session_id: z.string().nullable(),
     approval_mode: Approval,
+    slack_channel: z.string().nullable(),
     enabled: z.boolean(),
     url: z.string().describe('Where deliveries are POSTed, signed with the secret'),
     secret: z.string().optional().describe('Answered once, when made (create, rotate_secret); never again'),
@@ -161,6 +179,11 @@ export const BackgroundTurn = z
     reason: z.string().nullable().describe('Why it was refused, skipped, failed, interrupted or expired'),
     interaction_id: z.string().nullable().describe('The question a waiting turn asked (answer it in chat)'),
     output: z.string().nullable().describe("The turn's reply"),
+    slack_channel: z.string().nullable().describe('The Slack conversation it reports in'),
+    slack_report: z
+      .string()
+      .nullable()
+      .describe('Its report in Slack: pending (it ended; the post waits for Slack), posted, or why it was not posted'),
     usage: z
       .object({ prompt_tokens: z.number(), completion_tokens: z.number(), total_tokens: z.number(), cost: z.number() })
       .nullable(),

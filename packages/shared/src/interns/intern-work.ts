@@ -23,6 +23,7 @@ import {
   internTurnOf,
   scheduleOf,
   schedulesOf,
+  slackLinkOf,
   triggerOf,
   triggersOf,
   turnsOf,
@@ -30,6 +31,7 @@ import {
   updateTrigger,
   type Admitted,
   type ScheduleFields,
+  type TriggerFields,
 } from '../repositories/index.js'
 import { scheduleTimes } from './schedule-times.js'
 import { newTriggerSecret, sealTriggerSecret } from './trigger-secrets.js'
@@ -76,6 +78,7 @@ export function scheduleView(s: ScheduleRow): Schedule {
     prompt: s.prompt,
     session_id: s.sessionId,
     approval_mode: s.approvalMode as Schedule['approval_mode'],
+    slack_channel: s.slackChannel,
     missed: s.missed as Schedule['missed'],
     enabled: s.enabled,
     next_fire_at: iso(next),
@@ -94,6 +97,7 @@ export function triggerView(baseUrl: string, t: TriggerRow, secret?: string): Tr
     prompt: t.prompt,
     session_id: t.sessionId,
     approval_mode: t.approvalMode as Trigger['approval_mode'],
+    slack_channel: t.slackChannel,
     enabled: t.enabled,
     url: `${baseUrl}/api/v1/hooks/${t.id}`,
     ...(secret ? { secret } : {}),
@@ -118,11 +122,22 @@ export function turnView(t: TurnRow): BackgroundTurn {
     reason: t.reason,
     interaction_id: t.interactionId,
     output: t.output,
+    slack_channel: t.slackChannel,
+    slack_report: t.slackReport,
     usage: (t.usage as BackgroundTurn['usage']) ?? null,
     created_at: t.createdAt.toISOString(),
     started_at: iso(t.startedAt),
     ended_at: iso(t.endedAt),
   }
+}
+
+/** A Slack conversation to report in needs the intern's Slack app (installed now or later). */
+async function slackLinkedFor(db: Db, internId: string, channel: string | null | undefined) {
+  if (channel && !(await slackLinkOf(db, internId)))
+    throw new AppError(
+      'slack_not_linked',
+      `intern ${internId} has no Slack app, so it cannot report in ${channel}: link one (docs/slack.md), or leave slack_channel out`,
+    )
 }
 
 // Schedules.
@@ -141,12 +156,14 @@ const scheduleFields = (b: UpdateScheduleRequest): Partial<ScheduleFields> => ({
   prompt: b.prompt,
   sessionId: b.session_id,
   approvalMode: b.approval_mode,
+  slackChannel: b.slack_channel,
   missed: b.missed,
   enabled: b.enabled,
 })
 
 export async function createSchedule(db: Db, internId: string, b: CreateScheduleRequest, cron: CronOptions) {
   scheduleTimes(b.cron, b.timezone, cron) // refuses what it cannot read
+  await slackLinkedFor(db, internId, b.slack_channel)
   if ((await countSchedules(db, internId)) >= SCHEDULES_PER_INTERN)
     throw new AppError('work_limit_reached', `an intern has at most ${SCHEDULES_PER_INTERN} schedules`)
   const made = await insertSchedule(db, internId, scheduleFields(b) as Required<ScheduleFields>).catch(
@@ -165,6 +182,7 @@ export async function changeSchedule(
   const was = await findSchedule(db, internId, id)
   if (b.cron !== undefined || b.timezone !== undefined)
     scheduleTimes(b.cron ?? was.cron, b.timezone ?? was.timezone, cron)
+  await slackLinkedFor(db, internId, b.slack_channel)
   const changed = await updateSchedule(db, internId, was.id, scheduleFields(b)).catch(taken('schedule', b.name))
   return scheduleView(changed)
 }
@@ -204,6 +222,7 @@ export async function runScheduleNow(
       sessionId: s.sessionId ?? `schedule-${s.name}-run-${randomUUID().slice(0, 8)}`,
       prompt: `Scheduled job "${s.name}", run now by a person (not at its time).\n\n${s.prompt}`,
       approvalMode: s.approvalMode,
+      slackChannel: s.slackChannel,
     },
     queueLimit,
   )
@@ -229,6 +248,16 @@ export function triggerMasterKey(masterKey: Buffer | undefined): Buffer {
   return masterKey
 }
 
+/** A trigger's columns from a request's fields (those it leaves out stay out). */
+const triggerFields = (b: UpdateTriggerRequest): Partial<TriggerFields> => ({
+  name: b.name,
+  prompt: b.prompt,
+  sessionId: b.session_id,
+  approvalMode: b.approval_mode,
+  slackChannel: b.slack_channel,
+  enabled: b.enabled,
+})
+
 /** A new trigger, and its secret (shown this once). */
 export async function createTrigger(
   db: Db,
@@ -237,6 +266,7 @@ export async function createTrigger(
   b: CreateTriggerRequest,
 ): Promise<{ row: TriggerRow; secret: string }> {
   const key = triggerMasterKey(masterKey)
+  await slackLinkedFor(db, internId, b.slack_channel)
   if ((await countTriggers(db, internId)) >= TRIGGERS_PER_INTERN)
     throw new AppError('work_limit_reached', `an intern has at most ${TRIGGERS_PER_INTERN} webhook triggers`)
   const id = randomUUID()
@@ -245,7 +275,7 @@ export async function createTrigger(
     db,
     id,
     internId,
-    { name: b.name, prompt: b.prompt, sessionId: b.session_id, approvalMode: b.approval_mode, enabled: b.enabled },
+    triggerFields(b) as TriggerFields,
     sealTriggerSecret(key, id, secret),
   ).catch(taken('trigger', b.name))
   return { row, secret }
@@ -260,13 +290,10 @@ export async function changeTrigger(
   b: UpdateTriggerRequest,
 ): Promise<{ row: TriggerRow; secret?: string }> {
   const was = await findTrigger(db, internId, id)
+  await slackLinkedFor(db, internId, b.slack_channel)
   const secret = b.rotate_secret ? newTriggerSecret() : undefined
   const row = await updateTrigger(db, internId, was.id, {
-    name: b.name,
-    prompt: b.prompt,
-    sessionId: b.session_id,
-    approvalMode: b.approval_mode,
-    enabled: b.enabled,
+    ...triggerFields(b),
     ...(secret ? { sealedSecret: sealTriggerSecret(triggerMasterKey(masterKey), was.id, secret) } : {}),
   }).catch(taken('trigger', b.name))
   return { row, secret }

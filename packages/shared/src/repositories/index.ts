@@ -2,6 +2,7 @@
 // "Where the SQL lives"). An app imports them from here, apart from the domain modules the package's
 // root exports, and calls them only as docs/development.md says ("When an app may call a repository").
 export * from './outbox.js'
+export * from './job-leases.js'
 export * from './presets.js'
 export * from './workspace-archives.js'
 export * from './workspace-snapshots.js'

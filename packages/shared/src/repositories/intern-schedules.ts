@@ -14,6 +14,7 @@ export interface ScheduleFields {
   prompt: string
   sessionId: string | null
   approvalMode: string
+  slackChannel: string | null
   missed: string
   enabled: boolean
 }

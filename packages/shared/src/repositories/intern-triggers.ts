@@ -10,6 +10,7 @@ export interface TriggerFields {
   prompt: string
   sessionId: string | null
   approvalMode: string
+  slackChannel: string | null
   enabled: boolean
 }
 
@@ -22,6 +23,7 @@ const listed = {
   prompt: true,
   sessionId: true,
   approvalMode: true,
+  slackChannel: true,
   enabled: true,
   createdAt: true,
   updatedAt: true,
@@ -57,6 +59,7 @@ export const updateTrigger = (
       prompt: fields.prompt,
       sessionId: fields.sessionId,
       approvalMode: fields.approvalMode,
+      slackChannel: fields.slackChannel,
       enabled: fields.enabled,
       ...(fields.sealedSecret ? { sealedSecret: new Uint8Array(fields.sealedSecret) } : {}),
       updatedAt: new Date(),

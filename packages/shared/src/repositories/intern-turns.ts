@@ -20,6 +20,8 @@ export interface NewTurn {
   sessionId: string
   prompt: string
   approvalMode: string
+  /** The Slack conversation it reports in. */
+  slackChannel?: string | null
 }
 
 export type TurnRow = NonNullable<Awaited<ReturnType<typeof turnOf>>>
@@ -87,7 +89,14 @@ export function admitTurn(
 }
 
 export const turnOf = (db: Tx, id: string) =>
-  db.internTurn.findUnique({ where: { id }, include: { intern: { select: { status: true } } } })
+  db.internTurn.findUnique({
+    where: { id },
+    include: {
+      intern: { select: { status: true } },
+      schedule: { select: { name: true } },
+      trigger: { select: { name: true } },
+    },
+  })
 
 export const internTurnOf = (db: Tx, internId: string, id: string) =>
   db.internTurn.findFirst({ where: { id, internId } })
@@ -116,10 +125,13 @@ export const turnsOf = (
     take: opts.limit,
   })
 
-/** The intern's queued turn that runs next: the oldest. */
-export const nextQueuedTurn = (db: Tx, internId: string) =>
+/**
+ * The intern's queued turn that runs next: the oldest, of its own turns or (`subagents`) of its
+ * subagents' (which run alongside its own, in an order of their own).
+ */
+export const nextQueuedTurn = (db: Tx, internId: string, subagents = false) =>
   db.internTurn.findFirst({
-    where: { internId, state: 'queued' },
+    where: { internId, state: 'queued', source: subagents ? 'subagent' : { not: 'subagent' } },
     orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
     select: { id: true },
   })
@@ -137,6 +149,7 @@ export async function moveTurn(
     usage?: Prisma.InputJsonValue
     startedAt?: Date | null
     endedAt?: Date
+    slackReport?: string
   } = {},
 ): Promise<boolean> {
   const moved = await db.internTurn.updateMany({
@@ -167,4 +180,13 @@ export function endTurn(
     }
     return true
   })
+}
+
+/** Where a turn's report in Slack stands: its message, when a post of it began, whether it is posted. */
+export async function setTurnSlack(
+  db: Tx,
+  id: string,
+  set: { slackTs?: string; slackPostBegunAt?: Date; slackReport?: string },
+) {
+  await db.internTurn.update({ where: { id }, data: { ...set, updatedAt: new Date() } })
 }

@@ -46,9 +46,38 @@ export function slackEventOf(db: Tx, internId: string, eventId: string) {
   })
 }
 
-/** Whether the intern takes part in a thread: one of its messages was a turn of the intern's. */
-export async function slackThreadKnown(db: Tx, internId: string, channel: string, threadTs: string): Promise<boolean> {
-  return (await db.slackEvent.findFirst({ where: { internId, channel, threadTs }, select: { eventId: true } })) !== null
+/**
+ * The session of a thread the intern takes part in (one of its messages was a turn of the intern's,
+ * or the intern started it with a report of its own): its first event's; undefined when the intern
+ * is not in it, null when its first event is older than sessions kept (the thread's own, then).
+ */
+export async function slackThreadSession(
+  db: Tx,
+  internId: string,
+  channel: string,
+  threadTs: string,
+): Promise<string | null | undefined> {
+  const first = await db.slackEvent.findFirst({
+    where: { internId, channel, threadTs },
+    orderBy: [{ createdAt: 'asc' }, { eventId: 'asc' }],
+    select: { sessionId: true },
+  })
+  return first ? first.sessionId : undefined
+}
+
+/**
+ * A thread the intern started itself (a background turn's report, `eventId` `turn:{id}`): kept as
+ * an event already done, so its questions have a thread, and a person's reply in it continues the
+ * turn's session. Nobody started it: only the link's approvers answer its questions.
+ */
+export async function recordReportThread(
+  db: Tx,
+  e: { internId: string; eventId: string; teamId: string; channel: string; threadTs: string; sessionId: string },
+) {
+  await db.slackEvent.createMany({
+    data: [{ ...e, userId: '', text: '', state: 'done', outcome: 'report' }],
+    skipDuplicates: true,
+  })
 }
 
 export async function updateSlackEvent(

@@ -52,6 +52,10 @@ export async function claimSlackQuestion(db: Tx, internId: string, interactionId
   return n.count === 1
 }
 
+/** The questions of an event's thread still waiting for an answer there. */
+export const pendingSlackQuestions = (db: Tx, internId: string, eventId: string) =>
+  db.slackQuestion.findMany({ where: { internId, eventId, state: 'pending' } })
+
 export async function expireSlackQuestion(db: Tx, internId: string, interactionId: string) {
   await db.slackQuestion.updateMany({ where: { internId, interactionId }, data: { state: 'expired' } })
 }

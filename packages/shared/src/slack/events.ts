@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { Db } from '../db.js'
 import { storableText } from '@roster/protocol'
-import { recordSlackEvent, slackThreadKnown, type SlackFile } from '../repositories/slack-events.js'
+import { recordSlackEvent, slackThreadSession, type SlackFile } from '../repositories/slack-events.js'
 import { revokeSlackLink } from '../repositories/slack-links.js'
 
 // What Slack sends to an intern's event URL (Events API), once its signature is checked: the URL
@@ -137,16 +137,21 @@ async function conversationOf(
   msg: PersonMessage,
   said: string,
 ): Promise<{ threadTs: string; sessionId: string } | { ignored: string }> {
+  // A thread keeps the session it began with (a thread the intern's report started: that turn's).
+  // Looked up once, and only for a message taken: channel chatter is ignored without a query.
+  const known = async () =>
+    msg.thread_ts ? slackThreadSession(db, link.internId, msg.channel, msg.thread_ts) : undefined
   if (msg.type === 'app_mention') {
     const threadTs = msg.thread_ts ?? msg.ts
-    return { threadTs, sessionId: slackSessionId(team, msg.channel, threadTs) }
+    return { threadTs, sessionId: (await known()) ?? slackSessionId(team, msg.channel, threadTs) }
   }
-  if (msg.channel_type === 'im') return { threadTs: msg.thread_ts ?? '', sessionId: slackSessionId(team, msg.channel) }
+  if (msg.channel_type === 'im')
+    return { threadTs: msg.thread_ts ?? '', sessionId: (await known()) ?? slackSessionId(team, msg.channel) }
   if (msg.channel_type !== 'channel' && msg.channel_type !== 'group') return { ignored: 'not a conversation of its' }
   if (!msg.thread_ts) return { ignored: 'channel chatter, not in a thread' }
   // Without its own user id a mention cannot be told apart: only the mention events are taken then.
   if (!link.botUserId || said.includes(`<@${link.botUserId}>`)) return { ignored: 'its mention comes as app_mention' }
-  if (!(await slackThreadKnown(db, link.internId, msg.channel, msg.thread_ts)))
-    return { ignored: 'a thread the intern is not in' }
-  return { threadTs: msg.thread_ts, sessionId: slackSessionId(team, msg.channel, msg.thread_ts) }
+  const session = await known()
+  if (session === undefined) return { ignored: 'a thread the intern is not in' }
+  return { threadTs: msg.thread_ts, sessionId: session ?? slackSessionId(team, msg.channel, msg.thread_ts) }
 }
