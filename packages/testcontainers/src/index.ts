@@ -73,6 +73,19 @@ export interface Bootstrap {
 const secret = () => randomBytes(32).toString('hex')
 
 /**
+ * A container with Docker's init (tini) as its PID 1 (`docker run --init`, `init: true` in
+ * Compose), which testcontainers has no builder method for. The postgres images run the postmaster
+ * as PID 1, which then adopts every orphan in the container and takes one exiting with a status
+ * other than 0 or 1 for a crashed server process: it ends every session and recovers. A health
+ * probe Docker killed for its timeout on a loaded machine leaves exactly such an orphan. Roster's
+ * processes get one too: Node as PID 1 never reaps the orphans of interns' commands.
+ */
+function withInit<T extends GenericContainer>(container: T): T {
+  ;(container as unknown as { hostConfig: { Init?: boolean } }).hostConfig.Init = true
+  return container
+}
+
+/**
  * A container whose /proc paths Docker leaves unmasked (`docker run --security-opt
  * systempaths=unconfined`): bubblewrap mounts a /proc of its own, which the kernel refuses while
  * parts of the container's /proc are masked. The Engine API takes this as empty MaskedPaths and
@@ -96,15 +109,22 @@ export async function startRoster(options: RosterContainersOptions = {}): Promis
   }
   try {
     const [postgres, redis] = (await Promise.all([
-      new PostgreSqlContainer(options.postgresImage ?? process.env.ROSTER_POSTGRES_IMAGE ?? 'postgres:16')
+      withInit(new PostgreSqlContainer(options.postgresImage ?? process.env.ROSTER_POSTGRES_IMAGE ?? 'postgres:16'))
         .withDatabase('roster')
         .withUsername('postgres')
         .withPassword('postgres')
+        .withHealthCheck({
+          // One process, no shell: a probe Docker kills for its timeout leaves no orphan (withInit).
+          test: ['CMD', 'pg_isready', '--host', 'localhost', '--username', 'postgres', '--dbname', 'roster'],
+          interval: 250,
+          timeout: 5_000,
+          retries: 1_000,
+        })
         .withNetwork(network)
         .withNetworkAliases('postgres')
         .withStartupTimeout(timeout)
         .start(),
-      new RedisContainer(options.redisImage ?? process.env.ROSTER_REDIS_IMAGE ?? 'redis:7')
+      withInit(new RedisContainer(options.redisImage ?? process.env.ROSTER_REDIS_IMAGE ?? 'redis:7'))
         .withNetwork(network)
         .withNetworkAliases('redis')
         .withStartupTimeout(timeout)
@@ -125,7 +145,7 @@ export async function startRoster(options: RosterContainersOptions = {}): Promis
       VAULT_MASTER_KEY: secret(),
     }
     const roster = (alias: string, command: string[], env: Record<string, string> = {}) =>
-      new UnmaskedContainer(image)
+      withInit(new UnmaskedContainer(image))
         .withNetwork(network)
         .withNetworkAliases(alias)
         .withEnvironment({ ...shared, ...env })

@@ -3,6 +3,8 @@ import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { OpenRouter } from '@openrouter/sdk'
 import OpenAI from 'openai'
+import pg from 'pg'
+import type { StartedPostgreSqlContainer } from '@testcontainers/postgresql'
 import { composeCommand, containerTestsProblem, repoRoot, waitFor } from '@roster/testing'
 import { startRoster, type StartedRoster } from '../src/index.js'
 import { buildImage, CONTAINER_TEST_IMAGES, image } from './image.js'
@@ -57,7 +59,41 @@ async function chatRunningShell(baseUrl: string, key: string, id: string, comman
   return chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join('')
 }
 
+/** What Postgres logs when a process it adopted died badly: it ends every session and recovers. */
+const CRASH_RECOVERY = 'terminating any other active server processes'
+/** An orphan in a container that exits 2 a moment later (a health probe whose shell Docker killed leaves one). */
+const ORPHAN_EXITING_2 = ['sh', '-c', '(sleep 1; exit 2) & exit 0']
+
+/**
+ * Leaves an orphan exiting 2 in the container (by `exec`), and checks a session opened before it
+ * lives on: were the postmaster the container's PID 1, it would adopt the orphan and end every
+ * session for a crash recovery.
+ */
+async function survivesAnOrphan(databaseUrl: string, exec: (command: string[]) => Promise<unknown>) {
+  const session = new pg.Client({ connectionString: databaseUrl })
+  session.on('error', () => {})
+  await session.connect()
+  try {
+    const pid = (await session.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid
+    await exec(ORPHAN_EXITING_2)
+    await new Promise((r) => setTimeout(r, 3_000))
+    expect((await session.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid).toBe(pid)
+  } finally {
+    await session.end().catch(() => {})
+  }
+}
+
 describe.skipIf(problem)('Roster in containers', () => {
+  it("keeps the tests' own Postgres (the global setup's container) through an orphan exiting badly", async () => {
+    const port = new URL(process.env.DATABASE_URL!).port
+    const id = run('docker', ['ps', '-q', '--filter', `publish=${port}`]).out.trim()
+    expect(id, `no container publishes the tests' Postgres port ${port}`).toMatch(/^[0-9a-f]+$/)
+    await survivesAnOrphan(process.env.DATABASE_URL!, async (command) =>
+      expect(run('docker', ['exec', id, ...command]).ok).toBe(true),
+    )
+    expect(run('docker', ['logs', id]).out).not.toContain(CRASH_RECOVERY)
+  })
+
   beforeAll(() => buildImage(), 900_000)
 
   it('builds one image for every process, from its base image argument, running as a user of its own, with the tools an agent reaches for', () => {
@@ -97,6 +133,9 @@ describe.skipIf(problem)('Roster in containers', () => {
     try {
       const up = compose.v2 ? c('up', '--wait') : c('up', '-d')
       expect(up.ok, up.out.slice(-3000)).toBe(true)
+      // An orphan exiting badly in Postgres's container, adopted by Docker's init, not the postmaster
+      // (else Postgres would end every session to recover, the API's among them: checked at the end).
+      expect(c('exec', '-T', 'postgres', ...ORPHAN_EXITING_2).ok).toBe(true)
       const baseUrl = `http://127.0.0.1:${port}/api/v1`
       await waitFor(
         async () => (await fetch(baseUrl.replace('/api/v1', '/ready')).catch(() => undefined))?.status === 200,
@@ -158,6 +197,7 @@ describe.skipIf(problem)('Roster in containers', () => {
       expect(tools).toContain('c:7')
       expect(tools).toMatch(/GNU Make/)
       expect(tools).toMatch(/^curl /m)
+      expect(c('logs', 'postgres').out).not.toContain(CRASH_RECOVERY)
     } finally {
       const down = c('down', '-v', '--remove-orphans')
       expect(down.ok, down.out).toBe(true)
@@ -199,6 +239,12 @@ describe.skipIf(problem)('Roster in containers', () => {
       const other = await roster.bootstrap()
       const res = await fetch(`${roster.baseUrl}/interns/${mine.id}`, { headers: json(other.keys.user) })
       expect(res.status).toBe(404)
+    })
+
+    it('keeps its Postgres through an orphan exiting badly in its container', async () => {
+      const postgres = roster.containers.postgres as StartedPostgreSqlContainer
+      await survivesAnOrphan(postgres.getConnectionUri(), (command) => postgres.exec(command))
+      expect(run('docker', ['logs', postgres.getId()]).out).not.toContain(CRASH_RECOVERY)
     })
 
     it('stops every container it started', async () => {
