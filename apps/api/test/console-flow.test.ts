@@ -406,6 +406,14 @@ await describeNeeding(['chromium', 'bubblewrap'], 'the web console on a real sta
     const hook = page.getByRole('form', { name: 'New webhook trigger' })
     await hook.getByLabel('Name').fill('deploys')
     await hook.getByLabel('What to do with a delivery').fill('Note the deploy.')
+    // Reporting in Slack needs the intern's Slack app, which this one has not: refused, saying so.
+    await hook.getByLabel(/^Report in Slack/).fill('C0123ABCD')
+    await hook.getByRole('button', { name: 'Add webhook trigger' }).click()
+    await hook
+      .getByRole('alert')
+      .getByText(/has no Slack app/)
+      .waitFor()
+    await hook.getByLabel(/^Report in Slack/).fill('')
     await hook.getByRole('button', { name: 'Add webhook trigger' }).click()
     const secret = await hook.getByRole('status').locator('code').nth(1).textContent()
     expect(secret).toMatch(/^whsec_/)

@@ -129,6 +129,7 @@ export function InternWork({ id }: { id: string }) {
                   <td>
                     {t.name}
                     {!t.enabled && <span className="muted"> (off)</span>}
+                    {t.slack_channel && <span className="muted"> · reports in Slack {t.slack_channel}</span>}
                   </td>
                   <td>
                     <code>{t.url}</code>
@@ -282,7 +283,10 @@ export function InternWork({ id }: { id: string }) {
                   <td>
                     <a href={href(['interns', id, 'chat'], { session: t.session_id })}>{t.source}</a>
                   </td>
-                  <td>{t.state === 'waiting' ? <a href={href(['inbox'])}>waiting for an answer</a> : t.state}</td>
+                  <td>
+                    {t.state === 'waiting' ? <a href={href(['inbox'])}>waiting for an answer</a> : t.state}
+                    {t.slack_report && <div className="muted">Slack: {t.slack_report}</div>}
+                  </td>
                   <td>{when(t.scheduled_for ?? t.created_at)}</td>
                   <td>{when(t.ended_at)}</td>
                   <td className="pre">{(t.reason ?? t.output ?? '').slice(0, 300)}</td>
