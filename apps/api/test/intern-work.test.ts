@@ -401,6 +401,10 @@ describe('webhook triggers', () => {
       415,
       'unsupported_media_type',
     ])
+    // UTF-8, but with a NUL (Postgres keeps no NUL in text): refused, saying so.
+    const nul = await deliver(made.url, made.secret, 'a\u0000b')
+    expect(nul.status).toBe(415)
+    expect(((await nul.json()) as any).error.message).toMatch(/NUL/)
     expect((await deliver(`${stack.apiUrl}/hooks/${crypto.randomUUID()}`, made.secret, body)).status).toBe(404)
     expect((await deliver(`${stack.apiUrl}/hooks/not-a-trigger`, made.secret, body)).status).toBe(404)
 

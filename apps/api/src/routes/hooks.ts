@@ -100,7 +100,7 @@ export const hookRoutes =
       if (!isStorableText(body) || !Buffer.from(body, 'utf8').equals(raw))
         throw new AppError(
           'unsupported_media_type',
-          'a delivery’s body must be UTF-8 text (JSON, form data, plain text)',
+          'a delivery’s body must be UTF-8 text (JSON, form data, plain text), without NUL characters',
         )
       const at = new Date()
       const headers = Object.entries(req.headers).flatMap(([k, v]) =>
